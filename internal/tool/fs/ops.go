@@ -1,0 +1,391 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/trussdev/truss/internal/tool"
+)
+
+var randRead = rand.Read
+
+// Options bound what the executor reads.
+type Options struct {
+	// MaxFileBytes is the largest file a view or edit reads; 0 means 256 MiB.
+	MaxFileBytes int64
+	// MaxEntries bounds a directory listing; 0 means 10,000 entries.
+	MaxEntries int
+}
+
+// Executor runs the file operations of package tool.
+type Executor struct {
+	W    *Workspace
+	Opts Options
+}
+
+// Ops lists the operations Executor handles.
+var Ops = []tool.Op{tool.OpView, tool.OpCreate, tool.OpWrite, tool.OpReplace, tool.OpInsert, tool.OpList}
+
+// Execute implements tool.Executor.
+func (e *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
+	var r tool.Result
+	var err error
+	switch a := call.Args.(type) {
+	case *tool.ViewArgs:
+		r, err = e.View(a)
+	case *tool.CreateArgs:
+		r, err = e.Write(a, call.Op == tool.OpCreate)
+	case *tool.ReplaceArgs:
+		r, err = e.Replace(a)
+	case *tool.InsertArgs:
+		r, err = e.Insert(a)
+	case *tool.ListArgs:
+		r, err = e.List(a)
+	default:
+		err = tool.Errorf(tool.ErrInvalidInput, "operation %s got arguments of type %T", call.Op, call.Args)
+	}
+	if err != nil {
+		return tool.Failed(call, err)
+	}
+	r.CallID, r.Op = call.ID, call.Op
+	return r
+}
+
+func (e *Executor) maxBytes() int64 {
+	if e.Opts.MaxFileBytes > 0 {
+		return e.Opts.MaxFileBytes
+	}
+	return 256 << 20
+}
+
+// read reads a regular file, with typed errors for a missing file or a directory.
+func (e *Executor) read(p Resolved, name string) ([]byte, fs.FileInfo, error) {
+	fi, err := p.Stat()
+	if err != nil {
+		return nil, nil, ioErr("read", name, err)
+	}
+	if fi.IsDir() {
+		return nil, fi, isDir(name)
+	}
+	if fi.Size() > e.maxBytes() {
+		return nil, fi, tool.Errorf(tool.ErrInvalidInput, "the file %s is %d bytes, more than the %d bytes a tool reads", name, fi.Size(), e.maxBytes())
+	}
+	b, err := p.ReadFile()
+	if err != nil {
+		return nil, fi, ioErr("read", name, err)
+	}
+	return b, fi, nil
+}
+
+// CountLines returns the number of lines of b as an editor shows them: the
+// text split on '\n', so "a\nb\n" has three lines, the last one empty.
+func CountLines(b []byte) int { return bytes.Count(b, []byte{'\n'}) + 1 }
+
+// View reads a file or a line range of it, or lists a directory two levels
+// deep. Lines are split on '\n' only, so "\r" stays part of its line.
+func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
+	p, err := e.W.Resolve(a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	fi, err := p.Stat()
+	if err != nil {
+		return tool.Result{}, ioErr("read", a.Path, err)
+	}
+	if fi.IsDir() {
+		if a.Start != 0 || a.End != 0 {
+			return tool.Result{}, tool.Errorf(tool.ErrInvalidInput, "a line range cannot be used when %s is a directory", a.Path)
+		}
+		return e.List(&tool.ListArgs{Path: a.Path, Depth: 2})
+	}
+	b, _, err := e.read(p, a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	total := CountLines(b)
+	start, end := a.Start, a.End
+	if start == 0 {
+		start = 1
+	}
+	if end == 0 {
+		end = -1
+	}
+	if start < 1 || start > total {
+		return tool.Result{}, &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: total,
+			Message: fmt.Sprintf("the start line %d is outside the file's lines [1, %d]", start, total)}
+	}
+	if end != -1 && end < start {
+		return tool.Result{}, &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: total,
+			Message: fmt.Sprintf("the end line %d is before the start line %d", end, start)}
+	}
+	if end > total {
+		return tool.Result{}, &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: total,
+			Message: fmt.Sprintf("the end line %d is past the file's last line %d", end, total)}
+	}
+	content := selectLines(b, start, end)
+	return tool.Result{Output: content, File: &tool.FileView{Path: a.Path, Content: content, StartLine: start, TotalLines: total}}, nil
+}
+
+// selectLines returns lines start..end (1-based, end -1 = last) of b joined
+// by '\n', without the separator after the last selected line.
+func selectLines(b []byte, start, end int) string {
+	off := 0
+	for i := 1; i < start; i++ {
+		j := bytes.IndexByte(b[off:], '\n')
+		off += j + 1
+	}
+	if end == -1 {
+		return string(b[off:])
+	}
+	stop := off
+	for i := start; i <= end; i++ {
+		j := bytes.IndexByte(b[stop:], '\n')
+		if j < 0 {
+			return string(b[off:])
+		}
+		if i == end {
+			return string(b[off : stop+j])
+		}
+		stop += j + 1
+	}
+	return string(b[off:stop])
+}
+
+// Write creates (mustNotExist) or overwrites a file.
+func (e *Executor) Write(a *tool.CreateArgs, mustNotExist bool) (tool.Result, error) {
+	p, err := e.W.Resolve(a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeAdd, After: tool.Digest([]byte(a.Content))}
+	if fi, err := p.Stat(); err == nil {
+		if fi.IsDir() {
+			return tool.Result{}, isDir(a.Path)
+		}
+		if mustNotExist {
+			return tool.Result{}, &tool.Error{Kind: tool.ErrExists, Path: a.Path, Message: fmt.Sprintf("a file already exists at %s", a.Path)}
+		}
+		old, _, err := e.read(p, a.Path)
+		if err != nil {
+			return tool.Result{}, err
+		}
+		change.Kind, change.Before = tool.ChangeUpdate, tool.Digest(old)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return tool.Result{}, ioErr("write", a.Path, err)
+	}
+	if err := p.WriteFile([]byte(a.Content)); err != nil {
+		return tool.Result{}, err
+	}
+	verb := "Created"
+	if change.Kind == tool.ChangeUpdate {
+		verb = "Overwrote"
+	}
+	return tool.Result{Output: fmt.Sprintf("%s %s (%d bytes)", verb, a.Path, len(a.Content)), Changes: []tool.FileChange{change}}, nil
+}
+
+// Replace replaces Old by New. Old must occur exactly once unless All is set;
+// several matches are refused with the lines that contain one.
+func (e *Executor) Replace(a *tool.ReplaceArgs) (tool.Result, error) {
+	if a.Old == "" {
+		return tool.Result{}, tool.Errorf(tool.ErrInvalidInput, "the text to replace is empty; to write a whole file use the write operation")
+	}
+	p, err := e.W.Resolve(a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	if err := p.writable(); err != nil {
+		return tool.Result{}, err
+	}
+	b, _, err := e.read(p, a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	old := []byte(a.Old)
+	first := bytes.Index(b, old)
+	if first < 0 {
+		return tool.Result{}, &tool.Error{Kind: tool.ErrNoMatch, Path: a.Path,
+			Message: fmt.Sprintf("the text to replace was not found in %s; it must match the file exactly, whitespace and indentation included", a.Path)}
+	}
+	n := 1
+	if !a.All {
+		if second := bytes.Index(b[first+len(old):], old); second >= 0 {
+			lines := matchLines(b, old)
+			return tool.Result{}, &tool.Error{Kind: tool.ErrMultipleMatches, Path: a.Path, Lines: lines,
+				Message: fmt.Sprintf("the text to replace occurs %d times in %s, starting on lines %s; include more surrounding lines to make it unique", len(lines), a.Path, joinInts(lines))}
+		}
+	}
+	var nb []byte
+	if a.All {
+		n = bytes.Count(b, old)
+		nb = bytes.ReplaceAll(b, old, []byte(a.New))
+	} else {
+		nb = make([]byte, 0, len(b)-len(old)+len(a.New))
+		nb = append(append(append(nb, b[:first]...), a.New...), b[first+len(old):]...)
+	}
+	if err := p.WriteFile(nb); err != nil {
+		return tool.Result{}, err
+	}
+	line := bytes.Count(b[:first], []byte{'\n'})
+	msg := fmt.Sprintf("Replaced 1 occurrence in %s", a.Path)
+	if n != 1 {
+		msg = fmt.Sprintf("Replaced %d occurrences in %s", n, a.Path)
+	}
+	return tool.Result{
+		Output:  msg,
+		Edit:    &tool.EditSpan{Line: line, NewLines: strings.Count(a.New, "\n") + 1, NewContent: string(nb)},
+		Changes: []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeUpdate, Before: tool.Digest(b), After: tool.Digest(nb)}},
+	}, nil
+}
+
+// matchLines returns the 1-based lines on which each (non-overlapping)
+// occurrence of old starts.
+func matchLines(b, old []byte) []int {
+	var lines []int
+	line, off := 1, 0
+	for {
+		i := bytes.Index(b[off:], old)
+		if i < 0 {
+			return lines
+		}
+		line += bytes.Count(b[off:off+i], []byte{'\n'})
+		lines = append(lines, line)
+		line += bytes.Count(old, []byte{'\n'})
+		off += i + len(old)
+	}
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Insert inserts Text after line Line (0 = before the first line). The file
+// and the text are split on '\n' and re-joined, as the editors do.
+func (e *Executor) Insert(a *tool.InsertArgs) (tool.Result, error) {
+	p, err := e.W.Resolve(a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	if err := p.writable(); err != nil {
+		return tool.Result{}, err
+	}
+	b, _, err := e.read(p, a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	n := CountLines(b)
+	if a.Line < 0 || a.Line > n {
+		return tool.Result{}, &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: n,
+			Message: fmt.Sprintf("the line %d is outside the file's lines [0, %d]", a.Line, n)}
+	}
+	// Offset of the start of line a.Line+1.
+	off := 0
+	for i := 0; i < a.Line; i++ {
+		j := bytes.IndexByte(b[off:], '\n')
+		if j < 0 {
+			off = len(b)
+			break
+		}
+		off += j + 1
+	}
+	var nb []byte
+	switch {
+	case a.Line == n && !bytes.HasSuffix(b, []byte{'\n'}) && len(b) > 0:
+		// After the last line, which has no newline: join with one.
+		nb = append(append(append(nb, b...), '\n'), a.Text...)
+	case a.Line == n:
+		nb = append(append(nb, b...), a.Text...)
+	default:
+		nb = make([]byte, 0, len(b)+len(a.Text)+1)
+		nb = append(append(append(append(nb, b[:off]...), a.Text...), '\n'), b[off:]...)
+	}
+	if err := p.WriteFile(nb); err != nil {
+		return tool.Result{}, err
+	}
+	return tool.Result{
+		Output:  fmt.Sprintf("Inserted %d line(s) after line %d of %s", strings.Count(a.Text, "\n")+1, a.Line, a.Path),
+		Edit:    &tool.EditSpan{Line: a.Line, NewLines: strings.Count(a.Text, "\n") + 1, NewContent: string(nb)},
+		Changes: []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeUpdate, Before: tool.Digest(b), After: tool.Digest(nb)}},
+	}, nil
+}
+
+// List lists a directory up to Depth levels deep (default 2), leaving out
+// hidden entries (any path component starting with '.'), sorted by path.
+func (e *Executor) List(a *tool.ListArgs) (tool.Result, error) {
+	name := a.Path
+	if name == "" {
+		name = "."
+	}
+	p, err := e.W.Resolve(name)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	fi, err := p.Stat()
+	if err != nil {
+		return tool.Result{}, ioErr("list", name, err)
+	}
+	if !fi.IsDir() {
+		return tool.Result{}, &tool.Error{Kind: tool.ErrNotDir, Path: name, Message: fmt.Sprintf("the path %s is not a directory", name)}
+	}
+	depth := a.Depth
+	if depth <= 0 {
+		depth = 2
+	}
+	limit := e.Opts.MaxEntries
+	if limit <= 0 {
+		limit = 10000
+	}
+	fsys := p.FS()
+	base := strings.TrimPrefix(pathSlash(p.Rel), "./")
+	var entries []tool.Entry
+	truncated := false
+	errStop := errors.New("stop")
+	err = fs.WalkDir(fsys, base, func(fp string, d fs.DirEntry, err error) error {
+		if fp == base {
+			return err
+		}
+		rel := strings.TrimPrefix(fp, base+"/")
+		if base == "." {
+			rel = fp
+		}
+		if strings.HasPrefix(path.Base(rel), ".") {
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if err != nil {
+			return nil // unreadable subdirectory: list what can be read
+		}
+		if len(entries) >= limit {
+			truncated = true
+			return errStop
+		}
+		var size int64
+		if info, ierr := d.Info(); ierr == nil {
+			size = info.Size()
+		}
+		entries = append(entries, tool.Entry{Path: rel, IsDir: d.IsDir(), Size: size})
+		if d.IsDir() && strings.Count(rel, "/")+1 >= depth {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return tool.Result{}, ioErr("list", name, err)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+	return tool.Result{Entries: entries, Truncated: truncated}, nil
+}
+
+func pathSlash(p string) string { return strings.ReplaceAll(p, "\\", "/") }

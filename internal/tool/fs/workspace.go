@@ -1,0 +1,296 @@
+// Package fs executes Truss's file operations inside a workspace.
+//
+// Every path is resolved against the workspace root. Relative paths are taken
+// relative to the root; absolute paths must lie inside the root or one of the
+// configured extra roots. All reads and writes go through os.Root, so a path
+// that leads outside its root — through "..", an absolute path or a symlink,
+// even one swapped in between check and use — is refused by the kernel-level
+// resolution and nothing outside is read or written.
+//
+// Writes are atomic: the new content goes to a temporary file in the same
+// directory, is synced, takes the old file's mode, and is renamed over the
+// target.
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// RootSpec describes one extra root.
+type RootSpec struct {
+	Path     string
+	ReadOnly bool
+}
+
+// Workspace is a set of roots: the primary workspace root (read-write unless
+// the workspace is read-only) and extra roots.
+type Workspace struct {
+	roots []root
+}
+
+type root struct {
+	dir      string   // absolute, cleaned, symlinks resolved
+	alias    []string // other spellings of dir (the unresolved form)
+	readOnly bool
+	r        *os.Root
+}
+
+// Open opens a workspace rooted at dir with optional extra roots.
+func Open(dir string, extra ...RootSpec) (*Workspace, error) {
+	w := &Workspace{}
+	specs := append([]RootSpec{{Path: dir}}, extra...)
+	for _, s := range specs {
+		abs, err := filepath.Abs(s.Path)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("workspace root %q: %w", s.Path, err)
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("workspace root %q: %w", s.Path, err)
+		}
+		r, err := os.OpenRoot(real)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("workspace root %q: %w", s.Path, err)
+		}
+		rt := root{dir: real, readOnly: s.ReadOnly, r: r}
+		if abs != real {
+			rt.alias = []string{abs}
+		}
+		w.roots = append(w.roots, rt)
+	}
+	return w, nil
+}
+
+// Close releases the roots.
+func (w *Workspace) Close() error {
+	for _, r := range w.roots {
+		r.r.Close()
+	}
+	return nil
+}
+
+// Dir returns the primary root directory (absolute, symlinks resolved).
+func (w *Workspace) Dir() string { return w.roots[0].dir }
+
+// Resolved is a path resolved inside one root.
+type Resolved struct {
+	root    *root
+	primary bool
+	Rel     string // relative to the root, OS separators; "." for the root itself
+	Abs     string // absolute path (for messages)
+}
+
+// Display returns the path relative to the primary root when it lies there,
+// else the absolute path; '/' separated.
+func (p Resolved) Display() string {
+	if p.primary {
+		return filepath.ToSlash(p.Rel)
+	}
+	return filepath.ToSlash(p.Abs)
+}
+
+// Resolve resolves name against the workspace. It refuses, with an
+// ErrOutsideRoot error, any path that lies lexically outside every root or
+// whose existing part leads outside its root through a symlink.
+func (w *Workspace) Resolve(name string) (Resolved, error) {
+	if name == "" {
+		return Resolved{}, tool.Errorf(tool.ErrInvalidInput, "the path is empty")
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return Resolved{}, tool.Errorf(tool.ErrInvalidInput, "the path %q contains a NUL byte", name)
+	}
+	abs := name
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(w.roots[0].dir, name)
+	}
+	abs = filepath.Clean(abs)
+	for i := range w.roots {
+		rt := &w.roots[i]
+		for _, d := range append([]string{rt.dir}, rt.alias...) {
+			rel, ok := within(d, abs)
+			if !ok {
+				continue
+			}
+			p := Resolved{root: rt, primary: i == 0, Rel: rel, Abs: filepath.Join(rt.dir, rel)}
+			if err := w.checkLinks(p, name); err != nil {
+				return Resolved{}, err
+			}
+			return p, nil
+		}
+	}
+	return Resolved{}, outside(name)
+}
+
+func outside(name string) error {
+	return &tool.Error{Kind: tool.ErrOutsideRoot, Path: name,
+		Message: fmt.Sprintf("the path %s is outside the workspace; only paths inside the workspace root (or a configured extra root) can be used", name)}
+}
+
+// within reports rel when abs is dir or lies below it.
+func within(dir, abs string) (string, bool) {
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return rel, true
+}
+
+// checkLinks resolves the longest existing prefix of p and refuses it when a
+// symlink leads outside p's root. os.Root enforces the same at use; this
+// check exists to give a clear message.
+func (w *Workspace) checkLinks(p Resolved, name string) error {
+	cur := p.Abs
+	for {
+		if _, err := os.Lstat(cur); err == nil {
+			break
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return nil
+		}
+		cur = parent
+	}
+	real, err := filepath.EvalSymlinks(cur)
+	if err != nil {
+		// A dangling symlink: refuse unless its target stays inside.
+		if target, lerr := os.Readlink(cur); lerr == nil {
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(cur), target)
+			}
+			if _, ok := within(p.root.dir, filepath.Clean(target)); !ok {
+				return outside(name)
+			}
+		}
+		return nil
+	}
+	if _, ok := within(p.root.dir, real); !ok {
+		return outside(name)
+	}
+	return nil
+}
+
+func (p Resolved) writable() error {
+	if p.root.readOnly {
+		return &tool.Error{Kind: tool.ErrReadOnly, Path: p.Display(),
+			Message: fmt.Sprintf("the path %s is in a read-only root and cannot be changed", p.Display())}
+	}
+	return nil
+}
+
+// ReadFile reads the file at p.
+func (p Resolved) ReadFile() ([]byte, error) { return p.root.r.ReadFile(p.Rel) }
+
+// Stat stats the file at p, following symlinks inside the root.
+func (p Resolved) Stat() (fs.FileInfo, error) { return p.root.r.Stat(p.Rel) }
+
+// FS returns an fs.FS of the root, for walking.
+func (p Resolved) FS() fs.FS { return p.root.r.FS() }
+
+// WriteFile writes data to p atomically, creating parent directories. The
+// file keeps its mode when it exists; a new file gets mode 0644 (less umask).
+func (p Resolved) WriteFile(data []byte) error {
+	if err := p.writable(); err != nil {
+		return err
+	}
+	r := p.root.r
+	mode := fs.FileMode(0o644)
+	if fi, err := r.Stat(p.Rel); err == nil {
+		if fi.IsDir() {
+			return isDir(p.Display())
+		}
+		mode = fi.Mode().Perm()
+	}
+	dir := filepath.Dir(p.Rel)
+	if dir != "." {
+		if err := r.MkdirAll(dir, 0o755); err != nil {
+			return ioErr("create the directory for", p.Display(), err)
+		}
+	}
+	tmp, f, err := createTemp(r, dir, filepath.Base(p.Rel), mode)
+	if err != nil {
+		return ioErr("write", p.Display(), err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// The create mode was filtered by the umask; an existing file's
+		// mode is restored exactly.
+		err = r.Chmod(tmp, mode)
+	}
+	if err == nil {
+		err = r.Rename(tmp, p.Rel)
+	}
+	if err != nil {
+		r.Remove(tmp)
+		return ioErr("write", p.Display(), err)
+	}
+	return nil
+}
+
+func createTemp(r *os.Root, dir, base string, mode fs.FileMode) (string, *os.File, error) {
+	var buf [8]byte
+	for range 100 {
+		if _, err := randRead(buf[:]); err != nil {
+			return "", nil, err
+		}
+		name := filepath.Join(dir, fmt.Sprintf(".%s.truss-%x.tmp", base, buf))
+		f, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return name, f, err
+	}
+	return "", nil, errors.New("could not create a temporary file")
+}
+
+func isDir(path string) error {
+	return &tool.Error{Kind: tool.ErrIsDir, Path: path, Message: fmt.Sprintf("the path %s is a directory", path)}
+}
+
+func notFound(path string) error {
+	return &tool.Error{Kind: tool.ErrNotFound, Path: path, Message: fmt.Sprintf("the path %s does not exist", path)}
+}
+
+// ioErr maps an OS error to a typed tool error.
+func ioErr(verb, path string, err error) error {
+	var te *tool.Error
+	if errors.As(err, &te) {
+		return err
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return notFound(path)
+	case isEscape(err):
+		return outside(path)
+	case errors.Is(err, fs.ErrPermission):
+		return &tool.Error{Kind: tool.ErrIO, Path: path, Err: err, Message: fmt.Sprintf("permission denied: cannot %s %s", verb, path)}
+	}
+	return &tool.Error{Kind: tool.ErrIO, Path: path, Err: err, Message: fmt.Sprintf("cannot %s %s: %v", verb, path, unwrapPath(err))}
+}
+
+func isEscape(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

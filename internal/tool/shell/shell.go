@@ -1,0 +1,530 @@
+// Package shell runs commands in a persistent bash session.
+//
+// One Session is one bash process, started lazily with pipes for its stdin,
+// stdout and stderr, in a process group of its own. A command is sent as
+//
+//	eval '<command, single-quoted>' </dev/null; <report status and $PWD>
+//
+// followed by a sentinel line on stdout and on stderr whose random token is
+// new for every call, so no output can forge the end of a command, a syntax
+// error in the command cannot swallow the sentinel, and a command that reads
+// standard input reads /dev/null instead of the session's control stream.
+// The working directory and exported variables persist between calls.
+//
+// A call that outlives its timeout, or whose context is cancelled, has the
+// session's whole process group killed (grandchildren included). The session
+// then restarts by itself in the last known working directory with the
+// exported variables of the last completed call, and the Result says so.
+//
+// Output is captured per stream up to a cap; beyond it the head and the tail
+// are kept with a marker between them.
+package shell
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// Launcher prepares the command that starts the shell, before it is started.
+// A sandbox implements it to wrap the shell in its own helper; every process
+// the shell starts inherits what the launcher set up.
+type Launcher interface {
+	Prepare(cmd *exec.Cmd) error
+}
+
+// LauncherFunc adapts a function to Launcher.
+type LauncherFunc func(cmd *exec.Cmd) error
+
+// Prepare calls f.
+func (f LauncherFunc) Prepare(cmd *exec.Cmd) error { return f(cmd) }
+
+// Config configures a Session.
+type Config struct {
+	// Dir is the initial working directory.
+	Dir string
+	// Env is the base environment (os.Environ() when nil). Variables whose
+	// names contain KEY, SECRET or TOKEN (any case) are removed unless named
+	// in AllowEnv.
+	Env      []string
+	AllowEnv []string
+	// Timeout is the default per-call timeout; 0 means 120 s.
+	Timeout time.Duration
+	// MaxOutput caps each captured stream in bytes; 0 means 1 MiB.
+	MaxOutput int
+	// Bash is the shell binary; "" means bash from PATH.
+	Bash string
+	// Launcher, when set, prepares the shell process (the sandbox seam).
+	Launcher Launcher
+}
+
+// DefaultTimeout is the per-call timeout when Config.Timeout is zero.
+const DefaultTimeout = 120 * time.Second
+
+// Session is a persistent shell. Calls are serialized: a Session runs one
+// command at a time.
+type Session struct {
+	cfg Config
+
+	mu      sync.Mutex
+	proc    *process
+	cwd     string
+	envFile string // exported variables of the last completed call
+	tmpDir  string
+}
+
+// New returns a session; the shell starts on the first call.
+func New(cfg Config) *Session {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxOutput == 0 {
+		cfg.MaxOutput = 1 << 20
+	}
+	if cfg.Bash == "" {
+		cfg.Bash = "bash"
+	}
+	return &Session{cfg: cfg, cwd: cfg.Dir}
+}
+
+// Close kills the shell and removes the session's temporary files.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kill()
+	if s.tmpDir != "" {
+		os.RemoveAll(s.tmpDir)
+		s.tmpDir = ""
+	}
+	return nil
+}
+
+// Ops lists the operations the session executes.
+var Ops = []tool.Op{tool.OpExec, tool.OpRestart}
+
+// Execute implements tool.Executor for OpExec and OpRestart.
+func (s *Session) Execute(ctx context.Context, call tool.Call) tool.Result {
+	switch a := call.Args.(type) {
+	case *tool.ExecArgs:
+		r := s.Run(ctx, a.Command, time.Duration(a.TimeoutMS)*time.Millisecond)
+		r.CallID, r.Op = call.ID, call.Op
+		return r
+	default:
+		if call.Op == tool.OpRestart {
+			if err := s.Restart(); err != nil {
+				return tool.Failed(call, &tool.Error{Kind: tool.ErrShell, Message: "the shell could not be restarted: " + err.Error(), Err: err})
+			}
+			return tool.Result{CallID: call.ID, Op: call.Op, Output: "shell restarted"}
+		}
+		return tool.Failed(call, tool.Errorf(tool.ErrInvalidInput, "operation %s got arguments of type %T", call.Op, call.Args))
+	}
+}
+
+// Restart kills the shell; the next call starts a fresh one in the
+// configured directory with the configured environment.
+func (s *Session) Restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kill()
+	s.cwd = s.cfg.Dir
+	if s.envFile != "" {
+		os.Remove(s.envFile)
+		s.envFile = ""
+	}
+	return nil
+}
+
+// Run runs command with the given timeout (0 = the session default). A
+// command that exits non-zero gets an ErrExit error; one that times out an
+// ErrTimeout error with TimedOut set and the output gathered so far.
+func (s *Session) Run(ctx context.Context, command string, timeout time.Duration) tool.Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if strings.TrimSpace(command) == "" {
+		return tool.Result{Err: tool.Errorf(tool.ErrInvalidInput, "the command is empty")}
+	}
+	if timeout <= 0 {
+		timeout = s.cfg.Timeout
+	}
+	restored := ""
+	if s.proc == nil {
+		if err := s.start(); err != nil {
+			return tool.Result{Err: &tool.Error{Kind: tool.ErrShell, Message: "the shell could not be started: " + err.Error(), Err: err}}
+		}
+	}
+	p := s.proc
+	token := newToken()
+	script := fmt.Sprintf("eval %s </dev/null\n__truss_ec=$?; export -p >%s 2>/dev/null; printf '%%s %%d %%s\\n' %s \"$__truss_ec\" \"$PWD\"; printf '%%s\\n' %s >&2\n",
+		quote(command), quote(s.envPath()), token, token)
+	p.begin(token, s.cfg.MaxOutput)
+	if _, err := io.WriteString(p.stdin, script); err != nil {
+		s.kill()
+		return tool.Result{Err: &tool.Error{Kind: tool.ErrShell, Message: "the shell is gone and was restarted; run the command again", Err: err}}
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var res tool.Result
+	select {
+	case <-p.done:
+		out, errOut, status, cwd, ok := p.collect()
+		res = tool.Result{Stdout: out.String(), Stderr: errOut.String(), Truncated: out.truncated() || errOut.truncated()}
+		if !ok {
+			code := p.exitCode()
+			s.kill()
+			res.ExitCode = &code
+			res.Err = &tool.Error{Kind: tool.ErrShell, Message: fmt.Sprintf("the shell exited with status %d; a new shell will start on the next command (working directory and exported variables are kept)", code)}
+			return res
+		}
+		s.cwd = cwd
+		s.envFile = s.envPath()
+		res.ExitCode = &status
+		if status != 0 {
+			res.Err = &tool.Error{Kind: tool.ErrExit, Message: fmt.Sprintf("the command exited with status %d", status)}
+		}
+		return res
+	case <-timer.C:
+		restored = fmt.Sprintf("the command timed out after %s and was killed with its process group; the shell was restarted in %s", timeout, s.cwd)
+		res = s.abort(p)
+		res.TimedOut = true
+		res.Err = &tool.Error{Kind: tool.ErrTimeout, Message: restored}
+	case <-ctx.Done():
+		res = s.abort(p)
+		res.Err = &tool.Error{Kind: tool.ErrCanceled, Message: "the command was canceled and killed with its process group", Err: ctx.Err()}
+	}
+	return res
+}
+
+// abort kills the running command's process group and returns what it had
+// written. The next call starts a new shell with the saved state.
+func (s *Session) abort(p *process) tool.Result {
+	s.kill()
+	<-p.exited
+	out, errOut, _, _, _ := p.collect()
+	return tool.Result{Stdout: out.String(), Stderr: errOut.String(), Truncated: out.truncated() || errOut.truncated()}
+}
+
+func (s *Session) envPath() string { return filepath.Join(s.tmpDir, "env.sh") }
+
+func (s *Session) start() error {
+	if s.tmpDir == "" {
+		d, err := os.MkdirTemp("", "truss-shell-")
+		if err != nil {
+			return err
+		}
+		s.tmpDir = d
+	}
+	cmd := exec.Command(s.cfg.Bash, "--noprofile", "--norc")
+	cmd.Dir = s.cwd
+	if cmd.Dir == "" {
+		cmd.Dir = "."
+	}
+	if _, err := os.Stat(cmd.Dir); err != nil {
+		cmd.Dir = s.cfg.Dir
+	}
+	base := s.cfg.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	cmd.Env = append(ScrubEnv(base, s.cfg.AllowEnv), "PS1=", "PS2=", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "HISTFILE=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if s.cfg.Launcher != nil {
+		if err := s.cfg.Launcher.Prepare(cmd); err != nil {
+			return fmt.Errorf("prepare shell: %w", err)
+		}
+	}
+	p, err := startProcess(cmd)
+	if err != nil {
+		return err
+	}
+	s.proc = p
+	if s.envFile != "" {
+		// Bring back the exported variables of the last completed call.
+		fmt.Fprintf(p.stdin, ". %s >/dev/null 2>&1\n", quote(s.envFile))
+	}
+	return nil
+}
+
+func (s *Session) kill() {
+	if s.proc == nil {
+		return
+	}
+	p := s.proc
+	s.proc = nil
+	if p.cmd.Process != nil {
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		p.cmd.Process.Kill()
+	}
+	p.stdin.Close()
+	<-p.exited
+}
+
+// ScrubEnv returns env without the variables whose names contain KEY,
+// SECRET or TOKEN (case-insensitive), except those named in allow.
+func ScrubEnv(env, allow []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if secretName(name) && !contains(allow, name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func secretName(name string) bool {
+	u := strings.ToUpper(name)
+	return strings.Contains(u, "KEY") || strings.Contains(u, "SECRET") || strings.Contains(u, "TOKEN")
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// quote single-quotes s for bash.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func newToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "__TRUSS_" + hex.EncodeToString(b[:])
+}
+
+// process is one running bash with its two reader goroutines.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	exited chan struct{}
+
+	mu      sync.Mutex
+	token   []byte
+	out     *capBuf
+	errOut  *capBuf
+	outDone bool
+	errDone bool
+	status  int
+	cwd     string
+	done    chan struct{} // closed when both sentinels were seen, or the shell exited
+	closed  bool
+	eof     int
+}
+
+func startProcess(cmd *exec.Cmd) (*process, error) {
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.read(stdout, false) }()
+	go func() { defer wg.Done(); p.read(stderr, true) }()
+	go func() {
+		wg.Wait()
+		cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func (p *process) begin(token string, max int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.token = []byte(token)
+	p.out, p.errOut = newCapBuf(max), newCapBuf(max)
+	p.outDone, p.errDone = false, false
+	p.done = make(chan struct{})
+	p.closed = false
+	if p.eof == 2 {
+		p.finish()
+	}
+}
+
+func (p *process) finish() {
+	if !p.closed {
+		p.closed = true
+		close(p.done)
+	}
+}
+
+// read copies one stream into the current call's buffer until the sentinel.
+func (p *process) read(r io.Reader, isErr bool) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var pending []byte // bytes that may be the start of a sentinel
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := br.Read(buf)
+		if n > 0 {
+			pending = append(pending, buf[:n]...)
+			pending = p.scan(pending, isErr)
+		}
+		if err != nil {
+			p.mu.Lock()
+			if len(pending) > 0 && p.out != nil {
+				p.target(isErr).Write(pending)
+			}
+			p.eof++
+			if p.eof == 2 && p.done != nil {
+				p.finish()
+			}
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (p *process) target(isErr bool) *capBuf {
+	if isErr {
+		return p.errOut
+	}
+	return p.out
+}
+
+// scan moves complete output to the call's buffer and handles the sentinel;
+// it returns the bytes it could not decide on yet.
+func (p *process) scan(b []byte, isErr bool) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.out == nil {
+		return nil // output between calls (a background job): dropped
+	}
+	for {
+		if (isErr && p.errDone) || (!isErr && p.outDone) {
+			return nil // written after the sentinel by a background job: dropped
+		}
+		i := bytes.Index(b, p.token)
+		if i < 0 {
+			// Keep a tail that could be the start of the token.
+			keep := len(p.token) - 1
+			if keep > len(b) {
+				keep = len(b)
+			}
+			p.target(isErr).Write(b[:len(b)-keep])
+			return append([]byte(nil), b[len(b)-keep:]...)
+		}
+		nl := bytes.IndexByte(b[i:], '\n')
+		if nl < 0 {
+			p.target(isErr).Write(b[:i])
+			return append([]byte(nil), b[i:]...)
+		}
+		p.target(isErr).Write(b[:i])
+		line := string(b[i+len(p.token) : i+nl])
+		if isErr {
+			p.errDone = true
+		} else {
+			p.outDone = true
+			fields := strings.SplitN(strings.TrimPrefix(line, " "), " ", 2)
+			p.status, _ = strconv.Atoi(fields[0])
+			if len(fields) == 2 {
+				p.cwd = fields[1]
+			}
+		}
+		if p.outDone && p.errDone {
+			p.finish()
+		}
+		b = b[i+nl+1:]
+	}
+}
+
+// collect returns the call's buffers; ok is false when the shell ended before
+// the sentinels.
+func (p *process) collect() (out, errOut *capBuf, status int, cwd string, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out, errOut = p.out, p.errOut
+	ok = p.outDone && p.errDone
+	p.out, p.errOut = nil, nil
+	return out, errOut, p.status, p.cwd, ok
+}
+
+func (p *process) exitCode() int {
+	<-p.exited
+	if p.cmd.ProcessState != nil {
+		return p.cmd.ProcessState.ExitCode()
+	}
+	return -1
+}
+
+// capBuf keeps the first max/2 bytes written to it and the last max-max/2.
+type capBuf struct {
+	headMax, tailMax int
+	head             []byte
+	tail             []byte // ring of the last tailMax bytes after the head
+	start            int    // index of the oldest byte in tail once it is full
+	total            int64
+}
+
+func newCapBuf(max int) *capBuf { return &capBuf{headMax: max / 2, tailMax: max - max/2} }
+
+func (c *capBuf) Write(b []byte) (int, error) {
+	n := len(b)
+	c.total += int64(n)
+	if room := c.headMax - len(c.head); room > 0 {
+		k := min(room, len(b))
+		c.head = append(c.head, b[:k]...)
+		b = b[k:]
+	}
+	if len(b) >= c.tailMax {
+		c.tail = append(c.tail[:0], b[len(b)-c.tailMax:]...)
+		c.start = 0
+		return n, nil
+	}
+	for len(b) > 0 {
+		if len(c.tail) < c.tailMax {
+			k := min(c.tailMax-len(c.tail), len(b))
+			c.tail = append(c.tail, b[:k]...)
+			b = b[k:]
+			continue
+		}
+		k := copy(c.tail[c.start:], b)
+		c.start = (c.start + k) % c.tailMax
+		b = b[k:]
+	}
+	return n, nil
+}
+
+func (c *capBuf) truncated() bool {
+	return c != nil && c.total > int64(c.headMax+c.tailMax)
+}
+
+func (c *capBuf) String() string {
+	if c == nil {
+		return ""
+	}
+	tail := string(c.tail[c.start:]) + string(c.tail[:c.start])
+	if !c.truncated() {
+		return string(c.head) + tail
+	}
+	omitted := c.total - int64(len(c.head)) - int64(len(c.tail))
+	return string(c.head) + fmt.Sprintf("\n[... %d bytes omitted ...]\n", omitted) + tail
+}

@@ -1,0 +1,216 @@
+package shell
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/tool"
+)
+
+func newSession(t *testing.T, cfg Config) *Session {
+	t.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	s := New(cfg)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func run(t *testing.T, s *Session, cmd string) tool.Result {
+	t.Helper()
+	return s.Run(context.Background(), cmd, 0)
+}
+
+func TestRun(t *testing.T) {
+	s := newSession(t, Config{})
+	tests := []struct {
+		cmd, stdout, stderr string
+		code                int
+		kind                tool.ErrorKind
+	}{
+		{"echo hello", "hello\n", "", 0, ""},
+		{"printf 'no newline'", "no newline", "", 0, ""},
+		{"echo out; echo err >&2; exit_code=3; (exit 3)", "out\n", "err\n", 3, tool.ErrExit},
+		{"false", "", "", 1, tool.ErrExit},
+		{"echo 'it''s' \"$((1+2))\"", "its 3\n", "", 0, ""},
+		{"if then fi", "", "", 2, tool.ErrExit}, // syntax error: reported, session intact
+		{"cat", "", "", 0, ""},                  // stdin is /dev/null, not the control stream
+		{"read x; echo \"[$x]\"", "[]\n", "", 0, ""},
+		{"cat <<'EOF'\nline 'one'\nEOF", "line 'one'\n", "", 0, ""},
+		{"echo __TRUSS_deadbeef 0 /", "__TRUSS_deadbeef 0 /\n", "", 0, ""},
+	}
+	for _, tt := range tests {
+		r := run(t, s, tt.cmd)
+		if r.Stdout != tt.stdout || r.ExitCode == nil || *r.ExitCode != tt.code {
+			t.Errorf("%q: stdout %q code %v, want %q %d (stderr %q)", tt.cmd, r.Stdout, deref(r.ExitCode), tt.stdout, tt.code, r.Stderr)
+		}
+		if tt.stderr != "" && r.Stderr != tt.stderr {
+			t.Errorf("%q: stderr %q, want %q", tt.cmd, r.Stderr, tt.stderr)
+		}
+		if (r.Err == nil) != (tt.kind == "") || (r.Err != nil && r.Err.Kind != tt.kind) {
+			t.Errorf("%q: error %+v, want kind %q", tt.cmd, r.Err, tt.kind)
+		}
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestPersistence(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	s := newSession(t, Config{Dir: dir})
+	run(t, s, "cd sub && export FOO=bar && LOCAL=x")
+	r := run(t, s, "pwd; echo $FOO")
+	if want := filepath.Join(dir, "sub") + "\nbar\n"; r.Stdout != want {
+		t.Fatalf("got %q, want %q", r.Stdout, want)
+	}
+	// exit kills the shell; the next call gets a new one with the state kept.
+	r = run(t, s, "exit 7")
+	if r.Err == nil || r.Err.Kind != tool.ErrShell || *r.ExitCode != 7 {
+		t.Fatalf("exit: %+v", r)
+	}
+	r = run(t, s, "pwd; echo $FOO")
+	if want := filepath.Join(dir, "sub") + "\nbar\n"; r.Stdout != want {
+		t.Fatalf("after exit: got %q, want %q", r.Stdout, want)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, s, "pwd; echo \"[$FOO]\"")
+	if want := dir + "\n[]\n"; r.Stdout != want {
+		t.Fatalf("after restart: got %q, want %q", r.Stdout, want)
+	}
+}
+
+func TestTimeoutKillsGroup(t *testing.T) {
+	dir := t.TempDir()
+	s := newSession(t, Config{Dir: dir})
+	run(t, s, "export KEEP=1")
+	pidFile := filepath.Join(dir, "pid")
+	start := time.Now()
+	r := s.Run(context.Background(), fmt.Sprintf("echo started; (sleep 60 & echo $! > %s; wait) ; echo never", pidFile), 300*time.Millisecond)
+	if !r.TimedOut || r.Err == nil || r.Err.Kind != tool.ErrTimeout {
+		t.Fatalf("want timeout, got %+v", r)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatal("the timeout was not enforced")
+	}
+	if r.Stdout != "started\n" {
+		t.Fatalf("partial output %q", r.Stdout)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid == 0 {
+		t.Fatal("grandchild pid not written")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("grandchild %d outlived the timeout", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := run(t, s, "echo $KEEP"); r.Stdout != "1\n" {
+		t.Fatalf("state after timeout: %q", r.Stdout)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	s := newSession(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	r := s.Run(ctx, "sleep 30", 0)
+	if r.Err == nil || r.Err.Kind != tool.ErrCanceled {
+		t.Fatalf("got %+v", r.Err)
+	}
+	if r := run(t, s, "echo ok"); r.Stdout != "ok\n" {
+		t.Fatalf("after cancel: %+v", r)
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	s := newSession(t, Config{MaxOutput: 1000})
+	r := run(t, s, "seq 1 100000")
+	if !r.Truncated {
+		t.Fatal("not truncated")
+	}
+	if !strings.HasPrefix(r.Stdout, "1\n2\n3\n") || !strings.HasSuffix(r.Stdout, "99999\n100000\n") || !strings.Contains(r.Stdout, "bytes omitted") {
+		t.Fatalf("head/tail wrong: %q...%q", r.Stdout[:20], r.Stdout[len(r.Stdout)-20:])
+	}
+	if len(r.Stdout) > 1100 {
+		t.Fatalf("kept %d bytes", len(r.Stdout))
+	}
+}
+
+func TestCapBuf(t *testing.T) {
+	for _, chunk := range []int{1, 3, 7, 100, 5000} {
+		var all []byte
+		c := newCapBuf(64)
+		for i := 0; i < 300; i++ {
+			all = append(all, byte('a'+i%26))
+		}
+		for i := 0; i < len(all); i += chunk {
+			c.Write(all[i:min(i+chunk, len(all))])
+		}
+		want := string(all[:32]) + fmt.Sprintf("\n[... %d bytes omitted ...]\n", 300-64) + string(all[300-32:])
+		if got := c.String(); got != want {
+			t.Errorf("chunk %d: got %q want %q", chunk, got, want)
+		}
+	}
+	c := newCapBuf(64)
+	c.Write([]byte("short"))
+	c.Write([]byte(strings.Repeat("x", 40)))
+	if c.String() != "short"+strings.Repeat("x", 40) {
+		t.Errorf("untruncated: %q", c.String())
+	}
+}
+
+func TestScrubEnv(t *testing.T) {
+	env := []string{"PATH=/bin", "OPENAI_API_KEY=sk", "GITHUB_TOKEN=t", "my_secret=x", "HOME=/h", "KEYBOARD=us", "ALLOWED_TOKEN=ok"}
+	got := strings.Join(ScrubEnv(env, []string{"ALLOWED_TOKEN"}), " ")
+	if got != "PATH=/bin HOME=/h ALLOWED_TOKEN=ok" {
+		t.Fatalf("got %q", got)
+	}
+	s := newSession(t, Config{Env: env})
+	if r := run(t, s, "echo \"[$OPENAI_API_KEY][$HOME]\""); r.Stdout != "[][/h]\n" {
+		t.Fatalf("shell env: %q", r.Stdout)
+	}
+}
+
+func TestLauncher(t *testing.T) {
+	called := false
+	s := newSession(t, Config{Launcher: LauncherFunc(func(cmd *exec.Cmd) error {
+		called = true
+		cmd.Env = append(cmd.Env, "LAUNCHED=yes")
+		return nil
+	})})
+	if r := run(t, s, "echo $LAUNCHED"); r.Stdout != "yes\n" || !called {
+		t.Fatalf("launcher not applied: %q", r.Stdout)
+	}
+}
+
+func BenchmarkRoundTrip(b *testing.B) {
+	s := New(Config{Dir: b.TempDir()})
+	defer s.Close()
+	s.Run(context.Background(), "true", 0)
+	b.ResetTimer()
+	for b.Loop() {
+		if r := s.Run(context.Background(), "true", 0); r.Err != nil {
+			b.Fatal(r.Err)
+		}
+	}
+}

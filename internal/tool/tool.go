@@ -1,0 +1,286 @@
+// Package tool defines Truss's internal representation of a tool call and its
+// result, independent of any provider or tool schema.
+//
+// A surface binding decodes a provider's call item into one or more Calls; an
+// Executor runs a Call and returns a Result holding structured facts (file
+// content, stdout, stderr, exit code, file changes with digests, an error
+// kind). Rendering a Result as the text a particular model was trained to read
+// is the binding's job, never the executor's, so one executor serves every
+// surface.
+package tool
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// Op names a capability operation. Ops are provider-neutral: the Anthropic
+// editor's str_replace and the generic edit_file both become OpReplace.
+type Op string
+
+// The operations Truss executes.
+const (
+	OpView    Op = "file.view"    // read a file (optionally a line range) or list a directory two levels deep
+	OpCreate  Op = "file.create"  // create a file that must not exist yet
+	OpWrite   Op = "file.write"   // create or overwrite a file
+	OpReplace Op = "file.replace" // replace a unique string in a file
+	OpInsert  Op = "file.insert"  // insert text after a line
+	OpList    Op = "file.list"    // list a directory
+	OpExec    Op = "shell.exec"   // run a command in the persistent shell
+	OpRestart Op = "shell.restart"
+)
+
+// Call is one operation requested by the model, normalized.
+type Call struct {
+	// ID is the provider's call id; every Call gets exactly one Result with it.
+	ID string `json:"id"`
+	// Tool is the tool name the model used ("edit_file", "str_replace_based_edit_tool").
+	Tool string `json:"tool"`
+	// Surface is the surface the call arrived through ("generic", "anthropic", ...).
+	Surface string `json:"surface"`
+	// Op is the normalized operation; Args holds its typed arguments
+	// (*ViewArgs for OpView, and so on).
+	Op   Op  `json:"op"`
+	Args any `json:"args"`
+	// Raw is the input exactly as the model sent it.
+	Raw []byte `json:"raw,omitempty"`
+}
+
+// ViewArgs are the arguments of OpView. Lines are 1-based; End -1 or 0 means
+// to the end of the file.
+type ViewArgs struct {
+	Path  string `json:"path"`
+	Start int    `json:"start,omitempty"`
+	End   int    `json:"end,omitempty"`
+}
+
+// CreateArgs are the arguments of OpCreate and OpWrite.
+type CreateArgs struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// ReplaceArgs are the arguments of OpReplace. Unless All is set, Old must
+// occur exactly once.
+type ReplaceArgs struct {
+	Path string `json:"path"`
+	Old  string `json:"old"`
+	New  string `json:"new"`
+	All  bool   `json:"all,omitempty"`
+}
+
+// InsertArgs are the arguments of OpInsert: Text goes after line Line (0 = at
+// the start of the file).
+type InsertArgs struct {
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// ListArgs are the arguments of OpList. Depth 0 means the default of 2.
+type ListArgs struct {
+	Path  string `json:"path"`
+	Depth int    `json:"depth,omitempty"`
+}
+
+// ExecArgs are the arguments of OpExec. Timeout 0 means the shell's default.
+type ExecArgs struct {
+	Command   string `json:"command"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+}
+
+// Result is the structured outcome of one Call.
+type Result struct {
+	CallID string `json:"call_id"`
+	Op     Op     `json:"op"`
+	// Output is the operation's primary text: file content for a view, a
+	// short confirmation for an edit. Bindings decide how to render it.
+	Output string `json:"output,omitempty"`
+	// File holds the facts of a file view; Entries those of a listing.
+	File    *FileView `json:"file,omitempty"`
+	Entries []Entry   `json:"entries,omitempty"`
+	// Edit locates a successful replace or insert in the new content.
+	Edit *EditSpan `json:"edit,omitempty"`
+	// Shell facts.
+	Stdout   string `json:"stdout,omitempty"`
+	Stderr   string `json:"stderr,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	// Truncated reports that the executor kept only head and tail of an output.
+	Truncated bool `json:"truncated,omitempty"`
+	// Changes lists the files this call changed.
+	Changes []FileChange `json:"changes,omitempty"`
+	// Err is set when the call failed; the other fields may still hold
+	// partial facts (the output of a timed-out command).
+	Err *Error `json:"error,omitempty"`
+}
+
+// IsError reports whether the result is an error result.
+func (r *Result) IsError() bool { return r.Err != nil }
+
+// FileView is what a file view read.
+type FileView struct {
+	Path       string `json:"path"`       // as the model named it
+	Content    string `json:"content"`    // the selected lines, byte for byte
+	StartLine  int    `json:"start_line"` // 1-based number of the first line of Content
+	TotalLines int    `json:"total_lines"`
+}
+
+// Entry is one entry of a directory listing, with Path relative to the
+// listed directory and '/' separated.
+type Entry struct {
+	Path  string `json:"path"`
+	IsDir bool   `json:"is_dir,omitempty"`
+	Size  int64  `json:"size"`
+}
+
+// EditSpan locates an edit: the 0-based index of the first changed line in
+// the new content, how many lines the new text spans, and the new content.
+type EditSpan struct {
+	Line       int    `json:"line"`
+	NewLines   int    `json:"new_lines"`
+	NewContent string `json:"-"`
+}
+
+// ChangeKind says what happened to a file.
+type ChangeKind string
+
+// The kinds of file change.
+const (
+	ChangeAdd    ChangeKind = "add"
+	ChangeUpdate ChangeKind = "update"
+	ChangeDelete ChangeKind = "delete"
+)
+
+// FileChange records one file's change with the SHA-256 of its content before
+// and after (empty when the file did not exist).
+type FileChange struct {
+	Path   string     `json:"path"` // relative to the workspace root, '/' separated
+	Kind   ChangeKind `json:"kind"`
+	Before string     `json:"before,omitempty"`
+	After  string     `json:"after,omitempty"`
+	// MovedTo is set when the file was renamed.
+	MovedTo string `json:"moved_to,omitempty"`
+}
+
+// Digest returns the hex SHA-256 of b, the form FileChange uses.
+func Digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// ErrorKind classifies a failed call so that bindings can render the message
+// their model expects and callers can branch on it.
+type ErrorKind string
+
+// The error kinds.
+const (
+	ErrInvalidInput    ErrorKind = "invalid_input"     // malformed or missing arguments
+	ErrUnknownTool     ErrorKind = "unknown_tool"      // the model named a tool that was not offered
+	ErrOutsideRoot     ErrorKind = "outside_workspace" // the path leads outside every allowed root
+	ErrReadOnly        ErrorKind = "read_only"         // the path is in a read-only root
+	ErrNotFound        ErrorKind = "not_found"
+	ErrExists          ErrorKind = "exists"
+	ErrIsDir           ErrorKind = "is_directory"
+	ErrNotDir          ErrorKind = "not_directory"
+	ErrNoMatch         ErrorKind = "no_match"         // replace: old text not found
+	ErrMultipleMatches ErrorKind = "multiple_matches" // replace: old text not unique
+	ErrInvalidRange    ErrorKind = "invalid_range"    // a line range or line number out of bounds
+	ErrTimeout         ErrorKind = "timeout"
+	ErrExit            ErrorKind = "exit_status" // the command ran and exited non-zero
+	ErrShell           ErrorKind = "shell"       // the shell session failed
+	ErrIO              ErrorKind = "io"
+	ErrCanceled        ErrorKind = "canceled"
+	ErrUnsupported     ErrorKind = "unsupported"
+)
+
+// Error is a typed call failure. Message is a complete sentence for a model or
+// a user; Lines carries the match lines of ErrMultipleMatches; Limit the
+// bound of ErrInvalidRange.
+type Error struct {
+	Kind    ErrorKind `json:"kind"`
+	Message string    `json:"message"`
+	Path    string    `json:"path,omitempty"`
+	Lines   []int     `json:"lines,omitempty"`
+	Limit   int       `json:"limit,omitempty"`
+	Err     error     `json:"-"`
+}
+
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error of the given kind.
+func Errorf(kind ErrorKind, format string, args ...any) *Error {
+	err := fmt.Errorf(format, args...)
+	return &Error{Kind: kind, Message: err.Error(), Err: errors.Unwrap(err)}
+}
+
+// KindOf returns the ErrorKind of err, or "" when err is not an *Error.
+func KindOf(err error) ErrorKind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return ""
+}
+
+// Failed returns a Result for call carrying err; a plain error becomes ErrIO.
+func Failed(call Call, err error) Result {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Kind: ErrIO, Message: err.Error(), Err: err}
+	}
+	return Result{CallID: call.ID, Op: call.Op, Err: e}
+}
+
+// Executor runs calls. Execute must return exactly one Result for the call,
+// with CallID set, and must honour ctx. Implementations are safe for
+// concurrent use unless they document otherwise.
+type Executor interface {
+	Execute(ctx context.Context, call Call) Result
+}
+
+// ExecutorFunc adapts a function to Executor.
+type ExecutorFunc func(ctx context.Context, call Call) Result
+
+// Execute calls f.
+func (f ExecutorFunc) Execute(ctx context.Context, call Call) Result { return f(ctx, call) }
+
+// Mux routes calls to executors by operation, like http.ServeMux routes by
+// path. The zero value has no routes; a call with an unrouted op gets an
+// ErrUnsupported result.
+type Mux struct {
+	routes map[Op]Executor
+}
+
+// Handle routes op to e, replacing any earlier route.
+func (m *Mux) Handle(op Op, e Executor) {
+	if m.routes == nil {
+		m.routes = make(map[Op]Executor)
+	}
+	m.routes[op] = e
+}
+
+// Handles reports whether op has a route.
+func (m *Mux) Handles(op Op) bool { _, ok := m.routes[op]; return ok }
+
+// Execute runs call with the executor routed for its op.
+func (m *Mux) Execute(ctx context.Context, call Call) Result {
+	e, ok := m.routes[call.Op]
+	if !ok {
+		return Failed(call, Errorf(ErrUnsupported, "operation %s is not available in this session", call.Op))
+	}
+	if err := ctx.Err(); err != nil {
+		return Failed(call, &Error{Kind: ErrCanceled, Message: "the call was canceled before it ran", Err: err})
+	}
+	r := e.Execute(ctx, call)
+	r.CallID, r.Op = call.ID, call.Op
+	return r
+}
+
+// ReadOnly reports whether op never changes the workspace, so that calls of
+// it may run in parallel with each other.
+func ReadOnly(op Op) bool { return op == OpView || op == OpList }
