@@ -1,0 +1,344 @@
+// Package agent runs the model loop: build the request, stream the turn,
+// decode the tool calls through the surface, execute them, encode the
+// results, and repeat until the model ends its turn or a budget stops it.
+//
+// The loop knows only interfaces: a provider.Provider, a surface.Set and a
+// tool.Executor. It reports everything it does to an Observer, which is how
+// whatever records a session (the transcript store, the ledger, the JSON
+// event stream) learns of it. Observers see the full tool results; the model
+// sees them cut to a budget (head and tail with a marker).
+//
+// Every call gets exactly one result: a call of an unknown tool, a call whose
+// input cannot be decoded, a call cut off by max_tokens and a call cancelled
+// by the user each get an error result the model can act on.
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// Budget bounds a run. Zero fields are unlimited, except MaxTurns (0 = 50).
+type Budget struct {
+	MaxTurns  int
+	MaxTokens int64
+	MaxCost   float64
+	MaxWall   time.Duration
+}
+
+// Config configures an Agent.
+type Config struct {
+	Provider provider.Provider
+	Tools    *surface.Set
+	Exec     tool.Executor
+	Model    string
+	System   string
+	Budget   Budget
+	Prices   surface.Prices
+	// MaxTokens is the output-token limit per turn sent to the model.
+	MaxTokens int
+	// MaxResultChars bounds the tool result text the model sees; 0 means 30,000.
+	MaxResultChars int
+	// Parallel bounds concurrent read-only calls; 0 means 4.
+	Parallel int
+	// RepeatLimit stops a run when one call and result recur this many
+	// times within the last RepeatWindow calls; 0 means 5 in 10.
+	RepeatLimit, RepeatWindow int
+	Observer                  Observer
+}
+
+// Status is how a run ended.
+type Status string
+
+// The statuses.
+const (
+	StatusCompleted Status = "completed" // the model ended its turn
+	StatusMaxTurns  Status = "max_turns"
+	StatusBudget    Status = "budget" // tokens, cost or wall time
+	StatusLoop      Status = "loop"   // repeated identical calls
+	StatusCanceled  Status = "canceled"
+	StatusFailed    Status = "failed" // the provider failed
+	StatusRefused   Status = "refused"
+)
+
+// Outcome is the end of a run.
+type Outcome struct {
+	Status Status      `json:"status"`
+	Reason string      `json:"reason,omitempty"`
+	Text   string      `json:"text,omitempty"` // the model's final message
+	Turns  int         `json:"turns"`
+	Calls  int         `json:"calls"`
+	Usage  model.Usage `json:"usage"`
+	Err    error       `json:"-"`
+}
+
+// Agent is one conversation. It is not safe for concurrent Runs.
+type Agent struct {
+	cfg   Config
+	items []model.Item
+	usage model.Usage
+	calls int
+	// recent holds digests of the last calls with their results.
+	recent []string
+}
+
+// New returns an agent with an optional earlier transcript (to resume).
+func New(cfg Config, history []model.Item) *Agent {
+	if cfg.Budget.MaxTurns == 0 {
+		cfg.Budget.MaxTurns = 50
+	}
+	if cfg.MaxResultChars == 0 {
+		cfg.MaxResultChars = 30000
+	}
+	if cfg.Parallel == 0 {
+		cfg.Parallel = 4
+	}
+	if cfg.RepeatLimit == 0 {
+		cfg.RepeatLimit, cfg.RepeatWindow = 5, 10
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = ObserverFunc(func(Event) {})
+	}
+	return &Agent{cfg: cfg, items: append([]model.Item(nil), history...)}
+}
+
+// Transcript returns the conversation so far.
+func (a *Agent) Transcript() []model.Item { return a.items }
+
+// Usage returns the usage summed over the agent's turns.
+func (a *Agent) Usage() model.Usage { return a.usage }
+
+// Run adds task as a user message and runs the loop until it ends.
+func (a *Agent) Run(ctx context.Context, task string) *Outcome {
+	start := time.Now()
+	if a.cfg.Budget.MaxWall > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.cfg.Budget.MaxWall)
+		defer cancel()
+	}
+	user := model.Item{Kind: model.KindUser, Text: task}
+	a.items = append(a.items, user)
+	a.emit(Event{Type: EventUser, Items: []model.Item{user}})
+	out := a.loop(ctx, start)
+	out.Usage, out.Calls = a.usage, a.calls
+	a.emit(Event{Type: EventRunCompleted, Outcome: out})
+	return out
+}
+
+func (a *Agent) emit(e Event) { a.cfg.Observer.Observe(e) }
+
+func (a *Agent) loop(ctx context.Context, start time.Time) *Outcome {
+	b := a.cfg.Budget
+	for turn := 1; ; turn++ {
+		if turn > b.MaxTurns {
+			return &Outcome{Status: StatusMaxTurns, Turns: turn - 1, Reason: fmt.Sprintf("stopped after the maximum of %d turns", b.MaxTurns)}
+		}
+		if b.MaxTokens > 0 && a.usage.Total() >= b.MaxTokens {
+			return &Outcome{Status: StatusBudget, Turns: turn - 1, Reason: fmt.Sprintf("stopped: %d tokens used, budget %d", a.usage.Total(), b.MaxTokens)}
+		}
+		if b.MaxCost > 0 && a.usage.CostUSD >= b.MaxCost {
+			return &Outcome{Status: StatusBudget, Turns: turn - 1, Reason: fmt.Sprintf("stopped: $%.4f spent, budget $%.4f", a.usage.CostUSD, b.MaxCost)}
+		}
+		if err := ctx.Err(); err != nil {
+			return a.stopped(ctx, turn-1, start, err)
+		}
+		a.emit(Event{Type: EventTurnStarted, Turn: turn})
+		req := &model.Request{Model: a.cfg.Model, System: a.cfg.System, Items: a.items, Tools: a.cfg.Tools.Specs(), MaxTokens: a.cfg.MaxTokens}
+		resp, err := a.cfg.Provider.Turn(ctx, req, func(d model.Delta) { a.emit(Event{Type: EventDelta, Turn: turn, Delta: &d}) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return a.stopped(ctx, turn-1, start, ctx.Err())
+			}
+			a.emit(Event{Type: EventTurnFailed, Turn: turn, Err: err})
+			return &Outcome{Status: StatusFailed, Turns: turn, Reason: err.Error(), Err: err}
+		}
+		resp.Usage.CostUSD = a.cfg.Prices.Cost(resp.Usage)
+		a.usage.Add(resp.Usage)
+		newItems := append([]model.Item(nil), resp.Items...)
+		a.items = append(a.items, resp.Items...)
+		a.emit(Event{Type: EventResponse, Turn: turn, Response: resp})
+
+		calls := resp.Calls()
+		if len(calls) == 0 {
+			a.emit(Event{Type: EventTurnCompleted, Turn: turn, Items: newItems, Usage: resp.Usage})
+			switch resp.StopReason {
+			case model.StopRefusal:
+				return &Outcome{Status: StatusRefused, Turns: turn, Text: resp.Text(), Reason: "the model refused"}
+			case model.StopMaxTokens:
+				return &Outcome{Status: StatusCompleted, Turns: turn, Text: resp.Text(), Reason: "the model's output hit its max_tokens limit"}
+			}
+			return &Outcome{Status: StatusCompleted, Turns: turn, Text: resp.Text()}
+		}
+		results := a.runCalls(ctx, turn, calls, resp.StopReason == model.StopMaxTokens)
+		for _, r := range results {
+			it := model.Item{Kind: model.KindToolResult, Result: &r}
+			a.items = append(a.items, it)
+			newItems = append(newItems, it)
+		}
+		a.emit(Event{Type: EventTurnCompleted, Turn: turn, Items: newItems, Usage: resp.Usage})
+		if err := ctx.Err(); err != nil {
+			return a.stopped(ctx, turn, start, err)
+		}
+		for i, c := range calls {
+			if reason := a.repeated(c, results[i]); reason != "" {
+				return &Outcome{Status: StatusLoop, Turns: turn, Reason: reason}
+			}
+		}
+	}
+}
+
+func (a *Agent) stopped(ctx context.Context, turns int, start time.Time, err error) *Outcome {
+	if errors.Is(err, context.DeadlineExceeded) && a.cfg.Budget.MaxWall > 0 {
+		return &Outcome{Status: StatusBudget, Turns: turns, Reason: fmt.Sprintf("stopped: wall-time budget of %s spent (%s)", a.cfg.Budget.MaxWall, time.Since(start).Round(time.Millisecond))}
+	}
+	return &Outcome{Status: StatusCanceled, Turns: turns, Reason: "canceled", Err: err}
+}
+
+// runCalls decodes and executes the calls of one turn and returns one
+// result per call, in call order. When every call is read-only they run
+// concurrently (bounded by Parallel); otherwise in order.
+func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, cutOff bool) []model.ToolResult {
+	type job struct {
+		binding surface.Binding
+		ops     []tool.Call
+		result  *model.ToolResult // set when the call was answered without running
+	}
+	jobs := make([]job, len(calls))
+	parallel := len(calls) > 1
+	for i, c := range calls {
+		a.calls++
+		a.emit(Event{Type: EventCallStarted, Turn: turn, Call: &calls[i]})
+		if cutOff {
+			jobs[i].result = &model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true,
+				Text: "Error: this call was not run because the response was cut off at the output token limit; send it again, shorter if needed"}
+			continue
+		}
+		b, ok := a.cfg.Tools.Lookup(c.Name)
+		if !ok {
+			r := a.cfg.Tools.UnknownTool(c)
+			jobs[i].result = &r
+			continue
+		}
+		ops, err := b.Decode(c)
+		if err != nil {
+			r := model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: "Error: " + err.Error()}
+			jobs[i].result = &r
+			continue
+		}
+		jobs[i].binding, jobs[i].ops = b, ops
+		for _, op := range ops {
+			if !tool.ReadOnly(op.Op) {
+				parallel = false
+			}
+		}
+	}
+	out := make([]model.ToolResult, len(calls))
+	full := make([][]tool.Result, len(calls))
+	run := func(i int) {
+		j := jobs[i]
+		if j.result != nil {
+			out[i] = *j.result
+			return
+		}
+		rs := make([]tool.Result, len(j.ops))
+		for k, op := range j.ops {
+			rs[k] = a.cfg.Exec.Execute(ctx, op)
+			rs[k].CallID = op.ID
+		}
+		full[i] = rs
+		r := j.binding.Encode(calls[i], rs)
+		r.CallID, r.Name = calls[i].ID, calls[i].Name
+		out[i] = r
+	}
+	if parallel {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, a.cfg.Parallel)
+		for i := range jobs {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() { defer wg.Done(); defer func() { <-sem }(); run(i) }()
+		}
+		wg.Wait()
+	} else {
+		for i := range jobs {
+			run(i)
+		}
+	}
+	// Report in call order, whatever order the calls finished in.
+	for i := range out {
+		fullText := out[i].Text
+		out[i].Text = Truncate(out[i].Text, a.cfg.MaxResultChars)
+		a.emit(Event{Type: EventCallCompleted, Turn: turn, Call: &calls[i], Ops: jobs[i].ops, Results: full[i], Result: &out[i], FullText: fullText})
+	}
+	return out
+}
+
+// repeated records a call with its result and reports a reason when the
+// pair has recurred RepeatLimit times within the last RepeatWindow calls.
+func (a *Agent) repeated(c model.ToolCall, r model.ToolResult) string {
+	h := sha256.Sum256([]byte(c.Name + "\x00" + c.Input + "\x00" + r.Text))
+	key := string(h[:])
+	a.recent = append(a.recent, key)
+	if len(a.recent) > a.cfg.RepeatWindow {
+		a.recent = a.recent[len(a.recent)-a.cfg.RepeatWindow:]
+	}
+	n := 0
+	for _, k := range a.recent {
+		if k == key {
+			n++
+		}
+	}
+	if n >= a.cfg.RepeatLimit {
+		return fmt.Sprintf("stopped: the model made the same %s call with the same result %d times in its last %d calls", c.Name, n, len(a.recent))
+	}
+	return ""
+}
+
+// Truncate cuts s to at most max characters (bytes, on UTF-8 boundaries),
+// keeping the head and the tail with a marker saying how much was left out.
+func Truncate(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	half := max / 2
+	head := s[:half]
+	for len(head) > 0 && !utf8.RuneStart(s[len(head)]) {
+		head = head[:len(head)-1]
+	}
+	ti := len(s) - half
+	for ti < len(s) && !utf8.RuneStart(s[ti]) {
+		ti++
+	}
+	tail := s[ti:]
+	omitted := len(s) - len(head) - len(tail)
+	lines := strings.Count(s[len(head):ti], "\n")
+	return fmt.Sprintf("%s\n[... %d characters (%d lines) omitted; the full output is in the session record ...]\n%s", head, omitted, lines, tail)
+}
+
+// SystemPrompt returns base followed by the workspace's AGENTS.md, if any.
+func SystemPrompt(root, base string) string {
+	b, err := os.ReadFile(filepath.Join(root, "AGENTS.md"))
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+		return base
+	}
+	return base + "\n\n# Project instructions (AGENTS.md)\n\n" + strings.TrimSpace(string(b)) + "\n"
+}
+
+// DefaultSystem is the base system prompt.
+const DefaultSystem = `You are Truss, a coding agent working in a real repository on the user's machine.
+Use the tools to read, edit and run code; every tool call is executed locally and recorded.
+Work step by step: look at the relevant files, make focused changes, and run the project's tests to check your work before you finish.
+When you are done, reply with a short summary of what you changed and how you verified it.`

@@ -1,0 +1,400 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/examples"
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/provider/chatcompat"
+	"github.com/trussdev/truss/internal/provider/ollama"
+	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/tool/fs"
+	"github.com/trussdev/truss/internal/tool/shell"
+)
+
+var fastRetry = provider.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+
+type dialect struct {
+	name string
+	new  func(base string) provider.Provider
+	// calls extracts (call ids, result ids) from a recorded request body.
+	calls func(t *testing.T, body []byte) (calls, results []string)
+}
+
+var dialects = []dialect{
+	{"ollama", func(u string) provider.Provider { return &ollama.Client{Host: u, Retry: fastRetry} }, ollamaCalls},
+	{"chat", func(u string) provider.Provider {
+		return chatcompat.New(chatcompat.Config{BaseURL: u + "/v1", APIKey: "sk-test", Retry: fastRetry})
+	}, chatCalls},
+}
+
+func ollamaCalls(t *testing.T, body []byte) (calls, results []string) {
+	var req struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range req.Messages {
+		for _, c := range m.ToolCalls {
+			calls = append(calls, c.ID)
+		}
+		if m.Role == "tool" {
+			results = append(results, m.ToolCallID)
+		}
+	}
+	return
+}
+
+func chatCalls(t *testing.T, body []byte) (calls, results []string) {
+	var req struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range req.Messages {
+		for _, c := range m.ToolCalls {
+			calls = append(calls, c.ID)
+		}
+		if m.Role == "tool" {
+			results = append(results, m.ToolCallID)
+		}
+	}
+	return
+}
+
+type env struct {
+	dir     string
+	srv     *sim.Server
+	agent   *agent.Agent
+	execs   atomic.Int64
+	events  []agent.Event
+	outcome *agent.Outcome
+}
+
+// runScript runs a script through a dialect on a copy of the demo repository.
+func runScript(t *testing.T, d dialect, script string, cfg func(*agent.Config)) *env {
+	t.Helper()
+	s, err := sim.ParseScript([]byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{dir: t.TempDir(), srv: sim.New(s)}
+	e.srv.APIKey = "sk-test"
+	if err := examples.Unpack(examples.DemoRepo, e.dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	base, err := e.srv.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := fs.Open(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	sh := shell.New(shell.Config{Dir: ws.Dir()})
+	t.Cleanup(func() { sh.Close() })
+	var mux tool.Mux
+	fx := &fs.Executor{W: ws}
+	for _, op := range fs.Ops {
+		mux.Handle(op, fx)
+	}
+	for _, op := range shell.Ops {
+		mux.Handle(op, sh)
+	}
+	set, err := surface.NewSet(generic.Name, generic.Bindings()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := agent.Config{
+		Provider: d.new(base), Tools: set, Model: "sim-coder",
+		Exec: tool.ExecutorFunc(func(ctx context.Context, call tool.Call) tool.Result {
+			e.execs.Add(1)
+			return mux.Execute(ctx, call)
+		}),
+		System:   agent.SystemPrompt(e.dir, agent.DefaultSystem),
+		Observer: agent.ObserverFunc(func(ev agent.Event) { e.events = append(e.events, ev) }),
+	}
+	if cfg != nil {
+		cfg(&c)
+	}
+	e.agent = agent.New(c, nil)
+	e.outcome = e.agent.Run(ctx, "Fix the failing test.")
+	checkPairing(t, d, e)
+	return e
+}
+
+// checkPairing asserts that every call got exactly one result, in the
+// transcript and in every request Truss sent.
+func checkPairing(t *testing.T, d dialect, e *env) {
+	t.Helper()
+	counts := map[string]int{}
+	var order []string
+	for _, it := range e.agent.Transcript() {
+		switch it.Kind {
+		case model.KindToolCall:
+			counts[it.Call.ID] += 0
+			order = append(order, it.Call.ID)
+		case model.KindToolResult:
+			counts[it.Result.CallID]++
+		}
+	}
+	for _, id := range order {
+		if counts[id] != 1 {
+			t.Errorf("call %s has %d results in the transcript", id, counts[id])
+		}
+	}
+	for i, r := range e.srv.Requests() {
+		calls, results := d.calls(t, r.Body)
+		if len(calls) != len(results) {
+			t.Errorf("request %d: %d calls but %d results", i, len(calls), len(results))
+		}
+		for j := range min(len(calls), len(results)) {
+			if calls[j] != results[j] {
+				t.Errorf("request %d: call %s answered by %s", i, calls[j], results[j])
+			}
+		}
+	}
+}
+
+func readFile(t *testing.T, dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestDemoFixEveryDialect(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			e := runScript(t, d, string(examples.DemoScript), nil)
+			if e.outcome.Status != agent.StatusCompleted {
+				t.Fatalf("outcome %+v", e.outcome)
+			}
+			if got := readFile(t, e.dir, "stats.go"); !strings.Contains(got, "return (s[n/2-1] + s[n/2]) / 2\n") {
+				t.Fatalf("stats.go not fixed:\n%s", got)
+			}
+			reqs := e.srv.Requests()
+			if len(reqs) != 6 || e.outcome.Turns != 6 || e.execs.Load() != 5 {
+				t.Fatalf("requests %d turns %d execs %d", len(reqs), e.outcome.Turns, e.execs.Load())
+			}
+			// The first test run failed, the second passed; the model saw both.
+			var outputs []string
+			for _, ev := range e.events {
+				if ev.Type == agent.EventCallCompleted && ev.Call.Name == "bash" {
+					outputs = append(outputs, ev.Result.Text)
+				}
+			}
+			if len(outputs) != 2 || !strings.Contains(outputs[0], "FAIL") || !strings.Contains(outputs[1], "ok ") {
+				t.Fatalf("test outputs: %q", outputs)
+			}
+			// AGENTS.md reached the system prompt of every request.
+			for i, r := range reqs {
+				if !strings.Contains(string(r.Body), "Run `go test ./...` before you finish") {
+					t.Errorf("request %d lacks AGENTS.md", i)
+				}
+				if d.name == "chat" && r.Header.Get("Authorization") != "Bearer sk-test" {
+					t.Errorf("request %d: auth header %q", i, r.Header.Get("Authorization"))
+				}
+			}
+			if e.outcome.Usage.InputTokens == 0 || e.outcome.Usage.OutputTokens == 0 {
+				t.Errorf("usage not accounted: %+v", e.outcome.Usage)
+			}
+		})
+	}
+}
+
+const faultTail = `,
+ {"actions": [{"kind": "replace", "path": "stats.go", "old": "s[n/2] + s[n/2+1]", "new": "s[n/2-1] + s[n/2]"}]},
+ {"say": "done"}]}`
+
+func TestFaults(t *testing.T) {
+	tests := []struct {
+		name   string
+		step   string
+		checks func(t *testing.T, e *env)
+	}{
+		{"429 with retry-after", `{"steps": [{"faults": [{"kind": "status", "status": 429, "retry_after_ms": 20}], "actions": [{"kind": "view", "path": "stats.go"}]}`,
+			func(t *testing.T, e *env) {
+				r := e.srv.Requests()
+				if r[0].Status != 429 || r[1].Status != 200 || r[0].Step != r[1].Step || string(r[0].Body) != string(r[1].Body) {
+					t.Fatalf("retry not identical: %d %d", r[0].Status, r[1].Status)
+				}
+			}},
+		{"500 twice", `{"steps": [{"faults": [{"kind": "status", "status": 500, "retry_after_ms": 1}, {"kind": "status", "status": 503, "retry_after_ms": 1}], "actions": [{"kind": "view", "path": "stats.go"}]}`,
+			func(t *testing.T, e *env) {
+				if n := len(e.srv.Requests()); n != 5 {
+					t.Fatalf("%d requests, want 5", n)
+				}
+			}},
+		{"error in the middle of the stream", `{"steps": [{"say": "Looking.", "faults": [{"kind": "mid_stream_error"}], "actions": [{"kind": "view", "path": "stats.go"}]}`,
+			func(t *testing.T, e *env) {
+				if n := len(e.srv.Requests()); n != 4 {
+					t.Fatalf("%d requests, want 4", n)
+				}
+			}},
+		{"truncated stream", `{"steps": [{"say": "Looking.", "faults": [{"kind": "truncate"}], "actions": [{"kind": "view", "path": "stats.go"}]}`,
+			func(t *testing.T, e *env) {
+				if n := len(e.srv.Requests()); n != 4 {
+					t.Fatalf("%d requests, want 4", n)
+				}
+			}},
+		{"malformed arguments", `{"steps": [{"actions": [{"kind": "view", "path": "stats.go", "raw_input": "{\"path\": \"stats.go\""}]}`,
+			func(t *testing.T, e *env) {
+				r := callResult(e, 0)
+				if !r.IsError || !strings.Contains(r.Text, "not a valid JSON object") {
+					t.Fatalf("result %+v", r)
+				}
+			}},
+		{"missing argument", `{"steps": [{"actions": [{"kind": "view", "path": "stats.go", "raw_input": "{\"file\": \"stats.go\"}"}]}`,
+			func(t *testing.T, e *env) {
+				if r := callResult(e, 0); !r.IsError || !strings.Contains(r.Text, `missing required parameter "path"`) {
+					t.Fatalf("result %+v", r)
+				}
+			}},
+		{"unknown tool", `{"steps": [{"actions": [{"kind": "view", "path": "stats.go", "tool": "open_file"}]}`,
+			func(t *testing.T, e *env) {
+				if r := callResult(e, 0); !r.IsError || !strings.Contains(r.Text, `no tool named "open_file"`) || !strings.Contains(r.Text, "read_file") {
+					t.Fatalf("result %+v", r)
+				}
+			}},
+		{"huge output", `{"steps": [{"actions": [{"kind": "run", "command": "seq 1 300000"}]}`,
+			func(t *testing.T, e *env) {
+				r := callResult(e, 0)
+				full := ""
+				for _, ev := range e.events {
+					if ev.Type == agent.EventCallCompleted {
+						full = ev.Results[0].Stdout
+						break
+					}
+				}
+				if len(r.Text) > 31000 || !strings.Contains(r.Text, "characters") || !strings.HasSuffix(strings.TrimSuffix(r.Text, "[exit code: 0]"), "300000\n") {
+					t.Fatalf("model text not cut: %d bytes", len(r.Text))
+				}
+				if !strings.HasSuffix(full, "299999\n300000\n") || len(full) < 1000000 {
+					t.Fatalf("the record lost output: %d bytes", len(full))
+				}
+			}},
+		{"parallel reads", `{"steps": [{"actions": [{"kind": "view", "path": "stats.go"}, {"kind": "view", "path": "stats_test.go"}, {"kind": "list"}]}`,
+			func(t *testing.T, e *env) {
+				if r := callResult(e, 1); r.IsError || !strings.Contains(r.Text, "TestMedian") {
+					t.Fatalf("result %+v", r)
+				}
+			}},
+	}
+	for _, d := range dialects {
+		for _, tt := range tests {
+			t.Run(d.name+"/"+tt.name, func(t *testing.T) {
+				e := runScript(t, d, tt.step+faultTail, nil)
+				if e.outcome.Status != agent.StatusCompleted {
+					t.Fatalf("outcome %+v", e.outcome)
+				}
+				if !strings.Contains(readFile(t, e.dir, "stats.go"), "s[n/2-1] + s[n/2]") {
+					t.Fatal("the fix after the fault was not applied")
+				}
+				if got := e.execs.Load(); tt.name != "malformed arguments" && tt.name != "unknown tool" && tt.name != "missing argument" && got < 2 {
+					t.Fatalf("%d executions", got)
+				}
+				tt.checks(t, e)
+			})
+		}
+	}
+}
+
+func callResult(e *env, n int) model.ToolResult {
+	i := 0
+	for _, it := range e.agent.Transcript() {
+		if it.Kind == model.KindToolResult {
+			if i == n {
+				return *it.Result
+			}
+			i++
+		}
+	}
+	return model.ToolResult{}
+}
+
+func TestBudgetsAndLoops(t *testing.T) {
+	d := dialects[0]
+	loop := `{"steps": [` + strings.Repeat(`{"actions": [{"kind": "run", "command": "echo same"}]},`, 8) + `{"say": "done"}]}`
+	e := runScript(t, d, loop, nil)
+	if e.outcome.Status != agent.StatusLoop || e.outcome.Turns != 5 {
+		t.Fatalf("loop: %+v", e.outcome)
+	}
+	e = runScript(t, d, loop, func(c *agent.Config) { c.Budget.MaxTurns = 3 })
+	if e.outcome.Status != agent.StatusMaxTurns || e.outcome.Turns != 3 {
+		t.Fatalf("max turns: %+v", e.outcome)
+	}
+	e = runScript(t, d, loop, func(c *agent.Config) { c.Budget.MaxTokens = 1 })
+	if e.outcome.Status != agent.StatusBudget || e.outcome.Turns != 1 {
+		t.Fatalf("tokens: %+v", e.outcome)
+	}
+	e = runScript(t, d, loop, func(c *agent.Config) { c.Budget.MaxCost = 0.0001; c.Prices = surface.Prices{Input: 1000} })
+	if e.outcome.Status != agent.StatusBudget || e.outcome.Usage.CostUSD <= 0 {
+		t.Fatalf("cost: %+v", e.outcome)
+	}
+	slow := `{"steps": [{"actions": [{"kind": "run", "command": "sleep 20"}]}, {"say": "done"}]}`
+	e = runScript(t, d, slow, func(c *agent.Config) { c.Budget.MaxWall = 300 * time.Millisecond })
+	if e.outcome.Status != agent.StatusBudget {
+		t.Fatalf("wall: %+v", e.outcome)
+	}
+}
+
+func TestProviderErrors(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			e := runScript(t, d, `{"steps": [{"faults": [{"kind": "status", "status": 400, "message": "bad thing"}]}, {"say": "x"}]}`, nil)
+			var pe *provider.Error
+			if e.outcome.Status != agent.StatusFailed || !errorsAs(e.outcome.Err, &pe) || pe.Status != 400 || !strings.Contains(pe.Error(), "bad thing") {
+				t.Fatalf("outcome %+v", e.outcome)
+			}
+			if len(e.srv.Requests()) != 1 {
+				t.Fatal("a 400 was retried")
+			}
+		})
+	}
+}
+
+func errorsAs(err error, target **provider.Error) bool {
+	for err != nil {
+		if pe, ok := err.(*provider.Error); ok {
+			*target = pe
+			return true
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}

@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// EventType names a loop event.
+type EventType string
+
+// The events, in the order a turn produces them.
+const (
+	EventUser          EventType = "user"           // the task was added (Items)
+	EventTurnStarted   EventType = "turn_started"   // a request is about to be sent
+	EventDelta         EventType = "delta"          // streamed text (Delta)
+	EventResponse      EventType = "response"       // the turn's complete response (Response)
+	EventCallStarted   EventType = "call_started"   // a tool call is about to be decoded and run (Call)
+	EventCallCompleted EventType = "call_completed" // its result (Call, Ops, Results, Result, FullText)
+	EventTurnCompleted EventType = "turn_completed" // the turn's new transcript items (Items, Usage)
+	EventTurnFailed    EventType = "turn_failed"    // the provider failed (Err)
+	EventRunCompleted  EventType = "run_completed"  // the run ended (Outcome)
+)
+
+// Event is one thing the loop did. Which fields are set depends on Type.
+type Event struct {
+	Type     EventType
+	Turn     int
+	Delta    *model.Delta
+	Response *model.Response
+	Call     *model.ToolCall
+	// Ops are the normalized operations decoded from Call (nil when the
+	// call could not be decoded); Results their full, untruncated results.
+	Ops     []tool.Call
+	Results []tool.Result
+	// Result is the tool result as the model receives it (cut to the
+	// result budget); FullText is its text before the cut.
+	Result   *model.ToolResult
+	FullText string
+	Items    []model.Item
+	Usage    model.Usage
+	Outcome  *Outcome
+	Err      error
+}
+
+// Observer is told of every event, synchronously, from the loop's goroutine
+// (EventDelta may come from the provider's). It must not retain Event
+// pointers past the call unless it copies them.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f.
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// Observers fans events out to several observers, in order.
+type Observers []Observer
+
+// Observe implements Observer.
+func (os Observers) Observe(e Event) {
+	for _, o := range os {
+		o.Observe(e)
+	}
+}

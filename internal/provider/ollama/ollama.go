@@ -1,0 +1,317 @@
+// Package ollama speaks Ollama's native chat API (POST /api/chat): NDJSON
+// streaming, function tools whose arguments arrive as JSON objects in whole
+// tool calls (no argument deltas), usage as prompt_eval_count / eval_count,
+// and errors as {"error": "..."} — with an HTTP status before the stream, as
+// an NDJSON line in the middle of it.
+package ollama
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
+)
+
+// DefaultHost is used when OLLAMA_HOST is unset.
+const DefaultHost = "http://127.0.0.1:11434"
+
+// Client is an Ollama adapter.
+type Client struct {
+	Host  string // base URL, "http://host:port"
+	HTTP  *http.Client
+	Retry provider.RetryPolicy
+	// Options are passed as the request's "options" (num_ctx, temperature...).
+	Options map[string]any
+}
+
+// Name implements provider.Provider.
+func (c *Client) Name() string { return "ollama" }
+
+// HostURL normalizes an OLLAMA_HOST value ("host:port", "http://host").
+func HostURL(v string) string {
+	if v == "" {
+		return DefaultHost
+	}
+	if !strings.Contains(v, "://") {
+		v = "http://" + v
+	}
+	return strings.TrimSuffix(v, "/")
+}
+
+// Wire types of /api/chat.
+type (
+	chatRequest struct {
+		Model    string         `json:"model"`
+		Messages []message      `json:"messages"`
+		Tools    []toolDecl     `json:"tools,omitempty"`
+		Stream   bool           `json:"stream"`
+		Options  map[string]any `json:"options,omitempty"`
+	}
+	message struct {
+		Role       string     `json:"role"`
+		Content    string     `json:"content"`
+		Thinking   string     `json:"thinking,omitempty"`
+		ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+		ToolName   string     `json:"tool_name,omitempty"`
+		ToolCallID string     `json:"tool_call_id,omitempty"`
+	}
+	toolCall struct {
+		ID       string `json:"id,omitempty"`
+		Function struct {
+			Index     int             `json:"index"`
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	toolDecl struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description,omitempty"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	chatChunk struct {
+		Model           string  `json:"model"`
+		Message         message `json:"message"`
+		Done            bool    `json:"done"`
+		DoneReason      string  `json:"done_reason"`
+		PromptEvalCount int64   `json:"prompt_eval_count"`
+		EvalCount       int64   `json:"eval_count"`
+		Error           string  `json:"error"`
+	}
+)
+
+// Turn implements provider.Provider.
+func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+	body, err := c.encode(req)
+	if err != nil {
+		return nil, err
+	}
+	var resp *model.Response
+	attempts, err := c.Retry.Do(ctx, func(int) error {
+		var err error
+		resp, err = c.once(ctx, body, onDelta)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.Attempts = attempts
+	return resp, nil
+}
+
+func (c *Client) encode(req *model.Request) ([]byte, error) {
+	cr := chatRequest{Model: req.Model, Stream: true, Options: c.Options}
+	if req.System != "" {
+		cr.Messages = append(cr.Messages, message{Role: "system", Content: req.System})
+	}
+	var cur *message // the assistant message being assembled
+	flush := func() {
+		if cur != nil {
+			cr.Messages = append(cr.Messages, *cur)
+			cur = nil
+		}
+	}
+	for _, it := range req.Items {
+		switch it.Kind {
+		case model.KindUser:
+			flush()
+			cr.Messages = append(cr.Messages, message{Role: "user", Content: it.Text})
+		case model.KindAssistant, model.KindReasoning, model.KindToolCall:
+			if cur == nil {
+				cur = &message{Role: "assistant"}
+			}
+			switch it.Kind {
+			case model.KindAssistant:
+				cur.Content += it.Text
+			case model.KindReasoning:
+				cur.Thinking += it.Text
+			case model.KindToolCall:
+				var tc toolCall
+				tc.ID = it.Call.ID
+				tc.Function.Index = len(cur.ToolCalls)
+				tc.Function.Name = it.Call.Name
+				tc.Function.Arguments = argsObject(it.Call.Input)
+				cur.ToolCalls = append(cur.ToolCalls, tc)
+			}
+		case model.KindToolResult:
+			flush()
+			cr.Messages = append(cr.Messages, message{Role: "tool", Content: it.Result.Text, ToolName: it.Result.Name, ToolCallID: it.Result.CallID})
+		}
+	}
+	flush()
+	for _, t := range req.Tools {
+		if t.Kind != model.ToolFunction {
+			return nil, fmt.Errorf("ollama: tool %s is a %s tool; Ollama takes function tools only (use the generic surface)", t.Name, t.Kind)
+		}
+		var d toolDecl
+		d.Type = "function"
+		d.Function.Name, d.Function.Description, d.Function.Parameters = t.Name, t.Description, t.Parameters
+		cr.Tools = append(cr.Tools, d)
+	}
+	return json.Marshal(cr)
+}
+
+// argsObject returns the input as a JSON object; input the model sent that
+// is not an object (a malformed call being replayed) is wrapped so that the
+// request stays valid.
+func argsObject(input string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(input), &m) == nil {
+		return json.RawMessage(input)
+	}
+	b, _ := json.Marshal(map[string]string{"INVALID_JSON": input})
+	return b
+}
+
+func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
+	start := time.Now()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, HostURL(c.Host)+"/api/chat", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/x-ndjson")
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	hresp, err := hc.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrUnreachable, Err: err,
+			Message: fmt.Sprintf("cannot reach Ollama at %s (%v); start it with `ollama serve` or set OLLAMA_HOST", HostURL(c.Host), rootCause(err))}
+	}
+	defer hresp.Body.Close()
+	if hresp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
+		var e struct {
+			Error string `json:"error"`
+		}
+		msg := strings.TrimSpace(string(b))
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		return nil, &provider.Error{Provider: "ollama", Kind: provider.KindForStatus(hresp.StatusCode), Status: hresp.StatusCode,
+			Message: msg, RetryAfter: provider.ParseRetryAfter(hresp.Header, time.Now())}
+	}
+	var raw bytes.Buffer
+	resp := &model.Response{}
+	var text, thinking strings.Builder
+	var calls []toolCall
+	done := false
+	sc := bufio.NewScanner(io.TeeReader(hresp.Body, &raw))
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var ch chatChunk
+		if err := json.Unmarshal(line, &ch); err != nil {
+			return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrProtocol, Err: err, Message: fmt.Sprintf("bad stream line %q: %v", truncate(line, 200), err)}
+		}
+		if ch.Error != "" {
+			return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrStream, Message: "error in the middle of the stream: " + ch.Error}
+		}
+		if ch.Message.Content != "" {
+			text.WriteString(ch.Message.Content)
+			if onDelta != nil {
+				onDelta(model.Delta{Kind: model.KindAssistant, Text: ch.Message.Content})
+			}
+		}
+		if ch.Message.Thinking != "" {
+			thinking.WriteString(ch.Message.Thinking)
+			if onDelta != nil {
+				onDelta(model.Delta{Kind: model.KindReasoning, Text: ch.Message.Thinking})
+			}
+		}
+		calls = append(calls, ch.Message.ToolCalls...)
+		if ch.Done {
+			done = true
+			resp.Model = ch.Model
+			resp.Usage = model.Usage{InputTokens: ch.PromptEvalCount, OutputTokens: ch.EvalCount}
+			resp.StopReason = stopReason(ch.DoneReason, len(calls) > 0)
+			break
+		}
+	}
+	if err := sc.Err(); err != nil && !done {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
+	}
+	if !done {
+		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrStream, Message: "the stream ended before its final chunk (done: true)"}
+	}
+	if thinking.Len() > 0 {
+		resp.Items = append(resp.Items, model.Item{Kind: model.KindReasoning, Text: thinking.String(), Provider: "ollama"})
+	}
+	if text.Len() > 0 {
+		resp.Items = append(resp.Items, model.Item{Kind: model.KindAssistant, Text: text.String(), Provider: "ollama"})
+	}
+	for i, tc := range calls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i)
+		}
+		raw, _ := json.Marshal(tc)
+		resp.Items = append(resp.Items, model.Item{Kind: model.KindToolCall, Provider: "ollama", Raw: raw,
+			Call: &model.ToolCall{ID: id, Name: tc.Function.Name, Kind: model.ToolFunction, Input: string(argsText(tc.Function.Arguments))}})
+	}
+	resp.Wire = &model.Wire{Request: body, Response: raw.Bytes(), Duration: time.Since(start)}
+	return resp, nil
+}
+
+// argsText returns the arguments as the model sent them. Ollama sends an
+// object; a string holding JSON (as some servers do) is unwrapped.
+func argsText(a json.RawMessage) []byte {
+	var s string
+	if json.Unmarshal(a, &s) == nil {
+		return []byte(s)
+	}
+	if len(a) == 0 {
+		return []byte("{}")
+	}
+	return a
+}
+
+func stopReason(r string, calls bool) model.StopReason {
+	switch {
+	case calls:
+		return model.StopToolUse
+	case r == "length":
+		return model.StopMaxTokens
+	case r == "stop" || r == "":
+		return model.StopEndTurn
+	}
+	return model.StopOther
+}
+
+func rootCause(err error) error {
+	var ne *net.OpError
+	if errors.As(err, &ne) {
+		return ne.Err
+	}
+	return err
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

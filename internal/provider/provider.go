@@ -1,0 +1,194 @@
+// Package provider defines the interface of a model API adapter, its typed
+// errors, and the retry policy shared by the adapters.
+//
+// An adapter streams one turn: it translates a model.Request into its wire
+// dialect, sends it, reports text deltas as they arrive, and returns the
+// complete model.Response with usage and the provider's raw items. Tools run
+// only after a turn is complete, so retrying a whole turn after a failure in
+// the middle of its stream never runs a tool twice or loses a call.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/trussdev/truss/internal/model"
+)
+
+// Provider is a model API adapter.
+type Provider interface {
+	// Name names the dialect ("ollama", "chat", "anthropic", "responses").
+	Name() string
+	// Turn streams one model turn. onDelta, when non-nil, is called with
+	// streamed text as it arrives (from the adapter's goroutine).
+	Turn(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error)
+}
+
+// ErrorKind classifies provider failures.
+type ErrorKind string
+
+// The error kinds.
+const (
+	ErrAuth        ErrorKind = "auth"        // 401/403: the key is missing or wrong
+	ErrUnreachable ErrorKind = "unreachable" // no connection to the host
+	ErrRateLimited ErrorKind = "rate_limited"
+	ErrOverloaded  ErrorKind = "overloaded"
+	ErrServer      ErrorKind = "server"      // 5xx
+	ErrStream      ErrorKind = "stream"      // an error event or a cut in the middle of the stream
+	ErrBadRequest  ErrorKind = "bad_request" // 4xx other than the above
+	ErrNotFound    ErrorKind = "not_found"   // 404: the model or endpoint does not exist
+	ErrProtocol    ErrorKind = "protocol"    // the response could not be understood
+)
+
+// Error is a failed turn.
+type Error struct {
+	Provider   string
+	Kind       ErrorKind
+	Status     int // HTTP status, 0 when there was none
+	Message    string
+	RetryAfter time.Duration // what the server asked for, 0 when it did not
+	// Final marks an error the adapter (or its SDK) already retried.
+	Final bool
+	Err   error
+}
+
+func (e *Error) Error() string {
+	s := e.Provider + ": "
+	if e.Status != 0 {
+		s += fmt.Sprintf("HTTP %d: ", e.Status)
+	}
+	return s + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether the turn may be tried again.
+func (e *Error) Retryable() bool {
+	if e.Final {
+		return false
+	}
+	switch e.Kind {
+	case ErrUnreachable, ErrRateLimited, ErrOverloaded, ErrServer, ErrStream:
+		return true
+	}
+	return e.Status == http.StatusRequestTimeout || e.Status == http.StatusConflict
+}
+
+// KindForStatus classifies an HTTP status.
+func KindForStatus(status int) ErrorKind {
+	switch {
+	case status == 401 || status == 403:
+		return ErrAuth
+	case status == 404:
+		return ErrNotFound
+	case status == 429:
+		return ErrRateLimited
+	case status == 529:
+		return ErrOverloaded
+	case status >= 500:
+		return ErrServer
+	case status == 408 || status == 409:
+		return ErrServer
+	}
+	return ErrBadRequest
+}
+
+// ParseRetryAfter reads Retry-After-Ms, then Retry-After (seconds or an HTTP
+// date); 0 when neither is usable.
+func ParseRetryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// RetryPolicy retries failed turns with exponential backoff and jitter,
+// honouring a server's Retry-After.
+type RetryPolicy struct {
+	// MaxAttempts is the number of tries in all; 0 means 4.
+	MaxAttempts int
+	// BaseDelay is the first backoff (0 means 500 ms); it doubles up to
+	// MaxDelay (0 means 8 s). Each delay loses up to a quarter to jitter.
+	BaseDelay, MaxDelay time.Duration
+	// MaxRetryAfter is the longest server-requested wait honoured; a longer
+	// one ends the retries with the error. 0 means 2 minutes.
+	MaxRetryAfter time.Duration
+	// OnRetry, when set, is told of each retry before its wait.
+	OnRetry func(attempt int, wait time.Duration, err error)
+}
+
+func (p RetryPolicy) norm() RetryPolicy {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = 4
+	}
+	if p.BaseDelay == 0 {
+		p.BaseDelay = 500 * time.Millisecond
+	}
+	if p.MaxDelay == 0 {
+		p.MaxDelay = 8 * time.Second
+	}
+	if p.MaxRetryAfter == 0 {
+		p.MaxRetryAfter = 2 * time.Minute
+	}
+	return p
+}
+
+// Do calls fn until it succeeds, fails with an error that is not a retryable
+// *Error, or the attempts are spent. It returns the number of attempts made.
+func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, error) {
+	p = p.norm()
+	for attempt := 1; ; attempt++ {
+		err := fn(attempt)
+		if err == nil {
+			return attempt, nil
+		}
+		var pe *Error
+		if !errors.As(err, &pe) || !pe.Retryable() || attempt >= p.MaxAttempts || ctx.Err() != nil {
+			return attempt, err
+		}
+		wait := p.backoff(attempt)
+		if pe.RetryAfter > 0 {
+			if pe.RetryAfter > p.MaxRetryAfter {
+				return attempt, err
+			}
+			wait = pe.RetryAfter
+		}
+		if p.OnRetry != nil {
+			p.OnRetry(attempt, wait, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return attempt, err
+		case <-t.C:
+		}
+	}
+}
+
+func (p RetryPolicy) backoff(attempt int) time.Duration {
+	d := p.BaseDelay << (attempt - 1)
+	if d > p.MaxDelay || d <= 0 {
+		d = p.MaxDelay
+	}
+	return d - time.Duration(rand.Int64N(int64(d)/4+1))
+}

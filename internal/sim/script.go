@@ -1,0 +1,148 @@
+// Package sim is the simulated model: a scripted model behind a local HTTP
+// server that speaks each supported API dialect as the real service does
+// (status codes, headers, streaming format, usage fields).
+//
+// A Script is provider-neutral: each Step is one model turn, with optional
+// text and actions such as "view file X", "replace A with B in X" or "run
+// this command". The server reads the tools each request declares and
+// renders every action as a call of the matching tool of that surface (a
+// replace becomes edit_file on the generic surface). The step a request
+// answers is the number of assistant turns already in its history, so a
+// retried request gets the same step. Faults injected by a step (an HTTP
+// error with Retry-After, an error event in the middle of the stream, a cut
+// stream) fail its first attempts, after which the step is served normally.
+//
+// The server never executes a tool; it only records what it was sent.
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Script is a sequence of model turns.
+type Script struct {
+	Steps []Step `json:"steps"`
+}
+
+// Step is one model turn.
+type Step struct {
+	// Say is assistant text sent before the actions (or alone, to finish).
+	Say string `json:"say,omitempty"`
+	// Actions become tool calls, all in this turn (parallel calls).
+	Actions []Action `json:"actions,omitempty"`
+	// Faults fail the first len(Faults) attempts of this step, in order.
+	Faults []Fault `json:"faults,omitempty"`
+}
+
+// ActionKind names a provider-neutral action.
+type ActionKind string
+
+// The actions.
+const (
+	ActView    ActionKind = "view"
+	ActReplace ActionKind = "replace"
+	ActCreate  ActionKind = "create"
+	ActInsert  ActionKind = "insert"
+	ActRun     ActionKind = "run"
+	ActList    ActionKind = "list"
+)
+
+// Action is one tool use.
+type Action struct {
+	Kind    ActionKind `json:"kind"`
+	Path    string     `json:"path,omitempty"`
+	Start   int        `json:"start,omitempty"`
+	End     int        `json:"end,omitempty"`
+	Line    int        `json:"line,omitempty"`
+	Old     string     `json:"old,omitempty"`
+	New     string     `json:"new,omitempty"`
+	Content string     `json:"content,omitempty"`
+	Command string     `json:"command,omitempty"`
+	// Tool overrides the rendered tool name (an unknown tool, to test that path).
+	Tool string `json:"tool,omitempty"`
+	// RawInput overrides the rendered input verbatim (malformed arguments).
+	RawInput *string `json:"raw_input,omitempty"`
+}
+
+// FaultKind names an injected failure.
+type FaultKind string
+
+// The faults.
+const (
+	// FaultStatus answers with an HTTP error status (429, 500, 503, 529...)
+	// and, when RetryAfterMS is set, Retry-After headers.
+	FaultStatus FaultKind = "status"
+	// FaultMidStream starts a normal stream and then sends the dialect's
+	// error event.
+	FaultMidStream FaultKind = "mid_stream_error"
+	// FaultTruncate starts a normal stream and cuts the connection.
+	FaultTruncate FaultKind = "truncate"
+)
+
+// Fault is one failed attempt.
+type Fault struct {
+	Kind         FaultKind `json:"kind"`
+	Status       int       `json:"status,omitempty"`
+	RetryAfterMS int       `json:"retry_after_ms,omitempty"`
+	Message      string    `json:"message,omitempty"`
+}
+
+// LoadScript reads a JSON script file.
+func LoadScript(path string) (*Script, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseScript(b)
+}
+
+// ParseScript parses a JSON script and checks every step.
+func ParseScript(b []byte) (*Script, error) {
+	var s Script
+	dec := json.NewDecoder(bytesReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("sim script: %w", err)
+	}
+	for i, st := range s.Steps {
+		for j, a := range st.Actions {
+			if err := a.check(); err != nil {
+				return nil, fmt.Errorf("sim script: step %d action %d: %w", i+1, j+1, err)
+			}
+		}
+		for j, f := range st.Faults {
+			switch f.Kind {
+			case FaultStatus:
+				if f.Status < 400 {
+					return nil, fmt.Errorf("sim script: step %d fault %d: status fault needs a status >= 400", i+1, j+1)
+				}
+			case FaultMidStream, FaultTruncate:
+			default:
+				return nil, fmt.Errorf("sim script: step %d fault %d: unknown fault kind %q", i+1, j+1, f.Kind)
+			}
+		}
+	}
+	return &s, nil
+}
+
+func (a Action) check() error {
+	need := func(ok bool, what string) error {
+		if !ok {
+			return fmt.Errorf("%s action needs %s", a.Kind, what)
+		}
+		return nil
+	}
+	switch a.Kind {
+	case ActView, ActCreate, ActInsert:
+		return need(a.Path != "", "a path")
+	case ActReplace:
+		return need(a.Path != "" && a.Old != "", "a path and old text")
+	case ActRun:
+		return need(a.Command != "" || a.RawInput != nil, "a command")
+	case ActList:
+		return nil
+	}
+	return fmt.Errorf("unknown action kind %q", a.Kind)
+}

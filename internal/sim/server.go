@@ -1,0 +1,236 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// Recorded is one request the server received.
+type Recorded struct {
+	Dialect string      `json:"dialect"`
+	Path    string      `json:"path"`
+	Header  http.Header `json:"header"`
+	Body    []byte      `json:"body"`
+	Step    int         `json:"step"`    // 0-based step the request asked for
+	Attempt int         `json:"attempt"` // 1-based attempt of that step
+	Status  int         `json:"status"`  // the status answered
+}
+
+// Server is the simulated model. Its zero value is not usable; use New.
+type Server struct {
+	script *Script
+	// APIKey, when set, is required as a Bearer token (or x-api-key).
+	APIKey string
+
+	mu       sync.Mutex
+	attempts map[int]int
+	requests []Recorded
+	mux      *http.ServeMux
+}
+
+// New returns a server for a script.
+func New(s *Script) *Server {
+	srv := &Server{script: s, attempts: make(map[int]int), mux: http.NewServeMux()}
+	srv.mux.HandleFunc("POST /api/chat", srv.ollamaChat)
+	srv.mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		io.WriteString(w, `{"version":"0.13.5"}`)
+	})
+	srv.mux.HandleFunc("POST /v1/chat/completions", srv.chatCompletions)
+	srv.mux.HandleFunc("POST /chat/completions", srv.chatCompletions)
+	return srv
+}
+
+// Handle registers another dialect's handler (used by later dialects).
+func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Requests returns a copy of the recorded requests.
+func (s *Server) Requests() []Recorded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Recorded(nil), s.requests...)
+}
+
+// Listen serves on a loopback port until ctx ends; it returns the base URL
+// ("http://127.0.0.1:PORT").
+func (s *Server) Listen(ctx context.Context) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("sim: listen: %w", err)
+	}
+	hs := &http.Server{Handler: s}
+	go hs.Serve(ln)
+	go func() {
+		<-ctx.Done()
+		hs.Close()
+	}()
+	return "http://" + ln.Addr().String(), nil
+}
+
+// turn is what a request resolves to: the step (or nil past the end of the
+// script), the fault of this attempt, if any.
+type turn struct {
+	index   int
+	step    *Step
+	fault   *Fault
+	attempt int
+	rec     int // index into requests
+}
+
+// begin records a request and decides its step and fault.
+func (s *Server) begin(dialect string, r *http.Request, body []byte, assistantTurns int) *turn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := &turn{index: assistantTurns}
+	s.attempts[t.index]++
+	t.attempt = s.attempts[t.index]
+	if t.index < len(s.script.Steps) {
+		t.step = &s.script.Steps[t.index]
+		if t.attempt <= len(t.step.Faults) {
+			t.fault = &t.step.Faults[t.attempt-1]
+		}
+	}
+	s.requests = append(s.requests, Recorded{Dialect: dialect, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Step: t.index, Attempt: t.attempt})
+	t.rec = len(s.requests) - 1
+	return t
+}
+
+func (s *Server) status(t *turn, code int) {
+	s.mu.Lock()
+	s.requests[t.rec].Status = code
+	s.mu.Unlock()
+}
+
+// authorized checks the key, if one is configured.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.APIKey == "" {
+		return true
+	}
+	return r.Header.Get("Authorization") == "Bearer "+s.APIKey || r.Header.Get("X-Api-Key") == s.APIKey
+}
+
+// declared is a tool the request declared.
+type declared struct {
+	Name string
+	Kind string // function, custom, or the typed tool's type
+}
+
+// call is an action rendered for the request's tools.
+type call struct {
+	ID    string
+	Name  string
+	Kind  string // "function", "custom", or a typed item type
+	Input string
+}
+
+// render renders a step's actions as calls of the declared tools.
+func render(step *Step, tools []declared, index int) ([]call, error) {
+	have := map[string]declared{}
+	for _, t := range tools {
+		have[t.Name] = t
+	}
+	var calls []call
+	for i, a := range step.Actions {
+		c, err := renderGeneric(a, have)
+		if err != nil {
+			return nil, fmt.Errorf("step %d action %d: %w", index+1, i+1, err)
+		}
+		if a.Tool != "" {
+			c.Name = a.Tool
+		}
+		if a.RawInput != nil {
+			c.Input = *a.RawInput
+		}
+		c.ID = fmt.Sprintf("call_%d_%d", index+1, i+1)
+		calls = append(calls, c)
+	}
+	return calls, nil
+}
+
+func jsonInput(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// renderGeneric renders an action as a call of Truss's generic tools.
+func renderGeneric(a Action, have map[string]declared) (call, error) {
+	need := func(name string) error {
+		if _, ok := have[name]; !ok && a.Tool == "" {
+			return fmt.Errorf("the %s action needs the tool %q, which the request does not declare", a.Kind, name)
+		}
+		return nil
+	}
+	var name string
+	var in map[string]any
+	switch a.Kind {
+	case ActView:
+		name, in = "read_file", map[string]any{"path": a.Path}
+		if a.Start > 0 {
+			in["offset"] = a.Start
+		}
+		if a.End > 0 {
+			in["limit"] = a.End - max(a.Start, 1) + 1
+		}
+	case ActReplace:
+		name, in = "edit_file", map[string]any{"path": a.Path, "old_string": a.Old, "new_string": a.New}
+	case ActCreate:
+		name, in = "write_file", map[string]any{"path": a.Path, "content": a.Content}
+	case ActRun:
+		name, in = "bash", map[string]any{"command": a.Command}
+	case ActList:
+		name, in = "list_dir", map[string]any{}
+		if a.Path != "" {
+			in["path"] = a.Path
+		}
+	default:
+		return call{}, fmt.Errorf("the generic surface has no tool for a %s action", a.Kind)
+	}
+	if err := need(name); err != nil {
+		return call{}, err
+	}
+	return call{Name: name, Kind: "function", Input: jsonInput(in)}, nil
+}
+
+// tokens estimates a token count (four bytes a token), deterministically.
+func tokens(b []byte) int64 { return int64(len(b)+3) / 4 }
+
+func readBody(r *http.Request) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r.Body, 64<<20))
+}
+
+// chunks splits text into a few stream fragments.
+func chunks(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for len(s) > 0 {
+		n := min(len(s), 24)
+		// Do not split a UTF-8 sequence.
+		for n < len(s) && !utf8Start(s[n]) {
+			n++
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// finalText is what the model says past the end of its script.
+const finalText = "The script has no more steps."
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -1,0 +1,109 @@
+package surface
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/trussdev/truss/internal/model"
+)
+
+// Prices are USD per million tokens.
+type Prices struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cache_read,omitempty"`
+	CacheWrite float64 `json:"cache_write,omitempty"`
+}
+
+// Cost returns the cost of u at these prices. Cache reads and writes are
+// counted apart from plain input tokens.
+func (p Prices) Cost(u model.Usage) float64 {
+	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6
+}
+
+// Profile describes what a model is trained on and what it costs.
+type Profile struct {
+	// Pattern matches model names (path.Match syntax, case-insensitive).
+	Pattern string `json:"pattern"`
+	// Provider restricts the profile to one provider ("" = any).
+	Provider string `json:"provider,omitempty"`
+	// Surface is the typed surface the model is trained on ("generic" when none).
+	Surface       string `json:"surface"`
+	ContextWindow int    `json:"context_window"`
+	MaxOutput     int    `json:"max_output"`
+	Prices        Prices `json:"prices"`
+	// Guess is set on a fallback profile that matched no known model.
+	Guess bool `json:"guess,omitempty"`
+}
+
+// Profiles is a table of model profiles, searched in order.
+type Profiles []Profile
+
+// DefaultProfiles is Truss's built-in table. Typed surfaces appear here as
+// their bindings land; a name nothing matches gets the generic surface.
+func DefaultProfiles() Profiles {
+	return Profiles{
+		{Pattern: "sim-*", Surface: "generic", ContextWindow: 200000, MaxOutput: 8192},
+		{Pattern: "qwen*", Provider: "ollama", Surface: "generic", ContextWindow: 32768, MaxOutput: 8192},
+		{Pattern: "llama*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 8192},
+		{Pattern: "gpt-oss*", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768},
+	}
+}
+
+// Lookup returns the first profile matching provider and name, or a generic
+// guess.
+func (ps Profiles) Lookup(provider, name string) Profile {
+	n := strings.ToLower(name)
+	for _, p := range ps {
+		if p.Provider != "" && p.Provider != provider {
+			continue
+		}
+		if ok, _ := path.Match(strings.ToLower(p.Pattern), n); ok {
+			return p
+		}
+	}
+	return Profile{Pattern: name, Surface: "generic", ContextWindow: 32768, MaxOutput: 4096, Guess: true}
+}
+
+// Factory builds a surface's bindings.
+type Factory func() []Binding
+
+// Registry maps surface names to factories.
+type Registry map[string]Factory
+
+// Choose resolves a --surface value: "auto" (or "") picks the profile's
+// surface when it is registered, else generic; any other value must be a
+// registered surface.
+func (r Registry) Choose(flag string, p Profile) (string, error) {
+	switch flag {
+	case "", "auto":
+		if _, ok := r[p.Surface]; ok {
+			return p.Surface, nil
+		}
+		return "generic", nil
+	}
+	if _, ok := r[flag]; !ok {
+		return "", fmt.Errorf("unknown surface %q; choose auto or one of: %s", flag, strings.Join(r.names(), ", "))
+	}
+	return flag, nil
+}
+
+// Build returns the Set of a registered surface.
+func (r Registry) Build(name string) (*Set, error) {
+	f, ok := r[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown surface %q; choose auto or one of: %s", name, strings.Join(r.names(), ", "))
+	}
+	return NewSet(name, f()...)
+}
+
+func (r Registry) names() []string {
+	var ns []string
+	for n := range r {
+		ns = append(ns, n)
+	}
+	sortStrings(ns)
+	return ns
+}
