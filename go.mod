@@ -3,6 +3,7 @@ module github.com/trussdev/truss
 go 1.26.0
 
 require (
+	github.com/aymanbagabas/go-udiff v0.4.2 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/getkin/kin-openapi v0.153.0 // indirect
 	github.com/openai/openai-go/v3 v3.102.0 // indirect

@@ -211,35 +211,13 @@ func (a *Agent) stopped(ctx context.Context, turns int, start time.Time, err err
 // result per call, in call order. When every call is read-only they run
 // concurrently (bounded by Parallel); otherwise in order.
 func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, cutOff bool) []model.ToolResult {
-	type job struct {
-		binding surface.Binding
-		ops     []tool.Call
-		result  *model.ToolResult // set when the call was answered without running
-	}
 	jobs := make([]job, len(calls))
 	parallel := len(calls) > 1
 	for i, c := range calls {
 		a.calls++
-		a.emit(Event{Type: EventCallStarted, Turn: turn, Call: &calls[i]})
-		if cutOff {
-			jobs[i].result = &model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true,
-				Text: "Error: this call was not run because the response was cut off at the output token limit; send it again, shorter if needed"}
-			continue
-		}
-		b, ok := a.cfg.Tools.Lookup(c.Name)
-		if !ok {
-			r := a.cfg.Tools.UnknownTool(c)
-			jobs[i].result = &r
-			continue
-		}
-		ops, err := b.Decode(c)
-		if err != nil {
-			r := model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: "Error: " + err.Error()}
-			jobs[i].result = &r
-			continue
-		}
-		jobs[i].binding, jobs[i].ops = b, ops
-		for _, op := range ops {
+		jobs[i] = a.prepare(c, cutOff)
+		a.emit(Event{Type: EventCallStarted, Turn: turn, Call: &calls[i], Ops: jobs[i].ops})
+		for _, op := range jobs[i].ops {
 			if !tool.ReadOnly(op.Op) {
 				parallel = false
 			}
@@ -284,6 +262,32 @@ func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, 
 		a.emit(Event{Type: EventCallCompleted, Turn: turn, Call: &calls[i], Ops: jobs[i].ops, Results: full[i], Result: &out[i], FullText: fullText})
 	}
 	return out
+}
+
+// job is one call of a turn, decoded.
+type job struct {
+	binding surface.Binding
+	ops     []tool.Call
+	result  *model.ToolResult // set when the call was answered without running
+}
+
+// prepare decodes a call, or answers it with an error result when it cannot
+// run: cut off by max_tokens, an unknown tool, or input that does not decode.
+func (a *Agent) prepare(c model.ToolCall, cutOff bool) job {
+	if cutOff {
+		return job{result: &model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true,
+			Text: "Error: this call was not run because the response was cut off at the output token limit; send it again, shorter if needed"}}
+	}
+	b, ok := a.cfg.Tools.Lookup(c.Name)
+	if !ok {
+		r := a.cfg.Tools.UnknownTool(c)
+		return job{result: &r}
+	}
+	ops, err := b.Decode(c)
+	if err != nil {
+		return job{result: &model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: "Error: " + err.Error()}}
+	}
+	return job{binding: b, ops: ops}
 }
 
 // repeated records a call with its result and reports a reason when the

@@ -310,7 +310,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "chat.completion", "created": created, "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
-			"usage": usage, "service_tier": "default", "system_fingerprint": "fp_sim"})
+			"usage":   usage, "service_tier": "default", "system_fingerprint": "fp_sim"})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")

@@ -6,8 +6,10 @@
 // carries usage. HTTP failures are retried by the SDK (connection errors,
 // 408, 409, 429 and 5xx, honouring Retry-After); a turn whose stream fails in
 // the middle — an error event, or a stream cut before any finish_reason — is
-// retried whole by the adapter, which is safe because no tool runs before a
-// turn is complete.
+// retried whole. The adapter owns every retry (the SDK's own are off) so that
+// each is reported through the RetryPolicy, as with every other adapter;
+// retrying a whole turn is safe because no tool runs before a turn is
+// complete.
 package chatcompat
 
 import (
@@ -38,8 +40,7 @@ type Config struct {
 	BaseURL string // e.g. http://127.0.0.1:8000/v1
 	APIKey  string // may be empty for local servers
 	HTTP    *http.Client
-	// Retry governs both the SDK's HTTP retries (MaxAttempts) and the
-	// adapter's whole-turn retries after a broken stream.
+	// Retry governs the retries of failed turns.
 	Retry provider.RetryPolicy
 	// Strict sets "strict" on function tools; nil leaves it out, which is
 	// what most compatible servers expect.
@@ -57,14 +58,10 @@ type Client struct {
 // New returns a client.
 func New(cfg Config) *Client {
 	c := &Client{cfg: cfg}
-	attempts := cfg.Retry.MaxAttempts
-	if attempts == 0 {
-		attempts = 4
-	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(cfg.APIKey),
-		option.WithMaxRetries(attempts - 1),
+		option.WithMaxRetries(0),
 		option.WithMiddleware(c.capture),
 	}
 	if cfg.HTTP != nil {
@@ -288,7 +285,7 @@ func classify(ctx context.Context, err error) error {
 		if msg == "" {
 			msg = http.StatusText(apierr.StatusCode)
 		}
-		pe := &provider.Error{Provider: "chat", Kind: provider.KindForStatus(apierr.StatusCode), Status: apierr.StatusCode, Message: msg, Err: err, Final: true}
+		pe := &provider.Error{Provider: "chat", Kind: provider.KindForStatus(apierr.StatusCode), Status: apierr.StatusCode, Message: msg, Err: err}
 		if apierr.Response != nil {
 			pe.RetryAfter = provider.ParseRetryAfter(apierr.Response.Header, time.Now())
 		}
@@ -301,11 +298,20 @@ func classify(ctx context.Context, err error) error {
 	var ue *url.Error
 	var ne *net.OpError
 	if errors.As(err, &ne) || (errors.As(err, &ue) && !errors.Is(err, context.Canceled)) {
-		return &provider.Error{Provider: "chat", Kind: provider.ErrUnreachable, Err: err, Final: true,
+		return &provider.Error{Provider: "chat", Kind: provider.ErrUnreachable, Err: err,
 			Message: fmt.Sprintf("cannot reach the server (%v); check OPENAI_BASE_URL and that the server is running", err)}
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return &provider.Error{Provider: "chat", Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
 	}
 	return &provider.Error{Provider: "chat", Kind: provider.ErrProtocol, Err: err, Message: err.Error()}
+}
+
+// DeclareTools returns the "tools" array a request would carry.
+func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
+	p, err := c.params(&model.Request{Tools: specs})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(p.Tools)
 }

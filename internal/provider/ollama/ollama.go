@@ -315,3 +315,16 @@ func truncate(b []byte, n int) string {
 	}
 	return string(b)
 }
+
+// DeclareTools returns the "tools" array a request would carry.
+func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
+	b, err := c.encode(&model.Request{Tools: specs})
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	json.Unmarshal(b, &r)
+	return r.Tools, nil
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/aymanbagabas/go-udiff"
+
+	"github.com/trussdev/truss/examples"
+)
+
+func cmdDemo(args []string, stdout, stderr io.Writer) error {
+	fset := newFlagSet("demo", stderr)
+	var f runFlags
+	dialect := fset.String("dialect", "chat", "the API dialect the simulated model speaks and Truss's adapter uses: chat or ollama")
+	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
+	fset.StringVar(&f.script, "script", "", "play this script instead of the bundled fix")
+	if err := parse(fset, args); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "truss-demo-")
+	if err != nil {
+		return err
+	}
+	if *keep {
+		defer fmt.Fprintf(stdout, "\nThe demo repository is kept in %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	if err := examples.Unpack(examples.DemoRepo, dir); err != nil {
+		return err
+	}
+	before, err := snapshot(dir)
+	if err != nil {
+		return err
+	}
+	f.provider, f.model, f.surface, f.simDialect = "sim", "sim-coder", "auto", *dialect
+	f.root, f.timeout, f.maxTurns, f.maxResult, f.noSession = dir, 2*60e9, 20, 30000, true
+	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s.\nThe simulated model plays a scripted fix through the real loop, adapter and tools.\n\n", dir)
+	ctx, cancel := signalContext(stderr)
+	defer cancel()
+	runErr := runTask(ctx, &f, "The tests of this module fail. Find the bug and fix it.", stdout, stderr, false)
+
+	after, err := snapshot(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\n── diff ──\n%s", diffSnapshots(before, after))
+	fmt.Fprintf(stdout, "\n── go test -count=1 ./... (run by truss after the session) ──\n")
+	code, out := goTest(ctx, dir)
+	fmt.Fprint(stdout, out)
+	if runErr != nil {
+		return runErr
+	}
+	if code != 0 {
+		return fmt.Errorf("the demo's tests still fail after the run")
+	}
+	return nil
+}
+
+// goTest runs the module's tests and returns the exit status and output.
+func goTest(ctx context.Context, dir string) (int, string) {
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "./...")
+	cmd.Dir = dir
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), buf.String()
+		}
+		return -1, buf.String() + err.Error() + "\n"
+	}
+	return 0, buf.String()
+}
+
+// snapshot reads the regular files below dir, leaving out hidden ones.
+func snapshot(dir string) (map[string]string, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	return files, err
+}
+
+// diffSnapshots renders a unified diff of two snapshots.
+func diffSnapshots(before, after map[string]string) string {
+	names := map[string]bool{}
+	for n := range before {
+		names[n] = true
+	}
+	for n := range after {
+		names[n] = true
+	}
+	var sorted []string
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	var sb strings.Builder
+	for _, n := range sorted {
+		b, a := before[n], after[n]
+		if a == b {
+			continue
+		}
+		from, to := "a/"+n, "b/"+n
+		if _, ok := before[n]; !ok {
+			from = "/dev/null"
+		}
+		if _, ok := after[n]; !ok {
+			to = "/dev/null"
+		}
+		sb.WriteString(udiff.Unified(from, to, b, a))
+	}
+	if sb.Len() == 0 {
+		return "(no changes)\n"
+	}
+	return sb.String()
+}

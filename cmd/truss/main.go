@@ -1,0 +1,139 @@
+// Command truss is a coding-agent harness: it runs a language model in a
+// loop over a repository, executes every tool call locally, and records what
+// happened.
+//
+// Usage:
+//
+//	truss run [flags] "task"        run a task on the current directory
+//	truss exec --json [flags] "task" headless: one JSON event per line
+//	truss demo                      the bundled example on the simulated model
+//	truss tools [flags]             print the tool declarations a request carries
+//	truss tool call [flags]         execute one tool call and print its result
+//	truss sessions                  list saved sessions
+//	truss --version
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// usageError is an error in the command line itself (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries an exit status without a message of its own.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+const usage = `truss — a coding agent whose every action is executed locally and recorded
+
+Usage:
+  truss run [flags] "task"          run a task on the current directory
+  truss exec [--json] [flags] "task"  headless run; --json prints one JSON event per line
+  truss demo [flags]                the bundled example repository fixed on the simulated model
+  truss tools [flags]               print the exact tool declarations a request would carry
+  truss tool call [flags]           execute one tool call locally and print what the model sees
+  truss sessions                    list saved sessions (resume one with truss run --resume ID)
+  truss --version
+
+Providers and keys:
+  --provider ollama     Ollama's native API at OLLAMA_HOST (default http://127.0.0.1:11434)
+  --provider chat       an OpenAI-compatible server at OPENAI_BASE_URL (vLLM, LM Studio, llama.cpp, Ollama /v1)
+  --provider openai     OpenAI with OPENAI_API_KEY (OPENAI_BASE_URL optional)
+  --provider sim        the simulated model in-process, playing --script (no key, no network)
+
+Run "truss COMMAND -h" for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "--version", "-version", "version":
+		fmt.Fprintf(stdout, "truss %s\n", version)
+		return 0
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "run":
+		err = cmdRun(args[1:], stdout, stderr, false)
+	case "exec":
+		err = cmdRun(args[1:], stdout, stderr, true)
+	case "demo":
+		err = cmdDemo(args[1:], stdout, stderr)
+	case "tools":
+		err = cmdTools(args[1:], stdout, stderr)
+	case "tool":
+		if len(args) < 2 || args[1] != "call" {
+			err = usagef("usage: truss tool call --root DIR --surface S --tool NAME (--input JSON | --input-file F) [--json]")
+			break
+		}
+		err = cmdToolCall(args[2:], stdout, stderr)
+	case "sessions":
+		err = cmdSessions(args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	return exitCode(err, stderr)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "truss: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// newFlagSet returns a flag set whose parse errors are usage errors.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("truss "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// multi is a repeatable string flag.
+type multi []string
+
+func (m *multi) String() string     { return fmt.Sprint(*m) }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }

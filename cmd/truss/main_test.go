@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/trussdev/truss/examples"
+	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/sim"
+)
+
+var update = flag.Bool("update", false, "rewrite the cmp files of the scripts in testdata/script")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"truss": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/script",
+		UpdateScripts: *update,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("TRUSS_HOME", filepath.Join(e.WorkDir, ".truss-home"))
+			for _, k := range []string{"HOME", "GOCACHE", "GOPATH", "GOMODCACHE", "PATH", "GOFLAGS"} {
+				if v := os.Getenv(k); v != "" {
+					e.Setenv(k, v)
+				}
+			}
+			if os.Getenv("GOCACHE") == "" {
+				if d, err := os.UserCacheDir(); err == nil {
+					e.Setenv("GOCACHE", filepath.Join(d, "go-build"))
+				}
+			}
+			e.Setenv("GOTOOLCHAIN", "local")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"simserve":    simServe,
+			"unpackdemo":  unpackDemo,
+			"checkevents": checkEvents,
+			"lastsession": lastSession,
+		},
+	})
+}
+
+// simserve DIALECT SCRIPT|demo: serves the simulated model for the rest of
+// the script and points the dialect's environment variable at it
+// (OLLAMA_HOST for ollama, OPENAI_BASE_URL for chat).
+func simServe(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: simserve ollama|chat SCRIPT|demo")
+	}
+	b := examples.DemoScript
+	if args[1] != "demo" {
+		b = []byte(ts.ReadFile(args[1]))
+	}
+	s, err := sim.ParseScript(b)
+	ts.Check(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	ts.Defer(cancel)
+	base, err := sim.New(s).Listen(ctx)
+	ts.Check(err)
+	switch args[0] {
+	case "ollama":
+		ts.Setenv("OLLAMA_HOST", base)
+	case "chat":
+		ts.Setenv("OPENAI_BASE_URL", base+"/v1")
+	default:
+		ts.Fatalf("unknown dialect %q", args[0])
+	}
+}
+
+// unpackdemo DIR: writes the demo repository to DIR.
+func unpackDemo(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: unpackdemo DIR")
+	}
+	ts.Check(examples.Unpack(examples.DemoRepo, ts.MkAbs(args[0])))
+}
+
+// lastsession VAR: sets VAR to the id of the newest saved session.
+func lastSession(ts *testscript.TestScript, neg bool, args []string) {
+	ms, err := session.Store{Dir: filepath.Join(ts.Getenv("TRUSS_HOME"), "sessions")}.List()
+	ts.Check(err)
+	if len(ms) == 0 {
+		ts.Fatalf("no sessions")
+	}
+	ts.Setenv(args[0], ms[0].ID)
+}
+
+// checkevents FILE: checks a JSONL event stream's grammar: thread.started,
+// turn.started, items (every started item completed once, ids unique), and
+// one closing turn.completed or turn.failed; nothing but JSON on any line.
+func checkEvents(ts *testscript.TestScript, neg bool, args []string) {
+	f, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	var types []string
+	started, completed := map[string]bool{}, map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		var ev struct {
+			Type     string `json:"type"`
+			ThreadID *string
+			Item     *struct{ ID, Type, Status string }
+			Usage    *struct {
+				InputTokens  *int64 `json:"input_tokens"`
+				OutputTokens *int64 `json:"output_tokens"`
+			}
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			ts.Fatalf("line %d is not JSON: %v: %q", n, err, sc.Text())
+		}
+		types = append(types, ev.Type)
+		switch ev.Type {
+		case "item.started":
+			if started[ev.Item.ID] || completed[ev.Item.ID] {
+				ts.Fatalf("line %d: item %s started twice", n, ev.Item.ID)
+			}
+			started[ev.Item.ID] = true
+		case "item.completed":
+			if completed[ev.Item.ID] {
+				ts.Fatalf("line %d: item %s completed twice", n, ev.Item.ID)
+			}
+			completed[ev.Item.ID] = true
+			if ev.Item.Status == "in_progress" {
+				ts.Fatalf("line %d: completed item in progress", n)
+			}
+		case "turn.completed":
+			if ev.Usage == nil || ev.Usage.InputTokens == nil || ev.Usage.OutputTokens == nil {
+				ts.Fatalf("line %d: turn.completed without usage", n)
+			}
+		}
+	}
+	ts.Check(sc.Err())
+	for id := range started {
+		if !completed[id] {
+			ts.Fatalf("item %s started but never completed", id)
+		}
+	}
+	if len(types) < 3 || types[0] != "thread.started" || types[1] != "turn.started" {
+		ts.Fatalf("stream starts %v", types[:min(len(types), 2)])
+	}
+	if last := types[len(types)-1]; last != "turn.completed" && last != "turn.failed" {
+		ts.Fatalf("stream ends with %s", last)
+	}
+	ts.Logf("%d events: %s", len(types), strings.Join(types, " "))
+	fmt.Fprint(ts.Stdout(), "")
+}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/events"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/ui"
+)
+
+// runFlags are the flags of run, exec and demo.
+type runFlags struct {
+	providerFlags
+	workspaceFlags
+	maxTurns  int
+	maxTokens int64
+	maxCost   float64
+	maxWall   time.Duration
+	maxResult int
+	resume    string
+	noSession bool
+	json      bool
+}
+
+func (r *runFlags) register(fs interface {
+	IntVar(*int, string, int, string)
+	Int64Var(*int64, string, int64, string)
+	Float64Var(*float64, string, float64, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
+	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
+}) {
+	fs.IntVar(&r.maxTurns, "max-turns", 50, "stop after this many model turns")
+	fs.Int64Var(&r.maxTokens, "max-tokens", 0, "stop once this many tokens are used (0 = no limit)")
+	fs.Float64Var(&r.maxCost, "max-cost", 0, "stop once this many USD are spent (0 = no limit)")
+	fs.DurationVar(&r.maxWall, "max-wall", 0, "stop after this much wall time (0 = no limit)")
+	fs.IntVar(&r.maxResult, "max-result-chars", 30000, "cut tool results the model sees to this many characters (head and tail)")
+	fs.StringVar(&r.resume, "resume", "", "continue the session with this id (see truss sessions)")
+	fs.BoolVar(&r.noSession, "no-session", false, "do not save the session")
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM; a second one
+// exits at once.
+func signalContext(stderr io.Writer) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintln(stderr, "\ntruss: interrupted; finishing the current call (press Ctrl-C again to quit at once)")
+		cancel()
+		select {
+		case <-ch:
+			os.Exit(130)
+		case <-time.After(time.Hour):
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
+	name := "run"
+	if headless {
+		name = "exec"
+	}
+	fset := newFlagSet(name, stderr)
+	var f runFlags
+	f.providerFlags.register(fset)
+	f.workspaceFlags.register(fset)
+	f.register(fset)
+	if headless {
+		fset.BoolVar(&f.json, "json", false, "print one JSON event per line on stdout (logs on stderr)")
+	}
+	if err := parse(fset, args); err != nil {
+		return err
+	}
+	task := strings.TrimSpace(strings.Join(fset.Args(), " "))
+	if task == "-" {
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return err
+		}
+		task = strings.TrimSpace(string(b))
+	}
+	if task == "" {
+		return usagef("usage: truss %s [flags] \"task\" (the task is missing)", name)
+	}
+	ctx, cancel := signalContext(stderr)
+	defer cancel()
+	return runTask(ctx, &f, task, stdout, stderr, headless)
+}
+
+// runTask wires a session and runs one task. Human output goes to out
+// (stdout for run, stderr for exec); exec prints the final message, or the
+// JSON events, on stdout.
+func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Writer, headless bool) error {
+	var store session.Store
+	var sess *session.Session
+	var history []model.Item
+	if !f.noSession || f.resume != "" {
+		dir, err := session.DefaultDir()
+		if err != nil {
+			return err
+		}
+		store = session.Store{Dir: dir}
+	}
+	if f.resume != "" {
+		s, items, err := store.Open(f.resume)
+		if err != nil {
+			return err
+		}
+		sess, history = s, items
+		if f.provider == "" {
+			f.provider = s.Meta.Provider
+		}
+		if f.model == "" {
+			f.model = s.Meta.Model
+		}
+		if f.root == "." && s.Meta.Workspace != "" {
+			f.root = s.Meta.Workspace
+		}
+	}
+	if err := f.resolve(); err != nil {
+		return err
+	}
+	set, prof, err := f.pickSurface()
+	if err != nil {
+		return err
+	}
+	if prof.Guess && f.provider != "sim" {
+		fmt.Fprintf(stderr, "truss: no profile for model %q; using the %s surface and default limits\n", f.model, set.Surface)
+	}
+	tl, err := f.workspaceFlags.open()
+	if err != nil {
+		return err
+	}
+	defer tl.Close()
+	retry := provider.RetryPolicy{OnRetry: func(attempt int, wait time.Duration, err error) {
+		fmt.Fprintf(stderr, "truss: %s; retrying in %s (attempt %d)\n", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1)
+	}}
+	prov, err := f.newProvider(ctx, retry)
+	if err != nil {
+		return err
+	}
+	if sess == nil && !f.noSession {
+		abs, _ := filepath.Abs(tl.ws.Dir())
+		sess, err = store.Create(session.Meta{Workspace: abs, Provider: f.provider, Model: f.model, Surface: set.Surface, Task: task})
+		if err != nil {
+			return err
+		}
+	}
+	sessionID := ""
+	if sess != nil {
+		defer sess.Close()
+		sessionID = sess.Meta.ID
+	}
+
+	var obs agent.Observers
+	human := stdout
+	if headless {
+		human = stderr
+	}
+	var enc *events.Encoder
+	if f.json {
+		enc = events.New(stdout)
+		enc.Session = sessionID
+		enc.Start(sessionID)
+		obs = append(obs, enc)
+	} else {
+		fmt.Fprintf(human, "truss %s · %s · %s · surface %s · session %s\n", version, f.provider, f.model, set.Surface, orNone(sessionID))
+		obs = append(obs, &ui.Printer{W: human})
+	}
+	var persistErr error
+	if sess != nil {
+		obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+			switch ev.Type {
+			case agent.EventUser, agent.EventTurnCompleted:
+				if err := sess.Append(ev.Items...); err != nil && persistErr == nil {
+					persistErr = err
+				}
+			case agent.EventRunCompleted:
+				o := ev.Outcome
+				sess.Meta.Status, sess.Meta.Turns = string(o.Status), sess.Meta.Turns+o.Turns
+				sess.Meta.Usage.Add(o.Usage)
+				if err := sess.SaveMeta(); err != nil && persistErr == nil {
+					persistErr = err
+				}
+			}
+		}))
+	}
+	a := agent.New(agent.Config{
+		Provider: prov, Tools: set, Exec: &tl.mux, Model: f.model,
+		System:         agent.SystemPrompt(tl.ws.Dir(), agent.DefaultSystem),
+		Budget:         agent.Budget{MaxTurns: f.maxTurns, MaxTokens: f.maxTokens, MaxCost: f.maxCost, MaxWall: f.maxWall},
+		Prices:         prof.Prices,
+		MaxTokens:      prof.MaxOutput,
+		MaxResultChars: f.maxResult,
+		Observer:       obs,
+	}, history)
+	out := a.Run(ctx, task)
+	if persistErr != nil {
+		fmt.Fprintf(stderr, "truss: the session could not be saved: %v\n", persistErr)
+	}
+	if enc != nil && enc.Err != nil {
+		return fmt.Errorf("writing events: %w", enc.Err)
+	}
+	if headless && !f.json && out.Text != "" {
+		fmt.Fprintln(stdout, out.Text)
+	}
+	if sessionID != "" && !f.json {
+		fmt.Fprintf(human, "  resume with: truss run --resume %s \"…\"\n", sessionID)
+	}
+	switch out.Status {
+	case agent.StatusCompleted:
+		return nil
+	case agent.StatusFailed:
+		if !f.json {
+			var pe *provider.Error
+			if errors.As(out.Err, &pe) {
+				return fmt.Errorf("%s", pe.Error())
+			}
+			return out.Err
+		}
+		return exitError{1}
+	case agent.StatusCanceled:
+		return exitError{130}
+	}
+	return exitError{1}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(not saved)"
+	}
+	return s
+}
+
+func cmdSessions(args []string, stdout, stderr io.Writer) error {
+	fset := newFlagSet("sessions", stderr)
+	if err := parse(fset, args); err != nil {
+		return err
+	}
+	dir, err := session.DefaultDir()
+	if err != nil {
+		return err
+	}
+	ms, err := (session.Store{Dir: dir}).List()
+	if err != nil {
+		return err
+	}
+	if len(ms) == 0 {
+		fmt.Fprintf(stdout, "no sessions in %s\n", dir)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tTURNS\tPROVIDER/MODEL\tWORKSPACE\tTASK")
+	for _, m := range ms {
+		task := oneLine(m.Task)
+		if len(task) > 48 {
+			task = task[:48] + "…"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), m.Status, m.Turns, m.Provider, m.Model, m.Workspace, task)
+	}
+	return tw.Flush()
+}

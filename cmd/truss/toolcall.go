@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// toolCallOutput is the --json form of truss tool call.
+type toolCallOutput struct {
+	IsError bool          `json:"is_error"`
+	Output  string        `json:"output"`
+	Surface string        `json:"surface"`
+	Tool    string        `json:"tool"`
+	Calls   []tool.Call   `json:"calls,omitempty"`
+	Results []tool.Result `json:"results,omitempty"`
+}
+
+// cmdToolCall executes exactly one call locally, as the model would have sent
+// it, and prints exactly the text the model would receive. Exit status: 0 for
+// a success result, 1 for an error result, 2 for a usage error.
+func cmdToolCall(args []string, stdout, stderr io.Writer) error {
+	fset := newFlagSet("tool call", stderr)
+	var w workspaceFlags
+	w.register(fset)
+	surfaceName := fset.String("surface", "generic", "the surface the call arrives through")
+	name := fset.String("tool", "", "the tool name, as the model calls it")
+	input := fset.String("input", "", "the call's input as the model sent it (JSON arguments, or freeform text)")
+	inputFile := fset.String("input-file", "", "read the input from this file (- for standard input)")
+	asJSON := fset.Bool("json", false, "print the normalized result as one JSON object")
+	if err := parse(fset, args); err != nil {
+		return err
+	}
+	if *name == "" {
+		return usagef("--tool is required")
+	}
+	if fset.NArg() > 0 {
+		return usagef("unexpected arguments %q", fset.Args())
+	}
+	in := *input
+	switch {
+	case *inputFile != "" && *input != "":
+		return usagef("give --input or --input-file, not both")
+	case *inputFile == "-":
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return usagef("reading standard input: %v", err)
+		}
+		in = string(b)
+	case *inputFile != "":
+		b, err := os.ReadFile(*inputFile)
+		if err != nil {
+			return usagef("--input-file: %v", err)
+		}
+		in = string(b)
+	}
+	if fi, err := os.Stat(w.root); err != nil || !fi.IsDir() {
+		return usagef("--root %s is not a directory", w.root)
+	}
+	set, err := registry().Build(*surfaceName)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	tl, err := w.open()
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer tl.Close()
+
+	mc := model.ToolCall{ID: "call_local", Name: *name, Kind: model.ToolFunction, Input: in}
+	out := toolCallOutput{Surface: set.Surface, Tool: *name}
+	var res model.ToolResult
+	if b, ok := set.Lookup(*name); !ok {
+		res = set.UnknownTool(mc)
+	} else if spec := b.Spec(); true {
+		mc.Kind = spec.Kind
+		calls, err := b.Decode(mc)
+		if err != nil {
+			res = model.ToolResult{CallID: mc.ID, Name: mc.Name, IsError: true, Text: "Error: " + err.Error()}
+		} else {
+			results := make([]tool.Result, len(calls))
+			for i, c := range calls {
+				results[i] = tl.mux.Execute(context.Background(), c)
+			}
+			res = b.Encode(mc, results)
+			out.Calls, out.Results = calls, results
+		}
+	}
+	out.IsError, out.Output = res.IsError, res.Text
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(stdout, res.Text)
+		if len(res.Text) > 0 && res.Text[len(res.Text)-1] != '\n' {
+			fmt.Fprintln(stdout)
+		}
+	}
+	if res.IsError {
+		return exitError{1}
+	}
+	return nil
+}

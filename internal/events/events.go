@@ -1,0 +1,272 @@
+// Package events encodes a run as JSON Lines in the shape that consumers of
+// `codex exec --json` already parse: thread.started, turn.started,
+// item.started / item.completed with typed items, turn.completed with usage,
+// turn.failed and error. Truss-only data rides in extra fields named
+// "truss"; docs/events.md specifies the stream.
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// Encoder is an agent.Observer that writes one JSON event per line.
+type Encoder struct {
+	mu      sync.Mutex
+	enc     *json.Encoder
+	next    int
+	started bool
+	items   map[string]string // call id -> item id
+	// Session is reported in turn.completed's truss field.
+	Session string
+	// Err is the first write error.
+	Err error
+}
+
+// New returns an encoder writing to w.
+func New(w io.Writer) *Encoder {
+	e := &Encoder{enc: json.NewEncoder(w), items: map[string]string{}}
+	e.enc.SetEscapeHTML(false)
+	return e
+}
+
+// Event is one line of the stream.
+type Event struct {
+	Type     string    `json:"type"`
+	ThreadID string    `json:"thread_id,omitempty"`
+	Item     *Item     `json:"item,omitempty"`
+	Usage    *Usage    `json:"usage,omitempty"`
+	Error    *ErrorMsg `json:"error,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	Truss    any       `json:"truss,omitempty"`
+}
+
+// Item is a thread item. Fields are set according to Type.
+type Item struct {
+	ID   string `json:"id"`
+	Type string `json:"type"` // agent_message, reasoning, command_execution, file_change, tool_call, error
+	Text string `json:"text,omitempty"`
+	// command_execution
+	Command          string  `json:"command,omitempty"`
+	AggregatedOutput *string `json:"aggregated_output,omitempty"`
+	ExitCode         *int    `json:"exit_code,omitempty"`
+	// file_change
+	Changes []Change `json:"changes,omitempty"`
+	// tool_call (Truss): a call of any other tool
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Output    *string         `json:"output,omitempty"`
+	Status    string          `json:"status,omitempty"`
+	Truss     *ItemTruss      `json:"truss,omitempty"`
+}
+
+// Change is one file of a file_change item.
+type Change struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"` // add, delete, update
+}
+
+// ItemTruss is the Truss-only data of a tool item.
+type ItemTruss struct {
+	CallID  string            `json:"call_id"`
+	Tool    string            `json:"tool"`
+	Surface string            `json:"surface,omitempty"`
+	Ops     []string          `json:"ops,omitempty"`
+	IsError bool              `json:"is_error,omitempty"`
+	Error   string            `json:"error_kind,omitempty"`
+	Changes []tool.FileChange `json:"changes,omitempty"`
+}
+
+// Usage is turn.completed's usage.
+type Usage struct {
+	InputTokens           int64 `json:"input_tokens"`
+	CachedInputTokens     int64 `json:"cached_input_tokens"`
+	CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
+	OutputTokens          int64 `json:"output_tokens"`
+	ReasoningOutputTokens int64 `json:"reasoning_output_tokens"`
+}
+
+// ErrorMsg is turn.failed's error.
+type ErrorMsg struct {
+	Message string `json:"message"`
+}
+
+// RunTruss is the Truss-only data of turn.completed and turn.failed.
+type RunTruss struct {
+	Status  string  `json:"status"`
+	Reason  string  `json:"reason,omitempty"`
+	Turns   int     `json:"turns"`
+	Calls   int     `json:"calls"`
+	CostUSD float64 `json:"cost_usd"`
+	Session string  `json:"session_id,omitempty"`
+}
+
+func (e *Encoder) write(ev Event) {
+	if err := e.enc.Encode(ev); err != nil && e.Err == nil {
+		e.Err = err
+	}
+}
+
+// Start writes thread.started.
+func (e *Encoder) Start(threadID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.write(Event{Type: "thread.started", ThreadID: threadID})
+}
+
+// Fatal writes an error event (a failure outside any turn).
+func (e *Encoder) Fatal(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.write(Event{Type: "error", Message: err.Error()})
+}
+
+func (e *Encoder) itemID() string {
+	id := fmt.Sprintf("item_%d", e.next)
+	e.next++
+	return id
+}
+
+// Observe implements agent.Observer.
+func (e *Encoder) Observe(ev agent.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch ev.Type {
+	case agent.EventUser:
+		if !e.started {
+			e.started = true
+			e.write(Event{Type: "turn.started"})
+		}
+	case agent.EventResponse:
+		for _, it := range ev.Response.Items {
+			switch it.Kind {
+			case model.KindReasoning:
+				if strings.TrimSpace(it.Text) != "" {
+					e.write(Event{Type: "item.completed", Item: &Item{ID: e.itemID(), Type: "reasoning", Text: it.Text}})
+				}
+			case model.KindAssistant:
+				e.write(Event{Type: "item.completed", Item: &Item{ID: e.itemID(), Type: "agent_message", Text: it.Text}})
+			}
+		}
+	case agent.EventCallStarted:
+		id := e.itemID()
+		e.items[ev.Call.ID] = id
+		it := callItem(id, ev.Call, ev.Ops)
+		if it.Type == "file_change" {
+			return // file changes are reported once, completed
+		}
+		it.Status = "in_progress"
+		empty := ""
+		if it.Type == "command_execution" {
+			it.AggregatedOutput = &empty
+		}
+		e.write(Event{Type: "item.started", Item: it})
+	case agent.EventCallCompleted:
+		id, ok := e.items[ev.Call.ID]
+		if !ok {
+			id = e.itemID()
+		}
+		delete(e.items, ev.Call.ID)
+		it := callItem(id, ev.Call, ev.Ops)
+		completeItem(it, ev)
+		e.write(Event{Type: "item.completed", Item: it})
+	case agent.EventRunCompleted:
+		o := ev.Outcome
+		rt := &RunTruss{Status: string(o.Status), Reason: o.Reason, Turns: o.Turns, Calls: o.Calls, CostUSD: o.Usage.CostUSD, Session: e.Session}
+		if o.Status == agent.StatusFailed || o.Status == agent.StatusCanceled {
+			e.write(Event{Type: "turn.failed", Error: &ErrorMsg{Message: o.Reason}, Truss: rt})
+			return
+		}
+		u := o.Usage
+		e.write(Event{Type: "turn.completed", Truss: rt, Usage: &Usage{
+			InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, CachedInputTokens: u.CacheReadTokens,
+			CacheWriteInputTokens: u.CacheWriteTokens, OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningTokens}})
+	}
+}
+
+// callItem builds the item for a call from its decoded operations.
+func callItem(id string, c *model.ToolCall, ops []tool.Call) *Item {
+	it := &Item{ID: id, Truss: &ItemTruss{CallID: c.ID, Tool: c.Name}}
+	kind := "tool_call"
+	var cmds []string
+	for _, op := range ops {
+		it.Truss.Ops = append(it.Truss.Ops, string(op.Op))
+		it.Truss.Surface = op.Surface
+		switch op.Op {
+		case tool.OpExec:
+			kind = "command_execution"
+			cmds = append(cmds, op.Args.(*tool.ExecArgs).Command)
+		case tool.OpWrite, tool.OpCreate, tool.OpReplace, tool.OpInsert:
+			if kind == "tool_call" {
+				kind = "file_change"
+			}
+		}
+	}
+	it.Type = kind
+	switch kind {
+	case "command_execution":
+		it.Command = strings.Join(cmds, "\n")
+	case "tool_call":
+		it.Tool = c.Name
+		if json.Valid([]byte(c.Input)) {
+			it.Arguments = json.RawMessage(c.Input)
+		} else {
+			b, _ := json.Marshal(c.Input)
+			it.Arguments = b
+		}
+	}
+	return it
+}
+
+func completeItem(it *Item, ev agent.Event) {
+	r := ev.Result
+	it.Status = "completed"
+	if r.IsError {
+		it.Status = "failed"
+	}
+	it.Truss.IsError = r.IsError
+	for _, res := range ev.Results {
+		if res.Err != nil && it.Truss.Error == "" {
+			it.Truss.Error = string(res.Err.Kind)
+		}
+		it.Truss.Changes = append(it.Truss.Changes, res.Changes...)
+	}
+	switch it.Type {
+	case "command_execution":
+		var sb strings.Builder
+		for _, res := range ev.Results {
+			sb.WriteString(res.Stdout)
+			sb.WriteString(res.Stderr)
+			if res.ExitCode != nil {
+				code := *res.ExitCode
+				it.ExitCode = &code
+			}
+		}
+		out := sb.String()
+		if len(ev.Results) == 0 {
+			out = r.Text
+		}
+		it.AggregatedOutput = &out
+	case "file_change":
+		for _, c := range it.Truss.Changes {
+			p := c.Path
+			if c.MovedTo != "" {
+				p = c.MovedTo
+			}
+			it.Changes = append(it.Changes, Change{Path: p, Kind: string(c.Kind)})
+		}
+		if it.Changes == nil {
+			it.Changes = []Change{}
+		}
+	default:
+		text := ev.FullText
+		it.Output = &text
+	}
+}

@@ -1,0 +1,215 @@
+// Package session persists transcripts so that a run can be resumed.
+//
+// A store is a directory holding one directory per session:
+//
+//	<store>/<id>/meta.json        Meta, rewritten atomically after each turn
+//	<store>/<id>/transcript.jsonl one model.Item per line, appended
+//
+// Items keep the provider's raw form, so a resumed session replays its
+// history exactly to the same dialect.
+package session
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trussdev/truss/internal/model"
+)
+
+// Meta describes a session.
+type Meta struct {
+	ID        string      `json:"id"`
+	Created   time.Time   `json:"created"`
+	Updated   time.Time   `json:"updated"`
+	Workspace string      `json:"workspace"`
+	Provider  string      `json:"provider"`
+	Model     string      `json:"model"`
+	Surface   string      `json:"surface"`
+	Task      string      `json:"task"`
+	Status    string      `json:"status,omitempty"`
+	Turns     int         `json:"turns"`
+	Usage     model.Usage `json:"usage"`
+}
+
+// Store is a directory of sessions.
+type Store struct{ Dir string }
+
+// DefaultDir returns $TRUSS_HOME/sessions, else $XDG_DATA_HOME/truss/sessions,
+// else ~/.local/share/truss/sessions.
+func DefaultDir() (string, error) {
+	if h := os.Getenv("TRUSS_HOME"); h != "" {
+		return filepath.Join(h, "sessions"), nil
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "truss", "sessions"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no session directory: set TRUSS_HOME: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "truss", "sessions"), nil
+}
+
+// Session is an open session.
+type Session struct {
+	Meta Meta
+	dir  string
+	f    *os.File
+}
+
+// ErrNotFound is returned for an unknown session id.
+var ErrNotFound = errors.New("session not found")
+
+// Create creates a new session with a fresh id.
+func (s Store) Create(m Meta) (*Session, error) {
+	var b [3]byte
+	rand.Read(b[:])
+	now := time.Now().UTC()
+	m.ID = now.Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+	m.Created, m.Updated = now, now
+	dir := filepath.Join(s.Dir, m.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	sess := &Session{Meta: m, dir: dir}
+	if err := sess.open(); err != nil {
+		return nil, err
+	}
+	return sess, sess.SaveMeta()
+}
+
+// Open opens an existing session and returns it with its transcript.
+func (s Store) Open(id string) (*Session, []model.Item, error) {
+	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
+		return nil, nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	dir := filepath.Join(s.Dir, id)
+	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("session %q: %w (see `truss sessions`)", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	sess := &Session{dir: dir}
+	if err := json.Unmarshal(b, &sess.Meta); err != nil {
+		return nil, nil, fmt.Errorf("session %s: meta.json: %w", id, err)
+	}
+	items, err := readItems(filepath.Join(dir, "transcript.jsonl"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	return sess, items, sess.open()
+}
+
+func readItems(path string) ([]model.Item, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var items []model.Item
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	for n := 1; sc.Scan(); n++ {
+		var it model.Item
+		if err := json.Unmarshal(sc.Bytes(), &it); err != nil {
+			// A torn last line from a crash: keep what came before it.
+			if !sc.Scan() {
+				break
+			}
+			return nil, fmt.Errorf("transcript line %d: %w", n, err)
+		}
+		items = append(items, it)
+	}
+	return items, sc.Err()
+}
+
+func (s *Session) open() error {
+	f, err := os.OpenFile(filepath.Join(s.dir, "transcript.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", s.Meta.ID, err)
+	}
+	s.f = f
+	return nil
+}
+
+// Dir returns the session's directory.
+func (s *Session) Dir() string { return s.dir }
+
+// Append appends items to the transcript.
+func (s *Session) Append(items ...model.Item) error {
+	var buf []byte
+	for _, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return fmt.Errorf("session %s: %w", s.Meta.ID, err)
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	if _, err := s.f.Write(buf); err != nil {
+		return fmt.Errorf("session %s: append: %w", s.Meta.ID, err)
+	}
+	return nil
+}
+
+// SaveMeta writes meta.json atomically.
+func (s *Session) SaveMeta() error {
+	s.Meta.Updated = time.Now().UTC()
+	b, err := json.MarshalIndent(s.Meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.dir, ".meta.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("session %s: %w", s.Meta.ID, err)
+	}
+	return os.Rename(tmp, filepath.Join(s.dir, "meta.json"))
+}
+
+// Close closes the transcript file.
+func (s *Session) Close() error {
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
+
+// List returns the sessions' metadata, newest first.
+func (s Store) List() ([]Meta, error) {
+	ents, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ms []Meta
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(s.Dir, e.Name(), "meta.json"))
+		if err != nil {
+			continue
+		}
+		var m Meta
+		if json.Unmarshal(b, &m) == nil {
+			ms = append(ms, m)
+		}
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Updated.After(ms[j].Updated) })
+	return ms, nil
+}

@@ -1,0 +1,179 @@
+// Package ui renders a run for a person reading a terminal: streamed
+// assistant text, each tool call with a one-line summary, the first lines of
+// its result, and a closing line with turns, calls, tokens and cost.
+package ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// Printer is an agent.Observer that prints a readable transcript.
+type Printer struct {
+	W io.Writer
+	// ResultLines is how many lines of each result are shown (0 = 6).
+	ResultLines int
+
+	mu      sync.Mutex
+	midLine bool // streamed text left the cursor mid-line
+	texted  bool // this turn streamed assistant text
+}
+
+func (p *Printer) printf(format string, args ...any) { fmt.Fprintf(p.W, format, args...) }
+
+func (p *Printer) endLine() {
+	if p.midLine {
+		p.printf("\n")
+		p.midLine = false
+	}
+}
+
+// Observe implements agent.Observer.
+func (p *Printer) Observe(ev agent.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch ev.Type {
+	case agent.EventUser:
+		for _, it := range ev.Items {
+			p.printf("› %s\n", firstLine(it.Text))
+		}
+	case agent.EventTurnStarted:
+		p.texted = false
+	case agent.EventDelta:
+		if ev.Delta.Kind == model.KindAssistant && ev.Delta.Text != "" {
+			if !p.midLine {
+				p.printf("\n")
+			}
+			p.printf("%s", ev.Delta.Text)
+			p.midLine = !strings.HasSuffix(ev.Delta.Text, "\n")
+			p.texted = true
+		}
+	case agent.EventResponse:
+		if !p.texted {
+			if t := ev.Response.Text(); t != "" {
+				p.printf("\n%s\n", t)
+			}
+		}
+		p.endLine()
+	case agent.EventCallStarted:
+		p.endLine()
+		p.printf("⏺ %s\n", Summary(ev.Call, ev.Ops))
+	case agent.EventCallCompleted:
+		p.printResult(ev)
+	case agent.EventTurnFailed:
+		p.endLine()
+		p.printf("✗ %v\n", ev.Err)
+	case agent.EventRunCompleted:
+		p.endLine()
+		o := ev.Outcome
+		mark := "✓"
+		if o.Status != agent.StatusCompleted {
+			mark = "■"
+		}
+		p.printf("\n%s %s after %d turns and %d tool calls · %d input / %d output tokens", mark, o.Status, o.Turns, o.Calls, o.Usage.InputTokens+o.Usage.CacheReadTokens, o.Usage.OutputTokens)
+		if o.Usage.CostUSD > 0 {
+			p.printf(" · $%.4f", o.Usage.CostUSD)
+		}
+		p.printf("\n")
+		if o.Reason != "" && o.Status != agent.StatusCompleted {
+			p.printf("  %s\n", o.Reason)
+		}
+	}
+}
+
+func (p *Printer) printResult(ev agent.Event) {
+	n := p.ResultLines
+	if n == 0 {
+		n = 6
+	}
+	text := strings.TrimRight(ev.Result.Text, "\n")
+	lines := strings.Split(text, "\n")
+	more := 0
+	if len(lines) > n {
+		more = len(lines) - n
+		lines = lines[:n]
+	}
+	for i, l := range lines {
+		prefix := "  │ "
+		if i == 0 {
+			prefix = "  ⎿ "
+		}
+		if len(l) > 160 {
+			l = l[:160] + "…"
+		}
+		p.printf("%s%s\n", prefix, l)
+	}
+	if more > 0 {
+		p.printf("  │ … %d more lines\n", more)
+	}
+}
+
+// Summary is a one-line description of a call: the command of a shell call,
+// the path of a file operation, else the tool name and its arguments.
+func Summary(c *model.ToolCall, ops []tool.Call) string {
+	if len(ops) > 0 {
+		var parts []string
+		for _, op := range ops {
+			switch a := op.Args.(type) {
+			case *tool.ExecArgs:
+				parts = append(parts, "$ "+firstLine(a.Command))
+			case *tool.ViewArgs:
+				parts = append(parts, "view "+a.Path+rangeOf(a))
+			case *tool.CreateArgs:
+				verb := "write "
+				if op.Op == tool.OpCreate {
+					verb = "create "
+				}
+				parts = append(parts, verb+a.Path)
+			case *tool.ReplaceArgs:
+				parts = append(parts, "edit "+a.Path)
+			case *tool.InsertArgs:
+				parts = append(parts, fmt.Sprintf("insert into %s after line %d", a.Path, a.Line))
+			case *tool.ListArgs:
+				parts = append(parts, "list "+orDot(a.Path))
+			default:
+				parts = append(parts, string(op.Op))
+			}
+		}
+		return c.Name + " · " + strings.Join(parts, "; ")
+	}
+	in := c.Input
+	var v any
+	if json.Unmarshal([]byte(in), &v) == nil {
+		b, _ := json.Marshal(v)
+		in = string(b)
+	}
+	if len(in) > 120 {
+		in = in[:120] + "…"
+	}
+	return c.Name + " " + in
+}
+
+func rangeOf(a *tool.ViewArgs) string {
+	if a.Start > 1 || a.End > 0 {
+		return fmt.Sprintf(" [%d:%d]", a.Start, a.End)
+	}
+	return ""
+}
+
+func orDot(s string) string {
+	if s == "" {
+		return "."
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	l, rest, _ := strings.Cut(s, "\n")
+	if rest != "" {
+		l += " …"
+	}
+	return l
+}
