@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -46,7 +47,24 @@ type Call struct {
 	Op   Op  `json:"op"`
 	Args any `json:"args"`
 	// Raw is the input exactly as the model sent it.
-	Raw []byte `json:"raw,omitempty"`
+	Raw Raw `json:"raw,omitempty"`
+}
+
+// Raw is input bytes as a model sent them; it marshals as a JSON string (the
+// bytes need not be JSON: a freeform patch is not).
+type Raw []byte
+
+// MarshalJSON implements json.Marshaler.
+func (r Raw) MarshalJSON() ([]byte, error) { return json.Marshal(string(r)) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (r *Raw) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*r = Raw(s)
+	return nil
 }
 
 // ViewArgs are the arguments of OpView. Lines are 1-based; End -1 or 0 means
@@ -126,7 +144,11 @@ type FileView struct {
 	Path       string `json:"path"`       // as the model named it
 	Content    string `json:"content"`    // the selected lines, byte for byte
 	StartLine  int    `json:"start_line"` // 1-based number of the first line of Content
-	TotalLines int    `json:"total_lines"`
+	// TotalLines counts the file split on '\n', as editors number it: a
+	// final newline is followed by one more, empty, line.
+	TotalLines int `json:"total_lines"`
+	// FinalNewline reports that the file ends with '\n'.
+	FinalNewline bool `json:"final_newline,omitempty"`
 }
 
 // Entry is one entry of a directory listing, with Path relative to the

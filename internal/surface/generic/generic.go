@@ -62,14 +62,13 @@ func (b ReadFile) Decode(c model.ToolCall) ([]tool.Call, error) {
 	if a.Offset < 0 || a.Limit < 0 {
 		return nil, tool.Errorf(tool.ErrInvalidInput, "read_file: offset and limit must not be negative")
 	}
-	start := a.Offset
-	if start == 0 {
-		start = 1
+	// The view runs from offset to the end of the file and Encode cuts it
+	// at limit, so a limit past the end is not an error.
+	args := &tool.ViewArgs{Path: a.Path}
+	if a.Offset > 0 {
+		args.Start, args.End = a.Offset, -1
 	}
-	// The view runs from start to the end of the file and Encode cuts it at
-	// limit, so a limit past the end is not an error.
-	return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: Name, Op: tool.OpView, Raw: []byte(c.Input),
-		Args: &tool.ViewArgs{Path: a.Path, Start: start, End: -1}}}, nil
+	return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: Name, Op: tool.OpView, Raw: []byte(c.Input), Args: args}}, nil
 }
 
 // Encode implements surface.Binding.
@@ -91,35 +90,31 @@ func (b ReadFile) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 }
 
 // RenderNumbered renders up to limit lines of a view, cat -n style, with a
-// closing note when lines remain.
+// closing note when lines remain. The empty piece after a final newline is
+// not a line here.
 func RenderNumbered(f *tool.FileView, limit int) string {
-	if f.TotalLines == 1 && f.Content == "" {
+	total := f.TotalLines
+	if f.FinalNewline {
+		total--
+	}
+	if total == 0 || (total == 1 && f.Content == "") {
 		return "(the file is empty)"
 	}
 	var sb strings.Builder
 	sb.Grow(len(f.Content) + len(f.Content)/8 + 64)
 	n := f.StartLine
 	rest := f.Content
-	shown := 0
-	for shown < limit {
-		line, tail, more := strings.Cut(rest, "\n")
-		if !more && line == "" && n > f.StartLine && n == f.TotalLines {
-			break // the empty "line" after a final newline
-		}
+	for n <= total && n-f.StartLine < limit {
+		line, tail, _ := strings.Cut(rest, "\n")
 		if len(line) > MaxLineChars {
 			line = line[:MaxLineChars] + fmt.Sprintf("… [line cut at %d characters]", MaxLineChars)
 		}
 		fmt.Fprintf(&sb, "%6d\t%s\n", n, line)
-		shown++
 		n++
-		if !more {
-			break
-		}
 		rest = tail
 	}
-	last := n - 1
-	if last < f.TotalLines && !(last == f.TotalLines-1 && strings.HasSuffix(f.Content, "\n")) {
-		fmt.Fprintf(&sb, "(showing lines %d-%d of %d; use offset=%d to read on)\n", f.StartLine, last, f.TotalLines, last+1)
+	if n <= total {
+		fmt.Fprintf(&sb, "(showing lines %d-%d of %d; use offset=%d to read on)\n", f.StartLine, n-1, total, n)
 	}
 	return strings.TrimSuffix(sb.String(), "\n")
 }
@@ -352,6 +347,8 @@ func RenderShell(r tool.Result) string {
 	switch {
 	case r.Err != nil && r.Err.Kind == tool.ErrExit:
 		fmt.Fprintf(&sb, "[exit code: %d]", *r.ExitCode)
+	case r.Err != nil && r.Err.Kind == tool.ErrShell && r.ExitCode != nil:
+		fmt.Fprintf(&sb, "[exit code: %d] (%s)", *r.ExitCode, r.Err.Message)
 	case r.Err != nil:
 		sb.WriteString("Error: " + r.Err.Message)
 	case sb.Len() == 0:

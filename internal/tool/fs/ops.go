@@ -130,7 +130,8 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 			Message: fmt.Sprintf("the end line %d is past the file's last line %d", end, total)}
 	}
 	content := selectLines(b, start, end)
-	return tool.Result{Output: content, File: &tool.FileView{Path: a.Path, Content: content, StartLine: start, TotalLines: total}}, nil
+	return tool.Result{Output: content, File: &tool.FileView{Path: a.Path, Content: content, StartLine: start, TotalLines: total,
+		FinalNewline: len(b) > 0 && b[len(b)-1] == '\n'}}, nil
 }
 
 // selectLines returns lines start..end (1-based, end -1 = last) of b joined

@@ -186,7 +186,7 @@ func (s *Session) Run(ctx context.Context, command string, timeout time.Duration
 			code := p.exitCode()
 			s.kill()
 			res.ExitCode = &code
-			res.Err = &tool.Error{Kind: tool.ErrShell, Message: fmt.Sprintf("the shell exited with status %d; a new shell will start on the next command (working directory and exported variables are kept)", code)}
+			res.Err = &tool.Error{Kind: tool.ErrShell, Message: fmt.Sprintf("the command ended the shell session with status %d; a new session starts with the next command, keeping the working directory and exported variables", code)}
 			return res
 		}
 		s.cwd = cwd
