@@ -12,6 +12,7 @@ import (
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/apispec"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/provider/chatcompat"
@@ -173,6 +174,15 @@ func checkPairing(t *testing.T, d dialect, e *env) {
 		}
 	}
 	for i, r := range e.srv.Requests() {
+		if d.name == "chat" {
+			doc, err := apispec.OpenAI()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := doc.RequestBody("/chat/completions", "POST", r.Body); err != nil {
+				t.Errorf("request %d does not match the API description: %v", i, err)
+			}
+		}
 		calls, results := d.calls(t, r.Body)
 		if len(calls) != len(results) {
 			t.Errorf("request %d: %d calls but %d results", i, len(calls), len(results))

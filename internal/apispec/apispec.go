@@ -1,0 +1,88 @@
+// Package apispec validates JSON bodies and stream events against the
+// providers' official OpenAPI descriptions, vendored in specs/. It is meant
+// for tests: every request Truss sends to a simulated model and every body or
+// event the simulator authors is checked against the real schema.
+package apispec
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+//go:embed specs/openai-openapi.yaml
+var openaiSpec []byte
+
+// Doc is a loaded API description.
+type Doc struct {
+	doc  *openapi3.T
+	opts []openapi3.SchemaValidationOption
+}
+
+var (
+	openaiOnce sync.Once
+	openaiDoc  *Doc
+	openaiErr  error
+)
+
+// OpenAI returns the OpenAI description, loaded once per process.
+func OpenAI() (*Doc, error) {
+	openaiOnce.Do(func() {
+		l := openapi3.NewLoader()
+		d, err := l.LoadFromData(openaiSpec)
+		if err != nil {
+			openaiErr = fmt.Errorf("load the OpenAI description: %w", err)
+			return
+		}
+		// The document declares OpenAPI 3.1 but marks nullable fields with
+		// the 3.0 keyword "nullable: true" (finish_reason, logprobs...),
+		// which JSON Schema 2020 ignores; kin-openapi's OpenAPI validator
+		// honours it, and the real API does send those nulls.
+		openaiDoc = &Doc{doc: d}
+	})
+	return openaiDoc, openaiErr
+}
+
+// Schema validates a JSON document against the named component schema.
+func (d *Doc) Schema(name string, body []byte) error {
+	ref, ok := d.doc.Components.Schemas[name]
+	if !ok || ref.Value == nil {
+		return fmt.Errorf("no schema %q", name)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("%s: not JSON: %w", name, err)
+	}
+	if err := ref.Value.VisitJSON(v, d.opts...); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// RequestBody validates a request body against the JSON request schema of
+// the operation at path and method ("/chat/completions", "POST").
+func (d *Doc) RequestBody(path, method string, body []byte) error {
+	item := d.doc.Paths.Find(path)
+	if item == nil {
+		return fmt.Errorf("no path %s", path)
+	}
+	op := item.GetOperation(method)
+	if op == nil || op.RequestBody == nil || op.RequestBody.Value == nil {
+		return fmt.Errorf("no request body for %s %s", method, path)
+	}
+	mt := op.RequestBody.Value.Content.Get("application/json")
+	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+		return fmt.Errorf("no JSON request schema for %s %s", method, path)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("request body is not JSON: %w", err)
+	}
+	if err := mt.Schema.Value.VisitJSON(v, d.opts...); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return nil
+}

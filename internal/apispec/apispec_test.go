@@ -1,0 +1,31 @@
+package apispec
+
+import "testing"
+
+func TestValidation(t *testing.T) {
+	doc, err := OpenAI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`
+	if err := doc.RequestBody("/chat/completions", "POST", []byte(good)); err != nil {
+		t.Fatalf("valid request rejected: %v", err)
+	}
+	for _, bad := range []string{
+		`{"messages":[{"role":"user","content":"hi"}]}`,                                                      // no model
+		`{"model":"m","messages":[{"role":"wizard","content":"hi"}]}`,                                        // no such role
+		`{"model":"m","messages":[{"role":"tool","content":"x"}]}`,                                           // tool message without tool_call_id
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function"}]}`,            // function tool without function
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":"yes"}}`, // wrong type
+	} {
+		if err := doc.RequestBody("/chat/completions", "POST", []byte(bad)); err == nil {
+			t.Errorf("invalid request accepted: %s", bad)
+		}
+	}
+	if err := doc.Schema("ErrorResponse", []byte(`{"error":{"message":"m","type":"t","param":null,"code":null}}`)); err != nil {
+		t.Errorf("valid error rejected: %v", err)
+	}
+	if err := doc.Schema("ErrorResponse", []byte(`{"error":"plain string"}`)); err == nil {
+		t.Error("invalid error accepted")
+	}
+}

@@ -1,0 +1,5 @@
+package sim_test
+
+import "fmt"
+
+func sprintf(f string, a ...any) string { return fmt.Sprintf(f, a...) }
