@@ -408,3 +408,51 @@ func errorsAs(err error, target **provider.Error) bool {
 	}
 	return false
 }
+
+// TestCancel cancels a run while a command runs (as Ctrl-C does): the
+// command is killed, its call still gets exactly one result, the run ends
+// as canceled, and no further request is sent.
+func TestCancel(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			s, _ := sim.ParseScript([]byte(`{"steps": [{"actions": [{"kind": "run", "command": "sleep 30"}, {"kind": "run", "command": "echo never"}]}, {"say": "x"}]}`))
+			srv := sim.New(s)
+			srv.APIKey = "sk-test"
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			base, _ := srv.Listen(ctx)
+			dir := t.TempDir()
+			ws, _ := fs.Open(dir)
+			defer ws.Close()
+			sh := shell.New(shell.Config{Dir: dir})
+			defer sh.Close()
+			var mux tool.Mux
+			mux.Handle(tool.OpExec, sh)
+			set, _ := surface.NewSet(generic.Name, generic.Bindings()...)
+			runCtx, stop := context.WithCancel(ctx)
+			a := agent.New(agent.Config{Provider: d.new(base), Tools: set, Exec: &mux, Model: "m",
+				Observer: agent.ObserverFunc(func(ev agent.Event) {
+					if ev.Type == agent.EventCallStarted {
+						go func() { time.Sleep(150 * time.Millisecond); stop() }()
+					}
+				})}, nil)
+			start := time.Now()
+			out := a.Run(runCtx, "go")
+			if out.Status != agent.StatusCanceled || time.Since(start) > 10*time.Second {
+				t.Fatalf("outcome %+v after %s", out, time.Since(start))
+			}
+			var results []model.ToolResult
+			for _, it := range a.Transcript() {
+				if it.Kind == model.KindToolResult {
+					results = append(results, *it.Result)
+				}
+			}
+			if len(results) != 2 || !results[0].IsError || !strings.Contains(results[0].Text, "canceled") || !strings.Contains(results[1].Text, "canceled") {
+				t.Fatalf("results %+v", results)
+			}
+			if n := len(srv.Requests()); n != 1 {
+				t.Fatalf("%d requests after cancel", n)
+			}
+		})
+	}
+}

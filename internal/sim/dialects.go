@@ -25,7 +25,7 @@ type ollamaRequest struct {
 }
 
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r)
+	body, received, err := readBody(r)
 	if err != nil {
 		return
 	}
@@ -44,7 +44,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 			assistant++
 		}
 	}
-	t := s.begin("ollama", r, body, assistant)
+	t := s.begin("ollama", r, body, received, assistant)
 	var tools []declared
 	for _, td := range req.Tools {
 		tools = append(tools, declared{Name: td.Function.Name, Kind: "function"})
@@ -232,7 +232,7 @@ func chatErrorType(status int) (string, string) {
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r)
+	body, received, err := readBody(r)
 	if err != nil {
 		return
 	}
@@ -256,7 +256,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			assistant++
 		}
 	}
-	t := s.begin("chat", r, body, assistant)
+	t := s.begin("chat", r, body, received, assistant)
 	var tools []declared
 	for _, td := range req.Tools {
 		if td.Type == "function" {

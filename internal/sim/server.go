@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Recorded is one request the server received.
@@ -20,6 +21,8 @@ type Recorded struct {
 	Step    int         `json:"step"`    // 0-based step the request asked for
 	Attempt int         `json:"attempt"` // 1-based attempt of that step
 	Status  int         `json:"status"`  // the status answered
+	// Received is when the whole request had arrived.
+	Received time.Time `json:"received"`
 }
 
 // Server is the simulated model. Its zero value is not usable; use New.
@@ -87,7 +90,7 @@ type turn struct {
 }
 
 // begin records a request and decides its step and fault.
-func (s *Server) begin(dialect string, r *http.Request, body []byte, assistantTurns int) *turn {
+func (s *Server) begin(dialect string, r *http.Request, body []byte, received time.Time, assistantTurns int) *turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := &turn{index: assistantTurns}
@@ -99,7 +102,7 @@ func (s *Server) begin(dialect string, r *http.Request, body []byte, assistantTu
 			t.fault = &t.step.Faults[t.attempt-1]
 		}
 	}
-	s.requests = append(s.requests, Recorded{Dialect: dialect, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Step: t.index, Attempt: t.attempt})
+	s.requests = append(s.requests, Recorded{Dialect: dialect, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Step: t.index, Attempt: t.attempt, Received: received})
 	t.rec = len(s.requests) - 1
 	return t
 }
@@ -206,8 +209,10 @@ func renderGeneric(a Action, have map[string]declared) (call, error) {
 // tokens estimates a token count (four bytes a token), deterministically.
 func tokens(b []byte) int64 { return int64(len(b)+3) / 4 }
 
-func readBody(r *http.Request) ([]byte, error) {
-	return io.ReadAll(io.LimitReader(r.Body, 64<<20))
+// readBody reads the request body and notes when it had fully arrived.
+func readBody(r *http.Request) ([]byte, time.Time, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	return b, time.Now(), err
 }
 
 // chunks splits text into a few stream fragments.

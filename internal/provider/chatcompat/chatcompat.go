@@ -51,6 +51,7 @@ type Config struct {
 type Client struct {
 	cfg    Config
 	client openai.Client
+	cache  msgCache
 	mu     sync.Mutex
 	wire   model.Wire
 }
@@ -110,14 +111,14 @@ func (t *teeBody) Read(p []byte) (int, error) {
 
 // Turn implements provider.Provider.
 func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
-	params, err := c.params(req)
+	body, err := c.body(req)
 	if err != nil {
 		return nil, err
 	}
 	var resp *model.Response
 	attempts, err := c.cfg.Retry.Do(ctx, func(int) error {
 		var err error
-		resp, err = c.once(ctx, params, onDelta)
+		resp, err = c.once(ctx, req.Model, body, onDelta)
 		return err
 	})
 	if err != nil {
@@ -127,6 +128,7 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 	return resp, nil
 }
 
+// params returns the request as SDK params, without its messages.
 func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{
 		Model:         req.Model,
@@ -135,46 +137,6 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 	if req.MaxTokens > 0 {
 		p.MaxTokens = openai.Int(int64(req.MaxTokens))
 	}
-	if req.System != "" {
-		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
-	}
-	var cur *openai.ChatCompletionAssistantMessageParam
-	var text strings.Builder
-	flush := func() {
-		if cur == nil {
-			return
-		}
-		if text.Len() > 0 {
-			cur.Content.OfString = openai.String(text.String())
-		}
-		p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: cur})
-		cur = nil
-		text.Reset()
-	}
-	for _, it := range req.Items {
-		switch it.Kind {
-		case model.KindUser:
-			flush()
-			p.Messages = append(p.Messages, openai.UserMessage(it.Text))
-		case model.KindAssistant, model.KindToolCall:
-			if cur == nil {
-				cur = &openai.ChatCompletionAssistantMessageParam{}
-			}
-			if it.Kind == model.KindAssistant {
-				text.WriteString(it.Text)
-				continue
-			}
-			cur.ToolCalls = append(cur.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID:       it.Call.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: it.Call.Name, Arguments: it.Call.Input},
-				}})
-		case model.KindToolResult:
-			flush()
-			p.Messages = append(p.Messages, openai.ToolMessage(it.Result.Text, it.Result.CallID))
-		}
-	}
-	flush()
 	for _, t := range req.Tools {
 		if t.Kind != model.ToolFunction {
 			return p, fmt.Errorf("chat completions: tool %s is a %s tool; this dialect takes function tools only (use the generic surface)", t.Name, t.Kind)
@@ -195,9 +157,181 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 	return p, nil
 }
 
-func (c *Client) once(ctx context.Context, params openai.ChatCompletionNewParams, onDelta func(model.Delta)) (*model.Response, error) {
+// body encodes the request. Every part is encoded by the SDK's own param
+// types; the messages come from a cache, so that a turn encodes only the
+// messages new since the last one instead of the whole history again (the
+// cost that otherwise grows with every turn of a long session).
+func (c *Client) body(req *model.Request) ([]byte, error) {
+	p, err := c.params(req)
+	if err != nil {
+		return nil, err
+	}
+	p.Messages = nil
+	if req.System != "" {
+		p.Messages = []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(req.System)}
+	}
+	head, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	msgs, err := c.cache.messages(req.Items)
+	if err != nil {
+		return nil, err
+	}
+	// head is an object; splice the stream flag and the messages into it.
+	var buf bytes.Buffer
+	size := len(head) + 32
+	for _, m := range msgs {
+		size += len(m) + 1
+	}
+	buf.Grow(size)
+	buf.Write(head[:len(head)-1])
+	buf.WriteString(`,"stream":true,"messages":[`)
+	if req.System != "" {
+		var sys struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(head, &sys); err != nil || len(sys.Messages) != 1 {
+			return nil, fmt.Errorf("encode system message: %v", err)
+		}
+		buf.Write(sys.Messages[0])
+		if len(msgs) > 0 {
+			buf.WriteByte(',')
+		}
+	}
+	for i, m := range msgs {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(m)
+	}
+	buf.WriteString("]}")
+	return buf.Bytes(), nil
+}
+
+// group is the messages built from items[start:end].
+type group struct {
+	start, end int
+	msg        openai.ChatCompletionMessageParamUnion
+	raw        json.RawMessage
+}
+
+// msgCache keeps the encoded messages of the last request. A transcript only
+// grows, so each turn encodes only the messages past the unchanged prefix.
+type msgCache struct {
+	mu     sync.Mutex
+	items  []model.Item
+	groups []group
+}
+
+func (mc *msgCache) messages(items []model.Item) ([]json.RawMessage, error) {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	prefix := 0
+	for prefix < len(items) && prefix < len(mc.items) && sameItem(items[prefix], mc.items[prefix]) {
+		prefix++
+	}
+	old := map[[2]int]json.RawMessage{}
+	for _, g := range mc.groups {
+		if g.end <= prefix {
+			old[[2]int{g.start, g.end}] = g.raw
+		}
+	}
+	groups := groupItems(items)
+	out := make([]json.RawMessage, len(groups))
+	for i := range groups {
+		g := &groups[i]
+		if raw, ok := old[[2]int{g.start, g.end}]; ok {
+			g.raw = raw
+		} else {
+			raw, err := json.Marshal(g.msg)
+			if err != nil {
+				return nil, fmt.Errorf("encode message: %w", err)
+			}
+			g.raw = raw
+		}
+		out[i] = g.raw
+	}
+	mc.items = append(mc.items[:0], items...)
+	mc.groups = groups
+	return out, nil
+}
+
+// sameItem reports whether two transcript items are the same item.
+func sameItem(a, b model.Item) bool {
+	if a.Kind != b.Kind || a.Text != b.Text || a.Provider != b.Provider {
+		return false
+	}
+	if a.Call != b.Call && (a.Call == nil || b.Call == nil || *a.Call != *b.Call) {
+		return false
+	}
+	if a.Result != b.Result {
+		if a.Result == nil || b.Result == nil {
+			return false
+		}
+		x, y := a.Result, b.Result
+		if x.CallID != y.CallID || x.Name != y.Name || x.Text != y.Text || x.IsError != y.IsError || string(x.Native) != string(y.Native) {
+			return false
+		}
+	}
+	return true
+}
+
+// groupItems turns transcript items into messages: a user item is a user
+// message, consecutive assistant text and tool calls one assistant message,
+// each tool result a tool message.
+func groupItems(items []model.Item) []group {
+	var gs []group
+	var cur *openai.ChatCompletionAssistantMessageParam
+	var text strings.Builder
+	start := 0
+	flush := func(end int) {
+		if cur == nil {
+			return
+		}
+		if text.Len() > 0 {
+			cur.Content.OfString = openai.String(text.String())
+		}
+		gs = append(gs, group{start: start, end: end, msg: openai.ChatCompletionMessageParamUnion{OfAssistant: cur}})
+		cur = nil
+		text.Reset()
+	}
+	for i, it := range items {
+		switch it.Kind {
+		case model.KindUser:
+			flush(i)
+			gs = append(gs, group{start: i, end: i + 1, msg: openai.UserMessage(it.Text)})
+		case model.KindAssistant, model.KindToolCall:
+			if cur == nil {
+				cur, start = &openai.ChatCompletionAssistantMessageParam{}, i
+			}
+			if it.Kind == model.KindAssistant {
+				text.WriteString(it.Text)
+				continue
+			}
+			cur.ToolCalls = append(cur.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID:       it.Call.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: it.Call.Name, Arguments: it.Call.Input},
+				}})
+		case model.KindToolResult:
+			flush(i)
+			gs = append(gs, group{start: i, end: i + 1, msg: openai.ToolMessage(it.Result.Text, it.Result.CallID)})
+		default:
+			// Reasoning and provider-executed items have no Chat Completions form.
+			if cur == nil {
+				continue
+			}
+		}
+	}
+	flush(len(items))
+	return gs
+}
+
+func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
 	start := time.Now()
-	stream := c.client.Chat.Completions.NewStreaming(ctx, params)
+	stream := c.client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: modelName},
+		option.WithRequestBody("application/json", body))
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	finish := ""

@@ -1,0 +1,108 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/tool/fs"
+	"github.com/trussdev/truss/internal/tool/shell"
+)
+
+// BenchmarkToolRoundTrip measures the client turnaround of one tool round
+// trip against the simulated model: from the moment a model response is
+// complete to the moment the next request has reached the model, minus the
+// time the tool itself ran. It reports the median as turnaround-µs.
+func BenchmarkToolRoundTrip(b *testing.B) {
+	for _, d := range dialects {
+		for _, step := range []string{
+			`{"actions": [{"kind": "view", "path": "stats.go"}]}`,
+			`{"actions": [{"kind": "run", "command": "true"}]}`,
+		} {
+			name := d.name + "/view"
+			if strings.Contains(step, "run") {
+				name = d.name + "/shell-true"
+			}
+			b.Run(name, func(b *testing.B) { benchRoundTrip(b, d, step) })
+		}
+	}
+}
+
+func benchRoundTrip(b *testing.B, d dialect, step string) {
+	const turns = 40
+	script := `{"steps": [` + strings.Repeat(step+",", turns) + `{"say": "done"}]}`
+	s, err := sim.ParseScript([]byte(script))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	os.WriteFile(filepath.Join(dir, "stats.go"), []byte(strings.Repeat("package stats // line\n", 200)), 0o644)
+	ws, _ := fs.Open(dir)
+	defer ws.Close()
+	sh := shell.New(shell.Config{Dir: dir})
+	defer sh.Close()
+	var mux tool.Mux
+	fx := &fs.Executor{W: ws}
+	for _, op := range fs.Ops {
+		mux.Handle(op, fx)
+	}
+	for _, op := range shell.Ops {
+		mux.Handle(op, sh)
+	}
+	set, _ := surface.NewSet(generic.Name, generic.Bindings()...)
+	var samples []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i += turns {
+		b.StopTimer()
+		srv := sim.New(s)
+		ctx, cancel := context.WithCancel(context.Background())
+		base, _ := srv.Listen(ctx)
+		var respDone []time.Time
+		var execTime []time.Duration
+		exec := tool.ExecutorFunc(func(ctx context.Context, c tool.Call) tool.Result {
+			t0 := time.Now()
+			r := mux.Execute(ctx, c)
+			execTime = append(execTime, time.Since(t0))
+			return r
+		})
+		a := agent.New(agent.Config{Provider: d.new(base), Tools: set, Exec: exec, Model: "sim-coder",
+			RepeatLimit: 1 << 30, RepeatWindow: 1,
+			Observer: agent.ObserverFunc(func(ev agent.Event) {
+				if ev.Type == agent.EventResponse {
+					respDone = append(respDone, time.Now())
+				}
+			})}, nil)
+		b.StartTimer()
+		out := a.Run(ctx, "bench")
+		b.StopTimer()
+		if out.Status != agent.StatusCompleted {
+			b.Fatalf("%+v", out)
+		}
+		reqs := srv.Requests()
+		for k := 0; k+1 < len(reqs) && k < len(execTime); k++ {
+			samples = append(samples, reqs[k+1].Received.Sub(respDone[k])-execTime[k])
+		}
+		cancel()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	if len(samples) > 0 {
+		b.ReportMetric(float64(samples[len(samples)/2].Microseconds()), "turnaround-µs")
+		b.ReportMetric(float64(samples[len(samples)*9/10].Microseconds()), "p90-µs")
+	}
+}
+
+var _ = provider.RetryPolicy{}
+var _ = fmt.Sprint

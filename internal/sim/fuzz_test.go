@@ -1,0 +1,19 @@
+package sim
+
+import "testing"
+
+func FuzzParseScript(f *testing.F) {
+	f.Add([]byte(`{"steps":[{"say":"x","actions":[{"kind":"view","path":"a"}],"faults":[{"kind":"status","status":429}]}]}`))
+	f.Add([]byte(`{"steps":[{"actions":[{"kind":"replace"}]}]}`))
+	f.Add([]byte(`{"steps":[{"faults":[{"kind":"truncate"}]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ParseScript(b)
+		if err != nil {
+			return
+		}
+		for i := range s.Steps {
+			// Rendering a parsed step never panics.
+			render(&s.Steps[i], []declared{{Name: "read_file"}, {Name: "edit_file"}, {Name: "write_file"}, {Name: "bash"}, {Name: "list_dir"}}, i)
+		}
+	})
+}
