@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
-	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
@@ -103,6 +101,3 @@ func benchRoundTrip(b *testing.B, d dialect, step string) {
 		b.ReportMetric(float64(samples[len(samples)*9/10].Microseconds()), "p90-µs")
 	}
 }
-
-var _ = provider.RetryPolicy{}
-var _ = fmt.Sprint

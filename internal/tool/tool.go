@@ -141,9 +141,9 @@ func (r *Result) IsError() bool { return r.Err != nil }
 
 // FileView is what a file view read.
 type FileView struct {
-	Path       string `json:"path"`       // as the model named it
-	Content    string `json:"content"`    // the selected lines, byte for byte
-	StartLine  int    `json:"start_line"` // 1-based number of the first line of Content
+	Path      string `json:"path"`       // as the model named it
+	Content   string `json:"content"`    // the selected lines, byte for byte
+	StartLine int    `json:"start_line"` // 1-based number of the first line of Content
 	// TotalLines counts the file split on '\n', as editors number it: a
 	// final newline is followed by one more, empty, line.
 	TotalLines int `json:"total_lines"`
@@ -159,13 +159,21 @@ type Entry struct {
 	Size  int64  `json:"size"`
 }
 
-// EditSpan locates an edit: the 0-based index of the first changed line in
-// the new content, how many lines the new text spans, and the new content.
+// EditSpan locates an edit in the new content: Line is the 0-based index of
+// the first changed line and NewLines how many lines the new text spans.
+// Window holds the new content's lines from WindowStart (0-based) through
+// SnippetContext lines past the edit, without the file's final newline, so
+// that bindings can show a snippet without the whole file.
 type EditSpan struct {
-	Line       int    `json:"line"`
-	NewLines   int    `json:"new_lines"`
-	NewContent string `json:"-"`
+	Line        int    `json:"line"`
+	NewLines    int    `json:"new_lines"`
+	WindowStart int    `json:"window_start"`
+	Window      string `json:"window"`
 }
+
+// SnippetContext is how many lines of context an EditSpan's window holds on
+// each side of the edit.
+const SnippetContext = 4
 
 // ChangeKind says what happened to a file.
 type ChangeKind string

@@ -263,17 +263,14 @@ func (EditFile) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 }
 
 // Snippet renders the lines around an edit, numbered, with ctx lines of
-// context on each side.
+// context on each side (at most tool.SnippetContext).
 func Snippet(e *tool.EditSpan, ctx int) string {
-	lines := strings.Split(e.NewContent, "\n")
-	from := max(0, e.Line-ctx)
-	to := min(len(lines)-1, e.Line+e.NewLines-1+ctx)
-	if to == len(lines)-1 && lines[to] == "" && to > from {
-		to--
-	}
+	lines := strings.Split(e.Window, "\n")
+	from := max(0, e.Line-ctx-e.WindowStart)
+	to := min(len(lines)-1, e.Line+e.NewLines-1+ctx-e.WindowStart)
 	var sb strings.Builder
 	for i := from; i <= to; i++ {
-		fmt.Fprintf(&sb, "%6d\t%s\n", i+1, lines[i])
+		fmt.Fprintf(&sb, "%6d\t%s\n", e.WindowStart+i+1, lines[i])
 	}
 	return strings.TrimSuffix(sb.String(), "\n")
 }

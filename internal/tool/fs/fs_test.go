@@ -300,3 +300,31 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+func TestEditSpan(t *testing.T) {
+	content := "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\nl11\nl12\n"
+	tests := []struct {
+		old, new    string
+		line, start int
+		window      string
+	}{
+		{"l6\n", "L6\n", 5, 1, "l2\nl3\nl4\nl5\nL6\nl7\nl8\nl9\nl10\nl11"}, // a final newline in the new text counts a line, as in the reference editor
+		{"l1\n", "L1\nL1b\n", 0, 0, "L1\nL1b\nl2\nl3\nl4\nl5\nl6"},
+		{"l12\n", "L12\n", 11, 7, "l8\nl9\nl10\nl11\nL12"},
+	}
+	for _, tt := range tests {
+		e, _ := newWS(t, map[string]string{"f": content})
+		r := exec(e, tool.OpReplace, &tool.ReplaceArgs{Path: "f", Old: tt.old, New: tt.new})
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if r.Edit.Line != tt.line || r.Edit.WindowStart != tt.start || r.Edit.Window != tt.window {
+			t.Errorf("%q: got line %d start %d window %q", tt.old, r.Edit.Line, r.Edit.WindowStart, r.Edit.Window)
+		}
+	}
+	e, _ := newWS(t, map[string]string{"f": "a\nb\n"})
+	r := exec(e, tool.OpInsert, &tool.InsertArgs{Path: "f", Line: 3, Text: "end"})
+	if r.Err != nil || r.Edit.Line != 2 || r.Edit.Window != "a\nb\nend" {
+		t.Fatalf("insert at the end: %+v %+v", r.Err, r.Edit)
+	}
+}

@@ -222,6 +222,7 @@ func (e *Executor) Replace(a *tool.ReplaceArgs) (tool.Result, error) {
 				Message: fmt.Sprintf("the text to replace occurs %d times in %s, starting on lines %s; include more surrounding lines to make it unique", len(lines), a.Path, joinInts(lines))}
 		}
 	}
+	before := digestAsync(b)
 	var nb []byte
 	if a.All {
 		n = bytes.Count(b, old)
@@ -230,19 +231,55 @@ func (e *Executor) Replace(a *tool.ReplaceArgs) (tool.Result, error) {
 		nb = make([]byte, 0, len(b)-len(old)+len(a.New))
 		nb = append(append(append(nb, b[:first]...), a.New...), b[first+len(old):]...)
 	}
+	after := digestAsync(nb)
 	if err := p.WriteFile(nb); err != nil {
 		return tool.Result{}, err
 	}
-	line := bytes.Count(b[:first], []byte{'\n'})
 	msg := fmt.Sprintf("Replaced 1 occurrence in %s", a.Path)
 	if n != 1 {
 		msg = fmt.Sprintf("Replaced %d occurrences in %s", n, a.Path)
 	}
 	return tool.Result{
 		Output:  msg,
-		Edit:    &tool.EditSpan{Line: line, NewLines: strings.Count(a.New, "\n") + 1, NewContent: string(nb)},
-		Changes: []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeUpdate, Before: tool.Digest(b), After: tool.Digest(nb)}},
+		Edit:    editSpan(nb, first, strings.Count(a.New, "\n")+1),
+		Changes: []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeUpdate, Before: <-before, After: <-after}},
 	}, nil
+}
+
+// digestAsync hashes b on another goroutine; large files hash while the new
+// content is built and written.
+func digestAsync(b []byte) <-chan string {
+	ch := make(chan string, 1)
+	if len(b) < 1<<20 {
+		ch <- tool.Digest(b)
+		return ch
+	}
+	go func() { ch <- tool.Digest(b) }()
+	return ch
+}
+
+// editSpan cuts the snippet window around an edit that starts at byte off of
+// nb and spans n lines.
+func editSpan(nb []byte, off, n int) *tool.EditSpan {
+	line := bytes.Count(nb[:off], []byte{'\n'})
+	// Walk back SnippetContext lines from the start of the edit's line.
+	start := bytes.LastIndexByte(nb[:off], '\n') + 1
+	ws := line
+	for ws > 0 && line-ws < tool.SnippetContext {
+		start = bytes.LastIndexByte(nb[:start-1], '\n') + 1
+		ws--
+	}
+	// Walk forward past the edit's lines and SnippetContext more.
+	end := start
+	for i := ws; i < line+n+tool.SnippetContext; i++ {
+		j := bytes.IndexByte(nb[end:], '\n')
+		if j < 0 {
+			end = len(nb)
+			break
+		}
+		end += j + 1
+	}
+	return &tool.EditSpan{Line: line, NewLines: n, WindowStart: ws, Window: strings.TrimSuffix(string(nb[start:end]), "\n")}
 }
 
 // matchLines returns the 1-based lines on which each (non-overlapping)
@@ -310,13 +347,18 @@ func (e *Executor) Insert(a *tool.InsertArgs) (tool.Result, error) {
 		nb = make([]byte, 0, len(b)+len(a.Text)+1)
 		nb = append(append(append(append(nb, b[:off]...), a.Text...), '\n'), b[off:]...)
 	}
+	before, after := digestAsync(b), digestAsync(nb)
 	if err := p.WriteFile(nb); err != nil {
 		return tool.Result{}, err
 	}
+	at := off
+	if a.Line == n && !bytes.HasSuffix(b, []byte{'\n'}) && len(b) > 0 {
+		at = len(b) + 1
+	}
 	return tool.Result{
 		Output:  fmt.Sprintf("Inserted %d line(s) after line %d of %s", strings.Count(a.Text, "\n")+1, a.Line, a.Path),
-		Edit:    &tool.EditSpan{Line: a.Line, NewLines: strings.Count(a.Text, "\n") + 1, NewContent: string(nb)},
-		Changes: []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeUpdate, Before: tool.Digest(b), After: tool.Digest(nb)}},
+		Edit:    editSpan(nb, min(at, len(nb)), strings.Count(a.Text, "\n")+1),
+		Changes: []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeUpdate, Before: <-before, After: <-after}},
 	}, nil
 }
 
