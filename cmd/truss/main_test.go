@@ -14,6 +14,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/trussdev/truss/examples"
+	"github.com/trussdev/truss/internal/apispec"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/sim"
 )
@@ -31,6 +32,7 @@ func TestScripts(t *testing.T) {
 		Dir:           "testdata/script",
 		UpdateScripts: *update,
 		Setup: func(e *testscript.Env) error {
+			e.Values[simsKey{}] = &sims{}
 			e.Setenv("TRUSS_HOME", filepath.Join(e.WorkDir, ".truss-home"))
 			for _, k := range []string{"HOME", "GOCACHE", "GOPATH", "GOMODCACHE", "PATH", "GOFLAGS"} {
 				if v := os.Getenv(k); v != "" {
@@ -50,6 +52,7 @@ func TestScripts(t *testing.T) {
 			"unpackdemo":  unpackDemo,
 			"checkevents": checkEvents,
 			"lastsession": lastSession,
+			"simcheck":    simCheck,
 		},
 	})
 }
@@ -69,8 +72,12 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.Defer(cancel)
-	base, err := sim.New(s).Listen(ctx)
+	srv := sim.New(s)
+	base, err := srv.Listen(ctx)
 	ts.Check(err)
+	ss := ts.Value(simsKey{}).(*sims)
+	ss.servers = append(ss.servers, srv)
+	ss.dialects = append(ss.dialects, args[0])
 	switch args[0] {
 	case "ollama":
 		ts.Setenv("OLLAMA_HOST", base)
@@ -78,6 +85,66 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Setenv("OPENAI_BASE_URL", base+"/v1")
 	default:
 		ts.Fatalf("unknown dialect %q", args[0])
+	}
+}
+
+type simsKey struct{}
+
+// sims are the simulated models a script started.
+type sims struct {
+	servers  []*sim.Server
+	dialects []string
+}
+
+// simcheck N: checks the requests the last simulated model received: there
+// were N, every tool call in each is answered by exactly one result, and
+// every Chat Completions request matches the OpenAI API description.
+func simCheck(ts *testscript.TestScript, neg bool, args []string) {
+	ss := ts.Value(simsKey{}).(*sims)
+	if len(ss.servers) == 0 || len(args) != 1 {
+		ts.Fatalf("usage: simcheck N (after simserve)")
+	}
+	srv, dialect := ss.servers[len(ss.servers)-1], ss.dialects[len(ss.dialects)-1]
+	reqs := srv.Requests()
+	if fmt.Sprint(len(reqs)) != args[0] {
+		ts.Fatalf("the simulated model got %d requests, want %s", len(reqs), args[0])
+	}
+	doc, err := apispec.OpenAI()
+	ts.Check(err)
+	for i, r := range reqs {
+		var body struct {
+			Messages []struct {
+				Role       string `json:"role"`
+				ToolCallID string `json:"tool_call_id"`
+				ToolCalls  []struct {
+					ID string `json:"id"`
+				} `json:"tool_calls"`
+			} `json:"messages"`
+		}
+		ts.Check(json.Unmarshal(r.Body, &body))
+		answered := map[string]int{}
+		var calls []string
+		for _, m := range body.Messages {
+			for _, c := range m.ToolCalls {
+				calls = append(calls, c.ID)
+			}
+			if m.Role == "tool" {
+				answered[m.ToolCallID]++
+			}
+		}
+		for _, id := range calls {
+			if answered[id] != 1 {
+				ts.Fatalf("request %d: call %s has %d results", i, id, answered[id])
+			}
+		}
+		if len(answered) != len(calls) {
+			ts.Fatalf("request %d: %d results for %d calls", i, len(answered), len(calls))
+		}
+		if dialect == "chat" {
+			if err := doc.RequestBody("/chat/completions", "POST", r.Body); err != nil {
+				ts.Fatalf("request %d does not match the API description: %v", i, err)
+			}
+		}
 	}
 }
 

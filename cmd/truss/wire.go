@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -230,11 +230,25 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var v any
-	json.Unmarshal(raw, &v)
-	out, _ := json.MarshalIndent(map[string]any{"provider": p.provider, "model": p.model, "surface": set.Surface, "profile_guess": prof.Guess, "tools": v}, "", "  ")
-	fmt.Fprintf(stdout, "%s\n", out)
-	return nil
+	// The declarations are printed as the request carries them, key order
+	// included; only indentation is added.
+	out, err := json.Marshal(struct {
+		Provider     string          `json:"provider"`
+		Model        string          `json:"model"`
+		Surface      string          `json:"surface"`
+		ProfileGuess bool            `json:"profile_guess"`
+		Tools        json.RawMessage `json:"tools"`
+	}{p.provider, p.model, set.Surface, prof.Guess, raw})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, out, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err = stdout.Write(buf.Bytes())
+	return err
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }
