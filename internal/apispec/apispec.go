@@ -5,7 +5,9 @@
 package apispec
 
 import (
+	"bytes"
 	_ "embed"
+	"io"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -81,8 +83,61 @@ func (d *Doc) RequestBody(path, method string, body []byte) error {
 	if err := json.Unmarshal(body, &v); err != nil {
 		return fmt.Errorf("request body is not JSON: %w", err)
 	}
+	if err := NoDuplicateKeys(body); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
 	if err := mt.Schema.Value.VisitJSON(v, d.opts...); err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// NoDuplicateKeys reports an object key that occurs twice in one object,
+// which decoders silently resolve (usually to the last one).
+func NoDuplicateKeys(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		expect bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if top != nil && top.object {
+					top.expect = true
+				}
+				stack = append(stack, &frame{object: t == '{', keys: map[string]bool{}, expect: t == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case string:
+			if top != nil && top.object && top.expect {
+				if top.keys[t] {
+					return fmt.Errorf("duplicate key %q", t)
+				}
+				top.keys[t] = true
+				top.expect = false
+				continue
+			}
+		}
+		if top != nil && top.object {
+			top.expect = true
+		}
+	}
 }

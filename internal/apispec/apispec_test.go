@@ -22,6 +22,18 @@ func TestValidation(t *testing.T) {
 			t.Errorf("invalid request accepted: %s", bad)
 		}
 	}
+	dup := `{"model":"m","messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}`
+	if err := doc.RequestBody("/chat/completions", "POST", []byte(dup)); err == nil {
+		t.Error("a duplicate key was accepted")
+	}
+	for _, ok := range []string{`{"a":{"a":1},"b":[{"a":1},{"a":2}],"c":"a"}`, `[]`, `"x"`} {
+		if err := NoDuplicateKeys([]byte(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	if err := NoDuplicateKeys([]byte(`{"x":[1,{"k":1,"k":2}]}`)); err == nil {
+		t.Error("nested duplicate accepted")
+	}
 	if err := doc.Schema("ErrorResponse", []byte(`{"error":{"message":"m","type":"t","param":null,"code":null}}`)); err != nil {
 		t.Errorf("valid error rejected: %v", err)
 	}

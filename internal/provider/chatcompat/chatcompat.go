@@ -166,19 +166,27 @@ func (c *Client) body(req *model.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Messages are left out of the SDK-encoded head (it omits an empty
+	// list) and written after it.
 	p.Messages = nil
-	if req.System != "" {
-		p.Messages = []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(req.System)}
-	}
 	head, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	if len(head) < 2 || head[len(head)-1] != '}' || bytes.Contains(head, []byte(`"messages":`)) {
+		return nil, fmt.Errorf("encode request: unexpected head %.80q", head)
 	}
 	msgs, err := c.cache.messages(req.Items)
 	if err != nil {
 		return nil, err
 	}
-	// head is an object; splice the stream flag and the messages into it.
+	if req.System != "" {
+		sys, err := json.Marshal(openai.SystemMessage(req.System))
+		if err != nil {
+			return nil, fmt.Errorf("encode system message: %w", err)
+		}
+		msgs = append([]json.RawMessage{sys}, msgs...)
+	}
 	var buf bytes.Buffer
 	size := len(head) + 32
 	for _, m := range msgs {
@@ -187,18 +195,6 @@ func (c *Client) body(req *model.Request) ([]byte, error) {
 	buf.Grow(size)
 	buf.Write(head[:len(head)-1])
 	buf.WriteString(`,"stream":true,"messages":[`)
-	if req.System != "" {
-		var sys struct {
-			Messages []json.RawMessage `json:"messages"`
-		}
-		if err := json.Unmarshal(head, &sys); err != nil || len(sys.Messages) != 1 {
-			return nil, fmt.Errorf("encode system message: %v", err)
-		}
-		buf.Write(sys.Messages[0])
-		if len(msgs) > 0 {
-			buf.WriteByte(',')
-		}
-	}
 	for i, m := range msgs {
 		if i > 0 {
 			buf.WriteByte(',')

@@ -1,0 +1,121 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		h    map[string]string
+		want time.Duration
+	}{
+		{map[string]string{"Retry-After-Ms": "250"}, 250 * time.Millisecond},
+		{map[string]string{"Retry-After-Ms": "1.5", "Retry-After": "9"}, 1500 * time.Microsecond},
+		{map[string]string{"Retry-After": "3"}, 3 * time.Second},
+		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond},
+		{map[string]string{"Retry-After": now.Add(7 * time.Second).Format(http.TimeFormat)}, 7 * time.Second},
+		{map[string]string{"Retry-After": now.Add(-time.Hour).Format(http.TimeFormat)}, 0},
+		{map[string]string{"Retry-After": "soon"}, 0},
+		{map[string]string{"Retry-After-Ms": "-5"}, 0},
+		{nil, 0},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		for k, v := range tt.h {
+			h.Set(k, v)
+		}
+		if got := ParseRetryAfter(h, now); got != tt.want {
+			t.Errorf("%v: got %v, want %v", tt.h, got, tt.want)
+		}
+	}
+}
+
+func TestKindAndRetryable(t *testing.T) {
+	tests := []struct {
+		status    int
+		kind      ErrorKind
+		retryable bool
+	}{
+		{400, ErrBadRequest, false}, {401, ErrAuth, false}, {403, ErrAuth, false}, {404, ErrNotFound, false},
+		{408, ErrServer, true}, {409, ErrServer, true}, {422, ErrBadRequest, false}, {429, ErrRateLimited, true},
+		{500, ErrServer, true}, {502, ErrServer, true}, {503, ErrServer, true}, {529, ErrOverloaded, true},
+	}
+	for _, tt := range tests {
+		e := &Error{Kind: KindForStatus(tt.status), Status: tt.status}
+		if e.Kind != tt.kind || e.Retryable() != tt.retryable {
+			t.Errorf("%d: kind %s retryable %v", tt.status, e.Kind, e.Retryable())
+		}
+	}
+	if (&Error{Kind: ErrStream}).Retryable() != true || (&Error{Kind: ErrServer, Final: true}).Retryable() {
+		t.Error("stream errors retry; final errors do not")
+	}
+}
+
+func TestRetryPolicy(t *testing.T) {
+	fast := RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+	t.Run("succeeds after retryable failures", func(t *testing.T) {
+		var waits []time.Duration
+		p := fast
+		p.OnRetry = func(_ int, w time.Duration, _ error) { waits = append(waits, w) }
+		n, err := p.Do(context.Background(), func(a int) error {
+			if a < 3 {
+				return &Error{Kind: ErrRateLimited, Status: 429, RetryAfter: 3 * time.Millisecond}
+			}
+			return nil
+		})
+		if err != nil || n != 3 || len(waits) != 2 || waits[0] != 3*time.Millisecond {
+			t.Fatalf("n %d err %v waits %v", n, err, waits)
+		}
+	})
+	t.Run("stops on a non-retryable error", func(t *testing.T) {
+		n, err := fast.Do(context.Background(), func(int) error { return &Error{Kind: ErrAuth, Status: 401} })
+		if n != 1 || err == nil {
+			t.Fatalf("n %d err %v", n, err)
+		}
+		n, err = fast.Do(context.Background(), func(int) error { return errors.New("plain") })
+		if n != 1 || err == nil {
+			t.Fatalf("plain error retried: n %d", n)
+		}
+	})
+	t.Run("gives up after MaxAttempts", func(t *testing.T) {
+		p := fast
+		p.MaxAttempts = 3
+		n, err := p.Do(context.Background(), func(int) error { return &Error{Kind: ErrServer, Status: 500} })
+		if n != 3 || err == nil {
+			t.Fatalf("n %d err %v", n, err)
+		}
+	})
+	t.Run("a Retry-After past the limit ends the retries", func(t *testing.T) {
+		p := fast
+		p.MaxRetryAfter = time.Second
+		n, _ := p.Do(context.Background(), func(int) error { return &Error{Kind: ErrRateLimited, RetryAfter: time.Hour} })
+		if n != 1 {
+			t.Fatalf("n %d", n)
+		}
+	})
+	t.Run("cancellation stops the wait", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		p := RetryPolicy{BaseDelay: time.Hour, MaxDelay: time.Hour}
+		go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+		start := time.Now()
+		n, err := p.Do(ctx, func(int) error { return &Error{Kind: ErrServer} })
+		if n != 1 || err == nil || time.Since(start) > 10*time.Second {
+			t.Fatalf("n %d err %v", n, err)
+		}
+	})
+	t.Run("backoff grows with jitter within bounds", func(t *testing.T) {
+		p := RetryPolicy{}.norm()
+		for a := 1; a <= 6; a++ {
+			d := p.backoff(a)
+			full := min(p.BaseDelay<<(a-1), p.MaxDelay)
+			if d > full || d < full*3/4 {
+				t.Errorf("attempt %d: %v not in [%v, %v]", a, d, full*3/4, full)
+			}
+		}
+	})
+}
