@@ -112,33 +112,8 @@ func simCheck(ts *testscript.TestScript, neg bool, args []string) {
 	doc, err := apispec.OpenAI()
 	ts.Check(err)
 	for i, r := range reqs {
-		var body struct {
-			Messages []struct {
-				Role       string `json:"role"`
-				ToolCallID string `json:"tool_call_id"`
-				ToolCalls  []struct {
-					ID string `json:"id"`
-				} `json:"tool_calls"`
-			} `json:"messages"`
-		}
-		ts.Check(json.Unmarshal(r.Body, &body))
-		answered := map[string]int{}
-		var calls []string
-		for _, m := range body.Messages {
-			for _, c := range m.ToolCalls {
-				calls = append(calls, c.ID)
-			}
-			if m.Role == "tool" {
-				answered[m.ToolCallID]++
-			}
-		}
-		for _, id := range calls {
-			if answered[id] != 1 {
-				ts.Fatalf("request %d: call %s has %d results", i, id, answered[id])
-			}
-		}
-		if len(answered) != len(calls) {
-			ts.Fatalf("request %d: %d results for %d calls", i, len(answered), len(calls))
+		if err := r.CheckPairing(); err != nil {
+			ts.Fatalf("request %d: %v", i, err)
 		}
 		if dialect == "chat" {
 			if err := doc.RequestBody("/chat/completions", "POST", r.Body); err != nil {

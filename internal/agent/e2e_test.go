@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,63 +29,13 @@ var fastRetry = provider.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * 
 type dialect struct {
 	name string
 	new  func(base string) provider.Provider
-	// calls extracts (call ids, result ids) from a recorded request body.
-	calls func(t *testing.T, body []byte) (calls, results []string)
 }
 
 var dialects = []dialect{
-	{"ollama", func(u string) provider.Provider { return &ollama.Client{Host: u, Retry: fastRetry} }, ollamaCalls},
+	{"ollama", func(u string) provider.Provider { return &ollama.Client{Host: u, Retry: fastRetry} }},
 	{"chat", func(u string) provider.Provider {
 		return chatcompat.New(chatcompat.Config{BaseURL: u + "/v1", APIKey: "sk-test", Retry: fastRetry})
-	}, chatCalls},
-}
-
-func ollamaCalls(t *testing.T, body []byte) (calls, results []string) {
-	var req struct {
-		Messages []struct {
-			Role       string `json:"role"`
-			ToolCallID string `json:"tool_call_id"`
-			ToolCalls  []struct {
-				ID string `json:"id"`
-			} `json:"tool_calls"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range req.Messages {
-		for _, c := range m.ToolCalls {
-			calls = append(calls, c.ID)
-		}
-		if m.Role == "tool" {
-			results = append(results, m.ToolCallID)
-		}
-	}
-	return
-}
-
-func chatCalls(t *testing.T, body []byte) (calls, results []string) {
-	var req struct {
-		Messages []struct {
-			Role       string `json:"role"`
-			ToolCallID string `json:"tool_call_id"`
-			ToolCalls  []struct {
-				ID string `json:"id"`
-			} `json:"tool_calls"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range req.Messages {
-		for _, c := range m.ToolCalls {
-			calls = append(calls, c.ID)
-		}
-		if m.Role == "tool" {
-			results = append(results, m.ToolCallID)
-		}
-	}
-	return
+	}},
 }
 
 type env struct {
@@ -183,14 +132,8 @@ func checkPairing(t *testing.T, d dialect, e *env) {
 				t.Errorf("request %d does not match the API description: %v", i, err)
 			}
 		}
-		calls, results := d.calls(t, r.Body)
-		if len(calls) != len(results) {
-			t.Errorf("request %d: %d calls but %d results", i, len(calls), len(results))
-		}
-		for j := range min(len(calls), len(results)) {
-			if calls[j] != results[j] {
-				t.Errorf("request %d: call %s answered by %s", i, calls[j], results[j])
-			}
+		if err := r.CheckPairing(); err != nil {
+			t.Errorf("request %d: %v", i, err)
 		}
 	}
 }

@@ -7,9 +7,9 @@ package apispec
 import (
 	"bytes"
 	_ "embed"
-	"io"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"

@@ -38,13 +38,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, http.StatusBadRequest, "model is required")
 		return
 	}
-	assistant := 0
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			assistant++
-		}
-	}
-	t := s.begin("ollama", r, body, received, assistant)
+	t := s.begin("ollama", r, body, received, assistantTurns(body))
 	var tools []declared
 	for _, td := range req.Tools {
 		tools = append(tools, declared{Name: td.Function.Name, Kind: "function"})
@@ -250,13 +244,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		chatError(w, 400, "invalid_request_error", "", "you must provide a model parameter and at least one message")
 		return
 	}
-	assistant := 0
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			assistant++
-		}
-	}
-	t := s.begin("chat", r, body, received, assistant)
+	t := s.begin("chat", r, body, received, assistantTurns(body))
 	var tools []declared
 	for _, td := range req.Tools {
 		if td.Type == "function" {

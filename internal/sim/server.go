@@ -239,3 +239,65 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 const finalText = "The script has no more steps."
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// messages is what both message-list dialects (Ollama's /api/chat and Chat
+// Completions) have in common.
+type messages struct {
+	Messages []struct {
+		Role       string `json:"role"`
+		ToolCallID string `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID string `json:"id"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+}
+
+// assistantTurns counts the assistant messages of a request: the number of
+// the step it asks for.
+func assistantTurns(body []byte) int {
+	var m messages
+	json.Unmarshal(body, &m)
+	n := 0
+	for _, msg := range m.Messages {
+		if msg.Role == "assistant" {
+			n++
+		}
+	}
+	return n
+}
+
+// ToolCalls returns the ids of the tool calls in a recorded request's
+// history, in order, and the ids each tool result answers, in order.
+func (r Recorded) ToolCalls() (calls, results []string, err error) {
+	var m messages
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		return nil, nil, fmt.Errorf("request body: %w", err)
+	}
+	for _, msg := range m.Messages {
+		for _, c := range msg.ToolCalls {
+			calls = append(calls, c.ID)
+		}
+		if msg.Role == "tool" {
+			results = append(results, msg.ToolCallID)
+		}
+	}
+	return calls, results, nil
+}
+
+// CheckPairing reports the first tool call in a recorded request that is
+// not answered by exactly one result, in order.
+func (r Recorded) CheckPairing() error {
+	calls, results, err := r.ToolCalls()
+	if err != nil {
+		return err
+	}
+	if len(calls) != len(results) {
+		return fmt.Errorf("%d tool calls but %d results", len(calls), len(results))
+	}
+	for i := range calls {
+		if calls[i] != results[i] {
+			return fmt.Errorf("call %s is answered by a result for %s", calls[i], results[i])
+		}
+	}
+	return nil
+}

@@ -84,6 +84,19 @@ func (e *Executor) read(p Resolved, name string) ([]byte, fs.FileInfo, error) {
 	return b, fi, nil
 }
 
+// readForEdit resolves a file that an edit will rewrite and reads it.
+func (e *Executor) readForEdit(name string) (Resolved, []byte, error) {
+	p, err := e.W.Resolve(name)
+	if err != nil {
+		return Resolved{}, nil, err
+	}
+	if err := p.writable(); err != nil {
+		return Resolved{}, nil, err
+	}
+	b, _, err := e.read(p, name)
+	return p, b, err
+}
+
 // CountLines returns the number of lines of b as an editor shows them: the
 // text split on '\n', so "a\nb\n" has three lines, the last one empty.
 func CountLines(b []byte) int { return bytes.Count(b, []byte{'\n'}) + 1 }
@@ -197,14 +210,7 @@ func (e *Executor) Replace(a *tool.ReplaceArgs) (tool.Result, error) {
 	if a.Old == "" {
 		return tool.Result{}, tool.Errorf(tool.ErrInvalidInput, "the text to replace is empty; to write a whole file use the write operation")
 	}
-	p, err := e.W.Resolve(a.Path)
-	if err != nil {
-		return tool.Result{}, err
-	}
-	if err := p.writable(); err != nil {
-		return tool.Result{}, err
-	}
-	b, _, err := e.read(p, a.Path)
+	p, b, err := e.readForEdit(a.Path)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -310,14 +316,7 @@ func joinInts(xs []int) string {
 // Insert inserts Text after line Line (0 = before the first line). The file
 // and the text are split on '\n' and re-joined, as the editors do.
 func (e *Executor) Insert(a *tool.InsertArgs) (tool.Result, error) {
-	p, err := e.W.Resolve(a.Path)
-	if err != nil {
-		return tool.Result{}, err
-	}
-	if err := p.writable(); err != nil {
-		return tool.Result{}, err
-	}
-	b, _, err := e.read(p, a.Path)
+	p, b, err := e.readForEdit(a.Path)
 	if err != nil {
 		return tool.Result{}, err
 	}
