@@ -30,6 +30,9 @@ const (
 	OpReplace Op = "file.replace" // replace a unique string in a file
 	OpInsert  Op = "file.insert"  // insert text after a line
 	OpList    Op = "file.list"    // list a directory
+	OpDelete  Op = "file.delete"  // delete a file (or, with Recursive, a directory)
+	OpRename  Op = "file.rename"  // rename a file or directory; never overwrites
+	OpUndo    Op = "file.undo"    // restore a file's content before its last edit
 	OpExec    Op = "shell.exec"   // run a command in the persistent shell
 	OpRestart Op = "shell.restart"
 )
@@ -102,6 +105,23 @@ type InsertArgs struct {
 type ListArgs struct {
 	Path  string `json:"path"`
 	Depth int    `json:"depth,omitempty"`
+}
+
+// DeleteArgs are the arguments of OpDelete.
+type DeleteArgs struct {
+	Path      string `json:"path"`
+	Recursive bool   `json:"recursive,omitempty"`
+}
+
+// RenameArgs are the arguments of OpRename.
+type RenameArgs struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// UndoArgs are the arguments of OpUndo.
+type UndoArgs struct {
+	Path string `json:"path"`
 }
 
 // ExecArgs are the arguments of OpExec. Timeout 0 means the shell's default.

@@ -328,3 +328,61 @@ func TestEditSpan(t *testing.T) {
 		t.Fatalf("insert at the end: %+v %+v", r.Err, r.Edit)
 	}
 }
+
+func TestDeleteRenameUndo(t *testing.T) {
+	e, dir := newWS(t, map[string]string{"a.txt": "one\n", "d/x.txt": "x", "d/e/y.txt": "y", "b.txt": "b"})
+	e.Opts.History = true
+	if r := exec(e, tool.OpRename, &tool.RenameArgs{From: "a.txt", To: "b.txt"}); r.Err == nil || r.Err.Kind != tool.ErrExists {
+		t.Fatalf("rename over an existing file: %+v", r.Err)
+	}
+	if r := exec(e, tool.OpRename, &tool.RenameArgs{From: "a.txt", To: "new/dir/a.txt"}); r.Err != nil || r.Changes[0].MovedTo != "new/dir/a.txt" {
+		t.Fatalf("rename: %+v", r)
+	}
+	if r := exec(e, tool.OpRename, &tool.RenameArgs{From: "new/dir/a.txt", To: "../escape.txt"}); r.Err == nil || r.Err.Kind != tool.ErrOutsideRoot {
+		t.Fatalf("rename outside: %+v", r.Err)
+	}
+	if r := exec(e, tool.OpDelete, &tool.DeleteArgs{Path: "d"}); r.Err == nil || r.Err.Kind != tool.ErrIsDir {
+		t.Fatalf("delete a directory without recursive: %+v", r.Err)
+	}
+	if r := exec(e, tool.OpDelete, &tool.DeleteArgs{Path: "d", Recursive: true}); r.Err != nil || len(r.Changes) != 2 {
+		t.Fatalf("recursive delete: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "d")); !os.IsNotExist(err) {
+		t.Fatal("d still exists")
+	}
+	if r := exec(e, tool.OpDelete, &tool.DeleteArgs{Path: ".", Recursive: true}); r.Err == nil {
+		t.Fatal("the root was deleted")
+	}
+	// Undo steps back through edits, then removes a file the executor created.
+	exec(e, tool.OpCreate, &tool.CreateArgs{Path: "c.txt", Content: "v1\n"})
+	exec(e, tool.OpReplace, &tool.ReplaceArgs{Path: "c.txt", Old: "v1", New: "v2"})
+	exec(e, tool.OpReplace, &tool.ReplaceArgs{Path: "c.txt", Old: "v2", New: "v3"})
+	for _, want := range []string{"v2\n", "v1\n"} {
+		if r := exec(e, tool.OpUndo, &tool.UndoArgs{Path: "c.txt"}); r.Err != nil || r.File.Content != want {
+			t.Fatalf("undo: %+v", r)
+		}
+	}
+	if r := exec(e, tool.OpUndo, &tool.UndoArgs{Path: "c.txt"}); r.Err != nil || r.Changes[0].Kind != tool.ChangeDelete {
+		t.Fatalf("undo of the create: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.txt")); !os.IsNotExist(err) {
+		t.Fatal("undo of a create left the file")
+	}
+	if r := exec(e, tool.OpUndo, &tool.UndoArgs{Path: "c.txt"}); r.Err == nil || r.Err.Kind != tool.ErrNotFound {
+		t.Fatalf("undo without history: %+v", r.Err)
+	}
+}
+
+func TestModes(t *testing.T) {
+	e, dir := newWS(t, nil)
+	e.Opts.FileMode, e.Opts.DirMode = 0o600, 0o700
+	if r := exec(e, tool.OpCreate, &tool.CreateArgs{Path: "p/q/f", Content: "s"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	for name, want := range map[string]os.FileMode{"p": 0o700, "p/q": 0o700, "p/q/f": 0o600} {
+		fi, _ := os.Stat(filepath.Join(dir, name))
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", name, fi.Mode().Perm(), want)
+		}
+	}
+}

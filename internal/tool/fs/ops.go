@@ -8,30 +8,40 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"sort"
+	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/trussdev/truss/internal/tool"
 )
 
 var randRead = rand.Read
 
-// Options bound what the executor reads.
+// Options bound what the executor reads and set what it creates.
 type Options struct {
 	// MaxFileBytes is the largest file a view or edit reads; 0 means 256 MiB.
 	MaxFileBytes int64
 	// MaxEntries bounds a directory listing; 0 means 10,000 entries.
 	MaxEntries int
+	// FileMode and DirMode are the modes of new files and directories;
+	// 0 means 0644 and 0755 (less the umask).
+	FileMode, DirMode fs.FileMode
+	// History keeps each file's content before its edits, for OpUndo.
+	History bool
 }
 
-// Executor runs the file operations of package tool.
+// Executor runs the file operations of package tool. Its zero Options are
+// usable; set them before the first call.
 type Executor struct {
 	W    *Workspace
 	Opts Options
+
+	mu      sync.Mutex
+	history map[string][]*[]byte // by resolved path; nil entry = the file did not exist
 }
 
 // Ops lists the operations Executor handles.
-var Ops = []tool.Op{tool.OpView, tool.OpCreate, tool.OpWrite, tool.OpReplace, tool.OpInsert, tool.OpList}
+var Ops = []tool.Op{tool.OpView, tool.OpCreate, tool.OpWrite, tool.OpReplace, tool.OpInsert, tool.OpList, tool.OpDelete, tool.OpRename, tool.OpUndo}
 
 // Execute implements tool.Executor.
 func (e *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
@@ -48,6 +58,12 @@ func (e *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
 		r, err = e.Insert(a)
 	case *tool.ListArgs:
 		r, err = e.List(a)
+	case *tool.DeleteArgs:
+		r, err = e.Delete(a)
+	case *tool.RenameArgs:
+		r, err = e.Rename(a)
+	case *tool.UndoArgs:
+		r, err = e.Undo(a)
 	default:
 		err = tool.Errorf(tool.ErrInvalidInput, "operation %s got arguments of type %T", call.Op, call.Args)
 	}
@@ -179,6 +195,7 @@ func (e *Executor) Write(a *tool.CreateArgs, mustNotExist bool) (tool.Result, er
 		return tool.Result{}, err
 	}
 	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeAdd, After: tool.Digest([]byte(a.Content))}
+	var prev []byte
 	if fi, err := p.Stat(); err == nil {
 		if fi.IsDir() {
 			return tool.Result{}, isDir(a.Path)
@@ -191,10 +208,11 @@ func (e *Executor) Write(a *tool.CreateArgs, mustNotExist bool) (tool.Result, er
 			return tool.Result{}, err
 		}
 		change.Kind, change.Before = tool.ChangeUpdate, tool.Digest(old)
+		prev = old
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return tool.Result{}, ioErr("write", a.Path, err)
 	}
-	if err := p.WriteFile([]byte(a.Content)); err != nil {
+	if err := e.write(p, []byte(a.Content), change.Kind == tool.ChangeAdd, prev); err != nil {
 		return tool.Result{}, err
 	}
 	verb := "Created"
@@ -238,7 +256,7 @@ func (e *Executor) Replace(a *tool.ReplaceArgs) (tool.Result, error) {
 		nb = append(append(append(nb, b[:first]...), a.New...), b[first+len(old):]...)
 	}
 	after := digestAsync(nb)
-	if err := p.WriteFile(nb); err != nil {
+	if err := e.write(p, nb, false, b); err != nil {
 		return tool.Result{}, err
 	}
 	msg := fmt.Sprintf("Replaced 1 occurrence in %s", a.Path)
@@ -347,7 +365,7 @@ func (e *Executor) Insert(a *tool.InsertArgs) (tool.Result, error) {
 		nb = append(append(append(append(nb, b[:off]...), a.Text...), '\n'), b[off:]...)
 	}
 	before, after := digestAsync(b), digestAsync(nb)
-	if err := p.WriteFile(nb); err != nil {
+	if err := e.write(p, nb, false, b); err != nil {
 		return tool.Result{}, err
 	}
 	at := off
@@ -426,8 +444,169 @@ func (e *Executor) List(a *tool.ListArgs) (tool.Result, error) {
 	if err != nil && !errors.Is(err, errStop) {
 		return tool.Result{}, ioErr("list", name, err)
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+	// WalkDir's lexical pre-order: each directory is followed by its contents.
 	return tool.Result{Entries: entries, Truncated: truncated}, nil
 }
 
 func pathSlash(p string) string { return strings.ReplaceAll(p, "\\", "/") }
+
+// write writes data to p with the executor's modes, remembering the previous
+// content (nil with created) for OpUndo.
+func (e *Executor) write(p Resolved, data []byte, created bool, prev []byte) error {
+	if err := p.WriteFileMode(data, e.Opts.FileMode, e.Opts.DirMode); err != nil {
+		return err
+	}
+	if e.Opts.History {
+		e.mu.Lock()
+		if e.history == nil {
+			e.history = map[string][]*[]byte{}
+		}
+		var h *[]byte
+		if !created {
+			c := bytes.Clone(prev)
+			h = &c
+		}
+		e.history[p.Abs] = append(e.history[p.Abs], h)
+		e.mu.Unlock()
+	}
+	return nil
+}
+
+// Undo restores the content a file had before its last edit (removing a file
+// the executor created). It needs Options.History.
+func (e *Executor) Undo(a *tool.UndoArgs) (tool.Result, error) {
+	p, err := e.W.Resolve(a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	if err := p.writable(); err != nil {
+		return tool.Result{}, err
+	}
+	e.mu.Lock()
+	hs := e.history[p.Abs]
+	if len(hs) == 0 {
+		e.mu.Unlock()
+		return tool.Result{}, &tool.Error{Kind: tool.ErrNotFound, Path: a.Path, Message: fmt.Sprintf("no edit history found for %s", a.Path)}
+	}
+	last := hs[len(hs)-1]
+	e.history[p.Abs] = hs[:len(hs)-1]
+	e.mu.Unlock()
+	cur, _ := p.ReadFile()
+	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeUpdate, Before: tool.Digest(cur)}
+	if last == nil {
+		if err := p.root.r.Remove(p.Rel); err != nil {
+			return tool.Result{}, ioErr("remove", a.Path, err)
+		}
+		change.Kind = tool.ChangeDelete
+		return tool.Result{Output: fmt.Sprintf("Removed %s, which the undone edit had created", a.Path), Changes: []tool.FileChange{change}}, nil
+	}
+	if err := p.WriteFileMode(*last, e.Opts.FileMode, e.Opts.DirMode); err != nil {
+		return tool.Result{}, err
+	}
+	change.After = tool.Digest(*last)
+	return tool.Result{Output: string(*last), File: &tool.FileView{Path: a.Path, Content: string(*last), StartLine: 1,
+		TotalLines: CountLines(*last), FinalNewline: bytes.HasSuffix(*last, []byte{'\n'})}, Changes: []tool.FileChange{change}}, nil
+}
+
+// Delete deletes a file, or a directory with everything in it when
+// Recursive is set. The root of a workspace cannot be deleted.
+func (e *Executor) Delete(a *tool.DeleteArgs) (tool.Result, error) {
+	p, err := e.W.Resolve(a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	if err := p.writable(); err != nil {
+		return tool.Result{}, err
+	}
+	if p.Rel == "." {
+		return tool.Result{}, tool.Errorf(tool.ErrInvalidInput, "the root %s cannot be deleted", a.Path)
+	}
+	fi, err := p.root.r.Lstat(p.Rel)
+	if err != nil {
+		return tool.Result{}, ioErr("delete", a.Path, err)
+	}
+	var changes []tool.FileChange
+	if fi.IsDir() {
+		if !a.Recursive {
+			return tool.Result{}, isDir(a.Path)
+		}
+		fs.WalkDir(p.FS(), pathSlash(p.Rel), func(fp string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if b, rerr := p.root.r.ReadFile(fp); rerr == nil {
+					rel := fp
+					if !p.primary {
+						rel = p.root.dir + "/" + fp
+					}
+					changes = append(changes, tool.FileChange{Path: rel, Kind: tool.ChangeDelete, Before: tool.Digest(b)})
+				}
+			}
+			return nil
+		})
+		err = p.root.r.RemoveAll(p.Rel)
+	} else {
+		before := ""
+		if fi.Mode().IsRegular() {
+			if b, rerr := p.ReadFile(); rerr == nil {
+				before = tool.Digest(b)
+			}
+		}
+		changes = []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeDelete, Before: before}}
+		err = p.root.r.Remove(p.Rel)
+	}
+	if err != nil {
+		return tool.Result{}, ioErr("delete", a.Path, err)
+	}
+	return tool.Result{Output: fmt.Sprintf("Deleted %s", a.Path), Changes: changes}, nil
+}
+
+// Rename renames From to To within one root, creating To's parent
+// directories. It never overwrites: an existing To is an ErrExists error.
+func (e *Executor) Rename(a *tool.RenameArgs) (tool.Result, error) {
+	from, err := e.W.Resolve(a.From)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	to, err := e.W.Resolve(a.To)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	if err := from.writable(); err != nil {
+		return tool.Result{}, err
+	}
+	if err := to.writable(); err != nil {
+		return tool.Result{}, err
+	}
+	if from.root != to.root {
+		return tool.Result{}, tool.Errorf(tool.ErrUnsupported, "cannot rename %s to %s: they are in different roots", a.From, a.To)
+	}
+	fi, err := from.root.r.Lstat(from.Rel)
+	if err != nil {
+		return tool.Result{}, ioErr("rename", a.From, err)
+	}
+	if _, err := to.root.r.Lstat(to.Rel); err == nil {
+		return tool.Result{}, &tool.Error{Kind: tool.ErrExists, Path: a.To, Message: fmt.Sprintf("the destination %s already exists", a.To)}
+	}
+	if dir := filepath.Dir(to.Rel); dir != "." {
+		if err := to.root.r.MkdirAll(dir, e.dirMode()); err != nil {
+			return tool.Result{}, ioErr("create the directory for", a.To, err)
+		}
+	}
+	digest := ""
+	if fi.Mode().IsRegular() {
+		if b, err := from.ReadFile(); err == nil {
+			digest = tool.Digest(b)
+		}
+	}
+	if err := from.root.r.Rename(from.Rel, to.Rel); err != nil {
+		return tool.Result{}, ioErr("rename", a.From, err)
+	}
+	return tool.Result{Output: fmt.Sprintf("Renamed %s to %s", a.From, a.To),
+		Changes: []tool.FileChange{{Path: from.Display(), Kind: tool.ChangeUpdate, Before: digest, After: digest, MovedTo: to.Display()}}}, nil
+}
+
+func (e *Executor) dirMode() fs.FileMode {
+	if e.Opts.DirMode != 0 {
+		return e.Opts.DirMode
+	}
+	return 0o755
+}

@@ -198,12 +198,22 @@ func (p Resolved) FS() fs.FS { return p.root.r.FS() }
 
 // WriteFile writes data to p atomically, creating parent directories. The
 // file keeps its mode when it exists; a new file gets mode 0644 (less umask).
-func (p Resolved) WriteFile(data []byte) error {
+func (p Resolved) WriteFile(data []byte) error { return p.WriteFileMode(data, 0, 0) }
+
+// WriteFileMode is WriteFile with the modes of a new file and of new
+// directories (0 for 0644 and 0755).
+func (p Resolved) WriteFileMode(data []byte, fileMode, dirMode fs.FileMode) error {
 	if err := p.writable(); err != nil {
 		return err
 	}
 	r := p.root.r
 	mode := fs.FileMode(0o644)
+	if fileMode != 0 {
+		mode = fileMode
+	}
+	if dirMode == 0 {
+		dirMode = 0o755
+	}
 	if fi, err := r.Stat(p.Rel); err == nil {
 		if fi.IsDir() {
 			return isDir(p.Display())
@@ -212,7 +222,7 @@ func (p Resolved) WriteFile(data []byte) error {
 	}
 	dir := filepath.Dir(p.Rel)
 	if dir != "." {
-		if err := r.MkdirAll(dir, 0o755); err != nil {
+		if err := r.MkdirAll(dir, dirMode); err != nil {
 			return ioErr("create the directory for", p.Display(), err)
 		}
 	}
