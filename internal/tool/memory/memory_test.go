@@ -1,0 +1,68 @@
+package memory
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/trussdev/truss/internal/tool"
+)
+
+func TestResolve(t *testing.T) {
+	ok := map[string]string{"/memories": ".", "/memories/": ".", "/memories/a.md": "a.md", "/memories/d/../b.md": "b.md", "/memories/./x/y": "x/y"}
+	for in, want := range ok {
+		if got, err := Resolve(in); err != nil || got != want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"/memoriesX/a", "/memories-evil", "memories/a", "/etc/passwd", "/memories/../x", "/memories/a/../../x",
+		"/memories/%2e%2e/x", "/memories/%2E%2E%2Fx", `/memories/..\x`, "/memories/a\x00b", "", "/"} {
+		if _, err := Resolve(bad); err == nil {
+			t.Errorf("Resolve(%q) accepted", bad)
+		}
+	}
+}
+
+func TestStore(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "mem")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run := func(op tool.Op, args any) tool.Result {
+		return s.Execute(context.Background(), tool.Call{ID: "c", Op: op, Args: args})
+	}
+	if r := run(OpCreate, &tool.CreateArgs{Path: "/memories/notes/a.md", Content: "hi\n"}); r.Err != nil || r.Changes[0].Path != "/memories/notes/a.md" {
+		t.Fatalf("create: %+v", r)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, "notes", "a.md"))
+	di, _ := os.Stat(filepath.Join(dir, "notes"))
+	if fi.Mode().Perm() != 0o600 || di.Mode().Perm() != 0o700 {
+		t.Fatalf("modes %v %v", fi.Mode().Perm(), di.Mode().Perm())
+	}
+	os.Symlink(base, filepath.Join(dir, "out"))
+	for _, r := range []tool.Result{
+		run(OpView, &tool.ViewArgs{Path: "/memories/out/mem/notes/a.md"}),
+		run(OpCreate, &tool.CreateArgs{Path: "/memories/out/pwned", Content: "x"}),
+		run(OpRename, &tool.RenameArgs{From: "/memories/notes/a.md", To: "/memories/out/a.md"}),
+	} {
+		if r.Err == nil || r.Err.Message != "Path /memories/out/mem/notes/a.md would escape /memories directory" && r.Err.Kind != tool.ErrOutsideRoot {
+			t.Errorf("symlink escape: %+v", r.Err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(base, "pwned")); err == nil {
+		t.Fatal("wrote through a symlink")
+	}
+	if r := run(OpDelete, &tool.DeleteArgs{Path: "/memories", Recursive: true}); r.Err == nil || r.Err.Message != "Cannot delete the /memories directory itself" {
+		t.Fatalf("delete root: %+v", r.Err)
+	}
+	if r := run(OpRename, &tool.RenameArgs{From: "/memories/notes/a.md", To: "/memories/b.md"}); r.Err != nil || r.Changes[0].MovedTo != "/memories/b.md" {
+		t.Fatalf("rename: %+v", r)
+	}
+	if r := run(OpView, &tool.ViewArgs{Path: "/memories/b.md"}); r.Err != nil || r.File.Content != "hi\n" || r.File.Path != "/memories/b.md" {
+		t.Fatalf("view: %+v", r)
+	}
+}
