@@ -70,8 +70,8 @@ func (r *Raw) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ViewArgs are the arguments of OpView. Lines are 1-based; End -1 or 0 means
-// to the end of the file.
+// ViewArgs are the arguments of OpView. Lines are 1-based and End -1 means
+// to the end of the file; Start and End both 0 view the whole file.
 type ViewArgs struct {
 	Path  string `json:"path"`
 	Start int    `json:"start,omitempty"`
@@ -189,6 +189,10 @@ type EditSpan struct {
 	NewLines    int    `json:"new_lines"`
 	WindowStart int    `json:"window_start"`
 	Window      string `json:"window"`
+	// EOF reports that the window runs to the end of the file, so that its
+	// last line is the piece after the file's last newline (empty when the
+	// file ends with one).
+	EOF bool `json:"eof,omitempty"`
 }
 
 // SnippetContext is how many lines of context an EditSpan's window holds on
@@ -255,8 +259,14 @@ type Error struct {
 	Message string    `json:"message"`
 	Path    string    `json:"path,omitempty"`
 	Lines   []int     `json:"lines,omitempty"`
-	Limit   int       `json:"limit,omitempty"`
-	Err     error     `json:"-"`
+	// Containing lists the lines that contain a non-unique replace text
+	// (for a multi-line text usually none).
+	Containing []int `json:"containing,omitempty"`
+	Limit      int   `json:"limit,omitempty"`
+	// Reason refines the kind: for ErrInvalidRange "start", "end_past" or
+	// "end_before"; for ErrInvalidInput "range_on_directory".
+	Reason string `json:"reason,omitempty"`
+	Err    error  `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Message }

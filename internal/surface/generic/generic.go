@@ -266,6 +266,9 @@ func (EditFile) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 // context on each side (at most tool.SnippetContext).
 func Snippet(e *tool.EditSpan, ctx int) string {
 	lines := strings.Split(e.Window, "\n")
+	if e.EOF && len(lines) > 1 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1] // the piece after the final newline is not a line here
+	}
 	from := max(0, e.Line-ctx-e.WindowStart)
 	to := min(len(lines)-1, e.Line+e.NewLines-1+ctx-e.WindowStart)
 	var sb strings.Builder

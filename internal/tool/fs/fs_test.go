@@ -55,6 +55,7 @@ func TestView(t *testing.T) {
 		{"single line", tool.ViewArgs{Path: "noeol.txt", Start: 2, End: 2}, "y", 2, 2, ""},
 		{"start past end", tool.ViewArgs{Path: "a.txt", Start: 9}, "", 0, 0, tool.ErrInvalidRange},
 		{"end before start", tool.ViewArgs{Path: "a.txt", Start: 3, End: 2}, "", 0, 0, tool.ErrInvalidRange},
+		{"end zero", tool.ViewArgs{Path: "a.txt", Start: 2, End: 0}, "", 0, 0, tool.ErrInvalidRange},
 		{"end past last", tool.ViewArgs{Path: "a.txt", Start: 1, End: 5}, "", 0, 0, tool.ErrInvalidRange},
 		{"missing", tool.ViewArgs{Path: "nope.txt"}, "", 0, 0, tool.ErrNotFound},
 		{"outside", tool.ViewArgs{Path: "../x"}, "", 0, 0, tool.ErrOutsideRoot},
@@ -154,7 +155,7 @@ func TestInsert(t *testing.T) {
 		{"Line 1\nLine 2\nLine 3", 2, "New Line", "Line 1\nLine 2\nNew Line\nLine 3", false},
 		{"a\nb\n", 0, "top", "top\na\nb\n", false},
 		{"a\nb", 2, "end", "a\nb\nend", false},
-		{"a\nb\n", 3, "end", "a\nb\nend", false},
+		{"a\nb\n", 3, "end", "a\nb\n\nend", false}, // after the empty piece the final newline leaves, as the reference editor does
 		{"# old\nall:\n\t@printf x\n", 0, "# heading", "# heading\n# old\nall:\n\t@printf x\n", false},
 		{"a\n", 3, "x", "", true},
 		{"a\n", -1, "x", "", true},
@@ -310,7 +311,7 @@ func TestEditSpan(t *testing.T) {
 	}{
 		{"l6\n", "L6\n", 5, 1, "l2\nl3\nl4\nl5\nL6\nl7\nl8\nl9\nl10\nl11"}, // a final newline in the new text counts a line, as in the reference editor
 		{"l1\n", "L1\nL1b\n", 0, 0, "L1\nL1b\nl2\nl3\nl4\nl5\nl6"},
-		{"l12\n", "L12\n", 11, 7, "l8\nl9\nl10\nl11\nL12"},
+		{"l12\n", "L12\n", 11, 7, "l8\nl9\nl10\nl11\nL12\n"},
 	}
 	for _, tt := range tests {
 		e, _ := newWS(t, map[string]string{"f": content})
@@ -324,7 +325,7 @@ func TestEditSpan(t *testing.T) {
 	}
 	e, _ := newWS(t, map[string]string{"f": "a\nb\n"})
 	r := exec(e, tool.OpInsert, &tool.InsertArgs{Path: "f", Line: 3, Text: "end"})
-	if r.Err != nil || r.Edit.Line != 2 || r.Edit.Window != "a\nb\nend" {
+	if r.Err != nil || r.Edit.Line != 3 || r.Edit.Window != "a\nb\n\nend" || !r.Edit.EOF {
 		t.Fatalf("insert at the end: %+v %+v", r.Err, r.Edit)
 	}
 }

@@ -130,7 +130,8 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 	}
 	if fi.IsDir() {
 		if a.Start != 0 || a.End != 0 {
-			return tool.Result{}, tool.Errorf(tool.ErrInvalidInput, "a line range cannot be used when %s is a directory", a.Path)
+			return tool.Result{}, &tool.Error{Kind: tool.ErrInvalidInput, Path: a.Path, Reason: "range_on_directory",
+				Message: fmt.Sprintf("a line range cannot be used when %s is a directory", a.Path)}
 		}
 		return e.List(&tool.ListArgs{Path: a.Path, Depth: 2})
 	}
@@ -140,23 +141,20 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 	}
 	total := CountLines(b)
 	start, end := a.Start, a.End
-	if start == 0 {
-		start = 1
+	if start == 0 && end == 0 {
+		start, end = 1, -1
 	}
-	if end == 0 {
-		end = -1
+	// The checks and their order are the reference editor's.
+	rangeErr := func(reason, msg string) error {
+		return &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: total, Reason: reason, Message: msg}
 	}
-	if start < 1 || start > total {
-		return tool.Result{}, &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: total,
-			Message: fmt.Sprintf("the start line %d is outside the file's lines [1, %d]", start, total)}
-	}
-	if end != -1 && end < start {
-		return tool.Result{}, &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: total,
-			Message: fmt.Sprintf("the end line %d is before the start line %d", end, start)}
-	}
-	if end > total {
-		return tool.Result{}, &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: total,
-			Message: fmt.Sprintf("the end line %d is past the file's last line %d", end, total)}
+	switch {
+	case start < 1 || start > total:
+		return tool.Result{}, rangeErr("start", fmt.Sprintf("the start line %d is outside the file's lines [1, %d]", start, total))
+	case end > total:
+		return tool.Result{}, rangeErr("end_past", fmt.Sprintf("the end line %d is past the file's last line %d", end, total))
+	case end != -1 && end < start:
+		return tool.Result{}, rangeErr("end_before", fmt.Sprintf("the end line %d is before the start line %d", end, start))
 	}
 	content := selectLines(b, start, end)
 	return tool.Result{Output: content, File: &tool.FileView{Path: a.Path, Content: content, StartLine: start, TotalLines: total,
@@ -242,7 +240,7 @@ func (e *Executor) Replace(a *tool.ReplaceArgs) (tool.Result, error) {
 	if !a.All {
 		if second := bytes.Index(b[first+len(old):], old); second >= 0 {
 			lines := matchLines(b, old)
-			return tool.Result{}, &tool.Error{Kind: tool.ErrMultipleMatches, Path: a.Path, Lines: lines,
+			return tool.Result{}, &tool.Error{Kind: tool.ErrMultipleMatches, Path: a.Path, Lines: lines, Containing: containing(b, old),
 				Message: fmt.Sprintf("the text to replace occurs %d times in %s, starting on lines %s; include more surrounding lines to make it unique", len(lines), a.Path, joinInts(lines))}
 		}
 	}
@@ -294,16 +292,20 @@ func editSpan(nb []byte, off, n int) *tool.EditSpan {
 		ws--
 	}
 	// Walk forward past the edit's lines and SnippetContext more.
-	end := start
+	end, eof := start, false
 	for i := ws; i < line+n+tool.SnippetContext; i++ {
 		j := bytes.IndexByte(nb[end:], '\n')
 		if j < 0 {
-			end = len(nb)
+			end, eof = len(nb), true
 			break
 		}
 		end += j + 1
 	}
-	return &tool.EditSpan{Line: line, NewLines: n, WindowStart: ws, Window: strings.TrimSuffix(string(nb[start:end]), "\n")}
+	w := string(nb[start:end])
+	if !eof {
+		w = strings.TrimSuffix(w, "\n")
+	}
+	return &tool.EditSpan{Line: line, NewLines: n, WindowStart: ws, Window: w, EOF: eof}
 }
 
 // matchLines returns the 1-based lines on which each (non-overlapping)
@@ -321,6 +323,17 @@ func matchLines(b, old []byte) []int {
 		line += bytes.Count(old, []byte{'\n'})
 		off += i + len(old)
 	}
+}
+
+// containing returns the 1-based lines of b that contain old.
+func containing(b, old []byte) []int {
+	var lines []int
+	for i, l := range bytes.Split(b, []byte{'\n'}) {
+		if bytes.Contains(l, old) {
+			lines = append(lines, i+1)
+		}
+	}
+	return lines
 }
 
 func joinInts(xs []int) string {
@@ -343,25 +356,22 @@ func (e *Executor) Insert(a *tool.InsertArgs) (tool.Result, error) {
 		return tool.Result{}, &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: n,
 			Message: fmt.Sprintf("the line %d is outside the file's lines [0, %d]", a.Line, n)}
 	}
-	// Offset of the start of line a.Line+1.
-	off := 0
+	// Split on '\n', put the text's lines after line a.Line, re-join: after
+	// the last line of a file that ends with a newline comes the empty piece
+	// that newline leaves, as the editors number it.
+	off := 0 // where line a.Line+1 starts
 	for i := 0; i < a.Line; i++ {
 		j := bytes.IndexByte(b[off:], '\n')
 		if j < 0 {
-			off = len(b)
+			off = len(b) + 1 // after the last line: joined with a newline
 			break
 		}
 		off += j + 1
 	}
-	var nb []byte
-	switch {
-	case a.Line == n && !bytes.HasSuffix(b, []byte{'\n'}) && len(b) > 0:
-		// After the last line, which has no newline: join with one.
+	nb := make([]byte, 0, len(b)+len(a.Text)+1)
+	if off > len(b) {
 		nb = append(append(append(nb, b...), '\n'), a.Text...)
-	case a.Line == n:
-		nb = append(append(nb, b...), a.Text...)
-	default:
-		nb = make([]byte, 0, len(b)+len(a.Text)+1)
+	} else {
 		nb = append(append(append(append(nb, b[:off]...), a.Text...), '\n'), b[off:]...)
 	}
 	before, after := digestAsync(b), digestAsync(nb)
@@ -369,9 +379,6 @@ func (e *Executor) Insert(a *tool.InsertArgs) (tool.Result, error) {
 		return tool.Result{}, err
 	}
 	at := off
-	if a.Line == n && !bytes.HasSuffix(b, []byte{'\n'}) && len(b) > 0 {
-		at = len(b) + 1
-	}
 	return tool.Result{
 		Output:  fmt.Sprintf("Inserted %d line(s) after line %d of %s", strings.Count(a.Text, "\n")+1, a.Line, a.Path),
 		Edit:    editSpan(nb, min(at, len(nb)), strings.Count(a.Text, "\n")+1),
