@@ -20,7 +20,7 @@ import (
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fset := newFlagSet("demo", stderr)
 	var f runFlags
-	dialect := fset.String("dialect", "chat", "the API dialect the simulated model speaks and Truss's adapter uses: chat or ollama")
+	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: anthropic, chat or ollama")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
 	fset.StringVar(&f.script, "script", "", "play this script instead of the bundled fix")
 	if err := parse(fset, args); err != nil {
@@ -42,7 +42,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f.provider, f.model, f.surface, f.simDialect = "sim", "sim-coder", "auto", *dialect
+	f.provider, f.surface, f.simDialect, f.simRoot = "sim", "auto", *dialect, dir
+	f.memoryDir = filepath.Join(dir, ".truss", "memories")
 	f.root, f.timeout, f.maxTurns, f.maxResult, f.noSession = dir, 2*60e9, 20, 30000, true
 	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s.\nThe simulated model plays a scripted fix through the real loop, adapter and tools.\n\n", dir)
 	ctx, cancel := signalContext(stderr)

@@ -147,7 +147,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	if prof.Guess && f.provider != "sim" {
 		fmt.Fprintf(stderr, "truss: no profile for model %q; using the %s surface and default limits\n", f.model, set.Surface)
 	}
-	tl, err := f.workspaceFlags.open()
+	tl, err := f.workspaceFlags.open(set)
 	if err != nil {
 		return err
 	}

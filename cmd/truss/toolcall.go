@@ -6,10 +6,23 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/surface/anthropic"
 	"github.com/trussdev/truss/internal/tool"
 )
+
+// toolCallSet is a surface with every tool version it has, so that one
+// call of any of them can be made: the anthropic surface offers both editor
+// versions.
+func toolCallSet(name string) (*surface.Set, error) {
+	if name == anthropic.Name {
+		return surface.NewSet(name, anthropic.NewEditor("text_editor_20250728"), anthropic.NewEditor("text_editor_20250124"), anthropic.Bash{}, anthropic.Memory{})
+	}
+	return registry().Build(name, surface.Profile{})
+}
 
 // toolCallOutput is the --json form of truss tool call.
 type toolCallOutput struct {
@@ -62,11 +75,14 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	if fi, err := os.Stat(w.root); err != nil || !fi.IsDir() {
 		return usagef("--root %s is not a directory", w.root)
 	}
-	set, err := registry().Build(*surfaceName)
+	set, err := toolCallSet(*surfaceName)
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	tl, err := w.open()
+	if w.memoryDir == "" {
+		w.memoryDir = filepath.Join(w.root, ".truss", "memories")
+	}
+	tl, err := w.open(set)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -81,7 +97,7 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 		mc.Kind = spec.Kind
 		calls, err := b.Decode(mc)
 		if err != nil {
-			res = model.ToolResult{CallID: mc.ID, Name: mc.Name, IsError: true, Text: "Error: " + err.Error()}
+			res = surface.DecodeFailure(b, mc, err)
 		} else {
 			results := make([]tool.Result, len(calls))
 			for i, c := range calls {

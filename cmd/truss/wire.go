@@ -3,29 +3,39 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"io"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
+	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
 	"github.com/trussdev/truss/internal/provider/chatcompat"
 	"github.com/trussdev/truss/internal/provider/ollama"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/surface/anthropic"
 	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/fs"
+	"github.com/trussdev/truss/internal/tool/memory"
 	"github.com/trussdev/truss/internal/tool/shell"
 )
 
 // registry lists the surfaces this build offers.
 func registry() surface.Registry {
-	return surface.Registry{generic.Name: generic.Bindings}
+	return surface.Registry{
+		generic.Name:   func(surface.Profile) []surface.Binding { return generic.Bindings() },
+		anthropic.Name: anthropic.Bindings,
+	}
 }
 
 // providerFlags select a provider and a model.
@@ -33,16 +43,19 @@ type providerFlags struct {
 	provider   string
 	model      string
 	surface    string
-	script     string // sim: the script file
-	simDialect string // sim: which dialect the in-process server speaks
+	script      string // sim: the script file
+	simDialect  string // sim: which dialect the in-process server speaks
+	serverTools multi
+	simRoot     string // sim: the workspace the simulated model names files in
 }
 
 func (p *providerFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.provider, "provider", "", "model provider: ollama, chat, openai or sim (default: from the environment)")
+	fs.StringVar(&p.provider, "provider", "", "model provider: anthropic, ollama, chat, openai or sim (default: from the environment)")
 	fs.StringVar(&p.model, "model", "", "model name (default: $TRUSS_MODEL)")
 	fs.StringVar(&p.surface, "surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	fs.StringVar(&p.script, "script", "", "with --provider sim: the script the simulated model plays (default: the demo fix)")
-	fs.StringVar(&p.simDialect, "sim-dialect", "chat", "with --provider sim: the dialect it speaks (chat or ollama)")
+	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks (anthropic, chat or ollama)")
+	fs.Var(&p.serverTools, "server-tool", "enable a provider-executed tool (anthropic: web_search, web_fetch, code_execution); recorded as unverified (repeatable)")
 }
 
 // resolve fills in the provider and model from the environment.
@@ -68,6 +81,11 @@ func (p *providerFlags) resolve() error {
 		switch p.provider {
 		case "sim":
 			p.model = "sim-coder"
+			if p.simDialect == "anthropic" {
+				p.model = "sim-claude"
+			}
+		case "anthropic":
+			p.model = "claude-sonnet-4-5"
 		case "openai":
 			p.model = "gpt-4.1"
 		default:
@@ -100,10 +118,11 @@ func (p *providerFlags) newProvider(ctx context.Context, retry provider.RetryPol
 		}
 		return chatcompat.New(chatcompat.Config{BaseURL: base, APIKey: key, Retry: retry}), nil
 	case "anthropic":
-		if os.Getenv("ANTHROPIC_API_KEY") == "" {
+		key := os.Getenv("ANTHROPIC_API_KEY")
+		if key == "" {
 			return nil, usagef("provider anthropic needs ANTHROPIC_API_KEY")
 		}
-		return nil, usagef("provider anthropic is not in this build; use ollama, chat, openai or sim")
+		return anthropicprov.New(anthropicprov.Config{BaseURL: os.Getenv("ANTHROPIC_BASE_URL"), APIKey: key, Retry: retry, ServerTools: p.serverTools}), nil
 	case "sim":
 		script := examples.DemoScript
 		if p.script != "" {
@@ -117,30 +136,44 @@ func (p *providerFlags) newProvider(ctx context.Context, retry provider.RetryPol
 		if err != nil {
 			return nil, usagef("%v", err)
 		}
-		base, err := sim.New(s).Listen(ctx)
+		srv := sim.New(s)
+		srv.Root = p.simRoot
+		base, err := srv.Listen(ctx)
 		if err != nil {
 			return nil, err
 		}
 		switch p.simDialect {
+		case "anthropic":
+			return anthropicprov.New(anthropicprov.Config{BaseURL: base, APIKey: "sim", Retry: retry, ServerTools: p.serverTools}), nil
 		case "chat":
 			return chatcompat.New(chatcompat.Config{BaseURL: base + "/v1", Retry: retry}), nil
 		case "ollama":
 			return &ollama.Client{Host: base, Retry: retry}, nil
 		}
-		return nil, usagef("--sim-dialect must be chat or ollama, not %q", p.simDialect)
+		return nil, usagef("--sim-dialect must be anthropic, chat or ollama, not %q", p.simDialect)
 	}
 	return nil, usagef("unknown provider %q: choose ollama, chat, openai or sim", p.provider)
 }
 
 // pickSurface resolves --surface for the provider and model.
 func (p *providerFlags) pickSurface() (*surface.Set, surface.Profile, error) {
-	prof := surface.DefaultProfiles().Lookup(p.provider, p.model)
+	dialect := p.provider
+	if dialect == "sim" {
+		dialect = p.simDialect
+	}
+	prof := surface.DefaultProfiles().Lookup(dialect, p.model)
+	if dialect != "anthropic" && prof.Surface == anthropic.Name {
+		prof.Surface = generic.Name // Anthropic's typed tools exist only in the Messages API
+	}
 	reg := registry()
 	name, err := reg.Choose(p.surface, prof)
 	if err != nil {
 		return nil, prof, usageError{err.Error()}
 	}
-	set, err := reg.Build(name)
+	if name == anthropic.Name && dialect != "anthropic" {
+		return nil, prof, usagef("the anthropic surface needs the Anthropic Messages API; provider %s takes --surface generic", p.provider)
+	}
+	set, err := reg.Build(name, prof)
 	return set, prof, err
 }
 
@@ -148,8 +181,9 @@ func (p *providerFlags) pickSurface() (*surface.Set, surface.Profile, error) {
 type workspaceFlags struct {
 	root     string
 	ro, rw   multi
-	timeout  time.Duration
-	allowEnv multi
+	timeout   time.Duration
+	allowEnv  multi
+	memoryDir string
 }
 
 func (w *workspaceFlags) register(fs *flag.FlagSet) {
@@ -158,16 +192,20 @@ func (w *workspaceFlags) register(fs *flag.FlagSet) {
 	fs.Var(&w.rw, "add-dir", "an extra read-write root (repeatable)")
 	fs.DurationVar(&w.timeout, "timeout", shell.DefaultTimeout, "per-command timeout of the shell")
 	fs.Var(&w.allowEnv, "allow-env", "pass this secret-looking variable (name contains KEY, SECRET or TOKEN) to the shell (repeatable)")
+	fs.StringVar(&w.memoryDir, "memory-dir", "", "the memory tool's directory (default: one per project under the user's data directory)")
 }
 
 // tools is the executors of one session.
 type tools struct {
-	ws    *fs.Workspace
-	shell *shell.Session
-	mux   tool.Mux
+	ws     *fs.Workspace
+	shell  *shell.Session
+	memory *memory.Store
+	mux    tool.Mux
 }
 
-func (w *workspaceFlags) open() (*tools, error) {
+// open opens the workspace and its executors; the memory store only when
+// the tool set has a memory tool, and edit history when it can undo.
+func (w *workspaceFlags) open(set *surface.Set) (*tools, error) {
 	var extra []fs.RootSpec
 	for _, d := range w.ro {
 		extra = append(extra, fs.RootSpec{Path: d, ReadOnly: true})
@@ -180,19 +218,58 @@ func (w *workspaceFlags) open() (*tools, error) {
 		return nil, err
 	}
 	t := &tools{ws: ws, shell: shell.New(shell.Config{Dir: ws.Dir(), Timeout: w.timeout, AllowEnv: w.allowEnv})}
-	fx := &fs.Executor{W: ws}
+	_, undo := set.Lookup("str_replace_editor")
+	fx := &fs.Executor{W: ws, Opts: fs.Options{History: undo}}
 	for _, op := range fs.Ops {
 		t.mux.Handle(op, fx)
 	}
 	for _, op := range shell.Ops {
 		t.mux.Handle(op, t.shell)
 	}
+	if _, ok := set.Lookup("memory"); ok {
+		dir := w.memoryDir
+		if dir == "" {
+			if dir, err = defaultMemoryDir(ws.Dir()); err != nil {
+				t.Close()
+				return nil, err
+			}
+		}
+		if t.memory, err = memory.Open(dir); err != nil {
+			t.Close()
+			return nil, err
+		}
+		for _, op := range memory.Ops {
+			t.mux.Handle(op, t.memory)
+		}
+	}
 	return t, nil
+}
+
+// defaultMemoryDir is the project's memory directory under the user's data
+// directory: one per workspace, named after it.
+func defaultMemoryDir(root string) (string, error) {
+	base := os.Getenv("TRUSS_HOME")
+	if base == "" {
+		d := os.Getenv("XDG_DATA_HOME")
+		if d == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("no memory directory: set --memory-dir or TRUSS_HOME: %w", err)
+			}
+			d = filepath.Join(home, ".local", "share")
+		}
+		base = filepath.Join(d, "truss")
+	}
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(base, "memories", filepath.Base(root)+"-"+hex.EncodeToString(sum[:4])), nil
 }
 
 func (t *tools) Close() {
 	t.shell.Close()
 	t.ws.Close()
+	if t.memory != nil {
+		t.memory.Close()
+	}
 }
 
 // declarer is a provider that can show its wire form of tool declarations.
@@ -216,12 +293,17 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	}
 	var d declarer
 	switch p.provider {
+	case "anthropic":
+		d = anthropicprov.New(anthropicprov.Config{ServerTools: p.serverTools})
 	case "ollama":
 		d = &ollama.Client{}
 	case "chat", "openai", "openai-compatible", "sim":
 		d = chatcompat.New(chatcompat.Config{BaseURL: "http://127.0.0.1/v1"})
 		if p.provider == "sim" && p.simDialect == "ollama" {
 			d = &ollama.Client{}
+		}
+		if p.provider == "sim" && p.simDialect == "anthropic" {
+			d = anthropicprov.New(anthropicprov.Config{ServerTools: p.serverTools})
 		}
 	default:
 		return usagef("provider %s is not in this build", p.provider)

@@ -175,6 +175,10 @@ func (a *Agent) loop(ctx context.Context, start time.Time) *Outcome {
 		if len(calls) == 0 {
 			a.emit(Event{Type: EventTurnCompleted, Turn: turn, Items: newItems, Usage: resp.Usage})
 			switch resp.StopReason {
+			case model.StopPause:
+				// The provider paused a long server-side turn: send the
+				// conversation back as it is and the model goes on.
+				continue
 			case model.StopRefusal:
 				return &Outcome{Status: StatusRefused, Turns: turn, Text: resp.Text(), Reason: "the model refused"}
 			case model.StopMaxTokens:
@@ -285,7 +289,8 @@ func (a *Agent) prepare(c model.ToolCall, cutOff bool) job {
 	}
 	ops, err := b.Decode(c)
 	if err != nil {
-		return job{result: &model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: "Error: " + err.Error()}}
+		r := surface.DecodeFailure(b, c, err)
+		return job{result: &r}
 	}
 	return job{binding: b, ops: ops}
 }
@@ -332,13 +337,15 @@ func Truncate(s string, max int) string {
 	return fmt.Sprintf("%s\n[... %d characters (%d lines) omitted; the full output is in the session record ...]\n%s", head, omitted, lines, tail)
 }
 
-// SystemPrompt returns base followed by the workspace's AGENTS.md, if any.
+// SystemPrompt returns base, the workspace root, and the workspace's
+// AGENTS.md, if any.
 func SystemPrompt(root, base string) string {
+	s := base + "\n\nThe workspace root is " + root + "; the shell starts there. Name files by absolute path inside it or relative to it."
 	b, err := os.ReadFile(filepath.Join(root, "AGENTS.md"))
 	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
-		return base
+		return s
 	}
-	return base + "\n\n# Project instructions (AGENTS.md)\n\n" + strings.TrimSpace(string(b)) + "\n"
+	return s + "\n\n# Project instructions (AGENTS.md)\n\n" + strings.TrimSpace(string(b)) + "\n"
 }
 
 // DefaultSystem is the base system prompt.

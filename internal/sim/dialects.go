@@ -132,7 +132,7 @@ func (s *Server) plan(t *turn, tools []declared) (string, []call, error) {
 	if t.step == nil {
 		return finalText, nil, nil
 	}
-	calls, err := render(t.step, tools, t.index)
+	calls, err := s.render(t.step, tools, t.index)
 	return t.step.Say, calls, err
 }
 

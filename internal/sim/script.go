@@ -34,6 +34,11 @@ type Step struct {
 	Actions []Action `json:"actions,omitempty"`
 	// Faults fail the first len(Faults) attempts of this step, in order.
 	Faults []Fault `json:"faults,omitempty"`
+	// Think is reasoning sent before the text (a thinking block with a
+	// signature in the Messages dialect).
+	Think string `json:"think,omitempty"`
+	// Stop overrides the stop reason ("pause_turn", "max_tokens", "refusal").
+	Stop string `json:"stop,omitempty"`
 }
 
 // ActionKind names a provider-neutral action.

@@ -30,6 +30,9 @@ type Server struct {
 	script *Script
 	// APIKey, when set, is required as a Bearer token (or x-api-key).
 	APIKey string
+	// Root, when set, is the workspace the model works in: typed editor
+	// calls name files by absolute path below it, as real models do.
+	Root string
 
 	mu       sync.Mutex
 	attempts map[int]int
@@ -47,6 +50,7 @@ func New(s *Script) *Server {
 	})
 	srv.mux.HandleFunc("POST /v1/chat/completions", srv.chatCompletions)
 	srv.mux.HandleFunc("POST /chat/completions", srv.chatCompletions)
+	srv.mux.HandleFunc("POST /v1/messages", srv.messages)
 	return srv
 }
 
@@ -136,14 +140,18 @@ type call struct {
 }
 
 // render renders a step's actions as calls of the declared tools.
-func render(step *Step, tools []declared, index int) ([]call, error) {
+func (s *Server) render(step *Step, tools []declared, index int) ([]call, error) {
 	have := map[string]declared{}
 	for _, t := range tools {
 		have[t.Name] = t
 	}
 	var calls []call
 	for i, a := range step.Actions {
-		c, err := renderGeneric(a, have)
+		c, ok := renderAnthropic(a, have, s.Root)
+		var err error
+		if !ok {
+			c, err = renderGeneric(a, have)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("step %d action %d: %w", index+1, i+1, err)
 		}

@@ -30,7 +30,12 @@ type Profile struct {
 	// Provider restricts the profile to one provider ("" = any).
 	Provider string `json:"provider,omitempty"`
 	// Surface is the typed surface the model is trained on ("generic" when none).
-	Surface       string `json:"surface"`
+	Surface string `json:"surface"`
+	// Editor is the text editor tool type of the anthropic surface
+	// ("text_editor_20250728", or "text_editor_20250124" for Claude 3.7).
+	Editor string `json:"editor,omitempty"`
+	// Memory says the model is trained on the memory tool.
+	Memory        bool   `json:"memory,omitempty"`
 	ContextWindow int    `json:"context_window"`
 	MaxOutput     int    `json:"max_output"`
 	Prices        Prices `json:"prices"`
@@ -44,8 +49,23 @@ type Profiles []Profile
 // DefaultProfiles is Truss's built-in table. Typed surfaces appear here as
 // their bindings land; a name nothing matches gets the generic surface.
 func DefaultProfiles() Profiles {
+	claude := func(pattern string, in, out float64, maxOut int) Profile {
+		return Profile{Pattern: pattern, Provider: "anthropic", Surface: "anthropic", Editor: "text_editor_20250728", Memory: true,
+			ContextWindow: 200000, MaxOutput: maxOut, Prices: Prices{Input: in, Output: out, CacheRead: in / 10, CacheWrite: in * 1.25}}
+	}
 	return Profiles{
+		{Pattern: "sim-claude*", Surface: "anthropic", Editor: "text_editor_20250728", Memory: true, ContextWindow: 200000, MaxOutput: 8192},
 		{Pattern: "sim-*", Surface: "generic", ContextWindow: 200000, MaxOutput: 8192},
+		claude("claude-opus-4-5*", 5, 25, 64000),
+		claude("claude-opus-4-6*", 5, 25, 64000),
+		claude("claude-opus-4*", 15, 75, 32000),
+		claude("claude-sonnet-4*", 3, 15, 64000),
+		claude("claude-haiku-4*", 1, 5, 64000),
+		claude("claude-opus-5*", 5, 25, 64000),
+		claude("claude-sonnet-5*", 3, 15, 64000),
+		claude("claude-haiku-5*", 1, 5, 64000),
+		{Pattern: "claude-3-7-sonnet*", Provider: "anthropic", Surface: "anthropic", Editor: "text_editor_20250124",
+			ContextWindow: 200000, MaxOutput: 64000, Prices: Prices{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}},
 		{Pattern: "qwen*", Provider: "ollama", Surface: "generic", ContextWindow: 32768, MaxOutput: 8192},
 		{Pattern: "llama*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 8192},
 		{Pattern: "gpt-oss*", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768},
@@ -64,11 +84,17 @@ func (ps Profiles) Lookup(provider, name string) Profile {
 			return p
 		}
 	}
+	if provider == "anthropic" || strings.HasPrefix(n, "claude") {
+		// An unknown Claude: the newest tools, Sonnet's limits and prices.
+		p := ps.Lookup("anthropic", "claude-sonnet-4-5")
+		p.Pattern, p.Guess = name, true
+		return p
+	}
 	return Profile{Pattern: name, Surface: "generic", ContextWindow: 32768, MaxOutput: 4096, Guess: true}
 }
 
-// Factory builds a surface's bindings.
-type Factory func() []Binding
+// Factory builds a surface's bindings for a model profile.
+type Factory func(Profile) []Binding
 
 // Registry maps surface names to factories.
 type Registry map[string]Factory
@@ -90,13 +116,13 @@ func (r Registry) Choose(flag string, p Profile) (string, error) {
 	return flag, nil
 }
 
-// Build returns the Set of a registered surface.
-func (r Registry) Build(name string) (*Set, error) {
+// Build returns the Set of a registered surface for a model profile.
+func (r Registry) Build(name string, p Profile) (*Set, error) {
 	f, ok := r[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown surface %q; choose auto or one of: %s", name, strings.Join(r.names(), ", "))
 	}
-	return NewSet(name, f()...)
+	return NewSet(name, f(p)...)
 }
 
 func (r Registry) names() []string {

@@ -157,3 +157,19 @@ func ErrorText(r tool.Result) string {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// ErrorEncoder is implemented by bindings that render their own decode
+// errors (in the words their model was trained on).
+type ErrorEncoder interface {
+	EncodeError(call model.ToolCall, err error) model.ToolResult
+}
+
+// DecodeFailure returns the result for a call that b could not decode.
+func DecodeFailure(b Binding, call model.ToolCall, err error) model.ToolResult {
+	if ee, ok := b.(ErrorEncoder); ok {
+		r := ee.EncodeError(call, err)
+		r.CallID, r.Name, r.IsError = call.ID, call.Name, true
+		return r
+	}
+	return model.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Text: "Error: " + err.Error()}
+}

@@ -49,7 +49,7 @@ func TestProfilesAndChoose(t *testing.T) {
 	if p := ps.Lookup("x", "SIM-Coder"); p.Guess {
 		t.Errorf("matching is case-insensitive: %+v", p)
 	}
-	reg := Registry{"generic": func() []Binding { return nil }}
+	reg := Registry{"generic": func(Profile) []Binding { return nil }}
 	for _, tt := range []struct{ flag, surf, want string }{
 		{"auto", "generic", "generic"}, {"", "anthropic", "generic"}, {"generic", "anthropic", "generic"},
 	} {

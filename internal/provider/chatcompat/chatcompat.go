@@ -52,8 +52,7 @@ type Client struct {
 	cfg    Config
 	client openai.Client
 	cache  msgCache
-	mu     sync.Mutex
-	wire   model.Wire
+	wire   provider.Capture
 }
 
 // New returns a client.
@@ -63,7 +62,7 @@ func New(cfg Config) *Client {
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
-		option.WithMiddleware(c.capture),
+		option.WithMiddleware(c.wire.Middleware),
 	}
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
@@ -74,40 +73,6 @@ func New(cfg Config) *Client {
 
 // Name implements provider.Provider.
 func (c *Client) Name() string { return "chat" }
-
-// capture records the exact request and response bodies of the last attempt.
-func (c *Client) capture(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	var reqBody []byte
-	if req.GetBody != nil {
-		if rc, err := req.GetBody(); err == nil {
-			reqBody, _ = io.ReadAll(rc)
-			rc.Close()
-		}
-	}
-	resp, err := next(req)
-	c.mu.Lock()
-	c.wire = model.Wire{Request: reqBody}
-	c.mu.Unlock()
-	if err == nil && resp.Body != nil {
-		resp.Body = &teeBody{ReadCloser: resp.Body, c: c}
-	}
-	return resp, err
-}
-
-type teeBody struct {
-	io.ReadCloser
-	c *Client
-}
-
-func (t *teeBody) Read(p []byte) (int, error) {
-	n, err := t.ReadCloser.Read(p)
-	if n > 0 {
-		t.c.mu.Lock()
-		t.c.wire.Response = append(t.c.wire.Response, p[:n]...)
-		t.c.mu.Unlock()
-	}
-	return n, err
-}
 
 // Turn implements provider.Provider.
 func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
@@ -325,7 +290,6 @@ func groupItems(items []model.Item) []group {
 }
 
 func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
-	start := time.Now()
 	stream := c.client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: modelName},
 		option.WithRequestBody("application/json", body))
 	defer stream.Close()
@@ -378,12 +342,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 	u := acc.Usage
 	resp.Usage = model.Usage{InputTokens: u.PromptTokens - u.PromptTokensDetails.CachedTokens, OutputTokens: u.CompletionTokens,
 		CacheReadTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
-	c.mu.Lock()
-	w := c.wire
-	w.Response = bytes.Clone(w.Response)
-	c.mu.Unlock()
-	w.Duration = time.Since(start)
-	resp.Wire = &w
+	resp.Wire = c.wire.Take()
 	return resp, nil
 }
 

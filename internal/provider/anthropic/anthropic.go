@@ -1,0 +1,393 @@
+// Package anthropic speaks Anthropic's Messages API through the official
+// anthropic-sdk-go client, streaming.
+//
+// Every content block of a response is kept in its raw wire form and
+// replayed through the SDK's own ContentBlockUnion.ToParam, so thinking and
+// redacted_thinking blocks go back with their signatures and server-tool
+// blocks unchanged. Prompt caching marks three breakpoints: the last tool,
+// the system prompt and the last block of the latest message. The adapter
+// owns retries (the SDK's are off, so each one is reported): connection
+// errors, 408, 409, 429, 5xx and 529 with Retry-After honoured, and a whole
+// turn again after an error event in the middle of the stream (an
+// overloaded_error) or a stream cut before message_stop. No tool runs before
+// a turn is complete, so a retried turn never loses or repeats a call.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
+)
+
+// DefaultBaseURL is the API's address.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// Config configures a Client.
+type Config struct {
+	BaseURL string
+	APIKey  string
+	HTTP    *http.Client
+	Retry   provider.RetryPolicy
+	// ThinkingBudget enables extended thinking with this many tokens (0 = off).
+	ThinkingBudget int64
+	// ServerTools enables provider-executed tools: "web_search", "web_fetch",
+	// "code_execution" (newest versions). Their use is recorded as
+	// unverified and never counts as validation.
+	ServerTools []string
+	// NoCache turns prompt caching off.
+	NoCache bool
+}
+
+// Client is a Messages adapter.
+type Client struct {
+	cfg    Config
+	client sdk.Client
+	wire   provider.Capture
+}
+
+// New returns a client.
+func New(cfg Config) *Client {
+	c := &Client{cfg: cfg}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithBaseURL(base),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithMaxRetries(0),
+		option.WithMiddleware(c.wire.Middleware),
+	}
+	if cfg.HTTP != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
+	}
+	c.client = sdk.NewClient(opts...)
+	return c
+}
+
+// Name implements provider.Provider.
+func (c *Client) Name() string { return "anthropic" }
+
+// Turn implements provider.Provider.
+func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+	params, err := c.params(req)
+	if err != nil {
+		return nil, err
+	}
+	var resp *model.Response
+	attempts, err := c.cfg.Retry.Do(ctx, func(int) error {
+		var err error
+		resp, err = c.once(ctx, params, onDelta)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.Attempts = attempts
+	return resp, nil
+}
+
+// DeclareTools returns the "tools" array a request would carry.
+func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
+	tools, err := c.tools(specs)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(tools)
+}
+
+func (c *Client) params(req *model.Request) (sdk.MessageNewParams, error) {
+	maxTokens := int64(req.MaxTokens)
+	if maxTokens == 0 {
+		maxTokens = 8192
+	}
+	p := sdk.MessageNewParams{Model: sdk.Model(req.Model), MaxTokens: maxTokens}
+	if req.System != "" {
+		sys := sdk.TextBlockParam{Text: req.System}
+		if !c.cfg.NoCache {
+			sys.CacheControl = sdk.NewCacheControlEphemeralParam()
+		}
+		p.System = []sdk.TextBlockParam{sys}
+	}
+	if c.cfg.ThinkingBudget > 0 {
+		p.Thinking = sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: c.cfg.ThinkingBudget}}
+	}
+	tools, err := c.tools(req.Tools)
+	if err != nil {
+		return p, err
+	}
+	p.Tools = tools
+	turns, err := messages(req.Items)
+	if err != nil {
+		return p, err
+	}
+	if !c.cfg.NoCache && len(turns) > 0 {
+		last := turns[len(turns)-1].blocks
+		if cc := last[len(last)-1].GetCacheControl(); cc != nil {
+			*cc = sdk.NewCacheControlEphemeralParam()
+		}
+	}
+	for _, t := range turns {
+		if t.user {
+			p.Messages = append(p.Messages, sdk.NewUserMessage(t.blocks...))
+		} else {
+			p.Messages = append(p.Messages, sdk.NewAssistantMessage(t.blocks...))
+		}
+	}
+	return p, nil
+}
+
+// tools declares the typed, function and server tools.
+func (c *Client) tools(specs []model.ToolSpec) ([]sdk.ToolUnionParam, error) {
+	var out []sdk.ToolUnionParam
+	for _, t := range specs {
+		var u sdk.ToolUnionParam
+		switch {
+		case t.Kind == model.ToolTyped && t.Type == "text_editor_20250728":
+			e := &sdk.ToolTextEditor20250728Param{}
+			if n, ok := t.Options["max_characters"].(int); ok && n > 0 {
+				e.MaxCharacters = sdk.Int(int64(n))
+			}
+			u.OfTextEditor20250728 = e
+		case t.Kind == model.ToolTyped && t.Type == "text_editor_20250124":
+			u.OfTextEditor20250124 = &sdk.ToolTextEditor20250124Param{}
+		case t.Kind == model.ToolTyped && t.Type == "bash_20250124":
+			u.OfBashTool20250124 = &sdk.ToolBash20250124Param{}
+		case t.Kind == model.ToolTyped && t.Type == "memory_20250818":
+			u.OfMemoryTool20250818 = &sdk.MemoryTool20250818Param{}
+		case t.Kind == model.ToolFunction:
+			var schema struct {
+				Properties map[string]any `json:"properties"`
+				Required   []string       `json:"required"`
+			}
+			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+				return nil, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
+			}
+			tp := &sdk.ToolParam{Name: t.Name, InputSchema: sdk.ToolInputSchemaParam{Properties: schema.Properties, Required: schema.Required}}
+			if t.Description != "" {
+				tp.Description = sdk.String(t.Description)
+			}
+			u.OfTool = tp
+		default:
+			return nil, fmt.Errorf("anthropic: tool %s of type %q is not supported by this dialect", t.Name, t.Type)
+		}
+		out = append(out, u)
+	}
+	for _, name := range c.cfg.ServerTools {
+		var u sdk.ToolUnionParam
+		switch name {
+		case "web_search":
+			u.OfWebSearchTool20260318 = &sdk.WebSearchTool20260318Param{}
+		case "web_fetch":
+			u.OfWebFetchTool20260318 = &sdk.WebFetchTool20260318Param{}
+		case "code_execution":
+			u.OfCodeExecutionTool20260521 = &sdk.CodeExecutionTool20260521Param{}
+		default:
+			return nil, fmt.Errorf("unknown server tool %q: choose web_search, web_fetch or code_execution", name)
+		}
+		out = append(out, u)
+	}
+	if !c.cfg.NoCache && len(out) > 0 {
+		if cc := out[len(out)-1].GetCacheControl(); cc != nil {
+			*cc = sdk.NewCacheControlEphemeralParam()
+		}
+	}
+	return out, nil
+}
+
+// messages turns the transcript into Messages: a user message for user text
+// and for each run of tool results (results first, as the API requires), an
+// assistant message for each run of assistant-side items, replayed from their
+// raw blocks when they came from this dialect.
+// turn is one message being assembled.
+type turn struct {
+	user   bool
+	blocks []sdk.ContentBlockParamUnion
+}
+
+func messages(items []model.Item) ([]turn, error) {
+	var out []turn
+	const user, assistant = true, false
+	add := func(role bool, b sdk.ContentBlockParamUnion) {
+		if n := len(out); n > 0 && out[n-1].user == role {
+			out[n-1].blocks = append(out[n-1].blocks, b)
+			return
+		}
+		out = append(out, turn{user: role, blocks: []sdk.ContentBlockParamUnion{b}})
+	}
+	for _, it := range items {
+		switch it.Kind {
+		case model.KindUser:
+			add(user, sdk.NewTextBlock(it.Text))
+		case model.KindToolResult:
+			r := it.Result
+			add(user, sdk.NewToolResultBlock(r.CallID, r.Text, r.IsError))
+		default:
+			if it.Provider == "anthropic" && len(it.Raw) > 0 {
+				var blk sdk.ContentBlockUnion
+				if err := json.Unmarshal(it.Raw, &blk); err != nil {
+					return nil, fmt.Errorf("replay a %s block: %w", it.Kind, err)
+				}
+				add(assistant, blk.ToParam())
+				continue
+			}
+			switch it.Kind { // items from another dialect (a resumed session)
+			case model.KindAssistant:
+				if it.Text != "" {
+					add(assistant, sdk.NewTextBlock(it.Text))
+				}
+			case model.KindToolCall:
+				var input any = json.RawMessage(it.Call.Input)
+				if !json.Valid([]byte(it.Call.Input)) {
+					input = map[string]string{"INVALID_JSON": it.Call.Input}
+				}
+				add(assistant, sdk.NewToolUseBlock(it.Call.ID, input, it.Call.Name))
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, onDelta func(model.Delta)) (*model.Response, error) {
+	stream := c.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	var msg sdk.Message
+	stopped := false
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, &provider.Error{Provider: "anthropic", Kind: provider.ErrStream, Err: err, Message: "the stream was out of order: " + err.Error()}
+		}
+		switch e := ev.AsAny().(type) {
+		case sdk.ContentBlockDeltaEvent:
+			if onDelta == nil {
+				continue
+			}
+			switch d := e.Delta.AsAny().(type) {
+			case sdk.TextDelta:
+				onDelta(model.Delta{Kind: model.KindAssistant, Text: d.Text})
+			case sdk.ThinkingDelta:
+				onDelta(model.Delta{Kind: model.KindReasoning, Text: d.Thinking})
+			}
+		case sdk.ContentBlockStartEvent:
+			if onDelta != nil && e.ContentBlock.Type == "tool_use" {
+				onDelta(model.Delta{Kind: model.KindToolCall, Call: &model.ToolCall{ID: e.ContentBlock.ID, Name: e.ContentBlock.Name}})
+			}
+		case sdk.MessageStopEvent:
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, classify(ctx, err)
+	}
+	if !stopped {
+		return nil, &provider.Error{Provider: "anthropic", Kind: provider.ErrStream, Message: "the stream ended before message_stop"}
+	}
+	resp := &model.Response{ID: msg.ID, Model: string(msg.Model), StopReason: stopReason(msg.StopReason)}
+	for _, b := range msg.Content {
+		raw := json.RawMessage(b.RawJSON())
+		it := model.Item{Provider: "anthropic", Raw: raw}
+		switch b.Type {
+		case "text":
+			it.Kind, it.Text = model.KindAssistant, b.Text
+		case "thinking":
+			it.Kind, it.Text = model.KindReasoning, b.Thinking
+		case "redacted_thinking":
+			it.Kind = model.KindReasoning
+		case "tool_use":
+			input := string(b.Input)
+			if input == "" {
+				input = "{}"
+			}
+			it.Kind, it.Call = model.KindToolCall, &model.ToolCall{ID: b.ID, Name: b.Name, Kind: model.ToolTyped, Type: "tool_use", Input: input}
+		default: // server_tool_use and the *_tool_result blocks
+			it.Kind, it.Text = model.KindServerTool, b.Type
+		}
+		resp.Items = append(resp.Items, it)
+	}
+	u := msg.Usage
+	resp.Usage = model.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens,
+		ReasoningTokens: u.OutputTokensDetails.ThinkingTokens}
+	resp.Wire = c.wire.Take()
+	return resp, nil
+}
+
+func stopReason(r sdk.StopReason) model.StopReason {
+	switch r {
+	case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
+		return model.StopEndTurn
+	case sdk.StopReasonToolUse:
+		return model.StopToolUse
+	case sdk.StopReasonMaxTokens:
+		return model.StopMaxTokens
+	case sdk.StopReasonPauseTurn:
+		return model.StopPause
+	case sdk.StopReasonRefusal:
+		return model.StopRefusal
+	case sdk.StopReasonModelContextWindowExceeded:
+		return model.StopContext
+	}
+	return model.StopOther
+}
+
+// classify maps an SDK error to a *provider.Error.
+func classify(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var apierr *sdk.Error
+	if errors.As(err, &apierr) {
+		typ := string(apierr.Type())
+		msg := apierr.Message
+		if msg == "" {
+			msg = strings.TrimSpace(string(apierr.RawJSON()))
+		}
+		pe := &provider.Error{Provider: "anthropic", Status: apierr.StatusCode, Message: msg, Err: err}
+		if typ != "" {
+			pe.Message = typ + ": " + msg
+		}
+		if apierr.StatusCode == http.StatusOK || apierr.StatusCode == 0 {
+			// An error event in the middle of the stream.
+			pe.Status, pe.Kind = 0, provider.ErrStream
+			if typ == "overloaded_error" {
+				pe.Kind = provider.ErrOverloaded
+			}
+			pe.Message = "error in the middle of the stream: " + pe.Message
+			return pe
+		}
+		pe.Kind = provider.KindForStatus(apierr.StatusCode)
+		if apierr.Response != nil {
+			pe.RetryAfter = provider.ParseRetryAfter(apierr.Response.Header, time.Now())
+			switch apierr.Response.Header.Get("X-Should-Retry") {
+			case "false":
+				pe.Final = true
+			}
+		}
+		return pe
+	}
+	var ne *net.OpError
+	var ue *url.Error
+	if errors.As(err, &ne) || errors.As(err, &ue) {
+		return &provider.Error{Provider: "anthropic", Kind: provider.ErrUnreachable, Err: err,
+			Message: fmt.Sprintf("cannot reach the Anthropic API (%v); check the network or ANTHROPIC_BASE_URL", err)}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &provider.Error{Provider: "anthropic", Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
+	}
+	return &provider.Error{Provider: "anthropic", Kind: provider.ErrProtocol, Err: err, Message: err.Error()}
+}

@@ -1,0 +1,276 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+)
+
+// ---- Anthropic Messages ----
+
+type messagesRequest struct {
+	Model     string          `json:"model"`
+	MaxTokens int             `json:"max_tokens"`
+	System    json.RawMessage `json:"system"`
+	Messages  []struct {
+		Role string `json:"role"`
+	} `json:"messages"`
+	Tools []struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	} `json:"tools"`
+	Stream bool `json:"stream"`
+}
+
+func messagesError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", "req_sim")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}, "request_id": "req_sim"})
+}
+
+func messagesErrorType(status int) string {
+	switch status {
+	case 400:
+		return "invalid_request_error"
+	case 401:
+		return "authentication_error"
+	case 403:
+		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 413:
+		return "request_too_large"
+	case 429:
+		return "rate_limit_error"
+	case 529:
+		return "overloaded_error"
+	}
+	return "api_error"
+}
+
+func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+	body, received, err := readBody(r)
+	if err != nil {
+		return
+	}
+	if !s.authorized(r) {
+		messagesError(w, 401, "authentication_error", "invalid x-api-key")
+		return
+	}
+	if r.Header.Get("Anthropic-Version") == "" {
+		messagesError(w, 400, "invalid_request_error", "anthropic-version: header is required")
+		return
+	}
+	var req messagesRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		messagesError(w, 400, "invalid_request_error", "The request body is not valid JSON: "+err.Error())
+		return
+	}
+	if req.Model == "" || req.MaxTokens <= 0 || len(req.Messages) == 0 {
+		messagesError(w, 400, "invalid_request_error", "model, max_tokens and messages are required")
+		return
+	}
+	assistant := 0
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			assistant++
+		}
+	}
+	t := s.begin("anthropic", r, body, received, assistant)
+	var tools []declared
+	for _, td := range req.Tools {
+		kind := td.Type
+		if kind == "" || kind == "custom" {
+			kind = "function"
+		}
+		tools = append(tools, declared{Name: td.Name, Kind: kind})
+	}
+	say, calls, err := s.plan(t, tools)
+	if err != nil {
+		s.status(t, 400)
+		messagesError(w, 400, "invalid_request_error", err.Error())
+		return
+	}
+	if t.fault != nil && t.fault.Kind == FaultStatus {
+		s.status(t, t.fault.Status)
+		retryHeaders(w, t.fault)
+		messagesError(w, t.fault.Status, messagesErrorType(t.fault.Status), faultMessage(t.fault))
+		return
+	}
+	s.status(t, 200)
+	think := ""
+	stop := "end_turn"
+	if len(calls) > 0 {
+		stop = "tool_use"
+	}
+	if t.step != nil {
+		think = t.step.Think
+		if t.step.Stop != "" {
+			stop = t.step.Stop
+		}
+	}
+	// Usage: a request that marks cache breakpoints reads the previous
+	// request's prompt from the cache and writes the rest.
+	input := tokens(body)
+	var cacheRead, cacheWrite int64
+	if strings.Contains(string(body), `"cache_control"`) {
+		prev := s.prevPrompt(t)
+		cacheRead = min(prev, input)
+		cacheWrite = input - cacheRead
+		input = 0
+	}
+	output := tokens([]byte(say+think)) + int64(len(calls))*12 + 1
+	usage := func(out int64) map[string]any {
+		return map[string]any{"input_tokens": input, "output_tokens": out, "cache_creation_input_tokens": cacheWrite,
+			"cache_read_input_tokens": cacheRead, "cache_creation": map[string]any{"ephemeral_5m_input_tokens": cacheWrite, "ephemeral_1h_input_tokens": 0},
+			"server_tool_use": nil, "service_tier": "standard", "inference_geo": nil}
+	}
+	id := fmt.Sprintf("msg_sim%02d%02d", t.index+1, t.attempt)
+	var blocks []map[string]any
+	if think != "" {
+		blocks = append(blocks, map[string]any{"type": "thinking", "thinking": think, "signature": signature(think)})
+	}
+	if say != "" {
+		blocks = append(blocks, map[string]any{"type": "text", "text": say, "citations": nil})
+	}
+	for _, c := range calls {
+		var in any = json.RawMessage(c.Input)
+		if !json.Valid([]byte(c.Input)) {
+			in = map[string]any{}
+		}
+		blocks = append(blocks, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": in, "caller": map[string]any{"type": "direct"}})
+	}
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Request-Id", "req_sim")
+		json.NewEncoder(w).Encode(map[string]any{"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": blocks,
+			"stop_reason": stop, "stop_sequence": nil, "stop_details": nil, "container": nil, "usage": usage(output)})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Request-Id", "req_sim")
+	fl, _ := w.(http.Flusher)
+	send := func(event string, v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": id, "type": "message", "role": "assistant",
+		"model": req.Model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "stop_details": nil, "container": nil, "usage": usage(1)}})
+	send("ping", map[string]any{"type": "ping"})
+	if s.midFault(t, w, func() {
+		send("error", map[string]any{"type": "error", "error": map[string]any{"type": "overloaded_error", "message": faultMessage(t.fault)}, "request_id": "req_sim"})
+	}) {
+		return
+	}
+	for i, b := range blocks {
+		switch b["type"] {
+		case "thinking":
+			send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+			for _, p := range chunks(think) {
+				send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": p}})
+			}
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
+		case "text":
+			send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": "", "citations": nil}})
+			for _, p := range chunks(say) {
+				send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": p}})
+			}
+		case "tool_use":
+			c := calls[i-len(blocks)+len(calls)]
+			send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}, "caller": map[string]any{"type": "direct"}}})
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": ""}})
+			for _, p := range chunks(c.Input) {
+				send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": p}})
+			}
+		}
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil, "stop_details": nil, "container": nil}, "usage": usage(output)})
+	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// prevPrompt is the estimated prompt size of the last successful request
+// before t (what a cache would hold).
+func (s *Server) prevPrompt(t *turn) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := t.rec - 1; i >= 0; i-- {
+		if s.requests[i].Status == 200 {
+			return tokens(s.requests[i].Body)
+		}
+	}
+	return 0
+}
+
+// signature is a stand-in for a thinking block's signature: opaque, and
+// checkable (the replayed block must carry it unchanged).
+func signature(think string) string {
+	h := sha256.Sum256([]byte("sim-thinking:" + think))
+	return "sig_" + hex.EncodeToString(h[:16])
+}
+
+// renderAnthropic renders an action as a call of Anthropic's typed tools, when
+// the request declares them.
+func renderAnthropic(a Action, have map[string]declared, root string) (call, bool) {
+	editor := ""
+	for _, name := range []string{"str_replace_based_edit_tool", "str_replace_editor"} {
+		if d, ok := have[name]; ok && strings.HasPrefix(d.Kind, "text_editor_") {
+			editor = name
+		}
+	}
+	abs := func(p string) string {
+		if root == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(root, p)
+	}
+	var in map[string]any
+	name := editor
+	switch a.Kind {
+	case ActView:
+		in = map[string]any{"command": "view", "path": abs(a.Path)}
+		if a.Start > 0 {
+			end := a.End
+			if end == 0 {
+				end = -1
+			}
+			in["view_range"] = []int{a.Start, end}
+		}
+	case ActList:
+		p := a.Path
+		if p == "" {
+			p = "."
+		}
+		in = map[string]any{"command": "view", "path": strings.TrimSuffix(abs(p), "/.")}
+	case ActReplace:
+		in = map[string]any{"command": "str_replace", "path": abs(a.Path), "old_str": a.Old, "new_str": a.New}
+	case ActCreate:
+		in = map[string]any{"command": "create", "path": abs(a.Path), "file_text": a.Content}
+	case ActInsert:
+		field := "insert_text"
+		if editor == "str_replace_editor" {
+			field = "new_str"
+		}
+		in = map[string]any{"command": "insert", "path": abs(a.Path), "insert_line": a.Line, field: a.Content}
+	case ActRun:
+		if d, ok := have["bash"]; !ok || d.Kind != "bash_20250124" {
+			return call{}, false
+		}
+		return call{Name: "bash", Kind: "tool_use", Input: jsonInput(map[string]any{"command": a.Command})}, true
+	default:
+		return call{}, false
+	}
+	if editor == "" {
+		return call{}, false
+	}
+	return call{Name: name, Kind: "tool_use", Input: jsonInput(in)}, true
+}
