@@ -7,8 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,9 +40,9 @@ func registry() surface.Registry {
 
 // providerFlags select a provider and a model.
 type providerFlags struct {
-	provider   string
-	model      string
-	surface    string
+	provider    string
+	model       string
+	surface     string
 	script      string // sim: the script file
 	simDialect  string // sim: which dialect the in-process server speaks
 	serverTools multi
@@ -179,8 +179,8 @@ func (p *providerFlags) pickSurface() (*surface.Set, surface.Profile, error) {
 
 // workspaceFlags configure the workspace and its tools.
 type workspaceFlags struct {
-	root     string
-	ro, rw   multi
+	root      string
+	ro, rw    multi
 	timeout   time.Duration
 	allowEnv  multi
 	memoryDir string

@@ -18,6 +18,9 @@ import (
 //go:embed specs/openai-openapi.yaml
 var openaiSpec []byte
 
+//go:embed specs/anthropic-openapi.json
+var anthropicSpec []byte
+
 // Doc is a loaded API description.
 type Doc struct {
 	doc  *openapi3.T
@@ -46,6 +49,29 @@ func OpenAI() (*Doc, error) {
 		openaiDoc = &Doc{doc: d}
 	})
 	return openaiDoc, openaiErr
+}
+
+var (
+	anthropicOnce sync.Once
+	anthropicDoc  *Doc
+	anthropicErr  error
+)
+
+// Anthropic returns the Anthropic description, loaded once per process.
+func Anthropic() (*Doc, error) {
+	anthropicOnce.Do(func() {
+		d, err := openapi3.NewLoader().LoadFromData(anthropicSpec)
+		if err != nil {
+			anthropicErr = fmt.Errorf("load the Anthropic description: %w", err)
+			return
+		}
+		// This document is written in JSON Schema 2020 terms ({"type":
+		// "null"} alternatives, const tool types), which only the 2020
+		// validator honours; in OpenAPI 3.0 mode every typed tool would
+		// also match the custom tool schema.
+		anthropicDoc = &Doc{doc: d, opts: []openapi3.SchemaValidationOption{openapi3.EnableJSONSchema2020()}}
+	})
+	return anthropicDoc, anthropicErr
 }
 
 // Schema validates a JSON document against the named component schema.

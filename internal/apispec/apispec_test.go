@@ -41,3 +41,25 @@ func TestValidation(t *testing.T) {
 		t.Error("invalid error accepted")
 	}
 }
+
+func TestAnthropicValidation(t *testing.T) {
+	doc, err := Anthropic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],
+	  "tools":[{"type":"text_editor_20250728","name":"str_replace_based_edit_tool"},{"type":"bash_20250124","name":"bash"}],"stream":true}`
+	if err := doc.RequestBody("/v1/messages", "POST", []byte(good)); err != nil {
+		t.Fatalf("valid request rejected: %v", err)
+	}
+	for _, bad := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,                                   // no max_tokens
+		`{"model":"m","max_tokens":1,"messages":[{"role":"wizard","content":"hi"}]}`,                  // no such role
+		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result"}]}]}`, // tool_result without tool_use_id
+		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"bash_20250124","name":"shell"}]}`, // typed tool with a wrong name
+	} {
+		if err := doc.RequestBody("/v1/messages", "POST", []byte(bad)); err == nil {
+			t.Errorf("invalid request accepted: %s", bad)
+		}
+	}
+}

@@ -30,6 +30,9 @@ type Item struct {
 	Result *ToolResult `json:"result,omitempty"`
 	// Provider names the dialect that produced Raw ("ollama", "chat", ...).
 	Provider string `json:"provider,omitempty"`
+	// Response is the id of the model response the item came from, so that
+	// each response replays as the message it was.
+	Response string `json:"response,omitempty"`
 	// Raw is the provider's own form of the item, replayed verbatim to the
 	// same dialect. Its meaning is private to the adapter.
 	Raw json.RawMessage `json:"raw,omitempty"`

@@ -222,6 +222,7 @@ type turn struct {
 func messages(items []model.Item) ([]turn, error) {
 	var out []turn
 	const user, assistant = true, false
+	resp := "" // the response the open assistant message came from
 	add := func(role bool, b sdk.ContentBlockParamUnion) {
 		if n := len(out); n > 0 && out[n-1].user == role {
 			out[n-1].blocks = append(out[n-1].blocks, b)
@@ -230,6 +231,14 @@ func messages(items []model.Item) ([]turn, error) {
 		out = append(out, turn{user: role, blocks: []sdk.ContentBlockParamUnion{b}})
 	}
 	for _, it := range items {
+		if it.Kind != model.KindUser && it.Kind != model.KindToolResult {
+			// A new response starts a new assistant message (after a
+			// pause_turn two follow each other; the API joins them).
+			if n := len(out); n > 0 && !out[n-1].user && it.Response != resp {
+				out = append(out, turn{user: assistant})
+			}
+			resp = it.Response
+		}
 		switch it.Kind {
 		case model.KindUser:
 			add(user, sdk.NewTextBlock(it.Text))
@@ -259,7 +268,13 @@ func messages(items []model.Item) ([]turn, error) {
 			}
 		}
 	}
-	return out, nil
+	kept := out[:0]
+	for _, t := range out {
+		if len(t.blocks) > 0 { // a response with nothing to replay
+			kept = append(kept, t)
+		}
+	}
+	return kept, nil
 }
 
 func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, onDelta func(model.Delta)) (*model.Response, error) {
@@ -300,7 +315,7 @@ func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, onDelta 
 	resp := &model.Response{ID: msg.ID, Model: string(msg.Model), StopReason: stopReason(msg.StopReason)}
 	for _, b := range msg.Content {
 		raw := json.RawMessage(b.RawJSON())
-		it := model.Item{Provider: "anthropic", Raw: raw}
+		it := model.Item{Provider: "anthropic", Raw: raw, Response: msg.ID}
 		switch b.Type {
 		case "text":
 			it.Kind, it.Text = model.KindAssistant, b.Text

@@ -42,7 +42,9 @@ func (Bash) Decode(c model.ToolCall) ([]tool.Call, error) {
 }
 
 // EncodeError implements surface.ErrorEncoder.
-func (Bash) EncodeError(c model.ToolCall, err error) model.ToolResult { return errorResult(c, err.Error()) }
+func (Bash) EncodeError(c model.ToolCall, err error) model.ToolResult {
+	return errorResult(c, err.Error())
+}
 
 // Encode implements surface.Binding.
 func (Bash) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
