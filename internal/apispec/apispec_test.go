@@ -53,9 +53,9 @@ func TestAnthropicValidation(t *testing.T) {
 		t.Fatalf("valid request rejected: %v", err)
 	}
 	for _, bad := range []string{
-		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,                                   // no max_tokens
-		`{"model":"m","max_tokens":1,"messages":[{"role":"wizard","content":"hi"}]}`,                  // no such role
-		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result"}]}]}`, // tool_result without tool_use_id
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,                                                                 // no max_tokens
+		`{"model":"m","max_tokens":1,"messages":[{"role":"wizard","content":"hi"}]}`,                                                // no such role
+		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result"}]}]}`,                              // tool_result without tool_use_id
 		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"bash_20250124","name":"shell"}]}`, // typed tool with a wrong name
 	} {
 		if err := doc.RequestBody("/v1/messages", "POST", []byte(bad)); err == nil {

@@ -153,3 +153,99 @@ func TestChatFaultBodiesMatchSpec(t *testing.T) {
 		t.Errorf("error event: %v", err)
 	}
 }
+
+// TestMessagesDialectMatchesSpec checks the events, bodies and errors the
+// simulator authors in the Messages dialect against the official schemas,
+// for a turn with a thinking block, text and typed tool calls.
+func TestMessagesDialectMatchesSpec(t *testing.T) {
+	doc, err := apispec.Anthropic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := sim.ParseScript([]byte(`{"steps": [
+	  {"think": "Plan.", "say": "Looking.", "actions": [{"kind": "view", "path": "a.go", "start": 1, "end": 5}, {"kind": "run", "command": "go test ./..."}],
+	   "faults": [{"kind": "status", "status": 529}, {"kind": "mid_stream_error"}]}]}`))
+	srv := sim.New(s)
+	srv.Root = "/repo"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, _ := srv.Listen(ctx)
+	body := `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"fix"}]}],
+	  "tools":[{"type":"text_editor_20250728","name":"str_replace_based_edit_tool"},{"type":"bash_20250124","name":"bash"}]}`
+	if err := doc.RequestBody("/v1/messages", "POST", []byte(body)); err != nil {
+		t.Fatalf("the test's own request is invalid: %v", err)
+	}
+	do := func(b string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("POST", base+"/v1/messages", strings.NewReader(b))
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		req.Header.Set("X-Api-Key", "k")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		buf.ReadFrom(resp.Body)
+		return resp, buf.Bytes()
+	}
+	events := func(b []byte) (types []string, datas []string) {
+		for _, block := range strings.Split(string(b), "\n\n") {
+			var ev, data string
+			for _, l := range strings.Split(block, "\n") {
+				if v, ok := strings.CutPrefix(l, "event: "); ok {
+					ev = v
+				}
+				if v, ok := strings.CutPrefix(l, "data: "); ok {
+					data = v
+				}
+			}
+			if ev != "" {
+				types, datas = append(types, ev), append(datas, data)
+			}
+		}
+		return
+	}
+	// Attempt 1: a 529 overloaded error.
+	resp, b := do(body)
+	if resp.StatusCode != 529 || resp.Header.Get("Request-Id") == "" {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if err := doc.Schema("ErrorResponse", b); err != nil || !strings.Contains(string(b), "overloaded_error") {
+		t.Errorf("529 body: %v %s", err, b)
+	}
+	// Attempt 2: an error event after message_start.
+	_, b = do(body)
+	types, datas := events(b)
+	if strings.Join(types, " ") != "message_start ping error" {
+		t.Fatalf("mid-stream events %v", types)
+	}
+	if err := doc.Schema("ErrorResponse", []byte(datas[2])); err != nil {
+		t.Errorf("error event: %v", err)
+	}
+	// Attempt 3: the full stream, in the documented order.
+	resp, b = do(body)
+	if resp.Header.Get("Content-Type") != "text/event-stream; charset=utf-8" {
+		t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
+	}
+	types, datas = events(b)
+	want := "message_start ping content_block_start content_block_delta content_block_delta content_block_stop content_block_start content_block_delta content_block_stop"
+	if got := strings.Join(types, " "); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "content_block_stop message_delta message_stop") {
+		t.Fatalf("event order: %s", got)
+	}
+	for i, d := range datas {
+		if types[i] == "ping" {
+			continue // the vendored description adds its own Ping event; checked by shape below
+		}
+		if err := doc.Schema("MessageStreamEvent", []byte(d)); err != nil {
+			t.Errorf("event %d (%s): %v\n%s", i, types[i], err, d)
+		}
+	}
+	if !strings.Contains(string(b), `"path\":\"/repo/a.go\"`) && !strings.Contains(string(b), `/repo/a.go`) {
+		t.Errorf("the editor call does not name the absolute path: %s", b)
+	}
+	// A non-streaming request gets a Message body.
+	_, b = do(strings.Replace(body, `"stream":true`, `"stream":false`, 1))
+	if err := doc.Schema("Message", b); err != nil {
+		t.Errorf("message body: %v\n%s", err, b)
+	}
+}
