@@ -33,7 +33,9 @@ import (
 // registry lists the surfaces this build offers.
 func registry() surface.Registry {
 	return surface.Registry{
-		generic.Name:   func(surface.Profile) []surface.Binding { return generic.Bindings() },
+		generic.Name: func(surface.Profile) []surface.Binding {
+			return append(generic.Bindings(), anthropic.MemoryFunction{})
+		},
 		anthropic.Name: anthropic.Bindings,
 	}
 }

@@ -183,6 +183,8 @@ func (a *Agent) loop(ctx context.Context, start time.Time) *Outcome {
 				return &Outcome{Status: StatusRefused, Turns: turn, Text: resp.Text(), Reason: "the model refused"}
 			case model.StopMaxTokens:
 				return &Outcome{Status: StatusCompleted, Turns: turn, Text: resp.Text(), Reason: "the model's output hit its max_tokens limit"}
+			case model.StopContext:
+				return &Outcome{Status: StatusBudget, Turns: turn, Text: resp.Text(), Reason: "stopped: the conversation filled the model's context window"}
 			}
 			return &Outcome{Status: StatusCompleted, Turns: turn, Text: resp.Text()}
 		}

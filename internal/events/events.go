@@ -82,6 +82,9 @@ type ItemTruss struct {
 	IsError bool              `json:"is_error,omitempty"`
 	Error   string            `json:"error_kind,omitempty"`
 	Changes []tool.FileChange `json:"changes,omitempty"`
+	// Unverified marks a tool the provider executed: Truss saw only what
+	// the provider reported.
+	Unverified bool `json:"unverified,omitempty"`
 }
 
 // Usage is turn.completed's usage.
@@ -153,6 +156,14 @@ func (e *Encoder) Observe(ev agent.Event) {
 				}
 			case model.KindAssistant:
 				e.write(Event{Type: "item.completed", Item: &Item{ID: e.itemID(), Type: "agent_message", Text: it.Text}})
+			case model.KindServerTool:
+				// Executed by the provider, not by Truss: reported, never verified.
+				raw := json.RawMessage(it.Raw)
+				if !json.Valid(raw) {
+					raw = nil
+				}
+				e.write(Event{Type: "item.completed", Item: &Item{ID: e.itemID(), Type: "provider_tool", Tool: it.Text, Arguments: raw,
+					Status: "completed", Truss: &ItemTruss{Tool: it.Text, Unverified: true}}})
 			}
 		}
 	case agent.EventCallStarted:

@@ -56,6 +56,7 @@ type Client struct {
 	cfg    Config
 	client sdk.Client
 	wire   provider.Capture
+	cache  provider.MessageCache
 }
 
 // New returns a client.
@@ -84,14 +85,14 @@ func (c *Client) Name() string { return "anthropic" }
 
 // Turn implements provider.Provider.
 func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
-	params, err := c.params(req)
+	body, err := c.body(req)
 	if err != nil {
 		return nil, err
 	}
 	var resp *model.Response
 	attempts, err := c.cfg.Retry.Do(ctx, func(int) error {
 		var err error
-		resp, err = c.once(ctx, params, onDelta)
+		resp, err = c.once(ctx, sdk.MessageNewParams{Model: sdk.Model(req.Model)}, body, onDelta)
 		return err
 	})
 	if err != nil {
@@ -110,6 +111,7 @@ func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
 	return json.Marshal(tools)
 }
 
+// params returns the request's SDK params without its messages.
 func (c *Client) params(req *model.Request) (sdk.MessageNewParams, error) {
 	maxTokens := int64(req.MaxTokens)
 	if maxTokens == 0 {
@@ -131,24 +133,49 @@ func (c *Client) params(req *model.Request) (sdk.MessageNewParams, error) {
 		return p, err
 	}
 	p.Tools = tools
-	turns, err := messages(req.Items)
-	if err != nil {
-		return p, err
-	}
-	if !c.cfg.NoCache && len(turns) > 0 {
-		last := turns[len(turns)-1].blocks
-		if cc := last[len(last)-1].GetCacheControl(); cc != nil {
-			*cc = sdk.NewCacheControlEphemeralParam()
-		}
-	}
-	for _, t := range turns {
-		if t.user {
-			p.Messages = append(p.Messages, sdk.NewUserMessage(t.blocks...))
-		} else {
-			p.Messages = append(p.Messages, sdk.NewAssistantMessage(t.blocks...))
-		}
-	}
 	return p, nil
+}
+
+// body encodes the request: the SDK encodes every part; each message is
+// encoded once and reused on later turns (provider.MessageCache), except the
+// last, which carries the moving cache breakpoint.
+func (c *Client) body(req *model.Request) ([]byte, error) {
+	p, err := c.params(req)
+	if err != nil {
+		return nil, err
+	}
+	head, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	turns := turnsOf(req.Items)
+	spans := make([]provider.Span, len(turns))
+	for i, t := range turns {
+		spans[i] = provider.Span{Start: t.start, End: t.end}
+	}
+	last := len(turns) - 1
+	msgs, err := c.cache.Encode(req.Items, spans, func(i int) (json.RawMessage, error) {
+		t := turns[i]
+		bs, err := blocks(req.Items[t.start:t.end])
+		if err != nil {
+			return nil, err
+		}
+		if i == last && !c.cfg.NoCache {
+			// The latest message carries the moving cache breakpoint; it
+			// is never cached itself.
+			if cc := bs[len(bs)-1].GetCacheControl(); cc != nil {
+				*cc = sdk.NewCacheControlEphemeralParam()
+			}
+		}
+		if t.user {
+			return json.Marshal(sdk.NewUserMessage(bs...))
+		}
+		return json.Marshal(sdk.NewAssistantMessage(bs...))
+	}, func(i int) bool { return i == last })
+	if err != nil {
+		return nil, err
+	}
+	return provider.JoinBody(head, `"stream":true,`, msgs)
 }
 
 // tools declares the typed, function and server tools.
@@ -209,76 +236,85 @@ func (c *Client) tools(specs []model.ToolSpec) ([]sdk.ToolUnionParam, error) {
 	return out, nil
 }
 
-// messages turns the transcript into Messages: a user message for user text
-// and for each run of tool results (results first, as the API requires), an
-// assistant message for each run of assistant-side items, replayed from their
-// raw blocks when they came from this dialect.
-// turn is one message being assembled.
+// turn is one message: its role and the items [start, end) it is made of.
 type turn struct {
-	user   bool
-	blocks []sdk.ContentBlockParamUnion
+	user       bool
+	start, end int
 }
 
-func messages(items []model.Item) ([]turn, error) {
-	var out []turn
-	const user, assistant = true, false
-	resp := "" // the response the open assistant message came from
-	add := func(role bool, b sdk.ContentBlockParamUnion) {
-		if n := len(out); n > 0 && out[n-1].user == role {
-			out[n-1].blocks = append(out[n-1].blocks, b)
-			return
-		}
-		out = append(out, turn{user: role, blocks: []sdk.ContentBlockParamUnion{b}})
+// replayable reports whether an item becomes a block of the request.
+func replayable(it model.Item) bool {
+	switch it.Kind {
+	case model.KindUser, model.KindToolResult, model.KindToolCall:
+		return true
 	}
-	for _, it := range items {
-		if it.Kind != model.KindUser && it.Kind != model.KindToolResult {
-			// A new response starts a new assistant message (after a
-			// pause_turn two follow each other; the API joins them).
-			if n := len(out); n > 0 && !out[n-1].user && it.Response != resp {
-				out = append(out, turn{user: assistant})
-			}
+	if it.Provider == "anthropic" && len(it.Raw) > 0 {
+		return true
+	}
+	return it.Kind == model.KindAssistant && it.Text != ""
+}
+
+// turnsOf divides the transcript into Messages without building them: a
+// user message for user text and each run of tool results (results first,
+// as the API requires), an assistant message for each response (after a
+// pause_turn two follow each other; the API joins them).
+func turnsOf(items []model.Item) []turn {
+	var out []turn
+	resp := ""
+	for i, it := range items {
+		if !replayable(it) {
+			continue
+		}
+		user := it.Kind == model.KindUser || it.Kind == model.KindToolResult
+		n := len(out)
+		if n > 0 && out[n-1].user == user && (user || it.Response == resp) {
+			out[n-1].end = i + 1
+		} else {
+			out = append(out, turn{user: user, start: i, end: i + 1})
+		}
+		if !user {
 			resp = it.Response
 		}
-		switch it.Kind {
-		case model.KindUser:
-			add(user, sdk.NewTextBlock(it.Text))
-		case model.KindToolResult:
-			r := it.Result
-			add(user, sdk.NewToolResultBlock(r.CallID, r.Text, r.IsError))
-		default:
-			if it.Provider == "anthropic" && len(it.Raw) > 0 {
-				var blk sdk.ContentBlockUnion
-				if err := json.Unmarshal(it.Raw, &blk); err != nil {
-					return nil, fmt.Errorf("replay a %s block: %w", it.Kind, err)
-				}
-				add(assistant, blk.ToParam())
-				continue
-			}
-			switch it.Kind { // items from another dialect (a resumed session)
-			case model.KindAssistant:
-				if it.Text != "" {
-					add(assistant, sdk.NewTextBlock(it.Text))
-				}
-			case model.KindToolCall:
-				var input any = json.RawMessage(it.Call.Input)
-				if !json.Valid([]byte(it.Call.Input)) {
-					input = map[string]string{"INVALID_JSON": it.Call.Input}
-				}
-				add(assistant, sdk.NewToolUseBlock(it.Call.ID, input, it.Call.Name))
-			}
-		}
 	}
-	kept := out[:0]
-	for _, t := range out {
-		if len(t.blocks) > 0 { // a response with nothing to replay
-			kept = append(kept, t)
-		}
-	}
-	return kept, nil
+	return out
 }
 
-func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, onDelta func(model.Delta)) (*model.Response, error) {
-	stream := c.client.Messages.NewStreaming(ctx, params)
+// blocks builds a message's blocks: replayed from their raw form when they
+// came from this dialect, else made from the neutral item (a resumed
+// session that began with another provider).
+func blocks(items []model.Item) ([]sdk.ContentBlockParamUnion, error) {
+	var out []sdk.ContentBlockParamUnion
+	for _, it := range items {
+		if !replayable(it) {
+			continue
+		}
+		switch {
+		case it.Kind == model.KindUser:
+			out = append(out, sdk.NewTextBlock(it.Text))
+		case it.Kind == model.KindToolResult:
+			r := it.Result
+			out = append(out, sdk.NewToolResultBlock(r.CallID, r.Text, r.IsError))
+		case it.Provider == "anthropic" && len(it.Raw) > 0:
+			var blk sdk.ContentBlockUnion
+			if err := json.Unmarshal(it.Raw, &blk); err != nil {
+				return nil, fmt.Errorf("replay a %s block: %w", it.Kind, err)
+			}
+			out = append(out, blk.ToParam())
+		case it.Kind == model.KindAssistant:
+			out = append(out, sdk.NewTextBlock(it.Text))
+		case it.Kind == model.KindToolCall:
+			var input any = json.RawMessage(it.Call.Input)
+			if !json.Valid([]byte(it.Call.Input)) {
+				input = map[string]string{"INVALID_JSON": it.Call.Input}
+			}
+			out = append(out, sdk.NewToolUseBlock(it.Call.ID, input, it.Call.Name))
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
+	stream := c.client.Messages.NewStreaming(ctx, params, option.WithRequestBody("application/json", body))
 	defer stream.Close()
 	var msg sdk.Message
 	stopped := false

@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -51,7 +50,7 @@ type Config struct {
 type Client struct {
 	cfg    Config
 	client openai.Client
-	cache  msgCache
+	cache  provider.MessageCache
 	wire   provider.Capture
 }
 
@@ -123,9 +122,8 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 }
 
 // body encodes the request. Every part is encoded by the SDK's own param
-// types; the messages come from a cache, so that a turn encodes only the
-// messages new since the last one instead of the whole history again (the
-// cost that otherwise grows with every turn of a long session).
+// types; each message is encoded once and reused on later turns
+// (provider.MessageCache).
 func (c *Client) body(req *model.Request) ([]byte, error) {
 	p, err := c.params(req)
 	if err != nil {
@@ -138,10 +136,15 @@ func (c *Client) body(req *model.Request) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	if len(head) < 2 || head[len(head)-1] != '}' || bytes.Contains(head, []byte(`"messages":`)) {
-		return nil, fmt.Errorf("encode request: unexpected head %.80q", head)
+	if bytes.Contains(head, []byte(`"messages":`)) {
+		return nil, fmt.Errorf("encode request: messages in the head")
 	}
-	msgs, err := c.cache.messages(req.Items)
+	groups := groupItems(req.Items)
+	spans := make([]provider.Span, len(groups))
+	for i, g := range groups {
+		spans[i] = provider.Span{Start: g.start, End: g.end}
+	}
+	msgs, err := c.cache.Encode(req.Items, spans, func(i int) (json.RawMessage, error) { return json.Marshal(groups[i].msg) }, func(int) bool { return false })
 	if err != nil {
 		return nil, err
 	}
@@ -152,90 +155,13 @@ func (c *Client) body(req *model.Request) ([]byte, error) {
 		}
 		msgs = append([]json.RawMessage{sys}, msgs...)
 	}
-	var buf bytes.Buffer
-	size := len(head) + 32
-	for _, m := range msgs {
-		size += len(m) + 1
-	}
-	buf.Grow(size)
-	buf.Write(head[:len(head)-1])
-	buf.WriteString(`,"stream":true,"messages":[`)
-	for i, m := range msgs {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(m)
-	}
-	buf.WriteString("]}")
-	return buf.Bytes(), nil
+	return provider.JoinBody(head, `"stream":true,`, msgs)
 }
 
-// group is the messages built from items[start:end].
+// group is the message built from items[start:end].
 type group struct {
 	start, end int
 	msg        openai.ChatCompletionMessageParamUnion
-	raw        json.RawMessage
-}
-
-// msgCache keeps the encoded messages of the last request. A transcript only
-// grows, so each turn encodes only the messages past the unchanged prefix.
-type msgCache struct {
-	mu     sync.Mutex
-	items  []model.Item
-	groups []group
-}
-
-func (mc *msgCache) messages(items []model.Item) ([]json.RawMessage, error) {
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	prefix := 0
-	for prefix < len(items) && prefix < len(mc.items) && sameItem(items[prefix], mc.items[prefix]) {
-		prefix++
-	}
-	old := map[[2]int]json.RawMessage{}
-	for _, g := range mc.groups {
-		if g.end <= prefix {
-			old[[2]int{g.start, g.end}] = g.raw
-		}
-	}
-	groups := groupItems(items)
-	out := make([]json.RawMessage, len(groups))
-	for i := range groups {
-		g := &groups[i]
-		if raw, ok := old[[2]int{g.start, g.end}]; ok {
-			g.raw = raw
-		} else {
-			raw, err := json.Marshal(g.msg)
-			if err != nil {
-				return nil, fmt.Errorf("encode message: %w", err)
-			}
-			g.raw = raw
-		}
-		out[i] = g.raw
-	}
-	mc.items = append(mc.items[:0], items...)
-	mc.groups = groups
-	return out, nil
-}
-
-// sameItem reports whether two transcript items are the same item.
-func sameItem(a, b model.Item) bool {
-	if a.Kind != b.Kind || a.Text != b.Text || a.Provider != b.Provider {
-		return false
-	}
-	if a.Call != b.Call && (a.Call == nil || b.Call == nil || *a.Call != *b.Call) {
-		return false
-	}
-	if a.Result != b.Result {
-		if a.Result == nil || b.Result == nil {
-			return false
-		}
-		x, y := a.Result, b.Result
-		if x.CallID != y.CallID || x.Name != y.Name || x.Text != y.Text || x.IsError != y.IsError || string(x.Native) != string(y.Native) {
-			return false
-		}
-	}
-	return true
 }
 
 // groupItems turns transcript items into messages: a user item is a user

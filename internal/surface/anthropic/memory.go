@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/memory"
 )
@@ -269,3 +270,40 @@ func HumanSize(n int64) string {
 	}
 	return fmt.Sprint(n)
 }
+
+// MemoryFunction offers the memory capability as a plain function tool, for
+// providers without Anthropic's typed one. It takes the typed tool's
+// commands and answers with the same strings.
+type MemoryFunction struct{}
+
+// Spec implements surface.Binding.
+func (MemoryFunction) Spec() model.ToolSpec {
+	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+	return model.ToolSpec{Kind: model.ToolFunction, Name: "memory",
+		Description: "A memory directory that persists across sessions, addressed as /memories. Check it before starting a task " +
+			"and record what later work will need. Commands: view (a directory or a file, optional view_range), create, " +
+			"str_replace, insert, delete, rename.",
+		Parameters: surface.Schema(map[string]any{
+			"command":     map[string]any{"type": "string", "enum": []string{"view", "create", "str_replace", "insert", "delete", "rename"}},
+			"path":        str("A path under /memories (all commands but rename)."),
+			"view_range":  map[string]any{"type": "array", "items": map[string]any{"type": "integer"}, "description": "view: [first line, last line], -1 for the end."},
+			"file_text":   str("create: the file's content."),
+			"old_str":     str("str_replace: the exact text to replace, which must be unique."),
+			"new_str":     str("str_replace: the new text."),
+			"insert_line": map[string]any{"type": "integer", "description": "insert: the line after which to insert (0 = the top)."},
+			"insert_text": str("insert: the text to insert."),
+			"old_path":    str("rename: the current path."),
+			"new_path":    str("rename: the new path, which must not exist."),
+		}, "command")}
+}
+
+// Decode implements surface.Binding.
+func (MemoryFunction) Decode(c model.ToolCall) ([]tool.Call, error) { return DecodeMemory(c, "generic") }
+
+// EncodeError implements surface.ErrorEncoder.
+func (MemoryFunction) EncodeError(c model.ToolCall, err error) model.ToolResult {
+	return errorResult(c, err.Error())
+}
+
+// Encode implements surface.Binding.
+func (MemoryFunction) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult { return EncodeMemory(c, rs) }
