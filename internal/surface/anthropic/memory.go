@@ -298,7 +298,9 @@ func (MemoryFunction) Spec() model.ToolSpec {
 }
 
 // Decode implements surface.Binding.
-func (MemoryFunction) Decode(c model.ToolCall) ([]tool.Call, error) { return DecodeMemory(c, "generic") }
+func (MemoryFunction) Decode(c model.ToolCall) ([]tool.Call, error) {
+	return DecodeMemory(c, "generic")
+}
 
 // EncodeError implements surface.ErrorEncoder.
 func (MemoryFunction) EncodeError(c model.ToolCall, err error) model.ToolResult {
@@ -306,4 +308,6 @@ func (MemoryFunction) EncodeError(c model.ToolCall, err error) model.ToolResult 
 }
 
 // Encode implements surface.Binding.
-func (MemoryFunction) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult { return EncodeMemory(c, rs) }
+func (MemoryFunction) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
+	return EncodeMemory(c, rs)
+}
