@@ -57,12 +57,14 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// simserve DIALECT SCRIPT|demo: serves the simulated model for the rest of
-// the script and points the dialect's environment variable at it
-// (OLLAMA_HOST for ollama, OPENAI_BASE_URL for chat).
+// simserve DIALECT SCRIPT|demo [ROOT]: serves the simulated model for the
+// rest of the script and points the dialect's environment variable at it
+// (OLLAMA_HOST for ollama, OPENAI_BASE_URL for chat, ANTHROPIC_BASE_URL and
+// ANTHROPIC_API_KEY for anthropic). ROOT is the workspace the model names
+// files in by absolute path.
 func simServe(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: simserve ollama|chat SCRIPT|demo")
+	if len(args) != 2 && len(args) != 3 {
+		ts.Fatalf("usage: simserve ollama|chat|anthropic SCRIPT|demo [ROOT]")
 	}
 	b := examples.DemoScript
 	if args[1] != "demo" {
@@ -73,6 +75,10 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.Defer(cancel)
 	srv := sim.New(s)
+	if len(args) == 3 {
+		srv.Root, err = filepath.EvalSymlinks(ts.MkAbs(args[2]))
+		ts.Check(err)
+	}
 	base, err := srv.Listen(ctx)
 	ts.Check(err)
 	ss := ts.Value(simsKey{}).(*sims)
@@ -83,6 +89,10 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Setenv("OLLAMA_HOST", base)
 	case "chat":
 		ts.Setenv("OPENAI_BASE_URL", base+"/v1")
+	case "anthropic":
+		ts.Setenv("ANTHROPIC_BASE_URL", base)
+		ts.Setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+		srv.APIKey = "sk-ant-test"
 	default:
 		ts.Fatalf("unknown dialect %q", args[0])
 	}
@@ -115,8 +125,15 @@ func simCheck(ts *testscript.TestScript, neg bool, args []string) {
 		if err := r.CheckPairing(); err != nil {
 			ts.Fatalf("request %d: %v", i, err)
 		}
-		if dialect == "chat" {
+		switch dialect {
+		case "chat":
 			if err := doc.RequestBody("/chat/completions", "POST", r.Body); err != nil {
+				ts.Fatalf("request %d does not match the API description: %v", i, err)
+			}
+		case "anthropic":
+			adoc, err := apispec.Anthropic()
+			ts.Check(err)
+			if err := adoc.RequestBody("/v1/messages", "POST", r.Body); err != nil {
 				ts.Fatalf("request %d does not match the API description: %v", i, err)
 			}
 		}

@@ -257,7 +257,16 @@ type messages struct {
 		ToolCalls  []struct {
 			ID string `json:"id"`
 		} `json:"tool_calls"`
+		// Content is a string, or (Messages API) a list of blocks.
+		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+}
+
+// block is a Messages API content block, as far as pairing needs it.
+type block struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	ToolUseID string `json:"tool_use_id"`
 }
 
 // assistantTurns counts the assistant messages of a request: the number of
@@ -287,6 +296,17 @@ func (r Recorded) ToolCalls() (calls, results []string, err error) {
 		}
 		if msg.Role == "tool" {
 			results = append(results, msg.ToolCallID)
+		}
+		var blocks []block
+		if json.Unmarshal(msg.Content, &blocks) == nil {
+			for _, b := range blocks {
+				switch b.Type {
+				case "tool_use":
+					calls = append(calls, b.ID)
+				case "tool_result":
+					results = append(results, b.ToolUseID)
+				}
+			}
 		}
 	}
 	return calls, results, nil
