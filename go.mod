@@ -3,20 +3,27 @@ module github.com/trussdev/truss
 go 1.26.0
 
 require (
-	github.com/anthropics/anthropic-sdk-go/v2 v2.17.0 // indirect
-	github.com/aymanbagabas/go-udiff v0.4.2 // indirect
+	github.com/anthropics/anthropic-sdk-go/v2 v2.17.0
+	github.com/aymanbagabas/go-udiff v0.4.2
+	github.com/getkin/kin-openapi v0.153.0
+	github.com/openai/openai-go/v3 v3.102.0
+	github.com/rogpeppe/go-internal v1.16.0
+	github.com/transparency-dev/formats v0.1.1
+	github.com/transparency-dev/merkle v0.0.2
+	golang.org/x/mod v0.43.0
+	golang.org/x/tools v0.52.0
+)
+
+require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
-	github.com/getkin/kin-openapi v0.153.0 // indirect
 	github.com/go-logr/logr v1.4.2 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
-	github.com/openai/openai-go/v3 v3.102.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
@@ -29,6 +36,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.33.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	golang.org/x/tools v0.52.0 // indirect
 )

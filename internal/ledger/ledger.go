@@ -1,0 +1,483 @@
+// Package ledger writes and verifies Truss's signed, tamper-evident session
+// ledger.
+//
+// # Layout
+//
+// A ledger is a directory:
+//
+//	entries.jsonl          one entry per line, appended, never rewritten
+//	payloads/<sha256 hex>  content-addressed payloads, written once
+//	checkpoints/<size>     signed checkpoints, one file per tree size (20 digits)
+//
+// # Entries
+//
+// An entry is one JSON object on one line (UTF-8, no trailing spaces,
+// terminated by a single '\n'), with these members in this order:
+//
+//	"v"        1, the format version
+//	"seq"      the entry's index, 0, 1, 2, ... without gaps
+//	"time"     RFC 3339 UTC time with nanoseconds
+//	"session"  the session id (the same in every entry)
+//	"type"     the event: session.start, model.response, tool.call,
+//	           tool.result, provider_tool, validation, session.end, ...
+//	"prev"     hex SHA-256 leaf hash of the previous entry ("" for seq 0)
+//	"data"     an object with the event's small fields, its keys sorted at
+//	           every depth
+//	"payloads" an object from payload names to hex SHA-256 digests
+//
+// Strings and numbers are encoded as Go's encoding/json does with HTML
+// escaping off; a verifier may re-encode an entry this way to name an
+// edited entry, but needs nothing but the line's bytes for the tree.
+//
+// The leaf of entry i is the RFC 6962 leaf hash of the line's bytes without
+// its '\n': SHA-256(0x00 || line). The tree over leaves 0..n-1 is the RFC
+// 6962 Merkle tree; its root is the tree hash of size n.
+//
+// # Payloads
+//
+// Each digest named in an entry's "payloads" (and, in tool.result entries,
+// each non-empty "before" and "after" digest of data.changes whose content
+// was captured) names a file payloads/<digest> whose SHA-256 is that digest.
+//
+// # Checkpoints
+//
+// After every model turn and at the end of a session the writer appends a
+// checkpoint: a C2SP tlog-checkpoint (origin line, tree size, base64 root
+// hash) signed as a C2SP signed note with the installation's Ed25519 key.
+// The origin is "<key name>/session/<session id>". The files are fsynced.
+//
+// # Verification
+//
+// Verify recomputes every leaf and the tree; checks "v", "seq", "session"
+// and "prev" of every entry; checks every checkpoint's signature with the
+// verifier key and that its root is the tree hash of the first size
+// entries (which makes successive checkpoints consistent); and checks every
+// payload against its digest. Entries past the last checkpoint are the
+// unsealed tail: reported, not covered by a signature.
+package ledger
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Version is the entry format version.
+const Version = 1
+
+// Entry is one ledger entry.
+type Entry struct {
+	V        int               `json:"v"`
+	Seq      uint64            `json:"seq"`
+	Time     string            `json:"time"`
+	Session  string            `json:"session"`
+	Type     string            `json:"type"`
+	Prev     string            `json:"prev"`
+	Data     any               `json:"data"`
+	Payloads map[string]string `json:"payloads"`
+}
+
+// Writer appends to a ledger. It is safe for concurrent use; entries are
+// appended in the order Append is called.
+type Writer struct {
+	mu      sync.Mutex
+	dir     string
+	session string
+	origin  string
+	signer  note.Signer
+	f       *os.File
+	rng     *compact.Range
+	seq     uint64
+	prev    []byte
+	sealed  uint64
+	now     func() time.Time
+}
+
+var rf = &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+
+// Origin returns the checkpoint origin of a session's ledger.
+func Origin(keyName, session string) string { return keyName + "/session/" + session }
+
+// Create creates a ledger in dir (which must not hold one) for a session,
+// signing checkpoints with signer.
+func Create(dir, session string, signer note.Signer) (*Writer, error) {
+	for _, d := range []string{dir, filepath.Join(dir, "payloads"), filepath.Join(dir, "checkpoints")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "entries.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	return &Writer{dir: dir, session: session, origin: Origin(signer.Name(), session), signer: signer, f: f,
+		rng: rf.NewEmptyRange(0), now: time.Now}, nil
+}
+
+// Dir returns the ledger's directory.
+func (w *Writer) Dir() string { return w.dir }
+
+// Origin returns the checkpoint origin.
+func (w *Writer) Origin() string { return w.origin }
+
+// Put stores a payload and returns its hex SHA-256 digest.
+func (w *Writer) Put(b []byte) (string, error) { return putPayload(w.dir, b) }
+
+func putPayload(dir string, b []byte) (string, error) {
+	sum := sha256.Sum256(b)
+	d := hex.EncodeToString(sum[:])
+	p := filepath.Join(dir, "payloads", d)
+	if _, err := os.Stat(p); err == nil {
+		return d, nil
+	}
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := p + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return "", fmt.Errorf("ledger payload: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("ledger payload: %w", err)
+	}
+	return d, nil
+}
+
+// Append appends an entry of the given type and returns its sequence number.
+// Payloads maps names to digests from Put.
+func (w *Writer) Append(typ string, data any, payloads map[string]string) (uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if payloads == nil {
+		payloads = map[string]string{}
+	}
+	if data == nil {
+		data = struct{}{}
+	}
+	cd, err := canonical(data)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: entry %d data: %w", w.seq, err)
+	}
+	e := Entry{V: Version, Seq: w.seq, Time: w.now().UTC().Format(time.RFC3339Nano), Session: w.session, Type: typ,
+		Prev: hex.EncodeToString(w.prev), Data: cd, Payloads: payloads}
+	line, err := marshal(e)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: entry %d: %w", w.seq, err)
+	}
+	if _, err := w.f.Write(append(line, '\n')); err != nil {
+		return 0, fmt.Errorf("ledger: append entry %d: %w", w.seq, err)
+	}
+	leaf := rfc6962.DefaultHasher.HashLeaf(line)
+	if err := w.rng.Append(leaf, nil); err != nil {
+		return 0, fmt.Errorf("ledger: %w", err)
+	}
+	w.prev = leaf
+	w.seq++
+	return e.Seq, nil
+}
+
+// canonical re-encodes v with object keys sorted at every depth and numbers
+// as written.
+func canonical(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(x); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// marshal encodes an entry as its one line.
+func marshal(e Entry) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Checkpoint syncs the entries and writes a signed checkpoint of the tree as
+// it is now. It returns the checkpoint (the signed note).
+func (w *Writer) Checkpoint() ([]byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.checkpoint()
+}
+
+func (w *Writer) checkpoint() ([]byte, error) {
+	if err := w.f.Sync(); err != nil {
+		return nil, fmt.Errorf("ledger: sync: %w", err)
+	}
+	root, err := w.root()
+	if err != nil {
+		return nil, err
+	}
+	cp := log.Checkpoint{Origin: w.origin, Size: w.seq, Hash: root}
+	signed, err := note.Sign(&note.Note{Text: string(cp.Marshal())}, w.signer)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: sign checkpoint: %w", err)
+	}
+	p := filepath.Join(w.dir, "checkpoints", fmt.Sprintf("%020d", w.seq))
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: checkpoint: %w", err)
+	}
+	_, err = f.Write(signed)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return nil, fmt.Errorf("ledger: checkpoint: %w", err)
+	}
+	if d, err := os.Open(filepath.Join(w.dir, "checkpoints")); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	w.sealed = w.seq
+	return signed, nil
+}
+
+func (w *Writer) root() ([]byte, error) {
+	if w.seq == 0 {
+		return rfc6962.DefaultHasher.EmptyRoot(), nil
+	}
+	return w.rng.GetRootHash(nil)
+}
+
+// Size returns the number of entries.
+func (w *Writer) Size() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seq
+}
+
+// Close writes a final checkpoint if entries are unsealed, and closes.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var err error
+	if w.seq != w.sealed || w.seq == 0 {
+		_, err = w.checkpoint()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ---- Verification ----
+
+// Report is the outcome of a verification.
+type Report struct {
+	Entries     uint64 // entries read
+	Sealed      uint64 // entries covered by the last valid checkpoint
+	Checkpoints int
+	Root        []byte // root of the last checkpoint
+	Origin      string
+	Session     string
+	Payloads    int // payloads checked
+	Unsealed    uint64
+}
+
+// Error is a verification failure, naming what is wrong.
+type Error struct {
+	Entry  int64 // the first bad entry, -1 when the fault is not an entry's
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Entry >= 0 {
+		return fmt.Sprintf("entry %d: %s", e.Entry, e.Reason)
+	}
+	return e.Reason
+}
+
+func bad(entry int64, format string, args ...any) error {
+	return &Error{Entry: entry, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Verify verifies the ledger in dir with the given verifier key (a vkey).
+func Verify(dir, vkey string) (*Report, []Entry, error) {
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verifier key: %w", err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "entries.jsonl"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read entries: %w", err)
+	}
+	r := &Report{}
+	var entries []Entry
+	var leaves [][]byte
+	rest := data
+	for i := int64(0); len(rest) > 0; i++ {
+		nl := bytes.IndexByte(rest, '\n')
+		if nl < 0 {
+			return r, entries, bad(i, "the last line has no newline (a torn write?)")
+		}
+		line := rest[:nl]
+		rest = rest[nl+1:]
+		var e Entry
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		if err := dec.Decode(&e); err != nil {
+			return r, entries, bad(i, "not a JSON entry: %v", err)
+		}
+		if re, err := marshal(e); err != nil || !bytes.Equal(re, line) {
+			// Only the entry's own encoding is valid; anything else was edited.
+			return r, entries, bad(i, "the line is not in the ledger's canonical encoding (edited?)")
+		}
+		switch {
+		case e.V != Version:
+			return r, entries, bad(i, "format version %d, want %d", e.V, Version)
+		case e.Seq != uint64(i):
+			return r, entries, bad(i, "sequence number %d, want %d (entries reordered, deleted or duplicated)", e.Seq, i)
+		case i > 0 && e.Session != entries[0].Session:
+			return r, entries, bad(i, "session %q, want %q", e.Session, entries[0].Session)
+		}
+		want := ""
+		if i > 0 {
+			want = hex.EncodeToString(leaves[i-1])
+		}
+		if e.Prev != want {
+			return r, entries, bad(i-1, "the entry was changed: its leaf hash no longer matches the next entry's prev link")
+		}
+		entries = append(entries, e)
+		leaves = append(leaves, rfc6962.DefaultHasher.HashLeaf(line))
+	}
+	r.Entries = uint64(len(entries))
+	if len(entries) > 0 {
+		r.Session = entries[0].Session
+	}
+	// Roots of every prefix, computed once.
+	roots := make([][]byte, len(leaves)+1)
+	roots[0] = rfc6962.DefaultHasher.EmptyRoot()
+	rng := rf.NewEmptyRange(0)
+	for i, l := range leaves {
+		rng.Append(l, nil)
+		roots[i+1], _ = rng.GetRootHash(nil)
+	}
+	cps, err := os.ReadDir(filepath.Join(dir, "checkpoints"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return r, entries, fmt.Errorf("read checkpoints: %w", err)
+	}
+	var sizes []uint64
+	for _, c := range cps {
+		if strings.HasSuffix(c.Name(), ".tmp") {
+			continue
+		}
+		n, err := strconv.ParseUint(c.Name(), 10, 64)
+		if err != nil {
+			return r, entries, bad(-1, "checkpoint file %q is not named by a tree size", c.Name())
+		}
+		sizes = append(sizes, n)
+	}
+	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
+	origin := ""
+	if r.Session != "" {
+		origin = Origin(v.Name(), r.Session)
+	}
+	for _, n := range sizes {
+		b, err := os.ReadFile(filepath.Join(dir, "checkpoints", fmt.Sprintf("%020d", n)))
+		if err != nil {
+			return r, entries, fmt.Errorf("read checkpoint %d: %w", n, err)
+		}
+		cp, _, _, err := log.ParseCheckpoint(b, origin, v)
+		if err != nil {
+			return r, entries, bad(-1, "checkpoint %d: %v", n, err)
+		}
+		if cp.Size != n {
+			return r, entries, bad(-1, "checkpoint file %d holds a checkpoint of size %d", n, cp.Size)
+		}
+		if n > r.Entries {
+			return r, entries, bad(int64(r.Entries), "checkpoint %d covers %d entries, but only %d exist (entries deleted or truncated)", n, n, r.Entries)
+		}
+		if !bytes.Equal(cp.Hash, roots[n]) {
+			first := firstDiverging(n, r.Sealed)
+			return r, entries, bad(first, "checkpoint %d's root hash does not match the entries (an entry was changed, inserted or removed at or after entry %d)", n, first)
+		}
+		r.Checkpoints++
+		r.Sealed, r.Root, r.Origin = n, cp.Hash, cp.Origin
+	}
+	if r.Checkpoints == 0 {
+		return r, entries, bad(-1, "no signed checkpoint")
+	}
+	r.Unsealed = r.Entries - r.Sealed
+	// Payloads.
+	seen := map[string]bool{}
+	for i, e := range entries {
+		for name, d := range e.Payloads {
+			if seen[d] {
+				continue
+			}
+			if err := checkPayload(dir, d); err != nil {
+				return r, entries, bad(int64(i), "payload %s: %v", name, err)
+			}
+			seen[d] = true
+		}
+	}
+	r.Payloads = len(seen)
+	return r, entries, nil
+}
+
+// firstDiverging names the first entry a root mismatch can lie in: past
+// the entries the previous checkpoint sealed.
+func firstDiverging(n, sealed uint64) int64 {
+	if sealed < n {
+		return int64(sealed)
+	}
+	return 0
+}
+
+func checkPayload(dir, digest string) error {
+	if len(digest) != 64 {
+		return fmt.Errorf("%q is not a SHA-256 digest", digest)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "payloads", digest))
+	if err != nil {
+		return fmt.Errorf("missing (%v)", err)
+	}
+	sum := sha256.Sum256(b)
+	if hex.EncodeToString(sum[:]) != digest {
+		return fmt.Errorf("content does not match its digest %s", digest)
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+func newKey(t testing.TB, name string) (note.Signer, string) {
+	skey, vkey, err := note.GenerateKey(rand.Reader, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, vkey
+}
+
+// sample writes a ledger of 6 entries with payloads and two checkpoints.
+func sample(t *testing.T) (dir, vkey string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "ledger")
+	s, vkey := newKey(t, "truss/test")
+	w, err := Create(dir, "S1", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := w.Put([]byte("request body"))
+	w.Append("session.start", map[string]any{"model": "m", "surface": "generic"}, nil)
+	w.Append("model.response", map[string]any{"stop": "tool_use", "usage": map[string]int{"input": 10}}, map[string]string{"request": d})
+	w.Append("tool.call", map[string]any{"call_id": "c1", "op": "file.view"}, nil)
+	if _, err := w.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := w.Put([]byte("output text"))
+	w.Append("tool.result", map[string]any{"call_id": "c1"}, map[string]string{"output": o})
+	w.Append("model.response", map[string]any{"stop": "end_turn"}, nil)
+	w.Append("session.end", map[string]any{"status": "completed"}, nil)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, vkey
+}
+
+func TestVerifyGood(t *testing.T) {
+	dir, vkey := sample(t)
+	r, entries, err := Verify(dir, vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Entries != 6 || r.Sealed != 6 || r.Checkpoints != 2 || r.Payloads != 2 || r.Unsealed != 0 || len(entries) != 6 || r.Origin != "truss/test/session/S1" {
+		t.Fatalf("report %+v", r)
+	}
+}
+
+func edit(t *testing.T, path string, f func([]byte) []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, f(b), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lines splits the file into its lines, each with its newline.
+func lines(b []byte) [][]byte {
+	l := bytes.SplitAfter(b, []byte("\n"))
+	return l[:len(l)-1]
+}
+
+// TestMutations: every kind of tampering is detected, with a message that
+// names what is wrong.
+func TestMutations(t *testing.T) {
+	entries := func(dir string) string { return filepath.Join(dir, "entries.jsonl") }
+	cpFile := func(dir string, n int) string { return filepath.Join(dir, "checkpoints", "0000000000000000000"+string(rune('0'+n))) }
+	tests := []struct {
+		name   string
+		mutate func(t *testing.T, dir string)
+		want   string
+	}{
+		{"flip a byte in an entry's data", func(t *testing.T, dir string) {
+			edit(t, entries(dir), func(b []byte) []byte { return bytes.Replace(b, []byte(`"input":10`), []byte(`"input":90`), 1) })
+		}, "entry 1: the entry was changed"},
+		{"flip a byte in the last entry", func(t *testing.T, dir string) {
+			edit(t, entries(dir), func(b []byte) []byte { return bytes.Replace(b, []byte(`"completed"`), []byte(`"completeD"`), 1) })
+		}, "checkpoint 6's root hash does not match the entries"},
+		{"re-encode an entry", func(t *testing.T, dir string) {
+			edit(t, entries(dir), func(b []byte) []byte { return bytes.Replace(b, []byte(`"v":1,`), []byte(`"v": 1,`), 1) })
+		}, "entry 0: the line is not in the ledger's canonical encoding"},
+		{"delete an entry", func(t *testing.T, dir string) {
+			edit(t, entries(dir), func(b []byte) []byte { l := lines(b); return bytes.Join(append(l[:2:2], l[3:]...), nil) })
+		}, "entry 2: sequence number 3, want 2"},
+		{"reorder entries", func(t *testing.T, dir string) {
+			edit(t, entries(dir), func(b []byte) []byte { l := lines(b); l[3], l[4] = l[4], l[3]; return bytes.Join(l, nil) })
+		}, "entry 3: sequence number 4, want 3"},
+		{"duplicate an entry", func(t *testing.T, dir string) {
+			edit(t, entries(dir), func(b []byte) []byte { l := lines(b); return bytes.Join(append(l[:3:3], append([][]byte{l[2]}, l[3:]...)...), nil) })
+		}, "entry 3: sequence number 2, want 3"},
+		{"truncate the entries", func(t *testing.T, dir string) {
+			edit(t, entries(dir), func(b []byte) []byte { l := lines(b); return bytes.Join(l[:4], nil) })
+		}, "checkpoint 6 covers 6 entries, but only 4 exist"},
+		{"truncate and re-sign nothing", func(t *testing.T, dir string) {
+			edit(t, entries(dir), func(b []byte) []byte { l := lines(b); return bytes.Join(l[:2], nil) })
+		}, "checkpoint 3 covers 3 entries, but only 2 exist"},
+		{"tear the last line", func(t *testing.T, dir string) {
+			edit(t, entries(dir), func(b []byte) []byte { return b[:len(b)-5] })
+		}, "entry 5: the last line has no newline"},
+		{"flip a byte in a payload", func(t *testing.T, dir string) {
+			ents, _ := os.ReadDir(filepath.Join(dir, "payloads"))
+			edit(t, filepath.Join(dir, "payloads", ents[0].Name()), func(b []byte) []byte { b[0] ^= 1; return b })
+		}, "content does not match its digest"},
+		{"delete a payload", func(t *testing.T, dir string) {
+			ents, _ := os.ReadDir(filepath.Join(dir, "payloads"))
+			os.Remove(filepath.Join(dir, "payloads", ents[1].Name()))
+		}, "missing"},
+		{"flip a byte in a checkpoint's root", func(t *testing.T, dir string) {
+			edit(t, cpFile(dir, 3), func(b []byte) []byte {
+				l := bytes.SplitN(b, []byte("\n"), 4)
+				l[2][0] ^= 'A' ^ 'B'
+				return bytes.Join(l, []byte("\n"))
+			})
+		}, "checkpoint 3: "},
+		{"flip a byte in a checkpoint's signature", func(t *testing.T, dir string) {
+			edit(t, cpFile(dir, 6), func(b []byte) []byte { i := bytes.LastIndex(b, []byte(" ")) + 5; b[i] ^= 1; return b })
+		}, "checkpoint 6: "},
+		{"sign with another key", func(t *testing.T, dir string) {
+			s, _ := newKey(t, "truss/test")
+			b, _ := os.ReadFile(cpFile(dir, 6))
+			text := string(b[:bytes.Index(b, []byte("\n\n"))+1])
+			signed, _ := note.Sign(&note.Note{Text: text}, s)
+			os.WriteFile(cpFile(dir, 6), signed, 0o600)
+		}, "checkpoint 6: "},
+		{"change the session", func(t *testing.T, dir string) {
+			edit(t, entries(dir), func(b []byte) []byte {
+				l := lines(b)
+				l[5] = bytes.Replace(l[5], []byte(`"session":"S1"`), []byte(`"session":"S2"`), 1)
+				return bytes.Join(l, nil)
+			})
+		}, `entry 5: session "S2", want "S1"`},
+		{"remove every checkpoint", func(t *testing.T, dir string) {
+			os.RemoveAll(filepath.Join(dir, "checkpoints"))
+		}, "no signed checkpoint"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, vkey := sample(t)
+			tt.mutate(t, dir)
+			_, _, err := Verify(dir, vkey)
+			if err == nil {
+				t.Fatal("the mutation was not detected")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q, want it to say %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnsealedTail(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "l")
+	s, vkey := newKey(t, "truss/test")
+	w, _ := Create(dir, "S", s)
+	w.Append("a", nil, nil)
+	w.Checkpoint()
+	w.Append("b", nil, nil)
+	w.Append("c", nil, nil)
+	w.f.Sync() // a killed process: no final checkpoint
+	r, _, err := Verify(dir, vkey)
+	if err != nil || r.Sealed != 1 || r.Unsealed != 2 {
+		t.Fatalf("report %+v, %v", r, err)
+	}
+}
+
+func TestKey(t *testing.T) {
+	dir := t.TempDir()
+	s1, v1, err := LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, v2, _ := LoadOrCreateKey(dir)
+	if v1 != v2 || s1.KeyHash() != s2.KeyHash() || !strings.HasPrefix(v1, "truss/") {
+		t.Fatalf("key not stable: %s %s", v1, v2)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, "ledger.key"))
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key mode %v", fi.Mode().Perm())
+	}
+}
+
+func BenchmarkAppend(b *testing.B) {
+	s, _ := newKey(b, "truss/bench")
+	w, err := Create(filepath.Join(b.TempDir(), "l"), "S", s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := map[string]any{"call_id": "call_1", "op": "file.view", "surface": "generic", "exit_code": 0}
+	pl := map[string]string{"output": strings.Repeat("a", 64)}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := w.Append("tool.result", data, pl); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
