@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"context"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/aymanbagabas/go-udiff"
 
 	"github.com/trussdev/truss/examples"
+	"github.com/trussdev/truss/internal/ledger"
 )
 
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
@@ -44,7 +46,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	f.provider, f.surface, f.simDialect, f.simRoot = "sim", "auto", *dialect, dir
 	f.memoryDir = filepath.Join(dir, ".truss", "memories")
-	f.root, f.timeout, f.maxTurns, f.maxResult, f.noSession = dir, 2*60e9, 20, 30000, true
+	f.root, f.timeout, f.maxTurns, f.maxResult = dir, 2*60e9, 20, 30000
+	var ledgerDir string
+	f.ledgerOut = &ledgerDir
 	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s.\nThe simulated model plays a scripted fix through the real loop, adapter and tools.\n\n", dir)
 	ctx, cancel := signalContext(stderr)
 	defer cancel()
@@ -63,6 +67,21 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	if code != 0 {
 		return fmt.Errorf("the demo's tests still fail after the run")
+	}
+	if ledgerDir != "" {
+		_, vkey, err := installationKey()
+		if err != nil {
+			return err
+		}
+		r, entries, err := ledger.Verify(ledgerDir, vkey)
+		if err == nil {
+			err = ledger.VerifyWorkspace(entries, dir)
+		}
+		if err != nil {
+			return fmt.Errorf("the demo's ledger does not verify: %w", err)
+		}
+		fmt.Fprintf(stdout, "\n── ledger ──\n%s\nverified: %d entries, %d signed checkpoints, %d payloads; the workspace matches\nverifier key %s\nroot hash    %s (tree size %d)\n",
+			ledgerDir, r.Entries, r.Checkpoints, r.Payloads, vkey, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
 	}
 	return nil
 }

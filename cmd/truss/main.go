@@ -45,6 +45,7 @@ Usage:
   truss tools [flags]               print the exact tool declarations a request would carry
   truss tool call [flags]           execute one tool call locally and print what the model sees
   truss sessions                    list saved sessions (resume one with truss run --resume ID)
+  truss ledger key|verify|show      the signed ledger every run writes: the verifier key, verification, a timeline
   truss --version
 
 Providers and keys:
@@ -89,6 +90,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdToolCall(args[2:], stdout, stderr)
 	case "sessions":
 		err = cmdSessions(args[1:], stdout, stderr)
+	case "ledger":
+		err = cmdLedger(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage)
 		return 2

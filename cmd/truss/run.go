@@ -15,9 +15,11 @@ import (
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/events"
+	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/ui"
 )
 
@@ -32,7 +34,10 @@ type runFlags struct {
 	maxResult int
 	resume    string
 	noSession bool
+	noLedger  bool
 	json      bool
+	// ledgerOut receives the ledger's directory when the run ends.
+	ledgerOut *string
 }
 
 func (r *runFlags) register(fs interface {
@@ -49,7 +54,8 @@ func (r *runFlags) register(fs interface {
 	fs.DurationVar(&r.maxWall, "max-wall", 0, "stop after this much wall time (0 = no limit)")
 	fs.IntVar(&r.maxResult, "max-result-chars", 30000, "cut tool results the model sees to this many characters (head and tail)")
 	fs.StringVar(&r.resume, "resume", "", "continue the session with this id (see truss sessions)")
-	fs.BoolVar(&r.noSession, "no-session", false, "do not save the session")
+	fs.BoolVar(&r.noSession, "no-session", false, "do not save the session (and so write no ledger)")
+	fs.BoolVar(&r.noLedger, "no-ledger", false, "do not write the signed ledger")
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM; a second one
@@ -172,7 +178,41 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		sessionID = sess.Meta.ID
 	}
 
+	exec := tool.Executor(&tl.mux)
+	var rec *ledger.Recorder
+	var lw *ledger.Writer
+	if sess != nil && !f.noLedger {
+		signer, _, err := installationKey()
+		if err != nil {
+			return err
+		}
+		dir := filepath.Join(sess.Dir(), "ledger")
+		if f.resume != "" {
+			dir = filepath.Join(sess.Dir(), fmt.Sprintf("ledger-%d", time.Now().UnixNano()))
+		}
+		if lw, err = ledger.Create(dir, sess.Meta.ID, signer); err != nil {
+			return err
+		}
+		abs, _ := filepath.Abs(tl.ws.Dir())
+		rec, err = ledger.NewRecorder(lw, ledger.Start{Truss: version, Provider: f.provider, Model: f.model, Surface: set.Surface,
+			Tools: toolDecls(set), Sandbox: "none (not enforced)", Workspace: abs, Repo: repoState(abs),
+			Config: map[string]string{"max_turns": fmt.Sprint(f.maxTurns), "timeout": f.timeout.String()}})
+		if err != nil {
+			return err
+		}
+		ws := tl.ws
+		exec = ledger.Contents(lw, func(p string) ([]byte, error) {
+			r, err := ws.Resolve(p)
+			if err != nil {
+				return nil, err
+			}
+			return r.ReadFile()
+		}, exec)
+	}
 	var obs agent.Observers
+	if rec != nil {
+		obs = append(obs, rec)
+	}
 	human := stdout
 	if headless {
 		human = stderr
@@ -206,7 +246,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		}))
 	}
 	a := agent.New(agent.Config{
-		Provider: prov, Tools: set, Exec: &tl.mux, Model: f.model,
+		Provider: prov, Tools: set, Exec: exec, Model: f.model,
 		System:         agent.SystemPrompt(tl.ws.Dir(), agent.DefaultSystem),
 		Budget:         agent.Budget{MaxTurns: f.maxTurns, MaxTokens: f.maxTokens, MaxCost: f.maxCost, MaxWall: f.maxWall},
 		Prices:         prof.Prices,
@@ -215,6 +255,20 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		Observer:       obs,
 	}, history)
 	out := a.Run(ctx, task)
+	if lw != nil {
+		if err := lw.Close(); err != nil {
+			fmt.Fprintf(stderr, "truss: the ledger could not be closed: %v\n", err)
+		}
+		if err := rec.Err(); err != nil {
+			fmt.Fprintf(stderr, "truss: the ledger missed an event: %v\n", err)
+		}
+		if f.ledgerOut != nil {
+			*f.ledgerOut = lw.Dir()
+		}
+		if !f.json {
+			fmt.Fprintf(human, "  ledger: %s (%d entries; truss ledger verify %s)\n", lw.Dir(), lw.Size(), sessionID)
+		}
+	}
 	if persistErr != nil {
 		fmt.Fprintf(stderr, "truss: the session could not be saved: %v\n", persistErr)
 	}

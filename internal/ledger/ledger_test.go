@@ -81,7 +81,9 @@ func lines(b []byte) [][]byte {
 // names what is wrong.
 func TestMutations(t *testing.T) {
 	entries := func(dir string) string { return filepath.Join(dir, "entries.jsonl") }
-	cpFile := func(dir string, n int) string { return filepath.Join(dir, "checkpoints", "0000000000000000000"+string(rune('0'+n))) }
+	cpFile := func(dir string, n int) string {
+		return filepath.Join(dir, "checkpoints", "0000000000000000000"+string(rune('0'+n)))
+	}
 	tests := []struct {
 		name   string
 		mutate func(t *testing.T, dir string)
@@ -103,7 +105,10 @@ func TestMutations(t *testing.T) {
 			edit(t, entries(dir), func(b []byte) []byte { l := lines(b); l[3], l[4] = l[4], l[3]; return bytes.Join(l, nil) })
 		}, "entry 3: sequence number 4, want 3"},
 		{"duplicate an entry", func(t *testing.T, dir string) {
-			edit(t, entries(dir), func(b []byte) []byte { l := lines(b); return bytes.Join(append(l[:3:3], append([][]byte{l[2]}, l[3:]...)...), nil) })
+			edit(t, entries(dir), func(b []byte) []byte {
+				l := lines(b)
+				return bytes.Join(append(l[:3:3], append([][]byte{l[2]}, l[3:]...)...), nil)
+			})
 		}, "entry 3: sequence number 2, want 3"},
 		{"truncate the entries", func(t *testing.T, dir string) {
 			edit(t, entries(dir), func(b []byte) []byte { l := lines(b); return bytes.Join(l[:4], nil) })

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/surface"
+)
+
+func cmdLedger(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] | show PATH")
+	}
+	switch args[0] {
+	case "key":
+		_, vkey, err := installationKey()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, vkey)
+		return nil
+	case "verify":
+		fset := newFlagSet("ledger verify", stderr)
+		key := fset.String("key", "", "the verifier key (default: this installation's, see truss ledger key)")
+		ws := fset.String("workspace", "", "also check that the files the session changed hold what it left in them")
+		strict := fset.Bool("strict", false, "fail when entries follow the last checkpoint")
+		path, rest := splitPath(args[1:])
+		if err := parse(fset, rest); err != nil {
+			return err
+		}
+		if path == "" && fset.NArg() > 0 {
+			path = fset.Arg(0)
+		}
+		if path == "" {
+			return usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR]")
+		}
+		dir, err := ledgerDir(path)
+		if err != nil {
+			return err
+		}
+		vkey := *key
+		if vkey == "" {
+			if _, vkey, err = installationKey(); err != nil {
+				return err
+			}
+		}
+		r, entries, err := ledger.Verify(dir, vkey)
+		if err != nil {
+			return fmt.Errorf("ledger %s does not verify: %w", dir, err)
+		}
+		if *ws != "" {
+			if err := ledger.VerifyWorkspace(entries, *ws); err != nil {
+				return fmt.Errorf("ledger %s: the workspace does not match: %w", dir, err)
+			}
+		}
+		fmt.Fprintf(stdout, "ledger %s verified: %d entries, %d checkpoints, %d payloads\norigin %s\nroot   %s (size %d)\n",
+			dir, r.Entries, r.Checkpoints, r.Payloads, r.Origin, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
+		if *ws != "" {
+			fmt.Fprintf(stdout, "workspace %s matches the files the session left\n", *ws)
+		}
+		if r.Unsealed > 0 {
+			fmt.Fprintf(stdout, "warning: the last %d entries follow the last checkpoint and are not covered by a signature (the session did not end cleanly)\n", r.Unsealed)
+			if *strict {
+				return exitError{1}
+			}
+		}
+		return nil
+	case "show":
+		path, _ := splitPath(args[1:])
+		if path == "" {
+			return usagef("usage: truss ledger show PATH")
+		}
+		dir, err := ledgerDir(path)
+		if err != nil {
+			return err
+		}
+		_, vkey, err := installationKey()
+		if err != nil {
+			return err
+		}
+		r, entries, verr := ledger.Verify(dir, vkey)
+		ledger.Show(stdout, entries)
+		if verr != nil {
+			fmt.Fprintf(stdout, "NOT VERIFIED: %v\n", verr)
+			return exitError{1}
+		}
+		fmt.Fprintf(stdout, "verified: %d entries, sealed by %d checkpoints, root %s\n", r.Entries, r.Checkpoints, base64.StdEncoding.EncodeToString(r.Root))
+		return nil
+	}
+	return usagef("unknown ledger command %q: use key, verify or show", args[0])
+}
+
+// splitPath takes the first non-flag argument as the path, so that flags may
+// follow it.
+func splitPath(args []string) (string, []string) {
+	for i, a := range args {
+		if !strings.HasPrefix(a, "-") && (i == 0 || !strings.HasPrefix(args[i-1], "-") || strings.Contains(args[i-1], "=") || isBoolFlag(args[i-1])) {
+			return a, append(append([]string(nil), args[:i]...), args[i+1:]...)
+		}
+	}
+	return "", args
+}
+
+func isBoolFlag(f string) bool { return f == "--strict" || f == "-strict" }
+
+// ledgerDir resolves a ledger directory, a session directory or a session id.
+func ledgerDir(p string) (string, error) {
+	for _, d := range []string{p, filepath.Join(p, "ledger")} {
+		if _, err := os.Stat(filepath.Join(d, "entries.jsonl")); err == nil {
+			return d, nil
+		}
+	}
+	if sd, err := session.DefaultDir(); err == nil {
+		d := filepath.Join(sd, p, "ledger")
+		if _, err := os.Stat(filepath.Join(d, "entries.jsonl")); err == nil {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("no ledger at %s (give a ledger directory, a session directory or a session id)", p)
+}
+
+func installationKey() (interface {
+	Name() string
+	KeyHash() uint32
+	Sign([]byte) ([]byte, error)
+}, string, error) {
+	dir, err := ledger.KeyDir()
+	if err != nil {
+		return nil, "", err
+	}
+	return ledger.LoadOrCreateKey(dir)
+}
+
+// repoState reads the repository's HEAD and whether it is dirty; nil when
+// the workspace is not a git repository.
+func repoState(dir string) *ledger.RepoState {
+	head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return nil
+	}
+	st, _ := exec.Command("git", "-C", dir, "status", "--porcelain").Output()
+	return &ledger.RepoState{Head: strings.TrimSpace(string(head)), Dirty: len(strings.TrimSpace(string(st))) > 0}
+}
+
+func toolDecls(set *surface.Set) []ledger.ToolDecl {
+	var out []ledger.ToolDecl
+	for _, s := range set.Specs() {
+		out = append(out, ledger.ToolDecl{Name: s.Name, Kind: string(s.Kind), Type: s.Type})
+	}
+	return out
+}

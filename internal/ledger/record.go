@@ -1,0 +1,268 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// Start is what session.start records.
+type Start struct {
+	Truss     string            `json:"truss"`
+	Provider  string            `json:"provider"`
+	Model     string            `json:"model"`
+	Surface   string            `json:"surface"`
+	Tools     []ToolDecl        `json:"tools"`
+	Sandbox   string            `json:"sandbox"` // the mode actually enforced
+	Workspace string            `json:"workspace"`
+	Repo      *RepoState        `json:"repo,omitempty"`
+	Config    map[string]string `json:"config,omitempty"`
+	Parent    *Link             `json:"parent,omitempty"`
+}
+
+// ToolDecl is one declared tool: its name and the tool type that presented it.
+type ToolDecl struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	Type string `json:"type,omitempty"`
+}
+
+// RepoState is the repository the session started on.
+type RepoState struct {
+	Head  string `json:"head"`
+	Dirty bool   `json:"dirty"`
+}
+
+// Link points at another ledger by its checkpoint (a sub-agent's, from its
+// parent's).
+type Link struct {
+	Session    string `json:"session"`
+	Checkpoint string `json:"checkpoint"`
+}
+
+// Recorder writes a session's events to a ledger. It is an agent.Observer;
+// events arrive in the loop's order, so the ledger's order is deterministic
+// even when read-only calls run in parallel.
+type Recorder struct {
+	W   *Writer
+	mu  sync.Mutex
+	err error
+	// final is each changed file's last digest ("" when deleted).
+	final map[string]string
+}
+
+// NewRecorder returns a recorder writing to w, after a session.start entry.
+func NewRecorder(w *Writer, start Start) (*Recorder, error) {
+	r := &Recorder{W: w, final: map[string]string{}}
+	if _, err := w.Append("session.start", start, nil); err != nil {
+		return nil, err
+	}
+	if _, err := w.Checkpoint(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Err returns the first recording error.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+func (r *Recorder) fail(err error) {
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *Recorder) put(payloads map[string]string, name string, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	d, err := r.W.Put(b)
+	r.fail(err)
+	payloads[name] = d
+}
+
+// Observe implements agent.Observer.
+func (r *Recorder) Observe(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev.Type {
+	case agent.EventUser:
+		for _, it := range ev.Items {
+			p := map[string]string{}
+			r.put(p, "text", []byte(it.Text))
+			_, err := r.W.Append("user", map[string]any{"chars": len(it.Text)}, p)
+			r.fail(err)
+		}
+	case agent.EventResponse:
+		r.response(ev)
+	case agent.EventCallCompleted:
+		r.call(ev)
+	case agent.EventTurnFailed:
+		_, err := r.W.Append("model.error", map[string]any{"turn": ev.Turn, "error": ev.Err.Error()}, nil)
+		r.fail(err)
+	case agent.EventTurnCompleted:
+		_, err := r.W.Checkpoint()
+		r.fail(err)
+	case agent.EventRunCompleted:
+		o := ev.Outcome
+		files, _ := json.Marshal(r.final)
+		p := map[string]string{}
+		r.put(p, "final_files", files)
+		_, err := r.W.Append("session.end", map[string]any{"status": o.Status, "reason": o.Reason, "turns": o.Turns,
+			"calls": o.Calls, "usage": o.Usage, "files": r.final}, p)
+		r.fail(err)
+		_, err = r.W.Checkpoint()
+		r.fail(err)
+	}
+}
+
+func (r *Recorder) response(ev agent.Event) {
+	resp := ev.Response
+	p := map[string]string{}
+	if resp.Wire != nil {
+		r.put(p, "request", resp.Wire.Request)
+		r.put(p, "response", resp.Wire.Response)
+	}
+	var items []map[string]any
+	for _, it := range resp.Items {
+		m := map[string]any{"kind": it.Kind}
+		if it.Call != nil {
+			m["call_id"], m["name"] = it.Call.ID, it.Call.Name
+		}
+		items = append(items, m)
+	}
+	_, err := r.W.Append("model.response", map[string]any{"turn": ev.Turn, "id": resp.ID, "model": resp.Model,
+		"stop_reason": resp.StopReason, "usage": resp.Usage, "attempts": resp.Attempts, "items": items}, p)
+	r.fail(err)
+	for _, it := range resp.Items {
+		if it.Kind != model.KindServerTool {
+			continue
+		}
+		sp := map[string]string{}
+		r.put(sp, "block", it.Raw)
+		_, err := r.W.Append("provider_tool", map[string]any{"turn": ev.Turn, "block": it.Text, "unverified": true}, sp)
+		r.fail(err)
+	}
+}
+
+func (r *Recorder) call(ev agent.Event) {
+	c := ev.Call
+	p := map[string]string{}
+	r.put(p, "input", []byte(c.Input))
+	var ops []map[string]any
+	surface := ""
+	for _, op := range ev.Ops {
+		ops = append(ops, map[string]any{"op": op.Op, "args": op.Args})
+		surface = op.Surface
+	}
+	_, err := r.W.Append("tool.call", map[string]any{"turn": ev.Turn, "call_id": c.ID, "tool": c.Name, "kind": c.Kind,
+		"type": c.Type, "surface": surface, "ops": ops, "decoded": ev.Ops != nil}, p)
+	r.fail(err)
+
+	rp := map[string]string{}
+	r.put(rp, "output", []byte(ev.FullText))
+	if ev.Result.Text != ev.FullText {
+		r.put(rp, "model_output", []byte(ev.Result.Text))
+	}
+	var results []map[string]any
+	for i, res := range ev.Results {
+		m := map[string]any{"op": res.Op, "timed_out": res.TimedOut, "truncated": res.Truncated}
+		if res.ExitCode != nil {
+			m["exit_code"] = *res.ExitCode
+		}
+		if res.Err != nil {
+			m["error_kind"] = res.Err.Kind
+		}
+		if len(res.Changes) > 0 {
+			m["changes"] = res.Changes
+		}
+		r.put(rp, fmt.Sprintf("stdout.%d", i), []byte(res.Stdout))
+		r.put(rp, fmt.Sprintf("stderr.%d", i), []byte(res.Stderr))
+		for _, ch := range res.Changes {
+			for _, d := range []string{ch.Before, ch.After} {
+				if d != "" && r.W.has(d) {
+					rp["content."+d[:16]] = d
+				}
+			}
+			path := ch.Path
+			if ch.MovedTo != "" {
+				r.final[ch.Path] = ""
+				path = ch.MovedTo
+			}
+			r.final[path] = ch.After
+			if ch.Kind == tool.ChangeDelete {
+				r.final[path] = ""
+			}
+		}
+		results = append(results, m)
+	}
+	_, err = r.W.Append("tool.result", map[string]any{"turn": ev.Turn, "call_id": c.ID, "is_error": ev.Result.IsError,
+		"results": results}, rp)
+	r.fail(err)
+}
+
+func (w *Writer) has(digest string) bool {
+	_, err := os.Stat(filepath.Join(w.dir, "payloads", digest))
+	return err == nil
+}
+
+// Reader reads a workspace file by the path a call named (the workspace
+// resolves it, confined to its roots).
+type Reader func(path string) ([]byte, error)
+
+// Contents wraps an executor so that the content of every file a call
+// changes is stored, before and after, in the ledger's payload store, keyed
+// by the digests the result's file changes carry.
+func Contents(w *Writer, read Reader, next tool.Executor) tool.Executor {
+	return tool.ExecutorFunc(func(ctx context.Context, call tool.Call) tool.Result {
+		var before []byte
+		if p := changedPath(call); p != "" {
+			before, _ = read(p)
+		}
+		res := next.Execute(ctx, call)
+		for _, ch := range res.Changes {
+			if ch.Before != "" && before != nil && tool.Digest(before) == ch.Before {
+				w.Put(before)
+			}
+			path := ch.Path
+			if ch.MovedTo != "" {
+				path = ch.MovedTo
+			}
+			if ch.After != "" {
+				if b, err := read(path); err == nil && tool.Digest(b) == ch.After {
+					w.Put(b)
+				}
+			}
+		}
+		return res
+	})
+}
+
+func changedPath(c tool.Call) string {
+	switch a := c.Args.(type) {
+	case *tool.CreateArgs:
+		return a.Path
+	case *tool.ReplaceArgs:
+		return a.Path
+	case *tool.InsertArgs:
+		return a.Path
+	case *tool.DeleteArgs:
+		return a.Path
+	case *tool.RenameArgs:
+		return a.From
+	case *tool.UndoArgs:
+		return a.Path
+	}
+	return ""
+}

@@ -1,0 +1,137 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// VerifyWorkspace checks that the files the session changed hold, in dir,
+// the content the session.end entry records (absent where it deleted them).
+func VerifyWorkspace(entries []Entry, dir string) error {
+	var end *Entry
+	for i := range entries {
+		if entries[i].Type == "session.end" {
+			end = &entries[i]
+		}
+	}
+	if end == nil {
+		return &Error{Entry: -1, Reason: "no session.end entry: the session did not finish"}
+	}
+	var data struct {
+		Files map[string]string `json:"files"`
+	}
+	b, _ := json.Marshal(end.Data)
+	if err := json.Unmarshal(b, &data); err != nil {
+		return &Error{Entry: int64(end.Seq), Reason: "session.end has no file list"}
+	}
+	paths := make([]string, 0, len(data.Files))
+	for p := range data.Files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		want := data.Files[p]
+		full := p
+		if !filepath.IsAbs(p) {
+			full = filepath.Join(dir, filepath.FromSlash(p))
+		}
+		content, err := os.ReadFile(full)
+		switch {
+		case want == "" && errors.Is(err, fs.ErrNotExist):
+			continue
+		case want == "":
+			return &Error{Entry: int64(end.Seq), Reason: fmt.Sprintf("%s exists in the workspace, but the session deleted it", p)}
+		case err != nil:
+			return &Error{Entry: int64(end.Seq), Reason: fmt.Sprintf("%s: %v", p, err)}
+		}
+		sum := sha256.Sum256(content)
+		if got := hex.EncodeToString(sum[:]); got != want {
+			return &Error{Entry: int64(end.Seq), Reason: fmt.Sprintf("%s in the workspace has SHA-256 %s, the session left it at %s", p, got[:16], want[:16])}
+		}
+	}
+	return nil
+}
+
+// Show writes a readable timeline of the entries.
+func Show(w io.Writer, entries []Entry) {
+	for _, e := range entries {
+		d, _ := e.Data.(map[string]any)
+		t := e.Time
+		if len(t) >= 23 {
+			t = t[11:23]
+		}
+		fmt.Fprintf(w, "%5d %s %-15s %s\n", e.Seq, t, e.Type, summary(e.Type, d))
+	}
+}
+
+func str(d map[string]any, k string) string {
+	if v, ok := d[k]; ok && v != nil {
+		return fmt.Sprint(v)
+	}
+	return ""
+}
+
+func summary(typ string, d map[string]any) string {
+	switch typ {
+	case "session.start":
+		return fmt.Sprintf("%s · %s · surface %s · sandbox %s · %s", str(d, "provider"), str(d, "model"), str(d, "surface"), str(d, "sandbox"), str(d, "workspace"))
+	case "model.response":
+		u, _ := d["usage"].(map[string]any)
+		return fmt.Sprintf("turn %s · %s · in %s out %s cache-read %s", str(d, "turn"), str(d, "stop_reason"), str(u, "input_tokens"), str(u, "output_tokens"), str(u, "cache_read_tokens"))
+	case "tool.call":
+		var ops []string
+		if l, ok := d["ops"].([]any); ok {
+			for _, o := range l {
+				if m, ok := o.(map[string]any); ok {
+					ops = append(ops, str(m, "op"))
+				}
+			}
+		}
+		return fmt.Sprintf("turn %s · %s · %s via %s · %s", str(d, "turn"), str(d, "call_id"), str(d, "tool"), orDash(str(d, "surface")), strings.Join(ops, ","))
+	case "tool.result":
+		s := fmt.Sprintf("%s", str(d, "call_id"))
+		if str(d, "is_error") == "true" {
+			s += " · error"
+		}
+		if l, ok := d["results"].([]any); ok {
+			for _, x := range l {
+				m, _ := x.(map[string]any)
+				if c := str(m, "exit_code"); c != "" {
+					s += " · exit " + c
+				}
+				if chs, ok := m["changes"].([]any); ok {
+					for _, ch := range chs {
+						cm, _ := ch.(map[string]any)
+						s += fmt.Sprintf(" · %s %s", str(cm, "kind"), str(cm, "path"))
+					}
+				}
+			}
+		}
+		return s
+	case "provider_tool":
+		return str(d, "block") + " · UNVERIFIED (executed by the provider)"
+	case "session.end":
+		return fmt.Sprintf("%s · %s turns · %s calls %s", str(d, "status"), str(d, "turns"), str(d, "calls"), str(d, "reason"))
+	}
+	b, _ := json.Marshal(d)
+	if len(b) > 100 {
+		b = append(b[:100], "…"...)
+	}
+	return string(b)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
