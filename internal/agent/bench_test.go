@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"sort"
@@ -9,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
@@ -32,12 +36,15 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 			if strings.Contains(step, "run") {
 				name = d.name + "/shell-true"
 			}
-			b.Run(name, func(b *testing.B) { benchRoundTrip(b, d, step) })
+			b.Run(name, func(b *testing.B) { benchRoundTrip(b, d, step, false) })
+			if d.name == "anthropic" {
+				b.Run(name+"/ledger", func(b *testing.B) { benchRoundTrip(b, d, step, true) })
+			}
 		}
 	}
 }
 
-func benchRoundTrip(b *testing.B, d dialect, step string) {
+func benchRoundTrip(b *testing.B, d dialect, step string, withLedger bool) {
 	const turns = 40
 	script := `{"steps": [` + strings.Repeat(step+",", turns) + `{"say": "done"}]}`
 	s, err := sim.ParseScript([]byte(script))
@@ -68,24 +75,43 @@ func benchRoundTrip(b *testing.B, d dialect, step string) {
 		base, _ := srv.Listen(ctx)
 		var respDone []time.Time
 		var execTime []time.Duration
+		var inner tool.Executor = &mux
+		obs := agent.Observers{agent.ObserverFunc(func(ev agent.Event) {
+			if ev.Type == agent.EventResponse {
+				respDone = append(respDone, time.Now())
+			}
+		})}
+		var lw *ledger.Writer
+		if withLedger {
+			skey, _, _ := note.GenerateKey(rand.Reader, "truss/bench")
+			signer, _ := note.NewSigner(skey)
+			lw, _ = ledger.Create(filepath.Join(b.TempDir(), "ledger"), "bench", signer)
+			rec, _ := ledger.NewRecorder(lw, ledger.Start{Model: "sim-coder"})
+			obs = append(obs, rec)
+			inner = ledger.Contents(lw, func(p string) ([]byte, error) {
+				r, err := ws.Resolve(p)
+				if err != nil {
+					return nil, err
+				}
+				return r.ReadFile()
+			}, inner)
+		}
 		exec := tool.ExecutorFunc(func(ctx context.Context, c tool.Call) tool.Result {
 			t0 := time.Now()
-			r := mux.Execute(ctx, c)
+			r := inner.Execute(ctx, c)
 			execTime = append(execTime, time.Since(t0))
 			return r
 		})
 		a := agent.New(agent.Config{Provider: d.new(base), Tools: set, Exec: exec, Model: "sim-coder",
-			RepeatLimit: 1 << 30, RepeatWindow: 1,
-			Observer: agent.ObserverFunc(func(ev agent.Event) {
-				if ev.Type == agent.EventResponse {
-					respDone = append(respDone, time.Now())
-				}
-			})}, nil)
+			RepeatLimit: 1 << 30, RepeatWindow: 1, Observer: obs}, nil)
 		b.StartTimer()
 		out := a.Run(ctx, "bench")
 		b.StopTimer()
 		if out.Status != agent.StatusCompleted {
 			b.Fatalf("%+v", out)
+		}
+		if lw != nil {
+			lw.Close()
 		}
 		reqs := srv.Requests()
 		for k := 0; k+1 < len(reqs) && k < len(execTime); k++ {

@@ -108,6 +108,23 @@ type Writer struct {
 	prev    []byte
 	sealed  uint64
 	now     func() time.Time
+
+	// The sealer writes payloads and checkpoints in the background, in
+	// order, so that a turn never waits for a disk: a checkpoint is signed
+	// and written only after the entries and payloads before it are synced.
+	jobs   chan job
+	done   chan struct{}
+	stored map[string]bool
+	errMu  sync.Mutex
+	err    error
+}
+
+type job struct {
+	payload []byte
+	path    string
+	size    uint64 // a checkpoint of this size and root, when root is set
+	root    []byte
+	ack     chan []byte // receives the signed checkpoint, when set
 }
 
 var rf = &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
@@ -127,8 +144,43 @@ func Create(dir, session string, signer note.Signer) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	return &Writer{dir: dir, session: session, origin: Origin(signer.Name(), session), signer: signer, f: f,
-		rng: rf.NewEmptyRange(0), now: time.Now}, nil
+	w := &Writer{dir: dir, session: session, origin: Origin(signer.Name(), session), signer: signer, f: f,
+		rng: rf.NewEmptyRange(0), now: time.Now, jobs: make(chan job, 1024), done: make(chan struct{}), stored: map[string]bool{}}
+	go w.seal()
+	return w, nil
+}
+
+// seal runs the background jobs.
+func (w *Writer) seal() {
+	defer close(w.done)
+	for j := range w.jobs {
+		if j.root == nil {
+			w.fail(writePayload(j.path, j.payload))
+			continue
+		}
+		signed, err := w.writeCheckpoint(j.size, j.root)
+		w.fail(err)
+		if j.ack != nil {
+			j.ack <- signed
+		}
+	}
+}
+
+func (w *Writer) fail(err error) {
+	if err != nil {
+		w.errMu.Lock()
+		if w.err == nil {
+			w.err = err
+		}
+		w.errMu.Unlock()
+	}
+}
+
+// Err returns the first error of the background writes.
+func (w *Writer) Err() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
 }
 
 // Dir returns the ledger's directory.
@@ -137,27 +189,47 @@ func (w *Writer) Dir() string { return w.dir }
 // Origin returns the checkpoint origin.
 func (w *Writer) Origin() string { return w.origin }
 
-// Put stores a payload and returns its hex SHA-256 digest.
-func (w *Writer) Put(b []byte) (string, error) { return putPayload(w.dir, b) }
-
-func putPayload(dir string, b []byte) (string, error) {
+// Put stores a payload and returns its hex SHA-256 digest. The file is
+// written in the background, before any later checkpoint.
+func (w *Writer) Put(b []byte) (string, error) {
 	sum := sha256.Sum256(b)
 	d := hex.EncodeToString(sum[:])
-	p := filepath.Join(dir, "payloads", d)
-	if _, err := os.Stat(p); err == nil {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stored[d] {
 		return d, nil
+	}
+	w.stored[d] = true
+	w.jobs <- job{payload: bytes.Clone(b), path: filepath.Join(w.dir, "payloads", d)}
+	return d, nil
+}
+
+func writePayload(p string, b []byte) error {
+	if _, err := os.Stat(p); err == nil {
+		return nil
 	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	tmp := p + "." + hex.EncodeToString(rnd[:]) + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return "", fmt.Errorf("ledger payload: %w", err)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("ledger payload: %w", err)
 	}
-	if err := os.Rename(tmp, p); err != nil {
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("ledger payload: %w", err)
+		return fmt.Errorf("ledger payload: %w", err)
 	}
-	return d, nil
+	return nil
 }
 
 // Append appends an entry of the given type and returns its sequence number.
@@ -226,28 +298,47 @@ func marshal(e Entry) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// Checkpoint syncs the entries and writes a signed checkpoint of the tree as
-// it is now. It returns the checkpoint (the signed note).
-func (w *Writer) Checkpoint() ([]byte, error) {
+// Checkpoint seals the tree as it is now: the entries are synced and a
+// signed checkpoint is written, in the background. Flush waits for it.
+func (w *Writer) Checkpoint() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.checkpoint()
+	root, err := w.root()
+	if err != nil {
+		return err
+	}
+	w.jobs <- job{size: w.seq, root: root}
+	w.sealed = w.seq
+	return nil
 }
 
-func (w *Writer) checkpoint() ([]byte, error) {
+// Flush seals the tree as it is now and waits until every payload and
+// checkpoint so far is on disk; it returns the signed checkpoint.
+func (w *Writer) Flush() ([]byte, error) {
+	w.mu.Lock()
+	root, err := w.root()
+	if err != nil {
+		w.mu.Unlock()
+		return nil, err
+	}
+	ack := make(chan []byte, 1)
+	w.jobs <- job{size: w.seq, root: root, ack: ack}
+	w.sealed = w.seq
+	w.mu.Unlock()
+	signed := <-ack
+	return signed, w.Err()
+}
+
+func (w *Writer) writeCheckpoint(size uint64, root []byte) ([]byte, error) {
 	if err := w.f.Sync(); err != nil {
 		return nil, fmt.Errorf("ledger: sync: %w", err)
 	}
-	root, err := w.root()
-	if err != nil {
-		return nil, err
-	}
-	cp := log.Checkpoint{Origin: w.origin, Size: w.seq, Hash: root}
+	cp := log.Checkpoint{Origin: w.origin, Size: size, Hash: root}
 	signed, err := note.Sign(&note.Note{Text: string(cp.Marshal())}, w.signer)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: sign checkpoint: %w", err)
 	}
-	p := filepath.Join(w.dir, "checkpoints", fmt.Sprintf("%020d", w.seq))
+	p := filepath.Join(w.dir, "checkpoints", fmt.Sprintf("%020d", size))
 	tmp := p + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -271,7 +362,6 @@ func (w *Writer) checkpoint() ([]byte, error) {
 		d.Sync()
 		d.Close()
 	}
-	w.sealed = w.seq
 	return signed, nil
 }
 
@@ -289,14 +379,20 @@ func (w *Writer) Size() uint64 {
 	return w.seq
 }
 
-// Close writes a final checkpoint if entries are unsealed, and closes.
+// Close seals any unsealed entries, waits for the background writes and
+// closes.
 func (w *Writer) Close() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	var err error
 	if w.seq != w.sealed || w.seq == 0 {
-		_, err = w.checkpoint()
+		if root, err := w.root(); err == nil {
+			w.jobs <- job{size: w.seq, root: root}
+			w.sealed = w.seq
+		}
 	}
+	close(w.jobs)
+	w.mu.Unlock()
+	<-w.done
+	err := w.Err()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}

@@ -36,7 +36,7 @@ func sample(t *testing.T) (dir, vkey string) {
 	w.Append("session.start", map[string]any{"model": "m", "surface": "generic"}, nil)
 	w.Append("model.response", map[string]any{"stop": "tool_use", "usage": map[string]int{"input": 10}}, map[string]string{"request": d})
 	w.Append("tool.call", map[string]any{"call_id": "c1", "op": "file.view"}, nil)
-	if _, err := w.Checkpoint(); err != nil {
+	if err := w.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
 	o, _ := w.Put([]byte("output text"))
@@ -175,7 +175,7 @@ func TestUnsealedTail(t *testing.T) {
 	s, vkey := newKey(t, "truss/test")
 	w, _ := Create(dir, "S", s)
 	w.Append("a", nil, nil)
-	w.Checkpoint()
+	w.Flush()
 	w.Append("b", nil, nil)
 	w.Append("c", nil, nil)
 	w.f.Sync() // a killed process: no final checkpoint
@@ -213,6 +213,28 @@ func BenchmarkAppend(b *testing.B) {
 	for b.Loop() {
 		if _, err := w.Append("tool.result", data, pl); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerify100k verifies a ledger of 100,000 entries with a
+// checkpoint every 10 entries.
+func BenchmarkVerify100k(b *testing.B) {
+	s, vkey := newKey(b, "truss/bench")
+	dir := filepath.Join(b.TempDir(), "l")
+	w, _ := Create(dir, "S", s)
+	for i := 0; i < 100000; i++ {
+		w.Append("tool.result", map[string]any{"call_id": i, "op": "file.view"}, nil)
+		if i%10 == 9 {
+			w.Checkpoint()
+		}
+	}
+	w.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		r, _, err := Verify(dir, vkey)
+		if err != nil || r.Entries != 100000 {
+			b.Fatal(r, err)
 		}
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/trussdev/truss/internal/agent"
@@ -64,7 +62,7 @@ func NewRecorder(w *Writer, start Start) (*Recorder, error) {
 	if _, err := w.Append("session.start", start, nil); err != nil {
 		return nil, err
 	}
-	if _, err := w.Checkpoint(); err != nil {
+	if err := w.Checkpoint(); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -112,8 +110,7 @@ func (r *Recorder) Observe(ev agent.Event) {
 		_, err := r.W.Append("model.error", map[string]any{"turn": ev.Turn, "error": ev.Err.Error()}, nil)
 		r.fail(err)
 	case agent.EventTurnCompleted:
-		_, err := r.W.Checkpoint()
-		r.fail(err)
+		r.fail(r.W.Checkpoint())
 	case agent.EventRunCompleted:
 		o := ev.Outcome
 		files, _ := json.Marshal(r.final)
@@ -122,8 +119,7 @@ func (r *Recorder) Observe(ev agent.Event) {
 		_, err := r.W.Append("session.end", map[string]any{"status": o.Status, "reason": o.Reason, "turns": o.Turns,
 			"calls": o.Calls, "usage": o.Usage, "files": r.final}, p)
 		r.fail(err)
-		_, err = r.W.Checkpoint()
-		r.fail(err)
+		r.fail(r.W.Checkpoint())
 	}
 }
 
@@ -212,9 +208,11 @@ func (r *Recorder) call(ev agent.Event) {
 	r.fail(err)
 }
 
+// has reports whether a payload was stored.
 func (w *Writer) has(digest string) bool {
-	_, err := os.Stat(filepath.Join(w.dir, "payloads", digest))
-	return err == nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stored[digest]
 }
 
 // Reader reads a workspace file by the path a call named (the workspace
