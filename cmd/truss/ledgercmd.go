@@ -16,7 +16,7 @@ import (
 
 func cmdLedger(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] | show PATH")
+		return usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] | show PATH | prove PATH --entry N")
 	}
 	switch args[0] {
 	case "key":
@@ -72,6 +72,33 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		return nil
+	case "prove":
+		fset := newFlagSet("ledger prove", stderr)
+		entry := fset.Int64("entry", -1, "the entry to prove")
+		key := fset.String("key", "", "the verifier key (default: this installation's)")
+		path, rest := splitPath(args[1:])
+		if err := parse(fset, rest); err != nil {
+			return err
+		}
+		if path == "" || *entry < 0 {
+			return usagef("usage: truss ledger prove PATH --entry N")
+		}
+		dir, err := ledgerDir(path)
+		if err != nil {
+			return err
+		}
+		vkey := *key
+		if vkey == "" {
+			if _, vkey, err = installationKey(); err != nil {
+				return err
+			}
+		}
+		b, err := ledger.Prove(dir, vkey, uint64(*entry))
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
 	case "show":
 		path, _ := splitPath(args[1:])
 		if path == "" {
@@ -94,7 +121,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "verified: %d entries, sealed by %d checkpoints, root %s\n", r.Entries, r.Checkpoints, base64.StdEncoding.EncodeToString(r.Root))
 		return nil
 	}
-	return usagef("unknown ledger command %q: use key, verify or show", args[0])
+	return usagef("unknown ledger command %q: use key, verify, show or prove", args[0])
 }
 
 // splitPath takes the first non-flag argument as the path, so that flags may

@@ -45,7 +45,7 @@ Usage:
   truss tools [flags]               print the exact tool declarations a request would carry
   truss tool call [flags]           execute one tool call locally and print what the model sees
   truss sessions                    list saved sessions (resume one with truss run --resume ID)
-  truss ledger key|verify|show      the signed ledger every run writes: the verifier key, verification, a timeline
+  truss ledger key|verify|show|prove  the signed ledger every run writes: key, verification, timeline, inclusion proofs
   truss --version
 
 Providers and keys:

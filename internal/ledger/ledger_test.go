@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	fproof "github.com/transparency-dev/formats/proof"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -236,5 +239,34 @@ func BenchmarkVerify100k(b *testing.B) {
 		if err != nil || r.Entries != 100000 {
 			b.Fatal(r, err)
 		}
+	}
+}
+
+func TestProve(t *testing.T) {
+	dir, vkey := sample(t)
+	leaves, _ := readLeaves(dir, 6)
+	r, _, _ := Verify(dir, vkey)
+	for i := uint64(0); i < 6; i++ {
+		b, err := Prove(dir, vkey, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte("c2sp.org/tlog-proof@v1\n")) || !bytes.Contains(b, []byte("index "+string(rune('0'+i))+"\n")) {
+			t.Fatalf("proof %d:\n%s", i, b)
+		}
+		var tp fproof.TLogProof
+		if err := tp.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+		var hs [][]byte
+		for _, h := range tp.Hashes {
+			hs = append(hs, append([]byte(nil), h[:]...))
+		}
+		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, tp.Index, 6, leaves[i], hs, r.Root); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	if _, err := Prove(dir, vkey, 6); err == nil {
+		t.Fatal("proved an entry past the checkpoint")
 	}
 }
