@@ -6,12 +6,15 @@ require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.17.0
 	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/getkin/kin-openapi v0.153.0
+	github.com/in-toto/attestation v1.2.0
 	github.com/openai/openai-go/v3 v3.102.0
 	github.com/rogpeppe/go-internal v1.16.0
+	github.com/secure-systems-lab/go-securesystemslib v0.11.1
 	github.com/transparency-dev/formats v0.1.1
 	github.com/transparency-dev/merkle v0.0.2
 	golang.org/x/mod v0.43.0
 	golang.org/x/tools v0.52.0
+	google.golang.org/protobuf v1.36.11
 )
 
 require (
@@ -35,6 +38,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.33.0 // indirect
 	go.opentelemetry.io/otel/trace v1.33.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

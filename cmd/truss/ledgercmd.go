@@ -16,7 +16,7 @@ import (
 
 func cmdLedger(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] | show PATH | prove PATH --entry N")
+		return usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] | show PATH | prove PATH --entry N | export PATH --in-toto")
 	}
 	switch args[0] {
 	case "key":
@@ -99,6 +99,38 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		_, err = stdout.Write(b)
 		return err
+	case "export":
+		fset := newFlagSet("ledger export", stderr)
+		intoto := fset.Bool("in-toto", false, "an in-toto Statement v1 with an SLSA Provenance v1 predicate, in a DSSE envelope")
+		path, rest := splitPath(args[1:])
+		if err := parse(fset, rest); err != nil {
+			return err
+		}
+		if path == "" || !*intoto {
+			return usagef("usage: truss ledger export PATH --in-toto")
+		}
+		dir, err := ledgerDir(path)
+		if err != nil {
+			return err
+		}
+		_, vkey, err := installationKey()
+		if err != nil {
+			return err
+		}
+		kd, err := ledger.KeyDir()
+		if err != nil {
+			return err
+		}
+		priv, err := ledger.PrivateKey(kd)
+		if err != nil {
+			return err
+		}
+		b, err := ledger.Export(dir, vkey, priv)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
 	case "show":
 		path, _ := splitPath(args[1:])
 		if path == "" {
@@ -121,7 +153,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "verified: %d entries, sealed by %d checkpoints, root %s\n", r.Entries, r.Checkpoints, base64.StdEncoding.EncodeToString(r.Root))
 		return nil
 	}
-	return usagef("unknown ledger command %q: use key, verify, show or prove", args[0])
+	return usagef("unknown ledger command %q: use key, verify, show, prove or export", args[0])
 }
 
 // splitPath takes the first non-flag argument as the path, so that flags may

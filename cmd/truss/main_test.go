@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/ed25519"
 	"context"
 	"encoding/json"
 	"flag"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/apispec"
+	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/sim"
 )
@@ -53,6 +55,7 @@ func TestScripts(t *testing.T) {
 			"checkevents": checkEvents,
 			"lastsession": lastSession,
 			"simcheck":    simCheck,
+			"checkdsse":   checkDSSE,
 		},
 	})
 }
@@ -217,4 +220,23 @@ func checkEvents(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Logf("%d events: %s", len(types), strings.Join(types, " "))
 	fmt.Fprint(ts.Stdout(), "")
+}
+
+// checkdsse FILE: verifies an in-toto DSSE envelope with the installation's
+// ledger key and checks its statement.
+func checkDSSE(ts *testscript.TestScript, neg bool, args []string) {
+	kd := ts.Getenv("TRUSS_HOME")
+	priv, err := ledger.PrivateKey(kd)
+	ts.Check(err)
+	vk, err := os.ReadFile(filepath.Join(kd, "ledger.vkey"))
+	ts.Check(err)
+	st, err := ledger.VerifyExport([]byte(ts.ReadFile(args[0])), strings.TrimSpace(string(vk)), priv.Public().(ed25519.PublicKey))
+	if neg {
+		if err == nil {
+			ts.Fatalf("the envelope verified")
+		}
+		return
+	}
+	ts.Check(err)
+	ts.Logf("statement: %d subjects, predicate %s", len(st.Subject), st.PredicateType)
 }

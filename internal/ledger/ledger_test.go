@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/rand"
 	"os"
 	"path/filepath"
@@ -268,5 +269,39 @@ func TestProve(t *testing.T) {
 	}
 	if _, err := Prove(dir, vkey, 6); err == nil {
 		t.Fatal("proved an entry past the checkpoint")
+	}
+}
+
+func TestExport(t *testing.T) {
+	keyDir := t.TempDir()
+	signer, vkey, err := LoadOrCreateKey(keyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "l")
+	w, _ := Create(dir, "S9", signer)
+	rec, _ := NewRecorder(w, Start{Truss: "test", Provider: "sim", Model: "m", Repo: &RepoState{Head: strings.Repeat("a", 40)}})
+	_ = rec
+	w.Append("session.end", map[string]any{"status": "completed", "files": map[string]string{"a.go": strings.Repeat("b", 64), "gone.go": ""}}, nil)
+	w.Close()
+	priv, err := PrivateKey(keyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := Export(dir, vkey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := VerifyExport(env, vkey, priv.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Subject) != 1 || st.Subject[0].Name != "a.go" || st.PredicateType != "https://slsa.dev/provenance/v1" {
+		t.Fatalf("statement %v", st)
+	}
+	// A changed payload fails verification.
+	tampered := bytes.Replace(env, []byte(`"payload": "`), []byte(`"payload": "A`), 1)
+	if _, err := VerifyExport(tampered, vkey, priv.Public().(ed25519.PublicKey)); err == nil {
+		t.Fatal("a tampered envelope verified")
 	}
 }
