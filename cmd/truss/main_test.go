@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	"crypto/ed25519"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"flag"
 	"fmt"

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	intoto "github.com/in-toto/attestation/go/v1"
 	slsa "github.com/in-toto/attestation/go/predicates/provenance/v1"
+	intoto "github.com/in-toto/attestation/go/v1"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -55,9 +55,11 @@ type dsseKey struct {
 	pub  ed25519.PublicKey
 }
 
-func (k dsseKey) Sign(_ context.Context, data []byte) ([]byte, error) { return ed25519.Sign(k.priv, data), nil }
-func (k dsseKey) KeyID() (string, error)                               { return k.id, nil }
-func (k dsseKey) Public() crypto.PublicKey                             { return k.pub }
+func (k dsseKey) Sign(_ context.Context, data []byte) ([]byte, error) {
+	return ed25519.Sign(k.priv, data), nil
+}
+func (k dsseKey) KeyID() (string, error)   { return k.id, nil }
+func (k dsseKey) Public() crypto.PublicKey { return k.pub }
 func (k dsseKey) Verify(_ context.Context, data, sig []byte) error {
 	if !ed25519.Verify(k.pub, data, sig) {
 		return errors.New("bad signature")
