@@ -126,9 +126,18 @@ func (r *Recorder) Observe(ev agent.Event) {
 func (r *Recorder) response(ev agent.Event) {
 	resp := ev.Response
 	p := map[string]string{}
-	if resp.Wire != nil {
-		r.put(p, "request", resp.Wire.Request)
-		r.put(p, "response", resp.Wire.Response)
+	if w := resp.Wire; w != nil {
+		if len(w.Parts) > 0 {
+			// Each part is stored once, so a turn costs what is new in it.
+			for i, part := range w.Parts {
+				r.W.PutKnown(w.Digests[i], part)
+			}
+			manifest, _ := json.Marshal(w.Digests)
+			r.put(p, "request_parts", manifest)
+		} else {
+			r.put(p, "request", w.Request)
+		}
+		r.put(p, "response", w.Response)
 	}
 	var items []map[string]any
 	for _, it := range resp.Items {

@@ -142,9 +142,15 @@ type Response struct {
 	Wire *Wire `json:"-"`
 }
 
-// Wire is the exact bytes of a turn's last attempt.
+// Wire is the exact bytes of a turn's last attempt. An adapter that builds
+// its request from cached parts gives Parts instead of Request: the request
+// body is their concatenation, and Digests holds each part's hex SHA-256, so
+// that a recorder stores each part once instead of the whole, growing body
+// every turn.
 type Wire struct {
 	Request  []byte
+	Parts    [][]byte
+	Digests  []string
 	Response []byte
 	Duration time.Duration
 }

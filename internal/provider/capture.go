@@ -14,6 +14,10 @@ import (
 // records the session. Its Middleware fits the official SDKs' middleware
 // option (func(*http.Request, next) (*http.Response, error)).
 type Capture struct {
+	// SkipRequest leaves request bodies out (an adapter that records its
+	// request as parts).
+	SkipRequest bool
+
 	mu    sync.Mutex
 	wire  model.Wire
 	start time.Time
@@ -22,7 +26,7 @@ type Capture struct {
 // Middleware records the request body and tees the response body.
 func (c *Capture) Middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	var body []byte
-	if req.GetBody != nil {
+	if req.GetBody != nil && !c.SkipRequest {
 		if rc, err := req.GetBody(); err == nil {
 			body, _ = io.ReadAll(rc)
 			rc.Close()

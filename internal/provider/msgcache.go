@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -18,33 +20,44 @@ type Span struct{ Start, End int }
 type MessageCache struct {
 	mu    sync.Mutex
 	items []model.Item
-	enc   map[Span]json.RawMessage
+	enc   map[Span]encoded
+}
+
+type encoded struct {
+	raw    json.RawMessage
+	digest string
+}
+
+// Encoded is one message's encoding and its hex SHA-256.
+type Encoded struct {
+	Raw    json.RawMessage
+	Digest string
 }
 
 // Encode returns the encoding of each span. A span that lies in the prefix
 // of items unchanged since the last call, and that fresh does not demand
 // anew, reuses its earlier encoding; the others are encoded with encode.
-func (c *MessageCache) Encode(items []model.Item, spans []Span, encode func(i int) (json.RawMessage, error), fresh func(i int) bool) ([]json.RawMessage, error) {
+func (c *MessageCache) Encode(items []model.Item, spans []Span, encode func(i int) (json.RawMessage, error), fresh func(i int) bool) ([]Encoded, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	prefix := 0
 	for prefix < len(items) && prefix < len(c.items) && SameItem(items[prefix], c.items[prefix]) {
 		prefix++
 	}
-	out := make([]json.RawMessage, len(spans))
-	next := make(map[Span]json.RawMessage, len(spans))
+	out := make([]Encoded, len(spans))
+	next := make(map[Span]encoded, len(spans))
 	for i, sp := range spans {
-		if raw, ok := c.enc[sp]; ok && sp.End <= prefix && !fresh(i) {
-			out[i] = raw
-		} else {
+		e, ok := c.enc[sp]
+		if !ok || sp.End > prefix || fresh(i) {
 			raw, err := encode(i)
 			if err != nil {
 				return nil, fmt.Errorf("encode message %d: %w", i, err)
 			}
-			out[i] = raw
+			e = encoded{raw: raw, digest: digest(raw)}
 		}
+		out[i] = Encoded{Raw: e.raw, Digest: e.digest}
 		if !fresh(i) {
-			next[sp] = out[i]
+			next[sp] = e
 		}
 	}
 	c.items = append(c.items[:0], items...)
@@ -72,28 +85,51 @@ func SameItem(a, b model.Item) bool {
 	return true
 }
 
+func digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+var (
+	comma       = []byte(",")
+	closing     = []byte("]}")
+	commaDigest = digest(comma)
+	closeDigest = digest(closing)
+)
+
 // JoinBody splices the messages into an encoded request object that has
-// none: head without its closing brace, extra fields, then "messages".
-func JoinBody(head []byte, extra string, msgs []json.RawMessage) ([]byte, error) {
+// none: head without its closing brace, extra fields, then "messages". It
+// returns the body and the wire parts it is the concatenation of (the
+// prefix, each message, the separators), with their digests.
+func JoinBody(head []byte, extra string, msgs []Encoded) ([]byte, *model.Wire, error) {
 	if len(head) < 2 || head[len(head)-1] != '}' {
-		return nil, fmt.Errorf("encode request: unexpected head %.80q", head)
+		return nil, nil, fmt.Errorf("encode request: unexpected head %.80q", head)
 	}
-	size := len(head) + len(extra) + 16
-	for _, m := range msgs {
-		size += len(m) + 1
-	}
-	buf := make([]byte, 0, size)
-	buf = append(buf, head[:len(head)-1]...)
+	prefix := make([]byte, 0, len(head)+len(extra)+16)
+	prefix = append(prefix, head[:len(head)-1]...)
 	if len(head) > 2 {
-		buf = append(buf, ',')
+		prefix = append(prefix, ',')
 	}
-	buf = append(buf, extra...)
-	buf = append(buf, `"messages":[`...)
+	prefix = append(prefix, extra...)
+	prefix = append(prefix, `"messages":[`...)
+	w := &model.Wire{Parts: make([][]byte, 0, 2*len(msgs)+2), Digests: make([]string, 0, 2*len(msgs)+2)}
+	add := func(b []byte, d string) {
+		w.Parts = append(w.Parts, b)
+		w.Digests = append(w.Digests, d)
+	}
+	add(prefix, digest(prefix))
+	size := len(prefix) + 2
 	for i, m := range msgs {
 		if i > 0 {
-			buf = append(buf, ',')
+			add(comma, commaDigest)
 		}
-		buf = append(buf, m...)
+		add(m.Raw, m.Digest)
+		size += len(m.Raw) + 1
 	}
-	return append(buf, "]}"...), nil
+	add(closing, closeDigest)
+	buf := make([]byte, 0, size)
+	for _, p := range w.Parts {
+		buf = append(buf, p...)
+	}
+	return buf, w, nil
 }

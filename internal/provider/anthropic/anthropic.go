@@ -62,6 +62,7 @@ type Client struct {
 // New returns a client.
 func New(cfg Config) *Client {
 	c := &Client{cfg: cfg}
+	c.wire.SkipRequest = true // the request is recorded as its parts
 	base := cfg.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
@@ -85,7 +86,7 @@ func (c *Client) Name() string { return "anthropic" }
 
 // Turn implements provider.Provider.
 func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
-	body, err := c.body(req)
+	body, parts, err := c.body(req)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +100,9 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 		return nil, err
 	}
 	resp.Attempts = attempts
+	if resp.Wire != nil {
+		resp.Wire.Request, resp.Wire.Parts, resp.Wire.Digests = nil, parts.Parts, parts.Digests
+	}
 	return resp, nil
 }
 
@@ -139,14 +143,14 @@ func (c *Client) params(req *model.Request) (sdk.MessageNewParams, error) {
 // body encodes the request: the SDK encodes every part; each message is
 // encoded once and reused on later turns (provider.MessageCache), except the
 // last, which carries the moving cache breakpoint.
-func (c *Client) body(req *model.Request) ([]byte, error) {
+func (c *Client) body(req *model.Request) ([]byte, *model.Wire, error) {
 	p, err := c.params(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	head, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
+		return nil, nil, fmt.Errorf("encode request: %w", err)
 	}
 	turns := turnsOf(req.Items)
 	spans := make([]provider.Span, len(turns))
@@ -173,7 +177,7 @@ func (c *Client) body(req *model.Request) ([]byte, error) {
 		return json.Marshal(sdk.NewAssistantMessage(bs...))
 	}, func(i int) bool { return i == last })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return provider.JoinBody(head, `"stream":true,`, msgs)
 }

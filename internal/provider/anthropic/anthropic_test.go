@@ -1,6 +1,9 @@
 package anthropic
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -26,9 +29,20 @@ func TestReplayKeepsProviderBlocks(t *testing.T) {
 		{Kind: model.KindUser, Text: "Thanks"},
 	}
 	c := New(Config{})
-	b, err := c.body(&model.Request{Model: "claude-sonnet-4-5", System: "s", MaxTokens: 100, Items: items})
+	b, parts, err := c.body(&model.Request{Model: "claude-sonnet-4-5", System: "s", MaxTokens: 100, Items: items})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The body is the concatenation of its parts, each with its digest.
+	var joined []byte
+	for i, part := range parts.Parts {
+		joined = append(joined, part...)
+		if d := sha256.Sum256(part); hex.EncodeToString(d[:]) != parts.Digests[i] {
+			t.Fatalf("part %d has a wrong digest", i)
+		}
+	}
+	if !bytes.Equal(joined, b) {
+		t.Fatal("the parts do not make the body")
 	}
 	body := string(b)
 	for _, want := range []string{`"signature":"sig_abc"`, `"encrypted_content":"EqgfCioIARgB"`, `"type":"server_tool_use"`, `"query":"go 1.26"`} {
@@ -71,7 +85,7 @@ func TestForeignTranscript(t *testing.T) {
 		{Kind: model.KindToolCall, Provider: "ollama", Call: &model.ToolCall{ID: "c1", Name: "read_file", Input: `{"path":`}},
 		{Kind: model.KindToolResult, Result: &model.ToolResult{CallID: "c1", Name: "read_file", Text: "Error: bad", IsError: true}},
 	}
-	b, err := New(Config{NoCache: true}).body(&model.Request{Model: "m", Items: items})
+	b, _, err := New(Config{NoCache: true}).body(&model.Request{Model: "m", Items: items})
 	if err != nil {
 		t.Fatal(err)
 	}

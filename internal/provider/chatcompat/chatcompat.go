@@ -32,6 +32,7 @@ import (
 
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/tool"
 )
 
 // Config configures a Client.
@@ -57,6 +58,7 @@ type Client struct {
 // New returns a client.
 func New(cfg Config) *Client {
 	c := &Client{cfg: cfg}
+	c.wire.SkipRequest = true // the request is recorded as its parts
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(cfg.APIKey),
@@ -75,7 +77,7 @@ func (c *Client) Name() string { return "chat" }
 
 // Turn implements provider.Provider.
 func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
-	body, err := c.body(req)
+	body, parts, err := c.body(req)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +91,9 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 		return nil, err
 	}
 	resp.Attempts = attempts
+	if resp.Wire != nil {
+		resp.Wire.Request, resp.Wire.Parts, resp.Wire.Digests = nil, parts.Parts, parts.Digests
+	}
 	return resp, nil
 }
 
@@ -124,20 +129,20 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 // body encodes the request. Every part is encoded by the SDK's own param
 // types; each message is encoded once and reused on later turns
 // (provider.MessageCache).
-func (c *Client) body(req *model.Request) ([]byte, error) {
+func (c *Client) body(req *model.Request) ([]byte, *model.Wire, error) {
 	p, err := c.params(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Messages are left out of the SDK-encoded head (it omits an empty
 	// list) and written after it.
 	p.Messages = nil
 	head, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
+		return nil, nil, fmt.Errorf("encode request: %w", err)
 	}
 	if bytes.Contains(head, []byte(`"messages":`)) {
-		return nil, fmt.Errorf("encode request: messages in the head")
+		return nil, nil, fmt.Errorf("encode request: messages in the head")
 	}
 	groups := groupItems(req.Items)
 	spans := make([]provider.Span, len(groups))
@@ -146,14 +151,14 @@ func (c *Client) body(req *model.Request) ([]byte, error) {
 	}
 	msgs, err := c.cache.Encode(req.Items, spans, func(i int) (json.RawMessage, error) { return json.Marshal(groups[i].msg) }, func(int) bool { return false })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if req.System != "" {
 		sys, err := json.Marshal(openai.SystemMessage(req.System))
 		if err != nil {
-			return nil, fmt.Errorf("encode system message: %w", err)
+			return nil, nil, fmt.Errorf("encode system message: %w", err)
 		}
-		msgs = append([]json.RawMessage{sys}, msgs...)
+		msgs = append([]provider.Encoded{{Raw: sys, Digest: tool.Digest(sys)}}, msgs...)
 	}
 	return provider.JoinBody(head, `"stream":true,`, msgs)
 }

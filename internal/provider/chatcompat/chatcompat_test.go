@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite testdata golden files")
 func TestBodyGolden(t *testing.T) {
 	c := New(Config{BaseURL: "http://127.0.0.1/v1"})
 	req := model.SampleRequest()
-	b, err := c.body(req)
+	b, _, err := c.body(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestBodyGolden(t *testing.T) {
 	// A second turn with one more item re-encodes only what is new and
 	// gives the same bytes for the shared prefix.
 	req.Items = append(req.Items, model.Item{Kind: model.KindAssistant, Text: "More."})
-	b2, err := c.body(req)
+	b2, _, err := c.body(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestBodyGolden(t *testing.T) {
 	}
 	// A history that differs in the middle is re-encoded from there.
 	req.Items[5].Result = &model.ToolResult{CallID: "call_1", Name: "read_file", Text: "changed"}
-	b3, _ := c.body(req)
+	b3, _, _ := c.body(req)
 	if !bytes.Contains(b3, []byte(`"changed"`)) {
 		t.Error("a changed item was served from the cache")
 	}
