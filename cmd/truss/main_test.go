@@ -78,6 +78,9 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.Defer(cancel)
 	srv := sim.New(s)
+	if args[0] == "anthropic" {
+		srv.APIKey = "sk-ant-test" // before the server starts
+	}
 	if len(args) == 3 {
 		srv.Root, err = filepath.EvalSymlinks(ts.MkAbs(args[2]))
 		ts.Check(err)
@@ -95,7 +98,6 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	case "anthropic":
 		ts.Setenv("ANTHROPIC_BASE_URL", base)
 		ts.Setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-		srv.APIKey = "sk-ant-test"
 	default:
 		ts.Fatalf("unknown dialect %q", args[0])
 	}

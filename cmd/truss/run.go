@@ -256,11 +256,11 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	}, history)
 	out := a.Run(ctx, task)
 	if lw != nil {
+		if err := rec.Close(); err != nil {
+			fmt.Fprintf(stderr, "truss: the ledger missed an event: %v\n", err)
+		}
 		if err := lw.Close(); err != nil {
 			fmt.Fprintf(stderr, "truss: the ledger could not be closed: %v\n", err)
-		}
-		if err := rec.Err(); err != nil {
-			fmt.Fprintf(stderr, "truss: the ledger missed an event: %v\n", err)
 		}
 		if f.ledgerOut != nil {
 			*f.ledgerOut = lw.Dir()

@@ -83,11 +83,12 @@ func benchRoundTrip(b *testing.B, d dialect, step string, withLedger bool) {
 			}
 		})}
 		var lw *ledger.Writer
+		var rec *ledger.Recorder
 		if withLedger {
 			skey, _, _ := note.GenerateKey(rand.Reader, "truss/bench")
 			signer, _ := note.NewSigner(skey)
 			lw, _ = ledger.Create(filepath.Join(b.TempDir(), "ledger"), "bench", signer)
-			rec, _ := ledger.NewRecorder(lw, ledger.Start{Model: "sim-coder"})
+			rec, _ = ledger.NewRecorder(lw, ledger.Start{Model: "sim-coder"})
 			obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
 				t0 := time.Now()
 				rec.Observe(ev)
@@ -116,6 +117,7 @@ func benchRoundTrip(b *testing.B, d dialect, step string, withLedger bool) {
 			b.Fatalf("%+v", out)
 		}
 		if lw != nil {
+			rec.Close()
 			lw.Close()
 		}
 		reqs := srv.Requests()

@@ -281,7 +281,7 @@ func TestExport(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "l")
 	w, _ := Create(dir, "S9", signer)
 	rec, _ := NewRecorder(w, Start{Truss: "test", Provider: "sim", Model: "m", Repo: &RepoState{Head: strings.Repeat("a", 40)}})
-	_ = rec
+	rec.Close()
 	w.Append("session.end", map[string]any{"status": "completed", "files": map[string]string{"a.go": strings.Repeat("b", 64), "gone.go": ""}}, nil)
 	w.Close()
 	priv, err := PrivateKey(keyDir)

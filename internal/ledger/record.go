@@ -45,27 +45,80 @@ type Link struct {
 	Checkpoint string `json:"checkpoint"`
 }
 
-// Recorder writes a session's events to a ledger. It is an agent.Observer;
-// events arrive in the loop's order, so the ledger's order is deterministic
-// even when read-only calls run in parallel.
+// Recorder writes a session's events to a ledger. It is an agent.Observer.
+// Observe only queues the event: encoding, hashing and writing happen on
+// the recorder's own goroutine, in the loop's order, so the ledger's order
+// is deterministic (even when read-only calls run in parallel) and the loop
+// never waits for the ledger. The loop does not change an event's data after
+// reporting it. Close waits for the queue to drain.
 type Recorder struct {
 	W   *Writer
 	mu  sync.Mutex
 	err error
 	// final is each changed file's last digest ("" when deleted).
 	final map[string]string
+
+	qmu    sync.Mutex
+	cond   *sync.Cond
+	queue  []agent.Event
+	closed bool
+	done   chan struct{}
 }
 
 // NewRecorder returns a recorder writing to w, after a session.start entry.
 func NewRecorder(w *Writer, start Start) (*Recorder, error) {
-	r := &Recorder{W: w, final: map[string]string{}}
+	r := &Recorder{W: w, final: map[string]string{}, done: make(chan struct{})}
+	r.cond = sync.NewCond(&r.qmu)
 	if _, err := w.Append("session.start", start, nil); err != nil {
 		return nil, err
 	}
 	if err := w.Checkpoint(); err != nil {
 		return nil, err
 	}
+	go r.run()
 	return r, nil
+}
+
+// Observe implements agent.Observer: it queues the event.
+func (r *Recorder) Observe(ev agent.Event) {
+	if ev.Type == agent.EventDelta {
+		return // streamed fragments are in the response's record
+	}
+	r.qmu.Lock()
+	r.queue = append(r.queue, ev)
+	r.qmu.Unlock()
+	r.cond.Signal()
+}
+
+// Close records every queued event and stops the recorder. It returns the
+// first recording error.
+func (r *Recorder) Close() error {
+	r.qmu.Lock()
+	r.closed = true
+	r.qmu.Unlock()
+	r.cond.Signal()
+	<-r.done
+	return r.Err()
+}
+
+func (r *Recorder) run() {
+	defer close(r.done)
+	for {
+		r.qmu.Lock()
+		for len(r.queue) == 0 && !r.closed {
+			r.cond.Wait()
+		}
+		if len(r.queue) == 0 {
+			r.qmu.Unlock()
+			return
+		}
+		batch := r.queue
+		r.queue = nil
+		r.qmu.Unlock()
+		for _, ev := range batch {
+			r.record(ev)
+		}
+	}
 }
 
 // Err returns the first recording error.
@@ -90,8 +143,8 @@ func (r *Recorder) put(payloads map[string]string, name string, b []byte) {
 	payloads[name] = d
 }
 
-// Observe implements agent.Observer.
-func (r *Recorder) Observe(ev agent.Event) {
+// record writes one event.
+func (r *Recorder) record(ev agent.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch ev.Type {

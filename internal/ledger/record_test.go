@@ -17,8 +17,8 @@ import (
 func BenchmarkRecordTurn(b *testing.B) {
 	s, _ := newKey(b, "truss/bench")
 	w, _ := Create(filepath.Join(b.TempDir(), "l"), "S", s)
-	defer w.Close()
 	rec, _ := NewRecorder(w, Start{Model: "m"})
+	defer func() { rec.Close(); w.Close() }()
 	var parts [][]byte
 	var digests []string
 	for i := 0; i < 40; i++ {
