@@ -12,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	intoto "github.com/in-toto/attestation/go/v1"
 	"github.com/rogpeppe/go-internal/testscript"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/apispec"
@@ -232,7 +234,7 @@ func checkDSSE(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	vk, err := os.ReadFile(filepath.Join(kd, "ledger.vkey"))
 	ts.Check(err)
-	st, err := ledger.VerifyExport([]byte(ts.ReadFile(args[0])), strings.TrimSpace(string(vk)), priv.Public().(ed25519.PublicKey))
+	body, err := ledger.VerifyExport([]byte(ts.ReadFile(args[0])), strings.TrimSpace(string(vk)), priv.Public().(ed25519.PublicKey))
 	if neg {
 		if err == nil {
 			ts.Fatalf("the envelope verified")
@@ -240,5 +242,8 @@ func checkDSSE(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	ts.Check(err)
+	st := &intoto.Statement{}
+	ts.Check(protojson.Unmarshal(body, st))
+	ts.Check(st.Validate())
 	ts.Logf("statement: %d subjects, predicate %s", len(st.Subject), st.PredicateType)
 }

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	slsa "github.com/in-toto/attestation/go/predicates/provenance/v1"
+	intoto "github.com/in-toto/attestation/go/v1"
 	fproof "github.com/transparency-dev/formats/proof"
+	"google.golang.org/protobuf/encoding/protojson"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
@@ -292,11 +295,28 @@ func TestExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := VerifyExport(env, vkey, priv.Public().(ed25519.PublicKey))
+	body, err := VerifyExport(env, vkey, priv.Public().(ed25519.PublicKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Subject) != 1 || st.Subject[0].Name != "a.go" || st.PredicateType != "https://slsa.dev/provenance/v1" {
+	// The in-toto library's own types and validation accept the documents.
+	st := &intoto.Statement{}
+	if err := protojson.Unmarshal(body, st); err != nil {
+		t.Fatalf("not an in-toto statement: %v\n%s", err, body)
+	}
+	if err := st.Validate(); err != nil {
+		t.Fatalf("statement: %v", err)
+	}
+	pj, _ := protojson.Marshal(st.Predicate)
+	prov := &slsa.Provenance{}
+	if err := protojson.Unmarshal(pj, prov); err != nil {
+		t.Fatalf("not an SLSA provenance: %v", err)
+	}
+	if err := prov.Validate(); err != nil {
+		t.Fatalf("provenance: %v", err)
+	}
+	if len(st.Subject) != 1 || st.Subject[0].Name != "a.go" || st.PredicateType != "https://slsa.dev/provenance/v1" ||
+		prov.BuildDefinition.ResolvedDependencies[0].Digest["gitCommit"] != strings.Repeat("a", 40) {
 		t.Fatalf("statement %v", st)
 	}
 	// A changed payload fails verification.
