@@ -12,10 +12,10 @@ import (
 	slsa "github.com/in-toto/attestation/go/predicates/provenance/v1"
 	intoto "github.com/in-toto/attestation/go/v1"
 	fproof "github.com/transparency-dev/formats/proof"
-	"google.golang.org/protobuf/encoding/protojson"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 func newKey(t testing.TB, name string) (note.Signer, string) {
