@@ -98,7 +98,7 @@ func summary(typ string, d map[string]any) string {
 		}
 		return fmt.Sprintf("turn %s · %s · %s via %s · %s", str(d, "turn"), str(d, "call_id"), str(d, "tool"), orDash(str(d, "surface")), strings.Join(ops, ","))
 	case "tool.result":
-		s := fmt.Sprintf("%s", str(d, "call_id"))
+		s := str(d, "call_id")
 		if str(d, "is_error") == "true" {
 			s += " · error"
 		}
