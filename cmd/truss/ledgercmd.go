@@ -41,15 +41,9 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		if path == "" {
 			return usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR]")
 		}
-		dir, err := ledgerDir(path)
+		dir, vkey, err := resolveLedger(path, *key)
 		if err != nil {
 			return err
-		}
-		vkey := *key
-		if vkey == "" {
-			if _, vkey, err = installationKey(); err != nil {
-				return err
-			}
 		}
 		r, entries, err := ledger.Verify(dir, vkey)
 		if err != nil {
@@ -83,15 +77,9 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		if path == "" || *entry < 0 {
 			return usagef("usage: truss ledger prove PATH --entry N")
 		}
-		dir, err := ledgerDir(path)
+		dir, vkey, err := resolveLedger(path, *key)
 		if err != nil {
 			return err
-		}
-		vkey := *key
-		if vkey == "" {
-			if _, vkey, err = installationKey(); err != nil {
-				return err
-			}
 		}
 		b, err := ledger.Prove(dir, vkey, uint64(*entry))
 		if err != nil {
@@ -109,11 +97,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		if path == "" || !*intoto {
 			return usagef("usage: truss ledger export PATH --in-toto")
 		}
-		dir, err := ledgerDir(path)
-		if err != nil {
-			return err
-		}
-		_, vkey, err := installationKey()
+		dir, vkey, err := resolveLedger(path, "")
 		if err != nil {
 			return err
 		}
@@ -136,11 +120,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		if path == "" {
 			return usagef("usage: truss ledger show PATH")
 		}
-		dir, err := ledgerDir(path)
-		if err != nil {
-			return err
-		}
-		_, vkey, err := installationKey()
+		dir, vkey, err := resolveLedger(path, "")
 		if err != nil {
 			return err
 		}
@@ -168,6 +148,21 @@ func splitPath(args []string) (string, []string) {
 }
 
 func isBoolFlag(f string) bool { return f == "--strict" || f == "-strict" }
+
+// resolveLedger resolves the ledger a command names and the verifier key
+// (vkey, else this installation's).
+func resolveLedger(path, vkey string) (string, string, error) {
+	dir, err := ledgerDir(path)
+	if err != nil {
+		return "", "", err
+	}
+	if vkey == "" {
+		if _, vkey, err = installationKey(); err != nil {
+			return "", "", err
+		}
+	}
+	return dir, vkey, nil
+}
 
 // ledgerDir resolves a ledger directory, a session directory or a session id.
 func ledgerDir(p string) (string, error) {

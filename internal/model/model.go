@@ -155,6 +155,13 @@ type Wire struct {
 	Duration time.Duration
 }
 
+// UseParts records the request as the parts of p instead of whole bytes.
+func (w *Wire) UseParts(p *Wire) {
+	if w != nil && p != nil {
+		w.Request, w.Parts, w.Digests = nil, p.Parts, p.Digests
+	}
+}
+
 // Calls returns the tool calls of the response, in order.
 func (r *Response) Calls() []ToolCall {
 	var calls []ToolCall

@@ -185,6 +185,22 @@ func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, e
 	}
 }
 
+// Turn runs attempt until it succeeds or the policy gives up, and records
+// on the response how many attempts the turn took.
+func (p RetryPolicy) Turn(ctx context.Context, attempt func() (*model.Response, error)) (*model.Response, error) {
+	var resp *model.Response
+	n, err := p.Do(ctx, func(int) error {
+		var err error
+		resp, err = attempt()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.Attempts = n
+	return resp, nil
+}
+
 func (p RetryPolicy) backoff(attempt int) time.Duration {
 	d := p.BaseDelay << (attempt - 1)
 	if d > p.MaxDelay || d <= 0 {

@@ -90,19 +90,11 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 	if err != nil {
 		return nil, err
 	}
-	var resp *model.Response
-	attempts, err := c.cfg.Retry.Do(ctx, func(int) error {
-		var err error
-		resp, err = c.once(ctx, sdk.MessageNewParams{Model: sdk.Model(req.Model)}, body, onDelta)
-		return err
-	})
+	resp, err := c.cfg.Retry.Turn(ctx, func() (*model.Response, error) { return c.once(ctx, sdk.MessageNewParams{Model: sdk.Model(req.Model)}, body, onDelta) })
 	if err != nil {
 		return nil, err
 	}
-	resp.Attempts = attempts
-	if resp.Wire != nil {
-		resp.Wire.Request, resp.Wire.Parts, resp.Wire.Digests = nil, parts.Parts, parts.Digests
-	}
+	resp.Wire.UseParts(parts)
 	return resp, nil
 }
 

@@ -98,17 +98,7 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 	if err != nil {
 		return nil, err
 	}
-	var resp *model.Response
-	attempts, err := c.Retry.Do(ctx, func(int) error {
-		var err error
-		resp, err = c.once(ctx, body, onDelta)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	resp.Attempts = attempts
-	return resp, nil
+	return c.Retry.Turn(ctx, func() (*model.Response, error) { return c.once(ctx, body, onDelta) })
 }
 
 func (c *Client) encode(req *model.Request) ([]byte, error) {
