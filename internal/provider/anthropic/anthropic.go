@@ -90,7 +90,9 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.cfg.Retry.Turn(ctx, func() (*model.Response, error) { return c.once(ctx, sdk.MessageNewParams{Model: sdk.Model(req.Model)}, body, onDelta) })
+	resp, err := c.cfg.Retry.Turn(ctx, func() (*model.Response, error) {
+		return c.once(ctx, sdk.MessageNewParams{Model: sdk.Model(req.Model)}, body, onDelta)
+	})
 	if err != nil {
 		return nil, err
 	}
