@@ -1,0 +1,400 @@
+package patch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/trussdev/truss/internal/tool"
+	tfs "github.com/trussdev/truss/internal/tool/fs"
+)
+
+// Error is a patch that parsed but cannot be applied; Message is Codex's.
+type Error struct{ Message string }
+
+func (e *Error) Error() string { return e.Message }
+
+// Plan is every file a patch changes, with its new content, computed
+// before anything is written.
+type Plan struct {
+	// Files in the order the patch first touches them; Content nil deletes.
+	Files   []PlannedFile
+	Summary string
+}
+
+// PlannedFile is one file's planned state.
+type PlannedFile struct {
+	Path    string // as the patch names it
+	Content []byte // nil: delete
+	Before  []byte // nil: the file did not exist
+}
+
+// Engine plans and applies patches in a workspace.
+type Engine struct {
+	W  *tfs.Workspace
+	FX *tfs.Executor
+}
+
+// state is the overlay of the plan: each touched file's content (nil when
+// it is deleted) by resolved path.
+type state struct {
+	e       *Engine
+	order   []string
+	names   map[string]string
+	content map[string][]byte
+	exists  map[string]bool
+	before  map[string][]byte
+}
+
+func (s *state) key(path string) (string, error) {
+	p, err := s.e.W.Resolve(path)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := s.names[p.Abs]; !ok {
+		s.order = append(s.order, p.Abs)
+		s.names[p.Abs] = path
+		b, err := p.ReadFile()
+		if err == nil {
+			s.before[p.Abs] = b
+		}
+	}
+	return p.Abs, nil
+}
+
+// read returns a file's current content in the plan.
+func (s *state) read(path string) ([]byte, error) {
+	k, err := s.key(path)
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := s.content[k]; ok {
+		if !s.exists[k] {
+			return nil, fs.ErrNotExist
+		}
+		return b, nil
+	}
+	p, _ := s.e.W.Resolve(path)
+	fi, err := p.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, errors.New("Is a directory (os error 21)")
+	}
+	return p.ReadFile()
+}
+
+func (s *state) set(path string, b []byte) error {
+	k, err := s.key(path)
+	if err != nil {
+		return err
+	}
+	s.content[k], s.exists[k] = b, b != nil
+	return nil
+}
+
+// PlanPatch computes the new content of every file the patch touches.
+func (e *Engine) PlanPatch(p *Patch) (*Plan, error) {
+	if len(p.Hunks) == 0 {
+		return nil, &Error{"No files were modified."}
+	}
+	s := &state{e: e, names: map[string]string{}, content: map[string][]byte{}, exists: map[string]bool{}, before: map[string][]byte{}}
+	var added, modified, deleted []string
+	for _, h := range p.Hunks {
+		switch h.Kind {
+		case Add:
+			if err := s.set(h.Path, []byte(h.Contents)); err != nil {
+				return nil, err
+			}
+			added = append(added, h.Path)
+		case Delete:
+			if _, err := s.read(h.Path); err != nil {
+				if tool.KindOf(err) == tool.ErrOutsideRoot {
+					return nil, err
+				}
+				return nil, &Error{fmt.Sprintf("Failed to delete file %s", h.Path)}
+			}
+			s.set(h.Path, nil)
+			deleted = append(deleted, h.Path)
+		case Update:
+			old, err := s.read(h.Path)
+			if err != nil {
+				if tool.KindOf(err) == tool.ErrOutsideRoot {
+					return nil, err
+				}
+				return nil, &Error{fmt.Sprintf("Failed to read file to update %s: %s", h.Path, osMessage(err))}
+			}
+			nb, err := applyChunks(old, h.Chunks, h.Path)
+			if err != nil {
+				return nil, err
+			}
+			if h.MoveTo != "" {
+				if err := s.set(h.MoveTo, nb); err != nil {
+					return nil, err
+				}
+				s.set(h.Path, nil)
+				modified = append(modified, h.MoveTo)
+			} else {
+				s.set(h.Path, nb)
+				modified = append(modified, h.Path)
+			}
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString("Success. Updated the following files:\n")
+	for _, g := range []struct {
+		tag   string
+		paths []string
+	}{{"A", added}, {"M", modified}, {"D", deleted}} {
+		for _, path := range g.paths {
+			fmt.Fprintf(&sb, "%s %s\n", g.tag, path)
+		}
+	}
+	plan := &Plan{Summary: sb.String()}
+	for _, k := range s.order {
+		if _, touched := s.content[k]; !touched {
+			continue
+		}
+		c := s.content[k]
+		if !s.exists[k] {
+			c = nil
+			if _, existed := s.before[k]; !existed {
+				continue // added and deleted again: nothing to do
+			}
+		}
+		plan.Files = append(plan.Files, PlannedFile{Path: s.names[k], Content: c, Before: s.before[k]})
+	}
+	return plan, nil
+}
+
+func osMessage(err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return "No such file or directory (os error 2)"
+	}
+	var te *tool.Error
+	if errors.As(err, &te) {
+		return te.Message
+	}
+	return err.Error()
+}
+
+// Apply writes a plan. When a write fails, the files already written are
+// restored, so that a patch changes all of its files or none.
+func (e *Engine) Apply(ctx context.Context, plan *Plan) ([]tool.FileChange, error) {
+	var changes []tool.FileChange
+	var done []PlannedFile
+	undo := func() {
+		for i := len(done) - 1; i >= 0; i-- {
+			f := done[i]
+			if f.Before == nil {
+				e.FX.Delete(&tool.DeleteArgs{Path: f.Path})
+			} else {
+				e.FX.Write(&tool.CreateArgs{Path: f.Path, Content: string(f.Before)}, false)
+			}
+		}
+	}
+	for _, f := range plan.Files {
+		var r tool.Result
+		var err error
+		if f.Content == nil {
+			r, err = e.FX.Delete(&tool.DeleteArgs{Path: f.Path})
+		} else {
+			r, err = e.FX.Write(&tool.CreateArgs{Path: f.Path, Content: string(f.Content)}, false)
+		}
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		done = append(done, f)
+		changes = append(changes, r.Changes...)
+	}
+	return changes, nil
+}
+
+// line is one line of a file with its terminator.
+type line struct {
+	text string
+	term string // "\n", "\r\n", "\r" or "" (the last line, unterminated)
+}
+
+// splitLines splits on LF, CRLF and lone CR, keeping each terminator.
+func splitLines(b []byte) []line {
+	var out []line
+	start := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '\n':
+			out = append(out, line{string(b[start:i]), "\n"})
+			start = i + 1
+		case '\r':
+			if i+1 < len(b) && b[i+1] == '\n' {
+				out = append(out, line{string(b[start:i]), "\r\n"})
+				i++
+			} else {
+				out = append(out, line{string(b[start:i]), "\r"})
+			}
+			start = i + 1
+		}
+	}
+	if start < len(b) {
+		out = append(out, line{string(b[start:]), ""})
+	}
+	return out
+}
+
+type replacement struct {
+	start, oldLen int
+	ops           []Op
+}
+
+// applyChunks applies an Update hunk's chunks to content.
+func applyChunks(content []byte, chunks []Chunk, path string) ([]byte, error) {
+	lines := splitLines(content)
+	texts := make([]string, len(lines))
+	term := "\n"
+	for i, l := range lines {
+		texts[i] = l.text
+	}
+	for _, l := range lines {
+		if l.term != "" {
+			term = l.term
+			break
+		}
+	}
+	var repls []replacement
+	cursor := 0
+	for _, c := range chunks {
+		if c.Context != "" {
+			idx := seek(texts, []string{c.Context}, cursor, false)
+			if idx < 0 {
+				return nil, &Error{fmt.Sprintf("Failed to find context '%s' in %s", c.Context, path)}
+			}
+			cursor = idx + 1
+		}
+		ops := c.Ops
+		old := c.Old()
+		if len(old) == 0 {
+			// A chunk that only adds lines goes at the end of the file.
+			repls = append(repls, replacement{start: len(lines), ops: ops})
+			continue
+		}
+		idx := seek(texts, old, cursor, c.EOF)
+		if idx < 0 && old[len(old)-1] == "" {
+			// A blank line before the end of the patch: try without it.
+			for j := len(ops) - 1; j >= 0; j-- {
+				if ops[j].Kind != Insert {
+					if ops[j].Text == "" {
+						ops = append(append([]Op(nil), ops[:j]...), ops[j+1:]...)
+					}
+					break
+				}
+			}
+			old = Chunk{Ops: ops}.Old()
+			idx = seek(texts, old, cursor, c.EOF)
+		}
+		if idx < 0 {
+			return nil, &Error{fmt.Sprintf("Failed to find expected lines in %s:\n%s", path, strings.Join(c.Old(), "\n"))}
+		}
+		repls = append(repls, replacement{start: idx, oldLen: len(old), ops: ops})
+		cursor = idx + len(old)
+	}
+	sort.SliceStable(repls, func(i, j int) bool { return repls[i].start < repls[j].start })
+	var out bytes.Buffer
+	out.Grow(len(content) + 256)
+	emit := func(text, t string) {
+		if t == "" {
+			t = term // every line ends with a terminator
+		}
+		out.WriteString(text)
+		out.WriteString(t)
+	}
+	pos := 0
+	for _, r := range repls {
+		for ; pos < r.start && pos < len(lines); pos++ {
+			emit(lines[pos].text, lines[pos].term)
+		}
+		j := r.start
+		for _, o := range r.ops {
+			switch o.Kind {
+			case Context:
+				if j < len(lines) {
+					emit(lines[j].text, lines[j].term) // context keeps its bytes
+				} else {
+					emit(o.Text, term)
+				}
+				j++
+			case Remove:
+				j++
+			case Insert:
+				emit(o.Text, term)
+			}
+		}
+		if j > pos {
+			pos = j
+		}
+	}
+	for ; pos < len(lines); pos++ {
+		emit(lines[pos].text, lines[pos].term)
+	}
+	return out.Bytes(), nil
+}
+
+// seek finds pattern in lines at or after start, trying Codex's passes in
+// order: exact, trailing whitespace trimmed, trimmed, and trimmed with
+// typographic punctuation normalized. With eof only the position that ends
+// at the last line (or the cursor, if later) is tried.
+func seek(lines, pattern []string, start int, eof bool) int {
+	if len(pattern) == 0 {
+		return start
+	}
+	if len(pattern) > len(lines) {
+		return -1
+	}
+	first, last := start, len(lines)-len(pattern)
+	if eof {
+		first = max(len(lines)-len(pattern), start)
+		if first > len(lines)-len(pattern) {
+			return -1 // the cursor is already past the only place it could go
+		}
+		last = first
+	}
+	for _, eq := range []func(a, b string) bool{
+		func(a, b string) bool { return a == b },
+		func(a, b string) bool { return strings.TrimRight(a, " \t\r\n\v\f") == strings.TrimRight(b, " \t\r\n\v\f") },
+		func(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) },
+		func(a, b string) bool { return normalize(a) == normalize(b) },
+	} {
+	positions:
+		for i := first; i <= last; i++ {
+			for k, p := range pattern {
+				if !eq(lines[i+k], p) {
+					continue positions
+				}
+			}
+			return i
+		}
+	}
+	return -1
+}
+
+// normalize trims s and maps typographic punctuation to ASCII.
+func normalize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 0x2010 && r <= 0x2015, r == 0x2212:
+			return '-'
+		case r >= 0x2018 && r <= 0x201B:
+			return '\''
+		case r >= 0x201C && r <= 0x201F:
+			return '"'
+		case r == 0xA0, r >= 0x2002 && r <= 0x200A, r == 0x202F, r == 0x205F, r == 0x3000:
+			return ' '
+		}
+		return r
+	}, strings.TrimSpace(s))
+}
