@@ -365,7 +365,9 @@ func seek(lines, pattern []string, start int, eof bool) int {
 	}
 	for _, eq := range []func(a, b string) bool{
 		func(a, b string) bool { return a == b },
-		func(a, b string) bool { return strings.TrimRight(a, " \t\r\n\v\f") == strings.TrimRight(b, " \t\r\n\v\f") },
+		func(a, b string) bool {
+			return strings.TrimRight(a, " \t\r\n\v\f") == strings.TrimRight(b, " \t\r\n\v\f")
+		},
 		func(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) },
 		func(a, b string) bool { return normalize(a) == normalize(b) },
 	} {
