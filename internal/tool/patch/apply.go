@@ -349,6 +349,11 @@ func applyChunks(content []byte, chunks []Chunk, path string) ([]byte, error) {
 // typographic punctuation normalized. With eof only the position that ends
 // at the last line (or the cursor, if later) is tried.
 func seek(lines, pattern []string, start int, eof bool) int {
+	return seekPasses(lines, pattern, start, eof, 4)
+}
+
+// seekPasses is seek with only the first n passes.
+func seekPasses(lines, pattern []string, start int, eof bool, n int) int {
 	if len(pattern) == 0 {
 		return start
 	}
@@ -382,6 +387,14 @@ func seek(lines, pattern []string, start int, eof bool) int {
 		}
 	}
 	return -1
+}
+
+// passes are the matching passes, strictest first.
+var passes = []func(a, b string) bool{
+	func(a, b string) bool { return a == b },
+	func(a, b string) bool { return strings.TrimRight(a, " \t\r\n\v\f") == strings.TrimRight(b, " \t\r\n\v\f") },
+	func(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) },
+	func(a, b string) bool { return normalize(a) == normalize(b) },
 }
 
 // normalize trims s and maps typographic punctuation to ASCII.

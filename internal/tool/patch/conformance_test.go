@@ -64,8 +64,9 @@ func equalTrees(t *testing.T, got, want map[string]string) {
 	}
 }
 
-// TestConformance runs the Codex-family vectors (envelope patches) in the
-// line-ending-preserving mode Truss uses. On failure the tree must be the
+// TestConformance runs the vectors: Codex's envelope patches in the
+// line-ending-preserving mode Truss uses, and the Responses API's single
+// operations. On failure the tree must be the
 // input, unchanged: Truss applies all or nothing.
 func TestConformance(t *testing.T) {
 	dirs, err := filepath.Glob("testdata/conformance/*/case.json")
@@ -80,8 +81,8 @@ func TestConformance(t *testing.T) {
 		if err := json.Unmarshal(b, &c); err != nil {
 			t.Fatal(err)
 		}
-		if c.Operation != nil || c.Mode == "normalize_lf" {
-			continue // the Responses operation front end; Codex's legacy LF mode
+		if c.Mode == "normalize_lf" {
+			continue // Codex's legacy mode, which rewrites line endings to LF
 		}
 		ran++
 		ok := t.Run(filepath.Base(dir), func(t *testing.T) {
@@ -94,8 +95,17 @@ func TestConformance(t *testing.T) {
 			}
 			defer w.Close()
 			e := &Engine{W: w, FX: &tfs.Executor{W: w}}
-			text, _ := os.ReadFile(filepath.Join(dir, "patch.txt"))
-			summary, err := e.run(string(text))
+			var summary string
+			if c.Operation != nil {
+				var plan *Plan
+				plan, err = e.PlanOperation(c.Operation.Type, c.Operation.Path, c.Operation.Diff)
+				if err == nil {
+					_, err = e.Apply(context.Background(), plan)
+				}
+			} else {
+				text, _ := os.ReadFile(filepath.Join(dir, "patch.txt"))
+				summary, err = e.run(string(text))
+			}
 			got := tree(t, ws)
 			if c.Expect == "error" {
 				if err == nil {
@@ -121,7 +131,7 @@ func TestConformance(t *testing.T) {
 			passed++
 		}
 	}
-	t.Logf("conformance: %d of %d Codex-family cases pass", passed, ran)
+	t.Logf("conformance: %d of %d cases pass (Codex envelopes and Responses operations)", passed, ran)
 }
 
 // run parses, plans and applies a patch.
