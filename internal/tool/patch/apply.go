@@ -392,7 +392,9 @@ func seekPasses(lines, pattern []string, start int, eof bool, n int) int {
 // passes are the matching passes, strictest first.
 var passes = []func(a, b string) bool{
 	func(a, b string) bool { return a == b },
-	func(a, b string) bool { return strings.TrimRight(a, " \t\r\n\v\f") == strings.TrimRight(b, " \t\r\n\v\f") },
+	func(a, b string) bool {
+		return strings.TrimRight(a, " \t\r\n\v\f") == strings.TrimRight(b, " \t\r\n\v\f")
+	},
 	func(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) },
 	func(a, b string) bool { return normalize(a) == normalize(b) },
 }
