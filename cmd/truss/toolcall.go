@@ -11,6 +11,8 @@ import (
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/anthropic"
+	"github.com/trussdev/truss/internal/surface/codex"
+	"github.com/trussdev/truss/internal/surface/openai"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -18,8 +20,13 @@ import (
 // call of any of them can be made: the anthropic surface offers both editor
 // versions.
 func toolCallSet(name string) (*surface.Set, error) {
-	if name == anthropic.Name {
+	switch name {
+	case anthropic.Name:
 		return surface.NewSet(name, anthropic.NewEditor("text_editor_20250728"), anthropic.NewEditor("text_editor_20250124"), anthropic.Bash{}, anthropic.Memory{})
+	case openai.Name:
+		return surface.NewSet(name, openai.ApplyPatch{}, openai.Shell{})
+	case codex.Name:
+		return surface.NewSet(name, codex.ApplyPatch{})
 	}
 	return registry().Build(name, surface.Profile{})
 }

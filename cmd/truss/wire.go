@@ -27,6 +27,7 @@ import (
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/fs"
 	"github.com/trussdev/truss/internal/tool/memory"
+	"github.com/trussdev/truss/internal/tool/patch"
 	"github.com/trussdev/truss/internal/tool/shell"
 )
 
@@ -227,6 +228,10 @@ func (w *workspaceFlags) open(set *surface.Set) (*tools, error) {
 	}
 	for _, op := range shell.Ops {
 		t.mux.Handle(op, t.shell)
+	}
+	px := patch.NewExecutor(fx)
+	for _, op := range patch.Ops {
+		t.mux.Handle(op, px)
 	}
 	if _, ok := set.Lookup("memory"); ok {
 		dir := w.memoryDir

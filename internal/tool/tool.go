@@ -24,16 +24,18 @@ type Op string
 
 // The operations Truss executes.
 const (
-	OpView    Op = "file.view"    // read a file (optionally a line range) or list a directory two levels deep
-	OpCreate  Op = "file.create"  // create a file that must not exist yet
-	OpWrite   Op = "file.write"   // create or overwrite a file
-	OpReplace Op = "file.replace" // replace a unique string in a file
-	OpInsert  Op = "file.insert"  // insert text after a line
-	OpList    Op = "file.list"    // list a directory
-	OpDelete  Op = "file.delete"  // delete a file (or, with Recursive, a directory)
-	OpRename  Op = "file.rename"  // rename a file or directory; never overwrites
-	OpUndo    Op = "file.undo"    // restore a file's content before its last edit
-	OpExec    Op = "shell.exec"   // run a command in the persistent shell
+	OpView    Op = "file.view"     // read a file (optionally a line range) or list a directory two levels deep
+	OpCreate  Op = "file.create"   // create a file that must not exist yet
+	OpWrite   Op = "file.write"    // create or overwrite a file
+	OpReplace Op = "file.replace"  // replace a unique string in a file
+	OpInsert  Op = "file.insert"   // insert text after a line
+	OpList    Op = "file.list"     // list a directory
+	OpDelete  Op = "file.delete"   // delete a file (or, with Recursive, a directory)
+	OpRename  Op = "file.rename"   // rename a file or directory; never overwrites
+	OpUndo    Op = "file.undo"     // restore a file's content before its last edit
+	OpPatch   Op = "file.patch"    // apply a multi-file patch envelope, all or nothing
+	OpPatchOp Op = "file.patch_op" // apply one create/update/delete operation with a diff
+	OpExec    Op = "shell.exec"    // run a command in the persistent shell
 	OpRestart Op = "shell.restart"
 )
 
@@ -122,6 +124,19 @@ type RenameArgs struct {
 // UndoArgs are the arguments of OpUndo.
 type UndoArgs struct {
 	Path string `json:"path"`
+}
+
+// PatchArgs are the arguments of OpPatch: the whole envelope, as sent.
+type PatchArgs struct {
+	Text string `json:"text"`
+}
+
+// PatchOpArgs are the arguments of OpPatchOp: one operation
+// ("create_file", "update_file", "delete_file") with its diff.
+type PatchOpArgs struct {
+	Type string `json:"type"`
+	Path string `json:"path"`
+	Diff string `json:"diff,omitempty"`
 }
 
 // ExecArgs are the arguments of OpExec. Timeout 0 means the shell's default.

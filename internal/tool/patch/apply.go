@@ -84,7 +84,7 @@ func (s *state) read(path string) ([]byte, error) {
 		return nil, err
 	}
 	if fi.IsDir() {
-		return nil, errors.New("Is a directory (os error 21)")
+		return nil, errIsDir
 	}
 	return p.ReadFile()
 }
@@ -172,9 +172,16 @@ func (e *Engine) PlanPatch(p *Patch) (*Plan, error) {
 	return plan, nil
 }
 
+// errIsDir is reading a directory as a file to update.
+var errIsDir = errors.New("is a directory")
+
+// osMessage renders an I/O error as Codex's messages do.
 func osMessage(err error) string {
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return "No such file or directory (os error 2)"
+	case errors.Is(err, errIsDir):
+		return "Is a directory (os error 21)"
 	}
 	var te *tool.Error
 	if errors.As(err, &te) {
@@ -368,14 +375,7 @@ func seekPasses(lines, pattern []string, start int, eof bool, n int) int {
 		}
 		last = first
 	}
-	for _, eq := range []func(a, b string) bool{
-		func(a, b string) bool { return a == b },
-		func(a, b string) bool {
-			return strings.TrimRight(a, " \t\r\n\v\f") == strings.TrimRight(b, " \t\r\n\v\f")
-		},
-		func(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) },
-		func(a, b string) bool { return normalize(a) == normalize(b) },
-	} {
+	for _, eq := range passes[:n] {
 	positions:
 		for i := first; i <= last; i++ {
 			for k, p := range pattern {
