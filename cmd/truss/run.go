@@ -221,6 +221,9 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	if f.json {
 		enc = events.New(stdout)
 		enc.Session = sessionID
+		if lw != nil {
+			enc.Ledger = lw.Dir()
+		}
 		enc.Start(sessionID)
 		obs = append(obs, enc)
 	} else {

@@ -24,8 +24,10 @@ type Encoder struct {
 	next    int
 	started bool
 	items   map[string]string // call id -> item id
-	// Session is reported in turn.completed's truss field.
+	// Session and Ledger (the ledger's directory) are reported in
+	// turn.completed's truss field.
 	Session string
+	Ledger  string
 	// Err is the first write error.
 	Err error
 }
@@ -109,6 +111,7 @@ type RunTruss struct {
 	Calls   int     `json:"calls"`
 	CostUSD float64 `json:"cost_usd"`
 	Session string  `json:"session_id,omitempty"`
+	Ledger  string  `json:"ledger,omitempty"`
 }
 
 func (e *Encoder) write(ev Event) {
@@ -190,7 +193,7 @@ func (e *Encoder) Observe(ev agent.Event) {
 		e.write(Event{Type: "item.completed", Item: it})
 	case agent.EventRunCompleted:
 		o := ev.Outcome
-		rt := &RunTruss{Status: string(o.Status), Reason: o.Reason, Turns: o.Turns, Calls: o.Calls, CostUSD: o.Usage.CostUSD, Session: e.Session}
+		rt := &RunTruss{Status: string(o.Status), Reason: o.Reason, Turns: o.Turns, Calls: o.Calls, CostUSD: o.Usage.CostUSD, Session: e.Session, Ledger: e.Ledger}
 		if o.Status == agent.StatusFailed || o.Status == agent.StatusCanceled {
 			e.write(Event{Type: "turn.failed", Error: &ErrorMsg{Message: o.Reason}, Truss: rt})
 			return
