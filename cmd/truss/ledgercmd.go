@@ -61,6 +61,9 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		if r.Unsealed > 0 {
 			fmt.Fprintf(stdout, "warning: the last %d entries follow the last checkpoint and are not covered by a signature (the session did not end cleanly)\n", r.Unsealed)
+			if r.TailPayloads > 0 {
+				fmt.Fprintf(stdout, "warning: %d payloads those entries name were not written\n", r.TailPayloads)
+			}
 			if *strict {
 				return exitError{1}
 			}

@@ -184,10 +184,12 @@ func TestUnsealedTail(t *testing.T) {
 	w.Append("a", nil, nil)
 	w.Flush()
 	w.Append("b", nil, nil)
-	w.Append("c", nil, nil)
-	w.f.Sync() // a killed process: no final checkpoint
+	// A killed process: an entry whose payload never reached the disk, and
+	// no final checkpoint.
+	w.Append("c", nil, map[string]string{"output": strings.Repeat("0", 64)})
+	w.f.Sync()
 	r, _, err := Verify(dir, vkey)
-	if err != nil || r.Sealed != 1 || r.Unsealed != 2 {
+	if err != nil || r.Sealed != 1 || r.Unsealed != 2 || r.TailPayloads != 1 {
 		t.Fatalf("report %+v, %v", r, err)
 	}
 }
