@@ -36,6 +36,7 @@ type Binding interface {
 type Set struct {
 	Surface  string
 	bindings []Binding
+	specs    []model.ToolSpec // computed once: declarations do not change
 	byName   map[string]Binding
 }
 
@@ -52,23 +53,19 @@ func NewSet(surface string, bs ...Binding) (*Set, error) {
 
 // Add adds a binding.
 func (s *Set) Add(b Binding) error {
-	name := b.Spec().Name
-	if _, dup := s.byName[name]; dup {
-		return fmt.Errorf("surface %s: two tools named %q", s.Surface, name)
+	spec := b.Spec()
+	if _, dup := s.byName[spec.Name]; dup {
+		return fmt.Errorf("surface %s: two tools named %q", s.Surface, spec.Name)
 	}
 	s.bindings = append(s.bindings, b)
-	s.byName[name] = b
+	s.specs = append(s.specs, spec)
+	s.byName[spec.Name] = b
 	return nil
 }
 
-// Specs returns the tool declarations, in binding order.
-func (s *Set) Specs() []model.ToolSpec {
-	specs := make([]model.ToolSpec, len(s.bindings))
-	for i, b := range s.bindings {
-		specs[i] = b.Spec()
-	}
-	return specs
-}
+// Specs returns the tool declarations, in binding order. The slice is
+// shared: callers must not change it.
+func (s *Set) Specs() []model.ToolSpec { return s.specs }
 
 // Lookup returns the binding for a tool name.
 func (s *Set) Lookup(name string) (Binding, bool) {
@@ -155,8 +152,6 @@ func ErrorText(r tool.Result) string {
 	}
 	return "Error: " + r.Err.Message
 }
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 // ErrorEncoder is implemented by bindings that render their own decode
 // errors (in the words their model was trained on).
