@@ -54,9 +54,6 @@ func New(s *Script) *Server {
 	return srv
 }
 
-// Handle registers another dialect's handler (used by later dialects).
-func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
-
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 

@@ -3,6 +3,7 @@ package surface
 import (
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/trussdev/truss/internal/model"
@@ -130,6 +131,6 @@ func (r Registry) names() []string {
 	for n := range r {
 		ns = append(ns, n)
 	}
-	sortStrings(ns)
+	sort.Strings(ns)
 	return ns
 }

@@ -196,12 +196,9 @@ func (p Resolved) Stat() (fs.FileInfo, error) { return p.root.r.Stat(p.Rel) }
 // FS returns an fs.FS of the root, for walking.
 func (p Resolved) FS() fs.FS { return p.root.r.FS() }
 
-// WriteFile writes data to p atomically, creating parent directories. The
-// file keeps its mode when it exists; a new file gets mode 0644 (less umask).
-func (p Resolved) WriteFile(data []byte) error { return p.WriteFileMode(data, 0, 0) }
-
-// WriteFileMode is WriteFile with the modes of a new file and of new
-// directories (0 for 0644 and 0755).
+// WriteFileMode writes data to p atomically, creating parent directories.
+// The file keeps its mode when it exists; a new file gets fileMode and new
+// directories dirMode (0 for 0644 and 0755, less the umask).
 func (p Resolved) WriteFileMode(data []byte, fileMode, dirMode fs.FileMode) error {
 	if err := p.writable(); err != nil {
 		return err
