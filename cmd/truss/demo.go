@@ -22,7 +22,9 @@ import (
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fset := newFlagSet("demo", stderr)
 	var f runFlags
-	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: anthropic, chat or ollama")
+	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: anthropic, responses, chat or ollama")
+	modelName := fset.String("model", "", "the simulated model's name, which picks its profile (sim-gpt-codex: the codex surface on the responses dialect)")
+	surfaceName := fset.String("surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
 	fset.StringVar(&f.script, "script", "", "play this script instead of the bundled fix")
 	if err := parse(fset, args); err != nil {
@@ -44,7 +46,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f.provider, f.surface, f.simDialect, f.simRoot = "sim", "auto", *dialect, dir
+	f.provider, f.surface, f.simDialect, f.simRoot, f.model = "sim", *surfaceName, *dialect, dir, *modelName
 	f.memoryDir = filepath.Join(dir, ".truss", "memories")
 	f.root, f.timeout, f.maxTurns, f.maxResult = dir, 2*60e9, 20, 30000
 	var ledgerDir string

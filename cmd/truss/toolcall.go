@@ -26,19 +26,22 @@ func toolCallSet(name string) (*surface.Set, error) {
 	case openai.Name:
 		return surface.NewSet(name, openai.ApplyPatch{}, openai.Shell{})
 	case codex.Name:
-		return surface.NewSet(name, codex.ApplyPatch{})
+		return surface.NewSet(name, codex.ApplyPatch{}, codex.ShellCommand{})
 	}
 	return registry().Build(name, surface.Profile{})
 }
 
 // toolCallOutput is the --json form of truss tool call.
 type toolCallOutput struct {
-	IsError bool          `json:"is_error"`
-	Output  string        `json:"output"`
-	Surface string        `json:"surface"`
-	Tool    string        `json:"tool"`
-	Calls   []tool.Call   `json:"calls,omitempty"`
-	Results []tool.Result `json:"results,omitempty"`
+	IsError bool   `json:"is_error"`
+	Output  string `json:"output"`
+	// Native is the structured result a typed tool's wire form carries
+	// (a Responses shell_call_output's entries).
+	Native  json.RawMessage `json:"native,omitempty"`
+	Surface string          `json:"surface"`
+	Tool    string          `json:"tool"`
+	Calls   []tool.Call     `json:"calls,omitempty"`
+	Results []tool.Result   `json:"results,omitempty"`
 }
 
 // cmdToolCall executes exactly one call locally, as the model would have sent
@@ -114,7 +117,7 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 			out.Calls, out.Results = calls, results
 		}
 	}
-	out.IsError, out.Output = res.IsError, res.Text
+	out.IsError, out.Output, out.Native = res.IsError, res.Text, res.Native
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)

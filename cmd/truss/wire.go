@@ -20,10 +20,13 @@ import (
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
 	"github.com/trussdev/truss/internal/provider/chatcompat"
 	"github.com/trussdev/truss/internal/provider/ollama"
+	openaiprov "github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/anthropic"
+	"github.com/trussdev/truss/internal/surface/codex"
 	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/surface/openai"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/fs"
 	"github.com/trussdev/truss/internal/tool/memory"
@@ -38,8 +41,14 @@ func registry() surface.Registry {
 			return append(generic.Bindings(), anthropic.MemoryFunction{})
 		},
 		anthropic.Name: anthropic.Bindings,
+		openai.Name:    openai.Bindings,
+		codex.Name:     codex.Bindings,
 	}
 }
+
+// typedSurfaces maps each typed surface to the only API dialect that can
+// carry its tools.
+var typedSurfaces = map[string]string{anthropic.Name: "anthropic", openai.Name: openaiprov.Dialect, codex.Name: openaiprov.Dialect}
 
 // providerFlags select a provider and a model.
 type providerFlags struct {
@@ -50,6 +59,7 @@ type providerFlags struct {
 	simDialect  string // sim: which dialect the in-process server speaks
 	serverTools multi
 	simRoot     string // sim: the workspace the simulated model names files in
+	stateful    bool   // responses: chain turns with previous_response_id
 }
 
 func (p *providerFlags) register(fs *flag.FlagSet) {
@@ -57,7 +67,8 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.model, "model", "", "model name (default: $TRUSS_MODEL)")
 	fs.StringVar(&p.surface, "surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	fs.StringVar(&p.script, "script", "", "with --provider sim: the script the simulated model plays (default: the demo fix)")
-	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks (anthropic, chat or ollama)")
+	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks (anthropic, responses, chat or ollama)")
+	fs.BoolVar(&p.stateful, "stateful", false, "with the Responses API: chain turns with previous_response_id (the server stores them) instead of replaying the conversation")
 	fs.Var(&p.serverTools, "server-tool", "enable a provider-executed tool (anthropic: web_search, web_fetch, code_execution); recorded as unverified (repeatable)")
 }
 
@@ -83,14 +94,18 @@ func (p *providerFlags) resolve() error {
 	if p.model == "" {
 		switch p.provider {
 		case "sim":
-			p.model = "sim-coder"
-			if p.simDialect == "anthropic" {
+			switch p.simDialect {
+			case "anthropic":
 				p.model = "sim-claude"
+			case "responses":
+				p.model = "sim-gpt"
+			default:
+				p.model = "sim-coder"
 			}
 		case "anthropic":
 			p.model = "claude-sonnet-4-5"
 		case "openai":
-			p.model = "gpt-4.1"
+			p.model = "gpt-5.2"
 		default:
 			return usagef("no model given for provider %s: pass --model or set TRUSS_MODEL", p.provider)
 		}
@@ -115,11 +130,7 @@ func (p *providerFlags) newProvider(ctx context.Context, retry provider.RetryPol
 		if key == "" {
 			return nil, usagef("provider openai needs OPENAI_API_KEY")
 		}
-		base := os.Getenv("OPENAI_BASE_URL")
-		if base == "" {
-			base = "https://api.openai.com/v1"
-		}
-		return chatcompat.New(chatcompat.Config{BaseURL: base, APIKey: key, Retry: retry}), nil
+		return openaiprov.New(openaiprov.Config{BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: key, Retry: retry, Stateful: p.stateful}), nil
 	case "anthropic":
 		key := os.Getenv("ANTHROPIC_API_KEY")
 		if key == "" {
@@ -148,33 +159,44 @@ func (p *providerFlags) newProvider(ctx context.Context, retry provider.RetryPol
 		switch p.simDialect {
 		case "anthropic":
 			return anthropicprov.New(anthropicprov.Config{BaseURL: base, APIKey: "sim", Retry: retry, ServerTools: p.serverTools}), nil
+		case "responses":
+			return openaiprov.New(openaiprov.Config{BaseURL: base + "/v1", APIKey: "sim", Retry: retry, Stateful: p.stateful}), nil
 		case "chat":
 			return chatcompat.New(chatcompat.Config{BaseURL: base + "/v1", Retry: retry}), nil
 		case "ollama":
 			return &ollama.Client{Host: base, Retry: retry}, nil
 		}
-		return nil, usagef("--sim-dialect must be anthropic, chat or ollama, not %q", p.simDialect)
+		return nil, usagef("--sim-dialect must be anthropic, responses, chat or ollama, not %q", p.simDialect)
 	}
 	return nil, usagef("unknown provider %q: choose ollama, chat, openai or sim", p.provider)
 }
 
+// dialect is the API dialect the provider speaks.
+func (p *providerFlags) dialect() string {
+	switch p.provider {
+	case "sim":
+		return p.simDialect
+	case "openai":
+		return openaiprov.Dialect
+	}
+	return p.provider
+}
+
 // pickSurface resolves --surface for the provider and model.
 func (p *providerFlags) pickSurface() (*surface.Set, surface.Profile, error) {
-	dialect := p.provider
-	if dialect == "sim" {
-		dialect = p.simDialect
-	}
+	dialect := p.dialect()
 	prof := surface.DefaultProfiles().Lookup(dialect, p.model)
-	if dialect != "anthropic" && prof.Surface == anthropic.Name {
-		prof.Surface = generic.Name // Anthropic's typed tools exist only in the Messages API
+	if d, typed := typedSurfaces[prof.Surface]; typed && d != dialect {
+		prof.Surface = generic.Name // a typed surface's tools exist only in its own API
 	}
 	reg := registry()
 	name, err := reg.Choose(p.surface, prof)
 	if err != nil {
 		return nil, prof, usageError{err.Error()}
 	}
-	if name == anthropic.Name && dialect != "anthropic" {
-		return nil, prof, usagef("the anthropic surface needs the Anthropic Messages API; provider %s takes --surface generic", p.provider)
+	if d, typed := typedSurfaces[name]; typed && d != dialect {
+		api := map[string]string{"anthropic": "the Anthropic Messages API", openaiprov.Dialect: "OpenAI's Responses API"}[d]
+		return nil, prof, usagef("the %s surface needs %s; provider %s takes --surface generic", name, api, p.provider)
 	}
 	set, err := reg.Build(name, prof)
 	return set, prof, err
@@ -299,19 +321,15 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var d declarer
-	switch p.provider {
+	switch p.dialect() {
 	case "anthropic":
 		d = anthropicprov.New(anthropicprov.Config{ServerTools: p.serverTools})
 	case "ollama":
 		d = &ollama.Client{}
-	case "chat", "openai", "openai-compatible", "sim":
+	case openaiprov.Dialect:
+		d = openaiprov.New(openaiprov.Config{})
+	case "chat", "openai-compatible":
 		d = chatcompat.New(chatcompat.Config{BaseURL: "http://127.0.0.1/v1"})
-		if p.provider == "sim" && p.simDialect == "ollama" {
-			d = &ollama.Client{}
-		}
-		if p.provider == "sim" && p.simDialect == "anthropic" {
-			d = anthropicprov.New(anthropicprov.Config{ServerTools: p.serverTools})
-		}
 	default:
 		return usagef("provider %s is not in this build", p.provider)
 	}

@@ -98,10 +98,11 @@ var (
 )
 
 // JoinBody splices the messages into an encoded request object that has
-// none: head without its closing brace, extra fields, then "messages". It
-// returns the body and the wire parts it is the concatenation of (the
-// prefix, each message, the separators), with their digests.
-func JoinBody(head []byte, extra string, msgs []Encoded) ([]byte, *model.Wire, error) {
+// none: head without its closing brace, extra fields, then the array named
+// key ("messages", "input"). It returns the body and the wire parts it is
+// the concatenation of (the prefix, each message, the separators), with
+// their digests.
+func JoinBody(head []byte, extra, key string, msgs []Encoded) ([]byte, *model.Wire, error) {
 	if len(head) < 2 || head[len(head)-1] != '}' {
 		return nil, nil, fmt.Errorf("encode request: unexpected head %.80q", head)
 	}
@@ -111,7 +112,9 @@ func JoinBody(head []byte, extra string, msgs []Encoded) ([]byte, *model.Wire, e
 		prefix = append(prefix, ',')
 	}
 	prefix = append(prefix, extra...)
-	prefix = append(prefix, `"messages":[`...)
+	prefix = append(prefix, '"')
+	prefix = append(prefix, key...)
+	prefix = append(prefix, `":[`...)
 	w := &model.Wire{Parts: make([][]byte, 0, 2*len(msgs)+2), Digests: make([]string, 0, 2*len(msgs)+2)}
 	add := func(b []byte, d string) {
 		w.Parts = append(w.Parts, b)

@@ -49,12 +49,17 @@ const (
 type Error struct {
 	Provider   string
 	Kind       ErrorKind
-	Status     int // HTTP status, 0 when there was none
+	Status     int    // HTTP status, 0 when there was none
+	Code       string // the provider's error code ("rate_limit_exceeded"), when it gave one
 	Message    string
 	RetryAfter time.Duration // what the server asked for, 0 when it did not
-	// Final marks an error the adapter (or its SDK) already retried.
+	// Final marks an error that must not be retried: the adapter (or its
+	// SDK) already retried it, or the server said so (x-should-retry: false).
 	Final bool
-	Err   error
+	// ForceRetry marks an error the server said to retry (x-should-retry:
+	// true), whatever its status.
+	ForceRetry bool
+	Err        error
 }
 
 func (e *Error) Error() string {
@@ -71,6 +76,9 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Retryable() bool {
 	if e.Final {
 		return false
+	}
+	if e.ForceRetry {
+		return true
 	}
 	switch e.Kind {
 	case ErrUnreachable, ErrRateLimited, ErrOverloaded, ErrServer, ErrStream:

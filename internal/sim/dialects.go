@@ -143,7 +143,7 @@ func (s *Server) midFault(t *turn, w http.ResponseWriter, sendError func()) bool
 		return false
 	}
 	switch t.fault.Kind {
-	case FaultMidStream:
+	case FaultMidStream, FaultFailed:
 		sendError()
 		return true
 	case FaultTruncate:
@@ -175,7 +175,7 @@ func faultMessage(f *Fault) string {
 			return "Overloaded"
 		}
 		return http.StatusText(f.Status)
-	case FaultMidStream:
+	case FaultMidStream, FaultFailed:
 		return "The server had an error while processing your request."
 	}
 	return "fault"

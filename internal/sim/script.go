@@ -52,6 +52,9 @@ const (
 	ActInsert  ActionKind = "insert"
 	ActRun     ActionKind = "run"
 	ActList    ActionKind = "list"
+	// ActPatch sends Content, a whole "*** Begin Patch" envelope, to a
+	// freeform apply_patch tool.
+	ActPatch ActionKind = "patch"
 )
 
 // Action is one tool use.
@@ -84,6 +87,10 @@ const (
 	FaultMidStream FaultKind = "mid_stream_error"
 	// FaultTruncate starts a normal stream and cuts the connection.
 	FaultTruncate FaultKind = "truncate"
+	// FaultFailed starts a normal stream and ends it with the dialect's
+	// failed-response event (the Responses API's response.failed, with
+	// Code as its error code); other dialects send their error event.
+	FaultFailed FaultKind = "response_failed"
 )
 
 // Fault is one failed attempt.
@@ -92,6 +99,9 @@ type Fault struct {
 	Status       int       `json:"status,omitempty"`
 	RetryAfterMS int       `json:"retry_after_ms,omitempty"`
 	Message      string    `json:"message,omitempty"`
+	// Code is the error code of a failed response or an error event
+	// (default server_error).
+	Code string `json:"code,omitempty"`
 }
 
 // LoadScript reads a JSON script file.
@@ -123,7 +133,7 @@ func ParseScript(b []byte) (*Script, error) {
 				if f.Status < 400 {
 					return nil, fmt.Errorf("sim script: step %d fault %d: status fault needs a status >= 400", i+1, j+1)
 				}
-			case FaultMidStream, FaultTruncate:
+			case FaultMidStream, FaultTruncate, FaultFailed:
 			default:
 				return nil, fmt.Errorf("sim script: step %d fault %d: unknown fault kind %q", i+1, j+1, f.Kind)
 			}
@@ -148,6 +158,8 @@ func (a Action) check() error {
 		return need(a.Command != "" || a.RawInput != nil, "a command")
 	case ActList:
 		return nil
+	case ActPatch:
+		return need(a.Content != "" || a.RawInput != nil, "content (the patch)")
 	}
 	return fmt.Errorf("unknown action kind %q", a.Kind)
 }

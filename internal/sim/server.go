@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -36,13 +37,16 @@ type Server struct {
 
 	mu       sync.Mutex
 	attempts map[int]int
+	// stored maps the ids of stored Responses to the number of model
+	// turns up to and including them (for previous_response_id).
+	stored   map[string]int
 	requests []Recorded
 	mux      *http.ServeMux
 }
 
 // New returns a server for a script.
 func New(s *Script) *Server {
-	srv := &Server{script: s, attempts: make(map[int]int), mux: http.NewServeMux()}
+	srv := &Server{script: s, attempts: make(map[int]int), stored: make(map[string]int), mux: http.NewServeMux()}
 	srv.mux.HandleFunc("POST /api/chat", srv.ollamaChat)
 	srv.mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -51,6 +55,8 @@ func New(s *Script) *Server {
 	srv.mux.HandleFunc("POST /v1/chat/completions", srv.chatCompletions)
 	srv.mux.HandleFunc("POST /chat/completions", srv.chatCompletions)
 	srv.mux.HandleFunc("POST /v1/messages", srv.messages)
+	srv.mux.HandleFunc("POST /v1/responses", srv.responses)
+	srv.mux.HandleFunc("POST /responses", srv.responses)
 	return srv
 }
 
@@ -145,6 +151,9 @@ func (s *Server) render(step *Step, tools []declared, index int) ([]call, error)
 	var calls []call
 	for i, a := range step.Actions {
 		c, ok := renderAnthropic(a, have, s.Root)
+		if !ok {
+			c, ok = renderOpenAI(a, have, s.Root)
+		}
 		var err error
 		if !ok {
 			c, err = renderGeneric(a, have)
@@ -286,6 +295,22 @@ func (r Recorded) ToolCalls() (calls, results []string, err error) {
 	var m messages
 	if err := json.Unmarshal(r.Body, &m); err != nil {
 		return nil, nil, fmt.Errorf("request body: %w", err)
+	}
+	if r.Dialect == "responses" {
+		var req struct {
+			Input []inputItem `json:"input"`
+		}
+		if err := json.Unmarshal(r.Body, &req); err != nil {
+			return nil, nil, fmt.Errorf("request body: %w", err)
+		}
+		for _, it := range req.Input {
+			if _, ok := outputFor[it.Type]; ok {
+				calls = append(calls, it.CallID)
+			} else if strings.HasSuffix(it.Type, "_output") {
+				results = append(results, it.CallID)
+			}
+		}
+		return calls, results, nil
 	}
 	for _, msg := range m.Messages {
 		for _, c := range msg.ToolCalls {

@@ -54,8 +54,17 @@ func DefaultProfiles() Profiles {
 		return Profile{Pattern: pattern, Provider: "anthropic", Surface: "anthropic", Editor: "text_editor_20250728", Memory: true,
 			ContextWindow: 200000, MaxOutput: maxOut, Prices: Prices{Input: in, Output: out, CacheRead: in / 10, CacheWrite: in * 1.25}}
 	}
+	// OpenAI: general GPT-5.1 and later are trained on the Responses API's
+	// typed shell and apply_patch; the codex family on the freeform
+	// apply_patch and shell_command. Cache writes cost plain input.
+	gpt := func(pattern, surf string, in, out float64, window int) Profile {
+		return Profile{Pattern: pattern, Surface: surf, ContextWindow: window, MaxOutput: 128000,
+			Prices: Prices{Input: in, Output: out, CacheRead: in / 10, CacheWrite: in}}
+	}
 	return Profiles{
 		{Pattern: "sim-claude*", Surface: "anthropic", Editor: "text_editor_20250728", Memory: true, ContextWindow: 200000, MaxOutput: 8192},
+		{Pattern: "sim-gpt*codex*", Surface: "codex", ContextWindow: 400000, MaxOutput: 8192},
+		{Pattern: "sim-gpt*", Surface: "openai", ContextWindow: 400000, MaxOutput: 8192},
 		{Pattern: "sim-*", Surface: "generic", ContextWindow: 200000, MaxOutput: 8192},
 		claude("claude-opus-4-5*", 5, 25, 64000),
 		claude("claude-opus-4-6*", 5, 25, 64000),
@@ -67,6 +76,23 @@ func DefaultProfiles() Profiles {
 		claude("claude-haiku-5*", 1, 5, 64000),
 		{Pattern: "claude-3-7-sonnet*", Provider: "anthropic", Surface: "anthropic", Editor: "text_editor_20250124",
 			ContextWindow: 200000, MaxOutput: 64000, Prices: Prices{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}},
+		gpt("gpt-5.1-codex-mini*", "codex", 0.25, 2, 400000),
+		gpt("gpt-5-codex*", "codex", 1.25, 10, 400000),
+		gpt("gpt-5.1-codex*", "codex", 1.25, 10, 400000),
+		gpt("gpt-5.2-codex*", "codex", 1.75, 14, 400000),
+		gpt("gpt-5.3-codex*", "codex", 1.75, 14, 400000),
+		gpt("gpt-5.*-codex*", "codex", 1.75, 14, 400000),
+		gpt("gpt-5.1*", "openai", 1.25, 10, 400000),
+		gpt("gpt-5.2*", "openai", 1.75, 14, 400000),
+		gpt("gpt-5.4-mini*", "openai", 0.75, 4.5, 400000),
+		gpt("gpt-5.4-nano*", "openai", 0.2, 1.25, 400000),
+		gpt("gpt-5.4*", "openai", 2.5, 15, 1050000),
+		gpt("gpt-5.5*", "openai", 5, 30, 1050000),
+		gpt("gpt-5.*", "openai", 5, 30, 1050000),
+		gpt("gpt-5*", "generic", 1.25, 10, 400000),
+		gpt("gpt-4.1*", "generic", 2, 8, 1047576),
+		gpt("o3*", "generic", 2, 8, 200000),
+		gpt("o4-mini*", "generic", 1.1, 4.4, 200000),
 		{Pattern: "qwen*", Provider: "ollama", Surface: "generic", ContextWindow: 32768, MaxOutput: 8192},
 		{Pattern: "llama*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 8192},
 		{Pattern: "gpt-oss*", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768},

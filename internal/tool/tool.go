@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Op names a capability operation. Ops are provider-neutral: the Anthropic
@@ -143,6 +144,9 @@ type PatchOpArgs struct {
 type ExecArgs struct {
 	Command   string `json:"command"`
 	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+	// Dir, when set, is the directory the command runs in (relative to the
+	// shell's working directory); the shell's own directory is unchanged.
+	Dir string `json:"dir,omitempty"`
 }
 
 // Result is the structured outcome of one Call.
@@ -162,6 +166,8 @@ type Result struct {
 	Stderr   string `json:"stderr,omitempty"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	TimedOut bool   `json:"timed_out,omitempty"`
+	// Wall is how long a command ran.
+	Wall time.Duration `json:"wall_ns,omitempty"`
 	// Truncated reports that the executor kept only head and tail of an output.
 	Truncated bool `json:"truncated,omitempty"`
 	// Changes lists the files this call changed.

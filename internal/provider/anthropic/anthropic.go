@@ -173,7 +173,7 @@ func (c *Client) body(req *model.Request) ([]byte, *model.Wire, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return provider.JoinBody(head, `"stream":true,`, msgs)
+	return provider.JoinBody(head, `"stream":true,`, "messages", msgs)
 }
 
 // tools declares the typed, function and server tools.

@@ -152,7 +152,7 @@ func (c *Client) body(req *model.Request) ([]byte, *model.Wire, error) {
 		}
 		msgs = append([]provider.Encoded{{Raw: sys, Digest: tool.Digest(sys)}}, msgs...)
 	}
-	return provider.JoinBody(head, `"stream":true,`, msgs)
+	return provider.JoinBody(head, `"stream":true,`, "messages", msgs)
 }
 
 // group is the message built from items[start:end].

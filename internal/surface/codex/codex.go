@@ -1,12 +1,17 @@
 // Package codex binds the tools OpenAI's codex-family models are trained on:
 // apply_patch as a freeform custom tool, constrained by its Lark grammar,
-// taking the whole "*** Begin Patch" … "*** End Patch" envelope.
+// taking the whole "*** Begin Patch" … "*** End Patch" envelope, and the
+// shell_command function tool.
 package codex
 
 import (
 	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -46,4 +51,100 @@ func (ApplyPatch) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 		return model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: msg}
 	}
 	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: r.Output}
+}
+
+// ShellCommand binds shell_command, the function tool the codex family is
+// trained on for running commands: a script for the user's shell, with an
+// optional working directory and timeout. Each command runs in the
+// session's persistent shell; with workdir it runs in a subshell there, so
+// the session's own directory does not move (Codex starts a fresh process
+// in workdir). "login" is accepted and ignored: the session's shell is set
+// up once.
+//
+// The result is Codex's rendering:
+//
+//	Exit code: 0
+//	Wall time: 0.4 seconds
+//	Output:
+//	<stdout and stderr>
+//
+// A command that times out reports exit code 124 and starts its output with
+// "command timed out after N milliseconds", as Codex does.
+type ShellCommand struct{}
+
+// Spec implements surface.Binding.
+func (ShellCommand) Spec() model.ToolSpec {
+	return model.ToolSpec{Kind: model.ToolFunction, Name: "shell_command",
+		Description: "Runs a shell command and returns its output.\n- Always set the `workdir` param when using the shell_command function. Do not use `cd` unless absolutely necessary.",
+		Parameters: surface.Schema(map[string]any{
+			"command":    map[string]any{"type": "string", "description": "The shell script to execute in the user's default shell"},
+			"workdir":    map[string]any{"type": "string", "description": "The working directory to execute the command in"},
+			"login":      map[string]any{"type": "boolean", "description": "Whether to run the shell with login shell semantics. Defaults to true."},
+			"timeout_ms": map[string]any{"type": "number", "description": "The timeout for the command in milliseconds"},
+		}, "command")}
+}
+
+// Decode implements surface.Binding.
+func (ShellCommand) Decode(c model.ToolCall) ([]tool.Call, error) {
+	var in struct {
+		Command   string  `json:"command"`
+		Workdir   string  `json:"workdir"`
+		Login     *bool   `json:"login"`
+		TimeoutMS float64 `json:"timeout_ms"`
+	}
+	if err := surface.DecodeJSON("shell_command", c.Input, &in, "command"); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(in.Command) == "" {
+		return nil, tool.Errorf(tool.ErrInvalidInput, "shell_command: command is empty")
+	}
+	if in.TimeoutMS < 0 {
+		return nil, tool.Errorf(tool.ErrInvalidInput, "shell_command: timeout_ms must not be negative")
+	}
+	return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: Name, Op: tool.OpExec, Raw: tool.Raw(c.Input),
+		Args: &tool.ExecArgs{Command: in.Command, TimeoutMS: int64(in.TimeoutMS), Dir: in.Workdir}}}, nil
+}
+
+// timeoutExitCode is the exit code Codex reports for a command it killed at
+// its timeout.
+const timeoutExitCode = 124
+
+// Encode implements surface.Binding.
+func (ShellCommand) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
+	r := rs[0]
+	out := r.Stdout
+	if r.Stderr != "" {
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += r.Stderr
+	}
+	code := -1
+	switch {
+	case r.TimedOut:
+		code = timeoutExitCode
+		ms := r.Wall.Milliseconds()
+		var in struct {
+			TimeoutMS float64 `json:"timeout_ms"`
+		}
+		if json.Unmarshal([]byte(c.Input), &in) == nil && in.TimeoutMS > 0 {
+			ms = int64(in.TimeoutMS)
+		}
+		out = fmt.Sprintf("command timed out after %d milliseconds\n", ms) + out
+	case r.ExitCode != nil:
+		code = *r.ExitCode
+		if r.Err != nil && r.Err.Kind != tool.ErrExit {
+			out += "\n" + r.Err.Message
+		}
+	case r.Err != nil:
+		out = r.Err.Message
+	}
+	text := fmt.Sprintf("Exit code: %d\nWall time: %.1f seconds\nOutput:\n%s", code, r.Wall.Seconds(), out)
+	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: text, IsError: code != 0}
+}
+
+// Bindings returns the codex surface: the freeform apply_patch and
+// shell_command.
+func Bindings(surface.Profile) []surface.Binding {
+	return []surface.Binding{ShellCommand{}, ApplyPatch{}}
 }

@@ -160,3 +160,8 @@ func cut(s string, n int) string {
 	half := n / 2
 	return s[:half] + fmt.Sprintf("\n[... %d characters omitted ...]\n", len(s)-2*half) + s[len(s)-half:]
 }
+
+// Bindings returns the openai surface: the typed shell and apply_patch.
+func Bindings(surface.Profile) []surface.Binding {
+	return []surface.Binding{Shell{}, ApplyPatch{}}
+}

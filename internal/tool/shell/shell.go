@@ -120,7 +120,12 @@ var Ops = []tool.Op{tool.OpExec, tool.OpRestart}
 func (s *Session) Execute(ctx context.Context, call tool.Call) tool.Result {
 	switch a := call.Args.(type) {
 	case *tool.ExecArgs:
-		r := s.Run(ctx, a.Command, time.Duration(a.TimeoutMS)*time.Millisecond)
+		cmd := a.Command
+		if a.Dir != "" && strings.TrimSpace(cmd) != "" {
+			// A subshell: the session keeps its own directory.
+			cmd = fmt.Sprintf("( cd -- %s || exit; eval %s )", quote(a.Dir), quote(cmd))
+		}
+		r := s.Run(ctx, cmd, time.Duration(a.TimeoutMS)*time.Millisecond)
 		r.CallID, r.Op = call.ID, call.Op
 		return r
 	default:
@@ -152,6 +157,13 @@ func (s *Session) Restart() error {
 // command that exits non-zero gets an ErrExit error; one that times out an
 // ErrTimeout error with TimedOut set and the output gathered so far.
 func (s *Session) Run(ctx context.Context, command string, timeout time.Duration) tool.Result {
+	start := time.Now()
+	r := s.run(ctx, command, timeout)
+	r.Wall = time.Since(start)
+	return r
+}
+
+func (s *Session) run(ctx context.Context, command string, timeout time.Duration) tool.Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if strings.TrimSpace(command) == "" {
