@@ -69,7 +69,7 @@ func TestScripts(t *testing.T) {
 // files in by absolute path.
 func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 && len(args) != 3 {
-		ts.Fatalf("usage: simserve ollama|chat|anthropic SCRIPT|demo [ROOT]")
+		ts.Fatalf("usage: simserve ollama|chat|anthropic|responses SCRIPT|demo [ROOT]")
 	}
 	b := examples.DemoScript
 	if args[1] != "demo" {
@@ -80,8 +80,11 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.Defer(cancel)
 	srv := sim.New(s)
-	if args[0] == "anthropic" {
+	switch args[0] {
+	case "anthropic":
 		srv.APIKey = "sk-ant-test" // before the server starts
+	case "responses":
+		srv.APIKey = "sk-test"
 	}
 	if len(args) == 3 {
 		srv.Root, err = filepath.EvalSymlinks(ts.MkAbs(args[2]))
@@ -97,6 +100,9 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Setenv("OLLAMA_HOST", base)
 	case "chat":
 		ts.Setenv("OPENAI_BASE_URL", base+"/v1")
+	case "responses":
+		ts.Setenv("OPENAI_BASE_URL", base+"/v1")
+		ts.Setenv("OPENAI_API_KEY", "sk-test")
 	case "anthropic":
 		ts.Setenv("ANTHROPIC_BASE_URL", base)
 		ts.Setenv("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -115,7 +121,8 @@ type sims struct {
 
 // simcheck N: checks the requests the last simulated model received: there
 // were N, every tool call in each is answered by exactly one result, and
-// every Chat Completions request matches the OpenAI API description.
+// every Chat Completions, Responses and Messages request matches its API
+// description.
 func simCheck(ts *testscript.TestScript, neg bool, args []string) {
 	ss := ts.Value(simsKey{}).(*sims)
 	if len(ss.servers) == 0 || len(args) != 1 {
@@ -135,6 +142,10 @@ func simCheck(ts *testscript.TestScript, neg bool, args []string) {
 		switch dialect {
 		case "chat":
 			if err := doc.RequestBody("/chat/completions", "POST", r.Body); err != nil {
+				ts.Fatalf("request %d does not match the API description: %v", i, err)
+			}
+		case "responses":
+			if err := doc.RequestBody("/responses", "POST", r.Body); err != nil {
 				ts.Fatalf("request %d does not match the API description: %v", i, err)
 			}
 		case "anthropic":

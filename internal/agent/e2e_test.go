@@ -18,6 +18,7 @@ import (
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
 	"github.com/trussdev/truss/internal/provider/chatcompat"
 	"github.com/trussdev/truss/internal/provider/ollama"
+	openaiprov "github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
 	anthropicsurf "github.com/trussdev/truss/internal/surface/anthropic"
@@ -25,6 +26,7 @@ import (
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/fs"
 	"github.com/trussdev/truss/internal/tool/memory"
+	"github.com/trussdev/truss/internal/tool/patch"
 	"github.com/trussdev/truss/internal/tool/shell"
 )
 
@@ -42,6 +44,9 @@ var dialects = []dialect{
 	}},
 	{"anthropic", func(u string) provider.Provider {
 		return anthropicprov.New(anthropicprov.Config{BaseURL: u, APIKey: "sk-test", Retry: fastRetry})
+	}},
+	{"responses", func(u string) provider.Provider {
+		return openaiprov.New(openaiprov.Config{BaseURL: u + "/v1", APIKey: "sk-test", Retry: fastRetry})
 	}},
 }
 
@@ -88,6 +93,10 @@ func runScript(t *testing.T, d dialect, script string, cfg func(*agent.Config)) 
 	}
 	for _, op := range shell.Ops {
 		mux.Handle(op, sh)
+	}
+	px := patch.NewExecutor(fx)
+	for _, op := range patch.Ops {
+		mux.Handle(op, px)
 	}
 	mem, err := memory.Open(filepath.Join(t.TempDir(), "memories"))
 	if err != nil {
@@ -160,6 +169,9 @@ func checkSpec(t *testing.T, dialect string, i int, body []byte) {
 	case "anthropic":
 		doc, err = apispec.Anthropic()
 		path = "/v1/messages"
+	case "responses":
+		doc, err = apispec.OpenAI()
+		path = "/responses"
 	default:
 		return // Ollama publishes no API description
 	}

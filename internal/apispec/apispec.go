@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -166,4 +168,40 @@ func NoDuplicateKeys(body []byte) error {
 			top.expect = true
 		}
 	}
+}
+
+// Event validates a stream event against the component schema whose
+// "type" property is the single value the event's "type" names (among
+// schemas named ...Event), so that a failure names the exact schema instead
+// of a union's "doesn't match any schema".
+func (d *Doc) Event(body []byte) error {
+	var ev struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return fmt.Errorf("event: not JSON: %w", err)
+	}
+	var names []string
+	for name, ref := range d.doc.Components.Schemas {
+		if ref.Value == nil || !strings.HasSuffix(name, "Event") {
+			continue
+		}
+		p := ref.Value.Properties["type"]
+		if p == nil || p.Value == nil || len(p.Value.Enum) != 1 || p.Value.Enum[0] != ev.Type {
+			continue
+		}
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("no event schema has type %q", ev.Type)
+	}
+	// The released schema, not a beta twin of it.
+	sort.Slice(names, func(i, j int) bool {
+		bi, bj := strings.HasPrefix(names[i], "Beta"), strings.HasPrefix(names[j], "Beta")
+		if bi != bj {
+			return bj
+		}
+		return names[i] < names[j]
+	})
+	return d.Schema(names[0], body)
 }

@@ -50,6 +50,12 @@ func (it inputItem) modelItem() bool {
 	return false
 }
 
+// storedResponse is what the simulator keeps of a stored response.
+type storedResponse struct {
+	turns int         // model turns up to and including it
+	calls []inputItem // its calls, which a chained request must answer
+}
+
 // outputFor names the output item type that answers a call item type.
 var outputFor = map[string]string{
 	"function_call":    "function_call_output",
@@ -89,10 +95,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	// The step is the number of model turns so far: those of the response
 	// chained to, plus each run of model items in the input.
 	turns := 0
+	var prev storedResponse
 	if req.Previous != "" {
 		s.mu.Lock()
-		n, ok := s.stored[req.Previous]
+		p, ok := s.stored[req.Previous]
 		s.mu.Unlock()
+		prev = p
 		if !ok {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(400)
@@ -100,7 +108,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 				"type": "invalid_request_error", "param": "previous_response_id", "code": "previous_response_not_found"}})
 			return
 		}
-		turns = n
+		turns = prev.turns
 	}
 	inRun := false
 	for _, it := range items {
@@ -112,18 +120,22 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every call in the conversation needs its output, as the API demands;
 	// a chained request answers the calls of the response it names.
-	if req.Previous == "" {
-		answered := map[string]bool{}
-		for _, it := range items {
-			if strings.HasSuffix(it.Type, "_output") {
-				answered[it.CallID] = true
-			}
+	answered := map[string]bool{}
+	for _, it := range items {
+		if strings.HasSuffix(it.Type, "_output") {
+			answered[it.CallID] = true
 		}
-		for _, it := range items {
-			if out, ok := outputFor[it.Type]; ok && !answered[it.CallID] {
-				chatError(w, 400, "invalid_request_error", "", fmt.Sprintf("No tool output found for %s call %s (expected a %s item).", strings.TrimSuffix(it.Type, "_call"), it.CallID, out))
-				return
-			}
+	}
+	pending := append([]inputItem(nil), prev.calls...)
+	for _, it := range items {
+		if _, ok := outputFor[it.Type]; ok {
+			pending = append(pending, it)
+		}
+	}
+	for _, it := range pending {
+		if !answered[it.CallID] {
+			chatError(w, 400, "invalid_request_error", "", fmt.Sprintf("No tool output found for %s call %s (expected a %s item).", strings.TrimSuffix(it.Type, "_call"), it.CallID, outputFor[it.Type]))
+			return
 		}
 	}
 	// Replayed reasoning must come back with its encrypted content intact.
@@ -140,6 +152,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	t := s.begin("responses", r, body, received, turns)
+	if req.Previous != "" {
+		s.mu.Lock()
+		for _, c := range prev.calls {
+			s.requests[t.rec].Chained = append(s.requests[t.rec].Chained, c.CallID)
+		}
+		s.mu.Unlock()
+	}
 	var tools []declared
 	for _, raw := range req.Tools {
 		var td struct {
@@ -197,7 +216,14 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	input, outTokens := tokens(body), tokens([]byte(say+think))+int64(len(calls))*12+1
 	reasoning := tokens([]byte(think))
-	usage := map[string]any{"input_tokens": input, "input_tokens_details": map[string]any{"cached_tokens": 0},
+	// Prompt caching is automatic: the previous request's prompt is read
+	// from the cache, in whole blocks of 128 tokens past the first 1024.
+	cached := min(s.prevPrompt(t), input)
+	if cached < 1024 {
+		cached = 0
+	}
+	cached -= cached % 128
+	usage := map[string]any{"input_tokens": input, "input_tokens_details": map[string]any{"cached_tokens": cached, "cache_write_tokens": 0},
 		"output_tokens": outTokens, "output_tokens_details": map[string]any{"reasoning_tokens": reasoning}, "total_tokens": input + outTokens}
 	response := func(status string, out []map[string]any, u any, errObj any) map[string]any {
 		if out == nil {
@@ -219,16 +245,24 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		if len(req.ToolChoice) > 0 {
 			choice = req.ToolChoice
 		}
-		return map[string]any{"id": id, "object": "response", "created_at": created, "status": status, "completed_at": completed,
+		r := map[string]any{"id": id, "object": "response", "created_at": created, "status": status, "completed_at": completed,
 			"background": false, "error": errObj, "incomplete_details": nil, "instructions": instr, "max_output_tokens": req.MaxOutput,
 			"max_tool_calls": nil, "model": req.Model, "output": out, "parallel_tool_calls": req.Parallel == nil || *req.Parallel,
 			"previous_response_id": nilIfEmpty(req.Previous), "reasoning": map[string]any{"effort": nil, "summary": nil},
 			"service_tier": "default", "store": store, "temperature": 1, "text": map[string]any{"format": map[string]any{"type": "text"}},
-			"tool_choice": choice, "tools": tools, "top_p": 1, "truncation": "disabled", "usage": u, "user": nil, "metadata": map[string]any{}}
+			"tool_choice": choice, "tools": tools, "top_p": 1, "truncation": "disabled", "metadata": map[string]any{}}
+		if u != nil {
+			r["usage"] = u // absent until the response is complete
+		}
+		return r
 	}
 	if store {
+		sr := storedResponse{turns: t.index + 1}
+		for _, c := range calls {
+			sr.calls = append(sr.calls, inputItem{Type: responsesCall(c, "")["type"].(string), CallID: c.ID})
+		}
 		s.mu.Lock()
-		s.stored[id] = t.index + 1
+		s.stored[id] = sr
 		s.mu.Unlock()
 	}
 	if !req.Stream {

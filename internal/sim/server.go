@@ -24,6 +24,10 @@ type Recorded struct {
 	Status  int         `json:"status"`  // the status answered
 	// Received is when the whole request had arrived.
 	Received time.Time `json:"received"`
+	// Chained holds, for a request chained to an earlier response
+	// (previous_response_id), the ids of that response's calls, which
+	// the request's outputs answer.
+	Chained []string `json:"chained,omitempty"`
 }
 
 // Server is the simulated model. Its zero value is not usable; use New.
@@ -37,16 +41,15 @@ type Server struct {
 
 	mu       sync.Mutex
 	attempts map[int]int
-	// stored maps the ids of stored Responses to the number of model
-	// turns up to and including them (for previous_response_id).
-	stored   map[string]int
+	// stored holds the stored Responses by id (for previous_response_id).
+	stored   map[string]storedResponse
 	requests []Recorded
 	mux      *http.ServeMux
 }
 
 // New returns a server for a script.
 func New(s *Script) *Server {
-	srv := &Server{script: s, attempts: make(map[int]int), stored: make(map[string]int), mux: http.NewServeMux()}
+	srv := &Server{script: s, attempts: make(map[int]int), stored: make(map[string]storedResponse), mux: http.NewServeMux()}
 	srv.mux.HandleFunc("POST /api/chat", srv.ollamaChat)
 	srv.mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -162,7 +165,12 @@ func (s *Server) render(step *Step, tools []declared, index int) ([]call, error)
 			return nil, fmt.Errorf("step %d action %d: %w", index+1, i+1, err)
 		}
 		if a.Tool != "" {
-			c.Name = a.Tool
+			// A call of another (or an unknown) tool by name: a function
+			// call, unless the tool is a declared freeform one.
+			c.Name, c.Kind = a.Tool, "function"
+			if have[a.Tool].Kind == "custom" {
+				c.Kind = "custom"
+			}
 		}
 		if a.RawInput != nil {
 			c.Input = *a.RawInput
@@ -303,6 +311,7 @@ func (r Recorded) ToolCalls() (calls, results []string, err error) {
 		if err := json.Unmarshal(r.Body, &req); err != nil {
 			return nil, nil, fmt.Errorf("request body: %w", err)
 		}
+		calls = append(calls, r.Chained...)
 		for _, it := range req.Input {
 			if _, ok := outputFor[it.Type]; ok {
 				calls = append(calls, it.CallID)

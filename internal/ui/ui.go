@@ -138,6 +138,10 @@ func Summary(c *model.ToolCall, ops []tool.Call) string {
 				parts = append(parts, fmt.Sprintf("insert into %s after line %d", a.Path, a.Line))
 			case *tool.ListArgs:
 				parts = append(parts, "list "+orDot(a.Path))
+			case *tool.PatchOpArgs:
+				parts = append(parts, strings.TrimSuffix(a.Type, "_file")+" "+a.Path)
+			case *tool.PatchArgs:
+				parts = append(parts, patchFiles(a.Text))
 			default:
 				parts = append(parts, string(op.Op))
 			}
@@ -154,6 +158,24 @@ func Summary(c *model.ToolCall, ops []tool.Call) string {
 		in = in[:120] + "…"
 	}
 	return c.Name + " " + in
+}
+
+// patchFiles names the files a patch envelope touches, from its headers
+// ("patch: update a.go, add b.go").
+func patchFiles(text string) string {
+	var files []string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		for _, h := range [][2]string{{"*** Add File: ", "add "}, {"*** Update File: ", "update "}, {"*** Delete File: ", "delete "}, {"*** Move to: ", "move to "}} {
+			if p, ok := strings.CutPrefix(l, h[0]); ok {
+				files = append(files, h[1]+p)
+			}
+		}
+	}
+	if len(files) == 0 {
+		return "patch"
+	}
+	return "patch: " + strings.Join(files, ", ")
 }
 
 func rangeOf(a *tool.ViewArgs) string {

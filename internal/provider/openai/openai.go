@@ -348,6 +348,11 @@ func inputItem(it model.Item, calls map[string]callInfo) (json.RawMessage, error
 	default:
 		return nil, fmt.Errorf("a %s item has no Responses form", it.Kind)
 	}
+	if u.OfMessage != nil {
+		// "type" is optional on the wire, but the API description
+		// discriminates input items by it.
+		u.OfMessage.Type = responses.EasyInputMessageTypeMessage
+	}
 	return json.Marshal(u)
 }
 

@@ -1,0 +1,217 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/trussdev/truss/internal/apispec"
+	"github.com/trussdev/truss/internal/sim"
+)
+
+// responsesTools declares every kind of tool the simulator renders on the
+// Responses API: typed shell and apply_patch, the codex family's freeform
+// apply_patch (named apply_patch_free here, so that both are declared) and
+// a function tool.
+const responsesReq = `{"model":"gpt-5.2","stream":%s,"store":false,"include":["reasoning.encrypted_content"],
+ "instructions":"sys","parallel_tool_calls":true,"tool_choice":"auto",
+ "input":[{"type":"message","role":"user","content":"fix it"}],
+ "tools":[{"type":"shell","environment":{"type":"local"}},{"type":"apply_patch"},
+  {"type":"function","name":"read_file","description":"d","strict":false,"parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}]}`
+
+const codexReq = `{"model":"gpt-5.2-codex","stream":true,"store":false,
+ "input":[{"type":"message","role":"user","content":"fix it"}],
+ "tools":[{"type":"custom","name":"apply_patch","description":"d","format":{"type":"grammar","syntax":"lark","definition":"start: x"}},
+  {"type":"function","name":"shell_command","strict":false,"parameters":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}]}`
+
+// sseEvents splits an SSE body into its events' names and data.
+func sseEvents(t *testing.T, b []byte) (types, datas []string) {
+	t.Helper()
+	for _, block := range strings.Split(string(b), "\n\n") {
+		var ev, data string
+		for _, l := range strings.Split(block, "\n") {
+			if v, ok := strings.CutPrefix(l, "event: "); ok {
+				ev = v
+			}
+			if v, ok := strings.CutPrefix(l, "data: "); ok {
+				data = v
+			}
+		}
+		if ev == "" {
+			continue
+		}
+		var typ struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal([]byte(data), &typ); err != nil || typ.Type != ev {
+			t.Fatalf("event %q carries data of type %q (%v)", ev, typ.Type, err)
+		}
+		types, datas = append(types, ev), append(datas, data)
+	}
+	return types, datas
+}
+
+// TestResponsesDialectMatchesSpec checks every event, body and error the
+// simulator authors in the Responses dialect against the official schemas:
+// a turn with reasoning, text, a shell call, an apply_patch call and a
+// function call; a codex-family turn with a custom tool call; the faults.
+func TestResponsesDialectMatchesSpec(t *testing.T) {
+	doc, err := apispec.OpenAI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `{"steps": [
+	  {"think": "Plan the fix.", "say": "Looking — ünïcode too.", "actions": [{"kind": "run", "command": "go test ./..."},
+	    {"kind": "replace", "path": "a.go", "old": "x := 1\n", "new": "x := 2\n"},
+	    {"kind": "run", "command": "ls", "tool": "read_file", "raw_input": "{\"path\":\"a.go\"}"}],
+	   "faults": [{"kind": "status", "status": 429, "retry_after_ms": 1500}, {"kind": "mid_stream_error"},
+	     {"kind": "response_failed", "code": "rate_limit_exceeded", "message": "Rate limit reached. Please try again in 20ms."}]},
+	  {"say": "Patching.", "actions": [{"kind": "create", "path": "b.go", "content": "package b\n"}]}]}`
+	s, err := sim.ParseScript([]byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sim.New(s)
+	srv.APIKey = "sk-test"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, err := srv.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := base + "/v1/responses"
+	for _, body := range []string{sprintf(responsesReq, "true"), sprintf(responsesReq, "false"), codexReq} {
+		if err := doc.RequestBody("/responses", "POST", []byte(body)); err != nil {
+			t.Fatalf("the test's own request is invalid: %v", err)
+		}
+	}
+	body := sprintf(responsesReq, "true")
+	// Attempt 1: a 429 with Retry-After.
+	resp, b := post(t, url, body)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After-Ms") != "1500" {
+		t.Fatalf("429: %d %v", resp.StatusCode, resp.Header)
+	}
+	if err := doc.Schema("ErrorResponse", b); err != nil {
+		t.Errorf("429 body: %v", err)
+	}
+	checkEvents := func(b []byte) []string {
+		types, datas := sseEvents(t, b)
+		for i, d := range datas {
+			if err := doc.Event([]byte(d)); err != nil {
+				t.Errorf("event %d (%s): %v\n%s", i, types[i], err, d)
+			}
+			var seq struct {
+				N int `json:"sequence_number"`
+			}
+			json.Unmarshal([]byte(d), &seq)
+			if seq.N != i {
+				t.Errorf("event %d has sequence_number %d", i, seq.N)
+			}
+		}
+		return types
+	}
+	// Attempt 2: an error event after the response began.
+	_, b = post(t, url, body)
+	if got := strings.Join(checkEvents(b), " "); got != "response.created response.in_progress error" {
+		t.Fatalf("mid-stream events: %s", got)
+	}
+	// Attempt 3: response.failed.
+	_, b = post(t, url, body)
+	if got := strings.Join(checkEvents(b), " "); got != "response.created response.in_progress response.failed" {
+		t.Fatalf("failed events: %s", got)
+	}
+	if !strings.Contains(string(b), `"code":"rate_limit_exceeded"`) {
+		t.Errorf("response.failed lacks its code: %s", b)
+	}
+	// Attempt 4: the full stream, in the documented order.
+	resp, b = post(t, url, body)
+	if resp.Header.Get("Content-Type") != "text/event-stream; charset=utf-8" {
+		t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
+	}
+	got := strings.Join(checkEvents(b), " ")
+	for _, want := range []string{
+		"response.created response.in_progress response.output_item.added response.reasoning_summary_part.added response.reasoning_summary_text.delta",
+		"response.reasoning_summary_part.done response.output_item.done response.output_item.added response.content_part.added response.output_text.delta",
+		"response.output_text.done response.content_part.done response.output_item.done",
+		"response.output_item.added response.shell_call_command.added response.shell_call_command.delta response.shell_call_command.done response.output_item.done",
+		"response.output_item.added response.output_item.done response.output_item.added response.function_call_arguments.delta",
+		"response.function_call_arguments.done response.output_item.done response.completed",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("event order lacks %q:\n%s", want, got)
+		}
+	}
+	for _, want := range []string{`"type":"shell_call"`, `"commands":["go test ./..."]`, `"type":"apply_patch_call"`, `"type":"update_file"`,
+		`"encrypted_content":"enc_`, `"phase":"commentary"`, `"input_tokens_details":{"cache_write_tokens":0,"cached_tokens":0}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("stream lacks %s", want)
+		}
+	}
+	// A non-streaming request gets a Response body.
+	resp, b = post(t, url, sprintf(responsesReq, "false"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if err := doc.Schema("Response", b); err != nil {
+		t.Errorf("response body: %v\n%s", err, b)
+	}
+	// A replay that leaves a call unanswered is refused, as the API does.
+	unanswered := strings.Replace(body, `"input":[`, `"input":[{"type":"shell_call","id":"sh_1","call_id":"call_x","status":"completed","action":{"commands":["ls"],"timeout_ms":null,"max_output_length":null}},`, 1)
+	resp, b = post(t, url, unanswered)
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "No tool output found for shell call call_x") {
+		t.Errorf("unanswered call: %d %s", resp.StatusCode, b)
+	}
+	if err := doc.Schema("ErrorResponse", b); err != nil {
+		t.Errorf("400 body: %v", err)
+	}
+	// A chained request naming an unknown response is refused.
+	resp, b = post(t, url, strings.Replace(body, `"store":false`, `"store":true,"previous_response_id":"resp_gone"`, 1))
+	if resp.StatusCode != 400 || !strings.Contains(string(b), `"code":"previous_response_not_found"`) {
+		t.Errorf("unknown previous response: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestResponsesCodexRendering checks that the codex family's tools get a
+// freeform patch envelope and shell_command calls.
+func TestResponsesCodexRendering(t *testing.T) {
+	doc, err := apispec.OpenAI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := sim.ParseScript([]byte(`{"steps": [{"actions": [{"kind": "view", "path": "a.go", "start": 2, "end": 4},
+	  {"kind": "create", "path": "b.go", "content": "package b\n"}]}]}`))
+	srv := sim.New(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, _ := srv.Listen(ctx)
+	req, _ := http.NewRequest("POST", base+"/v1/responses", strings.NewReader(codexReq))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	b := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(b)
+		buf.Write(b[:n])
+		if err != nil {
+			break
+		}
+	}
+	resp.Body.Close()
+	types, datas := sseEvents(t, []byte(buf.String()))
+	for i, d := range datas {
+		if err := doc.Event([]byte(d)); err != nil {
+			t.Errorf("event %d (%s): %v", i, types[i], err)
+		}
+	}
+	out := buf.String()
+	for _, want := range []string{`"name":"shell_command"`, `sed -n '2,4p' a.go`, `"type":"custom_tool_call"`,
+		`*** Begin Patch\n*** Add File: b.go\n+package b\n*** End Patch`, "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("codex stream lacks %s", want)
+		}
+	}
+}
