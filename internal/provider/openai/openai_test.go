@@ -255,3 +255,27 @@ func TestFailedClassification(t *testing.T) {
 		}
 	}
 }
+
+// FuzzResponse feeds arbitrary final responses and output items to the
+// stream's assembly: it never panics, and every call it yields has an id.
+func FuzzResponse(f *testing.F) {
+	f.Add(`{"id":"r","status":"completed","output":[{"type":"shell_call","call_id":"c","action":{"commands":["ls"]}}],"usage":{"input_tokens":3}}`, `{"type":"function_call","call_id":"d","name":"f","arguments":{"a":1}}`)
+	f.Add(`{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}`, `{"type":"message","content":[{"type":"refusal","refusal":"no"}]}`)
+	f.Add(`{"output":[1,2]}`, `[]`)
+	f.Add(`null`, `{"type":"reasoning","summary":[{"text":"x"}]}`)
+	f.Fuzz(func(t *testing.T, final, item string) {
+		if !json.Valid([]byte(final)) || !json.Valid([]byte(item)) {
+			return
+		}
+		st := streamState{done: map[int64]json.RawMessage{3: json.RawMessage(item)}, final: json.RawMessage(final), terminal: "response.completed"}
+		resp, err := st.response()
+		if err != nil {
+			return
+		}
+		for _, c := range resp.Calls() {
+			if c.Name == "" && c.Type != "function_call" && c.Type != "custom_tool_call" {
+				t.Fatalf("a typed call without a tool name: %+v", c)
+			}
+		}
+	})
+}

@@ -98,12 +98,15 @@ func (ShellCommand) Decode(c model.ToolCall) ([]tool.Call, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return nil, tool.Errorf(tool.ErrInvalidInput, "shell_command: command is empty")
 	}
-	if in.TimeoutMS < 0 {
-		return nil, tool.Errorf(tool.ErrInvalidInput, "shell_command: timeout_ms must not be negative")
+	if in.TimeoutMS < 0 || in.TimeoutMS > maxTimeoutMS {
+		return nil, tool.Errorf(tool.ErrInvalidInput, "shell_command: timeout_ms must be between 0 and %d (24 hours), got %g", maxTimeoutMS, in.TimeoutMS)
 	}
 	return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: Name, Op: tool.OpExec, Raw: tool.Raw(c.Input),
 		Args: &tool.ExecArgs{Command: in.Command, TimeoutMS: int64(in.TimeoutMS), Dir: in.Workdir}}}, nil
 }
+
+// maxTimeoutMS is the longest timeout a call may ask for.
+const maxTimeoutMS = 24 * 60 * 60 * 1000
 
 // timeoutExitCode is the exit code Codex reports for a command it killed at
 // its timeout.

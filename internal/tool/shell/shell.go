@@ -113,6 +113,9 @@ func (s *Session) Close() error {
 	return nil
 }
 
+// maxTimeout bounds the timeout a call may ask for.
+const maxTimeout = 24 * time.Hour
+
 // Ops lists the operations the session executes.
 var Ops = []tool.Op{tool.OpExec, tool.OpRestart}
 
@@ -125,7 +128,8 @@ func (s *Session) Execute(ctx context.Context, call tool.Call) tool.Result {
 			// A subshell: the session keeps its own directory.
 			cmd = fmt.Sprintf("( cd -- %s || exit; eval %s )", quote(a.Dir), quote(cmd))
 		}
-		r := s.Run(ctx, cmd, time.Duration(a.TimeoutMS)*time.Millisecond)
+		// A timeout past a day is a day (and never overflows a Duration).
+		r := s.Run(ctx, cmd, time.Duration(min(a.TimeoutMS, maxTimeout.Milliseconds()))*time.Millisecond)
 		r.CallID, r.Op = call.ID, call.Op
 		return r
 	default:
