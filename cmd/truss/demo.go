@@ -27,6 +27,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	surfaceName := fset.String("surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
 	fset.StringVar(&f.script, "script", "", "play this script instead of the bundled fix")
+	f.registerSandbox(fset)
 	if err := parse(fset, args); err != nil {
 		return err
 	}

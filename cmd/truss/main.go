@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/trussdev/truss/internal/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -58,6 +60,9 @@ Run "truss COMMAND -h" for a command's flags.
 `
 
 func main() {
+	if sandbox.IsHelper() {
+		sandbox.RunHelper() // never returns
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/apispec"
 	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/sim"
 )
@@ -26,6 +27,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the cmp files of the scripts in testdata/script")
 
 func TestMain(m *testing.M) {
+	if sandbox.IsHelper() {
+		sandbox.RunHelper() // the sandbox re-executes this binary as its helper
+	}
 	testscript.Main(m, map[string]func(){
 		"truss": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
 	})

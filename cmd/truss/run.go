@@ -195,7 +195,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		}
 		abs, _ := filepath.Abs(tl.ws.Dir())
 		rec, err = ledger.NewRecorder(lw, ledger.Start{Truss: version, Provider: f.provider, Model: f.model, Surface: set.Surface,
-			Tools: toolDecls(set), Sandbox: "none (not enforced)", Workspace: abs, Repo: repoState(abs),
+			Tools: toolDecls(set), Sandbox: tl.enforced(), Workspace: abs, Repo: repoState(abs),
 			Config: map[string]string{"max_turns": fmt.Sprint(f.maxTurns), "timeout": f.timeout.String()}})
 		if err != nil {
 			return err
@@ -228,6 +228,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		obs = append(obs, enc)
 	} else {
 		fmt.Fprintf(human, "truss %s · %s · %s · surface %s · session %s\n", version, f.provider, f.model, set.Surface, orNone(sessionID))
+		fmt.Fprintf(human, "sandbox: %s\n", tl.enforced())
 		obs = append(obs, &ui.Printer{W: human})
 	}
 	var persistErr error

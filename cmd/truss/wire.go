@@ -20,6 +20,7 @@ import (
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
 	"github.com/trussdev/truss/internal/provider/chatcompat"
 	"github.com/trussdev/truss/internal/provider/ollama"
+	"github.com/trussdev/truss/internal/sandbox"
 	openaiprov "github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
@@ -209,6 +210,9 @@ type workspaceFlags struct {
 	timeout   time.Duration
 	allowEnv  multi
 	memoryDir string
+	sandbox   string // --sandbox
+	network   string // --network
+	fallback  string // --sandbox-fallback
 }
 
 func (w *workspaceFlags) register(fs *flag.FlagSet) {
@@ -218,14 +222,54 @@ func (w *workspaceFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&w.timeout, "timeout", shell.DefaultTimeout, "per-command timeout of the shell")
 	fs.Var(&w.allowEnv, "allow-env", "pass this secret-looking variable (name contains KEY, SECRET or TOKEN) to the shell (repeatable)")
 	fs.StringVar(&w.memoryDir, "memory-dir", "", "the memory tool's directory (default: one per project under the user's data directory)")
+	w.registerSandbox(fs)
+}
+
+// registerSandbox registers the sandbox flags.
+func (w *workspaceFlags) registerSandbox(fs *flag.FlagSet) {
+	fs.StringVar(&w.sandbox, "sandbox", string(sandbox.WorkspaceWrite), "what commands may write: read-only, workspace-write (the workspace, --add-dir roots, build caches) or full")
+	fs.StringVar(&w.network, "network", "off", "network access for commands: off (Unix sockets only) or on")
+	fs.StringVar(&w.fallback, "sandbox-fallback", "", "accept a weaker mode when this host cannot enforce the sandbox: landlock-only or none")
+}
+
+// plan decides the sandbox of a workspace on this host.
+func (w *workspaceFlags) plan(root, tmp string) (*sandbox.Plan, error) {
+	mode, err := sandbox.ParseMode(w.sandbox)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	fb, err := sandbox.ParseFallback(w.fallback)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	var network bool
+	switch w.network {
+	case "on":
+		network = true
+	case "off":
+	default:
+		return nil, usagef("--network must be on or off, not %q", w.network)
+	}
+	p := sandbox.DefaultPolicy(root, tmp)
+	p.Mode, p.Network = mode, network
+	for _, d := range w.rw {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		p.Writable = append(p.Writable, abs)
+	}
+	return sandbox.MakePlan(p, sandbox.Probe(), fb)
 }
 
 // tools is the executors of one session.
 type tools struct {
-	ws     *fs.Workspace
-	shell  *shell.Session
-	memory *memory.Store
-	mux    tool.Mux
+	ws      *fs.Workspace
+	shell   *shell.Session
+	memory  *memory.Store
+	sandbox *sandbox.Sandbox
+	tmp     string // the session's temporary directory
+	mux     tool.Mux
 }
 
 // open opens the workspace and its executors; the memory store only when
@@ -242,7 +286,32 @@ func (w *workspaceFlags) open(set *surface.Set) (*tools, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tools{ws: ws, shell: shell.New(shell.Config{Dir: ws.Dir(), Timeout: w.timeout, AllowEnv: w.allowEnv})}
+	tmp, err := os.MkdirTemp("", "truss-session-")
+	if err != nil {
+		ws.Close()
+		return nil, err
+	}
+	root, _ := filepath.Abs(ws.Dir())
+	pl, err := w.plan(root, tmp)
+	var sb *sandbox.Sandbox
+	if err == nil {
+		sb, err = sandbox.New(pl)
+	}
+	if err != nil {
+		ws.Close()
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return w.finish(set, ws, tmp, sb)
+}
+
+// finish builds the executors on an open workspace, with the session's
+// temporary directory and sandbox.
+func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, sb *sandbox.Sandbox) (*tools, error) {
+	var err error
+	env := append(os.Environ(), "TMPDIR="+tmp)
+	t := &tools{ws: ws, tmp: tmp, sandbox: sb, shell: shell.New(shell.Config{Dir: ws.Dir(), Timeout: w.timeout, AllowEnv: w.allowEnv,
+		Env: env, TmpDir: tmp, Launcher: sb})}
 	_, undo := set.Lookup("str_replace_editor")
 	fx := &fs.Executor{W: ws, Opts: fs.Options{History: undo}}
 	for _, op := range fs.Ops {
@@ -299,7 +368,14 @@ func (t *tools) Close() {
 	if t.memory != nil {
 		t.memory.Close()
 	}
+	if t.sandbox != nil {
+		t.sandbox.Close()
+	}
+	os.RemoveAll(t.tmp)
 }
+
+// enforced describes the sandbox actually enforced.
+func (t *tools) enforced() string { return t.sandbox.Plan().Enforced() }
 
 // declarer is a provider that can show its wire form of tool declarations.
 type declarer interface {

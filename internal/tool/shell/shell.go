@@ -70,6 +70,10 @@ type Config struct {
 	Bash string
 	// Launcher, when set, prepares the shell process (the sandbox seam).
 	Launcher Launcher
+	// TmpDir, when set, is the directory for the session's own files (its
+	// saved environment); the caller owns it. By default the session makes
+	// one and removes it on Close.
+	TmpDir string
 }
 
 // DefaultTimeout is the per-call timeout when Config.Timeout is zero.
@@ -98,7 +102,7 @@ func New(cfg Config) *Session {
 	if cfg.Bash == "" {
 		cfg.Bash = "bash"
 	}
-	return &Session{cfg: cfg, cwd: cfg.Dir}
+	return &Session{cfg: cfg, cwd: cfg.Dir, tmpDir: cfg.TmpDir}
 }
 
 // Close kills the shell and removes the session's temporary files.
@@ -106,7 +110,7 @@ func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.kill()
-	if s.tmpDir != "" {
+	if s.tmpDir != "" && s.tmpDir != s.cfg.TmpDir {
 		os.RemoveAll(s.tmpDir)
 		s.tmpDir = ""
 	}

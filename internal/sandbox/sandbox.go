@@ -1,0 +1,336 @@
+// Package sandbox confines every process a tool starts with the kernel's own
+// mechanisms, under a policy: read-only, workspace-write (the default) or
+// full access, with the network off (the default) or on.
+//
+// Truss never sandboxes itself. The persistent shell is started through a
+// Launcher that re-executes the truss binary as a helper
+// ("truss __sandbox-exec") in new user, mount, PID, network, IPC and UTS
+// namespaces. The helper, alone in those namespaces, makes its mounts
+// private, mounts a fresh /proc (so the harness's processes and their
+// environment are invisible), binds the protected paths (a workspace's
+// .git) read-only, joins a pids cgroup when the host offers one, sets
+// resource limits, applies a Landlock ruleset (read everywhere, write only
+// the writable roots; no TCP when the network is off), loads a seccomp
+// filter (no ptrace, no io_uring, no mount changes; no sockets but Unix
+// ones when the network is off), and only then executes bash. Everything the
+// shell runs inherits all of it, and when the shell is killed at a timeout,
+// the PID namespace takes every process it started down with it.
+//
+// What a host can enforce varies: Probe reports it and Plan turns a Policy
+// into the mechanisms that will run, refusing to start when the policy
+// cannot be enforced unless the caller accepts a named weaker mode. The
+// Enforced string names what actually runs; it goes into the ledger.
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Mode is what a sandboxed process may write.
+type Mode string
+
+// The modes.
+const (
+	ReadOnly       Mode = "read-only"       // read everywhere, write nowhere (but the session's temporary directory)
+	WorkspaceWrite Mode = "workspace-write" // read everywhere, write the workspace, the temporary directory and configured roots
+	FullAccess     Mode = "full"            // no file system restriction
+)
+
+// ParseMode reads a --sandbox value.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case ReadOnly, WorkspaceWrite, FullAccess:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("unknown sandbox mode %q: choose read-only, workspace-write or full", s)
+}
+
+// Fallback names a weaker mode the user accepts when the host cannot
+// enforce the policy fully.
+type Fallback string
+
+// The fallbacks.
+const (
+	// NoFallback refuses to start when anything is missing.
+	NoFallback Fallback = ""
+	// FallbackLandlock runs without namespaces: Landlock, seccomp and
+	// resource limits only (no private /proc, no network namespace, no
+	// read-only .git, no PID namespace).
+	FallbackLandlock Fallback = "landlock-only"
+	// FallbackNone runs with no sandbox at all.
+	FallbackNone Fallback = "none"
+)
+
+// ParseFallback reads a --sandbox-fallback value.
+func ParseFallback(s string) (Fallback, error) {
+	switch Fallback(s) {
+	case NoFallback, FallbackLandlock, FallbackNone:
+		return Fallback(s), nil
+	}
+	return "", fmt.Errorf("unknown sandbox fallback %q: choose landlock-only or none", s)
+}
+
+// Policy is what the user asked for.
+type Policy struct {
+	Mode    Mode
+	Network bool // false: no network but Unix sockets
+	// Workspace is the workspace root (writable in workspace-write mode).
+	Workspace string
+	// Writable are further writable roots (--add-dir, caches).
+	Writable []string
+	// Protected are paths kept read-only inside writable roots (a
+	// workspace's .git and its resolved gitdir); missing ones are skipped.
+	Protected []string
+	// TempDir is the session's temporary directory, always writable.
+	TempDir string
+	// Limits are the resource limits of every sandboxed process.
+	Limits Limits
+}
+
+// Limits are resource limits; zero fields take the defaults.
+type Limits struct {
+	// Pids bounds the processes and threads alive at once (a pids cgroup,
+	// else RLIMIT_NPROC, which root ignores); 0 means 4096.
+	Pids int `json:"pids"`
+	// FileSize bounds the size of a file a process writes (RLIMIT_FSIZE);
+	// 0 means 8 GiB.
+	FileSize int64 `json:"file_size"`
+	// OpenFiles bounds open descriptors per process (RLIMIT_NOFILE); 0
+	// means 8192.
+	OpenFiles uint64 `json:"open_files"`
+}
+
+func (l Limits) norm() Limits {
+	if l.Pids == 0 {
+		l.Pids = 4096
+	}
+	if l.FileSize == 0 {
+		l.FileSize = 8 << 30
+	}
+	if l.OpenFiles == 0 {
+		l.OpenFiles = 8192
+	}
+	return l
+}
+
+// DefaultPolicy is workspace-write with the network off for a workspace:
+// its .git protected, the user's Go, npm and pip caches writable (so that
+// builds and tests work offline), and a temporary directory.
+func DefaultPolicy(workspace, tempDir string) Policy {
+	p := Policy{Mode: WorkspaceWrite, Workspace: workspace, TempDir: tempDir}
+	p.Protected = GitPaths(workspace)
+	p.Writable = CacheDirs()
+	return p
+}
+
+// GitPaths returns the .git of a workspace and, when .git is a "gitdir:"
+// pointer file (a worktree or submodule), the directory it names.
+func GitPaths(workspace string) []string {
+	g := filepath.Join(workspace, ".git")
+	fi, err := os.Lstat(g)
+	if err != nil {
+		return nil
+	}
+	out := []string{g}
+	if fi.Mode().IsRegular() {
+		if b, err := os.ReadFile(g); err == nil {
+			if dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:"); ok {
+				dir = strings.TrimSpace(dir)
+				if !filepath.IsAbs(dir) {
+					dir = filepath.Join(workspace, dir)
+				}
+				out = append(out, filepath.Clean(dir))
+			}
+		}
+	}
+	return out
+}
+
+// CacheDirs returns the build and package caches that exist for this user:
+// Go's build and module caches, npm's cache, pip's cache.
+func CacheDirs() []string {
+	var dirs []string
+	add := func(d string) {
+		if d == "" {
+			return
+		}
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	cache, _ := os.UserCacheDir()
+	home, _ := os.UserHomeDir()
+	if v := os.Getenv("GOCACHE"); v != "" {
+		add(v)
+	} else if cache != "" {
+		add(filepath.Join(cache, "go-build"))
+	}
+	switch {
+	case os.Getenv("GOMODCACHE") != "":
+		add(os.Getenv("GOMODCACHE"))
+	case os.Getenv("GOPATH") != "":
+		add(filepath.Join(strings.Split(os.Getenv("GOPATH"), string(os.PathListSeparator))[0], "pkg", "mod"))
+	case home != "":
+		add(filepath.Join(home, "go", "pkg", "mod"))
+	}
+	if home != "" {
+		add(filepath.Join(home, ".npm"))
+	}
+	if cache != "" {
+		add(filepath.Join(cache, "pip"))
+	}
+	sort.Strings(dirs)
+	return dirs
+}
+
+// writable returns the roots a process may write under the policy.
+func (p Policy) writable() []string {
+	var out []string
+	if p.TempDir != "" {
+		out = append(out, p.TempDir)
+	}
+	if p.Mode == WorkspaceWrite {
+		if p.Workspace != "" {
+			out = append(out, p.Workspace)
+		}
+		out = append(out, p.Writable...)
+	}
+	return out
+}
+
+// Host is what this machine can enforce.
+type Host struct {
+	OS string `json:"os"`
+	// LandlockABI is the kernel's Landlock ABI version (0: none).
+	LandlockABI int    `json:"landlock_abi"`
+	LandlockErr string `json:"landlock_error,omitempty"`
+	// UserNS reports that an unprivileged process can create user (and
+	// with them mount, PID, network, IPC and UTS) namespaces.
+	UserNS    bool   `json:"user_namespaces"`
+	UserNSErr string `json:"user_namespaces_error,omitempty"`
+	Seccomp   bool   `json:"seccomp"`
+	// Cgroup is where a pids cgroup can be made ("" when none can).
+	Cgroup    string `json:"cgroup,omitempty"`
+	CgroupErr string `json:"cgroup_error,omitempty"`
+}
+
+// Mechanisms are what a Plan runs.
+type Mechanisms struct {
+	Namespaces bool   `json:"namespaces"`
+	Landlock   int    `json:"landlock_abi"` // the ABI used, 0 for none
+	Seccomp    bool   `json:"seccomp"`
+	Cgroup     string `json:"cgroup,omitempty"`
+	Rlimits    bool   `json:"rlimits"`
+}
+
+// Plan is a policy with the mechanisms that enforce it on this host.
+type Plan struct {
+	Policy     Policy
+	Mechanisms Mechanisms
+	// Weaker names the fallback accepted, when one was needed.
+	Weaker Fallback
+	// Missing lists what the policy wanted and the host lacks.
+	Missing []string
+}
+
+// Active reports whether processes run through the helper at all.
+func (pl *Plan) Active() bool {
+	m := pl.Mechanisms
+	return m.Namespaces || m.Landlock > 0 || m.Seccomp
+}
+
+// Enforced describes the mode actually enforced, for the session header
+// and the ledger: "workspace-write, network off (namespaces, landlock
+// v7, seccomp, pids cgroup, rlimits)", or "none (not enforced)".
+func (pl *Plan) Enforced() string {
+	if !pl.Active() {
+		if pl.Policy.Mode == FullAccess && pl.Policy.Network {
+			return "full, network on (no sandbox requested)"
+		}
+		return "none (not enforced)"
+	}
+	net := "network off"
+	if pl.Policy.Network {
+		net = "network on"
+	}
+	var ms []string
+	m := pl.Mechanisms
+	if m.Namespaces {
+		ms = append(ms, "namespaces")
+	}
+	if m.Landlock > 0 {
+		ms = append(ms, fmt.Sprintf("landlock v%d", m.Landlock))
+	}
+	if m.Seccomp {
+		ms = append(ms, "seccomp")
+	}
+	if m.Cgroup != "" {
+		ms = append(ms, "pids cgroup")
+	}
+	if m.Rlimits {
+		ms = append(ms, "rlimits")
+	}
+	s := fmt.Sprintf("%s, %s (%s)", pl.Policy.Mode, net, strings.Join(ms, ", "))
+	if pl.Weaker != NoFallback {
+		s += fmt.Sprintf("; weaker mode %s accepted: no %s", pl.Weaker, strings.Join(pl.Missing, ", no "))
+	}
+	return s
+}
+
+// MakePlan decides how to enforce a policy on a host. It fails, naming what
+// is missing and the fallbacks that would accept it, when the policy cannot
+// be fully enforced and fallback does not accept the shortfall.
+func MakePlan(p Policy, h Host, fallback Fallback) (*Plan, error) {
+	p.Limits = p.Limits.norm()
+	pl := &Plan{Policy: p}
+	if p.Mode == FullAccess && p.Network {
+		return pl, nil // nothing to enforce
+	}
+	needFS := p.Mode != FullAccess
+	var missing []string
+	if !h.UserNS {
+		missing = append(missing, "namespaces ("+orUnknown(h.UserNSErr)+")")
+	}
+	if needFS && h.LandlockABI < 1 {
+		missing = append(missing, "landlock ("+orUnknown(h.LandlockErr)+")")
+	}
+	if !p.Network && !h.Seccomp {
+		missing = append(missing, "seccomp")
+	}
+	pl.Missing = missing
+	if len(missing) > 0 {
+		switch fallback {
+		case FallbackNone:
+			pl.Weaker = FallbackNone
+			return pl, nil
+		case FallbackLandlock:
+			if needFS && h.LandlockABI < 1 {
+				return nil, fmt.Errorf("cannot enforce the %s sandbox on this host even without namespaces: no %s; run with --sandbox-fallback none to run unsandboxed, or --sandbox full", p.Mode, strings.Join(missing, ", no "))
+			}
+			pl.Weaker = FallbackLandlock
+		default:
+			return nil, fmt.Errorf("cannot enforce the %s sandbox on this host: no %s; run `truss sandbox check` for details, or accept a weaker mode with --sandbox-fallback landlock-only (or none)", p.Mode, strings.Join(missing, ", no "))
+		}
+	}
+	pl.Mechanisms = Mechanisms{
+		Namespaces: h.UserNS,
+		Seccomp:    h.Seccomp,
+		Cgroup:     h.Cgroup,
+		Rlimits:    true,
+	}
+	if needFS {
+		pl.Mechanisms.Landlock = min(h.LandlockABI, maxLandlockABI)
+	}
+	return pl, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unavailable"
+	}
+	return s
+}

@@ -1,0 +1,429 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// maxLandlockABI is the newest Landlock ABI whose file system rights the
+// helper asks for (V5: truncate and device ioctls); newer kernels are
+// used at that level.
+const maxLandlockABI = 5
+
+// HelperArg is the first argument that makes the truss binary the sandbox
+// helper (see RunHelper).
+const HelperArg = "__sandbox-exec"
+
+// specEnv carries the helper's spec; the helper removes it before exec.
+const specEnv = "TRUSS_SANDBOX_SPEC"
+
+// nsFlags are the namespaces the helper is started in.
+const nsFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+
+// Probe reports what this host can enforce. It starts one short-lived
+// process to find out whether user namespaces work.
+func Probe() Host {
+	h := Host{OS: runtime.GOOS}
+	if abi, err := llsyscall.LandlockGetABIVersion(); err != nil {
+		h.LandlockErr = "the kernel has no Landlock (" + err.Error() + ")"
+	} else {
+		h.LandlockABI = abi
+	}
+	h.Seccomp = seccomp.Supported()
+	if err := probeUserNS(); err != nil {
+		h.UserNSErr = err.Error()
+	} else {
+		h.UserNS = true
+	}
+	h.Cgroup, h.CgroupErr = probeCgroup()
+	return h
+}
+
+func probeUserNS() error {
+	t, err := exec.LookPath("true")
+	if err != nil {
+		return fmt.Errorf("no true(1) to probe with: %w", err)
+	}
+	cmd := exec.Command(t)
+	cmd.SysProcAttr = nsAttr()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("cannot create user namespaces: %w", err)
+	}
+	return nil
+}
+
+// nsAttr starts a process in new namespaces as root of its user namespace,
+// mapped to the caller's ids (so files it writes belong to the caller).
+func nsAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Cloneflags:  nsFlags,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+		Setpgid:     true,
+		Pdeathsig:   syscall.SIGKILL,
+	}
+}
+
+// probeCgroup finds a pids cgroup under which this process may make a
+// child group: cgroup v2 with the pids controller enabled for children,
+// else the v1 pids hierarchy. It returns the parent directory.
+func probeCgroup() (string, string) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", "cannot read /proc/self/cgroup: " + err.Error()
+	}
+	var candidates []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			dir := filepath.Join("/sys/fs/cgroup", parts[2])
+			if c, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); err == nil && strings.Contains(string(c), "pids") {
+				candidates = append(candidates, dir)
+			}
+		case hasField(parts[1], "pids"):
+			candidates = append(candidates, filepath.Join("/sys/fs/cgroup/pids", parts[2]))
+		}
+	}
+	var errs []string
+	for _, dir := range candidates {
+		probe := filepath.Join(dir, "truss-probe-"+randHex())
+		if err := os.Mkdir(probe, 0o755); err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		os.Remove(probe)
+		return dir, ""
+	}
+	if len(candidates) == 0 {
+		return "", "no pids cgroup controller is available to this process"
+	}
+	return "", "cannot make a pids cgroup: " + strings.Join(errs, "; ")
+}
+
+func hasField(list, name string) bool {
+	for _, f := range strings.Split(list, ",") {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+func randHex() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// spec is what the helper is told.
+type spec struct {
+	Argv       []string `json:"argv"`
+	Namespaces bool     `json:"namespaces"`
+	Network    bool     `json:"network"`
+	Landlock   int      `json:"landlock"` // ABI to use, 0 for none
+	ReadOnlyFS bool     `json:"read_only_fs"`
+	Writable   []string `json:"writable"`
+	Protected  []string `json:"protected"`
+	Seccomp    bool     `json:"seccomp"`
+	Cgroup     string   `json:"cgroup,omitempty"`
+	Limits     Limits   `json:"limits"`
+}
+
+// Sandbox launches processes under a Plan. It implements the shell's
+// Launcher interface.
+type Sandbox struct {
+	plan   *Plan
+	self   string
+	cgroup string // this sandbox's own pids cgroup, when there is one
+}
+
+// New prepares a sandbox for a plan: it finds the truss binary (the helper)
+// and makes the sandbox's pids cgroup. Close removes the cgroup.
+func New(pl *Plan) (*Sandbox, error) {
+	s := &Sandbox{plan: pl}
+	if !pl.Active() {
+		return s, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: cannot find the truss binary to run as the helper: %w", err)
+	}
+	s.self = self
+	if pl.Mechanisms.Cgroup != "" {
+		dir := filepath.Join(pl.Mechanisms.Cgroup, "truss-"+strconv.Itoa(os.Getpid())+"-"+randHex())
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sandbox: make the pids cgroup: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(pl.Policy.Limits.Pids)), 0o644); err != nil {
+			os.Remove(dir)
+			return nil, fmt.Errorf("sandbox: set pids.max: %w", err)
+		}
+		s.cgroup = dir
+	}
+	return s, nil
+}
+
+// Plan returns the sandbox's plan.
+func (s *Sandbox) Plan() *Plan { return s.plan }
+
+// Prepare implements the shell's Launcher: cmd is rewritten to start the
+// helper, which sets up the sandbox and then executes cmd's program with
+// cmd's arguments and environment.
+func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
+	pl := s.plan
+	if !pl.Active() {
+		return nil
+	}
+	argv := append([]string(nil), cmd.Args...)
+	if len(argv) == 0 {
+		argv = []string{cmd.Path}
+	}
+	argv[0] = cmd.Path
+	sp := spec{
+		Argv:       argv,
+		Namespaces: pl.Mechanisms.Namespaces,
+		Network:    pl.Policy.Network,
+		Landlock:   pl.Mechanisms.Landlock,
+		ReadOnlyFS: pl.Policy.Mode == ReadOnly,
+		Writable:   pl.Policy.writable(),
+		Seccomp:    pl.Mechanisms.Seccomp,
+		Cgroup:     s.cgroup,
+		Limits:     pl.Policy.Limits,
+	}
+	if pl.Policy.Mode == WorkspaceWrite {
+		sp.Protected = pl.Policy.Protected
+	}
+	b, err := json.Marshal(sp)
+	if err != nil {
+		return err
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(append([]string(nil), env...), specEnv+"="+string(b))
+	if pl.Policy.Network == false && pl.Mechanisms.Namespaces {
+		cmd.Env = append(cmd.Env, "TRUSS_SANDBOX_NETWORK_DISABLED=1")
+	}
+	cmd.Path, cmd.Args = s.self, []string{s.self, HelperArg}
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if pl.Mechanisms.Namespaces {
+		attr = nsAttr()
+	}
+	cmd.SysProcAttr = attr
+	return nil
+}
+
+// Close removes the sandbox's cgroup (its processes are gone by then).
+func (s *Sandbox) Close() error {
+	if s.cgroup == "" {
+		return nil
+	}
+	// Anything left in the group is killed first.
+	if b, err := os.ReadFile(filepath.Join(s.cgroup, "cgroup.procs")); err == nil {
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	err := os.Remove(s.cgroup)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("sandbox: remove the cgroup: %w", err)
+	}
+	return nil
+}
+
+// IsHelper reports whether this process was started as the sandbox helper.
+func IsHelper() bool { return len(os.Args) > 1 && os.Args[1] == HelperArg }
+
+// RunHelper is the helper's whole life: it reads its spec, confines
+// itself, and executes the sandboxed program. It never returns; on a
+// failure it prints why and exits with status 126, running nothing.
+func RunHelper() {
+	runtime.LockOSThread() // never unlocked: the exec happens on this thread
+	if err := helper(); err != nil {
+		fmt.Fprintf(os.Stderr, "truss sandbox: %v\n", err)
+		os.Exit(126)
+	}
+}
+
+func helper() error {
+	raw := os.Getenv(specEnv)
+	if raw == "" {
+		return errors.New("no sandbox spec")
+	}
+	var sp spec
+	if err := json.Unmarshal([]byte(raw), &sp); err != nil {
+		return fmt.Errorf("bad sandbox spec: %w", err)
+	}
+	os.Unsetenv(specEnv)
+	if len(sp.Argv) == 0 {
+		return errors.New("nothing to run")
+	}
+	if sp.Namespaces {
+		if err := mounts(sp); err != nil {
+			return err
+		}
+	}
+	if sp.Cgroup != "" {
+		if err := os.WriteFile(filepath.Join(sp.Cgroup, "cgroup.procs"), []byte("0"), 0o644); err != nil {
+			return fmt.Errorf("join the pids cgroup: %w", err)
+		}
+	}
+	if err := rlimits(sp.Limits); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if sp.Landlock > 0 {
+		if err := applyLandlock(sp); err != nil {
+			return err
+		}
+	}
+	if sp.Seccomp {
+		if err := applySeccomp(sp.Network); err != nil {
+			return err
+		}
+	}
+	path := sp.Argv[0]
+	if !strings.Contains(path, "/") {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return err
+		}
+		path = p
+	}
+	return syscall.Exec(path, sp.Argv, os.Environ())
+}
+
+// mounts makes the helper's mounts private, binds the protected paths
+// read-only and mounts a /proc of the new PID namespace.
+func mounts(sp spec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	for _, p := range sp.Protected {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+		var st unix.Statfs_t
+		flags := uintptr(0)
+		if unix.Statfs(p, &st) == nil {
+			// A remount must keep the flags the mount is locked with.
+			flags = uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
+		}
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", p, err)
+		}
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	unix.Sethostname([]byte("truss-sandbox"))
+	return nil
+}
+
+func rlimits(l Limits) error {
+	set := func(res int, cur, max uint64, name string) error {
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: cur, Max: max}); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := set(unix.RLIMIT_CORE, 0, 0, "RLIMIT_CORE"); err != nil {
+		return err
+	}
+	if err := set(unix.RLIMIT_FSIZE, uint64(l.FileSize), uint64(l.FileSize), "RLIMIT_FSIZE"); err != nil {
+		return err
+	}
+	var nofile unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil && nofile.Max < l.OpenFiles {
+		l.OpenFiles = nofile.Max // a hard limit can only come down
+	}
+	if err := set(unix.RLIMIT_NOFILE, l.OpenFiles, l.OpenFiles, "RLIMIT_NOFILE"); err != nil {
+		return err
+	}
+	return set(unix.RLIMIT_NPROC, uint64(l.Pids), uint64(l.Pids), "RLIMIT_NPROC")
+}
+
+// devices are the device files every process may write.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
+
+func applyLandlock(sp spec) error {
+	cfg := landlock.V5
+	if sp.Network {
+		cfg.HandledAccessNet = 0 // leave TCP alone
+	}
+	cfg = cfg.BestEffort()
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		landlock.RWFiles(devices...).IgnoreIfMissing().WithIoctlDev(),
+		landlock.RWDirs("/dev/pts", "/dev/shm").IgnoreIfMissing().WithIoctlDev(),
+	}
+	if len(sp.Writable) > 0 {
+		rules = append(rules, landlock.RWDirs(sp.Writable...).IgnoreIfMissing().WithRefer())
+	}
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("landlock ruleset: %w", err)
+	}
+	if fd < 0 {
+		return nil // best effort found nothing to enforce
+	}
+	defer unix.Close(fd)
+	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("landlock restrict: %w", err)
+	}
+	return nil
+}
+
+func applySeccomp(network bool) error {
+	deny := seccomp.SyscallGroup{Action: seccomp.ActionErrno, Names: existing(
+		"ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter", "io_uring_register",
+		"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
+		"unshare", "setns", "kexec_load", "init_module", "finit_module", "bpf", "perf_event_open", "userfaultfd")}
+	if !network {
+		deny.NamesWithCondtions = []seccomp.NameWithConditions{
+			{Name: "socket", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
+			{Name: "socketpair", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
+		}
+	}
+	return seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Policy: seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{deny}}})
+}
+
+// existing keeps the syscall names this architecture has.
+func existing(names ...string) []string {
+	out := names[:0:0]
+	for _, n := range names {
+		p := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: []string{n}}}}
+		if _, err := p.Assemble(); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}

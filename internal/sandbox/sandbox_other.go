@@ -1,0 +1,48 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"os/exec"
+	"runtime"
+)
+
+// maxLandlockABI is the newest Landlock ABI the helper uses (none here).
+const maxLandlockABI = 0
+
+// HelperArg is the first argument that makes the truss binary the sandbox
+// helper.
+const HelperArg = "__sandbox-exec"
+
+// Probe reports what this host can enforce: nothing, off Linux.
+func Probe() Host {
+	return Host{OS: runtime.GOOS, LandlockErr: "Landlock is Linux only", UserNSErr: "namespaces are Linux only"}
+}
+
+// Sandbox launches processes under a Plan; off Linux only an inactive plan
+// (no sandbox) can run.
+type Sandbox struct{ plan *Plan }
+
+// New prepares a sandbox for a plan.
+func New(pl *Plan) (*Sandbox, error) {
+	if pl.Active() {
+		return nil, errors.New("sandbox: only Linux can enforce a sandbox")
+	}
+	return &Sandbox{plan: pl}, nil
+}
+
+// Plan returns the sandbox's plan.
+func (s *Sandbox) Plan() *Plan { return s.plan }
+
+// Prepare implements the shell's Launcher.
+func (s *Sandbox) Prepare(*exec.Cmd) error { return nil }
+
+// Close releases the sandbox.
+func (s *Sandbox) Close() error { return nil }
+
+// IsHelper reports whether this process was started as the sandbox helper.
+func IsHelper() bool { return false }
+
+// RunHelper is the helper's entry point (Linux only).
+func RunHelper() { panic("sandbox helper off Linux") }
