@@ -48,6 +48,7 @@ Usage:
   truss tool call [flags]           execute one tool call locally and print what the model sees
   truss sessions                    list saved sessions (resume one with truss run --resume ID)
   truss ledger key|verify|show|prove  the signed ledger every run writes: key, verification, timeline, inclusion proofs
+  truss sandbox check               what this host can enforce, and the sandbox a run would get
   truss --version
 
 Providers and keys:
@@ -97,6 +98,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdSessions(args[1:], stdout, stderr)
 	case "ledger":
 		err = cmdLedger(args[1:], stdout, stderr)
+	case "sandbox":
+		err = cmdSandbox(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage)
 		return 2

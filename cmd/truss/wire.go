@@ -20,8 +20,8 @@ import (
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
 	"github.com/trussdev/truss/internal/provider/chatcompat"
 	"github.com/trussdev/truss/internal/provider/ollama"
-	"github.com/trussdev/truss/internal/sandbox"
 	openaiprov "github.com/trussdev/truss/internal/provider/openai"
+	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/anthropic"
@@ -311,7 +311,7 @@ func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, 
 	var err error
 	env := append(os.Environ(), "TMPDIR="+tmp)
 	t := &tools{ws: ws, tmp: tmp, sandbox: sb, shell: shell.New(shell.Config{Dir: ws.Dir(), Timeout: w.timeout, AllowEnv: w.allowEnv,
-		Env: env, TmpDir: tmp, Launcher: sb})}
+		Env: env, TmpDir: tmp, Launcher: sb, Guard: sb.Guard})}
 	_, undo := set.Lookup("str_replace_editor")
 	fx := &fs.Executor{W: ws, Opts: fs.Options{History: undo}}
 	for _, op := range fs.Ops {

@@ -76,19 +76,19 @@ func ParseFallback(s string) (Fallback, error) {
 
 // Policy is what the user asked for.
 type Policy struct {
-	Mode    Mode
-	Network bool // false: no network but Unix sockets
+	Mode    Mode `json:"mode"`
+	Network bool `json:"network"` // false: no network but Unix sockets
 	// Workspace is the workspace root (writable in workspace-write mode).
-	Workspace string
+	Workspace string `json:"workspace"`
 	// Writable are further writable roots (--add-dir, caches).
-	Writable []string
+	Writable []string `json:"writable,omitempty"`
 	// Protected are paths kept read-only inside writable roots (a
 	// workspace's .git and its resolved gitdir); missing ones are skipped.
-	Protected []string
+	Protected []string `json:"protected,omitempty"`
 	// TempDir is the session's temporary directory, always writable.
-	TempDir string
+	TempDir string `json:"temp_dir"`
 	// Limits are the resource limits of every sandboxed process.
-	Limits Limits
+	Limits Limits `json:"limits"`
 }
 
 // Limits are resource limits; zero fields take the defaults.
@@ -229,12 +229,12 @@ type Mechanisms struct {
 
 // Plan is a policy with the mechanisms that enforce it on this host.
 type Plan struct {
-	Policy     Policy
-	Mechanisms Mechanisms
+	Policy     Policy     `json:"policy"`
+	Mechanisms Mechanisms `json:"mechanisms"`
 	// Weaker names the fallback accepted, when one was needed.
-	Weaker Fallback
+	Weaker Fallback `json:"weaker,omitempty"`
 	// Missing lists what the policy wanted and the host lacks.
-	Missing []string
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Active reports whether processes run through the helper at all.

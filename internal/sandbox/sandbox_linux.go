@@ -32,8 +32,9 @@ const HelperArg = "__sandbox-exec"
 // specEnv carries the helper's spec; the helper removes it before exec.
 const specEnv = "TRUSS_SANDBOX_SPEC"
 
-// nsFlags are the namespaces the helper is started in.
-const nsFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+// nsFlags are the namespaces the helper is started in; a network namespace
+// is added when the network is off.
+const nsFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 
 // Probe reports what this host can enforce. It starts one short-lived
 // process to find out whether user namespaces work.
@@ -60,7 +61,7 @@ func probeUserNS() error {
 		return fmt.Errorf("no true(1) to probe with: %w", err)
 	}
 	cmd := exec.Command(t)
-	cmd.SysProcAttr = nsAttr()
+	cmd.SysProcAttr = nsAttr(false)
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("cannot create user namespaces: %w", err)
 	}
@@ -69,9 +70,13 @@ func probeUserNS() error {
 
 // nsAttr starts a process in new namespaces as root of its user namespace,
 // mapped to the caller's ids (so files it writes belong to the caller).
-func nsAttr() *syscall.SysProcAttr {
+func nsAttr(network bool) *syscall.SysProcAttr {
+	flags := uintptr(nsFlags)
+	if !network {
+		flags |= syscall.CLONE_NEWNET
+	}
 	return &syscall.SysProcAttr{
-		Cloneflags:  nsFlags,
+		Cloneflags:  flags,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
 		Setpgid:     true,
@@ -154,6 +159,31 @@ type Sandbox struct {
 	plan   *Plan
 	self   string
 	cgroup string // this sandbox's own pids cgroup, when there is one
+	hits   int    // the cgroup's pids.events "max" count last seen
+}
+
+// Guard reports whether the processes started since the last call hit the
+// sandbox's process limit (the pids cgroup refused a fork). The shell kills
+// everything in the sandbox when it does, which is how a fork bomb ends.
+func (s *Sandbox) Guard() error {
+	if s.cgroup == "" {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(s.cgroup, "pids.events"))
+	if err != nil {
+		return nil
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "max "); ok {
+			n, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if n > s.hits {
+		s.hits = n
+		return fmt.Errorf("the command reached the sandbox's limit of %d processes", s.plan.Policy.Limits.Pids)
+	}
+	return nil
 }
 
 // New prepares a sandbox for a plan: it finds the truss binary (the helper)
@@ -227,7 +257,7 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
 	cmd.Path, cmd.Args = s.self, []string{s.self, HelperArg}
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if pl.Mechanisms.Namespaces {
-		attr = nsAttr()
+		attr = nsAttr(pl.Policy.Network)
 	}
 	cmd.SysProcAttr = attr
 	return nil

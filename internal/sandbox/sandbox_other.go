@@ -38,6 +38,9 @@ func (s *Sandbox) Plan() *Plan { return s.plan }
 // Prepare implements the shell's Launcher.
 func (s *Sandbox) Prepare(*exec.Cmd) error { return nil }
 
+// Guard reports a broken process limit (never, here).
+func (s *Sandbox) Guard() error { return nil }
+
 // Close releases the sandbox.
 func (s *Sandbox) Close() error { return nil }
 

@@ -70,6 +70,11 @@ type Config struct {
 	Bash string
 	// Launcher, when set, prepares the shell process (the sandbox seam).
 	Launcher Launcher
+	// Guard, when set, is asked after each command whether it broke a limit
+	// of the session's environment (a sandbox's process limit). When it
+	// returns an error, the shell is killed with everything it started,
+	// the next command starts a new one, and the result carries the error.
+	Guard func() error
 	// TmpDir, when set, is the directory for the session's own files (its
 	// saved environment); the caller owns it. By default the session makes
 	// one and removes it on Close.
@@ -168,6 +173,18 @@ func (s *Session) Run(ctx context.Context, command string, timeout time.Duration
 	start := time.Now()
 	r := s.run(ctx, command, timeout)
 	r.Wall = time.Since(start)
+	if s.cfg.Guard != nil {
+		if err := s.cfg.Guard(); err != nil {
+			s.mu.Lock()
+			s.kill()
+			s.mu.Unlock()
+			msg := err.Error() + "; everything the command started was killed, and the shell restarts with the next command"
+			if r.Err != nil && r.Err.Kind != tool.ErrExit {
+				msg = r.Err.Message + "; " + msg
+			}
+			r.Err = &tool.Error{Kind: tool.ErrShell, Message: msg, Err: err}
+		}
+	}
 	return r
 }
 

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/trussdev/truss/internal/sandbox"
+)
+
+// cmdSandbox is truss sandbox check: what this host can enforce, and the
+// plan for the requested policy. It exits 1 when the policy cannot be
+// enforced (without an accepted fallback).
+func cmdSandbox(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "check" {
+		return usagef("usage: truss sandbox check [--sandbox MODE] [--network on|off] [--sandbox-fallback F] [--root DIR] [--json]")
+	}
+	fset := newFlagSet("sandbox check", stderr)
+	var w workspaceFlags
+	fset.StringVar(&w.root, "root", ".", "the workspace the policy is for")
+	w.registerSandbox(fset)
+	asJSON := fset.Bool("json", false, "print the host and the plan as one JSON object")
+	if err := parse(fset, args[1:]); err != nil {
+		return err
+	}
+	root, err := filepath.Abs(w.root)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(os.TempDir(), "truss-session-XXXX")
+	host := sandbox.Probe()
+	pl, planErr := w.plan(root, tmp)
+	if _, ok := planErr.(usageError); ok {
+		return planErr
+	}
+	if *asJSON {
+		out := struct {
+			Host     sandbox.Host  `json:"host"`
+			Enforced string        `json:"enforced,omitempty"`
+			Plan     *sandbox.Plan `json:"plan,omitempty"`
+			Error    string        `json:"error,omitempty"`
+		}{Host: host, Plan: pl}
+		if pl != nil {
+			out.Enforced = pl.Enforced()
+		}
+		if planErr != nil {
+			out.Error = planErr.Error()
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		yes := func(b bool, why string) string {
+			if b {
+				return "yes"
+			}
+			return "no (" + why + ")"
+		}
+		ll := fmt.Sprintf("ABI v%d", host.LandlockABI)
+		if host.LandlockABI == 0 {
+			ll = "no (" + host.LandlockErr + ")"
+		}
+		cg := host.Cgroup
+		if cg == "" {
+			cg = "no (" + host.CgroupErr + "); RLIMIT_NPROC instead, which root ignores"
+		}
+		fmt.Fprintf(stdout, "host: %s\n", host.OS)
+		fmt.Fprintf(stdout, "  user namespaces  %s\n", yes(host.UserNS, host.UserNSErr))
+		fmt.Fprintf(stdout, "  landlock         %s\n", ll)
+		fmt.Fprintf(stdout, "  seccomp          %s\n", yes(host.Seccomp, "the kernel has no seccomp filters"))
+		fmt.Fprintf(stdout, "  pids cgroup      %s\n", cg)
+		fmt.Fprintf(stdout, "policy: --sandbox %s --network %s for %s\n", w.sandbox, w.network, root)
+		if pl != nil {
+			fmt.Fprintf(stdout, "would run: %s\n", pl.Enforced())
+			if pl.Active() {
+				fmt.Fprintf(stdout, "writable: %v\n", append([]string{root + " (workspace)", "the session's temporary directory"}, pl.Policy.Writable...))
+				if len(pl.Policy.Protected) > 0 {
+					fmt.Fprintf(stdout, "read-only inside: %v\n", pl.Policy.Protected)
+				}
+			}
+		}
+	}
+	if planErr != nil {
+		if !*asJSON {
+			fmt.Fprintf(stdout, "would refuse: %v\n", planErr)
+		}
+		return exitError{1}
+	}
+	return nil
+}
