@@ -30,7 +30,7 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tmp := filepath.Join(os.TempDir(), "truss-session-XXXX")
-	host := sandbox.Probe()
+	host := sandbox.ProbeThorough()
 	pl, planErr := w.plan(root, tmp)
 	if _, ok := planErr.(usageError); ok {
 		return planErr

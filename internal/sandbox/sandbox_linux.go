@@ -36,9 +36,17 @@ const specEnv = "TRUSS_SANDBOX_SPEC"
 // is added when the network is off.
 const nsFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 
-// Probe reports what this host can enforce. It starts one short-lived
-// process to find out whether user namespaces work.
-func Probe() Host {
+// Probe reports what this host can enforce, cheaply: whether user
+// namespaces are allowed is read from the kernel's settings, not tried (the
+// shell's first start tries them, and fails clearly if they do not work).
+// ProbeThorough tries.
+func Probe() Host { return probe(false) }
+
+// ProbeThorough is Probe, but it starts a short-lived process in new
+// namespaces to find out whether they work.
+func ProbeThorough() Host { return probe(true) }
+
+func probe(thorough bool) Host {
 	h := Host{OS: runtime.GOOS}
 	if abi, err := llsyscall.LandlockGetABIVersion(); err != nil {
 		h.LandlockErr = "the kernel has no Landlock (" + err.Error() + ")"
@@ -46,13 +54,40 @@ func Probe() Host {
 		h.LandlockABI = abi
 	}
 	h.Seccomp = seccomp.Supported()
-	if err := probeUserNS(); err != nil {
+	check := userNSAllowed
+	if thorough {
+		check = probeUserNS
+	}
+	if err := check(); err != nil {
 		h.UserNSErr = err.Error()
 	} else {
 		h.UserNS = true
 	}
 	h.Cgroup, h.CgroupErr = probeCgroup()
 	return h
+}
+
+// userNSAllowed reads the settings that forbid user namespaces.
+func userNSAllowed() error {
+	read := func(p string) (string, bool) {
+		b, err := os.ReadFile(p)
+		return strings.TrimSpace(string(b)), err == nil
+	}
+	if v, ok := read("/proc/sys/user/max_user_namespaces"); ok && v == "0" {
+		return errors.New("user.max_user_namespaces is 0")
+	}
+	if os.Getuid() != 0 {
+		if v, ok := read("/proc/sys/kernel/unprivileged_userns_clone"); ok && v == "0" {
+			return errors.New("kernel.unprivileged_userns_clone is 0")
+		}
+		if v, ok := read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok && v == "1" {
+			return errors.New("AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns is 1)")
+		}
+	}
+	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+		return errors.New("the kernel has no user namespaces")
+	}
+	return nil
 }
 
 func probeUserNS() error {

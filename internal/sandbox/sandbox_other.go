@@ -20,6 +20,9 @@ func Probe() Host {
 	return Host{OS: runtime.GOOS, LandlockErr: "Landlock is Linux only", UserNSErr: "namespaces are Linux only"}
 }
 
+// ProbeThorough is Probe.
+func ProbeThorough() Host { return Probe() }
+
 // Sandbox launches processes under a Plan; off Linux only an inactive plan
 // (no sandbox) can run.
 type Sandbox struct{ plan *Plan }

@@ -1,0 +1,88 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/tool/shell"
+)
+
+func benchSandbox(b *testing.B) *sandbox.Sandbox {
+	host := sandbox.Probe()
+	if !host.UserNS || host.LandlockABI < 1 {
+		b.Skip("this host cannot enforce the sandbox")
+	}
+	dir := b.TempDir()
+	pl, err := sandbox.MakePlan(sandbox.DefaultPolicy(dir, filepath.Join(dir)), host, sandbox.NoFallback)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sb, err := sandbox.New(pl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sb.Close() })
+	return sb
+}
+
+// BenchmarkLaunchTrue measures starting and waiting for `true`, plainly and
+// through the sandbox helper (namespaces, mounts, cgroup, rlimits,
+// Landlock, seccomp, exec).
+func BenchmarkLaunchTrue(b *testing.B) {
+	path, err := exec.LookPath("true")
+	if err != nil {
+		b.Skip("no true(1)")
+	}
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			if err := exec.Command(path).Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sandboxed", func(b *testing.B) {
+		sb := benchSandbox(b)
+		for b.Loop() {
+			cmd := exec.Command(path)
+			if err := sb.Prepare(cmd); err != nil {
+				b.Fatal(err)
+			}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%v: %s", err, out)
+			}
+		}
+	})
+}
+
+// BenchmarkShellRoundTrip measures one `true` in a warm persistent shell,
+// plainly and inside the sandbox.
+func BenchmarkShellRoundTrip(b *testing.B) {
+	for _, boxed := range []bool{false, true} {
+		name := "plain"
+		if boxed {
+			name = "sandboxed"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := shell.Config{Dir: b.TempDir()}
+			if boxed {
+				sb := benchSandbox(b)
+				cfg.Launcher, cfg.Guard = sb, sb.Guard
+			}
+			sh := shell.New(cfg)
+			defer sh.Close()
+			if r := sh.Run(context.Background(), "true", 0); r.Err != nil {
+				b.Fatal(r.Err.Message)
+			}
+			for b.Loop() {
+				if r := sh.Run(context.Background(), "true", 0); r.Err != nil {
+					b.Fatal(r.Err.Message)
+				}
+			}
+		})
+	}
+}
