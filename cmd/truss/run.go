@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +21,9 @@ import (
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/ui"
+	"github.com/trussdev/truss/internal/validate"
 )
 
 // runFlags are the flags of run, exec and demo.
@@ -38,6 +41,16 @@ type runFlags struct {
 	json      bool
 	// ledgerOut receives the ledger's directory when the run ends.
 	ledgerOut *string
+	validateFlags
+}
+
+// validateFlags configure the task environment and the verification
+// boundary.
+type validateFlags struct {
+	testCmd    string
+	setupCmds  multi
+	noValidate bool
+	require    bool
 }
 
 func (r *runFlags) register(fs interface {
@@ -47,6 +60,7 @@ func (r *runFlags) register(fs interface {
 	DurationVar(*time.Duration, string, time.Duration, string)
 	StringVar(*string, string, string, string)
 	BoolVar(*bool, string, bool, string)
+	Var(flag.Value, string, string)
 }) {
 	fs.IntVar(&r.maxTurns, "max-turns", 50, "stop after this many model turns")
 	fs.Int64Var(&r.maxTokens, "max-tokens", 0, "stop once this many tokens are used (0 = no limit)")
@@ -56,6 +70,10 @@ func (r *runFlags) register(fs interface {
 	fs.StringVar(&r.resume, "resume", "", "continue the session with this id (see truss sessions)")
 	fs.BoolVar(&r.noSession, "no-session", false, "do not save the session (and so write no ledger)")
 	fs.BoolVar(&r.noLedger, "no-ledger", false, "do not write the signed ledger")
+	fs.StringVar(&r.testCmd, "test-cmd", "", "the project's test command (default: detected from go.mod, package.json, Cargo.toml, pytest settings or a Makefile)")
+	fs.Var(&r.setupCmds, "setup-cmd", "a command to run before the tests when validating (repeatable)")
+	fs.BoolVar(&r.noValidate, "no-validate", false, "offer no validate tool and run no checks at the end")
+	fs.BoolVar(&r.require, "require-validation", false, "exit non-zero unless the checks Truss runs at the end pass")
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM; a second one
@@ -158,6 +176,13 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		return err
 	}
 	defer tl.Close()
+	runner := f.validateFlags.runner(tl)
+	if runner != nil {
+		if err := set.Add(generic.Validate{}); err != nil {
+			return err
+		}
+		tl.mux.Handle(tool.OpValidate, runner)
+	}
 	retry := provider.RetryPolicy{OnRetry: func(attempt int, wait time.Duration, err error) {
 		fmt.Fprintf(stderr, "truss: %s; retrying in %s (attempt %d)\n", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1)
 	}}
@@ -259,6 +284,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		Observer:       obs,
 	}, history)
 	out := a.Run(ctx, task)
+	verdict := boundary(ctx, runner, rec, human, f.json)
 	if lw != nil {
 		if err := rec.Close(); err != nil {
 			fmt.Fprintf(stderr, "truss: the ledger missed an event: %v\n", err)
@@ -285,6 +311,12 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	if sessionID != "" && !f.json {
 		fmt.Fprintf(human, "  resume with: truss run --resume %s \"…\"\n", sessionID)
 	}
+	if f.require && (verdict == nil || !verdict.OK) {
+		if verdict == nil {
+			fmt.Fprintln(stderr, "truss: --require-validation: no test command is known (give --test-cmd)")
+		}
+		return exitError{1}
+	}
 	switch out.Status {
 	case agent.StatusCompleted:
 		return nil
@@ -301,6 +333,42 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		return exitError{130}
 	}
 	return exitError{1}
+}
+
+// runner returns the validation runner of the workspace: the test command
+// from --test-cmd or detected from the repository; nil when there is none
+// or validation is off.
+func (v *validateFlags) runner(tl *tools) *validate.Runner {
+	if v.noValidate {
+		return nil
+	}
+	env, ok := validate.Detect(tl.ws.Dir())
+	if v.testCmd != "" {
+		env, ok = validate.Env{Test: v.testCmd, Source: "--test-cmd"}, true
+	}
+	if !ok {
+		return nil
+	}
+	env.Setup = append(env.Setup, v.setupCmds...)
+	return &validate.Runner{Env: env, NewShell: tl.validationShell}
+}
+
+// boundary is the verification boundary: Truss runs the checks once more
+// itself, in the sandbox, prints the verdict and records it in the ledger.
+// It returns nil when there are no checks to run.
+func boundary(ctx context.Context, r *validate.Runner, rec *ledger.Recorder, w io.Writer, quiet bool) *validate.Summary {
+	if r == nil || ctx.Err() != nil {
+		return nil
+	}
+	s, res := r.Run(ctx)
+	log := res.Stdout + res.Stderr
+	if rec != nil {
+		rec.Validation(map[string]any{"boundary": true, "env": r.Env, "summary": s}, []byte(log))
+	}
+	if !quiet {
+		fmt.Fprintf(w, "\n── verification (run by truss) ──\n%s\n", s.Text(log, 20))
+	}
+	return &s
 }
 
 func orNone(s string) string {

@@ -33,6 +33,7 @@ import (
 	"github.com/trussdev/truss/internal/tool/memory"
 	"github.com/trussdev/truss/internal/tool/patch"
 	"github.com/trussdev/truss/internal/tool/shell"
+	"github.com/trussdev/truss/internal/validate"
 )
 
 // registry lists the surfaces this build offers.
@@ -270,6 +271,41 @@ type tools struct {
 	sandbox *sandbox.Sandbox
 	tmp     string // the session's temporary directory
 	mux     tool.Mux
+
+	timeout  time.Duration
+	allowEnv []string
+}
+
+// newShell starts a shell session in the workspace, in the sandbox, keeping
+// its own files in own. The model's shell is one; each validation run gets
+// a fresh one.
+func (t *tools) newShell(own string) *shell.Session {
+	env := append(os.Environ(), "TMPDIR="+t.tmp)
+	return shell.New(shell.Config{Dir: t.ws.Dir(), Timeout: t.timeout, AllowEnv: t.allowEnv,
+		Env: env, TmpDir: own, Launcher: t.sandbox, Guard: t.sandbox.Guard})
+}
+
+// validationShell is a fresh shell for one validation run.
+func (t *tools) validationShell() validate.Shell {
+	own, err := os.MkdirTemp(t.tmp, "validate-")
+	if err != nil {
+		own = "" // the session makes its own
+	}
+	return &ownedShell{Session: t.newShell(own), dir: own}
+}
+
+// ownedShell is a shell whose directory goes with it.
+type ownedShell struct {
+	*shell.Session
+	dir string
+}
+
+func (s *ownedShell) Close() error {
+	err := s.Session.Close()
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+	return err
 }
 
 // open opens the workspace and its executors; the memory store only when
@@ -309,9 +345,8 @@ func (w *workspaceFlags) open(set *surface.Set) (*tools, error) {
 // temporary directory and sandbox.
 func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, sb *sandbox.Sandbox) (*tools, error) {
 	var err error
-	env := append(os.Environ(), "TMPDIR="+tmp)
-	t := &tools{ws: ws, tmp: tmp, sandbox: sb, shell: shell.New(shell.Config{Dir: ws.Dir(), Timeout: w.timeout, AllowEnv: w.allowEnv,
-		Env: env, TmpDir: tmp, Launcher: sb, Guard: sb.Guard})}
+	t := &tools{ws: ws, tmp: tmp, sandbox: sb, timeout: w.timeout, allowEnv: w.allowEnv}
+	t.shell = t.newShell(t.tmp)
 	_, undo := set.Lookup("str_replace_editor")
 	fx := &fs.Executor{W: ws, Opts: fs.Options{History: undo}}
 	for _, op := range fs.Ops {

@@ -61,6 +61,7 @@ type Recorder struct {
 	qmu    sync.Mutex
 	cond   *sync.Cond
 	queue  []agent.Event
+	busy   bool // a batch is being written
 	closed bool
 	done   chan struct{}
 }
@@ -87,7 +88,30 @@ func (r *Recorder) Observe(ev agent.Event) {
 	r.qmu.Lock()
 	r.queue = append(r.queue, ev)
 	r.qmu.Unlock()
-	r.cond.Signal()
+	r.cond.Broadcast()
+}
+
+// Validation records the verdict of the verification boundary, after every
+// queued event, as a "validation" entry with the full log as its payload,
+// and seals it with a checkpoint.
+func (r *Recorder) Validation(verdict any, log []byte) {
+	r.drain()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := map[string]string{}
+	r.put(p, "log", log)
+	_, err := r.W.Append("validation", verdict, p)
+	r.fail(err)
+	r.fail(r.W.Checkpoint())
+}
+
+// drain waits until the recorder has written every queued event.
+func (r *Recorder) drain() {
+	r.qmu.Lock()
+	for len(r.queue) > 0 || r.busy {
+		r.cond.Wait()
+	}
+	r.qmu.Unlock()
 }
 
 // Close records every queued event and stops the recorder. It returns the
@@ -96,7 +120,7 @@ func (r *Recorder) Close() error {
 	r.qmu.Lock()
 	r.closed = true
 	r.qmu.Unlock()
-	r.cond.Signal()
+	r.cond.Broadcast()
 	<-r.done
 	return r.Err()
 }
@@ -114,10 +138,15 @@ func (r *Recorder) run() {
 		}
 		batch := r.queue
 		r.queue = nil
+		r.busy = true
 		r.qmu.Unlock()
 		for _, ev := range batch {
 			r.record(ev)
 		}
+		r.qmu.Lock()
+		r.busy = false
+		r.qmu.Unlock()
+		r.cond.Broadcast()
 	}
 }
 

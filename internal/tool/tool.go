@@ -38,6 +38,9 @@ const (
 	OpPatchOp Op = "file.patch_op" // apply one create/update/delete operation with a diff
 	OpExec    Op = "shell.exec"    // run a command in the persistent shell
 	OpRestart Op = "shell.restart"
+	// OpValidate runs the project's checks (its test command) in a fresh
+	// sandboxed shell and summarizes them.
+	OpValidate Op = "check.validate"
 )
 
 // Call is one operation requested by the model, normalized.
@@ -139,6 +142,10 @@ type PatchOpArgs struct {
 	Path string `json:"path"`
 	Diff string `json:"diff,omitempty"`
 }
+
+// ValidateArgs are the arguments of OpValidate: none, the task
+// environment says what to run.
+type ValidateArgs struct{}
 
 // ExecArgs are the arguments of OpExec. Timeout 0 means the shell's default.
 type ExecArgs struct {

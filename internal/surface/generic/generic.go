@@ -358,3 +358,30 @@ func RenderShell(r tool.Result) string {
 	}
 	return sb.String()
 }
+
+// Validate binds validate, offered on every surface when the project's
+// checks are known: it runs them in the sandbox and returns a summary
+// (passed and failed counts, the first failures).
+type Validate struct{}
+
+// Spec implements surface.Binding.
+func (Validate) Spec() model.ToolSpec {
+	return model.ToolSpec{Kind: model.ToolFunction, Name: "validate",
+		Description: "Run the project's checks (its test command) in a fresh sandboxed shell and report the passed and failed counts and the first failures. Run it before you finish: the same checks decide whether the task is done.",
+		Parameters:  surface.Schema(map[string]any{})}
+}
+
+// Decode implements surface.Binding.
+func (Validate) Decode(c model.ToolCall) ([]tool.Call, error) {
+	var in tool.ValidateArgs
+	if err := surface.DecodeJSON("validate", c.Input, &in); err != nil {
+		return nil, err
+	}
+	return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: Name, Op: tool.OpValidate, Raw: tool.Raw(c.Input), Args: &in}}, nil
+}
+
+// Encode implements surface.Binding.
+func (Validate) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
+	r := rs[0]
+	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: r.Output, IsError: r.Err != nil}
+}

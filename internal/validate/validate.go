@@ -1,0 +1,258 @@
+// Package validate runs a project's checks: it detects the test command
+// from the repository (or takes it from the user), runs it in a fresh
+// shell — the sandboxed one the caller provides — and summarizes the
+// outcome for a model: passed and failed counts and the first failures. The
+// full log stays in the tool.Result for the record.
+//
+// The same Runner serves the model's validate tool (tool.OpValidate) and
+// the verification boundary, where Truss runs the checks once more itself
+// at the end of a run and records the verdict.
+package validate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// Env is a task's environment: setup commands and the test command.
+type Env struct {
+	Setup []string `json:"setup,omitempty"`
+	Test  string   `json:"test"`
+	// Source says where the test command came from ("go.mod",
+	// "package.json", "--test-cmd", ...).
+	Source string `json:"source"`
+}
+
+// Detect finds the test command of the repository at root: go.mod → go
+// test ./...; package.json with a test script → npm test; Cargo.toml →
+// cargo test; pyproject.toml, pytest.ini, setup.cfg or tox.ini with pytest,
+// or a tests directory beside a setup.py → python -m pytest -q; a Makefile
+// with a test target → make test. It reports false when none applies.
+func Detect(root string) (Env, bool) {
+	has := func(name string) bool { _, err := os.Stat(filepath.Join(root, name)); return err == nil }
+	read := func(name string) string { b, _ := os.ReadFile(filepath.Join(root, name)); return string(b) }
+	switch {
+	case has("go.mod"):
+		return Env{Test: "go test ./...", Source: "go.mod"}, true
+	case has("package.json"):
+		var pkg struct {
+			Scripts map[string]string `json:"scripts"`
+		}
+		if json.Unmarshal([]byte(read("package.json")), &pkg) == nil {
+			if t := pkg.Scripts["test"]; t != "" && !strings.Contains(t, "no test specified") {
+				return Env{Test: "npm test", Source: "package.json"}, true
+			}
+		}
+	case has("Cargo.toml"):
+		return Env{Test: "cargo test", Source: "Cargo.toml"}, true
+	}
+	for _, f := range []string{"pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini"} {
+		if has(f) && (f == "pytest.ini" || strings.Contains(read(f), "pytest")) {
+			return Env{Test: "python -m pytest -q", Source: f}, true
+		}
+	}
+	if has("setup.py") && has("tests") {
+		return Env{Test: "python -m pytest -q", Source: "setup.py"}, true
+	}
+	if mk := read("Makefile"); regexp.MustCompile(`(?m)^test\s*:`).MatchString(mk) {
+		return Env{Test: "make test", Source: "Makefile"}, true
+	}
+	return Env{}, false
+}
+
+// Summary is the outcome of a validation run.
+type Summary struct {
+	Command  string        `json:"command"`
+	OK       bool          `json:"ok"`
+	ExitCode int           `json:"exit_code"`
+	TimedOut bool          `json:"timed_out,omitempty"`
+	Passed   int           `json:"passed"`
+	Failed   int           `json:"failed"`
+	Skipped  int           `json:"skipped,omitempty"`
+	Unit     string        `json:"unit"` // what the counts count: "tests" or "packages"
+	Failures []string      `json:"failures,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+	// Setup reports a setup command that failed (the tests did not run).
+	Setup string `json:"setup,omitempty"`
+}
+
+var (
+	goFail     = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
+	goOK       = regexp.MustCompile(`(?m)^ok\s+\S+`)
+	goPkgFail  = regexp.MustCompile(`(?m)^FAIL\s+\S+`)
+	pytestLine = regexp.MustCompile(`(?m)^=*\s*(?:(\d+) failed)?,?\s*(?:(\d+) passed)?,?\s*(?:(\d+) skipped)?.* in [\d.]+s`)
+	cargoLine  = regexp.MustCompile(`test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored`)
+	jestLine   = regexp.MustCompile(`Tests:\s+(?:(\d+) failed, )?(?:(\d+) skipped, )?(?:(\d+) passed, )?\d+ total`)
+	plainLine  = regexp.MustCompile(`(?m)^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$`)
+)
+
+// Summarize reads a test run's output and exit status.
+func Summarize(command, out string, exit int) Summary {
+	s := Summary{Command: command, ExitCode: exit, OK: exit == 0, Unit: "tests"}
+	atoi := func(v string) int { n, _ := strconv.Atoi(v); return n }
+	sumAll := func(re *regexp.Regexp, pi, fi, si int) bool {
+		ms := re.FindAllStringSubmatch(out, -1)
+		for _, m := range ms {
+			if pi > 0 {
+				s.Passed += atoi(m[pi])
+			}
+			if fi > 0 {
+				s.Failed += atoi(m[fi])
+			}
+			if si > 0 {
+				s.Skipped += atoi(m[si])
+			}
+		}
+		return len(ms) > 0
+	}
+	switch {
+	case goOK.MatchString(out) || goPkgFail.MatchString(out) || goFail.MatchString(out):
+		s.Unit = "packages"
+		s.Passed = len(goOK.FindAllString(out, -1))
+		s.Failed = len(goPkgFail.FindAllString(out, -1))
+		for _, m := range goFail.FindAllStringSubmatch(out, -1) {
+			s.Failures = append(s.Failures, m[1])
+		}
+	case sumAll(cargoLine, 1, 2, 3):
+	case sumAll(jestLine, 3, 1, 2):
+	case sumAll(plainLine, 1, 2, 3):
+	case sumAll(pytestLine, 2, 1, 3):
+	}
+	if s.Failed == 0 && !s.OK && s.Passed == 0 {
+		s.Failed = 1 // it failed without saying what
+	}
+	return s
+}
+
+// Text renders a summary for the model: the verdict, the counts and the
+// first failures from the log (at most maxLines lines of it).
+func (s Summary) Text(log string, maxLines int) string {
+	var b strings.Builder
+	switch {
+	case s.Setup != "":
+		fmt.Fprintf(&b, "validation failed: the setup command `%s` exited with status %d; the tests did not run", s.Setup, s.ExitCode)
+	case s.TimedOut:
+		fmt.Fprintf(&b, "validation failed: `%s` timed out after %.1f s", s.Command, s.Duration.Seconds())
+	case s.OK:
+		fmt.Fprintf(&b, "validation passed: `%s` (%.1f s)", s.Command, s.Duration.Seconds())
+	default:
+		fmt.Fprintf(&b, "validation failed: `%s` exited with status %d (%.1f s)", s.Command, s.ExitCode, s.Duration.Seconds())
+	}
+	if s.Passed+s.Failed+s.Skipped > 0 {
+		fmt.Fprintf(&b, "\n%s: %d passed, %d failed", s.Unit, s.Passed, s.Failed)
+		if s.Skipped > 0 {
+			fmt.Fprintf(&b, ", %d skipped", s.Skipped)
+		}
+	}
+	if len(s.Failures) > 0 {
+		fmt.Fprintf(&b, "\nfailing: %s", strings.Join(s.Failures, ", "))
+	}
+	if !s.OK && log != "" {
+		b.WriteString("\nfirst failures:\n")
+		b.WriteString(firstFailures(log, maxLines))
+	}
+	return b.String()
+}
+
+// firstFailures picks the part of a log that shows the first failures: from
+// the first line that reports one, else the log's tail.
+func firstFailures(log string, maxLines int) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	start := -1
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "--- FAIL") || strings.HasPrefix(t, "FAIL") || strings.HasPrefix(t, "FAILED") ||
+			strings.HasPrefix(t, "panic:") || strings.Contains(t, "Error") || strings.HasPrefix(t, "E ") {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		start = max(0, len(lines)-maxLines)
+	}
+	end := min(len(lines), start+maxLines)
+	out := strings.Join(lines[start:end], "\n")
+	if end < len(lines) {
+		out += fmt.Sprintf("\n[... %d more lines in the full log ...]", len(lines)-end)
+	}
+	return out
+}
+
+// Shell runs commands for a validation: a fresh session each time, in the
+// sandbox, so that nothing the model left in its own shell changes the
+// outcome.
+type Shell interface {
+	Run(ctx context.Context, command string, timeout time.Duration) tool.Result
+	Close() error
+}
+
+// Runner runs the checks of one task environment.
+type Runner struct {
+	Env Env
+	// NewShell starts a fresh shell in the workspace.
+	NewShell func() Shell
+	// Timeout bounds the whole test command; 0 means 10 minutes.
+	Timeout time.Duration
+	// MaxLines bounds the log lines shown to the model; 0 means 40.
+	MaxLines int
+}
+
+// Run runs the setup commands and the test command, and returns the
+// summary with the result holding the full log (stdout, stderr, exit code).
+func (r *Runner) Run(ctx context.Context) (Summary, tool.Result) {
+	timeout := r.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Minute
+	}
+	sh := r.NewShell()
+	defer sh.Close()
+	start := time.Now()
+	for _, c := range r.Env.Setup {
+		res := sh.Run(ctx, c, timeout)
+		if res.Err != nil {
+			s := Summary{Command: r.Env.Test, Setup: c, Unit: "tests", Duration: time.Since(start)}
+			if res.ExitCode != nil {
+				s.ExitCode = *res.ExitCode
+			}
+			return s, res
+		}
+	}
+	res := sh.Run(ctx, r.Env.Test, timeout)
+	exit := -1
+	if res.ExitCode != nil {
+		exit = *res.ExitCode
+	}
+	s := Summarize(r.Env.Test, res.Stdout+"\n"+res.Stderr, exit)
+	s.TimedOut = res.TimedOut
+	if res.TimedOut || (res.Err != nil && res.Err.Kind != tool.ErrExit) {
+		s.OK = false
+	}
+	s.Duration = time.Since(start)
+	return s, res
+}
+
+// Execute implements tool.Executor for tool.OpValidate: the result's Output
+// is the summary the model reads; Stdout and Stderr keep the full log.
+func (r *Runner) Execute(ctx context.Context, call tool.Call) tool.Result {
+	s, res := r.Run(ctx)
+	res.CallID, res.Op = call.ID, call.Op
+	lines := r.MaxLines
+	if lines == 0 {
+		lines = 40
+	}
+	res.Output = s.Text(res.Stdout+res.Stderr, lines)
+	res.Err = nil
+	if !s.OK {
+		res.Err = &tool.Error{Kind: tool.ErrExit, Message: res.Output}
+	}
+	return res
+}
