@@ -20,8 +20,8 @@ import (
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/session"
-	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/ui"
 	"github.com/trussdev/truss/internal/validate"
 )

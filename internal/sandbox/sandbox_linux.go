@@ -286,7 +286,7 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
 		env = os.Environ()
 	}
 	cmd.Env = append(append([]string(nil), env...), specEnv+"="+string(b))
-	if pl.Policy.Network == false && pl.Mechanisms.Namespaces {
+	if !pl.Policy.Network && pl.Mechanisms.Namespaces {
 		cmd.Env = append(cmd.Env, "TRUSS_SANDBOX_NETWORK_DISABLED=1")
 	}
 	cmd.Path, cmd.Args = s.self, []string{s.self, HelperArg}
