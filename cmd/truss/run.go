@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/events"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
@@ -343,14 +344,18 @@ func (v *validateFlags) runner(tl *tools) *validate.Runner {
 		return nil
 	}
 	env, ok := validate.Detect(tl.ws.Dir())
-	if v.testCmd != "" {
+	c := tl.cfg.Validate
+	switch {
+	case v.testCmd != "":
 		env, ok = validate.Env{Test: v.testCmd, Source: "--test-cmd"}, true
+	case c.Test != "":
+		env, ok = validate.Env{Test: c.Test, Source: config.Path}, true
 	}
 	if !ok {
 		return nil
 	}
-	env.Setup = append(env.Setup, v.setupCmds...)
-	return &validate.Runner{Env: env, NewShell: tl.validationShell}
+	env.Setup = append(append(env.Setup, c.Setup...), v.setupCmds...)
+	return &validate.Runner{Env: env, NewShell: tl.validationShell, Timeout: c.TimeoutValue()}
 }
 
 // boundary is the verification boundary: Truss runs the checks once more

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/sandbox"
 )
 
@@ -31,7 +32,11 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 	}
 	tmp := filepath.Join(os.TempDir(), "truss-session-XXXX")
 	host := sandbox.ProbeThorough()
-	pl, planErr := w.plan(root, tmp)
+	cfg, err := config.Load(root)
+	if err != nil {
+		return err
+	}
+	pl, planErr := w.plan(root, tmp, cfg)
 	if _, ok := planErr.(usageError); ok {
 		return planErr
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/examples"
+	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
@@ -228,13 +229,23 @@ func (w *workspaceFlags) register(fs *flag.FlagSet) {
 
 // registerSandbox registers the sandbox flags.
 func (w *workspaceFlags) registerSandbox(fs *flag.FlagSet) {
-	fs.StringVar(&w.sandbox, "sandbox", string(sandbox.WorkspaceWrite), "what commands may write: read-only, workspace-write (the workspace, --add-dir roots, build caches) or full")
-	fs.StringVar(&w.network, "network", "off", "network access for commands: off (Unix sockets only) or on")
+	fs.StringVar(&w.sandbox, "sandbox", "", "what commands may write: read-only, workspace-write (the workspace, --add-dir roots, build caches; the default) or full")
+	fs.StringVar(&w.network, "network", "", "network access for commands: off (Unix sockets only; the default) or on")
 	fs.StringVar(&w.fallback, "sandbox-fallback", "", "accept a weaker mode when this host cannot enforce the sandbox: landlock-only or none")
 }
 
-// plan decides the sandbox of a workspace on this host.
-func (w *workspaceFlags) plan(root, tmp string) (*sandbox.Plan, error) {
+// plan decides the sandbox of a workspace on this host: the flags, else
+// the project's configuration, else workspace-write with the network off.
+func (w *workspaceFlags) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, error) {
+	if w.sandbox == "" {
+		w.sandbox = cmpOr(cfg.Sandbox.Mode, string(sandbox.WorkspaceWrite))
+	}
+	if w.network == "" {
+		w.network = "off"
+		if cfg.Sandbox.Network != nil && *cfg.Sandbox.Network {
+			w.network = "on"
+		}
+	}
 	mode, err := sandbox.ParseMode(w.sandbox)
 	if err != nil {
 		return nil, usageError{err.Error()}
@@ -253,6 +264,7 @@ func (w *workspaceFlags) plan(root, tmp string) (*sandbox.Plan, error) {
 	}
 	p := sandbox.DefaultPolicy(root, tmp)
 	p.Mode, p.Network = mode, network
+	p.Writable = append(p.Writable, cfg.Sandbox.Writable...)
 	for _, d := range w.rw {
 		abs, err := filepath.Abs(d)
 		if err != nil {
@@ -272,6 +284,7 @@ type tools struct {
 	tmp     string // the session's temporary directory
 	mux     tool.Mux
 
+	cfg      *config.Config // the project's .truss/config.toml
 	timeout  time.Duration
 	allowEnv []string
 }
@@ -280,7 +293,7 @@ type tools struct {
 // its own files in own. The model's shell is one; each validation run gets
 // a fresh one.
 func (t *tools) newShell(own string) *shell.Session {
-	env := append(os.Environ(), "TMPDIR="+t.tmp)
+	env := append(append(os.Environ(), "TMPDIR="+t.tmp), t.cfg.Validate.EnvList()...)
 	return shell.New(shell.Config{Dir: t.ws.Dir(), Timeout: t.timeout, AllowEnv: t.allowEnv,
 		Env: env, TmpDir: own, Launcher: t.sandbox, Guard: t.sandbox.Guard})
 }
@@ -328,7 +341,11 @@ func (w *workspaceFlags) open(set *surface.Set) (*tools, error) {
 		return nil, err
 	}
 	root, _ := filepath.Abs(ws.Dir())
-	pl, err := w.plan(root, tmp)
+	cfg, err := config.Load(root)
+	var pl *sandbox.Plan
+	if err == nil {
+		pl, err = w.plan(root, tmp, cfg)
+	}
 	var sb *sandbox.Sandbox
 	if err == nil {
 		sb, err = sandbox.New(pl)
@@ -338,14 +355,25 @@ func (w *workspaceFlags) open(set *surface.Set) (*tools, error) {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	return w.finish(set, ws, tmp, sb)
+	t, err := w.finish(set, ws, tmp, sb, cfg)
+	if err != nil {
+		sb.Close()
+	}
+	return t, err
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // finish builds the executors on an open workspace, with the session's
 // temporary directory and sandbox.
-func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, sb *sandbox.Sandbox) (*tools, error) {
+func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, sb *sandbox.Sandbox, cfg *config.Config) (*tools, error) {
 	var err error
-	t := &tools{ws: ws, tmp: tmp, sandbox: sb, timeout: w.timeout, allowEnv: w.allowEnv}
+	t := &tools{ws: ws, tmp: tmp, sandbox: sb, cfg: cfg, timeout: w.timeout, allowEnv: w.allowEnv}
 	t.shell = t.newShell(t.tmp)
 	_, undo := set.Lookup("str_replace_editor")
 	fx := &fs.Executor{W: ws, Opts: fs.Options{History: undo}}
