@@ -43,9 +43,9 @@ writable = ["cache", "/abs"]
 		t.Errorf("%v %+v", err, c)
 	}
 	for body, want := range map[string]string{
-		"[validate]\ntets = \"x\"\n":     `unknown setting "validate.tets"`,
+		"[validate]\ntets = \"x\"\n":      `unknown setting "validate.tets"`,
 		"[validate]\ntimeout = \"ten\"\n": "not a duration",
-		"[validate\n":                    "config.toml",
+		"[validate\n":                     "config.toml",
 	} {
 		if _, err := Load(write(t, body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
