@@ -94,6 +94,7 @@ type Session struct {
 	cwd     string
 	envFile string // exported variables of the last completed call
 	tmpDir  string
+	closed  bool
 }
 
 // New returns a session; the shell starts on the first call.
@@ -110,10 +111,25 @@ func New(cfg Config) *Session {
 	return &Session{cfg: cfg, cwd: cfg.Dir, tmpDir: cfg.TmpDir}
 }
 
+// Prewarm starts the shell in the background if it is not running, so
+// that the first command does not wait for it (a sandboxed shell starts
+// through a helper process). A failure to start is reported by the next
+// command.
+func (s *Session) Prewarm() {
+	go func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.proc == nil && !s.closed {
+			s.start()
+		}
+	}()
+}
+
 // Close kills the shell and removes the session's temporary files.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	s.kill()
 	if s.tmpDir != "" && s.tmpDir != s.cfg.TmpDir {
 		os.RemoveAll(s.tmpDir)

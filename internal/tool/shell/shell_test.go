@@ -214,3 +214,22 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+func TestPrewarm(t *testing.T) {
+	s := New(Config{Dir: t.TempDir()})
+	s.Prewarm()
+	if r := s.Run(context.Background(), "echo ready", 0); r.Err != nil || r.Stdout != "ready\n" {
+		t.Fatalf("after prewarm: %+v", r)
+	}
+	s.Close()
+	// A prewarm racing a close starts nothing.
+	s2 := New(Config{Dir: t.TempDir()})
+	s2.Close()
+	s2.Prewarm()
+	time.Sleep(50 * time.Millisecond)
+	s2.mu.Lock()
+	defer s2.mu.Unlock()
+	if s2.proc != nil {
+		t.Error("a closed session started a shell")
+	}
+}
