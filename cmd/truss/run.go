@@ -246,7 +246,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	var enc *events.Encoder
 	if f.json {
 		enc = events.New(stdout)
-		enc.Session = sessionID
+		enc.Session, enc.Sandbox, enc.Hold = sessionID, tl.enforced(), runner != nil
 		if lw != nil {
 			enc.Ledger = lw.Dir()
 		}
@@ -286,6 +286,13 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	}, history)
 	out := a.Run(ctx, task)
 	verdict := boundary(ctx, runner, rec, human, f.json)
+	if enc != nil {
+		if verdict != nil {
+			enc.Release(verdict.Text(verdict.log, 20), verdict.OK, verdict.Summary)
+		} else {
+			enc.Release("", false, nil)
+		}
+	}
 	if lw != nil {
 		if err := rec.Close(); err != nil {
 			fmt.Fprintf(stderr, "truss: the ledger missed an event: %v\n", err)
@@ -361,7 +368,7 @@ func (v *validateFlags) runner(tl *tools) *validate.Runner {
 // boundary is the verification boundary: Truss runs the checks once more
 // itself, in the sandbox, prints the verdict and records it in the ledger.
 // It returns nil when there are no checks to run.
-func boundary(ctx context.Context, r *validate.Runner, rec *ledger.Recorder, w io.Writer, quiet bool) *validate.Summary {
+func boundary(ctx context.Context, r *validate.Runner, rec *ledger.Recorder, w io.Writer, quiet bool) *verdict {
 	if r == nil || ctx.Err() != nil {
 		return nil
 	}
@@ -373,7 +380,13 @@ func boundary(ctx context.Context, r *validate.Runner, rec *ledger.Recorder, w i
 	if !quiet {
 		fmt.Fprintf(w, "\n── verification (run by truss) ──\n%s\n", s.Text(log, 20))
 	}
-	return &s
+	return &verdict{Summary: s, log: log}
+}
+
+// verdict is the verification boundary's outcome with its log.
+type verdict struct {
+	validate.Summary
+	log string
 }
 
 func orNone(s string) string {

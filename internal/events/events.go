@@ -28,6 +28,12 @@ type Encoder struct {
 	// turn.completed's truss field.
 	Session string
 	Ledger  string
+	// Sandbox is the sandbox mode enforced, reported there too.
+	Sandbox string
+	// Hold keeps the run's end (turn.completed or turn.failed) back until
+	// Release, so that the verification boundary's verdict precedes it.
+	Hold bool
+	held *agent.Event
 	// Err is the first write error.
 	Err error
 }
@@ -112,6 +118,11 @@ type RunTruss struct {
 	CostUSD float64 `json:"cost_usd"`
 	Session string  `json:"session_id,omitempty"`
 	Ledger  string  `json:"ledger,omitempty"`
+	// Sandbox is the sandbox mode actually enforced.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Validation is the verdict of the verification boundary, when the
+	// checks ran.
+	Validation any `json:"validation,omitempty"`
 }
 
 func (e *Encoder) write(ev Event) {
@@ -192,8 +203,37 @@ func (e *Encoder) Observe(ev agent.Event) {
 		completeItem(it, ev)
 		e.write(Event{Type: "item.completed", Item: it})
 	case agent.EventRunCompleted:
+		if e.Hold {
+			e.held = &ev
+			return
+		}
+		e.runCompleted(ev, nil)
+	}
+}
+
+// Release writes the run's end that Hold kept back, after a validation
+// item when verdict is set (the verification boundary's outcome: text,
+// whether it passed, and the summary for truss.validation).
+func (e *Encoder) Release(text string, passed bool, verdict any) {
+	if verdict != nil {
+		status := "failed"
+		if passed {
+			status = "passed"
+		}
+		e.write(Event{Type: "item.completed", Item: &Item{ID: e.itemID(), Type: "validation", Text: text, Status: status}})
+	}
+	if e.held != nil {
+		ev := *e.held
+		e.held = nil
+		e.runCompleted(ev, verdict)
+	}
+}
+
+func (e *Encoder) runCompleted(ev agent.Event, verdict any) {
+	{
 		o := ev.Outcome
-		rt := &RunTruss{Status: string(o.Status), Reason: o.Reason, Turns: o.Turns, Calls: o.Calls, CostUSD: o.Usage.CostUSD, Session: e.Session, Ledger: e.Ledger}
+		rt := &RunTruss{Status: string(o.Status), Reason: o.Reason, Turns: o.Turns, Calls: o.Calls, CostUSD: o.Usage.CostUSD,
+			Session: e.Session, Ledger: e.Ledger, Sandbox: e.Sandbox, Validation: verdict}
 		if o.Status == agent.StatusFailed || o.Status == agent.StatusCanceled {
 			e.write(Event{Type: "turn.failed", Error: &ErrorMsg{Message: o.Reason}, Truss: rt})
 			return
