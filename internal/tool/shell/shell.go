@@ -25,6 +25,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -299,9 +300,32 @@ func (s *Session) start() error {
 			return fmt.Errorf("prepare shell: %w", err)
 		}
 	}
-	p, err := startProcess(cmd)
+	// The shell must answer before it is used: a command's timeout then
+	// counts the command, not the shell's start (a sandboxed shell starts
+	// through a helper), and a shell that cannot start says why.
+	token := newToken()
+	p, err := startProcess(cmd, token)
 	if err != nil {
 		return err
+	}
+	fmt.Fprintf(p.stdin, "printf '%%s 0 %%s\\n' %s \"$PWD\"; printf '%%s\\n' %s >&2\n", token, token)
+	t := time.NewTimer(startTimeout)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		if _, errOut, _, _, ok := p.collect(); !ok {
+			s.proc = p
+			s.kill()
+			msg := strings.TrimSpace(errOut.String())
+			if msg == "" {
+				msg = fmt.Sprintf("it exited with status %d", p.exitCode())
+			}
+			return errors.New(msg)
+		}
+	case <-t.C:
+		s.proc = p
+		s.kill()
+		return fmt.Errorf("it did not answer within %s", startTimeout)
 	}
 	s.proc = p
 	if s.envFile != "" {
@@ -381,7 +405,12 @@ type process struct {
 	eof     int
 }
 
-func startProcess(cmd *exec.Cmd) (*process, error) {
+// startTimeout bounds the wait for a new shell to answer.
+const startTimeout = 30 * time.Second
+
+// startProcess starts the shell with the sentinel token ready expected
+// first (so that nothing it writes before answering is lost).
+func startProcess(cmd *exec.Cmd, ready string) (*process, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -398,6 +427,7 @@ func startProcess(cmd *exec.Cmd) (*process, error) {
 		return nil, err
 	}
 	p := &process{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	p.begin(ready, 64<<10)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); p.read(stdout, false) }()

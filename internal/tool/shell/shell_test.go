@@ -233,3 +233,17 @@ func TestPrewarm(t *testing.T) {
 		t.Error("a closed session started a shell")
 	}
 }
+
+// TestStartFailure: a shell that cannot start (a sandbox helper that
+// refuses) is reported with what it said, and no command runs.
+func TestStartFailure(t *testing.T) {
+	s := New(Config{Dir: t.TempDir(), Launcher: LauncherFunc(func(cmd *exec.Cmd) error {
+		cmd.Path, cmd.Args = "/bin/sh", []string{"sh", "-c", "echo 'truss sandbox: mount /proc: operation not permitted' >&2; exit 126"}
+		return nil
+	})})
+	defer s.Close()
+	r := s.Run(context.Background(), "echo ran", 0)
+	if r.Err == nil || r.Err.Kind != tool.ErrShell || !strings.Contains(r.Err.Message, "the shell could not be started: truss sandbox: mount /proc: operation not permitted") || r.Stdout != "" {
+		t.Fatalf("%+v", r)
+	}
+}
