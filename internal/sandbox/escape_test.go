@@ -101,6 +101,23 @@ func TestEscapes(t *testing.T) {
 			t.Errorf("%s: the attempt reported success", w.name)
 		}
 	}
+	// Metadata outside the workspace, which Landlock does not cover: the
+	// read-only mounts refuse it.
+	victim := filepath.Join(b.outside, "victim")
+	os.WriteFile(victim, []byte("v"), 0o644)
+	old, _ := os.Stat(victim)
+	for _, cmd := range []string{"chmod 777 %s", "touch -d 2001-01-01 %s", "chown 1:1 %s", "setfattr -n user.x -v 1 %s 2>/dev/null || false"} {
+		if r := b.run(t, fmt.Sprintf(cmd, victim), 0); r.Err == nil {
+			t.Errorf("%q succeeded outside the workspace", cmd)
+		}
+	}
+	if now, _ := os.Stat(victim); now.Mode() != old.Mode() || !now.ModTime().Equal(old.ModTime()) {
+		t.Errorf("the metadata of a file outside the workspace changed: %v %v", now.Mode(), now.ModTime())
+	}
+	// Inside the workspace metadata changes work (builds set modes).
+	if r := b.run(t, "chmod +x a.txt && touch -d 2001-01-01 a.txt", 0); r.Err != nil {
+		t.Errorf("chmod inside the workspace: %+v", r)
+	}
 	// The workspace's .git is read-only, by path and through a symlink.
 	for _, cmd := range []string{"echo x > .git/evil", "ln -s .git g && echo x > g/evil2", "rm .git/HEAD", "mv .git gone"} {
 		if r := b.run(t, cmd, 0); r.Err == nil {

@@ -345,14 +345,23 @@ func helper() error {
 	if len(sp.Argv) == 0 {
 		return errors.New("nothing to run")
 	}
-	if sp.Namespaces {
-		if err := mounts(sp); err != nil {
-			return err
-		}
-	}
+	// The cgroup first: the mounts below make its file system read-only.
 	if sp.Cgroup != "" {
 		if err := os.WriteFile(filepath.Join(sp.Cgroup, "cgroup.procs"), []byte("0"), 0o644); err != nil {
 			return fmt.Errorf("join the pids cgroup: %w", err)
+		}
+	}
+	if sp.Namespaces {
+		wd, _ := os.Getwd()
+		if err := mounts(sp); err != nil {
+			return err
+		}
+		// The working directory was entered through the mounts as they
+		// were; enter it again through the new ones.
+		if wd != "" {
+			if err := os.Chdir(wd); err != nil {
+				return fmt.Errorf("enter %s: %w", wd, err)
+			}
 		}
 	}
 	if err := rlimits(sp.Limits); err != nil {
@@ -388,6 +397,11 @@ func mounts(sp spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
+	if sp.Landlock > 0 || sp.ReadOnlyFS { // not in full access
+		if err := readOnlyExcept(sp.Writable); err != nil {
+			return err
+		}
+	}
 	for _, p := range sp.Protected {
 		if _, err := os.Lstat(p); err != nil {
 			continue
@@ -410,6 +424,75 @@ func mounts(sp spec) error {
 	}
 	unix.Sethostname([]byte("truss-sandbox"))
 	return nil
+}
+
+// readOnlyExcept makes every mount read-only but the writable roots (bound
+// onto themselves first, so they stay writable) and the pseudo-terminal and
+// shared-memory mounts. Landlock already refuses writes outside the roots;
+// a read-only mount also refuses what Landlock does not cover — chmod,
+// chown, timestamps and extended attributes of files outside them.
+func readOnlyExcept(writable []string) error {
+	var roots []string
+	for _, w := range writable {
+		if _, err := os.Stat(w); err != nil {
+			continue
+		}
+		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", w, err)
+		}
+		roots = append(roots, w)
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read the mount table: %w", err)
+	}
+	under := func(p, root string) bool {
+		return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		keep := mp == "/dev/pts" || mp == "/dev/shm" || under(mp, "/proc")
+		for _, r := range roots {
+			keep = keep || under(mp, r)
+		}
+		if keep {
+			continue
+		}
+		var st unix.Statfs_t
+		if unix.Statfs(mp, &st) != nil {
+			continue // gone, or hidden under another mount
+		}
+		flags := uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
+		err := unix.Mount("", mp, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, "")
+		if err != nil && mp == "/" {
+			return fmt.Errorf("make / read-only: %w", err)
+		}
+	}
+	return nil
+}
+
+// unescapeMount decodes the octal escapes of a mountinfo path (\040 for a
+// space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 func rlimits(l Limits) error {
