@@ -101,6 +101,15 @@ func TestEscapes(t *testing.T) {
 			t.Errorf("%s: the attempt reported success", w.name)
 		}
 	}
+	// The host's shared memory is not the sandbox's.
+	marker := "truss-escape-" + fmt.Sprint(os.Getpid())
+	if r := b.run(t, "echo x > /dev/shm/"+marker, 0); r.Err != nil {
+		t.Errorf("the sandbox's /dev/shm is not writable: %+v", r)
+	}
+	if exists("/dev/shm/" + marker) {
+		os.Remove("/dev/shm/" + marker)
+		t.Error("a file written to /dev/shm in the sandbox reached the host's /dev/shm")
+	}
 	// Metadata outside the workspace, which Landlock does not cover: the
 	// read-only mounts refuse it.
 	victim := filepath.Join(b.outside, "victim")

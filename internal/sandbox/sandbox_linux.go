@@ -422,6 +422,12 @@ func mounts(sp spec) error {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
+	// Shared memory of the sandbox's own, not the host's /dev/shm.
+	if _, err := os.Stat("/dev/shm"); err == nil {
+		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+			return fmt.Errorf("mount /dev/shm: %w", err)
+		}
+	}
 	unix.Sethostname([]byte("truss-sandbox"))
 	return nil
 }
