@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -239,6 +240,14 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	if rec != nil {
 		obs = append(obs, rec)
 	}
+	// The shell (through the sandbox helper) starts while the model's first
+	// answer streams, not while the first request is being built and sent.
+	var prewarm sync.Once
+	obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+		if ev.Type == agent.EventDelta || ev.Type == agent.EventResponse {
+			prewarm.Do(tl.shell.Prewarm)
+		}
+	}))
 	human := stdout
 	if headless {
 		human = stderr

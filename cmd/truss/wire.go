@@ -375,7 +375,6 @@ func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, 
 	var err error
 	t := &tools{ws: ws, tmp: tmp, sandbox: sb, cfg: cfg, timeout: w.timeout, allowEnv: w.allowEnv}
 	t.shell = t.newShell(t.tmp)
-	t.shell.Prewarm() // the sandbox helper starts while the first request is in flight
 	_, undo := set.Lookup("str_replace_editor")
 	fx := &fs.Executor{W: ws, Opts: fs.Options{History: undo}}
 	for _, op := range fs.Ops {
