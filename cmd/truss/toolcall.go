@@ -12,6 +12,7 @@ import (
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/anthropic"
 	"github.com/trussdev/truss/internal/surface/codex"
+	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/surface/openai"
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -97,6 +98,14 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 		return usagef("%v", err)
 	}
 	defer tl.Close()
+	// validate is offered on every surface when the project's checks are
+	// known (detected, or from .truss/config.toml).
+	if r := (&validateFlags{}).runner(tl); r != nil {
+		if err := set.Add(generic.Validate{}); err != nil {
+			return err
+		}
+		tl.mux.Handle(tool.OpValidate, r)
+	}
 
 	mc := model.ToolCall{ID: "call_local", Name: *name, Kind: model.ToolFunction, Input: in}
 	out := toolCallOutput{Surface: set.Surface, Tool: *name}
