@@ -106,6 +106,27 @@ func KindForStatus(status int) ErrorKind {
 	return ErrBadRequest
 }
 
+// HTTPError is the error of a failed HTTP response, as the official SDKs
+// judge it: the kind from the status, the wait the server asks for
+// (Retry-After-Ms, Retry-After), and the server's x-should-retry, which
+// overrides the status either way. msg falls back to the status text.
+func HTTPError(providerName string, status int, code, msg string, h http.Header, err error) *Error {
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	pe := &Error{Provider: providerName, Kind: KindForStatus(status), Status: status, Code: code, Message: msg, Err: err}
+	if h != nil {
+		pe.RetryAfter = ParseRetryAfter(h, time.Now())
+		switch h.Get("X-Should-Retry") {
+		case "true":
+			pe.ForceRetry = true
+		case "false":
+			pe.Final = true
+		}
+	}
+	return pe
+}
+
 // ParseRetryAfter reads Retry-After-Ms, then Retry-After (seconds or an HTTP
 // date); 0 when neither is usable.
 func ParseRetryAfter(h http.Header, now time.Time) time.Duration {

@@ -119,3 +119,24 @@ func TestRetryPolicy(t *testing.T) {
 		}
 	})
 }
+
+func TestHTTPError(t *testing.T) {
+	h := http.Header{}
+	h.Set("Retry-After-Ms", "250")
+	e := HTTPError("p", 429, "rate_limit_exceeded", "", h, nil)
+	if e.Kind != ErrRateLimited || e.Message != "Too Many Requests" || e.RetryAfter != 250*time.Millisecond || !e.Retryable() || e.Code != "rate_limit_exceeded" {
+		t.Errorf("429: %+v", e)
+	}
+	h = http.Header{}
+	h.Set("X-Should-Retry", "false")
+	if e := HTTPError("p", 503, "", "busy", h, nil); e.Retryable() {
+		t.Errorf("x-should-retry false was not honoured: %+v", e)
+	}
+	h.Set("X-Should-Retry", "true")
+	if e := HTTPError("p", 400, "", "odd", h, nil); !e.Retryable() || e.Kind != ErrBadRequest {
+		t.Errorf("x-should-retry true was not honoured: %+v", e)
+	}
+	if e := HTTPError("p", 400, "", "bad", nil, nil); e.Retryable() {
+		t.Errorf("a plain 400 is retryable: %+v", e)
+	}
+}

@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -419,15 +418,11 @@ func classify(ctx context.Context, err error) error {
 			pe.Message = "error in the middle of the stream: " + pe.Message
 			return pe
 		}
-		pe.Kind = provider.KindForStatus(apierr.StatusCode)
+		var h http.Header
 		if apierr.Response != nil {
-			pe.RetryAfter = provider.ParseRetryAfter(apierr.Response.Header, time.Now())
-			switch apierr.Response.Header.Get("X-Should-Retry") {
-			case "false":
-				pe.Final = true
-			}
+			h = apierr.Response.Header
 		}
-		return pe
+		return provider.HTTPError("anthropic", apierr.StatusCode, typ, pe.Message, h, err)
 	}
 	var ne *net.OpError
 	var ue *url.Error

@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -294,14 +293,11 @@ func classify(ctx context.Context, err error) error {
 		if msg == "" {
 			msg = strings.TrimSpace(string(apierr.RawJSON()))
 		}
-		if msg == "" {
-			msg = http.StatusText(apierr.StatusCode)
-		}
-		pe := &provider.Error{Provider: "chat", Kind: provider.KindForStatus(apierr.StatusCode), Status: apierr.StatusCode, Message: msg, Err: err}
+		var h http.Header
 		if apierr.Response != nil {
-			pe.RetryAfter = provider.ParseRetryAfter(apierr.Response.Header, time.Now())
+			h = apierr.Response.Header
 		}
-		return pe
+		return provider.HTTPError("chat", apierr.StatusCode, apierr.Code, msg, h, err)
 	}
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {

@@ -674,21 +674,11 @@ func classify(ctx context.Context, err error) error {
 		if msg == "" {
 			msg = strings.TrimSpace(string(apierr.RawJSON()))
 		}
-		if msg == "" {
-			msg = http.StatusText(apierr.StatusCode)
-		}
-		pe := &provider.Error{Provider: Dialect, Kind: provider.KindForStatus(apierr.StatusCode), Status: apierr.StatusCode,
-			Code: apierr.Code, Message: msg, Err: err}
+		var h http.Header
 		if apierr.Response != nil {
-			pe.RetryAfter = provider.ParseRetryAfter(apierr.Response.Header, time.Now())
-			switch apierr.Response.Header.Get("X-Should-Retry") {
-			case "true":
-				pe.ForceRetry = true
-			case "false":
-				pe.Final = true
-			}
+			h = apierr.Response.Header
 		}
-		return pe
+		return provider.HTTPError(Dialect, apierr.StatusCode, apierr.Code, msg, h, err)
 	}
 	var ue *url.Error
 	var ne *net.OpError
