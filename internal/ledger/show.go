@@ -121,6 +121,17 @@ func summary(typ string, d map[string]any) string {
 		return str(d, "block") + " · UNVERIFIED (executed by the provider)"
 	case "session.end":
 		return fmt.Sprintf("%s · %s turns · %s calls %s", str(d, "status"), str(d, "turns"), str(d, "calls"), str(d, "reason"))
+	case "validation":
+		sum, _ := d["summary"].(map[string]any)
+		verdict := "FAILED"
+		if str(sum, "ok") == "true" {
+			verdict = "passed"
+		}
+		who := "by the model"
+		if str(d, "boundary") == "true" {
+			who = "by truss (verification boundary)"
+		}
+		return fmt.Sprintf("%s %s · %s · %s %s passed, %s failed", verdict, who, str(sum, "command"), str(sum, "unit"), str(sum, "passed"), str(sum, "failed"))
 	}
 	b, _ := json.Marshal(d)
 	if len(b) > 100 {
