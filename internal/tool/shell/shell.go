@@ -190,6 +190,11 @@ func (s *Session) Run(ctx context.Context, command string, timeout time.Duration
 	start := time.Now()
 	r := s.run(ctx, command, timeout)
 	r.Wall = time.Since(start)
+	if r.TimedOut {
+		// The shell was killed with the command: its successor starts now,
+		// while the model reads the result, not when the next command comes.
+		defer s.Prewarm()
+	}
 	if s.cfg.Guard != nil {
 		if err := s.cfg.Guard(); err != nil {
 			s.mu.Lock()
