@@ -136,3 +136,41 @@ func JoinBody(head []byte, extra, key string, msgs []Encoded) ([]byte, *model.Wi
 	}
 	return buf, w, nil
 }
+
+// HeadCache keeps the encoded head of the last request: everything but the
+// conversation. A session's model, system prompt, output limit and tools do
+// not change from turn to turn, so the SDK need not build and encode them
+// (tool schemas included) every turn. Tool declarations are recognized by
+// identity — the slice a surface.Set shares, which no one changes.
+type HeadCache struct {
+	mu   sync.Mutex
+	key  headKey
+	head []byte
+}
+
+type headKey struct {
+	model, system, extra string
+	maxTokens            int
+	tools                *model.ToolSpec
+	ntools               int
+}
+
+// Get returns the head for req and extra (whatever else the head depends
+// on, such as a previous response id), calling build when it changed.
+func (c *HeadCache) Get(req *model.Request, extra string, build func() ([]byte, error)) ([]byte, error) {
+	k := headKey{model: req.Model, system: req.System, extra: extra, maxTokens: req.MaxTokens, ntools: len(req.Tools)}
+	if len(req.Tools) > 0 {
+		k.tools = &req.Tools[0]
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.head != nil && c.key == k {
+		return c.head, nil
+	}
+	head, err := build()
+	if err != nil {
+		return nil, err
+	}
+	c.key, c.head = k, head
+	return head, nil
+}

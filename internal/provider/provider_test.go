@@ -3,9 +3,12 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/trussdev/truss/internal/model"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -138,5 +141,36 @@ func TestHTTPError(t *testing.T) {
 	}
 	if e := HTTPError("p", 400, "", "bad", nil, nil); e.Retryable() {
 		t.Errorf("a plain 400 is retryable: %+v", e)
+	}
+}
+
+func TestHeadCache(t *testing.T) {
+	var c HeadCache
+	builds := 0
+	build := func() ([]byte, error) { builds++; return []byte(fmt.Sprint("head", builds)), nil }
+	tools := []model.ToolSpec{{Name: "a"}, {Name: "b"}}
+	req := &model.Request{Model: "m", System: "s", Tools: tools}
+	h1, _ := c.Get(req, "", build)
+	h2, _ := c.Get(&model.Request{Model: "m", System: "s", Tools: tools, Items: []model.Item{{Kind: model.KindUser}}}, "", build)
+	if builds != 1 || string(h1) != string(h2) {
+		t.Fatalf("the same head was built %d times", builds)
+	}
+	for _, r := range []*model.Request{
+		{Model: "m2", System: "s", Tools: tools},
+		{Model: "m2", System: "s2", Tools: tools},
+		{Model: "m2", System: "s2", Tools: tools[:1]},
+		{Model: "m2", System: "s2", Tools: append([]model.ToolSpec(nil), tools[:1]...)},
+		{Model: "m2", System: "s2", Tools: tools[:1], MaxTokens: 9},
+	} {
+		before := builds
+		c.Get(r, "", build)
+		if builds != before+1 {
+			t.Errorf("a changed head was not rebuilt: %+v", r)
+		}
+	}
+	before := builds
+	c.Get(&model.Request{Model: "m2", System: "s2", Tools: tools[:1], MaxTokens: 9}, "prev", build)
+	if builds != before+1 {
+		t.Error("a changed extra was not rebuilt")
 	}
 }

@@ -56,6 +56,7 @@ type Client struct {
 	client sdk.Client
 	wire   provider.Capture
 	cache  provider.MessageCache
+	heads  provider.HeadCache
 }
 
 // New returns a client.
@@ -137,13 +138,19 @@ func (c *Client) params(req *model.Request) (sdk.MessageNewParams, error) {
 // encoded once and reused on later turns (provider.MessageCache), except the
 // last, which carries the moving cache breakpoint.
 func (c *Client) body(req *model.Request) ([]byte, *model.Wire, error) {
-	p, err := c.params(req)
+	head, err := c.heads.Get(req, "", func() ([]byte, error) {
+		p, err := c.params(req)
+		if err != nil {
+			return nil, err
+		}
+		head, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		return head, nil
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	head, err := json.Marshal(p)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode request: %w", err)
 	}
 	turns := turnsOf(req.Items)
 	spans := make([]provider.Span, len(turns))

@@ -51,6 +51,7 @@ type Client struct {
 	cfg    Config
 	client openai.Client
 	cache  provider.MessageCache
+	heads  provider.HeadCache
 	wire   provider.Capture
 }
 
@@ -121,19 +122,25 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 // types; each message is encoded once and reused on later turns
 // (provider.MessageCache).
 func (c *Client) body(req *model.Request) ([]byte, *model.Wire, error) {
-	p, err := c.params(req)
+	head, err := c.heads.Get(req, "", func() ([]byte, error) {
+		p, err := c.params(req)
+		if err != nil {
+			return nil, err
+		}
+		// Messages are left out of the SDK-encoded head (it omits an
+		// empty list) and written after it.
+		p.Messages = nil
+		head, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		if bytes.Contains(head, []byte(`"messages":`)) {
+			return nil, fmt.Errorf("encode request: messages in the head")
+		}
+		return head, nil
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	// Messages are left out of the SDK-encoded head (it omits an empty
-	// list) and written after it.
-	p.Messages = nil
-	head, err := json.Marshal(p)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode request: %w", err)
-	}
-	if bytes.Contains(head, []byte(`"messages":`)) {
-		return nil, nil, fmt.Errorf("encode request: messages in the head")
 	}
 	groups := groupItems(req.Items)
 	spans := make([]provider.Span, len(groups))

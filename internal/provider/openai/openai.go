@@ -83,6 +83,7 @@ type Client struct {
 	client sdk.Client
 	wire   provider.Capture
 	cache  provider.MessageCache
+	heads  provider.HeadCache
 }
 
 // New returns a client.
@@ -251,13 +252,19 @@ func (c *Client) tools(specs []model.ToolSpec) ([]responses.ToolUnionParam, erro
 // (provider.MessageCache). A chained request (prev set) sends only the
 // items from index from on.
 func (c *Client) body(req *model.Request, prev string, from int) ([]byte, *model.Wire, error) {
-	p, err := c.params(req, prev)
+	head, err := c.heads.Get(req, prev, func() ([]byte, error) {
+		p, err := c.params(req, prev)
+		if err != nil {
+			return nil, err
+		}
+		head, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		return head, nil
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	head, err := json.Marshal(p)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode request: %w", err)
 	}
 	calls := callsOf(req.Items)
 	var spans []provider.Span

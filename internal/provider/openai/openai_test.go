@@ -279,3 +279,32 @@ func FuzzResponse(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkBody measures encoding a turn's request on a steady transcript:
+// with every message and the head cached, and with the head built anew.
+func BenchmarkBody(b *testing.B) {
+	req := &model.Request{Model: "gpt-5.2", System: strings.Repeat("You are a coding agent. ", 200), MaxTokens: 1024, Items: typedTranscript(),
+		Tools: []model.ToolSpec{
+			{Kind: model.ToolTyped, Name: "shell", Type: "shell"},
+			{Kind: model.ToolTyped, Name: "apply_patch", Type: "apply_patch"},
+			{Kind: model.ToolFunction, Name: "read_file", Description: "Read a file.",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"offset":{"type":"integer"}},"required":["path"]}`)},
+		}}
+	for _, fresh := range []bool{false, true} {
+		name := "cached-head"
+		if fresh {
+			name = "head-built"
+		}
+		b.Run(name, func(b *testing.B) {
+			c := New(Config{})
+			for b.Loop() {
+				if fresh {
+					c.heads = provider.HeadCache{}
+				}
+				if _, _, err := c.body(req, "", 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
