@@ -16,6 +16,7 @@ import (
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/config"
+	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
@@ -23,6 +24,7 @@ import (
 	"github.com/trussdev/truss/internal/provider/ollama"
 	openaiprov "github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/anthropic"
@@ -264,6 +266,14 @@ func (w *workspaceFlags) plan(root, tmp string, cfg *config.Config) (*sandbox.Pl
 	}
 	p := sandbox.DefaultPolicy(root, tmp)
 	p.Mode, p.Network = mode, network
+	// The signing key (a command that read it could forge a ledger) and
+	// the saved sessions are hidden from every sandboxed process.
+	if dir, err := ledger.KeyDir(); err == nil {
+		p.Hidden = append(p.Hidden, filepath.Join(dir, "ledger.key"))
+	}
+	if dir, err := session.DefaultDir(); err == nil && !within(root, dir) {
+		p.Hidden = append(p.Hidden, dir)
+	}
 	p.Writable = append(p.Writable, cfg.Sandbox.Writable...)
 	for _, d := range w.rw {
 		abs, err := filepath.Abs(d)
@@ -360,6 +370,12 @@ func (w *workspaceFlags) open(set *surface.Set) (*tools, error) {
 		sb.Close()
 	}
 	return t, err
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func cmpOr(a, b string) string {

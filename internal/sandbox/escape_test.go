@@ -49,6 +49,11 @@ func newBox(t *testing.T, mode sandbox.Mode, network bool) *box {
 	os.WriteFile(filepath.Join(b.ws, "a.txt"), []byte("a\n"), 0o644)
 	p := sandbox.DefaultPolicy(b.ws, filepath.Join(base, "tmp"))
 	p.Mode, p.Network = mode, network
+	// The harness's signing key and saved sessions are hidden.
+	os.MkdirAll(filepath.Join(base, "home", "sessions", "s1"), 0o700)
+	os.WriteFile(filepath.Join(base, "home", "ledger.key"), []byte("PRIVATE+KEY+4711"), 0o600)
+	os.WriteFile(filepath.Join(base, "home", "sessions", "s1", "transcript.jsonl"), []byte("SESSION-4711"), 0o600)
+	p.Hidden = []string{filepath.Join(base, "home", "ledger.key"), filepath.Join(base, "home", "sessions")}
 	p.Limits.Pids = 256
 	pl, err := sandbox.MakePlan(p, host, sandbox.NoFallback)
 	if err != nil {
@@ -149,6 +154,15 @@ func TestEscapes(t *testing.T) {
 		if r := b.run(t, "echo $$", 0); strings.TrimSpace(r.Stdout) != "1" {
 			t.Errorf("the shell is not the first process of a new PID namespace: %q", r.Stdout)
 		}
+	}
+	// The signing key and the saved sessions cannot be read.
+	home := filepath.Join(filepath.Dir(b.ws), "home")
+	r = b.run(t, "cat "+home+"/ledger.key; cat "+home+"/sessions/s1/transcript.jsonl; ls "+home+"/sessions", 0)
+	if strings.Contains(r.Stdout, "PRIVATE+KEY+4711") || strings.Contains(r.Stdout, "SESSION-4711") || strings.Contains(r.Stdout, "s1") {
+		t.Errorf("hidden files are readable: %q", r.Stdout)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "ledger.key")); string(b) != "PRIVATE+KEY+4711" {
+		t.Error("the hidden key was changed")
 	}
 	// Raising a hard limit is refused.
 	if r := b.run(t, `ulimit -Hn $(( $(ulimit -Hn) + 1 ))`, 0); r.Err == nil {

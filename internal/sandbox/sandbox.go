@@ -85,6 +85,12 @@ type Policy struct {
 	// Protected are paths kept read-only inside writable roots (a
 	// workspace's .git and its resolved gitdir); missing ones are skipped.
 	Protected []string `json:"protected,omitempty"`
+	// Hidden are files and directories sandboxed processes must not read
+	// at all, though the policy reads everywhere: the ledger's signing key
+	// (a process that read it could forge a ledger) and the saved
+	// sessions. A directory is covered by an empty one, a file by an
+	// empty file; missing ones are skipped. Only with namespaces.
+	Hidden []string `json:"hidden,omitempty"`
 	// TempDir is the session's temporary directory, always writable.
 	TempDir string `json:"temp_dir"`
 	// Limits are the resource limits of every sandboxed process.

@@ -183,6 +183,7 @@ type spec struct {
 	ReadOnlyFS bool     `json:"read_only_fs"`
 	Writable   []string `json:"writable"`
 	Protected  []string `json:"protected"`
+	Hidden     []string `json:"hidden,omitempty"`
 	Seccomp    bool     `json:"seccomp"`
 	Cgroup     string   `json:"cgroup,omitempty"`
 	Limits     Limits   `json:"limits"`
@@ -277,6 +278,7 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
 	if pl.Policy.Mode == WorkspaceWrite {
 		sp.Protected = pl.Policy.Protected
 	}
+	sp.Hidden = pl.Policy.Hidden
 	b, err := json.Marshal(sp)
 	if err != nil {
 		return err
@@ -397,6 +399,9 @@ func mounts(sp spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
+	if err := hide(sp.Hidden); err != nil {
+		return err
+	}
 	if sp.Landlock > 0 || sp.ReadOnlyFS { // not in full access
 		if err := readOnlyExcept(sp.Writable); err != nil {
 			return err
@@ -429,6 +434,26 @@ func mounts(sp spec) error {
 		}
 	}
 	unix.Sethostname([]byte("truss-sandbox"))
+	return nil
+}
+
+// hide covers each hidden path: a directory with an empty read-only tmpfs,
+// a file with /dev/null.
+func hide(paths []string) error {
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
+		} else {
+			err = unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+	}
 	return nil
 }
 
