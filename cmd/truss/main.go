@@ -54,7 +54,8 @@ Usage:
 Providers and keys:
   --provider ollama     Ollama's native API at OLLAMA_HOST (default http://127.0.0.1:11434)
   --provider chat       an OpenAI-compatible server at OPENAI_BASE_URL (vLLM, LM Studio, llama.cpp, Ollama /v1)
-  --provider openai     OpenAI with OPENAI_API_KEY (OPENAI_BASE_URL optional)
+  --provider openai     OpenAI's Responses API with OPENAI_API_KEY (OPENAI_BASE_URL optional)
+  --provider anthropic  Anthropic's Messages API with ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional)
   --provider sim        the simulated model in-process, playing --script (no key, no network)
 
 Run "truss COMMAND -h" for a command's flags.
