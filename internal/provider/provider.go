@@ -12,8 +12,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -125,6 +128,25 @@ func HTTPError(providerName string, status int, code, msg string, h http.Header,
 		}
 	}
 	return pe
+}
+
+// TransportError classifies a failure that is not an HTTP error response:
+// no connection (unreachable, with the hint that says what to check), a
+// stream cut in the middle, or anything else as a protocol error. A
+// cancelled context is returned as it is.
+func TransportError(ctx context.Context, providerName, unreachableHint string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var ue *url.Error
+	var ne *net.OpError
+	if errors.As(err, &ne) || (errors.As(err, &ue) && !errors.Is(err, context.Canceled)) {
+		return &Error{Provider: providerName, Kind: ErrUnreachable, Err: err, Message: fmt.Sprintf("cannot reach the server (%v); %s", err, unreachableHint)}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &Error{Provider: providerName, Kind: ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
+	}
+	return &Error{Provider: providerName, Kind: ErrProtocol, Err: err, Message: err.Error()}
 }
 
 // ParseRetryAfter reads Retry-After-Ms, then Retry-After (seconds or an HTTP

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +175,26 @@ func TestHeadCache(t *testing.T) {
 	c.Get(&model.Request{Model: "m2", System: "s2", Tools: tools[:1], MaxTokens: 9}, "prev", build)
 	if builds != before+1 {
 		t.Error("a changed extra was not rebuilt")
+	}
+}
+
+func TestTransportError(t *testing.T) {
+	ctx := context.Background()
+	var pe *Error
+	unreach := &url.Error{Op: "Post", URL: "http://127.0.0.1:9", Err: errors.New("connection refused")}
+	if err := TransportError(ctx, "p", "check P_URL", unreach); !errors.As(err, &pe) || pe.Kind != ErrUnreachable || !pe.Retryable() ||
+		!strings.Contains(pe.Message, "check P_URL") {
+		t.Errorf("unreachable: %v", err)
+	}
+	if err := TransportError(ctx, "p", "", fmt.Errorf("read: %w", io.ErrUnexpectedEOF)); !errors.As(err, &pe) || pe.Kind != ErrStream {
+		t.Errorf("cut stream: %v", err)
+	}
+	if err := TransportError(ctx, "p", "", errors.New("bad json")); !errors.As(err, &pe) || pe.Kind != ErrProtocol || pe.Retryable() {
+		t.Errorf("protocol: %v", err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := TransportError(done, "p", "", unreach); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
 	}
 }

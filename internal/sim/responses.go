@@ -451,16 +451,11 @@ func renderOpenAI(a Action, have map[string]declared, root string) (call, bool) 
 			p = "."
 		}
 		return run("ls -la " + shellQuote(p))
-	case ActReplace:
+	case ActReplace, ActInsert:
 		body := hunkBody(root, a.Path, a.Old, a.New)
-		switch {
-		case typedPatch:
-			return op(map[string]any{"type": "update_file", "path": a.Path, "diff": "@@\n" + strings.TrimSuffix(body, "\n")})
-		case freePatch:
-			return free(envelope("*** Update File: " + a.Path + "\n@@\n" + body))
+		if a.Kind == ActInsert {
+			body = insertBody(root, a.Path, a.Line, a.Content)
 		}
-	case ActInsert:
-		body := insertBody(root, a.Path, a.Line, a.Content)
 		switch {
 		case typedPatch:
 			return op(map[string]any{"type": "update_file", "path": a.Path, "diff": "@@\n" + strings.TrimSuffix(body, "\n")})

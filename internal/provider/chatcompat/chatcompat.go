@@ -18,10 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -310,16 +307,7 @@ func classify(ctx context.Context, err error) error {
 	if errors.As(err, &se) {
 		return &provider.Error{Provider: "chat", Kind: provider.ErrStream, Message: se.Message, Err: err}
 	}
-	var ue *url.Error
-	var ne *net.OpError
-	if errors.As(err, &ne) || (errors.As(err, &ue) && !errors.Is(err, context.Canceled)) {
-		return &provider.Error{Provider: "chat", Kind: provider.ErrUnreachable, Err: err,
-			Message: fmt.Sprintf("cannot reach the server (%v); check OPENAI_BASE_URL and that the server is running", err)}
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return &provider.Error{Provider: "chat", Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
-	}
-	return &provider.Error{Provider: "chat", Kind: provider.ErrProtocol, Err: err, Message: err.Error()}
+	return provider.TransportError(ctx, "chat", "check OPENAI_BASE_URL and that the server is running", err)
 }
 
 // DeclareTools returns the "tools" array a request would carry.

@@ -30,10 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -687,14 +684,5 @@ func classify(ctx context.Context, err error) error {
 		}
 		return provider.HTTPError(Dialect, apierr.StatusCode, apierr.Code, msg, h, err)
 	}
-	var ue *url.Error
-	var ne *net.OpError
-	if errors.As(err, &ne) || (errors.As(err, &ue) && !errors.Is(err, context.Canceled)) {
-		return &provider.Error{Provider: Dialect, Kind: provider.ErrUnreachable, Err: err,
-			Message: fmt.Sprintf("cannot reach the Responses API (%v); check the network or OPENAI_BASE_URL", err)}
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return &provider.Error{Provider: Dialect, Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
-	}
-	return &provider.Error{Provider: Dialect, Kind: provider.ErrProtocol, Err: err, Message: err.Error()}
+	return provider.TransportError(ctx, Dialect, "check the network or OPENAI_BASE_URL", err)
 }
