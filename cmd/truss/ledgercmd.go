@@ -49,6 +49,10 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("ledger %s does not verify: %w", dir, err)
 		}
+		kids, err := ledger.VerifyLinks(dir, vkey, entries, r.Sealed)
+		if err != nil {
+			return fmt.Errorf("ledger %s does not verify: %w", dir, err)
+		}
 		if *ws != "" {
 			if err := ledger.VerifyWorkspace(entries, *ws); err != nil {
 				return fmt.Errorf("ledger %s: the workspace does not match: %w", dir, err)
@@ -56,6 +60,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "ledger %s verified: %d entries, %d checkpoints, %d payloads\norigin %s\nroot   %s (size %d)\n",
 			dir, r.Entries, r.Checkpoints, r.Payloads, r.Origin, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
+		printChildren(stdout, dir, kids, "")
 		if *ws != "" {
 			fmt.Fprintf(stdout, "workspace %s matches the files the session left\n", *ws)
 		}
@@ -212,4 +217,13 @@ func toolDecls(set *surface.Set) []ledger.ToolDecl {
 		out = append(out, ledger.ToolDecl{Name: s.Name, Kind: string(s.Kind), Type: s.Type})
 	}
 	return out
+}
+
+// printChildren lists the verified sub-agent ledgers, indented by depth.
+func printChildren(w io.Writer, top string, kids []ledger.Child, indent string) {
+	for _, c := range kids {
+		fmt.Fprintf(w, "%ssub-agent %s verified (linked from entry %d): %d entries, %d payloads, root %s\n",
+			indent+"  ", c.Report.Session, c.Entry, c.Report.Entries, c.Report.Payloads, base64.StdEncoding.EncodeToString(c.Report.Root))
+		printChildren(w, top, c.Children, indent+"  ")
+	}
 }

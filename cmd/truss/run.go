@@ -44,6 +44,7 @@ type runFlags struct {
 	// ledgerOut receives the ledger's directory when the run ends.
 	ledgerOut *string
 	validateFlags
+	spawnFlags
 }
 
 // validateFlags configure the task environment and the verification
@@ -76,6 +77,7 @@ func (r *runFlags) register(fs interface {
 	fs.Var(&r.setupCmds, "setup-cmd", "a command to run before the tests when validating (repeatable)")
 	fs.BoolVar(&r.noValidate, "no-validate", false, "offer no validate tool and run no checks at the end")
 	fs.BoolVar(&r.require, "require-validation", false, "exit non-zero unless the checks Truss runs at the end pass")
+	r.spawnFlags.register(fs)
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM; a second one
@@ -184,6 +186,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 			return err
 		}
 		tl.mux.Handle(tool.OpValidate, runner)
+		tl.runner = runner
 	}
 	retry := provider.RetryPolicy{OnRetry: func(attempt int, wait time.Duration, err error) {
 		fmt.Fprintf(stderr, "truss: %s; retrying in %s (attempt %d)\n", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1)
@@ -205,6 +208,11 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		sessionID = sess.Meta.ID
 	}
 
+	hooks, err := f.spawnFlags.addSpawn(spawnSetup{prov: prov, set: set, tl: tl, model: f.model, provName: f.provider,
+		dialect: f.dialect(), prof: prof, session: sessionID, maxResult: f.maxResult})
+	if err != nil {
+		return err
+	}
 	exec := tool.Executor(&tl.mux)
 	var rec *ledger.Recorder
 	var lw *ledger.Writer
@@ -220,6 +228,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		if lw, err = ledger.Create(dir, sess.Meta.ID, signer); err != nil {
 			return err
 		}
+		hooks.setLedger(lw, signer)
 		abs, _ := filepath.Abs(tl.ws.Dir())
 		rec, err = ledger.NewRecorder(lw, ledger.Start{Truss: version, Provider: f.provider, Model: f.model, Surface: set.Surface,
 			Tools: toolDecls(set), Sandbox: tl.enforced(), Workspace: abs, Repo: repoState(abs),
@@ -264,7 +273,8 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	} else {
 		fmt.Fprintf(human, "truss %s · %s · %s · surface %s · session %s\n", version, f.provider, f.model, set.Surface, orNone(sessionID))
 		fmt.Fprintf(human, "sandbox: %s\n", tl.enforced())
-		obs = append(obs, &ui.Printer{W: human})
+		hooks.printer = &ui.Printer{W: human}
+		obs = append(obs, hooks.printer)
 	}
 	var persistErr error
 	if sess != nil {

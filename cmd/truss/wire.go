@@ -26,6 +26,7 @@ import (
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/subagent"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/anthropic"
 	"github.com/trussdev/truss/internal/surface/codex"
@@ -297,24 +298,45 @@ type tools struct {
 	cfg      *config.Config // the project's .truss/config.toml
 	timeout  time.Duration
 	allowEnv []string
+	undo     bool // the editor keeps an edit history
+
+	// shared are the routes sub-agents share with the top agent (memory,
+	// MCP); runner is the validation runner, if any.
+	shared map[tool.Op]tool.Executor
+	runner *validate.Runner
+}
+
+// handleShared routes op to e for the top agent and every sub-agent.
+func (t *tools) handleShared(op tool.Op, e tool.Executor) {
+	if t.shared == nil {
+		t.shared = map[tool.Op]tool.Executor{}
+	}
+	t.shared[op] = e
+	t.mux.Handle(op, e)
 }
 
 // newShell starts a shell session in the workspace, in the sandbox, keeping
 // its own files in own. The model's shell is one; each validation run gets
 // a fresh one.
-func (t *tools) newShell(own string) *shell.Session {
+func (t *tools) newShell(own string) *shell.Session { return t.newShellIn(t.ws.Dir(), own) }
+
+// newShellIn starts a shell session in dir (a sub-agent's workspace).
+func (t *tools) newShellIn(dir, own string) *shell.Session {
 	env := append(append(os.Environ(), "TMPDIR="+t.tmp), t.cfg.Validate.EnvList()...)
-	return shell.New(shell.Config{Dir: t.ws.Dir(), Timeout: t.timeout, AllowEnv: t.allowEnv,
+	return shell.New(shell.Config{Dir: dir, Timeout: t.timeout, AllowEnv: t.allowEnv,
 		Env: env, TmpDir: own, Launcher: t.sandbox, Guard: t.sandbox.Guard})
 }
 
 // validationShell is a fresh shell for one validation run.
-func (t *tools) validationShell() validate.Shell {
+func (t *tools) validationShell() validate.Shell { return t.validationShellIn(t.ws.Dir()) }
+
+// validationShellIn is a fresh shell for one validation run in dir.
+func (t *tools) validationShellIn(dir string) validate.Shell {
 	own, err := os.MkdirTemp(t.tmp, "validate-")
 	if err != nil {
 		own = "" // the session makes its own
 	}
-	return &ownedShell{Session: t.newShell(own), dir: own}
+	return &ownedShell{Session: t.newShellIn(dir, own), dir: own}
 }
 
 // ownedShell is a shell whose directory goes with it.
@@ -391,18 +413,8 @@ func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, 
 	var err error
 	t := &tools{ws: ws, tmp: tmp, sandbox: sb, cfg: cfg, timeout: w.timeout, allowEnv: w.allowEnv}
 	t.shell = t.newShell(t.tmp)
-	_, undo := set.Lookup("str_replace_editor")
-	fx := &fs.Executor{W: ws, Opts: fs.Options{History: undo}}
-	for _, op := range fs.Ops {
-		t.mux.Handle(op, fx)
-	}
-	for _, op := range shell.Ops {
-		t.mux.Handle(op, t.shell)
-	}
-	px := patch.NewExecutor(fx)
-	for _, op := range patch.Ops {
-		t.mux.Handle(op, px)
-	}
+	_, t.undo = set.Lookup("str_replace_editor")
+	t.route(&t.mux, ws, t.shell)
 	if _, ok := set.Lookup("memory"); ok {
 		dir := w.memoryDir
 		if dir == "" {
@@ -416,10 +428,66 @@ func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, 
 			return nil, err
 		}
 		for _, op := range memory.Ops {
-			t.mux.Handle(op, t.memory)
+			t.handleShared(op, t.memory)
 		}
 	}
 	return t, nil
+}
+
+// route routes the file, patch and shell operations of mux to executors on
+// ws and sh.
+func (t *tools) route(mux *tool.Mux, ws *fs.Workspace, sh *shell.Session) {
+	fx := &fs.Executor{W: ws, Opts: fs.Options{History: t.undo}}
+	for _, op := range fs.Ops {
+		mux.Handle(op, fx)
+	}
+	for _, op := range shell.Ops {
+		mux.Handle(op, sh)
+	}
+	px := patch.NewExecutor(fx)
+	for _, op := range patch.Ops {
+		mux.Handle(op, px)
+	}
+}
+
+// childEnv returns the executors of a sub-agent working in dir: the file
+// tools on dir (the workspace itself, or an isolated copy), a shell of its
+// own in the same sandbox, and the session's memory, validation and MCP
+// tools (validation runs in dir).
+func (t *tools) childEnv(dir string) (*subagent.Env, error) {
+	ws := t.ws
+	var own *fs.Workspace
+	if dir != t.ws.Dir() {
+		var err error
+		if own, err = fs.Open(dir); err != nil {
+			return nil, err
+		}
+		ws = own
+	}
+	shTmp, err := os.MkdirTemp(t.tmp, "agent-")
+	if err != nil {
+		shTmp = ""
+	}
+	sh := t.newShellIn(dir, shTmp)
+	mux := &tool.Mux{}
+	t.route(mux, ws, sh)
+	for op, e := range t.shared {
+		mux.Handle(op, e)
+	}
+	if t.runner != nil {
+		r := *t.runner
+		r.NewShell = func() validate.Shell { return t.validationShellIn(dir) }
+		mux.Handle(tool.OpValidate, &r)
+	}
+	return &subagent.Env{Exec: mux, Close: func() {
+		sh.Close()
+		if own != nil {
+			own.Close()
+		}
+		if shTmp != "" {
+			os.RemoveAll(shTmp)
+		}
+	}}, nil
 }
 
 // defaultMemoryDir is the project's memory directory under the user's data

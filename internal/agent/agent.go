@@ -214,8 +214,9 @@ func (a *Agent) stopped(ctx context.Context, turns int, start time.Time, err err
 }
 
 // runCalls decodes and executes the calls of one turn and returns one
-// result per call, in call order. When every call is read-only they run
-// concurrently (bounded by Parallel); otherwise in order.
+// result per call, in call order. When every call is read-only or a
+// sub-agent they run concurrently (bounded by Parallel); otherwise in
+// order. A sub-agent's usage is added to the agent's own.
 func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, cutOff bool) []model.ToolResult {
 	jobs := make([]job, len(calls))
 	parallel := len(calls) > 1
@@ -224,7 +225,7 @@ func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, 
 		jobs[i] = a.prepare(c, cutOff)
 		a.emit(Event{Type: EventCallStarted, Turn: turn, Call: &calls[i], Ops: jobs[i].ops})
 		for _, op := range jobs[i].ops {
-			if !tool.ReadOnly(op.Op) {
+			if !tool.Concurrent(op.Op) {
 				parallel = false
 			}
 		}
@@ -263,6 +264,11 @@ func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, 
 	}
 	// Report in call order, whatever order the calls finished in.
 	for i := range out {
+		for _, r := range full[i] {
+			if r.Agent != nil {
+				a.usage.Add(r.Agent.Usage)
+			}
+		}
 		fullText := out[i].Text
 		out[i].Text = Truncate(out[i].Text, a.cfg.MaxResultChars)
 		a.emit(Event{Type: EventCallCompleted, Turn: turn, Call: &calls[i], Ops: jobs[i].ops, Results: full[i], Result: &out[i], FullText: fullText})

@@ -72,7 +72,38 @@ type Item struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Output    *string         `json:"output,omitempty"`
 	Status    string          `json:"status,omitempty"`
-	Truss     *ItemTruss      `json:"truss,omitempty"`
+	// mcp_tool_call
+	Server string     `json:"server,omitempty"`
+	Result *MCPResult `json:"result,omitempty"`
+	Error  *ErrorMsg  `json:"error,omitempty"`
+	// agent_run (Truss): a sub-agent's run
+	Prompt string     `json:"prompt,omitempty"`
+	Agent  *AgentItem `json:"agent,omitempty"`
+	Truss  *ItemTruss `json:"truss,omitempty"`
+}
+
+// MCPResult is an mcp_tool_call's result: the server's content list and
+// structured content.
+type MCPResult struct {
+	Content           json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage `json:"structured_content,omitempty"`
+}
+
+// AgentItem is the Truss data of an agent_run item.
+type AgentItem struct {
+	Session string   `json:"session_id,omitempty"`
+	Name    string   `json:"name,omitempty"`
+	Model   string   `json:"model,omitempty"`
+	Depth   int      `json:"depth,omitempty"`
+	Status  string   `json:"status,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	Turns   int      `json:"turns,omitempty"`
+	Calls   int      `json:"calls,omitempty"`
+	Usage   *Usage   `json:"usage,omitempty"`
+	CostUSD float64  `json:"cost_usd,omitempty"`
+	Ledger  string   `json:"ledger,omitempty"`
+	Changes []Change `json:"changes,omitempty"`
+	Diff    string   `json:"diff,omitempty"`
 }
 
 // Change is one file of a file_change item.
@@ -254,6 +285,19 @@ func callItem(id string, c *model.ToolCall, ops []tool.Call) *Item {
 		it.Truss.Ops = append(it.Truss.Ops, string(op.Op))
 		it.Truss.Surface = op.Surface
 		switch op.Op {
+		case tool.OpSpawn:
+			kind = "agent_run"
+			a := op.Args.(*tool.SpawnArgs)
+			it.Prompt = a.Task
+			it.Agent = &AgentItem{Name: a.Agent, Model: a.Model}
+		case tool.OpMCP:
+			kind = "mcp_tool_call"
+			a := op.Args.(*tool.MCPArgs)
+			it.Server, it.Tool = a.Server, a.Tool
+			it.Arguments = a.Arguments
+			if len(it.Arguments) == 0 {
+				it.Arguments = json.RawMessage("{}")
+			}
 		case tool.OpExec:
 			kind = "command_execution"
 			cmds = append(cmds, op.Args.(*tool.ExecArgs).Command)
@@ -293,6 +337,38 @@ func completeItem(it *Item, ev agent.Event) {
 		it.Truss.Changes = append(it.Truss.Changes, res.Changes...)
 	}
 	switch it.Type {
+	case "agent_run":
+		for _, res := range ev.Results {
+			a := res.Agent
+			if a == nil {
+				it.Error = &ErrorMsg{Message: r.Text}
+				continue
+			}
+			u := a.Usage
+			it.Text = a.Text
+			it.Agent = &AgentItem{Session: a.Session, Name: a.Agent, Model: a.Model, Depth: a.Depth, Status: a.Status, Reason: a.Reason,
+				Turns: a.Turns, Calls: a.Calls, CostUSD: u.CostUSD, Diff: a.Diff, Usage: &Usage{
+					InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, CachedInputTokens: u.CacheReadTokens,
+					CacheWriteInputTokens: u.CacheWriteTokens, OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningTokens}}
+			if a.Ledger != nil {
+				it.Agent.Ledger = a.Ledger.Dir
+			}
+			for _, c := range res.Changes {
+				it.Agent.Changes = append(it.Agent.Changes, Change{Path: c.Path, Kind: string(c.Kind)})
+			}
+		}
+	case "mcp_tool_call":
+		for _, res := range ev.Results {
+			if res.MCP != nil && len(res.MCP.Content) > 0 {
+				it.Result = &MCPResult{Content: res.MCP.Content, StructuredContent: res.MCP.Structured}
+			}
+			if res.Err != nil {
+				it.Error = &ErrorMsg{Message: res.Err.Message}
+			}
+		}
+		if it.Result == nil && it.Error == nil && r.IsError {
+			it.Error = &ErrorMsg{Message: r.Text}
+		}
 	case "command_execution":
 		var sb strings.Builder
 		for _, res := range ev.Results {

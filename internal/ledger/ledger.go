@@ -386,6 +386,20 @@ func (w *Writer) Flush() ([]byte, error) {
 	return signed, w.Err()
 }
 
+// Seal is Flush that also returns the size and root hash the checkpoint
+// signs: what a parent's ledger links a sub-agent's by.
+func (w *Writer) Seal() (size uint64, root, signed []byte, err error) {
+	w.mu.Lock()
+	size = w.seq
+	root, err = w.root()
+	w.mu.Unlock()
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	signed, err = w.Flush()
+	return size, root, signed, err
+}
+
 func (w *Writer) writeCheckpoint(size uint64, root []byte) ([]byte, error) {
 	// The entries and the payloads before this checkpoint become durable
 	// before it is written.

@@ -38,11 +38,11 @@ type RepoState struct {
 	Dirty bool   `json:"dirty"`
 }
 
-// Link points at another ledger by its checkpoint (a sub-agent's, from its
-// parent's).
+// Link names a sub-agent's parent: its session and the spawn call that
+// started the sub-agent.
 type Link struct {
-	Session    string `json:"session"`
-	Checkpoint string `json:"checkpoint"`
+	Session string `json:"session"`
+	CallID  string `json:"call_id"`
 }
 
 // Recorder writes a session's events to a ledger. It is an agent.Observer.
@@ -273,6 +273,27 @@ func (r *Recorder) call(ev agent.Event) {
 		}
 		if len(res.Changes) > 0 {
 			m["changes"] = res.Changes
+		}
+		if a := res.Agent; a != nil {
+			ag := map[string]any{"session": a.Session, "model": a.Model, "depth": a.Depth, "status": a.Status,
+				"turns": a.Turns, "calls": a.Calls, "usage": a.Usage}
+			if a.Agent != "" {
+				ag["agent"] = a.Agent
+			}
+			if a.Reason != "" {
+				ag["reason"] = a.Reason
+			}
+			if a.Worktree != "" {
+				ag["isolated"] = true
+				r.put(rp, fmt.Sprintf("diff.%d", i), []byte(a.Diff))
+			}
+			if a.Ledger != nil {
+				ag["ledger"] = a.Ledger
+			}
+			m["agent"] = ag
+		}
+		if mc := res.MCP; mc != nil {
+			m["mcp"] = map[string]any{"server": mc.Server, "tool": mc.Tool}
 		}
 		r.put(rp, fmt.Sprintf("stdout.%d", i), []byte(res.Stdout))
 		r.put(rp, fmt.Sprintf("stderr.%d", i), []byte(res.Stderr))

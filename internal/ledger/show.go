@@ -108,6 +108,16 @@ func summary(typ string, d map[string]any) string {
 				if c := str(m, "exit_code"); c != "" {
 					s += " · exit " + c
 				}
+				if ag, ok := m["agent"].(map[string]any); ok {
+					u, _ := ag["usage"].(map[string]any)
+					s += fmt.Sprintf(" · sub-agent %s %s after %s turns (in %s out %s)", str(ag, "session"), str(ag, "status"), str(ag, "turns"), str(u, "input_tokens"), str(u, "output_tokens"))
+					if l, ok := ag["ledger"].(map[string]any); ok {
+						s += " · ledger " + str(l, "dir")
+					}
+				}
+				if mc, ok := m["mcp"].(map[string]any); ok {
+					s += fmt.Sprintf(" · mcp %s/%s", str(mc, "server"), str(mc, "tool"))
+				}
 				if chs, ok := m["changes"].([]any); ok {
 					for _, ch := range chs {
 						cm, _ := ch.(map[string]any)

@@ -24,6 +24,11 @@ import (
 // Script is a sequence of model turns.
 type Script struct {
 	Steps []Step `json:"steps"`
+	// Agents are the scripts of sub-agents, keyed by a text their task
+	// contains: a request whose first user message contains a key is
+	// answered from that script (the longest matching key wins), so that
+	// a parent and its children each follow their own steps.
+	Agents map[string]*Script `json:"agents,omitempty"`
 }
 
 // Step is one model turn.
@@ -55,6 +60,12 @@ const (
 	// ActPatch sends Content, a whole "*** Begin Patch" envelope, to a
 	// freeform apply_patch tool.
 	ActPatch ActionKind = "patch"
+	// ActSpawn calls the spawn tool with Content as the task (and Agent,
+	// when set, as the defined agent).
+	ActSpawn ActionKind = "spawn"
+	// ActCall calls the tool named Tool with Content as its input (an MCP
+	// server's tool, for instance).
+	ActCall ActionKind = "call"
 )
 
 // Action is one tool use.
@@ -70,6 +81,8 @@ type Action struct {
 	Command string     `json:"command,omitempty"`
 	// Tool overrides the rendered tool name (an unknown tool, to test that path).
 	Tool string `json:"tool,omitempty"`
+	// Agent names the defined agent of a spawn.
+	Agent string `json:"agent,omitempty"`
 	// RawInput overrides the rendered input verbatim (malformed arguments).
 	RawInput *string `json:"raw_input,omitempty"`
 }
@@ -121,25 +134,40 @@ func ParseScript(b []byte) (*Script, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("sim script: %w", err)
 	}
+	if err := s.check(""); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func (s *Script) check(where string) error {
+	for key, sub := range s.Agents {
+		if key == "" || sub == nil {
+			return fmt.Errorf("sim script%s: an agent script needs a non-empty key and steps", where)
+		}
+		if err := sub.check(where + " agent " + fmt.Sprintf("%q", key)); err != nil {
+			return err
+		}
+	}
 	for i, st := range s.Steps {
 		for j, a := range st.Actions {
 			if err := a.check(); err != nil {
-				return nil, fmt.Errorf("sim script: step %d action %d: %w", i+1, j+1, err)
+				return fmt.Errorf("sim script%s: step %d action %d: %w", where, i+1, j+1, err)
 			}
 		}
 		for j, f := range st.Faults {
 			switch f.Kind {
 			case FaultStatus:
 				if f.Status < 400 {
-					return nil, fmt.Errorf("sim script: step %d fault %d: status fault needs a status >= 400", i+1, j+1)
+					return fmt.Errorf("sim script%s: step %d fault %d: status fault needs a status >= 400", where, i+1, j+1)
 				}
 			case FaultMidStream, FaultTruncate, FaultFailed:
 			default:
-				return nil, fmt.Errorf("sim script: step %d fault %d: unknown fault kind %q", i+1, j+1, f.Kind)
+				return fmt.Errorf("sim script%s: step %d fault %d: unknown fault kind %q", where, i+1, j+1, f.Kind)
 			}
 		}
 	}
-	return &s, nil
+	return nil
 }
 
 func (a Action) check() error {
@@ -160,6 +188,10 @@ func (a Action) check() error {
 		return nil
 	case ActPatch:
 		return need(a.Content != "" || a.RawInput != nil, "content (the patch)")
+	case ActSpawn:
+		return need(a.Content != "" || a.RawInput != nil, "content (the task)")
+	case ActCall:
+		return need(a.Tool != "", "a tool")
 	}
 	return fmt.Errorf("unknown action kind %q", a.Kind)
 }

@@ -19,9 +19,11 @@ type Recorded struct {
 	Path    string      `json:"path"`
 	Header  http.Header `json:"header"`
 	Body    []byte      `json:"body"`
-	Step    int         `json:"step"`    // 0-based step the request asked for
-	Attempt int         `json:"attempt"` // 1-based attempt of that step
-	Status  int         `json:"status"`  // the status answered
+	// Agent is the key of the agent script that answered, "" for the main one.
+	Agent   string `json:"agent,omitempty"`
+	Step    int    `json:"step"`    // 0-based step the request asked for
+	Attempt int    `json:"attempt"` // 1-based attempt of that step
+	Status  int    `json:"status"`  // the status answered
 	// Received is when the whole request had arrived.
 	Received time.Time `json:"received"`
 	// Chained holds, for a request chained to an earlier response
@@ -40,7 +42,7 @@ type Server struct {
 	Root string
 
 	mu       sync.Mutex
-	attempts map[int]int
+	attempts map[attemptKey]int
 	// stored holds the stored Responses by id (for previous_response_id).
 	stored   map[string]storedResponse
 	requests []Recorded
@@ -49,7 +51,7 @@ type Server struct {
 
 // New returns a server for a script.
 func New(s *Script) *Server {
-	srv := &Server{script: s, attempts: make(map[int]int), stored: make(map[string]storedResponse), mux: http.NewServeMux()}
+	srv := &Server{script: s, attempts: make(map[attemptKey]int), stored: make(map[string]storedResponse), mux: http.NewServeMux()}
 	srv.mux.HandleFunc("POST /api/chat", srv.ollamaChat)
 	srv.mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -99,20 +101,89 @@ type turn struct {
 	rec     int // index into requests
 }
 
+// attemptKey counts the attempts of one step of one script.
+type attemptKey struct {
+	agent string
+	index int
+}
+
+// route picks the script a request follows: the agent script whose key
+// the request's first user message contains (the longest such key), else
+// the main script.
+func (s *Server) route(body []byte) (string, *Script) {
+	if len(s.script.Agents) == 0 {
+		return "", s.script
+	}
+	first := firstUserText(body)
+	best := ""
+	for key := range s.script.Agents {
+		if strings.Contains(first, key) && (len(key) > len(best) || len(key) == len(best) && key < best) {
+			best = key
+		}
+	}
+	if best == "" {
+		return "", s.script
+	}
+	return best, s.script.Agents[best]
+}
+
+// firstUserText returns the text of the first user message of a request
+// in any dialect (messages or input; string content or text blocks).
+func firstUserText(body []byte) string {
+	var req struct {
+		Messages []json.RawMessage `json:"messages"`
+		Input    json.RawMessage   `json:"input"`
+	}
+	json.Unmarshal(body, &req)
+	msgs := req.Messages
+	if len(msgs) == 0 && len(req.Input) > 0 {
+		var s string
+		if json.Unmarshal(req.Input, &s) == nil {
+			return s
+		}
+		json.Unmarshal(req.Input, &msgs)
+	}
+	for _, raw := range msgs {
+		var m struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(raw, &m) != nil || m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			return s
+		}
+		var blocks []struct {
+			Text string `json:"text"`
+		}
+		json.Unmarshal(m.Content, &blocks)
+		var sb strings.Builder
+		for _, b := range blocks {
+			sb.WriteString(b.Text)
+		}
+		return sb.String()
+	}
+	return ""
+}
+
 // begin records a request and decides its step and fault.
 func (s *Server) begin(dialect string, r *http.Request, body []byte, received time.Time, assistantTurns int) *turn {
+	agent, script := s.route(body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := &turn{index: assistantTurns}
-	s.attempts[t.index]++
-	t.attempt = s.attempts[t.index]
-	if t.index < len(s.script.Steps) {
-		t.step = &s.script.Steps[t.index]
+	k := attemptKey{agent, t.index}
+	s.attempts[k]++
+	t.attempt = s.attempts[k]
+	if t.index < len(script.Steps) {
+		t.step = &script.Steps[t.index]
 		if t.attempt <= len(t.step.Faults) {
 			t.fault = &t.step.Faults[t.attempt-1]
 		}
 	}
-	s.requests = append(s.requests, Recorded{Dialect: dialect, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Step: t.index, Attempt: t.attempt, Received: received})
+	s.requests = append(s.requests, Recorded{Dialect: dialect, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Agent: agent, Step: t.index, Attempt: t.attempt, Received: received})
 	t.rec = len(s.requests) - 1
 	return t
 }
@@ -219,6 +290,16 @@ func renderGeneric(a Action, have map[string]declared) (call, error) {
 		if a.Path != "" {
 			in["path"] = a.Path
 		}
+	case ActSpawn:
+		name, in = "spawn", map[string]any{"task": a.Content}
+		if a.Agent != "" {
+			in["agent"] = a.Agent
+		}
+	case ActCall:
+		if a.Content == "" {
+			return call{Name: a.Tool, Kind: "function", Input: "{}"}, nil
+		}
+		return call{Name: a.Tool, Kind: "function", Input: a.Content}, nil
 	default:
 		return call{}, fmt.Errorf("the generic surface has no tool for a %s action", a.Kind)
 	}

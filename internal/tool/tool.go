@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/trussdev/truss/internal/model"
 )
 
 // Op names a capability operation. Ops are provider-neutral: the Anthropic
@@ -41,6 +43,10 @@ const (
 	// OpValidate runs the project's checks (its test command) in a fresh
 	// sandboxed shell and summarizes them.
 	OpValidate Op = "check.validate"
+	// OpSpawn runs a sub-agent on a task and returns its outcome.
+	OpSpawn Op = "agent.spawn"
+	// OpMCP calls a tool of an MCP server.
+	OpMCP Op = "mcp.call"
 )
 
 // Call is one operation requested by the model, normalized.
@@ -147,6 +153,30 @@ type PatchOpArgs struct {
 // environment says what to run.
 type ValidateArgs struct{}
 
+// SpawnArgs are the arguments of OpSpawn: a task for a child agent, which
+// may name a user-defined agent, narrow the tools, pick another model of
+// the same provider, work in an isolated copy of the workspace, and bound
+// its own run. Zero budget fields take the spawner's defaults.
+type SpawnArgs struct {
+	Task      string   `json:"task"`
+	Agent     string   `json:"agent,omitempty"`
+	Tools     []string `json:"tools,omitempty"`
+	Model     string   `json:"model,omitempty"`
+	Isolated  bool     `json:"isolated,omitempty"`
+	MaxTurns  int      `json:"max_turns,omitempty"`
+	MaxTokens int64    `json:"max_tokens,omitempty"`
+	MaxCost   float64  `json:"max_cost_usd,omitempty"`
+	MaxWallMS int64    `json:"max_wall_ms,omitempty"`
+}
+
+// MCPArgs are the arguments of OpMCP: the server's name as configured, the
+// tool's name on that server, and the arguments object as the model sent it.
+type MCPArgs struct {
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
 // ExecArgs are the arguments of OpExec. Timeout 0 means the shell's default.
 type ExecArgs struct {
 	Command   string `json:"command"`
@@ -179,9 +209,60 @@ type Result struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Changes lists the files this call changed.
 	Changes []FileChange `json:"changes,omitempty"`
+	// Agent holds the outcome of a sub-agent's run (OpSpawn).
+	Agent *AgentRun `json:"agent,omitempty"`
+	// MCP holds what an MCP server returned (OpMCP).
+	MCP *MCPResult `json:"mcp,omitempty"`
 	// Err is set when the call failed; the other fields may still hold
 	// partial facts (the output of a timed-out command).
 	Err *Error `json:"error,omitempty"`
+}
+
+// AgentRun is the outcome of a sub-agent's run. Its usage is the child's
+// whole usage, its own children's included; the parent adds it to its own.
+type AgentRun struct {
+	// Session is the child's session id; Agent the user-defined agent it
+	// ran as, if any.
+	Session string `json:"session"`
+	Agent   string `json:"agent,omitempty"`
+	Model   string `json:"model"`
+	Depth   int    `json:"depth"`
+	// Status is the agent.Status the run ended with; Reason says why.
+	Status string      `json:"status"`
+	Reason string      `json:"reason,omitempty"`
+	Text   string      `json:"text,omitempty"`
+	Turns  int         `json:"turns"`
+	Calls  int         `json:"calls"`
+	Usage  model.Usage `json:"usage"`
+	// Worktree is the isolated copy the child worked in, and Diff its
+	// changes there against the copy's start (the parent's workspace is
+	// unchanged).
+	Worktree string `json:"worktree,omitempty"`
+	Diff     string `json:"diff,omitempty"`
+	// Ledger links the child's ledger, when one was written.
+	Ledger *LedgerLink `json:"ledger,omitempty"`
+}
+
+// LedgerLink points at a sub-agent's ledger by its last checkpoint.
+type LedgerLink struct {
+	// Dir is the child ledger's directory, relative to the parent's.
+	Dir string `json:"dir"`
+	// Size and Root are the tree size and root hash (base64) of the
+	// child's last checkpoint; Checkpoint is the hex SHA-256 of that
+	// checkpoint file's bytes.
+	Size       int64  `json:"size"`
+	Root       string `json:"root"`
+	Checkpoint string `json:"checkpoint"`
+}
+
+// MCPResult is what an MCP server answered to a tool call.
+type MCPResult struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Content is the result's content list as the server sent it.
+	Content json.RawMessage `json:"content,omitempty"`
+	// Structured is the result's structuredContent, if any.
+	Structured json.RawMessage `json:"structured_content,omitempty"`
 }
 
 // IsError reports whether the result is an error result.
@@ -277,6 +358,12 @@ const (
 	ErrIO              ErrorKind = "io"
 	ErrCanceled        ErrorKind = "canceled"
 	ErrUnsupported     ErrorKind = "unsupported"
+	// ErrAgent: a sub-agent's run did not complete (budget, failure, loop).
+	ErrAgent ErrorKind = "agent"
+	// ErrTool: an external tool (an MCP server's) reported a failure.
+	ErrTool ErrorKind = "tool_error"
+	// ErrUnavailable: the server behind a tool is not running.
+	ErrUnavailable ErrorKind = "unavailable"
 )
 
 // Error is a typed call failure. Message is a complete sentence for a model or
@@ -372,3 +459,8 @@ func (m *Mux) Execute(ctx context.Context, call Call) Result {
 // ReadOnly reports whether op never changes the workspace, so that calls of
 // it may run in parallel with each other.
 func ReadOnly(op Op) bool { return op == OpView || op == OpList }
+
+// Concurrent reports whether calls of op may run at the same time as other
+// concurrent calls of a turn: read-only operations, and sub-agents, which
+// are whole runs of their own.
+func Concurrent(op Op) bool { return ReadOnly(op) || op == OpSpawn }

@@ -88,6 +88,31 @@ func (p *Printer) Observe(ev agent.Event) {
 	}
 }
 
+// Child returns an observer that prints a sub-agent's calls and its end,
+// one indented line each, marked with the sub-agent's name; it shares the
+// printer's lock, so concurrent sub-agents' lines do not interleave.
+func (p *Printer) Child(name string) agent.Observer {
+	return agent.ObserverFunc(func(ev agent.Event) {
+		switch ev.Type {
+		case agent.EventCallStarted, agent.EventRunCompleted, agent.EventTurnFailed:
+		default:
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.endLine()
+		switch ev.Type {
+		case agent.EventCallStarted:
+			p.printf("  ↳ [%s] %s\n", name, Summary(ev.Call, ev.Ops))
+		case agent.EventTurnFailed:
+			p.printf("  ↳ [%s] ✗ %v\n", name, ev.Err)
+		case agent.EventRunCompleted:
+			o := ev.Outcome
+			p.printf("  ↳ [%s] %s after %d turns and %d tool calls\n", name, o.Status, o.Turns, o.Calls)
+		}
+	})
+}
+
 func (p *Printer) printResult(ev agent.Event) {
 	n := p.ResultLines
 	if n == 0 {
@@ -124,6 +149,14 @@ func Summary(c *model.ToolCall, ops []tool.Call) string {
 			switch a := op.Args.(type) {
 			case *tool.ExecArgs:
 				parts = append(parts, "$ "+firstLine(a.Command))
+			case *tool.SpawnArgs:
+				who := "spawn"
+				if a.Agent != "" {
+					who += " " + a.Agent
+				}
+				parts = append(parts, who+": "+firstLine(a.Task))
+			case *tool.MCPArgs:
+				parts = append(parts, a.Server+"."+a.Tool+" "+firstLine(string(a.Arguments)))
 			case *tool.ViewArgs:
 				parts = append(parts, "view "+a.Path+rangeOf(a))
 			case *tool.CreateArgs:

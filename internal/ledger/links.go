@@ -1,0 +1,106 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Child is a verified sub-agent ledger.
+type Child struct {
+	// Entry is the parent's tool.result entry that links it.
+	Entry  uint64
+	Dir    string
+	Report *Report
+	// Children are its own sub-agents'.
+	Children []Child
+}
+
+// VerifyLinks verifies the sub-agent ledgers that the tool.result entries
+// of a verified ledger link, recursively: each child ledger must lie inside
+// dir, verify with the same key, name the parent's session and the spawn
+// call in its session.start, and have as its last checkpoint exactly the
+// one the link names (the SHA-256 of its bytes, its size and root hash).
+// Only entries covered by the parent's last checkpoint (sealed) are
+// followed. Errors name the parent's entry.
+func VerifyLinks(dir, vkey string, entries []Entry, sealed uint64) ([]Child, error) {
+	var out []Child
+	for i, e := range entries {
+		if uint64(i) >= sealed {
+			break
+		}
+		if e.Type != "tool.result" {
+			continue
+		}
+		d, _ := e.Data.(map[string]any)
+		results, _ := d["results"].([]any)
+		callID, _ := d["call_id"].(string)
+		for _, r := range results {
+			rm, _ := r.(map[string]any)
+			ag, _ := rm["agent"].(map[string]any)
+			link, _ := ag["ledger"].(map[string]any)
+			if link == nil {
+				continue
+			}
+			c, err := verifyChild(dir, vkey, e, callID, link)
+			if err != nil {
+				return out, bad(int64(i), "sub-agent ledger: %v", err)
+			}
+			c.Entry = uint64(i)
+			out = append(out, *c)
+		}
+	}
+	return out, nil
+}
+
+func verifyChild(dir, vkey string, parent Entry, callID string, link map[string]any) (*Child, error) {
+	rel, _ := link["dir"].(string)
+	if rel == "" || !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("the link's directory %q is not inside the ledger", rel)
+	}
+	cdir := filepath.Join(dir, filepath.FromSlash(rel))
+	rep, entries, err := Verify(cdir, vkey)
+	if err != nil {
+		return nil, fmt.Errorf("%s does not verify: %w", rel, err)
+	}
+	size, err := strconv.ParseUint(fmt.Sprint(link["size"]), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the link's size %v is not a tree size", rel, link["size"])
+	}
+	if size != rep.Sealed || rep.Unsealed != 0 {
+		return nil, fmt.Errorf("%s: the link names a tree of %d entries, but its last checkpoint covers %d of %d", rel, size, rep.Sealed, rep.Entries)
+	}
+	root, _ := link["root"].(string)
+	if want, err := base64.StdEncoding.DecodeString(root); err != nil || !bytes.Equal(want, rep.Root) {
+		return nil, fmt.Errorf("%s: its root hash is not the one the link names", rel)
+	}
+	b, err := os.ReadFile(filepath.Join(cdir, "checkpoints", fmt.Sprintf("%020d", rep.Sealed)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	sum := sha256.Sum256(b)
+	if cp, _ := link["checkpoint"].(string); cp != hex.EncodeToString(sum[:]) {
+		return nil, fmt.Errorf("%s: its last checkpoint is not the one the link names", rel)
+	}
+	if len(entries) == 0 || entries[0].Type != "session.start" {
+		return nil, fmt.Errorf("%s: it does not begin with session.start", rel)
+	}
+	sd, _ := entries[0].Data.(map[string]any)
+	p, _ := sd["parent"].(map[string]any)
+	if s, _ := p["session"].(string); s != parent.Session {
+		return nil, fmt.Errorf("%s: its session.start names parent session %q, not %q", rel, s, parent.Session)
+	}
+	if c, _ := p["call_id"].(string); c != callID {
+		return nil, fmt.Errorf("%s: its session.start names spawn call %q, not %q", rel, c, callID)
+	}
+	kids, err := VerifyLinks(cdir, vkey, entries, rep.Sealed)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return &Child{Dir: cdir, Report: rep, Children: kids}, nil
+}
