@@ -74,8 +74,7 @@ func (f *spawnFlags) addSpawn(s spawnSetup) (*childRecords, error) {
 	for _, d := range defs {
 		infos = append(infos, generic.AgentInfo{Name: d.Name, Description: d.Description})
 	}
-	names := append(s.set.Names(), "spawn")
-	if err := s.set.Add(generic.Spawn{Agents: infos, Tools: names}); err != nil {
+	if err := s.set.Add(generic.Spawn{Agents: infos}); err != nil {
 		return nil, err
 	}
 	cfg := subagent.Config{

@@ -49,6 +49,7 @@ Usage:
   truss sessions                    list saved sessions (resume one with truss run --resume ID)
   truss ledger key|verify|show|prove  the signed ledger every run writes: key, verification, timeline, inclusion proofs
   truss sandbox check               what this host can enforce, and the sandbox a run would get
+  truss mcp serve [--http ADDR]     Truss's tools (view, create, replace, insert, patch, shell, validate) for any MCP client
   truss --version
 
 Providers and keys:
@@ -99,6 +100,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdSessions(args[1:], stdout, stderr)
 	case "ledger":
 		err = cmdLedger(args[1:], stdout, stderr)
+	case "mcp":
+		err = cmdMCP(args[1:], os.Stdin, stdout, stderr)
 	case "sandbox":
 		err = cmdSandbox(args[1:], stdout, stderr)
 	default:

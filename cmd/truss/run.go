@@ -45,6 +45,7 @@ type runFlags struct {
 	ledgerOut *string
 	validateFlags
 	spawnFlags
+	mcpFlags
 }
 
 // validateFlags configure the task environment and the verification
@@ -78,6 +79,7 @@ func (r *runFlags) register(fs interface {
 	fs.BoolVar(&r.noValidate, "no-validate", false, "offer no validate tool and run no checks at the end")
 	fs.BoolVar(&r.require, "require-validation", false, "exit non-zero unless the checks Truss runs at the end pass")
 	r.spawnFlags.register(fs)
+	r.mcpFlags.register(fs)
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM; a second one
@@ -180,6 +182,12 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		return err
 	}
 	defer tl.Close()
+	// MCP servers start now, while the rest is set up.
+	ms, err := f.mcpFlags.start(ctx, tl, set, f.dialect(), stderr)
+	if err != nil {
+		return err
+	}
+	defer ms.Close()
 	runner := f.validateFlags.runner(tl)
 	if runner != nil {
 		if err := set.Add(generic.Validate{}); err != nil {
@@ -208,6 +216,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		sessionID = sess.Meta.ID
 	}
 
+	ms.wait(ctx, f.mcpFlags.waitFor(tl.cfg))
 	hooks, err := f.spawnFlags.addSpawn(spawnSetup{prov: prov, set: set, tl: tl, model: f.model, provName: f.provider,
 		dialect: f.dialect(), prof: prof, session: sessionID, maxResult: f.maxResult})
 	if err != nil {
@@ -232,7 +241,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		abs, _ := filepath.Abs(tl.ws.Dir())
 		rec, err = ledger.NewRecorder(lw, ledger.Start{Truss: version, Provider: f.provider, Model: f.model, Surface: set.Surface,
 			Tools: toolDecls(set), Sandbox: tl.enforced(), Workspace: abs, Repo: repoState(abs),
-			Config: map[string]string{"max_turns": fmt.Sprint(f.maxTurns), "timeout": f.timeout.String()}})
+			Config: runConfig(f, ms)})
 		if err != nil {
 			return err
 		}
@@ -442,4 +451,13 @@ func cmdSessions(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), m.Status, m.Turns, m.Provider, m.Model, m.Workspace, task)
 	}
 	return tw.Flush()
+}
+
+// runConfig is the configuration session.start records.
+func runConfig(f *runFlags, ms *mcpSession) map[string]string {
+	c := map[string]string{"max_turns": fmt.Sprint(f.maxTurns), "timeout": f.timeout.String()}
+	if s := ms.summary(); s != "" {
+		c["mcp"] = s
+	}
+	return c
 }

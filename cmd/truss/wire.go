@@ -533,6 +533,10 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	fset := newFlagSet("tools", stderr)
 	var p providerFlags
 	p.register(fset)
+	var mf mcpFlags
+	mf.register(fset)
+	var sf spawnFlags
+	sf.register(fset)
 	if err := parse(fset, args); err != nil {
 		return err
 	}
@@ -542,6 +546,27 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	set, prof, err := p.pickSurface()
 	if err != nil {
 		return err
+	}
+	// The tools a run in this directory adds: its MCP servers' and spawn.
+	cfg, err := config.Load(".")
+	if err != nil {
+		return err
+	}
+	if err := mf.addTools(set, cfg, p.dialect(), stderr); err != nil {
+		return err
+	}
+	if !sf.noSpawn && sf.maxDepth > 0 {
+		defs, err := subagent.LoadDefinitions(".")
+		if err != nil {
+			return err
+		}
+		var infos []generic.AgentInfo
+		for _, d := range defs {
+			infos = append(infos, generic.AgentInfo{Name: d.Name, Description: d.Description})
+		}
+		if err := set.Add(generic.Spawn{Agents: infos}); err != nil {
+			return err
+		}
 	}
 	var d declarer
 	switch p.dialect() {

@@ -35,6 +35,61 @@ const Path = ".truss/config.toml"
 type Config struct {
 	Validate Validate `toml:"validate"`
 	Sandbox  Sandbox  `toml:"sandbox"`
+	MCP      MCP      `toml:"mcp"`
+}
+
+// MCP is the [mcp] table: the MCP servers whose tools are offered to the
+// model.
+//
+//	[mcp]
+//	startup_wait = "2s"           # how long the first turn waits for servers
+//
+//	[mcp.servers.fs]              # a stdio server
+//	command = "npx"
+//	args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+//	env = { LOG_LEVEL = "warn" }
+//	startup_timeout = "20s"
+//	tool_timeout = "60s"
+//	enabled_tools = ["read_text_file", "list_directory"]
+//
+//	[mcp.servers.docs]            # a streamable-HTTP server
+//	url = "https://example.com/mcp"
+//	bearer_token_env = "DOCS_TOKEN"
+type MCP struct {
+	StartupWait *duration            `toml:"startup_wait"`
+	Servers     map[string]MCPServer `toml:"servers"`
+}
+
+// MCPServer is one [mcp.servers.NAME] table: command (with args, env and
+// cwd) for a stdio server, or url (with headers and bearer_token_env) for a
+// streamable-HTTP one.
+type MCPServer struct {
+	Command        string            `toml:"command"`
+	Args           []string          `toml:"args"`
+	Env            map[string]string `toml:"env"`
+	Cwd            string            `toml:"cwd"`
+	URL            string            `toml:"url"`
+	Headers        map[string]string `toml:"headers"`
+	BearerTokenEnv string            `toml:"bearer_token_env"`
+	StartupTimeout duration          `toml:"startup_timeout"`
+	ToolTimeout    duration          `toml:"tool_timeout"`
+	EnabledTools   []string          `toml:"enabled_tools"`
+	DisabledTools  []string          `toml:"disabled_tools"`
+	Enabled        *bool             `toml:"enabled"`
+}
+
+// StartupTimeoutValue returns the server's startup timeout (0: the default).
+func (s MCPServer) StartupTimeoutValue() time.Duration { return s.StartupTimeout.Duration }
+
+// ToolTimeoutValue returns the server's call timeout (0: the default).
+func (s MCPServer) ToolTimeoutValue() time.Duration { return s.ToolTimeout.Duration }
+
+// StartupWaitValue returns [mcp] startup_wait and whether it was set.
+func (m MCP) StartupWaitValue() (time.Duration, bool) {
+	if m.StartupWait == nil {
+		return 0, false
+	}
+	return m.StartupWait.Duration, true
 }
 
 // Validate configures the task environment.
@@ -90,6 +145,15 @@ func Load(root string) (*Config, error) {
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return nil, fmt.Errorf("%s: unknown setting %q", p, und[0].String())
+	}
+	for name, srv := range c.MCP.Servers {
+		if (srv.Command == "") == (srv.URL == "") {
+			return nil, fmt.Errorf("%s: [mcp.servers.%s] needs either command or url", p, name)
+		}
+		if srv.Cwd != "" && !filepath.IsAbs(srv.Cwd) {
+			srv.Cwd = filepath.Join(root, srv.Cwd)
+			c.MCP.Servers[name] = srv
+		}
 	}
 	for i, w := range c.Sandbox.Writable {
 		if !filepath.IsAbs(w) {

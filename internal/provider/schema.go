@@ -99,3 +99,130 @@ func nullable(s map[string]any) map[string]any {
 	}
 	return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
 }
+
+// PortableSchema rewrites a JSON schema from elsewhere (an MCP server's
+// tool) into the form every provider accepts as function parameters: local
+// "$ref"s ("#/$defs/X", "#/definitions/X") are inlined (a recursive one
+// becomes an unconstrained schema), the meta keywords "$schema", "$id",
+// "$anchor", "$comment", "$defs" and "definitions" are dropped, and the root
+// is an object with properties. Anything that is not a JSON object becomes
+// the empty object schema.
+func PortableSchema(schema json.RawMessage) json.RawMessage {
+	var root map[string]any
+	if err := json.Unmarshal(schema, &root); err != nil || root == nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	defs := map[string]any{}
+	for _, key := range []string{"definitions", "$defs"} {
+		if d, ok := root[key].(map[string]any); ok {
+			for name, v := range d {
+				defs["#/"+key+"/"+name] = v
+			}
+		}
+	}
+	out, _ := portable(root, defs, nil).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	out["type"] = "object"
+	if _, ok := out["properties"].(map[string]any); !ok {
+		out["properties"] = map[string]any{}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return b
+}
+
+var metaKeywords = []string{"$schema", "$id", "$anchor", "$comment", "$defs", "definitions"}
+
+func portable(v any, defs map[string]any, seen []string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if ref, ok := x["$ref"].(string); ok {
+			target, known := defs[ref]
+			if !known || slices.Contains(seen, ref) || len(seen) > 16 {
+				return map[string]any{}
+			}
+			return portable(target, defs, append(seen, ref))
+		}
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			if slices.Contains(metaKeywords, k) {
+				continue
+			}
+			out[k] = portable(val, defs, seen)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = portable(val, defs, seen)
+		}
+		return out
+	}
+	return v
+}
+
+// SubsetSchema keeps only the keywords every tool-calling server reads
+// (Ollama's tool schema among them): type, description, enum, items,
+// properties and required. A type list ("type": ["null", "array"]) becomes
+// its first non-null type; alternatives (anyOf, oneOf) become their first
+// non-null alternative.
+func SubsetSchema(schema json.RawMessage) (json.RawMessage, error) {
+	var v map[string]any
+	if err := json.Unmarshal(schema, &v); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	return json.Marshal(subset(v))
+}
+
+func subset(s map[string]any) map[string]any {
+	for _, key := range []string{"anyOf", "oneOf"} {
+		if alts, ok := s[key].([]any); ok {
+			for _, a := range alts {
+				if m, ok := a.(map[string]any); ok && m["type"] != "null" {
+					merged := subset(m)
+					if d, ok := s["description"].(string); ok && merged["description"] == nil {
+						merged["description"] = d
+					}
+					return merged
+				}
+			}
+		}
+	}
+	out := map[string]any{}
+	switch t := s["type"].(type) {
+	case string:
+		out["type"] = t
+	case []any:
+		for _, x := range t {
+			if name, ok := x.(string); ok && name != "null" {
+				out["type"] = name
+				break
+			}
+		}
+	}
+	for _, k := range []string{"description", "enum", "required"} {
+		if v, ok := s[k]; ok {
+			out[k] = v
+		}
+	}
+	if items, ok := s["items"].(map[string]any); ok {
+		out["items"] = subset(items)
+	}
+	if props, ok := s["properties"].(map[string]any); ok {
+		np := make(map[string]any, len(props))
+		for name, p := range props {
+			if m, ok := p.(map[string]any); ok {
+				np[name] = subset(m)
+			}
+		}
+		out["properties"] = np
+		if out["type"] == nil {
+			out["type"] = "object"
+		}
+	}
+	return out
+}

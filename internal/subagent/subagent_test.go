@@ -61,7 +61,7 @@ func newHarness(t *testing.T, script string, limits subagent.Limits) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := set.Add(generic.Spawn{Tools: append(set.Names(), "spawn")}); err != nil {
+	if err := set.Add(generic.Spawn{}); err != nil {
 		t.Fatal(err)
 	}
 	h.cfg = subagent.Config{

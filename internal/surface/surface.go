@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
@@ -32,9 +33,13 @@ type Binding interface {
 	Encode(call model.ToolCall, results []tool.Result) model.ToolResult
 }
 
-// Set is the tools of one session: the bindings, by tool name.
+// Set is the tools of one session: the bindings, by tool name. Tools may be
+// added while a session runs (an MCP server that became ready): Add is safe
+// for concurrent use with the other methods, and a tool added during a turn
+// is declared from the next turn on.
 type Set struct {
 	Surface  string
+	mu       sync.RWMutex
 	bindings []Binding
 	specs    []model.ToolSpec // computed once: declarations do not change
 	byName   map[string]Binding
@@ -54,6 +59,8 @@ func NewSet(surface string, bs ...Binding) (*Set, error) {
 // Add adds a binding.
 func (s *Set) Add(b Binding) error {
 	spec := b.Spec()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if _, dup := s.byName[spec.Name]; dup {
 		return fmt.Errorf("surface %s: two tools named %q", s.Surface, spec.Name)
 	}
@@ -65,16 +72,24 @@ func (s *Set) Add(b Binding) error {
 
 // Specs returns the tool declarations, in binding order. The slice is
 // shared: callers must not change it.
-func (s *Set) Specs() []model.ToolSpec { return s.specs }
+func (s *Set) Specs() []model.ToolSpec {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.specs
+}
 
 // Lookup returns the binding for a tool name.
 func (s *Set) Lookup(name string) (Binding, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	b, ok := s.byName[name]
 	return b, ok
 }
 
 // Names returns the tool names, sorted.
 func (s *Set) Names() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	names := make([]string, 0, len(s.byName))
 	for n := range s.byName {
 		names = append(names, n)

@@ -22,14 +22,12 @@ type AgentInfo struct {
 type Spawn struct {
 	// Agents are the user-defined agents the model may name.
 	Agents []AgentInfo
-	// Tools are the tool names a child may be given.
-	Tools []string
 }
 
 // Spec implements surface.Binding.
 func (s Spawn) Spec() model.ToolSpec {
 	var d strings.Builder
-	d.WriteString("Run a sub-agent on a self-contained sub-task and wait for it to finish. The sub-agent starts with no memory of this conversation: give it everything it needs in `task`. It works in the same workspace with the same tools (or the subset in `tools`), unless `isolated` is set, in which case it works in a copy and its changes come back as a diff. Several spawn calls in one turn run at the same time. It returns the sub-agent's final message, the files it changed and the tokens and cost it used.")
+	d.WriteString("Run a sub-agent on a self-contained sub-task and wait for it to finish. The sub-agent does not see this conversation: give it everything it needs in `task`. It works in the same workspace with the same tools (or the subset in `tools`), unless `isolated` is set, in which case it works in a copy and its changes come back as a diff. Several spawn calls in one turn run at the same time. It returns the sub-agent's final message, the files it changed and the tokens and cost it used.")
 	props := map[string]any{
 		"task":         prop("string", "The sub-task, complete and self-contained: what to do, where, and what to report back."),
 		"tools":        map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The names of the tools the sub-agent may use (default: all of yours)."},
@@ -76,17 +74,6 @@ func (s Spawn) Decode(c model.ToolCall) ([]tool.Call, error) {
 		}
 		if !known {
 			return nil, tool.Errorf(tool.ErrInvalidInput, "spawn: there is no agent named %q; %s", in.Agent, agentList(s.Agents))
-		}
-	}
-	if len(s.Tools) > 0 {
-		for _, t := range in.Tools {
-			ok := false
-			for _, have := range s.Tools {
-				ok = ok || have == t
-			}
-			if !ok {
-				return nil, tool.Errorf(tool.ErrInvalidInput, "spawn: there is no tool named %q to give the sub-agent; the tools are: %s", t, strings.Join(s.Tools, ", "))
-			}
 		}
 	}
 	return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: Name, Op: tool.OpSpawn, Raw: tool.Raw(c.Input), Args: &in}}, nil

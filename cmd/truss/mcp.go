@@ -1,0 +1,397 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/config"
+	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/mcp"
+	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// mcpFlags configure the MCP servers whose tools the model is offered.
+type mcpFlags struct {
+	servers multi
+	wait    time.Duration
+	noMCP   bool
+}
+
+func (m *mcpFlags) register(fs interface {
+	Var(flag.Value, string, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
+	BoolVar(*bool, string, bool, string)
+}) {
+	fs.Var(&m.servers, "mcp", "an MCP server: NAME=COMMAND ARGS... (stdio) or NAME=URL (streamable HTTP); adds to .truss/config.toml's [mcp.servers] (repeatable)")
+	fs.DurationVar(&m.wait, "mcp-wait", -1, "how long the first turn waits for MCP servers to start (default: [mcp] startup_wait, else 3s); later servers join from the next turn")
+	fs.BoolVar(&m.noMCP, "no-mcp", false, "start no MCP servers")
+}
+
+// defaultMCPWait is how long the first turn waits for MCP servers.
+const defaultMCPWait = 3 * time.Second
+
+// configs returns the servers of the configuration and the flags, sorted
+// by name; a flag replaces a configured server of the same name.
+func (m *mcpFlags) configs(cfg *config.Config) ([]mcp.ServerConfig, error) {
+	if m.noMCP {
+		return nil, nil
+	}
+	byName := map[string]mcp.ServerConfig{}
+	for name, s := range cfg.MCP.Servers {
+		if s.Enabled != nil && !*s.Enabled {
+			continue
+		}
+		sc := mcp.ServerConfig{Name: name, Command: s.Command, Args: s.Args, Dir: s.Cwd, URL: s.URL,
+			StartupTimeout: s.StartupTimeoutValue(), ToolTimeout: s.ToolTimeoutValue(), Enabled: s.EnabledTools, Disabled: s.DisabledTools}
+		for k, v := range s.Env {
+			sc.Env = append(sc.Env, k+"="+v)
+		}
+		sort.Strings(sc.Env)
+		if len(s.Headers) > 0 || s.BearerTokenEnv != "" {
+			sc.Headers = map[string]string{}
+			for k, v := range s.Headers {
+				sc.Headers[k] = v
+			}
+			if s.BearerTokenEnv != "" {
+				tok := os.Getenv(s.BearerTokenEnv)
+				if tok == "" {
+					return nil, fmt.Errorf("%s: [mcp.servers.%s] bearer_token_env names %s, which is not set", config.Path, name, s.BearerTokenEnv)
+				}
+				sc.Headers["Authorization"] = "Bearer " + tok
+			}
+		}
+		byName[name] = sc
+	}
+	for _, f := range m.servers {
+		name, spec, ok := strings.Cut(f, "=")
+		if !ok || name == "" || strings.TrimSpace(spec) == "" {
+			return nil, usagef("--mcp %q: give NAME=COMMAND ARGS... or NAME=URL", f)
+		}
+		sc := mcp.ServerConfig{Name: name}
+		if strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") {
+			sc.URL = spec
+		} else {
+			words := strings.Fields(spec)
+			sc.Command, sc.Args = words[0], words[1:]
+		}
+		byName[name] = sc
+	}
+	var out []mcp.ServerConfig
+	for _, sc := range byName {
+		out = append(out, sc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// mcpSession is the MCP servers of one session.
+type mcpSession struct {
+	m   *mcp.Manager
+	set *surface.Set
+	log io.Writer
+
+	mu   sync.Mutex
+	live bool // past the first turn's wait: ready servers add their tools at once
+}
+
+// startMCP starts the configured servers (at once, each on its own
+// goroutine) and routes MCP calls to them; it returns nil when none is
+// configured.
+func (m *mcpFlags) start(ctx context.Context, tl *tools, set *surface.Set, dialect string, log io.Writer) (*mcpSession, error) {
+	cfgs, err := m.configs(tl.cfg)
+	if err != nil || len(cfgs) == 0 {
+		return nil, err
+	}
+	s := &mcpSession{set: set, log: log}
+	s.m = mcp.Start(ctx, cfgs, mcp.Options{Client: "truss", Version: version, Dialect: dialect, Log: log, OnReady: s.ready})
+	tl.handleShared(tool.OpMCP, s.m)
+	return s, nil
+}
+
+// ready adds a server's tools once the session is live.
+func (s *mcpSession) ready(srv *mcp.Server) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.live {
+		return
+	}
+	n := s.add(srv)
+	fmt.Fprintf(s.log, "truss: mcp: server %s is ready; its %d tools are offered from the next turn\n", srv.Name(), n)
+}
+
+func (s *mcpSession) add(srv *mcp.Server) int {
+	n := 0
+	for _, b := range s.m.Bindings(srv) {
+		if err := s.set.Add(b); err != nil {
+			fmt.Fprintf(s.log, "truss: mcp: server %s: %v; the tool is not offered\n", srv.Name(), err)
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// wait waits for the servers up to d, then offers the tools of those that
+// are ready, in configuration order, and says which are still starting.
+func (s *mcpSession) wait(ctx context.Context, d time.Duration) {
+	if s == nil {
+		return
+	}
+	pending := s.m.Wait(ctx, d)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, srv := range s.m.Servers() {
+		if st, _ := srv.State(); st == mcp.Ready {
+			s.add(srv)
+		}
+	}
+	for _, srv := range pending {
+		fmt.Fprintf(s.log, "truss: mcp: server %s is still starting after %s; its tools will be offered once it is ready\n", srv.Name(), d)
+	}
+	s.live = true
+}
+
+// summary describes the servers for the ledger: name, state, tool count.
+func (s *mcpSession) summary() string {
+	if s == nil {
+		return ""
+	}
+	var parts []string
+	for _, srv := range s.m.Servers() {
+		st, _ := srv.State()
+		parts = append(parts, fmt.Sprintf("%s:%s:%d", srv.Name(), st, len(srv.Tools())))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *mcpSession) Close() {
+	if s != nil {
+		s.m.Close()
+	}
+}
+
+// waitFor returns the first turn's wait: the flag, else the configuration,
+// else the default.
+func (m *mcpFlags) waitFor(cfg *config.Config) time.Duration {
+	if m.wait >= 0 {
+		return m.wait
+	}
+	if d, ok := cfg.MCP.StartupWaitValue(); ok {
+		return d
+	}
+	return defaultMCPWait
+}
+
+// cmdMCP runs truss mcp serve: Truss's own tools for any MCP client, on
+// stdio or streamable HTTP, with the same executors, workspace confinement,
+// sandbox and ledger as a session.
+func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "serve" {
+		return usagef("usage: truss mcp serve [--http ADDR] [--root DIR] [flags]")
+	}
+	fset := newFlagSet("mcp serve", stderr)
+	var w workspaceFlags
+	w.register(fset)
+	var v validateFlags
+	fset.StringVar(&v.testCmd, "test-cmd", "", "the project's test command for validate (default: detected)")
+	fset.Var(&v.setupCmds, "setup-cmd", "a command to run before the tests when validating (repeatable)")
+	fset.BoolVar(&v.noValidate, "no-validate", false, "offer no validate tool")
+	addr := fset.String("http", "", "serve streamable HTTP on this address (host:port) instead of stdio")
+	stateless := fset.Bool("stateless", false, "with --http: serve statelessly (protocol 2026-07-28 and later; no sessions)")
+	noLedger := fset.Bool("no-ledger", false, "do not record the calls in a signed ledger")
+	if err := parse(fset, args[1:]); err != nil {
+		return err
+	}
+	set, err := registry().Build(generic.Name, surface.Profile{})
+	if err != nil {
+		return err
+	}
+	tl, err := w.open(set)
+	if err != nil {
+		return err
+	}
+	defer tl.Close()
+	runner := v.runner(tl)
+	if runner != nil {
+		tl.mux.Handle(tool.OpValidate, runner)
+	}
+	ctx, cancel := signalContext(stderr)
+	defer cancel()
+
+	exec := tool.Executor(&tl.mux)
+	var obs agent.Observer
+	var rec *ledger.Recorder
+	var lw *ledger.Writer
+	var sess *session.Session
+	abs, _ := filepath.Abs(tl.ws.Dir())
+	if !*noLedger {
+		dir, err := session.DefaultDir()
+		if err != nil {
+			return err
+		}
+		sess, err = session.Store{Dir: dir}.Create(session.Meta{Workspace: abs, Provider: "mcp", Model: "-", Surface: mcp.ServerSurface, Task: "truss mcp serve"})
+		if err != nil {
+			return err
+		}
+		defer sess.Close()
+		signer, _, err := installationKey()
+		if err != nil {
+			return err
+		}
+		if lw, err = ledger.Create(filepath.Join(sess.Dir(), "ledger"), sess.Meta.ID, signer); err != nil {
+			return err
+		}
+		decls := []ledger.ToolDecl{}
+		for _, n := range []string{"view", "create", "replace", "insert", "patch", "shell"} {
+			decls = append(decls, ledger.ToolDecl{Name: n, Kind: "mcp"})
+		}
+		if runner != nil {
+			decls = append(decls, ledger.ToolDecl{Name: "validate", Kind: "mcp"})
+		}
+		transport := "stdio"
+		if *addr != "" {
+			transport = "http " + *addr
+		}
+		rec, err = ledger.NewRecorder(lw, ledger.Start{Truss: version, Provider: "mcp", Model: "-", Surface: mcp.ServerSurface, Tools: decls,
+			Sandbox: tl.enforced(), Workspace: abs, Repo: repoState(abs), Config: map[string]string{"transport": transport}})
+		if err != nil {
+			return err
+		}
+		ws := tl.ws
+		exec = ledger.Contents(lw, func(p string) ([]byte, error) {
+			r, err := ws.Resolve(p)
+			if err != nil {
+				return nil, err
+			}
+			return r.ReadFile()
+		}, exec)
+		obs = rec
+	}
+	var served atomicCount
+	counting := agent.ObserverFunc(func(ev agent.Event) {
+		if ev.Type == agent.EventCallCompleted {
+			served.add()
+		}
+		if obs != nil {
+			obs.Observe(ev)
+		}
+	})
+	srv := mcp.NewServer(mcp.ServeConfig{Name: "truss", Version: version, Exec: exec, Observer: counting, Validate: runner != nil,
+		Instructions: "Truss's verified tools over the workspace " + abs + ": every call runs locally, inside Truss's sandbox, and is recorded in a signed ledger."})
+	where := "stdio"
+	if *addr != "" {
+		where = "http://" + *addr + "/"
+	}
+	fmt.Fprintf(stderr, "truss %s · mcp server on %s · workspace %s\nsandbox: %s\n", version, where, abs, tl.enforced())
+	if lw != nil {
+		fmt.Fprintf(stderr, "ledger: %s\n", lw.Dir())
+	}
+	if *addr != "" {
+		err = serveHTTP(ctx, *addr, srv, *stateless)
+	} else {
+		err = srv.Run(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	}
+	if ctx.Err() != nil || errors.Is(err, io.EOF) || (err != nil && strings.Contains(err.Error(), "EOF")) {
+		err = nil
+	}
+	if rec != nil {
+		n := served.get()
+		rec.Observe(agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusCompleted, Turns: n, Calls: n}})
+		if cerr := rec.Close(); cerr != nil {
+			fmt.Fprintf(stderr, "truss: the ledger missed an event: %v\n", cerr)
+		}
+		if cerr := lw.Close(); cerr != nil {
+			fmt.Fprintf(stderr, "truss: the ledger could not be closed: %v\n", cerr)
+		}
+		fmt.Fprintf(stderr, "truss: served %d calls; ledger %s (%d entries; truss ledger verify %s)\n", n, lw.Dir(), lw.Size(), sess.Meta.ID)
+	}
+	return err
+}
+
+// serveHTTP serves srv as streamable HTTP on addr until ctx ends.
+func serveHTTP(ctx context.Context, addr string, srv *sdkmcp.Server, stateless bool) error {
+	h := sdkmcp.NewStreamableHTTPHandler(func(*http.Request) *sdkmcp.Server { return srv }, &sdkmcp.StreamableHTTPOptions{Stateless: stateless})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// atomicCount counts served calls.
+type atomicCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *atomicCount) add() { c.mu.Lock(); c.n++; c.mu.Unlock() }
+func (c *atomicCount) get() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// addTools starts the configured servers, waits for each up to its startup
+// timeout, and adds the tools of those that started (truss tools).
+func (m *mcpFlags) addTools(set *surface.Set, cfg *config.Config, dialect string, log io.Writer) error {
+	cfgs, err := m.configs(cfg)
+	if err != nil || len(cfgs) == 0 {
+		return err
+	}
+	longest := time.Duration(0)
+	for _, c := range cfgs {
+		longest = max(longest, cmpOrDuration(c.StartupTimeout, mcp.DefaultStartupTimeout))
+	}
+	mgr := mcp.Start(context.Background(), cfgs, mcp.Options{Client: "truss", Version: version, Dialect: dialect, Log: log})
+	defer mgr.Close()
+	mgr.Wait(context.Background(), longest+time.Second)
+	for _, srv := range mgr.Servers() {
+		if st, _ := srv.State(); st != mcp.Ready {
+			continue
+		}
+		for _, b := range mgr.Bindings(srv) {
+			if err := set.Add(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func cmpOrDuration(a, b time.Duration) time.Duration {
+	if a > 0 {
+		return a
+	}
+	return b
+}

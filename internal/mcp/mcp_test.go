@@ -1,0 +1,377 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/tool/fs"
+	"github.com/trussdev/truss/internal/tool/patch"
+	"github.com/trussdev/truss/internal/tool/shell"
+)
+
+// The test binary doubles as a stdio MCP server (the fixture) when
+// TRUSS_MCP_FIXTURE is set: "ok" serves at once, "slow" after a second,
+// "exit" writes to stderr and exits before answering.
+func TestMain(m *testing.M) {
+	switch os.Getenv("TRUSS_MCP_FIXTURE") {
+	case "":
+		os.Exit(m.Run())
+	case "exit":
+		fmt.Fprintln(os.Stderr, "fixture: missing API token")
+		os.Exit(3)
+	case "slow":
+		time.Sleep(time.Second)
+	}
+	if err := fixture().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "fixture:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+type echoIn struct {
+	Text string `json:"text"`
+}
+type addIn struct{ A, B int }
+type addOut struct {
+	Sum int `json:"sum"`
+}
+type sleepIn struct {
+	MS int `json:"ms"`
+}
+
+func fixture() *sdk.Server {
+	s := sdk.NewServer(&sdk.Implementation{Name: "fixture", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the text."}, func(ctx context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "add", Description: "Add."}, func(ctx context.Context, _ *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, addOut, error) {
+		return nil, addOut{Sum: in.A + in.B}, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "fail", Description: "Fail."}, func(ctx context.Context, _ *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+		return nil, nil, fmt.Errorf("the disk is full")
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "sleep", Description: "Sleep."}, func(ctx context.Context, _ *sdk.CallToolRequest, in sleepIn) (*sdk.CallToolResult, any, error) {
+		select {
+		case <-time.After(time.Duration(in.MS) * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "slept"}}}, nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "crash", Description: "Exit."}, func(ctx context.Context, _ *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+		fmt.Fprintln(os.Stderr, "fixture: crashing on purpose")
+		os.Exit(4)
+		return nil, nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "image", Description: "A picture."}, func(ctx context.Context, _ *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{MIMEType: "image/png", Data: []byte("PNGDATA")}, &sdk.TextContent{Text: "a dot"}}}, nil, nil
+	})
+	s.AddTool(&sdk.Tool{Name: "refs.tool", Description: "A schema with refs.", InputSchema: json.RawMessage(`{
+		"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
+		"$defs":{"point":{"type":"object","properties":{"x":{"type":"number"},"y":{"type":["null","number"]}},"required":["x"]}},
+		"properties":{"from":{"$ref":"#/$defs/point"},"tags":{"type":["null","array"],"items":{"type":"string"}},
+		"mode":{"anyOf":[{"type":"null"},{"type":"string","enum":["a","b"]}],"description":"the mode"}},"required":["from"]}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	return s
+}
+
+func fixtureServer(name, mode string) ServerConfig {
+	exe, _ := os.Executable()
+	return ServerConfig{Name: name, Command: exe, Env: []string{"TRUSS_MCP_FIXTURE=" + mode}, StartupTimeout: 20 * time.Second}
+}
+
+func call(server, tool_ string, args string) tool.Call {
+	return tool.Call{ID: "c1", Op: tool.OpMCP, Args: &tool.MCPArgs{Server: server, Tool: tool_, Arguments: json.RawMessage(args)}}
+}
+
+func TestManager(t *testing.T) {
+	var mu sync.Mutex
+	var log strings.Builder
+	readyCh := make(chan string, 4)
+	ok := fixtureServer("ok", "ok")
+	ok.ToolTimeout = 300 * time.Millisecond
+	ok.Disabled = []string{"image"}
+	m := Start(context.Background(), []ServerConfig{ok, fixtureServer("slow", "slow"), fixtureServer("broken", "exit")},
+		Options{Log: writerFunc(func(p []byte) { mu.Lock(); log.Write(p); mu.Unlock() }), OnReady: func(s *Server) { readyCh <- s.Name() }})
+	defer m.Close()
+
+	pending := m.Wait(context.Background(), 500*time.Millisecond)
+	if len(pending) != 1 || pending[0].Name() != "slow" {
+		t.Fatalf("pending after the wait: %v", names(pending))
+	}
+	st, err := m.byName["broken"].State()
+	if st != Failed || err == nil || !strings.Contains(err.Error(), "fixture: missing API token") {
+		t.Errorf("broken: %s %v", st, err)
+	}
+	mu.Lock()
+	if !strings.Contains(log.String(), "truss: mcp: server broken failed to start: ") {
+		t.Errorf("log: %q", log.String())
+	}
+	mu.Unlock()
+
+	srv := m.byName["ok"]
+	var got []string
+	for _, b := range m.Bindings(srv) {
+		got = append(got, b.Spec().Name)
+	}
+	if strings.Join(got, ",") != "mcp__ok__add,mcp__ok__crash,mcp__ok__echo,mcp__ok__fail,mcp__ok__refs_tool,mcp__ok__sleep" {
+		t.Errorf("bindings: %v", got)
+	}
+	if p := srv.Protocol(); p == "" {
+		t.Error("no protocol version")
+	}
+
+	ctx := context.Background()
+	for _, tc := range []struct {
+		server, tool, args string
+		kind               tool.ErrorKind
+		text               string
+	}{
+		{"ok", "echo", `{"text":"hello"}`, "", "hello"},
+		{"ok", "add", `{"A":2,"B":40}`, "", `{"sum":42}`},
+		{"ok", "fail", `{}`, tool.ErrTool, "the disk is full"},
+		{"ok", "echo", `{"text":5}`, tool.ErrTool, "validating"},
+		{"ok", "nope", `{}`, tool.ErrTool, "refused the call of nope"},
+		{"ok", "sleep", `{"ms":5000}`, tool.ErrTimeout, "did not answer the call of sleep within 300ms"},
+		{"ok", "echo", `{"text":"still here"}`, "", "still here"},
+		{"slow", "echo", `{"text":"x"}`, tool.ErrUnavailable, "still starting"},
+		{"broken", "echo", `{}`, tool.ErrUnavailable, "is not available (connect: "},
+		{"ghost", "echo", `{}`, tool.ErrUnknownTool, `no MCP server named "ghost"`},
+	} {
+		r := m.Execute(ctx, call(tc.server, tc.tool, tc.args))
+		text := r.Output
+		if r.Err != nil {
+			text = r.Err.Message
+		}
+		if (r.Err == nil) != (tc.kind == "") || (r.Err != nil && r.Err.Kind != tc.kind) || !strings.Contains(text, tc.text) {
+			t.Errorf("%s/%s %s: err %+v output %q", tc.server, tc.tool, tc.args, r.Err, r.Output)
+		}
+	}
+
+	// The slow server joins when it is ready.
+	select {
+	case n := <-readyCh:
+		for n == "ok" {
+			n = <-readyCh
+		}
+		if n != "slow" {
+			t.Fatalf("ready: %s", n)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the slow server never became ready")
+	}
+	if r := m.Execute(ctx, call("slow", "echo", `{"text":"late"}`)); r.Err != nil || r.Output != "late" {
+		t.Errorf("slow after ready: %+v", r)
+	}
+
+	// A server that dies mid-call gives a precise error; the others go on.
+	r := m.Execute(ctx, call("ok", "crash", `{}`))
+	if r.Err == nil || r.Err.Kind != tool.ErrUnavailable && r.Err.Kind != tool.ErrTool {
+		t.Fatalf("crash: %+v", r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := srv.State()
+		if st == Failed {
+			if !strings.Contains(err.Error(), "crashing on purpose") {
+				t.Errorf("after the crash: %v", err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the crashed server is still %s", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := m.Execute(ctx, call("ok", "echo", `{"text":"x"}`)); r.Err == nil || r.Err.Kind != tool.ErrUnavailable || !strings.Contains(r.Err.Message, "crashing on purpose") {
+		t.Errorf("call after the crash: %+v", r.Err)
+	}
+	if r := m.Execute(ctx, call("slow", "echo", `{"text":"other"}`)); r.Err != nil {
+		t.Errorf("the other server: %+v", r.Err)
+	}
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
+
+func names(ss []*Server) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+func TestBindingSchemas(t *testing.T) {
+	m := Start(context.Background(), []ServerConfig{fixtureServer("fx", "ok")}, Options{})
+	defer m.Close()
+	if p := m.Wait(context.Background(), 20*time.Second); len(p) != 0 {
+		t.Fatal("not ready")
+	}
+	var refs *sdk.Tool
+	for _, tl := range m.byName["fx"].Tools() {
+		if tl.Name == "refs.tool" {
+			refs = tl
+		}
+	}
+	if refs == nil {
+		t.Fatal("no refs.tool")
+	}
+	portable := string(NewBinding("fx", refs, "anthropic").Spec().Parameters)
+	for _, bad := range []string{"$ref", "$defs", "$schema"} {
+		if strings.Contains(portable, bad) {
+			t.Errorf("portable schema keeps %s: %s", bad, portable)
+		}
+	}
+	if !strings.Contains(portable, `"from":{"properties":{"x":{"type":"number"}`) {
+		t.Errorf("the $ref was not inlined: %s", portable)
+	}
+	sub := string(NewBinding("fx", refs, "ollama").Spec().Parameters)
+	want := `{"properties":{"from":{"properties":{"x":{"type":"number"},"y":{"type":"number"}},"required":["x"],"type":"object"},"mode":{"description":"the mode","enum":["a","b"],"type":"string"},"tags":{"items":{"type":"string"},"type":"array"}},"required":["from"],"type":"object"}`
+	if sub != want {
+		t.Errorf("ollama schema:\n%s\nwant\n%s", sub, want)
+	}
+	b := NewBinding("fx", refs, "anthropic")
+	calls, err := b.Decode(model.ToolCall{ID: "c", Name: b.Spec().Name, Input: `{"from":{"x":1}}`})
+	if err != nil || calls[0].Op != tool.OpMCP || calls[0].Args.(*tool.MCPArgs).Tool != "refs.tool" {
+		t.Fatalf("decode: %v %+v", err, calls)
+	}
+	if _, err := b.Decode(model.ToolCall{Name: "x", Input: `[1]`}); err == nil || !strings.Contains(err.Error(), "not a valid JSON object") {
+		t.Errorf("decode of an array: %v", err)
+	}
+	r := m.Execute(context.Background(), call("fx", "image", `{}`))
+	if r.Output != "[image: image/png, 7 bytes]\na dot" {
+		t.Errorf("image: %q", r.Output)
+	}
+}
+
+func TestToolName(t *testing.T) {
+	for _, tc := range []struct{ server, tool, want string }{
+		{"fs", "read_file", "mcp__fs__read_file"},
+		{"my server", "a.b/c", "mcp__my_server__a_b_c"},
+	} {
+		if got := ToolName(tc.server, tc.tool); got != tc.want {
+			t.Errorf("ToolName(%q, %q) = %q", tc.server, tc.tool, got)
+		}
+	}
+	long := ToolName("server", strings.Repeat("x", 80))
+	if len(long) != 64 || long == ToolName("server", strings.Repeat("x", 81)) {
+		t.Errorf("long names: %q", long)
+	}
+}
+
+// TestServer drives Truss's MCP server with the SDK's client over an
+// in-memory transport.
+func TestServer(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644)
+	ws, err := fs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	sh := shell.New(shell.Config{Dir: ws.Dir()})
+	defer sh.Close()
+	var mux tool.Mux
+	fx := &fs.Executor{W: ws}
+	for _, op := range fs.Ops {
+		mux.Handle(op, fx)
+	}
+	for _, op := range shell.Ops {
+		mux.Handle(op, sh)
+	}
+	px := patch.NewExecutor(fx)
+	for _, op := range patch.Ops {
+		mux.Handle(op, px)
+	}
+	var mu sync.Mutex
+	var evs []agent.Event
+	srv := NewServer(ServeConfig{Exec: &mux, Observer: agent.ObserverFunc(func(ev agent.Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() })})
+	st, ct := sdk.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var toolNames []string
+	for tl, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		toolNames = append(toolNames, tl.Name)
+	}
+	if strings.Join(toolNames, ",") != "create,insert,patch,replace,shell,view" {
+		t.Errorf("tools: %v", toolNames)
+	}
+	for _, tc := range []struct {
+		tool   string
+		args   map[string]any
+		isErr  bool
+		text   string
+		verify func() string
+	}{
+		{"view", map[string]any{"path": "a.txt"}, false, "     1\tone\n     2\ttwo", nil},
+		{"replace", map[string]any{"path": "a.txt", "old_str": "two", "new_str": "TWO"}, false, "update a.txt", func() string { b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); return string(b) }},
+		{"create", map[string]any{"path": "sub/b.txt", "content": "bee\n"}, false, "add sub/b.txt", nil},
+		{"insert", map[string]any{"path": "sub/b.txt", "line": 0, "text": "first"}, false, "update sub/b.txt", nil},
+		{"patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: c.txt\n+sea\n*** End Patch\n"}, false, "add c.txt", nil},
+		{"shell", map[string]any{"command": "cat c.txt; false"}, true, "sea\n[exit code: 1]", nil},
+		{"view", map[string]any{"path": "../../etc/passwd"}, true, "outside", nil},
+		{"replace", map[string]any{"path": "a.txt", "old_str": "zzz", "new_str": "y"}, true, "Error: ", nil},
+	} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tool, err)
+		}
+		text := Text(res)
+		if res.IsError != tc.isErr || !strings.Contains(text, tc.text) {
+			t.Errorf("%s %v: isError %v text %q", tc.tool, tc.args, res.IsError, text)
+		}
+		if tc.verify != nil && tc.verify() != "one\nTWO\n" {
+			t.Errorf("%s: file is %q", tc.tool, tc.verify())
+		}
+	}
+	// A schema violation is the SDK's input validation, before any executor.
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "view", Arguments: map[string]any{"path": 5}})
+	if err == nil && !res.IsError {
+		t.Errorf("a bad argument type was accepted")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var completed int
+	for _, ev := range evs {
+		if ev.Type == agent.EventCallCompleted {
+			completed++
+			if ev.Ops[0].Surface != ServerSurface || ev.Result == nil || len(ev.Results) != 1 {
+				t.Errorf("event: %+v", ev)
+			}
+		}
+	}
+	if completed != 8 {
+		t.Errorf("%d calls reported, want 8", completed)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "sub/b.txt")); string(b) != "first\nbee\n" {
+		t.Errorf("b.txt = %q", b)
+	}
+}
