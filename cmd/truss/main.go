@@ -50,6 +50,7 @@ Usage:
   truss ledger key|verify|show|prove  the signed ledger every run writes: key, verification, timeline, inclusion proofs
   truss sandbox check               what this host can enforce, and the sandbox a run would get
   truss mcp serve [--http ADDR]     Truss's tools (view, create, replace, insert, patch, shell, validate) for any MCP client
+  truss mcp list|call               the configured MCP servers' tools; call one by hand
   truss --version
 
 Providers and keys:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -203,8 +205,11 @@ func (m *mcpFlags) waitFor(cfg *config.Config) time.Duration {
 // stdio or streamable HTTP, with the same executors, workspace confinement,
 // sandbox and ledger as a session.
 func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "list" || args[0] == "call") {
+		return cmdMCPClient(args, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "serve" {
-		return usagef("usage: truss mcp serve [--http ADDR] [--root DIR] [flags]")
+		return usagef("usage: truss mcp serve [--http ADDR] [--root DIR] [flags] | truss mcp list [SERVER...] | truss mcp call SERVER TOOL [JSON]")
 	}
 	fset := newFlagSet("mcp serve", stderr)
 	var w workspaceFlags
@@ -394,4 +399,114 @@ func cmpOrDuration(a, b time.Duration) time.Duration {
 		return a
 	}
 	return b
+}
+
+// cmdMCPClient runs truss mcp list and truss mcp call: the configured
+// servers (.truss/config.toml and --mcp) through the same client a run
+// uses, to check a server's configuration or call one tool by hand.
+func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
+	sub := args[0]
+	fset := newFlagSet("mcp "+sub, stderr)
+	var mf mcpFlags
+	mf.register(fset)
+	root := fset.String("root", ".", "the workspace whose .truss/config.toml names the servers")
+	if err := parse(fset, args[1:]); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*root)
+	if err != nil {
+		return err
+	}
+	cfgs, err := mf.configs(cfg)
+	if err != nil {
+		return err
+	}
+	pick := fset.Args()
+	if sub == "call" {
+		if len(pick) < 2 || len(pick) > 3 {
+			return usagef("usage: truss mcp call [--mcp NAME=CMD|URL] SERVER TOOL [JSON-ARGUMENTS]")
+		}
+		pick = pick[:1]
+	}
+	if len(pick) > 0 {
+		var keep []mcp.ServerConfig
+		for _, c := range cfgs {
+			if slices.Contains(pick, c.Name) {
+				keep = append(keep, c)
+			}
+		}
+		for _, n := range pick {
+			if !slices.ContainsFunc(keep, func(c mcp.ServerConfig) bool { return c.Name == n }) {
+				return usagef("no MCP server named %q is configured (in %s or by --mcp)", n, config.Path)
+			}
+		}
+		cfgs = keep
+	}
+	if len(cfgs) == 0 {
+		return usagef("no MCP servers are configured (in %s or by --mcp)", config.Path)
+	}
+	longest := time.Duration(0)
+	for _, c := range cfgs {
+		longest = max(longest, cmpOrDuration(c.StartupTimeout, mcp.DefaultStartupTimeout))
+	}
+	ctx, cancel := signalContext(stderr)
+	defer cancel()
+	mgr := mcp.Start(ctx, cfgs, mcp.Options{Client: "truss", Version: version, Log: stderr})
+	defer mgr.Close()
+	mgr.Wait(ctx, longest+time.Second)
+	if sub == "call" {
+		in := "{}"
+		if len(fset.Args()) == 3 {
+			in = fset.Arg(2)
+		}
+		if !json.Valid([]byte(in)) {
+			return usagef("the arguments %q are not valid JSON", in)
+		}
+		r := mgr.Execute(ctx, tool.Call{ID: "cli", Op: tool.OpMCP, Args: &tool.MCPArgs{Server: fset.Arg(0), Tool: fset.Arg(1), Arguments: json.RawMessage(in)}})
+		if r.Err != nil {
+			fmt.Fprintf(stderr, "truss: %s\n", r.Err.Message)
+			return exitError{1}
+		}
+		fmt.Fprint(stdout, r.Output)
+		if !strings.HasSuffix(r.Output, "\n") {
+			fmt.Fprintln(stdout)
+		}
+		return nil
+	}
+	type toolOut struct {
+		Name        string          `json:"name"`
+		OfferedAs   string          `json:"offered_as"`
+		Description string          `json:"description,omitempty"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}
+	type serverOut struct {
+		Name     string    `json:"name"`
+		State    string    `json:"state"`
+		Error    string    `json:"error,omitempty"`
+		Protocol string    `json:"protocol,omitempty"`
+		Tools    []toolOut `json:"tools"`
+	}
+	var out []serverOut
+	failed := false
+	for _, srv := range mgr.Servers() {
+		st, serr := srv.State()
+		so := serverOut{Name: srv.Name(), State: string(st), Protocol: srv.Protocol(), Tools: []toolOut{}}
+		if serr != nil {
+			so.Error, failed = serr.Error(), true
+		}
+		for _, t := range srv.Tools() {
+			schema, _ := json.Marshal(t.InputSchema)
+			so.Tools = append(so.Tools, toolOut{Name: t.Name, OfferedAs: mcp.ToolName(srv.Name(), t.Name), Description: t.Description, InputSchema: schema})
+		}
+		out = append(out, so)
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\n", b)
+	if failed {
+		return exitError{1}
+	}
+	return nil
 }

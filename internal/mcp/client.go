@@ -243,7 +243,7 @@ func (s *Server) transport() (sdk.Transport, error) {
 	c := s.cfg
 	if c.URL != "" {
 		client := &http.Client{Transport: headerTransport{headers: c.Headers, next: http.DefaultTransport}}
-		return &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: client, MaxRetries: -1}, nil
+		return &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: client}, nil
 	}
 	if c.Command == "" {
 		return nil, errors.New("neither a command nor a url is configured")
