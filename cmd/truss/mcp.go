@@ -42,12 +42,12 @@ func (m *mcpFlags) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 }) {
 	fs.Var(&m.servers, "mcp", "an MCP server: NAME=COMMAND ARGS... (stdio) or NAME=URL (streamable HTTP); adds to .truss/config.toml's [mcp.servers] (repeatable)")
-	fs.DurationVar(&m.wait, "mcp-wait", -1, "how long the first turn waits for MCP servers to start (default: [mcp] startup_wait, else 3s); later servers join from the next turn")
+	fs.DurationVar(&m.wait, "mcp-wait", -1, "how long the first turn waits for MCP servers to start (default: [mcp] startup_wait, else 1s); later servers join from the next turn")
 	fs.BoolVar(&m.noMCP, "no-mcp", false, "start no MCP servers")
 }
 
 // defaultMCPWait is how long the first turn waits for MCP servers.
-const defaultMCPWait = 3 * time.Second
+const defaultMCPWait = time.Second
 
 // configs returns the servers of the configuration and the flags, sorted
 // by name; a flag replaces a configured server of the same name.
@@ -168,6 +168,28 @@ func (s *mcpSession) wait(ctx context.Context, d time.Duration) {
 		fmt.Fprintf(s.log, "truss: mcp: server %s is still starting after %s; its tools will be offered once it is ready\n", srv.Name(), d)
 	}
 	s.live = true
+}
+
+// notes tells the model which configured servers are not offering tools
+// at the start, and why (for the system prompt, which stays the same for
+// the whole session).
+func (s *mcpSession) notes() string {
+	if s == nil {
+		return ""
+	}
+	var lines []string
+	for _, srv := range s.m.Servers() {
+		switch st, err := srv.State(); st {
+		case mcp.Starting:
+			lines = append(lines, fmt.Sprintf("- The MCP server %s is still starting; its tools (mcp__%s__*) will be offered once it is ready.", srv.Name(), srv.Name()))
+		case mcp.Failed:
+			lines = append(lines, fmt.Sprintf("- The MCP server %s failed to start (%v); its tools are not available.", srv.Name(), err))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\n\n# MCP servers\n\n" + strings.Join(lines, "\n")
 }
 
 // summary describes the servers for the ledger: name, state, tool count.

@@ -305,7 +305,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	}
 	a := agent.New(agent.Config{
 		Provider: prov, Tools: set, Exec: exec, Model: f.model,
-		System:         agent.SystemPrompt(tl.ws.Dir(), agent.DefaultSystem),
+		System:         agent.SystemPrompt(tl.ws.Dir(), agent.DefaultSystem) + ms.notes(),
 		Budget:         agent.Budget{MaxTurns: f.maxTurns, MaxTokens: f.maxTokens, MaxCost: f.maxCost, MaxWall: f.maxWall},
 		Prices:         prof.Prices,
 		MaxTokens:      prof.MaxOutput,

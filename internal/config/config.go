@@ -42,7 +42,7 @@ type Config struct {
 // model.
 //
 //	[mcp]
-//	startup_wait = "2s"           # how long the first turn waits for servers
+//	startup_wait = "2s"           # how long the first turn waits for servers (default 1s)
 //
 //	[mcp.servers.fs]              # a stdio server
 //	command = "npx"
