@@ -46,7 +46,9 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 			Enforced string        `json:"enforced,omitempty"`
 			Plan     *sandbox.Plan `json:"plan,omitempty"`
 			Error    string        `json:"error,omitempty"`
+			Helper   string        `json:"helper,omitempty"`
 		}{Host: host, Plan: pl}
+		out.Helper, _ = sandbox.HelperPath()
 		if pl != nil {
 			out.Enforced = pl.Enforced()
 		}
@@ -85,6 +87,9 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, "writable: %v\n", append([]string{root + " (workspace)", "the session's temporary directory"}, pl.Policy.Writable...))
 				if len(pl.Policy.Protected) > 0 {
 					fmt.Fprintf(stdout, "read-only inside: %v\n", pl.Policy.Protected)
+				}
+				if h, err := sandbox.HelperPath(); err == nil {
+					fmt.Fprintf(stdout, "helper: %s\n", h)
 				}
 			}
 		}

@@ -15,9 +15,11 @@ import (
 	"syscall"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
-	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/trussdev/truss/internal/sandbox/helper"
 )
 
 // maxLandlockABI is the newest Landlock ABI whose file system rights the
@@ -27,10 +29,7 @@ const maxLandlockABI = 5
 
 // HelperArg is the first argument that makes the truss binary the sandbox
 // helper (see RunHelper).
-const HelperArg = "__sandbox-exec"
-
-// specEnv carries the helper's spec; the helper removes it before exec.
-const specEnv = "TRUSS_SANDBOX_SPEC"
+const HelperArg = helper.Arg
 
 // nsFlags are the namespaces the helper is started in; a network namespace
 // is added when the network is off.
@@ -174,28 +173,18 @@ func randHex() string {
 	return hex.EncodeToString(b)
 }
 
-// spec is what the helper is told.
-type spec struct {
-	Argv       []string `json:"argv"`
-	Namespaces bool     `json:"namespaces"`
-	Network    bool     `json:"network"`
-	Landlock   int      `json:"landlock"` // ABI to use, 0 for none
-	ReadOnlyFS bool     `json:"read_only_fs"`
-	Writable   []string `json:"writable"`
-	Protected  []string `json:"protected"`
-	Hidden     []string `json:"hidden,omitempty"`
-	Seccomp    bool     `json:"seccomp"`
-	Cgroup     string   `json:"cgroup,omitempty"`
-	Limits     Limits   `json:"limits"`
-}
-
 // Sandbox launches processes under a Plan. It implements the shell's
 // Launcher interface.
 type Sandbox struct {
-	plan   *Plan
-	self   string
-	cgroup string // this sandbox's own pids cgroup, when there is one
-	hits   int    // the cgroup's pids.events "max" count last seen
+	plan    *Plan
+	self    string
+	seccomp []byte // the assembled filter, when seccomp is enforced
+	// cgroupFD is the cgroup directory, open, so that a v2 cgroup is
+	// joined at clone time (CLONE_INTO_CGROUP); -1 when the helper joins
+	// by writing cgroup.procs (v1).
+	cgroupFD int
+	cgroup   string // this sandbox's own pids cgroup, when there is one
+	hits     int    // the cgroup's pids.events "max" count last seen
 }
 
 // Guard reports whether the processes started since the last call hit the
@@ -222,18 +211,52 @@ func (s *Sandbox) Guard() error {
 	return nil
 }
 
-// New prepares a sandbox for a plan: it finds the truss binary (the helper)
-// and makes the sandbox's pids cgroup. Close removes the cgroup.
-func New(pl *Plan) (*Sandbox, error) {
-	s := &Sandbox{plan: pl}
-	if !pl.Active() {
-		return s, nil
+// HelperName is the small helper binary installed next to truss (built
+// from cmd/truss-sandbox); it starts faster than truss itself.
+const HelperName = "truss-sandbox"
+
+// HelperPath returns the program the sandbox runs as its helper:
+// $TRUSS_SANDBOX_HELPER when set, else truss-sandbox next to the running
+// executable when it is there, else the running executable itself (which
+// must call IsHelper and RunHelper first thing in main).
+func HelperPath() (string, error) {
+	if p := os.Getenv("TRUSS_SANDBOX_HELPER"); p != "" {
+		if !filepath.IsAbs(p) {
+			return "", fmt.Errorf("TRUSS_SANDBOX_HELPER must be an absolute path, not %q", p)
+		}
+		return p, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: cannot find the truss binary to run as the helper: %w", err)
+		return "", fmt.Errorf("cannot find the truss binary to run as the helper: %w", err)
+	}
+	small := filepath.Join(filepath.Dir(self), HelperName)
+	if fi, err := os.Stat(small); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 && filepath.Base(self) != HelperName {
+		return small, nil
+	}
+	return self, nil
+}
+
+// Helper returns the helper program the sandbox runs.
+func (s *Sandbox) Helper() string { return s.self }
+
+// New prepares a sandbox for a plan: it finds the helper (HelperPath) and
+// makes the sandbox's pids cgroup. Close removes the cgroup.
+func New(pl *Plan) (*Sandbox, error) {
+	s := &Sandbox{plan: pl, cgroupFD: -1}
+	if !pl.Active() {
+		return s, nil
+	}
+	self, err := HelperPath()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	s.self = self
+	if pl.Mechanisms.Seccomp {
+		if s.seccomp, err = seccompProgram(pl.Policy.Network); err != nil {
+			return nil, fmt.Errorf("sandbox: assemble the seccomp filter: %w", err)
+		}
+	}
 	if pl.Mechanisms.Cgroup != "" {
 		dir := filepath.Join(pl.Mechanisms.Cgroup, "truss-"+strconv.Itoa(os.Getpid())+"-"+randHex())
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -244,6 +267,12 @@ func New(pl *Plan) (*Sandbox, error) {
 			return nil, fmt.Errorf("sandbox: set pids.max: %w", err)
 		}
 		s.cgroup = dir
+		var st unix.Statfs_t
+		if unix.Statfs(dir, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			if fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+				s.cgroupFD = fd
+			}
+		}
 	}
 	return s, nil
 }
@@ -264,16 +293,22 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
 		argv = []string{cmd.Path}
 	}
 	argv[0] = cmd.Path
-	sp := spec{
+	lim := pl.Policy.Limits
+	cgroupByHelper := s.cgroup
+	if s.cgroupFD >= 0 && pl.Mechanisms.Namespaces {
+		cgroupByHelper = "" // joined at clone time, below
+	}
+	sp := helper.Spec{
+		Format:     helper.Format,
 		Argv:       argv,
 		Namespaces: pl.Mechanisms.Namespaces,
 		Network:    pl.Policy.Network,
 		Landlock:   pl.Mechanisms.Landlock,
 		ReadOnlyFS: pl.Policy.Mode == ReadOnly,
 		Writable:   pl.Policy.writable(),
-		Seccomp:    pl.Mechanisms.Seccomp,
-		Cgroup:     s.cgroup,
-		Limits:     pl.Policy.Limits,
+		Seccomp:    s.seccomp,
+		Cgroup:     cgroupByHelper,
+		Limits:     helper.Limits{Pids: lim.Pids, FileSize: lim.FileSize, OpenFiles: lim.OpenFiles},
 	}
 	if pl.Policy.Mode == WorkspaceWrite {
 		sp.Protected = pl.Policy.Protected
@@ -287,7 +322,7 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(append([]string(nil), env...), specEnv+"="+string(b))
+	cmd.Env = append(append([]string(nil), env...), helper.SpecEnv+"="+string(b))
 	if !pl.Policy.Network && pl.Mechanisms.Namespaces {
 		cmd.Env = append(cmd.Env, "TRUSS_SANDBOX_NETWORK_DISABLED=1")
 	}
@@ -295,6 +330,9 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if pl.Mechanisms.Namespaces {
 		attr = nsAttr(pl.Policy.Network)
+		if s.cgroupFD >= 0 {
+			attr.UseCgroupFD, attr.CgroupFD = true, s.cgroupFD
+		}
 	}
 	cmd.SysProcAttr = attr
 	return nil
@@ -313,6 +351,10 @@ func (s *Sandbox) Close() error {
 			}
 		}
 	}
+	if s.cgroupFD >= 0 {
+		unix.Close(s.cgroupFD)
+		s.cgroupFD = -1
+	}
 	err := os.Remove(s.cgroup)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("sandbox: remove the cgroup: %w", err)
@@ -321,266 +363,17 @@ func (s *Sandbox) Close() error {
 }
 
 // IsHelper reports whether this process was started as the sandbox helper.
-func IsHelper() bool { return len(os.Args) > 1 && os.Args[1] == HelperArg }
+func IsHelper() bool { return helper.IsHelper() }
 
-// RunHelper is the helper's whole life: it reads its spec, confines
-// itself, and executes the sandboxed program. It never returns; on a
-// failure it prints why and exits with status 126, running nothing.
-func RunHelper() {
-	runtime.LockOSThread() // never unlocked: the exec happens on this thread
-	if err := helper(); err != nil {
-		fmt.Fprintf(os.Stderr, "truss sandbox: %v\n", err)
-		os.Exit(126)
-	}
-}
+// RunHelper is the helper's whole life (see package helper); it never
+// returns.
+func RunHelper() { helper.Run() }
 
-func helper() error {
-	raw := os.Getenv(specEnv)
-	if raw == "" {
-		return errors.New("no sandbox spec")
-	}
-	var sp spec
-	if err := json.Unmarshal([]byte(raw), &sp); err != nil {
-		return fmt.Errorf("bad sandbox spec: %w", err)
-	}
-	os.Unsetenv(specEnv)
-	if len(sp.Argv) == 0 {
-		return errors.New("nothing to run")
-	}
-	// The cgroup first: the mounts below make its file system read-only.
-	if sp.Cgroup != "" {
-		if err := os.WriteFile(filepath.Join(sp.Cgroup, "cgroup.procs"), []byte("0"), 0o644); err != nil {
-			return fmt.Errorf("join the pids cgroup: %w", err)
-		}
-	}
-	if sp.Namespaces {
-		wd, _ := os.Getwd()
-		if err := mounts(sp); err != nil {
-			return err
-		}
-		// The working directory was entered through the mounts as they
-		// were; enter it again through the new ones.
-		if wd != "" {
-			if err := os.Chdir(wd); err != nil {
-				return fmt.Errorf("enter %s: %w", wd, err)
-			}
-		}
-	}
-	if err := rlimits(sp.Limits); err != nil {
-		return err
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("set no_new_privs: %w", err)
-	}
-	if sp.Landlock > 0 {
-		if err := applyLandlock(sp); err != nil {
-			return err
-		}
-	}
-	if sp.Seccomp {
-		if err := applySeccomp(sp.Network); err != nil {
-			return err
-		}
-	}
-	path := sp.Argv[0]
-	if !strings.Contains(path, "/") {
-		p, err := exec.LookPath(path)
-		if err != nil {
-			return err
-		}
-		path = p
-	}
-	return syscall.Exec(path, sp.Argv, os.Environ())
-}
-
-// mounts makes the helper's mounts private, binds the protected paths
-// read-only and mounts a /proc of the new PID namespace.
-func mounts(sp spec) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
-	}
-	if err := hide(sp.Hidden); err != nil {
-		return err
-	}
-	if sp.Landlock > 0 || sp.ReadOnlyFS { // not in full access
-		if err := readOnlyExcept(sp.Writable); err != nil {
-			return err
-		}
-	}
-	for _, p := range sp.Protected {
-		if _, err := os.Lstat(p); err != nil {
-			continue
-		}
-		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", p, err)
-		}
-		var st unix.Statfs_t
-		flags := uintptr(0)
-		if unix.Statfs(p, &st) == nil {
-			// A remount must keep the flags the mount is locked with.
-			flags = uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
-		}
-		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, ""); err != nil {
-			return fmt.Errorf("make %s read-only: %w", p, err)
-		}
-	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount /proc: %w", err)
-	}
-	// Shared memory of the sandbox's own, not the host's /dev/shm.
-	if _, err := os.Stat("/dev/shm"); err == nil {
-		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
-			return fmt.Errorf("mount /dev/shm: %w", err)
-		}
-	}
-	unix.Sethostname([]byte("truss-sandbox"))
-	return nil
-}
-
-// hide covers each hidden path: a directory with an empty read-only tmpfs,
-// a file with /dev/null.
-func hide(paths []string) error {
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			continue
-		}
-		if fi.IsDir() {
-			err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
-		} else {
-			err = unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
-		}
-		if err != nil {
-			return fmt.Errorf("hide %s: %w", p, err)
-		}
-	}
-	return nil
-}
-
-// readOnlyExcept makes every mount read-only but the writable roots (bound
-// onto themselves first, so they stay writable) and the pseudo-terminal and
-// shared-memory mounts. Landlock already refuses writes outside the roots;
-// a read-only mount also refuses what Landlock does not cover — chmod,
-// chown, timestamps and extended attributes of files outside them.
-func readOnlyExcept(writable []string) error {
-	var roots []string
-	for _, w := range writable {
-		if _, err := os.Stat(w); err != nil {
-			continue
-		}
-		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", w, err)
-		}
-		roots = append(roots, w)
-	}
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return fmt.Errorf("read the mount table: %w", err)
-	}
-	under := func(p, root string) bool {
-		return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescapeMount(f[4])
-		keep := mp == "/dev/pts" || mp == "/dev/shm" || under(mp, "/proc")
-		for _, r := range roots {
-			keep = keep || under(mp, r)
-		}
-		if keep {
-			continue
-		}
-		var st unix.Statfs_t
-		if unix.Statfs(mp, &st) != nil {
-			continue // gone, or hidden under another mount
-		}
-		flags := uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
-		err := unix.Mount("", mp, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, "")
-		if err != nil && mp == "/" {
-			return fmt.Errorf("make / read-only: %w", err)
-		}
-	}
-	return nil
-}
-
-// unescapeMount decodes the octal escapes of a mountinfo path (\040 for a
-// space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func rlimits(l Limits) error {
-	set := func(res int, cur, max uint64, name string) error {
-		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: cur, Max: max}); err != nil {
-			return fmt.Errorf("set %s: %w", name, err)
-		}
-		return nil
-	}
-	if err := set(unix.RLIMIT_CORE, 0, 0, "RLIMIT_CORE"); err != nil {
-		return err
-	}
-	if err := set(unix.RLIMIT_FSIZE, uint64(l.FileSize), uint64(l.FileSize), "RLIMIT_FSIZE"); err != nil {
-		return err
-	}
-	var nofile unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil && nofile.Max < l.OpenFiles {
-		l.OpenFiles = nofile.Max // a hard limit can only come down
-	}
-	if err := set(unix.RLIMIT_NOFILE, l.OpenFiles, l.OpenFiles, "RLIMIT_NOFILE"); err != nil {
-		return err
-	}
-	return set(unix.RLIMIT_NPROC, uint64(l.Pids), uint64(l.Pids), "RLIMIT_NPROC")
-}
-
-// devices are the device files every process may write.
-var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
-
-func applyLandlock(sp spec) error {
-	cfg := landlock.V5
-	if sp.Network {
-		cfg.HandledAccessNet = 0 // leave TCP alone
-	}
-	cfg = cfg.BestEffort()
-	rules := []landlock.Rule{
-		landlock.RODirs("/"),
-		landlock.RWFiles(devices...).IgnoreIfMissing().WithIoctlDev(),
-		landlock.RWDirs("/dev/pts", "/dev/shm").IgnoreIfMissing().WithIoctlDev(),
-	}
-	if len(sp.Writable) > 0 {
-		rules = append(rules, landlock.RWDirs(sp.Writable...).IgnoreIfMissing().WithRefer())
-	}
-	fd, flags, err := cfg.NewRulesetFD(rules...)
-	if err != nil {
-		return fmt.Errorf("landlock ruleset: %w", err)
-	}
-	if fd < 0 {
-		return nil // best effort found nothing to enforce
-	}
-	defer unix.Close(fd)
-	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
-		return fmt.Errorf("landlock restrict: %w", err)
-	}
-	return nil
-}
-
-func applySeccomp(network bool) error {
+// seccompProgram assembles the seccomp filter the helper loads: the
+// syscalls no sandboxed process needs refused with EPERM, and, with the
+// network off, sockets other than Unix ones. It is assembled once, here,
+// so that the helper carries no filter compiler.
+func seccompProgram(network bool) ([]byte, error) {
 	deny := seccomp.SyscallGroup{Action: seccomp.ActionErrno, Names: existing(
 		"ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter", "io_uring_register",
 		"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
@@ -591,8 +384,16 @@ func applySeccomp(network bool) error {
 			{Name: "socketpair", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
 		}
 	}
-	return seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Policy: seccomp.Policy{
-		DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{deny}}})
+	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{deny}}
+	insts, err := policy.Assemble()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := bpf.Assemble(insts)
+	if err != nil {
+		return nil, err
+	}
+	return helper.EncodeFilter(raw), nil
 }
 
 // existing keeps the syscall names this architecture has.

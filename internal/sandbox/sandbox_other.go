@@ -47,8 +47,17 @@ func (s *Sandbox) Guard() error { return nil }
 // Close releases the sandbox.
 func (s *Sandbox) Close() error { return nil }
 
+// Helper returns the helper program the sandbox runs: none off Linux.
+func (s *Sandbox) Helper() string { return "" }
+
 // IsHelper reports whether this process was started as the sandbox helper.
 func IsHelper() bool { return false }
 
 // RunHelper is the helper's entry point (Linux only).
 func RunHelper() { panic("sandbox helper off Linux") }
+
+// HelperName is the helper binary's name (unused off Linux).
+const HelperName = "truss-sandbox"
+
+// HelperPath returns the helper program: none off Linux.
+func HelperPath() (string, error) { return "", nil }

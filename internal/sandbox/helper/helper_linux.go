@@ -1,0 +1,361 @@
+//go:build linux
+
+// Package helper is the sandbox's helper process: truss (or the small
+// truss-sandbox binary) started in new namespaces, which confines itself as
+// its Spec says and then executes the sandboxed program. It is its own
+// package so that truss-sandbox links nothing else: no filter compiler, no
+// crypto, no harness — a Go program that starts in a few milliseconds.
+//
+// The Spec travels in the environment variable TRUSS_SANDBOX_SPEC as JSON;
+// its Format must be this package's, so that a helper from another build
+// refuses it instead of misreading it.
+package helper
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Arg is the first argument that makes a process the helper.
+const Arg = "__sandbox-exec"
+
+// SpecEnv carries the Spec; the helper removes it before it executes the
+// program.
+const SpecEnv = "TRUSS_SANDBOX_SPEC"
+
+// Format is the version of Spec.
+const Format = 2
+
+// Spec is what the helper is told.
+type Spec struct {
+	Format     int      `json:"format"`
+	Argv       []string `json:"argv"`
+	Namespaces bool     `json:"namespaces"`
+	Network    bool     `json:"network"`
+	Landlock   int      `json:"landlock"` // ABI to use, 0 for none
+	ReadOnlyFS bool     `json:"read_only_fs"`
+	Writable   []string `json:"writable"`
+	Protected  []string `json:"protected"`
+	Hidden     []string `json:"hidden,omitempty"`
+	// Seccomp is the assembled seccomp filter (EncodeFilter), empty for
+	// none.
+	Seccomp []byte `json:"seccomp,omitempty"`
+	Cgroup  string `json:"cgroup,omitempty"`
+	Limits  Limits `json:"limits"`
+}
+
+// Limits are the resource limits the helper sets.
+type Limits struct {
+	Pids      int    `json:"pids"`
+	FileSize  int64  `json:"file_size"`
+	OpenFiles uint64 `json:"open_files"`
+}
+
+// IsHelper reports whether this process was started as the helper.
+func IsHelper() bool { return len(os.Args) > 1 && os.Args[1] == Arg }
+
+// Run is the helper's whole life: it reads its spec, confines itself, and
+// executes the sandboxed program. It never returns; on a failure it prints
+// why and exits with status 126, running nothing.
+func Run() {
+	runtime.LockOSThread() // never unlocked: the exec happens on this thread
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "truss sandbox: %v\n", err)
+		os.Exit(126)
+	}
+}
+
+// EncodeFilter encodes a BPF program for Spec.Seccomp: 8 bytes an
+// instruction (code, jt, jf, k; little-endian).
+func EncodeFilter(raw []bpf.RawInstruction) []byte {
+	b := make([]byte, 0, 8*len(raw))
+	for _, in := range raw {
+		b = binary.LittleEndian.AppendUint16(b, in.Op)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.LittleEndian.AppendUint32(b, in.K)
+	}
+	return b
+}
+
+// loadSeccomp loads an encoded filter on this thread (no_new_privs is
+// already set), which is the one that executes the program.
+func loadSeccomp(enc []byte) error {
+	if len(enc)%8 != 0 || len(enc)/8 > 4096 {
+		return fmt.Errorf("bad seccomp filter of %d bytes", len(enc))
+	}
+	filter := make([]unix.SockFilter, len(enc)/8)
+	for i := range filter {
+		c := enc[8*i:]
+		filter[i] = unix.SockFilter{Code: binary.LittleEndian.Uint16(c), Jt: c[2], Jf: c[3], K: binary.LittleEndian.Uint32(c[4:])}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	const setModeFilter = 1 // SECCOMP_SET_MODE_FILTER
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, setModeFilter, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("load the seccomp filter: %w", errno)
+	}
+	return nil
+}
+
+func run() error {
+	raw := os.Getenv(SpecEnv)
+	if raw == "" {
+		return errors.New("no sandbox spec")
+	}
+	var sp Spec
+	if err := json.Unmarshal([]byte(raw), &sp); err != nil {
+		return fmt.Errorf("bad sandbox spec: %w", err)
+	}
+	if sp.Format != Format {
+		return fmt.Errorf("this helper (%s) reads sandbox spec format %d, but was sent format %d: install truss and truss-sandbox from one build", os.Args[0], Format, sp.Format)
+	}
+	os.Unsetenv(SpecEnv)
+	if len(sp.Argv) == 0 {
+		return errors.New("nothing to run")
+	}
+	// The cgroup first: the mounts below make its file system read-only.
+	if sp.Cgroup != "" {
+		if err := os.WriteFile(filepath.Join(sp.Cgroup, "cgroup.procs"), []byte("0"), 0o644); err != nil {
+			return fmt.Errorf("join the pids cgroup: %w", err)
+		}
+	}
+	if sp.Namespaces {
+		wd, _ := os.Getwd()
+		if err := mounts(sp); err != nil {
+			return err
+		}
+		// The working directory was entered through the mounts as they
+		// were; enter it again through the new ones.
+		if wd != "" {
+			if err := os.Chdir(wd); err != nil {
+				return fmt.Errorf("enter %s: %w", wd, err)
+			}
+		}
+	}
+	if err := rlimits(sp.Limits); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if sp.Landlock > 0 {
+		if err := applyLandlock(sp); err != nil {
+			return err
+		}
+	}
+	if len(sp.Seccomp) > 0 {
+		if err := loadSeccomp(sp.Seccomp); err != nil {
+			return err
+		}
+	}
+	path := sp.Argv[0]
+	if !strings.Contains(path, "/") {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return err
+		}
+		path = p
+	}
+	return syscall.Exec(path, sp.Argv, os.Environ())
+}
+
+// mounts makes the helper's mounts private, binds the protected paths
+// read-only and mounts a /proc of the new PID namespace.
+func mounts(sp Spec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	if err := hide(sp.Hidden); err != nil {
+		return err
+	}
+	if sp.Landlock > 0 || sp.ReadOnlyFS { // not in full access
+		if err := readOnlyExcept(sp.Writable); err != nil {
+			return err
+		}
+	}
+	for _, p := range sp.Protected {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+		var st unix.Statfs_t
+		flags := uintptr(0)
+		if unix.Statfs(p, &st) == nil {
+			// A remount must keep the flags the mount is locked with.
+			flags = uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
+		}
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", p, err)
+		}
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	// Shared memory of the sandbox's own, not the host's /dev/shm.
+	if _, err := os.Stat("/dev/shm"); err == nil {
+		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+			return fmt.Errorf("mount /dev/shm: %w", err)
+		}
+	}
+	unix.Sethostname([]byte("truss-sandbox"))
+	return nil
+}
+
+// hide covers each hidden path: a directory with an empty read-only tmpfs,
+// a file with /dev/null.
+func hide(paths []string) error {
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
+		} else {
+			err = unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// readOnlyExcept makes every mount read-only but the writable roots (bound
+// onto themselves first, so they stay writable) and the pseudo-terminal and
+// shared-memory mounts. Landlock already refuses writes outside the roots;
+// a read-only mount also refuses what Landlock does not cover — chmod,
+// chown, timestamps and extended attributes of files outside them.
+func readOnlyExcept(writable []string) error {
+	var roots []string
+	for _, w := range writable {
+		if _, err := os.Stat(w); err != nil {
+			continue
+		}
+		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", w, err)
+		}
+		roots = append(roots, w)
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read the mount table: %w", err)
+	}
+	under := func(p, root string) bool {
+		return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		keep := mp == "/dev/pts" || mp == "/dev/shm" || under(mp, "/proc")
+		for _, r := range roots {
+			keep = keep || under(mp, r)
+		}
+		if keep {
+			continue
+		}
+		var st unix.Statfs_t
+		if unix.Statfs(mp, &st) != nil {
+			continue // gone, or hidden under another mount
+		}
+		flags := uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
+		err := unix.Mount("", mp, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, "")
+		if err != nil && mp == "/" {
+			return fmt.Errorf("make / read-only: %w", err)
+		}
+	}
+	return nil
+}
+
+// unescapeMount decodes the octal escapes of a mountinfo path (\040 for a
+// space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func rlimits(l Limits) error {
+	set := func(res int, cur, max uint64, name string) error {
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: cur, Max: max}); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := set(unix.RLIMIT_CORE, 0, 0, "RLIMIT_CORE"); err != nil {
+		return err
+	}
+	if err := set(unix.RLIMIT_FSIZE, uint64(l.FileSize), uint64(l.FileSize), "RLIMIT_FSIZE"); err != nil {
+		return err
+	}
+	var nofile unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil && nofile.Max < l.OpenFiles {
+		l.OpenFiles = nofile.Max // a hard limit can only come down
+	}
+	if err := set(unix.RLIMIT_NOFILE, l.OpenFiles, l.OpenFiles, "RLIMIT_NOFILE"); err != nil {
+		return err
+	}
+	return set(unix.RLIMIT_NPROC, uint64(l.Pids), uint64(l.Pids), "RLIMIT_NPROC")
+}
+
+// devices are the device files every process may write.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
+
+func applyLandlock(sp Spec) error {
+	cfg := landlock.V5
+	if sp.Network {
+		cfg.HandledAccessNet = 0 // leave TCP alone
+	}
+	cfg = cfg.BestEffort()
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		landlock.RWFiles(devices...).IgnoreIfMissing().WithIoctlDev(),
+		landlock.RWDirs("/dev/pts", "/dev/shm").IgnoreIfMissing().WithIoctlDev(),
+	}
+	if len(sp.Writable) > 0 {
+		rules = append(rules, landlock.RWDirs(sp.Writable...).IgnoreIfMissing().WithRefer())
+	}
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("landlock ruleset: %w", err)
+	}
+	if fd < 0 {
+		return nil // best effort found nothing to enforce
+	}
+	defer unix.Close(fd)
+	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("landlock restrict: %w", err)
+	}
+	return nil
+}
