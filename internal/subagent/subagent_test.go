@@ -15,6 +15,9 @@ import (
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
+	"github.com/trussdev/truss/internal/provider/chatcompat"
+	"github.com/trussdev/truss/internal/provider/ollama"
+	openaiprov "github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/subagent"
 	"github.com/trussdev/truss/internal/surface"
@@ -39,7 +42,28 @@ type harness struct {
 	live, maxLive int
 }
 
+// dialects are the API dialects the simulated model speaks; the harness
+// runs on one of them.
+var dialects = map[string]func(base string) provider.Provider{
+	"anthropic": func(base string) provider.Provider {
+		return anthropicprov.New(anthropicprov.Config{BaseURL: base, APIKey: "sim", Retry: fastRetry})
+	},
+	"responses": func(base string) provider.Provider {
+		return openaiprov.New(openaiprov.Config{BaseURL: base + "/v1", APIKey: "sim", Retry: fastRetry})
+	},
+	"chat": func(base string) provider.Provider {
+		return chatcompat.New(chatcompat.Config{BaseURL: base + "/v1", Retry: fastRetry})
+	},
+	"ollama": func(base string) provider.Provider { return &ollama.Client{Host: base, Retry: fastRetry} },
+}
+
+var fastRetry = provider.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+
 func newHarness(t *testing.T, script string, limits subagent.Limits) *harness {
+	return newHarnessOn(t, "anthropic", script, limits)
+}
+
+func newHarnessOn(t *testing.T, dialect, script string, limits subagent.Limits) *harness {
 	t.Helper()
 	s, err := sim.ParseScript([]byte(script))
 	if err != nil {
@@ -56,7 +80,7 @@ func newHarness(t *testing.T, script string, limits subagent.Limits) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prov := anthropicprov.New(anthropicprov.Config{BaseURL: base, APIKey: "sim", Retry: provider.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}})
+	prov := dialects[dialect](base)
 	set, err := surface.NewSet(generic.Name, generic.Bindings()...)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +193,16 @@ func spawnRaw(in map[string]any) string {
 	return string(b)
 }
 
+// TestParallelChildrenOneFails runs on every dialect: a parent spawns two
+// children in one turn; they run at once; one completes, one runs out of
+// turns; usage adds up.
 func TestParallelChildrenOneFails(t *testing.T) {
+	for _, d := range []string{"anthropic", "responses", "chat", "ollama"} {
+		t.Run(d, func(t *testing.T) { parallelChildren(t, d) })
+	}
+}
+
+func parallelChildren(t *testing.T, dialect string) {
 	script := `{"steps":[
 	  {"say":"Two sub-tasks.","actions":[
 	    {"kind":"spawn","content":"CHILD-A: write hello.txt"},
@@ -183,7 +216,7 @@ func TestParallelChildrenOneFails(t *testing.T) {
 	  "CHILD-B":{"steps":[
 	    {"actions":[{"kind":"run","command":"echo b"}]},
 	    {"say":"never reached"}]}}}`
-	h := newHarness(t, script, subagent.Limits{})
+	h := newHarnessOn(t, dialect, script, subagent.Limits{})
 	// Both children's first commands must be running at the same time: each
 	// waits (up to a bound) for the other.
 	var arrived sync.WaitGroup
