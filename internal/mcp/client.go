@@ -237,7 +237,8 @@ func (m *Manager) logf(format string, args ...any) {
 }
 
 // minimalEnv is what a stdio server inherits from Truss's environment.
-var minimalEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "NODE_PATH"}
+var minimalEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "NODE_PATH",
+	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "TRUSS_HOME"}
 
 func (s *Server) transport() (sdk.Transport, error) {
 	c := s.cfg
