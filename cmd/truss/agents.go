@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 
 	"golang.org/x/mod/sumdb/note"
@@ -94,7 +95,7 @@ func (f *spawnFlags) addSpawn(s spawnSetup) (*childRecords, error) {
 			if rec.printer == nil {
 				return nil
 			}
-			return rec.printer.Child(run.Session)
+			return rec.printer.Child(strings.TrimPrefix(run.Session, s.session+"."))
 		},
 	}
 	s.tl.mux.Handle(tool.OpSpawn, subagent.New(cfg))

@@ -150,11 +150,11 @@ func Summary(c *model.ToolCall, ops []tool.Call) string {
 			case *tool.ExecArgs:
 				parts = append(parts, "$ "+firstLine(a.Command))
 			case *tool.SpawnArgs:
-				who := "spawn"
+				who := ""
 				if a.Agent != "" {
-					who += " " + a.Agent
+					who = "[" + a.Agent + "] "
 				}
-				parts = append(parts, who+": "+firstLine(a.Task))
+				parts = append(parts, who+firstLine(a.Task))
 			case *tool.MCPArgs:
 				parts = append(parts, a.Server+"."+a.Tool+" "+firstLine(string(a.Arguments)))
 			case *tool.ViewArgs:
