@@ -375,3 +375,55 @@ func TestServer(t *testing.T) {
 		t.Errorf("b.txt = %q", b)
 	}
 }
+
+// BenchmarkCall measures one tool call through the client to a stdio
+// server (the fixture's echo): JSON-RPC over pipes, both ways.
+func BenchmarkCall(b *testing.B) {
+	m := Start(context.Background(), []ServerConfig{fixtureServer("fx", "ok")}, Options{})
+	defer m.Close()
+	if p := m.Wait(context.Background(), 20*time.Second); len(p) != 0 {
+		b.Fatal("not ready")
+	}
+	c := call("fx", "echo", `{"text":"hi"}`)
+	for b.Loop() {
+		if r := m.Execute(context.Background(), c); r.Err != nil {
+			b.Fatal(r.Err)
+		}
+	}
+}
+
+// BenchmarkServe measures one call of Truss's server (view of a small
+// file) from the SDK's client over an in-memory transport.
+func BenchmarkServe(b *testing.B) {
+	dir := b.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644)
+	ws, err := fs.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	var mux tool.Mux
+	fx := &fs.Executor{W: ws}
+	for _, op := range fs.Ops {
+		mux.Handle(op, fx)
+	}
+	srv := NewServer(ServeConfig{Exec: &mux})
+	st, ct := sdk.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	params := &sdk.CallToolParams{Name: "view", Arguments: map[string]any{"path": "a.txt"}}
+	for b.Loop() {
+		if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+			b.Fatal(err)
+		}
+	}
+}

@@ -520,3 +520,46 @@ func TestIsolatedCopyWithoutGit(t *testing.T) {
 		t.Errorf("the workspace changed: %q", got)
 	}
 }
+
+// BenchmarkSpawn measures a spawn call whose child answers at once: the
+// child's tools and executors set up, one model turn (on the instant
+// simulated model) and the outcome.
+func BenchmarkSpawn(b *testing.B) {
+	script := `{"steps":[{"say":"top"}],"agents":{"QUICK":{"steps":[{"say":"done"}]}}}`
+	s, err := sim.ParseScript([]byte(script))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := sim.New(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, err := srv.Listen(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	set, _ := surface.NewSet(generic.Name, append(generic.Bindings(), generic.Spawn{})...)
+	sp := subagent.New(subagent.Config{Provider: dialects["anthropic"](base), Tools: set, Model: "sim-coder", Workspace: dir, Session: "top",
+		NewEnv: func(ctx context.Context, run *subagent.Run) (*subagent.Env, error) {
+			ws, err := fs.Open(run.Dir)
+			if err != nil {
+				return nil, err
+			}
+			sh := shell.New(shell.Config{Dir: run.Dir})
+			mux := &tool.Mux{}
+			fx := &fs.Executor{W: ws}
+			for _, op := range fs.Ops {
+				mux.Handle(op, fx)
+			}
+			for _, op := range shell.Ops {
+				mux.Handle(op, sh)
+			}
+			return &subagent.Env{Exec: mux, Close: func() { sh.Close(); ws.Close() }}, nil
+		}})
+	call := tool.Call{ID: "c1", Op: tool.OpSpawn, Args: &tool.SpawnArgs{Task: "QUICK task"}}
+	for b.Loop() {
+		if r := sp.Execute(ctx, call); r.Err != nil {
+			b.Fatal(r.Err)
+		}
+	}
+}
