@@ -301,14 +301,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		ws := tl.ws
-		exec = ledger.Contents(lw, func(p string) ([]byte, error) {
-			r, err := ws.Resolve(p)
-			if err != nil {
-				return nil, err
-			}
-			return r.ReadFile()
-		}, exec)
+		exec = tl.recordContents(lw, exec)
 		obs = rec
 	}
 	var served atomicCount

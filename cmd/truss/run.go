@@ -245,14 +245,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		if err != nil {
 			return err
 		}
-		ws := tl.ws
-		exec = ledger.Contents(lw, func(p string) ([]byte, error) {
-			r, err := ws.Resolve(p)
-			if err != nil {
-				return nil, err
-			}
-			return r.ReadFile()
-		}, exec)
+		exec = tl.recordContents(lw, exec)
 	}
 	var obs agent.Observers
 	if rec != nil {
