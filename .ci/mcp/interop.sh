@@ -53,25 +53,29 @@ inspect '"name":"view"' "${serve[@]}" --method tools/list --strict
 inspect 'hello from the workspace' "${serve[@]}" --method tools/call --tool-name view --tool-arg path=hello.txt
 inspect 'exit code: 0' "${serve[@]}" --protocol-era modern --method tools/call --tool-name shell --tool-args-json '{"command":"cat hello.txt"}'
 inspect '"isError":true' "${serve[@]}" --method tools/call --tool-name view --tool-arg path=../../etc/passwd
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-p1=$(port)
-p2=$(port)
-truss mcp serve --http "127.0.0.1:$p1" --root "$work/ws" --no-ledger --no-validate 2>"$work/serve1.log" &
+# Each server picks a free port and prints its URL.
+truss mcp serve --http 127.0.0.1:0 --root "$work/ws" --no-ledger --no-validate 2>"$work/serve1.log" &
 s1=$!
-truss mcp serve --http "127.0.0.1:$p2" --stateless --root "$work/ws" --no-ledger --no-validate 2>"$work/serve2.log" &
+truss mcp serve --http 127.0.0.1:0 --stateless --root "$work/ws" --no-ledger --no-validate 2>"$work/serve2.log" &
 s2=$!
 trap 'kill $s1 $s2 2>/dev/null || true' EXIT
-for p in $p1 $p2; do
+url() {
 	for _ in $(seq 100); do
-		(exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break
+		u=$(sed -n 's/.*mcp server on \(http[^ ]*\).*/\1/p' "$1")
+		[ -n "$u" ] && { echo "$u"; return; }
 		sleep 0.1
 	done
-done
-inspect 'hello from the workspace' "http://127.0.0.1:$p1/mcp" --method tools/call --tool-name view --tool-arg path=hello.txt
-inspect 'hello from the workspace' "http://127.0.0.1:$p2/mcp" --protocol-era modern --method tools/call --tool-name view --tool-arg path=hello.txt
+	echo "no URL in $1" >&2
+	cat "$1" >&2
+	exit 1
+}
+u1=$(url "$work/serve1.log")
+u2=$(url "$work/serve2.log")
+inspect 'hello from the workspace' "$u1" --method tools/call --tool-name view --tool-arg path=hello.txt
+inspect 'hello from the workspace' "$u2" --protocol-era modern --method tools/call --tool-name view --tool-arg path=hello.txt
 
 echo "== server: the conformance suite against truss mcp serve --http"
-timeout 600 conformance server --url "http://127.0.0.1:$p1/mcp" --expected-failures "$here/baseline.yml" 2>"$work/conformance-server.log" | grep -E '^(✓|✗)|Total|Baseline|Unexpected|Stale'
+timeout 600 conformance server --url "$u1" --expected-failures "$here/baseline.yml" 2>"$work/conformance-server.log" | grep -E '^(✓|✗)|Total|Baseline|Unexpected|Stale'
 
 echo "== client: the conformance suite against Truss's client (truss mcp list/call)"
 timeout 600 conformance client --command "$here/conformance-client.sh" --suite all --expected-failures "$here/baseline.yml" 2>"$work/conformance-client.log" | grep -E '^(✓|✗)|Total|Baseline|Unexpected|Stale'

@@ -240,7 +240,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fset.StringVar(&v.testCmd, "test-cmd", "", "the project's test command for validate (default: detected)")
 	fset.Var(&v.setupCmds, "setup-cmd", "a command to run before the tests when validating (repeatable)")
 	fset.BoolVar(&v.noValidate, "no-validate", false, "offer no validate tool")
-	addr := fset.String("http", "", "serve streamable HTTP on this address (host:port) instead of stdio")
+	addr := fset.String("http", "", "serve streamable HTTP on this address (host:port; port 0 picks a free one, printed at start) instead of stdio")
 	stateless := fset.Bool("stateless", false, "with --http: serve statelessly (protocol 2026-07-28 and later; no sessions)")
 	noLedger := fset.Bool("no-ledger", false, "do not record the calls in a signed ledger")
 	if err := parse(fset, args[1:]); err != nil {
@@ -315,16 +315,20 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	})
 	srv := mcp.NewServer(mcp.ServeConfig{Name: "truss", Version: version, Exec: exec, Observer: counting, Validate: runner != nil,
 		Instructions: "Truss's verified tools over the workspace " + abs + ": every call runs locally, inside Truss's sandbox, and is recorded in a signed ledger."})
+	var ln net.Listener
 	where := "stdio"
 	if *addr != "" {
-		where = "http://" + *addr + "/"
+		if ln, err = net.Listen("tcp", *addr); err != nil {
+			return err
+		}
+		where = "http://" + ln.Addr().String() + "/mcp"
 	}
 	fmt.Fprintf(stderr, "truss %s · mcp server on %s · workspace %s\nsandbox: %s\n", version, where, abs, tl.enforced())
 	if lw != nil {
 		fmt.Fprintf(stderr, "ledger: %s\n", lw.Dir())
 	}
-	if *addr != "" {
-		err = serveHTTP(ctx, *addr, srv, *stateless)
+	if ln != nil {
+		err = serveHTTP(ctx, ln, srv, *stateless)
 	} else {
 		err = srv.Run(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	}
@@ -345,13 +349,9 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return err
 }
 
-// serveHTTP serves srv as streamable HTTP on addr until ctx ends.
-func serveHTTP(ctx context.Context, addr string, srv *sdkmcp.Server, stateless bool) error {
+// serveHTTP serves srv as streamable HTTP on ln (any path) until ctx ends.
+func serveHTTP(ctx context.Context, ln net.Listener, srv *sdkmcp.Server, stateless bool) error {
 	h := sdkmcp.NewStreamableHTTPHandler(func(*http.Request) *sdkmcp.Server { return srv }, &sdkmcp.StreamableHTTPOptions{Stateless: stateless})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
