@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -242,6 +243,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fset.BoolVar(&v.noValidate, "no-validate", false, "offer no validate tool")
 	addr := fset.String("http", "", "serve streamable HTTP on this address (host:port; port 0 picks a free one, printed at start) instead of stdio")
 	stateless := fset.Bool("stateless", false, "with --http: serve statelessly (protocol 2026-07-28 and later; no sessions)")
+	tokenEnv := fset.String("token-env", "", "with --http: require this environment variable's value as a bearer token (needed to serve on a non-loopback address)")
 	noLedger := fset.Bool("no-ledger", false, "do not record the calls in a signed ledger")
 	if err := parse(fset, args[1:]); err != nil {
 		return err
@@ -316,8 +318,17 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	srv := mcp.NewServer(mcp.ServeConfig{Name: "truss", Version: version, Exec: exec, Observer: counting, Validate: runner != nil,
 		Instructions: "Truss's verified tools over the workspace " + abs + ": every call runs locally, inside Truss's sandbox, and is recorded in a signed ledger."})
 	var ln net.Listener
+	var token string
 	where := "stdio"
+	if *tokenEnv != "" {
+		if token = os.Getenv(*tokenEnv); token == "" {
+			return usagef("--token-env names %s, which is not set", *tokenEnv)
+		}
+	}
 	if *addr != "" {
+		if !loopback(*addr) && token == "" {
+			return usagef("--http %s is not a loopback address: anyone who reaches it could run commands in this workspace; give --token-env VAR to require a bearer token", *addr)
+		}
 		if ln, err = net.Listen("tcp", *addr); err != nil {
 			return err
 		}
@@ -328,7 +339,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "ledger: %s\n", lw.Dir())
 	}
 	if ln != nil {
-		err = serveHTTP(ctx, ln, srv, *stateless)
+		err = serveHTTP(ctx, ln, srv, *stateless, token)
 	} else {
 		err = srv.Run(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	}
@@ -349,9 +360,22 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return err
 }
 
-// serveHTTP serves srv as streamable HTTP on ln (any path) until ctx ends.
-func serveHTTP(ctx context.Context, ln net.Listener, srv *sdkmcp.Server, stateless bool) error {
-	h := sdkmcp.NewStreamableHTTPHandler(func(*http.Request) *sdkmcp.Server { return srv }, &sdkmcp.StreamableHTTPOptions{Stateless: stateless})
+// serveHTTP serves srv as streamable HTTP on ln (any path) until ctx ends;
+// with a token, only to requests that carry it as a bearer token.
+func serveHTTP(ctx context.Context, ln net.Listener, srv *sdkmcp.Server, stateless bool, token string) error {
+	var h http.Handler = sdkmcp.NewStreamableHTTPHandler(func(*http.Request) *sdkmcp.Server { return srv }, &sdkmcp.StreamableHTTPOptions{Stateless: stateless})
+	if token != "" {
+		next := h
+		want := []byte("Bearer " + token)
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="truss"`)
+				http.Error(w, "a bearer token is required", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -363,6 +387,20 @@ func serveHTTP(ctx context.Context, ln net.Listener, srv *sdkmcp.Server, statele
 		return err
 	}
 	return nil
+}
+
+// loopback reports whether host:port names a loopback address (or
+// localhost).
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 type nopWriteCloser struct{ io.Writer }
