@@ -135,13 +135,19 @@ func (s *mcpSession) ready(srv *mcp.Server) {
 	if !s.live {
 		return
 	}
-	n := s.add(srv)
-	fmt.Fprintf(s.log, "truss: mcp: server %s is ready; its %d tools are offered from the next turn\n", srv.Name(), n)
+	if n := s.add(srv); n > 0 {
+		fmt.Fprintf(s.log, "truss: mcp: server %s is ready; %d tools of it are offered from the next turn\n", srv.Name(), n)
+	}
 }
 
+// add offers the server's tools that are not offered yet (a tool it no
+// longer lists stays declared; a call of it gets the server's error).
 func (s *mcpSession) add(srv *mcp.Server) int {
 	n := 0
 	for _, b := range s.m.Bindings(srv) {
+		if _, have := s.set.Lookup(b.Spec().Name); have {
+			continue
+		}
 		if err := s.set.Add(b); err != nil {
 			fmt.Fprintf(s.log, "truss: mcp: server %s: %v; the tool is not offered\n", srv.Name(), err)
 			continue

@@ -94,7 +94,8 @@ type Options struct {
 	// (failures, late starts, exits); nil discards them.
 	Log io.Writer
 	// OnReady is called, on the server's goroutine, when a server is ready
-	// with its tools.
+	// with its tools, and again when it announces that its tool list
+	// changed.
 	OnReady func(*Server)
 }
 
@@ -337,7 +338,11 @@ func (s *Server) connect(ctx context.Context) error {
 			if tools, err := s.list(ctx); err == nil {
 				s.mu.Lock()
 				s.tools = tools
+				ready := s.state == Ready
 				s.mu.Unlock()
+				if ready && s.m.opts.OnReady != nil {
+					s.m.opts.OnReady(s)
+				}
 			}
 		},
 	})
