@@ -12,6 +12,11 @@
 // error with Retry-After, an error event in the middle of the stream, a cut
 // stream) fail its first attempts, after which the step is served normally.
 //
+// A script may hold the scripts of sub-agents (Script.Agents): a request
+// whose first user message contains an agent's key follows that agent's
+// steps, counted in its own history, so that a parent and the children it
+// spawns each play their part.
+//
 // The server never executes a tool; it only records what it was sent.
 package sim
 
