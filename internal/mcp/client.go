@@ -241,14 +241,16 @@ func (m *Manager) logf(format string, args ...any) {
 var minimalEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "NODE_PATH",
 	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "TRUSS_HOME"}
 
-func (s *Server) transport() (sdk.Transport, error) {
+// transport returns the server's transport and, for a stdio server, its
+// command (to kill it when the handshake fails).
+func (s *Server) transport() (sdk.Transport, *exec.Cmd, error) {
 	c := s.cfg
 	if c.URL != "" {
 		client := &http.Client{Transport: headerTransport{headers: c.Headers, next: http.DefaultTransport}}
-		return &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: client}, nil
+		return &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: client}, nil, nil
 	}
 	if c.Command == "" {
-		return nil, errors.New("neither a command nor a url is configured")
+		return nil, nil, errors.New("neither a command nor a url is configured")
 	}
 	cmd := exec.Command(c.Command, c.Args...)
 	for _, k := range minimalEnv {
@@ -259,7 +261,7 @@ func (s *Server) transport() (sdk.Transport, error) {
 	cmd.Env = append(cmd.Env, c.Env...)
 	cmd.Dir = c.Dir
 	cmd.Stderr = s.stderr
-	return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+	return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, cmd, nil
 }
 
 // headerTransport adds configured headers to every request.
@@ -291,7 +293,6 @@ func (s *Server) fail(err error) {
 
 // run connects, lists the tools, and then watches the connection.
 func (s *Server) run(ctx context.Context) {
-	start := time.Now()
 	err := s.connect(ctx)
 	close(s.ready)
 	if err != nil {
@@ -304,7 +305,6 @@ func (s *Server) run(ctx context.Context) {
 	if s.m.opts.OnReady != nil {
 		s.m.opts.OnReady(s)
 	}
-	_ = start
 	s.mu.Lock()
 	cs := s.session
 	s.mu.Unlock()
@@ -329,7 +329,7 @@ func (s *Server) run(ctx context.Context) {
 func (s *Server) connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartupTimeout)
 	defer cancel()
-	tr, err := s.transport()
+	tr, cmd, err := s.transport()
 	if err != nil {
 		return err
 	}
@@ -346,35 +346,22 @@ func (s *Server) connect(ctx context.Context) error {
 			}
 		},
 	})
-	type result struct {
-		cs  *sdk.ClientSession
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		cs, err := client.Connect(ctx, tr, nil)
-		ch <- result{cs, err}
-	}()
-	var r result
-	select {
-	case r = <-ch:
-	case <-ctx.Done():
-		// Connect honours ctx, but a stdio server that never answers is
-		// also killed when its process is closed below.
-		r = <-ch
-	}
-	if r.err != nil {
-		return s.startErr(ctx, "connect", r.err)
+	cs, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		if cmd != nil && cmd.Process != nil {
+			cmd.Process.Kill() // a server that never answered is not left running
+		}
+		return s.startErr(ctx, "connect", err)
 	}
 	s.mu.Lock()
-	s.session = r.cs
-	if ir := r.cs.InitializeResult(); ir != nil {
+	s.session = cs
+	if ir := cs.InitializeResult(); ir != nil {
 		s.proto = ir.ProtocolVersion
 	}
 	s.mu.Unlock()
 	tools, err := s.list(ctx)
 	if err != nil {
-		r.cs.Close()
+		cs.Close()
 		s.mu.Lock()
 		s.session = nil
 		s.mu.Unlock()
@@ -383,7 +370,7 @@ func (s *Server) connect(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == Closed {
-		r.cs.Close()
+		cs.Close()
 		return errors.New("closed")
 	}
 	s.tools, s.state = tools, Ready

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,6 +34,9 @@ func TestMain(m *testing.M) {
 		os.Exit(3)
 	case "slow":
 		time.Sleep(time.Second)
+	case "hang":
+		fmt.Fprintln(os.Stderr, "fixture: waiting for a database")
+		time.Sleep(time.Hour)
 	}
 	if err := fixture().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "fixture:", err)
@@ -373,6 +377,36 @@ func TestServer(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "sub/b.txt")); string(b) != "first\nbee\n" {
 		t.Errorf("b.txt = %q", b)
+	}
+}
+
+// TestStartupTimeout: a server that never answers fails at its startup
+// timeout, with its last output, and is not left running.
+func TestStartupTimeout(t *testing.T) {
+	hang := fixtureServer("hang", "hang")
+	hang.StartupTimeout = 300 * time.Millisecond
+	start := time.Now()
+	m := Start(context.Background(), []ServerConfig{hang}, Options{})
+	defer m.Close()
+	m.Wait(context.Background(), 20*time.Second)
+	st, err := m.byName["hang"].State()
+	if st != Failed || err == nil || !strings.Contains(err.Error(), "no answer within the startup timeout of 300ms") || !strings.Contains(err.Error(), "waiting for a database") {
+		t.Fatalf("%s %v", st, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("failing took %s", d)
+	}
+	// The fixture's mode is in its environment, not its command line.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := exec.Command("sh", "-c", "grep -l TRUSS_MCP_FIXTURE=hang /proc/[0-9]*/environ 2>/dev/null").Output()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hung server is still running: %s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
