@@ -17,15 +17,17 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
+	"github.com/pelletier/go-toml/v2"
 )
 
 // Path is the configuration file, relative to the workspace root.
@@ -136,15 +138,29 @@ func (v Validate) EnvList() []string {
 func Load(root string) (*Config, error) {
 	p := filepath.Join(root, Path)
 	var c Config
-	md, err := toml.DecodeFile(p, &c)
+	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(root); err != nil {
+			return nil, err
+		}
 		return &c, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return nil, fmt.Errorf("%s: unknown setting %q", p, und[0].String())
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		var missing *toml.StrictMissingError
+		if errors.As(err, &missing) && len(missing.Errors) > 0 {
+			return nil, fmt.Errorf("%s: unknown setting %q", p, strings.Join(missing.Errors[0].Key(), "."))
+		}
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return nil, fmt.Errorf("%s:%d:%d: %w", p, row, col, err)
+		}
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	for name, srv := range c.MCP.Servers {
 		if (srv.Command == "") == (srv.URL == "") {
