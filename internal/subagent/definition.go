@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -42,7 +41,19 @@ type Definition struct {
 	Path string
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+// validName reports whether name is 1 to 64 lower-case letters, digits,
+// '-' and '_', starting with a letter or digit.
+func validName(name string) bool {
+	if name == "" || len(name) > 64 || name[0] == '-' || name[0] == '_' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // frontMatter is the YAML the definition starts with.
 type frontMatter struct {
@@ -110,7 +121,7 @@ func ParseDefinition(file string, b []byte) (*Definition, error) {
 	if d.Name == "" {
 		d.Name = strings.TrimSuffix(filepath.Base(file), ".md")
 	}
-	if !nameRE.MatchString(d.Name) {
+	if !validName(d.Name) {
 		return nil, fmt.Errorf("%s: agent name %q must be lower-case letters, digits, '-' or '_' (at most 64)", file, d.Name)
 	}
 	if d.Description == "" {

@@ -81,7 +81,7 @@ func FuzzParseDefinition(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if d.Description == "" || d.Prompt == "" || !nameRE.MatchString(d.Name) || d.Budget.MaxTurns < 0 || d.Budget.MaxWall < 0 {
+		if d.Description == "" || d.Prompt == "" || !validName(d.Name) || d.Budget.MaxTurns < 0 || d.Budget.MaxWall < 0 {
 			t.Fatalf("accepted an invalid definition: %+v", d)
 		}
 	})

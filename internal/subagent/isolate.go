@@ -50,7 +50,7 @@ func isolate(ctx context.Context, workspace, workdir, session string) (*isolatio
 	if err := os.MkdirAll(workdir, 0o700); err != nil {
 		return nil, err
 	}
-	name := "agent-" + unsafeID.ReplaceAllString(session, "_")
+	name := "agent-" + safeID(session)
 	top, err := git(ctx, workspace, "rev-parse", "--show-toplevel")
 	if err == nil {
 		top = strings.TrimSpace(top)

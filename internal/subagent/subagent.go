@@ -24,7 +24,6 @@ package subagent
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -155,7 +154,17 @@ func (c *Config) canSpawn(depth int) bool { return depth < c.Limits.MaxDepth }
 // Agents returns the definitions, for the spawn tool's declaration.
 func (s *Spawner) Agents() []*Definition { return s.cfg.Agents }
 
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+// safeID replaces the characters of a call id other than letters, digits,
+// '_' and '-' by '_', for session ids and file names.
+func safeID(id string) string {
+	b := []byte(id)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
 
 // Execute runs a spawn call: it waits for a slot, runs the child to its
 // end, and returns its outcome. A child that does not complete (budget,
@@ -171,7 +180,7 @@ func (s *Spawner) Execute(ctx context.Context, call tool.Call) tool.Result {
 		return tool.Failed(call, tool.Errorf(tool.ErrUnsupported, "spawn: sub-agents may nest at most %d deep and this agent is at depth %d; do the task yourself", cfg.Limits.MaxDepth, s.depth))
 	}
 	run := &Run{Parent: s.parent, CallID: call.ID, Depth: s.depth + 1, Task: args.Task, Isolated: args.Isolated, Model: cfg.Model}
-	run.Session = s.parent + "." + unsafeID.ReplaceAllString(call.ID, "_")
+	run.Session = s.parent + "." + safeID(call.ID)
 	if args.Agent != "" {
 		for _, d := range cfg.Agents {
 			if d.Name == args.Agent {
