@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -124,9 +125,14 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	case "show":
-		path, _ := splitPath(args[1:])
+		fset := newFlagSet("ledger show", stderr)
+		agents := fset.Bool("agents", false, "also show each sub-agent's timeline, after the session's")
+		path, rest := splitPath(args[1:])
+		if err := parse(fset, rest); err != nil {
+			return err
+		}
 		if path == "" {
-			return usagef("usage: truss ledger show PATH")
+			return usagef("usage: truss ledger show PATH [--agents]")
 		}
 		dir, vkey, err := resolveLedger(path, "")
 		if err != nil {
@@ -134,11 +140,22 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		r, entries, verr := ledger.Verify(dir, vkey)
 		ledger.Show(stdout, entries)
+		var kids []ledger.Child
+		if verr == nil {
+			kids, verr = ledger.VerifyLinks(dir, vkey, entries, r.Sealed)
+		}
 		if verr != nil {
 			fmt.Fprintf(stdout, "NOT VERIFIED: %v\n", verr)
 			return exitError{1}
 		}
-		fmt.Fprintf(stdout, "verified: %d entries, sealed by %d checkpoints, root %s\n", r.Entries, r.Checkpoints, base64.StdEncoding.EncodeToString(r.Root))
+		fmt.Fprintf(stdout, "verified: %d entries, sealed by %d checkpoints, root %s", r.Entries, r.Checkpoints, base64.StdEncoding.EncodeToString(r.Root))
+		if n := countChildren(kids); n > 0 {
+			fmt.Fprintf(stdout, "; sub-agent ledgers linked and verified: %d", n)
+		}
+		fmt.Fprintln(stdout)
+		if *agents {
+			showChildren(stdout, dir, vkey, kids, "  ")
+		}
 		return nil
 	}
 	return usagef("unknown ledger command %q: use key, verify, show, prove or export", args[0])
@@ -225,5 +242,37 @@ func printChildren(w io.Writer, top string, kids []ledger.Child, indent string) 
 		fmt.Fprintf(w, "%ssub-agent %s verified (linked from entry %d): %d entries, %d payloads, root %s\n",
 			indent+"  ", c.Report.Session, c.Entry, c.Report.Entries, c.Report.Payloads, base64.StdEncoding.EncodeToString(c.Report.Root))
 		printChildren(w, top, c.Children, indent+"  ")
+	}
+}
+
+func countChildren(kids []ledger.Child) int {
+	n := len(kids)
+	for _, k := range kids {
+		n += countChildren(k.Children)
+	}
+	return n
+}
+
+// showChildren prints each sub-agent's timeline, indented by depth.
+func showChildren(w io.Writer, top, vkey string, kids []ledger.Child, indent string) {
+	for _, c := range kids {
+		rel, err := filepath.Rel(top, c.Dir)
+		if err != nil {
+			rel = c.Dir
+		}
+		fmt.Fprintf(w, "\n%ssub-agent %s (%s, linked from entry %d)\n", indent, c.Report.Session, filepath.ToSlash(rel), c.Entry)
+		_, entries, err := ledger.Verify(c.Dir, vkey)
+		if err != nil {
+			fmt.Fprintf(w, "%sNOT VERIFIED: %v\n", indent, err)
+			continue
+		}
+		var buf bytes.Buffer
+		ledger.Show(&buf, entries)
+		for _, line := range strings.SplitAfter(buf.String(), "\n") {
+			if line != "" {
+				fmt.Fprint(w, indent+line)
+			}
+		}
+		showChildren(w, top, vkey, c.Children, indent+"  ")
 	}
 }
