@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -114,7 +115,7 @@ type mcpSession struct {
 	live bool // past the first turn's wait: ready servers add their tools at once
 }
 
-// startMCP starts the configured servers (at once, each on its own
+// start starts the configured servers (at once, each on its own
 // goroutine) and routes MCP calls to them; it returns nil when none is
 // configured.
 func (m *mcpFlags) start(ctx context.Context, tl *tools, set *surface.Set, dialect string, log io.Writer) (*mcpSession, error) {
@@ -244,9 +245,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var w workspaceFlags
 	w.register(fset)
 	var v validateFlags
-	fset.StringVar(&v.testCmd, "test-cmd", "", "the project's test command for validate (default: detected)")
-	fset.Var(&v.setupCmds, "setup-cmd", "a command to run before the tests when validating (repeatable)")
-	fset.BoolVar(&v.noValidate, "no-validate", false, "offer no validate tool")
+	v.registerChecks(fset)
 	addr := fset.String("http", "", "serve streamable HTTP on this address (host:port; port 0 picks a free one, printed at start) instead of stdio")
 	stateless := fset.Bool("stateless", false, "with --http: serve statelessly (protocol 2026-07-28 and later; no sessions)")
 	tokenEnv := fset.String("token-env", "", "with --http: require this environment variable's value as a bearer token (needed to serve on a non-loopback address)")
@@ -254,9 +253,13 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := parse(fset, args[1:]); err != nil {
 		return err
 	}
-	set, err := registry().Build(generic.Name, surface.Profile{})
+	// The file tools' executors serve the calls; no memory store is opened.
+	set, err := surface.NewSet(generic.Name, generic.Bindings()...)
 	if err != nil {
 		return err
+	}
+	if *tokenEnv != "" && *addr == "" {
+		return usagef("--token-env protects --http; a stdio server has no other client than the process that started it")
 	}
 	tl, err := w.open(set)
 	if err != nil {
@@ -293,12 +296,9 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if lw, err = ledger.Create(filepath.Join(sess.Dir(), "ledger"), sess.Meta.ID, signer); err != nil {
 			return err
 		}
-		decls := []ledger.ToolDecl{}
-		for _, n := range []string{"view", "create", "replace", "insert", "patch", "shell"} {
+		var decls []ledger.ToolDecl
+		for _, n := range mcp.ServedTools(runner != nil) {
 			decls = append(decls, ledger.ToolDecl{Name: n, Kind: "mcp"})
-		}
-		if runner != nil {
-			decls = append(decls, ledger.ToolDecl{Name: "validate", Kind: "mcp"})
 		}
 		transport := "stdio"
 		if *addr != "" {
@@ -312,10 +312,10 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		exec = tl.recordContents(lw, exec)
 		obs = rec
 	}
-	var served atomicCount
+	var served atomic.Int64
 	counting := agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type == agent.EventCallCompleted {
-			served.add()
+			served.Add(1)
 		}
 		if obs != nil {
 			obs.Observe(ev)
@@ -349,11 +349,11 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	} else {
 		err = srv.Run(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	}
-	if ctx.Err() != nil || errors.Is(err, io.EOF) || (err != nil && strings.Contains(err.Error(), "EOF")) {
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		err = nil
 	}
 	if rec != nil {
-		n := served.get()
+		n := int(served.Load())
 		rec.Observe(agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusCompleted, Turns: n, Calls: n}})
 		if cerr := rec.Close(); cerr != nil {
 			fmt.Fprintf(stderr, "truss: the ledger missed an event: %v\n", cerr)
@@ -413,33 +413,17 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// atomicCount counts served calls.
-type atomicCount struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (c *atomicCount) add() { c.mu.Lock(); c.n++; c.mu.Unlock() }
-func (c *atomicCount) get() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
-// addTools starts the configured servers, waits for each up to its startup
-// timeout, and adds the tools of those that started (truss tools).
+// addTools starts the configured servers, waits until each has started or
+// failed (within its startup timeout), and adds the tools of those that
+// started (truss tools).
 func (m *mcpFlags) addTools(set *surface.Set, cfg *config.Config, dialect string, log io.Writer) error {
 	cfgs, err := m.configs(cfg)
 	if err != nil || len(cfgs) == 0 {
 		return err
 	}
-	longest := time.Duration(0)
-	for _, c := range cfgs {
-		longest = max(longest, cmpOrDuration(c.StartupTimeout, mcp.DefaultStartupTimeout))
-	}
 	mgr := mcp.Start(context.Background(), cfgs, mcp.Options{Client: "truss", Version: version, Dialect: dialect, Log: log})
 	defer mgr.Close()
-	mgr.Wait(context.Background(), longest+time.Second)
+	mgr.Wait(context.Background(), -1)
 	for _, srv := range mgr.Servers() {
 		if st, _ := srv.State(); st != mcp.Ready {
 			continue
@@ -451,13 +435,6 @@ func (m *mcpFlags) addTools(set *surface.Set, cfg *config.Config, dialect string
 		}
 	}
 	return nil
-}
-
-func cmpOrDuration(a, b time.Duration) time.Duration {
-	if a > 0 {
-		return a
-	}
-	return b
 }
 
 // cmdMCPClient runs truss mcp list and truss mcp call: the configured
@@ -504,15 +481,11 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 	if len(cfgs) == 0 {
 		return usagef("no MCP servers are configured (in %s or by --mcp)", config.Path)
 	}
-	longest := time.Duration(0)
-	for _, c := range cfgs {
-		longest = max(longest, cmpOrDuration(c.StartupTimeout, mcp.DefaultStartupTimeout))
-	}
 	ctx, cancel := signalContext(stderr)
 	defer cancel()
 	mgr := mcp.Start(ctx, cfgs, mcp.Options{Client: "truss", Version: version, Log: stderr})
 	defer mgr.Close()
-	mgr.Wait(ctx, longest+time.Second)
+	mgr.Wait(ctx, -1)
 	if sub == "call" {
 		in := "{}"
 		if len(fset.Args()) == 3 {

@@ -74,9 +74,7 @@ func (r *runFlags) register(fs interface {
 	fs.StringVar(&r.resume, "resume", "", "continue the session with this id (see truss sessions)")
 	fs.BoolVar(&r.noSession, "no-session", false, "do not save the session (and so write no ledger)")
 	fs.BoolVar(&r.noLedger, "no-ledger", false, "do not write the signed ledger")
-	fs.StringVar(&r.testCmd, "test-cmd", "", "the project's test command (default: detected from go.mod, package.json, Cargo.toml, pytest settings or a Makefile)")
-	fs.Var(&r.setupCmds, "setup-cmd", "a command to run before the tests when validating (repeatable)")
-	fs.BoolVar(&r.noValidate, "no-validate", false, "offer no validate tool and run no checks at the end")
+	r.validateFlags.registerChecks(fs)
 	fs.BoolVar(&r.require, "require-validation", false, "exit non-zero unless the checks Truss runs at the end pass")
 	r.spawnFlags.register(fs)
 	r.mcpFlags.register(fs)
@@ -362,6 +360,17 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		return exitError{130}
 	}
 	return exitError{1}
+}
+
+// registerChecks registers the flags of the task's checks.
+func (v *validateFlags) registerChecks(fs interface {
+	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
+	Var(flag.Value, string, string)
+}) {
+	fs.StringVar(&v.testCmd, "test-cmd", "", "the project's test command (default: detected from go.mod, package.json, Cargo.toml, pytest settings or a Makefile)")
+	fs.Var(&v.setupCmds, "setup-cmd", "a command to run before the tests when validating (repeatable)")
+	fs.BoolVar(&v.noValidate, "no-validate", false, "offer no validate tool and run no checks at the end")
 }
 
 // runner returns the validation runner of the workspace: the test command

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -241,7 +242,7 @@ func (w *workspaceFlags) registerSandbox(fs *flag.FlagSet) {
 // the project's configuration, else workspace-write with the network off.
 func (w *workspaceFlags) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, error) {
 	if w.sandbox == "" {
-		w.sandbox = cmpOr(cfg.Sandbox.Mode, string(sandbox.WorkspaceWrite))
+		w.sandbox = cmp.Or(cfg.Sandbox.Mode, string(sandbox.WorkspaceWrite))
 	}
 	if w.network == "" {
 		w.network = "off"
@@ -398,13 +399,6 @@ func (w *workspaceFlags) open(set *surface.Set) (*tools, error) {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // finish builds the executors on an open workspace, with the session's

@@ -175,35 +175,29 @@ func Start(ctx context.Context, cfgs []ServerConfig, opts Options) *Manager {
 func (m *Manager) Servers() []*Server { return m.servers }
 
 // Wait waits until every server is ready or failed, or until d passes or
-// ctx ends, and returns the servers still starting.
+// ctx ends, and returns the servers still starting. A negative d waits
+// until every server has settled, which its startup timeout bounds.
 func (m *Manager) Wait(ctx context.Context, d time.Duration) []*Server {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	if d >= 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	for _, s := range m.servers {
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+		}
+	}
 	var pending []*Server
 	for _, s := range m.servers {
 		select {
 		case <-s.ready:
-			continue
 		default:
-		}
-		select {
-		case <-s.ready:
-		case <-timer.C:
 			pending = append(pending, s)
-			// The timer has fired: collect the rest without waiting.
-			for _, r := range m.servers[slices.Index(m.servers, s)+1:] {
-				select {
-				case <-r.ready:
-				default:
-					pending = append(pending, r)
-				}
-			}
-			return pending
-		case <-ctx.Done():
-			return nil
 		}
 	}
-	return nil
+	return pending
 }
 
 // Close disconnects every server (a stdio server's stdin is closed, then it
@@ -226,9 +220,11 @@ func (m *Manager) Close() error {
 	return errors.Join(errs...)
 }
 
+// isClosedErr reports whether a close error only says that the server was
+// already gone (it exited, or its connection was closed).
 func isClosedErr(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "closed") || strings.Contains(s, "signal: terminated") || strings.Contains(s, "signal: killed") || strings.Contains(s, "exit status")
+	var exit *exec.ExitError
+	return errors.As(err, &exit) || errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe)
 }
 
 func (m *Manager) logf(format string, args ...any) {
@@ -294,10 +290,12 @@ func (s *Server) fail(err error) {
 // run connects, lists the tools, and then watches the connection.
 func (s *Server) run(ctx context.Context) {
 	err := s.connect(ctx)
+	if err != nil && ctx.Err() == nil {
+		s.fail(err) // before ready closes, so that waiters see the failure
+	}
 	close(s.ready)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.fail(err)
 			s.m.logf("server %s failed to start: %v", s.cfg.Name, err)
 		}
 		return

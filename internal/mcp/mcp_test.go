@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -325,8 +326,10 @@ func TestServer(t *testing.T) {
 		}
 		toolNames = append(toolNames, tl.Name)
 	}
-	if strings.Join(toolNames, ",") != "create,insert,patch,replace,shell,view" {
-		t.Errorf("tools: %v", toolNames)
+	served := ServedTools(false)
+	slices.Sort(served)
+	if strings.Join(toolNames, ",") != "create,insert,patch,replace,shell,view" || !slices.Equal(toolNames, served) {
+		t.Errorf("tools: %v, ServedTools: %v", toolNames, served)
 	}
 	for _, tc := range []struct {
 		tool   string

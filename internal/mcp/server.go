@@ -69,6 +69,16 @@ type (
 	validateIn struct{}
 )
 
+// ServedTools returns the names of the tools NewServer offers, in the
+// order it adds them.
+func ServedTools(validate bool) []string {
+	names := []string{"view", "create", "replace", "insert", "patch", "shell"}
+	if validate {
+		names = append(names, "validate")
+	}
+	return names
+}
+
 // NewServer returns Truss's MCP server: view, create, replace, insert,
 // patch, shell and (when configured) validate, each executed by cfg.Exec.
 func NewServer(cfg ServeConfig) *sdk.Server {

@@ -22,6 +22,7 @@
 package subagent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -145,14 +146,8 @@ func New(cfg Config) *Spawner {
 	return &Spawner{cfg: &cfg, parent: cfg.Session, sem: make(chan struct{}, cfg.Limits.MaxParallel)}
 }
 
-// Depth returns the depth of the agents whose calls this spawner runs.
-func (s *Spawner) Depth() int { return s.depth }
-
-// CanSpawn reports whether agents at depth may spawn children.
+// canSpawn reports whether agents at depth may spawn children.
 func (c *Config) canSpawn(depth int) bool { return depth < c.Limits.MaxDepth }
-
-// Agents returns the definitions, for the spawn tool's declaration.
-func (s *Spawner) Agents() []*Definition { return s.cfg.Agents }
 
 // safeID replaces the characters of a call id other than letters, digits,
 // '_' and '-' by '_', for session ids and file names.
@@ -284,6 +279,14 @@ func (s *Spawner) Execute(ctx context.Context, call tool.Call) tool.Result {
 	} else {
 		res.Changes = changes.merged()
 	}
+	res.Output = out.Text
+	switch out.Status {
+	case agent.StatusCompleted:
+	case agent.StatusCanceled:
+		res.Err = &tool.Error{Kind: tool.ErrCanceled, Message: "the sub-agent was canceled", Err: ctx.Err()}
+	default:
+		res.Err = tool.Errorf(tool.ErrAgent, "the sub-agent did not finish its task: %s", cmp.Or(out.Reason, string(out.Status)))
+	}
 	if rec != nil {
 		link, err := rec.Finish(out)
 		if err != nil && res.Err == nil {
@@ -291,22 +294,7 @@ func (s *Spawner) Execute(ctx context.Context, call tool.Call) tool.Result {
 		}
 		ar.Ledger = link
 	}
-	res.Output = out.Text
-	switch out.Status {
-	case agent.StatusCompleted:
-	case agent.StatusCanceled:
-		res.Err = &tool.Error{Kind: tool.ErrCanceled, Message: "the sub-agent was canceled", Err: ctx.Err()}
-	default:
-		res.Err = tool.Errorf(tool.ErrAgent, "the sub-agent did not finish its task: %s", cmpOr(out.Reason, string(out.Status)))
-	}
 	return res
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // childTools returns the child's tool set: the top set's tools in their
@@ -348,7 +336,7 @@ func (s *Spawner) childTools(run *Run, args *tool.SpawnArgs) (*surface.Set, []st
 		}
 		names = append(names, n)
 	}
-	for n := range byCall {
+	for _, n := range args.Tools {
 		if _, ok := top.Lookup(n); !ok {
 			return nil, nil, tool.Errorf(tool.ErrInvalidInput, "spawn: there is no tool named %q to give the sub-agent; the tools are: %s", n, strings.Join(top.Names(), ", "))
 		}

@@ -563,3 +563,42 @@ func BenchmarkSpawn(b *testing.B) {
 		}
 	}
 }
+
+// TestSpawnBadInput: a spawn call that cannot run gets a precise error, and
+// no child starts.
+func TestSpawnBadInput(t *testing.T) {
+	h := newHarness(t, `{"steps":[{"say":"unused"}]}`, subagent.Limits{MaxDepth: 1})
+	h.cfg.Tools, _ = surface.NewSet(generic.Name, generic.Bindings()...)
+	sp := subagent.New(h.cfg)
+	for _, tc := range []struct {
+		args *tool.SpawnArgs
+		kind tool.ErrorKind
+		want string
+	}{
+		{&tool.SpawnArgs{Task: "x", Tools: []string{"read_file", "cat"}}, tool.ErrInvalidInput, `no tool named "cat" to give the sub-agent; the tools are: bash, edit_file`},
+		{&tool.SpawnArgs{Task: "x", Agent: "ghost"}, tool.ErrInvalidInput, `there is no agent named "ghost"`},
+		{nil, tool.ErrInvalidInput, "spawn: no task"},
+	} {
+		r := sp.Execute(context.Background(), tool.Call{ID: "c", Op: tool.OpSpawn, Args: tc.args})
+		if r.Err == nil || r.Err.Kind != tc.kind || !strings.Contains(r.Err.Message, tc.want) || r.Agent != nil {
+			t.Errorf("%+v: %+v", tc.args, r.Err)
+		}
+	}
+	if h.maxLive != 0 || len(h.srv.Requests()) != 0 {
+		t.Errorf("a child started: %d environments, %d requests", h.maxLive, len(h.srv.Requests()))
+	}
+
+	// The binding refuses what it can tell is wrong.
+	b := generic.Spawn{Agents: []generic.AgentInfo{{Name: "reviewer", Description: "Reviews."}}}
+	for input, want := range map[string]string{
+		`{}`:                               `missing required parameter "task"`,
+		`{"task":"  "}`:                    "the task is empty",
+		`{"task":"x","max_turns":-1}`:      "must not be negative",
+		`{"task":"x","agent":"ghost"}`:     `no agent named "ghost"; the defined agents are: reviewer`,
+		`{"task":"x","tools":"read_file"}`: `parameter "tools" must be of type array`,
+	} {
+		if _, err := b.Decode(model.ToolCall{Name: "spawn", Input: input}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", input, err, want)
+		}
+	}
+}
