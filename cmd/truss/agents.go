@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -55,6 +54,26 @@ type spawnSetup struct {
 	maxResult int
 }
 
+// offer adds the spawn tool to set, offering the agents defined in root; it
+// returns the definitions (nil, with no error, when spawn is off).
+func (f *spawnFlags) offer(set *surface.Set, root string) ([]*subagent.Definition, error) {
+	if f.noSpawn || f.maxDepth <= 0 {
+		return nil, nil
+	}
+	defs, err := subagent.LoadDefinitions(root)
+	if err != nil {
+		return nil, err
+	}
+	var infos []generic.AgentInfo
+	for _, d := range defs {
+		infos = append(infos, generic.AgentInfo{Name: d.Name, Description: d.Description})
+	}
+	if defs == nil {
+		defs = []*subagent.Definition{} // spawn is on, with no agents defined
+	}
+	return defs, set.Add(generic.Spawn{Agents: infos})
+}
+
 // addSpawn loads the workspace's agent definitions, offers the spawn tool
 // and routes it to a spawner. It must be called after every other tool is
 // in the set, since a child's tools are a subset of them. The returned
@@ -64,19 +83,9 @@ func (f *spawnFlags) addSpawn(s spawnSetup) (*childRecords, error) {
 		s.session = "session"
 	}
 	rec := &childRecords{top: s, dirs: map[string]string{}}
-	if f.noSpawn || f.maxDepth <= 0 {
-		return rec, nil
-	}
-	defs, err := subagent.LoadDefinitions(s.tl.ws.Dir())
-	if err != nil {
-		return nil, err
-	}
-	var infos []generic.AgentInfo
-	for _, d := range defs {
-		infos = append(infos, generic.AgentInfo{Name: d.Name, Description: d.Description})
-	}
-	if err := s.set.Add(generic.Spawn{Agents: infos}); err != nil {
-		return nil, err
+	defs, err := f.offer(s.set, s.tl.ws.Dir())
+	if err != nil || defs == nil {
+		return rec, err
 	}
 	cfg := subagent.Config{
 		Provider: s.prov, Tools: s.set, Model: s.model,
@@ -121,8 +130,8 @@ func (c *childRecords) setLedger(lw *ledger.Writer, signer note.Signer) {
 	c.dirs[c.top.session] = lw.Dir()
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
-
+// start begins a sub-agent's ledger in agents/NAME of its parent's; no
+// record (nil) when the session writes no ledger.
 func (c *childRecords) start(run *subagent.Run) (subagent.Recording, error) {
 	if c.signer == nil {
 		return nil, nil
@@ -133,7 +142,7 @@ func (c *childRecords) start(run *subagent.Run) (subagent.Recording, error) {
 	if !ok {
 		return nil, fmt.Errorf("no ledger for parent session %s", run.Parent)
 	}
-	rel := "agents/" + unsafeName.ReplaceAllString(run.CallID, "_")
+	rel := "agents/" + run.Name
 	dir := filepath.Join(parentDir, filepath.FromSlash(rel))
 	lw, err := ledger.Create(dir, run.Session, c.signer)
 	if err != nil {

@@ -332,8 +332,12 @@ func (t *tools) newShellIn(dir, own string) *shell.Session {
 func (t *tools) validationShell() validate.Shell { return t.validationShellIn(t.ws.Dir()) }
 
 // validationShellIn is a fresh shell for one validation run in dir.
-func (t *tools) validationShellIn(dir string) validate.Shell {
-	own, err := os.MkdirTemp(t.tmp, "validate-")
+func (t *tools) validationShellIn(dir string) validate.Shell { return t.ownedShellIn(dir, "validate-") }
+
+// ownedShellIn starts a shell in dir that keeps its files in a directory
+// of its own under the session's, removed with it.
+func (t *tools) ownedShellIn(dir, prefix string) *ownedShell {
+	own, err := os.MkdirTemp(t.tmp, prefix)
 	if err != nil {
 		own = "" // the session makes its own
 	}
@@ -471,13 +475,9 @@ func (t *tools) childEnv(dir string) (*subagent.Env, error) {
 		}
 		ws = own
 	}
-	shTmp, err := os.MkdirTemp(t.tmp, "agent-")
-	if err != nil {
-		shTmp = ""
-	}
-	sh := t.newShellIn(dir, shTmp)
+	sh := t.ownedShellIn(dir, "agent-")
 	mux := &tool.Mux{}
-	t.route(mux, ws, sh)
+	t.route(mux, ws, sh.Session)
 	for op, e := range t.shared {
 		mux.Handle(op, e)
 	}
@@ -490,9 +490,6 @@ func (t *tools) childEnv(dir string) (*subagent.Env, error) {
 		sh.Close()
 		if own != nil {
 			own.Close()
-		}
-		if shTmp != "" {
-			os.RemoveAll(shTmp)
 		}
 	}}, nil
 }
@@ -562,18 +559,8 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	if err := mf.addTools(set, cfg, p.dialect(), stderr); err != nil {
 		return err
 	}
-	if !sf.noSpawn && sf.maxDepth > 0 {
-		defs, err := subagent.LoadDefinitions(".")
-		if err != nil {
-			return err
-		}
-		var infos []generic.AgentInfo
-		for _, d := range defs {
-			infos = append(infos, generic.AgentInfo{Name: d.Name, Description: d.Description})
-		}
-		if err := set.Add(generic.Spawn{Agents: infos}); err != nil {
-			return err
-		}
+	if _, err := sf.offer(set, "."); err != nil {
+		return err
 	}
 	var d declarer
 	switch p.dialect() {

@@ -51,12 +51,14 @@ type Limits struct {
 
 // Run describes one child run.
 type Run struct {
-	// Session is the child's session id: its parent's, a dot, and the
-	// spawn call's id.
+	// Session is the child's session id: its parent's, a dot, and Name.
 	Session string
-	Parent  string
-	CallID  string
-	Depth   int
+	// Name is the spawn call's id with characters other than letters,
+	// digits, '_' and '-' replaced by '_' (a file name).
+	Name   string
+	Parent string
+	CallID string
+	Depth  int
 	// Agent is the user-defined agent it runs as, if any.
 	Agent    *Definition
 	Model    string
@@ -175,7 +177,8 @@ func (s *Spawner) Execute(ctx context.Context, call tool.Call) tool.Result {
 		return tool.Failed(call, tool.Errorf(tool.ErrUnsupported, "spawn: sub-agents may nest at most %d deep and this agent is at depth %d; do the task yourself", cfg.Limits.MaxDepth, s.depth))
 	}
 	run := &Run{Parent: s.parent, CallID: call.ID, Depth: s.depth + 1, Task: args.Task, Isolated: args.Isolated, Model: cfg.Model}
-	run.Session = s.parent + "." + safeID(call.ID)
+	run.Name = safeID(call.ID)
+	run.Session = s.parent + "." + run.Name
 	if args.Agent != "" {
 		for _, d := range cfg.Agents {
 			if d.Name == args.Agent {
