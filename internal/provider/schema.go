@@ -110,7 +110,7 @@ func nullable(s map[string]any) map[string]any {
 func PortableSchema(schema json.RawMessage) json.RawMessage {
 	var root map[string]any
 	if err := json.Unmarshal(schema, &root); err != nil || root == nil {
-		return json.RawMessage(`{"type":"object","properties":{}}`)
+		return json.RawMessage(`{"properties":{},"type":"object"}`)
 	}
 	defs := map[string]any{}
 	for _, key := range []string{"definitions", "$defs"} {
@@ -130,7 +130,7 @@ func PortableSchema(schema json.RawMessage) json.RawMessage {
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return json.RawMessage(`{"type":"object","properties":{}}`)
+		return json.RawMessage(`{"properties":{},"type":"object"}`)
 	}
 	return b
 }

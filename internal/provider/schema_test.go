@@ -28,3 +28,51 @@ func TestStrictSchema(t *testing.T) {
 		t.Error("no error for a malformed schema")
 	}
 }
+
+func TestPortableAndSubsetSchema(t *testing.T) {
+	for _, tc := range []struct{ in, portable, subset string }{
+		{`[1]`, `{"properties":{},"type":"object"}`, `{"properties":{},"type":"object"}`},
+		{`{"$schema":"x","properties":{"a":{"$ref":"#/$defs/A"}},"$defs":{"A":{"type":["null","string"],"minLength":1}}}`,
+			`{"properties":{"a":{"minLength":1,"type":["null","string"]}},"type":"object"}`,
+			`{"properties":{"a":{"type":"string"}},"type":"object"}`},
+		{`{"properties":{"n":{"$ref":"#/definitions/N"}},"definitions":{"N":{"properties":{"next":{"$ref":"#/definitions/N"}}}}}`,
+			`{"properties":{"n":{"properties":{"next":{}}}},"type":"object"}`,
+			`{"properties":{"n":{"properties":{"next":{}},"type":"object"}},"type":"object"}`},
+		{`{"properties":{"m":{"anyOf":[{"type":"null"},{"type":"integer","enum":[1,2]}],"description":"d"}},"required":["m"]}`,
+			`{"properties":{"m":{"anyOf":[{"type":"null"},{"enum":[1,2],"type":"integer"}],"description":"d"}},"required":["m"],"type":"object"}`,
+			`{"properties":{"m":{"description":"d","enum":[1,2],"type":"integer"}},"required":["m"],"type":"object"}`},
+	} {
+		p := PortableSchema(json.RawMessage(tc.in))
+		if string(p) != tc.portable {
+			t.Errorf("PortableSchema(%s) = %s, want %s", tc.in, p, tc.portable)
+		}
+		sub, err := SubsetSchema(p)
+		if err != nil || string(sub) != tc.subset {
+			t.Errorf("SubsetSchema(%s) = %s, %v; want %s", p, sub, err, tc.subset)
+		}
+	}
+}
+
+// FuzzPortableSchema: whatever a server sends, the portable schema is an
+// object schema every normalizer after it takes.
+func FuzzPortableSchema(f *testing.F) {
+	f.Add([]byte(`{"type":"object","properties":{"a":{"$ref":"#/$defs/A"}},"$defs":{"A":{"type":"string"}}}`))
+	f.Add([]byte(`{"$ref":"#/definitions/X","definitions":{"X":{"$ref":"#/definitions/X"}}}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := PortableSchema(b)
+		var m map[string]any
+		if err := json.Unmarshal(p, &m); err != nil || m["type"] != "object" {
+			t.Fatalf("PortableSchema(%q) = %s", b, p)
+		}
+		if _, ok := m["properties"].(map[string]any); !ok {
+			t.Fatalf("no properties: %s", p)
+		}
+		if _, err := SubsetSchema(p); err != nil {
+			t.Fatalf("SubsetSchema(%s): %v", p, err)
+		}
+		if _, err := StrictSchema(p); err != nil {
+			t.Fatalf("StrictSchema(%s): %v", p, err)
+		}
+	})
+}
