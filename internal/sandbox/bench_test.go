@@ -49,23 +49,7 @@ func BenchmarkLaunchTrue(b *testing.B) {
 	// truss), the whole truss binary (when truss-sandbox is not there), and
 	// this test binary.
 	helpers := []struct{ name, pkg string }{{"truss-sandbox", "github.com/trussdev/truss/cmd/truss-sandbox"}, {"truss", "github.com/trussdev/truss/cmd/truss"}}
-	for _, h := range helpers {
-		b.Run("sandboxed/"+h.name, func(b *testing.B) {
-			bin := buildBinary(b, h.pkg)
-			b.Setenv("TRUSS_SANDBOX_HELPER", bin)
-			sb := benchSandbox(b)
-			for b.Loop() {
-				cmd := exec.Command(path)
-				if err := sb.Prepare(cmd); err != nil {
-					b.Fatal(err)
-				}
-				if out, err := cmd.CombinedOutput(); err != nil {
-					b.Fatalf("%v: %s", err, out)
-				}
-			}
-		})
-	}
-	b.Run("sandboxed/test-binary", func(b *testing.B) {
+	launch := func(b *testing.B) {
 		sb := benchSandbox(b)
 		for b.Loop() {
 			cmd := exec.Command(path)
@@ -76,7 +60,14 @@ func BenchmarkLaunchTrue(b *testing.B) {
 				b.Fatalf("%v: %s", err, out)
 			}
 		}
-	})
+	}
+	for _, h := range helpers {
+		b.Run("sandboxed/"+h.name, func(b *testing.B) {
+			b.Setenv("TRUSS_SANDBOX_HELPER", buildBinary(b, h.pkg))
+			launch(b)
+		})
+	}
+	b.Run("sandboxed/test-binary", launch)
 }
 
 // BenchmarkShellRoundTrip measures one `true` in a warm persistent shell,

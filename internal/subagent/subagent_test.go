@@ -93,7 +93,7 @@ func newHarnessOn(t *testing.T, dialect, script string, limits subagent.Limits) 
 		Prices:    func(string) surface.Prices { return surface.Prices{Input: 3, Output: 15} },
 		Workspace: h.dir, WorkDir: t.TempDir(), Session: "top",
 		NewEnv: func(ctx context.Context, run *subagent.Run) (*subagent.Env, error) {
-			mux, closeFn, err := h.executors(run.Dir)
+			mux, closeFn, err := executors(run.Dir)
 			if err != nil {
 				return nil, err
 			}
@@ -125,7 +125,8 @@ func newHarnessOn(t *testing.T, dialect, script string, limits subagent.Limits) 
 	return h
 }
 
-func (h *harness) executors(dir string) (*tool.Mux, func(), error) {
+// executors are the file tools and a shell on dir.
+func executors(dir string) (*tool.Mux, func(), error) {
 	ws, err := fs.Open(dir)
 	if err != nil {
 		return nil, nil, err
@@ -145,7 +146,7 @@ func (h *harness) executors(dir string) (*tool.Mux, func(), error) {
 // run runs the top agent on task.
 func (h *harness) run(t *testing.T, task string) *agent.Outcome {
 	t.Helper()
-	mux, closeFn, err := h.executors(h.dir)
+	mux, closeFn, err := executors(h.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,20 +542,11 @@ func BenchmarkSpawn(b *testing.B) {
 	set, _ := surface.NewSet(generic.Name, append(generic.Bindings(), generic.Spawn{})...)
 	sp := subagent.New(subagent.Config{Provider: dialects["anthropic"](base), Tools: set, Model: "sim-coder", Workspace: dir, Session: "top",
 		NewEnv: func(ctx context.Context, run *subagent.Run) (*subagent.Env, error) {
-			ws, err := fs.Open(run.Dir)
+			mux, closeFn, err := executors(run.Dir)
 			if err != nil {
 				return nil, err
 			}
-			sh := shell.New(shell.Config{Dir: run.Dir})
-			mux := &tool.Mux{}
-			fx := &fs.Executor{W: ws}
-			for _, op := range fs.Ops {
-				mux.Handle(op, fx)
-			}
-			for _, op := range shell.Ops {
-				mux.Handle(op, sh)
-			}
-			return &subagent.Env{Exec: mux, Close: func() { sh.Close(); ws.Close() }}, nil
+			return &subagent.Env{Exec: mux, Close: closeFn}, nil
 		}})
 	call := tool.Call{ID: "c1", Op: tool.OpSpawn, Args: &tool.SpawnArgs{Task: "QUICK task"}}
 	for b.Loop() {
