@@ -118,10 +118,7 @@ func Export(dir, vkey string, priv ed25519.PrivateKey) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the ledger does not verify: %w", err)
 	}
-	cp, err := os.ReadFile(filepath.Join(dir, "checkpoints", fmt.Sprintf("%020d", r.Sealed)))
-	if err != nil {
-		return nil, err
-	}
+	cp := r.Checkpoint
 	cpSum := sha256.Sum256(cp)
 	var start, end map[string]any
 	for _, e := range entries {

@@ -5,9 +5,16 @@
 //
 // A ledger is a directory:
 //
-//	entries.jsonl          one entry per line, appended, never rewritten
-//	payloads/<sha256 hex>  content-addressed payloads, written once
-//	checkpoints/<size>     signed checkpoints, one file per tree size (20 digits)
+//	entries.jsonl    one entry per line
+//	payloads.pack    payloads, each a record keyed by its hex SHA-256
+//	checkpoints.log  signed checkpoints, each a record keyed by its tree size
+//
+// All three are only appended to. A record is
+//
+//	<key> SP <length, decimal> LF <length bytes> LF
+//
+// (see pack.go). Ledgers of earlier versions hold payloads/<sha256 hex> and
+// checkpoints/<size, 20 digits> files instead; Verify reads both.
 //
 // # Entries
 //
@@ -37,14 +44,17 @@
 //
 // Each digest named in an entry's "payloads" (and, in tool.result entries,
 // each non-empty "before" and "after" digest of data.changes whose content
-// was captured) names a file payloads/<digest> whose SHA-256 is that digest.
+// was captured) names a record of payloads.pack whose SHA-256 is that
+// digest.
 //
 // # Checkpoints
 //
 // After every model turn and at the end of a session the writer appends a
 // checkpoint: a C2SP tlog-checkpoint (origin line, tree size, base64 root
 // hash) signed as a C2SP signed note with the installation's Ed25519 key.
-// The origin is "<key name>/session/<session id>". The files are fsynced.
+// The origin is "<key name>/session/<session id>". A checkpoint is
+// appended only after the entries and payloads it covers are durable, and
+// is itself synced.
 //
 // # Verification
 //
@@ -58,18 +68,14 @@ package ledger
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -103,6 +109,8 @@ type Writer struct {
 	origin  string
 	signer  note.Signer
 	f       *os.File
+	pack    *os.File // payloads.pack; written by the sealer only
+	cps     *os.File // checkpoints.log; written by the sealer only
 	rng     *compact.Range
 	seq     uint64
 	prev    []byte
@@ -121,7 +129,7 @@ type Writer struct {
 
 type job struct {
 	payload []byte
-	path    string
+	digest  string
 	size    uint64 // a checkpoint of this size and root, when root is set
 	root    []byte
 	ack     chan []byte // receives the signed checkpoint, when set
@@ -135,16 +143,26 @@ func Origin(keyName, session string) string { return keyName + "/session/" + ses
 // Create creates a ledger in dir (which must not hold one) for a session,
 // signing checkpoints with signer.
 func Create(dir, session string, signer note.Signer) (*Writer, error) {
-	for _, d := range []string{dir, filepath.Join(dir, "payloads"), filepath.Join(dir, "checkpoints")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("ledger: %w", err)
-		}
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "entries.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-	if err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	w := &Writer{dir: dir, session: session, origin: Origin(signer.Name(), session), signer: signer, f: f,
+	var files [3]*os.File
+	for i, name := range []string{"entries.jsonl", PackName, CheckpointsName} {
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		if err != nil {
+			for _, g := range files[:i] {
+				g.Close()
+			}
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		files[i] = f
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // the new files' names
+		d.Close()
+	}
+	w := &Writer{dir: dir, session: session, origin: Origin(signer.Name(), session), signer: signer,
+		f: files[0], pack: files[1], cps: files[2],
 		rng: rf.NewEmptyRange(0), now: time.Now, done: make(chan struct{}), stored: map[string]bool{}}
 	w.queue.cond = sync.NewCond(&w.queue.mu)
 	go w.seal()
@@ -174,40 +192,92 @@ func (q *jobQueue) close() {
 	q.cond.Signal()
 }
 
-// pop returns the next job, or false once the queue is closed and empty.
-func (q *jobQueue) pop() (job, bool) {
+// popAll returns every queued job, in order, waiting while there is none;
+// it returns nil once the queue is closed and empty.
+func (q *jobQueue) popAll(spare []job) []job {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.jobs) == 0 && !q.closed {
 		q.cond.Wait()
 	}
-	if len(q.jobs) == 0 {
-		return job{}, false
-	}
-	j := q.jobs[0]
-	q.jobs[0] = job{}
-	q.jobs = q.jobs[1:]
-	return j, true
+	jobs := q.jobs
+	q.jobs = spare[:0]
+	return jobs
 }
 
-// seal runs the background jobs.
+// seal runs the background jobs, a batch of those queued at a time: the
+// batch's payloads are appended to the pack in one write; then, when the
+// batch holds checkpoints, the pack and the entries are synced once, and
+// the checkpoints are signed, appended in one write and synced. A turn
+// therefore costs three fdatasyncs however far the sealer is behind.
 func (w *Writer) seal() {
 	defer close(w.done)
+	var buf, cbuf []byte
+	var spare []job
+	var last []byte // the last checkpoint signed
+	lastSize := ^uint64(0)
 	for {
-		j, ok := w.queue.pop()
-		if !ok {
+		jobs := w.queue.popAll(spare)
+		if len(jobs) == 0 {
 			return
 		}
-		if j.root == nil {
-			w.fail(writePayload(j.path, j.payload))
+		buf, cbuf = buf[:0], cbuf[:0]
+		var acks []chan []byte
+		var signed [][]byte
+		for _, j := range jobs {
+			if j.root == nil {
+				buf = appendRecord(buf, j.digest, j.payload)
+				continue
+			}
+			if j.size != lastSize { // a tree is checkpointed once
+				cp := log.Checkpoint{Origin: w.origin, Size: j.size, Hash: j.root}
+				sig, err := note.Sign(&note.Note{Text: string(cp.Marshal())}, w.signer)
+				if err != nil {
+					w.fail(fmt.Errorf("ledger: sign checkpoint %d: %w", j.size, err))
+				} else {
+					cbuf = appendRecord(cbuf, strconv.FormatUint(j.size, 10), sig)
+				}
+				last, lastSize = sig, j.size
+			}
+			acks, signed = append(acks, j.ack), append(signed, last)
+		}
+		clear(jobs)
+		spare = jobs
+		if len(buf) > 0 {
+			if _, err := w.pack.Write(buf); err != nil {
+				w.fail(fmt.Errorf("ledger: append payloads: %w", err))
+			}
+		}
+		if len(acks) == 0 {
 			continue
 		}
-		signed, err := w.writeCheckpoint(j.size, j.root)
-		w.fail(err)
-		if j.ack != nil {
-			j.ack <- signed
+		if len(cbuf) > 0 {
+			w.fail(w.writeCheckpoints(cbuf))
+		}
+		for i, ack := range acks {
+			if ack != nil {
+				ack <- signed[i]
+			}
 		}
 	}
+}
+
+// writeCheckpoints makes the payloads and entries written so far durable,
+// then appends the checkpoint records and makes them durable.
+func (w *Writer) writeCheckpoints(records []byte) error {
+	if err := syncData(w.pack); err != nil {
+		return fmt.Errorf("ledger: sync the payloads: %w", err)
+	}
+	if err := syncData(w.f); err != nil {
+		return fmt.Errorf("ledger: sync the entries: %w", err)
+	}
+	if _, err := w.cps.Write(records); err != nil {
+		return fmt.Errorf("ledger: append checkpoints: %w", err)
+	}
+	if err := syncData(w.cps); err != nil {
+		return fmt.Errorf("ledger: sync the checkpoints: %w", err)
+	}
+	return nil
 }
 
 func (w *Writer) fail(err error) {
@@ -244,7 +314,7 @@ func (w *Writer) Put(b []byte) (string, error) {
 		return d, nil
 	}
 	w.stored[d] = true
-	w.queue.push(job{payload: bytes.Clone(b), path: filepath.Join(w.dir, "payloads", d)})
+	w.queue.push(job{payload: bytes.Clone(b), digest: d})
 	return d, nil
 }
 
@@ -258,35 +328,7 @@ func (w *Writer) PutKnown(digest string, b []byte) {
 		return
 	}
 	w.stored[digest] = true
-	w.queue.push(job{payload: bytes.Clone(b), path: filepath.Join(w.dir, "payloads", digest)})
-}
-
-func writePayload(p string, b []byte) error {
-	if _, err := os.Stat(p); err == nil {
-		return nil
-	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := p + "." + hex.EncodeToString(rnd[:]) + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("ledger payload: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil && payloadSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("ledger payload: %w", err)
-	}
-	return nil
+	w.queue.push(job{payload: bytes.Clone(b), digest: digest})
 }
 
 // Append appends an entry of the given type and returns its sequence number.
@@ -400,44 +442,6 @@ func (w *Writer) Seal() (size uint64, root, signed []byte, err error) {
 	return size, root, signed, err
 }
 
-func (w *Writer) writeCheckpoint(size uint64, root []byte) ([]byte, error) {
-	// The entries and the payloads before this checkpoint become durable
-	// before it is written.
-	if err := syncAll(w.f); err != nil {
-		return nil, fmt.Errorf("ledger: sync: %w", err)
-	}
-	cp := log.Checkpoint{Origin: w.origin, Size: size, Hash: root}
-	signed, err := note.Sign(&note.Note{Text: string(cp.Marshal())}, w.signer)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: sign checkpoint: %w", err)
-	}
-	p := filepath.Join(w.dir, "checkpoints", fmt.Sprintf("%020d", size))
-	tmp := p + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: checkpoint: %w", err)
-	}
-	_, err = f.Write(signed)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return nil, fmt.Errorf("ledger: checkpoint: %w", err)
-	}
-	if d, err := os.Open(filepath.Join(w.dir, "checkpoints")); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return signed, nil
-}
-
 func (w *Writer) root() ([]byte, error) {
 	if w.seq == 0 {
 		return rfc6962.DefaultHasher.EmptyRoot(), nil
@@ -469,6 +473,11 @@ func (w *Writer) Close() error {
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
+	for _, f := range []*os.File{w.pack, w.cps} {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
 	return err
 }
 
@@ -480,6 +489,7 @@ type Report struct {
 	Sealed      uint64 // entries covered by the last valid checkpoint
 	Checkpoints int
 	Root        []byte // root of the last checkpoint
+	Checkpoint  []byte // the last checkpoint, as signed
 	Origin      string
 	Session     string
 	Payloads    int // payloads checked
@@ -567,19 +577,12 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 		rng.Append(l, nil)
 		roots[i+1], _ = rng.GetRootHash(nil)
 	}
-	cps, err := os.ReadDir(filepath.Join(dir, "checkpoints"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return r, entries, fmt.Errorf("read checkpoints: %w", err)
+	cps, err := readCheckpoints(dir)
+	if err != nil {
+		return r, entries, err
 	}
-	var sizes []uint64
-	for _, c := range cps {
-		if strings.HasSuffix(c.Name(), ".tmp") {
-			continue
-		}
-		n, err := strconv.ParseUint(c.Name(), 10, 64)
-		if err != nil {
-			return r, entries, bad(-1, "checkpoint file %q is not named by a tree size", c.Name())
-		}
+	sizes := make([]uint64, 0, len(cps))
+	for n := range cps {
 		sizes = append(sizes, n)
 	}
 	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
@@ -588,16 +591,13 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 		origin = Origin(v.Name(), r.Session)
 	}
 	for _, n := range sizes {
-		b, err := os.ReadFile(filepath.Join(dir, "checkpoints", fmt.Sprintf("%020d", n)))
-		if err != nil {
-			return r, entries, fmt.Errorf("read checkpoint %d: %w", n, err)
-		}
+		b := cps[n]
 		cp, _, _, err := log.ParseCheckpoint(b, origin, v)
 		if err != nil {
 			return r, entries, bad(-1, "checkpoint %d: %v", n, err)
 		}
 		if cp.Size != n {
-			return r, entries, bad(-1, "checkpoint file %d holds a checkpoint of size %d", n, cp.Size)
+			return r, entries, bad(-1, "checkpoint %d: it is a checkpoint of size %d", n, cp.Size)
 		}
 		if n > r.Entries {
 			return r, entries, bad(int64(r.Entries), "checkpoint %d covers %d entries, but only %d exist (entries deleted or truncated)", n, n, r.Entries)
@@ -607,19 +607,23 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 			return r, entries, bad(first, "checkpoint %d's root hash does not match the entries (an entry was changed, inserted or removed at or after entry %d)", n, first)
 		}
 		r.Checkpoints++
-		r.Sealed, r.Root, r.Origin = n, cp.Hash, cp.Origin
+		r.Sealed, r.Root, r.Origin, r.Checkpoint = n, cp.Hash, cp.Origin, b
 	}
 	if r.Checkpoints == 0 {
 		return r, entries, bad(-1, "no signed checkpoint")
 	}
 	r.Unsealed = r.Entries - r.Sealed
 	// Payloads, and the parts a request_parts manifest names.
+	store, err := openPayloads(dir)
+	if err != nil {
+		return r, entries, err
+	}
 	seen := map[string]bool{}
 	check := func(i int, name, d string) error {
 		if seen[d] {
 			return nil
 		}
-		if err := checkPayload(dir, d); err != nil {
+		if _, err := store.get(d); err != nil {
 			if uint64(i) >= r.Sealed {
 				r.TailPayloads++ // unsealed: reported with the tail
 				return nil
@@ -630,14 +634,23 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 		return nil
 	}
 	for i, e := range entries {
-		for name, d := range e.Payloads {
+		names := make([]string, 0, len(e.Payloads))
+		for name := range e.Payloads {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			d := e.Payloads[name]
 			if err := check(i, name, d); err != nil {
 				return r, entries, err
 			}
 			if name != "request_parts" {
 				continue
 			}
-			b, _ := os.ReadFile(filepath.Join(dir, "payloads", d))
+			b, err := store.get(d)
+			if err != nil {
+				continue // an unsealed entry's, counted above
+			}
 			var parts []string
 			if err := json.Unmarshal(b, &parts); err != nil {
 				return r, entries, bad(int64(i), "payload request_parts is not a list of digests: %v", err)
@@ -660,19 +673,4 @@ func firstDiverging(n, sealed uint64) int64 {
 		return int64(sealed)
 	}
 	return 0
-}
-
-func checkPayload(dir, digest string) error {
-	if len(digest) != 64 {
-		return fmt.Errorf("%q is not a SHA-256 digest", digest)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "payloads", digest))
-	if err != nil {
-		return fmt.Errorf("missing (%v)", err)
-	}
-	sum := sha256.Sum256(b)
-	if hex.EncodeToString(sum[:]) != digest {
-		return fmt.Errorf("content does not match its digest %s", digest)
-	}
-	return nil
 }

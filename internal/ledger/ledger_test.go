@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -88,9 +90,7 @@ func lines(b []byte) [][]byte {
 // names what is wrong.
 func TestMutations(t *testing.T) {
 	entries := func(dir string) string { return filepath.Join(dir, "entries.jsonl") }
-	cpFile := func(dir string, n int) string {
-		return filepath.Join(dir, "checkpoints", "0000000000000000000"+string(rune('0'+n)))
-	}
+	cps := func(dir string) string { return filepath.Join(dir, CheckpointsName) }
 	tests := []struct {
 		name   string
 		mutate func(t *testing.T, dir string)
@@ -127,29 +127,41 @@ func TestMutations(t *testing.T) {
 			edit(t, entries(dir), func(b []byte) []byte { return b[:len(b)-5] })
 		}, "entry 5: the last line has no newline"},
 		{"flip a byte in a payload", func(t *testing.T, dir string) {
-			ents, _ := os.ReadDir(filepath.Join(dir, "payloads"))
-			edit(t, filepath.Join(dir, "payloads", ents[0].Name()), func(b []byte) []byte { b[0] ^= 1; return b })
-		}, "content does not match its digest"},
+			edit(t, filepath.Join(dir, PackName), func(b []byte) []byte {
+				i := bytes.Index(b, []byte("request body"))
+				b[i] ^= 1
+				return b
+			})
+		}, "entry 1: payload request: content does not match its digest"},
 		{"delete a payload", func(t *testing.T, dir string) {
-			ents, _ := os.ReadDir(filepath.Join(dir, "payloads"))
-			os.Remove(filepath.Join(dir, "payloads", ents[1].Name()))
-		}, "missing"},
+			edit(t, filepath.Join(dir, PackName), func(b []byte) []byte {
+				first := bytes.Index(b, []byte("request body\n")) + len("request body\n")
+				return b[first:]
+			})
+		}, "entry 1: payload request: missing"},
+		{"damage a payload record's header", func(t *testing.T, dir string) {
+			edit(t, filepath.Join(dir, PackName), func(b []byte) []byte { return bytes.Replace(b, []byte(" 12\n"), []byte(" 1x\n"), 1) })
+		}, "payload request: missing (payloads.pack is unreadable from byte 0: a malformed record header"},
+		{"tear the payloads", func(t *testing.T, dir string) {
+			edit(t, filepath.Join(dir, PackName), func(b []byte) []byte { return b[:len(b)-3] })
+		}, "entry 3: payload output: missing (payloads.pack is unreadable from byte 81: the record of"},
 		{"flip a byte in a checkpoint's root", func(t *testing.T, dir string) {
-			edit(t, cpFile(dir, 3), func(b []byte) []byte {
+			editCheckpoint(t, dir, 3, func(b []byte) []byte {
 				l := bytes.SplitN(b, []byte("\n"), 4)
 				l[2][0] ^= 'A' ^ 'B'
 				return bytes.Join(l, []byte("\n"))
 			})
 		}, "checkpoint 3: "},
 		{"flip a byte in a checkpoint's signature", func(t *testing.T, dir string) {
-			edit(t, cpFile(dir, 6), func(b []byte) []byte { i := bytes.LastIndex(b, []byte(" ")) + 5; b[i] ^= 1; return b })
+			editCheckpoint(t, dir, 6, func(b []byte) []byte { i := bytes.LastIndex(b, []byte(" ")) + 5; b[i] ^= 1; return b })
 		}, "checkpoint 6: "},
 		{"sign with another key", func(t *testing.T, dir string) {
 			s, _ := newKey(t, "truss/test")
-			b, _ := os.ReadFile(cpFile(dir, 6))
-			text := string(b[:bytes.Index(b, []byte("\n\n"))+1])
-			signed, _ := note.Sign(&note.Note{Text: text}, s)
-			os.WriteFile(cpFile(dir, 6), signed, 0o600)
+			editCheckpoint(t, dir, 6, func(b []byte) []byte {
+				text := string(b[:bytes.Index(b, []byte("\n\n"))+1])
+				signed, _ := note.Sign(&note.Note{Text: text}, s)
+				return signed
+			})
 		}, "checkpoint 6: "},
 		{"change the session", func(t *testing.T, dir string) {
 			edit(t, entries(dir), func(b []byte) []byte {
@@ -159,8 +171,17 @@ func TestMutations(t *testing.T) {
 			})
 		}, `entry 5: session "S2", want "S1"`},
 		{"remove every checkpoint", func(t *testing.T, dir string) {
-			os.RemoveAll(filepath.Join(dir, "checkpoints"))
+			os.Remove(cps(dir))
 		}, "no signed checkpoint"},
+		{"swap two checkpoints' sizes", func(t *testing.T, dir string) {
+			edit(t, cps(dir), func(b []byte) []byte { return bytes.Replace(b, []byte("3 "), []byte("6 "), 1) })
+		}, "checkpoints.log: two checkpoints of size 6"},
+		{"damage a checkpoint record's header", func(t *testing.T, dir string) {
+			edit(t, cps(dir), func(b []byte) []byte { return bytes.Replace(b, []byte("3 "), []byte("3x"), 1) })
+		}, "checkpoints.log is unreadable from byte 0: a malformed record header"},
+		{"duplicate the first checkpoint", func(t *testing.T, dir string) {
+			edit(t, cps(dir), func(b []byte) []byte { return append(b, b...) })
+		}, "checkpoints.log: two checkpoints of size 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,6 +196,33 @@ func TestMutations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// editCheckpoint rewrites the checkpoint of size n in checkpoints.log.
+func editCheckpoint(t *testing.T, dir string, n int, f func([]byte) []byte) {
+	t.Helper()
+	p := filepath.Join(dir, CheckpointsName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, perr := parsePack(b)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	var out []byte
+	found := false
+	for _, r := range recs {
+		data := r.data
+		if r.key == strconv.Itoa(n) {
+			data, found = f(bytes.Clone(data)), true
+		}
+		out = appendRecord(out, r.key, data)
+	}
+	if !found {
+		t.Fatalf("no checkpoint of size %d", n)
+	}
+	os.WriteFile(p, out, 0o600)
 }
 
 func TestUnsealedTail(t *testing.T) {
@@ -325,5 +373,114 @@ func TestExport(t *testing.T) {
 	tampered := bytes.Replace(env, []byte(`"payload": "`), []byte(`"payload": "A`), 1)
 	if _, err := VerifyExport(tampered, vkey, priv.Public().(ed25519.PublicKey)); err == nil {
 		t.Fatal("a tampered envelope verified")
+	}
+}
+
+// TestTornCheckpoint: a process killed while appending a checkpoint leaves
+// a ledger sealed by the one before.
+func TestTornCheckpoint(t *testing.T) {
+	dir, vkey := sample(t)
+	edit(t, filepath.Join(dir, CheckpointsName), func(b []byte) []byte { return b[:len(b)-40] })
+	r, _, err := Verify(dir, vkey)
+	if err != nil || r.Sealed != 3 || r.Unsealed != 3 || r.Checkpoints != 1 {
+		t.Fatalf("report %+v, %v", r, err)
+	}
+}
+
+// TestOldLayout checks ledgers written before the packs: payloads as
+// payloads/<digest> files and checkpoints as checkpoints/<size> files
+// verify, and a changed or missing payload file is found.
+func TestOldLayout(t *testing.T) {
+	unpack := func(t *testing.T, dir string) []string {
+		b, err := os.ReadFile(filepath.Join(dir, PackName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, perr := parsePack(b)
+		if perr != nil || len(recs) != 2 {
+			t.Fatalf("pack: %d records, %v", len(recs), perr)
+		}
+		os.Mkdir(filepath.Join(dir, "payloads"), 0o700)
+		var names []string
+		for _, r := range recs {
+			os.WriteFile(filepath.Join(dir, "payloads", r.key), r.data, 0o600)
+			names = append(names, r.key)
+		}
+		os.Remove(filepath.Join(dir, PackName))
+		b, _ = os.ReadFile(filepath.Join(dir, CheckpointsName))
+		recs, _ = parsePack(b)
+		os.Mkdir(filepath.Join(dir, "checkpoints"), 0o700)
+		for _, r := range recs {
+			n, _ := strconv.Atoi(r.key)
+			os.WriteFile(filepath.Join(dir, "checkpoints", fmt.Sprintf("%020d", n)), r.data, 0o600)
+		}
+		os.Remove(filepath.Join(dir, CheckpointsName))
+		return names
+	}
+	dir, vkey := sample(t)
+	unpack(t, dir)
+	r, _, err := Verify(dir, vkey)
+	if err != nil || r.Payloads != 2 || r.Checkpoints != 2 || r.Sealed != 6 {
+		t.Fatalf("report %+v, %v", r, err)
+	}
+	for _, tt := range []struct {
+		name   string
+		mutate func(p string)
+		want   string
+	}{
+		{"flip", func(p string) { edit(t, p, func(b []byte) []byte { b[0] ^= 1; return b }) }, "entry 1: payload request: content does not match its digest"},
+		{"delete", func(p string) { os.Remove(p) }, "entry 1: payload request: missing"},
+	} {
+		dir, vkey := sample(t)
+		names := unpack(t, dir)
+		tt.mutate(filepath.Join(dir, "payloads", names[0]))
+		if _, _, err := Verify(dir, vkey); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func FuzzParsePack(f *testing.F) {
+	f.Add(appendRecord(appendRecord(nil, "k1", []byte("a\nb")), "k2", nil))
+	f.Add([]byte("k 3\nabc"))
+	f.Add([]byte("k 01\na\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		recs, perr := parsePack(b)
+		var again []byte
+		for _, r := range recs {
+			again = appendRecord(again, r.key, r.data)
+		}
+		// The records read are a prefix of the input, re-encoded exactly.
+		if !bytes.HasPrefix(b, again) {
+			t.Fatalf("records do not re-encode to a prefix of the input")
+		}
+		if perr == nil && len(again) != len(b) {
+			t.Fatalf("no error, but %d of %d bytes read", len(again), len(b))
+		}
+		if perr != nil && perr.Offset != int64(len(again)) {
+			t.Fatalf("error at %d, records end at %d", perr.Offset, len(again))
+		}
+	})
+}
+
+// TestCheckpointOnce: sealing a tree twice writes its checkpoint once.
+func TestCheckpointOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "l")
+	s, vkey := newKey(t, "truss/test")
+	w, _ := Create(dir, "S", s)
+	w.Append("a", nil, nil)
+	a, _ := w.Flush()
+	b, _ := w.Flush()
+	w.Checkpoint()
+	if err := w.Close(); err != nil || !bytes.Equal(a, b) {
+		t.Fatalf("close: %v; flushes %q, %q", err, a, b)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, CheckpointsName))
+	recs, perr := parsePack(log)
+	if perr != nil || len(recs) != 1 || recs[0].key != "1" {
+		t.Fatalf("records %v, %v", recs, perr)
+	}
+	if r, _, err := Verify(dir, vkey); err != nil || r.Checkpoints != 1 {
+		t.Fatalf("report %+v, %v", r, err)
 	}
 }

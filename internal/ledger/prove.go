@@ -41,10 +41,7 @@ func Prove(dir, vkey string, index uint64) ([]byte, error) {
 	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, index, r.Sealed, leaves[index], hashes, r.Root); err != nil {
 		return nil, fmt.Errorf("the proof does not verify: %w", err)
 	}
-	cp, err := os.ReadFile(filepath.Join(dir, "checkpoints", fmt.Sprintf("%020d", r.Sealed)))
-	if err != nil {
-		return nil, err
-	}
+	cp := r.Checkpoint
 	tp := fproof.TLogProof{Index: index, Checkpoint: cp}
 	for _, h := range hashes {
 		var a [32]byte

@@ -6,14 +6,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// syncAll makes everything written to f's file system durable (syncfs(2)):
-// the entries and every payload since the last checkpoint, in one call.
-func syncAll(f *os.File) error {
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
+// syncData makes what was appended to f durable (fdatasync(2)): its data
+// and its size, not its times.
+func syncData(f *os.File) error {
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
 		return f.Sync()
 	}
 	return nil
 }
-
-// payloadSync reports whether each payload file is synced on its own.
-const payloadSync = false

@@ -4,7 +4,5 @@ package ledger
 
 import "os"
 
-// syncAll syncs the entries; payloads are synced as they are written.
-func syncAll(f *os.File) error { return f.Sync() }
-
-const payloadSync = true
+// syncData makes what was written to f durable.
+func syncData(f *os.File) error { return f.Sync() }

@@ -249,7 +249,7 @@ type LedgerLink struct {
 	Dir string `json:"dir"`
 	// Size and Root are the tree size and root hash (base64) of the
 	// child's last checkpoint; Checkpoint is the hex SHA-256 of that
-	// checkpoint file's bytes.
+	// checkpoint's bytes (the signed note).
 	Size       int64  `json:"size"`
 	Root       string `json:"root"`
 	Checkpoint string `json:"checkpoint"`
