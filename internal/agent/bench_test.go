@@ -38,14 +38,61 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) { benchRoundTrip(b, d, step, false) })
 			if d.name == "anthropic" {
-				b.Run(name+"/ledger", func(b *testing.B) { benchRoundTrip(b, d, step, true) })
+				b.Run(name+"/ledger", func(b *testing.B) { benchLedgerAB(b, d, step) })
 			}
 		}
 	}
 }
 
+// benchLedgerAB measures what the ledger adds to the turnaround: sessions
+// without and with the ledger alternate, so that the machine's drift over
+// the run falls on both alike. It reports both medians and the difference.
+func benchLedgerAB(b *testing.B, d dialect, step string) {
+	var plain, ledgered, fg []time.Duration
+	for i := 0; i < b.N; i += 2 * roundTripTurns {
+		p, _ := roundTripSession(b, d, step, false)
+		l, f := roundTripSession(b, d, step, true)
+		plain, ledgered, fg = append(plain, p...), append(ledgered, l...), append(fg, f)
+	}
+	b.StopTimer()
+	mp, ml := median(plain), median(ledgered)
+	b.ReportMetric(float64(mp.Microseconds()), "plain-µs")
+	b.ReportMetric(float64(ml.Microseconds()), "turnaround-µs")
+	b.ReportMetric(100*float64(ml-mp)/float64(mp), "added-%")
+	var total time.Duration
+	for _, f := range fg {
+		total += f
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(len(ledgered)), "recorder-µs/turn")
+}
+
+func median(x []time.Duration) time.Duration {
+	if len(x) == 0 {
+		return 0
+	}
+	sort.Slice(x, func(i, j int) bool { return x[i] < x[j] })
+	return x[len(x)/2]
+}
+
+// roundTripTurns is the number of tool round trips in one session.
+const roundTripTurns = 40
+
 func benchRoundTrip(b *testing.B, d dialect, step string, withLedger bool) {
-	const turns = 40
+	var samples []time.Duration
+	for i := 0; i < b.N; i += roundTripTurns {
+		s, _ := roundTripSession(b, d, step, withLedger)
+		samples = append(samples, s...)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(median(samples).Microseconds()), "turnaround-µs")
+	b.ReportMetric(float64(samples[len(samples)*9/10].Microseconds()), "p90-µs")
+}
+
+// roundTripSession runs one session of roundTripTurns tool round trips and
+// returns each round trip's client turnaround and the time spent in the
+// ledger's recorder on the loop's path.
+func roundTripSession(b *testing.B, d dialect, step string, withLedger bool) (samples []time.Duration, fg time.Duration) {
+	const turns = roundTripTurns
 	script := `{"steps": [` + strings.Repeat(step+",", turns) + `{"say": "done"}]}`
 	s, err := sim.ParseScript([]byte(script))
 	if err != nil {
@@ -66,10 +113,7 @@ func benchRoundTrip(b *testing.B, d dialect, step string, withLedger bool) {
 		mux.Handle(op, sh)
 	}
 	set, _ := surface.NewSet(generic.Name, generic.Bindings()...)
-	var samples []time.Duration
-	var fg time.Duration // time in the ledger's recorder, on the loop's path
-	b.ResetTimer()
-	for i := 0; i < b.N; i += turns {
+	{
 		b.StopTimer()
 		srv := sim.New(s)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -125,15 +169,6 @@ func benchRoundTrip(b *testing.B, d dialect, step string, withLedger bool) {
 			samples = append(samples, reqs[k+1].Received.Sub(respDone[k])-execTime[k])
 		}
 		cancel()
-		b.StartTimer()
 	}
-	b.StopTimer()
-	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	if len(samples) > 0 {
-		b.ReportMetric(float64(samples[len(samples)/2].Microseconds()), "turnaround-µs")
-		b.ReportMetric(float64(samples[len(samples)*9/10].Microseconds()), "p90-µs")
-	}
-	if withLedger {
-		b.ReportMetric(float64(fg.Microseconds())/float64(b.N), "recorder-µs/turn")
-	}
+	return samples, fg
 }

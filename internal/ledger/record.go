@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
@@ -61,15 +62,27 @@ type Recorder struct {
 	qmu    sync.Mutex
 	cond   *sync.Cond
 	queue  []agent.Event
-	busy   bool // a batch is being written
+	due    bool        // the queue is to be written now
+	timer  *time.Timer // makes the queue due after Defer
+	busy   bool        // a batch is being written
 	closed bool
 	done   chan struct{}
 }
+
+// Defer is how long the recorder lets events wait before it writes them:
+// the loop's own work between a model response and its next request is
+// usually shorter, so the ledger's work falls in the model's time rather
+// than in the loop's, and a slow tool call's events are on disk while it
+// runs. The end or failure of a run is written at once, and Validation
+// and Close write everything queued.
+const Defer = 2 * time.Millisecond
 
 // NewRecorder returns a recorder writing to w, after a session.start entry.
 func NewRecorder(w *Writer, start Start) (*Recorder, error) {
 	r := &Recorder{W: w, final: map[string]string{}, done: make(chan struct{})}
 	r.cond = sync.NewCond(&r.qmu)
+	r.timer = time.AfterFunc(time.Hour, r.wake)
+	r.timer.Stop()
 	if _, err := w.Append("session.start", start, nil); err != nil {
 		return nil, err
 	}
@@ -80,13 +93,31 @@ func NewRecorder(w *Writer, start Start) (*Recorder, error) {
 	return r, nil
 }
 
-// Observe implements agent.Observer: it queues the event.
+// Observe implements agent.Observer: it queues the event, to be written
+// Defer after the first event that waits (at once for a run's end).
 func (r *Recorder) Observe(ev agent.Event) {
 	if ev.Type == agent.EventDelta {
 		return // streamed fragments are in the response's record
 	}
+	now := ev.Type == agent.EventRunCompleted || ev.Type == agent.EventTurnFailed
 	r.qmu.Lock()
 	r.queue = append(r.queue, ev)
+	arm := !now && !r.due && len(r.queue) == 1
+	if now {
+		r.due = true
+	}
+	r.qmu.Unlock()
+	if now {
+		r.cond.Broadcast()
+	} else if arm {
+		r.timer.Reset(Defer)
+	}
+}
+
+// wake makes the queue due.
+func (r *Recorder) wake() {
+	r.qmu.Lock()
+	r.due = true
 	r.qmu.Unlock()
 	r.cond.Broadcast()
 }
@@ -108,6 +139,8 @@ func (r *Recorder) Validation(verdict any, log []byte) {
 // drain waits until the recorder has written every queued event.
 func (r *Recorder) drain() {
 	r.qmu.Lock()
+	r.due = true
+	r.cond.Broadcast()
 	for len(r.queue) > 0 || r.busy {
 		r.cond.Wait()
 	}
@@ -129,7 +162,7 @@ func (r *Recorder) run() {
 	defer close(r.done)
 	for {
 		r.qmu.Lock()
-		for len(r.queue) == 0 && !r.closed {
+		for (len(r.queue) == 0 || !r.due) && !r.closed {
 			r.cond.Wait()
 		}
 		if len(r.queue) == 0 {
@@ -138,8 +171,10 @@ func (r *Recorder) run() {
 		}
 		batch := r.queue
 		r.queue = nil
+		r.due = false
 		r.busy = true
 		r.qmu.Unlock()
+		r.timer.Stop()
 		for _, ev := range batch {
 			r.record(ev)
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
@@ -39,4 +40,24 @@ func BenchmarkRecordTurn(b *testing.B) {
 			Result: &model.ToolResult{CallID: "toolu_1", Text: text}, FullText: text})
 		rec.Observe(agent.Event{Type: agent.EventTurnCompleted, Turn: i})
 	}
+}
+
+// TestRecorderDefer: events wait at most Defer, not for the run's end: a
+// long tool call's events reach the ledger while it runs.
+func TestRecorderDefer(t *testing.T) {
+	s, _ := newKey(t, "truss/test")
+	w, err := Create(filepath.Join(t.TempDir(), "l"), "S", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewRecorder(w, Start{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Observe(agent.Event{Type: agent.EventUser, Items: []model.Item{{Kind: model.KindUser, Text: "task"}}})
+	for w.Size() < 2 {
+		time.Sleep(time.Millisecond) // the test's deadline bounds the wait
+	}
+	rec.Close()
+	w.Close()
 }
