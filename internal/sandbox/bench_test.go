@@ -4,6 +4,7 @@ package sandbox_test
 
 import (
 	"context"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -68,6 +69,29 @@ func BenchmarkLaunchTrue(b *testing.B) {
 		})
 	}
 	b.Run("sandboxed/test-binary", launch)
+	// Start, as the shell starts its bash: the program is handed to a
+	// helper that was started and confined ahead of need. Between starts
+	// the benchmark waits (untimed) for the next helper to be ready, as a
+	// session's starts are apart: this is the latency of one start.
+	b.Run("sandboxed/ready", func(b *testing.B) {
+		b.Setenv("TRUSS_SANDBOX_HELPER", buildBinary(b, helpers[0].pkg))
+		sb := benchSandbox(b)
+		for b.Loop() {
+			b.StopTimer()
+			sb.Ready()
+			b.StartTimer()
+			started, stdin, out, errOut, err := sb.Start(exec.Command(path))
+			if err != nil {
+				b.Fatal(err)
+			}
+			stdin.Close()
+			io.Copy(io.Discard, out)
+			msg, _ := io.ReadAll(errOut)
+			if err := started.Wait(); err != nil {
+				b.Fatalf("%v: %s", err, msg)
+			}
+		}
+	})
 }
 
 // BenchmarkShellRoundTrip measures one `true` in a warm persistent shell,

@@ -4,6 +4,7 @@ package sandbox_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,5 +76,69 @@ func TestHelperSpecFormat(t *testing.T) {
 	out, err = exec.Command(helper).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "it is not run by hand") {
 		t.Errorf("by hand: %v %s", err, out)
+	}
+}
+
+// TestStartReady starts programs the way the shell does: through a helper
+// confined ahead of need. Each start gets a helper, and namespaces, of its
+// own; the program gets its arguments, environment and directory; a
+// program that cannot run says why.
+func TestStartReady(t *testing.T) {
+	b := newBox(t, sandbox.WorkspaceWrite, false)
+	start := func(dir string, argv ...string) (stdout, stderr string, code int) {
+		t.Helper()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "MARK=m1"}
+		cmd.Dir = dir
+		started, stdin, out, errOut, err := b.sb.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdin.Close()
+		o, _ := io.ReadAll(out)
+		e, _ := io.ReadAll(errOut)
+		started.Wait()
+		return string(o), string(e), started.ProcessState.ExitCode()
+	}
+	script := `echo $$ $MARK $TRUSS_SANDBOX_NETWORK_DISABLED "$PWD" "$0"; echo x > "$1/x.txt"; echo y > y.txt; exit 3`
+	for i := 0; i < 3; i++ {
+		if i > 0 && !b.sb.Ready() {
+			t.Fatalf("start %d: no helper ready", i)
+		}
+		out, errOut, code := start(b.ws, "sh", "-c", script, "arg0", b.outside)
+		if want := "1 m1 1 " + b.ws + " arg0\n"; out != want || code != 3 {
+			t.Fatalf("start %d: %q (stderr %q), status %d; want %q, status 3", i, out, errOut, code, want)
+		}
+		if !strings.Contains(errOut, "x.txt") || exists(filepath.Join(b.outside, "x.txt")) {
+			t.Fatalf("start %d: a write outside the workspace was not contained (stderr %q)", i, errOut)
+		}
+		if !exists(filepath.Join(b.ws, "y.txt")) {
+			t.Fatalf("start %d: no write in the workspace", i)
+		}
+	}
+	if _, errOut, code := start(b.ws, "no-such-program-4711"); code != 126 || !strings.Contains(errOut, "no-such-program-4711") {
+		t.Errorf("a missing program: status %d, %q", code, errOut)
+	}
+	// Prepare, for a caller that starts the command itself, confines the
+	// same way.
+	cmd := exec.Command("sh", "-c", `echo $$ > pid.txt; echo x > "$0/x.txt"`, b.outside)
+	cmd.Dir = b.ws
+	if err := b.sb.Prepare(cmd); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "x.txt") || exists(filepath.Join(b.outside, "x.txt")) {
+		t.Fatalf("prepared: a write outside the workspace was not contained: %s", out)
+	}
+	if pid, _ := os.ReadFile(filepath.Join(b.ws, "pid.txt")); string(pid) != "1\n" {
+		t.Errorf("prepared: pid %q, want 1 in a namespace of its own", pid)
+	}
+	// Close stops the helper kept ready; no start works after it.
+	b.sb.Close()
+	if b.sb.Ready() {
+		t.Error("a helper is still ready after Close")
+	}
+	if _, _, _, _, err := b.sb.Start(exec.Command("true")); err == nil {
+		t.Error("Start after Close worked")
 	}
 }

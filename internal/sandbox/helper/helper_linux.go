@@ -9,6 +9,12 @@
 // The Spec travels in the environment variable TRUSS_SANDBOX_SPEC as JSON;
 // its Format must be this package's, so that a helper from another build
 // refuses it instead of misreading it.
+//
+// A helper whose Spec says Await confines itself first and then waits for
+// the program to run: a Launch, as JSON, on file descriptor 3 until its end
+// of file. A sandbox starts such a helper ahead of need, so that starting a
+// sandboxed program costs a pipe write and an exec instead of a helper's
+// whole start.
 package helper
 
 import (
@@ -16,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +46,23 @@ const Arg = "__sandbox-exec"
 const SpecEnv = "TRUSS_SANDBOX_SPEC"
 
 // Format is the version of Spec.
-const Format = 2
+const Format = 3
+
+// LaunchFD is the file descriptor an awaiting helper reads its Launch
+// from; on ReadyFD it writes one byte, and closes it, once it is confined.
+const (
+	LaunchFD = 3
+	ReadyFD  = 4
+)
+
+// Launch is the program an awaiting helper runs: its arguments (Argv[0]
+// is the program, looked up in the Env's PATH when it has no slash), its
+// environment and its working directory ("" for the helper's).
+type Launch struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir,omitempty"`
+}
 
 // Spec is what the helper is told.
 type Spec struct {
@@ -57,6 +80,9 @@ type Spec struct {
 	Seccomp []byte `json:"seccomp,omitempty"`
 	Cgroup  string `json:"cgroup,omitempty"`
 	Limits  Limits `json:"limits"`
+	// Await: Argv is empty, and the program comes as a Launch on
+	// LaunchFD once the helper is confined.
+	Await bool `json:"await,omitempty"`
 }
 
 // Limits are the resource limits the helper sets.
@@ -124,7 +150,7 @@ func run() error {
 		return fmt.Errorf("this helper (%s) reads sandbox spec format %d, but was sent format %d: install truss and truss-sandbox from one build", os.Args[0], Format, sp.Format)
 	}
 	os.Unsetenv(SpecEnv)
-	if len(sp.Argv) == 0 {
+	if len(sp.Argv) == 0 && !sp.Await {
 		return errors.New("nothing to run")
 	}
 	// The cgroup first: the mounts below make its file system read-only.
@@ -162,15 +188,63 @@ func run() error {
 			return err
 		}
 	}
-	path := sp.Argv[0]
+	l := Launch{Argv: sp.Argv, Env: os.Environ()}
+	if sp.Await {
+		var err error
+		if l, err = await(); err != nil {
+			return err
+		}
+		if l.Dir != "" {
+			if err := os.Chdir(l.Dir); err != nil {
+				return fmt.Errorf("enter %s: %w", l.Dir, err)
+			}
+		}
+	}
+	path := l.Argv[0]
 	if !strings.Contains(path, "/") {
+		os.Setenv("PATH", pathOf(l.Env))
 		p, err := exec.LookPath(path)
 		if err != nil {
 			return err
 		}
 		path = p
 	}
-	return syscall.Exec(path, sp.Argv, os.Environ())
+	return syscall.Exec(path, l.Argv, l.Env)
+}
+
+// await says it is ready on ReadyFD, then reads the Launch from LaunchFD,
+// to its end, and closes it.
+func await() (Launch, error) {
+	r := os.NewFile(ReadyFD, "ready")
+	r.Write([]byte{'r'})
+	r.Close()
+	f := os.NewFile(LaunchFD, "launch")
+	b, err := io.ReadAll(f)
+	f.Close()
+	var l Launch
+	if err != nil {
+		return l, fmt.Errorf("read the launch: %w", err)
+	}
+	if len(b) == 0 {
+		os.Exit(0) // the sandbox closed without using this helper
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return l, fmt.Errorf("bad launch: %w", err)
+	}
+	if len(l.Argv) == 0 {
+		return l, errors.New("nothing to run")
+	}
+	return l, nil
+}
+
+// pathOf returns the PATH of an environment, or the default search path.
+func pathOf(env []string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], "PATH="); ok {
+			return v
+		}
+	}
+	return "/usr/local/bin:/usr/bin:/bin"
 }
 
 // mounts makes the helper's mounts private, binds the protected paths

@@ -48,6 +48,16 @@ type Launcher interface {
 	Prepare(cmd *exec.Cmd) error
 }
 
+// A Starter is a Launcher that starts the shell process itself: it starts
+// cmd's program (Path, Args, Env, Dir) and returns the started command —
+// whose Process and Wait the session uses — and the parent's ends of its
+// standard input, output and error. A sandbox that keeps a confined helper
+// ready implements it, so that a shell's start does not wait for a helper's.
+type Starter interface {
+	Launcher
+	Start(cmd *exec.Cmd) (started *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.ReadCloser, err error)
+}
+
 // LauncherFunc adapts a function to Launcher.
 type LauncherFunc func(cmd *exec.Cmd) error
 
@@ -300,18 +310,27 @@ func (s *Session) start() error {
 	}
 	cmd.Env = append(ScrubEnv(base, s.cfg.AllowEnv), "PS1=", "PS2=", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "HISTFILE=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if s.cfg.Launcher != nil {
-		if err := s.cfg.Launcher.Prepare(cmd); err != nil {
-			return fmt.Errorf("prepare shell: %w", err)
-		}
-	}
 	// The shell must answer before it is used: a command's timeout then
 	// counts the command, not the shell's start (a sandboxed shell starts
 	// through a helper), and a shell that cannot start says why.
 	token := newToken()
-	p, err := startProcess(cmd, token)
-	if err != nil {
-		return err
+	var p *process
+	if st, ok := s.cfg.Launcher.(Starter); ok {
+		started, stdin, stdout, stderr, err := st.Start(cmd)
+		if err != nil {
+			return fmt.Errorf("start shell: %w", err)
+		}
+		p = runProcess(started, stdin, stdout, stderr, token)
+	} else {
+		if s.cfg.Launcher != nil {
+			if err := s.cfg.Launcher.Prepare(cmd); err != nil {
+				return fmt.Errorf("prepare shell: %w", err)
+			}
+		}
+		var err error
+		if p, err = startProcess(cmd, token); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(p.stdin, "printf '%%s 0 %%s\\n' %s \"$PWD\"; printf '%%s\\n' %s >&2\n", token, token)
 	t := time.NewTimer(startTimeout)
@@ -431,6 +450,12 @@ func startProcess(cmd *exec.Cmd, ready string) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	return runProcess(cmd, stdin, stdout, stderr, ready), nil
+}
+
+// runProcess reads a started shell's streams, expecting the sentinel token
+// ready first.
+func runProcess(cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.Reader, ready string) *process {
 	p := &process{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
 	p.begin(ready, 64<<10)
 	var wg sync.WaitGroup
@@ -440,9 +465,14 @@ func startProcess(cmd *exec.Cmd, ready string) (*process, error) {
 	go func() {
 		wg.Wait()
 		cmd.Wait()
+		for _, r := range []io.Reader{stdout, stderr} {
+			if c, ok := r.(io.Closer); ok {
+				c.Close() // the Starter's pipes; exec.Cmd's are closed by Wait
+			}
+		}
 		close(p.exited)
 	}()
-	return p, nil
+	return p
 }
 
 func (p *process) begin(token string, max int) {

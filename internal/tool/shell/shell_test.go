@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -245,5 +246,55 @@ func TestStartFailure(t *testing.T) {
 	r := s.Run(context.Background(), "echo ran", 0)
 	if r.Err == nil || r.Err.Kind != tool.ErrShell || !strings.Contains(r.Err.Message, "the shell could not be started: truss sandbox: mount /proc: operation not permitted") || r.Stdout != "" {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// starter is a Starter that starts the command with pipes of its own, as
+// a sandbox with a helper ready does, and counts its starts.
+type starter struct{ starts int }
+
+func (s *starter) Prepare(*exec.Cmd) error { panic("Prepare called on a Starter") }
+
+func (s *starter) Start(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser, io.ReadCloser, io.ReadCloser, error) {
+	s.starts++
+	var files [6]*os.File // child, parent: stdin, stdout, stderr
+	for i := 0; i < 3; i++ {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if i == 0 {
+			files[0], files[1] = r, w
+		} else {
+			files[2*i], files[2*i+1] = w, r
+		}
+	}
+	cmd.Env = append(cmd.Env, "STARTED="+strconv.Itoa(s.starts))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[2], files[4]
+	err := cmd.Start()
+	for i := 0; i < 6; i += 2 {
+		files[i].Close()
+	}
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return cmd, files[1], files[3], files[5], nil
+}
+
+// TestStarter: a Starter starts the shell, and starts it again after a
+// timeout killed it; the session's pipes are the Starter's.
+func TestStarter(t *testing.T) {
+	st := &starter{}
+	s := newSession(t, Config{Launcher: st})
+	if r := run(t, s, "echo $STARTED; echo err >&2"); r.Stdout != "1\n" || r.Stderr != "err\n" || st.starts != 1 {
+		t.Fatalf("%+v, %d starts", r, st.starts)
+	}
+	if r := s.Run(context.Background(), "sleep 30", 100*time.Millisecond); !r.TimedOut {
+		t.Fatalf("no timeout: %+v", r)
+	}
+	// (The restarted shell gets the last call's exported variables back,
+	// STARTED among them.)
+	if r := run(t, s, "echo again"); r.Stdout != "again\n" || st.starts != 2 {
+		t.Fatalf("after the timeout: %+v, %d starts", r, st.starts)
 	}
 }
