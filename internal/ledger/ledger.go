@@ -221,11 +221,21 @@ func (w *Writer) seal() {
 		if len(jobs) == 0 {
 			return
 		}
+		if cap(buf) > maxBuffered {
+			buf = nil // a large batch's buffer is not kept for the session
+		}
 		buf, cbuf = buf[:0], cbuf[:0]
 		var acks []chan []byte
 		var signed [][]byte
 		for _, j := range jobs {
 			if j.root == nil {
+				if len(j.payload) > maxBuffered {
+					// Written as it is, not copied into the batch.
+					buf = appendHeader(buf, j.digest, len(j.payload))
+					w.writePack(buf, j.payload, []byte{'\n'})
+					buf = buf[:0]
+					continue
+				}
 				buf = appendRecord(buf, j.digest, j.payload)
 				continue
 			}
@@ -243,11 +253,7 @@ func (w *Writer) seal() {
 		}
 		clear(jobs)
 		spare = jobs
-		if len(buf) > 0 {
-			if _, err := w.pack.Write(buf); err != nil {
-				w.fail(fmt.Errorf("ledger: append payloads: %w", err))
-			}
-		}
+		w.writePack(buf)
 		if len(acks) == 0 {
 			continue
 		}
@@ -258,6 +264,23 @@ func (w *Writer) seal() {
 			if ack != nil {
 				ack <- signed[i]
 			}
+		}
+	}
+}
+
+// maxBuffered is the largest payload copied into a batch's write, and the
+// largest batch buffer kept from one batch to the next.
+const maxBuffered = 1 << 20
+
+// writePack appends bytes to the pack, in order.
+func (w *Writer) writePack(parts ...[]byte) {
+	for _, b := range parts {
+		if len(b) == 0 {
+			continue
+		}
+		if _, err := w.pack.Write(b); err != nil {
+			w.fail(fmt.Errorf("ledger: append payloads: %w", err))
+			return
 		}
 	}
 }

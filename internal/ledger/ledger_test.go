@@ -484,3 +484,29 @@ func TestCheckpointOnce(t *testing.T) {
 		t.Fatalf("report %+v, %v", r, err)
 	}
 }
+
+// TestLargePayload: a payload larger than a batch's buffer is written as
+// it is, between the buffered ones, and reads back whole.
+func TestLargePayload(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "l")
+	s, vkey := newKey(t, "truss/test")
+	w, _ := Create(dir, "S", s)
+	big := bytes.Repeat([]byte("0123456789abcdef"), (3<<20)/16)
+	var ps = map[string]string{}
+	for i, b := range [][]byte{[]byte("small before"), big, []byte("small after")} {
+		d, _ := w.Put(b)
+		ps[strconv.Itoa(i)] = d
+	}
+	w.Append("tool.result", nil, ps)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err := Verify(dir, vkey); err != nil || r.Payloads != 3 {
+		t.Fatalf("report %+v, %v", r, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, PackName))
+	recs, perr := parsePack(b)
+	if perr != nil || len(recs) != 3 || !bytes.Equal(recs[1].data, big) || string(recs[2].data) != "small after" {
+		t.Fatalf("%d records, %v", len(recs), perr)
+	}
+}

@@ -24,11 +24,16 @@ const (
 // appendRecord appends one pack record: the key, a space, the length in
 // decimal, a newline, the bytes and a newline.
 func appendRecord(buf []byte, key string, b []byte) []byte {
+	buf = appendHeader(buf, key, len(b))
+	buf = append(buf, b...)
+	return append(buf, '\n')
+}
+
+// appendHeader appends a record's header line.
+func appendHeader(buf []byte, key string, n int) []byte {
 	buf = append(buf, key...)
 	buf = append(buf, ' ')
-	buf = strconv.AppendInt(buf, int64(len(b)), 10)
-	buf = append(buf, '\n')
-	buf = append(buf, b...)
+	buf = strconv.AppendInt(buf, int64(n), 10)
 	return append(buf, '\n')
 }
 
