@@ -96,8 +96,9 @@ func NewRecorder(w *Writer, start Start) (*Recorder, error) {
 // Observe implements agent.Observer: it queues the event, to be written
 // Defer after the first event that waits (at once for a run's end).
 func (r *Recorder) Observe(ev agent.Event) {
-	if ev.Type == agent.EventDelta {
-		return // streamed fragments are in the response's record
+	switch ev.Type {
+	case agent.EventDelta, agent.EventTurnStarted, agent.EventCallStarted:
+		return // in the response's and the result's records
 	}
 	now := ev.Type == agent.EventRunCompleted || ev.Type == agent.EventTurnFailed
 	r.qmu.Lock()
