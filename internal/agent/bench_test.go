@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,11 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) { benchRoundTrip(b, d, step, false) })
 			if d.name == "anthropic" {
-				b.Run(name+"/ledger", func(b *testing.B) { benchLedgerAB(b, d, step) })
+				b.Run(name+"/ledger", func(b *testing.B) { benchLedgerAB(b, d, step, 0) })
+				// The same with a model that takes 20 ms to answer (real
+				// ones take hundreds): the ledger's background work then
+				// falls in the model's time.
+				b.Run(name+"/ledger-model-20ms", func(b *testing.B) { benchLedgerAB(b, d, step, 20) })
 			}
 		}
 	}
@@ -47,11 +52,11 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 // benchLedgerAB measures what the ledger adds to the turnaround: sessions
 // without and with the ledger alternate, so that the machine's drift over
 // the run falls on both alike. It reports both medians and the difference.
-func benchLedgerAB(b *testing.B, d dialect, step string) {
+func benchLedgerAB(b *testing.B, d dialect, step string, latencyMS int) {
 	var plain, ledgered, fg []time.Duration
 	for i := 0; i < b.N; i += 2 * roundTripTurns {
-		p, _ := roundTripSession(b, d, step, false)
-		l, f := roundTripSession(b, d, step, true)
+		p, _ := roundTripSession(b, d, step, false, latencyMS)
+		l, f := roundTripSession(b, d, step, true, latencyMS)
 		plain, ledgered, fg = append(plain, p...), append(ledgered, l...), append(fg, f)
 	}
 	b.StopTimer()
@@ -80,7 +85,7 @@ const roundTripTurns = 40
 func benchRoundTrip(b *testing.B, d dialect, step string, withLedger bool) {
 	var samples []time.Duration
 	for i := 0; i < b.N; i += roundTripTurns {
-		s, _ := roundTripSession(b, d, step, withLedger)
+		s, _ := roundTripSession(b, d, step, withLedger, 0)
 		samples = append(samples, s...)
 	}
 	b.StopTimer()
@@ -88,12 +93,13 @@ func benchRoundTrip(b *testing.B, d dialect, step string, withLedger bool) {
 	b.ReportMetric(float64(samples[len(samples)*9/10].Microseconds()), "p90-µs")
 }
 
-// roundTripSession runs one session of roundTripTurns tool round trips and
-// returns each round trip's client turnaround and the time spent in the
-// ledger's recorder on the loop's path.
-func roundTripSession(b *testing.B, d dialect, step string, withLedger bool) (samples []time.Duration, fg time.Duration) {
+// roundTripSession runs one session of roundTripTurns tool round trips,
+// the simulated model answering each request after latencyMS, and returns
+// each round trip's client turnaround and the time spent in the ledger's
+// recorder on the loop's path.
+func roundTripSession(b *testing.B, d dialect, step string, withLedger bool, latencyMS int) (samples []time.Duration, fg time.Duration) {
 	const turns = roundTripTurns
-	script := `{"steps": [` + strings.Repeat(step+",", turns) + `{"say": "done"}]}`
+	script := `{"latency_ms": ` + strconv.Itoa(latencyMS) + `, "steps": [` + strings.Repeat(step+",", turns) + `{"say": "done"}]}`
 	s, err := sim.ParseScript([]byte(script))
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,14 @@
 package sim
 
-import "testing"
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestFirstUserText(t *testing.T) {
 	for body, want := range map[string]string{
@@ -37,5 +45,32 @@ func TestRouteLongestKey(t *testing.T) {
 	}
 	if _, err := ParseScript([]byte(`{"steps":[],"agents":{"A":{"steps":[{"actions":[{"kind":"spawn"}]}]}}}`)); err == nil {
 		t.Error("a spawn without a task was accepted")
+	}
+}
+
+// TestLatency: a script's latency passes before the model answers.
+func TestLatency(t *testing.T) {
+	s, err := ParseScript([]byte(`{"latency_ms":40,"steps":[{"say":"one"},{"say":"two"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(s))
+	defer srv.Close()
+	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	post := func(ctx context.Context) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/messages", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		return http.DefaultClient.Do(req)
+	}
+	t0 := time.Now()
+	resp, err := post(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if d := time.Since(t0); resp.StatusCode != 200 || d < 40*time.Millisecond {
+		t.Fatalf("status %d after %v, want 200 after at least 40ms", resp.StatusCode, d)
 	}
 }

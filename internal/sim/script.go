@@ -34,6 +34,9 @@ type Script struct {
 	// answered from that script (the longest matching key wins), so that
 	// a parent and its children each follow their own steps.
 	Agents map[string]*Script `json:"agents,omitempty"`
+	// LatencyMS is how long the model takes before it answers each
+	// request: the time to the response's first byte, 0 for at once.
+	LatencyMS int `json:"latency_ms,omitempty"`
 }
 
 // Step is one model turn.

@@ -171,6 +171,20 @@ func firstUserText(body []byte) string {
 // begin records a request and decides its step and fault.
 func (s *Server) begin(dialect string, r *http.Request, body []byte, received time.Time, assistantTurns int) *turn {
 	agent, script := s.route(body)
+	t := s.record(dialect, r, body, received, assistantTurns, agent, script)
+	if d := time.Duration(script.LatencyMS) * time.Millisecond; d > 0 {
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-r.Context().Done():
+			timer.Stop()
+		}
+	}
+	return t
+}
+
+// record records a request and finds the step and fault that answer it.
+func (s *Server) record(dialect string, r *http.Request, body []byte, received time.Time, assistantTurns int, agent string, script *Script) *turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := &turn{index: assistantTurns}
