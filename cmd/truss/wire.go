@@ -449,16 +449,9 @@ func (t *tools) recordContents(lw *ledger.Writer, exec tool.Executor) tool.Execu
 // ws and sh.
 func (t *tools) route(mux *tool.Mux, ws *fs.Workspace, sh *shell.Session) {
 	fx := &fs.Executor{W: ws, Opts: fs.Options{History: t.undo}}
-	for _, op := range fs.Ops {
-		mux.Handle(op, fx)
-	}
-	for _, op := range shell.Ops {
-		mux.Handle(op, sh)
-	}
-	px := patch.NewExecutor(fx)
-	for _, op := range patch.Ops {
-		mux.Handle(op, px)
-	}
+	mux.HandleAll(fs.Ops, fx)
+	mux.HandleAll(shell.Ops, sh)
+	mux.HandleAll(patch.Ops, patch.NewExecutor(fx))
 }
 
 // childEnv returns the executors of a sub-agent working in dir: the file

@@ -112,12 +112,8 @@ func roundTripSession(b *testing.B, d dialect, step string, withLedger bool, lat
 	defer sh.Close()
 	var mux tool.Mux
 	fx := &fs.Executor{W: ws}
-	for _, op := range fs.Ops {
-		mux.Handle(op, fx)
-	}
-	for _, op := range shell.Ops {
-		mux.Handle(op, sh)
-	}
+	mux.HandleAll(fs.Ops, fx)
+	mux.HandleAll(shell.Ops, sh)
 	set, _ := surface.NewSet(generic.Name, generic.Bindings()...)
 	{
 		b.StopTimer()

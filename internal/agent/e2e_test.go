@@ -88,24 +88,15 @@ func runScript(t *testing.T, d dialect, script string, cfg func(*agent.Config)) 
 	t.Cleanup(func() { sh.Close() })
 	var mux tool.Mux
 	fx := &fs.Executor{W: ws}
-	for _, op := range fs.Ops {
-		mux.Handle(op, fx)
-	}
-	for _, op := range shell.Ops {
-		mux.Handle(op, sh)
-	}
-	px := patch.NewExecutor(fx)
-	for _, op := range patch.Ops {
-		mux.Handle(op, px)
-	}
+	mux.HandleAll(fs.Ops, fx)
+	mux.HandleAll(shell.Ops, sh)
+	mux.HandleAll(patch.Ops, patch.NewExecutor(fx))
 	mem, err := memory.Open(filepath.Join(t.TempDir(), "memories"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mem.Close() })
-	for _, op := range memory.Ops {
-		mux.Handle(op, mem)
-	}
+	mux.HandleAll(memory.Ops, mem)
 	set, err := surface.NewSet(generic.Name, generic.Bindings()...)
 	if err != nil {
 		t.Fatal(err)

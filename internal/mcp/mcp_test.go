@@ -294,16 +294,9 @@ func TestServer(t *testing.T) {
 	defer sh.Close()
 	var mux tool.Mux
 	fx := &fs.Executor{W: ws}
-	for _, op := range fs.Ops {
-		mux.Handle(op, fx)
-	}
-	for _, op := range shell.Ops {
-		mux.Handle(op, sh)
-	}
-	px := patch.NewExecutor(fx)
-	for _, op := range patch.Ops {
-		mux.Handle(op, px)
-	}
+	mux.HandleAll(fs.Ops, fx)
+	mux.HandleAll(shell.Ops, sh)
+	mux.HandleAll(patch.Ops, patch.NewExecutor(fx))
 	var mu sync.Mutex
 	var evs []agent.Event
 	srv := NewServer(ServeConfig{Exec: &mux, Observer: agent.ObserverFunc(func(ev agent.Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() })})
@@ -441,9 +434,7 @@ func BenchmarkServe(b *testing.B) {
 	defer ws.Close()
 	var mux tool.Mux
 	fx := &fs.Executor{W: ws}
-	for _, op := range fs.Ops {
-		mux.Handle(op, fx)
-	}
+	mux.HandleAll(fs.Ops, fx)
 	srv := NewServer(ServeConfig{Exec: &mux})
 	st, ct := sdk.NewInMemoryTransports()
 	ctx := context.Background()

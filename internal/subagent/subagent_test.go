@@ -134,12 +134,8 @@ func executors(dir string) (*tool.Mux, func(), error) {
 	sh := shell.New(shell.Config{Dir: dir})
 	mux := &tool.Mux{}
 	fx := &fs.Executor{W: ws}
-	for _, op := range fs.Ops {
-		mux.Handle(op, fx)
-	}
-	for _, op := range shell.Ops {
-		mux.Handle(op, sh)
-	}
+	mux.HandleAll(fs.Ops, fx)
+	mux.HandleAll(shell.Ops, sh)
 	return mux, func() { sh.Close(); ws.Close() }, nil
 }
 
@@ -454,17 +450,21 @@ func TestBudgetFromDefinition(t *testing.T) {
 	}
 }
 
-func TestIsolatedWorktree(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	script := `{"steps":[
+// isolatedScript spawns an isolated sub-agent that changes notes.txt.
+func isolatedScript() string {
+	return `{"steps":[
 	  {"actions":[{"kind":"spawn","raw_input":` + jsonString(spawnRaw(map[string]any{"task": "ISO change notes", "isolated": true})) + `}]},
 	  {"say":"done"}],
 	 "agents":{"ISO":{"steps":[
 	   {"actions":[{"kind":"replace","path":"notes.txt","old":"two","new":"TWO"}]},
 	   {"say":"changed"}]}}}`
-	h := newHarness(t, script, subagent.Limits{})
+}
+
+func TestIsolatedWorktree(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	h := newHarness(t, isolatedScript(), subagent.Limits{})
 	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
 		if out, err := exec.Command("git", append([]string{"-C", h.dir}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v %s", args, err, out)
@@ -502,13 +502,7 @@ func TestIsolatedWorktree(t *testing.T) {
 }
 
 func TestIsolatedCopyWithoutGit(t *testing.T) {
-	script := `{"steps":[
-	  {"actions":[{"kind":"spawn","raw_input":` + jsonString(spawnRaw(map[string]any{"task": "ISO change notes", "isolated": true})) + `}]},
-	  {"say":"done"}],
-	 "agents":{"ISO":{"steps":[
-	   {"actions":[{"kind":"replace","path":"notes.txt","old":"two","new":"TWO"}]},
-	   {"say":"changed"}]}}}`
-	h := newHarness(t, script, subagent.Limits{})
+	h := newHarness(t, isolatedScript(), subagent.Limits{})
 	out := h.run(t, "Change it in a copy.")
 	if out.Status != agent.StatusCompleted {
 		t.Fatalf("top: %s %s", out.Status, out.Reason)

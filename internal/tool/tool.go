@@ -439,6 +439,14 @@ func (m *Mux) Handle(op Op, e Executor) {
 	m.routes[op] = e
 }
 
+// HandleAll routes each of ops to e (an executor's whole list, such as
+// fs.Ops).
+func (m *Mux) HandleAll(ops []Op, e Executor) {
+	for _, op := range ops {
+		m.Handle(op, e)
+	}
+}
+
 // Handles reports whether op has a route.
 func (m *Mux) Handles(op Op) bool { _, ok := m.routes[op]; return ok }
 
