@@ -72,9 +72,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -604,16 +605,11 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 	if err != nil {
 		return r, entries, err
 	}
-	sizes := make([]uint64, 0, len(cps))
-	for n := range cps {
-		sizes = append(sizes, n)
-	}
-	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
 	origin := ""
 	if r.Session != "" {
 		origin = Origin(v.Name(), r.Session)
 	}
-	for _, n := range sizes {
+	for _, n := range slices.Sorted(maps.Keys(cps)) {
 		b := cps[n]
 		cp, _, _, err := log.ParseCheckpoint(b, origin, v)
 		if err != nil {
@@ -657,12 +653,7 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 		return nil
 	}
 	for i, e := range entries {
-		names := make([]string, 0, len(e.Payloads))
-		for name := range e.Payloads {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(e.Payloads)) {
 			d := e.Payloads[name]
 			if err := check(i, name, d); err != nil {
 				return r, entries, err

@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -33,12 +34,7 @@ func VerifyWorkspace(entries []Entry, dir string) error {
 	if err := json.Unmarshal(b, &data); err != nil {
 		return &Error{Entry: int64(end.Seq), Reason: "session.end has no file list"}
 	}
-	paths := make([]string, 0, len(data.Files))
-	for p := range data.Files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
+	for _, p := range slices.Sorted(maps.Keys(data.Files)) {
 		want := data.Files[p]
 		full := p
 		if !filepath.IsAbs(p) {
