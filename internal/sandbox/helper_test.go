@@ -142,3 +142,35 @@ func TestStartReady(t *testing.T) {
 		t.Error("Start after Close worked")
 	}
 }
+
+// TestStartHelperFails: a helper that cannot confine itself is reported
+// by the program's start with what it said, and nothing runs.
+func TestStartHelperFails(t *testing.T) {
+	helper := filepath.Join(t.TempDir(), "refusing-helper")
+	os.WriteFile(helper, []byte("#!/bin/sh\necho 'truss sandbox: mount /proc: operation not permitted' >&2\nexit 126\n"), 0o755)
+	t.Setenv("TRUSS_SANDBOX_HELPER", helper)
+	b := newBox(t, sandbox.WorkspaceWrite, false)
+	marker := filepath.Join(b.ws, "ran")
+	cmd := exec.Command("touch", marker)
+	started, stdin, out, errOut, err := b.sb.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.sb.Ready() {
+		t.Error("a helper that ended is reported ready")
+	}
+	stdin.Close()
+	io.Copy(io.Discard, out)
+	msg, _ := io.ReadAll(errOut)
+	started.Wait()
+	if code := started.ProcessState.ExitCode(); code != 126 || !strings.Contains(string(msg), "mount /proc: operation not permitted") {
+		t.Errorf("status %d, stderr %q", code, msg)
+	}
+	if exists(marker) {
+		t.Error("the program ran")
+	}
+	// Through the shell, the same message reaches the model.
+	if r := b.run(t, "echo ran", 0); r.Err == nil || !strings.Contains(r.Err.Message, "mount /proc: operation not permitted") {
+		t.Errorf("shell: %+v", r)
+	}
+}

@@ -212,6 +212,7 @@ type warm struct {
 	stdin  *os.File
 	stdout *os.File
 	stderr *os.File
+	ready  bool // it said so; false when it ended first
 }
 
 // pending is a helper being started in the background; w and err are set
@@ -464,7 +465,7 @@ func (s *Sandbox) Start(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser, io.ReadCloser
 }
 
 // Ready waits for the helper the next Start will use, if one is being
-// started, and reports whether it is ready.
+// started, and reports whether it is confined and waiting.
 func (s *Sandbox) Ready() bool {
 	s.mu.Lock()
 	p := s.pending
@@ -473,7 +474,7 @@ func (s *Sandbox) Ready() bool {
 		return false
 	}
 	<-p.done
-	return p.err == nil
+	return p.err == nil && p.w.ready
 }
 
 // refill starts the next helper in the background.
@@ -550,7 +551,8 @@ func (s *Sandbox) startWarm(p *pending) (*warm, error) {
 	// Ready once it says so; a helper that fails first is used all the
 	// same: its stderr says why, to whoever starts a program with it.
 	var b1 [1]byte
-	io.ReadFull(files[9], b1[:])
+	_, err = io.ReadFull(files[9], b1[:])
+	w.ready = err == nil
 	files[9].Close()
 	return w, nil
 }
