@@ -111,6 +111,7 @@ type Writer struct {
 	signer  note.Signer
 	f       *os.File
 	pack    *os.File // payloads.pack; written by the sealer only
+	packNew bool     // the sealer appended to pack since its last sync
 	cps     *os.File // checkpoints.log; written by the sealer only
 	rng     *compact.Range
 	seq     uint64
@@ -279,6 +280,7 @@ func (w *Writer) writePack(parts ...[]byte) {
 		if len(b) == 0 {
 			continue
 		}
+		w.packNew = true
 		if _, err := w.pack.Write(b); err != nil {
 			w.fail(fmt.Errorf("ledger: append payloads: %w", err))
 			return
@@ -289,8 +291,11 @@ func (w *Writer) writePack(parts ...[]byte) {
 // writeCheckpoints makes the payloads and entries written so far durable,
 // then appends the checkpoint records and makes them durable.
 func (w *Writer) writeCheckpoints(records []byte) error {
-	if err := syncData(w.pack); err != nil {
-		return fmt.Errorf("ledger: sync the payloads: %w", err)
+	if w.packNew {
+		if err := syncData(w.pack); err != nil {
+			return fmt.Errorf("ledger: sync the payloads: %w", err)
+		}
+		w.packNew = false
 	}
 	if err := syncData(w.f); err != nil {
 		return fmt.Errorf("ledger: sync the entries: %w", err)
