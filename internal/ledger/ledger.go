@@ -54,7 +54,8 @@
 // hash) signed as a C2SP signed note with the installation's Ed25519 key.
 // The origin is "<key name>/session/<session id>". A checkpoint is
 // appended only after the entries and payloads it covers are durable, and
-// is itself synced.
+// is itself synced. Turns that come faster than SealInterval are sealed
+// together, by a checkpoint of the last of them.
 //
 // # Verification
 //
@@ -194,6 +195,56 @@ func (q *jobQueue) close() {
 	q.cond.Signal()
 }
 
+// gather waits for d, or until a job a caller waits for (an ack) is queued
+// or the queue is closed, and returns jobs with every job queued since
+// appended.
+func (q *jobQueue) gather(jobs []job, d time.Duration) []job {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	expired := false
+	t := time.AfterFunc(d, func() {
+		q.mu.Lock()
+		expired = true
+		q.mu.Unlock()
+		q.cond.Signal()
+	})
+	defer t.Stop()
+	for !expired && !q.closed && !awaited(q.jobs) {
+		q.cond.Wait()
+	}
+	jobs = append(jobs, q.jobs...)
+	clear(q.jobs)
+	q.jobs = q.jobs[:0]
+	return jobs
+}
+
+// awaited reports whether a caller waits for one of jobs.
+func awaited(jobs []job) bool {
+	for _, j := range jobs {
+		if j.ack != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// sealing reports whether jobs hold a checkpoint.
+func sealing(jobs []job) bool {
+	for _, j := range jobs {
+		if j.root != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// SealInterval is the shortest time between the starts of two seals that
+// no caller waits for. When turns come faster than that, the sealer gathers them and
+// one checkpoint, after one round of fdatasyncs, seals them together; a
+// real model's turn takes longer, so each of its turns is sealed on its
+// own, right after it.
+const SealInterval = 10 * time.Millisecond
+
 // popAll returns every queued job, in order, waiting while there is none;
 // it returns nil once the queue is closed and empty.
 func (q *jobQueue) popAll(spare []job) []job {
@@ -209,19 +260,35 @@ func (q *jobQueue) popAll(spare []job) []job {
 
 // seal runs the background jobs, a batch of those queued at a time: the
 // batch's payloads are appended to the pack in one write; then, when the
-// batch holds checkpoints, the pack and the entries are synced once, and
-// the checkpoints are signed, appended in one write and synced. A turn
-// therefore costs three fdatasyncs however far the sealer is behind.
+// batch holds checkpoints, the pack and the entries are synced once, and a
+// checkpoint of the batch's last tree (and of each tree a caller waits
+// for) is signed, appended and synced. A batch therefore costs three
+// fdatasyncs however many turns it holds. A batch that seals waits until
+// SealInterval has passed since the last seal (unless a caller waits for
+// it), gathering what is queued meanwhile.
 func (w *Writer) seal() {
 	defer close(w.done)
 	var buf, cbuf []byte
 	var spare []job
 	var last []byte // the last checkpoint signed
 	lastSize := ^uint64(0)
+	var sealed time.Time // when the last seal began
 	for {
 		jobs := w.queue.popAll(spare)
 		if len(jobs) == 0 {
 			return
+		}
+		if sealing(jobs) {
+			if wait := time.Until(sealed.Add(SealInterval)); wait > 0 && !awaited(jobs) {
+				jobs = w.queue.gather(jobs, wait)
+			}
+			sealed = time.Now()
+		}
+		lastCP := -1
+		for i, j := range jobs {
+			if j.root != nil {
+				lastCP = i
+			}
 		}
 		if cap(buf) > maxBuffered {
 			buf = nil // a large batch's buffer is not kept for the session
@@ -229,7 +296,7 @@ func (w *Writer) seal() {
 		buf, cbuf = buf[:0], cbuf[:0]
 		var acks []chan []byte
 		var signed [][]byte
-		for _, j := range jobs {
+		for i, j := range jobs {
 			if j.root == nil {
 				if len(j.payload) > maxBuffered {
 					// Written as it is, not copied into the batch.
@@ -240,6 +307,9 @@ func (w *Writer) seal() {
 				}
 				buf = appendRecord(buf, j.digest, j.payload)
 				continue
+			}
+			if j.ack == nil && i != lastCP {
+				continue // sealed by the batch's last checkpoint
 			}
 			if j.size != lastSize { // a tree is checkpointed once
 				cp := log.Checkpoint{Origin: w.origin, Size: j.size, Hash: j.root}
@@ -332,8 +402,9 @@ func (w *Writer) Dir() string { return w.dir }
 // Origin returns the checkpoint origin.
 func (w *Writer) Origin() string { return w.origin }
 
-// Put stores a payload and returns its hex SHA-256 digest. The file is
-// written in the background, before any later checkpoint.
+// Put stores a payload and returns its hex SHA-256 digest. The payload is
+// written in the background, before any later checkpoint, from b itself:
+// the caller must not change b afterwards.
 func (w *Writer) Put(b []byte) (string, error) {
 	sum := sha256.Sum256(b)
 	d := hex.EncodeToString(sum[:])
@@ -343,13 +414,13 @@ func (w *Writer) Put(b []byte) (string, error) {
 		return d, nil
 	}
 	w.stored[d] = true
-	w.queue.push(job{payload: bytes.Clone(b), digest: d})
+	w.queue.push(job{payload: b, digest: d})
 	return d, nil
 }
 
 // PutKnown stores a payload whose hex SHA-256 the caller computed (an
-// adapter's cached message). A wrong digest makes the ledger fail
-// verification; it cannot make a wrong payload pass.
+// adapter's cached message), as Put does. A wrong digest makes the ledger
+// fail verification; it cannot make a wrong payload pass.
 func (w *Writer) PutKnown(digest string, b []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -357,7 +428,7 @@ func (w *Writer) PutKnown(digest string, b []byte) {
 		return
 	}
 	w.stored[digest] = true
-	w.queue.push(job{payload: bytes.Clone(b), digest: digest})
+	w.queue.push(job{payload: b, digest: digest})
 }
 
 // Append appends an entry of the given type and returns its sequence number.

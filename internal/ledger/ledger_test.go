@@ -45,7 +45,7 @@ func sample(t *testing.T) (dir, vkey string) {
 	w.Append("session.start", map[string]any{"model": "m", "surface": "generic"}, nil)
 	w.Append("model.response", map[string]any{"stop": "tool_use", "usage": map[string]int{"input": 10}}, map[string]string{"request": d})
 	w.Append("tool.call", map[string]any{"call_id": "c1", "op": "file.view"}, nil)
-	if err := w.Checkpoint(); err != nil {
+	if _, err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	o, _ := w.Put([]byte("output text"))

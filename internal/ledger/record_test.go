@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -39,6 +40,78 @@ func BenchmarkRecordTurn(b *testing.B) {
 		rec.Observe(agent.Event{Type: agent.EventCallCompleted, Turn: i, Call: call, Ops: ops, Results: results,
 			Result: &model.ToolResult{CallID: "toolu_1", Text: text}, FullText: text})
 		rec.Observe(agent.Event{Type: agent.EventTurnCompleted, Turn: i})
+	}
+}
+
+// BenchmarkRecordSession records sessions of 40 turns the way a session
+// grows: each turn's request has the earlier turns' messages as cached parts
+// plus two new ones, one view call returns a 4.4 KB file, and the turn
+// ends with its checkpoint. Turns come every pace (the model's time): at
+// 12 ms every turn is sealed on its own; at 1 ms turns are sealed together
+// (SealInterval); at 0 the recorder's Defer batches them too. Sessions
+// with the ledger alternate with the same sessions without it, and the
+// difference in the process's CPU time (user and system, all threads: the
+// background encoding, hashing, signing, writes and fdatasyncs, and the
+// ledger's creation and closing) is reported per turn as cpu-µs/turn; the
+// loop's own time in Observe as onpath-µs/turn.
+func BenchmarkRecordSession(b *testing.B) {
+	for _, pace := range []time.Duration{0, time.Millisecond, 12 * time.Millisecond} {
+		b.Run(fmt.Sprintf("paced-%s", pace), func(b *testing.B) {
+			s, _ := newKey(b, "truss/bench")
+			file := strings.Repeat("package stats // line\n", 200)
+			text := strings.Repeat("     1\tpackage stats // line\n", 200)
+			call := &model.ToolCall{ID: "toolu_1", Name: "str_replace_based_edit_tool", Kind: model.ToolTyped, Type: "tool_use", Input: `{"command":"view","path":"/repo/stats.go"}`}
+			ops := []tool.Call{{ID: "toolu_1", Op: tool.OpView, Surface: "anthropic", Args: &tool.ViewArgs{Path: "/repo/stats.go"}}}
+			results := []tool.Result{{CallID: "toolu_1", Op: tool.OpView, Output: text}}
+			var onPath, cpu [2]time.Duration
+			turns := 0
+			// session runs up to 40 turns, recording them when withLedger.
+			session := func(withLedger bool, n int) {
+				var rec *Recorder
+				var w *Writer
+				if withLedger {
+					w, _ = Create(filepath.Join(b.TempDir(), "l"), "S", s)
+					rec, _ = NewRecorder(w, Start{Model: "m"})
+				}
+				var parts [][]byte
+				var digests []string
+				add := func(p []byte) { parts, digests = append(parts, p), append(digests, tool.Digest(p)) }
+				add([]byte(`{"model":"m","max_tokens":8192,"system":"You are a coding agent.","messages":[`))
+				add([]byte(`{"role":"user","content":"Fix the failing test."}`))
+				for i := 0; i < n; i++ {
+					add([]byte(fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%d","name":"str_replace_based_edit_tool","input":{"command":"view","path":"/repo/stats.go"}}]}`, i)))
+					add([]byte(fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":%q}]}`, i, file)))
+					resp := &model.Response{ID: fmt.Sprint("msg_", i), Model: "m", StopReason: model.StopToolUse, Attempts: 1,
+						Items: []model.Item{{Kind: model.KindToolCall, Call: call}},
+						Wire: &model.Wire{Parts: parts[:len(parts):len(parts)], Digests: digests[:len(digests):len(digests)],
+							Response: []byte(fmt.Sprintf("event: message_start\ndata: {\"id\":\"msg_%d\"}\n\n%s", i, strings.Repeat("event: x\ndata: {}\n\n", 12)))}}
+					if rec != nil {
+						t0 := time.Now()
+						rec.Observe(agent.Event{Type: agent.EventResponse, Turn: i, Response: resp})
+						rec.Observe(agent.Event{Type: agent.EventCallCompleted, Turn: i, Call: call, Ops: ops, Results: results,
+							Result: &model.ToolResult{CallID: "toolu_1", Text: text}, FullText: text})
+						rec.Observe(agent.Event{Type: agent.EventTurnCompleted, Turn: i})
+						onPath[1] += time.Since(t0)
+					}
+					time.Sleep(pace)
+				}
+				if rec != nil {
+					rec.Close()
+					w.Close()
+				}
+			}
+			for turns < b.N {
+				n := min(40, b.N-turns)
+				for k, withLedger := range []bool{false, true} {
+					c0 := bench.ProcessCPU()
+					session(withLedger, n)
+					cpu[k] += bench.ProcessCPU() - c0
+				}
+				turns += n
+			}
+			b.ReportMetric(float64(onPath[1].Nanoseconds())/1e3/float64(turns), "onpath-µs/turn")
+			b.ReportMetric(float64((cpu[1]-cpu[0]).Nanoseconds())/1e3/float64(turns), "cpu-µs/turn")
+		})
 	}
 }
 

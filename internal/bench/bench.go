@@ -1,0 +1,3 @@
+// Package bench holds what the repository's benchmarks measure with
+// beyond the testing package.
+package bench
