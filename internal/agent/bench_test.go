@@ -8,12 +8,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
@@ -37,38 +39,78 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 			if strings.Contains(step, "run") {
 				name = d.name + "/shell-true"
 			}
-			b.Run(name, func(b *testing.B) { benchRoundTrip(b, d, step, false) })
+			b.Run(name, func(b *testing.B) { benchRoundTrip(b, d, step, armPlain) })
 			if d.name == "anthropic" {
-				b.Run(name+"/ledger", func(b *testing.B) { benchLedgerAB(b, d, step, 0) })
+				b.Run(name+"/ledger", func(b *testing.B) { benchAB(b, d, step, armLedger, 0) })
 				// The same with a model that takes 20 ms to answer (real
 				// ones take hundreds): the ledger's background work then
 				// falls in the model's time.
-				b.Run(name+"/ledger-model-20ms", func(b *testing.B) { benchLedgerAB(b, d, step, 20) })
+				b.Run(name+"/ledger-model-20ms", func(b *testing.B) { benchAB(b, d, step, armLedger, 20) })
+				// The control: no ledger, but 300 µs of arithmetic on a
+				// goroutine 2 ms after each response, when the ledger
+				// works: what any work of about the ledger's size between
+				// turns does to the next turnaround on the machine.
+				b.Run(name+"/work-300us", func(b *testing.B) { benchAB(b, d, step, armWork, 0) })
+				b.Run(name+"/work-300us-model-20ms", func(b *testing.B) { benchAB(b, d, step, armWork, 20) })
 			}
 		}
 	}
 }
 
-// benchLedgerAB measures what the ledger adds to the turnaround: sessions
-// without and with the ledger alternate, so that the machine's drift over
-// the run falls on both alike. It reports both medians and the difference.
-func benchLedgerAB(b *testing.B, d dialect, step string, latencyMS int) {
-	var plain, ledgered, fg []time.Duration
+// arm is what a round-trip session runs besides the loop.
+type arm int
+
+const (
+	armPlain  arm = iota // nothing
+	armLedger            // the ledger: recorder and file contents
+	armWork              // 300 µs of arithmetic 2 ms after each response
+)
+
+// benchAB measures what an arm adds to the turnaround: sessions without
+// it and with it alternate, so that the machine's drift over the run falls
+// on both alike. It reports both medians of the client turnaround and
+// their difference (added-%), the time the loop spent in the ledger's
+// recorder per turn (recorder-µs/turn) and as a share of the plain
+// turnaround (onpath-%), and the process CPU time the arm added per turn
+// (cpu-µs/turn).
+func benchAB(b *testing.B, d dialect, step string, a arm, latencyMS int) {
+	var plain, with []time.Duration
+	var fg, cpu [2]time.Duration
 	for i := 0; i < b.N; i += 2 * roundTripTurns {
-		p, _ := roundTripSession(b, d, step, false, latencyMS)
-		l, f := roundTripSession(b, d, step, true, latencyMS)
-		plain, ledgered, fg = append(plain, p...), append(ledgered, l...), append(fg, f)
+		for k, x := range []arm{armPlain, a} {
+			c0 := bench.ProcessCPU()
+			s, f := roundTripSession(b, d, step, x, latencyMS)
+			cpu[k] += bench.ProcessCPU() - c0
+			fg[k] += f
+			if k == 0 {
+				plain = append(plain, s...)
+			} else {
+				with = append(with, s...)
+			}
+		}
 	}
 	b.StopTimer()
-	mp, ml := median(plain), median(ledgered)
+	mp, mw := median(plain), median(with)
+	turns := float64(len(with))
 	b.ReportMetric(float64(mp.Microseconds()), "plain-µs")
-	b.ReportMetric(float64(ml.Microseconds()), "turnaround-µs")
-	b.ReportMetric(100*float64(ml-mp)/float64(mp), "added-%")
-	var total time.Duration
-	for _, f := range fg {
-		total += f
+	b.ReportMetric(float64(mw.Microseconds()), "turnaround-µs")
+	b.ReportMetric(100*float64(mw-mp)/float64(mp), "added-%")
+	b.ReportMetric(float64((cpu[1]-cpu[0]).Microseconds())/turns, "cpu-µs/turn")
+	if a == armLedger {
+		b.ReportMetric(float64(fg[1].Microseconds())/turns, "recorder-µs/turn")
+		b.ReportMetric(100*float64(fg[1])/turns/float64(mp), "onpath-%")
 	}
-	b.ReportMetric(float64(total.Microseconds())/float64(len(ledgered)), "recorder-µs/turn")
+}
+
+// spin computes for d, touching no memory, and returns what it computed.
+func spin(d time.Duration) uint64 {
+	x := uint64(1)
+	for t0 := time.Now(); time.Since(t0) < d; {
+		for i := 0; i < 1000; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	return x
 }
 
 func median(x []time.Duration) time.Duration {
@@ -82,10 +124,10 @@ func median(x []time.Duration) time.Duration {
 // roundTripTurns is the number of tool round trips in one session.
 const roundTripTurns = 40
 
-func benchRoundTrip(b *testing.B, d dialect, step string, withLedger bool) {
+func benchRoundTrip(b *testing.B, d dialect, step string, a arm) {
 	var samples []time.Duration
 	for i := 0; i < b.N; i += roundTripTurns {
-		s, _ := roundTripSession(b, d, step, withLedger, 0)
+		s, _ := roundTripSession(b, d, step, a, 0)
 		samples = append(samples, s...)
 	}
 	b.StopTimer()
@@ -94,10 +136,10 @@ func benchRoundTrip(b *testing.B, d dialect, step string, withLedger bool) {
 }
 
 // roundTripSession runs one session of roundTripTurns tool round trips,
-// the simulated model answering each request after latencyMS, and returns
-// each round trip's client turnaround and the time spent in the ledger's
-// recorder on the loop's path.
-func roundTripSession(b *testing.B, d dialect, step string, withLedger bool, latencyMS int) (samples []time.Duration, fg time.Duration) {
+// the simulated model answering each request after latencyMS, with what
+// arm a adds, and returns each round trip's client turnaround and the time
+// spent in the ledger's recorder on the loop's path.
+func roundTripSession(b *testing.B, d dialect, step string, a arm, latencyMS int) (samples []time.Duration, fg time.Duration) {
 	const turns = roundTripTurns
 	script := `{"latency_ms": ` + strconv.Itoa(latencyMS) + `, "steps": [` + strings.Repeat(step+",", turns) + `{"say": "done"}]}`
 	s, err := sim.ParseScript([]byte(script))
@@ -130,7 +172,15 @@ func roundTripSession(b *testing.B, d dialect, step string, withLedger bool, lat
 		})}
 		var lw *ledger.Writer
 		var rec *ledger.Recorder
-		if withLedger {
+		if a == armWork {
+			var spun atomic.Uint64
+			obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+				if ev.Type == agent.EventResponse {
+					time.AfterFunc(ledger.Defer, func() { spun.Store(spin(300 * time.Microsecond)) })
+				}
+			}))
+		}
+		if a == armLedger {
 			skey, _, _ := note.GenerateKey(rand.Reader, "truss/bench")
 			signer, _ := note.NewSigner(skey)
 			lw, _ = ledger.Create(filepath.Join(b.TempDir(), "ledger"), "bench", signer)
