@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,32 +40,47 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 			if strings.Contains(step, "run") {
 				name = d.name + "/shell-true"
 			}
-			b.Run(name, func(b *testing.B) { benchRoundTrip(b, d, step, armPlain) })
-			if d.name == "anthropic" {
-				b.Run(name+"/ledger", func(b *testing.B) { benchAB(b, d, step, armLedger, 0) })
-				// The same with a model that takes 20 ms to answer (real
-				// ones take hundreds): the ledger's background work then
-				// falls in the model's time.
-				b.Run(name+"/ledger-model-20ms", func(b *testing.B) { benchAB(b, d, step, armLedger, 20) })
-				// The control: no ledger, but 300 µs of arithmetic on a
-				// goroutine 2 ms after each response, when the ledger
-				// works: what any work of about the ledger's size between
-				// turns does to the next turnaround on the machine.
-				b.Run(name+"/work-300us", func(b *testing.B) { benchAB(b, d, step, armWork, 0) })
-				b.Run(name+"/work-300us-model-20ms", func(b *testing.B) { benchAB(b, d, step, armWork, 20) })
+			b.Run(name, func(b *testing.B) { benchRoundTrip(b, d, step, arm{}) })
+			if d.name != "anthropic" {
+				continue
+			}
+			// The ledger, with an instant model and with one that takes
+			// 20 ms to answer (real ones take hundreds), by when the
+			// ledger's background work is done. Then the controls: no
+			// ledger, but a goroutine woken 2 ms after each response (when
+			// the ledger works) to compute for 30 or 300 µs, touching no
+			// memory: what any background work between turns does to the
+			// next turnaround on the machine.
+			for _, a := range []arm{{ledger: true}, {work: 30 * time.Microsecond}, {work: 300 * time.Microsecond}} {
+				for _, latency := range []int{0, 20} {
+					sub := name + "/" + a.String()
+					if latency > 0 {
+						sub += "-model-" + strconv.Itoa(latency) + "ms"
+					}
+					b.Run(sub, func(b *testing.B) { benchAB(b, d, step, a, latency) })
+				}
 			}
 		}
 	}
 }
 
-// arm is what a round-trip session runs besides the loop.
-type arm int
+// arm is what a round-trip session runs besides the loop: the ledger
+// (recorder and file contents), or work computed on a goroutine woken
+// ledger.Defer after each response; the zero arm runs nothing.
+type arm struct {
+	ledger bool
+	work   time.Duration
+}
 
-const (
-	armPlain  arm = iota // nothing
-	armLedger            // the ledger: recorder and file contents
-	armWork              // 300 µs of arithmetic 2 ms after each response
-)
+func (a arm) String() string {
+	switch {
+	case a.ledger:
+		return "ledger"
+	case a.work > 0:
+		return fmt.Sprintf("wake-%dus", a.work.Microseconds())
+	}
+	return "plain"
+}
 
 // benchAB measures what an arm adds to the turnaround: sessions without
 // it and with it alternate, so that the machine's drift over the run falls
@@ -77,7 +93,7 @@ func benchAB(b *testing.B, d dialect, step string, a arm, latencyMS int) {
 	var plain, with []time.Duration
 	var fg, cpu [2]time.Duration
 	for i := 0; i < b.N; i += 2 * roundTripTurns {
-		for k, x := range []arm{armPlain, a} {
+		for k, x := range []arm{{}, a} {
 			c0 := bench.ProcessCPU()
 			s, f := roundTripSession(b, d, step, x, latencyMS)
 			cpu[k] += bench.ProcessCPU() - c0
@@ -96,7 +112,7 @@ func benchAB(b *testing.B, d dialect, step string, a arm, latencyMS int) {
 	b.ReportMetric(float64(mw.Microseconds()), "turnaround-µs")
 	b.ReportMetric(100*float64(mw-mp)/float64(mp), "added-%")
 	b.ReportMetric(float64((cpu[1]-cpu[0]).Microseconds())/turns, "cpu-µs/turn")
-	if a == armLedger {
+	if a.ledger {
 		b.ReportMetric(float64(fg[1].Microseconds())/turns, "recorder-µs/turn")
 		b.ReportMetric(100*float64(fg[1])/turns/float64(mp), "onpath-%")
 	}
@@ -172,15 +188,15 @@ func roundTripSession(b *testing.B, d dialect, step string, a arm, latencyMS int
 		})}
 		var lw *ledger.Writer
 		var rec *ledger.Recorder
-		if a == armWork {
+		if a.work > 0 {
 			var spun atomic.Uint64
 			obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
 				if ev.Type == agent.EventResponse {
-					time.AfterFunc(ledger.Defer, func() { spun.Store(spin(300 * time.Microsecond)) })
+					time.AfterFunc(ledger.Defer, func() { spun.Store(spin(a.work)) })
 				}
 			}))
 		}
-		if a == armLedger {
+		if a.ledger {
 			skey, _, _ := note.GenerateKey(rand.Reader, "truss/bench")
 			signer, _ := note.NewSigner(skey)
 			lw, _ = ledger.Create(filepath.Join(b.TempDir(), "ledger"), "bench", signer)
