@@ -120,6 +120,8 @@ type Writer struct {
 	sealed  uint64
 	now     func() time.Time
 
+	interval time.Duration // SealInterval, but in tests
+
 	// The sealer writes payloads and checkpoints in the background, in
 	// order, so that a turn never waits for a disk: a checkpoint is signed
 	// and written only after the entries and payloads before it are synced.
@@ -146,6 +148,12 @@ func Origin(keyName, session string) string { return keyName + "/session/" + ses
 // Create creates a ledger in dir (which must not hold one) for a session,
 // signing checkpoints with signer.
 func Create(dir, session string, signer note.Signer) (*Writer, error) {
+	return create(dir, session, signer, SealInterval)
+}
+
+// create is Create with the shortest time between two seals no caller
+// waits for.
+func create(dir, session string, signer note.Signer, interval time.Duration) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
@@ -166,7 +174,7 @@ func Create(dir, session string, signer note.Signer) (*Writer, error) {
 	}
 	w := &Writer{dir: dir, session: session, origin: Origin(signer.Name(), session), signer: signer,
 		f: files[0], pack: files[1], cps: files[2],
-		rng: rf.NewEmptyRange(0), now: time.Now, done: make(chan struct{}), stored: map[string]bool{}}
+		rng: rf.NewEmptyRange(0), now: time.Now, interval: interval, done: make(chan struct{}), stored: map[string]bool{}}
 	w.queue.cond = sync.NewCond(&w.queue.mu)
 	go w.seal()
 	return w, nil
@@ -279,7 +287,7 @@ func (w *Writer) seal() {
 			return
 		}
 		if sealing(jobs) {
-			if wait := time.Until(sealed.Add(SealInterval)); wait > 0 && !awaited(jobs) {
+			if wait := time.Until(sealed.Add(w.interval)); wait > 0 && !awaited(jobs) {
 				jobs = w.queue.gather(jobs, wait)
 			}
 			sealed = time.Now()

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	slsa "github.com/in-toto/attestation/go/predicates/provenance/v1"
 	intoto "github.com/in-toto/attestation/go/v1"
@@ -489,6 +490,43 @@ func TestCheckpointOnce(t *testing.T) {
 		t.Fatalf("records %v, %v", recs, perr)
 	}
 	if r, _, err := Verify(dir, vkey); err != nil || r.Checkpoints != 1 {
+		t.Fatalf("report %+v, %v", r, err)
+	}
+}
+
+// TestSealTogether: checkpoints that no caller waits for, asked for within
+// the seal interval, are sealed by one checkpoint of the last tree; one a
+// caller waits for is sealed at once, and exactly.
+func TestSealTogether(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "l")
+	s, vkey := newKey(t, "truss/test")
+	w, err := create(dir, "S", s, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"a", "b"} {
+		w.Append(typ, nil, nil)
+		if _, err := w.Flush(); err != nil { // awaited: not held for the hour
+			t.Fatal(err)
+		}
+	}
+	for _, typ := range []string{"c", "d", "e"} {
+		w.Append(typ, nil, nil)
+		w.Checkpoint() // held until Close
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, CheckpointsName))
+	recs, perr := parsePack(log)
+	var keys []string
+	for _, r := range recs {
+		keys = append(keys, r.key)
+	}
+	if perr != nil || strings.Join(keys, " ") != "1 2 5" {
+		t.Fatalf("checkpoint records %v, %v; want sizes 1 2 5", keys, perr)
+	}
+	if r, _, err := Verify(dir, vkey); err != nil || r.Checkpoints != 3 || r.Sealed != 5 {
 		t.Fatalf("report %+v, %v", r, err)
 	}
 }
