@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,31 +91,28 @@ func (a arm) String() string {
 // turnaround (onpath-%), and the process CPU time the arm added per turn
 // (cpu-µs/turn).
 func benchAB(b *testing.B, d dialect, step string, a arm, latencyMS int) {
-	var plain, with []time.Duration
-	var fg, cpu [2]time.Duration
+	var samples [2][]time.Duration // without the arm, with it
+	var cpu [2]time.Duration
+	var fg time.Duration // only the ledger's arm has a recorder
 	for i := 0; i < b.N; i += 2 * roundTripTurns {
 		for k, x := range []arm{{}, a} {
 			c0 := bench.ProcessCPU()
 			s, f := roundTripSession(b, d, step, x, latencyMS)
 			cpu[k] += bench.ProcessCPU() - c0
-			fg[k] += f
-			if k == 0 {
-				plain = append(plain, s...)
-			} else {
-				with = append(with, s...)
-			}
+			samples[k] = append(samples[k], s...)
+			fg += f
 		}
 	}
 	b.StopTimer()
-	mp, mw := median(plain), median(with)
-	turns := float64(len(with))
+	mp, mw := median(samples[0]), median(samples[1])
+	turns := float64(len(samples[1]))
 	b.ReportMetric(float64(mp.Microseconds()), "plain-µs")
 	b.ReportMetric(float64(mw.Microseconds()), "turnaround-µs")
 	b.ReportMetric(100*float64(mw-mp)/float64(mp), "added-%")
 	b.ReportMetric(float64((cpu[1]-cpu[0]).Microseconds())/turns, "cpu-µs/turn")
 	if a.ledger {
-		b.ReportMetric(float64(fg[1].Microseconds())/turns, "recorder-µs/turn")
-		b.ReportMetric(100*float64(fg[1])/turns/float64(mp), "onpath-%")
+		b.ReportMetric(float64(fg.Microseconds())/turns, "recorder-µs/turn")
+		b.ReportMetric(100*float64(fg)/turns/float64(mp), "onpath-%")
 	}
 }
 
@@ -133,7 +131,7 @@ func median(x []time.Duration) time.Duration {
 	if len(x) == 0 {
 		return 0
 	}
-	sort.Slice(x, func(i, j int) bool { return x[i] < x[j] })
+	slices.Sort(x)
 	return x[len(x)/2]
 }
 
@@ -188,11 +186,16 @@ func roundTripSession(b *testing.B, d dialect, step string, a arm, latencyMS int
 		})}
 		var lw *ledger.Writer
 		var rec *ledger.Recorder
+		// The control's computations, waited for before the session ends
+		// so that none falls in the next session's CPU time.
+		var spins sync.WaitGroup
+		defer spins.Wait()
 		if a.work > 0 {
 			var spun atomic.Uint64
 			obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
 				if ev.Type == agent.EventResponse {
-					time.AfterFunc(ledger.Defer, func() { spun.Store(spin(a.work)) })
+					spins.Add(1)
+					time.AfterFunc(ledger.Defer, func() { defer spins.Done(); spun.Store(spin(a.work)) })
 				}
 			}))
 		}
@@ -220,10 +223,10 @@ func roundTripSession(b *testing.B, d dialect, step string, a arm, latencyMS int
 			execTime = append(execTime, time.Since(t0))
 			return r
 		})
-		a := agent.New(agent.Config{Provider: d.new(base), Tools: set, Exec: exec, Model: "sim-coder",
+		loop := agent.New(agent.Config{Provider: d.new(base), Tools: set, Exec: exec, Model: "sim-coder",
 			RepeatLimit: 1 << 30, RepeatWindow: 1, Observer: obs}, nil)
 		b.StartTimer()
-		out := a.Run(ctx, "bench")
+		out := loop.Run(ctx, "bench")
 		b.StopTimer()
 		if out.Status != agent.StatusCompleted {
 			b.Fatalf("%+v", out)

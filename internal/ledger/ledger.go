@@ -236,21 +236,21 @@ func awaited(jobs []job) bool {
 	return false
 }
 
-// sealing reports whether jobs hold a checkpoint.
-func sealing(jobs []job) bool {
-	for _, j := range jobs {
-		if j.root != nil {
-			return true
+// lastCheckpoint returns the index of the last checkpoint job, or -1.
+func lastCheckpoint(jobs []job) int {
+	for i := len(jobs) - 1; i >= 0; i-- {
+		if jobs[i].root != nil {
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // SealInterval is the shortest time between the starts of two seals that
-// no caller waits for. When turns come faster than that, the sealer gathers them and
-// one checkpoint, after one round of fdatasyncs, seals them together; a
-// real model's turn takes longer, so each of its turns is sealed on its
-// own, right after it.
+// no caller waits for. When turns come faster than that, the sealer
+// gathers them and one checkpoint, after one round of fdatasyncs, seals
+// them together; a real model's turn takes longer, so each of its turns is
+// sealed on its own, right after it.
 const SealInterval = 10 * time.Millisecond
 
 // popAll returns every queued job, in order, waiting while there is none;
@@ -286,17 +286,13 @@ func (w *Writer) seal() {
 		if len(jobs) == 0 {
 			return
 		}
-		if sealing(jobs) {
+		lastCP := lastCheckpoint(jobs)
+		if lastCP >= 0 {
 			if wait := time.Until(sealed.Add(w.interval)); wait > 0 && !awaited(jobs) {
 				jobs = w.queue.gather(jobs, wait)
+				lastCP = lastCheckpoint(jobs)
 			}
 			sealed = time.Now()
-		}
-		lastCP := -1
-		for i, j := range jobs {
-			if j.root != nil {
-				lastCP = i
-			}
 		}
 		if cap(buf) > maxBuffered {
 			buf = nil // a large batch's buffer is not kept for the session
