@@ -246,16 +246,20 @@ type turn struct {
 	start, end int
 }
 
-// replayable reports whether an item becomes a block of the request.
+// replayable reports whether an item becomes a block of the request. Text
+// the API refuses is not replayed: an empty or whitespace-only text block
+// (user text, or assistant text a model produced) is answered with HTTP 400
+// ("text content blocks must be non-empty" / "must contain non-whitespace
+// text"), and replaying it would end every later turn of the session. The
+// item stays in the transcript, and its response in the ledger, as it was.
 func replayable(it model.Item) bool {
 	switch it.Kind {
-	case model.KindUser, model.KindToolResult, model.KindToolCall:
+	case model.KindToolResult, model.KindToolCall:
 		return true
+	case model.KindUser, model.KindAssistant:
+		return strings.TrimSpace(it.Text) != ""
 	}
-	if it.Provider == "anthropic" && len(it.Raw) > 0 {
-		return true
-	}
-	return it.Kind == model.KindAssistant && it.Text != ""
+	return it.Provider == "anthropic" && len(it.Raw) > 0
 }
 
 // turnsOf divides the transcript into Messages without building them: a
@@ -296,8 +300,7 @@ func blocks(items []model.Item) ([]sdk.ContentBlockParamUnion, error) {
 		case it.Kind == model.KindUser:
 			out = append(out, sdk.NewTextBlock(it.Text))
 		case it.Kind == model.KindToolResult:
-			r := it.Result
-			out = append(out, sdk.NewToolResultBlock(r.CallID, r.Text, r.IsError))
+			out = append(out, toolResult(it.Result))
 		case it.Provider == "anthropic" && len(it.Raw) > 0:
 			var blk sdk.ContentBlockUnion
 			if err := json.Unmarshal(it.Raw, &blk); err != nil {
@@ -317,10 +320,29 @@ func blocks(items []model.Item) ([]sdk.ContentBlockParamUnion, error) {
 	return out, nil
 }
 
+// toolResult builds a tool_result block. A result without visible text
+// (a session recorded before every binding said so, or a tool that
+// answered with whitespace) goes without content: the API refuses an empty
+// or whitespace-only text block also inside a tool_result.
+func toolResult(r *model.ToolResult) sdk.ContentBlockParamUnion {
+	if strings.TrimSpace(r.Text) != "" {
+		return sdk.NewToolResultBlock(r.CallID, r.Text, r.IsError)
+	}
+	b := &sdk.ToolResultBlockParam{ToolUseID: r.CallID}
+	if r.IsError {
+		b.IsError = sdk.Bool(true)
+	}
+	return sdk.ContentBlockParamUnion{OfToolResult: b}
+}
+
 func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
 	stream := c.client.Messages.NewStreaming(ctx, params, option.WithRequestBody("application/json", body))
 	defer stream.Close()
 	var msg sdk.Message
+	// The streamed input of each tool_use block, byte for byte: the SDK's
+	// accumulation replaces input that does not parse with {}, which would
+	// tell the model its call had no arguments and lose what it sent.
+	inputs := map[int64]*strings.Builder{}
 	stopped := false
 	for stream.Next() {
 		ev := stream.Current()
@@ -329,6 +351,14 @@ func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, body []b
 		}
 		switch e := ev.AsAny().(type) {
 		case sdk.ContentBlockDeltaEvent:
+			if d, ok := e.Delta.AsAny().(sdk.InputJSONDelta); ok {
+				sb := inputs[e.Index]
+				if sb == nil {
+					sb = &strings.Builder{}
+					inputs[e.Index] = sb
+				}
+				sb.WriteString(d.PartialJSON)
+			}
 			if onDelta == nil {
 				continue
 			}
@@ -353,7 +383,7 @@ func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, body []b
 		return nil, &provider.Error{Provider: "anthropic", Kind: provider.ErrStream, Message: "the stream ended before message_stop"}
 	}
 	resp := &model.Response{ID: msg.ID, Model: string(msg.Model), StopReason: stopReason(msg.StopReason)}
-	for _, b := range msg.Content {
+	for i, b := range msg.Content {
 		raw := json.RawMessage(b.RawJSON())
 		it := model.Item{Provider: "anthropic", Raw: raw, Response: msg.ID}
 		switch b.Type {
@@ -365,9 +395,19 @@ func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, body []b
 			it.Kind = model.KindReasoning
 		case "tool_use":
 			input := string(b.Input)
+			if sb := inputs[int64(i)]; sb != nil && sb.Len() > 0 {
+				input = sb.String()
+			}
 			if input == "" {
 				input = "{}"
 			}
+			if !json.Valid([]byte(input)) {
+				// The call keeps the exact bytes (the binding answers that
+				// they are not JSON, and where); the block replays with
+				// them wrapped as Anthropic documents for invalid input.
+				raw = invalidInputBlock(raw, input)
+			}
+			it.Raw = raw
 			it.Kind, it.Call = model.KindToolCall, &model.ToolCall{ID: b.ID, Name: b.Name, Kind: model.ToolTyped, Type: "tool_use", Input: input}
 		default: // server_tool_use and the *_tool_result blocks
 			it.Kind, it.Text = model.KindServerTool, b.Type
@@ -380,6 +420,26 @@ func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, body []b
 		ReasoningTokens: u.OutputTokensDetails.ThinkingTokens}
 	resp.Wire = c.wire.Take()
 	return resp, nil
+}
+
+// invalidInputBlock returns a tool_use block's raw form with its input
+// replaced by {"INVALID_JSON": input}, the form Anthropic documents for
+// echoing input that is not JSON back to the API.
+func invalidInputBlock(raw json.RawMessage, input string) json.RawMessage {
+	var blk map[string]json.RawMessage
+	if json.Unmarshal(raw, &blk) != nil {
+		return raw
+	}
+	wrapped, err := json.Marshal(map[string]string{"INVALID_JSON": input})
+	if err != nil {
+		return raw
+	}
+	blk["input"] = wrapped
+	out, err := json.Marshal(blk)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 func stopReason(r sdk.StopReason) model.StopReason {
