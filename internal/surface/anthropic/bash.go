@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -29,8 +28,8 @@ func (Bash) Decode(c model.ToolCall) ([]tool.Call, error) {
 		Command *string `json:"command"`
 		Restart bool    `json:"restart"`
 	}
-	if err := json.Unmarshal([]byte(orEmpty(c.Input)), &in); err != nil {
-		return nil, inputErr("Invalid input for the bash tool: %v", err)
+	if err := decodeInput("bash", c.Input, &in); err != nil {
+		return nil, err
 	}
 	if in.Restart {
 		return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: Name, Op: tool.OpRestart, Raw: tool.Raw(c.Input)}}, nil
@@ -82,8 +81,16 @@ func (Bash) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 	case r.Err != nil:
 		return errorResult(c, r.Err.Message)
 	}
+	if strings.TrimSpace(out) == "" {
+		// The API refuses a blank text block; say that there was none.
+		return textResult(c, NoOutput)
+	}
 	return textResult(c, out)
 }
+
+// NoOutput is the result of a command that printed nothing (or only
+// whitespace), in the words Claude Code uses.
+const NoOutput = "(Bash completed with no output)"
 
 func seconds(r tool.Result) string {
 	// The shell's message carries the duration ("after 2m0s"); the model

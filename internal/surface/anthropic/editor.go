@@ -87,8 +87,8 @@ func inputErr(format string, args ...any) error {
 // Decode implements surface.Binding.
 func (e Editor) Decode(c model.ToolCall) ([]tool.Call, error) {
 	var in editorInput
-	if err := json.Unmarshal([]byte(orEmpty(c.Input)), &in); err != nil {
-		return nil, inputErr("Invalid input for the %s tool: %v", e.name(), err)
+	if err := decodeInput(e.name(), c.Input, &in); err != nil {
+		return nil, err
 	}
 	if in.Command == "" {
 		return nil, inputErr("Parameter `command` is required. The allowed commands for the %s tool are: %s", e.name(), e.commands())

@@ -41,8 +41,8 @@ func (Memory) Decode(c model.ToolCall) ([]tool.Call, error) { return DecodeMemor
 // generic memory function tool shares).
 func DecodeMemory(c model.ToolCall, surfaceName string) ([]tool.Call, error) {
 	var in memoryInput
-	if err := json.Unmarshal([]byte(orEmpty(c.Input)), &in); err != nil {
-		return nil, inputErr("Error: invalid input for the memory tool: %v", err)
+	if err := decodeInput(c.Name, c.Input, &in); err != nil {
+		return nil, err
 	}
 	call := func(op tool.Op, args any) []tool.Call {
 		return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: surfaceName, Op: op, Args: args, Raw: tool.Raw(c.Input)}}

@@ -1,0 +1,73 @@
+package anthropic
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+func intp(n int) *int { return &n }
+
+// TestBashEncode: every result has visible text, since the Messages API
+// refuses an empty or whitespace-only text block.
+func TestBashEncode(t *testing.T) {
+	c := model.ToolCall{ID: "toolu_1", Name: "bash", Input: `{"command":"mkdir x"}`}
+	tests := []struct {
+		name    string
+		r       tool.Result
+		want    string
+		isError bool
+	}{
+		{"no output", tool.Result{Op: tool.OpExec, ExitCode: intp(0)}, NoOutput, false},
+		{"only whitespace", tool.Result{Op: tool.OpExec, Stdout: "\n", Stderr: "  \n", ExitCode: intp(0)}, NoOutput, false},
+		{"stdout", tool.Result{Op: tool.OpExec, Stdout: "hi\n", ExitCode: intp(0)}, "hi", false},
+		{"stdout and stderr", tool.Result{Op: tool.OpExec, Stdout: "out\n", Stderr: "warn\n", ExitCode: intp(0)}, "out\nwarn", false},
+		{"failure without output", tool.Result{Op: tool.OpExec, ExitCode: intp(1), Err: &tool.Error{Kind: tool.ErrExit}}, "Exit code: 1", true},
+		{"restart", tool.Result{Op: tool.OpRestart}, "tool has been restarted.", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Bash{}.Encode(c, []tool.Result{tt.r})
+			if got.Text != tt.want || got.IsError != tt.isError || got.CallID != c.ID {
+				t.Fatalf("got %+v, want %q (error %v)", got, tt.want, tt.isError)
+			}
+		})
+	}
+}
+
+// TestMalformedInput: input that is not JSON is answered as such, with
+// where it broke, on each typed tool; it is never read as an empty object.
+func TestMalformedInput(t *testing.T) {
+	bindings := []surface.Binding{Bash{}, NewEditor("text_editor_20250728"), Memory{}}
+	tests := []struct {
+		input string
+		want  []string
+	}{
+		{`{"command": "go test ./...", "restart": tru`, []string{"is not valid JSON: it ends at byte 43 before the JSON value is complete", `after "t ./...\", \"restart\": tru"`}},
+		{`{"command": "ls" "path": "/x"}`, []string{"is not valid JSON", "invalid character '\"' after object key:value pair", "at byte 18 of 30", `after "{\"command\": \"ls\" \""`}},
+		{`["ls"]`, []string{"the input must be a JSON object, got array"}},
+		{`{"command": 7}`, []string{"`command` must be of type string, got number"}},
+	}
+	for _, b := range bindings {
+		for _, tt := range tests {
+			name := b.Spec().Name
+			_, err := b.Decode(model.ToolCall{ID: "toolu_1", Name: name, Input: tt.input})
+			if err == nil {
+				t.Errorf("%s accepted %s", name, tt.input)
+				continue
+			}
+			res := surface.DecodeFailure(b, model.ToolCall{ID: "toolu_1", Name: name, Input: tt.input}, err)
+			if !res.IsError || !strings.HasPrefix(res.Text, "Invalid input for the "+name+" tool: ") {
+				t.Errorf("%s: %+v", name, res)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(res.Text, w) {
+					t.Errorf("%s %s: %q lacks %q", name, tt.input, res.Text, w)
+				}
+			}
+		}
+	}
+}
