@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 
 	"github.com/trussdev/truss/internal/model"
@@ -62,11 +63,15 @@ func DecodeMemory(c model.ToolCall, surfaceName string) ([]tool.Call, error) {
 	case "view":
 		a := &tool.ViewArgs{Path: *in.Path}
 		if len(in.ViewRange) > 0 && string(in.ViewRange) != "null" {
+			// As in the reference, a list that is not of two lines views the
+			// whole file; one that is not a list of integers is refused.
 			var vr []int
-			if json.Unmarshal(in.ViewRange, &vr) != nil || len(vr) != 2 {
-				return nil, inputErr("Error: invalid `view_range`. It should be a list of two integers.")
+			if json.Unmarshal(in.ViewRange, &vr) != nil {
+				return nil, inputErr("Invalid `view_range`: %s. It should be a list of two integers.", in.ViewRange)
 			}
-			a.Start, a.End = vr[0], vr[1]
+			if len(vr) == 2 {
+				a.Start, a.End = vr[0], vr[1]
+			}
 		}
 		return call(memory.OpView, a), nil
 	case "create":
@@ -110,7 +115,11 @@ func (Memory) EncodeError(c model.ToolCall, err error) model.ToolResult {
 // Encode implements surface.Binding.
 func (Memory) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult { return EncodeMemory(c, rs) }
 
-// EncodeMemory renders a memory result.
+// EncodeMemory renders a memory result in the words of the reference
+// implementation of the memory tool in Anthropic's SDK helpers
+// (BetaLocalFilesystemMemoryTool), byte for byte: its successes as they
+// are, its errors (which it raises as tool errors) as error results with
+// the error's text alone.
 func EncodeMemory(c model.ToolCall, rs []tool.Result) model.ToolResult {
 	r := rs[0]
 	var in memoryInput
@@ -124,11 +133,16 @@ func EncodeMemory(c model.ToolCall, rs []tool.Result) model.ToolResult {
 		if r.File == nil {
 			return textResult(c, memoryListing(path, r.Entries))
 		}
-		return textResult(c, memoryFile(path, r.File))
+		text, err := memoryFile(path, r.File.Content, in.ViewRange)
+		if err != "" {
+			return errorResult(c, err)
+		}
+		return textResult(c, text)
 	case memory.OpCreate:
 		return textResult(c, "File created successfully at: "+path)
 	case memory.OpReplace:
-		return textResult(c, "The memory file has been edited.\n"+numbered(r.Edit.Window, r.Edit.WindowStart+1, r.Edit.EOF))
+		return textResult(c, "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"+
+			numberLines(strings.Split(r.Edit.Window, "\n"), r.Edit.WindowStart+1))
 	case memory.OpInsert:
 		return textResult(c, fmt.Sprintf("The file %s has been edited.", path))
 	case memory.OpDelete:
@@ -144,59 +158,76 @@ func memoryError(in memoryInput, path string, err *tool.Error) string {
 	case tool.ErrNotFound:
 		switch in.Command {
 		case "delete":
-			return fmt.Sprintf("Error: The path %s does not exist", path)
+			return fmt.Sprintf("The path %s does not exist", path)
 		case "rename":
-			return fmt.Sprintf("Error: The path %s does not exist", deref(in.OldPath))
+			return fmt.Sprintf("The path %s does not exist", deref(in.OldPath))
 		}
 		return fmt.Sprintf("The path %s does not exist. Please provide a valid path.", path)
 	case tool.ErrExists:
 		if in.Command == "rename" {
-			return fmt.Sprintf("Error: The destination %s already exists", deref(in.NewPath))
+			return fmt.Sprintf("The destination %s already exists", deref(in.NewPath))
 		}
-		return fmt.Sprintf("Error: File %s already exists", path)
+		return fmt.Sprintf("File %s already exists", path)
 	case tool.ErrIsDir:
-		if in.Command == "str_replace" {
-			return fmt.Sprintf("The path %s does not exist. Please provide a valid path.", path)
+		if in.Command == "create" {
+			return fmt.Sprintf("File %s already exists", path)
 		}
 		return fmt.Sprintf("The path %s is not a file.", path)
-	case tool.ErrNoMatch:
-		return fmt.Sprintf("No replacement was performed, old_str `%s` did not appear verbatim in %s.", deref(in.OldStr), path)
-	case tool.ErrMultipleMatches:
-		return fmt.Sprintf("No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. Please ensure it is unique", deref(in.OldStr), braceList(err.Containing))
-	case tool.ErrInvalidRange:
-		if in.Command == "insert" {
-			return fmt.Sprintf("Error: Invalid `insert_line` parameter: %d. It should be within the range of lines of the file: [0, %d]", *in.InsertLine, err.Limit)
-		}
-		return "Error: Invalid `view_range`: " + err.Message
 	}
-	return err.Message // the store's own messages: prefix, escape, root deletion
+	// The store's own messages are the reference's: the prefix and escape
+	// checks, the root's deletion, str_replace's and insert's errors.
+	return err.Message
 }
 
-func braceList(xs []int) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = fmt.Sprint(x)
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// MaxMemoryLines is the longest memory file a view shows.
+// MaxMemoryLines is the most lines a memory file may have to be viewed; a
+// longer file is an error, as in the reference.
 const MaxMemoryLines = 999999
 
-func memoryFile(path string, f *tool.FileView) string {
-	if f.TotalLines > MaxMemoryLines {
-		return fmt.Sprintf("File %s exceeds maximum line limit of 999,999 lines.", path)
+// memoryFile renders a file view as the reference does: the content split
+// on "\n" (a final newline leaves a last, empty, numbered line), the lines
+// of view_range selected as a Python slice would ([max(1, s)-1 : e], e = -1
+// for the end; a range that is not two numbers views the whole file), each
+// as "%6d\t%s". It returns the error text instead for a file of more than
+// MaxMemoryLines lines.
+func memoryFile(path, content string, viewRange json.RawMessage) (string, string) {
+	lines := strings.Split(content, "\n")
+	if len(lines) > MaxMemoryLines {
+		return "", fmt.Sprintf("File %s exceeds maximum line limit of 999,999 lines.", path)
 	}
-	return fmt.Sprintf("Here's the content of %s with line numbers:\n", path) + numbered(f.Content, f.StartLine, f.FinalNewline && (f.StartLine+strings.Count(f.Content, "\n") == f.TotalLines))
+	from := 1
+	var vr []int
+	if json.Unmarshal(viewRange, &vr) == nil && len(vr) == 2 {
+		start := max(1, vr[0]) - 1
+		end := len(lines)
+		if vr[1] != -1 {
+			end = vr[1]
+		}
+		lines = pySlice(lines, start, end)
+		from = start + 1
+	}
+	return fmt.Sprintf("Here's the content of %s with line numbers:\n", path) + numberLines(lines, from), ""
 }
 
-// numbered renders lines as "%6d\t%s", without the empty piece a final
-// newline leaves when dropFinal is set.
-func numbered(content string, from int, dropFinal bool) string {
-	lines := strings.Split(content, "\n")
-	if dropFinal && len(lines) > 1 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
+// pySlice returns xs[start:end] with Python's slice semantics: negative
+// bounds count from the end, bounds past either end are clamped.
+func pySlice[T any](xs []T, start, end int) []T {
+	n := len(xs)
+	clamp := func(i int) int {
+		if i < 0 {
+			i += n
+		}
+		return min(max(i, 0), n)
 	}
+	start, end = clamp(start), clamp(end)
+	if start >= end {
+		return nil
+	}
+	return xs[start:end]
+}
+
+// numberLines renders lines as "%6d\t%s" from the line number from, joined
+// by "\n".
+func numberLines(lines []string, from int) string {
 	var sb strings.Builder
 	for i, l := range lines {
 		if i > 0 {
@@ -207,68 +238,41 @@ func numbered(content string, from int, dropFinal bool) string {
 	return sb.String()
 }
 
-// memoryListing renders a directory view: the directory first, then each
-// entry two levels deep (hidden entries and node_modules left out), each with
-// a du-style size (a directory counts itself and everything below it).
+// memoryListing renders a directory view as the reference does: the
+// header, then the directory and each entry two levels deep (hidden entries
+// left out), each as its size and its path, a directory's path with a
+// final "/". The first entry is the directory itself (Path "."); sizes are
+// the entries' own sizes (a directory's as the file system reports it).
 func memoryListing(path string, es []tool.Entry) string {
-	var kept []tool.Entry
-	for _, e := range es {
-		if strings.Contains("/"+e.Path+"/", "/node_modules/") {
-			continue
-		}
-		kept = append(kept, e)
-	}
-	sizes := make([]int64, len(kept))
-	var total int64 = 4096
-	for i, e := range kept {
-		sizes[i] = e.Size
-		if e.IsDir {
-			sizes[i] = 4096
-		}
-		total += sizes[i]
-	}
-	for i, e := range kept {
-		if !e.IsDir {
-			continue
-		}
-		for j, f := range kept {
-			if strings.HasPrefix(f.Path, e.Path+"/") {
-				sizes[i] += sizes[j]
-			}
-		}
-	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "Here're the files and directories up to 2 levels deep in %s, excluding hidden items and node_modules:\n", path)
-	fmt.Fprintf(&sb, "%s\t%s", HumanSize(total), path)
-	prefix := strings.TrimSuffix(path, "/")
-	for i, e := range kept {
-		fmt.Fprintf(&sb, "\n%s\t%s/%s", HumanSize(sizes[i]), prefix, e.Path)
+	fmt.Fprintf(&sb, "Here're the files and directories up to 2 levels deep in %s, excluding hidden items:", path)
+	for _, e := range es {
+		if e.Path == "." {
+			fmt.Fprintf(&sb, "\n%s\t%s", FileSize(e.Size), path)
+			continue
+		}
+		slash := ""
+		if e.IsDir {
+			slash = "/"
+		}
+		fmt.Fprintf(&sb, "\n%s\t%s/%s%s", FileSize(e.Size), path, e.Path, slash)
 	}
 	return sb.String()
 }
 
-// HumanSize formats a byte count as `du -h` does: bytes below 1 KiB as a
-// number, else rounded up to one decimal below 10 units and to a whole unit
-// from 10.
-func HumanSize(n int64) string {
-	if n < 1024 {
-		return fmt.Sprint(n)
+// FileSize formats a byte count as the reference's helper does: 0B, 100B,
+// 4K, 1.5K, 2M, a whole number without a decimal and one decimal otherwise.
+func FileSize(n int64) string {
+	if n <= 0 {
+		return "0B"
 	}
-	v := float64(n)
-	for _, unit := range []string{"K", "M", "G", "T"} {
-		v /= 1024
-		if v < 1024 || unit == "T" {
-			if v < 10 {
-				c := math.Ceil(v*10) / 10
-				if c < 10 {
-					return fmt.Sprintf("%.1f%s", c, unit)
-				}
-				return fmt.Sprintf("%d%s", int(c), unit)
-			}
-			return fmt.Sprintf("%d%s", int(math.Ceil(v)), unit)
-		}
+	units := []string{"B", "K", "M", "G"}
+	i := min((bits.Len64(uint64(n))-1)/10, len(units)-1)
+	v := float64(n) / math.Pow(1024, float64(i))
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%d%s", int64(v), units[i])
 	}
-	return fmt.Sprint(n)
+	return fmt.Sprintf("%.1f%s", v, units[i])
 }
 
 // MemoryFunction offers the memory capability as a plain function tool, for

@@ -5,8 +5,14 @@
 // a file below it. Anything else — "/memoriesX", "/etc", "../x", a
 // percent-encoded or backslash traversal, a symlink leading out — is refused
 // before any file is touched. Files are created 0600 and directories 0700;
-// every write is atomic. The operations reuse the file executor on the
+// every write is atomic. view, str_replace and insert follow the reference
+// implementation of the memory tool in Anthropic's SDK helpers (see
+// edit.go); create, delete and rename reuse the file executor on the
 // store's root.
+//
+// A file view returns the whole file, read as text ("\r\n" and "\r" become
+// "\n"); the binding selects the lines of a view range. A directory view's
+// first entry is the directory itself, with Path ".".
 package memory
 
 import (
@@ -152,7 +158,20 @@ func (s *Store) Execute(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return tool.Failed(call, err)
 	}
-	r := s.fx.Execute(ctx, tool.Call{ID: call.ID, Op: op, Args: args})
+	var r tool.Result
+	switch a := args.(type) {
+	case *tool.ViewArgs:
+		r, err = s.view(virt[0], a.Path)
+	case *tool.ReplaceArgs:
+		r, err = s.replace(virt[0], a.Path, a)
+	case *tool.InsertArgs:
+		r, err = s.insert(virt[0], a.Path, a)
+	default:
+		r = s.fx.Execute(ctx, tool.Call{ID: call.ID, Op: op, Args: args})
+	}
+	if err != nil {
+		r = tool.Failed(call, err)
+	}
 	r.CallID, r.Op = call.ID, call.Op
 	if r.Err != nil && r.Err.Kind == tool.ErrOutsideRoot {
 		r.Err = escape(virt[0]).(*tool.Error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/trussdev/truss/internal/tool"
@@ -64,5 +65,33 @@ func TestStore(t *testing.T) {
 	}
 	if r := run(OpView, &tool.ViewArgs{Path: "/memories/b.md"}); r.Err != nil || r.File.Content != "hi\n" || r.File.Path != "/memories/b.md" {
 		t.Fatalf("view: %+v", r)
+	}
+}
+
+func TestText(t *testing.T) {
+	if got := ReadText([]byte("a\r\nb\rc\n\r\n")); got != "a\nb\nc\n\n" {
+		t.Errorf("ReadText: %q", got)
+	}
+	for in, want := range map[string][]string{
+		"": nil, "a": {"a"}, "a\n": {"a"}, "a\n\n": {"a", ""}, "a\r\nb": {"a", "b"}, "a\rb\n": {"a", "b"},
+		"a\vb\fc\x1cd\x1de\x1ef\u0085g\u2028h\u2029i": {"a", "b", "c", "d", "e", "f", "g", "h", "i"},
+	} {
+		if got := SplitLines(in); strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
+			t.Errorf("SplitLines(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, tt := range []struct {
+		s, old string
+		want   []int
+	}{
+		{"aaa\naa\n", "aa", []int{1, 1, 2}},
+		{"ab\nc", "", []int{1, 1, 1, 2, 2}},
+		{"é\nxé\n", "", []int{1, 1, 2, 2, 2, 3}},
+		{"x\ny\nx", "x", []int{1, 3}},
+		{"x", "y", nil},
+	} {
+		if got := MatchLines(tt.s, tt.old); JoinInts(got) != JoinInts(tt.want) {
+			t.Errorf("MatchLines(%q, %q) = %v, want %v", tt.s, tt.old, got, tt.want)
+		}
 	}
 }
