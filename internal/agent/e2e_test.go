@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -62,6 +63,13 @@ type env struct {
 // runScript runs a script through a dialect on a copy of the demo repository.
 func runScript(t *testing.T, d dialect, script string, cfg func(*agent.Config)) *env {
 	t.Helper()
+	return resumeScript(t, d, script, cfg, nil)
+}
+
+// resumeScript runs a script as runScript does, continuing a session whose
+// transcript so far is history.
+func resumeScript(t *testing.T, d dialect, script string, cfg func(*agent.Config), history []model.Item) *env {
+	t.Helper()
 	s, err := sim.ParseScript([]byte(script))
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +121,7 @@ func runScript(t *testing.T, d dialect, script string, cfg func(*agent.Config)) 
 	if cfg != nil {
 		cfg(&c)
 	}
-	e.agent = agent.New(c, nil)
+	e.agent = agent.New(c, history)
 	e.outcome = e.agent.Run(ctx, "Fix the failing test.")
 	checkPairing(t, d, e)
 	return e
@@ -260,9 +268,10 @@ func TestFaults(t *testing.T) {
 			}},
 		{"malformed arguments", `{"steps": [{"actions": [{"kind": "view", "path": "stats.go", "raw_input": "{\"path\": \"stats.go\""}]}`,
 			func(t *testing.T, e *env) {
+				// Every dialect hands the model's bytes to the binding, which
+				// says they are not JSON (never that an argument is missing).
 				r := callResult(e, 0)
-				// The Messages SDK turns unparseable streamed input into {}.
-				if !r.IsError || !strings.Contains(r.Text, "not a valid JSON object") && !strings.Contains(r.Text, `missing required parameter "path"`) {
+				if !r.IsError || !strings.Contains(r.Text, "not a valid JSON object") {
 					t.Fatalf("result %+v", r)
 				}
 			}},
@@ -520,5 +529,99 @@ func TestAnthropicThinkingPauseOverload(t *testing.T) {
 	}
 	if e.outcome.Usage.CacheReadTokens == 0 {
 		t.Errorf("no cache reads accounted: %+v", e.outcome.Usage)
+	}
+}
+
+// TestAnthropicFaults runs the typed Anthropic surface through every fault
+// the simulator injects, in one session over the strict Messages dialect:
+// a 429 with Retry-After, an error event in the middle of a stream, a cut
+// connection, input that is not JSON, an unknown tool and a command without
+// output. Every call is answered exactly once, nothing runs twice, the
+// Retry-After wait is kept, the malformed input is reported as such with
+// its exact bytes kept, and the run finishes.
+func TestAnthropicFaults(t *testing.T) {
+	const malformed = `{"command": "go vet ./...", "restart": tru`
+	script := `{"steps": [
+	  {"say": "Looking.", "faults": [{"kind": "status", "status": 429, "retry_after_ms": 150}],
+	   "actions": [{"kind": "view", "path": "stats.go"}, {"kind": "run", "command": "x", "raw_input": ` + strconv.Quote(malformed) + `},
+	               {"kind": "view", "path": "stats.go", "tool": "open_file"}]},
+	  {"say": "Fixing.", "faults": [{"kind": "mid_stream_error", "message": "Overloaded"}],
+	   "actions": [{"kind": "replace", "path": "stats.go", "old": "s[n/2] + s[n/2+1]", "new": "s[n/2-1] + s[n/2]"}, {"kind": "run", "command": "mkdir -p build"}]},
+	  {"say": "Testing.", "faults": [{"kind": "truncate"}], "actions": [{"kind": "run", "command": "go test ./... 2>&1"}]},
+	  {"say": "Done."}]}`
+	e := runScript(t, dialects[2], script, typed)
+	if e.outcome.Status != agent.StatusCompleted || e.outcome.Turns != 4 {
+		t.Fatalf("outcome %+v", e.outcome)
+	}
+	reqs := e.srv.Requests()
+	var statuses []int
+	for _, r := range reqs {
+		statuses = append(statuses, r.Status)
+	}
+	// Each fault failed one attempt and the turn was sent again.
+	if len(reqs) != 7 || reqs[0].Status != 429 || reqs[1].Status != 200 || reqs[2].Attempt != 1 || reqs[3].Attempt != 2 || reqs[4].Attempt != 1 || reqs[5].Attempt != 2 {
+		t.Fatalf("requests: statuses %v", statuses)
+	}
+	if wait := reqs[1].Received.Sub(reqs[0].Received); wait < 150*time.Millisecond {
+		t.Errorf("the retry came %v after the 429, before its Retry-After", wait)
+	}
+	// Nothing ran twice: the view, the replace, mkdir and go test, once each.
+	if n := e.execs.Load(); n != 4 {
+		t.Errorf("%d executions, want 4", n)
+	}
+	if strings.Count(readFile(t, e.dir, "stats.go"), "s[n/2-1] + s[n/2]") != 1 {
+		t.Error("the fix is not applied exactly once")
+	}
+	var calls []model.ToolCall
+	for _, it := range e.agent.Transcript() {
+		if it.Kind == model.KindToolCall {
+			calls = append(calls, *it.Call)
+		}
+	}
+	if len(calls) != 6 || calls[1].Input != malformed {
+		t.Fatalf("the malformed input was not kept byte for byte: %+v", calls)
+	}
+	if r := callResult(e, 1); !r.IsError || !strings.Contains(r.Text, "the input is not valid JSON") || !strings.Contains(r.Text, "restart") {
+		t.Errorf("malformed input: %+v", r)
+	}
+	if r := callResult(e, 2); !r.IsError || !strings.Contains(r.Text, `no tool named "open_file"`) {
+		t.Errorf("unknown tool: %+v", r)
+	}
+	if r := callResult(e, 4); r.IsError || r.Text != anthropicsurf.NoOutput {
+		t.Errorf("a command without output: %+v", r)
+	}
+	if r := callResult(e, 5); r.IsError || !strings.Contains(r.Text, "ok ") {
+		t.Errorf("tests: %+v", r)
+	}
+}
+
+// TestAnthropicBlankText: a response whose text is only whitespace, and a
+// session recorded with a blank tool result, go on over the strict
+// Messages dialect (which refuses blank text blocks as the API does).
+func TestAnthropicBlankText(t *testing.T) {
+	script := `{"steps": [
+	  {"say": " \n\n", "actions": [{"kind": "run", "command": "true"}]},
+	  {"say": "\n"},
+	  {"say": "Done."}]}`
+	e := runScript(t, dialects[2], script, typed)
+	if e.outcome.Status != agent.StatusCompleted {
+		t.Fatalf("outcome %+v", e.outcome)
+	}
+	// The blank text stays in the transcript as the model sent it.
+	if it := e.agent.Transcript()[1]; it.Kind != model.KindAssistant || it.Text != " \n\n" {
+		t.Errorf("transcript item %+v", it)
+	}
+
+	// A session saved by a version that sent the empty block, resumed.
+	history := []model.Item{
+		{Kind: model.KindUser, Text: "Make a build directory."},
+		{Kind: model.KindAssistant, Provider: "anthropic", Response: "msg_old", Raw: json.RawMessage(`{"type":"text","text":"\n"}`), Text: "\n"},
+		{Kind: model.KindToolCall, Provider: "anthropic", Response: "msg_old", Raw: json.RawMessage(`{"type":"tool_use","id":"toolu_old","name":"bash","input":{"command":"mkdir -p build"}}`),
+			Call: &model.ToolCall{ID: "toolu_old", Name: "bash", Kind: model.ToolTyped, Type: "tool_use", Input: `{"command":"mkdir -p build"}`}},
+		{Kind: model.KindToolResult, Result: &model.ToolResult{CallID: "toolu_old", Name: "bash", Text: ""}},
+	}
+	e = resumeScript(t, dialects[2], `{"steps": [{"say": "unused"}, {"say": "Done."}]}`, typed, history)
+	if e.outcome.Status != agent.StatusCompleted || e.srv.Requests()[0].Status != 200 {
+		t.Fatalf("resumed: %+v", e.outcome)
 	}
 }

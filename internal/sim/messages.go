@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+
+	"github.com/trussdev/truss/internal/apispec"
 )
 
 // ---- Anthropic Messages ----
@@ -74,6 +76,14 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if req.Model == "" || req.MaxTokens <= 0 || len(req.Messages) == 0 {
 		messagesError(w, 400, "invalid_request_error", "model, max_tokens and messages are required")
 		return
+	}
+	if !s.Lenient {
+		if msg := checkMessages(body); msg != "" {
+			t := s.begin("anthropic", r, body, received, assistantTurns(body))
+			s.status(t, 400)
+			messagesError(w, 400, "invalid_request_error", msg)
+			return
+		}
 	}
 	assistant := 0
 	for _, m := range req.Messages {
@@ -273,4 +283,142 @@ func renderAnthropic(a Action, have map[string]declared, root string) (call, boo
 		return call{}, false
 	}
 	return call{Name: name, Kind: "tool_use", Input: jsonInput(in)}, true
+}
+
+// checkMessages applies the rules the real Messages API enforces to a
+// request body and returns the message of the error it would answer with,
+// or "" (docs/simulator.md lists the rules and their sources):
+//
+//   - no text block is empty, anywhere in messages (also inside a
+//     tool_result's content) or in system;
+//   - a content list whose text blocks are all whitespace is refused;
+//   - every tool_use of an assistant message is answered by a tool_result
+//     in the next message, the tool_result blocks coming first in it, and
+//     no tool_result answers an id the previous message did not use;
+//   - the body validates against the vendored OpenAPI description.
+func checkMessages(body []byte) string {
+	var req struct {
+		System   json.RawMessage `json:"system"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return "" // the schema check below names what is wrong
+	}
+	if msg := checkText("system", req.System); msg != "" {
+		return msg
+	}
+	var used []string // the tool_use ids of the previous message
+	for i, m := range req.Messages {
+		if msg := checkText("messages", m.Content); msg != "" {
+			return msg
+		}
+		blocks := contentBlocks(m.Content)
+		answered := map[string]bool{}
+		leading := true
+		for j, b := range blocks {
+			if b.Type != "tool_result" {
+				leading = false
+				continue
+			}
+			if !contains(used, b.ToolUseID) || m.Role != "user" {
+				return fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, b.ToolUseID)
+			}
+			if leading {
+				answered[b.ToolUseID] = true
+			}
+		}
+		if missing := unanswered(used, answered); len(missing) > 0 {
+			return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i-1, strings.Join(missing, ", "))
+		}
+		used = nil
+		if m.Role == "assistant" {
+			for _, b := range blocks {
+				if b.Type == "tool_use" {
+					used = append(used, b.ID)
+				}
+			}
+		}
+	}
+	if len(used) > 0 {
+		return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", len(req.Messages)-1, strings.Join(used, ", "))
+	}
+	return specError(apispec.Anthropic, "/v1/messages", body)
+}
+
+// contentBlock is a block of a content list, as far as the rules need it.
+type contentBlock struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	ToolUseID string          `json:"tool_use_id"`
+	Text      *string         `json:"text"`
+	Content   json.RawMessage `json:"content"`
+}
+
+// contentBlocks returns the blocks of a content list (none for a string).
+func contentBlocks(content json.RawMessage) []contentBlock {
+	var blocks []contentBlock
+	json.Unmarshal(content, &blocks)
+	return blocks
+}
+
+// checkText checks the text blocks of a content list and of the content of
+// its tool_result blocks: none empty, and not all of them whitespace.
+func checkText(where string, content json.RawMessage) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		// A string content is one text block.
+		switch {
+		case s == "" && where == "messages":
+			return where + ": text content blocks must be non-empty"
+		case s != "" && strings.TrimSpace(s) == "":
+			return where + ": text content blocks must contain non-whitespace text"
+		}
+		return ""
+	}
+	blocks := contentBlocks(content)
+	texts, blank := 0, 0
+	for _, b := range blocks {
+		if b.Type == "tool_result" && len(b.Content) > 0 {
+			if msg := checkText(where, b.Content); msg != "" {
+				return msg
+			}
+		}
+		if b.Type != "text" || b.Text == nil {
+			continue
+		}
+		if *b.Text == "" {
+			return where + ": text content blocks must be non-empty"
+		}
+		texts++
+		if strings.TrimSpace(*b.Text) == "" {
+			blank++
+		}
+	}
+	if texts > 0 && blank == texts {
+		return where + ": text content blocks must contain non-whitespace text"
+	}
+	return ""
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// unanswered returns the ids of used that answered lacks, in order.
+func unanswered(used []string, answered map[string]bool) []string {
+	var out []string
+	for _, id := range used {
+		if !answered[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
