@@ -287,7 +287,7 @@ func renderAnthropic(a Action, have map[string]declared, root string) (call, boo
 
 // checkMessages applies the rules the real Messages API enforces to a
 // request body and returns the message of the error it would answer with,
-// or "" (docs/simulator.md lists the rules and their sources):
+// or "" (docs/anthropic.md lists the rules and their sources):
 //
 //   - no text block is empty, anywhere in messages (also inside a
 //     tool_result's content) or in system;

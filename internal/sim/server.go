@@ -46,7 +46,8 @@ type Server struct {
 	// Lenient turns the strict checks off. By default the server refuses,
 	// with the dialect's real error, what the real service refuses: a
 	// request that does not validate against the provider's OpenAPI
-	// description, and the dialect's own rules (docs/simulator.md).
+	// description, and the dialect's own rules (for Messages, listed in
+	// docs/anthropic.md).
 	Lenient bool
 
 	mu       sync.Mutex
