@@ -297,6 +297,15 @@ func renderAnthropic(a Action, have map[string]declared, root string) (call, boo
 //     no tool_result answers an id the previous message did not use;
 //   - the body validates against the vendored OpenAPI description.
 func checkMessages(body []byte) string {
+	if msg := messagesRules(body); msg != "" {
+		return msg
+	}
+	return specError(apispec.Anthropic, "/v1/messages", body)
+}
+
+// messagesRules applies the rules of checkMessages that the OpenAPI
+// description does not state.
+func messagesRules(body []byte) string {
 	var req struct {
 		System   json.RawMessage `json:"system"`
 		Messages []struct {
@@ -345,7 +354,7 @@ func checkMessages(body []byte) string {
 	if len(used) > 0 {
 		return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", len(req.Messages)-1, strings.Join(used, ", "))
 	}
-	return specError(apispec.Anthropic, "/v1/messages", body)
+	return ""
 }
 
 // contentBlock is a block of a content list, as far as the rules need it.

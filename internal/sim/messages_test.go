@@ -105,3 +105,15 @@ func TestMessagesStrictError(t *testing.T) {
 		}
 	}
 }
+
+func FuzzMessagesRules(f *testing.F) {
+	f.Add([]byte(`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"a"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":" "}]}]}]}`))
+	f.Add([]byte(`{"system":"","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":""}]}]}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"text","text":"\n"},{"type":"tool_use","id":"b"}]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msg := messagesRules(b)
+		if msg != "" && !strings.HasPrefix(msg, "messages") && !strings.HasPrefix(msg, "system") {
+			t.Fatalf("message %q", msg)
+		}
+	})
+}

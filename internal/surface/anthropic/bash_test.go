@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -70,4 +71,21 @@ func TestMalformedInput(t *testing.T) {
 			}
 		}
 	}
+}
+
+func FuzzDecodeInput(f *testing.F) {
+	f.Add(`{"command": "ls"}`)
+	f.Add(`{"command": "go test ./...", "restart": tru`)
+	f.Add(`["x"]`)
+	f.Add("{\"command\": \"\xff\"")
+	f.Fuzz(func(t *testing.T, input string) {
+		var in struct {
+			Command *string `json:"command"`
+			Restart bool    `json:"restart"`
+		}
+		err := decodeInput("bash", input, &in)
+		if err != nil && !json.Valid([]byte(orEmpty(input))) && !strings.Contains(err.Error(), "is not valid JSON") {
+			t.Fatalf("%q: %v", input, err)
+		}
+	})
 }

@@ -95,3 +95,27 @@ func TestText(t *testing.T) {
 		}
 	}
 }
+
+func FuzzSplitLines(f *testing.F) {
+	for _, s := range []string{"", "a\nb", "a\r\n\rb\n", "\u2028x\x85", "\v\f\x1c\x1d\x1e"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lines := SplitLines(s)
+		n := 0
+		for _, l := range lines {
+			if strings.ContainsAny(l, "\n\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029") {
+				t.Fatalf("a line holds a line break: %q", l)
+			}
+			n += len(l)
+		}
+		// What is not in a line is line breaks.
+		rest := strings.NewReplacer("\r\n", "", "\n", "", "\r", "", "\v", "", "\f", "", "\x1c", "", "\x1d", "", "\x1e", "", "\u0085", "", "\u2028", "", "\u2029", "").Replace(s)
+		if n != len(rest) {
+			t.Fatalf("%q: lines %q hold %d bytes, the text without breaks %d", s, lines, n, len(rest))
+		}
+		if MatchLines(s, "\n") == nil && len(lines) > 1 && !strings.ContainsAny(s, "\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029") {
+			t.Fatalf("%q: several lines without a break", s)
+		}
+	})
+}
