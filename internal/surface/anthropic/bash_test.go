@@ -89,3 +89,14 @@ func FuzzDecodeInput(f *testing.F) {
 		}
 	})
 }
+
+// TestNoBlankResult: no binding of the surface answers with blank text,
+// whatever an executor returns.
+func TestNoBlankResult(t *testing.T) {
+	c := model.ToolCall{ID: "toolu_1", Name: "str_replace_based_edit_tool", Input: `{"command":"view","path":"a"}`}
+	for _, r := range []tool.Result{{Op: "file.other"}, {Op: "file.other", Output: " \n"}} {
+		if got := NewEditor("text_editor_20250728").Encode(c, []tool.Result{r}); strings.TrimSpace(got.Text) == "" {
+			t.Errorf("blank result for %+v", r)
+		}
+	}
+}

@@ -337,7 +337,13 @@ func DirListing(path string, es []tool.Entry) string {
 	return fmt.Sprintf("Here's the files and directories up to 2 levels deep in %s, excluding hidden items:\n%s\n", path, MaybeTruncate(sb.String(), MaxResponseLen))
 }
 
+// textResult is a successful result. Text that is empty or only
+// whitespace becomes "(no output)": the Messages API refuses a blank text
+// block, also inside a tool_result, and would end the session.
 func textResult(c model.ToolCall, text string) model.ToolResult {
+	if strings.TrimSpace(text) == "" {
+		text = "(no output)"
+	}
 	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: text}
 }
 
