@@ -14,3 +14,42 @@ func TestOperationHasNoPunctuationPass(t *testing.T) {
 		t.Fatalf("the envelope did not: %q %v", got, err)
 	}
 }
+
+// TestCreateContent follows the reference applier's create mode
+// (apply_diff.py: _normalize_diff_lines, _detect_newline,
+// _parse_create_diff): lines split on CRLF or LF, a final empty element
+// dropped, every line "+"-prefixed, joined with the diff's own newline, and
+// a line starting a new patch section ends the content.
+func TestCreateContent(t *testing.T) {
+	tests := []struct {
+		name, diff, want, err string
+	}{
+		{"trailing newline", "+hello\n", "hello", ""},
+		{"no trailing newline", "+hello", "hello", ""},
+		{"final bare plus", "+hello\n+world\n+", "hello\nworld\n", ""},
+		{"final bare plus and newline", "+hello\n+\n", "hello\n", ""},
+		{"empty diff", "", "", ""},
+		{"lone newline", "\n", "", "Invalid Add File Line: "},
+		{"crlf diff", "+a\r\n+b\r\n+", "a\r\nb\r\n", ""},
+		{"stray carriage returns", "+a\r\r\n+b", "a\r\nb", ""},
+		{"empty line inside", "+a\n\n+b", "", "Invalid Add File Line: "},
+		{"two trailing newlines", "+a\n\n", "", "Invalid Add File Line: "},
+		{"no plus", "plain line", "", "Invalid Add File Line: plain line"},
+		{"section terminator ends", "+a\n*** End Patch\n+b", "a", ""},
+		{"next file ends", "+a\n*** Add File: b\n", "a", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := CreateContent(tc.diff)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("CreateContent(%q) = %q, %v; want error %q", tc.diff, got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("CreateContent(%q) = %q, %v; want %q", tc.diff, got, err, tc.want)
+			}
+		})
+	}
+}
