@@ -287,3 +287,43 @@ func TestResponsesStateful(t *testing.T) {
 }
 
 func pad(i int) string { return fmt.Sprintf("%02d", i) }
+
+// TestResponsesIncompleteCallsAreNotRun: a response cut off by
+// max_output_tokens holds calls, the last one incomplete; none of them
+// runs, each is answered once as cut off, and the model goes on — on the
+// typed, codex and generic surfaces.
+func TestResponsesIncompleteCallsAreNotRun(t *testing.T) {
+	d := responsesDialect(t)
+	script := `{"steps": [
+	  {"say": "Cleaning.", "stop": "max_tokens", "actions": [{"kind": "run", "command": "touch ran-1.txt"}, {"kind": "run", "command": "touch ran-2.txt"}]},
+	  {"say": "Shorter then."}]}`
+	for name, cfg := range map[string]func(*agent.Config){
+		"openai":  withSurface(openaisurf.Name, "gpt-5.2", openaisurf.Bindings),
+		"codex":   withSurface(codex.Name, "gpt-5.2-codex", codex.Bindings),
+		"generic": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := runScript(t, d, script, cfg)
+			if e.outcome.Status != agent.StatusCompleted || e.outcome.Turns != 2 {
+				t.Fatalf("outcome %+v", e.outcome)
+			}
+			if n := e.execs.Load(); n != 0 {
+				t.Errorf("%d calls of a cut-off response ran", n)
+			}
+			for _, f := range []string{"ran-1.txt", "ran-2.txt"} {
+				if _, err := os.Stat(filepath.Join(e.dir, f)); !os.IsNotExist(err) {
+					t.Errorf("%s exists: a cut-off call ran", f)
+				}
+			}
+			for i := range 2 {
+				if r := callResult(e, i); !r.IsError || !strings.Contains(r.Text, "cut off") {
+					t.Errorf("call %d answered %+v", i, r)
+				}
+			}
+			reqs := e.srv.Requests()
+			if err := reqs[len(reqs)-1].CheckPairing(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -214,6 +214,19 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	for i, c := range calls {
 		output = append(output, responsesCall(c, fmt.Sprintf("%02d%02d", t.index+1, i+1)))
 	}
+	// A step that stops at the output limit ends with response.incomplete;
+	// the item being written when the limit struck is incomplete too (a
+	// function call's arguments cut in the middle).
+	cut := t.step != nil && t.step.Stop == "max_tokens"
+	if cut && len(output) > 0 {
+		last := output[len(output)-1]
+		if _, ok := last["status"]; ok {
+			last["status"] = "incomplete"
+		}
+		if args, ok := last["arguments"].(string); ok {
+			last["arguments"] = args[:len(args)/2]
+		}
+	}
 	input, outTokens := tokens(body), tokens([]byte(say+think))+int64(len(calls))*12+1
 	reasoning := tokens([]byte(think))
 	// Prompt caching is automatic: the previous request's prompt is read
@@ -245,8 +258,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		if len(req.ToolChoice) > 0 {
 			choice = req.ToolChoice
 		}
+		var incomplete any
+		if status == "incomplete" {
+			incomplete = map[string]any{"reason": "max_output_tokens"}
+		}
 		r := map[string]any{"id": id, "object": "response", "created_at": created, "status": status, "completed_at": completed,
-			"background": false, "error": errObj, "incomplete_details": nil, "instructions": instr, "max_output_tokens": req.MaxOutput,
+			"background": false, "error": errObj, "incomplete_details": incomplete, "instructions": instr, "max_output_tokens": req.MaxOutput,
 			"max_tool_calls": nil, "model": req.Model, "output": out, "parallel_tool_calls": req.Parallel == nil || *req.Parallel,
 			"previous_response_id": nilIfEmpty(req.Previous), "reasoning": map[string]any{"effort": nil, "summary": nil},
 			"service_tier": "default", "store": store, "temperature": 1, "text": map[string]any{"format": map[string]any{"type": "text"}},
@@ -265,9 +282,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		s.stored[id] = sr
 		s.mu.Unlock()
 	}
+	final := "completed"
+	if cut {
+		final = "incomplete"
+	}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(response("completed", output, usage, nil))
+		json.NewEncoder(w).Encode(response(final, output, usage, nil))
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -302,7 +323,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	for i, item := range output {
 		s.streamItem(send, i, item)
 	}
-	send(map[string]any{"type": "response.completed", "response": response("completed", output, usage, nil)})
+	send(map[string]any{"type": "response." + final, "response": response(final, output, usage, nil)})
 }
 
 // streamItem sends one output item's events: added, its deltas, done.

@@ -215,3 +215,35 @@ func TestResponsesCodexRendering(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesIncomplete: a step stopped at the output limit ends with
+// response.incomplete (reason max_output_tokens), its last call item
+// incomplete, every event valid.
+func TestResponsesIncomplete(t *testing.T) {
+	doc, err := apispec.OpenAI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := sim.ParseScript([]byte(`{"steps": [{"say": "Reading.", "stop": "max_tokens",
+	  "actions": [{"kind": "run", "command": "ls"}, {"kind": "run", "command": "x", "tool": "read_file", "raw_input": "{\"path\":\"a.go\"}"}]}]}`))
+	srv := sim.New(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, _ := srv.Listen(ctx)
+	_, b := post(t, base+"/v1/responses", sprintf(responsesReq, "true"))
+	types, datas := sseEvents(t, b)
+	for i, d := range datas {
+		if err := doc.Event([]byte(d)); err != nil {
+			t.Errorf("event %d (%s): %v", i, types[i], err)
+		}
+	}
+	if types[len(types)-1] != "response.incomplete" {
+		t.Fatalf("the stream ends with %s", types[len(types)-1])
+	}
+	last := datas[len(datas)-1]
+	for _, want := range []string{`"incomplete_details":{"reason":"max_output_tokens"}`, `"status":"incomplete"`, `"arguments":"{\"path\""`} {
+		if !strings.Contains(last, want) {
+			t.Errorf("response.incomplete lacks %s: %s", want, last)
+		}
+	}
+}

@@ -448,6 +448,7 @@ type outItem struct {
 	Input     string          `json:"input"`
 	Action    json.RawMessage `json:"action"`
 	Operation json.RawMessage `json:"operation"`
+	Status    string          `json:"status"`
 	Content   []struct {
 		Type    string `json:"type"`
 		Text    string `json:"text"`
@@ -565,6 +566,10 @@ func (st *streamState) response() (*model.Response, error) {
 
 	resp := &model.Response{ID: final.ID, Model: final.Model}
 	refusal := false
+	// A response cut by the output limit ends with response.incomplete, and
+	// the item being written then has status "incomplete": its calls are
+	// not run (the loop answers each as cut off).
+	cut := st.terminal == "response.incomplete" && final.IncompleteDetails != nil && final.IncompleteDetails.Reason == "max_output_tokens"
 	for _, i := range idx {
 		raw := raws[i]
 		var o outItem
@@ -609,13 +614,16 @@ func (st *streamState) response() (*model.Response, error) {
 		default: // web_search_call and the other provider-executed items
 			it.Kind, it.Text = model.KindServerTool, o.Type
 		}
+		if it.Kind == model.KindToolCall && o.Status == "incomplete" {
+			cut = true
+		}
 		resp.Items = append(resp.Items, it)
 	}
 	switch {
+	case cut:
+		resp.StopReason = model.StopMaxTokens
 	case len(resp.Calls()) > 0:
 		resp.StopReason = model.StopToolUse
-	case st.terminal == "response.incomplete" && final.IncompleteDetails != nil && final.IncompleteDetails.Reason == "max_output_tokens":
-		resp.StopReason = model.StopMaxTokens
 	case st.terminal == "response.incomplete" && final.IncompleteDetails != nil && final.IncompleteDetails.Reason == "content_filter", refusal:
 		resp.StopReason = model.StopRefusal
 	case st.terminal == "response.incomplete":
