@@ -91,4 +91,3 @@ func truncateMiddle(s string, maxTokens int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
