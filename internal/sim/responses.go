@@ -24,6 +24,11 @@ type responsesRequest struct {
 	Parallel     *bool             `json:"parallel_tool_calls"`
 	ToolChoice   json.RawMessage   `json:"tool_choice"`
 	Include      []string          `json:"include"`
+	Reasoning    *struct {
+		Effort  *string `json:"effort"`
+		Summary *string `json:"summary"`
+	} `json:"reasoning"`
+	CacheKey *string `json:"prompt_cache_key"`
 }
 
 // inputItem is an input item, as far as the simulator reads it.
@@ -238,6 +243,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	cached -= cached % 128
 	usage := map[string]any{"input_tokens": input, "input_tokens_details": map[string]any{"cached_tokens": cached, "cache_write_tokens": 0},
 		"output_tokens": outTokens, "output_tokens_details": map[string]any{"reasoning_tokens": reasoning}, "total_tokens": input + outTokens}
+	// The response echoes the reasoning settings and cache key it was sent.
+	echo := map[string]any{"effort": nil, "summary": nil}
+	if r := req.Reasoning; r != nil {
+		echo["effort"], echo["summary"] = r.Effort, r.Summary
+	}
 	response := func(status string, out []map[string]any, u any, errObj any) map[string]any {
 		if out == nil {
 			out = []map[string]any{}
@@ -265,7 +275,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		r := map[string]any{"id": id, "object": "response", "created_at": created, "status": status, "completed_at": completed,
 			"background": false, "error": errObj, "incomplete_details": incomplete, "instructions": instr, "max_output_tokens": req.MaxOutput,
 			"max_tool_calls": nil, "model": req.Model, "output": out, "parallel_tool_calls": req.Parallel == nil || *req.Parallel,
-			"previous_response_id": nilIfEmpty(req.Previous), "reasoning": map[string]any{"effort": nil, "summary": nil},
+			"previous_response_id": nilIfEmpty(req.Previous), "reasoning": echo, "prompt_cache_key": req.CacheKey,
 			"service_tier": "default", "store": store, "temperature": 1, "text": map[string]any{"format": map[string]any{"type": "text"}},
 			"tool_choice": choice, "tools": tools, "top_p": 1, "truncation": "disabled", "metadata": map[string]any{}}
 		if u != nil {

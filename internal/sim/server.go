@@ -53,6 +53,7 @@ type Server struct {
 func New(s *Script) *Server {
 	srv := &Server{script: s, attempts: make(map[attemptKey]int), stored: make(map[string]storedResponse), mux: http.NewServeMux()}
 	srv.mux.HandleFunc("POST /api/chat", srv.ollamaChat)
+	srv.mux.HandleFunc("POST /api/show", srv.ollamaShow)
 	srv.mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		io.WriteString(w, `{"version":"0.13.5"}`)

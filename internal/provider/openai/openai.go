@@ -66,9 +66,12 @@ type Config struct {
 	// rewritten to strict mode's rules (provider.StrictSchema); otherwise
 	// "strict": false is sent, as Codex does for its function tools.
 	Strict bool
-	// ReasoningEffort is sent as reasoning.effort when set ("low", "medium",
-	// "high", ...).
+	// ReasoningEffort is sent as reasoning.effort when set ("none", "low",
+	// "medium", "high", ...): without it a model reasons at its own default,
+	// which for gpt-5.1 is none.
 	ReasoningEffort string
+	// ReasoningSummary is sent as reasoning.summary when set ("auto").
+	ReasoningSummary string
 	// CacheKey is sent as prompt_cache_key (a session id keeps one session's
 	// requests on one prompt cache).
 	CacheKey string
@@ -180,8 +183,9 @@ func (c *Client) params(req *model.Request, prev string) (responses.ResponseNewP
 	if c.cfg.CacheKey != "" {
 		p.PromptCacheKey = param.NewOpt(c.cfg.CacheKey)
 	}
-	if c.cfg.ReasoningEffort != "" {
-		p.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(c.cfg.ReasoningEffort)}
+	if c.cfg.ReasoningEffort != "" || c.cfg.ReasoningSummary != "" {
+		p.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(c.cfg.ReasoningEffort),
+			Summary: shared.ReasoningSummary(c.cfg.ReasoningSummary)}
 	}
 	tools, err := c.tools(req.Tools)
 	if err != nil {

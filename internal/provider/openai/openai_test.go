@@ -74,7 +74,7 @@ func typedTranscript() []model.Item {
 }
 
 func TestBodyGolden(t *testing.T) {
-	c := New(Config{CacheKey: "session-1", ReasoningEffort: "medium"})
+	c := New(Config{CacheKey: "session-1", ReasoningEffort: "medium", ReasoningSummary: "auto"})
 	req := &model.Request{Model: "gpt-5.2", System: "You are a test.", MaxTokens: 1024, Items: typedTranscript(),
 		Tools: []model.ToolSpec{
 			{Kind: model.ToolTyped, Name: "shell", Type: "shell"},
@@ -97,7 +97,7 @@ func TestBodyGolden(t *testing.T) {
 	}
 	body := string(b)
 	for _, want := range []string{`"store":false`, `"include":["reasoning.encrypted_content"]`, `"encrypted_content":"gAAAA-opaque"`,
-		`"phase":"commentary"`, `"strict":false`, `"prompt_cache_key":"session-1"`, `"max_output_length":100`,
+		`"phase":"commentary"`, `"strict":false`, `"prompt_cache_key":"session-1"`, `"max_output_length":100`, `"reasoning":{"effort":"medium","summary":"auto"}`,
 		`"status":"failed"`, `"type":"custom_tool_call_output"`, `"caller":{"type":"direct"}`, `"outcome":{"exit_code":1,"type":"exit"}`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the request lacks %s", want)
