@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strconv"
 	"context"
 	"errors"
 	"flag"
@@ -10,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,8 +22,8 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
-	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/ui"
