@@ -8,9 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/trussdev/truss/internal/apispec"
 )
 
 // Recorded is one request the server received.
@@ -40,6 +43,11 @@ type Server struct {
 	// Root, when set, is the workspace the model works in: typed editor
 	// calls name files by absolute path below it, as real models do.
 	Root string
+	// Lenient turns the strict checks off. By default the server refuses,
+	// with the dialect's real error, what the real service refuses: a
+	// request that does not validate against the provider's OpenAPI
+	// description, and the dialect's own rules (docs/simulator.md).
+	Lenient bool
 
 	mu       sync.Mutex
 	attempts map[attemptKey]int
@@ -456,3 +464,37 @@ func (r Recorded) CheckPairing() error {
 	}
 	return nil
 }
+
+// specError validates a request body against the JSON request schema of an
+// operation of an API description and returns a short message naming the
+// most specific failure ("messages.0.content.0.text: minLength: got 0, want
+// 1"), or "" when the body is valid.
+func specError(load func() (*apispec.Doc, error), path string, body []byte) string {
+	doc, err := load()
+	if err != nil {
+		return "the simulator cannot load the API description: " + err.Error()
+	}
+	err = doc.RequestBody(path, "POST", body)
+	if err == nil {
+		return ""
+	}
+	best, bestPath := "", ""
+	for _, m := range specFailure.FindAllStringSubmatch(err.Error(), -1) {
+		if len(m[1]) >= len(bestPath) {
+			bestPath, best = m[1], m[2]
+		}
+	}
+	if best == "" {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		return msg
+	}
+	where := strings.ReplaceAll(strings.TrimPrefix(bestPath, "/"), "/", ".")
+	if where == "" {
+		return best
+	}
+	return where + ": " + best
+}
+
+// specFailure matches one failure in a validation error: the JSON pointer
+// of the value and what is wrong with it.
+var specFailure = regexp.MustCompile(`at '(/[^']*)': ([^\n]*)`)
