@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
@@ -155,4 +156,32 @@ func TestTruncateMiddle(t *testing.T) {
 			t.Errorf("truncateMiddle(%q, %d) = %q, want %q", tc.s, tc.tokens, got, tc.want)
 		}
 	}
+}
+
+// FuzzTruncateMiddle: the cut keeps a prefix and a suffix of the input
+// within the budget, whole characters, around Codex's marker.
+func FuzzTruncateMiddle(f *testing.F) {
+	f.Add("abcdefghij", 2)
+	f.Add("ééééé", 1)
+	f.Add("", 0)
+	f.Fuzz(func(t *testing.T, s string, tokens int) {
+		if tokens < 0 || tokens > 1<<20 || !utf8.ValidString(s) || strings.Contains(s, "…") {
+			return
+		}
+		got := truncateMiddle(s, tokens)
+		if len(s) <= tokens*4 {
+			if got != s {
+				t.Fatalf("kept %q as %q", s, got)
+			}
+			return
+		}
+		head, rest, ok := strings.Cut(got, "…")
+		mid, tail, ok2 := strings.Cut(rest, " tokens truncated…")
+		if !ok || !ok2 || !strings.HasPrefix(s, head) || !strings.HasSuffix(s, tail) || len(head)+len(tail) > tokens*4 || !utf8.ValidString(got) {
+			t.Fatalf("truncateMiddle(%q, %d) = %q", s, tokens, got)
+		}
+		if mid == "" {
+			t.Fatalf("no count in %q", got)
+		}
+	})
 }

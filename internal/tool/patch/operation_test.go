@@ -1,6 +1,9 @@
 package patch
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The Responses front end has no punctuation pass: a typographic dash in
 // the file does not match an ASCII one in the diff, as in the reference
@@ -52,4 +55,27 @@ func TestCreateContent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCreateContent: a create diff never panics; what it accepts is every
+// line's text after its "+", joined again with the diff's newline.
+func FuzzCreateContent(f *testing.F) {
+	for _, s := range []string{"+hello\n", "+a\r\n+b\r\n+", "", "\n", "x", "+a\n*** End Patch\n+b", "+\r\r\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, diff string) {
+		got, err := CreateContent(diff)
+		if err != nil {
+			return
+		}
+		nl := "\n"
+		if strings.Contains(diff, "\r\n") {
+			nl = "\r\n"
+		}
+		for _, line := range strings.Split(got, nl) {
+			if got != "" && !strings.Contains(diff, "+"+strings.TrimRight(line, "\r")) {
+				t.Fatalf("CreateContent(%q) = %q: line %q is not in the diff", diff, got, line)
+			}
+		}
+	})
 }
