@@ -143,6 +143,9 @@ func DefaultProfiles() Profiles {
 		gpt("gpt-5.4*", "openai", 2.5, 15, 1050000),
 		gpt("gpt-5.5*", "openai", 5, 30, 1050000),
 		gpt("gpt-5.*", "openai", 5, 30, 1050000),
+		// The chat snapshot of GPT-5 does not take a reasoning effort.
+		{Pattern: "gpt-5-chat*", Surface: "generic", ContextWindow: 128000, MaxOutput: 16384,
+			Prices: Prices{Input: 1.25, Output: 10, CacheRead: 0.125, CacheWrite: 1.25}},
 		gpt("gpt-5*", "generic", 1.25, 10, 400000),
 		gpt("gpt-4.1*", "generic", 2, 8, 1047576),
 		gpt("o3*", "generic", 2, 8, 200000),

@@ -98,6 +98,7 @@ func TestProfileSettings(t *testing.T) {
 		{"responses", "gpt-5.2-codex", "", -1, 0, provider.Settings{ReasoningEffort: "medium", ReasoningSummary: "auto", CacheKey: "s1"}},
 		{"responses", "gpt-5-mini", "", -1, 0, provider.Settings{ReasoningEffort: "medium", CacheKey: "s1"}},
 		{"responses", "gpt-4.1", "", -1, 0, provider.Settings{CacheKey: "s1"}},
+		{"responses", "gpt-5-chat-latest", "", -1, 0, provider.Settings{CacheKey: "s1"}},
 		{"responses", "gpt-5.2", "high", -1, 0, provider.Settings{ReasoningEffort: "high", ReasoningSummary: "auto", CacheKey: "s1"}},
 		{"responses", "gpt-5.2", "none", -1, 0, provider.Settings{ReasoningEffort: "none", CacheKey: "s1"}},
 		{"responses", "mystery-model", "low", -1, 0, provider.Settings{ReasoningEffort: "low", CacheKey: "s1"}},
