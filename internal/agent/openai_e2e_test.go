@@ -120,7 +120,7 @@ func TestOpenAISurfacesReachTheSameFiles(t *testing.T) {
 		}
 	}
 	clast := string(creqs[5].Body)
-	for _, want := range []string{`"type":"custom_tool_call_output"`, `Success. Updated the following files:\nM stats.go`, `Exit code: 1\nWall time: `} {
+	for _, want := range []string{`"type":"custom_tool_call_output"`, `Exit code: 0\nWall time: `, `seconds\nOutput:\nSuccess. Updated the following files:\nM stats.go`, `Exit code: 1\nWall time: `} {
 		if !strings.Contains(clast, want) {
 			t.Errorf("the codex conversation lacks %s", want)
 		}
