@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/ui"
@@ -46,6 +48,11 @@ type runFlags struct {
 	validateFlags
 	spawnFlags
 	mcpFlags
+	// --reasoning-effort, --thinking, --context: override the model
+	// profile's settings (surface.Profile.Settings).
+	effort   string
+	thinking optInt
+	context  optInt
 }
 
 // validateFlags configure the task environment and the verification
@@ -66,6 +73,9 @@ func (r *runFlags) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 	Var(flag.Value, string, string)
 }) {
+	fs.StringVar(&r.effort, "reasoning-effort", "", "OpenAI reasoning effort: none, minimal, low, medium, high or xhigh (default: the model profile's, medium for reasoning models)")
+	fs.Var(&r.thinking, "thinking", "Anthropic extended thinking budget in tokens, at least 1024; 0 turns it off (default: the model profile's, off)")
+	fs.Var(&r.context, "context", "the context window in tokens the server gives each request (Ollama's num_ctx; default: the model profile's, else what the server reports for the model, at most 65536)")
 	fs.IntVar(&r.maxTurns, "max-turns", 50, "stop after this many model turns")
 	fs.Int64Var(&r.maxTokens, "max-tokens", 0, "stop once this many tokens are used (0 = no limit)")
 	fs.Float64Var(&r.maxCost, "max-cost", 0, "stop once this many USD are spent (0 = no limit)")
@@ -197,10 +207,6 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	retry := provider.RetryPolicy{OnRetry: func(attempt int, wait time.Duration, err error) {
 		fmt.Fprintf(stderr, "truss: %s; retrying in %s (attempt %d)\n", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1)
 	}}
-	prov, err := f.newProvider(ctx, retry)
-	if err != nil {
-		return err
-	}
 	if sess == nil && !f.noSession {
 		abs, _ := filepath.Abs(tl.ws.Dir())
 		sess, err = store.Create(session.Meta{Workspace: abs, Provider: f.provider, Model: f.model, Surface: set.Surface, Task: task})
@@ -212,6 +218,13 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	if sess != nil {
 		defer sess.Close()
 		sessionID = sess.Meta.ID
+	}
+	if f.settings, err = f.modelSettings(prof, sessionID); err != nil {
+		return err
+	}
+	prov, err := f.newProvider(ctx, retry)
+	if err != nil {
+		return err
 	}
 
 	ms.wait(ctx, f.mcpFlags.waitFor(tl.cfg))
@@ -255,6 +268,18 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type == agent.EventDelta || ev.Type == agent.EventResponse {
 			prewarm.Do(tl.shell.Prewarm)
+		}
+	}))
+	// A request that comes near the context the server was given is
+	// reported, as retries are.
+	window := f.contextLimit(prof)
+	obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+		if ev.Type != agent.EventResponse {
+			return
+		}
+		u := ev.Response.Usage
+		if prompt := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens; provider.NearContext(prompt, window) {
+			fmt.Fprintf(stderr, "truss: warning: the request of turn %d took %d of the %d tokens of context the server was given; later turns may not fit (see --context)\n", ev.Turn, prompt, window)
 		}
 	}))
 	human := stdout
@@ -457,9 +482,54 @@ func cmdSessions(args []string, stdout, stderr io.Writer) error {
 
 // runConfig is the configuration session.start records.
 func runConfig(f *runFlags, ms *mcpSession) map[string]string {
-	c := map[string]string{"max_turns": fmt.Sprint(f.maxTurns), "timeout": f.timeout.String()}
+	c := f.settings.Fields()
+	c["max_turns"], c["timeout"] = fmt.Sprint(f.maxTurns), f.timeout.String()
 	if s := ms.summary(); s != "" {
 		c["mcp"] = s
 	}
 	return c
+}
+
+// optInt is an integer flag that knows whether it was given.
+type optInt struct {
+	set bool
+	n   int
+}
+
+func (o *optInt) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.Itoa(o.n)
+}
+
+func (o *optInt) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a number of tokens, not %q", v)
+	}
+	o.set, o.n = true, n
+	return nil
+}
+
+// value is the flag's value, or def when it was not given.
+func (o optInt) value(def int) int {
+	if o.set {
+		return o.n
+	}
+	return def
+}
+
+// modelSettings checks --reasoning-effort, --thinking and --context and
+// resolves them against the model's profile.
+func (f *runFlags) modelSettings(prof surface.Profile, sessionID string) (provider.Settings, error) {
+	switch f.effort {
+	case "", "none", "minimal", "low", "medium", "high", "xhigh":
+	default:
+		return provider.Settings{}, usagef("--reasoning-effort must be none, minimal, low, medium, high or xhigh, not %q", f.effort)
+	}
+	if n := f.thinking.value(0); n != 0 && n < 1024 {
+		return provider.Settings{}, usagef("--thinking needs a budget of at least 1024 tokens (or 0 for none), not %d", n)
+	}
+	return prof.Settings(f.effort, f.thinking.value(-1), f.context.value(0), sessionID), nil
 }

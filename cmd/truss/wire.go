@@ -67,6 +67,9 @@ type providerFlags struct {
 	serverTools multi
 	simRoot     string // sim: the workspace the simulated model names files in
 	stateful    bool   // responses: chain turns with previous_response_id
+	// settings are the session's model settings, given to the adapter;
+	// an Ollama adapter fills in the context the server reports.
+	settings provider.Settings
 }
 
 func (p *providerFlags) register(fs *flag.FlagSet) {
@@ -125,25 +128,26 @@ func (p *providerFlags) resolve() error {
 func (p *providerFlags) newProvider(ctx context.Context, retry provider.RetryPolicy) (provider.Provider, error) {
 	switch p.provider {
 	case "ollama":
-		return &ollama.Client{Host: ollama.HostURL(os.Getenv("OLLAMA_HOST")), Retry: retry}, nil
+		return p.ollama(ctx, ollama.HostURL(os.Getenv("OLLAMA_HOST")), retry), nil
 	case "chat", "openai-compatible":
 		base := os.Getenv("OPENAI_BASE_URL")
 		if base == "" {
 			return nil, usagef("provider chat needs OPENAI_BASE_URL, the server's /v1 URL (for example http://127.0.0.1:8000/v1)")
 		}
-		return chatcompat.New(chatcompat.Config{BaseURL: base, APIKey: os.Getenv("OPENAI_API_KEY"), Retry: retry}), nil
+		return chatcompat.New(chatcompat.Config{BaseURL: base, APIKey: os.Getenv("OPENAI_API_KEY"), Retry: retry, ReasoningEffort: p.settings.ReasoningEffort}), nil
 	case "openai":
 		key := os.Getenv("OPENAI_API_KEY")
 		if key == "" {
 			return nil, usagef("provider openai needs OPENAI_API_KEY")
 		}
-		return openaiprov.New(openaiprov.Config{BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: key, Retry: retry, Stateful: p.stateful}), nil
+		return openaiprov.New(p.responsesConfig(os.Getenv("OPENAI_BASE_URL"), key, retry)), nil
 	case "anthropic":
 		key := os.Getenv("ANTHROPIC_API_KEY")
 		if key == "" {
 			return nil, usagef("provider anthropic needs ANTHROPIC_API_KEY")
 		}
-		return anthropicprov.New(anthropicprov.Config{BaseURL: os.Getenv("ANTHROPIC_BASE_URL"), APIKey: key, Retry: retry, ServerTools: p.serverTools}), nil
+		return anthropicprov.New(anthropicprov.Config{BaseURL: os.Getenv("ANTHROPIC_BASE_URL"), APIKey: key, Retry: retry, ServerTools: p.serverTools,
+			ThinkingBudget: int64(p.settings.ThinkingTokens)}), nil
 	case "sim":
 		script := examples.DemoScript
 		if p.script != "" {
@@ -165,17 +169,51 @@ func (p *providerFlags) newProvider(ctx context.Context, retry provider.RetryPol
 		}
 		switch p.simDialect {
 		case "anthropic":
-			return anthropicprov.New(anthropicprov.Config{BaseURL: base, APIKey: "sim", Retry: retry, ServerTools: p.serverTools}), nil
+			return anthropicprov.New(anthropicprov.Config{BaseURL: base, APIKey: "sim", Retry: retry, ServerTools: p.serverTools,
+				ThinkingBudget: int64(p.settings.ThinkingTokens)}), nil
 		case "responses":
-			return openaiprov.New(openaiprov.Config{BaseURL: base + "/v1", APIKey: "sim", Retry: retry, Stateful: p.stateful}), nil
+			return openaiprov.New(p.responsesConfig(base+"/v1", "sim", retry)), nil
 		case "chat":
-			return chatcompat.New(chatcompat.Config{BaseURL: base + "/v1", Retry: retry}), nil
+			return chatcompat.New(chatcompat.Config{BaseURL: base + "/v1", Retry: retry, ReasoningEffort: p.settings.ReasoningEffort}), nil
 		case "ollama":
-			return &ollama.Client{Host: base, Retry: retry}, nil
+			return p.ollama(ctx, base, retry), nil
 		}
 		return nil, usagef("--sim-dialect must be anthropic, responses, chat or ollama, not %q", p.simDialect)
 	}
 	return nil, usagef("unknown provider %q: choose ollama, chat, openai or sim", p.provider)
+}
+
+// responsesConfig configures the Responses adapter with the settings.
+func (p *providerFlags) responsesConfig(base, key string, retry provider.RetryPolicy) openaiprov.Config {
+	return openaiprov.Config{BaseURL: base, APIKey: key, Retry: retry, Stateful: p.stateful,
+		ReasoningEffort: p.settings.ReasoningEffort, ReasoningSummary: p.settings.ReasoningSummary, CacheKey: p.settings.CacheKey}
+}
+
+// ollama returns the Ollama adapter. Without a context from the flags or
+// the profile it asks the server what the model supports (at most
+// surface.MaxNumCtx), so that the first request is not cut to Ollama's
+// small default.
+func (p *providerFlags) ollama(ctx context.Context, host string, retry provider.RetryPolicy) *ollama.Client {
+	c := &ollama.Client{Host: host, Retry: retry}
+	if p.settings.ContextTokens == 0 {
+		if n, err := c.ContextLength(ctx, p.model); err == nil {
+			p.settings.ContextTokens = min(n, surface.MaxNumCtx)
+		}
+	}
+	c.NumCtx = p.settings.ContextTokens
+	return c
+}
+
+// contextLimit is the context window the server gives a request: the one
+// sent (num_ctx), Ollama's own default when none is, else the model's.
+func (p *providerFlags) contextLimit(prof surface.Profile) int64 {
+	switch {
+	case p.settings.ContextTokens > 0:
+		return int64(p.settings.ContextTokens)
+	case p.dialect() == "ollama":
+		return ollama.DefaultNumCtx
+	}
+	return int64(prof.ContextWindow)
 }
 
 // dialect is the API dialect the provider speaks.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/agent"
@@ -119,7 +120,7 @@ func TestOpenAISurfacesReachTheSameFiles(t *testing.T) {
 		}
 	}
 	clast := string(creqs[5].Body)
-	for _, want := range []string{`"type":"custom_tool_call_output"`, `Success. Updated the following files:\nM stats.go`, `Exit code: 1\nWall time: `} {
+	for _, want := range []string{`"type":"custom_tool_call_output"`, `Exit code: 0\nWall time: `, `seconds\nOutput:\nSuccess. Updated the following files:\nM stats.go`, `Exit code: 1\nWall time: `} {
 		if !strings.Contains(clast, want) {
 			t.Errorf("the codex conversation lacks %s", want)
 		}
@@ -287,3 +288,133 @@ func TestResponsesStateful(t *testing.T) {
 }
 
 func pad(i int) string { return fmt.Sprintf("%02d", i) }
+
+// TestResponsesIncompleteCallsAreNotRun: a response cut off by
+// max_output_tokens holds calls, the last one incomplete; none of them
+// runs, each is answered once as cut off, and the model goes on — on the
+// typed, codex and generic surfaces.
+func TestResponsesIncompleteCallsAreNotRun(t *testing.T) {
+	d := responsesDialect(t)
+	script := `{"steps": [
+	  {"say": "Cleaning.", "stop": "max_tokens", "actions": [{"kind": "run", "command": "touch ran-1.txt"}, {"kind": "run", "command": "touch ran-2.txt"}]},
+	  {"say": "Shorter then."}]}`
+	for name, cfg := range map[string]func(*agent.Config){
+		"openai":  withSurface(openaisurf.Name, "gpt-5.2", openaisurf.Bindings),
+		"codex":   withSurface(codex.Name, "gpt-5.2-codex", codex.Bindings),
+		"generic": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := runScript(t, d, script, cfg)
+			if e.outcome.Status != agent.StatusCompleted || e.outcome.Turns != 2 {
+				t.Fatalf("outcome %+v", e.outcome)
+			}
+			if n := e.execs.Load(); n != 0 {
+				t.Errorf("%d calls of a cut-off response ran", n)
+			}
+			for _, f := range []string{"ran-1.txt", "ran-2.txt"} {
+				if _, err := os.Stat(filepath.Join(e.dir, f)); !os.IsNotExist(err) {
+					t.Errorf("%s exists: a cut-off call ran", f)
+				}
+			}
+			for i := range 2 {
+				if r := callResult(e, i); !r.IsError || !strings.Contains(r.Text, "cut off") {
+					t.Errorf("call %d answered %+v", i, r)
+				}
+			}
+			reqs := e.srv.Requests()
+			if err := reqs[len(reqs)-1].CheckPairing(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestResponsesFaults holds the loop's invariants on the Responses dialect
+// under injected faults, on the typed, codex and generic surfaces: an HTTP
+// 429 with Retry-After (honoured), an error event in the middle of the
+// stream, a cut connection, response.failed with a rate limit, malformed
+// arguments (reported as such, not run), a response cut off by
+// max_output_tokens (its call not run). Every call is answered exactly
+// once, no command runs twice, every request passes the strict simulator,
+// and the run finishes.
+func TestResponsesFaults(t *testing.T) {
+	d := responsesDialect(t)
+	run := func(cmd string) map[string]any { return map[string]any{"kind": "run", "command": cmd} }
+	for name, cfg := range map[string]func(*agent.Config){
+		"openai":  withSurface(openaisurf.Name, "gpt-5.2", openaisurf.Bindings),
+		"codex":   withSurface(codex.Name, "gpt-5.2-codex", codex.Bindings),
+		"generic": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			malformed := run("echo two >> runs.txt")
+			if name == "openai" {
+				// The typed shell's action is the server's to parse; a call
+				// of a tool that was not offered stands in for bad input.
+				malformed["tool"], malformed["raw_input"] = "bash", `{"command": "echo two >> runs.txt`
+			} else {
+				malformed["raw_input"] = `{"command": "echo two >> runs.txt`
+			}
+			steps := []any{
+				map[string]any{"say": "One.", "actions": []any{run("echo one >> runs.txt")}, "faults": []any{
+					map[string]any{"kind": "status", "status": 429, "retry_after_ms": 300},
+					map[string]any{"kind": "mid_stream_error"},
+					map[string]any{"kind": "truncate"}}},
+				map[string]any{"say": "Two.", "actions": []any{malformed}},
+				map[string]any{"say": "Three.", "stop": "max_tokens", "actions": []any{run("echo three >> runs.txt")}},
+				map[string]any{"say": "Four.", "actions": []any{run("echo four >> runs.txt")}, "faults": []any{
+					map[string]any{"kind": "response_failed", "code": "rate_limit_exceeded", "message": "Rate limit reached. Please try again in 20ms."}}},
+				map[string]any{"say": "Done."},
+			}
+			script, _ := json.Marshal(map[string]any{"steps": steps})
+			e := runScript(t, d, string(script), cfg)
+			if e.outcome.Status != agent.StatusCompleted || e.outcome.Turns != 5 {
+				t.Fatalf("outcome %+v", e.outcome)
+			}
+			if got := readFile(t, e.dir, "runs.txt"); got != "one\nfour\n" {
+				t.Errorf("runs.txt %q: a command ran twice, or one that must not ran", got)
+			}
+			if n := e.execs.Load(); n != 2 {
+				t.Errorf("%d executions, want 2", n)
+			}
+			reqs := e.srv.Requests()
+			if len(reqs) != 9 {
+				t.Fatalf("%d requests, want 9 (5 turns, 4 failed attempts)", len(reqs))
+			}
+			// Retry-After: the attempt after the 429 waited for it.
+			if reqs[0].Status != 429 || reqs[1].Received.Sub(reqs[0].Received) < 300*time.Millisecond {
+				t.Errorf("the retry after a 429 with Retry-After 300 ms came after %v", reqs[1].Received.Sub(reqs[0].Received))
+			}
+			for i, r := range reqs {
+				if r.Status != 200 && !(r.Step == 0 && r.Attempt <= 3) && !(r.Step == 3 && r.Attempt == 1) {
+					t.Errorf("request %d (step %d attempt %d) answered %d", i, r.Step, r.Attempt, r.Status)
+				}
+				if err := r.CheckPairing(); err != nil {
+					t.Errorf("request %d: %v", i, err)
+				}
+			}
+			calls, results, err := reqs[len(reqs)-1].ToolCalls()
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, id := range results {
+				seen[id]++
+			}
+			if len(calls) != 4 {
+				t.Errorf("%d calls in the conversation, want 4", len(calls))
+			}
+			for _, id := range calls {
+				if seen[id] != 1 {
+					t.Errorf("call %s answered %d times", id, seen[id])
+				}
+			}
+			// Malformed input is reported as such; the cut-off call as cut off.
+			if r := callResult(e, 1); !r.IsError || !(strings.Contains(r.Text, "not a valid JSON object") || strings.Contains(r.Text, "there is no tool named")) {
+				t.Errorf("malformed call answered %+v", r)
+			}
+			if r := callResult(e, 2); !r.IsError || !strings.Contains(r.Text, "cut off") {
+				t.Errorf("cut-off call answered %+v", r)
+			}
+		})
+	}
+}

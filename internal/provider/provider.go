@@ -259,3 +259,51 @@ func (p RetryPolicy) backoff(attempt int) time.Duration {
 	}
 	return d - time.Duration(rand.Int64N(int64(d)/4+1))
 }
+
+// Settings are a session's model settings, chosen once at its start (from
+// the command line, else the model's profile) and given to the adapter
+// that sends them: each adapter sends the ones its API has.
+type Settings struct {
+	// ReasoningEffort is OpenAI's reasoning.effort (Chat Completions:
+	// reasoning_effort): "none", "minimal", "low", "medium", "high",
+	// "xhigh"; "" sends none, leaving the model's default.
+	ReasoningEffort string
+	// ReasoningSummary is the Responses API's reasoning.summary ("auto",
+	// "concise", "detailed"); "" sends none.
+	ReasoningSummary string
+	// ThinkingTokens enables Anthropic's extended thinking with this budget
+	// (0 = off; the API needs at least 1,024).
+	ThinkingTokens int
+	// ContextTokens is the context window the server is given where the
+	// request sets it (Ollama's options.num_ctx); 0 leaves the server's
+	// default.
+	ContextTokens int
+	// CacheKey is the Responses API's prompt_cache_key (the session id keeps
+	// a session's requests on one prompt cache); "" sends none.
+	CacheKey string
+}
+
+// Fields returns the settings that are set, as configuration entries (the
+// ledger's session start records them).
+func (s Settings) Fields() map[string]string {
+	m := map[string]string{}
+	add := func(k, v string) {
+		if v != "" && v != "0" {
+			m[k] = v
+		}
+	}
+	add("reasoning_effort", s.ReasoningEffort)
+	add("reasoning_summary", s.ReasoningSummary)
+	add("thinking_tokens", strconv.Itoa(s.ThinkingTokens))
+	add("context_tokens", strconv.Itoa(s.ContextTokens))
+	add("prompt_cache_key", s.CacheKey)
+	return m
+}
+
+// NearContext reports whether a request whose prompt took prompt tokens
+// came close to a context window of limit tokens (90% or more): the next
+// turns will not fit, and a server that truncates silently (Ollama) may
+// already have cut the prompt. It is false when limit is unknown (0).
+func NearContext(prompt, limit int64) bool {
+	return limit > 0 && prompt*10 >= limit*9
+}

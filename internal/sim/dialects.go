@@ -21,7 +21,42 @@ type ollamaRequest struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
-	Stream *bool `json:"stream"`
+	Stream  *bool `json:"stream"`
+	Options struct {
+		NumCtx *int `json:"num_ctx"`
+	} `json:"options"`
+}
+
+// ollamaDefaultCtx is the context Ollama gives a request without num_ctx
+// (below 24 GiB of VRAM), and ollamaModelCtx the longest context of every
+// simulated model (what /api/show reports).
+const (
+	ollamaDefaultCtx = 4096
+	ollamaModelCtx   = 131072
+)
+
+// ollamaShow answers POST /api/show with a model's details, as far as a
+// client reads them: its model_info with the architecture's context length.
+func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model string `json:"model"`
+		Name  string `json:"name"`
+	}
+	body, _, err := readBody(r)
+	if err != nil {
+		return
+	}
+	if json.Unmarshal(body, &req) != nil || req.Model+req.Name == "" {
+		ollamaError(w, http.StatusBadRequest, "model is required")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	json.NewEncoder(w).Encode(map[string]any{
+		"modelfile": "# simulated", "parameters": "", "template": "{{ .Prompt }}",
+		"details":      map[string]any{"format": "gguf", "family": "llama", "parameter_size": "8.0B", "quantization_level": "Q4_K_M"},
+		"model_info":   map[string]any{"general.architecture": "llama", "llama.context_length": ollamaModelCtx, "llama.embedding_length": 4096},
+		"capabilities": []string{"completion", "tools"},
+	})
 }
 
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
@@ -84,9 +119,15 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		}
 		return m
 	}
+	// Ollama cuts a prompt longer than the context it was given, without a
+	// word: the count says how much of it the model read.
+	window := ollamaDefaultCtx
+	if req.Options.NumCtx != nil && *req.Options.NumCtx > 0 {
+		window = *req.Options.NumCtx
+	}
 	final := map[string]any{
 		"model": req.Model, "created_at": now, "message": msg("", nil), "done": true, "done_reason": "stop",
-		"total_duration": 1200000, "load_duration": 100000, "prompt_eval_count": tokens(body), "prompt_eval_duration": 400000,
+		"total_duration": 1200000, "load_duration": 100000, "prompt_eval_count": min(tokens(body), int64(window)), "prompt_eval_duration": 400000,
 		"eval_count": tokens([]byte(say)) + int64(len(calls))*12 + 1, "eval_duration": 700000,
 	}
 	if !stream {

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
+
+	"github.com/trussdev/truss/internal/apispec"
 )
 
 // ---- OpenAI Responses ----
@@ -24,6 +27,11 @@ type responsesRequest struct {
 	Parallel     *bool             `json:"parallel_tool_calls"`
 	ToolChoice   json.RawMessage   `json:"tool_choice"`
 	Include      []string          `json:"include"`
+	Reasoning    *struct {
+		Effort  *string `json:"effort"`
+		Summary *string `json:"summary"`
+	} `json:"reasoning"`
+	CacheKey *string `json:"prompt_cache_key"`
 }
 
 // inputItem is an input item, as far as the simulator reads it.
@@ -76,19 +84,29 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		chatError(w, 401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
 		return
 	}
+	if !json.Valid(body) {
+		responsesError(w, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)", "", "")
+		return
+	}
+	if !s.Lenient {
+		if msg := specError(apispec.OpenAI, "/responses", body); msg != "" {
+			responsesError(w, "Invalid request: "+msg, specParam(msg), "")
+			return
+		}
+	}
 	var req responsesRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		chatError(w, 400, "invalid_request_error", "", "We could not parse the JSON body of your request.")
+		responsesError(w, "Invalid request: "+err.Error(), "", "")
 		return
 	}
 	if req.Model == "" {
-		chatError(w, 400, "invalid_request_error", "", "Missing required parameter: 'model'.")
+		responsesError(w, "Missing required parameter: 'model'.", "model", "missing_required_parameter")
 		return
 	}
 	var items []inputItem
 	if len(req.Input) > 0 && req.Input[0] == '[' {
 		if err := json.Unmarshal(req.Input, &items); err != nil {
-			chatError(w, 400, "invalid_request_error", "", "Invalid 'input': "+err.Error())
+			responsesError(w, "Invalid 'input': "+err.Error(), "input", "")
 			return
 		}
 	}
@@ -118,25 +136,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		}
 		inRun = m
 	}
-	// Every call in the conversation needs its output, as the API demands;
-	// a chained request answers the calls of the response it names.
-	answered := map[string]bool{}
-	for _, it := range items {
-		if strings.HasSuffix(it.Type, "_output") {
-			answered[it.CallID] = true
-		}
-	}
-	pending := append([]inputItem(nil), prev.calls...)
-	for _, it := range items {
-		if _, ok := outputFor[it.Type]; ok {
-			pending = append(pending, it)
-		}
-	}
-	for _, it := range pending {
-		if !answered[it.CallID] {
-			chatError(w, 400, "invalid_request_error", "", fmt.Sprintf("No tool output found for %s call %s (expected a %s item).", strings.TrimSuffix(it.Type, "_call"), it.CallID, outputFor[it.Type]))
-			return
-		}
+	// Every output answers a call issued before it in the conversation (the
+	// input, or the response a chained request names), of the type the
+	// output answers; and every call in the conversation gets its output.
+	if msg := pairing(prev.calls, items); msg != "" {
+		responsesError(w, msg, "input", "")
+		return
 	}
 	// Replayed reasoning must come back with its encrypted content intact.
 	for _, it := range items {
@@ -146,7 +151,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 				text = append(text, p.Text)
 			}
 			if *it.EncryptedContent != encrypted(strings.Join(text, "\n\n")) {
-				chatError(w, 400, "invalid_request_error", "", "The encrypted content of a reasoning item could not be verified.")
+				responsesError(w, "The encrypted content of a reasoning item could not be verified.", "input", "invalid_encrypted_content")
 				return
 			}
 		}
@@ -214,6 +219,19 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	for i, c := range calls {
 		output = append(output, responsesCall(c, fmt.Sprintf("%02d%02d", t.index+1, i+1)))
 	}
+	// A step that stops at the output limit ends with response.incomplete;
+	// the item being written when the limit struck is incomplete too (a
+	// function call's arguments cut in the middle).
+	cut := t.step != nil && t.step.Stop == "max_tokens"
+	if cut && len(output) > 0 {
+		last := output[len(output)-1]
+		if _, ok := last["status"]; ok {
+			last["status"] = "incomplete"
+		}
+		if args, ok := last["arguments"].(string); ok {
+			last["arguments"] = args[:len(args)/2]
+		}
+	}
 	input, outTokens := tokens(body), tokens([]byte(say+think))+int64(len(calls))*12+1
 	reasoning := tokens([]byte(think))
 	// Prompt caching is automatic: the previous request's prompt is read
@@ -225,6 +243,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	cached -= cached % 128
 	usage := map[string]any{"input_tokens": input, "input_tokens_details": map[string]any{"cached_tokens": cached, "cache_write_tokens": 0},
 		"output_tokens": outTokens, "output_tokens_details": map[string]any{"reasoning_tokens": reasoning}, "total_tokens": input + outTokens}
+	// The response echoes the reasoning settings and cache key it was sent.
+	echo := map[string]any{"effort": nil, "summary": nil}
+	if r := req.Reasoning; r != nil {
+		echo["effort"], echo["summary"] = r.Effort, r.Summary
+	}
 	response := func(status string, out []map[string]any, u any, errObj any) map[string]any {
 		if out == nil {
 			out = []map[string]any{}
@@ -245,10 +268,14 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		if len(req.ToolChoice) > 0 {
 			choice = req.ToolChoice
 		}
+		var incomplete any
+		if status == "incomplete" {
+			incomplete = map[string]any{"reason": "max_output_tokens"}
+		}
 		r := map[string]any{"id": id, "object": "response", "created_at": created, "status": status, "completed_at": completed,
-			"background": false, "error": errObj, "incomplete_details": nil, "instructions": instr, "max_output_tokens": req.MaxOutput,
+			"background": false, "error": errObj, "incomplete_details": incomplete, "instructions": instr, "max_output_tokens": req.MaxOutput,
 			"max_tool_calls": nil, "model": req.Model, "output": out, "parallel_tool_calls": req.Parallel == nil || *req.Parallel,
-			"previous_response_id": nilIfEmpty(req.Previous), "reasoning": map[string]any{"effort": nil, "summary": nil},
+			"previous_response_id": nilIfEmpty(req.Previous), "reasoning": echo, "prompt_cache_key": req.CacheKey,
 			"service_tier": "default", "store": store, "temperature": 1, "text": map[string]any{"format": map[string]any{"type": "text"}},
 			"tool_choice": choice, "tools": tools, "top_p": 1, "truncation": "disabled", "metadata": map[string]any{}}
 		if u != nil {
@@ -265,9 +292,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		s.stored[id] = sr
 		s.mu.Unlock()
 	}
+	final := "completed"
+	if cut {
+		final = "incomplete"
+	}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(response("completed", output, usage, nil))
+		json.NewEncoder(w).Encode(response(final, output, usage, nil))
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -302,7 +333,94 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	for i, item := range output {
 		s.streamItem(send, i, item)
 	}
-	send(map[string]any{"type": "response.completed", "response": response("completed", output, usage, nil)})
+	send(map[string]any{"type": "response." + final, "response": response(final, output, usage, nil)})
+}
+
+// responsesError answers 400 with the API's error object: message, type,
+// param and code, the last two null when empty.
+func responsesError(w http.ResponseWriter, msg, param, code string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error",
+		"param": nilIfEmpty(param), "code": nilIfEmpty(code)}})
+}
+
+// specParam finds the place of a schema failure in its message, the
+// deepest one named ("input.2.output: …", or `Error at "/input/2"`), in the
+// API's parameter notation ("input[2].output"); "" when none is named.
+func specParam(msg string) string {
+	where := ""
+	if w, _, ok := strings.Cut(msg, ": "); ok && !strings.Contains(w, " ") {
+		where = w
+	}
+	for _, m := range specPlace.FindAllStringSubmatch(msg, -1) {
+		if p := strings.ReplaceAll(strings.TrimPrefix(m[1], "/"), "/", "."); len(p) > len(where) {
+			where = p
+		}
+	}
+	if where == "" {
+		return ""
+	}
+	var b strings.Builder
+	for i, part := range strings.Split(where, ".") {
+		switch {
+		case part != "" && strings.Trim(part, "0123456789") == "":
+			b.WriteString("[" + part + "]")
+		case i > 0:
+			b.WriteString("." + part)
+		default:
+			b.WriteString(part)
+		}
+	}
+	return b.String()
+}
+
+// specPlace matches a JSON pointer a validation message names.
+var specPlace = regexp.MustCompile(`at ["'](/[^"']*)["']`)
+
+// callNames names a call item type as the API's messages do.
+var callNames = map[string]string{
+	"function_call":    "function call",
+	"custom_tool_call": "custom tool call",
+	"shell_call":       "shell call",
+	"apply_patch_call": "apply patch call",
+	"local_shell_call": "local shell call",
+}
+
+// pairing checks a request's calls and outputs, as the API does: an output
+// whose call id no call of its type issued before it (in the input, or
+// among chained, the calls of the response chained to) is refused ("No tool
+// call found for function call output with call_id …"), and so is a call
+// left without an output ("No tool output found for function call …").
+func pairing(chained, items []inputItem) string {
+	issued := map[string]string{} // call id → call item type
+	for _, c := range chained {
+		issued[c.CallID] = c.Type
+	}
+	answered := map[string]bool{}
+	var calls []inputItem
+	calls = append(calls, chained...)
+	for _, it := range items {
+		if _, ok := outputFor[it.Type]; ok {
+			issued[it.CallID] = it.Type
+			calls = append(calls, it)
+			continue
+		}
+		if !strings.HasSuffix(it.Type, "_output") {
+			continue
+		}
+		callType := strings.TrimSuffix(it.Type, "_output")
+		if typ, ok := issued[it.CallID]; !ok || typ != callType {
+			return fmt.Sprintf("No tool call found for %s output with call_id %s.", callNames[callType], it.CallID)
+		}
+		answered[it.CallID] = true
+	}
+	for _, c := range calls {
+		if !answered[c.CallID] {
+			return fmt.Sprintf("No tool output found for %s %s.", callNames[c.Type], c.CallID)
+		}
+	}
+	return ""
 }
 
 // streamItem sends one output item's events: added, its deltas, done.

@@ -215,3 +215,127 @@ func TestResponsesCodexRendering(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesIncomplete: a step stopped at the output limit ends with
+// response.incomplete (reason max_output_tokens), its last call item
+// incomplete, every event valid.
+func TestResponsesIncomplete(t *testing.T) {
+	doc, err := apispec.OpenAI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := sim.ParseScript([]byte(`{"steps": [{"say": "Reading.", "stop": "max_tokens",
+	  "actions": [{"kind": "run", "command": "ls"}, {"kind": "run", "command": "x", "tool": "read_file", "raw_input": "{\"path\":\"a.go\"}"}]}]}`))
+	srv := sim.New(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, _ := srv.Listen(ctx)
+	_, b := post(t, base+"/v1/responses", sprintf(responsesReq, "true"))
+	types, datas := sseEvents(t, b)
+	for i, d := range datas {
+		if err := doc.Event([]byte(d)); err != nil {
+			t.Errorf("event %d (%s): %v", i, types[i], err)
+		}
+	}
+	if types[len(types)-1] != "response.incomplete" {
+		t.Fatalf("the stream ends with %s", types[len(types)-1])
+	}
+	last := datas[len(datas)-1]
+	for _, want := range []string{`"incomplete_details":{"reason":"max_output_tokens"}`, `"status":"incomplete"`, `"arguments":"{\"path\""`} {
+		if !strings.Contains(last, want) {
+			t.Errorf("response.incomplete lacks %s: %s", want, last)
+		}
+	}
+}
+
+// TestResponsesStrict: what the real API refuses is refused with its error
+// object (HTTP 400, message, type, param, code): an output answering a call
+// never issued (or issued as another type), in a replay and in a chained
+// request, and a request the API description does not allow.
+func TestResponsesStrict(t *testing.T) {
+	doc, err := apispec.OpenAI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := sim.ParseScript([]byte(`{"steps": [{"actions": [{"kind": "run", "command": "ls"}]}, {"say": "ok"}, {"say": "ok"}]}`))
+	srv := sim.New(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, _ := srv.Listen(ctx)
+	url := base + "/v1/responses"
+	call := `{"type":"function_call","id":"fc_1","call_id":"call_1","name":"read_file","arguments":"{}","status":"completed"}`
+	out := func(typ, id string) string {
+		if typ == "shell_call_output" {
+			return `{"type":"shell_call_output","call_id":"` + id + `","output":[{"stdout":"","stderr":"","outcome":{"type":"exit","exit_code":0}}]}`
+		}
+		return `{"type":"` + typ + `","call_id":"` + id + `","output":"x"}`
+	}
+	with := func(items ...string) string {
+		return strings.Replace(sprintf(responsesReq, "false"), `"input":[`, `"input":[`+strings.Join(items, ",")+`,`, 1)
+	}
+	tests := []struct {
+		name, body, msg, param string
+		status                 int
+	}{
+		{"answered", with(call, out("function_call_output", "call_1")), "", "", 200},
+		{"orphan output", with(out("function_call_output", "call_9")),
+			"No tool call found for function call output with call_id call_9.", "input", 400},
+		{"output before its call", with(out("function_call_output", "call_1"), call),
+			"No tool call found for function call output with call_id call_1.", "input", 400},
+		{"output of another type", with(call, out("custom_tool_call_output", "call_1")),
+			"No tool call found for custom tool call output with call_id call_1.", "input", 400},
+		{"unanswered call", with(call), "No tool output found for function call call_1.", "input", 400},
+		{"invalid body", strings.Replace(sprintf(responsesReq, "false"), `"store":false`, `"store":false,"max_output_tokens":"many"`, 1),
+			"Invalid request: ", "max_output_tokens", 400},
+		{"invalid item", with(`{"type":"function_call_output","call_id":"call_1","output":7}`, call),
+			"Invalid request: ", "input", 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := post(t, url, tc.body)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if tc.status == 200 {
+				return
+			}
+			if err := doc.Schema("ErrorResponse", b); err != nil {
+				t.Errorf("error body: %v", err)
+			}
+			var e struct {
+				Error struct {
+					Message string  `json:"message"`
+					Type    string  `json:"type"`
+					Param   *string `json:"param"`
+					Code    any     `json:"code"`
+				} `json:"error"`
+			}
+			json.Unmarshal(b, &e)
+			if !strings.HasPrefix(e.Error.Message, tc.msg) || e.Error.Type != "invalid_request_error" || e.Error.Param == nil || !strings.HasPrefix(*e.Error.Param, tc.param) {
+				t.Errorf("error %s", b)
+			}
+		})
+	}
+	// Chained: the outputs answer the calls of the response chained to.
+	resp, b := post(t, url, strings.Replace(sprintf(responsesReq, "false"), `"store":false`, `"store":true`, 1))
+	var first struct {
+		ID     string `json:"id"`
+		Output []struct {
+			Type   string `json:"type"`
+			CallID string `json:"call_id"`
+		} `json:"output"`
+	}
+	json.Unmarshal(b, &first)
+	if resp.StatusCode != 200 || len(first.Output) == 0 {
+		t.Fatalf("first response %d: %s", resp.StatusCode, b)
+	}
+	chained := func(id string) string {
+		return `{"model":"gpt-5.2","store":true,"previous_response_id":"` + first.ID + `","input":[` + out("shell_call_output", id) + `]}`
+	}
+	if resp, b = post(t, url, chained("call_77")); resp.StatusCode != 400 || !strings.Contains(string(b), "No tool call found for shell call output with call_id call_77.") {
+		t.Errorf("orphan output in a chained request: %d %s", resp.StatusCode, b)
+	}
+	if resp, b = post(t, url, chained(first.Output[0].CallID)); resp.StatusCode != 200 {
+		t.Errorf("chained answer: %d %s", resp.StatusCode, b)
+	}
+}

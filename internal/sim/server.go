@@ -46,8 +46,8 @@ type Server struct {
 	// Lenient turns the strict checks off. By default the server refuses,
 	// with the dialect's real error, what the real service refuses: a
 	// request that does not validate against the provider's OpenAPI
-	// description, and the dialect's own rules (for Messages, listed in
-	// docs/anthropic.md).
+	// description, and the dialect's own rules (for Messages in
+	// docs/anthropic.md, for Responses in docs/openai.md).
 	Lenient bool
 
 	mu       sync.Mutex
@@ -62,6 +62,7 @@ type Server struct {
 func New(s *Script) *Server {
 	srv := &Server{script: s, attempts: make(map[attemptKey]int), stored: make(map[string]storedResponse), mux: http.NewServeMux()}
 	srv.mux.HandleFunc("POST /api/chat", srv.ollamaChat)
+	srv.mux.HandleFunc("POST /api/show", srv.ollamaShow)
 	srv.mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		io.WriteString(w, `{"version":"0.13.5"}`)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
 )
 
 // Prices are USD per million tokens.
@@ -40,8 +41,51 @@ type Profile struct {
 	ContextWindow int    `json:"context_window"`
 	MaxOutput     int    `json:"max_output"`
 	Prices        Prices `json:"prices"`
+	// Reasoning is the reasoning effort a session sends by default ("" for
+	// a model that does not reason, which must not be sent one), and
+	// ReasoningSummary the reasoning summary it asks for: OpenAI's
+	// reasoning models reason by default, at medium, as Codex runs them.
+	Reasoning        string `json:"reasoning,omitempty"`
+	ReasoningSummary string `json:"reasoning_summary,omitempty"`
+	// Thinking is the extended-thinking budget a session sends by default
+	// (0 = off).
+	Thinking int `json:"thinking,omitempty"`
+	// NumCtx is the context a session gives a local server that allocates
+	// it per request (Ollama's num_ctx); 0 asks the server what the model
+	// supports.
+	NumCtx int `json:"num_ctx,omitempty"`
 	// Guess is set on a fallback profile that matched no known model.
 	Guess bool `json:"guess,omitempty"`
+}
+
+// MaxNumCtx caps the context asked of a local server by default: Ollama
+// allocates the whole window for every request, and recommends 64k tokens
+// for coding agents. --context asks for more.
+const MaxNumCtx = 65536
+
+// Settings returns a session's model settings: the profile's, each
+// overridden by a value given on the command line (effort "", thinking
+// below 0 and context 0 mean not given). Effort "none" asks for no summary.
+// cacheKey is the session's prompt cache key.
+func (p Profile) Settings(effort string, thinking, context int, cacheKey string) provider.Settings {
+	s := provider.Settings{ReasoningEffort: p.Reasoning, ReasoningSummary: p.ReasoningSummary, ThinkingTokens: p.Thinking,
+		ContextTokens: p.NumCtx, CacheKey: cacheKey}
+	if effort != "" {
+		s.ReasoningEffort = effort
+		if s.ReasoningSummary == "" && !p.Guess {
+			s.ReasoningSummary = "auto"
+		}
+	}
+	if s.ReasoningEffort == "none" || s.ReasoningEffort == "" {
+		s.ReasoningSummary = ""
+	}
+	if thinking >= 0 {
+		s.ThinkingTokens = thinking
+	}
+	if context > 0 {
+		s.ContextTokens = context
+	}
+	return s
 }
 
 // Profiles is a table of model profiles, searched in order.
@@ -57,14 +101,24 @@ func DefaultProfiles() Profiles {
 	// OpenAI: general GPT-5.1 and later are trained on the Responses API's
 	// typed shell and apply_patch; the codex family on the freeform
 	// apply_patch and shell_command. Cache writes cost plain input.
+	// The models Codex runs (GPT-5.1 and later, the codex family) get
+	// reasoning at medium with automatic summaries, as Codex sends them;
+	// the older reasoning models medium alone; gpt-4.1 none.
 	gpt := func(pattern, surf string, in, out float64, window int) Profile {
-		return Profile{Pattern: pattern, Surface: surf, ContextWindow: window, MaxOutput: 128000,
-			Prices: Prices{Input: in, Output: out, CacheRead: in / 10, CacheWrite: in}}
+		p := Profile{Pattern: pattern, Surface: surf, ContextWindow: window, MaxOutput: 128000,
+			Prices: Prices{Input: in, Output: out, CacheRead: in / 10, CacheWrite: in}, Reasoning: "medium"}
+		switch {
+		case surf != "generic":
+			p.ReasoningSummary = "auto"
+		case strings.HasPrefix(pattern, "gpt-4"):
+			p.Reasoning = ""
+		}
+		return p
 	}
 	return Profiles{
 		{Pattern: "sim-claude*", Surface: "anthropic", Editor: "text_editor_20250728", Memory: true, ContextWindow: 200000, MaxOutput: 8192},
-		{Pattern: "sim-gpt*codex*", Surface: "codex", ContextWindow: 400000, MaxOutput: 8192},
-		{Pattern: "sim-gpt*", Surface: "openai", ContextWindow: 400000, MaxOutput: 8192},
+		{Pattern: "sim-gpt*codex*", Surface: "codex", ContextWindow: 400000, MaxOutput: 8192, Reasoning: "medium", ReasoningSummary: "auto"},
+		{Pattern: "sim-gpt*", Surface: "openai", ContextWindow: 400000, MaxOutput: 8192, Reasoning: "medium", ReasoningSummary: "auto"},
 		{Pattern: "sim-*", Surface: "generic", ContextWindow: 200000, MaxOutput: 8192},
 		claude("claude-opus-4-5*", 5, 25, 64000),
 		claude("claude-opus-4-6*", 5, 25, 64000),
@@ -89,12 +143,15 @@ func DefaultProfiles() Profiles {
 		gpt("gpt-5.4*", "openai", 2.5, 15, 1050000),
 		gpt("gpt-5.5*", "openai", 5, 30, 1050000),
 		gpt("gpt-5.*", "openai", 5, 30, 1050000),
+		// The chat snapshot of GPT-5 does not take a reasoning effort.
+		{Pattern: "gpt-5-chat*", Surface: "generic", ContextWindow: 128000, MaxOutput: 16384,
+			Prices: Prices{Input: 1.25, Output: 10, CacheRead: 0.125, CacheWrite: 1.25}},
 		gpt("gpt-5*", "generic", 1.25, 10, 400000),
 		gpt("gpt-4.1*", "generic", 2, 8, 1047576),
 		gpt("o3*", "generic", 2, 8, 200000),
 		gpt("o4-mini*", "generic", 1.1, 4.4, 200000),
-		{Pattern: "qwen*", Provider: "ollama", Surface: "generic", ContextWindow: 32768, MaxOutput: 8192},
-		{Pattern: "llama*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 8192},
+		{Pattern: "qwen*", Provider: "ollama", Surface: "generic", ContextWindow: 32768, MaxOutput: 8192, NumCtx: 32768},
+		{Pattern: "llama*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 8192, NumCtx: MaxNumCtx},
 		{Pattern: "gpt-oss*", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -79,5 +80,38 @@ func TestSet(t *testing.T) {
 	r := s.UnknownTool(model.ToolCall{ID: "c", Name: "nope"})
 	if !r.IsError || r.CallID != "c" || !strings.Contains(r.Text, `no tool named "nope"`) {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// TestProfileSettings: reasoning models reason by default (medium, with
+// summaries for the models Codex runs); a model that does not reason is
+// sent no effort; the command line overrides each setting.
+func TestProfileSettings(t *testing.T) {
+	ps := DefaultProfiles()
+	tests := []struct {
+		provider, model  string
+		effort           string
+		thinking, numCtx int
+		want             provider.Settings
+	}{
+		{"responses", "gpt-5.1", "", -1, 0, provider.Settings{ReasoningEffort: "medium", ReasoningSummary: "auto", CacheKey: "s1"}},
+		{"responses", "gpt-5.2-codex", "", -1, 0, provider.Settings{ReasoningEffort: "medium", ReasoningSummary: "auto", CacheKey: "s1"}},
+		{"responses", "gpt-5-mini", "", -1, 0, provider.Settings{ReasoningEffort: "medium", CacheKey: "s1"}},
+		{"responses", "gpt-4.1", "", -1, 0, provider.Settings{CacheKey: "s1"}},
+		{"responses", "gpt-5-chat-latest", "", -1, 0, provider.Settings{CacheKey: "s1"}},
+		{"responses", "gpt-5.2", "high", -1, 0, provider.Settings{ReasoningEffort: "high", ReasoningSummary: "auto", CacheKey: "s1"}},
+		{"responses", "gpt-5.2", "none", -1, 0, provider.Settings{ReasoningEffort: "none", CacheKey: "s1"}},
+		{"responses", "mystery-model", "low", -1, 0, provider.Settings{ReasoningEffort: "low", CacheKey: "s1"}},
+		{"anthropic", "claude-sonnet-4-5", "", -1, 0, provider.Settings{CacheKey: "s1"}},
+		{"anthropic", "claude-sonnet-4-5", "", 16000, 0, provider.Settings{ThinkingTokens: 16000, CacheKey: "s1"}},
+		{"ollama", "qwen3-coder:30b", "", -1, 0, provider.Settings{ContextTokens: 32768, CacheKey: "s1"}},
+		{"ollama", "llama3.1:8b", "", -1, 0, provider.Settings{ContextTokens: MaxNumCtx, CacheKey: "s1"}},
+		{"ollama", "llama3.1:8b", "", -1, 8192, provider.Settings{ContextTokens: 8192, CacheKey: "s1"}},
+		{"ollama", "unknown-model", "", -1, 0, provider.Settings{CacheKey: "s1"}},
+	}
+	for _, tc := range tests {
+		if got := ps.Lookup(tc.provider, tc.model).Settings(tc.effort, tc.thinking, tc.numCtx, "s1"); got != tc.want {
+			t.Errorf("%s %s (%q, %d, %d): %+v, want %+v", tc.provider, tc.model, tc.effort, tc.thinking, tc.numCtx, got, tc.want)
+		}
 	}
 }

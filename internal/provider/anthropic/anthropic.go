@@ -31,6 +31,10 @@ import (
 	"github.com/trussdev/truss/internal/provider"
 )
 
+// InterleavedThinking is the beta that lets thinking come between tool
+// calls, sent with extended thinking.
+const InterleavedThinking = "interleaved-thinking-2025-05-14"
+
 // DefaultBaseURL is the API's address.
 const DefaultBaseURL = "https://api.anthropic.com"
 
@@ -40,7 +44,10 @@ type Config struct {
 	APIKey  string
 	HTTP    *http.Client
 	Retry   provider.RetryPolicy
-	// ThinkingBudget enables extended thinking with this many tokens (0 = off).
+	// ThinkingBudget enables extended thinking with this many tokens (0 =
+	// off; the API needs at least 1,024), interleaved between tool calls
+	// (the interleaved-thinking beta, as Claude Code sends it). max_tokens
+	// is raised past the budget when it does not exceed it.
 	ThinkingBudget int64
 	// ServerTools enables provider-executed tools: "web_search", "web_fetch",
 	// "code_execution" (newest versions). Their use is recorded as
@@ -76,6 +83,9 @@ func New(cfg Config) *Client {
 	}
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
+	}
+	if cfg.ThinkingBudget > 0 {
+		opts = append(opts, option.WithHeaderAdd("anthropic-beta", InterleavedThinking))
 	}
 	c.client = sdk.NewClient(opts...)
 	return c
@@ -125,6 +135,11 @@ func (c *Client) params(req *model.Request) (sdk.MessageNewParams, error) {
 	}
 	if c.cfg.ThinkingBudget > 0 {
 		p.Thinking = sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: c.cfg.ThinkingBudget}}
+		if p.MaxTokens <= c.cfg.ThinkingBudget {
+			// The API refuses a budget that is not below max_tokens: the
+			// answer keeps its own allowance on top of the thinking.
+			p.MaxTokens += c.cfg.ThinkingBudget
+		}
 	}
 	tools, err := c.tools(req.Tools)
 	if err != nil {

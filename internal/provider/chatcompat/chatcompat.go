@@ -41,6 +41,9 @@ type Config struct {
 	// Strict sets "strict" on function tools; nil leaves it out, which is
 	// what most compatible servers expect.
 	Strict *bool
+	// ReasoningEffort is sent as reasoning_effort when set, for a reasoning
+	// model behind the server.
+	ReasoningEffort string
 }
 
 // Client is a Chat Completions adapter.
@@ -94,6 +97,9 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 	}
 	if req.MaxTokens > 0 {
 		p.MaxTokens = openai.Int(int64(req.MaxTokens))
+	}
+	if c.cfg.ReasoningEffort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(c.cfg.ReasoningEffort)
 	}
 	for _, t := range req.Tools {
 		if t.Kind != model.ToolFunction {

@@ -22,6 +22,10 @@ import (
 	"github.com/trussdev/truss/internal/provider"
 )
 
+// DefaultNumCtx is the context Ollama gives a request that sets no
+// num_ctx on a machine with less than 24 GiB of VRAM.
+const DefaultNumCtx = 4096
+
 // DefaultHost is used when OLLAMA_HOST is unset.
 const DefaultHost = "http://127.0.0.1:11434"
 
@@ -30,8 +34,12 @@ type Client struct {
 	Host  string // base URL, "http://host:port"
 	HTTP  *http.Client
 	Retry provider.RetryPolicy
-	// Options are passed as the request's "options" (num_ctx, temperature...).
+	// Options are passed as the request's "options" (temperature...).
 	Options map[string]any
+	// NumCtx is sent as options.num_ctx, the context window Ollama gives the
+	// request; without it Ollama uses its own default (4,096 tokens on most
+	// machines) and cuts a longer prompt without a word. 0 sends none.
+	NumCtx int
 }
 
 // Name implements provider.Provider.
@@ -103,6 +111,13 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 
 func (c *Client) encode(req *model.Request) ([]byte, error) {
 	cr := chatRequest{Model: req.Model, Stream: true, Options: c.Options}
+	if c.NumCtx > 0 {
+		cr.Options = make(map[string]any, len(c.Options)+1)
+		for k, v := range c.Options {
+			cr.Options[k] = v
+		}
+		cr.Options["num_ctx"] = c.NumCtx
+	}
 	if req.System != "" {
 		cr.Messages = append(cr.Messages, message{Role: "system", Content: req.System})
 	}
@@ -317,4 +332,47 @@ func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
 	}
 	json.Unmarshal(b, &r)
 	return r.Tools, nil
+}
+
+// ContextLength asks Ollama (POST /api/show) for the longest context a
+// model supports: the "<architecture>.context_length" of its model_info.
+func (c *Client) ContextLength(ctx context.Context, modelName string) (int, error) {
+	body, _ := json.Marshal(map[string]string{"model": modelName})
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, HostURL(c.Host)+"/api/show", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	hresp, err := hc.Do(hreq)
+	if err != nil {
+		return 0, fmt.Errorf("ollama: show %s: %w", modelName, err)
+	}
+	defer hresp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(hresp.Body, 64<<20))
+	if err != nil {
+		return 0, fmt.Errorf("ollama: show %s: %w", modelName, err)
+	}
+	var show struct {
+		Error     string                     `json:"error"`
+		ModelInfo map[string]json.RawMessage `json:"model_info"`
+	}
+	if err := json.Unmarshal(b, &show); err != nil {
+		return 0, fmt.Errorf("ollama: show %s: %w", modelName, err)
+	}
+	if hresp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("ollama: show %s: HTTP %d: %s", modelName, hresp.StatusCode, show.Error)
+	}
+	for k, v := range show.ModelInfo {
+		if strings.HasSuffix(k, ".context_length") {
+			var n int
+			if err := json.Unmarshal(v, &n); err == nil && n > 0 {
+				return n, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("ollama: show %s: model_info has no context_length", modelName)
 }

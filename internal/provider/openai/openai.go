@@ -66,9 +66,12 @@ type Config struct {
 	// rewritten to strict mode's rules (provider.StrictSchema); otherwise
 	// "strict": false is sent, as Codex does for its function tools.
 	Strict bool
-	// ReasoningEffort is sent as reasoning.effort when set ("low", "medium",
-	// "high", ...).
+	// ReasoningEffort is sent as reasoning.effort when set ("none", "low",
+	// "medium", "high", ...): without it a model reasons at its own default,
+	// which for gpt-5.1 is none.
 	ReasoningEffort string
+	// ReasoningSummary is sent as reasoning.summary when set ("auto").
+	ReasoningSummary string
 	// CacheKey is sent as prompt_cache_key (a session id keeps one session's
 	// requests on one prompt cache).
 	CacheKey string
@@ -180,8 +183,9 @@ func (c *Client) params(req *model.Request, prev string) (responses.ResponseNewP
 	if c.cfg.CacheKey != "" {
 		p.PromptCacheKey = param.NewOpt(c.cfg.CacheKey)
 	}
-	if c.cfg.ReasoningEffort != "" {
-		p.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(c.cfg.ReasoningEffort)}
+	if c.cfg.ReasoningEffort != "" || c.cfg.ReasoningSummary != "" {
+		p.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(c.cfg.ReasoningEffort),
+			Summary: shared.ReasoningSummary(c.cfg.ReasoningSummary)}
 	}
 	tools, err := c.tools(req.Tools)
 	if err != nil {
@@ -448,6 +452,7 @@ type outItem struct {
 	Input     string          `json:"input"`
 	Action    json.RawMessage `json:"action"`
 	Operation json.RawMessage `json:"operation"`
+	Status    string          `json:"status"`
 	Content   []struct {
 		Type    string `json:"type"`
 		Text    string `json:"text"`
@@ -565,6 +570,10 @@ func (st *streamState) response() (*model.Response, error) {
 
 	resp := &model.Response{ID: final.ID, Model: final.Model}
 	refusal := false
+	// A response cut by the output limit ends with response.incomplete, and
+	// the item being written then has status "incomplete": its calls are
+	// not run (the loop answers each as cut off).
+	cut := st.terminal == "response.incomplete" && final.IncompleteDetails != nil && final.IncompleteDetails.Reason == "max_output_tokens"
 	for _, i := range idx {
 		raw := raws[i]
 		var o outItem
@@ -609,13 +618,16 @@ func (st *streamState) response() (*model.Response, error) {
 		default: // web_search_call and the other provider-executed items
 			it.Kind, it.Text = model.KindServerTool, o.Type
 		}
+		if it.Kind == model.KindToolCall && o.Status == "incomplete" {
+			cut = true
+		}
 		resp.Items = append(resp.Items, it)
 	}
 	switch {
+	case cut:
+		resp.StopReason = model.StopMaxTokens
 	case len(resp.Calls()) > 0:
 		resp.StopReason = model.StopToolUse
-	case st.terminal == "response.incomplete" && final.IncompleteDetails != nil && final.IncompleteDetails.Reason == "max_output_tokens":
-		resp.StopReason = model.StopMaxTokens
 	case st.terminal == "response.incomplete" && final.IncompleteDetails != nil && final.IncompleteDetails.Reason == "content_filter", refusal:
 		resp.StopReason = model.StopRefusal
 	case st.terminal == "response.incomplete":

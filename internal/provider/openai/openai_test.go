@@ -74,7 +74,7 @@ func typedTranscript() []model.Item {
 }
 
 func TestBodyGolden(t *testing.T) {
-	c := New(Config{CacheKey: "session-1", ReasoningEffort: "medium"})
+	c := New(Config{CacheKey: "session-1", ReasoningEffort: "medium", ReasoningSummary: "auto"})
 	req := &model.Request{Model: "gpt-5.2", System: "You are a test.", MaxTokens: 1024, Items: typedTranscript(),
 		Tools: []model.ToolSpec{
 			{Kind: model.ToolTyped, Name: "shell", Type: "shell"},
@@ -97,7 +97,7 @@ func TestBodyGolden(t *testing.T) {
 	}
 	body := string(b)
 	for _, want := range []string{`"store":false`, `"include":["reasoning.encrypted_content"]`, `"encrypted_content":"gAAAA-opaque"`,
-		`"phase":"commentary"`, `"strict":false`, `"prompt_cache_key":"session-1"`, `"max_output_length":100`,
+		`"phase":"commentary"`, `"strict":false`, `"prompt_cache_key":"session-1"`, `"max_output_length":100`, `"reasoning":{"effort":"medium","summary":"auto"}`,
 		`"status":"failed"`, `"type":"custom_tool_call_output"`, `"caller":{"type":"direct"}`, `"outcome":{"exit_code":1,"type":"exit"}`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the request lacks %s", want)
@@ -306,5 +306,53 @@ func BenchmarkBody(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestIncompleteCallsAreCutOff: a response ended by response.incomplete
+// (max_output_tokens) stops at max_tokens whatever calls it holds, so that
+// the loop answers each call as cut off instead of running it.
+func TestIncompleteCallsAreCutOff(t *testing.T) {
+	tests := []struct {
+		name  string
+		tools []model.ToolSpec
+		calls []string
+	}{
+		{"shell_call", []model.ToolSpec{{Kind: model.ToolTyped, Name: "shell", Type: "shell"}}, []string{"shell_call"}},
+		{"apply_patch_call", []model.ToolSpec{{Kind: model.ToolTyped, Name: "apply_patch", Type: "apply_patch"}}, []string{"apply_patch_call"}},
+		{"function_call", []model.ToolSpec{{Kind: model.ToolFunction, Name: "bash", Parameters: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}}}`)}}, []string{"function_call"}},
+		{"custom_tool_call", []model.ToolSpec{{Kind: model.ToolCustom, Name: "apply_patch"}}, []string{"custom_tool_call"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			action := `{"kind": "run", "command": "rm -rf build"}`
+			switch tc.calls[0] {
+			case "apply_patch_call":
+				action = `{"kind": "create", "path": "a.txt", "content": "x\n"}`
+			case "custom_tool_call":
+				action = `{"kind": "patch", "content": "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch"}`
+			}
+			_, base := serve(t, `{"steps": [{"say": "Cleaning.", "stop": "max_tokens", "actions": [`+action+`]}]}`)
+			resp, err := New(Config{BaseURL: base, Retry: fast}).Turn(context.Background(),
+				&model.Request{Model: "gpt-5.2", Items: []model.Item{{Kind: model.KindUser, Text: "clean"}}, Tools: tc.tools}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StopReason != model.StopMaxTokens {
+				t.Errorf("stop reason %s, want %s", resp.StopReason, model.StopMaxTokens)
+			}
+			calls := resp.Calls()
+			if len(calls) != 1 || calls[0].Type != tc.calls[0] {
+				t.Errorf("calls %+v", calls)
+			}
+		})
+	}
+	// A call item marked incomplete cuts the response off even without the
+	// terminal event's reason.
+	st := streamState{terminal: "response.completed", final: json.RawMessage(`{"id":"r","status":"completed","output":[
+		{"type":"shell_call","call_id":"c","status":"incomplete","action":{"commands":["ls"]}}]}`)}
+	resp, err := st.response()
+	if err != nil || resp.StopReason != model.StopMaxTokens {
+		t.Errorf("stop %v, %v", resp, err)
 	}
 }

@@ -6,7 +6,6 @@ package codex
 
 import (
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -38,19 +37,28 @@ func (ApplyPatch) Decode(c model.ToolCall) ([]tool.Call, error) {
 	return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: Name, Op: tool.OpPatch, Raw: tool.Raw(c.Input), Args: &tool.PatchArgs{Text: c.Input}}}, nil
 }
 
-// Encode implements surface.Binding: the summary on success; Codex's
-// messages on failure, a patch that does not parse prefixed as Codex's tool
-// handler prefixes it.
+// noFilesModified is the message of a patch without any file operation,
+// Codex's (and the patch engine's): Codex reports it from applying the
+// patch, not from verifying it.
+const noFilesModified = "No files were modified."
+
+// Encode implements surface.Binding, in Codex's words: a patch that does
+// not parse or does not apply to the files as they are fails verification
+// ("apply_patch verification failed: " and the reason); a verified patch is
+// applied as a command is run, so its result is rendered as one (Exit code
+// 0, the wall time, and the summary as its output; exit code 1 and the
+// reason when writing failed or the patch changes no file).
 func (ApplyPatch) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 	r := rs[0]
-	if r.Err != nil {
-		msg := r.Err.Message
-		if r.Err.Kind == tool.ErrInvalidInput {
-			msg = "apply_patch verification failed: " + msg
-		}
-		return model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: msg}
+	if r.Err == nil {
+		return model.ToolResult{CallID: c.ID, Name: c.Name, Text: execOutput(0, r.Wall, r.Output)}
 	}
-	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: r.Output}
+	text := "apply_patch verification failed: " + r.Err.Message
+	switch {
+	case r.Err.Kind == tool.ErrIO, r.Err.Kind == tool.ErrCanceled, r.Err.Message == noFilesModified:
+		text = execOutput(1, r.Wall, r.Err.Message+"\n")
+	}
+	return model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: text}
 }
 
 // ShellCommand binds shell_command, the function tool the codex family is
@@ -61,7 +69,7 @@ func (ApplyPatch) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 // in workdir). "login" is accepted and ignored: the session's shell is set
 // up once.
 //
-// The result is Codex's rendering:
+// The result is Codex's rendering (execOutput):
 //
 //	Exit code: 0
 //	Wall time: 0.4 seconds
@@ -69,7 +77,8 @@ func (ApplyPatch) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 //	<stdout and stderr>
 //
 // A command that times out reports exit code 124 and starts its output with
-// "command timed out after N milliseconds", as Codex does.
+// "command timed out after N milliseconds", N how long it ran, as Codex
+// does.
 type ShellCommand struct{}
 
 // Spec implements surface.Binding.
@@ -126,14 +135,7 @@ func (ShellCommand) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult 
 	switch {
 	case r.TimedOut:
 		code = timeoutExitCode
-		ms := r.Wall.Milliseconds()
-		var in struct {
-			TimeoutMS float64 `json:"timeout_ms"`
-		}
-		if json.Unmarshal([]byte(c.Input), &in) == nil && in.TimeoutMS > 0 {
-			ms = int64(in.TimeoutMS)
-		}
-		out = fmt.Sprintf("command timed out after %d milliseconds\n", ms) + out
+		out = fmt.Sprintf("command timed out after %d milliseconds\n", r.Wall.Milliseconds()) + out
 	case r.ExitCode != nil:
 		code = *r.ExitCode
 		if r.Err != nil && r.Err.Kind != tool.ErrExit {
@@ -142,8 +144,7 @@ func (ShellCommand) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult 
 	case r.Err != nil:
 		out = r.Err.Message
 	}
-	text := fmt.Sprintf("Exit code: %d\nWall time: %.1f seconds\nOutput:\n%s", code, r.Wall.Seconds(), out)
-	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: text, IsError: code != 0}
+	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: execOutput(code, r.Wall, out), IsError: code != 0}
 }
 
 // Bindings returns the codex surface: the freeform apply_patch and

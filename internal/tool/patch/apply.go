@@ -18,6 +18,10 @@ type Error struct{ Message string }
 
 func (e *Error) Error() string { return e.Message }
 
+// NoFilesModified is the message of a patch without any file operation.
+// Codex reports it from applying the patch, not from verifying it.
+const NoFilesModified = "No files were modified."
+
 // Plan is every file a patch changes, with its new content, computed
 // before anything is written.
 type Plan struct {
@@ -101,7 +105,7 @@ func (s *state) set(path string, b []byte) error {
 // PlanPatch computes the new content of every file the patch touches.
 func (e *Engine) PlanPatch(p *Patch) (*Plan, error) {
 	if len(p.Hunks) == 0 {
-		return nil, &Error{"No files were modified."}
+		return nil, &Error{NoFilesModified}
 	}
 	s := &state{e: e, names: map[string]string{}, content: map[string][]byte{}, exists: map[string]bool{}, before: map[string][]byte{}}
 	var added, modified, deleted []string

@@ -3,6 +3,7 @@ package patch
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/trussdev/truss/internal/tool"
 	tfs "github.com/trussdev/truss/internal/tool/fs"
@@ -13,8 +14,10 @@ var Ops = []tool.Op{tool.OpPatch, tool.OpPatchOp}
 
 // Executor runs OpPatch and OpPatchOp with an Engine. A parse error is an
 // ErrInvalidInput result, a patch that does not apply an ErrNoMatch result;
-// both leave every file as it was. The Output of a success is the summary
-// ("Success. Updated the following files: ...").
+// both leave every file as it was; an error while writing is the kind the
+// file system gave (ErrIO when none). The Output of a success is the summary
+// ("Success. Updated the following files: ..."); Wall is how long the call
+// took.
 type Executor struct{ Engine *Engine }
 
 // NewExecutor returns an executor on a workspace's file executor.
@@ -22,6 +25,7 @@ func NewExecutor(fx *tfs.Executor) *Executor { return &Executor{Engine: &Engine{
 
 // Execute implements tool.Executor.
 func (x *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
+	start := time.Now()
 	var plan *Plan
 	var err error
 	switch a := call.Args.(type) {
@@ -38,7 +42,7 @@ func (x *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
 	if err == nil {
 		var changes []tool.FileChange
 		if changes, err = x.Engine.Apply(ctx, plan); err == nil {
-			return tool.Result{CallID: call.ID, Op: call.Op, Output: plan.Summary, Changes: changes}
+			return tool.Result{CallID: call.ID, Op: call.Op, Output: plan.Summary, Changes: changes, Wall: time.Since(start)}
 		}
 	}
 	var pe *ParseError
@@ -49,5 +53,7 @@ func (x *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
 	case errors.As(err, &ae):
 		err = &tool.Error{Kind: tool.ErrNoMatch, Message: ae.Message, Err: err}
 	}
-	return tool.Failed(call, err)
+	r := tool.Failed(call, err)
+	r.Wall = time.Since(start)
+	return r
 }

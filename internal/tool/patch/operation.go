@@ -13,8 +13,9 @@ import (
 // envelope. Its semantics are those of OpenAI's reference applier, which
 // differ from Codex's envelope on purpose:
 //
-//   - a create diff is "+" lines joined with the newline: a final bare "+"
-//     gives the file its trailing newline;
+//   - a create diff is "+" lines joined with the diff's newline, the empty
+//     element after a final newline dropped: "+a\n" and "+a" both create
+//     "a", and a final bare "+" gives the file its trailing newline;
 //   - an update diff is "@@ [anchor]" sections; anchors may be stacked (each
 //     found after the previous); a single anchor that is not found is
 //     advisory, a partly found stack is an error;
@@ -76,18 +77,48 @@ func (e *Engine) PlanOperation(typ, path, diff string) (*Plan, error) {
 		Files: []PlannedFile{{Path: path, Content: s.content[k], Before: s.before[k]}}}, nil
 }
 
-// CreateContent returns the content of a create_file diff.
+// CreateContent returns the content of a create_file diff, as the
+// reference applier computes it: the diff is split on CRLF or LF, trailing
+// carriage returns are dropped from each line, and so is the empty element
+// after a final newline ("+hello\n" is the one line "hello"); every line
+// up to one that starts a new patch section ("*** End Patch", "*** Add
+// File:", ...) must start with "+", and the lines are joined with CRLF when
+// the diff has any, else LF. A file gets a trailing newline from a final
+// bare "+".
 func CreateContent(diff string) (string, error) {
+	nl := "\n"
+	if strings.Contains(diff, "\r\n") {
+		nl = "\r\n"
+	}
 	lines := strings.Split(diff, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, "\r")
+	}
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
 	out := make([]string, 0, len(lines))
 	for _, l := range lines {
-		l = strings.TrimSuffix(l, "\r")
+		if sectionStart(l) {
+			break
+		}
 		if !strings.HasPrefix(l, "+") {
 			return "", &Error{fmt.Sprintf("Invalid Add File Line: %s", l)}
 		}
 		out = append(out, l[1:])
 	}
-	return strings.Join(out, "\n"), nil
+	return strings.Join(out, nl), nil
+}
+
+// sectionStart reports whether a line starts a new section of a patch,
+// which ends a create diff.
+func sectionStart(l string) bool {
+	for _, p := range []string{"*** End Patch", "*** Update File:", "*** Delete File:", "*** Add File:"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
 }
 
 type section struct {
