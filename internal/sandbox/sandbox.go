@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -103,24 +104,100 @@ type Limits struct {
 	// else RLIMIT_NPROC, which root ignores); 0 means 4096.
 	Pids int `json:"pids"`
 	// FileSize bounds the size of a file a process writes (RLIMIT_FSIZE);
-	// 0 means 8 GiB.
+	// 0 means 4 GiB.
 	FileSize int64 `json:"file_size"`
 	// OpenFiles bounds open descriptors per process (RLIMIT_NOFILE); 0
 	// means 8192.
 	OpenFiles uint64 `json:"open_files"`
+	// Memory bounds the memory of the session's commands together (a
+	// memory cgroup, else RLIMIT_DATA per process); 0 means 4 GiB or half
+	// the machine's memory, whichever is less; negative means no limit.
+	Memory int64 `json:"memory"`
+	// DiskBudget bounds the bytes the session's commands write to disk,
+	// all together; a command that writes past it is killed. 0 means half
+	// the free space of the workspace's file system when the session
+	// starts, at most 64 GiB; negative means no budget.
+	DiskBudget int64 `json:"disk_budget"`
 }
 
-func (l Limits) norm() Limits {
+// The defaults of Limits.
+const (
+	DefaultPids       = 4096
+	DefaultFileSize   = 4 << 30
+	DefaultOpenFiles  = 8192
+	DefaultMemory     = 4 << 30
+	DefaultDiskBudget = 64 << 30
+)
+
+// norm fills in the defaults; workspace is where the disk budget is
+// measured from.
+func (l Limits) norm(workspace string) Limits {
 	if l.Pids == 0 {
-		l.Pids = 4096
+		l.Pids = DefaultPids
 	}
 	if l.FileSize == 0 {
-		l.FileSize = 8 << 30
+		l.FileSize = DefaultFileSize
 	}
 	if l.OpenFiles == 0 {
-		l.OpenFiles = 8192
+		l.OpenFiles = DefaultOpenFiles
+	}
+	if l.Memory == 0 {
+		l.Memory = DefaultMemory
+		if total := totalMemory(); total > 0 && total/2 < l.Memory {
+			l.Memory = total / 2
+		}
+	}
+	if l.DiskBudget == 0 {
+		l.DiskBudget = DefaultDiskBudget
+		if free := freeSpace(workspace); free > 0 && free/2 < l.DiskBudget {
+			l.DiskBudget = free / 2
+		}
 	}
 	return l
+}
+
+// ParseSize reads a size: a number of bytes with an optional unit (K, M,
+// G, T; KB/KiB alike, powers of 1024), or "none" (-1, no limit).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToLower(s))
+	if t == "none" || t == "off" {
+		return -1, nil
+	}
+	mult := int64(1)
+units:
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"t", 1 << 40}, {"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}, {"", 1}} {
+		for _, form := range []string{u.suffix + "ib", u.suffix + "b", u.suffix} {
+			if v, ok := strings.CutSuffix(t, form); ok && form != "" && form != "ib" {
+				t, mult = strings.TrimSpace(v), u.m
+				break units
+			}
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n <= 0 || n*float64(mult) > 1<<62 {
+		return 0, fmt.Errorf("bad size %q: write a positive number of bytes with an optional unit (512M, 2G) or none", s)
+	}
+	return int64(n * float64(mult)), nil
+}
+
+// FormatSize writes a size in the largest unit that keeps it readable.
+func FormatSize(n int64) string {
+	switch {
+	case n < 0:
+		return "none"
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // DefaultPolicy is workspace-write with the network off for a workspace:
@@ -222,15 +299,25 @@ type Host struct {
 	// Cgroup is where a pids cgroup can be made ("" when none can).
 	Cgroup    string `json:"cgroup,omitempty"`
 	CgroupErr string `json:"cgroup_error,omitempty"`
+	// MemoryCgroup and CPUCgroup are where a memory and a cpu cgroup can
+	// be made ("" when none can).
+	MemoryCgroup    string `json:"memory_cgroup,omitempty"`
+	MemoryCgroupErr string `json:"memory_cgroup_error,omitempty"`
+	CPUCgroup       string `json:"cpu_cgroup,omitempty"`
+	CPUCgroupErr    string `json:"cpu_cgroup_error,omitempty"`
 }
 
 // Mechanisms are what a Plan runs.
 type Mechanisms struct {
-	Namespaces bool   `json:"namespaces"`
-	Landlock   int    `json:"landlock_abi"` // the ABI used, 0 for none
-	Seccomp    bool   `json:"seccomp"`
-	Cgroup     string `json:"cgroup,omitempty"`
-	Rlimits    bool   `json:"rlimits"`
+	Namespaces bool `json:"namespaces"`
+	Landlock   int  `json:"landlock_abi"` // the ABI used, 0 for none
+	Seccomp    bool `json:"seccomp"`
+	// Cgroup, MemoryCgroup and CPUCgroup are the parents of the session's
+	// pids, memory and cpu cgroups ("" for none).
+	Cgroup       string `json:"cgroup,omitempty"`
+	MemoryCgroup string `json:"memory_cgroup,omitempty"`
+	CPUCgroup    string `json:"cpu_cgroup,omitempty"`
+	Rlimits      bool   `json:"rlimits"`
 }
 
 // Plan is a policy with the mechanisms that enforce it on this host.
@@ -274,8 +361,14 @@ func (pl *Plan) Enforced() string {
 	if m.Seccomp {
 		ms = append(ms, "seccomp")
 	}
-	if m.Cgroup != "" {
-		ms = append(ms, "pids cgroup")
+	var cgs []string
+	for _, c := range []struct{ name, dir string }{{"pids", m.Cgroup}, {"memory", m.MemoryCgroup}, {"cpu", m.CPUCgroup}} {
+		if c.dir != "" {
+			cgs = append(cgs, c.name)
+		}
+	}
+	if len(cgs) > 0 {
+		ms = append(ms, strings.Join(cgs, "+")+" cgroup")
 	}
 	if m.Rlimits {
 		ms = append(ms, "rlimits")
@@ -291,7 +384,7 @@ func (pl *Plan) Enforced() string {
 // is missing and the fallbacks that would accept it, when the policy cannot
 // be fully enforced and fallback does not accept the shortfall.
 func MakePlan(p Policy, h Host, fallback Fallback) (*Plan, error) {
-	p.Limits = p.Limits.norm()
+	p.Limits = p.Limits.norm(p.Workspace)
 	pl := &Plan{Policy: p}
 	if p.Mode == FullAccess && p.Network {
 		return pl, nil // nothing to enforce
@@ -325,9 +418,15 @@ func MakePlan(p Policy, h Host, fallback Fallback) (*Plan, error) {
 	pl.Mechanisms = Mechanisms{
 		Namespaces: h.UserNS,
 		Seccomp:    h.Seccomp,
-		Cgroup:     h.Cgroup,
 		Rlimits:    true,
 	}
+	if h.Cgroup != "" {
+		pl.Mechanisms.Cgroup = h.Cgroup
+	}
+	if h.MemoryCgroup != "" && p.Limits.Memory > 0 {
+		pl.Mechanisms.MemoryCgroup = h.MemoryCgroup
+	}
+	pl.Mechanisms.CPUCgroup = h.CPUCgroup
 	if needFS {
 		pl.Mechanisms.Landlock = min(h.LandlockABI, maxLandlockABI)
 	}
