@@ -30,6 +30,9 @@ const (
 	forkWindow = 10
 	forkPolls  = 3
 	forkBurst  = 64
+	// diskSlack is what a command may write past the disk budget once it
+	// was reached (the shell's own bookkeeping writes a little).
+	diskSlack = 1 << 20
 )
 
 // watcher watches the session's cgroups while it lives: it ends a fork
@@ -48,11 +51,13 @@ type watcher struct {
 	pidsSeen int64       // pids.events "max" already reported
 	oomSeen  int64       // oom_kill already reported
 
+	written int64         // bytes written by processes gone
+	perPid  map[int]int64 // bytes written by processes alive, last seen
+	overAt  int64         // the total at the last kill for the budget
+
 	// the watch loop's own
 	pidsLast int64
-	hitPolls uint64        // a bit per poll, the newest lowest: forks were refused
-	written  int64         // bytes written by processes gone
-	perPid   map[int]int64 // bytes written by processes alive, last seen
+	hitPolls uint64 // a bit per poll, the newest lowest: forks were refused
 }
 
 func newWatcher(groups []*group, lim Limits, kill func()) *watcher {
@@ -119,15 +124,31 @@ func (w *watcher) run(stop <-chan struct{}) {
 				continue
 			}
 		}
-		if w.lim.DiskBudget > 0 && w.any != nil && time.Since(lastDisk) >= diskEvery {
+		if time.Since(lastDisk) >= diskEvery {
 			lastDisk = time.Now()
-			before := w.total()
-			w.account()
-			if total := w.total(); total > w.lim.DiskBudget && total > before {
-				w.stop(&LimitError{Limit: "disk", msg: fmt.Sprintf("the session's commands have written %s to disk, past the session's budget of %s; the command was killed, and any command that writes more will be", FormatSize(total), FormatSize(w.lim.DiskBudget))})
+			w.mu.Lock()
+			err := w.checkDisk()
+			w.mu.Unlock()
+			if err != nil {
+				w.stop(err)
 			}
 		}
 	}
+}
+
+// checkDisk accounts what was written and reports a write past the
+// budget. w.mu is held.
+func (w *watcher) checkDisk() *LimitError {
+	if w.lim.DiskBudget <= 0 || w.any == nil {
+		return nil
+	}
+	w.account()
+	total := w.total()
+	if total <= max(w.lim.DiskBudget, w.overAt+diskSlack) {
+		return nil
+	}
+	w.overAt = total
+	return &LimitError{Limit: "disk", msg: fmt.Sprintf("the session's commands have written %s to disk, past the session's budget of %s; the command was killed, and so will be any command that writes more than %s more", FormatSize(total), FormatSize(w.lim.DiskBudget), FormatSize(diskSlack))}
 }
 
 func (w *watcher) stop(reason *LimitError) {
@@ -188,7 +209,6 @@ func (w *watcher) guard() error {
 	var errs []error
 	if w.reason != nil {
 		errs = append(errs, w.reason)
-		w.reason = nil
 	}
 	if w.pids != nil {
 		if n := w.pidsMax(); n > w.pidsSeen {
@@ -198,10 +218,14 @@ func (w *watcher) guard() error {
 			}
 		}
 	}
+	if err := w.checkDisk(); err != nil && w.reason == nil {
+		errs = append(errs, err) // written since the last poll
+	}
 	if n := w.oomKills(); n > w.oomSeen {
 		w.oomSeen = n
 		errs = append(errs, &LimitError{Limit: "memory", msg: fmt.Sprintf("a process of the command was killed for exceeding the sandbox's memory limit of %s", FormatSize(w.lim.Memory))})
 	}
+	w.reason = nil
 	switch len(errs) {
 	case 0:
 		return nil
