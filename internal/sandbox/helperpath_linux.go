@@ -104,3 +104,16 @@ func openHelper(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// helperCheck says which helper a policy's sandbox would run, and whether
+// it is safe from the sandbox's commands.
+func helperCheck(p Policy) (string, error) {
+	h, err := ChooseHelper(p.writable())
+	if err != nil {
+		return err.Error(), err
+	}
+	if me, err := os.Executable(); err == nil && me == h {
+		return h + " (truss itself, started through the descriptor it was started from)", nil
+	}
+	return h + " (outside every writable root, started through a descriptor opened when the session starts)", nil
+}

@@ -439,3 +439,109 @@ func orUnknown(s string) string {
 	}
 	return s
 }
+
+// landlockPathSockets is the Landlock ABI that restricts connecting to
+// Unix sockets named in the file system.
+const landlockPathSockets = 9
+
+// Protection is one way out of the sandbox, and whether a plan closes it
+// on this host.
+type Protection struct {
+	Name     string `json:"name"`
+	Enforced bool   `json:"enforced"`
+	// How is the mechanism that closes it, or why it is open.
+	How string `json:"how"`
+}
+
+// Protections lists each way out of the sandbox a plan closes, or leaves
+// open, on host h (the host the plan was made for).
+func (pl *Plan) Protections(h Host) []Protection {
+	m, p := pl.Mechanisms, pl.Policy
+	active := pl.Active()
+	var out []Protection
+	add := func(name string, ok bool, how string) {
+		out = append(out, Protection{Name: name, Enforced: ok, How: how})
+	}
+	none := "no sandbox"
+	if !active {
+		for _, n := range []string{"helper", "terminal", "unix sockets", "abstract sockets", "signals", "descriptors", "namespaces", "architectures", "memory", "cpu", "processes", "file size", "disk budget"} {
+			add(n, false, none)
+		}
+		return out
+	}
+	helper, herr := helperCheck(p)
+	add("helper", herr == nil, helper)
+	switch {
+	case m.Seccomp:
+		add("terminal", true, "a new session without a controlling terminal; TIOCSTI and TIOCLINUX refused (seccomp)")
+	default:
+		add("terminal", false, "a new session without a controlling terminal, but TIOCSTI is not refused on a terminal a command opens (no seccomp)")
+	}
+	switch {
+	case p.Network:
+		add("unix sockets", false, "the network is on")
+	case m.Landlock >= landlockPathSockets:
+		add("unix sockets", true, fmt.Sprintf("Landlock v%d refuses sockets named in the file system outside the sandbox", m.Landlock))
+	case m.Seccomp:
+		add("unix sockets", true, fmt.Sprintf("seccomp refuses connect() and datagram sockets (Landlock v%d cannot tell the sandbox's own sockets apart; v%d can); socketpair works", m.Landlock, landlockPathSockets))
+	default:
+		add("unix sockets", false, "no seccomp and no Landlock v9")
+	}
+	switch {
+	case p.Network:
+		add("abstract sockets", false, "the network is on")
+	case m.Namespaces:
+		add("abstract sockets", true, "a network namespace of its own")
+	case m.Landlock >= 6:
+		add("abstract sockets", true, "Landlock scope")
+	default:
+		add("abstract sockets", false, "no network namespace and no Landlock v6")
+	}
+	switch {
+	case m.Namespaces:
+		add("signals", true, "a PID namespace of its own")
+	case m.Landlock >= 6:
+		add("signals", true, "Landlock scope")
+	default:
+		add("signals", false, "no PID namespace and no Landlock v6: commands can signal the user's processes")
+	}
+	add("descriptors", true, "every descriptor but 0, 1 and 2 is closed before the command runs")
+	if m.Seccomp {
+		add("namespaces", true, "seccomp refuses unshare, setns and clone with namespace flags; clone3 answers ENOSYS")
+		add("architectures", true, "seccomp kills system calls of any architecture but the native one; x32 calls fail")
+	} else {
+		add("namespaces", false, "no seccomp")
+		add("architectures", false, "no seccomp")
+	}
+	switch {
+	case p.Limits.Memory < 0:
+		add("memory", false, "no limit requested")
+	case m.MemoryCgroup != "":
+		add("memory", true, fmt.Sprintf("memory cgroup: %s for the session", FormatSize(p.Limits.Memory)))
+	default:
+		add("memory", false, fmt.Sprintf("RLIMIT_DATA %s per process only (no memory cgroup: %s)", FormatSize(p.Limits.Memory), orUnknown(h.MemoryCgroupErr)))
+	}
+	if m.CPUCgroup != "" {
+		add("cpu", true, "cpu cgroup at a tenth of the default weight; niced")
+	} else {
+		add("cpu", false, "niced only (no cpu cgroup: "+orUnknown(h.CPUCgroupErr)+")")
+	}
+	switch {
+	case m.Cgroup != "":
+		add("processes", true, fmt.Sprintf("pids cgroup: %d; a command that keeps hitting it is killed", p.Limits.Pids))
+	case os.Getuid() == 0:
+		add("processes", false, "RLIMIT_NPROC only, which root ignores (no pids cgroup: "+orUnknown(h.CgroupErr)+")")
+	default:
+		add("processes", true, fmt.Sprintf("RLIMIT_NPROC %d (no pids cgroup: %s)", p.Limits.Pids, orUnknown(h.CgroupErr)))
+	}
+	add("file size", true, "RLIMIT_FSIZE "+FormatSize(p.Limits.FileSize))
+	switch {
+	case p.Limits.DiskBudget < 0:
+		add("disk budget", false, "no budget requested")
+	case m.Cgroup != "" || m.MemoryCgroup != "" || m.CPUCgroup != "":
+		add("disk budget", true, FormatSize(p.Limits.DiskBudget)+" written per session; a command past it is killed")
+	default:
+		add("disk budget", false, "no cgroup to account the session's writes by")
+	}
+	return out
+}

@@ -29,9 +29,6 @@ import (
 // named in the file system); newer kernels are used at that level.
 const maxLandlockABI = 9
 
-// landlockPathSockets is the Landlock ABI that restricts connecting to
-// Unix sockets named in the file system.
-const landlockPathSockets = 9
 
 // HelperArg is the first argument that makes the truss binary the sandbox
 // helper (see RunHelper).
