@@ -29,7 +29,6 @@ import (
 // named in the file system); newer kernels are used at that level.
 const maxLandlockABI = 9
 
-
 // HelperArg is the first argument that makes the truss binary the sandbox
 // helper (see RunHelper).
 const HelperArg = helper.Arg
@@ -353,7 +352,8 @@ const networkEnv = "TRUSS_SANDBOX_NETWORK_DISABLED=1"
 
 // Prepare implements the shell's Launcher: cmd is rewritten to start the
 // helper, which sets up the sandbox and then executes cmd's program with
-// cmd's arguments and environment.
+// cmd's arguments and environment. Only its standard streams reach the
+// program: cmd.ExtraFiles, and any other descriptor, are closed first.
 func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
 	pl := s.plan
 	if !pl.Active() {

@@ -69,4 +69,6 @@ func totalMemory() int64 { return 0 }
 func freeSpace(string) int64 { return 0 }
 
 // helperCheck says which helper a policy's sandbox would run: none here.
-func helperCheck(Policy) (string, error) { return "no sandbox off Linux", errors.New("no sandbox off Linux") }
+func helperCheck(Policy) (string, error) {
+	return "no sandbox off Linux", errors.New("no sandbox off Linux")
+}
