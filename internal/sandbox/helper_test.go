@@ -227,6 +227,8 @@ func TestChooseHelper(t *testing.T) {
 		{"in a writable root", []string{bin}, self},
 		{"below a writable root", []string{dir}, self},
 		{"writable through a symlink", []string{link}, self},
+		{"full access", sandbox.HelperRoots(sandbox.Policy{Mode: sandbox.FullAccess, Workspace: filepath.Join(dir, "ws")}), self},
+		{"workspace-write", sandbox.HelperRoots(sandbox.Policy{Mode: sandbox.WorkspaceWrite, Workspace: filepath.Join(dir, "ws")}), small},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

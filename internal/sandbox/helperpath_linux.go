@@ -105,10 +105,19 @@ func openHelper(path string) (*os.File, error) {
 	return f, nil
 }
 
+// helperRoots are the places a policy's commands may write, for choosing
+// the helper: everything, in full access.
+func (p Policy) helperRoots() []string {
+	if p.Mode == FullAccess {
+		return []string{"/"}
+	}
+	return p.writable()
+}
+
 // helperCheck says which helper a policy's sandbox would run, and whether
 // it is safe from the sandbox's commands.
 func helperCheck(p Policy) (string, error) {
-	h, err := ChooseHelper(p.writable())
+	h, err := ChooseHelper(p.helperRoots())
 	if err != nil {
 		return err.Error(), err
 	}

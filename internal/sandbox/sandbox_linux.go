@@ -218,7 +218,7 @@ func New(pl *Plan) (*Sandbox, error) {
 	if !pl.Active() {
 		return s, nil
 	}
-	self, err := ChooseHelper(pl.Policy.writable())
+	self, err := ChooseHelper(pl.Policy.helperRoots())
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
