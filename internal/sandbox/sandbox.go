@@ -177,7 +177,7 @@ units:
 		}
 	}
 	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n <= 0 || n*float64(mult) > 1<<62 {
+	if err != nil || !(n*float64(mult) >= 1 && n*float64(mult) <= 1<<62) { // NaN fails too
 		return 0, fmt.Errorf("bad size %q: write a positive number of bytes with an optional unit (512M, 2G) or none", s)
 	}
 	return int64(n * float64(mult)), nil
