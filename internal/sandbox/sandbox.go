@@ -3,18 +3,26 @@
 // full access, with the network off (the default) or on.
 //
 // Truss never sandboxes itself. The persistent shell is started through a
-// Launcher that re-executes the truss binary as a helper
-// ("truss __sandbox-exec") in new user, mount, PID, network, IPC and UTS
-// namespaces. The helper, alone in those namespaces, makes its mounts
-// private, mounts a fresh /proc (so the harness's processes and their
-// environment are invisible), binds the protected paths (a workspace's
-// .git) read-only, joins a pids cgroup when the host offers one, sets
-// resource limits, applies a Landlock ruleset (read everywhere, write only
-// the writable roots; no TCP when the network is off), loads a seccomp
-// filter (no ptrace, no io_uring, no mount changes; no sockets but Unix
-// ones when the network is off), and only then executes bash. Everything the
-// shell runs inherits all of it, and when the shell is killed at a timeout,
-// the PID namespace takes every process it started down with it.
+// Launcher that re-executes the truss binary (or truss-sandbox, never from
+// a place commands can write, and always through a descriptor opened when
+// the sandbox was made) as a helper ("truss __sandbox-exec") in a new
+// session, without a controlling terminal, and in new user, mount, PID,
+// network, IPC and UTS namespaces. The helper, alone in those namespaces,
+// joins the session's cgroups (pids, memory, a low CPU weight), makes its
+// mounts private, mounts a fresh /proc (so the harness's processes and
+// their environment are invisible), binds the protected paths (a
+// workspace's .git) read-only, sets resource limits, applies a Landlock
+// ruleset (read everywhere, write only the writable roots; no TCP, and no
+// Unix socket outside the sandbox, when the network is off; no signals
+// outside it), loads a seccomp filter (no other architecture's calls, no
+// ptrace, no io_uring, no mounts, no namespaces, no typing into a
+// terminal; no sockets but Unix ones, and none of those reaching outside,
+// when the network is off), closes every descriptor but the standard
+// streams, and only then executes bash. Everything the shell runs inherits
+// all of it, and when the shell is killed at a timeout, the PID namespace
+// takes every process it started down with it. A watcher ends a fork bomb
+// or a command past the disk budget as soon as it sees one, and Guard tells
+// the shell which limit a command broke.
 //
 // What a host can enforce varies: Probe reports it and Plan turns a Policy
 // into the mechanisms that will run, refusing to start when the policy
