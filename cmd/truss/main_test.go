@@ -55,6 +55,7 @@ func TestScripts(t *testing.T) {
 			e.Setenv("GOTOOLCHAIN", "local")
 			return nil
 		},
+		Condition: sandboxCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"simserve":    simServe,
 			"unpackdemo":  unpackDemo,
@@ -64,6 +65,28 @@ func TestScripts(t *testing.T) {
 			"checkdsse":   checkDSSE,
 		},
 	})
+}
+
+// sandboxCondition answers [sandbox:NAME]: whether this host enforces
+// the sandbox protection NAME ("memory", "disk-budget", …; see truss
+// sandbox check) for a workspace-write sandbox with the network off.
+func sandboxCondition(cond string) (bool, error) {
+	name, ok := strings.CutPrefix(cond, "sandbox:")
+	if !ok {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	name = strings.ReplaceAll(name, "-", " ")
+	host := sandbox.Probe()
+	pl, err := sandbox.MakePlan(sandbox.DefaultPolicy(os.TempDir(), os.TempDir()), host, sandbox.NoFallback)
+	if err != nil {
+		return false, nil
+	}
+	for _, p := range pl.Protections(host) {
+		if p.Name == name {
+			return p.Enforced, nil
+		}
+	}
+	return false, fmt.Errorf("no sandbox protection %q", name)
 }
 
 // simserve DIALECT SCRIPT|demo [ROOT]: serves the simulated model for the

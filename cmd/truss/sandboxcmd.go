@@ -47,10 +47,13 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 			Plan     *sandbox.Plan `json:"plan,omitempty"`
 			Error    string        `json:"error,omitempty"`
 			Helper   string        `json:"helper,omitempty"`
+			// Protections are the ways out, closed or open on this host.
+			Protections []sandbox.Protection `json:"protections,omitempty"`
 		}{Host: host, Plan: pl}
 		out.Helper, _ = sandbox.HelperPath()
 		if pl != nil {
 			out.Enforced = pl.Enforced()
+			out.Protections = pl.Protections(host)
 		}
 		if planErr != nil {
 			out.Error = planErr.Error()
@@ -71,15 +74,19 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 		if host.LandlockABI == 0 {
 			ll = "no (" + host.LandlockErr + ")"
 		}
-		cg := host.Cgroup
-		if cg == "" {
-			cg = "no (" + host.CgroupErr + "); RLIMIT_NPROC instead, which root ignores"
+		cgroup := func(dir, why, instead string) string {
+			if dir != "" {
+				return dir
+			}
+			return "no (" + why + "); " + instead
 		}
 		fmt.Fprintf(stdout, "host: %s\n", host.OS)
 		fmt.Fprintf(stdout, "  user namespaces  %s\n", yes(host.UserNS, host.UserNSErr))
 		fmt.Fprintf(stdout, "  landlock         %s\n", ll)
 		fmt.Fprintf(stdout, "  seccomp          %s\n", yes(host.Seccomp, "the kernel has no seccomp filters"))
-		fmt.Fprintf(stdout, "  pids cgroup      %s\n", cg)
+		fmt.Fprintf(stdout, "  pids cgroup      %s\n", cgroup(host.Cgroup, host.CgroupErr, "RLIMIT_NPROC instead, which root ignores"))
+		fmt.Fprintf(stdout, "  memory cgroup    %s\n", cgroup(host.MemoryCgroup, host.MemoryCgroupErr, "RLIMIT_DATA per process instead"))
+		fmt.Fprintf(stdout, "  cpu cgroup       %s\n", cgroup(host.CPUCgroup, host.CPUCgroupErr, "nice only"))
 		fmt.Fprintf(stdout, "policy: --sandbox %s --network %s for %s\n", w.sandbox, w.network, root)
 		if pl != nil {
 			fmt.Fprintf(stdout, "would run: %s\n", pl.Enforced())
@@ -91,6 +98,14 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 				if h, err := sandbox.HelperPath(); err == nil {
 					fmt.Fprintf(stdout, "helper: %s\n", h)
 				}
+			}
+			fmt.Fprintf(stdout, "protections:\n")
+			for _, p := range pl.Protections(host) {
+				state := "enforced"
+				if !p.Enforced {
+					state = "NOT enforced"
+				}
+				fmt.Fprintf(stdout, "  %-17s %-12s %s\n", p.Name, state, p.How)
 			}
 		}
 	}

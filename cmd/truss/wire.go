@@ -257,6 +257,8 @@ type workspaceFlags struct {
 	sandbox   string // --sandbox
 	network   string // --network
 	fallback  string // --sandbox-fallback
+	memory    string // --memory
+	disk      string // --disk-budget
 }
 
 func (w *workspaceFlags) register(fs *flag.FlagSet) {
@@ -274,6 +276,8 @@ func (w *workspaceFlags) registerSandbox(fs *flag.FlagSet) {
 	fs.StringVar(&w.sandbox, "sandbox", "", "what commands may write: read-only, workspace-write (the workspace, --add-dir roots, build caches; the default) or full")
 	fs.StringVar(&w.network, "network", "", "network access for commands: off (Unix sockets only; the default) or on")
 	fs.StringVar(&w.fallback, "sandbox-fallback", "", "accept a weaker mode when this host cannot enforce the sandbox: landlock-only or none")
+	fs.StringVar(&w.memory, "memory", "", "memory limit of the session's commands together, e.g. 2G (default 4G or half the RAM; none for no limit)")
+	fs.StringVar(&w.disk, "disk-budget", "", "bytes the session's commands may write to disk, e.g. 10G (default half the free space, at most 64G; none for no budget)")
 }
 
 // plan decides the sandbox of a workspace on this host: the flags, else
@@ -306,6 +310,18 @@ func (w *workspaceFlags) plan(root, tmp string, cfg *config.Config) (*sandbox.Pl
 	}
 	p := sandbox.DefaultPolicy(root, tmp)
 	p.Mode, p.Network = mode, network
+	for _, f := range []struct {
+		flag, v string
+		to      *int64
+	}{{"--memory", w.memory, &p.Limits.Memory}, {"--disk-budget", w.disk, &p.Limits.DiskBudget}} {
+		if f.v != "" {
+			n, err := sandbox.ParseSize(f.v)
+			if err != nil {
+				return nil, usagef("%s: %v", f.flag, err)
+			}
+			*f.to = n
+		}
+	}
 	// The signing key (a command that read it could forge a ledger) and
 	// the saved sessions are hidden from every sandboxed process.
 	if dir, err := ledger.KeyDir(); err == nil {

@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 	if sandbox.IsHelper() {
 		sandbox.RunHelper() // the sandbox re-executes this test binary as its helper
 	}
+	if spec := os.Getenv(childEnv); spec != "" {
+		runChild(spec) // a truss-like process for an attack (boundary_test.go)
+	}
 	os.Exit(m.Run())
 }
 
@@ -33,6 +36,12 @@ type box struct {
 }
 
 func newBox(t *testing.T, mode sandbox.Mode, network bool) *box {
+	t.Helper()
+	return newBoxWith(t, mode, network, nil)
+}
+
+// newBoxWith is newBox with a policy adjusted by adjust.
+func newBoxWith(t *testing.T, mode sandbox.Mode, network bool, adjust func(*sandbox.Policy)) *box {
 	t.Helper()
 	host := sandbox.Probe()
 	if !host.UserNS || host.LandlockABI < 1 || !host.Seccomp {
@@ -55,6 +64,9 @@ func newBox(t *testing.T, mode sandbox.Mode, network bool) *box {
 	os.WriteFile(filepath.Join(base, "home", "sessions", "s1", "transcript.jsonl"), []byte("SESSION-4711"), 0o600)
 	p.Hidden = []string{filepath.Join(base, "home", "ledger.key"), filepath.Join(base, "home", "sessions")}
 	p.Limits.Pids = 256
+	if adjust != nil {
+		adjust(&p)
+	}
 	pl, err := sandbox.MakePlan(p, host, sandbox.NoFallback)
 	if err != nil {
 		t.Fatal(err)

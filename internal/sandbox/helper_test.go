@@ -174,3 +174,103 @@ func TestStartHelperFails(t *testing.T) {
 		t.Errorf("shell: %+v", r)
 	}
 }
+
+// TestHelperNotFromWritableRoot: a helper the sandboxed commands could
+// replace is never run. truss built into the workspace, with a
+// truss-sandbox beside it (as a command could leave one), runs itself
+// as the helper; TRUSS_SANDBOX_HELPER in a writable root is refused.
+func TestHelperNotFromWritableRoot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds truss")
+	}
+	b := newBox(t, sandbox.WorkspaceWrite, false)
+	truss := buildBinary(t, "github.com/trussdev/truss/cmd/truss")
+	inWS := filepath.Join(b.ws, "truss")
+	copyFile(t, truss, inWS, 0o755)
+	marker := filepath.Join(b.outside, "helper-ran")
+	os.WriteFile(filepath.Join(b.ws, sandbox.HelperName), []byte("#!/bin/sh\ntouch "+marker+"\nshift\nexec \"$@\"\n"), 0o755)
+	cmd := exec.Command(inWS, "tool", "call", "--root", b.ws, "--tool", "bash", "--input", `{"command":"echo confined > ../outside/escaped || echo refused"}`)
+	cmd.Env = append(os.Environ(), "TRUSS_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if exists(marker) {
+		t.Error("the truss-sandbox in the workspace ran")
+	}
+	if exists(filepath.Join(b.outside, "escaped")) || !strings.Contains(string(out), "refused") {
+		t.Errorf("the command was not confined: %v %s", err, out)
+	}
+	// A helper named by the environment inside a writable root.
+	t.Setenv("TRUSS_SANDBOX_HELPER", filepath.Join(b.ws, sandbox.HelperName))
+	if _, err := sandbox.New(b.sb.Plan()); err == nil || !strings.Contains(err.Error(), "which sandboxed commands can write") {
+		t.Errorf("a helper in the workspace was accepted: %v", err)
+	}
+}
+
+// TestChooseHelper: the small helper next to truss is used only when
+// neither it nor its directory is writable by commands, symlinks
+// resolved.
+func TestChooseHelper(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	self := filepath.Join(bin, "truss")
+	os.WriteFile(self, []byte("x"), 0o755)
+	small := filepath.Join(bin, sandbox.HelperName)
+	os.WriteFile(small, []byte("x"), 0o755)
+	link := filepath.Join(dir, "link")
+	os.Symlink(bin, link)
+	cases := []struct {
+		name     string
+		writable []string
+		want     string
+	}{
+		{"outside", []string{filepath.Join(dir, "ws")}, small},
+		{"in a writable root", []string{bin}, self},
+		{"below a writable root", []string{dir}, self},
+		{"writable through a symlink", []string{link}, self},
+		{"full access", sandbox.HelperRoots(sandbox.Policy{Mode: sandbox.FullAccess, Workspace: filepath.Join(dir, "ws")}), self},
+		{"workspace-write", sandbox.HelperRoots(sandbox.Policy{Mode: sandbox.WorkspaceWrite, Workspace: filepath.Join(dir, "ws")}), small},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("TRUSS_SANDBOX_HELPER", "")
+			if got := sandbox.ChooseHelperFor(self, c.writable); got != c.want {
+				t.Errorf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+// TestHelperReplacedAfterStart: the helper is started through the
+// descriptor the sandbox opened; a file put at its path later does not
+// run.
+func TestHelperReplacedAfterStart(t *testing.T) {
+	helper := buildHelper(t)
+	t.Setenv("TRUSS_SANDBOX_HELPER", helper)
+	b := newBox(t, sandbox.WorkspaceWrite, false)
+	marker := filepath.Join(b.outside, "replacement-ran")
+	repl := helper + ".new"
+	os.WriteFile(repl, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755)
+	if err := os.Rename(repl, helper); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the first shell's helper, and one started after
+		if r := b.run(t, "echo ok; exit 7", 0); r.Stdout != "ok\n" {
+			t.Fatalf("run %d: %+v", i, r)
+		}
+		b.sh.Restart()
+	}
+	if exists(marker) {
+		t.Error("the file put at the helper's path ran")
+	}
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, mode); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,18 +3,26 @@
 // full access, with the network off (the default) or on.
 //
 // Truss never sandboxes itself. The persistent shell is started through a
-// Launcher that re-executes the truss binary as a helper
-// ("truss __sandbox-exec") in new user, mount, PID, network, IPC and UTS
-// namespaces. The helper, alone in those namespaces, makes its mounts
-// private, mounts a fresh /proc (so the harness's processes and their
-// environment are invisible), binds the protected paths (a workspace's
-// .git) read-only, joins a pids cgroup when the host offers one, sets
-// resource limits, applies a Landlock ruleset (read everywhere, write only
-// the writable roots; no TCP when the network is off), loads a seccomp
-// filter (no ptrace, no io_uring, no mount changes; no sockets but Unix
-// ones when the network is off), and only then executes bash. Everything the
-// shell runs inherits all of it, and when the shell is killed at a timeout,
-// the PID namespace takes every process it started down with it.
+// Launcher that re-executes the truss binary (or truss-sandbox, never from
+// a place commands can write, and always through a descriptor opened when
+// the sandbox was made) as a helper ("truss __sandbox-exec") in a new
+// session, without a controlling terminal, and in new user, mount, PID,
+// network, IPC and UTS namespaces. The helper, alone in those namespaces,
+// joins the session's cgroups (pids, memory, a low CPU weight), makes its
+// mounts private, mounts a fresh /proc (so the harness's processes and
+// their environment are invisible), binds the protected paths (a
+// workspace's .git) read-only, sets resource limits, applies a Landlock
+// ruleset (read everywhere, write only the writable roots; no TCP, and no
+// Unix socket outside the sandbox, when the network is off; no signals
+// outside it), loads a seccomp filter (no other architecture's calls, no
+// ptrace, no io_uring, no mounts, no namespaces, no typing into a
+// terminal; no sockets but Unix ones, and none of those reaching outside,
+// when the network is off), closes every descriptor but the standard
+// streams, and only then executes bash. Everything the shell runs inherits
+// all of it, and when the shell is killed at a timeout, the PID namespace
+// takes every process it started down with it. A watcher ends a fork bomb
+// or a command past the disk budget as soon as it sees one, and Guard tells
+// the shell which limit a command broke.
 //
 // What a host can enforce varies: Probe reports it and Plan turns a Policy
 // into the mechanisms that will run, refusing to start when the policy
@@ -27,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -103,24 +112,100 @@ type Limits struct {
 	// else RLIMIT_NPROC, which root ignores); 0 means 4096.
 	Pids int `json:"pids"`
 	// FileSize bounds the size of a file a process writes (RLIMIT_FSIZE);
-	// 0 means 8 GiB.
+	// 0 means 4 GiB.
 	FileSize int64 `json:"file_size"`
 	// OpenFiles bounds open descriptors per process (RLIMIT_NOFILE); 0
 	// means 8192.
 	OpenFiles uint64 `json:"open_files"`
+	// Memory bounds the memory of the session's commands together (a
+	// memory cgroup, else RLIMIT_DATA per process); 0 means 4 GiB or half
+	// the machine's memory, whichever is less; negative means no limit.
+	Memory int64 `json:"memory"`
+	// DiskBudget bounds the bytes the session's commands write to disk,
+	// all together; a command that writes past it is killed. 0 means half
+	// the free space of the workspace's file system when the session
+	// starts, at most 64 GiB; negative means no budget.
+	DiskBudget int64 `json:"disk_budget"`
 }
 
-func (l Limits) norm() Limits {
+// The defaults of Limits.
+const (
+	DefaultPids       = 4096
+	DefaultFileSize   = 4 << 30
+	DefaultOpenFiles  = 8192
+	DefaultMemory     = 4 << 30
+	DefaultDiskBudget = 64 << 30
+)
+
+// norm fills in the defaults; workspace is where the disk budget is
+// measured from.
+func (l Limits) norm(workspace string) Limits {
 	if l.Pids == 0 {
-		l.Pids = 4096
+		l.Pids = DefaultPids
 	}
 	if l.FileSize == 0 {
-		l.FileSize = 8 << 30
+		l.FileSize = DefaultFileSize
 	}
 	if l.OpenFiles == 0 {
-		l.OpenFiles = 8192
+		l.OpenFiles = DefaultOpenFiles
+	}
+	if l.Memory == 0 {
+		l.Memory = DefaultMemory
+		if total := totalMemory(); total > 0 && total/2 < l.Memory {
+			l.Memory = total / 2
+		}
+	}
+	if l.DiskBudget == 0 {
+		l.DiskBudget = DefaultDiskBudget
+		if free := freeSpace(workspace); free > 0 && free/2 < l.DiskBudget {
+			l.DiskBudget = free / 2
+		}
 	}
 	return l
+}
+
+// ParseSize reads a size: a number of bytes with an optional unit (K, M,
+// G, T; KB/KiB alike, powers of 1024), or "none" (-1, no limit).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToLower(s))
+	if t == "none" || t == "off" {
+		return -1, nil
+	}
+	mult := int64(1)
+units:
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"t", 1 << 40}, {"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}, {"", 1}} {
+		for _, form := range []string{u.suffix + "ib", u.suffix + "b", u.suffix} {
+			if v, ok := strings.CutSuffix(t, form); ok && form != "" && form != "ib" {
+				t, mult = strings.TrimSpace(v), u.m
+				break units
+			}
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || !(n*float64(mult) >= 1 && n*float64(mult) <= 1<<62) { // NaN fails too
+		return 0, fmt.Errorf("bad size %q: write a positive number of bytes with an optional unit (512M, 2G) or none", s)
+	}
+	return int64(n * float64(mult)), nil
+}
+
+// FormatSize writes a size in the largest unit that keeps it readable.
+func FormatSize(n int64) string {
+	switch {
+	case n < 0:
+		return "none"
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // DefaultPolicy is workspace-write with the network off for a workspace:
@@ -222,15 +307,25 @@ type Host struct {
 	// Cgroup is where a pids cgroup can be made ("" when none can).
 	Cgroup    string `json:"cgroup,omitempty"`
 	CgroupErr string `json:"cgroup_error,omitempty"`
+	// MemoryCgroup and CPUCgroup are where a memory and a cpu cgroup can
+	// be made ("" when none can).
+	MemoryCgroup    string `json:"memory_cgroup,omitempty"`
+	MemoryCgroupErr string `json:"memory_cgroup_error,omitempty"`
+	CPUCgroup       string `json:"cpu_cgroup,omitempty"`
+	CPUCgroupErr    string `json:"cpu_cgroup_error,omitempty"`
 }
 
 // Mechanisms are what a Plan runs.
 type Mechanisms struct {
-	Namespaces bool   `json:"namespaces"`
-	Landlock   int    `json:"landlock_abi"` // the ABI used, 0 for none
-	Seccomp    bool   `json:"seccomp"`
-	Cgroup     string `json:"cgroup,omitempty"`
-	Rlimits    bool   `json:"rlimits"`
+	Namespaces bool `json:"namespaces"`
+	Landlock   int  `json:"landlock_abi"` // the ABI used, 0 for none
+	Seccomp    bool `json:"seccomp"`
+	// Cgroup, MemoryCgroup and CPUCgroup are the parents of the session's
+	// pids, memory and cpu cgroups ("" for none).
+	Cgroup       string `json:"cgroup,omitempty"`
+	MemoryCgroup string `json:"memory_cgroup,omitempty"`
+	CPUCgroup    string `json:"cpu_cgroup,omitempty"`
+	Rlimits      bool   `json:"rlimits"`
 }
 
 // Plan is a policy with the mechanisms that enforce it on this host.
@@ -274,8 +369,14 @@ func (pl *Plan) Enforced() string {
 	if m.Seccomp {
 		ms = append(ms, "seccomp")
 	}
-	if m.Cgroup != "" {
-		ms = append(ms, "pids cgroup")
+	var cgs []string
+	for _, c := range []struct{ name, dir string }{{"pids", m.Cgroup}, {"memory", m.MemoryCgroup}, {"cpu", m.CPUCgroup}} {
+		if c.dir != "" {
+			cgs = append(cgs, c.name)
+		}
+	}
+	if len(cgs) > 0 {
+		ms = append(ms, strings.Join(cgs, "+")+" cgroup")
 	}
 	if m.Rlimits {
 		ms = append(ms, "rlimits")
@@ -291,7 +392,7 @@ func (pl *Plan) Enforced() string {
 // is missing and the fallbacks that would accept it, when the policy cannot
 // be fully enforced and fallback does not accept the shortfall.
 func MakePlan(p Policy, h Host, fallback Fallback) (*Plan, error) {
-	p.Limits = p.Limits.norm()
+	p.Limits = p.Limits.norm(p.Workspace)
 	pl := &Plan{Policy: p}
 	if p.Mode == FullAccess && p.Network {
 		return pl, nil // nothing to enforce
@@ -325,9 +426,15 @@ func MakePlan(p Policy, h Host, fallback Fallback) (*Plan, error) {
 	pl.Mechanisms = Mechanisms{
 		Namespaces: h.UserNS,
 		Seccomp:    h.Seccomp,
-		Cgroup:     h.Cgroup,
 		Rlimits:    true,
 	}
+	if h.Cgroup != "" {
+		pl.Mechanisms.Cgroup = h.Cgroup
+	}
+	if h.MemoryCgroup != "" && p.Limits.Memory > 0 {
+		pl.Mechanisms.MemoryCgroup = h.MemoryCgroup
+	}
+	pl.Mechanisms.CPUCgroup = h.CPUCgroup
 	if needFS {
 		pl.Mechanisms.Landlock = min(h.LandlockABI, maxLandlockABI)
 	}
@@ -339,4 +446,110 @@ func orUnknown(s string) string {
 		return "unavailable"
 	}
 	return s
+}
+
+// landlockPathSockets is the Landlock ABI that restricts connecting to
+// Unix sockets named in the file system.
+const landlockPathSockets = 9
+
+// Protection is one way out of the sandbox, and whether a plan closes it
+// on this host.
+type Protection struct {
+	Name     string `json:"name"`
+	Enforced bool   `json:"enforced"`
+	// How is the mechanism that closes it, or why it is open.
+	How string `json:"how"`
+}
+
+// Protections lists each way out of the sandbox a plan closes, or leaves
+// open, on host h (the host the plan was made for).
+func (pl *Plan) Protections(h Host) []Protection {
+	m, p := pl.Mechanisms, pl.Policy
+	active := pl.Active()
+	var out []Protection
+	add := func(name string, ok bool, how string) {
+		out = append(out, Protection{Name: name, Enforced: ok, How: how})
+	}
+	none := "no sandbox"
+	if !active {
+		for _, n := range []string{"helper", "terminal", "unix sockets", "abstract sockets", "signals", "descriptors", "namespaces", "architectures", "memory", "cpu", "processes", "file size", "disk budget"} {
+			add(n, false, none)
+		}
+		return out
+	}
+	helper, herr := helperCheck(p)
+	add("helper", herr == nil, helper)
+	switch {
+	case m.Seccomp:
+		add("terminal", true, "a new session without a controlling terminal; TIOCSTI and TIOCLINUX refused (seccomp)")
+	default:
+		add("terminal", false, "a new session without a controlling terminal, but TIOCSTI is not refused on a terminal a command opens (no seccomp)")
+	}
+	switch {
+	case p.Network:
+		add("unix sockets", false, "the network is on")
+	case m.Landlock >= landlockPathSockets:
+		add("unix sockets", true, fmt.Sprintf("Landlock v%d refuses sockets named in the file system outside the sandbox", m.Landlock))
+	case m.Seccomp:
+		add("unix sockets", true, fmt.Sprintf("seccomp refuses connect() and datagram sockets (Landlock v%d cannot tell the sandbox's own sockets apart; v%d can); socketpair works", m.Landlock, landlockPathSockets))
+	default:
+		add("unix sockets", false, "no seccomp and no Landlock v9")
+	}
+	switch {
+	case p.Network:
+		add("abstract sockets", false, "the network is on")
+	case m.Namespaces:
+		add("abstract sockets", true, "a network namespace of its own")
+	case m.Landlock >= 6:
+		add("abstract sockets", true, "Landlock scope")
+	default:
+		add("abstract sockets", false, "no network namespace and no Landlock v6")
+	}
+	switch {
+	case m.Namespaces:
+		add("signals", true, "a PID namespace of its own")
+	case m.Landlock >= 6:
+		add("signals", true, "Landlock scope")
+	default:
+		add("signals", false, "no PID namespace and no Landlock v6: commands can signal the user's processes")
+	}
+	add("descriptors", true, "every descriptor but 0, 1 and 2 is closed before the command runs")
+	if m.Seccomp {
+		add("namespaces", true, "seccomp refuses unshare, setns and clone with namespace flags; clone3 answers ENOSYS")
+		add("architectures", true, "seccomp kills system calls of any architecture but the native one; x32 calls fail")
+	} else {
+		add("namespaces", false, "no seccomp")
+		add("architectures", false, "no seccomp")
+	}
+	switch {
+	case p.Limits.Memory < 0:
+		add("memory", false, "no limit requested")
+	case m.MemoryCgroup != "":
+		add("memory", true, fmt.Sprintf("memory cgroup: %s for the session", FormatSize(p.Limits.Memory)))
+	default:
+		add("memory", false, fmt.Sprintf("RLIMIT_DATA %s per process only (no memory cgroup: %s)", FormatSize(p.Limits.Memory), orUnknown(h.MemoryCgroupErr)))
+	}
+	if m.CPUCgroup != "" {
+		add("cpu", true, "cpu cgroup at a tenth of the default weight; niced")
+	} else {
+		add("cpu", false, "niced only (no cpu cgroup: "+orUnknown(h.CPUCgroupErr)+")")
+	}
+	switch {
+	case m.Cgroup != "":
+		add("processes", true, fmt.Sprintf("pids cgroup: %d; a command that keeps hitting it is killed", p.Limits.Pids))
+	case os.Getuid() == 0:
+		add("processes", false, "RLIMIT_NPROC only, which root ignores (no pids cgroup: "+orUnknown(h.CgroupErr)+")")
+	default:
+		add("processes", true, fmt.Sprintf("RLIMIT_NPROC %d (no pids cgroup: %s)", p.Limits.Pids, orUnknown(h.CgroupErr)))
+	}
+	add("file size", true, "RLIMIT_FSIZE "+FormatSize(p.Limits.FileSize))
+	switch {
+	case p.Limits.DiskBudget < 0:
+		add("disk budget", false, "no budget requested")
+	case m.Cgroup != "" || m.MemoryCgroup != "" || m.CPUCgroup != "":
+		add("disk budget", true, FormatSize(p.Limits.DiskBudget)+" written per session; a command past it is killed")
+	default:
+		add("disk budget", false, "no cgroup to account the session's writes by")
+	}
+	return out
 }

@@ -19,16 +19,15 @@ import (
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/trussdev/truss/internal/sandbox/helper"
 )
 
-// maxLandlockABI is the newest Landlock ABI whose file system rights the
-// helper asks for (V5: truncate and device ioctls); newer kernels are
-// used at that level.
-const maxLandlockABI = 5
+// maxLandlockABI is the newest Landlock ABI whose rights the helper asks
+// for (V6: scoped signals and abstract Unix sockets; V9: Unix sockets
+// named in the file system); newer kernels are used at that level.
+const maxLandlockABI = 9
 
 // HelperArg is the first argument that makes the truss binary the sandbox
 // helper (see RunHelper).
@@ -65,8 +64,29 @@ func probe(thorough bool) Host {
 	} else {
 		h.UserNS = true
 	}
-	h.Cgroup, h.CgroupErr = probeCgroup()
+	h.Cgroup, h.CgroupErr = probeController(ctrlPids)
+	h.MemoryCgroup, h.MemoryCgroupErr = probeController(ctrlMemory)
+	h.CPUCgroup, h.CPUCgroupErr = probeController(ctrlCPU)
 	return h
+}
+
+// totalMemory is the machine's memory in bytes (0 when unknown).
+func totalMemory() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
+
+// freeSpace is the space available to this user on dir's file system (0
+// when unknown).
+func freeSpace(dir string) int64 {
+	var st unix.Statfs_t
+	if dir == "" || unix.Statfs(dir, &st) != nil {
+		return 0
+	}
+	return int64(st.Bavail) * st.Bsize
 }
 
 // userNSAllowed reads the settings that forbid user namespaces.
@@ -116,58 +136,9 @@ func nsAttr(network bool) *syscall.SysProcAttr {
 		Cloneflags:  flags,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-		Setpgid:     true,
+		Setsid:      true, // no controlling terminal
 		Pdeathsig:   syscall.SIGKILL,
 	}
-}
-
-// probeCgroup finds a pids cgroup under which this process may make a
-// child group: cgroup v2 with the pids controller enabled for children,
-// else the v1 pids hierarchy. It returns the parent directory.
-func probeCgroup() (string, string) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", "cannot read /proc/self/cgroup: " + err.Error()
-	}
-	var candidates []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			dir := filepath.Join("/sys/fs/cgroup", parts[2])
-			if c, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); err == nil && strings.Contains(string(c), "pids") {
-				candidates = append(candidates, dir)
-			}
-		case hasField(parts[1], "pids"):
-			candidates = append(candidates, filepath.Join("/sys/fs/cgroup/pids", parts[2]))
-		}
-	}
-	var errs []string
-	for _, dir := range candidates {
-		probe := filepath.Join(dir, "truss-probe-"+randHex())
-		if err := os.Mkdir(probe, 0o755); err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		os.Remove(probe)
-		return dir, ""
-	}
-	if len(candidates) == 0 {
-		return "", "no pids cgroup controller is available to this process"
-	}
-	return "", "cannot make a pids cgroup: " + strings.Join(errs, "; ")
-}
-
-func hasField(list, name string) bool {
-	for _, f := range strings.Split(list, ",") {
-		if f == name {
-			return true
-		}
-	}
-	return false
 }
 
 func randHex() string {
@@ -180,14 +151,16 @@ func randHex() string {
 // Launcher interface.
 type Sandbox struct {
 	plan    *Plan
-	self    string
-	seccomp []byte // the assembled filter, when seccomp is enforced
-	// cgroupFD is the cgroup directory, open, so that a v2 cgroup is
-	// joined at clone time (CLONE_INTO_CGROUP); -1 when the helper joins
-	// by writing cgroup.procs (v1).
-	cgroupFD int
-	cgroup   string // this sandbox's own pids cgroup, when there is one
-	hits     int    // the cgroup's pids.events "max" count last seen
+	self    string   // the helper program, as chosen
+	exe     *os.File // the helper, open; started as /proc/self/fd/N
+	seccomp []byte   // the assembled filter, when seccomp is enforced
+	// cgroupFD is the v2 cgroup directory, open, so that the helper is
+	// born in it (CLONE_INTO_CGROUP); -1 when the helper joins by writing
+	// cgroup.procs (v1).
+	cgroupFD   int
+	cgroupInto string   // the group cgroupFD is
+	groups     []*group // the session's cgroups
+	watch      *watcher // nil without cgroups
 
 	// A confined helper started ahead of need (see Start).
 	mu      sync.Mutex
@@ -234,94 +207,92 @@ func (w *warm) discard() {
 	w.stderr.Close()
 }
 
-// Guard reports whether the processes started since the last call hit the
-// sandbox's process limit (the pids cgroup refused a fork). The shell kills
-// everything in the sandbox when it does, which is how a fork bomb ends.
-func (s *Sandbox) Guard() error {
-	if s.cgroup == "" {
-		return nil
-	}
-	b, err := os.ReadFile(filepath.Join(s.cgroup, "pids.events"))
-	if err != nil {
-		return nil
-	}
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "max "); ok {
-			n, _ = strconv.Atoi(strings.TrimSpace(v))
-		}
-	}
-	if n > s.hits {
-		s.hits = n
-		return fmt.Errorf("the command reached the sandbox's limit of %d processes", s.plan.Policy.Limits.Pids)
-	}
-	return nil
-}
-
-// HelperName is the small helper binary installed next to truss (built
-// from cmd/truss-sandbox); it starts faster than truss itself.
-const HelperName = "truss-sandbox"
-
-// HelperPath returns the program the sandbox runs as its helper:
-// $TRUSS_SANDBOX_HELPER when set, else truss-sandbox next to the running
-// executable when it is there, else the running executable itself (which
-// must call IsHelper and RunHelper first thing in main).
-func HelperPath() (string, error) {
-	if p := os.Getenv("TRUSS_SANDBOX_HELPER"); p != "" {
-		if !filepath.IsAbs(p) {
-			return "", fmt.Errorf("TRUSS_SANDBOX_HELPER must be an absolute path, not %q", p)
-		}
-		return p, nil
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("cannot find the truss binary to run as the helper: %w", err)
-	}
-	small := filepath.Join(filepath.Dir(self), HelperName)
-	if fi, err := os.Stat(small); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 && filepath.Base(self) != HelperName {
-		return small, nil
-	}
-	return self, nil
-}
-
 // Helper returns the helper program the sandbox runs.
 func (s *Sandbox) Helper() string { return s.self }
 
-// New prepares a sandbox for a plan: it finds the helper (HelperPath) and
-// makes the sandbox's pids cgroup. Close removes the cgroup.
+// New prepares a sandbox for a plan: it chooses and opens the helper
+// (ChooseHelper), assembles the seccomp filter and makes the session's
+// cgroups, whose watcher runs until Close, which removes them.
 func New(pl *Plan) (*Sandbox, error) {
 	s := &Sandbox{plan: pl, cgroupFD: -1, stop: make(chan struct{})}
 	if !pl.Active() {
 		return s, nil
 	}
-	self, err := HelperPath()
+	self, err := ChooseHelper(pl.Policy.helperRoots())
 	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	open := self
+	if me, err := os.Executable(); err == nil && me == self {
+		open = "/proc/self/exe" // the running binary, whatever is at its path now
+	}
+	if s.exe, err = openHelper(open); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	s.self = self
 	if pl.Mechanisms.Seccomp {
-		if s.seccomp, err = seccompProgram(pl.Policy.Network); err != nil {
+		if s.seccomp, err = seccompProgram(pl.filterOptions()); err != nil {
+			s.exe.Close()
 			return nil, fmt.Errorf("sandbox: assemble the seccomp filter: %w", err)
 		}
 	}
-	if pl.Mechanisms.Cgroup != "" {
-		dir := filepath.Join(pl.Mechanisms.Cgroup, "truss-"+strconv.Itoa(os.Getpid())+"-"+randHex())
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("sandbox: make the pids cgroup: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(pl.Policy.Limits.Pids)), 0o644); err != nil {
-			os.Remove(dir)
-			return nil, fmt.Errorf("sandbox: set pids.max: %w", err)
-		}
-		s.cgroup = dir
-		var st unix.Statfs_t
-		if unix.Statfs(dir, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
-			if fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
-				s.cgroupFD = fd
+	if s.groups, err = makeGroups(pl.Mechanisms, pl.Policy.Limits); err != nil {
+		s.exe.Close()
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	for _, g := range s.groups {
+		if g.v2 && s.cgroupFD < 0 {
+			if fd, err := unix.Open(g.dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+				s.cgroupFD, s.cgroupInto = fd, g.dir
 			}
 		}
 	}
+	if len(s.groups) > 0 {
+		s.watch = newWatcher(s.groups, pl.Policy.Limits, s.killAll)
+		go s.watch.run(s.stop)
+	}
 	return s, nil
+}
+
+// filterOptions are the seccomp filter's for the plan.
+func (pl *Plan) filterOptions() filterOptions {
+	return filterOptions{
+		noNetwork:     !pl.Policy.Network,
+		noPathSockets: !pl.Policy.Network && pl.Mechanisms.Landlock < landlockPathSockets,
+	}
+}
+
+// Guard reports whether the processes started since the last call broke a
+// limit of the sandbox: a fork the pids cgroup refused, a process the
+// memory limit killed, or a kill by the watcher (a fork bomb, the disk
+// budget). The error is a *LimitError (or several, joined) that says
+// which. The shell kills everything in the sandbox when it gets one.
+func (s *Sandbox) Guard() error {
+	if s.watch == nil {
+		return nil
+	}
+	return s.watch.guard()
+}
+
+// killAll kills every process in the sandbox, the helper kept ready too.
+func (s *Sandbox) killAll() {
+	s.mu.Lock()
+	p := s.pending
+	s.pending = nil
+	if p != nil && p.proc != nil {
+		p.proc.Kill()
+	}
+	s.mu.Unlock()
+	if p != nil {
+		go func() {
+			if <-p.done; p.err == nil {
+				p.w.discard()
+			}
+		}()
+	}
+	if len(s.groups) > 0 {
+		killAll(s.groups[0])
+	}
 }
 
 // Plan returns the sandbox's plan.
@@ -330,10 +301,16 @@ func (s *Sandbox) Plan() *Plan { return s.plan }
 // spec is what the helper is told, for argv (nil for an awaiting helper).
 func (s *Sandbox) spec(argv []string) helper.Spec {
 	pl := s.plan
-	lim := pl.Policy.Limits
-	cgroupByHelper := s.cgroup
-	if s.cgroupFD >= 0 && pl.Mechanisms.Namespaces {
-		cgroupByHelper = "" // joined at clone time (attr)
+	var join []string
+	for _, g := range s.groups {
+		if g.dir == s.cgroupInto && pl.Mechanisms.Namespaces {
+			continue // joined at clone time (attr)
+		}
+		join = append(join, g.dir)
+	}
+	lim := helper.Limits{Pids: pl.Policy.Limits.Pids, FileSize: pl.Policy.Limits.FileSize, OpenFiles: pl.Policy.Limits.OpenFiles, Nice: helperNice}
+	if pl.Mechanisms.MemoryCgroup == "" && pl.Policy.Limits.Memory > 0 {
+		lim.Data = pl.Policy.Limits.Memory // per process, without a memory cgroup
 	}
 	sp := helper.Spec{
 		Format:     helper.Format,
@@ -345,8 +322,8 @@ func (s *Sandbox) spec(argv []string) helper.Spec {
 		ReadOnlyFS: pl.Policy.Mode == ReadOnly,
 		Writable:   pl.Policy.writable(),
 		Seccomp:    s.seccomp,
-		Cgroup:     cgroupByHelper,
-		Limits:     helper.Limits{Pids: lim.Pids, FileSize: lim.FileSize, OpenFiles: lim.OpenFiles},
+		Cgroups:    join,
+		Limits:     lim,
 	}
 	if pl.Policy.Mode == WorkspaceWrite {
 		sp.Protected = pl.Policy.Protected
@@ -359,7 +336,7 @@ func (s *Sandbox) spec(argv []string) helper.Spec {
 // cgroup when it can be.
 func (s *Sandbox) attr() *syscall.SysProcAttr {
 	pl := s.plan
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if pl.Mechanisms.Namespaces {
 		attr = nsAttr(pl.Policy.Network)
 		if s.cgroupFD >= 0 {
@@ -375,7 +352,8 @@ const networkEnv = "TRUSS_SANDBOX_NETWORK_DISABLED=1"
 
 // Prepare implements the shell's Launcher: cmd is rewritten to start the
 // helper, which sets up the sandbox and then executes cmd's program with
-// cmd's arguments and environment.
+// cmd's arguments and environment. Only its standard streams reach the
+// program: cmd.ExtraFiles, and any other descriptor, are closed first.
 func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
 	pl := s.plan
 	if !pl.Active() {
@@ -398,7 +376,8 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
 	if !pl.Policy.Network && pl.Mechanisms.Namespaces {
 		cmd.Env = append(cmd.Env, networkEnv)
 	}
-	cmd.Path, cmd.Args = s.self, []string{s.self, HelperArg}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, s.exe)
+	cmd.Path, cmd.Args = helperFD(2+len(cmd.ExtraFiles)), []string{s.self, HelperArg}
 	cmd.SysProcAttr = s.attr()
 	return nil
 }
@@ -522,11 +501,11 @@ func (s *Sandbox) startWarm(p *pending) (*warm, error) {
 			files[2*i], files[2*i+1] = w, r
 		}
 	}
-	cmd := exec.Command(s.self, HelperArg)
+	cmd := &exec.Cmd{Path: helperFD(helper.ReadyFD + 1), Args: []string{s.self, HelperArg}}
 	cmd.Env = []string{helper.SpecEnv + "=" + string(b)}
 	cmd.Dir = "/"
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[2], files[4]
-	cmd.ExtraFiles = []*os.File{files[6], files[8]} // LaunchFD, ReadyFD
+	cmd.ExtraFiles = []*os.File{files[6], files[8], s.exe} // LaunchFD, ReadyFD, the helper
 	cmd.SysProcAttr = s.attr()
 	err = cmd.Start()
 	for i := 0; i < 10; i += 2 {
@@ -596,27 +575,33 @@ func (s *Sandbox) Close() error {
 			p.w.discard()
 		}
 	}
-	if s.cgroup == "" {
-		return nil
-	}
-	// Anything left in the group is killed first.
-	if b, err := os.ReadFile(filepath.Join(s.cgroup, "cgroup.procs")); err == nil {
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
+	if s.exe != nil {
+		s.exe.Close()
 	}
 	if s.cgroupFD >= 0 {
 		unix.Close(s.cgroupFD)
 		s.cgroupFD = -1
 	}
-	err := os.Remove(s.cgroup)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("sandbox: remove the cgroup: %w", err)
+	// Anything left in the groups is killed first.
+	var errs []error
+	for _, g := range s.groups {
+		killAll(g)
+		if err := os.Remove(g.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("sandbox: remove the cgroup: %w", err))
+		}
 	}
-	return nil
+	s.groups = nil
+	return errors.Join(errs...)
 }
+
+// helperFD is the path the helper is started by: the descriptor the
+// sandbox opened it as, passed to the child as fd (a script's
+// interpreter opens it again, so it must not be close-on-exec).
+func helperFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// helperNice is the niceness of sandboxed processes: their CPU time
+// yields to the user's programs when the machine is busy.
+const helperNice = 10
 
 // IsHelper reports whether this process was started as the sandbox helper.
 func IsHelper() bool { return helper.IsHelper() }
@@ -624,42 +609,3 @@ func IsHelper() bool { return helper.IsHelper() }
 // RunHelper is the helper's whole life (see package helper); it never
 // returns.
 func RunHelper() { helper.Run() }
-
-// seccompProgram assembles the seccomp filter the helper loads: the
-// syscalls no sandboxed process needs refused with EPERM, and, with the
-// network off, sockets other than Unix ones. It is assembled once, here,
-// so that the helper carries no filter compiler.
-func seccompProgram(network bool) ([]byte, error) {
-	deny := seccomp.SyscallGroup{Action: seccomp.ActionErrno, Names: existing(
-		"ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter", "io_uring_register",
-		"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
-		"unshare", "setns", "kexec_load", "init_module", "finit_module", "bpf", "perf_event_open", "userfaultfd")}
-	if !network {
-		deny.NamesWithCondtions = []seccomp.NameWithConditions{
-			{Name: "socket", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
-			{Name: "socketpair", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
-		}
-	}
-	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{deny}}
-	insts, err := policy.Assemble()
-	if err != nil {
-		return nil, err
-	}
-	raw, err := bpf.Assemble(insts)
-	if err != nil {
-		return nil, err
-	}
-	return helper.EncodeFilter(raw), nil
-}
-
-// existing keeps the syscall names this architecture has.
-func existing(names ...string) []string {
-	out := names[:0:0]
-	for _, n := range names {
-		p := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: []string{n}}}}
-		if _, err := p.Assemble(); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}

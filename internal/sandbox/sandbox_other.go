@@ -61,3 +61,14 @@ const HelperName = "truss-sandbox"
 
 // HelperPath returns the helper program: none off Linux.
 func HelperPath() (string, error) { return "", nil }
+
+// totalMemory is the machine's memory (unknown here).
+func totalMemory() int64 { return 0 }
+
+// freeSpace is the space free on dir's file system (unknown here).
+func freeSpace(string) int64 { return 0 }
+
+// helperCheck says which helper a policy's sandbox would run: none here.
+func helperCheck(Policy) (string, error) {
+	return "no sandbox off Linux", errors.New("no sandbox off Linux")
+}

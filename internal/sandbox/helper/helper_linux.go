@@ -46,7 +46,7 @@ const Arg = "__sandbox-exec"
 const SpecEnv = "TRUSS_SANDBOX_SPEC"
 
 // Format is the version of Spec.
-const Format = 3
+const Format = 4
 
 // LaunchFD is the file descriptor an awaiting helper reads its Launch
 // from; on ReadyFD it writes one byte, and closes it, once it is confined.
@@ -78,8 +78,9 @@ type Spec struct {
 	// Seccomp is the assembled seccomp filter (EncodeFilter), empty for
 	// none.
 	Seccomp []byte `json:"seccomp,omitempty"`
-	Cgroup  string `json:"cgroup,omitempty"`
-	Limits  Limits `json:"limits"`
+	// Cgroups are the cgroup directories the helper joins first.
+	Cgroups []string `json:"cgroups,omitempty"`
+	Limits  Limits   `json:"limits"`
 	// Await: Argv is empty, and the program comes as a Launch on
 	// LaunchFD once the helper is confined.
 	Await bool `json:"await,omitempty"`
@@ -90,6 +91,11 @@ type Limits struct {
 	Pids      int    `json:"pids"`
 	FileSize  int64  `json:"file_size"`
 	OpenFiles uint64 `json:"open_files"`
+	// Data is RLIMIT_DATA (0 for none): the memory limit when there is no
+	// memory cgroup.
+	Data int64 `json:"data,omitempty"`
+	// Nice is the niceness the program runs at.
+	Nice int `json:"nice,omitempty"`
 }
 
 // IsHelper reports whether this process was started as the helper.
@@ -153,10 +159,11 @@ func run() error {
 	if len(sp.Argv) == 0 && !sp.Await {
 		return errors.New("nothing to run")
 	}
-	// The cgroup first: the mounts below make its file system read-only.
-	if sp.Cgroup != "" {
-		if err := os.WriteFile(filepath.Join(sp.Cgroup, "cgroup.procs"), []byte("0"), 0o644); err != nil {
-			return fmt.Errorf("join the pids cgroup: %w", err)
+	// The cgroups first: the mounts below make their file system
+	// read-only.
+	for _, dir := range sp.Cgroups {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0o644); err != nil {
+			return fmt.Errorf("join the cgroup %s: %w", dir, err)
 		}
 	}
 	if sp.Namespaces {
@@ -209,7 +216,30 @@ func run() error {
 		}
 		path = p
 	}
+	// No descriptor but the standard streams reaches the program: not
+	// one the user's shell left open to truss, nor one of the helper's.
+	if err := closeFrom(3); err != nil {
+		return err
+	}
 	return syscall.Exec(path, l.Argv, l.Env)
+}
+
+// closeFrom marks every descriptor from lowfd up close-on-exec.
+func closeFrom(lowfd int) error {
+	if err := unix.CloseRange(uint(lowfd), ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return nil
+	}
+	// Before Linux 5.11: one by one.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list open descriptors: %w", err)
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= lowfd {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
 }
 
 // await says it is ready on ReadyFD, then reads the Launch from LaunchFD,
@@ -390,6 +420,18 @@ func rlimits(l Limits) error {
 	if err := set(unix.RLIMIT_CORE, 0, 0, "RLIMIT_CORE"); err != nil {
 		return err
 	}
+	if l.Data > 0 {
+		if err := set(unix.RLIMIT_DATA, uint64(l.Data), uint64(l.Data), "RLIMIT_DATA"); err != nil {
+			return err
+		}
+	}
+	if l.Nice > 0 {
+		// The CPU yields to the user's programs; best effort. setsid made
+		// a scheduling autogroup of the sandbox's own, where the kernel
+		// has them: it is lowered too.
+		unix.Setpriority(unix.PRIO_PROCESS, 0, l.Nice)
+		os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(l.Nice)), 0o644)
+	}
 	if err := set(unix.RLIMIT_FSIZE, uint64(l.FileSize), uint64(l.FileSize), "RLIMIT_FSIZE"); err != nil {
 		return err
 	}
@@ -406,12 +448,25 @@ func rlimits(l Limits) error {
 // devices are the device files every process may write.
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
 
-func applyLandlock(sp Spec) error {
-	cfg := landlock.V5
-	if sp.Network {
+// configs are go-landlock's configurations by ABI.
+var configs = []landlock.Config{landlock.V1, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7, landlock.V8, landlock.V9}
+
+// landlockConfig is what the helper restricts at an ABI: files (writes
+// outside the writable roots), TCP and Unix sockets reaching outside the
+// sandbox when the network is off, signals to processes outside it.
+func landlockConfig(abi int, network bool) landlock.Config {
+	cfg := configs[max(1, min(abi, len(configs)-1))]
+	cfg.Scoped &= landlock.ScopedSet(llsyscall.ScopeSignal | llsyscall.ScopeAbstractUnixSocket)
+	if network {
 		cfg.HandledAccessNet = 0 // leave TCP alone
+		cfg.HandledAccessFS &^= landlock.AccessFSSet(llsyscall.AccessFSResolveUnix)
+		cfg.Scoped &^= landlock.ScopedSet(llsyscall.ScopeAbstractUnixSocket)
 	}
-	cfg = cfg.BestEffort()
+	return cfg.BestEffort()
+}
+
+func applyLandlock(sp Spec) error {
+	cfg := landlockConfig(sp.Landlock, sp.Network)
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
 		landlock.RWFiles(devices...).IgnoreIfMissing().WithIoctlDev(),

@@ -211,8 +211,8 @@ func (s *Session) Run(ctx context.Context, command string, timeout time.Duration
 			s.kill()
 			s.mu.Unlock()
 			msg := err.Error() + "; everything the command started was killed, and the shell restarts with the next command"
-			if r.Err != nil && r.Err.Kind != tool.ErrExit {
-				msg = r.Err.Message + "; " + msg
+			if r.Err != nil && r.Err.Kind != tool.ErrExit && r.Err.Kind != tool.ErrShell {
+				msg = r.Err.Message + "; " + msg // a timeout, a cancel; the shell's end is the limit's doing
 			}
 			r.Err = &tool.Error{Kind: tool.ErrShell, Message: msg, Err: err}
 		}

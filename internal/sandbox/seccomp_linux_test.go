@@ -1,0 +1,121 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// seccompData lays out a struct seccomp_data as a filter on a
+// little-endian machine reads it: each 32-bit load sees the native word;
+// x/net/bpf's VM loads big-endian, so each word is stored big-endian at
+// its offset, the low half of an argument first.
+func seccompData(nr int, auditArch uint32, args ...uint64) []byte {
+	b := make([]byte, 64)
+	binary.BigEndian.PutUint32(b[offNr:], uint32(nr))
+	binary.BigEndian.PutUint32(b[offArch:], auditArch)
+	for i, a := range args {
+		binary.BigEndian.PutUint32(b[offArgs+8*i:], uint32(a))
+		binary.BigEndian.PutUint32(b[offArgs+8*i+4:], uint32(a>>32))
+	}
+	return b
+}
+
+const (
+	retAllow = unix.SECCOMP_RET_ALLOW
+	retKill  = unix.SECCOMP_RET_KILL_PROCESS
+	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retNOSYS = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+)
+
+// TestSeccompFilter runs the assembled filter in a BPF interpreter on the
+// system calls it must refuse and those it must let through.
+func TestSeccompFilter(t *testing.T) {
+	a := arch.X86_64
+	nr := func(name string) int { return a.SyscallNames[name] }
+	off := filterOptions{noNetwork: true, noPathSockets: true}
+	offLandlock := filterOptions{noNetwork: true} // Landlock restricts Unix sockets by path
+	on := filterOptions{}
+	cases := []struct {
+		name string
+		opts filterOptions
+		data []byte
+		want uint32
+	}{
+		{"getpid", off, seccompData(nr("getpid"), uint32(a.ID)), retAllow},
+		{"read", on, seccompData(nr("read"), uint32(a.ID), 0, 0, 10), retAllow},
+		{"int 0x80 unshare", off, seccompData(310, uint32(arch.I386.ID), unix.CLONE_NEWUSER), retKill},
+		{"int 0x80 getpid", on, seccompData(20, uint32(arch.I386.ID)), retKill},
+		{"aarch64 call", on, seccompData(0, uint32(arch.AARCH64.ID)), retKill},
+		{"x32 socket", on, seccompData(41|x32Bit, uint32(a.ID), unix.AF_INET), retNOSYS},
+		{"x32 getpid", on, seccompData(39|x32Bit, uint32(a.ID)), retNOSYS},
+		{"ptrace", on, seccompData(nr("ptrace"), uint32(a.ID)), retEPERM},
+		{"unshare user", on, seccompData(nr("unshare"), uint32(a.ID), unix.CLONE_NEWUSER), retEPERM},
+		{"setns", on, seccompData(nr("setns"), uint32(a.ID)), retEPERM},
+		{"clone newuser", on, seccompData(nr("clone"), uint32(a.ID), unix.CLONE_NEWUSER|uint64(unix.SIGCHLD)), retEPERM},
+		{"clone newnet", on, seccompData(nr("clone"), uint32(a.ID), unix.CLONE_NEWNET), retEPERM},
+		{"clone newtime", on, seccompData(nr("clone"), uint32(a.ID), unix.CLONE_NEWTIME), retEPERM},
+		{"clone fork", on, seccompData(nr("clone"), uint32(a.ID), uint64(unix.SIGCHLD)), retAllow},
+		{"clone thread", on, seccompData(nr("clone"), uint32(a.ID), unix.CLONE_VM|unix.CLONE_FS|unix.CLONE_FILES|unix.CLONE_SIGHAND|unix.CLONE_THREAD|unix.CLONE_SYSVSEM|unix.CLONE_SETTLS|unix.CLONE_PARENT_SETTID|unix.CLONE_CHILD_CLEARTID), retAllow},
+		{"clone3", on, seccompData(nr("clone3"), uint32(a.ID)), retNOSYS},
+		{"TIOCSTI", on, seccompData(nr("ioctl"), uint32(a.ID), 0, unix.TIOCSTI), retEPERM},
+		{"TIOCSTI high bits", on, seccompData(nr("ioctl"), uint32(a.ID), 0, 1<<32|unix.TIOCSTI), retEPERM},
+		{"TIOCLINUX", on, seccompData(nr("ioctl"), uint32(a.ID), 0, tiocLinux), retEPERM},
+		{"TIOCGWINSZ", off, seccompData(nr("ioctl"), uint32(a.ID), 0, unix.TIOCGWINSZ), retAllow},
+		{"socket inet", off, seccompData(nr("socket"), uint32(a.ID), unix.AF_INET, unix.SOCK_STREAM), retEPERM},
+		{"socket inet high bits", off, seccompData(nr("socket"), uint32(a.ID), 1<<32|unix.AF_UNIX, unix.SOCK_STREAM), retAllow},
+		{"socket netlink", offLandlock, seccompData(nr("socket"), uint32(a.ID), unix.AF_NETLINK, unix.SOCK_RAW), retEPERM},
+		{"socket inet, network on", on, seccompData(nr("socket"), uint32(a.ID), unix.AF_INET, unix.SOCK_STREAM), retAllow},
+		{"socket unix stream", off, seccompData(nr("socket"), uint32(a.ID), unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC), retAllow},
+		{"socket unix seqpacket", off, seccompData(nr("socket"), uint32(a.ID), unix.AF_UNIX, unix.SOCK_SEQPACKET), retAllow},
+		{"socket unix dgram", off, seccompData(nr("socket"), uint32(a.ID), unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK), retEPERM},
+		{"socket unix dgram, landlock", offLandlock, seccompData(nr("socket"), uint32(a.ID), unix.AF_UNIX, unix.SOCK_DGRAM), retAllow},
+		{"socketpair unix stream", off, seccompData(nr("socketpair"), uint32(a.ID), unix.AF_UNIX, unix.SOCK_STREAM), retAllow},
+		{"socketpair unix dgram", off, seccompData(nr("socketpair"), uint32(a.ID), unix.AF_UNIX, unix.SOCK_DGRAM), retEPERM},
+		{"socketpair inet", off, seccompData(nr("socketpair"), uint32(a.ID), unix.AF_INET, unix.SOCK_STREAM), retEPERM},
+		{"connect", off, seccompData(nr("connect"), uint32(a.ID), 3), retEPERM},
+		{"connect, landlock", offLandlock, seccompData(nr("connect"), uint32(a.ID), 3), retAllow},
+		{"connect, network on", on, seccompData(nr("connect"), uint32(a.ID), 3), retAllow},
+		{"io_uring_setup", on, seccompData(nr("io_uring_setup"), uint32(a.ID)), retEPERM},
+	}
+	progs := map[filterOptions]*bpf.VM{}
+	for _, c := range cases {
+		vm := progs[c.opts]
+		if vm == nil {
+			insts, err := assembleFilter(a, seccompRules(c.opts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bpf.Assemble(insts); err != nil {
+				t.Fatal(err)
+			}
+			if vm, err = bpf.NewVM(insts); err != nil {
+				t.Fatal(err)
+			}
+			progs[c.opts] = vm
+		}
+		got, err := vm.Run(c.data)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if uint32(got) != c.want {
+			t.Errorf("%s: the filter returned %s, want %s", c.name, retName(uint32(got)), retName(c.want))
+		}
+	}
+}
+
+func retName(v uint32) string {
+	switch v & unix.SECCOMP_RET_ACTION_FULL {
+	case unix.SECCOMP_RET_ALLOW:
+		return "allow"
+	case unix.SECCOMP_RET_KILL_PROCESS:
+		return "kill process"
+	case unix.SECCOMP_RET_ERRNO:
+		return fmt.Sprintf("errno %v", unix.Errno(v&unix.SECCOMP_RET_DATA))
+	}
+	return fmt.Sprintf("%#x", v)
+}
