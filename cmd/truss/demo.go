@@ -17,6 +17,7 @@ import (
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/termsafe"
 )
 
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
@@ -61,10 +62,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\n── diff ──\n%s", diffSnapshots(before, after))
+	fmt.Fprintf(stdout, "\n── diff ──\n%s", termsafe.String(diffSnapshots(before, after)))
 	fmt.Fprintf(stdout, "\n── go test -count=1 ./... (run by truss after the session) ──\n")
 	code, out := goTest(ctx, dir)
-	fmt.Fprint(stdout, out)
+	fmt.Fprint(stdout, termsafe.String(out))
 	if runErr != nil {
 		return runErr
 	}

@@ -21,6 +21,7 @@ import (
 	"os"
 
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -123,7 +124,7 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "truss: %v\n", err)
+	fmt.Fprintf(stderr, "truss: %s\n", termsafe.String(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2

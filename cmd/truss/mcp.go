@@ -28,6 +28,7 @@ import (
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -150,7 +151,7 @@ func (s *mcpSession) add(srv *mcp.Server) int {
 			continue
 		}
 		if err := s.set.Add(b); err != nil {
-			fmt.Fprintf(s.log, "truss: mcp: server %s: %v; the tool is not offered\n", srv.Name(), err)
+			fmt.Fprintf(s.log, "truss: mcp: server %s: %s; the tool is not offered\n", srv.Name(), termsafe.String(err.Error()))
 			continue
 		}
 		n++
@@ -496,10 +497,10 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 		}
 		r := mgr.Execute(ctx, tool.Call{ID: "cli", Op: tool.OpMCP, Args: &tool.MCPArgs{Server: fset.Arg(0), Tool: fset.Arg(1), Arguments: json.RawMessage(in)}})
 		if r.Err != nil {
-			fmt.Fprintf(stderr, "truss: %s\n", r.Err.Message)
+			fmt.Fprintf(stderr, "truss: %s\n", termsafe.String(r.Err.Message))
 			return exitError{1}
 		}
-		fmt.Fprint(stdout, r.Output)
+		fmt.Fprint(stdout, termsafe.String(r.Output))
 		if !strings.HasSuffix(r.Output, "\n") {
 			fmt.Fprintln(stdout)
 		}

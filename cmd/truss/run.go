@@ -23,6 +23,7 @@ import (
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/ui"
 	"github.com/trussdev/truss/internal/validate"
@@ -195,7 +196,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		tl.runner = runner
 	}
 	retry := provider.RetryPolicy{OnRetry: func(attempt int, wait time.Duration, err error) {
-		fmt.Fprintf(stderr, "truss: %s; retrying in %s (attempt %d)\n", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1)
+		fmt.Fprintf(stderr, "truss: %s; retrying in %s (attempt %d)\n", termsafe.String(oneLine(err.Error())), wait.Round(time.Millisecond), attempt+1)
 	}}
 	prov, err := f.newProvider(ctx, retry)
 	if err != nil {
@@ -408,7 +409,7 @@ func boundary(ctx context.Context, r *validate.Runner, rec *ledger.Recorder, w i
 		rec.Validation(map[string]any{"boundary": true, "env": r.Env, "summary": s}, []byte(log))
 	}
 	if !quiet {
-		fmt.Fprintf(w, "\n── verification (run by truss) ──\n%s\n", s.Text(log, 20))
+		fmt.Fprintf(w, "\n── verification (run by truss) ──\n%s\n", termsafe.String(s.Text(log, 20)))
 	}
 	return &verdict{Summary: s, log: log}
 }

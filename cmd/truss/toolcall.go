@@ -14,6 +14,7 @@ import (
 	"github.com/trussdev/truss/internal/surface/codex"
 	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/surface/openai"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -134,7 +135,9 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		fmt.Fprint(stdout, res.Text)
+		// The text the model reads, neutralised for the terminal; --json
+		// carries its exact bytes.
+		fmt.Fprint(stdout, termsafe.String(res.Text))
 		if len(res.Text) > 0 && res.Text[len(res.Text)-1] != '\n' {
 			fmt.Fprintln(stdout)
 		}
