@@ -56,6 +56,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s.\nThe simulated model plays a scripted fix through the real loop, adapter and tools.\n\n", dir)
 	ctx, cancel := signalContext(stderr)
 	defer cancel()
+	ctx, watched := watchOutput(ctx, stdout, stderr)
+	stdout, stderr = watched.stdout, watched.stderr
 	runErr := runTask(ctx, &f, "The tests of this module fail. Find the bug and fix it.", stdout, stderr, false)
 
 	after, err := snapshot(dir)

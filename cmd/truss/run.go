@@ -133,7 +133,13 @@ func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 	}
 	ctx, cancel := signalContext(stderr)
 	defer cancel()
-	return runTask(ctx, &f, task, stdout, stderr, headless)
+	ctx, out := watchOutput(ctx, stdout, stderr)
+	err := runTask(ctx, &f, task, out.stdout, out.stderr, headless)
+	if out.closed(ctx) {
+		fmt.Fprintln(out.stderr, "truss: the output was closed; the run was stopped and saved as a cancelled one")
+		return exitError{exitOutputClosed}
+	}
+	return err
 }
 
 // runTask wires a session and runs one task. Human output goes to out
