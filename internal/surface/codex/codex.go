@@ -140,7 +140,11 @@ func (ShellCommand) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult 
 			out += "\n" + r.Err.Message
 		}
 	case r.Err != nil:
-		out = r.Err.Message
+		// A cancelled command keeps what it printed before it was killed.
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += r.Err.Message
 	}
 	text := fmt.Sprintf("Exit code: %d\nWall time: %.1f seconds\nOutput:\n%s", code, r.Wall.Seconds(), out)
 	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: text, IsError: code != 0}
