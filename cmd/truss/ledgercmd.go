@@ -16,12 +16,38 @@ import (
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
+const ledgerUsage = `usage: truss ledger COMMAND
+
+  key                                   this installation's verifier key
+  verify PATH [--key VKEY] [--workspace DIR] [--strict]
+                                        verify a session's ledgers (every run), or one ledger
+  show PATH [--agents]                  the timeline of a session's runs, verified
+  prove PATH --entry N                  an inclusion proof of one entry
+  export PATH --in-toto                 in-toto provenance of the session, in a DSSE envelope
+
+PATH is a session id, a session directory or a ledger directory.
+Run "truss ledger COMMAND -h" for a command's flags.
+`
+
 func cmdLedger(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] | show PATH | prove PATH --entry N | export PATH --in-toto")
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, ledgerUsage)
+		return nil
 	case "key":
+		fset := newFlagSet("ledger key", stderr)
+		fset.Usage = func() {
+			fmt.Fprintf(fset.Output(), "usage: truss ledger key\n\nPrints this installation's verifier key (name+hash+Ed25519 public key), with which anyone can verify its ledgers.\n")
+		}
+		if err := parse(fset, args[1:]); err != nil {
+			return err
+		}
+		if fset.NArg() > 0 {
+			return usagef("truss ledger key takes no arguments")
+		}
 		_, vkey, err := installationKey()
 		if err != nil {
 			return err

@@ -35,17 +35,16 @@ import (
 // mcpFlags configure the MCP servers whose tools the model is offered.
 type mcpFlags struct {
 	servers multi
-	wait    time.Duration
+	wait    optDuration
 	noMCP   bool
 }
 
 func (m *mcpFlags) register(fs interface {
 	Var(flag.Value, string, string)
-	DurationVar(*time.Duration, string, time.Duration, string)
 	BoolVar(*bool, string, bool, string)
 }) {
 	fs.Var(&m.servers, "mcp", "an MCP server: NAME=COMMAND ARGS... (stdio) or NAME=URL (streamable HTTP); adds to .truss/config.toml's [mcp.servers] (repeatable)")
-	fs.DurationVar(&m.wait, "mcp-wait", -1, "how long the first turn waits for MCP servers to start (default: [mcp] startup_wait, else 1s); later servers join from the next turn")
+	fs.Var(&m.wait, "mcp-wait", "how long the first turn waits for MCP servers to start, a `duration` (default: [mcp] startup_wait, else 1s); later servers join from the next turn")
 	fs.BoolVar(&m.noMCP, "no-mcp", false, "start no MCP servers")
 }
 
@@ -223,8 +222,8 @@ func (s *mcpSession) Close() {
 // waitFor returns the first turn's wait: the flag, else the configuration,
 // else the default.
 func (m *mcpFlags) waitFor(cfg *config.Config) time.Duration {
-	if m.wait >= 0 {
-		return m.wait
+	if m.wait.set {
+		return m.wait.d
 	}
 	if d, ok := cfg.MCP.StartupWaitValue(); ok {
 		return d

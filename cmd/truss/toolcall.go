@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -67,8 +68,12 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	if fset.NArg() > 0 {
 		return usagef("unexpected arguments %q", fset.Args())
 	}
+	given := map[string]bool{}
+	fset.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	in := *input
 	switch {
+	case !given["input"] && !given["input-file"]:
+		return usagef("give the call's input with --input JSON or --input-file FILE (--input '{}' for none)")
 	case *inputFile != "" && *input != "":
 		return usagef("give --input or --input-file, not both")
 	case *inputFile == "-":
