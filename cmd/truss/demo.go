@@ -10,25 +10,47 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
 
 	"github.com/trussdev/truss/examples"
+	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/termsafe"
 )
+
+// demoDialects are the dialects the demo's simulated model can speak.
+var demoDialects = []string{"anthropic", "responses", "chat", "ollama"}
 
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fset := newFlagSet("demo", stderr)
 	var f runFlags
-	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: anthropic, responses, chat or ollama")
+	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: "+strings.Join(demoDialects, ", "))
 	modelName := fset.String("model", "", "the simulated model's name, which picks its profile (sim-gpt-codex: the codex surface on the responses dialect)")
 	surfaceName := fset.String("surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
-	fset.StringVar(&f.script, "script", "", "play this script instead of the bundled fix")
+	fset.StringVar(&f.script, "script", "", "play this script instead of the bundled fix (docs/simulator.md)")
 	f.registerSandbox(fset)
 	if err := parse(fset, args); err != nil {
+		return err
+	}
+	if fset.NArg() > 0 {
+		return usagef("truss demo takes no arguments, not %q", fset.Args())
+	}
+	if !slices.Contains(demoDialects, *dialect) {
+		return usagef("--dialect must be one of %s, not %q", strings.Join(demoDialects, ", "), *dialect)
+	}
+	if f.script == "" {
+		f.script = demoScript
+	}
+	f.provider, f.surface, f.simDialect, f.model = "sim", *surfaceName, *dialect, *modelName
+	if err := f.resolve(); err != nil {
+		return err
+	}
+	if _, _, err := f.pickSurface(); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "truss-demo-")
@@ -47,45 +69,71 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f.provider, f.surface, f.simDialect, f.simRoot, f.model = "sim", *surfaceName, *dialect, dir, *modelName
+	f.simRoot = dir
 	f.memoryDir = filepath.Join(dir, ".truss", "memories")
 	f.root, f.timeout, f.maxTurns, f.maxResult = dir, 2*60e9, 20, 30000
-	var ledgerDir string
-	f.ledgerOut = &ledgerDir
+	var res runResult
+	f.result = &res
+	f.noResumeHint = !*keep // the repository goes with the demo
 	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s.\nThe simulated model plays a scripted fix through the real loop, adapter and tools.\n\n", dir)
 	ctx, cancel := signalContext(stderr)
 	defer cancel()
+	ctx, watched := watchOutput(ctx, stdout, stderr)
+	stdout, stderr = watched.stdout, watched.stderr
 	runErr := runTask(ctx, &f, "The tests of this module fail. Find the bug and fix it.", stdout, stderr, false)
+	if watched.closed(ctx) {
+		return exitError{exitOutputClosed}
+	}
 
 	after, err := snapshot(dir)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\n── diff ──\n%s", diffSnapshots(before, after))
+	fmt.Fprintf(stdout, "\n── diff ──\n%s", termsafe.String(diffSnapshots(before, after)))
 	fmt.Fprintf(stdout, "\n── go test -count=1 ./... (run by truss after the session) ──\n")
 	code, out := goTest(ctx, dir)
-	fmt.Fprint(stdout, out)
-	if runErr != nil {
-		return runErr
+	fmt.Fprint(stdout, termsafe.String(out))
+
+	// The demo succeeds only on Truss's own evidence, whatever the model
+	// said: the run completed, the verification boundary passed in the
+	// sandbox, the tests pass outside it, and the ledger verifies.
+	var failed []string
+	switch {
+	case runErr != nil:
+		failed = append(failed, "the run failed: "+oneLine(runErr.Error()))
+	case res.status != agent.StatusCompleted:
+		failed = append(failed, fmt.Sprintf("the run ended %s", res.status))
+	}
+	switch v := res.verdict; {
+	case v == nil:
+		failed = append(failed, "Truss's verification did not run")
+	case !v.OK:
+		failed = append(failed, "Truss's verification in the sandbox failed ("+oneLine(v.Text("", 0))+")")
 	}
 	if code != 0 {
-		return fmt.Errorf("the demo's tests still fail after the run")
+		failed = append(failed, "the tests fail after the run")
 	}
-	if ledgerDir != "" {
+	if res.ledgerDir != "" {
 		_, vkey, err := installationKey()
 		if err != nil {
 			return err
 		}
-		r, entries, err := ledger.Verify(ledgerDir, vkey)
+		r, entries, err := ledger.Verify(res.ledgerDir, vkey)
 		if err == nil {
 			err = ledger.VerifyWorkspace(entries, dir)
 		}
 		if err != nil {
-			return fmt.Errorf("the demo's ledger does not verify: %w", err)
+			failed = append(failed, "its ledger does not verify: "+oneLine(err.Error()))
+		} else {
+			fmt.Fprintf(stdout, "\n── ledger ──\n%s\nverified: %d entries, %d signed checkpoints, %d payloads; the workspace matches\nverifier key %s\nroot hash    %s (tree size %d)\n",
+				res.ledgerDir, r.Entries, r.Checkpoints, r.Payloads, vkey, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
 		}
-		fmt.Fprintf(stdout, "\n── ledger ──\n%s\nverified: %d entries, %d signed checkpoints, %d payloads; the workspace matches\nverifier key %s\nroot hash    %s (tree size %d)\n",
-			ledgerDir, r.Entries, r.Checkpoints, r.Payloads, vkey, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
 	}
+	if len(failed) > 0 {
+		fmt.Fprintf(stdout, "\n✗ The demo failed, whatever the model said above: %s.\n", termsafe.String(strings.Join(failed, "; ")))
+		return exitError{1}
+	}
+	fmt.Fprintf(stdout, "\n✓ The demo succeeded: Truss's verification passed in the sandbox, the tests pass, and the ledger verifies.\n")
 	return nil
 }
 

@@ -13,14 +13,41 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/termsafe"
 )
+
+const ledgerUsage = `usage: truss ledger COMMAND
+
+  key                                   this installation's verifier key
+  verify PATH [--key VKEY] [--workspace DIR] [--strict]
+                                        verify a session's ledgers (every run), or one ledger
+  show PATH [--agents]                  the timeline of a session's runs, verified
+  prove PATH --entry N                  an inclusion proof of one entry
+  export PATH --in-toto                 in-toto provenance of the session, in a DSSE envelope
+
+PATH is a session id, a session directory or a ledger directory.
+Run "truss ledger COMMAND -h" for a command's flags.
+`
 
 func cmdLedger(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] | show PATH | prove PATH --entry N | export PATH --in-toto")
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, ledgerUsage)
+		return nil
 	case "key":
+		fset := newFlagSet("ledger key", stderr)
+		fset.Usage = func() {
+			fmt.Fprintf(fset.Output(), "usage: truss ledger key\n\nPrints this installation's verifier key (name+hash+Ed25519 public key), with which anyone can verify its ledgers.\n")
+		}
+		if err := parse(fset, args[1:]); err != nil {
+			return err
+		}
+		if fset.NArg() > 0 {
+			return usagef("truss ledger key takes no arguments")
+		}
 		_, vkey, err := installationKey()
 		if err != nil {
 			return err
@@ -42,37 +69,45 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		if path == "" {
 			return usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR]")
 		}
-		dir, vkey, err := resolveLedger(path, *key)
+		dirs, vkey, err := resolveLedgers(path, *key)
 		if err != nil {
 			return err
 		}
-		r, entries, err := ledger.Verify(dir, vkey)
-		if err != nil {
-			return fmt.Errorf("ledger %s does not verify: %w", dir, err)
-		}
-		kids, err := ledger.VerifyLinks(dir, vkey, entries, r.Sealed)
-		if err != nil {
-			return fmt.Errorf("ledger %s does not verify: %w", dir, err)
-		}
-		if *ws != "" {
-			if err := ledger.VerifyWorkspace(entries, *ws); err != nil {
-				return fmt.Errorf("ledger %s: the workspace does not match: %w", dir, err)
+		unsealed := false
+		for i, dir := range dirs {
+			if len(dirs) > 1 {
+				fmt.Fprintf(stdout, "run %d of %d:\n", i+1, len(dirs))
+			}
+			r, entries, err := ledger.Verify(dir, vkey)
+			if err != nil {
+				return fmt.Errorf("ledger %s does not verify: %w", dir, err)
+			}
+			kids, err := ledger.VerifyLinks(dir, vkey, entries, r.Sealed)
+			if err != nil {
+				return fmt.Errorf("ledger %s does not verify: %w", dir, err)
+			}
+			// The workspace holds what the last run left in it.
+			if *ws != "" && i == len(dirs)-1 {
+				if err := ledger.VerifyWorkspace(entries, *ws); err != nil {
+					return fmt.Errorf("ledger %s: the workspace does not match: %w", dir, err)
+				}
+			}
+			fmt.Fprintf(stdout, "ledger %s verified: %d entries, %d checkpoints, %d payloads\norigin %s\nroot   %s (size %d)\n",
+				dir, r.Entries, r.Checkpoints, r.Payloads, r.Origin, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
+			printChildren(stdout, dir, kids, "")
+			if r.Unsealed > 0 {
+				unsealed = true
+				fmt.Fprintf(stdout, "warning: the last %d entries follow the last checkpoint and are not covered by a signature (the session did not end cleanly)\n", r.Unsealed)
+				if r.TailPayloads > 0 {
+					fmt.Fprintf(stdout, "warning: %d payloads those entries name were not written\n", r.TailPayloads)
+				}
 			}
 		}
-		fmt.Fprintf(stdout, "ledger %s verified: %d entries, %d checkpoints, %d payloads\norigin %s\nroot   %s (size %d)\n",
-			dir, r.Entries, r.Checkpoints, r.Payloads, r.Origin, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
-		printChildren(stdout, dir, kids, "")
 		if *ws != "" {
 			fmt.Fprintf(stdout, "workspace %s matches the files the session left\n", *ws)
 		}
-		if r.Unsealed > 0 {
-			fmt.Fprintf(stdout, "warning: the last %d entries follow the last checkpoint and are not covered by a signature (the session did not end cleanly)\n", r.Unsealed)
-			if r.TailPayloads > 0 {
-				fmt.Fprintf(stdout, "warning: %d payloads those entries name were not written\n", r.TailPayloads)
-			}
-			if *strict {
-				return exitError{1}
-			}
+		if unsealed && *strict {
+			return exitError{1}
 		}
 		return nil
 	case "prove":
@@ -134,27 +169,35 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		if path == "" {
 			return usagef("usage: truss ledger show PATH [--agents]")
 		}
-		dir, vkey, err := resolveLedger(path, "")
+		dirs, vkey, err := resolveLedgers(path, "")
 		if err != nil {
 			return err
 		}
-		r, entries, verr := ledger.Verify(dir, vkey)
-		ledger.Show(stdout, entries)
-		var kids []ledger.Child
-		if verr == nil {
-			kids, verr = ledger.VerifyLinks(dir, vkey, entries, r.Sealed)
-		}
-		if verr != nil {
-			fmt.Fprintf(stdout, "NOT VERIFIED: %v\n", verr)
-			return exitError{1}
-		}
-		fmt.Fprintf(stdout, "verified: %d entries, sealed by %d checkpoints, root %s", r.Entries, r.Checkpoints, base64.StdEncoding.EncodeToString(r.Root))
-		if n := countChildren(kids); n > 0 {
-			fmt.Fprintf(stdout, "; sub-agent ledgers linked and verified: %d", n)
-		}
-		fmt.Fprintln(stdout)
-		if *agents {
-			showChildren(stdout, dir, vkey, kids, "  ")
+		for i, dir := range dirs {
+			if len(dirs) > 1 {
+				if i > 0 {
+					fmt.Fprintln(stdout)
+				}
+				fmt.Fprintf(stdout, "── run %d of %d: %s ──\n", i+1, len(dirs), dir)
+			}
+			r, entries, verr := ledger.Verify(dir, vkey)
+			ledger.Show(stdout, entries)
+			var kids []ledger.Child
+			if verr == nil {
+				kids, verr = ledger.VerifyLinks(dir, vkey, entries, r.Sealed)
+			}
+			if verr != nil {
+				fmt.Fprintf(stdout, "NOT VERIFIED: %s\n", termsafe.String(verr.Error()))
+				return exitError{1}
+			}
+			fmt.Fprintf(stdout, "verified: %d entries, sealed by %d checkpoints, root %s", r.Entries, r.Checkpoints, base64.StdEncoding.EncodeToString(r.Root))
+			if n := countChildren(kids); n > 0 {
+				fmt.Fprintf(stdout, "; sub-agent ledgers linked and verified: %d", n)
+			}
+			fmt.Fprintln(stdout)
+			if *agents {
+				showChildren(stdout, dir, vkey, kids, "  ")
+			}
 		}
 		return nil
 	}
@@ -189,7 +232,41 @@ func resolveLedger(path, vkey string) (string, string, error) {
 	return dir, vkey, nil
 }
 
-// ledgerDir resolves a ledger directory, a session directory or a session id.
+// resolveLedgers resolves the ledgers a command names, one per run of a
+// session (a ledger directory names itself alone), and the verifier key.
+func resolveLedgers(path, vkey string) ([]string, string, error) {
+	dirs, err := ledgerDirs(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if vkey == "" {
+		if _, vkey, err = installationKey(); err != nil {
+			return nil, "", err
+		}
+	}
+	return dirs, vkey, nil
+}
+
+// ledgerDirs resolves a ledger directory to itself, and a session
+// directory or a session id to the ledgers of all its runs, in order.
+func ledgerDirs(p string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(p, "entries.jsonl")); err == nil {
+		return []string{p}, nil
+	}
+	cands := []string{p}
+	if sd, err := session.DefaultDir(); err == nil && !strings.ContainsAny(p, `/\`) {
+		cands = append(cands, filepath.Join(sd, p))
+	}
+	for _, d := range cands {
+		if dirs, err := session.Ledgers(d); err == nil && len(dirs) > 0 {
+			return dirs, nil
+		}
+	}
+	return nil, fmt.Errorf("no ledger at %s (give a ledger directory, a session directory or a session id)", p)
+}
+
+// ledgerDir resolves a ledger directory, a session directory or a session
+// id to one ledger: a session's first run's.
 func ledgerDir(p string) (string, error) {
 	for _, d := range []string{p, filepath.Join(p, "ledger")} {
 		if _, err := os.Stat(filepath.Join(d, "entries.jsonl")); err == nil {

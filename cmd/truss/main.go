@@ -10,6 +10,10 @@
 //	truss tools [flags]             print the tool declarations a request carries
 //	truss tool call [flags]         execute one tool call and print its result
 //	truss sessions                  list saved sessions
+//	truss ledger key|verify|show|prove|export
+//	truss sandbox check
+//	truss mcp serve|list|call
+//	truss help [COMMAND]
 //	truss --version
 package main
 
@@ -19,8 +23,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -47,10 +54,13 @@ Usage:
   truss tools [flags]               print the exact tool declarations a request would carry
   truss tool call [flags]           execute one tool call locally and print what the model sees
   truss sessions                    list saved sessions (resume one with truss run --resume ID)
-  truss ledger key|verify|show|prove  the signed ledger every run writes: key, verification, timeline, inclusion proofs
+  truss ledger key|verify|show|prove|export
+                                    the signed ledger every run writes: key, verification, timeline,
+                                    inclusion proofs, in-toto provenance
   truss sandbox check               what this host can enforce, and the sandbox a run would get
   truss mcp serve [--http ADDR]     Truss's tools (view, create, replace, insert, patch, shell, validate) for any MCP client
   truss mcp list|call               the configured MCP servers' tools; call one by hand
+  truss help [COMMAND]              this help, or a command's flags
   truss --version
 
 Providers and keys:
@@ -60,7 +70,7 @@ Providers and keys:
   --provider anthropic  Anthropic's Messages API with ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional)
   --provider sim        the simulated model in-process, playing --script (no key, no network)
 
-Run "truss COMMAND -h" for a command's flags.
+Run "truss help COMMAND" (or "truss COMMAND -h") for a command's flags.
 `
 
 func main() {
@@ -75,12 +85,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	asked := wantsHelp(args[1:])
+	if asked {
+		// Asked-for help is output, not a diagnostic: it goes to stdout.
+		stderr = stdout
+	}
 	var err error
 	switch args[0] {
 	case "--version", "-version", "version":
 		fmt.Fprintf(stdout, "truss %s\n", version)
 		return 0
 	case "-h", "--help", "help":
+		if args[0] == "help" && len(args) > 1 && args[1] != "help" {
+			// truss help run = truss run -h
+			return run(append(args[1:], "-h"), stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	case "run":
@@ -92,6 +111,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "tools":
 		err = cmdTools(args[1:], stdout, stderr)
 	case "tool":
+		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "-help") {
+			fmt.Fprintln(stdout, "usage: truss tool call --root DIR --surface S --tool NAME (--input JSON | --input-file F) [--json]")
+			return 0
+		}
 		if len(args) < 2 || args[1] != "call" {
 			err = usagef("usage: truss tool call --root DIR --surface S --tool NAME (--input JSON | --input-file F) [--json]")
 			break
@@ -109,7 +132,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+	var ue usageError
+	if asked && errors.As(err, &ue) && strings.HasPrefix(ue.msg, "usage: ") {
+		// A command group asked for help answers with its usage.
+		fmt.Fprintln(stdout, ue.msg)
+		return 0
+	}
 	return exitCode(err, stderr)
+}
+
+// wantsHelp reports whether a command's arguments ask for its help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func exitCode(err error, stderr io.Writer) int {
@@ -123,7 +165,7 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "truss: %v\n", err)
+	fmt.Fprintf(stderr, "truss: %s\n", termsafe.String(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2
@@ -145,6 +187,32 @@ func parse(fs *flag.FlagSet, args []string) error {
 		}
 		return usageError{err.Error()}
 	}
+	return nil
+}
+
+// optDuration is a duration flag without a default of its own: help shows
+// none, and set tells whether it was given.
+type optDuration struct {
+	d   time.Duration
+	set bool
+}
+
+func (o *optDuration) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return o.d.String()
+}
+
+func (o *optDuration) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("not a duration (for example 500ms or 2s)")
+	}
+	if d < 0 {
+		return errors.New("must not be negative")
+	}
+	o.d, o.set = d, true
 	return nil
 }
 

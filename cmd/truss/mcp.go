@@ -28,23 +28,23 @@ import (
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
 
 // mcpFlags configure the MCP servers whose tools the model is offered.
 type mcpFlags struct {
 	servers multi
-	wait    time.Duration
+	wait    optDuration
 	noMCP   bool
 }
 
 func (m *mcpFlags) register(fs interface {
 	Var(flag.Value, string, string)
-	DurationVar(*time.Duration, string, time.Duration, string)
 	BoolVar(*bool, string, bool, string)
 }) {
 	fs.Var(&m.servers, "mcp", "an MCP server: NAME=COMMAND ARGS... (stdio) or NAME=URL (streamable HTTP); adds to .truss/config.toml's [mcp.servers] (repeatable)")
-	fs.DurationVar(&m.wait, "mcp-wait", -1, "how long the first turn waits for MCP servers to start (default: [mcp] startup_wait, else 1s); later servers join from the next turn")
+	fs.Var(&m.wait, "mcp-wait", "how long the first turn waits for MCP servers to start, a `duration` (default: [mcp] startup_wait, else 1s); later servers join from the next turn")
 	fs.BoolVar(&m.noMCP, "no-mcp", false, "start no MCP servers")
 }
 
@@ -150,7 +150,7 @@ func (s *mcpSession) add(srv *mcp.Server) int {
 			continue
 		}
 		if err := s.set.Add(b); err != nil {
-			fmt.Fprintf(s.log, "truss: mcp: server %s: %v; the tool is not offered\n", srv.Name(), err)
+			fmt.Fprintf(s.log, "truss: mcp: server %s: %s; the tool is not offered\n", srv.Name(), termsafe.String(err.Error()))
 			continue
 		}
 		n++
@@ -222,8 +222,8 @@ func (s *mcpSession) Close() {
 // waitFor returns the first turn's wait: the flag, else the configuration,
 // else the default.
 func (m *mcpFlags) waitFor(cfg *config.Config) time.Duration {
-	if m.wait >= 0 {
-		return m.wait
+	if m.wait.set {
+		return m.wait.d
 	}
 	if d, ok := cfg.MCP.StartupWaitValue(); ok {
 		return d
@@ -496,10 +496,10 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 		}
 		r := mgr.Execute(ctx, tool.Call{ID: "cli", Op: tool.OpMCP, Args: &tool.MCPArgs{Server: fset.Arg(0), Tool: fset.Arg(1), Arguments: json.RawMessage(in)}})
 		if r.Err != nil {
-			fmt.Fprintf(stderr, "truss: %s\n", r.Err.Message)
+			fmt.Fprintf(stderr, "truss: %s\n", termsafe.String(r.Err.Message))
 			return exitError{1}
 		}
-		fmt.Fprint(stdout, r.Output)
+		fmt.Fprint(stdout, termsafe.String(r.Output))
 		if !strings.HasSuffix(r.Output, "\n") {
 			fmt.Fprintln(stdout)
 		}

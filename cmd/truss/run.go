@@ -25,6 +25,7 @@ import (
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/ui"
 	"github.com/trussdev/truss/internal/validate"
@@ -43,8 +44,11 @@ type runFlags struct {
 	noSession bool
 	noLedger  bool
 	json      bool
-	// ledgerOut receives the ledger's directory when the run ends.
-	ledgerOut *string
+	// result, when set, receives what the run did (the demo reads it).
+	result *runResult
+	// noResumeHint leaves out the "resume with" line (the demo removes
+	// its workspace).
+	noResumeHint bool
 	validateFlags
 	spawnFlags
 	mcpFlags
@@ -142,7 +146,13 @@ func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 	}
 	ctx, cancel := signalContext(stderr)
 	defer cancel()
-	return runTask(ctx, &f, task, stdout, stderr, headless)
+	ctx, out := watchOutput(ctx, stdout, stderr)
+	err := runTask(ctx, &f, task, out.stdout, out.stderr, headless)
+	if out.closed(ctx) {
+		fmt.Fprintln(out.stderr, "truss: the output was closed; the run was stopped and saved as a cancelled one")
+		return exitError{exitOutputClosed}
+	}
+	return err
 }
 
 // runTask wires a session and runs one task. Human output goes to out
@@ -151,6 +161,7 @@ func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Writer, headless bool) error {
 	var store session.Store
 	var sess *session.Session
+	created := false // the session is this run's own, not a resumed one
 	var history []model.Item
 	if !f.noSession || f.resume != "" {
 		dir, err := session.DefaultDir()
@@ -173,6 +184,13 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		}
 		if f.root == "." && s.Meta.Workspace != "" {
 			f.root = s.Meta.Workspace
+		}
+		if f.provider == "sim" && f.script == "" {
+			// The simulated model plays on from where the session stopped.
+			f.script = s.Meta.Script
+			if s.Meta.SimDialect != "" {
+				f.simDialect = s.Meta.SimDialect
+			}
 		}
 	}
 	if err := f.resolve(); err != nil {
@@ -204,15 +222,21 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		tl.mux.Handle(tool.OpValidate, runner)
 		tl.runner = runner
 	}
-	retry := provider.RetryPolicy{OnRetry: func(attempt int, wait time.Duration, err error) {
-		fmt.Fprintf(stderr, "truss: %s; retrying in %s (attempt %d)\n", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1)
+	contact := &provider.Contact{}
+	retry := provider.RetryPolicy{Contact: contact, OnRetry: func(attempt int, wait time.Duration, err error) {
+		fmt.Fprintf(stderr, "truss: %s; retrying in %s (attempt %d)\n", termsafe.String(oneLine(err.Error())), wait.Round(time.Millisecond), attempt+1)
 	}}
 	if sess == nil && !f.noSession {
 		abs, _ := filepath.Abs(tl.ws.Dir())
-		sess, err = store.Create(session.Meta{Workspace: abs, Provider: f.provider, Model: f.model, Surface: set.Surface, Task: task})
+		meta := session.Meta{Workspace: abs, Provider: f.provider, Model: f.model, Surface: set.Surface, Task: task}
+		if f.provider == "sim" {
+			meta.Script, meta.SimDialect = f.scriptPath(), f.simDialect
+		}
+		sess, err = store.Create(meta)
 		if err != nil {
 			return err
 		}
+		created = true
 	}
 	sessionID := ""
 	if sess != nil {
@@ -241,11 +265,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		if err != nil {
 			return err
 		}
-		dir := filepath.Join(sess.Dir(), "ledger")
-		if f.resume != "" {
-			dir = filepath.Join(sess.Dir(), fmt.Sprintf("ledger-%d", time.Now().UnixNano()))
-		}
-		if lw, err = ledger.Create(dir, sess.Meta.ID, signer); err != nil {
+		if lw, err = ledger.Create(sess.LedgerDir(time.Now()), sess.Meta.ID, signer); err != nil {
 			return err
 		}
 		hooks.setLedger(lw, signer)
@@ -299,7 +319,15 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		fmt.Fprintf(human, "truss %s · %s · %s · surface %s · session %s\n", version, f.provider, f.model, set.Surface, orNone(sessionID))
 		fmt.Fprintf(human, "sandbox: %s\n", tl.enforced())
 		hooks.printer = &ui.Printer{W: human}
-		obs = append(obs, hooks.printer)
+		// A first request that could not connect is said once, at the
+		// end, not also as a failed turn of the transcript.
+		printer := hooks.printer
+		obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+			if unreached(ev, contact) {
+				return
+			}
+			printer.Observe(ev)
+		}))
 	}
 	var persistErr error
 	if sess != nil {
@@ -329,7 +357,12 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		Observer:       obs,
 	}, history)
 	out := a.Run(ctx, task)
-	verdict := boundary(ctx, runner, rec, human, f.json)
+	// never: the first request could not connect; nothing happened.
+	never := out.Status == agent.StatusFailed && !contact.Answered() && provider.NoConnection(out.Err)
+	var verdict *verdict
+	if !never {
+		verdict = boundary(ctx, runner, rec, human, f.json)
+	}
 	if enc != nil {
 		if verdict != nil {
 			enc.Release(verdict.Text(verdict.log, 20), verdict.OK, verdict.Summary)
@@ -344,15 +377,25 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		if err := lw.Close(); err != nil {
 			fmt.Fprintf(stderr, "truss: the ledger could not be closed: %v\n", err)
 		}
-		if f.ledgerOut != nil {
-			*f.ledgerOut = lw.Dir()
+		if f.result != nil {
+			f.result.ledgerDir = lw.Dir()
 		}
-		if !f.json {
+		if !f.json && !never {
 			fmt.Fprintf(human, "  ledger: %s (%d entries; truss ledger verify %s)\n", lw.Dir(), lw.Size(), sessionID)
 		}
 	}
 	if persistErr != nil {
 		fmt.Fprintf(stderr, "truss: the session could not be saved: %v\n", persistErr)
+	}
+	if f.result != nil {
+		f.result.status, f.result.verdict = out.Status, verdict
+	}
+	if never {
+		// Nothing to keep or resume: the model was never reached.
+		if created {
+			sess.Remove()
+		}
+		return fmt.Errorf("%s", out.Err.Error())
 	}
 	if enc != nil && enc.Err != nil {
 		return fmt.Errorf("writing events: %w", enc.Err)
@@ -360,7 +403,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 	if headless && !f.json && out.Text != "" {
 		fmt.Fprintln(stdout, out.Text)
 	}
-	if sessionID != "" && !f.json {
+	if sessionID != "" && !f.json && !f.noResumeHint {
 		fmt.Fprintf(human, "  resume with: truss run --resume %s \"…\"\n", sessionID)
 	}
 	if f.require && (verdict == nil || !verdict.OK) {
@@ -385,6 +428,28 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		return exitError{130}
 	}
 	return exitError{1}
+}
+
+// runResult is what a run did, for a caller that goes on (the demo).
+type runResult struct {
+	ledgerDir string
+	status    agent.Status
+	verdict   *verdict // the verification boundary's; nil when it did not run
+}
+
+// unreached reports whether ev is the failure of a first request that could
+// not connect (the turn's failure, or the run's end it caused).
+func unreached(ev agent.Event, c *provider.Contact) bool {
+	var err error
+	switch ev.Type {
+	case agent.EventTurnFailed:
+		err = ev.Err
+	case agent.EventRunCompleted:
+		if ev.Outcome != nil && ev.Outcome.Status == agent.StatusFailed {
+			err = ev.Outcome.Err
+		}
+	}
+	return err != nil && !c.Answered() && provider.NoConnection(err)
 }
 
 // registerChecks registers the flags of the task's checks.
@@ -433,7 +498,7 @@ func boundary(ctx context.Context, r *validate.Runner, rec *ledger.Recorder, w i
 		rec.Validation(map[string]any{"boundary": true, "env": r.Env, "summary": s}, []byte(log))
 	}
 	if !quiet {
-		fmt.Fprintf(w, "\n── verification (run by truss) ──\n%s\n", s.Text(log, 20))
+		fmt.Fprintf(w, "\n── verification (run by truss) ──\n%s\n", termsafe.String(s.Text(log, 20)))
 	}
 	return &verdict{Summary: s, log: log}
 }
@@ -475,7 +540,7 @@ func cmdSessions(args []string, stdout, stderr io.Writer) error {
 		if len(task) > 48 {
 			task = task[:48] + "…"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), m.Status, m.Turns, m.Provider, m.Model, m.Workspace, task)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), m.Status, m.Turns, m.Provider, m.Model, termsafe.String(m.Workspace), termsafe.String(task))
 	}
 	return tw.Flush()
 }

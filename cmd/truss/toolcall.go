@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/trussdev/truss/internal/surface/codex"
 	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/surface/openai"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -66,8 +68,12 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	if fset.NArg() > 0 {
 		return usagef("unexpected arguments %q", fset.Args())
 	}
+	given := map[string]bool{}
+	fset.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	in := *input
 	switch {
+	case !given["input"] && !given["input-file"]:
+		return usagef("give the call's input with --input JSON or --input-file FILE (--input '{}' for none)")
 	case *inputFile != "" && *input != "":
 		return usagef("give --input or --input-file, not both")
 	case *inputFile == "-":
@@ -134,7 +140,9 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		fmt.Fprint(stdout, res.Text)
+		// The text the model reads, neutralised for the terminal; --json
+		// carries its exact bytes.
+		fmt.Fprint(stdout, termsafe.String(res.Text))
 		if len(res.Text) > 0 && res.Text[len(res.Text)-1] != '\n' {
 			fmt.Fprintln(stdout)
 		}

@@ -62,7 +62,7 @@ type providerFlags struct {
 	provider    string
 	model       string
 	surface     string
-	script      string // sim: the script file
+	script      string // sim: the script file, or demoScript
 	simDialect  string // sim: which dialect the in-process server speaks
 	serverTools multi
 	simRoot     string // sim: the workspace the simulated model names files in
@@ -76,14 +76,34 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.provider, "provider", "", "model provider: anthropic, ollama, chat, openai or sim (default: from the environment)")
 	fs.StringVar(&p.model, "model", "", "model name (default: $TRUSS_MODEL)")
 	fs.StringVar(&p.surface, "surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
-	fs.StringVar(&p.script, "script", "", "with --provider sim: the script the simulated model plays (default: the demo fix)")
+	fs.StringVar(&p.script, "script", "", "with --provider sim: the script the simulated model plays (docs/simulator.md)")
 	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks (anthropic, responses, chat or ollama)")
 	fs.BoolVar(&p.stateful, "stateful", false, "with the Responses API: chain turns with previous_response_id (the server stores them) instead of replaying the conversation")
 	fs.Var(&p.serverTools, "server-tool", "enable a provider-executed tool (anthropic: web_search, web_fetch, code_execution); recorded as unverified (repeatable)")
 }
 
+// demoScript names the bundled demo fix as a sim script (a script file's
+// path is absolute once resolved, so the two cannot be confused).
+const demoScript = "demo"
+
+// scriptPath is the sim script as a session records it: demoScript, or
+// the file's absolute path.
+func (p *providerFlags) scriptPath() string {
+	if p.script == "" || p.script == demoScript {
+		return p.script
+	}
+	abs, err := filepath.Abs(p.script)
+	if err != nil {
+		return p.script
+	}
+	return abs
+}
+
 // resolve fills in the provider and model from the environment.
 func (p *providerFlags) resolve() error {
+	if p.provider == "sim" && p.script == "" {
+		return usagef("--provider sim needs --script FILE, the steps the simulated model plays (docs/simulator.md); `truss demo` plays the bundled fix")
+	}
 	if p.provider == "" {
 		switch {
 		case os.Getenv("OPENAI_BASE_URL") != "":
@@ -95,7 +115,7 @@ func (p *providerFlags) resolve() error {
 		case os.Getenv("ANTHROPIC_API_KEY") != "":
 			p.provider = "anthropic"
 		default:
-			return usagef("no model provider configured: set OLLAMA_HOST (Ollama), OPENAI_BASE_URL (an OpenAI-compatible server) or OPENAI_API_KEY (OpenAI), or pass --provider; `truss demo` needs none")
+			return usagef("no model provider configured: set OPENAI_BASE_URL (an OpenAI-compatible server), OPENAI_API_KEY (OpenAI), OLLAMA_HOST (Ollama) or ANTHROPIC_API_KEY (Anthropic; ANTHROPIC_BASE_URL optional), and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none")
 		}
 	}
 	if p.model == "" {
@@ -150,7 +170,7 @@ func (p *providerFlags) newProvider(ctx context.Context, retry provider.RetryPol
 			ThinkingBudget: int64(p.settings.ThinkingTokens)}), nil
 	case "sim":
 		script := examples.DemoScript
-		if p.script != "" {
+		if p.script != demoScript {
 			b, err := os.ReadFile(p.script)
 			if err != nil {
 				return nil, usagef("--script: %v", err)

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/trussdev/truss/internal/termsafe"
 )
 
 // VerifyWorkspace checks that the files the session changed hold, in dir,
@@ -65,7 +67,9 @@ func Show(w io.Writer, entries []Entry) {
 		if len(t) >= 23 {
 			t = t[11:23]
 		}
-		fmt.Fprintf(w, "%5d %s %-15s %s\n", e.Seq, t, e.Type, summary(e.Type, d))
+		// What an entry names (paths, commands, tool names) came from a
+		// model or a file: it is neutralised for the terminal.
+		fmt.Fprintf(w, "%5d %s %-15s %s\n", e.Seq, termsafe.String(t), termsafe.String(e.Type), termsafe.String(summary(e.Type, d)))
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/trussdev/truss/internal/model"
@@ -185,6 +187,41 @@ type RetryPolicy struct {
 	MaxRetryAfter time.Duration
 	// OnRetry, when set, is told of each retry before its wait.
 	OnRetry func(attempt int, wait time.Duration, err error)
+	// Contact, when set, remembers whether the server has ever answered
+	// through this policy. Until it has, an attempt that could not connect
+	// at all (NoConnection: the name does not resolve, the connection is
+	// refused) ends the turn at once: a wrong address or a stopped server
+	// is reported, not retried. Once the server has answered, such a
+	// failure is retried like any other.
+	Contact *Contact
+}
+
+// Contact records that a server answered. Its zero value is ready; it is
+// safe for concurrent use.
+type Contact struct{ answered atomic.Bool }
+
+// Answered reports whether the server has answered at least once.
+func (c *Contact) Answered() bool { return c != nil && c.answered.Load() }
+
+// note records an attempt's outcome: any HTTP answer, even an error
+// status, is contact.
+func (c *Contact) note(err error) {
+	if c == nil || c.answered.Load() {
+		return
+	}
+	var pe *Error
+	if err == nil || (errors.As(err, &pe) && pe.Status != 0) {
+		c.answered.Store(true)
+	}
+}
+
+// NoConnection reports whether err is a failure to connect at all: the
+// host name does not resolve, or the host refused or could not be routed
+// to. A connection that broke after it was made is not one.
+func NoConnection(err error) bool {
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 
 func (p RetryPolicy) norm() RetryPolicy {
@@ -209,11 +246,15 @@ func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, e
 	p = p.norm()
 	for attempt := 1; ; attempt++ {
 		err := fn(attempt)
+		p.Contact.note(err)
 		if err == nil {
 			return attempt, nil
 		}
 		var pe *Error
 		if !errors.As(err, &pe) || !pe.Retryable() || attempt >= p.MaxAttempts || ctx.Err() != nil {
+			return attempt, err
+		}
+		if p.Contact != nil && !p.Contact.Answered() && NoConnection(err) {
 			return attempt, err
 		}
 		wait := p.backoff(attempt)

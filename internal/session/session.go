@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,17 +29,22 @@ import (
 
 // Meta describes a session.
 type Meta struct {
-	ID        string      `json:"id"`
-	Created   time.Time   `json:"created"`
-	Updated   time.Time   `json:"updated"`
-	Workspace string      `json:"workspace"`
-	Provider  string      `json:"provider"`
-	Model     string      `json:"model"`
-	Surface   string      `json:"surface"`
-	Task      string      `json:"task"`
-	Status    string      `json:"status,omitempty"`
-	Turns     int         `json:"turns"`
-	Usage     model.Usage `json:"usage"`
+	ID        string    `json:"id"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+	Workspace string    `json:"workspace"`
+	Provider  string    `json:"provider"`
+	Model     string    `json:"model"`
+	Surface   string    `json:"surface"`
+	Task      string    `json:"task"`
+	// Script and SimDialect are, for the sim provider, the script file the
+	// simulated model plays (an absolute path) and the dialect it speaks,
+	// so that a resumed session plays on.
+	Script     string      `json:"script,omitempty"`
+	SimDialect string      `json:"sim_dialect,omitempty"`
+	Status     string      `json:"status,omitempty"`
+	Turns      int         `json:"turns"`
+	Usage      model.Usage `json:"usage"`
 }
 
 // Store is a directory of sessions.
@@ -188,6 +194,60 @@ func (s *Session) Close() error {
 	err := s.f.Close()
 	s.f = nil
 	return err
+}
+
+// Remove closes the session and deletes it with everything in its
+// directory (a session that never reached the model has nothing to keep).
+func (s *Session) Remove() error {
+	s.Close()
+	return os.RemoveAll(s.dir)
+}
+
+// LedgerDir returns the directory for the ledger of a new run of the
+// session: "ledger" for the first run, "ledger-N" (N the run's start in
+// Unix nanoseconds) for each resumed one.
+func (s *Session) LedgerDir(start time.Time) string {
+	first := filepath.Join(s.dir, "ledger")
+	if _, err := os.Stat(first); errors.Is(err, fs.ErrNotExist) {
+		return first
+	}
+	return filepath.Join(s.dir, fmt.Sprintf("ledger-%d", start.UnixNano()))
+}
+
+// Ledgers returns the ledger directories of the session in dir, one per
+// run, in the order the runs were made: "ledger", then the "ledger-N" of
+// each resumed run by N.
+func Ledgers(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	type run struct {
+		n   int64
+		dir string
+	}
+	var runs []run
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		if name == "ledger" {
+			runs = append(runs, run{-1, filepath.Join(dir, name)})
+			continue
+		}
+		if rest, ok := strings.CutPrefix(name, "ledger-"); ok {
+			if n, err := strconv.ParseInt(rest, 10, 64); err == nil && n >= 0 {
+				runs = append(runs, run{n, filepath.Join(dir, name)})
+			}
+		}
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].n < runs[j].n })
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = r.dir
+	}
+	return out, nil
 }
 
 // List returns the sessions' metadata, newest first.

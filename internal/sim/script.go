@@ -11,6 +11,8 @@
 // retried request gets the same step. Faults injected by a step (an HTTP
 // error with Retry-After, an error event in the middle of the stream, a cut
 // stream) fail its first attempts, after which the step is served normally.
+// A step may name alternatives played instead when the previous turn's tool
+// results contain a text (Step.OnResult).
 //
 // A script may hold the scripts of sub-agents (Script.Agents): a request
 // whose first user message contains an agent's key follows that agent's
@@ -52,6 +54,11 @@ type Step struct {
 	Think string `json:"think,omitempty"`
 	// Stop overrides the stop reason ("pause_turn", "max_tokens", "refusal").
 	Stop string `json:"stop,omitempty"`
+	// OnResult replaces the step with another when the results of the
+	// previous turn's calls, as the request carries them, contain a key
+	// (the longest matching key wins): a script that reacts to what its
+	// commands printed, such as a test run that still fails.
+	OnResult map[string]*Step `json:"on_result,omitempty"`
 }
 
 // ActionKind names a provider-neutral action.
@@ -158,6 +165,15 @@ func (s *Script) check(where string) error {
 		}
 	}
 	for i, st := range s.Steps {
+		for key, alt := range st.OnResult {
+			if key == "" || alt == nil || len(alt.OnResult) > 0 {
+				return fmt.Errorf("sim script%s: step %d: on_result needs non-empty keys and steps without on_result of their own", where, i+1)
+			}
+			sub := &Script{Steps: []Step{*alt}}
+			if err := sub.check(fmt.Sprintf("%s step %d on_result %q", where, i+1, key)); err != nil {
+				return err
+			}
+		}
 		for j, a := range st.Actions {
 			if err := a.check(); err != nil {
 				return fmt.Errorf("sim script%s: step %d action %d: %w", where, i+1, j+1, err)

@@ -202,7 +202,7 @@ func (s *Server) record(dialect string, r *http.Request, body []byte, received t
 	s.attempts[k]++
 	t.attempt = s.attempts[k]
 	if t.index < len(script.Steps) {
-		t.step = &script.Steps[t.index]
+		t.step = branch(&script.Steps[t.index], body)
 		if t.attempt <= len(t.step.Faults) {
 			t.fault = &t.step.Faults[t.attempt-1]
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -26,7 +27,23 @@ type Printer struct {
 	texted  bool // this turn streamed assistant text
 }
 
-func (p *Printer) printf(format string, args ...any) { fmt.Fprintf(p.W, format, args...) }
+// printf writes Truss's own format with every text argument neutralised
+// for the terminal: the arguments are model text, file contents, command
+// output, tool names and errors, none of which may move the cursor, set the
+// title or write the clipboard.
+func (p *Printer) printf(format string, args ...any) {
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			args[i] = termsafe.String(v)
+		case error:
+			args[i] = termsafe.String(v.Error())
+		case fmt.Stringer:
+			args[i] = termsafe.String(v.String())
+		}
+	}
+	fmt.Fprintf(p.W, format, args...)
+}
 
 func (p *Printer) endLine() {
 	if p.midLine {

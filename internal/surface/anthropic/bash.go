@@ -79,6 +79,10 @@ func (Bash) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 		}
 		return errorResult(c, fmt.Sprintf("%sbash has exited with returncode %d; a new session starts with the next command", out, *r.ExitCode))
 	case r.Err != nil:
+		// A cancelled command keeps what it printed before it was killed.
+		if out != "" {
+			return errorResult(c, out+"\n"+r.Err.Message)
+		}
 		return errorResult(c, r.Err.Message)
 	}
 	if strings.TrimSpace(out) == "" {

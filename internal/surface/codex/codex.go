@@ -142,7 +142,11 @@ func (ShellCommand) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult 
 			out += "\n" + r.Err.Message
 		}
 	case r.Err != nil:
-		out = r.Err.Message
+		// A cancelled command keeps what it printed before it was killed.
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += r.Err.Message
 	}
 	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: execOutput(code, r.Wall, out), IsError: code != 0}
 }

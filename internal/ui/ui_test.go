@@ -1,0 +1,49 @@
+package ui
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// evil is what a file, a command or a model could send to the terminal:
+// a title, a screen clear, a clipboard write, a hyperlink and a bidi
+// override.
+const evil = "a \x1b]0;HIJACK\x07 \x1b[2J \x1b]52;c;ZXZpbA==\x07 \x1b]8;;http://x\x07l\x1b]8;;\x07 \u202e"
+
+func TestPrinterNeutralises(t *testing.T) {
+	call := &model.ToolCall{ID: "1", Name: "bash" + evil, Input: `{"command":"cat f` + strings.ReplaceAll(evil, "\x1b", `\u001b`) + `"}`}
+	ops := []tool.Call{{ID: "1", Op: tool.OpExec, Args: &tool.ExecArgs{Command: "cat " + evil}}}
+	for _, tc := range []struct {
+		name string
+		ev   agent.Event
+	}{
+		{"user", agent.Event{Type: agent.EventUser, Items: []model.Item{{Kind: model.KindUser, Text: evil}}}},
+		{"delta", agent.Event{Type: agent.EventDelta, Delta: &model.Delta{Kind: model.KindAssistant, Text: evil}}},
+		{"response", agent.Event{Type: agent.EventResponse, Response: &model.Response{Items: []model.Item{{Kind: model.KindAssistant, Text: evil}}}}},
+		{"call", agent.Event{Type: agent.EventCallStarted, Call: call, Ops: ops}},
+		{"call undecoded", agent.Event{Type: agent.EventCallStarted, Call: call}},
+		{"result", agent.Event{Type: agent.EventCallCompleted, Call: call, Result: &model.ToolResult{Text: evil + "\n" + evil}}},
+		{"turn failed", agent.Event{Type: agent.EventTurnFailed, Err: errors.New("server said " + evil)}},
+		{"run", agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusFailed, Reason: evil}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			p := &Printer{W: &buf}
+			p.Observe(tc.ev)
+			p.Child("child" + evil).Observe(tc.ev)
+			out := buf.String()
+			if strings.ContainsAny(out, "\x1b\x07\u202e\u009b\u009d") {
+				t.Fatalf("a control reached the terminal: %q", out)
+			}
+			if tc.ev.Type != agent.EventUser && tc.ev.Type != agent.EventTurnStarted && !strings.Contains(out, "<U+001B>]0;HIJACK<U+0007>") && !strings.Contains(out, "HIJACK") {
+				t.Fatalf("the text was hidden instead of shown: %q", out)
+			}
+		})
+	}
+}
