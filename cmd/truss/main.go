@@ -10,6 +10,7 @@
 //	truss tools [flags]             print the tool declarations a request carries
 //	truss tool call [flags]         execute one tool call and print its result
 //	truss sessions                  list saved sessions
+//	truss trust [DIR]               trust the project's configuration
 //	truss --version
 package main
 
@@ -49,6 +50,7 @@ Usage:
   truss sessions                    list saved sessions (resume one with truss run --resume ID)
   truss ledger key|verify|show|prove  the signed ledger every run writes: key, verification, timeline, inclusion proofs
   truss sandbox check               what this host can enforce, and the sandbox a run would get
+  truss trust [--status|--revoke] [DIR]  trust the project's configuration (.truss): until then it cannot widen the sandbox or start programs
   truss mcp serve [--http ADDR]     Truss's tools (view, create, replace, insert, patch, shell, validate) for any MCP client
   truss mcp list|call               the configured MCP servers' tools; call one by hand
   truss --version
@@ -105,6 +107,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdMCP(args[1:], os.Stdin, stdout, stderr)
 	case "sandbox":
 		err = cmdSandbox(args[1:], stdout, stderr)
+	case "trust":
+		err = cmdTrust(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage)
 		return 2

@@ -24,6 +24,7 @@ import (
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/trust"
 	"github.com/trussdev/truss/internal/ui"
 	"github.com/trussdev/truss/internal/validate"
 )
@@ -180,6 +181,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		return err
 	}
 	defer tl.Close()
+	warnTrust(stderr, tl.cfg)
 	// MCP servers start now, while the rest is set up.
 	ms, err := f.mcpFlags.start(ctx, tl, set, f.dialect(), stderr)
 	if err != nil {
@@ -239,7 +241,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		abs, _ := filepath.Abs(tl.ws.Dir())
 		rec, err = ledger.NewRecorder(lw, ledger.Start{Truss: version, Provider: f.provider, Model: f.model, Surface: set.Surface,
 			Tools: toolDecls(set), Sandbox: tl.enforced(), Workspace: abs, Repo: repoState(abs),
-			Config: runConfig(f, ms)})
+			Config: runConfig(f, tl, ms)})
 		if err != nil {
 			return err
 		}
@@ -456,10 +458,13 @@ func cmdSessions(args []string, stdout, stderr io.Writer) error {
 }
 
 // runConfig is the configuration session.start records.
-func runConfig(f *runFlags, ms *mcpSession) map[string]string {
+func runConfig(f *runFlags, tl *tools, ms *mcpSession) map[string]string {
 	c := map[string]string{"max_turns": fmt.Sprint(f.maxTurns), "timeout": f.timeout.String()}
 	if s := ms.summary(); s != "" {
 		c["mcp"] = s
+	}
+	if st := tl.cfg.Trust.State; st != "" && st != trust.None {
+		c["project_config"] = string(st)
 	}
 	return c
 }

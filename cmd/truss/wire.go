@@ -268,6 +268,8 @@ func (w *workspaceFlags) plan(root, tmp string, cfg *config.Config) (*sandbox.Pl
 	}
 	p := sandbox.DefaultPolicy(root, tmp)
 	p.Mode, p.Network = mode, network
+	// The project's configuration is read-only to commands, as .git is.
+	p.Protected = append(p.Protected, config.Protected(root)...)
 	// The signing key (a command that read it could forge a ledger) and
 	// the saved sessions are hidden from every sandboxed process.
 	if dir, err := ledger.KeyDir(); err == nil {
@@ -549,10 +551,11 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warnTrust(stderr, cfg)
 	if err := mf.addTools(set, cfg, p.dialect(), stderr); err != nil {
 		return err
 	}
-	if _, err := sf.offer(set, "."); err != nil {
+	if _, err := sf.offer(set, cfg); err != nil {
 		return err
 	}
 	var d declarer
@@ -591,6 +594,14 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	buf.WriteByte('\n')
 	_, err = stdout.Write(buf.Bytes())
 	return err
+}
+
+// warnTrust tells the user, once, which settings of an untrusted project
+// configuration are not obeyed.
+func warnTrust(w io.Writer, cfg *config.Config) {
+	if msg := cfg.Trust.Warning(); msg != "" {
+		fmt.Fprintf(w, "truss: %s\n", msg)
+	}
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }
