@@ -49,6 +49,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	f.provider, f.surface, f.simDialect, f.simRoot, f.model = "sim", *surfaceName, *dialect, dir, *modelName
 	f.memoryDir = filepath.Join(dir, ".truss", "memories")
+	f.cacheName = "demo" // one cache for every demo, though each has a new directory
 	f.root, f.timeout, f.maxTurns, f.maxResult = dir, 2*60e9, 20, 30000
 	var ledgerDir string
 	f.ledgerOut = &ledgerDir

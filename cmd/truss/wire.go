@@ -38,6 +38,7 @@ import (
 	"github.com/trussdev/truss/internal/tool/memory"
 	"github.com/trussdev/truss/internal/tool/patch"
 	"github.com/trussdev/truss/internal/tool/shell"
+	"github.com/trussdev/truss/internal/toolcache"
 	"github.com/trussdev/truss/internal/validate"
 )
 
@@ -219,6 +220,11 @@ type workspaceFlags struct {
 	sandbox   string // --sandbox
 	network   string // --network
 	fallback  string // --sandbox-fallback
+	// cache is where the sandboxed commands keep their build and package
+	// caches, as plan decided (nil with --sandbox full); cacheName, when
+	// set, names the workspace's caches instead of its path.
+	cache     *toolcache.Caches
+	cacheName string
 }
 
 func (w *workspaceFlags) register(fs *flag.FlagSet) {
@@ -270,6 +276,16 @@ func (w *workspaceFlags) plan(root, tmp string, cfg *config.Config) (*sandbox.Pl
 	p.Mode, p.Network = mode, network
 	// The project's configuration is read-only to commands, as .git is.
 	p.Protected = append(p.Protected, config.Protected(root)...)
+	// Commands write caches of their own, never the host's.
+	w.cache = nil
+	if mode != sandbox.FullAccess {
+		dir := filepath.Join(tmp, "caches") // read-only: the session's own
+		if d, err := toolcache.DirFor(cmp.Or(w.cacheName, root)); err == nil && mode == sandbox.WorkspaceWrite {
+			dir = d
+		}
+		w.cache = toolcache.For(dir, network)
+		p.Writable = append([]string(nil), w.cache.Writable...)
+	}
 	// The signing key (a command that read it could forge a ledger) and
 	// the saved sessions are hidden from every sandboxed process.
 	if dir, err := ledger.KeyDir(); err == nil {
@@ -299,6 +315,7 @@ type tools struct {
 	mux     tool.Mux
 
 	cfg      *config.Config // the project's .truss/config.toml
+	cacheEnv []string       // the sandboxed commands' cache variables
 	timeout  time.Duration
 	allowEnv []string
 	undo     bool // the editor keeps an edit history
@@ -325,7 +342,7 @@ func (t *tools) newShell(own string) *shell.Session { return t.newShellIn(t.ws.D
 
 // newShellIn starts a shell session in dir (a sub-agent's workspace).
 func (t *tools) newShellIn(dir, own string) *shell.Session {
-	env := append(append(os.Environ(), "TMPDIR="+t.tmp), t.cfg.Validate.EnvList()...)
+	env := append(append(append(os.Environ(), "TMPDIR="+t.tmp), t.cacheEnv...), t.cfg.Validate.EnvList()...)
 	return shell.New(shell.Config{Dir: dir, Timeout: t.timeout, AllowEnv: t.allowEnv,
 		Env: env, TmpDir: own, Launcher: t.sandbox, Guard: t.sandbox.Guard})
 }
@@ -385,6 +402,9 @@ func (w *workspaceFlags) open(set *surface.Set) (*tools, error) {
 	if err == nil {
 		pl, err = w.plan(root, tmp, cfg)
 	}
+	if err == nil && w.cache != nil {
+		err = w.cache.Make()
+	}
 	var sb *sandbox.Sandbox
 	if err == nil {
 		sb, err = sandbox.New(pl)
@@ -412,6 +432,9 @@ func within(path, dir string) bool {
 func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, sb *sandbox.Sandbox, cfg *config.Config) (*tools, error) {
 	var err error
 	t := &tools{ws: ws, tmp: tmp, sandbox: sb, cfg: cfg, timeout: w.timeout, allowEnv: w.allowEnv}
+	if w.cache != nil {
+		t.cacheEnv = w.cache.Env
+	}
 	t.shell = t.newShell(t.tmp)
 	_, t.undo = set.Lookup("str_replace_editor")
 	t.route(&t.mux, ws, t.shell)
