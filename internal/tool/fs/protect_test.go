@@ -87,7 +87,7 @@ func TestProtectedPaths(t *testing.T) {
 // A workspace whose .git is a "gitdir:" file protects the directory it
 // names when that lies in a root.
 func TestProtectedGitdirFile(t *testing.T) {
-	e, dir := newWS(t, map[string]string{
+	_, dir := newWS(t, map[string]string{
 		"repo/.git":           "gitdir: ../store/repo.git\n",
 		"store/repo.git/HEAD": "ref: refs/heads/main\n",
 	})
@@ -96,7 +96,7 @@ func TestProtectedGitdirFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	e = &Executor{W: w}
+	e := &Executor{W: w}
 	for _, p := range []string{filepath.Join(dir, "store", "repo.git", "HEAD"), filepath.Join(dir, "store", "repo.git", "hooks", "x"), ".git"} {
 		r := exec(e, tool.OpWrite, &tool.CreateArgs{Path: p, Content: "x"})
 		if r.Err == nil || r.Err.Kind != tool.ErrReadOnly {
