@@ -7,7 +7,9 @@
 // by the model's commands. Git runs programs that configuration names: the
 // fsmonitor hook, hooks, clean and smudge filters, external diff and
 // textconv drivers, pagers, credential helpers, ssh. Truss's own git
-// invocations run none of them: every command is started with
+// invocations run none of them: every command is started with (settings
+// in GIT_CONFIG_COUNT and its pairs, which override the repository's as -c
+// does)
 //
 //   - no system or global configuration (GIT_CONFIG_NOSYSTEM,
 //     GIT_CONFIG_GLOBAL=/dev/null, GIT_ATTR_NOSYSTEM) and none of the
@@ -38,6 +40,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 )
 
@@ -91,25 +94,32 @@ func (g Git) env() []string {
 	return env
 }
 
-// base is the command line before the subcommand.
-func (g Git) base(extra []string) []string {
-	args := []string{"--no-pager"}
-	if g.Dir != "" {
-		args = append(args, "-C", g.Dir)
-	}
-	for _, s := range append(settings[:len(settings):len(settings)], extra...) {
-		args = append(args, "-c", s)
-	}
-	return args
-}
-
-func (g Git) command(ctx context.Context, extra []string, args ...string) *exec.Cmd {
+// command is git with args and the settings, plus extra settings as
+// key, value pairs. The settings go in GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n
+// and GIT_CONFIG_VALUE_n, which take precedence as -c does, not in -c
+// itself: a driver named "a=b" would make "-c filter.a=b.clean=" set
+// filter.a.
+func (g Git) command(ctx context.Context, extra [][2]string, args ...string) *exec.Cmd {
 	if len(args) > 0 && (args[0] == "diff" || args[0] == "log" || args[0] == "show") {
 		args = append([]string{args[0], "--no-ext-diff", "--no-textconv"}, args[1:]...)
 	}
-	cmd := exec.CommandContext(ctx, "git", append(g.base(extra), args...)...)
-	cmd.Env = g.env()
-	cmd.Stdin = nil
+	base := []string{"--no-pager"}
+	if g.Dir != "" {
+		base = append(base, "-C", g.Dir)
+	}
+	cmd := exec.CommandContext(ctx, "git", append(base, args...)...)
+	env := g.env()
+	kv := extra[:0:0]
+	for _, s := range settings {
+		k, v, _ := strings.Cut(s, "=")
+		kv = append(kv, [2]string{k, v})
+	}
+	kv = append(kv, extra...)
+	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(kv)))
+	for i, p := range kv {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, p[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, p[1]))
+	}
+	cmd.Env = env
 	return cmd
 }
 
@@ -126,9 +136,15 @@ func (g Git) Filters(ctx context.Context) ([]string, error) {
 		}
 		return nil, fmt.Errorf("git config: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
+	return filterNames(out.String()), nil
+}
+
+// filterNames reads the driver names from `git config --name-only` output
+// (one key a line, "filter.NAME.KEY"; NAME may hold dots), each once.
+func filterNames(out string) []string {
 	seen := map[string]bool{}
 	var names []string
-	for _, key := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+	for _, key := range strings.Split(strings.TrimSpace(out), "\n") {
 		rest, ok := strings.CutPrefix(key, "filter.")
 		if !ok {
 			continue
@@ -142,7 +158,7 @@ func (g Git) Filters(ctx context.Context) ([]string, error) {
 			names = append(names, n)
 		}
 	}
-	return names, nil
+	return names
 }
 
 // Command returns git with args, ready to run in the repository with
@@ -152,9 +168,12 @@ func (g Git) Command(ctx context.Context, args ...string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	var extra []string
+	var extra [][2]string
 	for _, n := range filters {
-		extra = append(extra, "filter."+n+".clean=", "filter."+n+".smudge=", "filter."+n+".process=", "filter."+n+".required=false")
+		for _, k := range []string{"clean", "smudge", "process"} {
+			extra = append(extra, [2]string{"filter." + n + "." + k, ""})
+		}
+		extra = append(extra, [2]string{"filter." + n + ".required", "false"})
 	}
 	return g.command(ctx, extra, args...), nil
 }

@@ -30,7 +30,7 @@ func hostile(t *testing.T) (repo, marks string) {
 	}
 	run("init", "-q", "-b", "main")
 	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("one\n"), 0o644)
-	os.WriteFile(filepath.Join(repo, ".gitattributes"), []byte("*.txt filter=evil diff=evil\n*.dat filter=proc\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, ".gitattributes"), []byte("*.txt filter=evil diff=evil\n*.dat filter=proc\n*.eq filter=a=b\n"), 0o644)
 	run("add", "-A")
 	run("commit", "-qm", "init")
 	mark := func(name string) string { return "touch " + filepath.Join(marks, name) }
@@ -40,6 +40,7 @@ func hostile(t *testing.T) (repo, marks string) {
 		"filter.evil.clean":   mark("clean") + "; cat",
 		"filter.evil.smudge":  mark("smudge") + "; cat",
 		"filter.proc.process": mark("process"),
+		"filter.a=b.clean":    mark("eq") + "; cat",
 		"diff.evil.textconv":  mark("textconv") + "; cat",
 		"diff.evil.command":   mark("diffcmd"),
 		"diff.external":       mark("external"),
@@ -52,6 +53,7 @@ func hostile(t *testing.T) (repo, marks string) {
 	os.WriteFile(hook, []byte("#!/bin/sh\n"+mark("hook")+"\n"), 0o755)
 	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("two\n"), 0o644)
 	os.WriteFile(filepath.Join(repo, "b.dat"), []byte("dat\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, "c.eq"), []byte("eq\n"), 0o644)
 	return repo, marks
 }
 
@@ -82,7 +84,7 @@ func TestNoRepositoryPrograms(t *testing.T) {
 
 	ctx := context.Background()
 	g := Git{Dir: repo}
-	if names, err := g.Filters(ctx); err != nil || len(names) != 2 || !slices.Contains(names, "evil") || !slices.Contains(names, "proc") {
+	if names, err := g.Filters(ctx); err != nil || len(names) != 3 || !slices.Contains(names, "evil") || !slices.Contains(names, "proc") || !slices.Contains(names, "a=b") {
 		t.Fatalf("filters %v %v", names, err)
 	}
 	steps := [][]string{
