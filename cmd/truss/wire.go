@@ -39,6 +39,7 @@ import (
 	"github.com/trussdev/truss/internal/tool/patch"
 	"github.com/trussdev/truss/internal/tool/shell"
 	"github.com/trussdev/truss/internal/toolcache"
+	"github.com/trussdev/truss/internal/trust"
 	"github.com/trussdev/truss/internal/validate"
 )
 
@@ -274,8 +275,15 @@ func (w *workspaceFlags) plan(root, tmp string, cfg *config.Config) (*sandbox.Pl
 	}
 	p := sandbox.DefaultPolicy(root, tmp)
 	p.Mode, p.Network = mode, network
-	// The project's configuration is read-only to commands, as .git is.
+	// The project's configuration is read-only to commands, as .git is,
+	// and so is the record of trusted configurations should the workspace
+	// hold it.
 	p.Protected = append(p.Protected, config.Protected(root)...)
+	if st, err := trust.UserStore(); err == nil && within(st.Path, root) {
+		if _, err := os.Stat(st.Path); err == nil {
+			p.Protected = append(p.Protected, st.Path)
+		}
+	}
 	// Commands write caches of their own, never the host's.
 	w.cache = nil
 	if mode != sandbox.FullAccess {
