@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/subagent"
@@ -54,13 +56,14 @@ type spawnSetup struct {
 	maxResult int
 }
 
-// offer adds the spawn tool to set, offering the agents defined in root; it
-// returns the definitions (nil, with no error, when spawn is off).
-func (f *spawnFlags) offer(set *surface.Set, root string) ([]*subagent.Definition, error) {
+// offer adds the spawn tool to set, offering the agents the project's
+// configuration defines (only a trusted configuration has any); it returns
+// the definitions (nil, with no error, when spawn is off).
+func (f *spawnFlags) offer(set *surface.Set, cfg *config.Config) ([]*subagent.Definition, error) {
 	if f.noSpawn || f.maxDepth <= 0 {
 		return nil, nil
 	}
-	defs, err := subagent.LoadDefinitions(root)
+	defs, err := definitions(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +77,27 @@ func (f *spawnFlags) offer(set *surface.Set, root string) ([]*subagent.Definitio
 	return defs, set.Add(generic.Spawn{Agents: infos})
 }
 
+// definitions parses the agent definitions of a loaded configuration (the
+// bytes its trust decision was made on); two agents with one name are an
+// error.
+func definitions(cfg *config.Config) ([]*subagent.Definition, error) {
+	var defs []*subagent.Definition
+	seen := map[string]string{}
+	for _, f := range cfg.Agents {
+		d, err := subagent.ParseDefinition(f.Path, f.Data)
+		if err != nil {
+			return nil, fmt.Errorf("agents: %w", err)
+		}
+		if other, dup := seen[d.Name]; dup {
+			return nil, fmt.Errorf("agents: %s and %s both define the agent %q", other, d.Path, d.Name)
+		}
+		seen[d.Name] = d.Path
+		defs = append(defs, d)
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	return defs, nil
+}
+
 // addSpawn loads the workspace's agent definitions, offers the spawn tool
 // and routes it to a spawner. It must be called after every other tool is
 // in the set, since a child's tools are a subset of them. The returned
@@ -83,7 +107,7 @@ func (f *spawnFlags) addSpawn(s spawnSetup) (*childRecords, error) {
 		s.session = "session"
 	}
 	rec := &childRecords{top: s, dirs: map[string]string{}}
-	defs, err := f.offer(s.set, s.tl.ws.Dir())
+	defs, err := f.offer(s.set, s.tl.cfg)
 	if err != nil || defs == nil {
 		return rec, err
 	}

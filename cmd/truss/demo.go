@@ -71,6 +71,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	f.simRoot = dir
 	f.memoryDir = filepath.Join(dir, ".truss", "memories")
+	f.cacheName = "demo" // one cache for every demo, though each has a new directory
 	f.root, f.timeout, f.maxTurns, f.maxResult = dir, 2*60e9, 20, 30000
 	var res runResult
 	f.result = &res

@@ -2,14 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/surface"
@@ -295,14 +296,17 @@ func installationKey() (interface {
 }
 
 // repoState reads the repository's HEAD and whether it is dirty; nil when
-// the workspace is not a git repository.
+// the workspace is not a git repository. Git runs with none of the repository's hooks, fsmonitor, filters or
+// pagers (package gitsafe): its configuration may have been written by a
+// command.
 func repoState(dir string) *ledger.RepoState {
-	head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	g := gitsafe.Git{Dir: dir}
+	head, err := g.Output(context.Background(), "rev-parse", "HEAD")
 	if err != nil {
 		return nil
 	}
-	st, _ := exec.Command("git", "-C", dir, "status", "--porcelain").Output()
-	return &ledger.RepoState{Head: strings.TrimSpace(string(head)), Dirty: len(strings.TrimSpace(string(st))) > 0}
+	st, _ := g.Output(context.Background(), "status", "--porcelain", "--ignore-submodules=all")
+	return &ledger.RepoState{Head: strings.TrimSpace(head), Dirty: len(strings.TrimSpace(st)) > 0}
 }
 
 func toolDecls(set *surface.Set) []ledger.ToolDecl {

@@ -22,7 +22,18 @@ import (
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/toolcache"
 )
+
+// scriptCache is the build and package cache of the scripts' sandboxed
+// commands, kept between runs.
+func scriptCache() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = os.TempDir()
+	}
+	return filepath.Join(d, "truss-test", "sandbox-cache")
+}
 
 var update = flag.Bool("update", false, "rewrite the cmp files of the scripts in testdata/script")
 
@@ -53,6 +64,8 @@ func TestScripts(t *testing.T) {
 				}
 			}
 			e.Setenv("GOTOOLCHAIN", "local")
+			// The scripts' sandboxed commands share one build cache.
+			e.Setenv(toolcache.SharedEnv, scriptCache())
 			return nil
 		},
 		Condition: sandboxCondition,

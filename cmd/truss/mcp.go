@@ -453,6 +453,7 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warnTrust(stderr, cfg)
 	cfgs, err := mf.configs(cfg)
 	if err != nil {
 		return err

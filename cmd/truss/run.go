@@ -27,6 +27,7 @@ import (
 	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/trust"
 	"github.com/trussdev/truss/internal/ui"
 	"github.com/trussdev/truss/internal/validate"
 )
@@ -208,6 +209,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		return err
 	}
 	defer tl.Close()
+	warnTrust(stderr, tl.cfg)
 	// MCP servers start now, while the rest is set up.
 	ms, err := f.mcpFlags.start(ctx, tl, set, f.dialect(), stderr)
 	if err != nil {
@@ -272,7 +274,7 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		abs, _ := filepath.Abs(tl.ws.Dir())
 		rec, err = ledger.NewRecorder(lw, ledger.Start{Truss: version, Provider: f.provider, Model: f.model, Surface: set.Surface,
 			Tools: toolDecls(set), Sandbox: tl.enforced(), Workspace: abs, Repo: repoState(abs),
-			Config: runConfig(f, ms)})
+			Config: runConfig(f, tl, ms)})
 		if err != nil {
 			return err
 		}
@@ -546,11 +548,14 @@ func cmdSessions(args []string, stdout, stderr io.Writer) error {
 }
 
 // runConfig is the configuration session.start records.
-func runConfig(f *runFlags, ms *mcpSession) map[string]string {
+func runConfig(f *runFlags, tl *tools, ms *mcpSession) map[string]string {
 	c := f.settings.Fields()
 	c["max_turns"], c["timeout"] = fmt.Sprint(f.maxTurns), f.timeout.String()
 	if s := ms.summary(); s != "" {
 		c["mcp"] = s
+	}
+	if st := tl.cfg.Trust.State; st != "" && st != trust.None {
+		c["project_config"] = string(st)
 	}
 	return c
 }

@@ -92,6 +92,9 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "would run: %s\n", pl.Enforced())
 			if pl.Active() {
 				fmt.Fprintf(stdout, "writable: %v\n", append([]string{root + " (workspace)", "the session's temporary directory"}, pl.Policy.Writable...))
+				if w.cache != nil {
+					fmt.Fprintf(stdout, "caches: %s\n", w.cache)
+				}
 				if len(pl.Policy.Protected) > 0 {
 					fmt.Fprintf(stdout, "read-only inside: %v\n", pl.Policy.Protected)
 				}

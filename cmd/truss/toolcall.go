@@ -104,6 +104,7 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 		return usagef("%v", err)
 	}
 	defer tl.Close()
+	warnTrust(stderr, tl.cfg)
 	// validate is offered on every surface when the project's checks are
 	// known (detected, or from .truss/config.toml).
 	if r := (&validateFlags{}).runner(tl); r != nil {

@@ -38,6 +38,8 @@ import (
 	"github.com/trussdev/truss/internal/tool/memory"
 	"github.com/trussdev/truss/internal/tool/patch"
 	"github.com/trussdev/truss/internal/tool/shell"
+	"github.com/trussdev/truss/internal/toolcache"
+	"github.com/trussdev/truss/internal/trust"
 	"github.com/trussdev/truss/internal/validate"
 )
 
@@ -279,6 +281,11 @@ type workspaceFlags struct {
 	fallback  string // --sandbox-fallback
 	memory    string // --memory
 	disk      string // --disk-budget
+	// cache is where the sandboxed commands keep their build and package
+	// caches, as plan decided (nil with --sandbox full); cacheName, when
+	// set, names the workspace's caches instead of its path.
+	cache     *toolcache.Caches
+	cacheName string
 }
 
 func (w *workspaceFlags) register(fs *flag.FlagSet) {
@@ -342,6 +349,25 @@ func (w *workspaceFlags) plan(root, tmp string, cfg *config.Config) (*sandbox.Pl
 			*f.to = n
 		}
 	}
+	// The project's configuration is read-only to commands, as .git is,
+	// and so is the record of trusted configurations should the workspace
+	// hold it.
+	p.Protected = append(p.Protected, config.Protected(root)...)
+	if st, err := trust.UserStore(); err == nil && within(st.Path, root) {
+		if _, err := os.Stat(st.Path); err == nil {
+			p.Protected = append(p.Protected, st.Path)
+		}
+	}
+	// Commands write caches of their own, never the host's.
+	w.cache = nil
+	if mode != sandbox.FullAccess {
+		dir := filepath.Join(tmp, "caches") // read-only: the session's own
+		if d, err := toolcache.DirFor(cmp.Or(w.cacheName, root)); err == nil && mode == sandbox.WorkspaceWrite {
+			dir = d
+		}
+		w.cache = toolcache.For(dir, network)
+		p.Writable = append([]string(nil), w.cache.Writable...)
+	}
 	// The signing key (a command that read it could forge a ledger) and
 	// the saved sessions are hidden from every sandboxed process.
 	if dir, err := ledger.KeyDir(); err == nil {
@@ -371,6 +397,7 @@ type tools struct {
 	mux     tool.Mux
 
 	cfg      *config.Config // the project's .truss/config.toml
+	cacheEnv []string       // the sandboxed commands' cache variables
 	timeout  time.Duration
 	allowEnv []string
 	undo     bool // the editor keeps an edit history
@@ -397,7 +424,7 @@ func (t *tools) newShell(own string) *shell.Session { return t.newShellIn(t.ws.D
 
 // newShellIn starts a shell session in dir (a sub-agent's workspace).
 func (t *tools) newShellIn(dir, own string) *shell.Session {
-	env := append(append(os.Environ(), "TMPDIR="+t.tmp), t.cfg.Validate.EnvList()...)
+	env := append(append(append(os.Environ(), "TMPDIR="+t.tmp), t.cacheEnv...), t.cfg.Validate.EnvList()...)
 	return shell.New(shell.Config{Dir: dir, Timeout: t.timeout, AllowEnv: t.allowEnv,
 		Env: env, TmpDir: own, Launcher: t.sandbox, Guard: t.sandbox.Guard})
 }
@@ -457,6 +484,9 @@ func (w *workspaceFlags) open(set *surface.Set) (*tools, error) {
 	if err == nil {
 		pl, err = w.plan(root, tmp, cfg)
 	}
+	if err == nil && w.cache != nil {
+		err = w.cache.Make()
+	}
 	var sb *sandbox.Sandbox
 	if err == nil {
 		sb, err = sandbox.New(pl)
@@ -484,6 +514,9 @@ func within(path, dir string) bool {
 func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, sb *sandbox.Sandbox, cfg *config.Config) (*tools, error) {
 	var err error
 	t := &tools{ws: ws, tmp: tmp, sandbox: sb, cfg: cfg, timeout: w.timeout, allowEnv: w.allowEnv}
+	if w.cache != nil {
+		t.cacheEnv = w.cache.Env
+	}
 	t.shell = t.newShell(t.tmp)
 	_, t.undo = set.Lookup("str_replace_editor")
 	t.route(&t.mux, ws, t.shell)
@@ -623,10 +656,11 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warnTrust(stderr, cfg)
 	if err := mf.addTools(set, cfg, p.dialect(), stderr); err != nil {
 		return err
 	}
-	if _, err := sf.offer(set, "."); err != nil {
+	if _, err := sf.offer(set, cfg); err != nil {
 		return err
 	}
 	var d declarer
@@ -665,6 +699,14 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	buf.WriteByte('\n')
 	_, err = stdout.Write(buf.Bytes())
 	return err
+}
+
+// warnTrust tells the user, once, which settings of an untrusted project
+// configuration are not obeyed.
+func warnTrust(w io.Writer, cfg *config.Config) {
+	if msg := cfg.Trust.Warning(); msg != "" {
+		fmt.Fprintf(w, "truss: %s\n", msg)
+	}
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }

@@ -14,6 +14,15 @@
 //
 // Every key is optional; command-line flags override the file. Unknown keys
 // are an error, so a misspelt setting is not silently ignored.
+//
+// The project's configuration — this file and the agent definitions in
+// .truss/agents — is obeyed in full only once the user has trusted it
+// (package trust, `truss trust`). An untrusted or changed configuration is
+// loaded with every setting that would widen the sandbox or start a
+// program cleared: sandbox mode "full", network = true, writable roots, MCP
+// servers, the validation's test and setup commands and environment, and
+// the agent definitions. What stays only narrows the sandbox or tunes a
+// wait. The loaded Config says what was decided (Config.Trust).
 package config
 
 import (
@@ -22,22 +31,75 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/trussdev/truss/internal/trust"
 )
+
+// Dir is the project's Truss directory, relative to the workspace root:
+// its configuration, read-only to every tool and sandboxed command.
+const Dir = ".truss"
 
 // Path is the configuration file, relative to the workspace root.
 const Path = ".truss/config.toml"
 
-// Config is the file's content.
+// AgentsDir holds the project's agent definitions (NAME.md), relative to
+// the workspace root.
+const AgentsDir = ".truss/agents"
+
+// Config is the file's content, with the agent definitions' files and the
+// trust decision.
 type Config struct {
 	Validate Validate `toml:"validate"`
 	Sandbox  Sandbox  `toml:"sandbox"`
 	MCP      MCP      `toml:"mcp"`
+
+	// Agents are the agent definition files (.truss/agents/*.md, in name
+	// order), as read; none when the configuration is not trusted.
+	Agents []File `toml:"-"`
+	// Trust is what was decided about obeying the configuration.
+	Trust Trust `toml:"-"`
+}
+
+// File is one configuration file as read.
+type File struct {
+	Path string // relative to the workspace root, '/'-separated
+	Data []byte
+}
+
+// Trust is the trust decision of a loaded configuration.
+type Trust struct {
+	trust.Decision
+	// Ignored names the settings and files not obeyed because the
+	// configuration is not trusted ("sandbox.writable",
+	// "mcp.servers.NAME", ".truss/agents/NAME.md"), sorted.
+	Ignored []string
+}
+
+// Obeyed reports whether the configuration is obeyed in full: trusted, or
+// there is none.
+func (t Trust) Obeyed() bool {
+	return t.State == trust.Trusted || t.State == trust.None || t.State == ""
+}
+
+// Warning is the one line to show the user when settings were ignored
+// ("" when none were).
+func (t Trust) Warning() string {
+	if len(t.Ignored) == 0 {
+		return ""
+	}
+	why := "is not trusted"
+	if t.State == trust.Changed {
+		why = "changed since it was trusted (" + strings.Join(t.Changed, ", ") + ")"
+	}
+	return fmt.Sprintf("the project configuration in %s %s, so %s %s ignored; review it and run `truss trust` to use it",
+		Dir, why, strings.Join(t.Ignored, ", "), map[bool]string{true: "is", false: "are"}[len(t.Ignored) == 1])
 }
 
 // MCP is the [mcp] table: the MCP servers whose tools are offered to the
@@ -133,20 +195,156 @@ func (v Validate) EnvList() []string {
 	return out
 }
 
-// Load reads the configuration of the workspace at root; a missing file is
-// an empty configuration.
+// Load reads the configuration of the workspace at root and decides, with
+// the user's trust store, what of it to obey; a missing file is an empty
+// configuration.
 func Load(root string) (*Config, error) {
-	p := filepath.Join(root, Path)
-	var c Config
-	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, err := os.Stat(root); err != nil {
+	st, err := trust.UserStore()
+	if err != nil {
+		st = nil // nothing is trusted without a store
+	}
+	return LoadWith(root, st)
+}
+
+// LoadWith is Load with a trust store; a nil store trusts nothing.
+func LoadWith(root string, st *trust.Store) (*Config, error) {
+	c, files, err := Read(root)
+	if err != nil {
+		return nil, err
+	}
+	d := trust.Decision{State: trust.Untrusted}
+	if len(files) == 0 {
+		d.State = trust.None
+	} else if st != nil {
+		if d, err = st.Check(root, files); err != nil {
 			return nil, err
 		}
-		return &c, nil
 	}
+	c.Trust.Decision = d
+	if !c.Trust.Obeyed() {
+		c.Trust.Ignored = c.restrict()
+	}
+	return c, nil
+}
+
+// Read reads and parses the project's configuration files, all of them
+// and in full, with no trust decision: what `truss trust` shows and
+// records. The files are the bytes parsed.
+func Read(root string) (*Config, trust.Files, error) {
+	if _, err := os.Stat(root); err != nil {
+		return nil, nil, err
+	}
+	files, err := ReadFiles(root)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, nil, err
+	}
+	c, err := Parse(root, files[Path])
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range files.Paths() {
+		if p != Path {
+			c.Agents = append(c.Agents, File{Path: p, Data: files[p]})
+		}
+	}
+	return c, files, nil
+}
+
+// restrict clears the settings an untrusted configuration may not make
+// and returns their names.
+func (c *Config) restrict() []string {
+	var ign []string
+	if c.Sandbox.Mode != "" && c.Sandbox.Mode != "read-only" && c.Sandbox.Mode != "workspace-write" {
+		ign = append(ign, "sandbox.mode = "+c.Sandbox.Mode)
+		c.Sandbox.Mode = ""
+	}
+	if c.Sandbox.Network != nil && *c.Sandbox.Network {
+		ign = append(ign, "sandbox.network")
+		c.Sandbox.Network = nil
+	}
+	if len(c.Sandbox.Writable) > 0 {
+		ign = append(ign, "sandbox.writable")
+		c.Sandbox.Writable = nil
+	}
+	for name := range c.MCP.Servers {
+		ign = append(ign, "mcp.servers."+name)
+	}
+	c.MCP.Servers = nil
+	if c.Validate.Test != "" {
+		ign = append(ign, "validate.test")
+		c.Validate.Test = ""
+	}
+	if len(c.Validate.Setup) > 0 {
+		ign = append(ign, "validate.setup")
+		c.Validate.Setup = nil
+	}
+	if len(c.Validate.Env) > 0 {
+		ign = append(ign, "validate.env")
+		c.Validate.Env = nil
+	}
+	for _, f := range c.Agents {
+		ign = append(ign, f.Path)
+	}
+	c.Agents = nil
+	sort.Strings(ign)
+	return ign
+}
+
+// Widening lists the settings of c that take effect only when the
+// configuration is trusted: what trusting it enables.
+func (c *Config) Widening() []string {
+	cp := *c
+	cp.Sandbox.Writable = append([]string(nil), c.Sandbox.Writable...)
+	return cp.restrict()
+}
+
+// ReadFiles reads the project's configuration files: .truss/config.toml
+// and .truss/agents/*.md, each read once, through the workspace root (a
+// symbolic link that leads outside it is refused). Missing files are left
+// out.
+func ReadFiles(root string) (trust.Files, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	files := trust.Files{}
+	read := func(p string) error {
+		b, err := r.ReadFile(filepath.FromSlash(p))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		files[p] = b
+		return nil
+	}
+	if err := read(Path); err != nil {
+		return nil, err
+	}
+	ents, err := fs.ReadDir(r.FS(), AgentsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", AgentsDir, err)
+	}
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") {
+			continue
+		}
+		if err := read(path.Join(AgentsDir, e.Name())); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// Parse reads the content of a configuration file (nil: none) of the
+// workspace at root; relative paths in it are taken from root.
+func Parse(root string, b []byte) (*Config, error) {
+	p := filepath.Join(root, Path)
+	var c Config
+	if b == nil {
+		return &c, nil
 	}
 	dec := toml.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -176,8 +374,15 @@ func Load(root string) (*Config, error) {
 			c.Sandbox.Writable[i] = filepath.Join(root, w)
 		}
 	}
-	if _, err := os.Stat(root); err != nil {
-		return nil, err
-	}
 	return &c, nil
+}
+
+// Protected returns the project's Truss directory under root when it
+// exists: what the sandbox keeps read-only inside the workspace.
+func Protected(root string) []string {
+	d := filepath.Join(root, Dir)
+	if _, err := os.Lstat(d); err != nil {
+		return nil
+	}
+	return []string{d}
 }

@@ -1,44 +1,52 @@
 package subagent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/aymanbagabas/go-udiff"
+
+	"github.com/trussdev/truss/internal/gitsafe"
 )
 
 // isolation is an isolated copy of a workspace: a git worktree of the
 // workspace's repository at its current state (uncommitted changes to
 // tracked files included, untracked files not), or, outside a repository, a
 // plain copy of the directory.
+//
+// The child's commands write the copy, so nothing read back from it is
+// trusted: git runs through gitsafe (no hooks, fsmonitor, filters or diff
+// drivers of the repository) and, on the worktree, with its git directory
+// named explicitly (a .git file the child rewrote is not followed); a
+// symbolic link is diffed as a link (its target's name), never followed.
 type isolation struct {
 	// dir is the copy of the workspace the child works in.
 	dir string
 	// top is the worktree's root (git), base the commit it started from.
 	top, base string
+	// gitdir is the worktree's git directory, found when it was made.
+	gitdir string
 	// repo is the workspace's repository root; empty for a plain copy.
 	repo string
 	// from is the workspace that was copied.
 	from string
 }
 
+// git runs git in dir (see package gitsafe).
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out.String(), nil
+	return gitsafe.Git{Dir: dir}.Output(ctx, args...)
+}
+
+// worktreeGit runs git on the worktree, its repository named explicitly.
+func (i *isolation) worktreeGit(ctx context.Context, args ...string) (string, error) {
+	return gitsafe.Git{Dir: i.top, GitDir: i.gitdir, WorkTree: i.top}.Output(ctx, args...)
 }
 
 // isolate makes an isolated copy of workspace under workdir, named after
@@ -59,11 +67,19 @@ func isolate(ctx context.Context, workspace, workdir, session string) (*isolatio
 			if _, err := git(ctx, top, "worktree", "add", "--detach", wt, base); err != nil {
 				return nil, err
 			}
+			iso := &isolation{top: wt, base: base, repo: top, from: workspace}
+			gd, err := git(ctx, wt, "rev-parse", "--absolute-git-dir")
+			if err != nil {
+				iso.remove()
+				return nil, err
+			}
+			iso.gitdir = strings.TrimSpace(gd)
 			rel, err := filepath.Rel(top, workspace)
 			if err != nil {
 				rel = "."
 			}
-			return &isolation{dir: filepath.Join(wt, rel), top: wt, base: base, repo: top, from: workspace}, nil
+			iso.dir = filepath.Join(wt, rel)
+			return iso, nil
 		}
 	}
 	dst, err := os.MkdirTemp(workdir, name+"-")
@@ -97,28 +113,67 @@ func snapshot(ctx context.Context, top string) (string, error) {
 // changed paths against the workspace's files for a plain copy.
 func (i *isolation) diff(ctx context.Context, changed []string) (string, error) {
 	if i.repo != "" {
-		if _, err := git(ctx, i.top, "add", "-A"); err != nil {
+		if _, err := i.worktreeGit(ctx, "add", "-A"); err != nil {
 			return "", err
 		}
-		return git(ctx, i.top, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", i.base)
+		return i.worktreeGit(ctx, "diff", "--cached", "--binary", "--no-color", i.base)
 	}
+	from, err := os.OpenRoot(i.from)
+	if err != nil {
+		return "", err
+	}
+	defer from.Close()
+	cp, err := os.OpenRoot(i.dir)
+	if err != nil {
+		return "", err
+	}
+	defer cp.Close()
 	var sb strings.Builder
 	for _, p := range changed {
-		old, oerr := os.ReadFile(filepath.Join(i.from, filepath.FromSlash(p)))
-		cur, cerr := os.ReadFile(filepath.Join(i.dir, filepath.FromSlash(p)))
+		old, oerr := readEntry(from, p)
+		cur, cerr := readEntry(cp, p)
 		if oerr != nil && cerr != nil {
 			continue
 		}
-		from, to := "a/"+p, "b/"+p
+		a, b := "a/"+p, "b/"+p
 		if oerr != nil {
-			from = "/dev/null"
+			a = "/dev/null"
 		}
 		if cerr != nil {
-			to = "/dev/null"
+			b = "/dev/null"
 		}
-		sb.WriteString(udiff.Unified(from, to, string(old), string(cur)))
+		sb.WriteString(udiff.Unified(a, b, old, cur))
 	}
 	return sb.String(), nil
+}
+
+// readEntry returns what a diff shows of the entry at p under r: a
+// regular file's content, a symbolic link as "symbolic link to TARGET"
+// (never what it points to), an error for anything else or for a path
+// whose directories lead outside r.
+func readEntry(r *os.Root, p string) (string, error) {
+	p = filepath.FromSlash(p)
+	fi, err := r.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := r.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		return "symbolic link to " + target + "\n", nil
+	case fi.Mode().IsRegular():
+		f, err := r.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		b, err := io.ReadAll(f)
+		return string(b), err
+	}
+	return "", fmt.Errorf("%s is not a regular file", p)
 }
 
 // remove deletes the copy (and the worktree's registration).

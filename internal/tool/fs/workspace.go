@@ -10,6 +10,14 @@
 // Writes are atomic: the new content goes to a temporary file in the same
 // directory, is synced, takes the old file's mode, and is renamed over the
 // target.
+//
+// Some paths are read-only to every operation, whatever the roots allow:
+// every .git (a directory or a "gitdir:" file, at any depth of any root, in
+// any letter case, also one made during the session), the directory a
+// root's .git file names when it lies in a root, and Truss's project
+// configuration (.truss at the primary root). A write, delete or rename of
+// such a path, of anything below it, or of a directory holding one is an
+// ErrReadOnly error.
 package fs
 
 import (
@@ -18,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/trussdev/truss/internal/tool"
@@ -29,10 +38,17 @@ type RootSpec struct {
 	ReadOnly bool
 }
 
+// ConfigDir is Truss's project configuration directory at the primary
+// root, read-only to every operation.
+const ConfigDir = ".truss"
+
 // Workspace is a set of roots: the primary workspace root (read-write unless
 // the workspace is read-only) and extra roots.
 type Workspace struct {
 	roots []root
+	// gitdirs are the directories the roots' .git files name, absolute,
+	// when they lie inside a root.
+	gitdirs []string
 }
 
 type root struct {
@@ -68,7 +84,39 @@ func Open(dir string, extra ...RootSpec) (*Workspace, error) {
 		}
 		w.roots = append(w.roots, rt)
 	}
+	for _, rt := range w.roots {
+		if dir := gitdirOf(rt.dir); dir != "" {
+			w.gitdirs = append(w.gitdirs, dir)
+		}
+	}
 	return w, nil
+}
+
+// gitdirOf returns the directory named by dir's .git when that is a
+// "gitdir:" file (a worktree or a submodule), symlinks resolved; "" when
+// there is none.
+func gitdirOf(dir string) string {
+	g := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(g)
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	b, err := os.ReadFile(g)
+	if err != nil {
+		return ""
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	target = strings.TrimSpace(target)
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(dir, target)
+	}
+	if real, err := filepath.EvalSymlinks(target); err == nil {
+		return real
+	}
+	return filepath.Clean(target)
 }
 
 // Close releases the roots.
@@ -84,6 +132,7 @@ func (w *Workspace) Dir() string { return w.roots[0].dir }
 
 // Resolved is a path resolved inside one root.
 type Resolved struct {
+	w       *Workspace
 	root    *root
 	primary bool
 	Rel     string // relative to the root, OS separators; "." for the root itself
@@ -121,7 +170,7 @@ func (w *Workspace) Resolve(name string) (Resolved, error) {
 			if !ok {
 				continue
 			}
-			p := Resolved{root: rt, primary: i == 0, Rel: rel, Abs: filepath.Join(rt.dir, rel)}
+			p := Resolved{w: w, root: rt, primary: i == 0, Rel: rel, Abs: filepath.Join(rt.dir, rel)}
 			if err := w.checkLinks(p, name); err != nil {
 				return Resolved{}, err
 			}
@@ -184,8 +233,55 @@ func (p Resolved) writable() error {
 		return &tool.Error{Kind: tool.ErrReadOnly, Path: p.Display(),
 			Message: fmt.Sprintf("the path %s is in a read-only root and cannot be changed", p.Display())}
 	}
-	return nil
+	return p.protected()
 }
+
+// protected refuses p when it is a protected path or lies below one, or
+// is a directory that holds one (see the package documentation).
+func (p Resolved) protected() error {
+	why := ""
+	parts := strings.Split(p.Rel, string(filepath.Separator))
+	switch {
+	case slices.ContainsFunc(parts, isGit):
+		why = "in a .git directory: the repository's history and configuration are read-only to every tool"
+	case p.primary && parts[0] == ConfigDir:
+		why = "in Truss's project configuration (" + ConfigDir + "), which is read-only to every tool: the user edits it, and trusts it with `truss trust`"
+	case slices.ContainsFunc(p.w.gitdirs, func(d string) bool { _, in := within(d, p.Abs); return in }):
+		why = "in the repository's git directory, which is read-only to every tool"
+	default:
+		if fi, err := p.root.r.Lstat(p.Rel); err != nil || !fi.IsDir() {
+			return nil
+		}
+		if p.primary && p.Rel == "." {
+			why = "the workspace root, which holds Truss's project configuration"
+			break
+		}
+		for _, d := range p.w.gitdirs {
+			if _, in := within(p.Abs, d); in {
+				why = "a directory holding the repository's git directory, which is read-only to every tool"
+			}
+		}
+		if why != "" {
+			break
+		}
+		fs.WalkDir(p.FS(), filepath.ToSlash(p.Rel), func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && isGit(d.Name()) {
+				why = "a directory holding a .git, which is read-only to every tool"
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if why == "" {
+			return nil
+		}
+	}
+	return &tool.Error{Kind: tool.ErrReadOnly, Path: p.Display(),
+		Message: fmt.Sprintf("the path %s is %s", p.Display(), why)}
+}
+
+// isGit reports whether a path element names a .git, in any letter case
+// (a case-insensitive file system takes .GIT for .git).
+func isGit(name string) bool { return strings.EqualFold(name, ".git") }
 
 // ReadFile reads the file at p.
 func (p Resolved) ReadFile() ([]byte, error) { return p.root.r.ReadFile(p.Rel) }

@@ -1,0 +1,194 @@
+// Package gitsafe runs git on the host over repositories whose contents and
+// configuration Truss does not trust.
+//
+// A repository's own configuration (.git/config and what it includes, a
+// worktree's config, .gitattributes) is written by whoever wrote the
+// repository — and, in a workspace that had no .git when a session began,
+// by the model's commands. Git runs programs that configuration names: the
+// fsmonitor hook, hooks, clean and smudge filters, external diff and
+// textconv drivers, pagers, credential helpers, ssh. Truss's own git
+// invocations run none of them: every command is started with (settings
+// in GIT_CONFIG_COUNT and its pairs, which override the repository's as -c
+// does)
+//
+//   - no system or global configuration (GIT_CONFIG_NOSYSTEM,
+//     GIT_CONFIG_GLOBAL=/dev/null, GIT_ATTR_NOSYSTEM) and none of the
+//     caller's GIT_* variables;
+//   - core.fsmonitor off, hooks from /dev/null, no pager, no external
+//     diff, no ssh, no credential helper, no transport at all
+//     (protocol.allow=never), no signing;
+//   - every filter driver the repository's configuration defines emptied
+//     (filter.NAME.clean, .smudge and .process set to "", which git takes
+//     as no filter), since git has no switch that turns filters off:
+//     the names are read first with `git config --get-regexp`, which runs
+//     nothing;
+//   - optional locks off, so status does not rewrite the index.
+//
+// Textconv and external diff drivers cannot be emptied the same way (git
+// fails on an empty one), so the commands that show diffs — diff, log,
+// show — are given --no-ext-diff and --no-textconv; other commands that
+// can run them (blame, grep with --textconv) are not for Truss to run.
+// A Git with GitDir and WorkTree set names the repository explicitly, so a
+// .git file in a directory commands can write cannot point Truss at
+// another repository.
+package gitsafe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// Git is where git runs.
+type Git struct {
+	// Dir is the directory git runs in (-C).
+	Dir string
+	// GitDir and WorkTree, when set, are the repository and its working
+	// tree (GIT_DIR, GIT_WORK_TREE), instead of what git finds from Dir.
+	GitDir, WorkTree string
+}
+
+// settings are the -c options of every invocation.
+var settings = []string{
+	"core.fsmonitor=false",
+	"core.hooksPath=/dev/null",
+	"core.pager=cat",
+	"core.editor=false",
+	"core.askPass=",
+	"core.sshCommand=false",
+	"credential.helper=",
+	"diff.external=",
+	"protocol.allow=never",
+	"commit.gpgSign=false",
+	"tag.gpgSign=false",
+	"submodule.recurse=false",
+	"core.untrackedCache=false",
+}
+
+// env returns the environment of every invocation: the caller's without
+// its GIT_* variables, and the variables that keep configuration out.
+func (g Git) env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_") || k == "PAGER" || k == "LC_ALL" || k == "EDITOR" || k == "VISUAL" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1",
+		"GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "PAGER=cat", "GIT_OPTIONAL_LOCKS=0",
+		"GIT_NO_REPLACE_OBJECTS=1", "GIT_ADVICE=0", "LC_ALL=C")
+	if g.GitDir != "" {
+		env = append(env, "GIT_DIR="+g.GitDir)
+	}
+	if g.WorkTree != "" {
+		env = append(env, "GIT_WORK_TREE="+g.WorkTree)
+	}
+	return env
+}
+
+// command is git with args and the settings, plus extra settings as
+// key, value pairs. The settings go in GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n
+// and GIT_CONFIG_VALUE_n, which take precedence as -c does, not in -c
+// itself: a driver named "a=b" would make "-c filter.a=b.clean=" set
+// filter.a.
+func (g Git) command(ctx context.Context, extra [][2]string, args ...string) *exec.Cmd {
+	if len(args) > 0 && (args[0] == "diff" || args[0] == "log" || args[0] == "show") {
+		args = append([]string{args[0], "--no-ext-diff", "--no-textconv"}, args[1:]...)
+	}
+	base := []string{"--no-pager"}
+	if g.Dir != "" {
+		base = append(base, "-C", g.Dir)
+	}
+	cmd := exec.CommandContext(ctx, "git", append(base, args...)...)
+	env := g.env()
+	kv := extra[:0:0]
+	for _, s := range settings {
+		k, v, _ := strings.Cut(s, "=")
+		kv = append(kv, [2]string{k, v})
+	}
+	kv = append(kv, extra...)
+	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(kv)))
+	for i, p := range kv {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, p[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, p[1]))
+	}
+	cmd.Env = env
+	return cmd
+}
+
+// Filters returns the names of the filter drivers the repository's
+// configuration defines.
+func (g Git) Filters(ctx context.Context) ([]string, error) {
+	cmd := g.command(ctx, nil, "config", "--includes", "--name-only", "--get-regexp", `^filter\.`)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 { // no such key
+			return nil, nil
+		}
+		return nil, fmt.Errorf("git config: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return filterNames(out.String()), nil
+}
+
+// filterNames reads the driver names from `git config --name-only` output
+// (one key a line, "filter.NAME.KEY"; NAME may hold dots), each once.
+func filterNames(out string) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, key := range strings.Split(strings.TrimSpace(out), "\n") {
+		rest, ok := strings.CutPrefix(key, "filter.")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndexByte(rest, '.')
+		if i < 0 {
+			continue
+		}
+		if n := rest[:i]; !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// Command returns git with args, ready to run in the repository with
+// every program the repository could name disabled.
+func (g Git) Command(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	filters, err := g.Filters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var extra [][2]string
+	for _, n := range filters {
+		for _, k := range []string{"clean", "smudge", "process"} {
+			extra = append(extra, [2]string{"filter." + n + "." + k, ""})
+		}
+		extra = append(extra, [2]string{"filter." + n + ".required", "false"})
+	}
+	return g.command(ctx, extra, args...), nil
+}
+
+// Output runs git with args and returns its standard output; a failure's
+// error carries its standard error.
+func (g Git) Output(ctx context.Context, args ...string) (string, error) {
+	cmd, err := g.Command(ctx, args...)
+	if err != nil {
+		return "", err
+	}
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out.String(), nil
+}

@@ -1,0 +1,131 @@
+package gitsafe
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// hostile makes a repository whose configuration names a program for
+// every hook git has: fsmonitor, hooks, filters (clean, smudge and the
+// long-running process), a textconv and an external diff driver, a pager
+// and an alias. Each program creates a file in marks named after it.
+func hostile(t *testing.T) (repo, marks string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo, marks = t.TempDir(), t.TempDir()
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("one\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, ".gitattributes"), []byte("*.txt filter=evil diff=evil\n*.dat filter=proc\n*.eq filter=a=b\n"), 0o644)
+	run("add", "-A")
+	run("commit", "-qm", "init")
+	mark := func(name string) string { return "touch " + filepath.Join(marks, name) }
+	cfg := map[string]string{
+		"core.fsmonitor":      mark("fsmonitor"),
+		"core.pager":          mark("pager") + "; cat",
+		"filter.evil.clean":   mark("clean") + "; cat",
+		"filter.evil.smudge":  mark("smudge") + "; cat",
+		"filter.proc.process": mark("process"),
+		"filter.a=b.clean":    mark("eq") + "; cat",
+		"diff.evil.textconv":  mark("textconv") + "; cat",
+		"diff.evil.command":   mark("diffcmd"),
+		"diff.external":       mark("external"),
+		"alias.status":        "!" + mark("alias"),
+	}
+	for k, v := range cfg {
+		run("config", k, v)
+	}
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	os.WriteFile(hook, []byte("#!/bin/sh\n"+mark("hook")+"\n"), 0o755)
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("two\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, "b.dat"), []byte("dat\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, "c.eq"), []byte("eq\n"), 0o644)
+	return repo, marks
+}
+
+func marked(t *testing.T, marks string) []string {
+	t.Helper()
+	ents, _ := os.ReadDir(marks)
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// Truss's git commands over a hostile repository run none of its
+// programs, and still work.
+func TestNoRepositoryPrograms(t *testing.T) {
+	repo, marks := hostile(t)
+	// The control: plain git runs them (else this test could not fail).
+	ctl := exec.Command("git", "-C", repo, "status", "--porcelain")
+	ctl.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	ctl.Run()
+	if got := marked(t, marks); len(got) == 0 {
+		t.Fatal("plain git ran none of the repository's programs; the test proves nothing")
+	}
+	for _, e := range marked(t, marks) {
+		os.Remove(filepath.Join(marks, e))
+	}
+
+	ctx := context.Background()
+	g := Git{Dir: repo}
+	if names, err := g.Filters(ctx); err != nil || len(names) != 3 || !slices.Contains(names, "evil") || !slices.Contains(names, "proc") || !slices.Contains(names, "a=b") {
+		t.Fatalf("filters %v %v", names, err)
+	}
+	steps := [][]string{
+		{"rev-parse", "HEAD"},
+		{"status", "--porcelain"},
+		{"stash", "create", "snapshot"},
+		{"worktree", "add", "--detach", filepath.Join(t.TempDir(), "wt"), "HEAD"},
+		{"add", "-A"},
+		{"diff", "--cached", "--binary", "HEAD"},
+		{"log", "-p", "-1"},
+	}
+	var diff string
+	for _, args := range steps {
+		out, err := g.Output(ctx, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if args[0] == "diff" {
+			diff = out
+		}
+	}
+	if got := marked(t, marks); len(got) > 0 {
+		t.Errorf("the repository's programs ran: %v", got)
+	}
+	if !strings.Contains(diff, "-one\n+two\n") || !strings.Contains(diff, "b.dat") {
+		t.Errorf("diff:\n%s", diff)
+	}
+}
+
+// The caller's GIT_* variables do not reach git: GIT_DIR cannot point
+// Truss at another repository, GIT_CONFIG_* cannot add settings.
+func TestCallerEnvironmentIgnored(t *testing.T) {
+	repo, marks := hostile(t)
+	t.Setenv("GIT_DIR", "/nonexistent")
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "core.fsmonitor")
+	t.Setenv("GIT_CONFIG_VALUE_0", "touch "+filepath.Join(marks, "env"))
+	if _, err := (Git{Dir: repo}).Output(context.Background(), "status", "--porcelain"); err != nil {
+		t.Fatal(err)
+	}
+	if got := marked(t, marks); len(got) > 0 {
+		t.Errorf("ran: %v", got)
+	}
+}

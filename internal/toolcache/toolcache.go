@@ -1,0 +1,159 @@
+// Package toolcache gives the sandboxed commands of a workspace build and
+// package caches of their own.
+//
+// A cache the host's toolchain uses is code that later runs outside the
+// sandbox: a command that could write the Go build cache could plant an
+// object file that the user's next `go build` links. So sandboxed commands
+// never write the host's caches. Each workspace gets caches owned by Truss
+// (under the user's cache directory, never used by the host's toolchain),
+// which its sandboxed commands write and keep from one session to the next;
+// what one workspace's commands write there reaches only that workspace's
+// later sandboxed commands. The host's Go module cache, whose files Go
+// verifies against go.sum and extracts read-only, is read in place and
+// never written; with the network on, modules are downloaded into the
+// workspace's own module cache, taking what the host's has first. The
+// directories are made before confinement, so a fresh HOME (with no
+// ~/.cache at all) works.
+package toolcache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Caches are the caches of one workspace's sandboxed commands.
+type Caches struct {
+	// Dir is the workspace's cache directory.
+	Dir string `json:"dir"`
+	// Env is what the commands' environment gets: NAME=VALUE.
+	Env []string `json:"env"`
+	// Writable are the directories the sandbox lets the commands write
+	// (Make creates them).
+	Writable []string `json:"writable"`
+	// ReadOnly are the host's caches the commands read but cannot write.
+	ReadOnly []string `json:"read_only,omitempty"`
+}
+
+// Base is Truss's cache directory: $TRUSS_HOME/cache when TRUSS_HOME is
+// set, else truss under the user's cache directory.
+func Base() (string, error) {
+	if h := os.Getenv("TRUSS_HOME"); h != "" {
+		return filepath.Join(h, "cache"), nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory for sandboxed commands: set TRUSS_HOME: %w", err)
+	}
+	return filepath.Join(d, "truss"), nil
+}
+
+// SharedEnv names a directory that, when set, is the cache directory of
+// every workspace: one warm cache for a CI runner or a test suite, whose
+// workspaces' commands then share what they write.
+const SharedEnv = "TRUSS_SANDBOX_CACHE"
+
+// DirFor is the cache directory of the workspace at root (or of the
+// workspaces a name stands for): $TRUSS_SANDBOX_CACHE when set, else its
+// WorkspaceDir under Base.
+func DirFor(root string) (string, error) {
+	if d := os.Getenv(SharedEnv); d != "" {
+		if !filepath.IsAbs(d) {
+			return "", fmt.Errorf("%s must be an absolute path, not %q", SharedEnv, d)
+		}
+		return d, nil
+	}
+	base, err := Base()
+	if err != nil {
+		return "", err
+	}
+	return WorkspaceDir(base, root), nil
+}
+
+// WorkspaceDir is the cache directory of the workspace at root under base:
+// named after it, with a digest of its absolute path.
+func WorkspaceDir(base, root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(base, "workspaces", filepath.Base(root)+"-"+hex.EncodeToString(sum[:6]))
+}
+
+// For returns the caches of commands that keep them in dir (a workspace's
+// WorkspaceDir, or a session's temporary directory), with the network on
+// or off. It reads the host's Go settings from the environment; it
+// creates nothing (Make does).
+func For(dir string, network bool) *Caches {
+	c := &Caches{Dir: dir}
+	add := func(name, sub string) string {
+		p := filepath.Join(dir, sub)
+		c.Env = append(c.Env, name+"="+p)
+		c.Writable = append(c.Writable, p)
+		return p
+	}
+	// Whatever follows the XDG convention (Go's build cache by default,
+	// pip, linters) lands in the private directory.
+	add("XDG_CACHE_HOME", "xdg")
+	add("GOCACHE", "go-build")
+	add("npm_config_cache", "npm")
+	add("PIP_CACHE_DIR", "pip")
+	host := hostModCache()
+	switch {
+	case host != "" && !network:
+		// Offline, modules come from the host's cache only: read it.
+		c.Env = append(c.Env, "GOMODCACHE="+host)
+		c.ReadOnly = append(c.ReadOnly, host)
+	default:
+		add("GOMODCACHE", "go-mod")
+		if host != "" {
+			proxy := os.Getenv("GOPROXY")
+			if proxy == "" {
+				proxy = "https://proxy.golang.org,direct"
+			}
+			c.Env = append(c.Env, "GOPROXY=file://"+filepath.ToSlash(filepath.Join(host, "cache", "download"))+","+proxy)
+			c.ReadOnly = append(c.ReadOnly, host)
+		}
+	}
+	return c
+}
+
+// hostModCache is the host's Go module cache when it exists: $GOMODCACHE,
+// else the first GOPATH entry's pkg/mod, else ~/go/pkg/mod.
+func hostModCache() string {
+	d := os.Getenv("GOMODCACHE")
+	if d == "" {
+		gopath := strings.Split(os.Getenv("GOPATH"), string(os.PathListSeparator))[0]
+		if gopath == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return ""
+			}
+			gopath = filepath.Join(home, "go")
+		}
+		d = filepath.Join(gopath, "pkg", "mod")
+	}
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return d
+}
+
+// Make creates the writable directories (0700 for the workspace's).
+func (c *Caches) Make() error {
+	for _, d := range c.Writable {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("the cache directory for sandboxed commands: %w", err)
+		}
+	}
+	return nil
+}
+
+// String says where the caches are, for `truss sandbox check`.
+func (c *Caches) String() string {
+	s := c.Dir + " (writable, this workspace's commands only)"
+	if len(c.ReadOnly) > 0 {
+		s += "; host's, read-only: " + strings.Join(c.ReadOnly, ", ")
+	}
+	return s
+}

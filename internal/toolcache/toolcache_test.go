@@ -1,0 +1,83 @@
+package toolcache
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func envOf(c *Caches) map[string]string {
+	m := map[string]string{}
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+func TestFor(t *testing.T) {
+	host := t.TempDir()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name     string
+		host     string // GOMODCACHE
+		network  bool
+		modcache string
+		proxy    string
+		readOnly []string
+	}{
+		{"offline with a host module cache", host, false, host, "", []string{host}},
+		{"online with a host module cache", host, true, filepath.Join(dir, "go-mod"), "file://" + host + "/cache/download,https://proxy.golang.org,direct", []string{host}},
+		{"no host module cache", filepath.Join(host, "missing"), false, filepath.Join(dir, "go-mod"), "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOMODCACHE", tc.host)
+			t.Setenv("GOPROXY", "")
+			c := For(dir, tc.network)
+			env := envOf(c)
+			if env["GOCACHE"] != filepath.Join(dir, "go-build") || env["XDG_CACHE_HOME"] != filepath.Join(dir, "xdg") ||
+				env["npm_config_cache"] != filepath.Join(dir, "npm") || env["PIP_CACHE_DIR"] != filepath.Join(dir, "pip") {
+				t.Errorf("env %v", c.Env)
+			}
+			if env["GOMODCACHE"] != tc.modcache || env["GOPROXY"] != tc.proxy || !slices.Equal(c.ReadOnly, tc.readOnly) {
+				t.Errorf("GOMODCACHE %q GOPROXY %q read-only %v", env["GOMODCACHE"], env["GOPROXY"], c.ReadOnly)
+			}
+			for _, w := range c.Writable {
+				if _, in := strings.CutPrefix(w, dir+string(filepath.Separator)); !in {
+					t.Errorf("writable %s is outside %s", w, dir)
+				}
+				if w == host {
+					t.Error("the host's module cache is writable")
+				}
+			}
+			if err := c.Make(); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.Writable {
+				if fi, err := os.Stat(w); err != nil || !fi.IsDir() {
+					t.Errorf("%s not made: %v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestDirFor(t *testing.T) {
+	t.Setenv("TRUSS_HOME", "/th")
+	t.Setenv(SharedEnv, "")
+	a, _ := DirFor("/w/a")
+	b, _ := DirFor("/x/a")
+	if !strings.HasPrefix(a, "/th/cache/workspaces/a-") || a == b {
+		t.Errorf("%s %s", a, b)
+	}
+	t.Setenv(SharedEnv, "/shared")
+	if d, err := DirFor("/w/a"); err != nil || d != "/shared" {
+		t.Errorf("%s %v", d, err)
+	}
+	t.Setenv(SharedEnv, "rel")
+	if _, err := DirFor("/w/a"); err == nil {
+		t.Error("a relative shared cache was taken")
+	}
+}
