@@ -226,7 +226,7 @@ func (w *workspaceFlags) register(fs *flag.FlagSet) {
 	fs.Var(&w.ro, "add-dir-ro", "an extra read-only root (repeatable)")
 	fs.Var(&w.rw, "add-dir", "an extra read-write root (repeatable)")
 	fs.DurationVar(&w.timeout, "timeout", shell.DefaultTimeout, "per-command timeout of the shell")
-	fs.Var(&w.allowEnv, "allow-env", "pass this secret-looking variable (name contains KEY, SECRET or TOKEN) to the shell (repeatable)")
+	fs.Var(&w.allowEnv, "allow-env", "pass this variable to commands although Truss withholds it (ANTHROPIC_*, OPENAI_*, OLLAMA_*, TRUSS_*, or a name containing KEY, SECRET or TOKEN) (repeatable)")
 	fs.StringVar(&w.memoryDir, "memory-dir", "", "the memory tool's directory (default: one per project under the user's data directory)")
 	w.registerSandbox(fs)
 }
