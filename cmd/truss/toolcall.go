@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/anthropic"
@@ -16,6 +16,10 @@ import (
 	"github.com/trussdev/truss/internal/surface/openai"
 	"github.com/trussdev/truss/internal/tool"
 )
+
+// defaultMaxResultChars is how many characters of a tool result the model
+// sees by default (--max-result-chars of run, exec and tool call).
+const defaultMaxResultChars = 30000
 
 // toolCallSet is a surface with every tool version it has, so that one
 // call of any of them can be made: the anthropic surface offers both editor
@@ -34,8 +38,11 @@ func toolCallSet(name string) (*surface.Set, error) {
 
 // toolCallOutput is the --json form of truss tool call.
 type toolCallOutput struct {
-	IsError bool   `json:"is_error"`
-	Output  string `json:"output"`
+	IsError bool `json:"is_error"`
+	// Output is the text the model reads, cut as the agent loop cuts it;
+	// FullOutput the text before the cut, when the cut changed it.
+	Output     string `json:"output"`
+	FullOutput string `json:"full_output,omitempty"`
 	// Native is the structured result a typed tool's wire form carries
 	// (a Responses shell_call_output's entries).
 	Native  json.RawMessage `json:"native,omitempty"`
@@ -46,8 +53,10 @@ type toolCallOutput struct {
 }
 
 // cmdToolCall executes exactly one call locally, as the model would have sent
-// it, and prints exactly the text the model would receive. Exit status: 0 for
-// a success result, 1 for an error result, 2 for a usage error.
+// it, and prints exactly the text the model would receive, byte for byte:
+// cut to --max-result-chars as the agent loop cuts it, with nothing added.
+// Exit status: 0 for a success result, 1 for an error result, 2 for a usage
+// error.
 func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	fset := newFlagSet("tool call", stderr)
 	var w workspaceFlags
@@ -57,6 +66,7 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	input := fset.String("input", "", "the call's input as the model sent it (JSON arguments, or freeform text)")
 	inputFile := fset.String("input-file", "", "read the input from this file (- for standard input)")
 	asJSON := fset.Bool("json", false, "print the normalized result as one JSON object")
+	maxResult := fset.Int("max-result-chars", defaultMaxResultChars, "cut the result text to this many characters (head and tail), as a run does")
 	if err := parse(fset, args); err != nil {
 		return err
 	}
@@ -126,18 +136,19 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 			out.Calls, out.Results = calls, results
 		}
 	}
-	out.IsError, out.Output, out.Native = res.IsError, res.Text, res.Native
+	text := agent.Truncate(res.Text, *maxResult)
+	out.IsError, out.Output, out.Native = res.IsError, text, res.Native
+	if text != res.Text {
+		out.FullOutput = res.Text
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
-	} else {
-		fmt.Fprint(stdout, res.Text)
-		if len(res.Text) > 0 && res.Text[len(res.Text)-1] != '\n' {
-			fmt.Fprintln(stdout)
-		}
+	} else if _, err := io.WriteString(stdout, text); err != nil {
+		return err
 	}
 	if res.IsError {
 		return exitError{1}
