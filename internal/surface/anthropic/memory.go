@@ -124,6 +124,9 @@ func EncodeMemory(c model.ToolCall, rs []tool.Result) model.ToolResult {
 		if r.File == nil {
 			return textResult(c, memoryListing(path, r.Entries))
 		}
+		if b := r.File.Binary; b != nil {
+			return errorResult(c, fmt.Sprintf("The file %s is a binary file (%s) and cannot be viewed as text.", path, b.Describe()))
+		}
 		return textResult(c, memoryFile(path, r.File))
 	case memory.OpCreate:
 		return textResult(c, "File created successfully at: "+path)

@@ -80,6 +80,9 @@ func (b ReadFile) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 	if r.File == nil {
 		return model.ToolResult{CallID: c.ID, Name: c.Name, Text: RenderEntries(r.Entries, r.Truncated)}
 	}
+	if b := r.File.Binary; b != nil {
+		return model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: RenderBinary(r.File.Path, b, c.Name)}
+	}
 	var a readArgs
 	surface.DecodeJSON(c.Name, c.Input, &a)
 	limit := a.Limit
@@ -87,6 +90,12 @@ func (b ReadFile) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 		limit = DefaultReadLines
 	}
 	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: RenderNumbered(r.File, limit)}
+}
+
+// RenderBinary says that the file at path is binary, for the tool named
+// toolName, instead of showing its bytes.
+func RenderBinary(path string, b *tool.Binary, toolName string) string {
+	return fmt.Sprintf("Error: %s is a binary file (%s); %s shows only text files.", path, b.Describe(), toolName)
 }
 
 // RenderNumbered renders up to limit lines of a view, cat -n style, with a
