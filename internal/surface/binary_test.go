@@ -70,25 +70,39 @@ func TestBinaryViewEverySurface(t *testing.T) {
 		want func(path, desc string) string
 	}{
 		{"anthropic editor", anthropic.NewEditor("text_editor_20250728"), fx,
-			func(f string) map[string]any { return map[string]any{"command": "view", "path": filepath.Join(root, f)} },
-			func(p, d string) string { return "The file " + p + " is a binary file (" + d + ") and cannot be viewed as text." }},
+			func(f string) map[string]any {
+				return map[string]any{"command": "view", "path": filepath.Join(root, f)}
+			},
+			func(p, d string) string {
+				return "The file " + p + " is a binary file (" + d + ") and cannot be viewed as text."
+			}},
 		{"anthropic editor 20250124", anthropic.NewEditor("text_editor_20250124"), fx,
 			func(f string) map[string]any {
 				return map[string]any{"command": "view", "path": filepath.Join(root, f), "view_range": []int{1, 1}}
 			},
-			func(p, d string) string { return "The file " + p + " is a binary file (" + d + ") and cannot be viewed as text." }},
+			func(p, d string) string {
+				return "The file " + p + " is a binary file (" + d + ") and cannot be viewed as text."
+			}},
 		{"anthropic memory", anthropic.Memory{}, store,
 			func(f string) map[string]any { return map[string]any{"command": "view", "path": "/memories/" + f} },
-			func(p, d string) string { return "The file " + p + " is a binary file (" + d + ") and cannot be viewed as text." }},
+			func(p, d string) string {
+				return "The file " + p + " is a binary file (" + d + ") and cannot be viewed as text."
+			}},
 		{"generic memory", anthropic.MemoryFunction{}, store,
 			func(f string) map[string]any { return map[string]any{"command": "view", "path": "/memories/" + f} },
-			func(p, d string) string { return "The file " + p + " is a binary file (" + d + ") and cannot be viewed as text." }},
+			func(p, d string) string {
+				return "The file " + p + " is a binary file (" + d + ") and cannot be viewed as text."
+			}},
 		{"generic read_file", generic.ReadFile{}, fx,
 			func(f string) map[string]any { return map[string]any{"path": f} },
-			func(p, d string) string { return "Error: " + p + " is a binary file (" + d + "); read_file shows only text files." }},
+			func(p, d string) string {
+				return "Error: " + p + " is a binary file (" + d + "); read_file shows only text files."
+			}},
 		{"generic read_file range", generic.ReadFile{}, fx,
 			func(f string) map[string]any { return map[string]any{"path": f, "offset": 1, "limit": 1} },
-			func(p, d string) string { return "Error: " + p + " is a binary file (" + d + "); read_file shows only text files." }},
+			func(p, d string) string {
+				return "Error: " + p + " is a binary file (" + d + "); read_file shows only text files."
+			}},
 	}
 	for _, s := range surfaces {
 		for _, f := range files {
