@@ -323,9 +323,9 @@ func (t *tools) newShell(own string) *shell.Session { return t.newShellIn(t.ws.D
 
 // newShellIn starts a shell session in dir (a sub-agent's workspace).
 func (t *tools) newShellIn(dir, own string) *shell.Session {
-	env := append(append(os.Environ(), "TMPDIR="+t.tmp), t.cfg.Validate.EnvList()...)
 	return shell.New(shell.Config{Dir: dir, Timeout: t.timeout, AllowEnv: t.allowEnv,
-		Env: env, TmpDir: own, Launcher: t.sandbox, Guard: t.sandbox.Guard})
+		Env: os.Environ(), SetEnv: append([]string{"TMPDIR=" + t.tmp}, t.cfg.Validate.EnvList()...),
+		TmpDir: own, Launcher: t.sandbox, Guard: t.sandbox.Guard})
 }
 
 // validationShell is a fresh shell for one validation run.

@@ -73,6 +73,9 @@ type Config struct {
 	// names — are removed from it unless named in AllowEnv.
 	Env      []string
 	AllowEnv []string
+	// SetEnv are variables set on purpose (NAME=VALUE, the project's
+	// configuration): added after the scrubbing, so never withheld.
+	SetEnv []string
 	// Timeout is the default per-call timeout; 0 means 120 s.
 	Timeout time.Duration
 	// MaxOutput caps each captured stream in bytes; 0 means 1 MiB.
@@ -308,7 +311,7 @@ func (s *Session) start() error {
 	if base == nil {
 		base = os.Environ()
 	}
-	cmd.Env = append(ScrubEnv(base, s.cfg.AllowEnv), "PS1=", "PS2=", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "HISTFILE=")
+	cmd.Env = append(append(ScrubEnv(base, s.cfg.AllowEnv), s.cfg.SetEnv...), "PS1=", "PS2=", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "HISTFILE=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The shell must answer before it is used: a command's timeout then
 	// counts the command, not the shell's start (a sandboxed shell starts

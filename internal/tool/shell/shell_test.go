@@ -237,9 +237,9 @@ func TestAllowEnv(t *testing.T) {
 	if got != "PATH=/bin HOME=/h ALLOWED_TOKEN=ok OLLAMA_HOST=h" {
 		t.Fatalf("got %q", got)
 	}
-	s := newSession(t, Config{Env: env, AllowEnv: allow})
-	r := run(t, s, "echo \"[$OPENAI_API_KEY][$OPENAI_BASE_URL][$HOME][$OLLAMA_HOST]\"")
-	if r.Stdout != "[][][/h][h]\n" {
+	s := newSession(t, Config{Env: env, AllowEnv: allow, SetEnv: []string{"ANTHROPIC_BASE_URL=set"}})
+	r := run(t, s, "echo \"[$OPENAI_API_KEY][$OPENAI_BASE_URL][$HOME][$OLLAMA_HOST][$ANTHROPIC_BASE_URL]\"")
+	if r.Stdout != "[][][/h][h][set]\n" {
 		t.Fatalf("shell env: %q", r.Stdout)
 	}
 }
