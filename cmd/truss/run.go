@@ -85,7 +85,7 @@ func (r *runFlags) register(fs interface {
 	fs.Int64Var(&r.maxTokens, "max-tokens", 0, "stop once this many tokens are used (0 = no limit)")
 	fs.Float64Var(&r.maxCost, "max-cost", 0, "stop once this many USD are spent (0 = no limit)")
 	fs.DurationVar(&r.maxWall, "max-wall", 0, "stop after this much wall time (0 = no limit)")
-	fs.IntVar(&r.maxResult, "max-result-chars", 30000, "cut tool results the model sees to this many characters (head and tail)")
+	fs.IntVar(&r.maxResult, "max-result-chars", defaultMaxResultChars, "cut tool results the model sees to this many characters (head and tail)")
 	fs.StringVar(&r.resume, "resume", "", "continue the session with this id (see truss sessions)")
 	fs.BoolVar(&r.noSession, "no-session", false, "do not save the session (and so write no ledger)")
 	fs.BoolVar(&r.noLedger, "no-ledger", false, "do not write the signed ledger")

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/anthropic"
@@ -18,6 +19,10 @@ import (
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
+
+// defaultMaxResultChars is how many characters of a tool result the model
+// sees by default (--max-result-chars of run, exec and tool call).
+const defaultMaxResultChars = 30000
 
 // toolCallSet is a surface with every tool version it has, so that one
 // call of any of them can be made: the anthropic surface offers both editor
@@ -36,8 +41,11 @@ func toolCallSet(name string) (*surface.Set, error) {
 
 // toolCallOutput is the --json form of truss tool call.
 type toolCallOutput struct {
-	IsError bool   `json:"is_error"`
-	Output  string `json:"output"`
+	IsError bool `json:"is_error"`
+	// Output is the text the model reads, cut as the agent loop cuts it;
+	// FullOutput the text before the cut, when the cut changed it.
+	Output     string `json:"output"`
+	FullOutput string `json:"full_output,omitempty"`
 	// Native is the structured result a typed tool's wire form carries
 	// (a Responses shell_call_output's entries).
 	Native  json.RawMessage `json:"native,omitempty"`
@@ -48,8 +56,10 @@ type toolCallOutput struct {
 }
 
 // cmdToolCall executes exactly one call locally, as the model would have sent
-// it, and prints exactly the text the model would receive. Exit status: 0 for
-// a success result, 1 for an error result, 2 for a usage error.
+// it, and prints exactly the text the model would receive, byte for byte:
+// cut to --max-result-chars as the agent loop cuts it, with nothing added.
+// Exit status: 0 for a success result, 1 for an error result, 2 for a usage
+// error.
 func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	fset := newFlagSet("tool call", stderr)
 	var w workspaceFlags
@@ -59,6 +69,7 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	input := fset.String("input", "", "the call's input as the model sent it (JSON arguments, or freeform text)")
 	inputFile := fset.String("input-file", "", "read the input from this file (- for standard input)")
 	asJSON := fset.Bool("json", false, "print the normalized result as one JSON object")
+	maxResult := fset.Int("max-result-chars", defaultMaxResultChars, "cut the result text to this many characters (head and tail), as a run does")
 	if err := parse(fset, args); err != nil {
 		return err
 	}
@@ -133,23 +144,47 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 			out.Calls, out.Results = calls, results
 		}
 	}
-	out.IsError, out.Output, out.Native = res.IsError, res.Text, res.Native
+	text := agent.Truncate(res.Text, *maxResult)
+	out.IsError, out.Output, out.Native = res.IsError, text, res.Native
+	if text != res.Text {
+		out.FullOutput = res.Text
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
-	} else {
-		// The text the model reads, neutralised for the terminal; --json
-		// carries its exact bytes.
-		fmt.Fprint(stdout, termsafe.String(res.Text))
-		if len(res.Text) > 0 && res.Text[len(res.Text)-1] != '\n' {
-			fmt.Fprintln(stdout)
-		}
+	} else if err := writeModelText(stdout, text, isTerminal(stdout)); err != nil {
+		return err
 	}
 	if res.IsError {
 		return exitError{1}
 	}
 	return nil
+}
+
+// writeModelText prints the text the model reads: byte for byte into a pipe
+// or a file, and neutralised by termsafe on a terminal, where a file's or a
+// command's escape sequences would otherwise act on the user's screen
+// (--json always carries the exact bytes).
+func writeModelText(w io.Writer, text string, terminal bool) error {
+	if terminal {
+		text = termsafe.String(text)
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+	}
+	_, err := io.WriteString(w, text)
+	return err
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

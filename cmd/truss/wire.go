@@ -293,7 +293,7 @@ func (w *workspaceFlags) register(fs *flag.FlagSet) {
 	fs.Var(&w.ro, "add-dir-ro", "an extra read-only root (repeatable)")
 	fs.Var(&w.rw, "add-dir", "an extra read-write root (repeatable)")
 	fs.DurationVar(&w.timeout, "timeout", shell.DefaultTimeout, "per-command timeout of the shell")
-	fs.Var(&w.allowEnv, "allow-env", "pass this secret-looking variable (name contains KEY, SECRET or TOKEN) to the shell (repeatable)")
+	fs.Var(&w.allowEnv, "allow-env", "pass this variable to commands although Truss withholds it (ANTHROPIC_*, OPENAI_*, OLLAMA_*, TRUSS_*, or a name containing KEY, SECRET or TOKEN) (repeatable)")
 	fs.StringVar(&w.memoryDir, "memory-dir", "", "the memory tool's directory (default: one per project under the user's data directory)")
 	w.registerSandbox(fs)
 }
@@ -424,9 +424,9 @@ func (t *tools) newShell(own string) *shell.Session { return t.newShellIn(t.ws.D
 
 // newShellIn starts a shell session in dir (a sub-agent's workspace).
 func (t *tools) newShellIn(dir, own string) *shell.Session {
-	env := append(append(append(os.Environ(), "TMPDIR="+t.tmp), t.cacheEnv...), t.cfg.Validate.EnvList()...)
 	return shell.New(shell.Config{Dir: dir, Timeout: t.timeout, AllowEnv: t.allowEnv,
-		Env: env, TmpDir: own, Launcher: t.sandbox, Guard: t.sandbox.Guard})
+		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + t.tmp}, t.cacheEnv...), t.cfg.Validate.EnvList()...),
+		TmpDir: own, Launcher: t.sandbox, Guard: t.sandbox.Guard})
 }
 
 // validationShell is a fresh shell for one validation run.

@@ -38,6 +38,11 @@ func TestMain(m *testing.M) {
 	case "hang":
 		fmt.Fprintln(os.Stderr, "fixture: waiting for a database")
 		time.Sleep(time.Hour)
+	case "env":
+		if err := envFixture().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	if err := fixture().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "fixture:", err)

@@ -278,6 +278,46 @@ type FileView struct {
 	TotalLines int `json:"total_lines"`
 	// FinalNewline reports that the file ends with '\n'.
 	FinalNewline bool `json:"final_newline,omitempty"`
+	// Binary is set when the file is not text; Content is then empty, no
+	// lines are counted and a line range is ignored. Each binding says so
+	// in its own words instead of showing the bytes.
+	Binary *Binary `json:"binary,omitempty"`
+}
+
+// Binary describes a file that is not text: a NUL byte or invalid UTF-8 in
+// its first BinarySniffLen bytes, the test git and ripgrep make.
+type Binary struct {
+	Size int64 `json:"size"`
+	// MediaType is the type net/http.DetectContentType sees in the file's
+	// first bytes ("image/png", "application/octet-stream"), without a
+	// charset parameter.
+	MediaType string `json:"media_type"`
+	// Reason is BinaryNUL or BinaryInvalidUTF8.
+	Reason string `json:"reason"`
+}
+
+// The reasons a file is binary.
+const (
+	BinaryNUL         = "nul_byte"     // it contains a NUL byte
+	BinaryInvalidUTF8 = "invalid_utf8" // it is not valid UTF-8
+)
+
+// BinarySniffLen is how much of a file is examined to tell text from
+// binary.
+const BinarySniffLen = 8 << 10
+
+// Describe says what a binary file is in one phrase: "4096 bytes,
+// application/octet-stream, with NUL bytes".
+func (b *Binary) Describe() string {
+	why := "with NUL bytes"
+	if b.Reason == BinaryInvalidUTF8 {
+		why = "not valid UTF-8"
+	}
+	unit := "bytes"
+	if b.Size == 1 {
+		unit = "byte"
+	}
+	return fmt.Sprintf("%d %s, %s, %s", b.Size, unit, b.MediaType, why)
 }
 
 // Entry is one entry of a directory listing, with Path relative to the

@@ -198,6 +198,9 @@ func (e Editor) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 		if r.File == nil {
 			return textResult(c, DirListing(path, r.Entries))
 		}
+		if b := r.File.Binary; b != nil {
+			return errorResult(c, fmt.Sprintf("The file %s is a binary file (%s) and cannot be viewed as text.", path, b.Describe()))
+		}
 		return textResult(c, MakeOutput(r.File.Content, path, r.File.StartLine, limit))
 	case tool.OpCreate:
 		return textResult(c, "File created successfully at: "+path)

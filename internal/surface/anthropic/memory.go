@@ -133,6 +133,9 @@ func EncodeMemory(c model.ToolCall, rs []tool.Result) model.ToolResult {
 		if r.File == nil {
 			return textResult(c, memoryListing(path, r.Entries))
 		}
+		if b := r.File.Binary; b != nil {
+			return errorResult(c, fmt.Sprintf("The file %s is a binary file (%s) and cannot be viewed as text.", path, b.Describe()))
+		}
 		text, err := memoryFile(path, r.File.Content, in.ViewRange)
 		if err != "" {
 			return errorResult(c, err)

@@ -80,6 +80,9 @@ func (b ReadFile) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 	if r.File == nil {
 		return model.ToolResult{CallID: c.ID, Name: c.Name, Text: RenderEntries(r.Entries, r.Truncated)}
 	}
+	if b := r.File.Binary; b != nil {
+		return model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: RenderBinary(r.File.Path, b, c.Name)}
+	}
 	var a readArgs
 	surface.DecodeJSON(c.Name, c.Input, &a)
 	limit := a.Limit
@@ -87,6 +90,12 @@ func (b ReadFile) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 		limit = DefaultReadLines
 	}
 	return model.ToolResult{CallID: c.ID, Name: c.Name, Text: RenderNumbered(r.File, limit)}
+}
+
+// RenderBinary says that the file at path is binary, for the tool named
+// toolName, instead of showing its bytes.
+func RenderBinary(path string, b *tool.Binary, toolName string) string {
+	return fmt.Sprintf("Error: %s is a binary file (%s); %s shows only text files.", path, b.Describe(), toolName)
 }
 
 // RenderNumbered renders up to limit lines of a view, cat -n style, with a
@@ -105,13 +114,16 @@ func RenderNumbered(f *tool.FileView, limit int) string {
 	n := f.StartLine
 	rest := f.Content
 	for n <= total && n-f.StartLine < limit {
-		line, tail, _ := strings.Cut(rest, "\n")
+		line, tail, more := strings.Cut(rest, "\n")
 		if len(line) > MaxLineChars {
 			line = line[:MaxLineChars] + fmt.Sprintf("… [line cut at %d characters]", MaxLineChars)
 		}
 		fmt.Fprintf(&sb, "%6d\t%s\n", n, line)
 		n++
 		rest = tail
+		if !more {
+			break // the end of a line range
+		}
 	}
 	if n <= total {
 		fmt.Fprintf(&sb, "(showing lines %d-%d of %d; use offset=%d to read on)\n", f.StartLine, n-1, total, n)
@@ -265,15 +277,31 @@ func (EditFile) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 // Snippet renders the lines around an edit, numbered, with ctx lines of
 // context on each side (at most tool.SnippetContext).
 func Snippet(e *tool.EditSpan, ctx int) string {
-	lines := strings.Split(e.Window, "\n")
-	if e.EOF && len(lines) > 1 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1] // the piece after the final newline is not a line here
+	first, lines := SnippetLines(e, ctx)
+	return NumberLines(first, lines)
+}
+
+// SnippetLines returns the lines Snippet shows, unnumbered, and the 1-based
+// number of the first.
+func SnippetLines(e *tool.EditSpan, ctx int) (first int, lines []string) {
+	all := strings.Split(e.Window, "\n")
+	if e.EOF && len(all) > 1 && all[len(all)-1] == "" {
+		all = all[:len(all)-1] // the piece after the final newline is not a line here
 	}
 	from := max(0, e.Line-ctx-e.WindowStart)
-	to := min(len(lines)-1, e.Line+e.NewLines-1+ctx-e.WindowStart)
+	to := min(len(all)-1, e.Line+e.NewLines-1+ctx-e.WindowStart)
+	if to < from {
+		return e.WindowStart + from + 1, nil
+	}
+	return e.WindowStart + from + 1, all[from : to+1]
+}
+
+// NumberLines renders lines cat -n style, the first numbered first, without
+// a final newline.
+func NumberLines(first int, lines []string) string {
 	var sb strings.Builder
-	for i := from; i <= to; i++ {
-		fmt.Fprintf(&sb, "%6d\t%s\n", e.WindowStart+i+1, lines[i])
+	for i, l := range lines {
+		fmt.Fprintf(&sb, "%6d\t%s\n", first+i, l)
 	}
 	return strings.TrimSuffix(sb.String(), "\n")
 }

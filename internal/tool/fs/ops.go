@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -139,6 +141,9 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 	if err != nil {
 		return tool.Result{}, err
 	}
+	if bin := Sniff(b); bin != nil {
+		return tool.Result{File: &tool.FileView{Path: a.Path, Binary: bin}}, nil
+	}
 	total := CountLines(b)
 	start, end := a.Start, a.End
 	if start == 0 && end == 0 {
@@ -159,6 +164,37 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 	content := selectLines(b, start, end)
 	return tool.Result{Output: content, File: &tool.FileView{Path: a.Path, Content: content, StartLine: start, TotalLines: total,
 		FinalNewline: len(b) > 0 && b[len(b)-1] == '\n'}}, nil
+}
+
+// Sniff returns what makes b, a whole file, binary — a NUL byte or invalid
+// UTF-8 in its first tool.BinarySniffLen bytes (a character cut at that
+// bound does not count) — with its size and detected type, or nil when b
+// is text. An empty file is text.
+func Sniff(b []byte) *tool.Binary {
+	head := b
+	if len(head) > tool.BinarySniffLen {
+		head = head[:tool.BinarySniffLen]
+		// Drop a last character that the bound cut in two.
+		for i := len(head) - 1; i >= 0 && i >= len(head)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(head[i]) {
+				if !utf8.FullRune(head[i:]) {
+					head = head[:i]
+				}
+				break
+			}
+		}
+	}
+	var reason string
+	switch {
+	case bytes.IndexByte(head, 0) >= 0:
+		reason = tool.BinaryNUL
+	case !utf8.Valid(head):
+		reason = tool.BinaryInvalidUTF8
+	default:
+		return nil
+	}
+	mt, _, _ := strings.Cut(http.DetectContentType(b), ";")
+	return &tool.Binary{Size: int64(len(b)), MediaType: mt, Reason: reason}
 }
 
 // selectLines returns lines start..end (1-based, end -1 = last) of b joined

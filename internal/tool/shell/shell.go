@@ -68,11 +68,14 @@ func (f LauncherFunc) Prepare(cmd *exec.Cmd) error { return f(cmd) }
 type Config struct {
 	// Dir is the initial working directory.
 	Dir string
-	// Env is the base environment (os.Environ() when nil). Variables whose
-	// names contain KEY, SECRET or TOKEN (any case) are removed unless named
-	// in AllowEnv.
+	// Env is the base environment (os.Environ() when nil). The variables
+	// Withheld names — the harness's own configuration and secret-looking
+	// names — are removed from it unless named in AllowEnv.
 	Env      []string
 	AllowEnv []string
+	// SetEnv are variables set on purpose (NAME=VALUE, the project's
+	// configuration): added after the scrubbing, so never withheld.
+	SetEnv []string
 	// Timeout is the default per-call timeout; 0 means 120 s.
 	Timeout time.Duration
 	// MaxOutput caps each captured stream in bytes; 0 means 1 MiB.
@@ -308,7 +311,7 @@ func (s *Session) start() error {
 	if base == nil {
 		base = os.Environ()
 	}
-	cmd.Env = append(ScrubEnv(base, s.cfg.AllowEnv), "PS1=", "PS2=", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "HISTFILE=")
+	cmd.Env = append(append(ScrubEnv(base, s.cfg.AllowEnv), s.cfg.SetEnv...), "PS1=", "PS2=", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "HISTFILE=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The shell must answer before it is used: a command's timeout then
 	// counts the command, not the shell's start (a sandboxed shell starts
@@ -373,13 +376,13 @@ func (s *Session) kill() {
 	<-p.exited
 }
 
-// ScrubEnv returns env without the variables whose names contain KEY,
-// SECRET or TOKEN (case-insensitive), except those named in allow.
+// ScrubEnv returns env without the variables Withheld names, except those
+// named in allow (exact names).
 func ScrubEnv(env, allow []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if secretName(name) && !contains(allow, name) {
+		if Withheld(name) && !contains(allow, name) {
 			continue
 		}
 		out = append(out, kv)
@@ -387,8 +390,18 @@ func ScrubEnv(env, allow []string) []string {
 	return out
 }
 
-func secretName(name string) bool {
+// Withheld reports whether a command's environment leaves out the variable
+// name: the configuration of Truss and of the model providers it talks to
+// (names starting with ANTHROPIC_, OPENAI_, OLLAMA_ or TRUSS_, such as
+// ANTHROPIC_BASE_URL, OPENAI_BASE_URL, OLLAMA_HOST, TRUSS_HOME), and any
+// name containing KEY, SECRET or TOKEN. Names are compared in upper case.
+func Withheld(name string) bool {
 	u := strings.ToUpper(name)
+	for _, p := range [...]string{"ANTHROPIC_", "OPENAI_", "OLLAMA_", "TRUSS_"} {
+		if strings.HasPrefix(u, p) {
+			return true
+		}
+	}
 	return strings.Contains(u, "KEY") || strings.Contains(u, "SECRET") || strings.Contains(u, "TOKEN")
 }
 

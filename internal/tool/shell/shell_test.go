@@ -181,13 +181,65 @@ func TestCapBuf(t *testing.T) {
 }
 
 func TestScrubEnv(t *testing.T) {
-	env := []string{"PATH=/bin", "OPENAI_API_KEY=sk", "GITHUB_TOKEN=t", "my_secret=x", "HOME=/h", "KEYBOARD=us", "ALLOWED_TOKEN=ok"}
-	got := strings.Join(ScrubEnv(env, []string{"ALLOWED_TOKEN"}), " ")
-	if got != "PATH=/bin HOME=/h ALLOWED_TOKEN=ok" {
+	tests := []struct {
+		name string
+		kept bool
+	}{
+		// The harness's own configuration, secrets or not.
+		{"ANTHROPIC_BASE_URL", false},
+		{"ANTHROPIC_API_KEY", false},
+		{"ANTHROPIC_AUTH_TOKEN", false},
+		{"ANTHROPIC_PROFILE", false},
+		{"OPENAI_BASE_URL", false},
+		{"OPENAI_API_KEY", false},
+		{"OPENAI_ORG_ID", false},
+		{"OPENAI_PROJECT_ID", false},
+		{"OLLAMA_HOST", false},
+		{"OLLAMA_MODELS", false},
+		{"TRUSS_HOME", false},
+		{"TRUSS_MODEL", false},
+		{"openai_base_url", false},
+		// Secret-looking names from anywhere.
+		{"GITHUB_TOKEN", false},
+		{"my_secret", false},
+		{"AWS_SECRET_ACCESS_KEY", false},
+		{"KEYBOARD", false}, // contains KEY: withheld, as before
+		// Everything else reaches commands.
+		{"PATH", true},
+		{"HOME", true},
+		{"LANG", true},
+		{"GOFLAGS", true},
+		{"MY_OPENAI_NOTES", true}, // the prefix must start the name
+		{"OLLAMAX", true},
+		{"TRUSSED", true},
+		{"HTTP_PROXY", true},
+	}
+	var env []string
+	for _, tt := range tests {
+		env = append(env, tt.name+"=v")
+	}
+	got := map[string]bool{}
+	for _, kv := range ScrubEnv(env, nil) {
+		name, _, _ := strings.Cut(kv, "=")
+		got[name] = true
+	}
+	for _, tt := range tests {
+		if got[tt.name] != tt.kept || Withheld(tt.name) == tt.kept {
+			t.Errorf("%s: kept %v, Withheld %v; want kept %v", tt.name, got[tt.name], Withheld(tt.name), tt.kept)
+		}
+	}
+}
+
+func TestAllowEnv(t *testing.T) {
+	env := []string{"PATH=/bin", "HOME=/h", "OPENAI_BASE_URL=http://x", "OPENAI_API_KEY=sk", "ALLOWED_TOKEN=ok", "OLLAMA_HOST=h"}
+	allow := []string{"ALLOWED_TOKEN", "OLLAMA_HOST"}
+	got := strings.Join(ScrubEnv(env, allow), " ")
+	if got != "PATH=/bin HOME=/h ALLOWED_TOKEN=ok OLLAMA_HOST=h" {
 		t.Fatalf("got %q", got)
 	}
-	s := newSession(t, Config{Env: env})
-	if r := run(t, s, "echo \"[$OPENAI_API_KEY][$HOME]\""); r.Stdout != "[][/h]\n" {
+	s := newSession(t, Config{Env: env, AllowEnv: allow, SetEnv: []string{"ANTHROPIC_BASE_URL=set"}})
+	r := run(t, s, "echo \"[$OPENAI_API_KEY][$OPENAI_BASE_URL][$HOME][$OLLAMA_HOST][$ANTHROPIC_BASE_URL]\"")
+	if r.Stdout != "[][][/h][h][set]\n" {
 		t.Fatalf("shell env: %q", r.Stdout)
 	}
 }
