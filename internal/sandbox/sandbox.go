@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -209,13 +208,13 @@ func FormatSize(n int64) string {
 }
 
 // DefaultPolicy is workspace-write with the network off for a workspace:
-// its .git protected, the user's Go, npm and pip caches writable (so that
-// builds and tests work offline), and a temporary directory.
+// its .git protected, and a temporary directory. Nothing of the host's
+// beyond the workspace is writable: the user's build and package caches
+// stay read-only (a command that wrote them could change what later builds
+// on the host compile); whoever composes a session adds the caches that
+// are the session's own to Writable.
 func DefaultPolicy(workspace, tempDir string) Policy {
-	p := Policy{Mode: WorkspaceWrite, Workspace: workspace, TempDir: tempDir}
-	p.Protected = GitPaths(workspace)
-	p.Writable = CacheDirs()
-	return p
+	return Policy{Mode: WorkspaceWrite, Workspace: workspace, TempDir: tempDir, Protected: GitPaths(workspace)}
 }
 
 // GitPaths returns the .git of a workspace and, when .git is a "gitdir:"
@@ -239,43 +238,6 @@ func GitPaths(workspace string) []string {
 		}
 	}
 	return out
-}
-
-// CacheDirs returns the build and package caches that exist for this user:
-// Go's build and module caches, npm's cache, pip's cache.
-func CacheDirs() []string {
-	var dirs []string
-	add := func(d string) {
-		if d == "" {
-			return
-		}
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-			dirs = append(dirs, d)
-		}
-	}
-	cache, _ := os.UserCacheDir()
-	home, _ := os.UserHomeDir()
-	if v := os.Getenv("GOCACHE"); v != "" {
-		add(v)
-	} else if cache != "" {
-		add(filepath.Join(cache, "go-build"))
-	}
-	switch {
-	case os.Getenv("GOMODCACHE") != "":
-		add(os.Getenv("GOMODCACHE"))
-	case os.Getenv("GOPATH") != "":
-		add(filepath.Join(strings.Split(os.Getenv("GOPATH"), string(os.PathListSeparator))[0], "pkg", "mod"))
-	case home != "":
-		add(filepath.Join(home, "go", "pkg", "mod"))
-	}
-	if home != "" {
-		add(filepath.Join(home, ".npm"))
-	}
-	if cache != "" {
-		add(filepath.Join(cache, "pip"))
-	}
-	sort.Strings(dirs)
-	return dirs
 }
 
 // writable returns the roots a process may write under the policy.
@@ -364,7 +326,7 @@ func (pl *Plan) Enforced() string {
 		ms = append(ms, "namespaces")
 	}
 	if m.Landlock > 0 {
-		ms = append(ms, fmt.Sprintf("landlock v%d", m.Landlock))
+		ms = append(ms, fmt.Sprintf("landlock ABI v%d", m.Landlock))
 	}
 	if m.Seccomp {
 		ms = append(ms, "seccomp")
