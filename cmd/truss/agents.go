@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -81,21 +80,11 @@ func (f *spawnFlags) offer(set *surface.Set, cfg *config.Config) ([]*subagent.De
 // bytes its trust decision was made on); two agents with one name are an
 // error.
 func definitions(cfg *config.Config) ([]*subagent.Definition, error) {
-	var defs []*subagent.Definition
-	seen := map[string]string{}
-	for _, f := range cfg.Agents {
-		d, err := subagent.ParseDefinition(f.Path, f.Data)
-		if err != nil {
-			return nil, fmt.Errorf("agents: %w", err)
-		}
-		if other, dup := seen[d.Name]; dup {
-			return nil, fmt.Errorf("agents: %s and %s both define the agent %q", other, d.Path, d.Name)
-		}
-		seen[d.Name] = d.Path
-		defs = append(defs, d)
+	files := make([]subagent.Source, len(cfg.Agents))
+	for i, f := range cfg.Agents {
+		files[i] = subagent.Source{Path: f.Path, Data: f.Data}
 	}
-	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
-	return defs, nil
+	return subagent.ParseDefinitions(files)
 }
 
 // addSpawn loads the workspace's agent definitions, offers the spawn tool

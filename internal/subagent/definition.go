@@ -3,7 +3,6 @@ package subagent
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -145,30 +144,21 @@ func ParseDefinition(file string, b []byte) (*Definition, error) {
 	return d, nil
 }
 
-// LoadDefinitions reads every *.md file of root's .truss/agents directory.
-// A missing directory is no error; a bad file is, and so are two agents
-// with one name.
-func LoadDefinitions(root string) ([]*Definition, error) {
-	dir := filepath.Join(root, AgentsDir)
-	ents, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("agents: %w", err)
-	}
+// Source is one agent definition file as it was read: its path relative
+// to the workspace root and its bytes (those the configuration's trust
+// decision was made on).
+type Source struct {
+	Path string
+	Data []byte
+}
+
+// ParseDefinitions parses agent definition files, sorted by name. A bad
+// file is an error, and so are two agents with one name.
+func ParseDefinitions(files []Source) ([]*Definition, error) {
 	var defs []*Definition
 	seen := map[string]string{}
-	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("agents: %w", err)
-		}
-		d, err := ParseDefinition(filepath.Join(AgentsDir, e.Name()), b)
+	for _, f := range files {
+		d, err := ParseDefinition(f.Path, f.Data)
 		if err != nil {
 			return nil, fmt.Errorf("agents: %w", err)
 		}

@@ -1,8 +1,6 @@
 package subagent
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -52,23 +50,24 @@ func TestParseDefinition(t *testing.T) {
 	}
 }
 
-func TestLoadDefinitions(t *testing.T) {
-	root := t.TempDir()
-	if defs, err := LoadDefinitions(root); err != nil || defs != nil {
-		t.Fatalf("no directory: %v %v", defs, err)
+func TestParseDefinitions(t *testing.T) {
+	if defs, err := ParseDefinitions(nil); err != nil || defs != nil {
+		t.Fatalf("none: %v %v", defs, err)
 	}
-	dir := filepath.Join(root, AgentsDir)
-	os.MkdirAll(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "b.md"), []byte("---\ndescription: B\n---\nbe b"), 0o644)
-	os.WriteFile(filepath.Join(dir, "a.md"), []byte("---\ndescription: A\n---\nbe a"), 0o644)
-	os.WriteFile(filepath.Join(dir, "README.txt"), []byte("ignored"), 0o644)
-	defs, err := LoadDefinitions(root)
+	files := []Source{
+		{".truss/agents/b.md", []byte("---\ndescription: B\n---\nbe b")},
+		{".truss/agents/a.md", []byte("---\ndescription: A\n---\nbe a")},
+	}
+	defs, err := ParseDefinitions(files)
 	if err != nil || len(defs) != 2 || defs[0].Name != "a" || defs[1].Name != "b" || defs[0].Path != ".truss/agents/a.md" {
 		t.Fatalf("%+v %v", defs, err)
 	}
-	os.WriteFile(filepath.Join(dir, "c.md"), []byte("---\nname: a\ndescription: another A\n---\nbe a"), 0o644)
-	if _, err := LoadDefinitions(root); err == nil || !strings.Contains(err.Error(), `both define the agent "a"`) {
+	files = append(files, Source{".truss/agents/c.md", []byte("---\nname: a\ndescription: another A\n---\nbe a")})
+	if _, err := ParseDefinitions(files); err == nil || !strings.Contains(err.Error(), `both define the agent "a"`) {
 		t.Fatalf("duplicate: %v", err)
+	}
+	if _, err := ParseDefinitions([]Source{{".truss/agents/x.md", []byte("no front matter")}}); err == nil {
+		t.Fatal("a bad file is no error")
 	}
 }
 
