@@ -590,7 +590,6 @@ func (s *Sandbox) Close() error {
 			errs = append(errs, fmt.Errorf("sandbox: remove the cgroup: %w", err))
 		}
 	}
-	s.groups = nil
 	return errors.Join(errs...)
 }
 

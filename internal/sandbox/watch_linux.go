@@ -226,6 +226,16 @@ func (w *watcher) guard() error {
 		errs = append(errs, &LimitError{Limit: "memory", msg: fmt.Sprintf("a process of the command was killed for exceeding the sandbox's memory limit of %s", FormatSize(w.lim.Memory))})
 	}
 	w.reason = nil
+	for _, err := range errs {
+		if le, ok := err.(*LimitError); ok && le.Limit == "disk" {
+			// The budget's slack counts from what the killed command had
+			// written when it was gone, not from what the poll that
+			// caught it saw: writes in flight at the kill would
+			// otherwise use up the slack of the next command.
+			w.account()
+			w.overAt = max(w.overAt, w.total())
+		}
+	}
 	switch len(errs) {
 	case 0:
 		return nil

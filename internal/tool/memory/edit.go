@@ -220,6 +220,10 @@ func (s *Store) view(virt, rel string) (tool.Result, error) {
 	if err != nil {
 		return tool.Result{}, err
 	}
+	if r.File != nil && r.File.Binary != nil {
+		r.File.Path = virt // the facts of a binary file, not its bytes
+		return r, nil
+	}
 	if r.File != nil {
 		text := ReadText([]byte(r.File.Content))
 		r.Output = text
