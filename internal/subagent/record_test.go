@@ -53,10 +53,10 @@ func readPack(t *testing.T, dir string) map[string][]byte {
 	out := map[string][]byte{}
 	for len(b) > 0 {
 		nl := bytes.IndexByte(b, '\n')
-		key, size, ok := strings.Cut(string(b[:nl]), " ")
+		key, size, ok := strings.Cut(string(b[:max(nl, 0)]), " ")
 		n, err := strconv.Atoi(size)
-		if !ok || err != nil || nl+1+n+1 > len(b) {
-			t.Fatalf("%s: bad pack record header %q", dir, b[:nl])
+		if nl < 0 || !ok || err != nil || nl+1+n+1 > len(b) {
+			t.Fatalf("%s: a bad pack record", dir)
 		}
 		out[key] = b[nl+1 : nl+1+n]
 		b = b[nl+1+n+1:]
