@@ -9,8 +9,10 @@
 // sees them cut to a budget (head and tail with a marker).
 //
 // Every call gets exactly one result: a call of an unknown tool, a call whose
-// input cannot be decoded, a call cut off by max_tokens and a call cancelled
-// by the user each get an error result the model can act on.
+// input cannot be decoded, a call cut off by max_tokens, a call cancelled
+// by the user and a call whose binding or executor panicked each get an
+// error result the model can act on. A panic is recovered, never kills the
+// process; its stack goes to the observers (see PanicError).
 package agent
 
 import (
@@ -20,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -232,6 +235,12 @@ func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, 
 	}
 	out := make([]model.ToolResult, len(calls))
 	full := make([][]tool.Result, len(calls))
+	panics := make([][]*PanicError, len(calls))
+	for i, j := range jobs {
+		if j.panic != nil {
+			panics[i] = append(panics[i], j.panic)
+		}
+	}
 	run := func(i int) {
 		j := jobs[i]
 		if j.result != nil {
@@ -240,11 +249,18 @@ func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, 
 		}
 		rs := make([]tool.Result, len(j.ops))
 		for k, op := range j.ops {
-			rs[k] = a.cfg.Exec.Execute(ctx, op)
+			var p *PanicError
+			rs[k], p = a.execute(ctx, op)
 			rs[k].CallID = op.ID
+			if p != nil {
+				panics[i] = append(panics[i], p)
+			}
 		}
 		full[i] = rs
-		r := j.binding.Encode(calls[i], rs)
+		r, p := encode(j.binding, calls[i], rs)
+		if p != nil {
+			panics[i] = append(panics[i], p)
+		}
 		r.CallID, r.Name = calls[i].ID, calls[i].Name
 		out[i] = r
 	}
@@ -271,7 +287,18 @@ func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, 
 		}
 		fullText := out[i].Text
 		out[i].Text = Truncate(out[i].Text, a.cfg.MaxResultChars)
-		a.emit(Event{Type: EventCallCompleted, Turn: turn, Call: &calls[i], Ops: jobs[i].ops, Results: full[i], Result: &out[i], FullText: fullText})
+		var err error
+		if len(panics[i]) > 0 {
+			// The stacks go to the observers (and so to the session's
+			// record), never to the model.
+			errs := make([]error, len(panics[i]))
+			for k, p := range panics[i] {
+				errs[k] = p
+				fullText += fmt.Sprintf("\n\n[%v]\n%s", p, p.Stack)
+			}
+			err = errors.Join(errs...)
+		}
+		a.emit(Event{Type: EventCallCompleted, Turn: turn, Call: &calls[i], Ops: jobs[i].ops, Results: full[i], Result: &out[i], FullText: fullText, Err: err})
 	}
 	return out
 }
@@ -281,11 +308,20 @@ type job struct {
 	binding surface.Binding
 	ops     []tool.Call
 	result  *model.ToolResult // set when the call was answered without running
+	panic   *PanicError       // set when decoding panicked
 }
 
 // prepare decodes a call, or answers it with an error result when it cannot
-// run: cut off by max_tokens, an unknown tool, or input that does not decode.
-func (a *Agent) prepare(c model.ToolCall, cutOff bool) job {
+// run: cut off by max_tokens, an unknown tool, input that does not decode,
+// or a binding that panicked.
+func (a *Agent) prepare(c model.ToolCall, cutOff bool) (j job) {
+	defer func() {
+		if v := recover(); v != nil {
+			p := &PanicError{Stage: "decode", Tool: c.Name, Value: v, Stack: debug.Stack()}
+			r := internalFailure(j.binding, c, p, "the call was not run")
+			j = job{result: &r, panic: p}
+		}
+	}()
 	if cutOff {
 		return job{result: &model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true,
 			Text: "Error: this call was not run because the response was cut off at the output token limit; send it again, shorter if needed"}}
@@ -295,12 +331,98 @@ func (a *Agent) prepare(c model.ToolCall, cutOff bool) job {
 		r := a.cfg.Tools.UnknownTool(c)
 		return job{result: &r}
 	}
+	j.binding = b
 	ops, err := b.Decode(c)
 	if err != nil {
 		r := surface.DecodeFailure(b, c, err)
 		return job{result: &r}
 	}
 	return job{binding: b, ops: ops}
+}
+
+// PanicError is a panic recovered in a call's binding (decoding or
+// encoding) or executor. The call is answered with an error result that
+// says the tool failed with an internal error and gives the panic's value;
+// the PanicError, with its stack, goes to the observers in Err of the
+// call's EventCallCompleted (errors.Join of them when more than one), and
+// its stack follows the text in FullText, never in what the model reads.
+type PanicError struct {
+	// Stage is "decode", "execute" or "encode".
+	Stage string
+	// Tool is the tool the model called; Op the operation, for "execute".
+	Tool  string
+	Op    tool.Op
+	Value any
+	// Stack is the panicking goroutine's stack, as debug.Stack gives it.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	what := e.Tool
+	if e.Op != "" {
+		what = string(e.Op)
+	}
+	return fmt.Sprintf("%s of %s panicked: %v", e.Stage, what, e.Value)
+}
+
+// execute runs one operation; a panicking executor gives an ErrInternal
+// result and the recovered panic.
+func (a *Agent) execute(ctx context.Context, op tool.Call) (r tool.Result, p *PanicError) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &PanicError{Stage: "execute", Tool: op.Tool, Op: op.Op, Value: v, Stack: debug.Stack()}
+			r = tool.Failed(op, tool.Errorf(tool.ErrInternal, "%s failed with an internal error (%s); its effects, if any, are unknown: check before retrying", op.Op, panicText(v)))
+		}
+	}()
+	return a.cfg.Exec.Execute(ctx, op), nil
+}
+
+// encode renders a call's results; a panicking binding gives an error result
+// that says what each operation did, and the recovered panic.
+func encode(b surface.Binding, c model.ToolCall, rs []tool.Result) (r model.ToolResult, p *PanicError) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &PanicError{Stage: "encode", Tool: c.Name, Value: v, Stack: debug.Stack()}
+			var sb strings.Builder
+			sb.WriteString("the call ran, but its result could not be rendered:")
+			for _, res := range rs {
+				if res.Err != nil {
+					fmt.Fprintf(&sb, " %s failed (%s: %s);", res.Op, res.Err.Kind, res.Err.Message)
+				} else {
+					fmt.Fprintf(&sb, " %s succeeded;", res.Op)
+				}
+			}
+			r = internalFailure(nil, c, p, strings.TrimSuffix(sb.String(), ";"))
+		}
+	}()
+	return b.Encode(c, rs), nil
+}
+
+// internalFailure is the result of a call whose binding or executor
+// panicked, rendered by the binding's error encoder when it has one (and
+// that does not panic too), else as plain text.
+func internalFailure(b surface.Binding, c model.ToolCall, p *PanicError, what string) (r model.ToolResult) {
+	err := tool.Errorf(tool.ErrInternal, "the %s tool failed with an internal error (%s); %s", c.Name, panicText(p.Value), what)
+	plain := model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: "Error: " + err.Message}
+	if b == nil {
+		return plain
+	}
+	defer func() {
+		if recover() != nil {
+			r = plain
+		}
+	}()
+	return surface.DecodeFailure(b, c, err)
+}
+
+// panicText is a panic's value as the model reads it: "panic: " and the
+// value, cut to 300 bytes.
+func panicText(v any) string {
+	s := fmt.Sprint(v)
+	if len(s) > 300 {
+		s = Truncate(s, 300)
+	}
+	return "panic: " + s
 }
 
 // repeated records a call with its result and reports a reason when the

@@ -15,7 +15,7 @@ const (
 	EventDelta         EventType = "delta"          // streamed text (Delta)
 	EventResponse      EventType = "response"       // the turn's complete response (Response)
 	EventCallStarted   EventType = "call_started"   // a tool call is about to be decoded and run (Call)
-	EventCallCompleted EventType = "call_completed" // its result (Call, Ops, Results, Result, FullText)
+	EventCallCompleted EventType = "call_completed" // its result (Call, Ops, Results, Result, FullText; Err)
 	EventTurnCompleted EventType = "turn_completed" // the turn's new transcript items (Items, Usage)
 	EventTurnFailed    EventType = "turn_failed"    // the provider failed (Err)
 	EventRunCompleted  EventType = "run_completed"  // the run ended (Outcome)
@@ -33,13 +33,17 @@ type Event struct {
 	Ops     []tool.Call
 	Results []tool.Result
 	// Result is the tool result as the model receives it (cut to the
-	// result budget); FullText is its text before the cut.
+	// result budget); FullText is its text before the cut, followed, for a
+	// call whose binding or executor panicked, by each panic and its stack.
 	Result   *model.ToolResult
 	FullText string
 	Items    []model.Item
 	Usage    model.Usage
 	Outcome  *Outcome
-	Err      error
+	// Err is the provider's failure (EventTurnFailed), or the panics
+	// recovered in a call (EventCallCompleted: *PanicError, joined with
+	// errors.Join when more than one).
+	Err error
 }
 
 // Observer is told of every event, synchronously, from the loop's goroutine

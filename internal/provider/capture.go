@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"sync"
@@ -10,11 +11,14 @@ import (
 	"github.com/trussdev/truss/internal/model"
 )
 
-// Capture records the exact bytes of the last HTTP attempt, for whoever
-// records the session. Its Middleware fits the official SDKs' middleware
-// option (func(*http.Request, next) (*http.Response, error)).
+// Capture holds the exact bytes of one request's HTTP exchange, for whoever
+// records the session. An adapter makes one per attempt and sends the
+// request with the context Context returns; CaptureMiddleware, installed in
+// the client, finds it in the request's context and records into it. The
+// bytes of requests sent at the same time through one client (sub-agents
+// share their parent's) so never mix: each turn returns its own.
 type Capture struct {
-	// SkipRequest leaves request bodies out (an adapter that records its
+	// SkipRequest leaves the request body out (an adapter that records its
 	// request as parts).
 	SkipRequest bool
 
@@ -23,8 +27,25 @@ type Capture struct {
 	start time.Time
 }
 
-// Middleware records the request body and tees the response body.
-func (c *Capture) Middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+type captureKey struct{}
+
+// Context returns ctx carrying c: the HTTP exchange of a request made with
+// it is recorded in c.
+func (c *Capture) Context(ctx context.Context) context.Context {
+	return context.WithValue(ctx, captureKey{}, c)
+}
+
+// CaptureMiddleware records the request body and tees the response body
+// into the Capture of the request's context; a request whose context
+// carries none passes through untouched. It fits the official SDKs'
+// middleware option (func(*http.Request, next) (*http.Response, error)).
+// When one context is sent twice (a client's own retry), the last attempt's
+// bytes are kept.
+func CaptureMiddleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	c, _ := req.Context().Value(captureKey{}).(*Capture)
+	if c == nil {
+		return next(req)
+	}
 	var body []byte
 	if req.GetBody != nil && !c.SkipRequest {
 		if rc, err := req.GetBody(); err == nil {
@@ -42,11 +63,16 @@ func (c *Capture) Middleware(req *http.Request, next func(*http.Request) (*http.
 	return resp, err
 }
 
-// Take returns a copy of the last attempt's bytes.
-func (c *Capture) Take() *model.Wire {
+// Wire returns a copy of the bytes captured so far, with the time since the
+// request was sent; nil when no request was made with c.
+func (c *Capture) Wire() *model.Wire {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.start.IsZero() {
+		return nil
+	}
 	w := c.wire
+	w.Request = bytes.Clone(w.Request)
 	w.Response = bytes.Clone(w.Response)
 	w.Duration = time.Since(c.start)
 	return &w

@@ -404,6 +404,9 @@ const (
 	ErrTool ErrorKind = "tool_error"
 	// ErrUnavailable: the server behind a tool is not running.
 	ErrUnavailable ErrorKind = "unavailable"
+	// ErrInternal: the tool failed inside Truss (a panic in its binding or
+	// executor, recovered by the agent loop).
+	ErrInternal ErrorKind = "internal"
 )
 
 // Error is a typed call failure. Message is a complete sentence for a model or

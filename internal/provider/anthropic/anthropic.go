@@ -61,7 +61,6 @@ type Config struct {
 type Client struct {
 	cfg    Config
 	client sdk.Client
-	wire   provider.Capture
 	cache  provider.MessageCache
 	heads  provider.HeadCache
 }
@@ -69,7 +68,6 @@ type Client struct {
 // New returns a client.
 func New(cfg Config) *Client {
 	c := &Client{cfg: cfg}
-	c.wire.SkipRequest = true // the request is recorded as its parts
 	base := cfg.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
@@ -79,7 +77,7 @@ func New(cfg Config) *Client {
 		option.WithBaseURL(base),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
-		option.WithMiddleware(c.wire.Middleware),
+		option.WithMiddleware(provider.CaptureMiddleware),
 	}
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
@@ -351,6 +349,9 @@ func toolResult(r *model.ToolResult) sdk.ContentBlockParamUnion {
 }
 
 func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
+	// This attempt's own bytes: the request is recorded as its parts.
+	capture := &provider.Capture{SkipRequest: true}
+	ctx = capture.Context(ctx)
 	stream := c.client.Messages.NewStreaming(ctx, params, option.WithRequestBody("application/json", body))
 	defer stream.Close()
 	var msg sdk.Message
@@ -433,7 +434,7 @@ func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, body []b
 	resp.Usage = model.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens,
 		ReasoningTokens: u.OutputTokensDetails.ThinkingTokens}
-	resp.Wire = c.wire.Take()
+	resp.Wire = capture.Wire()
 	return resp, nil
 }
 

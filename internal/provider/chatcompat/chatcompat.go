@@ -52,18 +52,16 @@ type Client struct {
 	client openai.Client
 	cache  provider.MessageCache
 	heads  provider.HeadCache
-	wire   provider.Capture
 }
 
 // New returns a client.
 func New(cfg Config) *Client {
 	c := &Client{cfg: cfg}
-	c.wire.SkipRequest = true // the request is recorded as its parts
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
-		option.WithMiddleware(c.wire.Middleware),
+		option.WithMiddleware(provider.CaptureMiddleware),
 	}
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
@@ -222,6 +220,9 @@ func groupItems(items []model.Item) []group {
 }
 
 func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
+	// This attempt's own bytes: the request is recorded as its parts.
+	capture := &provider.Capture{SkipRequest: true}
+	ctx = capture.Context(ctx)
 	stream := c.client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: modelName},
 		option.WithRequestBody("application/json", body))
 	defer stream.Close()
@@ -274,7 +275,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 	u := acc.Usage
 	resp.Usage = model.Usage{InputTokens: u.PromptTokens - u.PromptTokensDetails.CachedTokens, OutputTokens: u.CompletionTokens,
 		CacheReadTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
-	resp.Wire = c.wire.Take()
+	resp.Wire = capture.Wire()
 	return resp, nil
 }
 

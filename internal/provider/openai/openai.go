@@ -81,7 +81,6 @@ type Config struct {
 type Client struct {
 	cfg    Config
 	client sdk.Client
-	wire   provider.Capture
 	cache  provider.MessageCache
 	heads  provider.HeadCache
 }
@@ -89,7 +88,6 @@ type Client struct {
 // New returns a client.
 func New(cfg Config) *Client {
 	c := &Client{cfg: cfg}
-	c.wire.SkipRequest = true // the request is recorded as its parts
 	base := cfg.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
@@ -98,7 +96,7 @@ func New(cfg Config) *Client {
 		option.WithBaseURL(base),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
-		option.WithMiddleware(c.wire.Middleware),
+		option.WithMiddleware(provider.CaptureMiddleware),
 	}
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
@@ -481,6 +479,9 @@ type streamState struct {
 }
 
 func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
+	// This attempt's own bytes: the request is recorded as its parts.
+	capture := &provider.Capture{SkipRequest: true}
+	ctx = capture.Context(ctx)
 	stream := c.client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: shared.ResponsesModel(modelName)},
 		option.WithRequestBody("application/json", body))
 	defer stream.Close()
@@ -523,7 +524,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 	if err != nil {
 		return nil, err
 	}
-	resp.Wire = c.wire.Take()
+	resp.Wire = capture.Wire()
 	return resp, nil
 }
 
