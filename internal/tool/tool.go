@@ -369,9 +369,9 @@ const (
 	// ErrStale: an edit of a file that changed since the agent last viewed
 	// or wrote it (another agent or a command changed it); the agent views
 	// it again before editing.
-	ErrStale ErrorKind = "stale"
-	ErrCanceled        ErrorKind = "canceled"
-	ErrUnsupported     ErrorKind = "unsupported"
+	ErrStale       ErrorKind = "stale"
+	ErrCanceled    ErrorKind = "canceled"
+	ErrUnsupported ErrorKind = "unsupported"
 	// ErrAgent: a sub-agent's run did not complete (budget, failure, loop).
 	ErrAgent ErrorKind = "agent"
 	// ErrTool: an external tool (an MCP server's) reported a failure.
