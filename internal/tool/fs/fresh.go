@@ -11,13 +11,17 @@ import (
 
 // fresh refuses a change of a file that differs from what this executor
 // last saw of it (see Execute). A delete or a rename checks every file
-// below its path as well. Errors of the operation itself (a bad path) are
-// left to the operation.
-func (e *Executor) fresh(args any) error {
+// below its path as well. A create, which never overwrites, is not
+// checked. Errors of the operation itself (a bad path) are left to the
+// operation.
+func (e *Executor) fresh(call tool.Call) error {
 	var name string
 	tree := false
-	switch a := args.(type) {
+	switch a := call.Args.(type) {
 	case *tool.CreateArgs:
+		if call.Op == tool.OpCreate {
+			return nil
+		}
 		name = a.Path
 	case *tool.ReplaceArgs:
 		name = a.Path

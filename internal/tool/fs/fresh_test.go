@@ -160,6 +160,7 @@ func TestFreshness(t *testing.T) {
 		{"overwrite", []tool.Call{view("f"), outside("f", "x changed"), {Op: tool.OpWrite, Args: &tool.CreateArgs{Path: "f", Content: "w"}}}, tool.ErrStale},
 		{"overwrite after it was deleted", []tool.Call{view("f"), outside("f", ""), {Op: tool.OpWrite, Args: &tool.CreateArgs{Path: "f", Content: "w"}}}, ""},
 		{"own delete, created again", []tool.Call{view("f"), {Op: tool.OpDelete, Args: &tool.DeleteArgs{Path: "f"}}, outside("f", "theirs"), {Op: tool.OpWrite, Args: &tool.CreateArgs{Path: "f", Content: "w"}}}, tool.ErrStale},
+		{"create over a changed file", []tool.Call{view("f"), outside("f", "x changed"), {Op: tool.OpCreate, Args: &tool.CreateArgs{Path: "f", Content: "c"}}}, tool.ErrExists},
 		{"delete", []tool.Call{view("f"), outside("f", "x changed"), {Op: tool.OpDelete, Args: &tool.DeleteArgs{Path: "f"}}}, tool.ErrStale},
 		{"recursive delete", []tool.Call{view("d/g"), outside("d/g", "x changed"), {Op: tool.OpDelete, Args: &tool.DeleteArgs{Path: "d", Recursive: true}}}, tool.ErrStale},
 		{"rename", []tool.Call{view("f"), outside("f", "x changed"), {Op: tool.OpRename, Args: &tool.RenameArgs{From: "f", To: "f2"}}}, tool.ErrStale},

@@ -69,7 +69,7 @@ func (e *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
 	var err error
 	if !tool.ReadOnly(call.Op) {
 		defer e.W.Lock()()
-		if err := e.fresh(call.Args); err != nil {
+		if err := e.fresh(call); err != nil {
 			return tool.Failed(call, err)
 		}
 	}
