@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -192,7 +191,7 @@ func (c *childRecords) start(run *subagent.Run) (subagent.Recording, error) {
 		lw.Close()
 		return nil, err
 	}
-	return &childRecording{Recorder: r, lw: lw, rel: rel, dir: run.Dir}, nil
+	return &childRecording{Recorder: r, lw: lw, rel: rel}, nil
 }
 
 // childRecording is one sub-agent's ledger.
@@ -200,20 +199,6 @@ type childRecording struct {
 	*ledger.Recorder
 	lw  *ledger.Writer
 	rel string
-	dir string
-}
-
-// Wrap stores the contents of the files the child changes.
-func (c *childRecording) Wrap(next tool.Executor) tool.Executor {
-	return ledger.Contents(c.lw, func(p string) ([]byte, error) {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(c.dir, p)
-		}
-		if !within(p, c.dir) {
-			return nil, fmt.Errorf("%s is outside the workspace", p)
-		}
-		return os.ReadFile(p)
-	}, next)
 }
 
 // Finish closes the child's ledger and returns the link to its last

@@ -309,7 +309,6 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		exec = tl.recordContents(lw, exec)
 		obs = rec
 	}
 	var served atomic.Int64

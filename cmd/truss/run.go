@@ -278,7 +278,6 @@ func runTask(ctx context.Context, f *runFlags, task string, stdout, stderr io.Wr
 		if err != nil {
 			return err
 		}
-		exec = tl.recordContents(lw, exec)
 	}
 	var obs agent.Observers
 	if rec != nil {

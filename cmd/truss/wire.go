@@ -539,19 +539,6 @@ func (w *workspaceFlags) finish(set *surface.Set, ws *fs.Workspace, tmp string, 
 	return t, nil
 }
 
-// recordContents wraps exec so that the ledger stores the content of every
-// workspace file a call changes, before and after.
-func (t *tools) recordContents(lw *ledger.Writer, exec tool.Executor) tool.Executor {
-	ws := t.ws
-	return ledger.Contents(lw, func(p string) ([]byte, error) {
-		r, err := ws.Resolve(p)
-		if err != nil {
-			return nil, err
-		}
-		return r.ReadFile()
-	}, exec)
-}
-
 // route routes the file, patch and shell operations of mux to executors on
 // ws and sh.
 func (t *tools) route(mux *tool.Mux, ws *fs.Workspace, sh *shell.Session) {

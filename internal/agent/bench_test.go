@@ -209,13 +209,6 @@ func roundTripSession(b *testing.B, d dialect, step string, a arm, latencyMS int
 				rec.Observe(ev)
 				fg += time.Since(t0)
 			}))
-			inner = ledger.Contents(lw, func(p string) ([]byte, error) {
-				r, err := ws.Resolve(p)
-				if err != nil {
-					return nil, err
-				}
-				return r.ReadFile()
-			}, inner)
 		}
 		exec := tool.ExecutorFunc(func(ctx context.Context, c tool.Call) tool.Result {
 			t0 := time.Now()

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -334,11 +333,8 @@ func (r *Recorder) call(ev agent.Event) {
 		r.put(rp, fmt.Sprintf("stdout.%d", i), []byte(res.Stdout))
 		r.put(rp, fmt.Sprintf("stderr.%d", i), []byte(res.Stderr))
 		for _, ch := range res.Changes {
-			for _, d := range []string{ch.Before, ch.After} {
-				if d != "" && r.W.has(d) {
-					rp["content."+d[:16]] = d
-				}
-			}
+			r.contents(rp, ch.Before, ch.BeforeData)
+			r.contents(rp, ch.After, ch.AfterData)
 			path := ch.Path
 			if ch.MovedTo != "" {
 				r.final[ch.Path] = ""
@@ -356,59 +352,14 @@ func (r *Recorder) call(ev agent.Event) {
 	r.fail(err)
 }
 
-// has reports whether a payload was stored.
-func (w *Writer) has(digest string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.stored[digest]
-}
-
-// Reader reads a workspace file by the path a call named (the workspace
-// resolves it, confined to its roots).
-type Reader func(path string) ([]byte, error)
-
-// Contents wraps an executor so that the content of every file a call
-// changes is stored, before and after, in the ledger's payload store, keyed
-// by the digests the result's file changes carry.
-func Contents(w *Writer, read Reader, next tool.Executor) tool.Executor {
-	return tool.ExecutorFunc(func(ctx context.Context, call tool.Call) tool.Result {
-		var before []byte
-		if p := changedPath(call); p != "" {
-			before, _ = read(p)
-		}
-		res := next.Execute(ctx, call)
-		for _, ch := range res.Changes {
-			if ch.Before != "" && before != nil && tool.Digest(before) == ch.Before {
-				w.Put(before)
-			}
-			path := ch.Path
-			if ch.MovedTo != "" {
-				path = ch.MovedTo
-			}
-			if ch.After != "" {
-				if b, err := read(path); err == nil && tool.Digest(b) == ch.After {
-					w.Put(b)
-				}
-			}
-		}
-		return res
-	})
-}
-
-func changedPath(c tool.Call) string {
-	switch a := c.Args.(type) {
-	case *tool.CreateArgs:
-		return a.Path
-	case *tool.ReplaceArgs:
-		return a.Path
-	case *tool.InsertArgs:
-		return a.Path
-	case *tool.DeleteArgs:
-		return a.Path
-	case *tool.RenameArgs:
-		return a.From
-	case *tool.UndoArgs:
-		return a.Path
+// contents stores a changed file's content, as the result carries it,
+// under its digest d, and names it in the result's payloads. The executor
+// computed d from these very bytes (a wrong one would fail verification).
+// An empty content is not stored: its digest is that of no bytes.
+func (r *Recorder) contents(payloads map[string]string, d string, b []byte) {
+	if len(d) < 16 || len(b) == 0 {
+		return
 	}
-	return ""
+	r.W.PutKnown(d, b)
+	payloads["content."+d[:16]] = d
 }

@@ -80,8 +80,6 @@ type Env struct {
 // Recording records one child run (its ledger, in cmd/truss).
 type Recording interface {
 	agent.Observer
-	// Wrap decorates the child's executor (to store file contents).
-	Wrap(tool.Executor) tool.Executor
 	// Finish ends the record after the run and returns the link to it.
 	Finish(*agent.Outcome) (*tool.LedgerLink, error)
 }
@@ -245,7 +243,6 @@ func (s *Spawner) Execute(ctx context.Context, call tool.Call) tool.Result {
 			return tool.Failed(call, tool.Errorf(tool.ErrIO, "spawn: could not start the sub-agent's record: %v", err))
 		}
 		if rec != nil {
-			exec = rec.Wrap(exec)
 			obs = append(obs, rec)
 		}
 	}

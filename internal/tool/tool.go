@@ -365,8 +365,18 @@ type FileChange struct {
 	Kind   ChangeKind `json:"kind"`
 	Before string     `json:"before,omitempty"`
 	After  string     `json:"after,omitempty"`
-	// MovedTo is set when the file was renamed.
+	// MovedTo is set when the file was renamed: Path is where it was,
+	// MovedTo where it is now, Before and After its content at each.
 	MovedTo string `json:"moved_to,omitempty"`
+	// BeforeData and AfterData are the contents Before and After digest,
+	// as the executor read and wrote them: set whenever the digest is (an
+	// executor that changes a file it cannot read, such as a symlink,
+	// leaves both empty). They travel with the result so that a recorder
+	// stores exactly the bytes the call saw, never re-reading a path that
+	// another call may have changed since. They are not serialized, and,
+	// like the rest of a result, not modified once returned.
+	BeforeData []byte `json:"-"`
+	AfterData  []byte `json:"-"`
 }
 
 // Digest returns the hex SHA-256 of b, the form FileChange uses.
@@ -396,8 +406,12 @@ const (
 	ErrExit            ErrorKind = "exit_status" // the command ran and exited non-zero
 	ErrShell           ErrorKind = "shell"       // the shell session failed
 	ErrIO              ErrorKind = "io"
-	ErrCanceled        ErrorKind = "canceled"
-	ErrUnsupported     ErrorKind = "unsupported"
+	// ErrStale: an edit of a file that changed since the agent last viewed
+	// or wrote it (another agent or a command changed it); the agent views
+	// it again before editing.
+	ErrStale       ErrorKind = "stale"
+	ErrCanceled    ErrorKind = "canceled"
+	ErrUnsupported ErrorKind = "unsupported"
 	// ErrAgent: a sub-agent's run did not complete (budget, failure, loop).
 	ErrAgent ErrorKind = "agent"
 	// ErrTool: an external tool (an MCP server's) reported a failure.

@@ -40,15 +40,41 @@ type Executor struct {
 
 	mu      sync.Mutex
 	history map[string][]*[]byte // by resolved path; nil entry = the file did not exist
+	// seen is each file's state when this executor last viewed or
+	// changed it, by display path (see Execute).
+	seen map[string]seenState
+}
+
+// seenState is a file's content digest, or its absence, as an executor
+// last saw it.
+type seenState struct {
+	digest string
+	exists bool
 }
 
 // Ops lists the operations Executor handles.
 var Ops = []tool.Op{tool.OpView, tool.OpCreate, tool.OpWrite, tool.OpReplace, tool.OpInsert, tool.OpList, tool.OpDelete, tool.OpRename, tool.OpUndo}
 
 // Execute implements tool.Executor.
+//
+// A call that changes files holds the workspace's lock (Workspace.Lock),
+// so that the changes of executors sharing a workspace — parallel agents
+// — never interleave, and is refused with an ErrStale error when a file it
+// would change exists and differs from what this executor last saw of it:
+// the content a view read, or the content (or absence) its own last change
+// left. A file this executor never viewed nor changed may be changed (an
+// agent's own new file, or one it edits without viewing it first); so may
+// a file that does not exist now. The methods called directly do not
+// check, but do note what they read and write.
 func (e *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
 	var r tool.Result
 	var err error
+	if !tool.ReadOnly(call.Op) {
+		defer e.W.Lock()()
+		if err := e.fresh(call); err != nil {
+			return tool.Failed(call, err)
+		}
+	}
 	switch a := call.Args.(type) {
 	case *tool.ViewArgs:
 		r, err = e.View(a)
@@ -141,6 +167,7 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 	if err != nil {
 		return tool.Result{}, err
 	}
+	e.noteView(p, b)
 	if bin := Sniff(b); bin != nil {
 		return tool.Result{File: &tool.FileView{Path: a.Path, Binary: bin}}, nil
 	}
@@ -228,7 +255,8 @@ func (e *Executor) Write(a *tool.CreateArgs, mustNotExist bool) (tool.Result, er
 	if err != nil {
 		return tool.Result{}, err
 	}
-	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeAdd, After: tool.Digest([]byte(a.Content))}
+	data := []byte(a.Content)
+	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeAdd, After: tool.Digest(data), AfterData: data}
 	var prev []byte
 	if fi, err := p.Stat(); err == nil {
 		if fi.IsDir() {
@@ -241,14 +269,15 @@ func (e *Executor) Write(a *tool.CreateArgs, mustNotExist bool) (tool.Result, er
 		if err != nil {
 			return tool.Result{}, err
 		}
-		change.Kind, change.Before = tool.ChangeUpdate, tool.Digest(old)
+		change.Kind, change.Before, change.BeforeData = tool.ChangeUpdate, tool.Digest(old), old
 		prev = old
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return tool.Result{}, ioErr("write", a.Path, err)
 	}
-	if err := e.write(p, []byte(a.Content), change.Kind == tool.ChangeAdd, prev); err != nil {
+	if err := e.write(p, data, change.Kind == tool.ChangeAdd, prev); err != nil {
 		return tool.Result{}, err
 	}
+	e.note([]tool.FileChange{change})
 	verb := "Created"
 	if change.Kind == tool.ChangeUpdate {
 		verb = "Overwrote"
@@ -297,10 +326,12 @@ func (e *Executor) Replace(a *tool.ReplaceArgs) (tool.Result, error) {
 	if n != 1 {
 		msg = fmt.Sprintf("Replaced %d occurrences in %s", n, a.Path)
 	}
+	changes := []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeUpdate, Before: <-before, After: <-after, BeforeData: b, AfterData: nb}}
+	e.note(changes)
 	return tool.Result{
 		Output:  msg,
 		Edit:    editSpan(nb, first, strings.Count(a.New, "\n")+1),
-		Changes: []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeUpdate, Before: <-before, After: <-after}},
+		Changes: changes,
 	}, nil
 }
 
@@ -415,10 +446,12 @@ func (e *Executor) Insert(a *tool.InsertArgs) (tool.Result, error) {
 		return tool.Result{}, err
 	}
 	at := off
+	changes := []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeUpdate, Before: <-before, After: <-after, BeforeData: b, AfterData: nb}}
+	e.note(changes)
 	return tool.Result{
 		Output:  fmt.Sprintf("Inserted %d line(s) after line %d of %s", strings.Count(a.Text, "\n")+1, a.Line, a.Path),
 		Edit:    editSpan(nb, min(at, len(nb)), strings.Count(a.Text, "\n")+1),
-		Changes: []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeUpdate, Before: <-before, After: <-after}},
+		Changes: changes,
 	}, nil
 }
 
@@ -535,18 +568,20 @@ func (e *Executor) Undo(a *tool.UndoArgs) (tool.Result, error) {
 	e.history[p.Abs] = hs[:len(hs)-1]
 	e.mu.Unlock()
 	cur, _ := p.ReadFile()
-	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeUpdate, Before: tool.Digest(cur)}
+	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeUpdate, Before: tool.Digest(cur), BeforeData: cur}
 	if last == nil {
 		if err := p.root.r.Remove(p.Rel); err != nil {
 			return tool.Result{}, ioErr("remove", a.Path, err)
 		}
 		change.Kind = tool.ChangeDelete
+		e.note([]tool.FileChange{change})
 		return tool.Result{Output: fmt.Sprintf("Removed %s, which the undone edit had created", a.Path), Changes: []tool.FileChange{change}}, nil
 	}
 	if err := p.WriteFileMode(*last, e.Opts.FileMode, e.Opts.DirMode); err != nil {
 		return tool.Result{}, err
 	}
-	change.After = tool.Digest(*last)
+	change.After, change.AfterData = tool.Digest(*last), *last
+	e.note([]tool.FileChange{change})
 	return tool.Result{Output: string(*last), File: &tool.FileView{Path: a.Path, Content: string(*last), StartLine: 1,
 		TotalLines: CountLines(*last), FinalNewline: bytes.HasSuffix(*last, []byte{'\n'})}, Changes: []tool.FileChange{change}}, nil
 }
@@ -580,25 +615,26 @@ func (e *Executor) Delete(a *tool.DeleteArgs) (tool.Result, error) {
 					if !p.primary {
 						rel = p.root.dir + "/" + fp
 					}
-					changes = append(changes, tool.FileChange{Path: rel, Kind: tool.ChangeDelete, Before: tool.Digest(b)})
+					changes = append(changes, tool.FileChange{Path: rel, Kind: tool.ChangeDelete, Before: tool.Digest(b), BeforeData: b})
 				}
 			}
 			return nil
 		})
 		err = p.root.r.RemoveAll(p.Rel)
 	} else {
-		before := ""
+		change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeDelete}
 		if fi.Mode().IsRegular() {
 			if b, rerr := p.ReadFile(); rerr == nil {
-				before = tool.Digest(b)
+				change.Before, change.BeforeData = tool.Digest(b), b
 			}
 		}
-		changes = []tool.FileChange{{Path: p.Display(), Kind: tool.ChangeDelete, Before: before}}
+		changes = []tool.FileChange{change}
 		err = p.root.r.Remove(p.Rel)
 	}
 	if err != nil {
 		return tool.Result{}, ioErr("delete", a.Path, err)
 	}
+	e.note(changes)
 	return tool.Result{Output: fmt.Sprintf("Deleted %s", a.Path), Changes: changes}, nil
 }
 
@@ -634,17 +670,12 @@ func (e *Executor) Rename(a *tool.RenameArgs) (tool.Result, error) {
 			return tool.Result{}, ioErr("create the directory for", a.To, err)
 		}
 	}
-	digest := ""
-	if fi.Mode().IsRegular() {
-		if b, err := from.ReadFile(); err == nil {
-			digest = tool.Digest(b)
-		}
-	}
+	changes := moves(from, to, fi)
 	if err := from.root.r.Rename(from.Rel, to.Rel); err != nil {
 		return tool.Result{}, ioErr("rename", a.From, err)
 	}
-	return tool.Result{Output: fmt.Sprintf("Renamed %s to %s", a.From, a.To),
-		Changes: []tool.FileChange{{Path: from.Display(), Kind: tool.ChangeUpdate, Before: digest, After: digest, MovedTo: to.Display()}}}, nil
+	e.note(changes)
+	return tool.Result{Output: fmt.Sprintf("Renamed %s to %s", a.From, a.To), Changes: changes}, nil
 }
 
 func (e *Executor) dirMode() fs.FileMode {
@@ -652,4 +683,42 @@ func (e *Executor) dirMode() fs.FileMode {
 		return e.Opts.DirMode
 	}
 	return 0o755
+}
+
+// moves returns the changes of renaming from to to: one for a file (its
+// content under both names; none for a symlink or another special file),
+// one for each regular file below a directory.
+func moves(from, to Resolved, fi fs.FileInfo) []tool.FileChange {
+	move := func(p, q string, b []byte) tool.FileChange {
+		d := tool.Digest(b)
+		return tool.FileChange{Path: p, Kind: tool.ChangeUpdate, Before: d, After: d, MovedTo: q, BeforeData: b, AfterData: b}
+	}
+	if !fi.IsDir() {
+		c := tool.FileChange{Path: from.Display(), Kind: tool.ChangeUpdate, MovedTo: to.Display()}
+		if fi.Mode().IsRegular() {
+			if b, err := from.ReadFile(); err == nil {
+				c = move(c.Path, c.MovedTo, b)
+			}
+		}
+		return []tool.FileChange{c}
+	}
+	var changes []tool.FileChange
+	base := pathSlash(from.Rel)
+	fs.WalkDir(from.FS(), base, func(fp string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		b, rerr := from.root.r.ReadFile(fp)
+		if rerr != nil {
+			return nil
+		}
+		sub := strings.TrimPrefix(fp, base)
+		changes = append(changes, move(from.Display()+sub, to.Display()+sub, b))
+		return nil
+	})
+	if len(changes) == 0 {
+		// An empty directory: the move itself.
+		changes = append(changes, tool.FileChange{Path: from.Display(), Kind: tool.ChangeUpdate, MovedTo: to.Display()})
+	}
+	return changes
 }

@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -49,6 +50,57 @@ type Workspace struct {
 	// gitdirs are the directories the roots' .git files name, absolute,
 	// when they lie inside a root.
 	gitdirs []string
+	// locks are the mutexes of the writable roots, in the order of their
+	// directories (so that workspaces sharing roots lock them alike).
+	locks []*sync.Mutex
+}
+
+// Locks is a registry of one mutex per root directory, which serializes
+// the changes made through every Workspace opened with it. A session owns
+// one and opens each workspace on a shared directory with it (a
+// workspace opened without one makes its own, so the executors sharing
+// one *Workspace are serialized all the same). The zero value is ready.
+type Locks struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+func (l *Locks) get(dir string) *sync.Mutex {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]*sync.Mutex{}
+	}
+	m, ok := l.m[dir]
+	if !ok {
+		m = &sync.Mutex{}
+		l.m[dir] = m
+	}
+	return m
+}
+
+// WorkspaceOptions configure a workspace.
+type WorkspaceOptions struct {
+	// Extra are the roots besides the primary one.
+	Extra []RootSpec
+	// Locks serializes changes with the other workspaces opened with the
+	// same registry; nil gives the workspace a registry of its own.
+	Locks *Locks
+}
+
+// Lock locks the workspace's writable roots for a change and returns the
+// function that unlocks them. The file executors hold it for every call
+// that changes files (and the patch engine from reading a patch's files
+// to writing them), so that two agents' changes never interleave.
+func (w *Workspace) Lock() (unlock func()) {
+	for _, m := range w.locks {
+		m.Lock()
+	}
+	return func() {
+		for i := len(w.locks) - 1; i >= 0; i-- {
+			w.locks[i].Unlock()
+		}
+	}
 }
 
 type root struct {
@@ -60,8 +112,13 @@ type root struct {
 
 // Open opens a workspace rooted at dir with optional extra roots.
 func Open(dir string, extra ...RootSpec) (*Workspace, error) {
+	return OpenWith(dir, WorkspaceOptions{Extra: extra})
+}
+
+// OpenWith opens a workspace rooted at dir with options.
+func OpenWith(dir string, o WorkspaceOptions) (*Workspace, error) {
 	w := &Workspace{}
-	specs := append([]RootSpec{{Path: dir}}, extra...)
+	specs := append([]RootSpec{{Path: dir}}, o.Extra...)
 	for _, s := range specs {
 		abs, err := filepath.Abs(s.Path)
 		if err != nil {
@@ -88,6 +145,20 @@ func Open(dir string, extra ...RootSpec) (*Workspace, error) {
 		if dir := gitdirOf(rt.dir); dir != "" {
 			w.gitdirs = append(w.gitdirs, dir)
 		}
+	}
+	locks := o.Locks
+	if locks == nil {
+		locks = &Locks{}
+	}
+	var dirs []string
+	for _, rt := range w.roots {
+		if !rt.readOnly && !slices.Contains(dirs, rt.dir) {
+			dirs = append(dirs, rt.dir)
+		}
+	}
+	slices.Sort(dirs)
+	for _, d := range dirs {
+		w.locks = append(w.locks, locks.get(d))
 	}
 	return w, nil
 }

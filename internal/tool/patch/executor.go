@@ -17,7 +17,9 @@ var Ops = []tool.Op{tool.OpPatch, tool.OpPatchOp}
 // both leave every file as it was; an error while writing is the kind the
 // file system gave (ErrIO when none). The Output of a success is the summary
 // ("Success. Updated the following files: ..."); Wall is how long the call
-// took.
+// took. A call holds the workspace's lock (Workspace.Lock) from reading
+// the patch's files to writing them, so that no other change falls in
+// between; its file changes carry the contents read and written.
 type Executor struct{ Engine *Engine }
 
 // NewExecutor returns an executor on a workspace's file executor.
@@ -26,6 +28,7 @@ func NewExecutor(fx *tfs.Executor) *Executor { return &Executor{Engine: &Engine{
 // Execute implements tool.Executor.
 func (x *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
 	start := time.Now()
+	defer x.Engine.W.Lock()()
 	var plan *Plan
 	var err error
 	switch a := call.Args.(type) {
