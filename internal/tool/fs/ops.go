@@ -30,6 +30,10 @@ type Options struct {
 	FileMode, DirMode fs.FileMode
 	// History keeps each file's content before its edits, for OpUndo.
 	History bool
+	// NoStaleCheck turns the refusal of stale edits off, for a store that
+	// also writes its files by other means and has a single writer (the
+	// memory tool's directory).
+	NoStaleCheck bool
 }
 
 // Executor runs the file operations of package tool. Its zero Options are
@@ -71,8 +75,10 @@ func (e *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
 	var err error
 	if !tool.ReadOnly(call.Op) {
 		defer e.W.Lock()()
-		if err := e.fresh(call); err != nil {
-			return tool.Failed(call, err)
+		if !e.Opts.NoStaleCheck {
+			if err := e.fresh(call); err != nil {
+				return tool.Failed(call, err)
+			}
 		}
 	}
 	switch a := call.Args.(type) {

@@ -64,7 +64,7 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory directory: %w", err)
 	}
-	return &Store{dir: ws.Dir(), ws: ws, fx: &fs.Executor{W: ws, Opts: fs.Options{FileMode: 0o600, DirMode: 0o700}}}, nil
+	return &Store{dir: ws.Dir(), ws: ws, fx: &fs.Executor{W: ws, Opts: fs.Options{FileMode: 0o600, DirMode: 0o700, NoStaleCheck: true}}}, nil
 }
 
 // Dir returns the real directory.
