@@ -8,8 +8,7 @@ apart unnoticed.
 
 usage: verify.py LEDGER_DIR VKEY
 Exit status 0 when the ledger verifies (an unsealed tail, a torn last line
-included, allowed), 1 when it
-does not (the reason on stderr), 2 on bad usage.
+included, allowed), 1 when it does not (the reason on stderr), 2 on bad usage.
 """
 
 import base64
