@@ -113,6 +113,10 @@ reject "an unsealed tool.result with a change digest \"ABC\"" \
   'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"ABC\",\"kind\":\"add\",\"path\":\"a\"}]}]}"))'
 reject "an unsealed tool.result with a change outside the workspace" \
   'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"" + D + b"\",\"kind\":\"add\",\"path\":\"../a\"}]}]}"))'
+accept "an unsealed tool.result with a memory file's absolute path" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"" + D + b"\",\"before\":\"" + D + b"\",\"kind\":\"update\",\"path\":\"/memories/a\"}]}]}"))' "1 unsealed"
+reject "an unsealed tool.result with a change path not clean" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"" + D + b"\",\"kind\":\"add\",\"path\":\"a//b\"}]}]}"))'
 reject "an unsealed session.end with a file digest \"ABC\"" \
   'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"session.end\"").replace(b"\"data\":{}", b"\"data\":{\"files\":{\"a\":\"ABC\"}}"))'
 reject "an unsealed entry with seq a fraction" 'append(OK.replace(b"SEQ", b"SEQ.0"))'

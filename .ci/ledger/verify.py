@@ -138,10 +138,11 @@ def is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def local_path(p):
-    """A path relative to the workspace root, as entries write it."""
+def change_path(p):
+    """A change's path as entries write it: '/'-separated and clean;
+    relative to the workspace root without leaving it, or absolute."""
     return (isinstance(p, str) and p not in ("", ".", "..") and posixpath.normpath(p) == p
-            and not p.startswith("/") and not p.startswith("../"))
+            and not p.startswith("//") and not p.startswith("../"))
 
 
 def file_digest(x):
@@ -208,22 +209,22 @@ def parse_entry(line):
                 where = f"data.results[{i}].changes[{j}]"
                 if not isinstance(ch, dict):
                     raise Bad(f"{where} is not an object")
-                if not local_path(ch.get("path")):
-                    raise Bad(f"{where}: path {ch.get('path')!r} is not a clean relative path inside the workspace")
+                if not change_path(ch.get("path")):
+                    raise Bad(f"{where}: path {ch.get('path')!r} is not a clean path inside the workspace")
                 if ch.get("kind") not in ("add", "update", "delete"):
                     raise Bad(f"{where}: kind {ch.get('kind')!r} is not add, update or delete")
                 for k in ("before", "after"):
                     if k in ch and not file_digest(ch[k]):
                         raise Bad(f"{where}: {k} {ch[k]!r} is not a digest")
-                if "moved_to" in ch and not local_path(ch["moved_to"]):
-                    raise Bad(f"{where}: moved_to path {ch['moved_to']!r} is not a clean relative path inside the workspace")
+                if "moved_to" in ch and not change_path(ch["moved_to"]):
+                    raise Bad(f"{where}: moved_to path {ch['moved_to']!r} is not a clean path inside the workspace")
     if e["type"] == "session.end" and data.get("files") is not None:
         files = data["files"]
         if not isinstance(files, dict):
             raise Bad("data.files is not an object")
         for p, digest in sorted(files.items()):
-            if not local_path(p):
-                raise Bad(f"data.files: path {p!r} is not a clean relative path inside the workspace")
+            if not change_path(p):
+                raise Bad(f"data.files: path {p!r} is not a clean path inside the workspace")
             if not file_digest(digest):
                 raise Bad(f"data.files: {p!r}'s digest {digest!r} is not a digest")
     return e

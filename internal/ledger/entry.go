@@ -195,12 +195,11 @@ func walk(dec *json.Decoder) error {
 	return err
 }
 
-// localPath reports whether p is a path relative to the workspace root as
-// entries write it: '/'-separated, clean, not absolute, not leaving the
-// root.
-func localPath(p string) bool {
-	return p != "" && p != "." && path.Clean(p) == p && !strings.HasPrefix(p, "/") &&
-		p != ".." && !strings.HasPrefix(p, "../")
+// changePath reports whether p is a change's path as entries write it:
+// '/'-separated and clean; relative to the workspace root without leaving
+// it, or absolute (a file in another root, a memory file).
+func changePath(p string) bool {
+	return p != "" && p != "." && path.Clean(p) == p && p != ".." && !strings.HasPrefix(p, "../")
 }
 
 // fileDigest reports whether v is a file's digest as entries write it:
@@ -240,8 +239,8 @@ func checkChanges(data any) error {
 			if !ok {
 				return fmt.Errorf("%s is not an object", where)
 			}
-			if p, _ := ch["path"].(string); !localPath(p) {
-				return fmt.Errorf("%s: path %v is not a clean relative path inside the workspace", where, ch["path"])
+			if p, _ := ch["path"].(string); !changePath(p) {
+				return fmt.Errorf("%s: path %v is not a clean path inside the workspace", where, ch["path"])
 			}
 			if k, _ := ch["kind"].(string); k != "add" && k != "update" && k != "delete" {
 				return fmt.Errorf("%s: kind %v is not add, update or delete", where, ch["kind"])
@@ -252,8 +251,8 @@ func checkChanges(data any) error {
 				}
 			}
 			if v, ok := ch["moved_to"]; ok {
-				if p, _ := v.(string); !localPath(p) {
-					return fmt.Errorf("%s: moved_to path %v is not a clean relative path inside the workspace", where, v)
+				if p, _ := v.(string); !changePath(p) {
+					return fmt.Errorf("%s: moved_to path %v is not a clean path inside the workspace", where, v)
 				}
 			}
 		}
@@ -273,8 +272,8 @@ func checkFiles(data any) error {
 		return errors.New("data.files is not an object")
 	}
 	for p, v := range fs {
-		if !localPath(p) {
-			return fmt.Errorf("data.files: path %q is not a clean relative path inside the workspace", p)
+		if !changePath(p) {
+			return fmt.Errorf("data.files: path %q is not a clean path inside the workspace", p)
 		}
 		if !fileDigest(v) {
 			return fmt.Errorf("data.files: %q's digest %v is not a digest (64 lowercase hex digits)", p, v)
