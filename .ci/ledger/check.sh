@@ -97,6 +97,8 @@ reject "the last sealed line torn (its newline cut)" 'edit("entries.jsonl", lamb
 accept "an unsealed entry" 'append(OK)' "1 unsealed"
 accept "an unsealed entry with escaped strings (\\ufffd, \\u0041, \\/)" \
   'append(OK.replace(b"\"data\":{}", b"\"data\":{\"t\":\"a\\ufffdb\\u0041\\/\\u00e9\"}"))' "1 unsealed"
+accept "an unsealed entry with whitespace between tokens" \
+  'append(OK.replace(b"\":", b"\" :\t").replace(b",\"", b" , \""))' "1 unsealed"
 accept "a torn last line after the last checkpoint" 'append(OK, torn=True)' "torn last line"
 accept "an unsealed entry and a torn line after it" 'append(OK); append(OK[:40], torn=True)' "1 unsealed, a torn last line of"
 reject "an unsealed entry with the time \"yesterday\"" \

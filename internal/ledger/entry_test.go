@@ -56,6 +56,7 @@ func TestEntryRules(t *testing.T) {
 	}{
 		{name: "well formed", line: ok, unsealed: 1},
 		{name: "escapes in strings", line: strings.Replace(ok, `"data":{}`, `"data":{"t":"a\ufffdb\u0041\/\u00e9\ud83d\ude00"}`, 1), unsealed: 1},
+		{name: "whitespace between tokens", line: strings.NewReplacer(`":`, `" :	`, `,"`, ` , "`, `{`, `{ `).Replace(ok), unsealed: 1},
 		{name: "no fraction of a second", line: strings.Replace(ok, "32.513054Z", "32Z", 1), unsealed: 1},
 		{name: "time yesterday", line: strings.Replace(ok, "2026-12-02T14:44:32.513054Z", "yesterday", 1), wantErr: "time"},
 		{name: "time not UTC", line: strings.Replace(ok, "32.513054Z", "32.5+01:00", 1), wantErr: "time"},
