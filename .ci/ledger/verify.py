@@ -7,14 +7,17 @@ of it, so that the format document and the ledgers Truss writes cannot drift
 apart unnoticed.
 
 usage: verify.py LEDGER_DIR VKEY
-Exit status 0 when the ledger verifies (unsealed tail allowed), 1 when it
-does not (the reason on stderr), 2 on bad usage.
+Exit status 0 when the ledger verifies (an unsealed tail, a torn last line
+included, allowed), 1 when it does not (the reason on stderr), 2 on bad usage.
 """
 
 import base64
+import datetime
 import hashlib
 import json
 import os
+import posixpath
+import re
 import sys
 
 from cryptography.exceptions import InvalidSignature
@@ -114,26 +117,140 @@ def open_note(note, vkey):
     raise Bad("no signature by the verifier key")
 
 
+MEMBERS = ["v", "seq", "time", "session", "type", "prev", "data", "payloads"]
+TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z")
+DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    for k in keys:
+        if keys.count(k) > 1:
+            raise Bad(f"an object has the member {k!r} twice (a duplicate member)")
+    return dict(pairs)
+
+
+def no_constant(name):
+    raise Bad(f"{name} is not JSON")
+
+
+def is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def change_path(p):
+    """A change's path as entries write it: '/'-separated and clean;
+    relative to the workspace root without leaving it, or absolute."""
+    return (isinstance(p, str) and p not in ("", ".", "..") and posixpath.normpath(p) == p
+            and not p.startswith("//") and not p.startswith("../"))
+
+
+def file_digest(x):
+    return isinstance(x, str) and (x == "" or DIGEST.fullmatch(x) is not None)
+
+
+def parse_entry(line):
+    """One line of entries.jsonl, checked member by member (docs/ledger.md,
+    "Entries"); v, seq and prev are checked against the entries before by
+    the caller."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Bad("the line is not UTF-8")
+    try:
+        e = json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constant)
+    except ValueError as err:
+        raise Bad(f"not JSON: {err}")
+    if not isinstance(e, dict):
+        raise Bad("not a JSON object")
+    for k in MEMBERS:
+        if k not in e:
+            raise Bad(f"no member {k!r}")
+    for k in e:
+        if k not in MEMBERS:
+            raise Bad(f"a member {k!r} that entries do not have")
+    for k in ("v", "seq"):
+        if not is_int(e[k]):
+            raise Bad(f"member {k!r} is {e[k]!r}, not an integer")
+    for k in ("time", "session", "type", "prev"):
+        if not isinstance(e[k], str):
+            raise Bad(f"member {k!r} is {e[k]!r}, not a string")
+    t = e["time"]
+    if not TIME.fullmatch(t):
+        raise Bad(f"time {t!r} is not an RFC 3339 UTC time")
+    try:
+        datetime.datetime.strptime(t[:19], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        raise Bad(f"time {t!r} is not a real date and time")
+    for k in ("session", "type"):
+        if not e[k]:
+            raise Bad(f"member {k!r} is empty")
+    if not isinstance(e["data"], dict):
+        raise Bad("member 'data' is not an object")
+    if not isinstance(e["payloads"], dict):
+        raise Bad("member 'payloads' is not an object")
+    for name, digest in sorted(e["payloads"].items()):
+        if not name:
+            raise Bad("payloads: an empty payload name")
+        if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
+            raise Bad(f"payloads: {name!r} is {digest!r}, not a digest (64 lowercase hex digits)")
+    data = e["data"]
+    if e["type"] == "tool.result" and "results" in data:
+        results = data["results"]
+        if results is not None and not isinstance(results, list):
+            raise Bad("data.results is not an array")
+        for i, res in enumerate(results or []):
+            if not isinstance(res, dict):
+                raise Bad(f"data.results[{i}] is not an object")
+            changes = res.get("changes")
+            if changes is not None and not isinstance(changes, list):
+                raise Bad(f"data.results[{i}].changes is not an array")
+            for j, ch in enumerate(changes or []):
+                where = f"data.results[{i}].changes[{j}]"
+                if not isinstance(ch, dict):
+                    raise Bad(f"{where} is not an object")
+                if not change_path(ch.get("path")):
+                    raise Bad(f"{where}: path {ch.get('path')!r} is not a clean path inside the workspace")
+                if ch.get("kind") not in ("add", "update", "delete"):
+                    raise Bad(f"{where}: kind {ch.get('kind')!r} is not add, update or delete")
+                for k in ("before", "after"):
+                    if k in ch and not file_digest(ch[k]):
+                        raise Bad(f"{where}: {k} {ch[k]!r} is not a digest")
+                if "moved_to" in ch and not change_path(ch["moved_to"]):
+                    raise Bad(f"{where}: moved_to path {ch['moved_to']!r} is not a clean path inside the workspace")
+    if e["type"] == "session.end" and data.get("files") is not None:
+        files = data["files"]
+        if not isinstance(files, dict):
+            raise Bad("data.files is not an object")
+        for p, digest in sorted(files.items()):
+            if not change_path(p):
+                raise Bad(f"data.files: path {p!r} is not a clean path inside the workspace")
+            if not file_digest(digest):
+                raise Bad(f"data.files: {p!r}'s digest {digest!r} is not a digest")
+    return e
+
+
 def verify(d, vkey_text):
     vkey = parse_vkey(vkey_text)
     data = read(os.path.join(d, "entries.jsonl"))
     if data is None:
         raise Bad("no entries.jsonl")
     lines = data.split(b"\n")
-    if lines[-1] != b"":
-        raise Bad(f"entry {len(lines) - 1}: the last line has no newline")
+    # A last line without its newline is a torn write, not an entry: part
+    # of the unsealed tail (a checkpoint that covers it finds it missing).
+    torn = len(lines[-1])
     lines = lines[:-1]
     entries, leaves = [], []
     for i, line in enumerate(lines):
         try:
-            e = json.loads(line)
-        except ValueError as err:
-            raise Bad(f"entry {i}: not JSON: {err}")
-        if e.get("v") != 1 or e.get("seq") != i:
-            raise Bad(f"entry {i}: version {e.get('v')}, sequence {e.get('seq')}")
-        if i > 0 and e.get("session") != entries[0]["session"]:
+            e = parse_entry(line)
+        except Bad as err:
+            raise Bad(f"entry {i}: {err}")
+        if e["v"] != 1 or e["seq"] != i:
+            raise Bad(f"entry {i}: version {e['v']}, sequence {e['seq']}")
+        if i > 0 and e["session"] != entries[0]["session"]:
             raise Bad(f"entry {i}: another session")
-        if e.get("prev") != (leaves[-1].hex() if i else ""):
+        if e["prev"] != (leaves[-1].hex() if i else ""):
             raise Bad(f"entry {i - 1}: changed (the prev link of entry {i} does not match)")
         entries.append(e)
         leaves.append(leaf(line))
@@ -199,12 +316,15 @@ def verify(d, vkey_text):
                 raise Bad(f"entry {i}: payload {name} is missing or damaged")
             count.add(digest)
             if name == "request_parts":
-                for k, part in enumerate(json.loads(b)):
+                parts = json.loads(b)
+                if not isinstance(parts, list) or not all(isinstance(x, str) for x in parts):
+                    raise Bad(f"entry {i}: payload request_parts is not a list of digests")
+                for k, part in enumerate(parts):
                     if payload(part) is None:
                         raise Bad(f"entry {i}: request part {k} is missing or damaged")
                     count.add(part)
         verify_links(d, vkey_text, e, i, session)
-    return len(entries), sealed, len(cps), len(count), last
+    return len(entries), sealed, len(cps), len(count), last, torn
 
 
 def verify_links(d, vkey_text, e, i, session):
@@ -219,10 +339,10 @@ def verify_links(d, vkey_text, e, i, session):
             raise Bad(f"entry {i}: the sub-agent link's directory {rel!r} is not inside the ledger")
         child = os.path.join(d, rel)
         try:
-            n, sealed, _, _, last = verify(child, vkey_text)
+            n, sealed, _, _, last, torn = verify(child, vkey_text)
         except Bad as err:
             raise Bad(f"entry {i}: sub-agent ledger {rel}: {err}")
-        if n != sealed or sealed != link["size"]:
+        if n != sealed or torn or sealed != link["size"]:
             raise Bad(f"entry {i}: sub-agent ledger {rel} is not sealed at the linked size")
         text = last[: last.find(b"\n\n") + 1].decode()
         if base64.b64decode(text.split("\n")[2]) != base64.b64decode(link["root"]):
@@ -240,11 +360,14 @@ def main():
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 2
     try:
-        n, sealed, cps, payloads, _ = verify(sys.argv[1], sys.argv[2])
+        n, sealed, cps, payloads, _, torn = verify(sys.argv[1], sys.argv[2])
     except (Bad, ValueError, KeyError, TypeError) as err:
         print(f"does not verify: {err}", file=sys.stderr)
         return 1
-    print(f"verified: {n} entries, {sealed} sealed by {cps} checkpoints, {payloads} payloads")
+    tail = f", {n - sealed} unsealed" if n > sealed else ""
+    if torn:
+        tail += f", a torn last line of {torn} bytes"
+    print(f"verified: {n} entries, {sealed} sealed by {cps} checkpoints, {payloads} payloads{tail}")
     return 0
 
 

@@ -103,6 +103,10 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 					fmt.Fprintf(stdout, "warning: %d payloads those entries name were not written\n", r.TailPayloads)
 				}
 			}
+			if r.TornBytes > 0 {
+				unsealed = true
+				fmt.Fprintf(stdout, "warning: the last line (%d bytes) has no newline: a write cut short, not an entry\n", r.TornBytes)
+			}
 		}
 		if *ws != "" {
 			fmt.Fprintf(stdout, "workspace %s matches the files the session left\n", *ws)

@@ -33,8 +33,10 @@
 //	"payloads" an object from payload names to hex SHA-256 digests
 //
 // Strings and numbers are encoded as Go's encoding/json does with HTML
-// escaping off; a verifier may re-encode an entry this way to name an
-// edited entry, but needs nothing but the line's bytes for the tree.
+// escaping off, invalid UTF-8 in data replaced by U+FFFD itself (never the
+// escape). Verification does not depend on the encoding: it hashes the
+// line's bytes and accepts any valid JSON escapes (see parseEntry for what
+// it checks of each entry).
 //
 // The leaf of entry i is the RFC 6962 leaf hash of the line's bytes without
 // its '\n': SHA-256(0x00 || line). The tree over leaves 0..n-1 is the RFC
@@ -59,12 +61,14 @@
 //
 // # Verification
 //
-// Verify recomputes every leaf and the tree; checks "v", "seq", "session"
-// and "prev" of every entry; checks every checkpoint's signature with the
+// Verify recomputes every leaf and the tree; checks every entry, sealed or
+// not, member by member (types, "v", "seq", "session", "prev", time,
+// digests, change paths); checks every checkpoint's signature with the
 // verifier key and that its root is the tree hash of the first size
 // entries (which makes successive checkpoints consistent); and checks every
-// payload against its digest. Entries past the last checkpoint are the
-// unsealed tail: reported, not covered by a signature.
+// payload a sealed entry names against its digest. Entries past the last
+// checkpoint, and a torn last line, are the unsealed tail: reported, not
+// covered by a signature. docs/ledger.md is the specification.
 package ledger
 
 import (
@@ -598,6 +602,10 @@ type Report struct {
 	Session     string
 	Payloads    int // payloads checked
 	Unsealed    uint64
+	// TornBytes is the length of a last line without its newline: a write
+	// cut short by a crash, after the last checkpoint. It is not an entry;
+	// it is reported with the unsealed tail.
+	TornBytes int
 	// TailPayloads counts payloads that unsealed entries name but that are
 	// missing or damaged: a process killed before writing them.
 	TailPayloads int
@@ -637,19 +645,17 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 	for i := int64(0); len(rest) > 0; i++ {
 		nl := bytes.IndexByte(rest, '\n')
 		if nl < 0 {
-			return r, entries, bad(i, "the last line has no newline (a torn write?)")
+			// A torn write: not an entry. Past the last checkpoint it is
+			// part of the unsealed tail; a checkpoint that covers it finds
+			// an entry missing.
+			r.TornBytes = len(rest)
+			break
 		}
 		line := rest[:nl]
 		rest = rest[nl+1:]
-		var e Entry
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.UseNumber()
-		if err := dec.Decode(&e); err != nil {
-			return r, entries, bad(i, "not a JSON entry: %v", err)
-		}
-		if re, err := marshal(e); err != nil || !bytes.Equal(re, line) {
-			// Only the entry's own encoding is valid; anything else was edited.
-			return r, entries, bad(i, "the line is not in the ledger's canonical encoding (edited?)")
+		e, err := parseEntry(line)
+		if err != nil {
+			return r, entries, bad(i, "%v", err)
 		}
 		switch {
 		case e.V != Version:

@@ -71,7 +71,7 @@ func verifyChild(dir, vkey string, parent Entry, callID string, link map[string]
 	if err != nil {
 		return nil, fmt.Errorf("%s: the link's size %v is not a tree size", rel, link["size"])
 	}
-	if size != rep.Sealed || rep.Unsealed != 0 {
+	if size != rep.Sealed || rep.Unsealed != 0 || rep.TornBytes != 0 {
 		return nil, fmt.Errorf("%s: the link names a tree of %d entries, but its last checkpoint covers %d of %d", rel, size, rep.Sealed, rep.Entries)
 	}
 	root, _ := link["root"].(string)
