@@ -138,7 +138,9 @@ func (s *Store) write(p tfs.Resolved, virt string, before []byte, after string) 
 	if err := p.WriteFileMode([]byte(after), 0o600, 0o700); err != nil {
 		return nil, err
 	}
-	return []tool.FileChange{{Path: virt, Kind: tool.ChangeUpdate, Before: tool.Digest(before), After: tool.Digest([]byte(after))}}, nil
+	a := []byte(after)
+	return []tool.FileChange{{Path: virt, Kind: tool.ChangeUpdate, Before: tool.Digest(before), After: tool.Digest(a),
+		BeforeData: before, AfterData: a}}, nil
 }
 
 // replace runs str_replace on the virtual file virt (rel in the store).

@@ -66,6 +66,13 @@ func TestStore(t *testing.T) {
 	if r := run(OpView, &tool.ViewArgs{Path: "/memories/b.md"}); r.Err != nil || r.File.Content != "hi\n" || r.File.Path != "/memories/b.md" {
 		t.Fatalf("view: %+v", r)
 	}
+	// An edit's change carries the bytes its digests were computed from,
+	// for the ledger to store.
+	r := run(OpReplace, &tool.ReplaceArgs{Path: "/memories/b.md", Old: "hi", New: "ho"})
+	if r.Err != nil || len(r.Changes) != 1 || string(r.Changes[0].BeforeData) != "hi\n" || string(r.Changes[0].AfterData) != "ho\n" ||
+		r.Changes[0].After != tool.Digest([]byte("ho\n")) {
+		t.Fatalf("replace: %+v", r)
+	}
 }
 
 func TestText(t *testing.T) {
