@@ -367,14 +367,22 @@ func (e *PanicError) Error() string {
 
 // execute runs one operation; a panicking executor gives an ErrInternal
 // result and the recovered panic.
-func (a *Agent) execute(ctx context.Context, op tool.Call) (r tool.Result, p *PanicError) {
+func (a *Agent) execute(ctx context.Context, op tool.Call) (tool.Result, *PanicError) {
+	return Execute(ctx, a.cfg.Exec, op)
+}
+
+// Execute runs one operation on exec. A panicking executor does not end
+// the process: the result is an ErrInternal error whose message names the
+// panic's value (never its stack), and the recovered panic, with its
+// stack, is returned for whoever records the call.
+func Execute(ctx context.Context, exec tool.Executor, op tool.Call) (r tool.Result, p *PanicError) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = &PanicError{Stage: "execute", Tool: op.Tool, Op: op.Op, Value: v, Stack: debug.Stack()}
 			r = tool.Failed(op, tool.Errorf(tool.ErrInternal, "%s failed with an internal error (%s); its effects, if any, are unknown: check before retrying", op.Op, panicText(v)))
 		}
 	}()
-	return a.cfg.Exec.Execute(ctx, op), nil
+	return exec.Execute(ctx, op), nil
 }
 
 // encode renders a call's results; a panicking binding gives an error result

@@ -314,12 +314,16 @@ func (h *handler) call(ctx context.Context, name string, op tool.Op, args any, r
 	if obs != nil {
 		obs.Observe(agent.Event{Type: agent.EventCallStarted, Turn: n, Call: mc, Ops: []tool.Call{c}})
 	}
-	r := h.cfg.Exec.Execute(ctx, c)
+	r, p := agent.Execute(ctx, h.cfg.Exec, c)
 	r.CallID = id
 	text, isErr := render(r)
 	if obs != nil {
 		mr := &model.ToolResult{CallID: id, Name: name, Text: text, IsError: isErr}
-		obs.Observe(agent.Event{Type: agent.EventCallCompleted, Turn: n, Call: mc, Ops: []tool.Call{c}, Results: []tool.Result{r}, Result: mr, FullText: text})
+		ev := agent.Event{Type: agent.EventCallCompleted, Turn: n, Call: mc, Ops: []tool.Call{c}, Results: []tool.Result{r}, Result: mr, FullText: text}
+		if p != nil {
+			ev.Err, ev.FullText = p, fmt.Sprintf("%s\n\n[%v]\n%s", text, p, p.Stack)
+		}
+		obs.Observe(ev)
 		obs.Observe(agent.Event{Type: agent.EventTurnCompleted, Turn: n})
 	}
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, IsError: isErr}
