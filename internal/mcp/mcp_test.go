@@ -304,19 +304,8 @@ func TestServer(t *testing.T) {
 	mux.HandleAll(patch.Ops, patch.NewExecutor(fx))
 	var mu sync.Mutex
 	var evs []agent.Event
-	srv := NewServer(ServeConfig{Exec: &mux, Observer: agent.ObserverFunc(func(ev agent.Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() })})
-	st, ct := sdk.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := serveInMemory(t, ServeConfig{Exec: &mux, Observer: agent.ObserverFunc(func(ev agent.Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() })})
 	var toolNames []string
 	for tl, err := range cs.Tools(ctx, nil) {
 		if err != nil {
@@ -440,23 +429,31 @@ func BenchmarkServe(b *testing.B) {
 	var mux tool.Mux
 	fx := &fs.Executor{W: ws}
 	mux.HandleAll(fs.Ops, fx)
-	srv := NewServer(ServeConfig{Exec: &mux})
-	st, ct := sdk.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
+	cs := serveInMemory(b, ServeConfig{Exec: &mux})
 	params := &sdk.CallToolParams{Name: "view", Arguments: map[string]any{"path": "a.txt"}}
 	for b.Loop() {
 		if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
 			b.Fatal(err)
 		}
 	}
+}
+
+// serveInMemory serves cfg over in-memory transports and returns the
+// connected client's session; both ends are closed with the test.
+func serveInMemory(t testing.TB, cfg ServeConfig) *sdk.ClientSession {
+	t.Helper()
+	st, ct := sdk.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := NewServer(cfg).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }

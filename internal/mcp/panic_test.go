@@ -24,19 +24,8 @@ func (panicking) Execute(context.Context, tool.Call) tool.Result { panic("execut
 func TestServedPanicIsAnErrorResult(t *testing.T) {
 	var mu sync.Mutex
 	var evs []agent.Event
-	srv := NewServer(ServeConfig{Exec: panicking{}, Observer: agent.ObserverFunc(func(ev agent.Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() })})
-	st, ct := sdk.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := serveInMemory(t, ServeConfig{Exec: panicking{}, Observer: agent.ObserverFunc(func(ev agent.Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() })})
 	for range 2 { // the second call shows the server survived the first
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "view", Arguments: map[string]any{"path": "a.txt"}})
 		if err != nil {

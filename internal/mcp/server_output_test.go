@@ -40,20 +40,7 @@ func connect(t *testing.T, dir, test string) *sdk.ClientSession {
 	mux.HandleAll(patch.Ops, patch.NewExecutor(fx))
 	mux.Handle(tool.OpValidate, &validate.Runner{Env: validate.Env{Test: test},
 		NewShell: func() validate.Shell { return shell.New(shell.Config{Dir: ws.Dir()}) }})
-	srv := NewServer(ServeConfig{Exec: &mux, Validate: true})
-	st, ct := sdk.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return serveInMemory(t, ServeConfig{Exec: &mux, Validate: true})
 }
 
 // Every tool Truss serves declares an outputSchema; every result carries
