@@ -6,9 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -280,24 +278,12 @@ func newLedger(t *testing.T) (*ledger.Recorder, string, func() string) {
 	}
 }
 
-// readPack returns a ledger's payloads by digest (docs/ledger.md: a header
-// "DIGEST LENGTH\n", the bytes, "\n").
+// readPack returns a ledger's payloads by digest.
 func readPack(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, ledger.PackName))
+	p, err := ledger.Payloads(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]byte{}
-	for len(b) > 0 {
-		nl := bytes.IndexByte(b, '\n')
-		key, size, ok := strings.Cut(string(b[:max(nl, 0)]), " ")
-		n, err := strconv.Atoi(size)
-		if nl < 0 || !ok || err != nil || nl+1+n+1 > len(b) {
-			t.Fatalf("%s: a bad pack record", dir)
-		}
-		out[key] = b[nl+1 : nl+1+n]
-		b = b[nl+1+n+1:]
-	}
-	return out
+	return p
 }

@@ -198,3 +198,14 @@ func readCheckpoints(dir string) (map[uint64][]byte, error) {
 	}
 	return cps, nil
 }
+
+// Payloads returns a ledger's stored payloads by digest: those of its pack
+// whose contents match their digest (a damaged or torn record, which
+// Verify reports, is left out).
+func Payloads(dir string) (map[string][]byte, error) {
+	s, err := openPayloads(dir)
+	if err != nil {
+		return nil, err
+	}
+	return s.good, nil
+}

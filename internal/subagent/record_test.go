@@ -7,9 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,26 +40,14 @@ func (r *testRecording) Finish(*agent.Outcome) (*tool.LedgerLink, error) {
 	return &tool.LedgerLink{}, err
 }
 
-// readPack returns the payloads of a ledger by digest (the format of
-// docs/ledger.md: a header "DIGEST LENGTH\n", the bytes, "\n").
+// readPack returns a ledger's payloads by digest.
 func readPack(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, ledger.PackName))
+	p, err := ledger.Payloads(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]byte{}
-	for len(b) > 0 {
-		nl := bytes.IndexByte(b, '\n')
-		key, size, ok := strings.Cut(string(b[:max(nl, 0)]), " ")
-		n, err := strconv.Atoi(size)
-		if nl < 0 || !ok || err != nil || nl+1+n+1 > len(b) {
-			t.Fatalf("%s: a bad pack record", dir)
-		}
-		out[key] = b[nl+1 : nl+1+n]
-		b = b[nl+1+n+1:]
-	}
-	return out
+	return p
 }
 
 // TestParallelChildrenLedgersHoldTheirOwnBytes runs three children at once
