@@ -17,7 +17,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/trussdev/truss/internal/agent"
-	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/perfmeter"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
@@ -96,9 +96,9 @@ func benchAB(b *testing.B, d dialect, step string, a arm, latencyMS int) {
 	var fg time.Duration // only the ledger's arm has a recorder
 	for i := 0; i < b.N; i += 2 * roundTripTurns {
 		for k, x := range []arm{{}, a} {
-			c0 := bench.ProcessCPU()
+			c0 := perfmeter.ProcessCPU()
 			s, f := roundTripSession(b, d, step, x, latencyMS)
-			cpu[k] += bench.ProcessCPU() - c0
+			cpu[k] += perfmeter.ProcessCPU() - c0
 			samples[k] = append(samples[k], s...)
 			fg += f
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
-	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/perfmeter"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -74,9 +74,9 @@ func BenchmarkRecordSession(b *testing.B) {
 			for turns < b.N {
 				n := min(40, b.N-turns)
 				for k, withLedger := range []bool{false, true} {
-					c0 := bench.ProcessCPU()
+					c0 := perfmeter.ProcessCPU()
 					session(withLedger, n)
-					cpu[k] += bench.ProcessCPU() - c0
+					cpu[k] += perfmeter.ProcessCPU() - c0
 				}
 				turns += n
 			}

@@ -1,3 +1,0 @@
-// Package bench holds what the repository's benchmarks measure with
-// beyond the testing package.
-package bench
