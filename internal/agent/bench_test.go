@@ -17,8 +17,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/trussdev/truss/internal/agent"
-	"github.com/trussdev/truss/internal/perfmeter"
 	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/perfmeter"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"

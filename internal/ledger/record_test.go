@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
-	"github.com/trussdev/truss/internal/perfmeter"
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/perfmeter"
 	"github.com/trussdev/truss/internal/tool"
 )
 

@@ -1,0 +1,102 @@
+// Package bench is Truss's benchmark runner: tasks in SWE-bench's format,
+// arms (provider, model, surface, settings), runs of the agent loop in fresh
+// workspaces, the grader at the verification boundary, and the results file
+// the report reads.
+package bench
+
+// Result is one line of DIR/results.jsonl: one run (task × arm × repeat) of
+// `truss bench run`, or one graded prediction of `truss bench grade`.
+//
+// The field names and JSON keys are the results file's format
+// (docs/bench.md); readers other than Truss's own depend on them.
+type Result struct {
+	InstanceID string `json:"instance_id"`
+	// Arm is the arm's name; for `bench grade` the prediction's
+	// model_name_or_path.
+	Arm string `json:"arm"`
+	// Repeat counts from 1.
+	Repeat   int  `json:"repeat"`
+	Resolved bool `json:"resolved"`
+	// PatchApplied is false when the model's patch did not apply to a
+	// fresh checkout at base_commit ("not resolved: patch failed").
+	PatchApplied bool `json:"patch_applied"`
+	// Tests maps each listed FAIL_TO_PASS and PASS_TO_PASS test to
+	// "passed", "failed" or "missing" (listed but did not run; counts as
+	// failed). Unlisted tests are not in it.
+	Tests map[string]string `json:"tests"`
+
+	Turns      int     `json:"turns"`
+	Tokens     Tokens  `json:"tokens"`
+	CostUSD    float64 `json:"cost_usd"`
+	WallS      float64 `json:"wall_s"`
+	ModelS     float64 `json:"model_s"`
+	HarnessS   float64 `json:"harness_s"`
+	StopReason string  `json:"stop_reason"`
+	// ToolCalls counts calls by the tool name the model used;
+	// CapabilityCalls by capability (file.view, shell.exec, …).
+	ToolCalls       map[string]int `json:"tool_calls"`
+	CapabilityCalls map[string]int `json:"capability_calls"`
+	// Edits counts the files changed through each channel, from the
+	// ledger's file changes.
+	Edits      Edits      `json:"edits"`
+	Validation Validation `json:"validation"`
+	Errors     Errors     `json:"errors"`
+	Ledger     LedgerRef  `json:"ledger"`
+
+	// Worker and Deliveries say which worker ran it and how many
+	// deliveries it took (scale-out; empty on a single machine's run
+	// before the queue existed).
+	Worker     string `json:"worker,omitempty"`
+	Deliveries int    `json:"deliveries,omitempty"`
+
+	// Error is set only when the run itself failed for a reason other
+	// than the model's work (a repository that cannot be checked out, a
+	// crash). Such a run is not resolved.
+	Error string `json:"error,omitempty"`
+}
+
+// Test verdicts in Result.Tests.
+const (
+	TestPassed  = "passed"
+	TestFailed  = "failed"
+	TestMissing = "missing"
+)
+
+// Tokens are a run's token counts.
+type Tokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cache_read"`
+	CacheWrite int64 `json:"cache_write"`
+}
+
+// Edits counts changed files by the channel that changed them.
+type Edits struct {
+	Editor int `json:"editor"`
+	Patch  int `json:"patch"`
+	Shell  int `json:"shell"`
+}
+
+// Validation is what the agent did to check its work before it finished.
+type Validation struct {
+	// RanTests: the agent ran the task's tests or the validate tool.
+	RanTests bool `json:"ran_tests"`
+	Runs     int  `json:"runs"`
+	// LastPassed: the last such run passed.
+	LastPassed bool `json:"last_passed"`
+	// FinishedFailing: the agent ended its work after a failing run.
+	FinishedFailing bool `json:"finished_failing"`
+}
+
+// Errors counts what went wrong along the way without ending the run.
+type Errors struct {
+	Tool         int `json:"tool"`
+	InvalidCalls int `json:"invalid_calls"`
+	Retries      int `json:"retries"`
+}
+
+// LedgerRef names the run's signed ledger.
+type LedgerRef struct {
+	Dir  string `json:"dir"`
+	Root string `json:"root"`
+}
