@@ -1,0 +1,299 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+
+	"github.com/trussdev/truss/internal/termsafe"
+)
+
+//go:embed report.html.tmpl
+var pageTemplate string
+
+// page is html/template's: it escapes every value for its context (text,
+// attribute, URL), so names from the results cannot become markup.
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"f": func(x float64) string { return fmt.Sprintf("%.1f", x) },
+	// url admits a ledger link, which ledgerURL built as a file: URL
+	// with every special character percent-encoded (html/template would
+	// otherwise refuse the file scheme).
+	"url": func(s string) template.URL { return template.URL(s) },
+}).Parse(pageTemplate))
+
+// HTML writes the report as one self-contained HTML page: inline CSS, inline
+// SVG charts, no script and no external resource (a Content-Security-Policy
+// forbids loading any), light and dark by prefers-color-scheme.
+func (r *Report) HTML(w io.Writer) error {
+	runs, tasks, how := r.summary()
+	charts, tables := r.charts(), r.tables()
+	// Control characters in names are shown as <U+XXXX>, as in the
+	// terminal; html/template escapes the rest.
+	warnings := make([]string, len(r.Warnings))
+	for i, w := range r.Warnings {
+		warnings[i] = termsafe.String(w)
+	}
+	for i := range charts {
+		c := &charts[i]
+		for j := range c.Rows {
+			row := &c.Rows[j]
+			row.Label, row.Full = termsafe.String(row.Label), termsafe.String(row.Full)
+			for k := range row.Segs {
+				row.Segs[k].Tip = termsafe.String(row.Segs[k].Tip)
+			}
+		}
+		for j := range c.Legend {
+			c.Legend[j].Label = termsafe.String(c.Legend[j].Label)
+		}
+	}
+	for i := range tables {
+		t := &tables[i]
+		for j := range t.Head {
+			t.Head[j] = termsafe.String(t.Head[j])
+		}
+		for _, row := range t.Rows {
+			for j := range row {
+				c := &row[j]
+				c.Text, c.Tip = termsafe.String(c.Text), termsafe.String(c.Tip)
+				for k := range c.Marks {
+					c.Marks[k].Tip = termsafe.String(c.Marks[k].Tip)
+				}
+			}
+		}
+	}
+	v := struct {
+		Dir                string
+		Runs, Tasks, NArms int
+		How                string
+		Warnings           []string
+		Charts             []chart
+		Tables             []table
+	}{termsafe.String(r.Dir), runs, tasks, len(r.Arms), how, warnings, charts, tables}
+	return page.Execute(w, v)
+}
+
+// Chart geometry, in SVG user units.
+const (
+	chartW   = 760.0
+	labelW   = 180.0 // arm names, right-aligned at labelW-8
+	plotX    = labelW
+	plotW    = 480.0
+	rowH     = 28.0
+	barH     = 16.0
+	topPad   = 8.0
+	axisH    = 26.0
+	legendH  = 20.0
+	legendW  = 190.0
+	legendN  = 4 // legend items per line
+	maxStack = 8 // series shown before "other"
+	labelMax = 22
+)
+
+// chart is one SVG chart: rows of bars (one per arm) over a horizontal
+// axis, with a legend when stacked.
+type chart struct {
+	ID, Title, Desc string
+	W, H            float64
+	AxisY, PlotX    float64
+	PlotEnd         float64
+	Ticks           []tick
+	Rows            []chartRow
+	Legend          []legendItem
+}
+
+type tick struct {
+	X     float64
+	Label string
+}
+
+type chartRow struct {
+	Y, BarY, TextY float64
+	Label, Full    string
+	Segs           []seg
+	// Whisker: the interval, with caps (rate chart only).
+	Whisker          bool
+	WLo, WHi         float64
+	WY, CapY1, CapY2 float64
+	Value            string
+	ValueX           float64
+}
+
+type seg struct {
+	X, W  float64
+	Class string
+	Tip   string
+}
+
+type legendItem struct {
+	X, Y, TextX, TextY float64
+	Class, Label       string
+}
+
+func newChart(id, title, desc string, rows int) chart {
+	c := chart{ID: id, Title: title, Desc: desc, W: chartW, PlotX: plotX, PlotEnd: plotX + plotW}
+	c.AxisY = topPad + float64(rows)*rowH
+	c.H = c.AxisY + axisH
+	return c
+}
+
+func (c *chart) row(i int, label string) chartRow {
+	y := topPad + float64(i)*rowH
+	return chartRow{Y: y, BarY: y + (rowH-barH)/2, TextY: y + rowH/2 + 4, Label: short(label, labelMax), Full: label}
+}
+
+func (c *chart) ticks(max float64, format func(float64) string) {
+	step := niceStep(max / 4)
+	for v := 0.0; v <= max+step/1e6; v += step {
+		c.Ticks = append(c.Ticks, tick{X: plotX + plotW*v/max, Label: format(v)})
+	}
+}
+
+// niceStep rounds x up to 1, 2, 2.5 or 5 times a power of ten.
+func niceStep(x float64) float64 {
+	if x <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= x-1e-12 {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func (c *chart) legend(labels []string) {
+	top := c.AxisY + axisH
+	for i, l := range labels {
+		x := plotX - labelW + 8 + float64(i%legendN)*legendW
+		y := top + float64(i/legendN)*legendH
+		c.Legend = append(c.Legend, legendItem{X: x, Y: y, TextX: x + 16, TextY: y + 10, Class: fmt.Sprintf("s%d", i), Label: short(l, 22)})
+	}
+	if len(labels) > 0 {
+		c.H = top + float64((len(labels)+legendN-1)/legendN)*legendH + 4
+	}
+}
+
+func (r *Report) charts() []chart {
+	if len(r.Arms) == 0 {
+		return nil
+	}
+	var cs []chart
+
+	// Resolved rate with Wilson interval.
+	c := newChart("chart-resolved", "Resolved rate", "Resolved rate per arm with its Wilson 95 % interval.", len(r.Arms))
+	c.ticks(1, func(v float64) string { return fmt.Sprintf("%.0f %%", 100*v) })
+	for i, a := range r.Arms {
+		row := c.row(i, a.Name)
+		rate := a.Rate
+		if math.IsNaN(rate) {
+			rate = 0
+		}
+		row.Segs = []seg{{X: plotX, W: plotW * rate, Class: "bar", Tip: fmt.Sprintf("%s: %s, 95 %% CI %s", a.Name, pct(a.Rate), interval(a.Lo, a.Hi))}}
+		row.Whisker = true
+		row.WLo, row.WHi = plotX+plotW*a.Lo, plotX+plotW*a.Hi
+		row.WY = row.BarY + barH/2
+		row.CapY1, row.CapY2 = row.BarY+2, row.BarY+barH-2
+		row.Value, row.ValueX = pct(a.Rate), plotX+plotW+8
+		c.Rows = append(c.Rows, row)
+	}
+	cs = append(cs, c)
+
+	// Stacked shares of calls.
+	stack := func(id, title, desc, unit string, keys []Keyed, f func(*ArmStats) map[string]int) chart {
+		series := make([]string, 0, maxStack)
+		other := false
+		for i, k := range keys {
+			if i < maxStack-1 || len(keys) == maxStack {
+				series = append(series, k.Key)
+			} else {
+				other = true
+			}
+		}
+		labels := series
+		if other {
+			labels = append(append([]string{}, series...), "other")
+		}
+		c := newChart(id, title, desc, len(r.Arms))
+		c.ticks(1, func(v float64) string { return fmt.Sprintf("%.0f %%", 100*v) })
+		for i := range r.Arms {
+			a := &r.Arms[i]
+			m := f(a)
+			total := sumValues(m)
+			row := c.row(i, a.Name)
+			row.Value, row.ValueX = fmt.Sprintf("%s %s", perRun(total, a.Runs), unit), plotX+plotW+8
+			x := plotX
+			add := func(j int, label string, n int) {
+				if n == 0 || total == 0 {
+					return
+				}
+				w := plotW * float64(n) / float64(total)
+				row.Segs = append(row.Segs, seg{X: x, W: w, Class: fmt.Sprintf("s%d", j),
+					Tip: fmt.Sprintf("%s · %s: %d (%s)", a.Name, label, n, share(n, total))})
+				x += w
+			}
+			rest := total
+			for j, k := range series {
+				add(j, k, m[k])
+				rest -= m[k]
+			}
+			if other {
+				add(len(series), "other", rest)
+			}
+			c.Rows = append(c.Rows, row)
+		}
+		c.legend(labels)
+		return c
+	}
+	cs = append(cs, stack("chart-tools", "Tool mix", "Share of each arm's tool calls by tool name; calls per run at the right.", "calls/run", r.toolKeys(), func(a *ArmStats) map[string]int { return a.ToolCalls }))
+	cs = append(cs, stack("chart-capabilities", "Capabilities", "Share of each arm's calls by capability; calls per run at the right.", "calls/run", r.capabilityKeys(), func(a *ArmStats) map[string]int { return a.CapabilityCalls }))
+
+	// Edit channels: files per run, stacked.
+	c = newChart("chart-edits", "Edit channels", "Files changed per run by editor, patch and shell.", len(r.Arms))
+	maxTotal := 0.0
+	for _, a := range r.Arms {
+		if a.Runs > 0 {
+			maxTotal = math.Max(maxTotal, float64(a.EditsTotal())/float64(a.Runs))
+		}
+	}
+	scale := niceStep(maxTotal/4) * 4
+	if maxTotal == 0 {
+		scale = 1
+	}
+	c.ticks(scale, func(v float64) string { return trimZeros(v) })
+	for i, a := range r.Arms {
+		row := c.row(i, a.Name)
+		row.Value, row.ValueX = perRun(a.EditsTotal(), a.Runs)+" files/run", plotX+plotW+8
+		x := plotX
+		for j, ch := range []struct {
+			name string
+			n    int
+		}{{"editor", a.Edits.Editor}, {"patch", a.Edits.Patch}, {"shell", a.Edits.Shell}} {
+			if ch.n == 0 || a.Runs == 0 {
+				continue
+			}
+			per := float64(ch.n) / float64(a.Runs)
+			w := plotW * per / scale
+			row.Segs = append(row.Segs, seg{X: x, W: w, Class: fmt.Sprintf("s%d", j),
+				Tip: fmt.Sprintf("%s · %s: %.2f files/run (%s)", a.Name, ch.name, per, share(ch.n, a.EditsTotal()))})
+			x += w
+		}
+		c.Rows = append(c.Rows, row)
+	}
+	c.legend([]string{"editor", "patch", "shell"})
+	cs = append(cs, c)
+	return cs
+}
+
+func trimZeros(v float64) string {
+	s := fmt.Sprintf("%.2f", v)
+	for s[len(s)-1] == '0' {
+		s = s[:len(s)-1]
+	}
+	if s[len(s)-1] == '.' {
+		s = s[:len(s)-1]
+	}
+	return s
+}

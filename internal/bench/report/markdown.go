@@ -1,0 +1,126 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/trussdev/truss/internal/termsafe"
+)
+
+// text makes untrusted text (instance ids, arm names, models, stop reasons,
+// errors, settings) safe for a terminal and inert in Markdown.
+func text(s string) string { return mdEscape(termsafe.String(s)) }
+
+// summary is the report's opening sentence, unescaped.
+func (r *Report) summary() (runs, tasks int, how string) {
+	for _, a := range r.Arms {
+		runs += a.Runs + a.RunErrors
+	}
+	how = "No bench.json: every pair of arms is compared."
+	if r.Manifest != nil {
+		how = "Arms of the same provider and model are compared (bench.json)."
+	}
+	return runs, len(r.Tasks), how
+}
+
+// Markdown writes the report as Markdown (GitHub's tables), every name from
+// the results neutralised for a terminal (termsafe) and escaped for
+// Markdown.
+func (r *Report) Markdown(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	runs, tasks, how := r.summary()
+	p("# Benchmark report\n\n")
+	p("%d %s of %d %s on %d %s, from %s. %s\n", runs, plural(runs, "run", "runs"), tasks, plural(tasks, "task", "tasks"),
+		len(r.Arms), plural(len(r.Arms), "arm", "arms"), text(r.Dir), how)
+	if len(r.Warnings) > 0 {
+		p("\nWarnings:\n\n")
+		for _, w := range r.Warnings {
+			p("- %s\n", text(w))
+		}
+	}
+	for _, t := range r.tables() {
+		p("\n## %s\n\n", t.Title)
+		if t.Note != "" {
+			p("%s\n\n", t.Note)
+		}
+		if len(t.Rows) == 0 && t.Empty != "" {
+			p("%s\n", t.Empty)
+			continue
+		}
+		head := make([]string, len(t.Head))
+		sep := make([]string, len(t.Head))
+		for i, h := range t.Head {
+			head[i] = text(h)
+			// Names left, numbers right.
+			sep[i] = "---:"
+			for _, row := range t.Rows {
+				if i == 0 || (i < len(row) && !row[i].Own) {
+					sep[i] = "---"
+					break
+				}
+			}
+		}
+		p("| %s |\n| %s |\n", strings.Join(head, " | "), strings.Join(sep, " | "))
+		for _, row := range t.Rows {
+			cells := make([]string, len(row))
+			for i, c := range row {
+				cells[i] = mdCell(c)
+			}
+			p("| %s |\n", strings.Join(cells, " | "))
+		}
+	}
+	return bw.Flush()
+}
+
+func mdCell(c cell) string {
+	if len(c.Marks) > 0 {
+		marks := make([]string, len(c.Marks))
+		for i, m := range c.Marks {
+			marks[i] = m.Mark
+		}
+		return strings.Join(marks, " ")
+	}
+	s := c.Text
+	if !c.Own {
+		s = text(s)
+	}
+	if c.Class == "total" {
+		s = "**" + s + "**"
+	}
+	if c.Link != "" {
+		s = "[" + s + "](" + c.Link + ")"
+	}
+	return s
+}
+
+// mark is a run's one-character outcome.
+func mark(run RunRef) string {
+	switch {
+	case run.Error != "":
+		return "!"
+	case run.Resolved:
+		return "✓"
+	case !run.PatchApplied:
+		return "⊘"
+	default:
+		return "✗"
+	}
+}
+
+// outcome is a run's outcome in words, with its error if it has one
+// (untrusted: the caller escapes it).
+func outcome(run RunRef) string {
+	switch {
+	case run.Error != "":
+		return "error: " + run.Error
+	case run.Resolved:
+		return "resolved"
+	case !run.PatchApplied:
+		return "not resolved: patch failed"
+	default:
+		return "not resolved"
+	}
+}

@@ -1,0 +1,211 @@
+package report
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// table is one section of the report, rendered alike as Markdown and HTML.
+type table struct {
+	ID, Title, Note string
+	Head            []string
+	Rows            [][]cell
+	// Empty is said instead of the table when it has no rows.
+	Empty string
+}
+
+// cell is a table cell. Text comes from the results (untrusted) unless Own
+// is set: Own text is the report's (numbers, marks) and has nothing
+// to escape for Markdown. Link is a file: URL built by ledgerURL; Tip a
+// tooltip (HTML only); Class styles the cell (HTML only).
+type cell struct {
+	Text  string
+	Own   bool
+	Link  string
+	Tip   string
+	Class string
+	// Marks, when set, replace Text: a sequence of linked marks (the
+	// per-task table's runs).
+	Marks []markCell
+}
+
+type markCell struct {
+	Mark, Link, Tip, Class string
+}
+
+func own(s string) cell { return cell{Text: s, Own: true} }
+func ownf(format string, args ...any) cell {
+	return cell{Text: fmt.Sprintf(format, args...), Own: true}
+}
+func name(s string) cell { return cell{Text: s} }
+
+// tables returns the report's sections in order.
+func (r *Report) tables() []table {
+	var ts []table
+	if m := r.Manifest; m != nil && (m.Tasks != "" || m.Repeats > 0 || len(m.Settings) > 0) {
+		t := table{ID: "settings", Title: "Settings", Note: "Recorded in bench.json, the same for every arm.", Head: []string{"setting", "value"}}
+		if m.Tasks != "" {
+			t.Rows = append(t.Rows, []cell{own("tasks"), name(m.Tasks)})
+		}
+		if m.Repeats > 0 {
+			t.Rows = append(t.Rows, []cell{own("repeats"), ownf("%d", m.Repeats)})
+		}
+		for _, k := range slices.Sorted(maps.Keys(m.Settings)) {
+			t.Rows = append(t.Rows, []cell{name(k), name(m.Settings[k])})
+		}
+		ts = append(ts, t)
+	}
+
+	t := table{ID: "resolved", Title: "Resolved",
+		Note: "Rate: each task's resolved share of its repeats, averaged over tasks; 95 % Wilson interval over tasks. Cost per resolved: all the arm's cost divided by its resolved runs.",
+		Head: []string{"arm", "model", "surface", "tasks", "runs", "resolved runs", "rate", "95 % CI", "cost / resolved", "turns / run", "turns / resolved", "run errors"}}
+	for _, a := range r.Arms {
+		t.Rows = append(t.Rows, []cell{name(a.Name), modelCell(a), dash(a.Surface), ownf("%d", a.Tasks), ownf("%d", a.Runs), ownf("%d", a.ResolvedRuns),
+			own(pct(a.Rate)), own(interval(a.Lo, a.Hi)), own(usd(a.CostPerResolved)), own(num(a.TurnsPerRun)), own(num(a.TurnsResolved)), ownf("%d", a.RunErrors)})
+	}
+	ts = append(ts, t)
+
+	t = table{ID: "pairs", Title: "Paired comparisons",
+		Note:  fmt.Sprintf("Paired table over the (task, repeat) pairs both arms finished; exact McNemar test (two-sided binomial on the discordant pairs); Δ = rate A − rate B on the tasks both arms finished, with a percentile bootstrap 95 %% interval over tasks (%d resamples, seed %d).", r.Resamples, r.Seed),
+		Head:  []string{"A", "B", "model", "tasks", "both", "only A", "only B", "neither", "McNemar p", "Δ rate", "95 % CI"},
+		Empty: "No two arms share a model."}
+	for _, p := range r.Pairs {
+		t.Rows = append(t.Rows, []cell{name(p.A), name(p.B), dash(p.Model), ownf("%d", p.Tasks), ownf("%d", p.Both), ownf("%d", p.OnlyA),
+			ownf("%d", p.OnlyB), ownf("%d", p.Neither), own(pvalue(p.P)), own(pp(p.Diff)), own(ppInterval(p.Lo, p.Hi))})
+	}
+	ts = append(ts, t)
+
+	countTable := func(id, title, note string, keys []Keyed, f func(*ArmStats) map[string]int) table {
+		t := table{ID: id, Title: title, Note: note, Head: []string{"name"}, Empty: "None recorded."}
+		for _, a := range r.Arms {
+			t.Head = append(t.Head, a.Name)
+		}
+		for _, k := range keys {
+			row := []cell{name(k.Key)}
+			for i := range r.Arms {
+				row = append(row, own(perRun(f(&r.Arms[i])[k.Key], r.Arms[i].Runs)))
+			}
+			t.Rows = append(t.Rows, row)
+		}
+		if len(keys) > 0 {
+			row := []cell{{Text: "all", Own: true, Class: "total"}}
+			for i := range r.Arms {
+				row = append(row, cell{Text: perRun(sumValues(f(&r.Arms[i])), r.Arms[i].Runs), Own: true, Class: "total"})
+			}
+			t.Rows = append(t.Rows, row)
+		}
+		return t
+	}
+	ts = append(ts, countTable("tools", "Tool mix", "Calls per run, by the tool name the model used.", r.toolKeys(), func(a *ArmStats) map[string]int { return a.ToolCalls }))
+	ts = append(ts, countTable("capabilities", "Capabilities", "Calls per run, by capability.", r.capabilityKeys(), func(a *ArmStats) map[string]int { return a.CapabilityCalls }))
+
+	t = table{ID: "edits", Title: "Edit channels", Note: "Files changed per run, by the channel that changed them (from the ledger), and each channel's share of the edits.",
+		Head: []string{"arm", "editor", "patch", "shell", "editor share", "patch share", "shell share"}}
+	for _, a := range r.Arms {
+		e, n := a.Edits, a.EditsTotal()
+		t.Rows = append(t.Rows, []cell{name(a.Name), own(perRun(e.Editor, a.Runs)), own(perRun(e.Patch, a.Runs)), own(perRun(e.Shell, a.Runs)),
+			own(share(e.Editor, n)), own(share(e.Patch, n)), own(share(e.Shell, n))})
+	}
+	ts = append(ts, t)
+
+	t = table{ID: "validation", Title: "Validation", Note: "Share of runs in which the agent ran the task's tests or validate before finishing, whose last such run passed, and that finished after a failing run.",
+		Head: []string{"arm", "ran tests", "last passed", "finished failing", "validation runs / run"}}
+	for _, a := range r.Arms {
+		t.Rows = append(t.Rows, []cell{name(a.Name), own(share(a.RanTests, a.Runs)), own(share(a.LastPassed, a.Runs)), own(share(a.FinishedFailing, a.Runs)), own(perRun(a.ValidationRuns, a.Runs))})
+	}
+	ts = append(ts, t)
+
+	t = table{ID: "errors", Title: "Errors and stops", Note: "Per run: tool errors, invalid calls and retries; runs whose patch did not apply; runs that ended with an error (left out of every other figure); why runs stopped.",
+		Head: []string{"arm", "tool errors / run", "invalid calls / run", "retries / run", "patch failed", "run errors", "stop reasons"}}
+	for _, a := range r.Arms {
+		var stops []string
+		for _, k := range union(a.StopReasons) {
+			stops = append(stops, fmt.Sprintf("%s %d", k.Key, k.Count))
+		}
+		t.Rows = append(t.Rows, []cell{name(a.Name), own(perRun(a.Errors.Tool, a.Runs)), own(perRun(a.Errors.InvalidCalls, a.Runs)), own(perRun(a.Errors.Retries, a.Runs)),
+			ownf("%d", a.PatchFailed), ownf("%d", a.RunErrors), dash(strings.Join(stops, ", "))})
+	}
+	ts = append(ts, t)
+
+	t = table{ID: "cost", Title: "Cost and time", Note: "Totals and means per run.",
+		Head: []string{"arm", "cost", "cost / run", "input tokens", "output tokens", "cache read", "cache write", "wall s / run", "model s / run", "harness s / run"}}
+	for _, a := range r.Arms {
+		costRun := 0.0
+		if a.Runs > 0 {
+			costRun = a.CostUSD / float64(a.Runs)
+		}
+		t.Rows = append(t.Rows, []cell{name(a.Name), own(usd(a.CostUSD)), own(usd(costRun)), own(tokens(a.Tokens.Input)), own(tokens(a.Tokens.Output)),
+			own(tokens(a.Tokens.CacheRead)), own(tokens(a.Tokens.CacheWrite)), own(num(a.WallS)), own(num(a.ModelS)), own(num(a.HarnessS))})
+	}
+	ts = append(ts, t)
+
+	t = table{ID: "tasks", Title: "Tasks", Note: "One mark per repeat: ✓ resolved, ✗ not resolved, ⊘ patch did not apply, ! run error.", Head: []string{"task"}}
+	for _, a := range r.Arms {
+		t.Head = append(t.Head, a.Name)
+	}
+	for _, task := range r.Tasks {
+		row := []cell{name(task.InstanceID)}
+		for i, c := range task.Cells {
+			mc := cell{Own: true, Text: "—"}
+			for _, run := range c.Runs {
+				mc.Marks = append(mc.Marks, markCell{Mark: mark(run), Link: ledgerURL(run.Ledger.Dir), Class: markClass(run),
+					Tip: fmt.Sprintf("%s · %s · repeat %d: %s · ledger %s", task.InstanceID, r.Arms[i].Name, run.Repeat, outcome(run), cmpOr(run.Ledger.Root, "—"))})
+			}
+			row = append(row, mc)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	ts = append(ts, t)
+
+	t = table{ID: "runs", Title: "Runs and ledgers", Note: "Verify a run's ledger with truss ledger verify LEDGER.",
+		Head: []string{"task", "arm", "repeat", "result", "turns", "cost", "ledger", "root"}}
+	for _, task := range r.Tasks {
+		for i, c := range task.Cells {
+			for _, run := range c.Runs {
+				ledger := own("—")
+				if run.Ledger.Dir != "" {
+					ledger = cell{Text: run.Ledger.Dir, Link: ledgerURL(run.Ledger.Dir)}
+				}
+				t.Rows = append(t.Rows, []cell{name(task.InstanceID), name(r.Arms[i].Name), ownf("%d", run.Repeat),
+					{Text: outcome(run), Own: run.Error == "", Class: markClass(run)}, ownf("%d", run.Turns), own(usd(run.CostUSD)), ledger, dash(run.Ledger.Root)})
+			}
+		}
+	}
+	ts = append(ts, t)
+	return ts
+}
+
+func modelCell(a ArmStats) cell {
+	if a.Model == "" {
+		return own("—")
+	}
+	return name(a.Provider + ":" + a.Model)
+}
+
+// dash is an untrusted cell, "—" when empty.
+func dash(s string) cell {
+	if s == "" {
+		return own("—")
+	}
+	return name(s)
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func markClass(run RunRef) string {
+	switch {
+	case run.Error != "":
+		return "err"
+	case run.Resolved:
+		return "ok"
+	default:
+		return "no"
+	}
+}
