@@ -13,9 +13,9 @@ import (
 //go:embed report.html.tmpl
 var pageTemplate string
 
-// page is html/template's: it escapes every value for its context (text,
+// pageTmpl is html/template's: it escapes every value for its context (text,
 // attribute, URL), so names from the results cannot become markup.
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
+var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"f": func(x float64) string { return fmt.Sprintf("%.1f", x) },
 	// url admits a ledger link, which ledgerURL built as a file: URL
 	// with every special character percent-encoded (html/template would
@@ -71,7 +71,7 @@ func (r *Report) HTML(w io.Writer) error {
 		Charts             []chart
 		Tables             []table
 	}{termsafe.String(r.Dir), runs, tasks, len(r.Arms), how, warnings, charts, tables}
-	return page.Execute(w, v)
+	return pageTmpl.Execute(w, v)
 }
 
 // Chart geometry, in SVG user units.

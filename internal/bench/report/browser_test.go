@@ -1,0 +1,319 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/png"
+	"math"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// chromium finds a Chromium to drive; without one the browser tests skip,
+// except under CI (CI=true), where Chromium is installed and its absence is
+// a failure.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no Chromium on PATH under CI (.ci/run installs Debian's chromium package)")
+	}
+	t.Skip("no Chromium on PATH (apt-get install chromium): the report's page is not checked in a browser")
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile and returns a
+// context for its first tab.
+func browser(t *testing.T) context.Context {
+	exe := chromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1100, 1400),
+	)
+	// A bound on a hung browser, not a performance assertion.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	return bctx
+}
+
+// pageLog collects what a page says went wrong: console errors and
+// warnings, uncaught exceptions, log entries of level error or warning
+// (failed loads, refused resources), failed requests, dialogs, and every
+// URL the page requested.
+type pageLog struct {
+	mu       sync.Mutex
+	problems []string
+	requests []string
+}
+
+func (l *pageLog) add(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.problems = append(l.problems, fmt.Sprintf(format, args...))
+}
+
+func (l *pageLog) listen(t *testing.T, ctx context.Context) {
+	t.Helper()
+	err := chromedp.Listen(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				l.add("console.%s: %s", ev.Type, strings.Join(args, " "))
+			}
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			desc := ""
+			if d.Exception != nil {
+				desc = d.Exception.Description
+			}
+			l.add("exception: %s %s (%s:%d)", d.Text, desc, d.URL, d.LineNumber)
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
+				l.add("log %s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
+			}
+		case *network.EventLoadingFailed:
+			l.add("request failed: %s", ev.ErrorText)
+		case *network.EventRequestWillBeSent:
+			l.mu.Lock()
+			l.requests = append(l.requests, ev.Request.URL)
+			l.mu.Unlock()
+		case *page.EventJavascriptDialogOpening:
+			l.add("dialog %s: %s", ev.Type, ev.Message)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (l *pageLog) snapshot() (problems, requests []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.problems...), append([]string(nil), l.requests...)
+}
+
+// chartInfo is what the page reports about one rendered chart.
+type chartInfo struct {
+	ID      string    `json:"id"`
+	Width   float64   `json:"width"`
+	Height  float64   `json:"height"`
+	Bars    int       `json:"bars"`
+	Painted int       `json:"painted"`
+	Texts   int       `json:"texts"`
+	Widths  []float64 `json:"widths"`
+}
+
+type pageInfo struct {
+	Charts []chartInfo `json:"charts"`
+	Bg     string      `json:"bg"`
+	Fg     string      `json:"fg"`
+	Tables int         `json:"tables"`
+	Rows   int         `json:"rows"`
+	Title  string      `json:"title"`
+}
+
+// inspect reads the rendered page: each chart's laid-out size, its bars
+// with a non-zero rendered width and a resolved fill, its laid-out labels,
+// and the colours the page resolved to.
+const inspect = `(() => {
+  const charts = [...document.querySelectorAll('figure')].map(fig => {
+    const svg = fig.querySelector('svg');
+    const box = svg.getBoundingClientRect();
+    const bars = [...svg.querySelectorAll('g.row rect')].filter(r => r.getBBox().width > 0);
+    const painted = bars.filter(r => { const f = getComputedStyle(r).fill; return f && f !== 'none' && !f.startsWith('rgba(0, 0, 0, 0'); });
+    const texts = [...svg.querySelectorAll('text')].filter(t => t.getComputedTextLength() > 0);
+    const widths = [...svg.querySelectorAll('g.row')].map(g => { const r = g.querySelector('rect'); return r ? r.getBBox().width : 0; });
+    return {id: fig.id, width: box.width, height: box.height, bars: bars.length, painted: painted.length, texts: texts.length, widths};
+  });
+  return {charts, bg: getComputedStyle(document.documentElement).backgroundColor, fg: getComputedStyle(document.body).color,
+    tables: document.querySelectorAll('table').length, rows: document.querySelectorAll('tbody tr').length, title: document.title};
+})()`
+
+func TestHTMLInChromium(t *testing.T) {
+	ctx := browser(t)
+	rep := loadSample(t)
+	var buf bytes.Buffer
+	if err := rep.HTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pageURL := (&url.URL{Scheme: "file", Path: path}).String()
+
+	for _, scheme := range []string{"light", "dark"} {
+		t.Run(scheme, func(t *testing.T) {
+			tab, cancel := chromedp.NewContext(ctx)
+			defer cancel()
+			var log pageLog
+			log.listen(t, tab)
+			if _, err := chromedp.Call(tab, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := chromedp.Do(tab, chromedp.Navigate(pageURL), chromedp.WaitVisible(chromedp.CSS("#chart-resolved svg"))); err != nil {
+				t.Fatal(err)
+			}
+			info, err := chromedp.Run(tab, chromedp.Evaluate[pageInfo](inspect))
+			if err != nil {
+				t.Fatal(err)
+			}
+			shot, err := chromedp.Run(tab, chromedp.Screenshot(chromedp.CSS("#chart-resolved svg")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Let late console messages arrive before reading the log.
+			_ = chromedp.Do(tab, chromedp.Sleep(200*time.Millisecond))
+			problems, requests := log.snapshot()
+			for _, p := range problems {
+				t.Errorf("the page reported: %s", p)
+			}
+			for _, u := range requests {
+				if u != pageURL {
+					t.Errorf("the page requested %s (only the page itself may load)", u)
+				}
+			}
+
+			if info.Title != "Benchmark report" || info.Tables < 8 || info.Rows < 48 {
+				t.Errorf("page: title %q, %d tables, %d rows", info.Title, info.Tables, info.Rows)
+			}
+			if len(info.Charts) != 4 {
+				t.Fatalf("%d charts rendered, want 4: %+v", len(info.Charts), info.Charts)
+			}
+			for _, c := range info.Charts {
+				if c.Width < 300 || c.Height < 60 {
+					t.Errorf("%s: laid out %gx%g", c.ID, c.Width, c.Height)
+				}
+				if c.Bars < len(rep.Arms) || c.Painted != c.Bars {
+					t.Errorf("%s: %d bars rendered, %d painted; want at least %d, all painted", c.ID, c.Bars, c.Painted, len(rep.Arms))
+				}
+				if c.Texts < 2*len(rep.Arms) {
+					t.Errorf("%s: %d labels laid out", c.ID, c.Texts)
+				}
+			}
+			// The resolved bars are as long as the rates.
+			for i, a := range rep.Arms {
+				if w := info.Charts[0].Widths[i]; math.Abs(w-plotW*a.Rate) > 0.5 {
+					t.Errorf("%s: resolved bar %g units wide, want %g", a.Name, w, plotW*a.Rate)
+				}
+			}
+
+			bg, fg := luminance(t, info.Bg), luminance(t, info.Fg)
+			if scheme == "dark" && !(bg < 0.1 && fg > 0.6) || scheme == "light" && !(bg > 0.9 && fg < 0.1) {
+				t.Errorf("%s scheme: background %s, text %s", scheme, info.Bg, info.Fg)
+			}
+			if n := barPixels(t, shot); n < 2000 {
+				t.Errorf("the resolved chart's screenshot has %d bar-coloured pixels", n)
+			}
+		})
+	}
+}
+
+// TestBrowserCheckFails: the checks above see a broken page — an exception,
+// a console error and a resource that fails to load — so their silence on
+// the report means something.
+func TestBrowserCheckFails(t *testing.T) {
+	ctx := browser(t)
+	path := filepath.Join(t.TempDir(), "broken.html")
+	broken := `<!DOCTYPE html><title>broken</title><img src="missing.png"><script>console.error("boom"); noSuchFunction();</script>`
+	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	var log pageLog
+	log.listen(t, tab)
+	if err := chromedp.Do(tab, chromedp.Navigate((&url.URL{Scheme: "file", Path: path}).String()), chromedp.Sleep(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	problems, requests := log.snapshot()
+	all := strings.Join(problems, "\n")
+	for _, want := range []string{"console.error", "noSuchFunction", "missing.png"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no problem mentions %q; got:\n%s", want, all)
+		}
+	}
+	if len(requests) < 2 {
+		t.Errorf("requests %q: the image's request was not seen", requests)
+	}
+}
+
+// luminance is the relative luminance of a CSS rgb()/rgba() colour.
+func luminance(t *testing.T, css string) float64 {
+	t.Helper()
+	var r, g, b float64
+	s := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(css, "rgba("), "rgb("), ")")
+	if _, err := fmt.Sscanf(s, "%g, %g, %g", &r, &g, &b); err != nil {
+		t.Fatalf("colour %q: %v", css, err)
+	}
+	lin := func(c float64) float64 {
+		c /= 255
+		if c <= 0.04045 {
+			return c / 12.92
+		}
+		return math.Pow((c+0.055)/1.055, 2.4)
+	}
+	return 0.2126*lin(r) + 0.7152*lin(g) + 0.0722*lin(b)
+}
+
+// barPixels counts the blue pixels of the resolved chart's bars (blue well
+// above red in both schemes' bar colours, in neither background).
+func barPixels(t *testing.T, shot []byte) int {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	n := 0
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			if isBar(img, x, y) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func isBar(img image.Image, x, y int) bool {
+	r, _, b, _ := img.At(x, y).RGBA()
+	return int(b>>8)-int(r>>8) > 60
+}
