@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -72,6 +73,16 @@ func (r *Report) HTML(w io.Writer) error {
 		Tables             []table
 	}{termsafe.String(r.Dir), runs, tasks, len(r.Arms), how, warnings, charts, tables}
 	return pageTmpl.Execute(w, v)
+}
+
+// WriteHTMLFile writes the HTML page to path atomically: a reader sees the
+// previous file or the whole new one.
+func (r *Report) WriteHTMLFile(path string) error {
+	var buf bytes.Buffer
+	if err := r.HTML(&buf); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, buf.Bytes())
 }
 
 // Chart geometry, in SVG user units.
