@@ -391,24 +391,24 @@ func quoteList(names []string) string {
 	return strings.Join(q, ", ")
 }
 
-// Keyed is a name and a count, for ordered tables and charts.
-type Keyed struct {
+// keyed is a name and a count, for ordered tables and charts.
+type keyed struct {
 	Key   string
 	Count int
 }
 
-// Union returns the keys of the given count maps ordered by total count,
+// union returns the keys of the given count maps ordered by total count,
 // largest first, then by key.
-func union(maps ...map[string]int) []Keyed {
+func union(maps ...map[string]int) []keyed {
 	tot := map[string]int{}
 	for _, m := range maps {
 		addCounts(tot, m)
 	}
-	out := make([]Keyed, 0, len(tot))
+	out := make([]keyed, 0, len(tot))
 	for k, v := range tot {
-		out = append(out, Keyed{k, v})
+		out = append(out, keyed{k, v})
 	}
-	slices.SortFunc(out, func(a, b Keyed) int {
+	slices.SortFunc(out, func(a, b keyed) int {
 		if c := cmp.Compare(b.Count, a.Count); c != 0 {
 			return c
 		}
@@ -417,19 +417,19 @@ func union(maps ...map[string]int) []Keyed {
 	return out
 }
 
-// toolKeys, capabilityKeys and stopKeys order the columns of those tables
+// toolKeys and capabilityKeys order the columns of those tables
 // over every arm.
-func (r *Report) toolKeys() []Keyed {
+func (r *Report) toolKeys() []keyed {
 	return r.keys(func(a *ArmStats) map[string]int { return a.ToolCalls })
 }
-func (r *Report) capabilityKeys() []Keyed {
+func (r *Report) capabilityKeys() []keyed {
 	return r.keys(func(a *ArmStats) map[string]int { return a.CapabilityCalls })
 }
-func (r *Report) stopKeys() []Keyed {
+func (r *Report) stopKeys() []keyed {
 	return r.keys(func(a *ArmStats) map[string]int { return a.StopReasons })
 }
 
-func (r *Report) keys(f func(*ArmStats) map[string]int) []Keyed {
+func (r *Report) keys(f func(*ArmStats) map[string]int) []keyed {
 	ms := make([]map[string]int, len(r.Arms))
 	for i := range r.Arms {
 		ms[i] = f(&r.Arms[i])

@@ -109,11 +109,12 @@ func ledgerURL(dir string) string {
 	}
 	u := url.URL{Scheme: "file", Path: dir}
 	s := u.String()
-	// url.URL leaves some sub-delimiters as they are; in Markdown link
-	// destinations parentheses and brackets matter.
-	r := strings.NewReplacer("(", "%28", ")", "%29", "[", "%5B", "]", "%5D", "'", "%27", "*", "%2A", "!", "%21")
-	return r.Replace(s)
+	return linkSafe.Replace(s)
 }
+
+// linkSafe encodes the sub-delimiters url.URL leaves as they are and that
+// matter in a Markdown link destination.
+var linkSafe = strings.NewReplacer("(", "%28", ")", "%29", "[", "%5B", "]", "%5D", "'", "%27", "*", "%2A", "!", "%21")
 
 // short is s cut to n runes with an ellipsis, for chart labels.
 func short(s string, n int) string {

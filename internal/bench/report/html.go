@@ -213,7 +213,7 @@ func (r *Report) charts() []chart {
 	cs = append(cs, c)
 
 	// Stacked shares of calls.
-	stack := func(id, title, desc, unit string, keys []Keyed, f func(*ArmStats) map[string]int) chart {
+	stack := func(id, title, desc, unit string, keys []keyed, f func(*ArmStats) map[string]int) chart {
 		series := make([]string, 0, maxStack)
 		other := false
 		for i, k := range keys {

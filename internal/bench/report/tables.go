@@ -77,7 +77,7 @@ func (r *Report) tables() []table {
 	}
 	ts = append(ts, t)
 
-	countTable := func(id, title, note string, keys []Keyed, f func(*ArmStats) map[string]int) table {
+	countTable := func(id, title, note string, keys []keyed, f func(*ArmStats) map[string]int) table {
 		t := table{ID: id, Title: title, Note: note, Head: []string{"name"}, Empty: "None recorded."}
 		for _, a := range r.Arms {
 			t.Head = append(t.Head, a.Name)
