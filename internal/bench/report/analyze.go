@@ -65,7 +65,8 @@ type ArmStats struct {
 	Tasks int
 	// ResolvedRuns is the number of resolved runs; Rate the resolved rate
 	// (each task's share of resolved repeats, averaged over tasks), Lo and
-	// Hi its Wilson 95 % interval over tasks.
+	// Hi its Wilson 95 % interval over tasks (all NaN when the arm finished
+	// no task).
 	ResolvedRuns int
 	Rate, Lo, Hi float64
 	// PatchFailed counts runs whose patch did not apply.
@@ -254,7 +255,7 @@ func Analyze(d *Data, opt Options) *Report {
 				shares[i][id] = float64(resolved) / float64(done)
 			}
 		}
-		st.Rate, st.Lo, st.Hi = math.NaN(), 0, 1
+		st.Rate, st.Lo, st.Hi = math.NaN(), math.NaN(), math.NaN()
 		if st.Tasks > 0 {
 			sum := 0.0
 			for _, s := range shares[i] {

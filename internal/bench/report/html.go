@@ -203,8 +203,11 @@ func (r *Report) charts() []chart {
 			rate = 0
 		}
 		row.Segs = []seg{{X: plotX, W: plotW * rate, Class: "bar", Tip: fmt.Sprintf("%s: %s, 95 %% CI %s", a.Name, pct(a.Rate), interval(a.Lo, a.Hi))}}
-		row.Whisker = true
+		row.Whisker = !math.IsNaN(a.Lo)
 		row.WLo, row.WHi = plotX+plotW*a.Lo, plotX+plotW*a.Hi
+		if !row.Whisker {
+			row.WLo, row.WHi = plotX, plotX
+		}
 		row.WY = row.BarY + barH/2
 		row.CapY1, row.CapY2 = row.BarY+2, row.BarY+barH-2
 		row.Value, row.ValueX = pct(a.Rate), plotX+plotW+8

@@ -438,11 +438,43 @@ func FuzzReadResults(f *testing.F) {
 			if err := rep.Markdown(&bytes.Buffer{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := rep.HTML(&bytes.Buffer{}); err != nil {
+			var page bytes.Buffer
+			if err := rep.HTML(&page); err != nil {
 				t.Fatal(err)
+			}
+			if bytes.Contains(page.Bytes(), []byte("NaN")) || bytes.Contains(page.Bytes(), []byte("Inf")) {
+				t.Fatal("the page holds a NaN or an infinite number")
 			}
 		}
 	})
+}
+
+// TestNoFinishedRuns: an arm whose every run failed, and a pair with no
+// task in common, render dashes, never NaN.
+func TestNoFinishedRuns(t *testing.T) {
+	failed := result("t1", "b", 1, false)
+	failed.Error = "checkout failed"
+	rep := Analyze(&Data{Dir: "d", Results: []bench.Result{result("t1", "a", 1, true), failed, result("t2", "c", 1, true)}}, Options{})
+	var md, page bytes.Buffer
+	if err := rep.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.HTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{md.String(), page.String()} {
+		if strings.Contains(out, "NaN") || strings.Contains(out, "Inf") {
+			t.Errorf("output holds NaN:\n%s", out)
+		}
+	}
+	if !strings.Contains(md.String(), "| b | — | — | 0 | 0 | 0 | — | — | — | — | — | 1 |") {
+		t.Errorf("the failed arm's row is not all dashes:\n%s", md.String())
+	}
+	for _, p := range rep.Pairs {
+		if p.Tasks != 0 || !math.IsNaN(p.Diff) || p.P != 1 {
+			t.Errorf("pair %s-%s: %+v", p.A, p.B, p)
+		}
+	}
 }
 
 func FuzzParseManifest(f *testing.F) {

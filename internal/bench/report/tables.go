@@ -31,6 +31,19 @@ type cell struct {
 	Marks []markCell
 }
 
+// Classes are the cell's HTML classes: its Class, and "t" (text, aligned
+// left) for a name from the results.
+func (c cell) Classes() string {
+	switch {
+	case c.Own:
+		return c.Class
+	case c.Class == "":
+		return "t"
+	default:
+		return c.Class + " t"
+	}
+}
+
 type markCell struct {
 	Mark, Link, Tip, Class string
 }
