@@ -52,15 +52,12 @@ func (r *Report) Markdown(w io.Writer) error {
 		}
 		head := make([]string, len(t.Head))
 		sep := make([]string, len(t.Head))
+		left := t.Left()
 		for i, h := range t.Head {
 			head[i] = text(h)
-			// Names left, numbers right.
 			sep[i] = "---:"
-			for _, row := range t.Rows {
-				if i == 0 || (i < len(row) && !row[i].Own) {
-					sep[i] = "---"
-					break
-				}
+			if left[i] {
+				sep[i] = "---"
 			}
 		}
 		p("| %s |\n| %s |\n", strings.Join(head, " | "), strings.Join(sep, " | "))

@@ -31,6 +31,23 @@ type cell struct {
 	Marks []markCell
 }
 
+// Left reports, per column, whether it holds names (aligned left) rather
+// than numbers (aligned right): the first column always, and any column
+// with a name from the results.
+func (t table) Left() []bool {
+	left := make([]bool, len(t.Head))
+	for i := range left {
+		left[i] = i == 0
+		for _, row := range t.Rows {
+			if i < len(row) && !row[i].Own {
+				left[i] = true
+				break
+			}
+		}
+	}
+	return left
+}
+
 // Classes are the cell's HTML classes: its Class, and "t" (text, aligned
 // left) for a name from the results.
 func (c cell) Classes() string {
