@@ -418,16 +418,14 @@ func union(maps ...map[string]int) []keyed {
 	return out
 }
 
-// toolKeys and capabilityKeys order the columns of those tables
-// over every arm.
+// toolKeys and capabilityKeys order the rows of those tables over every
+// arm.
 func (r *Report) toolKeys() []keyed {
 	return r.keys(func(a *ArmStats) map[string]int { return a.ToolCalls })
 }
+
 func (r *Report) capabilityKeys() []keyed {
 	return r.keys(func(a *ArmStats) map[string]int { return a.CapabilityCalls })
-}
-func (r *Report) stopKeys() []keyed {
-	return r.keys(func(a *ArmStats) map[string]int { return a.StopReasons })
 }
 
 func (r *Report) keys(f func(*ArmStats) map[string]int) []keyed {
