@@ -246,31 +246,43 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 }
 
-// TestBrowserCheckFails: the checks above see a broken page — an exception,
-// a console error and a resource that fails to load — so their silence on
-// the report means something.
+// TestBrowserCheckFails: the checks above see broken pages — a resource the
+// Content-Security-Policy refuses, an exception, a console error and a
+// resource that fails to load — so their silence on the report means
+// something.
 func TestBrowserCheckFails(t *testing.T) {
 	ctx := browser(t)
 	path := filepath.Join(t.TempDir(), "broken.html")
-	broken := `<!DOCTYPE html><title>broken</title><img src="missing.png"><script>console.error("boom"); noSuchFunction();</script>`
-	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
-		t.Fatal(err)
+	// The report's own Content-Security-Policy, and a stylesheet it
+	// refuses: an asset added to the page later fails the test the same
+	// way.
+	broken := `<!DOCTYPE html><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">` +
+		`<title>broken</title><link rel="stylesheet" href="data:text/css,body{}"><div>x</div>`
+	broken2 := `<!DOCTYPE html><title>broken</title><img src="missing.png"><script>console.error("boom"); noSuchFunction();</script>`
+	path2 := filepath.Join(filepath.Dir(path), "broken2.html")
+	for p, page := range map[string]string{path: broken, path2: broken2} {
+		if err := os.WriteFile(p, []byte(page), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tab, cancel := chromedp.NewContext(ctx)
 	defer cancel()
 	var log pageLog
 	log.listen(t, tab)
-	if err := chromedp.Do(tab, chromedp.Navigate((&url.URL{Scheme: "file", Path: path}).String()), chromedp.Sleep(300*time.Millisecond)); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{path, path2} {
+		if err := chromedp.Do(tab, chromedp.Navigate((&url.URL{Scheme: "file", Path: p}).String()), chromedp.Sleep(300*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	problems, requests := log.snapshot()
 	all := strings.Join(problems, "\n")
-	for _, want := range []string{"console.error", "noSuchFunction", "missing.png"} {
+	t.Logf("the broken pages reported:\n%s", all)
+	for _, want := range []string{"Content Security Policy", "console.error", "noSuchFunction", "missing.png"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no problem mentions %q; got:\n%s", want, all)
 		}
 	}
-	if len(requests) < 2 {
+	if len(requests) < 3 {
 		t.Errorf("requests %q: the image's request was not seen", requests)
 	}
 }
