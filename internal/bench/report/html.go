@@ -261,8 +261,14 @@ func (r *Report) charts() []chart {
 		c.legend(labels)
 		return c
 	}
-	cs = append(cs, stack("chart-tools", "Tool mix", "Share of each arm's tool calls by tool name; calls per run at the right.", "calls/run", r.toolKeys(), func(a *ArmStats) map[string]int { return a.ToolCalls }))
-	cs = append(cs, stack("chart-capabilities", "Capabilities", "Share of each arm's calls by capability; calls per run at the right.", "calls/run", r.capabilityKeys(), func(a *ArmStats) map[string]int { return a.CapabilityCalls }))
+	// Results without behaviour (a graded predictions file) have no calls
+	// and no edits: those charts are left out rather than drawn empty.
+	if keys := r.toolKeys(); len(keys) > 0 {
+		cs = append(cs, stack("chart-tools", "Tool mix", "Share of each arm's tool calls by tool name; calls per run at the right.", "calls/run", keys, func(a *ArmStats) map[string]int { return a.ToolCalls }))
+	}
+	if keys := r.capabilityKeys(); len(keys) > 0 {
+		cs = append(cs, stack("chart-capabilities", "Capabilities", "Share of each arm's calls by capability; calls per run at the right.", "calls/run", keys, func(a *ArmStats) map[string]int { return a.CapabilityCalls }))
+	}
 
 	// Edit channels: files per run, stacked.
 	c = newChart("chart-edits", "Edit channels", "Files changed per run by editor, patch and shell.", len(r.Arms))
@@ -297,7 +303,9 @@ func (r *Report) charts() []chart {
 		c.Rows = append(c.Rows, row)
 	}
 	c.legend([]string{"editor", "patch", "shell"})
-	cs = append(cs, c)
+	if maxTotal > 0 {
+		cs = append(cs, c)
+	}
 	return cs
 }
 

@@ -470,6 +470,10 @@ func TestNoFinishedRuns(t *testing.T) {
 	if !strings.Contains(md.String(), "| b | — | — | 0 | 0 | 0 | — | — | — | — | — | 1 |") {
 		t.Errorf("the failed arm's row is not all dashes:\n%s", md.String())
 	}
+	// No calls and no edits anywhere: only the resolved chart is drawn.
+	if n := strings.Count(page.String(), "<figure"); n != 1 {
+		t.Errorf("%d charts for results without behaviour, want the resolved rate's alone", n)
+	}
 	for _, p := range rep.Pairs {
 		if p.Tasks != 0 || !math.IsNaN(p.Diff) || p.P != 1 {
 			t.Errorf("pair %s-%s: %+v", p.A, p.B, p)
