@@ -1,0 +1,272 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// hostile is output a command or a file might hold that, printed raw,
+// would set the window title, write the clipboard, clear the screen, open
+// a hyperlink, move the cursor or reorder the text.
+const hostile = "before\x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07 \x1b[2J\x1b[H \x1b]8;;http://evil/\x1b\\link\x1b]8;;\x1b\\ \x9b31m c1 \u202eevil\u202c \x1bPdcs\x1b\\ bell\x07 back\bspace\rafter"
+
+func TestControlSequencesNeverReachTheFrame(t *testing.T) {
+	for _, color := range []bool{true, false} {
+		for _, width := range []int{60, 100} {
+			d := newDriver(t, width, 60, color)
+			d.f.toolOutput = hostile + "\n"
+			d.send("fix it " + hostile)
+			d.wait()
+			// The model's text, a file's diff and an approval request carry it too.
+			d.u.Observe(agent.Event{Type: agent.EventTurnStarted, Turn: 3})
+			d.u.Observe(agent.Event{Type: agent.EventDelta, Turn: 3, Delta: &model.Delta{Kind: model.KindAssistant, Text: hostile}})
+			before, after := "a\n", "a\n"+hostile+"\n"
+			d.u.Observe(agent.Event{Type: agent.EventCallCompleted, Turn: 3,
+				Call:    &model.ToolCall{ID: "c9", Name: "write_file" + hostile},
+				Results: []tool.Result{{Changes: []tool.FileChange{{Path: "x" + hostile, Kind: tool.ChangeUpdate, Before: "1", After: "2", BeforeData: []byte(before), AfterData: []byte(after)}}}},
+				Result:  &model.ToolResult{Text: hostile}})
+			d.u.Observe(agent.Event{Type: agent.EventTurnFailed, Err: errors.New(hostile)})
+			frame := d.frame()
+			checkFrame(t, frame, width, 60, color)
+			for _, bad := range []string{"\x1b]", "\x1bP", "\x07", "\x9b", "\u202e", "\b", "\r", "\x1b[2J", "\x1b[H"} {
+				if strings.Contains(frame, bad) {
+					t.Errorf("color=%v width=%d: the frame holds %q", color, width, bad)
+				}
+			}
+			if !strings.Contains(frame, "<U+001B>]0;pwned<U+0007>") {
+				t.Errorf("color=%v width=%d: the title sequence is not shown as inert text:\n%s", color, width, frame)
+			}
+			// The approval card.
+			go d.u.Approve(context.Background(), ApprovalRequest{Tool: "bash", Command: "curl " + hostile, Paths: []string{"/etc" + hostile}, Reason: hostile})
+			d.waitApproval()
+			frame = d.frame()
+			checkFrame(t, frame, width, 60, color)
+			if strings.Contains(frame, "\x1b]") || strings.Contains(frame, "\x07") {
+				t.Errorf("the approval card holds a control sequence")
+			}
+			d.press("n")
+		}
+	}
+}
+
+func TestParseCommand(t *testing.T) {
+	for _, tc := range []struct{ in, name, arg string }{
+		{"/help", "help", ""},
+		{"  /Model  gpt-5.1 ", "model", "gpt-5.1"},
+		{"/resume abc def", "resume", "abc def"},
+		{"/", "", ""},
+		{"/sandbox\tread-only", "sandbox", "read-only"},
+	} {
+		name, arg := parseCommand(tc.in)
+		if name != tc.name || arg != tc.arg {
+			t.Errorf("parseCommand(%q) = %q, %q; want %q, %q", tc.in, name, arg, tc.name, tc.arg)
+		}
+	}
+}
+
+func TestAttachments(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"explain @main.go please", []string{"main.go"}},
+		{"compare @a.go, @b/c.go and @a.go.", []string{"a.go", "b/c.go"}},
+		{"mail me at a@b.com", nil},
+		{"a lone @ sign", nil},
+		{"(@x.txt)", nil},
+		{"@dir/with-dash_1.md)", []string{"dir/with-dash_1.md"}},
+	} {
+		if got := attachments(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("attachments(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzParseCommand(f *testing.F) {
+	f.Add("/model gpt")
+	f.Add("/\t\n x")
+	f.Fuzz(func(t *testing.T, s string) {
+		name, arg := parseCommand(s)
+		if strings.ContainsAny(name, " \t\n") {
+			t.Errorf("name %q holds a space", name)
+		}
+		if arg != strings.TrimSpace(arg) {
+			t.Errorf("arg %q is not trimmed", arg)
+		}
+	})
+}
+
+func FuzzAttachments(f *testing.F) {
+	f.Add("see @a.go and @b")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, p := range attachments(s) {
+			if p == "" || strings.ContainsAny(p, " \t\n") || !strings.Contains(s, "@"+p) {
+				t.Errorf("attachments(%q) gave %q", s, p)
+			}
+		}
+	})
+}
+
+func TestHistory(t *testing.T) {
+	d := newDriver(t, 60, 20, false)
+	d.send("/cost")
+	d.send("/model")
+	d.typeText("draft")
+	steps := []struct {
+		key, want string
+	}{
+		{"up", "/model"}, {"up", "/cost"}, {"up", "/cost"}, {"down", "/model"}, {"down", "draft"}, {"down", "draft"},
+	}
+	for i, s := range steps {
+		d.press(s.key)
+		if got := d.m.ta.Value(); got != s.want {
+			t.Fatalf("step %d (%s): input %q, want %q", i, s.key, got, s.want)
+		}
+	}
+}
+
+func TestMultilineInputIsSentWhole(t *testing.T) {
+	d := newDriver(t, 60, 20, false)
+	d.typeText("line one")
+	d.press("alt+enter")
+	d.typeText("line two")
+	d.press("ctrl+j")
+	d.typeText("slow three")
+	d.press("enter")
+	d.waitCall()
+	d.press("ctrl+c")
+	d.wait()
+	if got := d.f.tasks; len(got) != 1 || got[0] != "line one\nline two\nslow three" {
+		t.Fatalf("tasks %q", got)
+	}
+}
+
+// A cancelled turn ends through the session's cancel path: Run's ctx is
+// cancelled, the call ends cancelled and the UI is idle again.
+func TestCancelEndsTheTurn(t *testing.T) {
+	for _, key := range []string{"esc", "ctrl+c"} {
+		d := newDriver(t, 80, 20, false)
+		d.send("slow")
+		d.waitCall()
+		if d.m.busy == "" {
+			t.Fatal("not busy while a turn runs")
+		}
+		d.press(key)
+		msg := d.wait().(turnDoneMsg)
+		if msg.out.Status != agent.StatusCanceled {
+			t.Errorf("%s: outcome %s, want canceled", key, msg.out.Status)
+		}
+		if d.m.busy != "" {
+			t.Errorf("%s: still busy", key)
+		}
+		if !strings.Contains(d.frame(), "■ canceled") {
+			t.Errorf("%s: the frame does not say the turn was cancelled:\n%s", key, d.frame())
+		}
+	}
+}
+
+// Ctrl-D while a turn runs cancels it and quits once it has ended.
+func TestQuitWaitsForTheTurn(t *testing.T) {
+	d := newDriver(t, 80, 20, false)
+	d.send("slow")
+	d.waitCall()
+	_, cmd := d.m.Update(keyOf("ctrl+d"))
+	if cmd != nil {
+		t.Fatal("quit before the turn ended")
+	}
+	_, cmd = d.m.Update(<-d.msgs)
+	if cmd == nil {
+		t.Fatal("no quit after the turn ended")
+	}
+}
+
+func TestApprovalWithdrawnWhenItsContextEnds(t *testing.T) {
+	d := newDriver(t, 80, 24, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := d.u.Approve(ctx, ApprovalRequest{Command: "curl x", Network: true})
+		errc <- err
+	}()
+	d.waitApproval()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Approve returned %v", err)
+	}
+	d.waitFor("the withdrawal", func() bool { return len(d.m.approvals) == 0 })
+	if !strings.Contains(d.frame(), "withdrawn") {
+		t.Errorf("the frame does not say the request was withdrawn")
+	}
+}
+
+func TestApprovalAnswers(t *testing.T) {
+	for key, want := range map[string]Decision{"y": Allow, "n": Deny, "a": AllowAlways, "esc": Deny} {
+		d := newDriver(t, 80, 24, false)
+		got := make(chan Decision, 1)
+		go func() {
+			dec, _ := d.u.Approve(context.Background(), ApprovalRequest{Command: "curl x", Network: true})
+			got <- dec
+		}()
+		d.waitApproval()
+		d.press(key)
+		select {
+		case dec := <-got:
+			if dec != want {
+				t.Errorf("%s: decision %v, want %v", key, dec, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no decision", key)
+		}
+	}
+}
+
+func TestApproveAfterRunEnded(t *testing.T) {
+	u := New(Options{})
+	close(u.ended)
+	if _, err := u.Approve(context.Background(), ApprovalRequest{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Approve after the UI ended: %v", err)
+	}
+}
+
+// Commands run through the session's optional capabilities.
+func TestCommandsReachTheSession(t *testing.T) {
+	d := newDriver(t, 80, 30, false)
+	d.send("/compact")
+	d.wait()
+	if d.f.compacts != 1 {
+		t.Fatalf("compact ran %d times", d.f.compacts)
+	}
+	if !strings.Contains(d.frame(), "Compacted: 6 items") {
+		t.Errorf("the report is not shown")
+	}
+	d.send("/cost")
+	if !strings.Contains(d.frame(), "Cost $0.0000") {
+		t.Errorf("no cost report:\n%s", d.frame())
+	}
+	d.send("/resume")
+	if !strings.Contains(d.frame(), "/resume is not available in this session") {
+		t.Errorf("an unsupported command is not reported:\n%s", d.frame())
+	}
+	d.send("explain @main.go")
+	if !strings.Contains(d.frame(), "cannot attach files") || len(d.f.tasks) != 0 {
+		t.Errorf("a task with an attachment was sent to a session that cannot attach")
+	}
+}
+
+func TestResize(t *testing.T) {
+	d := newDriver(t, 100, 40, true)
+	d.send("fix it")
+	d.wait()
+	for _, w := range []int{100, 60, 40, 130, 60} {
+		d.m.Update(teaSize(w, 30))
+		checkFrame(t, d.frame(), w, 30, true)
+	}
+}
