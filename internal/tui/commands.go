@@ -177,8 +177,13 @@ func (m *Model) command(text string) tea.Cmd {
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.busy, m.cancel = "/"+name, cancel
+	fly := m.fly
 	return func() tea.Msg {
 		defer cancel()
+		if !fly.begin() {
+			return cmdDoneMsg{err: context.Canceled}
+		}
+		defer fly.end()
 		msg := run(ctx)
 		if msg.err != nil {
 			msg.err = fmt.Errorf("/%s: %w", name, msg.err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
@@ -26,7 +27,11 @@ type fakeSession struct {
 	mu       sync.Mutex
 	status   Status
 	tasks    []string
+	active   int // Runs that have not returned
 	compacts int
+	// cancelDelay is how long the slow command takes to end once
+	// cancelled (a process group being killed).
+	cancelDelay time.Duration
 	// toolOutput is what the script's shell command prints.
 	toolOutput string
 }
@@ -85,7 +90,13 @@ func (f *fakeSession) Run(ctx context.Context, task string) (agent.Outcome, erro
 	f.mu.Lock()
 	f.tasks = append(f.tasks, task)
 	f.status.Turns++
+	f.active++
 	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.active--
+		f.mu.Unlock()
+	}()
 	f.emit(agent.Event{Type: agent.EventUser, Items: []model.Item{{Kind: model.KindUser, Text: task}}})
 	switch {
 	case strings.Contains(task, "slow"):
@@ -143,6 +154,7 @@ func (f *fakeSession) runSlow(ctx context.Context) (agent.Outcome, error) {
 	op := tool.Call{ID: "call_s", Tool: "bash", Op: tool.OpExec, Args: &tool.ExecArgs{Command: "sleep 600"}}
 	f.emit(agent.Event{Type: agent.EventCallStarted, Turn: 1, Call: c, Ops: []tool.Call{op}})
 	<-ctx.Done()
+	time.Sleep(f.cancelDelay)
 	res := tool.Failed(op, &tool.Error{Kind: tool.ErrCanceled, Message: "the command was cancelled"})
 	f.emit(agent.Event{Type: agent.EventCallCompleted, Turn: 1, Call: c, Ops: []tool.Call{op}, Results: []tool.Result{res},
 		Result: &model.ToolResult{CallID: "call_s", Name: "bash", Text: "the command was cancelled", IsError: true}, FullText: "the command was cancelled"})

@@ -43,6 +43,7 @@ type Model struct {
 	ctx  context.Context
 	sess Session
 	q    *queue
+	fly  *inflight
 	r    renderer
 
 	width, height int
@@ -64,6 +65,24 @@ type Model struct {
 	curText, curReason      *block
 	streamed, streamedThink bool
 	calls                   map[string]*block
+
+	// The input's and the status line's last drawing, redrawn only when
+	// what they show changed.
+	inputKey   inputKey
+	inputLines []string
+	statusKey  statusKey
+	statusText string
+}
+
+type inputKey struct {
+	value                    string
+	line, col, width, height int
+}
+
+type statusKey struct {
+	s     Status
+	busy  string
+	width int
 }
 
 func newModel(ctx context.Context, s Session, q *queue, color bool) *Model {
@@ -71,6 +90,7 @@ func newModel(ctx context.Context, s Session, q *queue, color bool) *Model {
 		ctx:   ctx,
 		sess:  s,
 		q:     q,
+		fly:   newInflight(),
 		r:     renderer{st: newStyles(color), md: markdown{color: color}, showDiffs: true},
 		calls: make(map[string]*block),
 	}
@@ -285,8 +305,13 @@ func (m *Model) submit() tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.busy, m.cancel = "turn", cancel
 	sess, q := m.sess, m.q
+	fly := m.fly
 	return func() tea.Msg {
 		defer cancel()
+		if !fly.begin() {
+			return turnDoneMsg{err: context.Canceled}
+		}
+		defer fly.end()
 		for _, p := range paths {
 			rep, err := att.Attach(ctx, p)
 			if err != nil {
@@ -471,14 +496,28 @@ func (m *Model) render() (string, int) {
 	}
 	lines = append(lines, m.r.st.paint(m.r.st.dim, rule))
 	inputY := len(lines)
-	lines = append(lines, strings.Split(m.ta.View(), "\n")...)
-	lines = append(lines, m.statusLine())
-	for i, l := range lines {
-		if ansi.StringWidth(l) > w {
-			lines[i] = ansi.Truncate(l, w, "")
+	lines = append(lines, m.input()...)
+	if k := (statusKey{m.status, m.busy, w}); k != m.statusKey || m.statusText == "" {
+		m.statusKey, m.statusText = k, m.statusLine()
+	}
+	lines = append(lines, m.statusText)
+	return strings.Join(lines, "\n"), inputY
+}
+
+// input draws the input box, each line at most the width.
+func (m *Model) input() []string {
+	k := inputKey{m.ta.Value(), m.ta.Line(), m.ta.Column(), m.width, m.ta.Height()}
+	if k == m.inputKey && m.inputLines != nil {
+		return m.inputLines
+	}
+	ls := strings.Split(m.ta.View(), "\n")
+	for i, l := range ls {
+		if ansi.StringWidth(l) > m.width {
+			ls[i] = ansi.Truncate(l, m.width, "")
 		}
 	}
-	return strings.Join(lines, "\n"), inputY
+	m.inputKey, m.inputLines = k, ls
+	return ls
 }
 
 // approvalLines draws the first pending approval request as a card.

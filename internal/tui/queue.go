@@ -64,3 +64,46 @@ func (q *queue) drain() []item {
 	q.items = nil
 	return its
 }
+
+// inflight counts the session calls the UI has started (turns, commands),
+// so that Run returns only after every one has returned.
+type inflight struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	n      int
+	closed bool
+}
+
+func newInflight() *inflight {
+	f := &inflight{}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+// begin reports whether a call may start (false once closed).
+func (f *inflight) begin() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.n++
+	return true
+}
+
+func (f *inflight) end() {
+	f.mu.Lock()
+	f.n--
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+// closeAndWait refuses new calls and waits for the started ones.
+func (f *inflight) closeAndWait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	for f.n > 0 {
+		f.cond.Wait()
+	}
+}

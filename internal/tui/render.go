@@ -35,6 +35,10 @@ type block struct {
 	done bool // an assistant block's stream ended: it is drawn as markdown
 	tool *card
 
+	// stream holds the wrapped lines of a streaming block's complete
+	// lines, so that each delta wraps only the line it extends.
+	stream streamWrap
+
 	ver                    int
 	cacheW, cacheV, cacheG int
 	lines                  []string
@@ -92,9 +96,7 @@ func (r *renderer) draw(b *block, width int) []string {
 				return append(out, md...)
 			}
 		}
-		for _, l := range wrap(text, width-2) {
-			out = append(out, "  "+l)
-		}
+		return append(out, b.stream.lines(b.text.String(), width)...)
 	case blockReasoning:
 		text := strings.TrimSpace(b.text.String())
 		if text == "" {
@@ -324,4 +326,40 @@ func percent(part, whole int64) string {
 		return "<1%"
 	}
 	return fmt.Sprintf("%d%%", p)
+}
+
+// streamWrap wraps text that only grows: the lines before its last
+// newline are wrapped once and kept; only the last line is wrapped anew.
+type streamWrap struct {
+	width int
+	upto  int      // bytes of the text wrapped into done
+	done  []string // wrapped, indented lines of text[:upto]
+}
+
+// lines returns text wrapped to width, indented by two spaces, without
+// leading or trailing blank lines.
+func (s *streamWrap) lines(text string, width int) []string {
+	if s.width != width || s.upto > len(text) {
+		*s = streamWrap{width: width}
+	}
+	if i := strings.LastIndexByte(text, '\n'); i >= s.upto {
+		for _, l := range wrap(text[s.upto:i], width-2) {
+			if len(s.done) == 0 && strings.TrimSpace(l) == "" {
+				continue
+			}
+			s.done = append(s.done, "  "+l)
+		}
+		s.upto = i + 1
+	}
+	out := s.done
+	if last := text[s.upto:]; strings.TrimSpace(last) != "" {
+		out = out[:len(out):len(out)]
+		for _, l := range wrap(last, width-2) {
+			out = append(out, "  "+l)
+		}
+	}
+	for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
+		out = out[:len(out)-1]
+	}
+	return out
 }

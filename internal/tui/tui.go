@@ -108,9 +108,10 @@ func (u *UI) Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
 }
 
 // Run draws the session and sends it the user's tasks until the user
-// quits (Ctrl-D or /quit: Run returns nil, after any running turn has
-// ended through its cancel path) or ctx ends (Run returns ctx's error).
-// It may be called once.
+// quits (Ctrl-D or /quit: Run returns nil) or ctx ends (Run returns ctx's
+// error). Either way a turn or command still running is cancelled, and
+// Run returns only after the session's call has returned, so the caller
+// may Close the session at once. It may be called once.
 func (u *UI) Run(ctx context.Context, s Session) error {
 	u.mu.Lock()
 	if u.state != 0 {
@@ -145,6 +146,10 @@ func (u *UI) Run(ctx context.Context, s Session) error {
 		opts = append(opts, tea.WithWindowSize(u.opts.Width, u.opts.Height))
 	}
 	_, err := tea.NewProgram(m, opts...).Run()
+	// A turn still running (ctx ended) is cancelled with runCtx; wait
+	// for it to return through its cancel path.
+	stop()
+	m.fly.closeAndWait()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

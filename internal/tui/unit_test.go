@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -269,4 +270,40 @@ func TestResize(t *testing.T) {
 		d.m.Update(teaSize(w, 30))
 		checkFrame(t, d.frame(), w, 30, true)
 	}
+}
+
+// When Run's ctx ends during a turn, Run returns ctx's error only after
+// the session's Run has returned through its cancel path.
+func TestRunWaitsForTheTurnWhenItsContextEnds(t *testing.T) {
+	pr, pw := io.Pipe()
+	u := New(Options{Input: pr, Output: io.Discard, Width: 80, Height: 24, Env: []string{}})
+	f := newFake(u)
+	f.cancelDelay = 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- u.Run(ctx, f) }()
+	go io.WriteString(pw, "slow\r")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		n := len(f.tasks)
+		f.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task never reached the session")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.active != 0 {
+		t.Fatal("Run returned while the session's Run was still running")
+	}
+	pw.Close()
 }
