@@ -23,6 +23,9 @@ const maxDiffLines = 400
 // its head and tail only, so keeping a huge output would only cost memory.
 const maxResultBytes = 64 << 10
 
+// childEvent is the type of a sub-agent's line (see UI.Child).
+const childEvent agent.EventType = "tui_child"
+
 // event is an agent.Event reduced to what the UI draws, copied out of the
 // loop's values and with every text that came from a model, a file, a
 // command or a tool already passed through termsafe. It is built on the

@@ -411,6 +411,8 @@ func (m *Model) event(e *event) bool {
 	case agent.EventTurnCompleted:
 		m.endStream()
 		return true
+	case childEvent:
+		m.add(blockChild, e.text)
 	case agent.EventTurnFailed:
 		m.endStream()
 		m.add(blockError, e.text)

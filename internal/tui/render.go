@@ -23,6 +23,7 @@ const (
 	blockOutcome  // how a run ended
 	blockDiff     // a unified diff shown by /diff
 	blockApproval // an answered approval request
+	blockChild    // a sub-agent's call or end
 )
 
 // block is one entry of the transcript. Its text is already sanitised.
@@ -136,6 +137,10 @@ func (r *renderer) draw(b *block, width int) []string {
 		out = append(out, "")
 		for _, l := range wrap(b.text.String(), width-2) {
 			out = append(out, st.paint(st.dim, "  "+l))
+		}
+	case blockChild:
+		for _, l := range wrap(b.text.String(), width-4) {
+			out = append(out, st.paint(st.dim, "    "+l))
 		}
 	case blockDiff:
 		out = append(out, "")

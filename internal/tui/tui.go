@@ -22,6 +22,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/termsafe"
+	"github.com/trussdev/truss/internal/ui"
 )
 
 // Options configure a UI. The zero value uses the process's terminal and
@@ -74,6 +76,36 @@ func (u *UI) Observe(ev agent.Event) {
 	if e := convert(ev); e != nil {
 		u.q.push(item{ev: e})
 	}
+}
+
+// Child returns an observer for a sub-agent's run, drawn as one indented
+// line per call it starts and one when it ends, marked with name.
+func (u *UI) Child(name string) agent.Observer {
+	name = termsafe.String(name)
+	return agent.ObserverFunc(func(ev agent.Event) {
+		var text string
+		switch ev.Type {
+		case agent.EventCallStarted:
+			if ev.Call == nil {
+				return
+			}
+			text = ui.Summary(ev.Call, ev.Ops)
+		case agent.EventTurnFailed:
+			if ev.Err == nil {
+				return
+			}
+			text = "✗ " + ev.Err.Error()
+		case agent.EventRunCompleted:
+			if ev.Outcome == nil {
+				return
+			}
+			o := ev.Outcome
+			text = fmt.Sprintf("%s after %s and %s", o.Status, plural(o.Turns, "turn"), plural(o.Calls, "tool call"))
+		default:
+			return
+		}
+		u.q.push(item{ev: &event{typ: childEvent, text: "↳ [" + name + "] " + termsafe.String(text)}})
+	})
 }
 
 // Approve asks the user whether a command may do more than the sandbox

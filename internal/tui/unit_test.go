@@ -307,3 +307,113 @@ func TestRunWaitsForTheTurnWhenItsContextEnds(t *testing.T) {
 	}
 	pw.Close()
 }
+
+// richSession adds the capabilities the plain fake lacks.
+type richSession struct {
+	*fakeSession
+	attached []string
+	resumed  []string
+	renewed  int
+	model    string
+}
+
+func (r *richSession) Attach(ctx context.Context, path string) (string, error) {
+	if path == "missing.go" {
+		return "", errors.New("open missing.go: no such file")
+	}
+	r.attached = append(r.attached, path)
+	return path + ", 3 lines", nil
+}
+
+func (r *richSession) Resume(ctx context.Context, id string) ([]model.Item, error) {
+	r.resumed = append(r.resumed, id)
+	return []model.Item{
+		{Kind: model.KindUser, Text: "earlier task"},
+		{Kind: model.KindReasoning, Text: "hmm"},
+		{Kind: model.KindToolCall, Call: &model.ToolCall{ID: "c1", Name: "bash", Input: `{"command":"ls"}`}},
+		{Kind: model.KindToolResult, Result: &model.ToolResult{CallID: "c1", Text: "a.go\nb.go\x1b]0;t\x07"}},
+		{Kind: model.KindAssistant, Text: "Earlier **answer**."},
+	}, nil
+}
+
+func (r *richSession) NewSession(ctx context.Context) error { r.renewed++; return nil }
+
+func (r *richSession) SetModel(ctx context.Context, name string) error {
+	if name == "nope" {
+		return errors.New("unknown model nope")
+	}
+	r.model = name
+	return nil
+}
+
+func newRichDriver(t *testing.T) (*driver, *richSession) {
+	d := newDriver(t, 80, 40, false)
+	r := &richSession{fakeSession: d.f}
+	d.m.sess = r
+	return d, r
+}
+
+func TestAttach(t *testing.T) {
+	d, r := newRichDriver(t)
+	d.send("explain @calc.go and @go.mod.")
+	d.wait()
+	if !slices.Equal(r.attached, []string{"calc.go", "go.mod"}) || len(r.tasks) != 1 {
+		t.Fatalf("attached %q, tasks %q", r.attached, r.tasks)
+	}
+	if f := d.frame(); !strings.Contains(f, "Attached calc.go, 3 lines") {
+		t.Errorf("the attachment is not reported:\n%s", f)
+	}
+	d.send("explain @missing.go")
+	d.wait()
+	if len(r.tasks) != 1 {
+		t.Errorf("a task whose attachment failed was sent")
+	}
+	if f := d.frame(); !strings.Contains(f, "attach missing.go: open missing.go: no such file; the task was not sent") {
+		t.Errorf("the failed attachment is not reported:\n%s", f)
+	}
+}
+
+func TestResumeAndNew(t *testing.T) {
+	d, r := newRichDriver(t)
+	d.send("fix it")
+	d.wait()
+	d.send("/resume s-0")
+	d.wait()
+	f := d.frame()
+	if !slices.Equal(r.resumed, []string{"s-0"}) {
+		t.Fatalf("resumed %q", r.resumed)
+	}
+	if strings.Contains(f, "fix it") || !strings.Contains(f, "earlier task") || !strings.Contains(f, "Earlier answer.") && !strings.Contains(f, "Earlier **answer**.") || !strings.Contains(f, "<U+001B>]0;t") {
+		t.Errorf("the resumed transcript is not drawn as it should be:\n%s", f)
+	}
+	d.send("/new")
+	d.wait()
+	if f := d.frame(); r.renewed != 1 || strings.Contains(f, "earlier task") || !strings.Contains(f, "New session.") {
+		t.Errorf("/new did not start anew:\n%s", f)
+	}
+	d.send("/model nope")
+	d.wait()
+	d.send("/model gpt-x")
+	d.wait()
+	if f := d.frame(); r.model != "gpt-x" || !strings.Contains(f, "/model: unknown model nope") || !strings.Contains(f, "Model: gpt-x") {
+		t.Errorf("/model: model %q, frame:\n%s", r.model, f)
+	}
+}
+
+func TestChildObserver(t *testing.T) {
+	d := newDriver(t, 80, 20, false)
+	c := d.u.Child("reviewer\x1b[31m")
+	c.Observe(agent.Event{Type: agent.EventCallStarted, Call: &model.ToolCall{ID: "x", Name: "bash"},
+		Ops: []tool.Call{{Op: tool.OpExec, Args: &tool.ExecArgs{Command: "go vet ./..."}}}})
+	c.Observe(agent.Event{Type: agent.EventDelta, Delta: &model.Delta{Kind: model.KindAssistant, Text: "not shown"}})
+	c.Observe(agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusCompleted, Turns: 1, Calls: 1}})
+	f := d.frame()
+	for _, want := range []string{"↳ [reviewer] bash · $ go vet ./...", "↳ [reviewer] completed after 1 turn and 1 tool call"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("the frame lacks %q:\n%s", want, f)
+		}
+	}
+	if strings.Contains(f, "not shown") {
+		t.Errorf("a sub-agent's text is drawn")
+	}
+}
