@@ -1,12 +1,9 @@
 package tui
 
 import (
-	"regexp"
-	"strings"
-
-	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
+
+	md "github.com/trussdev/truss/internal/tui/markdown"
 )
 
 // styles are the UI's own colours. Without colour every style is the
@@ -51,57 +48,22 @@ func (s *styles) paint(st lipgloss.Style, text string) string {
 	return st.Render(text)
 }
 
-// markdown renders assistant text with Glamour, one renderer per width,
-// made on first use (so that the first frame does not wait for it).
+// markdown renders assistant text, one renderer made on first use.
 type markdown struct {
 	color bool
-	width int
-	r     *glamour.TermRenderer
-	err   error
+	r     *md.Renderer
 }
 
-// osc matches the operating-system commands Glamour writes for links
-// (OSC 8 hyperlinks). The UI draws no hyperlinks: a link's target is shown
-// as text beside it, never hidden behind it.
-var osc = regexp.MustCompile("\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)")
-
-// trailingBlank matches the styled spaces Glamour pads each line with.
-var trailingBlank = regexp.MustCompile("(?:\x1b\\[[0-9;]*m| )+$")
-
-// render returns md as lines of at most width cells, or nil when Glamour
-// fails (the caller then shows the plain text).
-func (m *markdown) render(md string, width int) []string {
-	if m.r == nil || m.width != width {
-		style := "dark"
-		if !m.color {
-			style = "notty"
-		}
-		m.r, m.err = glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(max(width-4, 10)))
-		m.width = width
+// render returns text drawn as markdown in lines of at most width cells,
+// indented by two.
+func (m *markdown) render(text string, width int) []string {
+	if m.r == nil {
+		m.r = md.New(m.color)
 	}
-	if m.err != nil {
-		return nil
-	}
-	out, err := m.r.Render(md)
-	if err != nil {
-		return nil
-	}
-	out = osc.ReplaceAllString(out, "")
-	if !m.color {
-		out = ansi.Strip(out)
-	}
-	lines := strings.Split(strings.Trim(out, "\n"), "\n")
+	lines := m.r.Render(text, width-2)
 	for i, l := range lines {
-		if ansi.StringWidth(l) > width {
-			lines[i] = ansi.Truncate(l, width, "")
-		}
-		if strings.HasSuffix(lines[i], " ") || strings.HasSuffix(lines[i], "m") {
-			if loc := trailingBlank.FindStringIndex(lines[i]); loc != nil {
-				lines[i] = lines[i][:loc[0]]
-				if m.color && strings.Contains(lines[i], "\x1b[") {
-					lines[i] += "\x1b[m"
-				}
-			}
+		if l != "" {
+			lines[i] = "  " + l
 		}
 	}
 	return lines
