@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"charm.land/bubbles/v2/spinner"
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -53,6 +54,9 @@ type Model struct {
 	ta   textarea.Model
 	hist history
 
+	spin     spinner.Model
+	spinning bool // a tick is on its way
+
 	busy     string             // what runs ("" when idle): "turn" or a command's name
 	cancel   context.CancelFunc // cancels what runs
 	quitting bool
@@ -82,6 +86,7 @@ type inputKey struct {
 type statusKey struct {
 	s     Status
 	busy  string
+	spin  string
 	width int
 }
 
@@ -120,6 +125,7 @@ func newModel(ctx context.Context, s Session, q *queue, color bool) *Model {
 	}
 	ta.Focus()
 	m.ta = ta
+	m.spin = spinner.New(spinner.WithSpinner(spinner.MiniDot))
 	m.status = s.Status()
 	return m
 }
@@ -167,6 +173,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, tea.Quit
 		}
 		return m, nil
+	case spinner.TickMsg:
+		if m.busy == "" {
+			m.spinning = false
+			return m, nil
+		}
+		var cmd tea.Cmd
+		m.spin, cmd = m.spin.Update(msg)
+		return m, cmd
 	case tea.PasteMsg:
 		var cmd tea.Cmd
 		m.ta, cmd = m.ta.Update(msg)
@@ -212,7 +226,12 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return m, m.quit()
 		}
 	case "enter":
-		return m, m.submit()
+		cmd := m.submit()
+		if cmd != nil && m.busy != "" && !m.spinning {
+			m.spinning = true
+			cmd = tea.Batch(cmd, m.spin.Tick)
+		}
+		return m, cmd
 	case "pgup":
 		m.scroll += max(m.regionHeight()/2, 1)
 		return m, nil
@@ -499,7 +518,7 @@ func (m *Model) render() (string, int) {
 	lines = append(lines, m.r.st.paint(m.r.st.dim, rule))
 	inputY := len(lines)
 	lines = append(lines, m.input()...)
-	if k := (statusKey{m.status, m.busy, w}); k != m.statusKey || m.statusText == "" {
+	if k := (statusKey{m.status, m.busy, m.spin.View(), w}); k != m.statusKey || m.statusText == "" {
 		m.statusKey, m.statusText = k, m.statusLine()
 	}
 	lines = append(lines, m.statusText)
@@ -574,7 +593,7 @@ func (m *Model) statusLine() string {
 		if m.busy != "turn" {
 			what = m.busy
 		}
-		left = append(left, "● "+what+" · esc cancels")
+		left = append(left, m.spin.View()+" "+what+" · esc cancels")
 	}
 	for _, f := range []string{s.Model, s.Surface, s.Sandbox, s.Approval} {
 		if f != "" {

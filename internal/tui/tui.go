@@ -73,6 +73,11 @@ func New(opts Options) *UI {
 // Observe implements agent.Observer: it copies what the UI draws out of ev
 // (sanitised) and queues it; it never waits for the UI.
 func (u *UI) Observe(ev agent.Event) {
+	select {
+	case <-u.ended:
+		return // nothing will draw it
+	default:
+	}
 	if e := convert(ev); e != nil {
 		u.q.push(item{ev: e})
 	}

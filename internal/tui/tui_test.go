@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 )
 
@@ -66,8 +67,26 @@ func keyOf(name string) tea.KeyPressMsg {
 func (d *driver) press(name string) {
 	_, cmd := d.m.Update(keyOf(name))
 	if cmd != nil && (name == "enter" || name == "ctrl+d") {
-		go func() { d.msgs <- cmd() }()
+		d.run(cmd)
 	}
+}
+
+// run runs a command in the background and feeds its message back; the
+// spinner's ticks are dropped (frames stay the same from run to run).
+func (d *driver) run(cmd tea.Cmd) {
+	go func() {
+		switch msg := cmd().(type) {
+		case tea.BatchMsg:
+			for _, c := range msg {
+				if c != nil {
+					d.run(c)
+				}
+			}
+		case spinner.TickMsg:
+		default:
+			d.msgs <- msg
+		}
+	}()
 }
 
 func (d *driver) typeText(s string) {
