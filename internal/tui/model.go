@@ -582,41 +582,52 @@ func (m *Model) approvalLines() []string {
 	return out
 }
 
-// statusLine shows what runs, the model, surface, sandbox, tokens, cost
-// and how full the context is.
+// statusLine shows what runs, the model, surface, sandbox, approval
+// policy, tokens, cost and how full the context is. When the width is
+// short it leaves out, in this order, the approval policy, the hint to
+// cancel, the surface and the cost, then cuts what is left.
 func (m *Model) statusLine() string {
 	st := &m.r.st
 	s := m.status
-	left := []string{}
+	u := s.Usage
+	f := map[string]string{
+		"model": termsafe.String(s.Model), "surface": termsafe.String(s.Surface),
+		"sandbox": termsafe.String(s.Sandbox), "approval": termsafe.String(s.Approval),
+		"tokens": tokens(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens+u.OutputTokens) + " tok",
+	}
 	if m.busy != "" {
 		what := "working"
 		if m.busy != "turn" {
 			what = m.busy
 		}
-		left = append(left, m.spin.View()+" "+what+" · esc cancels")
+		f["busy"], f["hint"] = m.spin.View()+" "+what, "esc cancels"
 	}
-	for _, f := range []string{s.Model, s.Surface, s.Sandbox, s.Approval} {
-		if f != "" {
-			left = append(left, termsafe.String(f))
-		}
-	}
-	u := s.Usage
-	right := tokens(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens+u.OutputTokens) + " tok"
 	if u.CostUSD > 0 {
-		right += fmt.Sprintf(" · $%.4f", u.CostUSD)
+		f["cost"] = fmt.Sprintf("$%.4f", u.CostUSD)
 	}
 	if s.ContextWindow > 0 {
-		right += " · ctx " + percent(s.ContextTokens, s.ContextWindow)
+		f["ctx"] = "ctx " + percent(s.ContextTokens, s.ContextWindow)
 	}
-	l := " " + strings.Join(left, " · ")
-	right += " "
-	room := m.width - ansi.StringWidth(right) - 1
-	if room < 10 {
-		return st.paint(st.status, trunc(l, m.width))
+	join := func(keys ...string) string {
+		var parts []string
+		for _, k := range keys {
+			if f[k] != "" {
+				parts = append(parts, f[k])
+			}
+		}
+		return strings.Join(parts, " · ")
 	}
-	l = trunc(l, room)
-	pad := m.width - ansi.StringWidth(l) - ansi.StringWidth(right)
-	return st.paint(st.status, l+strings.Repeat(" ", max(pad, 1))+right)
+	var line string
+	for _, drop := range []string{"", "approval", "hint", "surface", "cost"} {
+		delete(f, drop)
+		left, right := " "+join("busy", "hint", "model", "surface", "sandbox", "approval"), join("tokens", "cost", "ctx")+" "
+		pad := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+		line = left + strings.Repeat(" ", max(pad, 1)) + right
+		if pad >= 1 {
+			break
+		}
+	}
+	return st.paint(st.status, trunc(line, m.width))
 }
 
 // approvalSubject names a request in one line.
