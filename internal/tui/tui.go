@@ -48,6 +48,10 @@ type Options struct {
 	Env []string
 	// Width and Height fix the size when Output is not a terminal.
 	Width, Height int
+	// History is the input history to start with, oldest first (Up
+	// recalls the newest); UI.History returns it with this session's
+	// inputs added, for the caller to keep.
+	History []string
 }
 
 // ErrClosed is returned by Approve when the UI is not running, so no one
@@ -63,6 +67,16 @@ type UI struct {
 	mu    sync.Mutex
 	state int // 0 not started, 1 running, 2 ended
 	ended chan struct{}
+	hist  []string
+}
+
+// History returns the input history once Run has returned: the entries
+// of Options.History followed by what was sent in this session, at most
+// the newest 1,000.
+func (u *UI) History() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.hist...)
 }
 
 // New returns a UI; events observed before Run are drawn when it starts.
@@ -175,6 +189,9 @@ func (u *UI) Run(ctx context.Context, s Session) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	m := newModel(runCtx, s, u.q, color)
+	for _, h := range u.opts.History {
+		m.hist.add(h)
+	}
 	opts := []tea.ProgramOption{tea.WithContext(runCtx), tea.WithOutput(out), tea.WithEnvironment(env), tea.WithColorProfile(profile)}
 	if u.opts.Input != nil {
 		opts = append(opts, tea.WithInput(u.opts.Input))
@@ -187,6 +204,9 @@ func (u *UI) Run(ctx context.Context, s Session) error {
 	// for it to return through its cancel path.
 	stop()
 	m.fly.closeAndWait()
+	u.mu.Lock()
+	u.hist, u.state = append([]string(nil), m.hist.entries...), 2
+	u.mu.Unlock()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -308,6 +308,24 @@ func TestRunWaitsForTheTurnWhenItsContextEnds(t *testing.T) {
 	pw.Close()
 }
 
+func TestHistoryKeptAcrossSessions(t *testing.T) {
+	pr, pw := io.Pipe()
+	u := New(Options{Input: pr, Output: io.Discard, Width: 80, Height: 24, Env: []string{}, History: []string{"old one", "old two"}})
+	errc := make(chan error, 1)
+	go func() { errc <- u.Run(context.Background(), newFake(u)) }()
+	// Up twice recalls "old one"; Enter sends it (a task); then /quit.
+	io.WriteString(pw, "\x1b[A\x1b[A\r")
+	io.WriteString(pw, "/quit\r")
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	want := []string{"old two", "old one", "/quit"}
+	if got := u.History(); !slices.Equal(got, append([]string{"old one"}, want...)) {
+		t.Fatalf("history %q", got)
+	}
+}
+
 // richSession adds the capabilities the plain fake lacks.
 type richSession struct {
 	*fakeSession
@@ -415,5 +433,40 @@ func TestChildObserver(t *testing.T) {
 	}
 	if strings.Contains(f, "not shown") {
 		t.Errorf("a sub-agent's text is drawn")
+	}
+}
+
+// A streaming message wrapped delta by delta reads the same as the whole
+// text wrapped at once, also across a resize.
+func TestStreamWrapMatchesWholeWrap(t *testing.T) {
+	text := "\n\nFirst paragraph with enough words to wrap more than once at a narrow width.\n\n" +
+		"- a list item\n- another one that is rather longer than the first\n\n\tindented with a tab\n" +
+		strings.Repeat("averyveryverylongwordwithoutspaces", 3) + "\nlast line without newline  \n\n"
+	reference := func(s string, width int) []string {
+		var out []string
+		for _, l := range wrap(s, width-2) {
+			if len(out) == 0 && strings.TrimSpace(l) == "" {
+				continue
+			}
+			out = append(out, "  "+l)
+		}
+		for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
+			out = out[:len(out)-1]
+		}
+		return out
+	}
+	var sw streamWrap
+	for _, step := range []int{1, 3, 7, 13} {
+		sw = streamWrap{}
+		for n := 0; n <= len(text); n += step {
+			width := 30
+			if n > len(text)/2 {
+				width = 44 // a resize halfway
+			}
+			got, want := sw.lines(text[:n], width), reference(text[:n], width)
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d, %d bytes, width %d:\n got %q\nwant %q", step, n, width, got, want)
+			}
+		}
 	}
 }
