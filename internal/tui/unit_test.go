@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/colorprofile"
+
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
@@ -467,6 +469,25 @@ func TestStreamWrapMatchesWholeWrap(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("step %d, %d bytes, width %d:\n got %q\nwant %q", step, n, width, got, want)
 			}
+		}
+	}
+}
+
+func TestUseColor(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		p    colorprofile.Profile
+		want bool
+	}{
+		{nil, colorprofile.TrueColor, true},
+		{[]string{"NO_COLOR=1"}, colorprofile.TrueColor, false},
+		{[]string{"NO_COLOR="}, colorprofile.ANSI256, true},
+		{nil, colorprofile.ANSI, true},
+		{nil, colorprofile.Ascii, false},
+		{nil, colorprofile.NoTTY, false},
+	} {
+		if got := useColor(tc.env, tc.p); got != tc.want {
+			t.Errorf("useColor(%q, %v) = %v", tc.env, tc.p, got)
 		}
 	}
 }
