@@ -89,6 +89,9 @@ func (d *drawer) block(n ast.Node, width int) []string {
 		st := inline{bold: true, heading: true}
 		return d.wrap(d.paint(st, marker)+d.inlines(n, st), width)
 	case *ast.Paragraph, *ast.TextBlock:
+		if t := d.table(n, width); t != nil {
+			return t
+		}
 		return d.wrap(d.inlines(n, inline{}), width)
 	case *ast.ThematicBreak:
 		return []string{d.paint(inline{faint: true}, strings.Repeat("─", min(width, 40)))}
@@ -142,6 +145,30 @@ func (d *drawer) list(l *ast.List, width int) []string {
 				out = append(out, strings.Repeat(" ", mw)+b)
 			}
 		}
+	}
+	return out
+}
+
+// table draws a paragraph whose every line starts with a pipe (a GFM
+// table, which CommonMark reads as one paragraph) line by line as it was
+// written, each line cut to the width, instead of joining its lines.
+func (d *drawer) table(n ast.Node, width int) []string {
+	segs := n.Lines()
+	if segs.Len() < 2 {
+		return nil
+	}
+	var out []string
+	for i := range segs.Len() {
+		seg := segs.At(i)
+		l := strings.TrimSpace(string(seg.Value(d.src)))
+		if !strings.HasPrefix(l, "|") {
+			return nil
+		}
+		l = termsafe.String(strings.ReplaceAll(l, "\t", "    "))
+		if ansi.StringWidth(l) > width {
+			l = ansi.Truncate(l, width-1, "") + "…"
+		}
+		out = append(out, l)
 	}
 	return out
 }

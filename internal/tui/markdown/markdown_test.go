@@ -31,6 +31,9 @@ func TestRenderPlain(t *testing.T) {
 		{"rule", "a\n\n---\n\nb", 80, "a\n\n" + strings.Repeat("─", 40) + "\n\nb"},
 		{"entities", "a &amp; b &lt; c \\*d\\*", 80, "a & b < c *d*"},
 		{"image", "![logo](l.png)", 80, "[image: logo] (l.png)"},
+		{"table", "| a | b |\n|---|---|\n| 1 | 2 |", 80, "| a | b |\n|---|---|\n| 1 | 2 |"},
+		{"table cut", "| aaaa | bbbb |\n|---|---|", 12, "| aaaa | bb…\n|---|---|"},
+		{"pipe in text", "a | b\n| c", 80, "a | b | c"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := strings.Join(New(false).Render(tc.src, tc.width), "\n")
