@@ -177,3 +177,19 @@ func BenchmarkFirstFrame(b *testing.B) {
 		<-errc
 	}
 }
+
+// BenchmarkDiffOf measures the diff of one changed line in a file just
+// under maxDiffInput, computed on the agent loop's goroutine.
+func BenchmarkDiffOf(b *testing.B) {
+	line := "some ordinary line of source code, about sixty bytes long.\n"
+	n := maxDiffInput / len(line)
+	before := strings.Repeat(line, n)
+	after := strings.Repeat(line, n/2) + "a changed line\n" + strings.Repeat(line, n-n/2-1)
+	c := tool.FileChange{Path: "big.txt", Kind: tool.ChangeUpdate, Before: "x", After: "y", BeforeData: []byte(before), AfterData: []byte(after)}
+	b.ReportAllocs()
+	for range b.N {
+		if d := diffOf(c); d.adds != 1 || d.dels != 1 {
+			b.Fatalf("diff +%d -%d", d.adds, d.dels)
+		}
+	}
+}

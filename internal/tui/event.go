@@ -19,6 +19,10 @@ import (
 // workspace's whole diff.
 const maxDiffLines = 400
 
+// maxDiffInput bounds the contents a call's diff is computed from (a
+// diff of a file this large takes tens of milliseconds).
+const maxDiffInput = 1 << 20
+
 // maxResultBytes bounds the tool output kept for one call: a card shows
 // its head and tail only, so keeping a huge output would only cost memory.
 const maxResultBytes = 64 << 10
@@ -48,7 +52,10 @@ type event struct {
 	summary string
 	result  string
 	failed  bool
-	diffs   []fileDiff
+	// changes are the call's file changes; their diffs are computed on
+	// the UI's goroutine, never on the agent loop's, and the contents
+	// dropped once they are (the executor never modifies them).
+	changes []tool.FileChange
 
 	usage   model.Usage
 	outcome *agent.Outcome
@@ -63,6 +70,7 @@ type fileDiff struct {
 	dels       int
 	more       int // lines left out past maxDiffLines
 	binary     bool
+	large      int  // the contents' size, when over maxDiffInput (no diff drawn)
 	unreadable bool // the executor could not read the contents
 }
 
@@ -125,9 +133,7 @@ func convert(ev agent.Event) *event {
 				if r.Err != nil {
 					e.failed = true
 				}
-				for _, c := range r.Changes {
-					e.diffs = append(e.diffs, diffOf(c))
-				}
+				e.changes = append(e.changes, r.Changes...)
 			}
 		}
 	case agent.EventTurnCompleted:
@@ -173,6 +179,10 @@ func diffOf(c tool.FileChange) fileDiff {
 	}
 	if (c.Before != "" && c.BeforeData == nil) || (c.After != "" && c.AfterData == nil) {
 		d.unreadable = true
+		return d
+	}
+	if n := max(len(c.BeforeData), len(c.AfterData)); n > maxDiffInput {
+		d.large = n
 		return d
 	}
 	if isBinary(c.BeforeData) || isBinary(c.AfterData) {

@@ -425,7 +425,11 @@ func (m *Model) event(e *event) bool {
 		}
 		delete(m.calls, e.callID)
 		c := b.tool
-		c.done, c.failed, c.result, c.diffs = true, e.failed, e.result, e.diffs
+		c.done, c.failed, c.result = true, e.failed, e.result
+		for _, ch := range e.changes {
+			c.diffs = append(c.diffs, diffOf(ch))
+		}
+		e.changes = nil
 		b.touch()
 	case agent.EventTurnCompleted:
 		m.endStream()

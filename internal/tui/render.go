@@ -221,6 +221,8 @@ func (r *renderer) drawFileDiff(d fileDiff, width int) []string {
 	switch {
 	case d.binary:
 		return []string{trunc(fmt.Sprintf("  ⎿ %s %s (binary)", verb, d.path), width)}
+	case d.large > 0:
+		return []string{trunc(fmt.Sprintf("  ⎿ %s %s (%.1f MB, too large to draw; /diff shows it)", verb, d.path, float64(d.large)/(1<<20)), width)}
 	case d.unreadable:
 		return []string{trunc(fmt.Sprintf("  ⎿ %s %s (contents not readable)", verb, d.path), width)}
 	case !r.showDiffs:
