@@ -491,3 +491,31 @@ func TestUseColor(t *testing.T) {
 		}
 	}
 }
+
+func TestDiffOf(t *testing.T) {
+	big := strings.Repeat("x", maxDiffInput+1)
+	r := renderer{st: newStyles(false), showDiffs: true}
+	for _, tc := range []struct {
+		name string
+		c    tool.FileChange
+		want string
+	}{
+		{"add", tool.FileChange{Path: "n.go", Kind: tool.ChangeAdd, After: "d", AfterData: []byte("a\nb\n")},
+			"  ⎿ added n.go +2 −0\n    @@ -0,0 +1,2 @@\n    +a\n    +b"},
+		{"delete", tool.FileChange{Path: "o.go", Kind: tool.ChangeDelete, Before: "d", BeforeData: []byte("a\n")},
+			"  ⎿ deleted o.go +0 −1\n    @@ -1 +0,0 @@\n    -a"},
+		{"binary", tool.FileChange{Path: "b.bin", Kind: tool.ChangeUpdate, Before: "1", After: "2", BeforeData: []byte{0, 1}, AfterData: []byte{0, 2}},
+			"  ⎿ updated b.bin (binary)"},
+		{"unreadable", tool.FileChange{Path: "l", Kind: tool.ChangeUpdate, Before: "1", After: "2"},
+			"  ⎿ updated l (contents not readable)"},
+		{"large", tool.FileChange{Path: "big.txt", Kind: tool.ChangeUpdate, Before: "1", After: "2", BeforeData: []byte("a"), AfterData: []byte(big)},
+			"  ⎿ updated big.txt (1.0 MB, too large to draw; /diff shows it)"},
+		{"moved", tool.FileChange{Path: "a.go", MovedTo: "b.go", Kind: tool.ChangeUpdate, Before: "1", After: "1", BeforeData: []byte("x\n"), AfterData: []byte("x\n")},
+			"  ⎿ updated a.go → b.go +0 −0"},
+	} {
+		got := strings.Join(r.drawFileDiff(diffOf(tc.c), 100), "\n")
+		if got != tc.want {
+			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, got, tc.want)
+		}
+	}
+}
