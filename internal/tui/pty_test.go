@@ -2,19 +2,14 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/charmbracelet/x/vt"
-	"github.com/creack/pty"
+	"github.com/trussdev/truss/internal/tui/tuitest"
 )
 
 // demoEnv makes the test binary run the UI with the fake session on its
@@ -43,49 +38,6 @@ func runDemo() int {
 	return 0
 }
 
-// screen is a terminal emulator fed by the pty: what a person would see.
-type screen struct {
-	mu  sync.Mutex
-	emu *vt.Emulator
-	raw strings.Builder
-}
-
-func (s *screen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.raw.Write(p)
-	return s.emu.Write(p)
-}
-
-func (s *screen) text() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.emu.String()
-}
-
-// waitFor waits until the screen shows every one of want.
-func (s *screen) waitFor(t *testing.T, want ...string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		txt := s.text()
-		missing := ""
-		for _, w := range want {
-			if !strings.Contains(txt, w) {
-				missing = w
-				break
-			}
-		}
-		if missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the screen never showed %q; it shows:\n%s", missing, txt)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestPTY runs the UI in a pseudo-terminal as a person uses it: type a
 // task, watch its calls and its diff, start a long command and cancel it,
 // then /quit; the program exits 0.
@@ -100,51 +52,26 @@ func TestPTY(t *testing.T) {
 			if noColor {
 				cmd.Env = append(cmd.Env, "NO_COLOR=1")
 			}
-			const cols, rows = 100, 45
-			ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: cols, Rows: rows})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ptmx.Close()
-			scr := &screen{emu: vt.NewEmulator(cols, rows)}
-			go io.Copy(scr, ptmx)     // what the program draws
-			go io.Copy(ptmx, scr.emu) // the terminal's answers to its queries
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			defer func() {
-				if cmd.ProcessState == nil {
-					cmd.Process.Kill()
-				}
-			}()
-
-			scr.waitFor(t, "Ask Truss to do something", "sim-model", "workspace-write")
-			io.WriteString(ptmx, "fix the failing test in calc.go\r")
-			scr.waitFor(t, "› fix the failing test in calc.go", "edit_file · edit calc.go", "-    return a - b", "+    return a + b",
+			term := tuitest.Start(t, cmd, 100, 45)
+			term.WaitFor("Ask Truss to do something", "sim-model", "workspace-write")
+			term.Type("fix the failing test in calc.go\r")
+			term.WaitFor("› fix the failing test in calc.go", "edit_file · edit calc.go", "-    return a - b", "+    return a + b",
 				"bash · $ go test ./...", "✓ completed · 2 turns", "ctx <1%")
 
-			io.WriteString(ptmx, "run the slow suite\r")
-			scr.waitFor(t, "$ sleep 600", "running…", "esc cancels")
-			io.WriteString(ptmx, "\x1b")
-			scr.waitFor(t, "■ canceled")
+			term.Type("run the slow suite\r")
+			term.WaitFor("$ sleep 600", "running…", "esc cancels")
+			term.Type("\x1b")
+			term.WaitFor("■ canceled")
 
-			io.WriteString(ptmx, "/quit\r")
-			select {
-			case err := <-done:
-				var ee *exec.ExitError
-				if errors.As(err, &ee) {
-					t.Fatalf("the program exited %d; the screen shows:\n%s", ee.ExitCode(), scr.text())
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatalf("the program did not exit after /quit; the screen shows:\n%s", scr.text())
+			// A resize redraws at the new width.
+			term.Resize(60, 30)
+			term.WaitFor("■ canceled", "sim-model")
+
+			term.Type("/quit\r")
+			if code := term.Exit(); code != 0 {
+				t.Fatalf("the program exited %d; the screen shows:\n%s", code, term.Screen())
 			}
-			// Drain what the program wrote last.
-			time.Sleep(50 * time.Millisecond)
-			scr.mu.Lock()
-			raw := scr.raw.String()
-			scr.mu.Unlock()
+			raw := term.Output()
 			if !strings.Contains(raw, "tasks sent: 2") {
 				t.Errorf("the program did not report its two tasks; it wrote %q", tail(raw, 300))
 			}
