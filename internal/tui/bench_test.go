@@ -55,7 +55,7 @@ func turnEvents(i int) []agent.Event {
 }
 
 // transcript returns a model that has drawn n tasks at 100×40.
-func transcript(tb testing.TB, n int) *Model {
+func transcript(tb testing.TB, n int) *uiModel {
 	u := New(Options{})
 	m := newModel(context.Background(), newFake(u), u.q, true)
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 40})

@@ -66,7 +66,7 @@ func attachments(text string) []string {
 }
 
 // command runs a slash command.
-func (m *Model) command(text string) tea.Cmd {
+func (m *uiModel) command(text string) tea.Cmd {
 	name, arg := parseCommand(text)
 	st := m.sess.Status()
 	switch name {
@@ -193,7 +193,7 @@ func (m *Model) command(text string) tea.Cmd {
 }
 
 // finishCommand draws a command's result.
-func (m *Model) finishCommand(msg cmdDoneMsg) {
+func (m *uiModel) finishCommand(msg cmdDoneMsg) {
 	if msg.err != nil {
 		if errors.Is(msg.err, context.Canceled) {
 			m.add(blockNote, "Cancelled.")
@@ -219,7 +219,7 @@ func (m *Model) finishCommand(msg cmdDoneMsg) {
 }
 
 // replay draws a resumed session's transcript.
-func (m *Model) replay(items []model.Item) {
+func (m *uiModel) replay(items []model.Item) {
 	cards := map[string]*block{}
 	for _, it := range items {
 		switch it.Kind {

@@ -39,8 +39,8 @@ type approval struct {
 	reply chan Decision // buffered: an answer never blocks the UI
 }
 
-// Model is the Bubble Tea model of an interactive session.
-type Model struct {
+// uiModel is the Bubble Tea model of an interactive session.
+type uiModel struct {
 	ctx  context.Context
 	sess Session
 	q    *queue
@@ -90,8 +90,8 @@ type statusKey struct {
 	width int
 }
 
-func newModel(ctx context.Context, s Session, q *queue, color bool) *Model {
-	m := &Model{
+func newModel(ctx context.Context, s Session, q *queue, color bool) *uiModel {
+	m := &uiModel{
 		ctx:   ctx,
 		sess:  s,
 		q:     q,
@@ -131,10 +131,10 @@ func newModel(ctx context.Context, s Session, q *queue, color bool) *Model {
 }
 
 // Init implements tea.Model.
-func (m *Model) Init() tea.Cmd { return m.next() }
+func (m *uiModel) Init() tea.Cmd { return m.next() }
 
 // next waits for what the session reports.
-func (m *Model) next() tea.Cmd {
+func (m *uiModel) next() tea.Cmd {
 	return func() tea.Msg {
 		its := m.q.take(m.ctx)
 		if its == nil {
@@ -145,7 +145,7 @@ func (m *Model) next() tea.Cmd {
 }
 
 // Update implements tea.Model.
-func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *uiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -191,7 +191,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	s := k.String()
 	if len(m.approvals) > 0 {
 		switch s {
@@ -267,7 +267,7 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 }
 
 // interrupt cancels what runs.
-func (m *Model) interrupt() {
+func (m *uiModel) interrupt() {
 	if m.cancel != nil {
 		m.cancel()
 		m.add(blockNote, "Cancelling…")
@@ -277,7 +277,7 @@ func (m *Model) interrupt() {
 
 // quit ends the UI once nothing runs: what runs is cancelled and the UI
 // quits when it has ended, so the session is saved whole.
-func (m *Model) quit() tea.Cmd {
+func (m *uiModel) quit() tea.Cmd {
 	m.quitting = true
 	if m.busy == "" {
 		return tea.Quit
@@ -286,7 +286,7 @@ func (m *Model) quit() tea.Cmd {
 	return nil
 }
 
-func (m *Model) answer(d Decision) {
+func (m *uiModel) answer(d Decision) {
 	a := m.approvals[0]
 	m.approvals = m.approvals[1:]
 	a.reply <- d
@@ -294,7 +294,7 @@ func (m *Model) answer(d Decision) {
 }
 
 // submit sends the input: a slash command, or a task.
-func (m *Model) submit() tea.Cmd {
+func (m *uiModel) submit() tea.Cmd {
 	raw := m.ta.Value()
 	text := strings.TrimSpace(raw)
 	if text == "" {
@@ -344,7 +344,7 @@ func (m *Model) submit() tea.Cmd {
 }
 
 // add appends a block holding text.
-func (m *Model) add(kind blockKind, text string) *block {
+func (m *uiModel) add(kind blockKind, text string) *block {
 	b := &block{kind: kind}
 	b.text.WriteString(text)
 	m.blocks = append(m.blocks, b)
@@ -352,7 +352,7 @@ func (m *Model) add(kind blockKind, text string) *block {
 }
 
 // apply draws what the session reported.
-func (m *Model) apply(its []item) {
+func (m *uiModel) apply(its []item) {
 	refresh := false
 	for _, it := range its {
 		switch {
@@ -380,7 +380,7 @@ func (m *Model) apply(its []item) {
 }
 
 // event draws one event and reports whether the status changed.
-func (m *Model) event(e *event) bool {
+func (m *uiModel) event(e *event) bool {
 	switch e.typ {
 	case agent.EventTurnStarted:
 		m.endStream()
@@ -454,7 +454,7 @@ func (m *Model) event(e *event) bool {
 
 // endStream ends the blocks the turn streamed into: the text is drawn as
 // markdown from now on.
-func (m *Model) endStream() {
+func (m *uiModel) endStream() {
 	for _, b := range []*block{m.curText, m.curReason} {
 		if b != nil {
 			b.done = true
@@ -465,12 +465,12 @@ func (m *Model) endStream() {
 }
 
 // regionHeight is how many lines the transcript gets.
-func (m *Model) regionHeight() int {
+func (m *uiModel) regionHeight() int {
 	return max(m.height-m.ta.Height()-2-len(m.approvalLines()), 1)
 }
 
 // View implements tea.Model.
-func (m *Model) View() tea.View {
+func (m *uiModel) View() tea.View {
 	content, cursorY := m.render()
 	v := tea.NewView(content)
 	v.AltScreen = true
@@ -482,7 +482,7 @@ func (m *Model) View() tea.View {
 }
 
 // render draws the frame and says on which line the input starts.
-func (m *Model) render() (string, int) {
+func (m *uiModel) render() (string, int) {
 	if m.width == 0 || m.height == 0 {
 		return "", 0
 	}
@@ -530,7 +530,7 @@ func (m *Model) render() (string, int) {
 }
 
 // input draws the input box, each line at most the width.
-func (m *Model) input() []string {
+func (m *uiModel) input() []string {
 	k := inputKey{m.ta.Value(), m.ta.Line(), m.ta.Column(), m.width, m.ta.Height()}
 	if k == m.inputKey && m.inputLines != nil {
 		return m.inputLines
@@ -546,7 +546,7 @@ func (m *Model) input() []string {
 }
 
 // approvalLines draws the first pending approval request as a card.
-func (m *Model) approvalLines() []string {
+func (m *uiModel) approvalLines() []string {
 	if len(m.approvals) == 0 {
 		return nil
 	}
@@ -590,7 +590,7 @@ func (m *Model) approvalLines() []string {
 // policy, tokens, cost and how full the context is. When the width is
 // short it leaves out, in this order, the approval policy, the hint to
 // cancel, the surface and the cost, then cuts what is left.
-func (m *Model) statusLine() string {
+func (m *uiModel) statusLine() string {
 	st := &m.r.st
 	s := m.status
 	u := s.Usage

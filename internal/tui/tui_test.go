@@ -17,7 +17,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden frames under testdata/")
 
-// driver drives a Model the way a Bubble Tea program does, without a
+// driver drives a uiModel the way a Bubble Tea program does, without a
 // terminal: keys go to Update, what the session reports is applied in
 // batches, and the commands the model starts (a turn, a slash command)
 // run on goroutines whose messages are fed back.
@@ -25,7 +25,7 @@ type driver struct {
 	t    testing.TB
 	u    *UI
 	f    *fakeSession
-	m    *Model
+	m    *uiModel
 	msgs chan tea.Msg
 }
 
