@@ -97,6 +97,18 @@ func (u *UI) Observe(ev agent.Event) {
 	}
 }
 
+// Notify draws a line from the session that is not an agent event (an
+// automatic compaction, a refused request under the approval policy). It
+// never waits for the UI.
+func (u *UI) Notify(text string) {
+	select {
+	case <-u.ended:
+		return
+	default:
+	}
+	u.q.push(item{note: termsafe.String(text)})
+}
+
 // Child returns an observer for a sub-agent's run, drawn as one indented
 // line per call it starts and one when it ends, marked with name.
 func (u *UI) Child(name string) agent.Observer {

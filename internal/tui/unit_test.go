@@ -519,3 +519,11 @@ func TestDiffOf(t *testing.T) {
 		}
 	}
 }
+
+func TestNotify(t *testing.T) {
+	d := newDriver(t, 80, 20, false)
+	d.u.Notify("Compacted automatically: 40 items replaced by a summary.\x1b]0;x\x07")
+	if f := d.frame(); !strings.Contains(f, "Compacted automatically: 40 items replaced by a summary.<U+001B>]0;x<U+0007>") {
+		t.Errorf("the notice is not drawn, or not sanitised:\n%s", f)
+	}
+}
