@@ -1,0 +1,271 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/termsafe"
+)
+
+// commandHelp lists the slash commands in the order /help shows them.
+var commandHelp = [][2]string{
+	{"/help", "this list"},
+	{"/model [NAME]", "show the model, or switch to NAME for the next turns"},
+	{"/surface [NAME]", "show the tool surface, or switch to NAME"},
+	{"/sandbox [MODE]", "show the sandbox mode, or switch to MODE"},
+	{"/compact", "summarise the older turns now to free the context"},
+	{"/cost", "tokens and cost of this session so far"},
+	{"/diff", "the workspace's changes since the session began"},
+	{"/ledger", "verify this session's ledger and show its root"},
+	{"/resume [ID]", "continue an earlier session (the latest without ID)"},
+	{"/new", "start a new session in this directory"},
+	{"/quit", "save and exit (also Ctrl-D)"},
+}
+
+const keyHelp = `Keys: Enter sends · Alt+Enter or Ctrl+J adds a line · Up/Down history · Esc or Ctrl-C cancels the turn · Ctrl-D exits · PgUp/PgDn scroll · Ctrl+O shows/hides diffs · Ctrl+T shows/hides thinking · @path attaches a file`
+
+// errUnsupported says that the session lacks a command's capability.
+var errUnsupported = errors.New("not available in this session")
+
+// parseCommand splits "/name args" into its lower-case name and its
+// argument, trimmed.
+func parseCommand(text string) (name, arg string) {
+	text = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "/"))
+	name, arg, _ = strings.Cut(text, " ")
+	if i := strings.IndexAny(name, "\t\n"); i >= 0 {
+		name, arg = name[:i], name[i+1:]+" "+arg
+	}
+	return strings.ToLower(name), strings.TrimSpace(arg)
+}
+
+// attachments returns the paths of the @path words of a task: an @ at the
+// start of a word, followed by the path up to the next space (trailing
+// punctuation left out). A lone @ and an @ inside a word (an e-mail
+// address) attach nothing.
+func attachments(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range strings.Fields(text) {
+		p, ok := strings.CutPrefix(w, "@")
+		if !ok {
+			continue
+		}
+		p = strings.TrimRight(p, ",.;:!?)]}'\"")
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// command runs a slash command.
+func (m *uiModel) command(text string) tea.Cmd {
+	name, arg := parseCommand(text)
+	st := m.sess.Status()
+	switch name {
+	case "help", "?":
+		var b strings.Builder
+		for _, c := range commandHelp {
+			fmt.Fprintf(&b, "%-16s %s\n", c[0], c[1])
+		}
+		b.WriteString(keyHelp)
+		m.add(blockNote, b.String())
+		return nil
+	case "quit", "exit":
+		return m.quit()
+	case "cost":
+		m.add(blockNote, costText(st))
+		return nil
+	}
+	var run func(ctx context.Context) cmdDoneMsg
+	show := func(what, v string) tea.Cmd {
+		if v == "" {
+			v = "(unknown)"
+		}
+		m.add(blockNote, what+": "+termsafe.String(v))
+		return nil
+	}
+	switch name {
+	case "model":
+		if arg == "" {
+			return show("Model", st.Model)
+		}
+		if s, ok := m.sess.(ModelSwitcher); ok {
+			run = func(ctx context.Context) cmdDoneMsg {
+				return cmdDoneMsg{report: "Model: " + arg, err: s.SetModel(ctx, arg)}
+			}
+		}
+	case "surface":
+		if arg == "" {
+			return show("Surface", st.Surface)
+		}
+		if s, ok := m.sess.(SurfaceSwitcher); ok {
+			run = func(ctx context.Context) cmdDoneMsg {
+				return cmdDoneMsg{report: "Surface: " + arg, err: s.SetSurface(ctx, arg)}
+			}
+		}
+	case "sandbox":
+		if arg == "" {
+			return show("Sandbox", st.Sandbox)
+		}
+		if s, ok := m.sess.(SandboxSwitcher); ok {
+			run = func(ctx context.Context) cmdDoneMsg {
+				return cmdDoneMsg{report: "Sandbox: " + arg, err: s.SetSandbox(ctx, arg)}
+			}
+		}
+	case "compact":
+		if s, ok := m.sess.(Compactor); ok {
+			run = func(ctx context.Context) cmdDoneMsg {
+				rep, err := s.Compact(ctx)
+				return cmdDoneMsg{report: rep, err: err}
+			}
+		}
+	case "diff":
+		if s, ok := m.sess.(Differ); ok {
+			run = func(ctx context.Context) cmdDoneMsg {
+				d, err := s.Diff(ctx)
+				if err == nil && strings.TrimSpace(d) == "" {
+					return cmdDoneMsg{report: "No changes since the session began."}
+				}
+				return cmdDoneMsg{kind: blockDiff, report: d, err: err}
+			}
+		}
+	case "ledger":
+		if s, ok := m.sess.(LedgerVerifier); ok {
+			run = func(ctx context.Context) cmdDoneMsg {
+				rep, err := s.VerifyLedger(ctx)
+				return cmdDoneMsg{report: rep, err: err}
+			}
+		}
+	case "resume":
+		if s, ok := m.sess.(Resumer); ok {
+			run = func(ctx context.Context) cmdDoneMsg {
+				items, err := s.Resume(ctx, arg)
+				if err != nil {
+					return cmdDoneMsg{err: err}
+				}
+				return cmdDoneMsg{clear: true, items: items, report: "Resumed."}
+			}
+		}
+	case "new":
+		if s, ok := m.sess.(Renewer); ok {
+			run = func(ctx context.Context) cmdDoneMsg {
+				if err := s.NewSession(ctx); err != nil {
+					return cmdDoneMsg{err: err}
+				}
+				return cmdDoneMsg{clear: true, report: "New session."}
+			}
+		}
+	default:
+		m.add(blockError, fmt.Sprintf("Unknown command /%s; /help lists the commands.", termsafe.String(name)))
+		return nil
+	}
+	if run == nil {
+		m.add(blockError, fmt.Sprintf("/%s is %v.", name, errUnsupported))
+		return nil
+	}
+	if m.busy != "" {
+		m.add(blockNote, fmt.Sprintf("/%s waits for the turn to end; press Esc to cancel it.", name))
+		return nil
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.busy, m.cancel = "/"+name, cancel
+	fly := m.fly
+	return func() tea.Msg {
+		defer cancel()
+		if !fly.begin() {
+			return cmdDoneMsg{err: context.Canceled}
+		}
+		defer fly.end()
+		msg := run(ctx)
+		if msg.err != nil {
+			msg.err = fmt.Errorf("/%s: %w", name, msg.err)
+		}
+		return msg
+	}
+}
+
+// finishCommand draws a command's result.
+func (m *uiModel) finishCommand(msg cmdDoneMsg) {
+	if msg.err != nil {
+		if errors.Is(msg.err, context.Canceled) {
+			m.add(blockNote, "Cancelled.")
+			return
+		}
+		m.add(blockError, termsafe.String(msg.err.Error()))
+		return
+	}
+	if msg.clear {
+		m.blocks = nil
+		m.calls = make(map[string]*block)
+		m.curText, m.curReason = nil, nil
+		m.scroll = 0
+		m.replay(msg.items)
+	}
+	if msg.report != "" {
+		kind := msg.kind
+		if kind == 0 {
+			kind = blockNote
+		}
+		m.add(kind, termsafe.String(msg.report))
+	}
+}
+
+// replay draws a resumed session's transcript.
+func (m *uiModel) replay(items []model.Item) {
+	cards := map[string]*block{}
+	for _, it := range items {
+		switch it.Kind {
+		case model.KindUser:
+			m.add(blockUser, termsafe.String(it.Text))
+		case model.KindAssistant:
+			if strings.TrimSpace(it.Text) != "" {
+				m.add(blockAssistant, termsafe.String(it.Text)).done = true
+			}
+		case model.KindReasoning:
+			if it.Text != "" {
+				m.add(blockReasoning, termsafe.String(it.Text)).done = true
+			}
+		case model.KindToolCall:
+			if it.Call == nil {
+				continue
+			}
+			name := termsafe.String(it.Call.Name)
+			b := &block{kind: blockTool, tool: &card{id: it.Call.ID, name: name, summary: name + " " + termsafe.String(firstLine(it.Call.Input))}}
+			m.blocks = append(m.blocks, b)
+			cards[it.Call.ID] = b
+		case model.KindToolResult:
+			if it.Result == nil {
+				continue
+			}
+			if b := cards[it.Result.CallID]; b != nil {
+				b.tool.done, b.tool.failed, b.tool.result = true, it.Result.IsError, termsafe.String(it.Result.Text)
+			}
+		}
+	}
+	for _, b := range cards {
+		b.tool.done = true
+	}
+}
+
+// costText is /cost's report.
+func costText(s Status) string {
+	u := s.Usage
+	var b strings.Builder
+	fmt.Fprintf(&b, "Input %s tokens (%s read from cache, %s written to it) · output %s", tokens(u.InputTokens), tokens(u.CacheReadTokens), tokens(u.CacheWriteTokens), tokens(u.OutputTokens))
+	if u.ReasoningTokens > 0 {
+		fmt.Fprintf(&b, " (%s reasoning)", tokens(u.ReasoningTokens))
+	}
+	fmt.Fprintf(&b, "\nCost $%.4f", u.CostUSD)
+	if s.ContextWindow > 0 {
+		fmt.Fprintf(&b, " · context %s of %s tokens (%s)", tokens(s.ContextTokens), tokens(s.ContextWindow), percent(s.ContextTokens, s.ContextWindow))
+	}
+	return b.String()
+}

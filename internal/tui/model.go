@@ -1,0 +1,655 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/spinner"
+	"charm.land/bubbles/v2/textarea"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/termsafe"
+)
+
+// Messages the model receives besides keys and sizes.
+type (
+	batchMsg    []item // what the session reported since the last batch
+	turnDoneMsg struct {
+		out agent.Outcome
+		err error
+	}
+	cmdDoneMsg struct {
+		kind   blockKind // how to draw report (blockNote or blockDiff)
+		report string
+		err    error
+		items  []model.Item // a resumed session's transcript
+		clear  bool         // the transcript starts anew
+	}
+)
+
+// approval is a pending ApprovalRequest.
+type approval struct {
+	id    int
+	req   ApprovalRequest
+	reply chan Decision // buffered: an answer never blocks the UI
+}
+
+// uiModel is the Bubble Tea model of an interactive session.
+type uiModel struct {
+	ctx  context.Context
+	sess Session
+	q    *queue
+	fly  *inflight
+	r    renderer
+
+	width, height int
+	blocks        []*block
+	scroll        int // lines scrolled up from the bottom
+
+	ta   textarea.Model
+	hist history
+
+	spin     spinner.Model
+	spinning bool // a tick is on its way
+
+	busy     string             // what runs ("" when idle): "turn" or a command's name
+	cancel   context.CancelFunc // cancels what runs
+	quitting bool
+
+	status    Status
+	approvals []*approval
+
+	// The blocks the current turn streams into, and which kinds it
+	// streamed (a response's text is shown only when it was not).
+	curText, curReason      *block
+	streamed, streamedThink bool
+	calls                   map[string]*block
+
+	// The input's and the status line's last drawing, redrawn only when
+	// what they show changed.
+	inputKey   inputKey
+	inputLines []string
+	statusKey  statusKey
+	statusText string
+}
+
+type inputKey struct {
+	value                    string
+	line, col, width, height int
+}
+
+type statusKey struct {
+	s     Status
+	busy  string
+	spin  string
+	width int
+}
+
+func newModel(ctx context.Context, s Session, q *queue, color bool) *uiModel {
+	m := &uiModel{
+		ctx:   ctx,
+		sess:  s,
+		q:     q,
+		fly:   newInflight(),
+		r:     renderer{st: newStyles(color), md: markdown{color: color}, showDiffs: true},
+		calls: make(map[string]*block),
+	}
+	ta := textarea.New()
+	ta.ShowLineNumbers = false
+	ta.DynamicHeight = true
+	ta.MinHeight = 1
+	ta.MaxHeight = 8
+	ta.Placeholder = "Ask Truss to do something · /help"
+	ta.SetVirtualCursor(false)
+	ta.SetPromptFunc(2, func(pi textarea.PromptInfo) string {
+		if pi.LineNumber == 0 {
+			return "› "
+		}
+		return "  "
+	})
+	ta.KeyMap.InsertNewline.SetKeys("alt+enter", "ctrl+j")
+	ta.KeyMap.DeleteCharacterForward.SetKeys("delete")
+	ta.KeyMap.PageUp.SetEnabled(false)
+	ta.KeyMap.PageDown.SetEnabled(false)
+	if color {
+		st := textarea.DefaultDarkStyles()
+		st.Focused.CursorLine = st.Focused.Text
+		ta.SetStyles(st)
+	} else {
+		ta.SetStyles(textarea.Styles{})
+	}
+	ta.Focus()
+	m.ta = ta
+	m.spin = spinner.New(spinner.WithSpinner(spinner.MiniDot))
+	m.status = s.Status()
+	return m
+}
+
+// Init implements tea.Model.
+func (m *uiModel) Init() tea.Cmd { return m.next() }
+
+// next waits for what the session reports.
+func (m *uiModel) next() tea.Cmd {
+	return func() tea.Msg {
+		its := m.q.take(m.ctx)
+		if its == nil {
+			return nil
+		}
+		return batchMsg(its)
+	}
+}
+
+// Update implements tea.Model.
+func (m *uiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.ta.SetWidth(max(msg.Width, 10))
+		return m, nil
+	case batchMsg:
+		m.apply(msg)
+		return m, m.next()
+	case turnDoneMsg:
+		m.apply(m.q.drain())
+		m.busy, m.cancel = "", nil
+		if msg.err != nil && !errors.Is(msg.err, context.Canceled) {
+			m.add(blockError, termsafe.String(msg.err.Error()))
+		}
+		m.status = m.sess.Status()
+		if m.quitting {
+			return m, tea.Quit
+		}
+		return m, nil
+	case cmdDoneMsg:
+		m.busy, m.cancel = "", nil
+		m.finishCommand(msg)
+		m.status = m.sess.Status()
+		if m.quitting {
+			return m, tea.Quit
+		}
+		return m, nil
+	case spinner.TickMsg:
+		if m.busy == "" {
+			m.spinning = false
+			return m, nil
+		}
+		var cmd tea.Cmd
+		m.spin, cmd = m.spin.Update(msg)
+		return m, cmd
+	case tea.PasteMsg:
+		var cmd tea.Cmd
+		m.ta, cmd = m.ta.Update(msg)
+		return m, cmd
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	s := k.String()
+	if len(m.approvals) > 0 {
+		switch s {
+		case "y", "Y":
+			m.answer(Allow)
+		case "a", "A":
+			m.answer(AllowAlways)
+		case "n", "N", "esc":
+			m.answer(Deny)
+		case "ctrl+c":
+			m.answer(Deny)
+			m.interrupt()
+		}
+		return m, nil
+	}
+	switch s {
+	case "esc":
+		m.interrupt()
+		return m, nil
+	case "ctrl+c":
+		switch {
+		case m.busy != "":
+			m.interrupt()
+		case m.ta.Value() != "":
+			m.ta.Reset()
+		default:
+			m.add(blockNote, "Ctrl-D or /quit exits.")
+		}
+		return m, nil
+	case "ctrl+d":
+		if m.ta.Value() == "" {
+			return m, m.quit()
+		}
+	case "enter":
+		cmd := m.submit()
+		if cmd != nil && m.busy != "" && !m.spinning {
+			m.spinning = true
+			cmd = tea.Batch(cmd, m.spin.Tick)
+		}
+		return m, cmd
+	case "pgup":
+		m.scroll += max(m.regionHeight()/2, 1)
+		return m, nil
+	case "pgdown":
+		m.scroll = max(m.scroll-max(m.regionHeight()/2, 1), 0)
+		return m, nil
+	case "ctrl+o":
+		m.r.showDiffs = !m.r.showDiffs
+		m.r.gen++
+		return m, nil
+	case "ctrl+t":
+		m.r.showReasoning = !m.r.showReasoning
+		m.r.gen++
+		return m, nil
+	case "up":
+		if m.ta.Line() == 0 {
+			if v, ok := m.hist.prev(m.ta.Value()); ok {
+				m.ta.SetValue(v)
+				return m, nil
+			}
+		}
+	case "down":
+		if m.ta.Line() == m.ta.LineCount()-1 {
+			if v, ok := m.hist.next(); ok {
+				m.ta.SetValue(v)
+				return m, nil
+			}
+		}
+	}
+	var cmd tea.Cmd
+	m.ta, cmd = m.ta.Update(k)
+	return m, cmd
+}
+
+// interrupt cancels what runs.
+func (m *uiModel) interrupt() {
+	if m.cancel != nil {
+		m.cancel()
+		m.add(blockNote, "Cancelling…")
+		m.cancel = nil
+	}
+}
+
+// quit ends the UI once nothing runs: what runs is cancelled and the UI
+// quits when it has ended, so the session is saved whole.
+func (m *uiModel) quit() tea.Cmd {
+	m.quitting = true
+	if m.busy == "" {
+		return tea.Quit
+	}
+	m.interrupt()
+	return nil
+}
+
+func (m *uiModel) answer(d Decision) {
+	a := m.approvals[0]
+	m.approvals = m.approvals[1:]
+	a.reply <- d
+	m.add(blockApproval, fmt.Sprintf("%s → %s", approvalSubject(a.req), d))
+}
+
+// submit sends the input: a slash command, or a task.
+func (m *uiModel) submit() tea.Cmd {
+	raw := m.ta.Value()
+	text := strings.TrimSpace(raw)
+	if text == "" {
+		return nil
+	}
+	if strings.HasPrefix(text, "/") {
+		m.hist.add(raw)
+		m.ta.Reset()
+		m.scroll = 0
+		m.add(blockUser, termsafe.String(text))
+		return m.command(text)
+	}
+	if m.busy != "" {
+		m.add(blockNote, "Wait for the turn to end, or press Esc to cancel it.")
+		return nil
+	}
+	m.hist.add(raw)
+	m.ta.Reset()
+	m.scroll = 0
+	m.add(blockUser, termsafe.String(text))
+	paths := attachments(text)
+	att, canAttach := m.sess.(Attacher)
+	if len(paths) > 0 && !canAttach {
+		m.add(blockError, "This session cannot attach files; the task was not sent.")
+		return nil
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.busy, m.cancel = "turn", cancel
+	sess, q := m.sess, m.q
+	fly := m.fly
+	return func() tea.Msg {
+		defer cancel()
+		if !fly.begin() {
+			return turnDoneMsg{err: context.Canceled}
+		}
+		defer fly.end()
+		for _, p := range paths {
+			rep, err := att.Attach(ctx, p)
+			if err != nil {
+				return turnDoneMsg{err: fmt.Errorf("attach %s: %w; the task was not sent", p, err)}
+			}
+			q.push(item{note: "Attached " + rep})
+		}
+		out, err := sess.Run(ctx, text)
+		return turnDoneMsg{out: out, err: err}
+	}
+}
+
+// add appends a block holding text.
+func (m *uiModel) add(kind blockKind, text string) *block {
+	b := &block{kind: kind}
+	b.text.WriteString(text)
+	m.blocks = append(m.blocks, b)
+	return b
+}
+
+// apply draws what the session reported.
+func (m *uiModel) apply(its []item) {
+	refresh := false
+	for _, it := range its {
+		switch {
+		case it.ev != nil:
+			if m.event(it.ev) {
+				refresh = true
+			}
+		case it.approval != nil:
+			m.approvals = append(m.approvals, it.approval)
+		case it.withdrawn != 0:
+			for i, a := range m.approvals {
+				if a.id == it.withdrawn {
+					m.approvals = append(m.approvals[:i], m.approvals[i+1:]...)
+					m.add(blockApproval, approvalSubject(a.req)+" → withdrawn")
+					break
+				}
+			}
+		case it.note != "":
+			m.add(blockNote, it.note)
+		}
+	}
+	if refresh {
+		m.status = m.sess.Status()
+	}
+}
+
+// event draws one event and reports whether the status changed.
+func (m *uiModel) event(e *event) bool {
+	switch e.typ {
+	case agent.EventTurnStarted:
+		m.endStream()
+		m.streamed, m.streamedThink = false, false
+	case agent.EventDelta:
+		if e.text == "" {
+			return false
+		}
+		if e.deltaKind == model.KindReasoning {
+			if m.curReason == nil {
+				m.curReason = m.add(blockReasoning, "")
+			}
+			m.curReason.text.WriteString(e.text)
+			m.curReason.touch()
+			m.streamedThink = true
+			return false
+		}
+		if m.curText == nil {
+			m.curText = m.add(blockAssistant, "")
+		}
+		m.curText.text.WriteString(e.text)
+		m.curText.touch()
+		m.streamed = true
+	case agent.EventResponse:
+		if !m.streamedThink && e.reasoning != "" {
+			m.add(blockReasoning, e.reasoning)
+		}
+		if !m.streamed && e.answer != "" {
+			m.add(blockAssistant, e.answer)
+		}
+		m.endStream()
+	case agent.EventCallStarted:
+		m.endStream()
+		b := &block{kind: blockTool, tool: &card{id: e.callID, name: e.name, summary: e.summary}}
+		m.blocks = append(m.blocks, b)
+		m.calls[e.callID] = b
+	case agent.EventCallCompleted:
+		b := m.calls[e.callID]
+		if b == nil {
+			b = &block{kind: blockTool, tool: &card{id: e.callID, name: e.name, summary: e.summary}}
+			m.blocks = append(m.blocks, b)
+		}
+		delete(m.calls, e.callID)
+		c := b.tool
+		c.done, c.failed, c.result = true, e.failed, e.result
+		for _, ch := range e.changes {
+			c.diffs = append(c.diffs, diffOf(ch))
+		}
+		e.changes = nil
+		b.touch()
+	case agent.EventTurnCompleted:
+		m.endStream()
+		return true
+	case childEvent:
+		m.add(blockChild, e.text)
+	case agent.EventTurnFailed:
+		m.endStream()
+		m.add(blockError, e.text)
+	case agent.EventRunCompleted:
+		m.endStream()
+		for id, b := range m.calls {
+			b.tool.done, b.tool.failed, b.tool.result = true, true, "(no result)"
+			b.touch()
+			delete(m.calls, id)
+		}
+		m.add(blockOutcome, outcomeText(e.outcome))
+		return true
+	}
+	return false
+}
+
+// endStream ends the blocks the turn streamed into: the text is drawn as
+// markdown from now on.
+func (m *uiModel) endStream() {
+	for _, b := range []*block{m.curText, m.curReason} {
+		if b != nil {
+			b.done = true
+			b.touch()
+		}
+	}
+	m.curText, m.curReason = nil, nil
+}
+
+// regionHeight is how many lines the transcript gets.
+func (m *uiModel) regionHeight() int {
+	return max(m.height-m.ta.Height()-2-len(m.approvalLines()), 1)
+}
+
+// View implements tea.Model.
+func (m *uiModel) View() tea.View {
+	content, cursorY := m.render()
+	v := tea.NewView(content)
+	v.AltScreen = true
+	if c := m.ta.Cursor(); c != nil && len(m.approvals) == 0 {
+		c.Position.Y += cursorY
+		v.Cursor = c
+	}
+	return v
+}
+
+// render draws the frame and says on which line the input starts.
+func (m *uiModel) render() (string, int) {
+	if m.width == 0 || m.height == 0 {
+		return "", 0
+	}
+	w := m.width
+	appr := m.approvalLines()
+	region := m.regionHeight()
+
+	// The transcript's last region+scroll lines, from the bottom up, so
+	// that a frame costs what it shows, not the transcript's length.
+	need := region + m.scroll
+	var rev [][]string
+	have := 0
+	for i := len(m.blocks) - 1; i >= 0 && have < need; i-- {
+		ls := m.r.lines(m.blocks[i], w)
+		rev = append(rev, ls)
+		have += len(ls)
+	}
+	all := make([]string, 0, have)
+	for i := len(rev) - 1; i >= 0; i-- {
+		all = append(all, rev[i]...)
+	}
+	if m.scroll > max(len(all)-region, 0) {
+		m.scroll = max(len(all)-region, 0)
+	}
+	end := len(all) - m.scroll
+	start := max(end-region, 0)
+	lines := make([]string, 0, m.height)
+	for range region - (end - start) {
+		lines = append(lines, "")
+	}
+	lines = append(lines, all[start:end]...)
+	lines = append(lines, appr...)
+	rule := strings.Repeat("─", w)
+	if m.scroll > 0 {
+		rule = trunc(fmt.Sprintf("── %d lines below · PgDn ", m.scroll)+rule, w)
+	}
+	lines = append(lines, m.r.st.paint(m.r.st.dim, rule))
+	inputY := len(lines)
+	lines = append(lines, m.input()...)
+	if k := (statusKey{m.status, m.busy, m.spin.View(), w}); k != m.statusKey || m.statusText == "" {
+		m.statusKey, m.statusText = k, m.statusLine()
+	}
+	lines = append(lines, m.statusText)
+	return strings.Join(lines, "\n"), inputY
+}
+
+// input draws the input box, each line at most the width.
+func (m *uiModel) input() []string {
+	k := inputKey{m.ta.Value(), m.ta.Line(), m.ta.Column(), m.width, m.ta.Height()}
+	if k == m.inputKey && m.inputLines != nil {
+		return m.inputLines
+	}
+	ls := strings.Split(m.ta.View(), "\n")
+	for i, l := range ls {
+		if ansi.StringWidth(l) > m.width {
+			ls[i] = ansi.Truncate(l, m.width, "")
+		}
+	}
+	m.inputKey, m.inputLines = k, ls
+	return ls
+}
+
+// approvalLines draws the first pending approval request as a card.
+func (m *uiModel) approvalLines() []string {
+	if len(m.approvals) == 0 {
+		return nil
+	}
+	st := &m.r.st
+	w := m.width
+	r := m.approvals[0].req
+	bar := st.paint(st.approval, "│ ")
+	out := []string{st.paint(st.approval, trunc("╭─ Allow this command? "+strings.Repeat("─", w), w))}
+	add := func(s string) {
+		for _, l := range wrap(s, w-2) {
+			out = append(out, bar+l)
+		}
+	}
+	cmd := r.Command
+	if r.Tool != "" {
+		cmd = r.Tool + " · " + cmd
+	}
+	add(cmd)
+	var needs []string
+	if r.Network {
+		needs = append(needs, "network access")
+	}
+	for _, p := range r.Paths {
+		needs = append(needs, "access to "+p)
+	}
+	if len(needs) > 0 {
+		add("needs " + strings.Join(needs, ", ") + " (beyond the sandbox)")
+	}
+	if r.Reason != "" {
+		add("why: " + r.Reason)
+	}
+	keys := st.paint(st.key, "y") + " yes  " + st.paint(st.key, "n") + " no  " + st.paint(st.key, "a") + " always (this session)"
+	if n := len(m.approvals) - 1; n > 0 {
+		keys += fmt.Sprintf("  · %d more waiting", n)
+	}
+	out = append(out, bar+keys, st.paint(st.approval, trunc("╰"+strings.Repeat("─", w), w)))
+	return out
+}
+
+// statusLine shows what runs, the model, surface, sandbox, approval
+// policy, tokens, cost and how full the context is. When the width is
+// short it leaves out, in this order, the approval policy, the hint to
+// cancel, the surface and the cost, then cuts what is left.
+func (m *uiModel) statusLine() string {
+	st := &m.r.st
+	s := m.status
+	u := s.Usage
+	f := map[string]string{
+		"model": termsafe.String(s.Model), "surface": termsafe.String(s.Surface),
+		"sandbox": termsafe.String(s.Sandbox), "approval": termsafe.String(s.Approval),
+		"tokens": tokens(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens+u.OutputTokens) + " tok",
+	}
+	if m.busy != "" {
+		what := "working"
+		if m.busy != "turn" {
+			what = m.busy
+		}
+		f["busy"], f["hint"] = m.spin.View()+" "+what, "esc cancels"
+	}
+	if u.CostUSD > 0 {
+		f["cost"] = fmt.Sprintf("$%.4f", u.CostUSD)
+	}
+	if s.ContextWindow > 0 {
+		f["ctx"] = "ctx " + percent(s.ContextTokens, s.ContextWindow)
+	}
+	join := func(keys ...string) string {
+		var parts []string
+		for _, k := range keys {
+			if f[k] != "" {
+				parts = append(parts, f[k])
+			}
+		}
+		return strings.Join(parts, " · ")
+	}
+	var line string
+	for _, drop := range []string{"", "approval", "hint", "surface", "cost"} {
+		delete(f, drop)
+		left, right := " "+join("busy", "hint", "model", "surface", "sandbox", "approval"), join("tokens", "cost", "ctx")+" "
+		pad := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+		line = left + strings.Repeat(" ", max(pad, 1)) + right
+		if pad >= 1 {
+			break
+		}
+	}
+	return st.paint(st.status, trunc(line, m.width))
+}
+
+// approvalSubject names a request in one line.
+func approvalSubject(r ApprovalRequest) string {
+	s := "allow " + firstLine(r.Command)
+	if r.Network {
+		s += " with network"
+	}
+	for _, p := range r.Paths {
+		s += " with " + p
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	l, rest, _ := strings.Cut(s, "\n")
+	if rest != "" {
+		l += " …"
+	}
+	return l
+}

@@ -1,0 +1,94 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/trussdev/truss/internal/tui/tuitest"
+)
+
+// demoEnv makes the test binary run the UI with the fake session on its
+// terminal instead of the tests (see TestMain).
+const demoEnv = "TRUSS_TUI_DEMO"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(demoEnv) == "1" {
+		os.Exit(runDemo())
+	}
+	os.Exit(m.Run())
+}
+
+// runDemo runs the interactive UI on the process's terminal with the fake
+// session; it exits 0 when the user quits.
+func runDemo() int {
+	u := New(Options{})
+	f := newFake(u)
+	if err := u.Run(context.Background(), f); err != nil {
+		fmt.Fprintln(os.Stderr, "tuidemo:", err)
+		return 1
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fmt.Printf("tasks sent: %d\n", len(f.tasks))
+	return 0
+}
+
+// TestPTY runs the UI in a pseudo-terminal as a person uses it: type a
+// task, watch its calls and its diff, start a long command and cancel it,
+// then /quit; the program exits 0.
+func TestPTY(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process in a pseudo-terminal")
+	}
+	for _, noColor := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NO_COLOR=%v", noColor), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), demoEnv+"=1", "TERM=xterm-256color", "COLORTERM=")
+			if noColor {
+				cmd.Env = append(cmd.Env, "NO_COLOR=1")
+			}
+			term := tuitest.Start(t, cmd, 100, 45)
+			term.WaitFor("Ask Truss to do something", "sim-model", "workspace-write")
+			term.Type("fix the failing test in calc.go\r")
+			term.WaitFor("› fix the failing test in calc.go", "edit_file · edit calc.go", "-    return a - b", "+    return a + b",
+				"bash · $ go test ./...", "✓ completed · 2 turns", "ctx <1%")
+
+			term.Type("run the slow suite\r")
+			term.WaitFor("$ sleep 600", "running…", "esc cancels")
+			term.Type("\x1b")
+			term.WaitFor("■ canceled")
+
+			// A resize redraws at the new width.
+			term.Resize(60, 30)
+			term.WaitFor("■ canceled", "sim-model")
+
+			term.Type("/quit\r")
+			if code := term.Exit(); code != 0 {
+				t.Fatalf("the program exited %d; the screen shows:\n%s", code, term.Screen())
+			}
+			raw := term.Output()
+			if !strings.Contains(raw, "tasks sent: 2") {
+				t.Errorf("the program did not report its two tasks; it wrote %q", tail(raw, 300))
+			}
+			if noColor && sgrColor.MatchString(raw) {
+				t.Errorf("with NO_COLOR the program wrote a colour: %q", sgrColor.FindString(raw))
+			}
+		})
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// sgrColor matches a select-graphic-rendition sequence that sets a
+// foreground or background colour.
+var sgrColor = regexp.MustCompile(`\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m`)

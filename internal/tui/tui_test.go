@@ -1,0 +1,281 @@
+package tui
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"charm.land/bubbles/v2/spinner"
+	tea "charm.land/bubbletea/v2"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden frames under testdata/")
+
+// driver drives a uiModel the way a Bubble Tea program does, without a
+// terminal: keys go to Update, what the session reports is applied in
+// batches, and the commands the model starts (a turn, a slash command)
+// run on goroutines whose messages are fed back.
+type driver struct {
+	t    testing.TB
+	u    *UI
+	f    *fakeSession
+	m    *uiModel
+	msgs chan tea.Msg
+}
+
+func newDriver(t testing.TB, width, height int, color bool) *driver {
+	u := New(Options{})
+	f := newFake(u)
+	d := &driver{t: t, u: u, f: f, msgs: make(chan tea.Msg, 16)}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d.m = newModel(ctx, f, u.q, color)
+	d.m.Update(tea.WindowSizeMsg{Width: width, Height: height})
+	return d
+}
+
+// keyOf returns the key press a name stands for ("enter", "ctrl+c", "a").
+func keyOf(name string) tea.KeyPressMsg {
+	switch name {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "pgup":
+		return tea.KeyPressMsg{Code: tea.KeyPgUp}
+	case "alt+enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter, Mod: tea.ModAlt}
+	}
+	if c, ok := strings.CutPrefix(name, "ctrl+"); ok {
+		return tea.KeyPressMsg{Code: rune(c[0]), Mod: tea.ModCtrl}
+	}
+	r := []rune(name)[0]
+	return tea.KeyPressMsg{Code: r, Text: string(r)}
+}
+
+// press sends a key; a command it starts runs in the background.
+func (d *driver) press(name string) {
+	_, cmd := d.m.Update(keyOf(name))
+	if cmd != nil && (name == "enter" || name == "ctrl+d") {
+		d.run(cmd)
+	}
+}
+
+// run runs a command in the background and feeds its message back; the
+// spinner's ticks are dropped (frames stay the same from run to run).
+func (d *driver) run(cmd tea.Cmd) {
+	go func() {
+		switch msg := cmd().(type) {
+		case tea.BatchMsg:
+			for _, c := range msg {
+				if c != nil {
+					d.run(c)
+				}
+			}
+		case spinner.TickMsg:
+		default:
+			d.msgs <- msg
+		}
+	}()
+}
+
+func (d *driver) typeText(s string) {
+	for _, r := range s {
+		d.m.Update(keyOf(string(r)))
+	}
+}
+
+// send types a line and presses Enter.
+func (d *driver) send(s string) {
+	d.typeText(s)
+	d.press("enter")
+}
+
+// wait feeds back the next message of a background command, applying
+// what the session reported before it.
+func (d *driver) wait() tea.Msg {
+	d.t.Helper()
+	select {
+	case msg := <-d.msgs:
+		d.m.Update(msg)
+		return msg
+	case <-time.After(10 * time.Second):
+		d.t.Fatal("no command finished")
+		return nil
+	}
+}
+
+// waitFor applies reports until cond holds.
+func (d *driver) waitFor(what string, cond func() bool) {
+	d.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("waited in vain for %s", what)
+		}
+		d.settle()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitApproval applies reports until an approval request is pending.
+func (d *driver) waitApproval() {
+	d.t.Helper()
+	d.waitFor("an approval request", func() bool { return len(d.m.approvals) > 0 })
+}
+
+// waitCall applies reports until a call is running.
+func (d *driver) waitCall() {
+	d.t.Helper()
+	d.waitFor("a running call", func() bool { return len(d.m.calls) > 0 })
+}
+
+// settle applies what the session reported.
+func (d *driver) settle() {
+	if its := d.u.q.drain(); len(its) > 0 {
+		d.m.Update(batchMsg(its))
+	}
+}
+
+func (d *driver) frame() string {
+	d.settle()
+	return d.m.View().Content
+}
+
+// golden compares got with testdata/frames/name, or rewrites it.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "frames", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("frame %s differs from %s (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, path, visibleEsc(got), visibleEsc(string(want)))
+	}
+}
+
+func visibleEsc(s string) string { return strings.ReplaceAll(s, "\x1b", "␛") }
+
+// sgrOnly matches a frame's escape sequences that may appear in colour:
+// select graphic rendition only.
+var anyEscape = regexp.MustCompile("\x1b(\\[[0-9;:]*m)?")
+
+// checkFrame checks what every frame must satisfy: no line wider than
+// the terminal, the height of the terminal, and no escape sequence but
+// colours (none at all without colour).
+func checkFrame(t *testing.T, frame string, width, height int, color bool) {
+	t.Helper()
+	lines := strings.Split(frame, "\n")
+	if len(lines) != height {
+		t.Errorf("frame has %d lines, want %d", len(lines), height)
+	}
+	for i, l := range lines {
+		if w := displayWidth(l); w > width {
+			t.Errorf("line %d is %d cells wide, more than %d: %q", i, w, width, l)
+		}
+	}
+	if !color && strings.ContainsRune(frame, 0x1b) {
+		t.Errorf("frame without colour holds an escape sequence: %q", frame)
+	}
+	for _, m := range anyEscape.FindAllStringSubmatch(frame, -1) {
+		if m[1] == "" {
+			t.Errorf("frame holds an escape that is not a colour: %q", frame)
+			break
+		}
+	}
+}
+
+// scenarios drive the model into the states the golden frames show.
+var scenarios = []struct {
+	name   string
+	height int
+	drive  func(d *driver)
+}{
+	{"task", 48, func(d *driver) {
+		d.send("fix the failing test in calc.go")
+		d.wait()
+	}},
+	{"task-collapsed", 30, func(d *driver) {
+		d.send("fix the failing test in calc.go")
+		d.wait()
+		d.press("ctrl+o")
+		d.press("ctrl+t")
+	}},
+	{"running", 20, func(d *driver) {
+		d.send("run the slow suite")
+		d.waitCall()
+	}},
+	{"cancelled", 20, func(d *driver) {
+		d.send("run the slow suite")
+		d.waitCall()
+		d.press("esc")
+		d.wait()
+	}},
+	{"approval", 24, func(d *driver) {
+		d.send("check the net for versions")
+		d.waitApproval()
+	}},
+	{"approved", 24, func(d *driver) {
+		d.send("check the net for versions")
+		d.waitApproval()
+		d.press("a")
+		d.wait()
+	}},
+	{"commands", 40, func(d *driver) {
+		d.send("/help")
+		d.send("/frobnicate now")
+		d.send("/model")
+		d.send("/ledger")
+		d.send("/diff")
+		d.wait()
+	}},
+	{"multiline", 12, func(d *driver) {
+		d.typeText("first line")
+		d.press("alt+enter")
+		d.typeText("second line")
+		d.press("ctrl+j")
+		d.typeText("third")
+	}},
+}
+
+func TestGoldenFrames(t *testing.T) {
+	for _, sc := range scenarios {
+		for _, width := range []int{60, 100} {
+			for _, color := range []bool{true, false} {
+				name := fmt.Sprintf("%s-w%d", sc.name, width)
+				if !color {
+					name += "-nocolor"
+				}
+				t.Run(name, func(t *testing.T) {
+					d := newDriver(t, width, sc.height, color)
+					sc.drive(d)
+					f := d.frame()
+					checkFrame(t, f, width, sc.height, color)
+					golden(t, name, f)
+				})
+			}
+		}
+	}
+}
+
+func displayWidth(s string) int { return ansiWidth(s) }

@@ -1,0 +1,529 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/colorprofile"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// hostile is output a command or a file might hold that, printed raw,
+// would set the window title, write the clipboard, clear the screen, open
+// a hyperlink, move the cursor or reorder the text.
+const hostile = "before\x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07 \x1b[2J\x1b[H \x1b]8;;http://evil/\x1b\\link\x1b]8;;\x1b\\ \x9b31m c1 \u202eevil\u202c \x1bPdcs\x1b\\ bell\x07 back\bspace\rafter"
+
+func TestControlSequencesNeverReachTheFrame(t *testing.T) {
+	for _, color := range []bool{true, false} {
+		for _, width := range []int{60, 100} {
+			d := newDriver(t, width, 60, color)
+			d.f.toolOutput = hostile + "\n"
+			d.send("fix it " + hostile)
+			d.wait()
+			// The model's text, a file's diff and an approval request carry it too.
+			d.u.Observe(agent.Event{Type: agent.EventTurnStarted, Turn: 3})
+			d.u.Observe(agent.Event{Type: agent.EventDelta, Turn: 3, Delta: &model.Delta{Kind: model.KindAssistant, Text: hostile}})
+			before, after := "a\n", "a\n"+hostile+"\n"
+			d.u.Observe(agent.Event{Type: agent.EventCallCompleted, Turn: 3,
+				Call:    &model.ToolCall{ID: "c9", Name: "write_file" + hostile},
+				Results: []tool.Result{{Changes: []tool.FileChange{{Path: "x" + hostile, Kind: tool.ChangeUpdate, Before: "1", After: "2", BeforeData: []byte(before), AfterData: []byte(after)}}}},
+				Result:  &model.ToolResult{Text: hostile}})
+			d.u.Observe(agent.Event{Type: agent.EventTurnFailed, Err: errors.New(hostile)})
+			frame := d.frame()
+			checkFrame(t, frame, width, 60, color)
+			for _, bad := range []string{"\x1b]", "\x1bP", "\x07", "\x9b", "\u202e", "\b", "\r", "\x1b[2J", "\x1b[H"} {
+				if strings.Contains(frame, bad) {
+					t.Errorf("color=%v width=%d: the frame holds %q", color, width, bad)
+				}
+			}
+			if !strings.Contains(frame, "<U+001B>]0;pwned<U+0007>") {
+				t.Errorf("color=%v width=%d: the title sequence is not shown as inert text:\n%s", color, width, frame)
+			}
+			// The approval card.
+			go d.u.Approve(context.Background(), ApprovalRequest{Tool: "bash", Command: "curl " + hostile, Paths: []string{"/etc" + hostile}, Reason: hostile})
+			d.waitApproval()
+			frame = d.frame()
+			checkFrame(t, frame, width, 60, color)
+			if strings.Contains(frame, "\x1b]") || strings.Contains(frame, "\x07") {
+				t.Errorf("the approval card holds a control sequence")
+			}
+			d.press("n")
+		}
+	}
+}
+
+func TestParseCommand(t *testing.T) {
+	for _, tc := range []struct{ in, name, arg string }{
+		{"/help", "help", ""},
+		{"  /Model  gpt-5.1 ", "model", "gpt-5.1"},
+		{"/resume abc def", "resume", "abc def"},
+		{"/", "", ""},
+		{"/sandbox\tread-only", "sandbox", "read-only"},
+	} {
+		name, arg := parseCommand(tc.in)
+		if name != tc.name || arg != tc.arg {
+			t.Errorf("parseCommand(%q) = %q, %q; want %q, %q", tc.in, name, arg, tc.name, tc.arg)
+		}
+	}
+}
+
+func TestAttachments(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"explain @main.go please", []string{"main.go"}},
+		{"compare @a.go, @b/c.go and @a.go.", []string{"a.go", "b/c.go"}},
+		{"mail me at a@b.com", nil},
+		{"a lone @ sign", nil},
+		{"(@x.txt)", nil},
+		{"@dir/with-dash_1.md)", []string{"dir/with-dash_1.md"}},
+	} {
+		if got := attachments(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("attachments(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzParseCommand(f *testing.F) {
+	f.Add("/model gpt")
+	f.Add("/\t\n x")
+	f.Fuzz(func(t *testing.T, s string) {
+		name, arg := parseCommand(s)
+		if strings.ContainsAny(name, " \t\n") {
+			t.Errorf("name %q holds a space", name)
+		}
+		if arg != strings.TrimSpace(arg) {
+			t.Errorf("arg %q is not trimmed", arg)
+		}
+	})
+}
+
+func FuzzAttachments(f *testing.F) {
+	f.Add("see @a.go and @b")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, p := range attachments(s) {
+			if p == "" || strings.ContainsAny(p, " \t\n") || !strings.Contains(s, "@"+p) {
+				t.Errorf("attachments(%q) gave %q", s, p)
+			}
+		}
+	})
+}
+
+func TestHistory(t *testing.T) {
+	d := newDriver(t, 60, 20, false)
+	d.send("/cost")
+	d.send("/model")
+	d.typeText("draft")
+	steps := []struct {
+		key, want string
+	}{
+		{"up", "/model"}, {"up", "/cost"}, {"up", "/cost"}, {"down", "/model"}, {"down", "draft"}, {"down", "draft"},
+	}
+	for i, s := range steps {
+		d.press(s.key)
+		if got := d.m.ta.Value(); got != s.want {
+			t.Fatalf("step %d (%s): input %q, want %q", i, s.key, got, s.want)
+		}
+	}
+}
+
+func TestMultilineInputIsSentWhole(t *testing.T) {
+	d := newDriver(t, 60, 20, false)
+	d.typeText("line one")
+	d.press("alt+enter")
+	d.typeText("line two")
+	d.press("ctrl+j")
+	d.typeText("slow three")
+	d.press("enter")
+	d.waitCall()
+	d.press("ctrl+c")
+	d.wait()
+	if got := d.f.tasks; len(got) != 1 || got[0] != "line one\nline two\nslow three" {
+		t.Fatalf("tasks %q", got)
+	}
+}
+
+// A cancelled turn ends through the session's cancel path: Run's ctx is
+// cancelled, the call ends cancelled and the UI is idle again.
+func TestCancelEndsTheTurn(t *testing.T) {
+	for _, key := range []string{"esc", "ctrl+c"} {
+		d := newDriver(t, 80, 20, false)
+		d.send("slow")
+		d.waitCall()
+		if d.m.busy == "" {
+			t.Fatal("not busy while a turn runs")
+		}
+		d.press(key)
+		msg := d.wait().(turnDoneMsg)
+		if msg.out.Status != agent.StatusCanceled {
+			t.Errorf("%s: outcome %s, want canceled", key, msg.out.Status)
+		}
+		if d.m.busy != "" {
+			t.Errorf("%s: still busy", key)
+		}
+		if !strings.Contains(d.frame(), "■ canceled") {
+			t.Errorf("%s: the frame does not say the turn was cancelled:\n%s", key, d.frame())
+		}
+	}
+}
+
+// Ctrl-D while a turn runs cancels it and quits once it has ended.
+func TestQuitWaitsForTheTurn(t *testing.T) {
+	d := newDriver(t, 80, 20, false)
+	d.send("slow")
+	d.waitCall()
+	_, cmd := d.m.Update(keyOf("ctrl+d"))
+	if cmd != nil {
+		t.Fatal("quit before the turn ended")
+	}
+	_, cmd = d.m.Update(<-d.msgs)
+	if cmd == nil {
+		t.Fatal("no quit after the turn ended")
+	}
+}
+
+func TestApprovalWithdrawnWhenItsContextEnds(t *testing.T) {
+	d := newDriver(t, 80, 24, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := d.u.Approve(ctx, ApprovalRequest{Command: "curl x", Network: true})
+		errc <- err
+	}()
+	d.waitApproval()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Approve returned %v", err)
+	}
+	d.waitFor("the withdrawal", func() bool { return len(d.m.approvals) == 0 })
+	if !strings.Contains(d.frame(), "withdrawn") {
+		t.Errorf("the frame does not say the request was withdrawn")
+	}
+}
+
+func TestApprovalAnswers(t *testing.T) {
+	for key, want := range map[string]Decision{"y": Allow, "n": Deny, "a": AllowAlways, "esc": Deny} {
+		d := newDriver(t, 80, 24, false)
+		got := make(chan Decision, 1)
+		go func() {
+			dec, _ := d.u.Approve(context.Background(), ApprovalRequest{Command: "curl x", Network: true})
+			got <- dec
+		}()
+		d.waitApproval()
+		d.press(key)
+		select {
+		case dec := <-got:
+			if dec != want {
+				t.Errorf("%s: decision %v, want %v", key, dec, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no decision", key)
+		}
+	}
+}
+
+func TestApproveAfterRunEnded(t *testing.T) {
+	u := New(Options{})
+	close(u.ended)
+	if _, err := u.Approve(context.Background(), ApprovalRequest{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Approve after the UI ended: %v", err)
+	}
+}
+
+// Commands run through the session's optional capabilities.
+func TestCommandsReachTheSession(t *testing.T) {
+	d := newDriver(t, 80, 30, false)
+	d.send("/compact")
+	d.wait()
+	if d.f.compacts != 1 {
+		t.Fatalf("compact ran %d times", d.f.compacts)
+	}
+	if !strings.Contains(d.frame(), "Compacted: 6 items") {
+		t.Errorf("the report is not shown")
+	}
+	d.send("/cost")
+	if !strings.Contains(d.frame(), "Cost $0.0000") {
+		t.Errorf("no cost report:\n%s", d.frame())
+	}
+	d.send("/resume")
+	if !strings.Contains(d.frame(), "/resume is not available in this session") {
+		t.Errorf("an unsupported command is not reported:\n%s", d.frame())
+	}
+	d.send("explain @main.go")
+	if !strings.Contains(d.frame(), "cannot attach files") || len(d.f.tasks) != 0 {
+		t.Errorf("a task with an attachment was sent to a session that cannot attach")
+	}
+}
+
+func TestResize(t *testing.T) {
+	d := newDriver(t, 100, 40, true)
+	d.send("fix it")
+	d.wait()
+	for _, w := range []int{100, 60, 40, 130, 60} {
+		d.m.Update(teaSize(w, 30))
+		checkFrame(t, d.frame(), w, 30, true)
+	}
+}
+
+// When Run's ctx ends during a turn, Run returns ctx's error only after
+// the session's Run has returned through its cancel path.
+func TestRunWaitsForTheTurnWhenItsContextEnds(t *testing.T) {
+	pr, pw := io.Pipe()
+	u := New(Options{Input: pr, Output: io.Discard, Width: 80, Height: 24, Env: []string{}})
+	f := newFake(u)
+	f.cancelDelay = 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- u.Run(ctx, f) }()
+	go io.WriteString(pw, "slow\r")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		n := len(f.tasks)
+		f.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task never reached the session")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.active != 0 {
+		t.Fatal("Run returned while the session's Run was still running")
+	}
+	pw.Close()
+}
+
+func TestHistoryKeptAcrossSessions(t *testing.T) {
+	pr, pw := io.Pipe()
+	u := New(Options{Input: pr, Output: io.Discard, Width: 80, Height: 24, Env: []string{}, History: []string{"old one", "old two"}})
+	errc := make(chan error, 1)
+	go func() { errc <- u.Run(context.Background(), newFake(u)) }()
+	// Up twice recalls "old one"; Enter sends it (a task); then /quit.
+	io.WriteString(pw, "\x1b[A\x1b[A\r")
+	io.WriteString(pw, "/quit\r")
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	want := []string{"old two", "old one", "/quit"}
+	if got := u.History(); !slices.Equal(got, append([]string{"old one"}, want...)) {
+		t.Fatalf("history %q", got)
+	}
+}
+
+// richSession adds the capabilities the plain fake lacks.
+type richSession struct {
+	*fakeSession
+	attached []string
+	resumed  []string
+	renewed  int
+	model    string
+}
+
+func (r *richSession) Attach(ctx context.Context, path string) (string, error) {
+	if path == "missing.go" {
+		return "", errors.New("open missing.go: no such file")
+	}
+	r.attached = append(r.attached, path)
+	return path + ", 3 lines", nil
+}
+
+func (r *richSession) Resume(ctx context.Context, id string) ([]model.Item, error) {
+	r.resumed = append(r.resumed, id)
+	return []model.Item{
+		{Kind: model.KindUser, Text: "earlier task"},
+		{Kind: model.KindReasoning, Text: "hmm"},
+		{Kind: model.KindToolCall, Call: &model.ToolCall{ID: "c1", Name: "bash", Input: `{"command":"ls"}`}},
+		{Kind: model.KindToolResult, Result: &model.ToolResult{CallID: "c1", Text: "a.go\nb.go\x1b]0;t\x07"}},
+		{Kind: model.KindAssistant, Text: "Earlier **answer**."},
+	}, nil
+}
+
+func (r *richSession) NewSession(ctx context.Context) error { r.renewed++; return nil }
+
+func (r *richSession) SetModel(ctx context.Context, name string) error {
+	if name == "nope" {
+		return errors.New("unknown model nope")
+	}
+	r.model = name
+	return nil
+}
+
+func newRichDriver(t *testing.T) (*driver, *richSession) {
+	d := newDriver(t, 80, 40, false)
+	r := &richSession{fakeSession: d.f}
+	d.m.sess = r
+	return d, r
+}
+
+func TestAttach(t *testing.T) {
+	d, r := newRichDriver(t)
+	d.send("explain @calc.go and @go.mod.")
+	d.wait()
+	if !slices.Equal(r.attached, []string{"calc.go", "go.mod"}) || len(r.tasks) != 1 {
+		t.Fatalf("attached %q, tasks %q", r.attached, r.tasks)
+	}
+	if f := d.frame(); !strings.Contains(f, "Attached calc.go, 3 lines") {
+		t.Errorf("the attachment is not reported:\n%s", f)
+	}
+	d.send("explain @missing.go")
+	d.wait()
+	if len(r.tasks) != 1 {
+		t.Errorf("a task whose attachment failed was sent")
+	}
+	if f := d.frame(); !strings.Contains(f, "attach missing.go: open missing.go: no such file; the task was not sent") {
+		t.Errorf("the failed attachment is not reported:\n%s", f)
+	}
+}
+
+func TestResumeAndNew(t *testing.T) {
+	d, r := newRichDriver(t)
+	d.send("fix it")
+	d.wait()
+	d.send("/resume s-0")
+	d.wait()
+	f := d.frame()
+	if !slices.Equal(r.resumed, []string{"s-0"}) {
+		t.Fatalf("resumed %q", r.resumed)
+	}
+	if strings.Contains(f, "fix it") || !strings.Contains(f, "earlier task") || !strings.Contains(f, "Earlier answer.") && !strings.Contains(f, "Earlier **answer**.") || !strings.Contains(f, "<U+001B>]0;t") {
+		t.Errorf("the resumed transcript is not drawn as it should be:\n%s", f)
+	}
+	d.send("/new")
+	d.wait()
+	if f := d.frame(); r.renewed != 1 || strings.Contains(f, "earlier task") || !strings.Contains(f, "New session.") {
+		t.Errorf("/new did not start anew:\n%s", f)
+	}
+	d.send("/model nope")
+	d.wait()
+	d.send("/model gpt-x")
+	d.wait()
+	if f := d.frame(); r.model != "gpt-x" || !strings.Contains(f, "/model: unknown model nope") || !strings.Contains(f, "Model: gpt-x") {
+		t.Errorf("/model: model %q, frame:\n%s", r.model, f)
+	}
+}
+
+func TestChildObserver(t *testing.T) {
+	d := newDriver(t, 80, 20, false)
+	c := d.u.Child("reviewer\x1b[31m")
+	c.Observe(agent.Event{Type: agent.EventCallStarted, Call: &model.ToolCall{ID: "x", Name: "bash"},
+		Ops: []tool.Call{{Op: tool.OpExec, Args: &tool.ExecArgs{Command: "go vet ./..."}}}})
+	c.Observe(agent.Event{Type: agent.EventDelta, Delta: &model.Delta{Kind: model.KindAssistant, Text: "not shown"}})
+	c.Observe(agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusCompleted, Turns: 1, Calls: 1}})
+	f := d.frame()
+	for _, want := range []string{"↳ [reviewer] bash · $ go vet ./...", "↳ [reviewer] completed after 1 turn and 1 tool call"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("the frame lacks %q:\n%s", want, f)
+		}
+	}
+	if strings.Contains(f, "not shown") {
+		t.Errorf("a sub-agent's text is drawn")
+	}
+}
+
+// A streaming message wrapped delta by delta reads the same as the whole
+// text wrapped at once, also across a resize.
+func TestStreamWrapMatchesWholeWrap(t *testing.T) {
+	text := "\n\nFirst paragraph with enough words to wrap more than once at a narrow width.\n\n" +
+		"- a list item\n- another one that is rather longer than the first\n\n\tindented with a tab\n" +
+		strings.Repeat("averyveryverylongwordwithoutspaces", 3) + "\nlast line without newline  \n\n"
+	reference := func(s string, width int) []string {
+		var out []string
+		for _, l := range wrap(s, width-2) {
+			if len(out) == 0 && strings.TrimSpace(l) == "" {
+				continue
+			}
+			out = append(out, "  "+l)
+		}
+		for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
+			out = out[:len(out)-1]
+		}
+		return out
+	}
+	var sw streamWrap
+	for _, step := range []int{1, 3, 7, 13} {
+		sw = streamWrap{}
+		for n := 0; n <= len(text); n += step {
+			width := 30
+			if n > len(text)/2 {
+				width = 44 // a resize halfway
+			}
+			got, want := sw.lines(text[:n], width), reference(text[:n], width)
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d, %d bytes, width %d:\n got %q\nwant %q", step, n, width, got, want)
+			}
+		}
+	}
+}
+
+func TestUseColor(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		p    colorprofile.Profile
+		want bool
+	}{
+		{nil, colorprofile.TrueColor, true},
+		{[]string{"NO_COLOR=1"}, colorprofile.TrueColor, false},
+		{[]string{"NO_COLOR="}, colorprofile.ANSI256, true},
+		{nil, colorprofile.ANSI, true},
+		{nil, colorprofile.Ascii, false},
+		{nil, colorprofile.NoTTY, false},
+	} {
+		if got := useColor(tc.env, tc.p); got != tc.want {
+			t.Errorf("useColor(%q, %v) = %v", tc.env, tc.p, got)
+		}
+	}
+}
+
+func TestDiffOf(t *testing.T) {
+	big := strings.Repeat("x", maxDiffInput+1)
+	r := renderer{st: newStyles(false), showDiffs: true}
+	for _, tc := range []struct {
+		name string
+		c    tool.FileChange
+		want string
+	}{
+		{"add", tool.FileChange{Path: "n.go", Kind: tool.ChangeAdd, After: "d", AfterData: []byte("a\nb\n")},
+			"  ⎿ added n.go +2 −0\n    @@ -0,0 +1,2 @@\n    +a\n    +b"},
+		{"delete", tool.FileChange{Path: "o.go", Kind: tool.ChangeDelete, Before: "d", BeforeData: []byte("a\n")},
+			"  ⎿ deleted o.go +0 −1\n    @@ -1 +0,0 @@\n    -a"},
+		{"binary", tool.FileChange{Path: "b.bin", Kind: tool.ChangeUpdate, Before: "1", After: "2", BeforeData: []byte{0, 1}, AfterData: []byte{0, 2}},
+			"  ⎿ updated b.bin (binary)"},
+		{"unreadable", tool.FileChange{Path: "l", Kind: tool.ChangeUpdate, Before: "1", After: "2"},
+			"  ⎿ updated l (contents not readable)"},
+		{"large", tool.FileChange{Path: "big.txt", Kind: tool.ChangeUpdate, Before: "1", After: "2", BeforeData: []byte("a"), AfterData: []byte(big)},
+			"  ⎿ updated big.txt (1.0 MB, too large to draw; /diff shows it)"},
+		{"moved", tool.FileChange{Path: "a.go", MovedTo: "b.go", Kind: tool.ChangeUpdate, Before: "1", After: "1", BeforeData: []byte("x\n"), AfterData: []byte("x\n")},
+			"  ⎿ updated a.go → b.go +0 −0"},
+	} {
+		got := strings.Join(r.drawFileDiff(diffOf(tc.c), 100), "\n")
+		if got != tc.want {
+			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNotify(t *testing.T) {
+	d := newDriver(t, 80, 20, false)
+	d.u.Notify("Compacted automatically: 40 items replaced by a summary.\x1b]0;x\x07")
+	if f := d.frame(); !strings.Contains(f, "Compacted automatically: 40 items replaced by a summary.<U+001B>]0;x<U+0007>") {
+		t.Errorf("the notice is not drawn, or not sanitised:\n%s", f)
+	}
+}
