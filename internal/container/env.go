@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -184,12 +185,25 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory", ws)
 	}
-	img, err := e.inspectImage(ctx, cfg.Image)
-	if err != nil {
-		return nil, err
+	// With the workdir given, the image is inspected while the container
+	// starts; else its working directory is needed first.
+	type inspected struct {
+		img imageInfo
+		err error
 	}
+	inspect := make(chan inspected, 1)
+	go func() {
+		img, err := e.inspectImage(ctx, cfg.Image)
+		inspect <- inspected{img, err}
+	}()
+	var img imageInfo
 	workdir := cfg.Workdir
 	if workdir == "" {
+		r := <-inspect
+		if r.err != nil {
+			return nil, r.err
+		}
+		img, inspect = r.img, nil
 		workdir = img.WorkingDir
 	}
 	if workdir == "" || workdir == "/" {
@@ -208,6 +222,10 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		return nil, err
 	}
 	env := &Env{engine: e, workdir: workdir, ws: ws, state: state}
+	if err := syscall.Mkfifo(filepath.Join(state, "ctl"), 0o600); err != nil {
+		os.RemoveAll(state)
+		return nil, fmt.Errorf("make the supervisor's FIFO: %w", err)
+	}
 	labels := owner.labels()
 	labels[LabelSession] = cfg.Session
 	labels[LabelState] = state
@@ -215,7 +233,7 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	user := e.userFlags(cfg.User)
 
 	try := func(s Settings) (string, error) {
-		args := append(e.globals(s), "run", "-d", "-i", "--pull", "never", "--name", containerName(cfg.Session))
+		args := append(e.globals(s), "run", "-d", "--pull", "never", "--name", containerName(cfg.Session))
 		keys := make([]string, 0, len(labels))
 		for k := range labels {
 			keys = append(keys, k)
@@ -236,9 +254,9 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		for _, v := range cfg.Env {
 			args = append(args, "--env", v)
 		}
-		// PID 1 (under the init) waits on a standard input the engine keeps
-		// open: the container lives until it is removed.
-		args = append(args, "-w", workdir, "--entrypoint", "bash", cfg.Image, "-c", "read -r _")
+		// PID 1 (the engine's init) runs the supervisor, which starts the
+		// shells; the container lives until it is removed.
+		args = append(args, "-w", workdir, "--entrypoint", "bash", cfg.Image, "-c", supervisor, "truss-env", state)
 		out, err := e.run(ctx, nil, exec.CommandContext(ctx, e.Path, args...))
 		return strings.TrimSpace(string(out)), err
 	}
@@ -254,11 +272,25 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	if err != nil {
 		e.removeQuiet(context.WithoutCancel(ctx), id, labels)
 		os.RemoveAll(state)
+		if inspect != nil {
+			if r := <-inspect; r.err != nil {
+				return nil, r.err // the image is missing: say so
+			}
+		}
 		var ce *CommandError
 		if errors.As(err, &ce) && ce.ExitCode == 127 {
 			return nil, fmt.Errorf("image %s has no bash, which the session's shell needs: %w", cfg.Image, err)
 		}
 		return nil, fmt.Errorf("start a container from %s: %w", cfg.Image, err)
+	}
+	if inspect != nil {
+		r := <-inspect
+		if r.err != nil {
+			e.removeQuiet(context.WithoutCancel(ctx), id, labels)
+			os.RemoveAll(state)
+			return nil, r.err
+		}
+		img = r.img
 	}
 	env.id = id
 	env.facts = Facts{Engine: e.Name, EngineVersion: e.Version, Runtime: or(s.Runtime, e.Runtime),

@@ -31,12 +31,16 @@ func mustRun(t *testing.T, sh *shell.Session, cmd string) string {
 	return r.Stdout
 }
 
-func newShell(t *testing.T, env *Env) *shell.Session {
+func newShell(t *testing.T, env *Env) *shell.Session { return newShellWith(t, env, env.Launcher()) }
+
+func newShellWith(t *testing.T, env *Env, l shell.Starter) *shell.Session {
 	t.Helper()
-	sh, err := env.NewShell(shell.Config{SetEnv: []string{"TASK=demo"}})
+	cfg, err := env.ShellConfig(shell.Config{SetEnv: []string{"TASK=demo"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Launcher = l
+	sh := shell.New(cfg)
 	t.Cleanup(func() { sh.Close() })
 	return sh
 }
@@ -74,6 +78,18 @@ func TestCheck(t *testing.T) {
 // hold, a timed-out command leaves nothing running, and the facts name the
 // image.
 func TestSession(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		launcher func(*Env) shell.Starter
+	}{
+		{"supervisor", (*Env).Launcher},
+		{"exec", (*Env).ExecLauncher},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testSession(t, tc.launcher) })
+	}
+}
+
+func testSession(t *testing.T, launcher func(*Env) shell.Starter) {
 	ws := t.TempDir()
 	os.MkdirAll(filepath.Join(ws, "pkg"), 0o755)
 	os.WriteFile(filepath.Join(ws, "pkg", "code.txt"), []byte("broken\n"), 0o644)
@@ -81,7 +97,7 @@ func TestSession(t *testing.T) {
 	if env.Workdir() != "/testbed" {
 		t.Errorf("workdir %q, want the image's /testbed", env.Workdir())
 	}
-	sh := newShell(t, env)
+	sh := newShellWith(t, env, launcher(env))
 
 	if got := strings.TrimSpace(mustRun(t, sh, "pwd")); got != "/testbed" {
 		t.Errorf("the shell starts in %q, want /testbed", got)
@@ -228,10 +244,14 @@ func TestNetworkOn(t *testing.T) {
 
 func TestImageNotFound(t *testing.T) {
 	e := testEngine(t)
-	_, err := e.Start(context.Background(), Config{Image: "localhost/truss-absent:never", Workspace: t.TempDir(), Session: sessionName(t)})
-	var nf *ImageNotFoundError
-	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "pull") {
-		t.Fatalf("err = %v, want an ImageNotFoundError that says to pull", err)
+	for _, workdir := range []string{"", "/testbed"} {
+		session := sessionName(t)
+		_, err := e.Start(context.Background(), Config{Image: "localhost/truss-absent:never", Workspace: t.TempDir(), Session: session, Workdir: workdir})
+		var nf *ImageNotFoundError
+		if !errors.As(err, &nf) || !strings.Contains(err.Error(), "pull") {
+			t.Fatalf("workdir %q: err = %v, want an ImageNotFoundError that says to pull", workdir, err)
+		}
+		assertNoContainers(t, e, session)
 	}
 }
 

@@ -18,18 +18,27 @@ import (
 	"github.com/trussdev/truss/internal/tool/shell"
 )
 
-// Launcher returns the shell's launcher for this environment: it starts
-// the shell's program (bash) in the container through the engine's
-// `exec -i`, in the directory the shell asks for (a host path inside the
-// workspace is mapped to the container's), with the shell's variables
-// except the host's own (PATH, HOME and the like, which the image sets).
+// Launcher returns the shell's launcher for this environment: the
+// container's supervisor starts the shell's program (bash) in the
+// directory the shell asks for (a host path inside the workspace is mapped
+// to the container's), with the shell's variables except the host's own
+// (PATH, HOME and the like, which the image sets), its standard streams on
+// FIFOs in the state directory. No engine command runs for a shell's
+// start or its commands. See fifoLauncher.Start for how a kill reaches
+// the container.
+func (v *Env) Launcher() shell.Starter { return &fifoLauncher{env: v} }
+
+// ExecLauncher returns a launcher that starts each shell through the
+// engine's `exec -i` instead: slower to start (an engine command per
+// shell), for engines whose bind mounts do not carry FIFOs between host
+// and container (an engine in a virtual machine).
 //
 // Killing the engine's exec client does not end what it started in the
 // container, so when the shell's streams end (the shell exited or was
 // killed, at a timeout or a restart) the launcher kills the in-container
 // shell's process group before the session sees the end: nothing a
 // timed-out command started keeps running.
-func (v *Env) Launcher() shell.Starter { return &launcher{env: v} }
+func (v *Env) ExecLauncher() shell.Starter { return &launcher{env: v} }
 
 type launcher struct{ env *Env }
 
