@@ -279,7 +279,7 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		}
 		var ce *CommandError
 		if errors.As(err, &ce) && ce.ExitCode == 127 {
-			return nil, fmt.Errorf("image %s has no bash, which the session's shell needs: %w", cfg.Image, err)
+			return nil, fmt.Errorf("image %s has no bash: the session's shell needs bash: %w", cfg.Image, err)
 		}
 		return nil, fmt.Errorf("start a container from %s: %w", cfg.Image, err)
 	}
@@ -299,6 +299,11 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		Mounts: mounts, Network: cfg.Network, Limits: cfg.Limits, User: strings.Join(user, " "), Labels: labels}
 	if env.facts.User == "" {
 		env.facts.User = "rootless"
+	}
+	if err := env.waitSupervisor(ctx); err != nil {
+		e.removeQuiet(context.WithoutCancel(ctx), id, labels)
+		os.RemoveAll(state)
+		return nil, err
 	}
 	return env, nil
 }
@@ -479,6 +484,44 @@ func (v *Env) Close(ctx context.Context) error {
 	}
 	os.RemoveAll(v.state)
 	return nil
+}
+
+// waitSupervisor waits until the container's supervisor reads its
+// control FIFO; a container that exited instead is reported with its
+// output.
+func (v *Env) waitSupervisor(ctx context.Context) error {
+	ctl := filepath.Join(v.state, "ctl")
+	deadline := time.Now().Add(shellStartTimeout)
+	next := time.Now().Add(300 * time.Millisecond)
+	for {
+		f, err := os.OpenFile(ctl, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			f.Close()
+			return nil
+		}
+		if !errors.Is(err, syscall.ENXIO) {
+			return fmt.Errorf("the supervisor's FIFO: %w", err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(next) {
+			next = time.Now().Add(300 * time.Millisecond)
+			out, err := v.engine.output(ctx, "container", "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", v.id)
+			if f := strings.Fields(string(out)); err == nil && len(f) == 2 && f[0] != "running" && f[0] != "created" {
+				logs, _ := v.engine.output(ctx, "logs", v.id)
+				msg := strings.TrimSpace(string(logs))
+				if f[1] == "127" || strings.Contains(msg, "No such file") || strings.Contains(msg, "not found") {
+					return fmt.Errorf("image %s has no bash: the session's shell needs bash (the container exited with status %s: %s)", v.facts.Image, f[1], msg)
+				}
+				return fmt.Errorf("the container exited with status %s before its shell could start (the image needs bash on its PATH): %s", f[1], or(msg, "no output"))
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the container's supervisor did not start within %s", shellStartTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func or(a, b string) string {

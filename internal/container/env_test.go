@@ -180,6 +180,11 @@ func testSession(t *testing.T, launcher func(*Env) shell.Starter) {
 	if f.Labels[LabelOwnerPID] != fmt.Sprint(os.Getpid()) || f.Labels[LabelSession] == "" {
 		t.Errorf("labels: %v", f.Labels)
 	}
+	// Closing the shell leaves no host process behind (the stand-in).
+	sh.Close()
+	if n := standIns(t); n != 0 {
+		t.Errorf("%d shell stand-ins still run on the host", n)
+	}
 	// Close removes the container, also with a cancelled context.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -265,6 +270,7 @@ func TestStartErrors(t *testing.T) {
 		{"no image", Config{Workspace: t.TempDir()}, "no image"},
 		{"no workspace", Config{Image: ref, Workspace: "/nonexistent/truss"}, "not a directory"},
 		{"relative workdir", Config{Image: ref, Workspace: t.TempDir(), Workdir: "rel"}, "not an absolute path"},
+		{"no bash in the image", Config{Image: ProbeImage, Workspace: t.TempDir()}, "needs bash"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Session = sessionName(t)
@@ -370,4 +376,27 @@ func TestFind(t *testing.T) {
 	if !errors.As(err, &nf) || len(nf.Tried) != 2 || nf.Tried[0].Reason != "not on PATH" {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// standIns counts this process's children that are shell stand-ins.
+func standIns(t *testing.T) int {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	n := 0
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 || f[1] != fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(st), "cmdline"))
+		if strings.Contains(string(cmdline), "read -r s") {
+			n++
+		}
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -159,4 +160,36 @@ func TestContainerName(t *testing.T) {
 			t.Errorf("containerName(%q) = %q", s, n)
 		}
 	}
+}
+
+// FuzzEnvScript: a shell's variables and directory reach bash as they
+// were, whatever they hold.
+func FuzzEnvScript(f *testing.F) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		f.Skip("no bash")
+	}
+	f.Add("plain", "/tmp")
+	f.Add("it's \"quoted\" $HOME `x` \\ \n newline", "/tmp/a'b")
+	f.Fuzz(func(t *testing.T, val, dir string) {
+		if strings.ContainsRune(val, 0) || strings.ContainsRune(dir, 0) {
+			t.Skip()
+		}
+		script := envScript(dir, []string{"V=" + val, "PATH=/host/only", "1BAD=x"}, []string{"/usr/bin/bash", "--noprofile"})
+		// Without the cd (the directory need not exist here): the quoting
+		// of the directory is checked by comparing the parsed word.
+		script = strings.Replace(script, "cd -- ", "D=", 1)
+		script = strings.Replace(script, " || exit 126", "", 1)
+		out, err := exec.Command(bash, "--noprofile", "--norc", "-c", script+`printf '%s\x00%s\x00%s\x00' "$V" "$D" "$*"`).Output()
+		if err != nil {
+			t.Fatalf("script failed: %v\n%s", err, script)
+		}
+		got := strings.Split(string(out), "\x00")
+		if got[0] != val || got[1] != dir || got[2] != "bash --noprofile" {
+			t.Fatalf("got %q, want %q %q", got, val, dir)
+		}
+		if strings.Contains(script, "/host/only") || strings.Contains(script, "1BAD") {
+			t.Fatalf("host-only or invalid variable passed:\n%s", script)
+		}
+	})
 }
