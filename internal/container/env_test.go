@@ -224,6 +224,20 @@ func TestValidation(t *testing.T) {
 			if pass := r.Err == nil; pass != tc.pass {
 				t.Errorf("pass=%v, want %v: %s%s", pass, tc.pass, r.Stdout, r.Stderr)
 			}
+			// The grader: a fresh container of its own, removed after.
+			e, ref := testImage(t)
+			gs := sessionName(t)
+			res, facts, err := e.RunFresh(context.Background(), Config{Image: ref, Workspace: ws, Workdir: "/work/repo", Session: gs}, "imgtool check code.txt", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pass := res.Err == nil; pass != tc.pass || !strings.Contains(res.Stdout, "passed") {
+				t.Errorf("graded pass=%v, want %v: %s%s", pass, tc.pass, res.Stdout, res.Stderr)
+			}
+			if facts.ContainerID == env.ID() || facts.ImageID != env.Facts().ImageID {
+				t.Errorf("the grader ran in %s (image %s), the agent in %s (image %s)", facts.ContainerID, facts.ImageID, env.ID(), env.Facts().ImageID)
+			}
+			assertNoContainers(t, e, gs)
 			// The same command on the host fails: no imgtool there.
 			host := shell.New(shell.Config{Dir: ws})
 			defer host.Close()

@@ -241,9 +241,8 @@ type fifoTracker struct {
 	base  string
 	repIn io.WriteCloser
 
-	mu     sync.Mutex
-	ends   int
-	closed bool
+	mu   sync.Mutex
+	ends int
 }
 
 // standInGone: the stand-in exited; make sure the container shell's

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/shell"
 )
 
@@ -274,4 +275,28 @@ func (v *Env) NewShell(cfg shell.Config) (*shell.Session, error) {
 		return nil, err
 	}
 	return shell.New(c), nil
+}
+
+// RunFresh runs command once in a fresh container from cfg's image, in a
+// fresh shell (bash) in the workdir, and removes the container: a
+// grader's run, never in the agent's container. The result is the shell's
+// (exit status, output, timeout); facts say where it ran. A command that
+// ran and failed is a result with an error, not an error: err is for an
+// environment that could not be had.
+func (e *Engine) RunFresh(ctx context.Context, cfg Config, command string, timeout time.Duration) (res tool.Result, facts Facts, err error) {
+	env, err := e.Start(ctx, cfg)
+	if err != nil {
+		return tool.Result{}, Facts{}, err
+	}
+	defer func() {
+		if cerr := env.Close(ctx); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	sh, err := env.NewShell(shell.Config{Timeout: timeout})
+	if err != nil {
+		return tool.Result{}, env.Facts(), err
+	}
+	defer sh.Close()
+	return sh.Run(ctx, command, timeout), env.Facts(), nil
 }
