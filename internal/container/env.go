@@ -178,6 +178,9 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	if cfg.Image == "" {
 		return nil, errors.New("no image given")
 	}
+	if err := ValidateReference(cfg.Image); err != nil {
+		return nil, err
+	}
 	ws, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return nil, err
@@ -213,6 +216,12 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		return nil, fmt.Errorf("the workdir %q is not an absolute path", workdir)
 	}
 	workdir = path.Clean(workdir)
+	// --mount splits its value at commas.
+	for _, p := range []string{ws, workdir, os.TempDir()} {
+		if strings.Contains(p, ",") {
+			return nil, fmt.Errorf("the path %q contains a comma, which a bind mount cannot name", p)
+		}
+	}
 	owner, err := self()
 	if err != nil {
 		return nil, err

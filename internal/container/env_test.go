@@ -285,6 +285,8 @@ func TestStartErrors(t *testing.T) {
 		{"no workspace", Config{Image: ref, Workspace: "/nonexistent/truss"}, "not a directory"},
 		{"relative workdir", Config{Image: ref, Workspace: t.TempDir(), Workdir: "rel"}, "not an absolute path"},
 		{"no bash in the image", Config{Image: ProbeImage, Workspace: t.TempDir()}, "needs bash"},
+		{"comma in the workspace", Config{Image: ref, Workspace: commaDir(t)}, "contains a comma"},
+		{"flag as image", Config{Image: "--privileged", Workspace: t.TempDir()}, "starts with '-'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Session = sessionName(t)
@@ -413,4 +415,12 @@ func standIns(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+func commaDir(t *testing.T) string {
+	d := filepath.Join(t.TempDir(), "a,b")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
