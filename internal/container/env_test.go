@@ -153,8 +153,8 @@ func testSession(t *testing.T, launcher func(*Env) shell.Starter) {
 	if !r.TimedOut {
 		t.Fatalf("no timeout: %+v", r)
 	}
-	if got := strings.TrimSpace(mustRun(t, sh, `echo "$STEP"`)); got != "two" {
-		t.Errorf("after the restart STEP=%q", got)
+	if got := strings.TrimSpace(mustRun(t, sh, `echo "$STEP $PWD"`)); got != "two /testbed/pkg" {
+		t.Errorf("after the restart: %q, want the variable and the directory kept", got)
 	}
 	if out := mustRun(t, sh, "ps -o args"); strings.Contains(out, "sleep 30") {
 		t.Errorf("the timed-out command's processes still run:\n%s", out)

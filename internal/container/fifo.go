@@ -313,3 +313,6 @@ func writeAtomic(path string, data []byte) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// StatDir implements the shell's DirStater.
+func (l *fifoLauncher) StatDir(dir string) error { return l.env.statDir(dir) }

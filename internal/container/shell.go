@@ -300,3 +300,21 @@ func (e *Engine) RunFresh(ctx context.Context, cfg Config, command string, timeo
 	defer sh.Close()
 	return sh.Run(ctx, command, timeout), env.Facts(), nil
 }
+
+// statDir tells whether dir exists in the container, as far as the host
+// can see: a path in the workdir is looked up through the workspace; any
+// other is taken as missing (a shell then starts in the workdir).
+func (v *Env) statDir(dir string) error {
+	h, ok := v.HostPath(dir)
+	if !ok {
+		return fmt.Errorf("%s is outside the workspace's mount", dir)
+	}
+	fi, err := os.Stat(h)
+	if err == nil && !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return err
+}
+
+// StatDir implements the shell's DirStater.
+func (l *launcher) StatDir(dir string) error { return l.env.statDir(dir) }
