@@ -120,6 +120,7 @@ type Env struct {
 	workdir string
 	ws      string
 	state   string
+	user    string // Config.User: the state's files are given to it
 	facts   Facts
 
 	mu      sync.Mutex
@@ -230,10 +231,18 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &Env{engine: e, workdir: workdir, ws: ws, state: state}
+	env := &Env{engine: e, workdir: workdir, ws: ws, state: state, user: cfg.User}
 	if err := syscall.Mkfifo(filepath.Join(state, "ctl"), 0o600); err != nil {
 		os.RemoveAll(state)
 		return nil, fmt.Errorf("make the supervisor's FIFO: %w", err)
+	}
+	if cfg.User != "" {
+		// The container runs as another user: the state directory must be
+		// that user's (the shells' FIFOs are made in it later).
+		if err := chownUser(state, cfg.User); err != nil {
+			os.RemoveAll(state)
+			return nil, err
+		}
 	}
 	labels := owner.labels()
 	labels[LabelSession] = cfg.Session
@@ -531,6 +540,44 @@ func (v *Env) waitSupervisor(ctx context.Context) error {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// own gives the state's files to the container's user when it is not the
+// host user (Config.User).
+func (v *Env) own(paths ...string) error {
+	if v.user == "" {
+		return nil
+	}
+	for _, p := range paths {
+		if err := chownUser(p, v.user); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chownUser gives dir and what it holds to user ("UID" or "UID:GID").
+func chownUser(dir, user string) error {
+	u, g, _ := strings.Cut(user, ":")
+	uid, err := strconv.Atoi(u)
+	if err != nil {
+		return fmt.Errorf("the user %q is not UID[:GID] in numbers, which the state directory needs", user)
+	}
+	gid := -1
+	if g != "" {
+		if gid, err = strconv.Atoi(g); err != nil {
+			return fmt.Errorf("the user %q is not UID[:GID] in numbers", user)
+		}
+	}
+	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(p, uid, gid); err != nil {
+			return fmt.Errorf("give the state directory to user %s: %w", user, err)
+		}
+		return nil
+	})
 }
 
 func or(a, b string) string {

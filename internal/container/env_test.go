@@ -248,6 +248,35 @@ func TestValidation(t *testing.T) {
 	}
 }
 
+// TestOtherUser: with the user given, the container runs as that user
+// and what it writes in the workspace is that user's.
+func TestOtherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("giving the state directory to another user needs root")
+	}
+	ws := t.TempDir()
+	os.Chmod(ws, 0o777)
+	_, env := startEnv(t, Config{Workspace: ws, User: "1234:1234"})
+	sh := newShell(t, env)
+	if got := strings.TrimSpace(mustRun(t, sh, "id -u; touch mine")); got != "1234" {
+		t.Errorf("id -u = %q", got)
+	}
+	fi, err := os.Stat(filepath.Join(ws, "mine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 1234 {
+		t.Errorf("owner %d, want 1234", st.Uid)
+	}
+	mustRun(t, sh, "cd / && export K=v")
+	if r := sh.Run(context.Background(), "sleep 5", 100*time.Millisecond); !r.TimedOut {
+		t.Fatalf("no timeout: %+v", r.Err)
+	}
+	if got := strings.TrimSpace(mustRun(t, sh, `echo "$K"`)); got != "v" {
+		t.Errorf("after restart K=%q", got)
+	}
+}
+
 // TestNetworkOn: with the network asked for, the container has more than
 // the loopback device.
 func TestNetworkOn(t *testing.T) {

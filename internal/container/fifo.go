@@ -74,6 +74,9 @@ func (l *fifoLauncher) Start(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser, io.ReadC
 	if err := writeAtomic(base+".env", []byte(envScript(l.dirOf(cmd.Dir), cmd.Env, cmd.Args))); err != nil {
 		return nil, nil, nil, nil, err
 	}
+	if err := v.own(base+".in", base+".out", base+".err", base+".env"); err != nil {
+		return nil, nil, nil, nil, err
+	}
 	if err := v.request("start " + id); err != nil {
 		return nil, nil, nil, nil, err
 	}

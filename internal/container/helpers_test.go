@@ -177,3 +177,20 @@ func startEnv(tb testing.TB, cfg Config) (*Engine, *Env) {
 	})
 	return e, env
 }
+
+// TestMain fails the run when any container this test process owns is
+// left after all the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if e, err := Find(ctx, os.Getenv("TRUSS_TEST_ENGINE")); err == nil {
+		out, err := e.output(ctx, "ps", "-a", "-q", "--filter", fmt.Sprintf("label=%s=%d", LabelOwnerPID, os.Getpid()))
+		if ids := strings.Fields(string(out)); err == nil && len(ids) > 0 {
+			fmt.Fprintf(os.Stderr, "containers left by the tests: %v\n", ids)
+			e.output(ctx, e.rmArgs(ids...)...)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

@@ -262,6 +262,9 @@ func (v *Env) ShellConfig(cfg shell.Config) (shell.Config, error) {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return cfg, err
 		}
+		if err := v.own(d); err != nil {
+			return cfg, err
+		}
 		cfg.TmpDir = d
 	}
 	cfg.Guard = nil // the container's pids and memory limits bound it
