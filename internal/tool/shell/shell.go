@@ -58,6 +58,13 @@ type Starter interface {
 	Start(cmd *exec.Cmd) (started *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.ReadCloser, err error)
 }
 
+// A DirStater is a Launcher whose shell sees another file system than the
+// host's (a container's): StatDir tells whether dir exists there, so that
+// a restarted shell goes back to the last working directory.
+type DirStater interface {
+	StatDir(dir string) error
+}
+
 // LauncherFunc adapts a function to Launcher.
 type LauncherFunc func(cmd *exec.Cmd) error
 
@@ -304,7 +311,11 @@ func (s *Session) start() error {
 	if cmd.Dir == "" {
 		cmd.Dir = "."
 	}
-	if _, err := os.Stat(cmd.Dir); err != nil {
+	stat := func(dir string) error { _, err := os.Stat(dir); return err }
+	if ds, ok := s.cfg.Launcher.(DirStater); ok {
+		stat = ds.StatDir
+	}
+	if err := stat(cmd.Dir); err != nil {
 		cmd.Dir = s.cfg.Dir
 	}
 	base := s.cfg.Env

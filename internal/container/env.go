@@ -1,0 +1,588 @@
+package container
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The labels every container of a session carries.
+const (
+	// LabelSession names the session (Config.Session).
+	LabelSession = "truss.session"
+	// LabelOwnerPID, LabelOwnerStart, LabelOwnerBoot and LabelOwnerHost
+	// identify the owning process: its pid, its start time in clock ticks
+	// since boot (/proc/PID/stat), the kernel's boot ID and the host name.
+	// A pid reused by another process has another start time.
+	LabelOwnerPID   = "truss.owner.pid"
+	LabelOwnerStart = "truss.owner.start"
+	LabelOwnerBoot  = "truss.owner.boot"
+	LabelOwnerHost  = "truss.owner.host"
+	// LabelState is the host directory the container shares with Truss
+	// (the shells' saved state); Reap removes it with the container.
+	LabelState = "truss.state"
+	labelProbe = "truss.probe"
+)
+
+// DefaultWorkdir is where the workspace is mounted when the image names no
+// working directory.
+const DefaultWorkdir = "/workspace"
+
+// Limits are a container's resource limits; zero fields mean no limit.
+type Limits struct {
+	// CPUs is the number of CPUs (--cpus).
+	CPUs float64 `json:"cpus,omitempty"`
+	// Memory is the memory limit in bytes (--memory).
+	Memory int64 `json:"memory,omitempty"`
+	// Pids bounds the processes and threads alive at once (--pids-limit).
+	Pids int `json:"pids,omitempty"`
+	// OpenFiles bounds each process's open descriptors (--ulimit nofile);
+	// at most the host's hard limit.
+	OpenFiles uint64 `json:"open_files,omitempty"`
+}
+
+// Config is one session environment.
+type Config struct {
+	// Image is the image reference; it must be present in the engine's
+	// store (Start never pulls).
+	Image string
+	// Workspace is the host directory mounted read-write in the container.
+	Workspace string
+	// Workdir is where the workspace is mounted; "" means the image's
+	// working directory, else DefaultWorkdir.
+	Workdir string
+	// Network gives the container the engine's default network; without
+	// it the container has none.
+	Network bool
+	// Limits are the container's resource limits.
+	Limits Limits
+	// Session names the session (a label, and part of the container's name).
+	Session string
+	// Env are variables set in the container (NAME=VALUE), over the image's.
+	Env []string
+	// User overrides the user the container runs as ("UID:GID"); "" means
+	// the host user, so that files written in the workspace are the host
+	// user's (rootless Podman: --userns=keep-id; rootless Docker: the
+	// container's root; otherwise --user UID:GID).
+	User string
+}
+
+// Mount is a bind mount of a container.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+// Facts are what the ledger's session start records about an environment.
+type Facts struct {
+	Engine        string `json:"engine"`
+	EngineVersion string `json:"engine_version"`
+	// Runtime and CgroupManager are the ones in effect (chosen or default).
+	Runtime       string   `json:"runtime,omitempty"`
+	CgroupManager string   `json:"cgroup_manager,omitempty"`
+	Rootless      bool     `json:"rootless"`
+	Settings      Settings `json:"settings"`
+	// Image is the reference asked for; ImageID its config digest
+	// ("sha256:…"); RepoDigests the repository digests the engine knows
+	// for it (none for an image that never came from a registry).
+	Image       string   `json:"image"`
+	ImageID     string   `json:"image_id"`
+	RepoDigests []string `json:"repo_digests,omitempty"`
+	ContainerID string   `json:"container_id"`
+	Workdir     string   `json:"workdir"`
+	Mounts      []Mount  `json:"mounts"`
+	Network     bool     `json:"network"`
+	Limits      Limits   `json:"limits"`
+	// User is how the host user's identity was kept ("--user 0:0",
+	// "--userns=keep-id", "rootless").
+	User   string            `json:"user"`
+	Labels map[string]string `json:"labels"`
+}
+
+// Env is a running session environment: one container. Close removes it.
+type Env struct {
+	engine  *Engine
+	id      string
+	workdir string
+	ws      string
+	state   string
+	user    string // Config.User: the state's files are given to it
+	facts   Facts
+
+	mu      sync.Mutex
+	closed  bool
+	nshells int
+}
+
+// ImageNotFoundError says the image is not in the engine's store.
+type ImageNotFoundError struct {
+	Engine, Image string
+	Err           error
+}
+
+func (e *ImageNotFoundError) Error() string {
+	return fmt.Sprintf("image %s is not in %s's store (Truss never pulls; run `%s pull %s` first): %v", e.Image, e.Engine, e.Engine, e.Image, e.Err)
+}
+
+func (e *ImageNotFoundError) Unwrap() error { return e.Err }
+
+// imageInfo is what Start reads of an image.
+type imageInfo struct {
+	ID          string
+	RepoDigests []string
+	WorkingDir  string
+}
+
+// Inspect reads an image's ID, repository digests and working directory.
+func (e *Engine) inspectImage(ctx context.Context, ref string) (imageInfo, error) {
+	out, err := e.output(ctx, "image", "inspect", ref)
+	if err != nil {
+		return imageInfo{}, &ImageNotFoundError{Engine: e.Name, Image: ref, Err: err}
+	}
+	var all []struct {
+		ID          string   `json:"Id"`
+		RepoDigests []string `json:"RepoDigests"`
+		Config      struct {
+			WorkingDir string `json:"WorkingDir"`
+		} `json:"Config"`
+	}
+	if err := json.Unmarshal(out, &all); err != nil || len(all) != 1 {
+		return imageInfo{}, fmt.Errorf("inspect image %s: %d images, %v", ref, len(all), err)
+	}
+	raw := all[0]
+	id := raw.ID
+	if !strings.Contains(id, ":") {
+		id = "sha256:" + id // Podman prints the bare hex
+	}
+	return imageInfo{ID: id, RepoDigests: raw.RepoDigests, WorkingDir: raw.Config.WorkingDir}, nil
+}
+
+// Start starts the session's container and returns the environment. The
+// workspace must exist. When the engine cannot start a container with its
+// settings, Start runs Check once and tries again with the settings found.
+// A failed Start leaves no container behind.
+func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
+	if cfg.Image == "" {
+		return nil, errors.New("no image given")
+	}
+	if err := ValidateReference(cfg.Image); err != nil {
+		return nil, err
+	}
+	ws, err := filepath.Abs(cfg.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("workspace %s is not a directory", ws)
+	}
+	// With the workdir given, the image is inspected while the container
+	// starts; else its working directory is needed first.
+	type inspected struct {
+		img imageInfo
+		err error
+	}
+	inspect := make(chan inspected, 1)
+	go func() {
+		img, err := e.inspectImage(ctx, cfg.Image)
+		inspect <- inspected{img, err}
+	}()
+	var img imageInfo
+	workdir := cfg.Workdir
+	if workdir == "" {
+		r := <-inspect
+		if r.err != nil {
+			return nil, r.err
+		}
+		img, inspect = r.img, nil
+		workdir = img.WorkingDir
+	}
+	if workdir == "" || workdir == "/" {
+		workdir = DefaultWorkdir
+	}
+	if !path.IsAbs(workdir) {
+		return nil, fmt.Errorf("the workdir %q is not an absolute path", workdir)
+	}
+	workdir = path.Clean(workdir)
+	// --mount splits its value at commas.
+	for _, p := range []string{ws, workdir, os.TempDir()} {
+		if strings.Contains(p, ",") {
+			return nil, fmt.Errorf("the path %q contains a comma, which a bind mount cannot name", p)
+		}
+	}
+	owner, err := self()
+	if err != nil {
+		return nil, err
+	}
+	state, err := os.MkdirTemp("", "truss-env-")
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{engine: e, workdir: workdir, ws: ws, state: state, user: cfg.User}
+	if err := syscall.Mkfifo(filepath.Join(state, "ctl"), 0o600); err != nil {
+		os.RemoveAll(state)
+		return nil, fmt.Errorf("make the supervisor's FIFO: %w", err)
+	}
+	if cfg.User != "" {
+		// The container runs as another user: the state directory must be
+		// that user's (the shells' FIFOs are made in it later).
+		if err := chownUser(state, cfg.User); err != nil {
+			os.RemoveAll(state)
+			return nil, err
+		}
+	}
+	labels := owner.labels()
+	labels[LabelSession] = cfg.Session
+	labels[LabelState] = state
+	mounts := []Mount{{Source: ws, Target: workdir}, {Source: state, Target: state}}
+	user := e.userFlags(cfg.User)
+
+	try := func(s Settings) (string, error) {
+		args := append(e.globals(s), "run", "-d", "--pull", "never", "--name", containerName(cfg.Session))
+		keys := make([]string, 0, len(labels))
+		for k := range labels {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			args = append(args, "--label", k+"="+labels[k])
+		}
+		if !cfg.Network {
+			args = append(args, "--network", "none")
+		}
+		args = append(args, runFlags(withOpenFiles(s, cfg.Limits.OpenFiles))...)
+		args = append(args, limitFlags(cfg.Limits)...)
+		args = append(args, user...)
+		for _, m := range mounts {
+			args = append(args, "--mount", "type=bind,src="+m.Source+",dst="+m.Target)
+		}
+		for _, v := range cfg.Env {
+			args = append(args, "--env", v)
+		}
+		// PID 1 (the engine's init) runs the supervisor, which starts the
+		// shells; the container lives until it is removed.
+		args = append(args, "-w", workdir, "--entrypoint", "bash", cfg.Image, "-c", supervisor, "truss-env", state)
+		out, err := e.run(ctx, nil, exec.CommandContext(ctx, e.Path, args...))
+		return strings.TrimSpace(string(out)), err
+	}
+	s := e.Settings()
+	id, err := try(s)
+	if err != nil && ctx.Err() == nil && settingsFailure(err) {
+		e.removeQuiet(context.WithoutCancel(ctx), id, labels)
+		if _, cerr := e.Check(ctx); cerr == nil && e.Settings().String() != s.String() {
+			s = e.Settings()
+			id, err = try(s)
+		}
+	}
+	if err != nil {
+		e.removeQuiet(context.WithoutCancel(ctx), id, labels)
+		os.RemoveAll(state)
+		if inspect != nil {
+			if r := <-inspect; r.err != nil {
+				return nil, r.err // the image is missing: say so
+			}
+		}
+		var ce *CommandError
+		if errors.As(err, &ce) && ce.ExitCode == 127 {
+			return nil, fmt.Errorf("image %s has no bash: the session's shell needs bash: %w", cfg.Image, err)
+		}
+		return nil, fmt.Errorf("start a container from %s: %w", cfg.Image, err)
+	}
+	if inspect != nil {
+		r := <-inspect
+		if r.err != nil {
+			e.removeQuiet(context.WithoutCancel(ctx), id, labels)
+			os.RemoveAll(state)
+			return nil, r.err
+		}
+		img = r.img
+	}
+	env.id = id
+	env.facts = Facts{Engine: e.Name, EngineVersion: e.Version, Runtime: or(s.Runtime, e.Runtime),
+		CgroupManager: or(s.CgroupManager, e.CgroupManager), Rootless: e.Rootless, Settings: withOpenFiles(s, cfg.Limits.OpenFiles),
+		Image: cfg.Image, ImageID: img.ID, RepoDigests: img.RepoDigests, ContainerID: id, Workdir: workdir,
+		Mounts: mounts, Network: cfg.Network, Limits: cfg.Limits, User: strings.Join(user, " "), Labels: labels}
+	if env.facts.User == "" {
+		env.facts.User = "rootless"
+	}
+	if err := env.waitSupervisor(ctx); err != nil {
+		e.removeQuiet(context.WithoutCancel(ctx), id, labels)
+		os.RemoveAll(state)
+		return nil, err
+	}
+	return env, nil
+}
+
+// settingsFailure tells whether a failed run may succeed with other
+// settings: the engine or runtime failed (exit 125 or 126), not the image.
+func settingsFailure(err error) bool {
+	var ce *CommandError
+	if !errors.As(err, &ce) || (ce.ExitCode != 125 && ce.ExitCode != 126) {
+		return false
+	}
+	msg := strings.ToLower(ce.Stderr)
+	for _, s := range []string{"rlimit", "cgroup", "oci runtime", "runc", "crun", "init", "permission denied"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// removeQuiet removes a container that failed to start, by ID or, when
+// the run printed none, by its labels.
+func (e *Engine) removeQuiet(ctx context.Context, id string, labels map[string]string) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if id == "" {
+		out, err := e.output(ctx, "ps", "-a", "-q", "--filter", "label="+LabelState+"="+labels[LabelState])
+		if err != nil {
+			return
+		}
+		id = strings.Join(strings.Fields(string(out)), " ")
+	}
+	for _, one := range strings.Fields(id) {
+		e.output(ctx, e.rmArgs(one)...)
+	}
+}
+
+func (e *Engine) rmArgs(ids ...string) []string {
+	if e.Name == Podman {
+		return append([]string{"rm", "-f", "-t", "0"}, ids...)
+	}
+	return append([]string{"rm", "-f"}, ids...)
+}
+
+// userFlags keep the host user's identity for files in the workspace.
+func (e *Engine) userFlags(override string) []string {
+	if override != "" {
+		return []string{"--user", override}
+	}
+	switch {
+	case e.Rootless && e.Name == Podman:
+		return []string{"--userns=keep-id"}
+	case e.Rootless:
+		return nil // the container's root is the invoking user
+	}
+	return []string{"--user", fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())}
+}
+
+func limitFlags(l Limits) []string {
+	var f []string
+	if l.CPUs > 0 {
+		f = append(f, "--cpus", strconv.FormatFloat(l.CPUs, 'f', -1, 64))
+	}
+	if l.Memory > 0 {
+		f = append(f, "--memory", strconv.FormatInt(l.Memory, 10))
+	}
+	if l.Pids > 0 {
+		f = append(f, "--pids-limit", strconv.Itoa(l.Pids))
+	}
+	return f
+}
+
+// withOpenFiles sets the nofile ulimit to n when n is below the chosen one.
+func withOpenFiles(s Settings, n uint64) Settings {
+	if n == 0 {
+		return s
+	}
+	out := s
+	out.Ulimits = nil
+	set := false
+	for _, u := range s.Ulimits {
+		if v, ok := strings.CutPrefix(u, "nofile="); ok {
+			hard, _ := strconv.ParseUint(v[strings.IndexByte(v, ':')+1:], 10, 64)
+			if hard == 0 || n < hard {
+				u = fmt.Sprintf("nofile=%d:%d", n, n)
+			}
+			set = true
+		}
+		out.Ulimits = append(out.Ulimits, u)
+	}
+	if !set {
+		out.Ulimits = append(out.Ulimits, fmt.Sprintf("nofile=%d:%d", n, n))
+	}
+	return out
+}
+
+func containerName(session string) string {
+	var b [4]byte
+	rand.Read(b[:])
+	var clean strings.Builder
+	for _, r := range session {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			clean.WriteRune(r)
+		}
+		if clean.Len() >= 40 {
+			break
+		}
+	}
+	if clean.Len() == 0 {
+		return "truss-" + hex.EncodeToString(b[:])
+	}
+	return "truss-" + clean.String() + "-" + hex.EncodeToString(b[:])
+}
+
+// ID is the container's ID.
+func (v *Env) ID() string { return v.id }
+
+// Engine is the engine the container runs on.
+func (v *Env) Engine() *Engine { return v.engine }
+
+// Workdir is the workspace's path in the container.
+func (v *Env) Workdir() string { return v.workdir }
+
+// Workspace is the workspace's path on the host.
+func (v *Env) Workspace() string { return v.ws }
+
+// StateDir is a host directory mounted at the same path in the container,
+// owned by the Env and removed at Close: the shells' saved state lives
+// there.
+func (v *Env) StateDir() string { return v.state }
+
+// Facts are the environment's provenance for the ledger.
+func (v *Env) Facts() Facts { return v.facts }
+
+// ContainerPath maps a host path inside the workspace to its path in the
+// container; ok is false for a path outside the workspace.
+func (v *Env) ContainerPath(host string) (p string, ok bool) {
+	rel, err := filepath.Rel(v.ws, filepath.Clean(host))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return path.Join(v.workdir, filepath.ToSlash(rel)), true
+}
+
+// HostPath maps a path in the container inside the workdir to its host
+// path; ok is false for a path outside the workdir.
+func (v *Env) HostPath(inContainer string) (p string, ok bool) {
+	c := path.Clean(inContainer)
+	if c == v.workdir {
+		return v.ws, true
+	}
+	rel, found := strings.CutPrefix(c, v.workdir+"/")
+	if !found || v.workdir == "/" {
+		return "", false
+	}
+	return filepath.Join(v.ws, filepath.FromSlash(rel)), true
+}
+
+// Close removes the container (killing everything in it) and the state
+// directory. It works after ctx is cancelled (the removal gets its own
+// 30-second budget) and is idempotent.
+func (v *Env) Close(ctx context.Context) error {
+	v.mu.Lock()
+	if v.closed {
+		v.mu.Unlock()
+		return nil
+	}
+	v.closed = true
+	v.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, err := v.engine.output(ctx, v.engine.rmArgs(v.id)...)
+	if err != nil {
+		// Gone already (removed by hand, or reaped) is fine.
+		if _, ierr := v.engine.output(ctx, "container", "inspect", "--format", "{{.Id}}", v.id); ierr == nil {
+			return fmt.Errorf("remove container %s: %w", v.id, err)
+		}
+	}
+	os.RemoveAll(v.state)
+	return nil
+}
+
+// waitSupervisor waits until the container's supervisor reads its
+// control FIFO; a container that exited instead is reported with its
+// output.
+func (v *Env) waitSupervisor(ctx context.Context) error {
+	ctl := filepath.Join(v.state, "ctl")
+	deadline := time.Now().Add(shellStartTimeout)
+	next := time.Now().Add(300 * time.Millisecond)
+	for {
+		f, err := os.OpenFile(ctl, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			f.Close()
+			return nil
+		}
+		if !errors.Is(err, syscall.ENXIO) {
+			return fmt.Errorf("the supervisor's FIFO: %w", err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(next) {
+			next = time.Now().Add(300 * time.Millisecond)
+			out, err := v.engine.output(ctx, "container", "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", v.id)
+			if f := strings.Fields(string(out)); err == nil && len(f) == 2 && f[0] != "running" && f[0] != "created" {
+				logs, _ := v.engine.output(ctx, "logs", v.id)
+				msg := strings.TrimSpace(string(logs))
+				if f[1] == "127" || strings.Contains(msg, "No such file") || strings.Contains(msg, "not found") {
+					return fmt.Errorf("image %s has no bash: the session's shell needs bash (the container exited with status %s: %s)", v.facts.Image, f[1], msg)
+				}
+				return fmt.Errorf("the container exited with status %s before its shell could start (the image needs bash on its PATH): %s", f[1], or(msg, "no output"))
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the container's supervisor did not start within %s", shellStartTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// own gives the state's files to the container's user when it is not the
+// host user (Config.User).
+func (v *Env) own(paths ...string) error {
+	if v.user == "" {
+		return nil
+	}
+	for _, p := range paths {
+		if err := chownUser(p, v.user); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chownUser gives dir and what it holds to user ("UID" or "UID:GID").
+func chownUser(dir, user string) error {
+	u, g, _ := strings.Cut(user, ":")
+	uid, err := strconv.Atoi(u)
+	if err != nil {
+		return fmt.Errorf("the user %q is not UID[:GID] in numbers, which the state directory needs", user)
+	}
+	gid := -1
+	if g != "" {
+		if gid, err = strconv.Atoi(g); err != nil {
+			return fmt.Errorf("the user %q is not UID[:GID] in numbers", user)
+		}
+	}
+	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(p, uid, gid); err != nil {
+			return fmt.Errorf("give the state directory to user %s: %w", user, err)
+		}
+		return nil
+	})
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
