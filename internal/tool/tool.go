@@ -280,7 +280,9 @@ type Approval struct {
 	Command       string `json:"command"`
 	Dir           string `json:"dir,omitempty"`
 	Justification string `json:"justification,omitempty"`
-	// Decision is "approved", "approved_for_session" or "denied".
+	// Decision is "approved", "approved_for_session", "denied", or
+	// "unanswered" when no answer came (the wait was canceled, the
+	// approver failed; Reason says which).
 	Decision string `json:"decision"`
 	// By says who decided: "user" (the approver answered), "session" (an
 	// earlier answer of approved_for_session covered it), "policy" (the
