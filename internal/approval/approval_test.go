@@ -202,9 +202,9 @@ func TestSessionMemory(t *testing.T) {
 		cmd, dir string
 		escalate bool
 	}{
-		{"go mod download", "sub", true},  // another directory
-		{"go mod download", "", false},    // another kind: a sandboxed run
-		{"go mod download -x", "", true},  // another command
+		{"go mod download", "sub", true}, // another directory
+		{"go mod download", "", false},   // another kind: a sandboxed run
+		{"go mod download -x", "", true}, // another command
 		{"go mod download; rm x", "", true},
 	} {
 		before := len(a.seen)
