@@ -122,3 +122,10 @@ func FuzzReadOnly(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReadOnly classifies a typical pipeline.
+func BenchmarkReadOnly(b *testing.B) {
+	for b.Loop() {
+		ReadOnly("git status && git diff --stat | head -50; rg -n 'func main' --glob '*.go' .")
+	}
+}

@@ -213,3 +213,24 @@ func TestCompactPin(t *testing.T) {
 		t.Errorf("pinned %v", rec.Pinned)
 	}
 }
+
+// BenchmarkCompact measures what a compaction costs besides the model's
+// answer: cutting and rebuilding a 1,000-turn transcript (about 100 KB of
+// results a hundred turns) and digesting what it replaced.
+func BenchmarkCompact(b *testing.B) {
+	items := long(1000, 1000)
+	c := &Compactor{Provider: &fakeModel{text: "summary"}, KeepTokens: 20000}
+	for b.Loop() {
+		if _, _, err := c.Compact(b.Context(), items, ReasonAuto); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNeeded is the check the loop makes before every request.
+func BenchmarkNeeded(b *testing.B) {
+	added := long(1, 30000)[1:]
+	for b.Loop() {
+		Needed(model.Usage{InputTokens: 150000, CacheReadTokens: 20000}, added, 200000, 0)
+	}
+}
