@@ -134,15 +134,33 @@ func (Headless) Unattended() string {
 
 // Gate is a tool.Executor that applies an approval policy to shell calls
 // (tool.OpExec) and passes every other call through. It remembers answers
-// of ApproveSession for its lifetime (one session). It is safe for
-// concurrent use; it never holds a lock while a question waits.
+// of ApproveSession for its lifetime, one session (shared with its Child
+// gates). It is safe for concurrent use; it never holds a lock while a
+// question waits.
 type Gate struct {
 	exec, escalated tool.Executor
 	policy          Policy
 	approver        Approver
+	memory          *memory
+}
 
+// memory is the answers of ApproveSession of one session, shared by the
+// gates of its agents.
+type memory struct {
 	mu     sync.Mutex
 	always map[string]bool
+}
+
+func (m *memory) has(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.always[key]
+}
+
+func (m *memory) add(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.always[key] = true
 }
 
 // Wrap returns exec gated by policy p. a answers the questions (nil means
@@ -152,7 +170,15 @@ func Wrap(exec tool.Executor, p Policy, a Approver, escalated tool.Executor) *Ga
 	if a == nil {
 		a = Headless{}
 	}
-	return &Gate{exec: exec, escalated: escalated, policy: p, approver: a, always: map[string]bool{}}
+	return &Gate{exec: exec, escalated: escalated, policy: p, approver: a, memory: &memory{always: map[string]bool{}}}
+}
+
+// Child returns a gate for another agent of the same session (a
+// sub-agent, with its own shell and escalated shell in its own
+// directory): the same policy and approver, and the same memory of
+// ApproveSession answers, so that "always" holds for the whole session.
+func (g *Gate) Child(exec, escalated tool.Executor) *Gate {
+	return &Gate{exec: exec, escalated: escalated, policy: g.policy, approver: g.approver, memory: g.memory}
 }
 
 // Policy returns the gate's policy.
@@ -187,10 +213,7 @@ func (g *Gate) Execute(ctx context.Context, call tool.Call) tool.Result {
 		return refused(call, rec, fmt.Sprintf("The command needed approval (%s), but %s, so it was not run. %s", what(req), u.Unattended(), instead(req)))
 	}
 	key := req.Key()
-	g.mu.Lock()
-	remembered := g.always[key]
-	g.mu.Unlock()
-	if remembered {
+	if g.memory.has(key) {
 		rec.Decision, rec.By = string(ApproveSession), "session"
 		return g.run(ctx, call, req, rec)
 	}
@@ -211,9 +234,7 @@ func (g *Gate) Execute(ctx context.Context, call tool.Call) tool.Result {
 	rec.By = "user"
 	switch d {
 	case ApproveSession:
-		g.mu.Lock()
-		g.always[key] = true
-		g.mu.Unlock()
+		g.memory.add(key)
 		fallthrough
 	case Approve:
 		rec.Decision = string(d)

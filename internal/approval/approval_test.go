@@ -198,6 +198,11 @@ func TestSessionMemory(t *testing.T) {
 	if len(a.seen) != 1 {
 		t.Errorf("asked %d times for one command", len(a.seen))
 	}
+	// A sub-agent's gate shares the session's answers, and runs in its own shells.
+	childBox, childEsc := &fakeShell{name: "child sandbox"}, &fakeShell{name: "child escalated"}
+	if r := g.Child(childBox, childEsc).Execute(t.Context(), execCall("go mod download", true)); r.Stdout != "child escalated" || r.Approval.By != "session" {
+		t.Errorf("child: %+v", r)
+	}
 	for _, c := range []struct {
 		cmd, dir string
 		escalate bool
