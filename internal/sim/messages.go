@@ -78,7 +78,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.Lenient {
-		if msg := checkMessages(body); msg != "" {
+		if msg := checkMessagesAt(operation(r), body); msg != "" {
 			t := s.begin("anthropic", r, body, received, assistantTurns(body))
 			s.status(t, 400)
 			messagesError(w, 400, "invalid_request_error", msg)
@@ -296,11 +296,25 @@ func renderAnthropic(a Action, have map[string]declared, root string) (call, boo
 //     in the next message, the tool_result blocks coming first in it, and
 //     no tool_result answers an id the previous message did not use;
 //   - the body validates against the vendored OpenAPI description.
-func checkMessages(body []byte) string {
+func checkMessages(body []byte) string { return checkMessagesAt("/v1/messages", body) }
+
+// checkMessagesAt is checkMessages against the named operation of the
+// description: "/v1/messages", or "/v1/messages?beta=true", the beta
+// Messages API (which the SDKs' beta clients call), whose requests may
+// carry beta fields such as context_management.
+func checkMessagesAt(op string, body []byte) string {
 	if msg := messagesRules(body); msg != "" {
 		return msg
 	}
-	return specError(apispec.Anthropic, "/v1/messages", body)
+	return specError(apispec.Anthropic, op, body)
+}
+
+// operation names the Messages operation a request calls.
+func operation(r *http.Request) string {
+	if r.URL.Query().Get("beta") == "true" {
+		return "/v1/messages?beta=true"
+	}
+	return "/v1/messages"
 }
 
 // messagesRules applies the rules of checkMessages that the OpenAPI

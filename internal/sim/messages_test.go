@@ -117,3 +117,33 @@ func FuzzMessagesRules(f *testing.F) {
 		}
 	})
 }
+
+// TestMessagesBeta: the beta Messages operation (?beta=true) is checked
+// against its own schema, which accepts context_management; the plain one
+// refuses the field.
+func TestMessagesBeta(t *testing.T) {
+	s, _ := ParseScript([]byte(`{"steps": [{"say": "hi"}]}`))
+	srv := New(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, err := srv.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}],` +
+		`"context_management":{"edits":[{"type":"clear_tool_uses_20250919","trigger":{"type":"input_tokens","value":1000}}]}}`
+	for path, want := range map[string]int{"/v1/messages?beta=true": 200, "/v1/messages": 400} {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		req.Header.Set("Anthropic-Beta", "context-management-2025-06-27")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || want == 400 && !strings.Contains(string(b), "context_management") {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+}

@@ -39,7 +39,37 @@ type Script struct {
 	// LatencyMS is how long the model takes before it answers each
 	// request: the time to the response's first byte, 0 for at once.
 	LatencyMS int `json:"latency_ms,omitempty"`
+	// Compaction answers the requests that ask for a summary of the
+	// conversation (a compaction), with or without it set; see Compaction.
+	Compaction *Compaction `json:"compaction,omitempty"`
 }
+
+// Compaction is how the simulated model answers a summary request: a
+// request whose text after its last assistant turn contains Prompt. Such a
+// request is not a step of the script: it is answered with Say (or a
+// default summary) followed by the marker "[simulated summary of N model
+// turns]", N the model turns the request's history holds. A later request
+// whose history holds that marker counts those N turns as played, so that
+// the script goes on where it was after its history was compacted (the
+// summary replaced N turns; the turns kept after it are counted as usual).
+type Compaction struct {
+	// Prompt is the text that marks a summary request; default
+	// DefaultCompactionPrompt.
+	Prompt string `json:"prompt,omitempty"`
+	// Say is the summary; default DefaultSummary.
+	Say string `json:"say,omitempty"`
+	// Faults fail the first attempts of every summary request, as a
+	// step's do.
+	Faults []Fault `json:"faults,omitempty"`
+}
+
+// DefaultCompactionPrompt is how a summary request starts (Codex's
+// compaction prompt, and Truss's).
+const DefaultCompactionPrompt = "CONTEXT CHECKPOINT COMPACTION"
+
+// DefaultSummary is the summary the simulated model gives when its script
+// sets none.
+const DefaultSummary = "Summary of the conversation so far: the task is in progress; the turns kept below show the latest state."
 
 // Step is one model turn.
 type Step struct {
@@ -161,6 +191,15 @@ func (s *Script) check(where string) error {
 			return fmt.Errorf("sim script%s: an agent script needs a non-empty key and steps", where)
 		}
 		if err := sub.check(where + " agent " + fmt.Sprintf("%q", key)); err != nil {
+			return err
+		}
+	}
+	if c := s.Compaction; c != nil {
+		if c.Prompt == "" && c.Say == "" && len(c.Faults) == 0 {
+			return fmt.Errorf("sim script%s: compaction needs a prompt, a summary or faults", where)
+		}
+		sub := &Script{Steps: []Step{{Say: c.Say, Faults: c.Faults}}}
+		if err := sub.check(where + " compaction"); err != nil {
 			return err
 		}
 	}

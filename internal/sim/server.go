@@ -29,6 +29,9 @@ type Recorded struct {
 	Status  int    `json:"status"`  // the status answered
 	// Received is when the whole request had arrived.
 	Received time.Time `json:"received"`
+	// Summary marks a summary request (Script.Compaction); Step is then
+	// the number of model turns its history holds.
+	Summary bool `json:"summary,omitempty"`
 	// Chained holds, for a request chained to an earlier response
 	// (previous_response_id), the ids of that response's calls, which
 	// the request's outputs answer.
@@ -111,10 +114,12 @@ type turn struct {
 	rec     int // index into requests
 }
 
-// attemptKey counts the attempts of one step of one script.
+// attemptKey counts the attempts of one step of one script (or of one
+// summary request, at the number of turns it summarizes).
 type attemptKey struct {
-	agent string
-	index int
+	agent   string
+	index   int
+	summary bool
 }
 
 // route picks the script a request follows: the agent script whose key
@@ -197,17 +202,21 @@ func (s *Server) begin(dialect string, r *http.Request, body []byte, received ti
 func (s *Server) record(dialect string, r *http.Request, body []byte, received time.Time, assistantTurns int, agent string, script *Script) *turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := &turn{index: assistantTurns}
-	k := attemptKey{agent, t.index}
+	t := &turn{index: assistantTurns + summarized(body)}
+	summary := isSummaryRequest(script, body)
+	k := attemptKey{agent, t.index, summary}
 	s.attempts[k]++
 	t.attempt = s.attempts[k]
-	if t.index < len(script.Steps) {
+	switch {
+	case summary:
+		t.step = summaryStep(script, t.index)
+	case t.index < len(script.Steps):
 		t.step = branch(&script.Steps[t.index], body)
-		if t.attempt <= len(t.step.Faults) {
-			t.fault = &t.step.Faults[t.attempt-1]
-		}
 	}
-	s.requests = append(s.requests, Recorded{Dialect: dialect, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Agent: agent, Step: t.index, Attempt: t.attempt, Received: received})
+	if t.step != nil && t.attempt <= len(t.step.Faults) {
+		t.fault = &t.step.Faults[t.attempt-1]
+	}
+	s.requests = append(s.requests, Recorded{Dialect: dialect, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Agent: agent, Step: t.index, Attempt: t.attempt, Received: received, Summary: summary})
 	t.rec = len(s.requests) - 1
 	return t
 }

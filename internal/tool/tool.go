@@ -184,6 +184,13 @@ type ExecArgs struct {
 	// Dir, when set, is the directory the command runs in (relative to the
 	// shell's working directory); the shell's own directory is unchanged.
 	Dir string `json:"dir,omitempty"`
+	// Escalate is the model's request to run the command with more than
+	// the sandbox allows (Codex's sandbox_permissions "require_escalated"),
+	// and Justification its reason, for whoever approves it. Only an
+	// approval layer acts on it (internal/approval): a shell executor runs
+	// the command in its own sandbox whatever Escalate says.
+	Escalate      bool   `json:"escalate,omitempty"`
+	Justification string `json:"justification,omitempty"`
 }
 
 // Result is the structured outcome of one Call.
@@ -213,6 +220,9 @@ type Result struct {
 	Agent *AgentRun `json:"agent,omitempty"`
 	// MCP holds what an MCP server returned (OpMCP).
 	MCP *MCPResult `json:"mcp,omitempty"`
+	// Approval records the approval the call needed, asked for and
+	// answered (or refused by policy), when it needed one.
+	Approval *Approval `json:"approval,omitempty"`
 	// Err is set when the call failed; the other fields may still hold
 	// partial facts (the output of a timed-out command).
 	Err *Error `json:"error,omitempty"`
@@ -253,6 +263,39 @@ type LedgerLink struct {
 	Size       int64  `json:"size"`
 	Root       string `json:"root"`
 	Checkpoint string `json:"checkpoint"`
+}
+
+// Approval is the record of a call that needed a person's approval: what
+// was asked, under which policy, and what was answered, by whom. The
+// approval layer (internal/approval) sets it; recorders keep it with the
+// call.
+type Approval struct {
+	// Policy is the session's approval policy ("never", "on-request",
+	// "untrusted").
+	Policy string `json:"policy"`
+	// Kind is what was asked: "escalation" (run the command with more than
+	// the sandbox allows) or "command" (run a command that is not known to
+	// be read-only, under "untrusted").
+	Kind          string `json:"kind"`
+	Command       string `json:"command"`
+	Dir           string `json:"dir,omitempty"`
+	Justification string `json:"justification,omitempty"`
+	// Decision is "approved", "approved_for_session", "denied", or
+	// "unanswered" when no answer came (the wait was canceled, the
+	// approver failed; Reason says which).
+	Decision string `json:"decision"`
+	// By says who decided: "user" (the approver answered), "session" (an
+	// earlier answer of approved_for_session covered it), "policy" (the
+	// policy refuses without asking) or "unattended" (no person is there
+	// to ask: headless runs).
+	By string `json:"by"`
+	// Reason is why the call was refused without an answer (the approver
+	// failed, the wait was canceled), if it was.
+	Reason string `json:"reason,omitempty"`
+	// Waited is how long the answer took.
+	Waited time.Duration `json:"waited_ns,omitempty"`
+	// Escalated reports that the command ran with the wider sandbox.
+	Escalated bool `json:"escalated,omitempty"`
 }
 
 // MCPResult is what an MCP server answered to a tool call.
@@ -421,6 +464,9 @@ const (
 	// ErrInternal: the tool failed inside Truss (a panic in its binding or
 	// executor, recovered by the agent loop).
 	ErrInternal ErrorKind = "internal"
+	// ErrNotApproved: the call needed approval and was not approved (the
+	// user declined, or nobody can be asked); Result.Approval says more.
+	ErrNotApproved ErrorKind = "not_approved"
 )
 
 // Error is a typed call failure. Message is a complete sentence for a model or

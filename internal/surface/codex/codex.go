@@ -79,27 +79,41 @@ func (ApplyPatch) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 // A command that times out reports exit code 124 and starts its output with
 // "command timed out after N milliseconds", N how long it ran, as Codex
 // does.
-type ShellCommand struct{}
+//
+// With Escalation set, the tool also declares Codex's optional
+// sandbox_permissions and justification parameters (see
+// surface.EscalationProps), through which the model asks to run a command
+// with more than the sandbox allows; the call carries the request in
+// tool.ExecArgs.Escalate for the approval layer.
+type ShellCommand struct {
+	Escalation bool
+}
+
+// Escalating implements surface.Escalator.
+func (ShellCommand) Escalating() surface.Binding { return ShellCommand{Escalation: true} }
 
 // Spec implements surface.Binding.
-func (ShellCommand) Spec() model.ToolSpec {
+func (s ShellCommand) Spec() model.ToolSpec {
 	return model.ToolSpec{Kind: model.ToolFunction, Name: "shell_command",
 		Description: "Runs a shell command and returns its output.\n- Always set the `workdir` param when using the shell_command function. Do not use `cd` unless absolutely necessary.",
-		Parameters: surface.Schema(map[string]any{
+		Parameters: surface.Schema(surface.WithEscalationProps(map[string]any{
 			"command":    map[string]any{"type": "string", "description": "The shell script to execute in the user's default shell"},
 			"workdir":    map[string]any{"type": "string", "description": "The working directory to execute the command in"},
 			"login":      map[string]any{"type": "boolean", "description": "Whether to run the shell with login shell semantics. Defaults to true."},
 			"timeout_ms": map[string]any{"type": "number", "description": "The timeout for the command in milliseconds"},
-		}, "command")}
+		}, s.Escalation), "command")}
 }
 
-// Decode implements surface.Binding.
+// Decode implements surface.Binding. The escalation parameters are decoded
+// whether or not they were declared.
 func (ShellCommand) Decode(c model.ToolCall) ([]tool.Call, error) {
 	var in struct {
-		Command   string  `json:"command"`
-		Workdir   string  `json:"workdir"`
-		Login     *bool   `json:"login"`
-		TimeoutMS float64 `json:"timeout_ms"`
+		Command       string  `json:"command"`
+		Workdir       string  `json:"workdir"`
+		Login         *bool   `json:"login"`
+		TimeoutMS     float64 `json:"timeout_ms"`
+		Permissions   string  `json:"sandbox_permissions"`
+		Justification string  `json:"justification"`
 	}
 	if err := surface.DecodeJSON("shell_command", c.Input, &in, "command"); err != nil {
 		return nil, err
@@ -110,8 +124,12 @@ func (ShellCommand) Decode(c model.ToolCall) ([]tool.Call, error) {
 	if in.TimeoutMS < 0 || in.TimeoutMS > maxTimeoutMS {
 		return nil, tool.Errorf(tool.ErrInvalidInput, "shell_command: timeout_ms must be between 0 and %d (24 hours), got %g", maxTimeoutMS, in.TimeoutMS)
 	}
+	escalate, why, err := surface.DecodeEscalation("shell_command", in.Permissions, in.Justification)
+	if err != nil {
+		return nil, err
+	}
 	return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: Name, Op: tool.OpExec, Raw: tool.Raw(c.Input),
-		Args: &tool.ExecArgs{Command: in.Command, TimeoutMS: int64(in.TimeoutMS), Dir: in.Workdir}}}, nil
+		Args: &tool.ExecArgs{Command: in.Command, TimeoutMS: int64(in.TimeoutMS), Dir: in.Workdir, Escalate: escalate, Justification: why}}}, nil
 }
 
 // maxTimeoutMS is the longest timeout a call may ask for.

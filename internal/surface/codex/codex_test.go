@@ -18,7 +18,8 @@ import (
 // command; the rendering always starts with the exit code.
 func FuzzShellCommand(f *testing.F) {
 	for _, s := range []string{`{"command":"ls"}`, `{"command":"ls","workdir":"sub","timeout_ms":100,"login":false}`, `{"command":""}`,
-		`{"command":["ls"]}`, `{"cmd":"ls"}`, `{"command":"ls","timeout_ms":-1}`, `{"command":"ls","timeout_ms":1e300}`, `null`, "\x00"} {
+		`{"command":["ls"]}`, `{"cmd":"ls"}`, `{"command":"ls","timeout_ms":-1}`, `{"command":"ls","timeout_ms":1e300}`, `null`, "\x00",
+		`{"command":"ls","sandbox_permissions":"require_escalated","justification":"why"}`, `{"command":"ls","sandbox_permissions":"bogus"}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, input string) {

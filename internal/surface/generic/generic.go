@@ -306,28 +306,40 @@ func NumberLines(first int, lines []string) string {
 	return strings.TrimSuffix(sb.String(), "\n")
 }
 
-// Bash binds bash.
-type Bash struct{}
+// Bash binds bash. With Escalation set it also declares Codex's optional
+// sandbox_permissions and justification parameters (see
+// surface.EscalationProps): the model may ask to run one command with more
+// than the sandbox allows, and the call carries the request in
+// tool.ExecArgs.Escalate for the approval layer.
+type Bash struct {
+	Escalation bool
+}
+
+// Escalating implements surface.Escalator.
+func (Bash) Escalating() surface.Binding { return Bash{Escalation: true} }
 
 // Spec implements surface.Binding.
-func (Bash) Spec() model.ToolSpec {
+func (b Bash) Spec() model.ToolSpec {
 	return model.ToolSpec{Kind: model.ToolFunction, Name: "bash",
 		Description: "Run a command in a persistent bash session: the working directory and exported variables persist between calls. " +
 			"Standard input is empty, so interactive programs do not work. Returns stdout, stderr and the exit code. " +
 			"Set restart to true to start a fresh session.",
-		Parameters: surface.Schema(map[string]any{
+		Parameters: surface.Schema(surface.WithEscalationProps(map[string]any{
 			"command":    prop("string", "The command to run."),
 			"timeout_ms": prop("integer", "Timeout in milliseconds (default 120000)."),
 			"restart":    prop("boolean", "Restart the shell instead of running a command."),
-		})}
+		}, b.Escalation))}
 }
 
-// Decode implements surface.Binding.
+// Decode implements surface.Binding. The escalation parameters are decoded
+// whether or not they were declared.
 func (Bash) Decode(c model.ToolCall) ([]tool.Call, error) {
 	var a struct {
-		Command   string `json:"command"`
-		TimeoutMS int64  `json:"timeout_ms"`
-		Restart   bool   `json:"restart"`
+		Command       string `json:"command"`
+		TimeoutMS     int64  `json:"timeout_ms"`
+		Restart       bool   `json:"restart"`
+		Permissions   string `json:"sandbox_permissions"`
+		Justification string `json:"justification"`
 	}
 	if err := surface.DecodeJSON(c.Name, c.Input, &a); err != nil {
 		return nil, err
@@ -341,8 +353,12 @@ func (Bash) Decode(c model.ToolCall) ([]tool.Call, error) {
 	if a.TimeoutMS < 0 {
 		return nil, tool.Errorf(tool.ErrInvalidInput, "bash: timeout_ms must not be negative")
 	}
+	escalate, why, err := surface.DecodeEscalation(c.Name, a.Permissions, a.Justification)
+	if err != nil {
+		return nil, err
+	}
 	return []tool.Call{{ID: c.ID, Tool: c.Name, Surface: Name, Op: tool.OpExec, Raw: []byte(c.Input),
-		Args: &tool.ExecArgs{Command: a.Command, TimeoutMS: a.TimeoutMS}}}, nil
+		Args: &tool.ExecArgs{Command: a.Command, TimeoutMS: a.TimeoutMS, Escalate: escalate, Justification: why}}}, nil
 }
 
 // Encode implements surface.Binding.

@@ -39,7 +39,8 @@ func TestRenderNumbered(t *testing.T) {
 // never touches anything outside the workspace.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{`{"path":"a"}`, `{"path":"../x","content":"y"}`, `{"command":"true"}`, `{"path":"a","old_string":"a","new_string":"b"}`,
-		`{"path":"a","offset":-1}`, `{"path":7}`, `[]`, `null`, `{"restart":true}`, `{"path":"/etc/passwd"}`, "\x00", `{"path":"a","limit":1e99}`} {
+		`{"path":"a","offset":-1}`, `{"path":7}`, `[]`, `null`, `{"restart":true}`, `{"path":"/etc/passwd"}`, "\x00", `{"path":"a","limit":1e99}`,
+		`{"command":"ls","sandbox_permissions":"require_escalated","justification":"why"}`, `{"command":"ls","sandbox_permissions":1}`} {
 		for _, name := range []string{"read_file", "write_file", "list_dir", "edit_file", "bash"} {
 			f.Add(name, s)
 		}
