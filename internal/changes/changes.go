@@ -895,12 +895,12 @@ func (t *Tracker) resolve(p string) (*root, string, bool) {
 	if rel != path.Clean(rel) || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil, "", false
 	}
-	acc := ""
+	dir := ""
 	for el := range strings.SplitSeq(rel, "/") {
-		acc = path.Join(acc, el)
-		if t.ign.ignored(el, acc) {
+		if t.ign.ignored(dir, el) {
 			return nil, "", false
 		}
+		dir = path.Join(dir, el)
 	}
 	return r, rel, true
 }

@@ -17,8 +17,9 @@ const AlwaysIgnored = ".git"
 
 // matcher decides which entries of a root are not tracked.
 type matcher struct {
-	names []string // patterns matched against an entry's name, at any depth
-	paths []string // patterns matched against the path relative to the root
+	exact map[string]bool // names without metacharacters
+	names []string        // patterns matched against an entry's name, at any depth
+	paths []string        // patterns matched against the path relative to the root
 }
 
 // parseIgnore checks the patterns of an ignore list and compiles them. A
@@ -29,7 +30,7 @@ type matcher struct {
 // ignored entry is ignored with what is under it). Empty patterns, a
 // leading '/', and "." or ".." elements are errors.
 func parseIgnore(patterns []string) (*matcher, error) {
-	m := &matcher{names: []string{AlwaysIgnored}}
+	m := &matcher{exact: map[string]bool{AlwaysIgnored: true}}
 	for _, p := range patterns {
 		q := strings.TrimSuffix(p, "/")
 		switch {
@@ -48,9 +49,12 @@ func parseIgnore(patterns []string) (*matcher, error) {
 		if _, err := path.Match(q, ""); err != nil {
 			return nil, fmt.Errorf("ignore pattern %q: %w", p, err)
 		}
-		if strings.Contains(q, "/") {
+		switch {
+		case strings.Contains(q, "/"):
 			m.paths = append(m.paths, q)
-		} else {
+		case !strings.ContainsAny(q, `*?[\\`):
+			m.exact[q] = true
+		default:
 			m.names = append(m.names, q)
 		}
 	}
@@ -64,20 +68,26 @@ func CheckIgnore(patterns []string) error {
 	return err
 }
 
-// ignored reports whether the entry name, at rel ('/'-separated, relative
-// to its root; rel's last element is name), is not tracked.
-func (m *matcher) ignored(name, rel string) bool {
+// ignored reports whether the entry name in the directory dir
+// ('/'-separated, relative to its root, "" for the root) is not tracked.
+func (m *matcher) ignored(dir, name string) bool {
+	if m.exact[name] {
+		return true
+	}
 	for _, p := range m.names {
-		if p == name {
-			return true
-		}
 		if ok, _ := path.Match(p, name); ok {
 			return true
 		}
 	}
-	for _, p := range m.paths {
-		if ok, _ := path.Match(p, rel); ok {
-			return true
+	if len(m.paths) > 0 {
+		rel := name
+		if dir != "" {
+			rel = dir + "/" + name
+		}
+		for _, p := range m.paths {
+			if ok, _ := path.Match(p, rel); ok {
+				return true
+			}
 		}
 	}
 	return false

@@ -177,11 +177,7 @@ func (t *Tracker) readDir(j dirJob, racyFrom int64, buf *[]byte) (walked, []stri
 	slices.Sort(names)
 	ents := make([]entry, 0, len(names))
 	for _, name := range names {
-		rel := name
-		if j.rel != "" {
-			rel = j.rel + "/" + name
-		}
-		if t.ign.ignored(name, rel) {
+		if t.ign.ignored(j.rel, name) {
 			continue
 		}
 		var st unix.Stat_t
