@@ -98,6 +98,10 @@ type Options struct {
 	// ScanAfter lists the operations after which Wrap scans; nil means
 	// DefaultScanAfter.
 	ScanAfter []tool.Op
+	// NoWatch makes every scan walk every directory. By default the
+	// kernel's inotify events say which directories changed, and a scan
+	// reads only those (a full walk when events were lost).
+	NoWatch bool
 }
 
 // DefaultScanAfter are the operations that run commands: the shell and the
@@ -126,6 +130,7 @@ type Tracker struct {
 	maxFile   int64
 	noGit     bool
 	scanAfter []tool.Op
+	watch     *watcher // nil: every scan is a full walk
 	cancel    context.CancelFunc
 
 	ready chan struct{}
@@ -133,9 +138,10 @@ type Tracker struct {
 
 	// mu guards the index and pending. Scan and Note hold it, and Wrap
 	// holds it for the whole of a file tool's call.
-	mu      sync.Mutex
-	pending []tool.FileChange
-	closed  bool
+	mu        sync.Mutex
+	pending   []tool.FileChange
+	closed    bool
+	fullScans int // scans that walked everything (for tests and benchmarks)
 }
 
 // root is one tracked directory and its index.
@@ -148,6 +154,7 @@ type root struct {
 	dirs  map[string][]entry // directory (relative, "" for the root) → its entries by name
 	links map[string]string  // symlink → target
 	repo  *repo
+	watch *watcher
 }
 
 func (r *root) path(rel string) string {
@@ -184,6 +191,11 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	}
 	t := &Tracker{ign: ign, workers: opts.Workers, maxFile: opts.MaxFile, noGit: opts.NoGit,
 		scanAfter: opts.ScanAfter, ready: make(chan struct{})}
+	if !opts.NoWatch {
+		if w, err := newWatcher(); err == nil {
+			t.watch = w // else (no inotify, too many instances) full walks
+		}
+	}
 	if t.workers <= 0 {
 		t.workers = 4 * runtime.GOMAXPROCS(0)
 	}
@@ -213,7 +225,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		if nested {
 			continue
 		}
-		r := &root{abs: abs, dirs: map[string][]entry{}, links: map[string]string{}}
+		r := &root{abs: abs, dirs: map[string][]entry{}, links: map[string]string{}, watch: t.watch}
 		if i > 0 {
 			r.name = strings.TrimSuffix(filepath.ToSlash(abs), "/")
 		}
@@ -263,6 +275,9 @@ func (t *Tracker) Close() error {
 	}
 	t.closed = true
 	t.cancel()
+	if t.watch != nil {
+		t.watch.close()
+	}
 	for _, r := range t.roots {
 		if r.repo != nil {
 			r.repo.close()
@@ -277,7 +292,7 @@ func (t *Tracker) Close() error {
 // baseline builds the index: the stat of every entry, then what is known
 // of each regular file's content.
 func (t *Tracker) baseline(ctx context.Context) error {
-	ws := t.walk(t.roots, time.Now().Add(-RacyWindow).UnixNano())
+	ws := t.walk(t.rootJobs(), true, time.Now().Add(-RacyWindow).UnixNano())
 	var errs []error
 	for _, w := range ws {
 		w.r.dirs[w.rel] = w.ents
@@ -489,7 +504,46 @@ func (t *Tracker) Scan(ctx context.Context) ([]tool.FileChange, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.scan(ctx)
+	return t.scan(ctx, false)
+}
+
+// ScanAll is Scan with a walk of every directory, whatever the kernel's
+// events say: for the end of a session, where a change that inotify does
+// not see (a write through a memory mapping) is still found by its stat.
+func (t *Tracker) ScanAll(ctx context.Context) ([]tool.FileChange, error) {
+	if err := t.Ready(ctx); err != nil && !t.baselineDone() {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.scan(ctx, true)
+}
+
+func (t *Tracker) rootJobs() []dirJob {
+	var jobs []dirJob
+	for _, r := range t.roots {
+		jobs = append(jobs, dirJob{r: r, rel: ""})
+	}
+	return jobs
+}
+
+// jobs returns the directories a scan starts from, and whether it walks
+// all of them.
+func (t *Tracker) jobs(all bool) ([]dirJob, bool) {
+	if t.watch == nil {
+		return t.rootJobs(), true
+	}
+	dirty, full := t.watch.drain()
+	if full || all {
+		return t.rootJobs(), true
+	}
+	var jobs []dirJob
+	for _, k := range dirty {
+		if _, ok := k.r.dirs[k.rel]; ok {
+			jobs = append(jobs, dirJob{r: k.r, rel: k.rel})
+		}
+	}
+	return jobs, false
 }
 
 func (t *Tracker) baselineDone() bool {
@@ -520,11 +574,15 @@ func (s side) digest() string {
 	return hex.EncodeToString(s.sum[:])
 }
 
-func (t *Tracker) scan(ctx context.Context) ([]tool.FileChange, error) {
+func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error) {
 	if t.closed {
 		return nil, errors.New("changes: the tracker is closed")
 	}
-	ws := t.walk(t.roots, time.Now().Add(-RacyWindow).UnixNano())
+	jobs, full := t.jobs(all)
+	if full {
+		t.fullScans++
+	}
+	ws := t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano())
 	var diffs []diff
 	var errs []error
 	for _, w := range ws {
@@ -536,7 +594,9 @@ func (t *Tracker) scan(ctx context.Context) ([]tool.FileChange, error) {
 		}
 	}
 	for _, w := range ws {
-		w.r.dirs[w.rel] = w.ents
+		if !w.vanished {
+			w.r.dirs[w.rel] = w.ents
+		}
 		diffs = append(diffs, w.diffs...)
 	}
 	if len(diffs) == 0 && len(t.pending) == 0 {
@@ -777,6 +837,9 @@ func (t *Tracker) gone(r *root, rel string, diffs []diff) []diff {
 		return diffs
 	}
 	delete(r.dirs, rel)
+	if r.watch != nil {
+		r.watch.remove(r, rel)
+	}
 	for i := range ents {
 		e := ents[i]
 		p := path.Join(rel, e.name)
@@ -817,6 +880,9 @@ func (r *root) remove(rel string) {
 }
 
 func (r *root) dropDir(rel string) {
+	if r.watch != nil {
+		r.watch.remove(r, rel)
+	}
 	for _, e := range r.dirs[rel] {
 		if e.isDir() {
 			r.dropDir(path.Join(rel, e.name))
@@ -860,6 +926,12 @@ func (r *root) ensureDir(rel string) {
 	}
 	r.put(rel, e)
 	r.dirs[rel] = []entry{}
+	if r.watch != nil {
+		// What is in it that nobody reported (it may have been moved here
+		// whole) is read by the next scan.
+		r.watch.ensure(r, rel)
+		r.watch.mark(r, rel)
+	}
 }
 
 func splitRel(rel string) (dir, name string) {

@@ -204,18 +204,18 @@ func TestScan(t *testing.T) {
 			{path: ".git-not-ignored", kind: tool.ChangeAdd, after: b("g\n")}}},
 		{"fifo is not tracked", `mkfifo pipe`, nil},
 	} {
-		for _, git := range []bool{false, true} {
-			name := tc.name
-			if git {
-				name += "/git"
-			}
-			t.Run(name, func(t *testing.T) {
+		for _, mode := range []struct {
+			name       string
+			git, watch bool
+		}{{"plain", false, false}, {"git", true, false}, {"watched", false, true}} {
+			git := mode.git
+			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
 				root := t.TempDir()
 				layout(t, root, base)
 				if git {
 					gitInit(t, root)
 				}
-				tr := open(t, []string{root}, Options{})
+				tr := open(t, []string{root}, Options{NoWatch: !mode.watch})
 				sh(t, root, tc.script)
 				got, err := tr.Scan(context.Background())
 				if err != nil {
@@ -244,7 +244,7 @@ func TestSuccessiveScans(t *testing.T) {
 			if git {
 				gitInit(t, root)
 			}
-			tr := open(t, []string{root}, Options{})
+			tr := open(t, []string{root}, Options{NoWatch: git})
 			steps := []struct {
 				script string
 				want   []want
@@ -399,6 +399,60 @@ func TestRacy(t *testing.T) {
 			check(t, got, []want{{path: "f", kind: tool.ChangeUpdate, before: b("one\n"), after: b("two\n")}})
 		} else if len(got) != 0 {
 			t.Errorf("a stat taken as trusted found %s", show(got))
+		}
+	}
+}
+
+// TestWatched: with inotify, a scan reads only the directories that
+// changed; directories moved, removed and made again, and created deep,
+// stay watched under their new names, and a lost event queue falls back to
+// a full walk.
+func TestWatched(t *testing.T) {
+	root := t.TempDir()
+	layout(t, root, base)
+	tr := open(t, []string{root}, Options{})
+	if tr.watch == nil {
+		t.Skip("no inotify")
+	}
+	queued := 16384
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
+		fmt.Sscan(string(b), &queued)
+	}
+	steps := []struct {
+		script string
+		want   []want
+	}{
+		{`mv dir moved`, []want{
+			{path: "dir/sub/y.go", movedTo: "moved/sub/y.go", kind: tool.ChangeUpdate, before: b("package y\n"), after: b("package y\n")},
+			{path: "dir/x.txt", movedTo: "moved/x.txt", kind: tool.ChangeUpdate, before: b("x content\n"), after: b("x content\n")}}},
+		{`echo 2 > moved/sub/y.go`, []want{
+			{path: "moved/sub/y.go", kind: tool.ChangeUpdate, before: b("package y\n"), after: b("2\n")}}},
+		{`rm -r moved && mkdir -p moved/sub && echo 3 > moved/sub/z`, []want{
+			{path: "moved/sub/y.go", kind: tool.ChangeDelete, before: b("2\n")},
+			{path: "moved/sub/z", kind: tool.ChangeAdd, after: b("3\n")},
+			{path: "moved/x.txt", kind: tool.ChangeDelete, before: b("x content\n")}}},
+		{`echo 4 > moved/sub/z; mkdir -p n1/n2/n3; echo 5 > n1/n2/n3/f`, []want{
+			{path: "moved/sub/z", kind: tool.ChangeUpdate, before: b("3\n"), after: b("4\n")},
+			{path: "n1/n2/n3/f", kind: tool.ChangeAdd, after: b("5\n")}}},
+		{`echo 6 > n1/n2/n3/f`, []want{
+			{path: "n1/n2/n3/f", kind: tool.ChangeUpdate, before: b("5\n"), after: b("6\n")}}},
+		// More events than the kernel queues (max_queued_events): lost, so
+		// the scan walks everything.
+		{fmt.Sprintf(`cd n1/n2 && for i in $(seq 1 %d); do echo $i > f$i; done; rm f*; cd ../..; echo 7 > c.txt`, queued/2), []want{
+			{path: "c.txt", kind: tool.ChangeUpdate, before: b("charlie\n"), after: b("7\n")}}},
+		{`echo 8 > n1/n2/n3/f`, []want{
+			{path: "n1/n2/n3/f", kind: tool.ChangeUpdate, before: b("6\n"), after: b("8\n")}}},
+	}
+	for i, s := range steps {
+		sh(t, root, s.script)
+		got, err := tr.Scan(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("step %d: %s", i, s.script)
+		check(t, got, s.want)
+		if full := i == 5; tr.fullScans != map[bool]int{false: 0, true: 1}[i >= 5] {
+			t.Errorf("step %d: %d full walks, want %v", i, tr.fullScans, full)
 		}
 	}
 }

@@ -84,6 +84,10 @@ type dirJob struct {
 type walked struct {
 	r     *root
 	rel   string
+	// vanished: the directory was gone when it was to be read (and the
+	// scan reads only some directories: its parent's reading sees it
+	// gone).
+	vanished bool
 	ents  []entry
 	diffs []diff
 	// gone lists the subdirectories of the index that are no longer
@@ -92,11 +96,12 @@ type walked struct {
 	err  error
 }
 
-// walk reads every directory of the roots with a pool of workers and
-// compares each with the index, which it does not change: it returns the
-// directories as read. racyFrom is the time (ns) from which a stat is too
-// recent to be trusted.
-func (t *Tracker) walk(roots []*root, racyFrom int64) []walked {
+// walk reads directories with a pool of workers and compares each with
+// the index, which it does not change: it returns the directories as read.
+// It starts with jobs and reads the subdirectories of each directory read:
+// all of them when full, else only those new to the index. racyFrom is
+// the time (ns) from which a stat is too recent to be trusted.
+func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
@@ -104,9 +109,7 @@ func (t *Tracker) walk(roots []*root, racyFrom int64) []walked {
 		active  int
 		results []walked
 	)
-	for _, r := range roots {
-		queue = append(queue, dirJob{r: r, rel: ""})
-	}
+	queue = append(queue, jobs...)
 	var wg sync.WaitGroup
 	for range t.workers {
 		wg.Go(func() {
@@ -126,7 +129,7 @@ func (t *Tracker) walk(roots []*root, racyFrom int64) []walked {
 				active++
 				mu.Unlock()
 
-				w, sub := t.readDir(j, racyFrom, &buf)
+				w, sub := t.readDir(j, full, racyFrom, &buf)
 
 				mu.Lock()
 				results = append(results, w)
@@ -145,9 +148,12 @@ func (t *Tracker) walk(roots []*root, racyFrom int64) []walked {
 
 // readDir reads one directory, stats its entries and compares them with
 // the index; it returns the subdirectories to read.
-func (t *Tracker) readDir(j dirJob, racyFrom int64, buf *[]byte) (walked, []string) {
+func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, buf *[]byte) (walked, []string) {
 	w := walked{r: j.r, rel: j.rel}
 	old := j.r.dirs[j.rel] // read only: the index is not written during a walk
+	if t.watch != nil {
+		t.watch.ensure(j.r, j.rel) // before reading: no change in it is missed
+	}
 	abs := j.r.abs
 	if j.rel != "" {
 		abs = filepath.Join(abs, filepath.FromSlash(j.rel))
@@ -155,12 +161,19 @@ func (t *Tracker) readDir(j dirJob, racyFrom int64, buf *[]byte) (walked, []stri
 	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			if !full {
+				w.vanished = true
+				return w, nil
+			}
 			// Gone (or replaced) since its parent was read: empty now.
 			err = nil
 		} else {
 			// Unreadable: nothing is known, the index keeps what it had.
 			w.err = &os.PathError{Op: "open", Path: abs, Err: err}
 			w.ents = old
+			if !full {
+				return w, nil
+			}
 			return w, subdirs(j.rel, old)
 		}
 	}
@@ -171,6 +184,9 @@ func (t *Tracker) readDir(j dirJob, racyFrom int64, buf *[]byte) (walked, []stri
 			unix.Close(fd)
 			w.err = &os.PathError{Op: "readdir", Path: abs, Err: err}
 			w.ents = old
+			if !full {
+				return w, nil
+			}
 			return w, subdirs(j.rel, old)
 		}
 	}
@@ -220,7 +236,7 @@ func (t *Tracker) readDir(j dirJob, racyFrom int64, buf *[]byte) (walked, []stri
 		if j.rel != "" {
 			rel = j.rel + "/" + name
 		}
-		if cur != nil && cur.isDir() {
+		if cur != nil && cur.isDir() && (full || prev == nil || !prev.isDir()) {
 			sub = append(sub, rel)
 		}
 		if prev != nil && prev.isDir() && (cur == nil || !cur.isDir()) {
