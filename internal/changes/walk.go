@@ -82,14 +82,14 @@ type dirJob struct {
 
 // walked is a directory as read.
 type walked struct {
-	r     *root
-	rel   string
+	r   *root
+	rel string
 	// vanished: the directory was gone when it was to be read (and the
 	// scan reads only some directories: its parent's reading sees it
 	// gone).
 	vanished bool
-	ents  []entry
-	diffs []diff
+	ents     []entry
+	diffs    []diff
 	// gone lists the subdirectories of the index that are no longer
 	// directories: what was under them is removed.
 	gone []string
