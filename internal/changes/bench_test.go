@@ -32,55 +32,59 @@ func tree(b *testing.B, root string, n int) {
 }
 
 // BenchmarkScan measures what a scan adds to a shell call, on trees of
-// 10,000 and 100,000 files in the page cache: "none" is a command that
-// changed nothing (the stat walk alone), "edit3" one that rewrote three
-// files. It reports the index's heap (index-MB) after the baseline and
-// the baseline's time (baseline-ms; copies of every file, as for a
-// workspace that is not a repository).
+// 10,000 and 100,000 files in the page cache, with a full stat walk
+// (mode=walk, Options.NoWatch) and with inotify (mode=watch): "none" is a
+// command that changed nothing, "edit3" one that rewrote three files in
+// three directories. It reports the heap the tracker holds after the
+// baseline (index-MB).
 func BenchmarkScan(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
 			root := b.TempDir()
 			tree(b, root, n)
-			var m0, m1 runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&m0)
-			tr, err := Open(context.Background(), []string{root}, Options{StoreDir: b.TempDir()})
-			if err != nil {
-				b.Fatal(err)
+			for _, watch := range []bool{false, true} {
+				b.Run(map[bool]string{false: "mode=walk", true: "mode=watch"}[watch], func(b *testing.B) {
+					var m0, m1 runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&m0)
+					tr, err := Open(context.Background(), []string{root}, Options{StoreDir: b.TempDir(), NoWatch: !watch})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer tr.Close()
+					if err := tr.Ready(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+					runtime.GC()
+					runtime.ReadMemStats(&m1)
+					index := float64(m1.HeapAlloc-m0.HeapAlloc) / (1 << 20)
+					files := []string{"m00/p00/d00/f00.go", "m00/p01/d02/f03.go", "m00/p00/d07/f19.go"}
+					b.Run("none", func(b *testing.B) {
+						b.ReportAllocs()
+						for b.Loop() {
+							if got, err := tr.Scan(context.Background()); err != nil || len(got) != 0 {
+								b.Fatal(got, err)
+							}
+						}
+						b.ReportMetric(index, "index-MB")
+					})
+					b.Run("edit3", func(b *testing.B) {
+						b.ReportAllocs()
+						k := 0
+						for b.Loop() {
+							b.StopTimer()
+							k++
+							for _, f := range files {
+								os.WriteFile(filepath.Join(root, f), fmt.Appendf(nil, "edit %d\n", k), 0o644)
+							}
+							b.StartTimer()
+							if got, err := tr.Scan(context.Background()); err != nil || len(got) != 3 {
+								b.Fatal(len(got), err)
+							}
+						}
+					})
+				})
 			}
-			defer tr.Close()
-			if err := tr.Ready(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			runtime.GC()
-			runtime.ReadMemStats(&m1)
-			index := float64(m1.HeapAlloc-m0.HeapAlloc) / (1 << 20)
-			files := []string{"m00/p00/d00/f00.go", "m00/p01/d02/f03.go", "m00/p00/d07/f19.go"}
-			b.Run("none", func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					if got, err := tr.Scan(context.Background()); err != nil || len(got) != 0 {
-						b.Fatal(got, err)
-					}
-				}
-				b.ReportMetric(index, "index-MB")
-			})
-			b.Run("edit3", func(b *testing.B) {
-				b.ReportAllocs()
-				k := 0
-				for b.Loop() {
-					b.StopTimer()
-					k++
-					for _, f := range files {
-						os.WriteFile(filepath.Join(root, f), fmt.Appendf(nil, "edit %d\n", k), 0o644)
-					}
-					b.StartTimer()
-					if got, err := tr.Scan(context.Background()); err != nil || len(got) != 3 {
-						b.Fatal(len(got), err)
-					}
-				}
-			})
 		})
 	}
 }
