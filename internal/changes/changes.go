@@ -206,9 +206,10 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		t.scanAfter = DefaultScanAfter
 	}
 	for i, p := range roots {
-		abs, err := filepath.Abs(p)
+		given, err := filepath.Abs(p)
+		abs := given
 		if err == nil {
-			abs, err = filepath.EvalSymlinks(abs)
+			abs, err = filepath.EvalSymlinks(given)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("changes: root %s: %w", p, err)
@@ -227,7 +228,9 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		}
 		r := &root{abs: abs, dirs: map[string][]entry{}, links: map[string]string{}, watch: t.watch}
 		if i > 0 {
-			r.name = strings.TrimSuffix(filepath.ToSlash(abs), "/")
+			// Named as given (the path the tools and the sandbox use),
+			// walked where it leads.
+			r.name = strings.TrimSuffix(filepath.ToSlash(given), "/")
 		}
 		t.roots = append(t.roots, r)
 	}
@@ -952,10 +955,10 @@ func (t *Tracker) resolve(p string) (*root, string, bool) {
 	rel := p
 	if path.IsAbs(p) {
 		for _, x := range t.roots {
-			prefix := strings.TrimSuffix(filepath.ToSlash(x.abs), "/")
-			if under(p, prefix) && p != prefix {
-				r, rel = x, strings.TrimPrefix(p, prefix+"/")
-				break
+			for _, prefix := range []string{x.name, strings.TrimSuffix(filepath.ToSlash(x.abs), "/")} {
+				if prefix != "" && r == nil && under(p, prefix) && p != prefix {
+					r, rel = x, strings.TrimPrefix(p, prefix+"/")
+				}
 			}
 		}
 		if r == nil {
