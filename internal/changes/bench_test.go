@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// tree writes n files of 200 bytes under root, 20 to a directory, in
+// tree writes n files of 200 bytes, each its own, under root, 20 to a directory, in
 // directories three levels deep (a source tree's shape).
 func tree(b *testing.B, root string, n int) {
 	b.Helper()
@@ -18,6 +18,7 @@ func tree(b *testing.B, root string, n int) {
 		content[i] = byte('a' + i%26)
 	}
 	for i := 0; i < n; i++ {
+		copy(content, fmt.Sprintf("file %07d\n", i)) // each file its own content
 		d := i / 20
 		dir := filepath.Join(root, fmt.Sprintf("m%02d", d/400), fmt.Sprintf("p%02d", d/20%20), fmt.Sprintf("d%02d", d%20))
 		if i%20 == 0 {
@@ -90,18 +91,27 @@ func BenchmarkScan(b *testing.B) {
 }
 
 // BenchmarkBaseline measures Open until Ready on 10,000 files: the stat
-// walk and the copy of every file (no repository).
+// walk, the inotify watches and the copy of every file into the store
+// (kind=plain), or, in a git work tree whose files are all clean, the
+// repository's status and one size check of every blob (kind=git).
 func BenchmarkBaseline(b *testing.B) {
 	root := b.TempDir()
 	tree(b, root, 10_000)
-	for b.Loop() {
-		tr, err := Open(context.Background(), []string{root}, Options{StoreDir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
+	for _, git := range []bool{false, true} {
+		if git {
+			sh(b, root, `git init -q . && git add -A && git -c user.email=t@t -c user.name=t commit -qm base`)
 		}
-		if err := tr.Ready(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		tr.Close()
+		b.Run(map[bool]string{false: "kind=plain", true: "kind=git"}[git], func(b *testing.B) {
+			for b.Loop() {
+				tr, err := Open(context.Background(), []string{root}, Options{StoreDir: b.TempDir()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tr.Ready(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				tr.Close()
+			}
+		})
 	}
 }

@@ -83,7 +83,8 @@ type Options struct {
 	// empty, non-nil list ignores nothing but ".git".
 	Ignore []string
 	// StoreDir is the private directory of the content store (made with
-	// mode 0700). "" makes a temporary one that Close removes.
+	// mode 0700; the store is one pack file in it, removed by Close). ""
+	// makes a temporary directory that Close removes.
 	StoreDir string
 	// MaxStore bounds the bytes the content store holds (default 1 GiB),
 	// MaxFile the size of a file whose contents are kept and reported
@@ -286,10 +287,11 @@ func (t *Tracker) Close() error {
 			r.repo.close()
 		}
 	}
+	err := t.store.close()
 	if t.tmpStore != "" {
-		return os.RemoveAll(t.tmpStore)
+		err = os.RemoveAll(t.tmpStore)
 	}
-	return nil
+	return err
 }
 
 // baseline builds the index: the stat of every entry, then what is known

@@ -270,8 +270,16 @@ func (r *repo) newBlobHash(size int64) blobHash {
 // sizes returns the size of each object, in one `git cat-file
 // --batch-check` run.
 func (r *repo) sizes(ctx context.Context, oids [][]byte) ([]int64, error) {
-	var in bytes.Buffer
+	seen := map[string]int{} // each object is asked once
+	var uniq [][]byte
 	for _, o := range oids {
+		if _, ok := seen[string(o)]; !ok {
+			seen[string(o)] = len(uniq)
+			uniq = append(uniq, o)
+		}
+	}
+	var in bytes.Buffer
+	for _, o := range uniq {
 		in.WriteString(hex.EncodeToString(o))
 		in.WriteByte('\n')
 	}
@@ -284,7 +292,15 @@ func (r *repo) sizes(ctx context.Context, oids [][]byte) ([]int64, error) {
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("git cat-file --batch-check: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	return parseBatchCheck(out.String(), oids)
+	us, err := parseBatchCheck(out.String(), uniq)
+	if err != nil {
+		return nil, err
+	}
+	sizes := make([]int64, len(oids))
+	for i, o := range oids {
+		sizes[i] = us[seen[string(o)]]
+	}
+	return sizes, nil
 }
 
 // parseBatchCheck reads `git cat-file --batch-check` output ("OID TYPE

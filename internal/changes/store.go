@@ -1,37 +1,41 @@
 package changes
 
 import (
-	"encoding/hex"
-	"errors"
+	"bytes"
+	"crypto/sha256"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 )
 
-// store keeps file contents by their SHA-256 in a private directory, one
-// file per content (dir/ab/cdef…), each written once and atomically. It
-// holds at most max bytes; a content that does not fit is not kept.
+// store keeps file contents by their SHA-256, each once, appended to one
+// pack file in a private directory (a file per content would cost a file
+// creation per file copied at the baseline). It holds at most max bytes;
+// a content that does not fit is not kept. The pack is the tracker's
+// own: it is read back only by the tracker, and each read is checked
+// against its digest.
 type store struct {
-	dir string
+	f   *os.File
 	max int64
 
 	mu   sync.Mutex
 	used int64
-	has  map[[32]byte]bool
+	at   map[[32]byte]span
 }
+
+// span locates a content in the pack.
+type span struct{ off, n int64 }
 
 func newStore(dir string, max int64) (*store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("content store: %w", err)
 	}
-	return &store{dir: dir, max: max, has: map[[32]byte]bool{}}, nil
-}
-
-func (s *store) file(sum [32]byte) string {
-	h := hex.EncodeToString(sum[:])
-	return filepath.Join(s.dir, h[:2], h[2:])
+	f, err := os.CreateTemp(dir, "contents-*.pack")
+	if err != nil {
+		return nil, fmt.Errorf("content store: %w", err)
+	}
+	return &store{f: f, max: max, at: map[[32]byte]span{}}, nil
 }
 
 // put keeps b under its digest sum and reports whether it is kept (now or
@@ -41,7 +45,7 @@ func (s *store) put(sum [32]byte, b []byte) (bool, error) {
 		return true, nil
 	}
 	s.mu.Lock()
-	if s.has[sum] {
+	if _, ok := s.at[sum]; ok {
 		s.mu.Unlock()
 		return true, nil
 	}
@@ -49,43 +53,18 @@ func (s *store) put(sum [32]byte, b []byte) (bool, error) {
 		s.mu.Unlock()
 		return false, nil
 	}
-	s.used += int64(len(b)) // reserved: a failed write gives it back
+	sp := span{off: s.used, n: int64(len(b))}
+	s.used += sp.n // reserved; the bytes are written outside the lock
 	s.mu.Unlock()
-	err := s.write(sum, b)
+	if _, err := s.f.WriteAt(b, sp.off); err != nil {
+		return false, fmt.Errorf("content store: %w", err)
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil {
-		s.used -= int64(len(b))
-		return false, err
+	if _, ok := s.at[sum]; !ok {
+		s.at[sum] = sp
 	}
-	if s.has[sum] { // written twice at once
-		s.used -= int64(len(b))
-	}
-	s.has[sum] = true
+	s.mu.Unlock()
 	return true, nil
-}
-
-func (s *store) write(sum [32]byte, b []byte) error {
-	p := s.file(sum)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("content store: %w", err)
-	}
-	return nil
 }
 
 // get returns the content kept under sum; ok is false when it is not kept.
@@ -94,17 +73,23 @@ func (s *store) get(sum [32]byte) ([]byte, bool, error) {
 		return []byte{}, true, nil
 	}
 	s.mu.Lock()
-	kept := s.has[sum]
+	sp, ok := s.at[sum]
 	s.mu.Unlock()
-	if !kept {
+	if !ok {
 		return nil, false, nil
 	}
-	b, err := os.ReadFile(s.file(sum))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, fmt.Errorf("content store: %x was kept but its file is gone", sum[:8])
-	}
-	if err != nil {
+	b := make([]byte, sp.n)
+	if _, err := s.f.ReadAt(b, sp.off); err != nil {
 		return nil, false, fmt.Errorf("content store: %w", err)
 	}
+	if got := sha256.Sum256(b); !bytes.Equal(got[:], sum[:]) {
+		return nil, false, fmt.Errorf("content store: the content of %x was changed in %s", sum[:8], filepath.Base(s.f.Name()))
+	}
 	return b, true, nil
+}
+
+// close closes and removes the pack.
+func (s *store) close() error {
+	s.f.Close()
+	return os.Remove(s.f.Name())
 }

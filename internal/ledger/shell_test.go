@@ -66,7 +66,7 @@ func TestRecordedShellChanges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec.Settle = func() ([]tool.FileChange, error) { return tr.Scan(context.Background()) }
+			rec.Settle = func() ([]tool.FileChange, error) { return tr.ScanAll(context.Background()) }
 			calls := []tool.Call{
 				{Op: tool.OpExec, Args: &tool.ExecArgs{Command: "echo x > new.txt; rm a.txt"}},
 				{Op: tool.OpReplace, Args: &tool.ReplaceArgs{Path: "e.txt", Old: "edit", New: "edited"}},
