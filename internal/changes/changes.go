@@ -590,18 +590,23 @@ func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error)
 	ws := t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano())
 	var diffs []diff
 	var errs []error
+	goneDirs := map[watched]bool{}
 	for _, w := range ws {
 		if w.err != nil {
 			errs = append(errs, w.err)
 		}
 		for _, g := range w.gone {
+			goneDirs[watched{w.r, g}] = true
 			diffs = t.gone(w.r, g, diffs)
 		}
 	}
 	for _, w := range ws {
-		if !w.vanished {
-			w.r.dirs[w.rel] = w.ents
+		if w.vanished || (len(goneDirs) > 0 && inGone(goneDirs, w.r, w.rel)) {
+			// Read before its parent found it gone (a process removed it
+			// meanwhile): the parent's reading has the removal.
+			continue
 		}
+		w.r.dirs[w.rel] = w.ents
 		diffs = append(diffs, w.diffs...)
 	}
 	if len(diffs) == 0 && len(t.pending) == 0 {
@@ -799,6 +804,19 @@ func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error)
 }
 
 var emptySum = sha256.Sum256(nil)
+
+// inGone reports whether rel is one of the gone directories or under one.
+func inGone(gone map[watched]bool, r *root, rel string) bool {
+	for {
+		if gone[watched{r, rel}] {
+			return true
+		}
+		if rel == "" {
+			return false
+		}
+		rel, _ = splitRel(rel)
+	}
+}
 
 // change makes the FileChange of path from its two sides.
 func change(p string, o, c side) tool.FileChange {
