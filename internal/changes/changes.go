@@ -332,7 +332,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 				case e.isReg():
 					ie, ok := index[rel]
 					exec := e.mode&0o100 != 0
-					if ok && !e.racy && ie.mode != 0o120000 && (ie.mode == 0o100755) == exec {
+					if ok && ie.mode != 0o120000 && (ie.mode == 0o100755) == exec {
 						clean, cleanRel = append(clean, e), append(cleanRel, rel)
 						cleanOID = append(cleanOID, ie.oid)
 						continue
@@ -545,7 +545,7 @@ func (t *Tracker) jobs(all bool) ([]dirJob, bool) {
 	var jobs []dirJob
 	for _, k := range dirty {
 		if _, ok := k.r.dirs[k.rel]; ok {
-			jobs = append(jobs, dirJob{r: k.r, rel: k.rel})
+			jobs = append(jobs, dirJob(k))
 		}
 	}
 	return jobs, false

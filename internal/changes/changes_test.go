@@ -216,6 +216,9 @@ func TestScan(t *testing.T) {
 					gitInit(t, root)
 				}
 				tr := open(t, []string{root}, Options{NoWatch: !mode.watch})
+				if e := tr.roots[0].lookup("a.txt"); git && (e == nil || e.src != srcGit || e.kept) {
+					t.Fatalf("a clean file is not taken from the repository: %+v", e)
+				}
 				sh(t, root, tc.script)
 				got, err := tr.Scan(context.Background())
 				if err != nil {
@@ -455,4 +458,31 @@ func TestWatched(t *testing.T) {
 			t.Errorf("step %d: %d full walks, want %v", i, tr.fullScans, full)
 		}
 	}
+}
+
+// TestRepositorySubdirectory: a workspace below a repository's top takes
+// the before contents of its clean files from the repository, by their
+// paths under the workspace.
+func TestRepositorySubdirectory(t *testing.T) {
+	top := t.TempDir()
+	layout(t, top, map[string]string{"outside.txt": "out\n", "ws/a.txt": "alpha\n", "ws/d/b.txt": "bravo\n"})
+	gitInit(t, top)
+	sh(t, top, `echo dirty > ws/d/b.txt`)
+	root := filepath.Join(top, "ws")
+	tr := open(t, []string{root}, Options{NoWatch: true})
+	if e := tr.roots[0].lookup("a.txt"); e == nil || e.src != srcGit {
+		t.Fatalf("a.txt is not taken from the repository: %+v", e)
+	}
+	if e := tr.roots[0].lookup("d/b.txt"); e == nil || e.src != srcSHA || !e.kept {
+		t.Fatalf("the dirty d/b.txt is not copied: %+v", e)
+	}
+	sh(t, root, `rm a.txt; echo new > d/b.txt`)
+	got, err := tr.Scan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, []want{
+		{path: "a.txt", kind: tool.ChangeDelete, before: b("alpha\n")},
+		{path: "d/b.txt", kind: tool.ChangeUpdate, before: b("dirty\n"), after: b("new\n")},
+	})
 }
