@@ -79,7 +79,7 @@ type Options struct {
 	// pattern without '/' ("node_modules", "*.pyc") matches an entry of
 	// that name at any depth; one with '/' ("build/out") matches the path
 	// relative to its root. Patterns are path.Match patterns; everything
-	// under an ignored directory is ignored. nil means DefaultIgnore; an
+	// under an ignored directory is ignored. nil means DefaultIgnore(); an
 	// empty, non-nil list ignores nothing but ".git".
 	Ignore []string
 	// StoreDir is the private directory of the content store (made with
@@ -97,7 +97,7 @@ type Options struct {
 	// every file is copied at the baseline.
 	NoGit bool
 	// ScanAfter lists the operations after which Wrap scans; nil means
-	// DefaultScanAfter.
+	// DefaultScanAfter().
 	ScanAfter []tool.Op
 	// NoWatch makes every scan walk every directory. By default the
 	// kernel's inotify events say which directories changed, and a scan
@@ -105,9 +105,9 @@ type Options struct {
 	NoWatch bool
 }
 
-// DefaultScanAfter are the operations that run commands: the shell and the
-// project's checks.
-var DefaultScanAfter = []tool.Op{tool.OpExec, tool.OpValidate}
+// DefaultScanAfter returns the operations that run commands: the shell and
+// the project's checks.
+func DefaultScanAfter() []tool.Op { return []tool.Op{tool.OpExec, tool.OpValidate} }
 
 // RacyWindow is how recent a stat may be before it is not trusted to
 // prove a file unchanged: file times advance in ticks of the kernel's
@@ -184,7 +184,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	}
 	ignore := opts.Ignore
 	if ignore == nil {
-		ignore = DefaultIgnore
+		ignore = DefaultIgnore()
 	}
 	ign, err := parseIgnore(ignore)
 	if err != nil {
@@ -204,7 +204,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		t.maxFile = DefaultMaxFile
 	}
 	if t.scanAfter == nil {
-		t.scanAfter = DefaultScanAfter
+		t.scanAfter = DefaultScanAfter()
 	}
 	for i, p := range roots {
 		given, err := filepath.Abs(p)

@@ -32,7 +32,7 @@ func FuzzResolve(f *testing.F) {
 	for _, s := range []string{"a.txt", "dir/x", "../x", "/elsewhere/x", "/root/other/x", "a//b", "./a", "node_modules/m", ".git/HEAD", ""} {
 		f.Add(s)
 	}
-	m, _ := parseIgnore(DefaultIgnore)
+	m, _ := parseIgnore(DefaultIgnore())
 	tr := &Tracker{ign: m, roots: []*root{{abs: "/root/ws"}, {abs: "/root/other", name: "/root/other"}}}
 	f.Fuzz(func(t *testing.T, p string) {
 		r, rel, ok := tr.resolve(p)

@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// DefaultIgnore is what a Tracker does not track when Options.Ignore is
-// nil: build outputs and dependency caches that commands rewrite by the
+// DefaultIgnore returns what a Tracker does not track when Options.Ignore
+// is nil: build outputs and dependency caches that commands rewrite by the
 // thousand. ".git" is never tracked, whatever the list says.
-var DefaultIgnore = []string{"node_modules", "target", "__pycache__", ".venv"}
+func DefaultIgnore() []string { return []string{"node_modules", "target", "__pycache__", ".venv"} }
 
 // AlwaysIgnored is the name never tracked: a repository's object store and
 // index change with every git command and are not workspace content.

@@ -44,6 +44,10 @@ type wrapped struct {
 	t *Tracker
 }
 
+// Unwrap returns the wrapped executor, so that a caller can look for the
+// optional interfaces it implements.
+func (w *wrapped) Unwrap() tool.Executor { return w.e }
+
 // Execute implements tool.Executor.
 func (w *wrapped) Execute(ctx context.Context, call tool.Call) tool.Result {
 	t := w.t

@@ -195,3 +195,23 @@ func TestConcurrentAgents(t *testing.T) {
 		}
 	}
 }
+
+// TestWrapCanceled: a command whose call was canceled (a timeout) may have
+// changed files before it was stopped; they are recorded all the same.
+func TestWrapCanceled(t *testing.T) {
+	root := t.TempDir()
+	layout(t, root, base)
+	tr := open(t, []string{root}, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	ex := Wrap(tool.ExecutorFunc(func(ctx context.Context, call tool.Call) tool.Result {
+		os.WriteFile(filepath.Join(root, "half.txt"), b("half\n"), 0o644)
+		cancel()
+		<-ctx.Done()
+		return tool.Result{CallID: call.ID, Op: call.Op, Err: &tool.Error{Kind: tool.ErrTimeout, Message: "timed out"}}
+	}), tr)
+	res := ex.Execute(ctx, tool.Call{ID: "c", Op: tool.OpExec, Args: &tool.ExecArgs{Command: "x"}})
+	check(t, res.Changes, []want{{path: "half.txt", kind: tool.ChangeAdd, after: b("half\n")}})
+	if u, ok := ex.(interface{ Unwrap() tool.Executor }); !ok || u.Unwrap() == nil {
+		t.Error("the wrapper does not unwrap")
+	}
+}

@@ -167,7 +167,7 @@ type Changes struct {
 	// Ignore lists the entries not tracked, as changes.Options.Ignore
 	// takes them: a name ("node_modules", "*.pyc") at any depth, or a path
 	// with '/' relative to the workspace ("build/out"). Unset (nil): the
-	// defaults (changes.DefaultIgnore); set, it replaces them. ".git" is
+	// defaults (changes.DefaultIgnore()); set, it replaces them. ".git" is
 	// never tracked.
 	Ignore []string `toml:"ignore"`
 }
