@@ -7,9 +7,12 @@ import (
 )
 
 // DefaultIgnore returns what a Tracker does not track when Options.Ignore
-// is nil: build outputs and dependency caches that commands rewrite by the
-// thousand. ".git" is never tracked, whatever the list says.
-func DefaultIgnore() []string { return []string{"node_modules", "target", "__pycache__", ".venv"} }
+// is nil: build outputs, dependency trees and tool caches that commands
+// rewrite by the thousand and nobody edits. ".git" is never tracked,
+// whatever the list says.
+func DefaultIgnore() []string {
+	return []string{"node_modules", "target", "__pycache__", ".venv", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+}
 
 // AlwaysIgnored is the name never tracked: a repository's object store and
 // index change with every git command and are not workspace content.
