@@ -6,18 +6,19 @@
 // command does not: it may create, rewrite, delete or rename any file in
 // the writable roots. A Tracker keeps a stat index of the roots (per file:
 // type and permissions, size, inode, modification and change time — no
-// content is read to build it) and, after each command, walks them again
-// with a pool of goroutines, comparing stat only; only the files whose
-// stat changed are read and hashed. What it reports is exact where it says
-// so:
+// content is read to build it) and, after each command, reads again the
+// directories that inotify says changed (every directory, with a pool of
+// goroutines, when events were lost or Options.NoWatch is set), comparing
+// stat only; only the files whose stat changed are read and hashed. What
+// it reports is exact where it says so:
 //
 //   - After contents are the bytes read by the scan that found the change.
 //     A command still running in the background (started with &) can
 //     change a file between the scan's stat and its read; the next scan
 //     sees that change as one of its own.
 //   - Before contents come from what the tracker kept: the content of
-//     every file it has seen change (in a content store under a private
-//     directory, by SHA-256), the contents the file tools reported (Note),
+//     every file it has seen change (in a content store: one pack file in a
+//     private directory, by SHA-256), the contents the file tools reported (Note),
 //     and, for a git work tree, the index's blob of each file that was
 //     clean at the baseline (read with `git cat-file` through gitsafe and
 //     checked against its object id and the file's size). Every other
