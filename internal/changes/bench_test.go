@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/tool/shell"
 )
 
 // tree writes n files of 200 bytes, each its own, under root, 20 to a directory, in
@@ -111,6 +114,42 @@ func BenchmarkBaseline(b *testing.B) {
 					b.Fatal(err)
 				}
 				tr.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkShellCall measures a whole shell call through the persistent
+// shell, `echo $N > f` in a 10,000-file tree, unwrapped (bare) and wrapped
+// with a tracker (tracked: the call, its scan, the change's contents), so
+// that the difference is what tracking adds to a shell call.
+func BenchmarkShellCall(b *testing.B) {
+	root := b.TempDir()
+	tree(b, root, 10_000)
+	for _, tracked := range []bool{false, true} {
+		b.Run(map[bool]string{false: "bare", true: "tracked"}[tracked], func(b *testing.B) {
+			sess := shell.New(shell.Config{Dir: root})
+			defer sess.Close()
+			var ex tool.Executor = sess
+			if tracked {
+				tr, err := Open(context.Background(), []string{root}, Options{StoreDir: b.TempDir()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tr.Close()
+				if err := tr.Ready(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				ex = Wrap(sess, tr)
+			}
+			k := 0
+			for b.Loop() {
+				k++
+				res := ex.Execute(context.Background(), tool.Call{ID: "c", Op: tool.OpExec,
+					Args: &tool.ExecArgs{Command: fmt.Sprintf("echo %d > m00/p00/d00/f00.go", k)}})
+				if res.Err != nil || (tracked && len(res.Changes) != 1) {
+					b.Fatal(res.Err, len(res.Changes))
+				}
 			}
 		})
 	}
