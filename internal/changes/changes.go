@@ -43,7 +43,8 @@
 // renamed directory gives one move per file under it.
 //
 // Symlinks are recorded as links and never followed: a change of a link
-// (created, retargeted, removed) has neither digest. A change of a file's
+// (created, retargeted, removed) has neither digest, and its targets
+// before and after (LinkBefore, LinkAfter). A change of a file's
 // permission bits alone is an update whose before and after digests are
 // equal. Directories are not recorded: an empty directory created or
 // removed is no change. Sockets, FIFOs and devices are not tracked.
@@ -738,7 +739,14 @@ func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error)
 		case !o.exists && c.exists && c.reg:
 			adds = append(adds, i)
 		}
-		changes = append(changes, change(d.r.path(d.rel), o, c))
+		ch := change(d.r.path(d.rel), o, c)
+		if d.old != nil && d.old.isLink() {
+			ch.LinkBefore = oldLink[i]
+		}
+		if d.cur != nil && d.cur.isLink() {
+			ch.LinkAfter = curLink[i]
+		}
+		changes = append(changes, ch)
 	}
 
 	// Renames: a deleted and an added file of the same content, the same

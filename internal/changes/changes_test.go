@@ -22,6 +22,8 @@ type want struct {
 	path, movedTo string
 	kind          tool.ChangeKind
 	before, after []byte
+	// linkBefore and linkAfter are a symlink's targets.
+	linkBefore, linkAfter string
 }
 
 func b(s string) []byte { return []byte(s) }
@@ -100,9 +102,11 @@ func check(t *testing.T, got []tool.FileChange, wants []want) {
 			wa = tool.Digest(w.after)
 		}
 		if g.Path != w.path || g.MovedTo != w.movedTo || g.Kind != w.kind || g.Before != wb || g.After != wa ||
-			!bytes.Equal(g.BeforeData, w.before) || !bytes.Equal(g.AfterData, w.after) {
-			t.Errorf("change %d:\n got %s %s→%s %q → %q\nwant %s %s→%s %q → %q", i, g.Kind, g.Path, g.MovedTo, g.BeforeData, g.AfterData,
-				w.kind, w.path, w.movedTo, w.before, w.after)
+			!bytes.Equal(g.BeforeData, w.before) || !bytes.Equal(g.AfterData, w.after) ||
+			g.LinkBefore != w.linkBefore || g.LinkAfter != w.linkAfter {
+			t.Errorf("change %d:\n got %s %s→%s %q → %q (links %q → %q)\nwant %s %s→%s %q → %q (links %q → %q)", i,
+				g.Kind, g.Path, g.MovedTo, g.BeforeData, g.AfterData, g.LinkBefore, g.LinkAfter,
+				w.kind, w.path, w.movedTo, w.before, w.after, w.linkBefore, w.linkAfter)
 		}
 	}
 }
@@ -186,13 +190,13 @@ func TestScan(t *testing.T) {
 			{path: "dir/sub/y.go", kind: tool.ChangeDelete, before: b("package y\n")},
 			{path: "dir/x.txt", kind: tool.ChangeDelete, before: b("x content\n")}}},
 		{"symlink created", `ln -s c.txt l2`, []want{
-			{path: "l2", kind: tool.ChangeAdd}}},
+			{path: "l2", kind: tool.ChangeAdd, linkAfter: "c.txt"}}},
 		{"symlink retargeted", `ln -sfn c.txt link`, []want{
-			{path: "link", kind: tool.ChangeUpdate}}},
+			{path: "link", kind: tool.ChangeUpdate, linkBefore: "a.txt", linkAfter: "c.txt"}}},
 		{"symlink removed", `rm link`, []want{
-			{path: "link", kind: tool.ChangeDelete}}},
+			{path: "link", kind: tool.ChangeDelete, linkBefore: "a.txt"}}},
 		{"file replaced by symlink", `rm c.txt; ln -s a.txt c.txt`, []want{
-			{path: "c.txt", kind: tool.ChangeUpdate, before: b("charlie\n")}}},
+			{path: "c.txt", kind: tool.ChangeUpdate, before: b("charlie\n"), linkAfter: "a.txt"}}},
 		{"write through a symlink changes its target", `echo via > link`, []want{
 			{path: "a.txt", kind: tool.ChangeUpdate, before: b("alpha\n"), after: b("via\n")}}},
 		{"mode change", `chmod +x a.txt`, []want{
