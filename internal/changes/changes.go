@@ -145,6 +145,9 @@ type Tracker struct {
 	pending   []tool.FileChange
 	closed    bool
 	fullScans int // scans that walked everything (for tests and benchmarks)
+	// rescan makes the next scan walk everything: a file got another
+	// name, maybe in a directory no event will lead a scan to.
+	rescan bool
 }
 
 // root is one tracked directory and its index.
@@ -158,6 +161,19 @@ type root struct {
 	links map[string]string  // symlink → target
 	repo  *repo
 	watch *watcher
+	// linked are the directories holding a file with another name, read
+	// by every scan (see entry.linked).
+	linked map[string]bool
+}
+
+// install puts a directory as read into the index.
+func (r *root) install(w walked) {
+	r.dirs[w.rel] = w.ents
+	if w.linked {
+		r.linked[w.rel] = true
+	} else {
+		delete(r.linked, w.rel)
+	}
 }
 
 func (r *root) path(rel string) string {
@@ -229,7 +245,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		if nested {
 			continue
 		}
-		r := &root{abs: abs, dirs: map[string][]entry{}, links: map[string]string{}, watch: t.watch}
+		r := &root{abs: abs, dirs: map[string][]entry{}, links: map[string]string{}, watch: t.watch, linked: map[string]bool{}}
 		if i > 0 {
 			// Named as given (the path the tools and the sandbox use),
 			// walked where it leads.
@@ -302,7 +318,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	ws := t.walk(t.rootJobs(), true, time.Now().Add(-RacyWindow).UnixNano())
 	var errs []error
 	for _, w := range ws {
-		w.r.dirs[w.rel] = w.ents
+		w.r.install(w)
 		if w.err != nil {
 			errs = append(errs, w.err)
 		}
@@ -541,12 +557,20 @@ func (t *Tracker) jobs(all bool) ([]dirJob, bool) {
 		return t.rootJobs(), true
 	}
 	dirty, full := t.watch.drain()
-	if full || all {
+	if full || all || t.rescan {
+		t.rescan = false
 		return t.rootJobs(), true
 	}
+	for _, r := range t.roots {
+		for rel := range r.linked {
+			dirty = append(dirty, watched{r, rel})
+		}
+	}
 	var jobs []dirJob
+	seen := map[watched]bool{}
 	for _, k := range dirty {
-		if _, ok := k.r.dirs[k.rel]; ok {
+		if _, ok := k.r.dirs[k.rel]; ok && !seen[k] {
+			seen[k] = true
 			jobs = append(jobs, dirJob(k))
 		}
 	}
@@ -608,8 +632,9 @@ func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error)
 			// meanwhile): the parent's reading has the removal.
 			continue
 		}
-		w.r.dirs[w.rel] = w.ents
+		w.r.install(w)
 		diffs = append(diffs, w.diffs...)
+		t.rescan = t.rescan || w.newLink
 	}
 	if len(diffs) == 0 && len(t.pending) == 0 {
 		return nil, errors.Join(errs...)
@@ -869,6 +894,7 @@ func (t *Tracker) gone(r *root, rel string, diffs []diff) []diff {
 		return diffs
 	}
 	delete(r.dirs, rel)
+	delete(r.linked, rel)
 	if r.watch != nil {
 		r.watch.remove(r, rel)
 	}
@@ -884,15 +910,19 @@ func (t *Tracker) gone(r *root, rel string, diffs []diff) []diff {
 	return diffs
 }
 
-// lookup returns the index entry of rel, or nil.
-func (r *root) lookup(rel string) *entry {
-	dir, name := splitRel(rel)
-	ents := r.dirs[dir]
+// lookupIn returns the entry named name of a directory's entries, or nil.
+func lookupIn(ents []entry, name string) *entry {
 	i, ok := slices.BinarySearchFunc(ents, name, func(e entry, n string) int { return strings.Compare(e.name, n) })
 	if !ok {
 		return nil
 	}
 	return &ents[i]
+}
+
+// lookup returns the index entry of rel, or nil.
+func (r *root) lookup(rel string) *entry {
+	dir, name := splitRel(rel)
+	return lookupIn(r.dirs[dir], name)
 }
 
 // remove drops rel (and, for a directory, everything under it) from the
@@ -922,6 +952,7 @@ func (r *root) dropDir(rel string) {
 		delete(r.links, path.Join(rel, e.name))
 	}
 	delete(r.dirs, rel)
+	delete(r.linked, rel)
 }
 
 // put inserts or replaces rel's entry, making its directories known.

@@ -449,6 +449,13 @@ func TestWatched(t *testing.T) {
 			{path: "c.txt", kind: tool.ChangeUpdate, before: b("charlie\n"), after: b("7\n")}}},
 		{`echo 8 > n1/n2/n3/f`, []want{
 			{path: "n1/n2/n3/f", kind: tool.ChangeUpdate, before: b("6\n"), after: b("8\n")}}},
+		// A second name in another directory: a write through it sends no
+		// event to the first name's directory, which is read all the same.
+		{`ln c.txt n1/hard`, []want{
+			{path: "n1/hard", kind: tool.ChangeAdd, after: b("7\n")}}},
+		{`echo 9 >> n1/hard`, []want{
+			{path: "c.txt", kind: tool.ChangeUpdate, before: b("7\n"), after: b("7\n9\n")},
+			{path: "n1/hard", kind: tool.ChangeUpdate, before: b("7\n"), after: b("7\n9\n")}}},
 	}
 	for i, s := range steps {
 		sh(t, root, s.script)
@@ -458,8 +465,8 @@ func TestWatched(t *testing.T) {
 		}
 		t.Logf("step %d: %s", i, s.script)
 		check(t, got, s.want)
-		if full := i == 5; tr.fullScans != map[bool]int{false: 0, true: 1}[i >= 5] {
-			t.Errorf("step %d: %d full walks, want %v", i, tr.fullScans, full)
+		if want := map[bool]int{false: 0, true: 1}[i >= 5] + map[bool]int{false: 0, true: 1}[i >= 8]; tr.fullScans != want {
+			t.Errorf("step %d: %d full walks, want %d", i, tr.fullScans, want)
 		}
 	}
 }

@@ -28,6 +28,10 @@ type entry struct {
 	sum  [32]byte
 	src  uint8
 	kept bool // srcSHA: the content is in the store
+	// linked: a regular file with more than one name. A write through
+	// another name sends its inotify event to that name's directory only,
+	// so a scan reads this entry's directory every time.
+	linked bool
 	// racy: the stat is too recent to prove the content unchanged (a write
 	// in the same timestamp tick leaves it as it was); the next scan
 	// compares the content.
@@ -56,7 +60,9 @@ func sameStat(a, b *entry) bool {
 func fromStat(name string, st *unix.Stat_t) (entry, bool) {
 	e := entry{name: name, mode: st.Mode, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}
 	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG, unix.S_IFLNK:
+	case unix.S_IFREG:
+		e.linked = st.Nlink > 1
+	case unix.S_IFLNK:
 	case unix.S_IFDIR:
 		e.size, e.mtime, e.ctime = 0, 0, 0 // a directory's own stat is not compared
 	default:
@@ -88,6 +94,10 @@ type walked struct {
 	// scan reads only some directories: its parent's reading sees it
 	// gone).
 	vanished bool
+	linked   bool // an entry is a file with another name
+	// newLink: an entry has a name more than the index knew; the other
+	// may be in a directory this scan does not read.
+	newLink bool
 	ents     []entry
 	diffs    []diff
 	// gone lists the subdirectories of the index that are no longer
@@ -270,6 +280,16 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, buf *[]byte) (wal
 		ents = old // nothing differs: keep the index's slice
 	}
 	w.ents = ents
+	for i := range ents {
+		if ents[i].linked {
+			w.linked = true
+			if !full {
+				if o := lookupIn(old, ents[i].name); o == nil || !o.linked {
+					w.newLink = true
+				}
+			}
+		}
+	}
 	return w, sub
 }
 

@@ -18,10 +18,13 @@ import (
 // directory could not be watched, the next scan walks everything, as it
 // does without a watcher.
 //
-// What inotify does not see: a write through a memory mapping (no event
-// until the file's times change, which the stat comparison of a later
-// full walk finds), and a write to a file through a hard link outside the
-// roots. Options.NoWatch makes every scan a full walk.
+// A write through one name of a file with several (hard links) sends its
+// event to that name's directory only, so the directories of such files
+// are read by every scan; a scan that finds a new name of a file makes
+// the next one walk everything, to find the other names. What inotify does not see: a write through a
+// memory mapping (no event until the file's times change, which the stat
+// comparison of a later full walk finds). Options.NoWatch makes every
+// scan a full walk.
 type watcher struct {
 	fd int
 
