@@ -98,8 +98,8 @@ type walked struct {
 	// newLink: an entry has a name more than the index knew; the other
 	// may be in a directory this scan does not read.
 	newLink bool
-	ents     []entry
-	diffs    []diff
+	ents    []entry
+	diffs   []diff
 	// gone lists the subdirectories of the index that are no longer
 	// directories: what was under them is removed.
 	gone []string
