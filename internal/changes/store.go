@@ -24,6 +24,9 @@ type store struct {
 	at   map[[32]byte]span
 }
 
+// emptySum is the SHA-256 of no bytes.
+var emptySum = sha256.Sum256(nil)
+
 // span locates a content in the pack.
 type span struct{ off, n int64 }
 
