@@ -35,7 +35,12 @@ var fileOps = []tool.Op{tool.OpCreate, tool.OpWrite, tool.OpReplace, tool.OpInse
 // agents sharing the workspace, or a command's background process) cannot
 // be told apart: a change made while both run is reported by whichever
 // scan comes first.
+//
+// A nil t (no tracker: Open failed) returns e itself.
 func Wrap(e tool.Executor, t *Tracker) tool.Executor {
+	if t == nil {
+		return e
+	}
 	return &wrapped{e: e, t: t}
 }
 
