@@ -12,17 +12,20 @@
 //	network = false
 //	writable = ["../shared-cache"]  # further writable roots (relative to the workspace)
 //
+//	[changes]
+//	ignore = ["node_modules", "target", "dist", "*.o"]  # not tracked for the ledger (.git never is)
+//
 // Every key is optional; command-line flags override the file. Unknown keys
 // are an error, so a misspelt setting is not silently ignored.
 //
 // The project's configuration — this file and the agent definitions in
 // .truss/agents — is obeyed in full only once the user has trusted it
 // (package trust, `truss trust`). An untrusted or changed configuration is
-// loaded with every setting that would widen the sandbox or start a
-// program cleared: sandbox mode "full", network = true, writable roots, MCP
-// servers, the validation's test and setup commands and environment, and
-// the agent definitions. What stays only narrows the sandbox or tunes a
-// wait. The loaded Config says what was decided (Config.Trust).
+// loaded with every setting that would widen the sandbox, start a program
+// or hide changes from the ledger cleared: sandbox mode "full", network =
+// true, writable roots, MCP servers, the validation's test and setup
+// commands and environment, the agent definitions, and [changes] ignore.
+// What stays only narrows the sandbox or tunes a wait. The loaded Config says what was decided (Config.Trust).
 package config
 
 import (
@@ -39,6 +42,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/trussdev/truss/internal/changes"
 	"github.com/trussdev/truss/internal/trust"
 )
 
@@ -59,6 +63,7 @@ type Config struct {
 	Validate Validate `toml:"validate"`
 	Sandbox  Sandbox  `toml:"sandbox"`
 	MCP      MCP      `toml:"mcp"`
+	Changes  Changes  `toml:"changes"`
 
 	// Agents are the agent definition files (.truss/agents/*.md, in name
 	// order), as read; none when the configuration is not trusted.
@@ -154,6 +159,17 @@ func (m MCP) StartupWaitValue() (time.Duration, bool) {
 		return 0, false
 	}
 	return m.StartupWait.Duration, true
+}
+
+// Changes is the [changes] table: how the files commands change are found
+// for the ledger (package changes).
+type Changes struct {
+	// Ignore lists the entries not tracked, as changes.Options.Ignore
+	// takes them: a name ("node_modules", "*.pyc") at any depth, or a path
+	// with '/' relative to the workspace ("build/out"). Unset (nil): the
+	// defaults (changes.DefaultIgnore()); set, it replaces them. ".git" is
+	// never tracked.
+	Ignore []string `toml:"ignore"`
 }
 
 // Validate configures the task environment.
@@ -282,6 +298,11 @@ func (c *Config) restrict() []string {
 		ign = append(ign, "validate.env")
 		c.Validate.Env = nil
 	}
+	if c.Changes.Ignore != nil {
+		// Ignoring files hides their changes from the ledger.
+		ign = append(ign, "changes.ignore")
+		c.Changes.Ignore = nil
+	}
 	for _, f := range c.Agents {
 		ign = append(ign, f.Path)
 	}
@@ -368,6 +389,9 @@ func Parse(root string, b []byte) (*Config, error) {
 			srv.Cwd = filepath.Join(root, srv.Cwd)
 			c.MCP.Servers[name] = srv
 		}
+	}
+	if err := changes.CheckIgnore(c.Changes.Ignore); err != nil {
+		return nil, fmt.Errorf("%s: [changes] %w", p, err)
 	}
 	for i, w := range c.Sandbox.Writable {
 		if !filepath.IsAbs(w) {

@@ -30,6 +30,8 @@ env = { B = "2", A = "1" }
 mode = "read-only"
 network = true
 writable = ["cache", "/abs"]
+[changes]
+ignore = ["dist", "*.o", "build/out/"]
 `)
 	st := &trust.Store{Path: filepath.Join(t.TempDir(), "trusted.json")}
 	_, files, err := Read(root)
@@ -48,7 +50,8 @@ writable = ["cache", "/abs"]
 	}
 	if c.Validate.Test != "make check" || c.Validate.Setup[0] != "make deps" || c.Validate.TimeoutValue() != 90*time.Second ||
 		strings.Join(c.Validate.EnvList(), " ") != "A=1 B=2" || c.Sandbox.Mode != "read-only" || !*c.Sandbox.Network ||
-		c.Sandbox.Writable[0] != filepath.Join(root, "cache") || c.Sandbox.Writable[1] != "/abs" {
+		c.Sandbox.Writable[0] != filepath.Join(root, "cache") || c.Sandbox.Writable[1] != "/abs" ||
+		strings.Join(c.Changes.Ignore, " ") != "dist *.o build/out/" {
 		t.Errorf("%+v", c)
 	}
 	// No file: an empty configuration.
@@ -56,9 +59,13 @@ writable = ["cache", "/abs"]
 		t.Errorf("%v %+v", err, c)
 	}
 	for body, want := range map[string]string{
-		"[validate]\ntets = \"x\"\n":      `unknown setting "validate.tets"`,
-		"[validate]\ntimeout = \"ten\"\n": "not a duration",
-		"[validate\n":                     "config.toml",
+		"[validate]\ntets = \"x\"\n":         `unknown setting "validate.tets"`,
+		"[validate]\ntimeout = \"ten\"\n":    "not a duration",
+		"[validate\n":                        "config.toml",
+		"[changes]\nignore = [\"/abs\"]\n":   "[changes] ignore pattern \"/abs\" starts with '/'",
+		"[changes]\nignore = [\"a/../b\"]\n": `[changes] ignore pattern "a/../b" has an empty, "." or ".." element`,
+		"[changes]\nignore = [\"[x\"]\n":     "syntax error in pattern",
+		"[changes]\nignored = []\n":          `unknown setting "changes.ignored"`,
 	} {
 		if _, err := LoadWith(write(t, body), nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
@@ -99,6 +106,8 @@ args = ["-c", "touch /tmp/pwned"]
 [mcp.servers.leak]
 url = "http://127.0.0.1:9/"
 bearer_token_env = "ANTHROPIC_API_KEY"
+[changes]
+ignore = ["*"]
 `
 
 // An untrusted configuration is loaded with every setting that widens the
@@ -110,7 +119,7 @@ func TestTrustDecision(t *testing.T) {
 	check := func(c *Config) {
 		t.Helper()
 		if c.Sandbox.Mode != "" || c.Sandbox.Network != nil || c.Sandbox.Writable != nil || c.MCP.Servers != nil ||
-			c.Validate.Test != "" || c.Validate.Setup != nil || c.Validate.Env != nil || c.Agents != nil {
+			c.Validate.Test != "" || c.Validate.Setup != nil || c.Validate.Env != nil || c.Agents != nil || c.Changes.Ignore != nil {
 			t.Errorf("an untrusted configuration kept a widening setting: %+v", c)
 		}
 		if c.Validate.TimeoutValue() != 5*time.Minute {
@@ -119,7 +128,7 @@ func TestTrustDecision(t *testing.T) {
 		if d, ok := c.MCP.StartupWaitValue(); !ok || d != 2*time.Second {
 			t.Errorf("startup_wait was dropped")
 		}
-		want := ".truss/agents/rev.md, mcp.servers.leak, mcp.servers.x, sandbox.mode = full, sandbox.network, sandbox.writable, validate.env, validate.setup, validate.test"
+		want := ".truss/agents/rev.md, changes.ignore, mcp.servers.leak, mcp.servers.x, sandbox.mode = full, sandbox.network, sandbox.writable, validate.env, validate.setup, validate.test"
 		if got := strings.Join(c.Trust.Ignored, ", "); got != want {
 			t.Errorf("ignored %q, want %q", got, want)
 		}
@@ -141,10 +150,10 @@ func TestTrustDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(full.Widening()); got != 9 {
-		t.Errorf("Widening lists %d settings, want 9: %v", got, full.Widening())
+	if got := len(full.Widening()); got != 10 {
+		t.Errorf("Widening lists %d settings, want 10: %v", got, full.Widening())
 	}
-	if full.Sandbox.Mode != "full" || len(full.Agents) != 1 {
+	if full.Sandbox.Mode != "full" || len(full.Agents) != 1 || len(full.Changes.Ignore) != 1 {
 		t.Errorf("Widening changed the configuration: %+v", full)
 	}
 	if err := st.Trust(root, files, time.Now()); err != nil {

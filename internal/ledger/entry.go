@@ -31,10 +31,10 @@ var (
 // anywhere with a member twice, and each member of its type: v and seq
 // integers, time an RFC 3339 UTC time, session and type non-empty strings,
 // prev a string, data an object, payloads an object of payload names to
-// digests (64 lowercase hex digits). In tool.result entries each change in
-// data.results[].changes, and in session.end entries data.files, are
-// checked too (paths local and '/'-separated, digests empty or 64
-// lowercase hex digits). It does not check v's value, seq's or prev's:
+// digests (64 lowercase hex digits). In tool.result and workspace.changes
+// entries each change in data.results[].changes, and in session.end
+// entries data.files, are checked too (paths local and '/'-separated,
+// digests empty or 64 lowercase hex digits). It does not check v's value, seq's or prev's:
 // the caller does, against the entries before.
 func parseEntry(line []byte) (Entry, error) {
 	var e Entry
@@ -118,7 +118,7 @@ func parseEntry(line []byte) (Entry, error) {
 		e.Payloads[name] = d
 	}
 	switch e.Type {
-	case "tool.result":
+	case "tool.result", "workspace.changes":
 		if err := checkChanges(e.Data); err != nil {
 			return e, err
 		}

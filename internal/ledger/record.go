@@ -58,6 +58,13 @@ type Recorder struct {
 	// final is each changed file's last digest ("" when deleted).
 	final map[string]string
 
+	// Settle, when set (before the first Observe), is called once, just
+	// before session.end is written: the changes it returns — a last
+	// scan of the workspace for what commands left running changed after
+	// the last call — are written as a workspace.changes entry, with
+	// their contents, and count in session.end's files.
+	Settle func() ([]tool.FileChange, error)
+
 	qmu    sync.Mutex
 	cond   *sync.Cond
 	queue  []agent.Event
@@ -229,6 +236,9 @@ func (r *Recorder) record(ev agent.Event) {
 	case agent.EventTurnCompleted:
 		r.fail(r.W.Checkpoint())
 	case agent.EventRunCompleted:
+		if r.Settle != nil {
+			r.settle()
+		}
 		o := ev.Outcome
 		files, _ := json.Marshal(r.final)
 		p := map[string]string{}
@@ -332,24 +342,59 @@ func (r *Recorder) call(ev agent.Event) {
 		}
 		r.put(rp, fmt.Sprintf("stdout.%d", i), []byte(res.Stdout))
 		r.put(rp, fmt.Sprintf("stderr.%d", i), []byte(res.Stderr))
-		for _, ch := range res.Changes {
-			r.contents(rp, ch.Before, ch.BeforeData)
-			r.contents(rp, ch.After, ch.AfterData)
-			path := ch.Path
-			if ch.MovedTo != "" {
-				r.final[ch.Path] = ""
-				path = ch.MovedTo
-			}
-			r.final[path] = ch.After
-			if ch.Kind == tool.ChangeDelete {
-				r.final[path] = ""
-			}
-		}
+		r.changes(rp, res.Changes)
 		results = append(results, m)
 	}
 	_, err = r.W.Append("tool.result", map[string]any{"turn": ev.Turn, "call_id": c.ID, "is_error": ev.Result.IsError,
 		"results": results}, rp)
 	r.fail(err)
+}
+
+// changes stores the contents of changes, names them in payloads, and
+// keeps each path's final digest: "" where the file was deleted; none
+// where the last change left no regular file (a symlink), which the
+// workspace check cannot compare.
+func (r *Recorder) changes(payloads map[string]string, changes []tool.FileChange) {
+	for _, ch := range changes {
+		r.contents(payloads, ch.Before, ch.BeforeData)
+		r.contents(payloads, ch.After, ch.AfterData)
+		path := ch.Path
+		if ch.MovedTo != "" {
+			r.final[ch.Path] = ""
+			path = ch.MovedTo
+		}
+		switch {
+		case ch.Kind == tool.ChangeDelete:
+			r.final[path] = ""
+		case ch.After == "":
+			delete(r.final, path)
+		default:
+			r.final[path] = ch.After
+		}
+	}
+}
+
+// settle writes the changes of the last scan as a workspace.changes
+// entry: data {reason: "session.end", results: [{op: "workspace.scan",
+// changes}]} (results as a tool.result's, so one reader serves both),
+// with error when the scan failed in part.
+func (r *Recorder) settle() {
+	found, err := r.Settle()
+	if len(found) == 0 && err == nil {
+		return
+	}
+	p := map[string]string{}
+	r.changes(p, found)
+	res := map[string]any{"op": "workspace.scan"}
+	if len(found) > 0 {
+		res["changes"] = found
+	}
+	data := map[string]any{"reason": "session.end", "results": []any{res}}
+	if err != nil {
+		data["error"] = err.Error()
+	}
+	_, werr := r.W.Append("workspace.changes", data, p)
+	r.fail(werr)
 }
 
 // contents stores a changed file's content, as the result carries it,

@@ -420,6 +420,12 @@ type FileChange struct {
 	// like the rest of a result, not modified once returned.
 	BeforeData []byte `json:"-"`
 	AfterData  []byte `json:"-"`
+	// LinkBefore and LinkAfter are the targets of a symbolic link at Path
+	// before and at Path (or MovedTo) after, when there was one and the
+	// change's finder read it (a symlink is never followed: a link's
+	// change has no digests).
+	LinkBefore string `json:"link_before,omitempty"`
+	LinkAfter  string `json:"link_after,omitempty"`
 }
 
 // Digest returns the hex SHA-256 of b, the form FileChange uses.

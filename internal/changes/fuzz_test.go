@@ -1,0 +1,80 @@
+//go:build linux
+
+package changes
+
+import (
+	"encoding/hex"
+	"path"
+	"strings"
+	"testing"
+)
+
+// FuzzIgnore: any list is accepted or refused with an error, never a
+// panic; an accepted one ignores ".git" at any depth and matches without
+// panicking.
+func FuzzIgnore(f *testing.F) {
+	for _, s := range []string{"node_modules", "*.pyc", "build/out", "a/[b-c]/*", "/abs", "a/../b", "[", "x/", ""} {
+		f.Add(s, "src/x", "node_modules")
+	}
+	f.Fuzz(func(t *testing.T, pattern, dir, name string) {
+		m, err := parseIgnore(strings.Split(pattern, ","))
+		if err != nil {
+			return
+		}
+		if !m.ignored(dir, ".git") {
+			t.Fatalf("%q does not ignore .git", pattern)
+		}
+		m.ignored(dir, name)
+	})
+}
+
+// FuzzResolve: a change's path resolves to a clean path inside a root, or
+// to nothing.
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{"a.txt", "dir/x", "../x", "/elsewhere/x", "/root/other/x", "a//b", "./a", "node_modules/m", ".git/HEAD", ""} {
+		f.Add(s)
+	}
+	m, _ := parseIgnore(DefaultIgnore())
+	tr := &Tracker{ign: m, roots: []*root{{abs: "/root/ws"}, {abs: "/root/other", name: "/root/other"}}}
+	f.Fuzz(func(t *testing.T, p string) {
+		r, rel, ok := tr.resolve(p)
+		if !ok {
+			return
+		}
+		if r == nil || rel == "" || path.IsAbs(rel) || path.Clean(rel) != rel || rel == ".." || strings.HasPrefix(rel, "../") {
+			t.Fatalf("resolve(%q) = %v, %q", p, r, rel)
+		}
+		if strings.HasPrefix(rel, ".git/") || rel == ".git" || strings.Contains(rel, "/.git/") {
+			t.Fatalf("resolve(%q) gives the ignored %q", p, rel)
+		}
+	})
+}
+
+// FuzzGitOutput: the parsers of git's output take any bytes without
+// panicking, and what they accept is well formed.
+func FuzzGitOutput(f *testing.F) {
+	oid := strings.Repeat("ab", 20)
+	f.Add("100644 "+oid+" 0\ta.txt\x00120000 "+oid+" 0\tlink\x00100644 "+oid+" 1\tc\x00", "1 .M N... 100644 100644 100644 "+oid+" "+oid+" a b.txt\x00u UU N... 1 1 1 1 "+oid+" "+oid+" "+oid+" c\x00", oid+" blob 12\n")
+	f.Add("", "", "")
+	f.Add("160000 "+oid+" 0\tsub\x00", "# branch.oid x\x00", oid+" missing\n")
+	f.Fuzz(func(t *testing.T, ls, status, check string) {
+		if idx, err := parseLsFiles(ls); err == nil {
+			for p, e := range idx {
+				if p == "" || (len(e.oid) != 20 && len(e.oid) != 32) {
+					t.Fatalf("ls-files gave %q %+v", p, e)
+				}
+			}
+		}
+		if dirty, err := parseStatus(status); err == nil {
+			for _, p := range dirty {
+				if p == "" {
+					t.Fatal("status gave an empty path")
+				}
+			}
+		}
+		o, _ := hex.DecodeString(oid)
+		if sizes, err := parseBatchCheck(check, [][]byte{o}); err == nil && len(sizes) != 1 {
+			t.Fatalf("batch-check gave %d sizes for one object", len(sizes))
+		}
+	})
+}

@@ -1,0 +1,349 @@
+//go:build linux
+
+package changes
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// entry is what the stat index holds of one directory entry: its stat
+// (no content is read to build it) and, for a regular file, what is known
+// of its content.
+type entry struct {
+	name  string
+	mode  uint32 // st_mode: type and permission bits
+	size  int64
+	mtime int64 // ns
+	ctime int64 // ns
+	ino   uint64
+	// sum is the content's SHA-256 when src is srcSHA, or its git object
+	// id (20 or 32 bytes) when src is srcGit.
+	sum  [32]byte
+	src  uint8
+	kept bool // srcSHA: the content is in the store
+	// linked: a regular file with more than one name. A write through
+	// another name sends its inotify event to that name's directory only,
+	// so a scan reads this entry's directory every time.
+	linked bool
+	// racy: the stat is too recent to prove the content unchanged (a write
+	// in the same timestamp tick leaves it as it was); the next scan
+	// compares the content.
+	racy bool
+}
+
+// The sources of an entry's sum.
+const (
+	srcNone uint8 = iota // content unknown
+	srcSHA               // sum is the SHA-256
+	srcGit               // sum is the index's blob id; the file was clean at the baseline
+)
+
+func (e *entry) isDir() bool  { return e.mode&unix.S_IFMT == unix.S_IFDIR }
+func (e *entry) isReg() bool  { return e.mode&unix.S_IFMT == unix.S_IFREG }
+func (e *entry) isLink() bool { return e.mode&unix.S_IFMT == unix.S_IFLNK }
+
+// sameStat reports whether the stat of two entries of one path is equal:
+// same type, permissions, size, inode, modification and change times.
+func sameStat(a, b *entry) bool {
+	return a.mode == b.mode && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime && a.ino == b.ino
+}
+
+// fromStat makes an entry; ok is false for a type that is not tracked
+// (sockets, FIFOs, devices).
+func fromStat(name string, st *unix.Stat_t) (entry, bool) {
+	e := entry{name: name, mode: st.Mode, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		e.linked = st.Nlink > 1
+	case unix.S_IFLNK:
+	case unix.S_IFDIR:
+		e.size, e.mtime, e.ctime = 0, 0, 0 // a directory's own stat is not compared
+	default:
+		return e, false
+	}
+	return e, true
+}
+
+// diff is one entry of a directory that differs from the index: added
+// (old nil), removed (cur nil), or changed in stat or type.
+type diff struct {
+	r   *root
+	rel string // the entry's path relative to its root
+	old *entry
+	cur *entry
+}
+
+// dirJob is a directory to read.
+type dirJob struct {
+	r   *root
+	rel string
+}
+
+// walked is a directory as read.
+type walked struct {
+	r   *root
+	rel string
+	// vanished: the directory was gone when it was to be read (and the
+	// scan reads only some directories: its parent's reading sees it
+	// gone).
+	vanished bool
+	linked   bool // an entry is a file with another name
+	// newLink: an entry has a name more than the index knew; the other
+	// may be in a directory this scan does not read.
+	newLink bool
+	ents    []entry
+	diffs   []diff
+	// gone lists the subdirectories of the index that are no longer
+	// directories: what was under them is removed.
+	gone []string
+	err  error
+}
+
+// walk reads directories with a pool of workers and compares each with
+// the index, which it does not change: it returns the directories as read.
+// It starts with jobs and reads the subdirectories of each directory read:
+// all of them when full, else only those new to the index. racyFrom is
+// the time (ns) from which a stat is too recent to be trusted.
+func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		queue   []dirJob
+		active  int
+		results []walked
+	)
+	queue = append(queue, jobs...)
+	var wg sync.WaitGroup
+	for range t.workers {
+		wg.Go(func() {
+			var buf []byte
+			for {
+				mu.Lock()
+				for len(queue) == 0 && active > 0 {
+					cond.Wait()
+				}
+				if len(queue) == 0 {
+					mu.Unlock()
+					cond.Broadcast()
+					return
+				}
+				j := queue[len(queue)-1]
+				queue = queue[:len(queue)-1]
+				active++
+				mu.Unlock()
+
+				w, sub := t.readDir(j, full, racyFrom, &buf)
+
+				mu.Lock()
+				results = append(results, w)
+				for _, s := range sub {
+					queue = append(queue, dirJob{r: j.r, rel: s})
+				}
+				active--
+				mu.Unlock()
+				cond.Broadcast()
+			}
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// readDir reads one directory, stats its entries and compares them with
+// the index; it returns the subdirectories to read.
+func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, buf *[]byte) (walked, []string) {
+	w := walked{r: j.r, rel: j.rel}
+	old := j.r.dirs[j.rel] // read only: the index is not written during a walk
+	if t.watch != nil {
+		t.watch.ensure(j.r, j.rel) // before reading: no change in it is missed
+	}
+	abs := j.r.abs
+	if j.rel != "" {
+		abs = filepath.Join(abs, filepath.FromSlash(j.rel))
+	}
+	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			if !full {
+				w.vanished = true
+				return w, nil
+			}
+			// Gone (or replaced) since its parent was read: empty now.
+			err = nil
+		} else {
+			// Unreadable: nothing is known, the index keeps what it had.
+			w.err = &os.PathError{Op: "open", Path: abs, Err: err}
+			w.ents = old
+			if !full {
+				return w, nil
+			}
+			return w, subdirs(j.rel, old)
+		}
+	}
+	var names []string
+	if err == nil {
+		names, err = readNames(fd, buf)
+		if err != nil {
+			unix.Close(fd)
+			w.err = &os.PathError{Op: "readdir", Path: abs, Err: err}
+			w.ents = old
+			if !full {
+				return w, nil
+			}
+			return w, subdirs(j.rel, old)
+		}
+	}
+	slices.Sort(names)
+	ents := make([]entry, 0, len(names))
+	for _, name := range names {
+		if t.ign.ignored(j.rel, name) {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone since the directory was read
+		}
+		if e, ok := fromStat(name, &st); ok {
+			ents = append(ents, e)
+		}
+	}
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+
+	// Merge with the index's entries (both sorted by name).
+	var sub []string
+	changed := len(ents) != len(old)
+	i, k := 0, 0
+	for i < len(ents) || k < len(old) {
+		var cur, prev *entry
+		switch {
+		case k == len(old) || (i < len(ents) && ents[i].name < old[k].name):
+			cur = &ents[i]
+			i++
+		case i == len(ents) || old[k].name < ents[i].name:
+			prev = &old[k]
+			k++
+		default:
+			cur, prev = &ents[i], &old[k]
+			i++
+			k++
+		}
+		name := ""
+		if cur != nil {
+			name = cur.name
+		} else {
+			name = prev.name
+		}
+		rel := name
+		if j.rel != "" {
+			rel = j.rel + "/" + name
+		}
+		if cur != nil && cur.isDir() && (full || prev == nil || !prev.isDir()) {
+			sub = append(sub, rel)
+		}
+		if prev != nil && prev.isDir() && (cur == nil || !cur.isDir()) {
+			w.gone = append(w.gone, rel)
+		}
+		if cur != nil && !cur.isDir() && (cur.mtime >= racyFrom || cur.ctime >= racyFrom) {
+			cur.racy = true
+		}
+		switch {
+		case cur != nil && prev != nil && cur.isDir() && prev.isDir():
+			continue
+		case cur != nil && prev != nil && sameStat(cur, prev) && !prev.racy:
+			cur.sum, cur.src, cur.kept = prev.sum, prev.src, prev.kept
+			continue
+		}
+		changed = true
+		d := diff{r: j.r, rel: rel}
+		if prev != nil && !prev.isDir() {
+			p := *prev
+			d.old = &p
+		}
+		if cur != nil && !cur.isDir() {
+			c := *cur
+			d.cur = &c
+		}
+		if d.old != nil || d.cur != nil {
+			w.diffs = append(w.diffs, d)
+		}
+	}
+	if !changed && old != nil {
+		ents = old // nothing differs: keep the index's slice
+	}
+	w.ents = ents
+	for i := range ents {
+		if ents[i].linked {
+			w.linked = true
+			if !full {
+				if o := lookupIn(old, ents[i].name); o == nil || !o.linked {
+					w.newLink = true
+				}
+			}
+		}
+	}
+	return w, sub
+}
+
+// subdirs lists the directories among ents, as paths under rel.
+func subdirs(rel string, ents []entry) []string {
+	var out []string
+	for i := range ents {
+		if ents[i].isDir() {
+			out = append(out, path.Join(rel, ents[i].name))
+		}
+	}
+	return out
+}
+
+// readNames reads a directory's entry names with getdents64, without "."
+// and "..".
+func readNames(fd int, buf *[]byte) ([]string, error) {
+	if *buf == nil {
+		*buf = make([]byte, 32<<10)
+	}
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, *buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		b := (*buf)[:n]
+		for len(b) >= 19 {
+			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil, errors.New("malformed directory entry")
+			}
+			nb := b[19:reclen]
+			if z := slices.Index(nb, 0); z >= 0 {
+				nb = nb[:z]
+			}
+			if name := string(nb); name != "." && name != ".." {
+				names = append(names, name)
+			}
+			b = b[reclen:]
+		}
+	}
+}
+
+// under reports whether rel is dir or below it.
+func under(rel, dir string) bool {
+	return rel == dir || strings.HasPrefix(rel, dir+"/")
+}
