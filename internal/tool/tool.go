@@ -49,6 +49,22 @@ const (
 	OpMCP Op = "mcp.call"
 )
 
+// The memory operations: the file operations on the model's notes across
+// sessions, addressed by virtual paths below MemoryRoot ("/memories/a.md").
+// Their arguments are the file operations' types (*ViewArgs for
+// OpMemoryView, and so on); package tool/memory executes them.
+const (
+	OpMemoryView    Op = "memory.view"
+	OpMemoryCreate  Op = "memory.create"
+	OpMemoryReplace Op = "memory.replace"
+	OpMemoryInsert  Op = "memory.insert"
+	OpMemoryDelete  Op = "memory.delete"
+	OpMemoryRename  Op = "memory.rename"
+)
+
+// MemoryRoot is the virtual root of the memory store as the model sees it.
+const MemoryRoot = "/memories"
+
 // Call is one operation requested by the model, normalized.
 type Call struct {
 	// ID is the provider's call id; every Call gets exactly one Result with it.
