@@ -24,7 +24,8 @@ import (
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/ledger"
-	"github.com/trussdev/truss/internal/mcp"
+	mcp "github.com/trussdev/truss/internal/mcp/client"
+	mcpserver "github.com/trussdev/truss/internal/mcp/server"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
@@ -284,7 +285,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		sess, err = session.Store{Dir: dir}.Create(session.Meta{Workspace: abs, Provider: "mcp", Model: "-", Surface: mcp.ServerSurface, Task: "truss mcp serve"})
+		sess, err = session.Store{Dir: dir}.Create(session.Meta{Workspace: abs, Provider: "mcp", Model: "-", Surface: mcpserver.Surface, Task: "truss mcp serve"})
 		if err != nil {
 			return err
 		}
@@ -297,14 +298,14 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		var decls []ledger.ToolDecl
-		for _, n := range mcp.ServedTools(runner != nil) {
+		for _, n := range mcpserver.Tools(runner != nil) {
 			decls = append(decls, ledger.ToolDecl{Name: n, Kind: "mcp"})
 		}
 		transport := "stdio"
 		if *addr != "" {
 			transport = "http " + *addr
 		}
-		rec, err = ledger.NewRecorder(lw, ledger.Start{Truss: version, Provider: "mcp", Model: "-", Surface: mcp.ServerSurface, Tools: decls,
+		rec, err = ledger.NewRecorder(lw, ledger.Start{Truss: version, Provider: "mcp", Model: "-", Surface: mcpserver.Surface, Tools: decls,
 			Sandbox: tl.enforced(), Workspace: abs, Repo: repoState(abs), Config: map[string]string{"transport": transport}})
 		if err != nil {
 			return err
@@ -320,7 +321,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			obs.Observe(ev)
 		}
 	})
-	srv := mcp.NewServer(mcp.ServeConfig{Name: "truss", Version: version, Exec: exec, Observer: counting, Validate: runner != nil,
+	srv := mcpserver.New(mcpserver.Config{Name: "truss", Version: version, Exec: exec, Observer: counting, Validate: runner != nil,
 		Instructions: "Truss's verified tools over the workspace " + abs + ": every call runs locally, inside Truss's sandbox, and is recorded in a signed ledger."})
 	var ln net.Listener
 	var token string

@@ -112,6 +112,10 @@ func escape(v string) error {
 	return &tool.Error{Kind: tool.ErrOutsideRoot, Path: v, Message: fmt.Sprintf("Path %s would escape %s directory", v, Root)}
 }
 
+// Mutates implements tool.MutatingExecutor: every memory operation but a
+// view changes the store's files (never the workspace's).
+func (s *Store) Mutates(call tool.Call) bool { return call.Op != tool.OpMemoryView }
+
 // Execute implements tool.Executor.
 func (s *Store) Execute(ctx context.Context, call tool.Call) tool.Result {
 	op, ok := fileOp(call.Op)
