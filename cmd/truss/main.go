@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/termsafe"
 )
@@ -46,7 +47,7 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-const usage = `truss — a coding agent whose every action is executed locally and recorded
+var usage = `truss — a coding agent whose every action is executed locally and recorded
 
 Usage:
   truss run [flags] "task"          run a task on the current directory
@@ -66,12 +67,7 @@ Usage:
   truss --version
 
 Providers and keys:
-  --provider ollama     Ollama's native API at OLLAMA_HOST (default http://127.0.0.1:11434)
-  --provider chat       an OpenAI-compatible server at OPENAI_BASE_URL (vLLM, LM Studio, llama.cpp, Ollama /v1)
-  --provider openai     OpenAI's Responses API with OPENAI_API_KEY (OPENAI_BASE_URL optional)
-  --provider anthropic  Anthropic's Messages API with ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional)
-  --provider sim        the simulated model in-process, playing --script (no key, no network)
-
+` + harness.ProviderHelp() + `
 Run "truss help COMMAND" (or "truss COMMAND -h") for a command's flags.
 `
 
@@ -171,7 +167,7 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "truss: %s\n", termsafe.String(err.Error()))
 	var ue usageError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) || harness.IsConfigError(err) {
 		return 2
 	}
 	return 1
