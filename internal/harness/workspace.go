@@ -29,6 +29,7 @@ import (
 // workspace is the executors of one session on its workspace.
 type workspace struct {
 	ws      *fs.Workspace
+	locks   *fs.Locks // every workspace the session opens on a directory shares them
 	shell   *shell.Session
 	memory  *memory.Store
 	sandbox *sandbox.Sandbox
@@ -69,11 +70,12 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 	for _, d := range o.WritableDirs {
 		extra = append(extra, fs.RootSpec{Path: d})
 	}
-	ws, err := fs.Open(cmp.Or(o.Root, "."), extra...)
+	locks := &fs.Locks{}
+	ws, err := fs.OpenWith(cmp.Or(o.Root, "."), fs.WorkspaceOptions{Extra: extra, Locks: locks})
 	if err != nil {
 		return nil, err
 	}
-	w = &workspace{ws: ws, timeout: cmp.Or(o.ShellTimeout, shell.DefaultTimeout), allowEnv: o.AllowEnv}
+	w = &workspace{ws: ws, locks: locks, timeout: cmp.Or(o.ShellTimeout, shell.DefaultTimeout), allowEnv: o.AllowEnv}
 	defer func() {
 		if err != nil {
 			w.close()
@@ -289,7 +291,7 @@ func (w *workspace) childEnv(dir string, compose func(*tool.Mux) tool.Executor) 
 	var own *fs.Workspace
 	if dir != w.ws.Dir() {
 		var err error
-		if own, err = fs.Open(dir); err != nil {
+		if own, err = fs.OpenWith(dir, fs.WorkspaceOptions{Locks: w.locks}); err != nil {
 			return nil, err
 		}
 		ws = own

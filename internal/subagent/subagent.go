@@ -17,7 +17,7 @@
 // the agent loop adds it to the parent's, so budgets and totals see it.
 //
 // Recording is a hook (Config.Record), so that this package does not know
-// the ledger: cmd/truss gives each child a ledger of its own and the result
+// the ledger: the harness gives each child a ledger of its own and the result
 // links it by its last checkpoint.
 package subagent
 
@@ -77,7 +77,7 @@ type Env struct {
 	Close func()
 }
 
-// Recording records one child run (its ledger, in cmd/truss).
+// Recording records one child run (its ledger, in the harness).
 type Recording interface {
 	agent.Observer
 	// Finish ends the record after the run and returns the link to it.
