@@ -253,3 +253,39 @@ func openFiles() int {
 	}
 	return len(ents)
 }
+
+// TestLedgerWithoutSessionStore writes no session but a ledger in a given
+// directory, as a benchmark runner does.
+func TestLedgerWithoutSessionStore(t *testing.T) {
+	o := fixture(t, twoRuns)
+	o.NoSession, o.LedgerDir = true, filepath.Join(t.TempDir(), "run-1", "ledger")
+	ctx := context.Background()
+	s, err := Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Run(ctx, "Look at a.txt.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out.SessionID != "" || out.LedgerDir != o.LedgerDir {
+		t.Errorf("session %q, ledger %q; want none and %s", out.SessionID, out.LedgerDir, o.LedgerDir)
+	}
+	if _, err := os.Stat(o.SessionDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a session store was made: %v", err)
+	}
+	_, vkey, err := ledger.LoadOrCreateKey(o.KeyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := ledger.Verify(o.LedgerDir, vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sealed != out.LedgerSize || string(r.Root) != string(out.LedgerRoot) {
+		t.Errorf("the ledger's last checkpoint signs %d entries, the outcome says %d", r.Sealed, out.LedgerSize)
+	}
+}
