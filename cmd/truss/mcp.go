@@ -94,7 +94,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if *addr != "" && !loopback(*addr) && token == "" {
 		return usagef("--http %s is not a loopback address: anyone who reaches it could run commands in this workspace; give --token-env VAR to require a bearer token", *addr)
 	}
-	o := harness.Options{Version: version, NoLedger: *noLedger, Validation: v.options(), OnWarning: warner(stderr), Serve: "stdio"}
+	o := harness.Options{Version: version, NoLedger: *noLedger, NoSession: *noLedger, Validation: v.options(), OnWarning: warner(stderr), Serve: "stdio"}
 	if err := w.options(&o); err != nil {
 		return err
 	}
