@@ -209,11 +209,11 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := signalContext(stderr)
 	defer cancel()
-	servers, call, stop, err := harness.MCPServers(ctx, *root, o, pick, version, warner(stderr))
+	ms, err := harness.StartMCP(ctx, *root, o, pick, version, warner(stderr))
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer ms.Close()
 	if sub == "call" {
 		in := "{}"
 		if len(fset.Args()) == 3 {
@@ -222,7 +222,7 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 		if !json.Valid([]byte(in)) {
 			return usagef("the arguments %q are not valid JSON", in)
 		}
-		r := call(ctx, fset.Arg(0), fset.Arg(1), []byte(in))
+		r := ms.Call(ctx, fset.Arg(0), fset.Arg(1), json.RawMessage(in))
 		if r.Err != nil {
 			fmt.Fprintf(stderr, "truss: %s\n", termsafe.String(r.Err.Message))
 			return exitError{1}
@@ -248,7 +248,7 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 	}
 	var out []serverOut
 	failed := false
-	for _, srv := range servers {
+	for _, srv := range ms.Servers {
 		so := serverOut{Name: srv.Name, State: srv.State, Protocol: srv.Protocol, Tools: []toolOut{}}
 		if srv.Err != nil {
 			so.Error, failed = srv.Err.Error(), true

@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -228,14 +229,23 @@ type MCPToolInfo struct {
 	InputSchema any
 }
 
-// MCPServers starts the MCP servers the configuration of root and the
-// options name (only those in names, when given), waits until each has
-// started or failed, and returns them with a function that calls one of
-// their tools and one that stops them. OnWarning gets their diagnostics.
-func MCPServers(ctx context.Context, root string, o MCPOptions, names []string, version string, onWarning func(string)) ([]MCPServerInfo, func(ctx context.Context, server, toolName string, args []byte) tool.Result, func(), error) {
+// MCPServers are MCP servers started to be looked at or called by hand
+// (truss mcp list, truss mcp call), through the client a session uses.
+type MCPServers struct {
+	// Servers are the servers in configuration order, each started or
+	// failed.
+	Servers []MCPServerInfo
+	mgr     *client.Manager
+}
+
+// StartMCP starts the MCP servers the configuration of root and the
+// options name (only those in names, when given) and waits until each has
+// started or failed. onWarning, when set, gets their diagnostics and an
+// untrusted configuration's warning. Close stops them.
+func StartMCP(ctx context.Context, root string, o MCPOptions, names []string, version string, onWarning func(string)) (*MCPServers, error) {
 	cfg, err := config.Load(root)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	warn := func(string) {}
 	if onWarning != nil {
@@ -246,7 +256,7 @@ func MCPServers(ctx context.Context, root string, o MCPOptions, names []string, 
 	}
 	cfgs, err := MCPConfigs(cfg, o)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if len(names) > 0 {
 		var keep []client.ServerConfig
@@ -257,27 +267,32 @@ func MCPServers(ctx context.Context, root string, o MCPOptions, names []string, 
 		}
 		for _, n := range names {
 			if !slices.ContainsFunc(keep, func(c client.ServerConfig) bool { return c.Name == n }) {
-				return nil, nil, nil, configErrorf("no MCP server named %q is configured (in %s or by --mcp)", n, config.Path)
+				return nil, configErrorf("no MCP server named %q is configured (in %s or by --mcp)", n, config.Path)
 			}
 		}
 		cfgs = keep
 	}
 	if len(cfgs) == 0 {
-		return nil, nil, nil, configErrorf("no MCP servers are configured (in %s or by --mcp)", config.Path)
+		return nil, configErrorf("no MCP servers are configured (in %s or by --mcp)", config.Path)
 	}
-	mgr := client.Start(ctx, cfgs, client.Options{Client: "truss", Version: version, Log: &warnWriter{warn: warn}})
-	mgr.Wait(ctx, -1)
-	var out []MCPServerInfo
-	for _, srv := range mgr.Servers() {
+	m := &MCPServers{mgr: client.Start(ctx, cfgs, client.Options{Client: "truss", Version: version, Log: &warnWriter{warn: warn}})}
+	m.mgr.Wait(ctx, -1)
+	for _, srv := range m.mgr.Servers() {
 		st, serr := srv.State()
 		si := MCPServerInfo{Name: srv.Name(), State: string(st), Err: serr, Protocol: srv.Protocol()}
 		for _, t := range srv.Tools() {
 			si.Tools = append(si.Tools, MCPToolInfo{Name: t.Name, OfferedAs: client.ToolName(srv.Name(), t.Name), Description: t.Description, InputSchema: t.InputSchema})
 		}
-		out = append(out, si)
+		m.Servers = append(m.Servers, si)
 	}
-	call := func(ctx context.Context, server, toolName string, args []byte) tool.Result {
-		return mgr.Execute(ctx, tool.Call{ID: "cli", Op: tool.OpMCP, Args: &tool.MCPArgs{Server: server, Tool: toolName, Arguments: args}})
-	}
-	return out, call, func() { mgr.Close() }, nil
+	return m, nil
 }
+
+// Call calls a server's tool with the arguments object as JSON, as a
+// session's mcp.call does.
+func (m *MCPServers) Call(ctx context.Context, server, toolName string, args json.RawMessage) tool.Result {
+	return m.mgr.Execute(ctx, tool.Call{ID: "cli", Op: tool.OpMCP, Args: &tool.MCPArgs{Server: server, Tool: toolName, Arguments: args}})
+}
+
+// Close stops the servers.
+func (m *MCPServers) Close() error { return m.mgr.Close() }
