@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -151,7 +152,7 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	if err := s.createSession(); err != nil {
 		return s, err
 	}
-	s.exec = s.compose(&s.w.mux)
+	s.exec = s.compose(&s.w.mux, s.w.ws.Dir())
 	if o.NoModel {
 		return s, s.openLedger()
 	}
@@ -197,12 +198,21 @@ func (s *Session) step(name string) error {
 	return nil
 }
 
-// compose is the executor of an agent: the routes of mux, wrapped by
-// whatever sees every call. The top agent's and each sub-agent's
-// executors are composed here, and only here.
-func (s *Session) compose(mux *tool.Mux) tool.Executor {
+// compose is the executor of an agent working in the workspace directory
+// dir: the routes of mux, wrapped by whatever must see every call. The top
+// agent's and every sub-agent's executors are composed here, and only
+// here (ServeMCP and Execute use the top agent's).
+func (s *Session) compose(mux *tool.Mux, dir string) tool.Executor {
 	var exec tool.Executor = mux
-	// Changes made by shell commands are recorded by a wrapper here.
+	// ── The recording of the changes shell commands make goes here ──
+	// exec = changes.Wrap(exec, tracker), with one *changes.Tracker per
+	// workspace directory: a sub-agent in the session's workspace shares
+	// the top agent's, one in an isolated copy (dir differs) has its own;
+	// the session closes them. A wrapper forwards the optional
+	// capabilities of what it wraps (tool.ConcurrentExecutor,
+	// tool.MutatingExecutor) or implements tool.Wrapper, else every call
+	// runs alone.
+	_ = dir
 	return exec
 }
 
@@ -576,6 +586,15 @@ func (s *Session) sealed(o *Outcome) {
 func (s *Session) Execute(ctx context.Context, call tool.Call) tool.Result {
 	r, _ := agent.Execute(ctx, s.exec, call)
 	return r
+}
+
+// Transcript returns the conversation so far (a resumed session's
+// included), for a caller that shows it.
+func (s *Session) Transcript() []model.Item {
+	if s.agent == nil {
+		return nil
+	}
+	return slices.Clone(s.agent.Transcript())
 }
 
 // Tools returns the session's tool set.

@@ -286,7 +286,7 @@ func (w *workspace) newRunner(v ValidationOptions) *validate.Runner {
 // tools on dir (the workspace itself, or an isolated copy), a shell of its
 // own in the same sandbox, and the session's memory, validation and MCP
 // tools (validation runs in dir).
-func (w *workspace) childEnv(dir string, compose func(*tool.Mux) tool.Executor) (*subagent.Env, error) {
+func (w *workspace) childEnv(dir string, compose func(*tool.Mux, string) tool.Executor) (*subagent.Env, error) {
 	ws := w.ws
 	var own *fs.Workspace
 	if dir != w.ws.Dir() {
@@ -307,7 +307,7 @@ func (w *workspace) childEnv(dir string, compose func(*tool.Mux) tool.Executor) 
 		r.NewShell = func() validate.Shell { return w.validationShellIn(dir) }
 		mux.Handle(tool.OpValidate, &r)
 	}
-	return &subagent.Env{Exec: compose(mux), Close: func() {
+	return &subagent.Env{Exec: compose(mux, dir), Close: func() {
 		sh.Close()
 		if own != nil {
 			own.Close()
