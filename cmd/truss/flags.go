@@ -25,11 +25,11 @@ type providerFlags struct {
 }
 
 func (p *providerFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.provider, "provider", "", "model provider: anthropic, ollama, chat, openai or sim (default: from the environment)")
+	fs.StringVar(&p.provider, "provider", "", "model provider: "+harness.ProviderNames()+" (default: from the environment)")
 	fs.StringVar(&p.model, "model", "", "model name (default: $TRUSS_MODEL)")
 	fs.StringVar(&p.surface, "surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	fs.StringVar(&p.script, "script", "", "with --provider sim: the script the simulated model plays (docs/simulator.md)")
-	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks (anthropic, responses, chat or ollama)")
+	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks ("+harness.DialectNames()+")")
 	fs.BoolVar(&p.stateful, "stateful", false, "with the Responses API: chain turns with previous_response_id (the server stores them) instead of replaying the conversation")
 	fs.Var(&p.serverTools, "server-tool", "enable a provider-executed tool (anthropic: web_search, web_fetch, code_execution); recorded as unverified (repeatable)")
 }

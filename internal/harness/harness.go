@@ -274,7 +274,7 @@ func (s *Session) resolve() error {
 	}
 	def, ok := lookupProvider(o.Provider)
 	if !ok {
-		return configErrorf("unknown provider %q: choose %s", o.Provider, providerNames())
+		return configErrorf("unknown provider %q: choose %s", o.Provider, ProviderNames())
 	}
 	s.dialect = def.Dialect
 	if def.Name == "sim" {
@@ -282,7 +282,7 @@ func (s *Session) resolve() error {
 			o.SimDialect = "anthropic"
 		}
 		if _, ok := dialect(o.SimDialect); !ok {
-			return configErrorf("--sim-dialect must be %s, not %q", dialectNames(), o.SimDialect)
+			return configErrorf("--sim-dialect must be %s, not %q", DialectNames(), o.SimDialect)
 		}
 		s.dialect = o.SimDialect
 		if o.Script != DemoScript {

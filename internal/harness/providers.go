@@ -92,8 +92,8 @@ func dialect(name string) (Dialect, bool) {
 	return Dialect{}, false
 }
 
-// dialectNames lists the dialects: "anthropic, responses, chat or ollama".
-func dialectNames() string {
+// DialectNames lists the dialects: "anthropic, responses, chat or ollama".
+func DialectNames() string {
 	var names []string
 	for _, d := range Dialects {
 		names = append(names, d.Name)
@@ -217,8 +217,8 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// providerNames lists the providers: "chat, openai, ollama, anthropic or sim".
-func providerNames() string {
+// ProviderNames lists the providers: "chat, openai, ollama, anthropic or sim".
+func ProviderNames() string {
 	var names []string
 	for _, p := range Providers {
 		names = append(names, p.Name)
