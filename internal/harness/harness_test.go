@@ -1,7 +1,9 @@
 package harness
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -61,8 +63,19 @@ func fixture(t *testing.T, script string) Options {
 // included.
 func TestRunTwiceContinuesTheSession(t *testing.T) {
 	o := fixture(t, twoRuns)
+	// The observer keeps every event with its form when reported: events
+	// are immutable once reported, so both must still agree at the end.
 	var seen []agent.EventType
-	o.Observers = []agent.Observer{agent.ObserverFunc(func(ev agent.Event) { seen = append(seen, ev.Type) })}
+	var kept []agent.Event
+	var forms [][]byte
+	o.Observers = []agent.Observer{agent.ObserverFunc(func(ev agent.Event) {
+		seen = append(seen, ev.Type)
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Errorf("%s: %v", ev.Type, err)
+		}
+		kept, forms = append(kept, ev), append(forms, b)
+	})}
 	ctx := context.Background()
 	s, err := Open(ctx, o)
 	if err != nil {
@@ -90,6 +103,11 @@ func TestRunTwiceContinuesTheSession(t *testing.T) {
 	}
 	if second.LedgerDir != first.LedgerDir || second.LedgerSize <= first.LedgerSize || second.SessionID != first.SessionID {
 		t.Errorf("the second run did not continue the first's ledger: %s (%d) then %s (%d)", first.LedgerDir, first.LedgerSize, second.LedgerDir, second.LedgerSize)
+	}
+	for i, ev := range kept {
+		if b, _ := json.Marshal(ev); !bytes.Equal(b, forms[i]) {
+			t.Errorf("event %d (%s) changed after it was reported:\n%s\n%s", i, ev.Type, forms[i], b)
+		}
 	}
 	if got := countOf(seen, agent.EventRunCompleted); got != 2 {
 		t.Errorf("the observer saw %d run ends, want 2", got)
