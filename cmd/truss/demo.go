@@ -25,12 +25,18 @@ import (
 )
 
 // demoDialects are the dialects the demo's simulated model can speak.
-var demoDialects = []string{"anthropic", "responses", "chat", "ollama"}
+func demoDialects() []string {
+	var names []string
+	for _, d := range harness.Dialects() {
+		names = append(names, d.Name)
+	}
+	return names
+}
 
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fset := newFlagSet("demo", stderr)
 	var f runFlags
-	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: "+strings.Join(demoDialects, ", "))
+	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: "+strings.Join(demoDialects(), ", "))
 	modelName := fset.String("model", "", "the simulated model's name, which picks its profile (sim-gpt-codex: the codex surface on the responses dialect)")
 	surfaceName := fset.String("surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
@@ -42,8 +48,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if fset.NArg() > 0 {
 		return usagef("truss demo takes no arguments, not %q", fset.Args())
 	}
-	if !slices.Contains(demoDialects, *dialect) {
-		return usagef("--dialect must be one of %s, not %q", strings.Join(demoDialects, ", "), *dialect)
+	if !slices.Contains(demoDialects(), *dialect) {
+		return usagef("--dialect must be one of %s, not %q", strings.Join(demoDialects(), ", "), *dialect)
 	}
 	if f.script == "" {
 		f.script = harness.DemoScript

@@ -47,7 +47,9 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-var usage = `truss — a coding agent whose every action is executed locally and recorded
+// usage is the help of truss; its providers come from the provider table.
+func usage() string {
+	return `truss — a coding agent whose every action is executed locally and recorded
 
 Usage:
   truss run [flags] "task"          run a task on the current directory
@@ -70,6 +72,7 @@ Providers and keys:
 ` + harness.ProviderHelp() + `
 Run "truss help COMMAND" (or "truss COMMAND -h") for a command's flags.
 `
+}
 
 func main() {
 	if sandbox.IsHelper() {
@@ -80,7 +83,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return 2
 	}
 	asked := wantsHelp(args[1:])
@@ -98,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			// truss help run = truss run -h
 			return run(append(args[1:], "-h"), stdout, stderr)
 		}
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage())
 		return 0
 	case "run":
 		err = cmdRun(args[1:], stdout, stderr, false)
@@ -129,7 +132,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "trust":
 		err = cmdTrust(args[1:], stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage())
 		return 2
 	}
 	var ue usageError

@@ -297,7 +297,7 @@ func (s *Session) resolve() error {
 	if o.Model == "" {
 		o.Model = def.DefaultModel
 		if def.Name == "sim" {
-			o.Model = cmpOr(SimModels[o.SimDialect], "sim-coder")
+			o.Model = cmpOr(simModels[o.SimDialect], "sim-coder")
 		}
 	}
 	if o.Model == "" {

@@ -22,7 +22,7 @@ type Options struct {
 	// servers.
 	Version string
 
-	// Provider names the provider (Providers: "anthropic", "openai",
+	// Provider names the provider (Providers(): "anthropic", "openai",
 	// "chat", "ollama", "sim"); "" picks it from the environment. Model is
 	// the model ("" for $TRUSS_MODEL, else the provider's default).
 	Provider string

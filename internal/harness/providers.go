@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/trussdev/truss/examples"
@@ -45,8 +46,10 @@ type Dialect struct {
 	New func(ctx context.Context, e Endpoint) provider.Provider
 }
 
-// Dialects are the API dialects of this build.
-var Dialects = []Dialect{
+// Dialects returns the API dialects of this build.
+func Dialects() []Dialect { return slices.Clone(dialects) }
+
+var dialects = []Dialect{
 	{Name: "anthropic", New: func(_ context.Context, e Endpoint) provider.Provider {
 		return anthropicprov.New(anthropicprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, ServerTools: e.ServerTools,
 			ThinkingBudget: int64(settings(e).ThinkingTokens)})
@@ -84,7 +87,7 @@ func settings(e Endpoint) *provider.Settings {
 
 // dialect returns the dialect named name.
 func dialect(name string) (Dialect, bool) {
-	for _, d := range Dialects {
+	for _, d := range dialects {
 		if d.Name == name {
 			return d, true
 		}
@@ -95,7 +98,7 @@ func dialect(name string) (Dialect, bool) {
 // DialectNames lists the dialects: "anthropic, responses, chat or ollama".
 func DialectNames() string {
 	var names []string
-	for _, d := range Dialects {
+	for _, d := range dialects {
 		names = append(names, d.Name)
 	}
 	return orList(names)
@@ -135,9 +138,11 @@ type ProviderDef struct {
 	DefaultModel string
 }
 
-// Providers are the providers of this build, in the order their variables
-// are detected.
-var Providers = []ProviderDef{
+// Providers returns the table of the providers of this build, in the
+// order their variables are detected.
+func Providers() []ProviderDef { return slices.Clone(providers) }
+
+var providers = []ProviderDef{
 	{Name: "chat", Aliases: []string{"openai-compatible"}, Dialect: "chat", Title: "an OpenAI-compatible server",
 		Note: "vLLM, LM Studio, llama.cpp, Ollama /v1", KeyEnv: "OPENAI_API_KEY",
 		BaseURLEnv: "OPENAI_BASE_URL", BaseURLRequired: true, BaseURLHint: "the server's /v1 URL (for example http://127.0.0.1:8000/v1)",
@@ -151,12 +156,12 @@ var Providers = []ProviderDef{
 	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
 }
 
-// SimModels are the simulated model's default model names by dialect.
-var SimModels = map[string]string{"anthropic": "sim-claude", openaiprov.Dialect: "sim-gpt"}
+// simModels are the simulated model's default model names by dialect.
+var simModels = map[string]string{"anthropic": "sim-claude", openaiprov.Dialect: "sim-gpt"}
 
 // lookupProvider returns the provider named name (or one of its aliases).
 func lookupProvider(name string) (ProviderDef, bool) {
-	for _, p := range Providers {
+	for _, p := range providers {
 		if p.Name == name {
 			return p, true
 		}
@@ -173,7 +178,7 @@ func lookupProvider(name string) (ProviderDef, bool) {
 // line each.
 func ProviderHelp() string {
 	var sb strings.Builder
-	for _, p := range Providers {
+	for _, p := range providers {
 		line := p.Title
 		switch {
 		case p.KeyEnv != "" && p.KeyRequired:
@@ -197,7 +202,7 @@ func ProviderHelp() string {
 // detectProvider returns the provider the environment configures.
 func detectProvider(getenv func(string) string) (string, error) {
 	var vars []string
-	for _, p := range Providers {
+	for _, p := range providers {
 		if p.Detect == "" {
 			continue
 		}
@@ -220,7 +225,7 @@ func orList(names []string) string {
 // ProviderNames lists the providers: "chat, openai, ollama, anthropic or sim".
 func ProviderNames() string {
 	var names []string
-	for _, p := range Providers {
+	for _, p := range providers {
 		names = append(names, p.Name)
 	}
 	return orList(names)

@@ -69,7 +69,7 @@ func TestProviderTable(t *testing.T) {
 	if _, ok := lookupProvider("bogus"); ok {
 		t.Error("a bogus provider was found")
 	}
-	for _, p := range Providers {
+	for _, p := range providers {
 		if _, ok := dialect(p.Dialect); p.Name != "sim" && !ok {
 			t.Errorf("provider %s speaks dialect %q, which has no constructor", p.Name, p.Dialect)
 		}
