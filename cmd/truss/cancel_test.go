@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/shell"
@@ -25,7 +26,7 @@ func TestCanceledCommandKeepsOutput(t *testing.T) {
 		{"codex", "shell_command", `{"command":"` + cmd + `"}`},
 	} {
 		t.Run(tc.surface, func(t *testing.T) {
-			set, err := toolCallSet(tc.surface)
+			set, err := harness.ToolCallSet(tc.surface)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,22 +13,30 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aymanbagabas/go-udiff"
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
 // demoDialects are the dialects the demo's simulated model can speak.
-var demoDialects = []string{"anthropic", "responses", "chat", "ollama"}
+func demoDialects() []string {
+	var names []string
+	for _, d := range harness.Dialects() {
+		names = append(names, d.Name)
+	}
+	return names
+}
 
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fset := newFlagSet("demo", stderr)
 	var f runFlags
-	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: "+strings.Join(demoDialects, ", "))
+	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: "+strings.Join(demoDialects(), ", "))
 	modelName := fset.String("model", "", "the simulated model's name, which picks its profile (sim-gpt-codex: the codex surface on the responses dialect)")
 	surfaceName := fset.String("surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
@@ -40,17 +48,20 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if fset.NArg() > 0 {
 		return usagef("truss demo takes no arguments, not %q", fset.Args())
 	}
-	if !slices.Contains(demoDialects, *dialect) {
-		return usagef("--dialect must be one of %s, not %q", strings.Join(demoDialects, ", "), *dialect)
+	if !slices.Contains(demoDialects(), *dialect) {
+		return usagef("--dialect must be one of %s, not %q", strings.Join(demoDialects(), ", "), *dialect)
 	}
 	if f.script == "" {
-		f.script = demoScript
+		f.script = harness.DemoScript
 	}
-	f.provider, f.surface, f.simDialect, f.model = "sim", *surfaceName, *dialect, *modelName
-	if err := f.resolve(); err != nil {
+	sb := harness.SandboxOptions{}
+	if err := f.sandboxOptions(&sb); err != nil {
 		return err
 	}
-	if _, _, err := f.pickSurface(); err != nil {
+	o := harness.Options{Version: version, Provider: "sim", Surface: *surfaceName, SimDialect: *dialect, Model: *modelName, Script: f.script,
+		Sandbox: sb, CacheName: "demo", // one cache for every demo, though each has a new directory
+		ShellTimeout: 2 * time.Minute, Budget: agent.Budget{MaxTurns: 20}, MaxResultChars: 30000}
+	if err := harness.Check(o); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "truss-demo-")
@@ -69,19 +80,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f.simRoot = dir
-	f.memoryDir = filepath.Join(dir, ".truss", "memories")
-	f.cacheName = "demo" // one cache for every demo, though each has a new directory
-	f.root, f.timeout, f.maxTurns, f.maxResult = dir, 2*60e9, 20, 30000
-	var res runResult
-	f.result = &res
-	f.noResumeHint = !*keep // the repository goes with the demo
+	o.Root, o.SimRoot, o.MemoryDir = dir, dir, filepath.Join(dir, ".truss", "memories")
 	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s.\nThe simulated model plays a scripted fix through the real loop, adapter and tools.\n\n", dir)
 	ctx, cancel := signalContext(stderr)
 	defer cancel()
 	ctx, watched := watchOutput(ctx, stdout, stderr)
 	stdout, stderr = watched.stdout, watched.stderr
-	runErr := runTask(ctx, &f, "The tests of this module fail. Find the bug and fix it.", stdout, stderr, false)
+	res, runErr := runTask(ctx, o, &f, "The tests of this module fail. Find the bug and fix it.", stdout, stderr,
+		runDisplay{noResumeHint: !*keep}) // the repository goes with the demo
 	if watched.closed(ctx) {
 		return exitError{exitOutputClosed}
 	}
@@ -102,10 +108,16 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case runErr != nil:
 		failed = append(failed, "the run failed: "+oneLine(runErr.Error()))
-	case res.status != agent.StatusCompleted:
-		failed = append(failed, fmt.Sprintf("the run ended %s", res.status))
+	case res == nil:
+		failed = append(failed, "the run did not start")
+	case res.Agent.Status != agent.StatusCompleted:
+		failed = append(failed, fmt.Sprintf("the run ended %s", res.Agent.Status))
 	}
-	switch v := res.verdict; {
+	var v *harness.Verdict
+	if res != nil {
+		v = res.Verdict
+	}
+	switch {
 	case v == nil:
 		failed = append(failed, "Truss's verification did not run")
 	case !v.OK:
@@ -114,12 +126,12 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if code != 0 {
 		failed = append(failed, "the tests fail after the run")
 	}
-	if res.ledgerDir != "" {
+	if res != nil && res.LedgerDir != "" {
 		_, vkey, err := installationKey()
 		if err != nil {
 			return err
 		}
-		r, entries, err := ledger.Verify(res.ledgerDir, vkey)
+		r, entries, err := ledger.Verify(res.LedgerDir, vkey)
 		if err == nil {
 			err = ledger.VerifyWorkspace(entries, dir)
 		}
@@ -127,7 +139,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 			failed = append(failed, "its ledger does not verify: "+oneLine(err.Error()))
 		} else {
 			fmt.Fprintf(stdout, "\n── ledger ──\n%s\nverified: %d entries, %d signed checkpoints, %d payloads; the workspace matches\nverifier key %s\nroot hash    %s (tree size %d)\n",
-				res.ledgerDir, r.Entries, r.Checkpoints, r.Payloads, vkey, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
+				res.LedgerDir, r.Entries, r.Checkpoints, r.Payloads, vkey, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
 		}
 	}
 	if len(failed) > 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -10,10 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/session"
-	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
@@ -297,28 +294,6 @@ func installationKey() (interface {
 		return nil, "", err
 	}
 	return ledger.LoadOrCreateKey(dir)
-}
-
-// repoState reads the repository's HEAD and whether it is dirty; nil when
-// the workspace is not a git repository. Git runs with none of the repository's hooks, fsmonitor, filters or
-// pagers (package gitsafe): its configuration may have been written by a
-// command.
-func repoState(dir string) *ledger.RepoState {
-	g := gitsafe.Git{Dir: dir}
-	head, err := g.Output(context.Background(), "rev-parse", "HEAD")
-	if err != nil {
-		return nil
-	}
-	st, _ := g.Output(context.Background(), "status", "--porcelain", "--ignore-submodules=all")
-	return &ledger.RepoState{Head: strings.TrimSpace(head), Dirty: len(strings.TrimSpace(st)) > 0}
-}
-
-func toolDecls(set *surface.Set) []ledger.ToolDecl {
-	var out []ledger.ToolDecl
-	for _, s := range set.Specs() {
-		out = append(out, ledger.ToolDecl{Name: s.Name, Kind: string(s.Kind), Type: s.Type})
-	}
-	return out
 }
 
 // printChildren lists the verified sub-agent ledgers, indented by depth.

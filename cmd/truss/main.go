@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/termsafe"
 )
@@ -46,7 +47,9 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-const usage = `truss — a coding agent whose every action is executed locally and recorded
+// usage is the help of truss; its providers come from the provider table.
+func usage() string {
+	return `truss — a coding agent whose every action is executed locally and recorded
 
 Usage:
   truss run [flags] "task"          run a task on the current directory
@@ -66,14 +69,10 @@ Usage:
   truss --version
 
 Providers and keys:
-  --provider ollama     Ollama's native API at OLLAMA_HOST (default http://127.0.0.1:11434)
-  --provider chat       an OpenAI-compatible server at OPENAI_BASE_URL (vLLM, LM Studio, llama.cpp, Ollama /v1)
-  --provider openai     OpenAI's Responses API with OPENAI_API_KEY (OPENAI_BASE_URL optional)
-  --provider anthropic  Anthropic's Messages API with ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional)
-  --provider sim        the simulated model in-process, playing --script (no key, no network)
-
+` + harness.ProviderHelp() + `
 Run "truss help COMMAND" (or "truss COMMAND -h") for a command's flags.
 `
+}
 
 func main() {
 	if sandbox.IsHelper() {
@@ -84,7 +83,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return 2
 	}
 	asked := wantsHelp(args[1:])
@@ -102,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			// truss help run = truss run -h
 			return run(append(args[1:], "-h"), stdout, stderr)
 		}
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage())
 		return 0
 	case "run":
 		err = cmdRun(args[1:], stdout, stderr, false)
@@ -133,7 +132,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "trust":
 		err = cmdTrust(args[1:], stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage())
 		return 2
 	}
 	var ue usageError
@@ -171,7 +170,7 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "truss: %s\n", termsafe.String(err.Error()))
 	var ue usageError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) || harness.IsConfigError(err) {
 		return 2
 	}
 	return 1

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/trussdev/truss/internal/config"
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
 )
 
@@ -32,12 +32,12 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 	}
 	tmp := filepath.Join(os.TempDir(), "truss-session-XXXX")
 	host := sandbox.ProbeThorough()
-	cfg, err := config.Load(root)
-	if err != nil {
+	var so harness.SandboxOptions
+	if err := w.sandboxOptions(&so); err != nil {
 		return err
 	}
-	pl, planErr := w.plan(root, tmp, cfg)
-	if _, ok := planErr.(usageError); ok {
+	pl, caches, planErr := harness.PlanSandbox(root, tmp, so)
+	if harness.IsConfigError(planErr) {
 		return planErr
 	}
 	if *asJSON {
@@ -87,13 +87,20 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  pids cgroup      %s\n", cgroup(host.Cgroup, host.CgroupErr, "RLIMIT_NPROC instead, which root ignores"))
 		fmt.Fprintf(stdout, "  memory cgroup    %s\n", cgroup(host.MemoryCgroup, host.MemoryCgroupErr, "RLIMIT_DATA per process instead"))
 		fmt.Fprintf(stdout, "  cpu cgroup       %s\n", cgroup(host.CPUCgroup, host.CPUCgroupErr, "nice only"))
-		fmt.Fprintf(stdout, "policy: --sandbox %s --network %s for %s\n", w.sandbox, w.network, root)
+		mode, network := w.sandbox, w.network
+		if pl != nil {
+			mode, network = string(pl.Policy.Mode), "off"
+			if pl.Policy.Network {
+				network = "on"
+			}
+		}
+		fmt.Fprintf(stdout, "policy: --sandbox %s --network %s for %s\n", mode, network, root)
 		if pl != nil {
 			fmt.Fprintf(stdout, "would run: %s\n", pl.Enforced())
 			if pl.Active() {
 				fmt.Fprintf(stdout, "writable: %v\n", append([]string{root + " (workspace)", "the session's temporary directory"}, pl.Policy.Writable...))
-				if w.cache != nil {
-					fmt.Fprintf(stdout, "caches: %s\n", w.cache)
+				if caches != nil {
+					fmt.Fprintf(stdout, "caches: %s\n", caches)
 				}
 				if len(pl.Policy.Protected) > 0 {
 					fmt.Fprintf(stdout, "read-only inside: %v\n", pl.Policy.Protected)

@@ -10,12 +10,9 @@ import (
 	"strings"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/surface"
-	"github.com/trussdev/truss/internal/surface/anthropic"
-	"github.com/trussdev/truss/internal/surface/codex"
-	"github.com/trussdev/truss/internal/surface/generic"
-	"github.com/trussdev/truss/internal/surface/openai"
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -23,21 +20,6 @@ import (
 // defaultMaxResultChars is how many characters of a tool result the model
 // sees by default (--max-result-chars of run, exec and tool call).
 const defaultMaxResultChars = 30000
-
-// toolCallSet is a surface with every tool version it has, so that one
-// call of any of them can be made: the anthropic surface offers both editor
-// versions.
-func toolCallSet(name string) (*surface.Set, error) {
-	switch name {
-	case anthropic.Name:
-		return surface.NewSet(name, anthropic.NewEditor("text_editor_20250728"), anthropic.NewEditor("text_editor_20250124"), anthropic.Bash{}, anthropic.Memory{})
-	case openai.Name:
-		return surface.NewSet(name, openai.ApplyPatch{}, openai.Shell{})
-	case codex.Name:
-		return surface.NewSet(name, codex.ApplyPatch{}, codex.ShellCommand{})
-	}
-	return registry().Build(name, surface.Profile{})
-}
 
 // toolCallOutput is the --json form of truss tool call.
 type toolCallOutput struct {
@@ -103,27 +85,27 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	if fi, err := os.Stat(w.root); err != nil || !fi.IsDir() {
 		return usagef("--root %s is not a directory", w.root)
 	}
-	set, err := toolCallSet(*surfaceName)
+	set, err := harness.ToolCallSet(*surfaceName)
 	if err != nil {
 		return usageError{err.Error()}
 	}
 	if w.memoryDir == "" {
 		w.memoryDir = filepath.Join(w.root, ".truss", "memories")
 	}
-	tl, err := w.open(set)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	defer tl.Close()
-	warnTrust(stderr, tl.cfg)
 	// validate is offered on every surface when the project's checks are
 	// known (detected, or from .truss/config.toml).
-	if r := (&validateFlags{}).runner(tl); r != nil {
-		if err := set.Add(generic.Validate{}); err != nil {
+	o := harness.Options{Version: version, NoModel: true, NoSession: true, Tools: set, OnWarning: warner(stderr)}
+	if err := w.options(&o); err != nil {
+		return err
+	}
+	s, err := harness.Open(context.Background(), o)
+	if err != nil {
+		if harness.IsConfigError(err) {
 			return err
 		}
-		tl.mux.Handle(tool.OpValidate, r)
+		return usagef("%v", err)
 	}
+	defer s.Close()
 
 	mc := model.ToolCall{ID: "call_local", Name: *name, Kind: model.ToolFunction, Input: in}
 	out := toolCallOutput{Surface: set.Surface, Tool: *name}
@@ -138,7 +120,7 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 		} else {
 			results := make([]tool.Result, len(calls))
 			for i, c := range calls {
-				results[i] = tl.mux.Execute(context.Background(), c)
+				results[i] = s.Execute(context.Background(), c)
 			}
 			res = b.Encode(mc, results)
 			out.Calls, out.Results = calls, results

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/config"
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/trust"
 )
 
@@ -75,7 +76,7 @@ func cmdTrust(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := definitions(cfg); err != nil {
+	if err := harness.CheckAgents(cfg); err != nil {
 		return err
 	}
 	if len(files) == 0 {

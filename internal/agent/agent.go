@@ -217,9 +217,10 @@ func (a *Agent) stopped(ctx context.Context, turns int, start time.Time, err err
 }
 
 // runCalls decodes and executes the calls of one turn and returns one
-// result per call, in call order. When every call is read-only or a
-// sub-agent they run concurrently (bounded by Parallel); otherwise in
-// order. A sub-agent's usage is added to the agent's own.
+// result per call, in call order. When the executor says every call may
+// run concurrently (tool.ConcurrentExecutor: reads, sub-agents, MCP tools
+// annotated read-only) they run at once (bounded by Parallel); otherwise
+// in order. A sub-agent's usage is added to the agent's own.
 func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, cutOff bool) []model.ToolResult {
 	jobs := make([]job, len(calls))
 	parallel := len(calls) > 1
@@ -228,7 +229,7 @@ func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, 
 		jobs[i] = a.prepare(c, cutOff)
 		a.emit(Event{Type: EventCallStarted, Turn: turn, Call: &calls[i], Ops: jobs[i].ops})
 		for _, op := range jobs[i].ops {
-			if !tool.Concurrent(op.Op) {
+			if !tool.IsConcurrent(a.cfg.Exec, op) {
 				parallel = false
 			}
 		}

@@ -47,8 +47,18 @@ type Event struct {
 }
 
 // Observer is told of every event, synchronously, from the loop's goroutine
-// (EventDelta may come from the provider's). It must not retain Event
-// pointers past the call unless it copies them.
+// (EventDelta may come from the provider's; the calls of a turn are
+// reported in call order from the loop's goroutine, whatever order they
+// ran in).
+//
+// An event is immutable once reported: neither the loop nor any other
+// observer changes it, or anything it points to (the response, the calls,
+// the results with their file contents, the items, the outcome), after
+// Observe is called, so an observer may keep the event and everything it
+// references, and read it later from another goroutine, without copying.
+// An observer must not change an event either. Observe should return
+// quickly: the loop waits for it (a recorder queues the event and writes
+// it on its own goroutine).
 type Observer interface {
 	Observe(Event)
 }

@@ -143,6 +143,11 @@ func (r *Recorder) Validation(verdict any, log []byte) {
 	r.fail(r.W.Checkpoint())
 }
 
+// Flush waits until the recorder has written every event observed so far
+// (a session reads the ledger's root after a run, while the recorder goes
+// on for the next).
+func (r *Recorder) Flush() { r.drain() }
+
 // drain waits until the recorder has written every queued event.
 func (r *Recorder) drain() {
 	r.qmu.Lock()

@@ -17,7 +17,7 @@
 // the agent loop adds it to the parent's, so budgets and totals see it.
 //
 // Recording is a hook (Config.Record), so that this package does not know
-// the ledger: cmd/truss gives each child a ledger of its own and the result
+// the ledger: the harness gives each child a ledger of its own and the result
 // links it by its last checkpoint.
 package subagent
 
@@ -77,7 +77,7 @@ type Env struct {
 	Close func()
 }
 
-// Recording records one child run (its ledger, in cmd/truss).
+// Recording records one child run (its ledger, in the harness).
 type Recording interface {
 	agent.Observer
 	// Finish ends the record after the run and returns the link to it.
@@ -161,6 +161,42 @@ func safeID(id string) string {
 	return string(b)
 }
 
+// Concurrent implements tool.ConcurrentExecutor: a sub-agent is a whole
+// run of its own, so spawn calls of one turn run at once.
+func (s *Spawner) Concurrent(tool.Call) bool { return true }
+
+// childExec is a child agent's executor: spawn calls go to the child's
+// spawner, every other call to its environment's executors, and every
+// change is noted for the child's result.
+type childExec struct {
+	env     tool.Executor
+	spawn   *Spawner
+	changes *changeLog
+}
+
+func (c *childExec) route(call tool.Call) tool.Executor {
+	if call.Op == tool.OpSpawn {
+		return c.spawn
+	}
+	return c.env
+}
+
+// Execute implements tool.Executor.
+func (c *childExec) Execute(ctx context.Context, call tool.Call) tool.Result {
+	r := c.route(call).Execute(ctx, call)
+	r.CallID, r.Op = call.ID, call.Op
+	c.changes.add(r.Changes)
+	return r
+}
+
+// Concurrent implements tool.ConcurrentExecutor for the executor the call
+// goes to.
+func (c *childExec) Concurrent(call tool.Call) bool { return tool.IsConcurrent(c.route(call), call) }
+
+// Mutates implements tool.MutatingExecutor for the executor the call goes
+// to.
+func (c *childExec) Mutates(call tool.Call) bool { return tool.Mutates(c.route(call), call) }
+
 // Execute runs a spawn call: it waits for a slot, runs the child to its
 // end, and returns its outcome. A child that does not complete (budget,
 // loop, provider failure, cancellation) gives an error result that still
@@ -225,17 +261,7 @@ func (s *Spawner) Execute(ctx context.Context, call tool.Call) tool.Result {
 
 	child := &Spawner{cfg: cfg, depth: run.Depth, parent: run.Session, sem: make(chan struct{}, cfg.Limits.MaxParallel)}
 	var changes changeLog
-	var exec tool.Executor = tool.ExecutorFunc(func(ctx context.Context, c tool.Call) tool.Result {
-		var r tool.Result
-		if c.Op == tool.OpSpawn {
-			r = child.Execute(ctx, c)
-		} else {
-			r = env.Exec.Execute(ctx, c)
-		}
-		r.CallID, r.Op = c.ID, c.Op
-		changes.add(r.Changes)
-		return r
-	})
+	exec := &childExec{env: env.Exec, spawn: child, changes: &changes}
 	var obs agent.Observers
 	var rec Recording
 	if cfg.Record != nil {

@@ -49,6 +49,22 @@ const (
 	OpMCP Op = "mcp.call"
 )
 
+// The memory operations: the file operations on the model's notes across
+// sessions, addressed by virtual paths below MemoryRoot ("/memories/a.md").
+// Their arguments are the file operations' types (*ViewArgs for
+// OpMemoryView, and so on); package tool/memory executes them.
+const (
+	OpMemoryView    Op = "memory.view"
+	OpMemoryCreate  Op = "memory.create"
+	OpMemoryReplace Op = "memory.replace"
+	OpMemoryInsert  Op = "memory.insert"
+	OpMemoryDelete  Op = "memory.delete"
+	OpMemoryRename  Op = "memory.rename"
+)
+
+// MemoryRoot is the virtual root of the memory store as the model sees it.
+const MemoryRoot = "/memories"
+
 // Call is one operation requested by the model, normalized.
 type Call struct {
 	// ID is the provider's call id; every Call gets exactly one Result with it.
@@ -573,11 +589,77 @@ func (m *Mux) Execute(ctx context.Context, call Call) Result {
 	return r
 }
 
-// ReadOnly reports whether op never changes the workspace, so that calls of
-// it may run in parallel with each other.
-func ReadOnly(op Op) bool { return op == OpView || op == OpList }
+// Concurrent reports whether the call may run at the same time as other
+// concurrent calls of a turn (the executor reads only, or runs a whole
+// agent of its own); Mutates reports whether it may change files. Mux
+// forwards both to the executor routed for the call.
+func (m *Mux) Concurrent(call Call) bool {
+	e, ok := m.routes[call.Op]
+	return ok && IsConcurrent(e, call)
+}
 
-// Concurrent reports whether calls of op may run at the same time as other
-// concurrent calls of a turn: read-only operations, and sub-agents, which
-// are whole runs of their own.
-func Concurrent(op Op) bool { return ReadOnly(op) || op == OpSpawn }
+// Mutates implements MutatingExecutor: an unrouted call changes nothing.
+func (m *Mux) Mutates(call Call) bool {
+	e, ok := m.routes[call.Op]
+	return ok && Mutates(e, call)
+}
+
+// ConcurrentExecutor is an Executor that tells which calls may run at the
+// same time as the other concurrent calls of a turn: calls that only read,
+// and calls that run a whole agent of their own. The agent loop runs the
+// calls of a turn at once when every one of them is concurrent, else in
+// order. An executor without the method runs every call alone.
+type ConcurrentExecutor interface {
+	Executor
+	Concurrent(Call) bool
+}
+
+// MutatingExecutor is an Executor that tells which calls may change files.
+// An executor without the method may change files with any call; false is
+// a promise that the call changes nothing (a view, a listing, an MCP tool
+// annotated read-only).
+type MutatingExecutor interface {
+	Executor
+	Mutates(Call) bool
+}
+
+// Wrapper is an Executor that wraps another, such as a recorder: the
+// optional capabilities of the executor it wraps are looked up through it
+// when it has none of its own.
+type Wrapper interface {
+	Executor
+	Unwrap() Executor
+}
+
+// IsConcurrent reports whether e says call may run concurrently with other
+// calls (ConcurrentExecutor, looked up through Wrappers); false when it
+// does not say.
+func IsConcurrent(e Executor, call Call) bool {
+	for e != nil {
+		if c, ok := e.(ConcurrentExecutor); ok {
+			return c.Concurrent(call)
+		}
+		w, ok := e.(Wrapper)
+		if !ok {
+			break
+		}
+		e = w.Unwrap()
+	}
+	return false
+}
+
+// Mutates reports whether call may change files on e (MutatingExecutor,
+// looked up through Wrappers); true when e does not say.
+func Mutates(e Executor, call Call) bool {
+	for e != nil {
+		if m, ok := e.(MutatingExecutor); ok {
+			return m.Mutates(call)
+		}
+		w, ok := e.(Wrapper)
+		if !ok {
+			break
+		}
+		e = w.Unwrap()
+	}
+	return true
+}

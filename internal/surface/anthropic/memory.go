@@ -10,7 +10,6 @@ import (
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/tool"
-	"github.com/trussdev/truss/internal/tool/memory"
 )
 
 // Memory binds memory_20250818 to the memory store, with the return strings
@@ -73,17 +72,17 @@ func DecodeMemory(c model.ToolCall, surfaceName string) ([]tool.Call, error) {
 				a.Start, a.End = vr[0], vr[1]
 			}
 		}
-		return call(memory.OpView, a), nil
+		return call(tool.OpMemoryView, a), nil
 	case "create":
 		if err := need("file_text", in.FileText != nil); err != nil {
 			return nil, err
 		}
-		return call(memory.OpCreate, &tool.CreateArgs{Path: *in.Path, Content: *in.FileText}), nil
+		return call(tool.OpMemoryCreate, &tool.CreateArgs{Path: *in.Path, Content: *in.FileText}), nil
 	case "str_replace":
 		if err := need("old_str", in.OldStr != nil); err != nil {
 			return nil, err
 		}
-		return call(memory.OpReplace, &tool.ReplaceArgs{Path: *in.Path, Old: *in.OldStr, New: deref(in.NewStr)}), nil
+		return call(tool.OpMemoryReplace, &tool.ReplaceArgs{Path: *in.Path, Old: *in.OldStr, New: deref(in.NewStr)}), nil
 	case "insert":
 		if err := need("insert_line", in.InsertLine != nil); err != nil {
 			return nil, err
@@ -92,9 +91,9 @@ func DecodeMemory(c model.ToolCall, surfaceName string) ([]tool.Call, error) {
 		if err := need("insert_text", text != nil); err != nil {
 			return nil, err
 		}
-		return call(memory.OpInsert, &tool.InsertArgs{Path: *in.Path, Line: *in.InsertLine, Text: *text}), nil
+		return call(tool.OpMemoryInsert, &tool.InsertArgs{Path: *in.Path, Line: *in.InsertLine, Text: *text}), nil
 	case "delete":
-		return call(memory.OpDelete, &tool.DeleteArgs{Path: *in.Path, Recursive: true}), nil
+		return call(tool.OpMemoryDelete, &tool.DeleteArgs{Path: *in.Path, Recursive: true}), nil
 	case "rename":
 		if err := need("old_path", in.OldPath != nil); err != nil {
 			return nil, err
@@ -102,7 +101,7 @@ func DecodeMemory(c model.ToolCall, surfaceName string) ([]tool.Call, error) {
 		if err := need("new_path", in.NewPath != nil); err != nil {
 			return nil, err
 		}
-		return call(memory.OpRename, &tool.RenameArgs{From: *in.OldPath, To: *in.NewPath}), nil
+		return call(tool.OpMemoryRename, &tool.RenameArgs{From: *in.OldPath, To: *in.NewPath}), nil
 	}
 	return nil, inputErr("Error: unknown command `%s`. The memory tool's commands are: view, create, str_replace, insert, delete, rename", in.Command)
 }
@@ -129,7 +128,7 @@ func EncodeMemory(c model.ToolCall, rs []tool.Result) model.ToolResult {
 		return errorResult(c, memoryError(in, path, r.Err))
 	}
 	switch r.Op {
-	case memory.OpView:
+	case tool.OpMemoryView:
 		if r.File == nil {
 			return textResult(c, memoryListing(path, r.Entries))
 		}
@@ -141,16 +140,16 @@ func EncodeMemory(c model.ToolCall, rs []tool.Result) model.ToolResult {
 			return errorResult(c, err)
 		}
 		return textResult(c, text)
-	case memory.OpCreate:
+	case tool.OpMemoryCreate:
 		return textResult(c, "File created successfully at: "+path)
-	case memory.OpReplace:
+	case tool.OpMemoryReplace:
 		return textResult(c, "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"+
 			numberLines(strings.Split(r.Edit.Window, "\n"), r.Edit.WindowStart+1))
-	case memory.OpInsert:
+	case tool.OpMemoryInsert:
 		return textResult(c, fmt.Sprintf("The file %s has been edited.", path))
-	case memory.OpDelete:
+	case tool.OpMemoryDelete:
 		return textResult(c, "Successfully deleted "+path)
-	case memory.OpRename:
+	case tool.OpMemoryRename:
 		return textResult(c, fmt.Sprintf("Successfully renamed %s to %s", deref(in.OldPath), deref(in.NewPath)))
 	}
 	return textResult(c, r.Output)

@@ -59,6 +59,17 @@ type seenState struct {
 // Ops lists the operations Executor handles.
 var Ops = []tool.Op{tool.OpView, tool.OpCreate, tool.OpWrite, tool.OpReplace, tool.OpInsert, tool.OpList, tool.OpDelete, tool.OpRename, tool.OpUndo}
 
+// reads reports whether op only reads: a view or a listing.
+func reads(op tool.Op) bool { return op == tool.OpView || op == tool.OpList }
+
+// Concurrent implements tool.ConcurrentExecutor: views and listings may
+// run at once with other concurrent calls.
+func (e *Executor) Concurrent(call tool.Call) bool { return reads(call.Op) }
+
+// Mutates implements tool.MutatingExecutor: every operation but a view and
+// a listing may change files.
+func (e *Executor) Mutates(call tool.Call) bool { return !reads(call.Op) }
+
 // Execute implements tool.Executor.
 //
 // A call that changes files holds the workspace's lock (Workspace.Lock),
@@ -73,7 +84,7 @@ var Ops = []tool.Op{tool.OpView, tool.OpCreate, tool.OpWrite, tool.OpReplace, to
 func (e *Executor) Execute(ctx context.Context, call tool.Call) tool.Result {
 	var r tool.Result
 	var err error
-	if !tool.ReadOnly(call.Op) {
+	if e.Mutates(call) {
 		defer e.W.Lock()()
 		if !e.Opts.NoStaleCheck {
 			if err := e.fresh(call); err != nil {

@@ -27,25 +27,29 @@ import (
 )
 
 // Root is the virtual root of the store as the model sees it.
-const Root = "/memories"
+const Root = tool.MemoryRoot
 
-// The memory operations. Their arguments are the file operations' types
-// (tool.ViewArgs, ...) with virtual paths.
-const (
-	OpView    tool.Op = "memory.view"
-	OpCreate  tool.Op = "memory.create"
-	OpReplace tool.Op = "memory.replace"
-	OpInsert  tool.Op = "memory.insert"
-	OpDelete  tool.Op = "memory.delete"
-	OpRename  tool.Op = "memory.rename"
-)
+// Ops lists the operations a Store executes (tool.OpMemoryView, ...):
+// the file operations' arguments with virtual paths.
+var Ops = []tool.Op{tool.OpMemoryView, tool.OpMemoryCreate, tool.OpMemoryReplace, tool.OpMemoryInsert, tool.OpMemoryDelete, tool.OpMemoryRename}
 
-// Ops lists the operations a Store executes.
-var Ops = []tool.Op{OpView, OpCreate, OpReplace, OpInsert, OpDelete, OpRename}
-
-var fileOp = map[tool.Op]tool.Op{
-	OpView: tool.OpView, OpCreate: tool.OpCreate, OpReplace: tool.OpReplace,
-	OpInsert: tool.OpInsert, OpDelete: tool.OpDelete, OpRename: tool.OpRename,
+// fileOp is the file operation that carries out each memory operation.
+func fileOp(op tool.Op) (tool.Op, bool) {
+	switch op {
+	case tool.OpMemoryView:
+		return tool.OpView, true
+	case tool.OpMemoryCreate:
+		return tool.OpCreate, true
+	case tool.OpMemoryReplace:
+		return tool.OpReplace, true
+	case tool.OpMemoryInsert:
+		return tool.OpInsert, true
+	case tool.OpMemoryDelete:
+		return tool.OpDelete, true
+	case tool.OpMemoryRename:
+		return tool.OpRename, true
+	}
+	return "", false
 }
 
 // Store is a memory directory.
@@ -108,9 +112,13 @@ func escape(v string) error {
 	return &tool.Error{Kind: tool.ErrOutsideRoot, Path: v, Message: fmt.Sprintf("Path %s would escape %s directory", v, Root)}
 }
 
+// Mutates implements tool.MutatingExecutor: every memory operation but a
+// view changes the store's files (never the workspace's).
+func (s *Store) Mutates(call tool.Call) bool { return call.Op != tool.OpMemoryView }
+
 // Execute implements tool.Executor.
 func (s *Store) Execute(ctx context.Context, call tool.Call) tool.Result {
-	op, ok := fileOp[call.Op]
+	op, ok := fileOp(call.Op)
 	if !ok {
 		return tool.Failed(call, tool.Errorf(tool.ErrUnsupported, "operation %s is not a memory operation", call.Op))
 	}

@@ -36,7 +36,7 @@ func TestStore(t *testing.T) {
 	run := func(op tool.Op, args any) tool.Result {
 		return s.Execute(context.Background(), tool.Call{ID: "c", Op: op, Args: args})
 	}
-	if r := run(OpCreate, &tool.CreateArgs{Path: "/memories/notes/a.md", Content: "hi\n"}); r.Err != nil || r.Changes[0].Path != "/memories/notes/a.md" {
+	if r := run(tool.OpMemoryCreate, &tool.CreateArgs{Path: "/memories/notes/a.md", Content: "hi\n"}); r.Err != nil || r.Changes[0].Path != "/memories/notes/a.md" {
 		t.Fatalf("create: %+v", r)
 	}
 	fi, _ := os.Stat(filepath.Join(dir, "notes", "a.md"))
@@ -46,9 +46,9 @@ func TestStore(t *testing.T) {
 	}
 	os.Symlink(base, filepath.Join(dir, "out"))
 	for _, r := range []tool.Result{
-		run(OpView, &tool.ViewArgs{Path: "/memories/out/mem/notes/a.md"}),
-		run(OpCreate, &tool.CreateArgs{Path: "/memories/out/pwned", Content: "x"}),
-		run(OpRename, &tool.RenameArgs{From: "/memories/notes/a.md", To: "/memories/out/a.md"}),
+		run(tool.OpMemoryView, &tool.ViewArgs{Path: "/memories/out/mem/notes/a.md"}),
+		run(tool.OpMemoryCreate, &tool.CreateArgs{Path: "/memories/out/pwned", Content: "x"}),
+		run(tool.OpMemoryRename, &tool.RenameArgs{From: "/memories/notes/a.md", To: "/memories/out/a.md"}),
 	} {
 		if r.Err == nil || r.Err.Message != "Path /memories/out/mem/notes/a.md would escape /memories directory" && r.Err.Kind != tool.ErrOutsideRoot {
 			t.Errorf("symlink escape: %+v", r.Err)
@@ -57,18 +57,18 @@ func TestStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(base, "pwned")); err == nil {
 		t.Fatal("wrote through a symlink")
 	}
-	if r := run(OpDelete, &tool.DeleteArgs{Path: "/memories", Recursive: true}); r.Err == nil || r.Err.Message != "Cannot delete the /memories directory itself" {
+	if r := run(tool.OpMemoryDelete, &tool.DeleteArgs{Path: "/memories", Recursive: true}); r.Err == nil || r.Err.Message != "Cannot delete the /memories directory itself" {
 		t.Fatalf("delete root: %+v", r.Err)
 	}
-	if r := run(OpRename, &tool.RenameArgs{From: "/memories/notes/a.md", To: "/memories/b.md"}); r.Err != nil || r.Changes[0].MovedTo != "/memories/b.md" {
+	if r := run(tool.OpMemoryRename, &tool.RenameArgs{From: "/memories/notes/a.md", To: "/memories/b.md"}); r.Err != nil || r.Changes[0].MovedTo != "/memories/b.md" {
 		t.Fatalf("rename: %+v", r)
 	}
-	if r := run(OpView, &tool.ViewArgs{Path: "/memories/b.md"}); r.Err != nil || r.File.Content != "hi\n" || r.File.Path != "/memories/b.md" {
+	if r := run(tool.OpMemoryView, &tool.ViewArgs{Path: "/memories/b.md"}); r.Err != nil || r.File.Content != "hi\n" || r.File.Path != "/memories/b.md" {
 		t.Fatalf("view: %+v", r)
 	}
 	// An edit's change carries the bytes its digests were computed from,
 	// for the ledger to store.
-	r := run(OpReplace, &tool.ReplaceArgs{Path: "/memories/b.md", Old: "hi", New: "ho"})
+	r := run(tool.OpMemoryReplace, &tool.ReplaceArgs{Path: "/memories/b.md", Old: "hi", New: "ho"})
 	if r.Err != nil || len(r.Changes) != 1 || string(r.Changes[0].BeforeData) != "hi\n" || string(r.Changes[0].AfterData) != "ho\n" ||
 		r.Changes[0].After != tool.Digest([]byte("ho\n")) {
 		t.Fatalf("replace: %+v", r)

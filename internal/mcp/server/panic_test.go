@@ -1,4 +1,4 @@
-package mcp
+package server
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestServedPanicIsAnErrorResult(t *testing.T) {
 	var mu sync.Mutex
 	var evs []agent.Event
 	ctx := context.Background()
-	cs := serveInMemory(t, ServeConfig{Exec: panicking{}, Observer: agent.ObserverFunc(func(ev agent.Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() })})
+	cs := serveInMemory(t, Config{Exec: panicking{}, Observer: agent.ObserverFunc(func(ev agent.Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() })})
 	for range 2 { // the second call shows the server survived the first
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "view", Arguments: map[string]any{"path": "a.txt"}})
 		if err != nil {

@@ -1,4 +1,4 @@
-package mcp
+package client
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,12 +13,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
-	"github.com/trussdev/truss/internal/tool/fs"
-	"github.com/trussdev/truss/internal/tool/patch"
-	"github.com/trussdev/truss/internal/tool/shell"
 )
 
 // The test binary doubles as a stdio MCP server (the fixture) when
@@ -65,6 +59,9 @@ type sleepIn struct {
 func fixture() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "fixture", Version: "1"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the text."}, func(ctx context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "look", Description: "Echo the text, changing nothing.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, func(ctx context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil, nil
 	})
 	sdk.AddTool(s, &sdk.Tool{Name: "add", Description: "Add."}, func(ctx context.Context, _ *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, addOut, error) {
@@ -138,7 +135,7 @@ func TestManager(t *testing.T) {
 	for _, b := range m.Bindings(srv) {
 		got = append(got, b.Spec().Name)
 	}
-	if strings.Join(got, ",") != "mcp__ok__add,mcp__ok__crash,mcp__ok__echo,mcp__ok__fail,mcp__ok__refs_tool,mcp__ok__sleep" {
+	if strings.Join(got, ",") != "mcp__ok__add,mcp__ok__crash,mcp__ok__echo,mcp__ok__fail,mcp__ok__look,mcp__ok__refs_tool,mcp__ok__sleep" {
 		t.Errorf("bindings: %v", got)
 	}
 	if p := srv.Protocol(); p == "" {
@@ -285,91 +282,6 @@ func TestToolName(t *testing.T) {
 	}
 }
 
-// TestServer drives Truss's MCP server with the SDK's client over an
-// in-memory transport.
-func TestServer(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644)
-	ws, err := fs.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	sh := shell.New(shell.Config{Dir: ws.Dir()})
-	defer sh.Close()
-	var mux tool.Mux
-	fx := &fs.Executor{W: ws}
-	mux.HandleAll(fs.Ops, fx)
-	mux.HandleAll(shell.Ops, sh)
-	mux.HandleAll(patch.Ops, patch.NewExecutor(fx))
-	var mu sync.Mutex
-	var evs []agent.Event
-	ctx := context.Background()
-	cs := serveInMemory(t, ServeConfig{Exec: &mux, Observer: agent.ObserverFunc(func(ev agent.Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() })})
-	var toolNames []string
-	for tl, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		toolNames = append(toolNames, tl.Name)
-	}
-	served := ServedTools(false)
-	slices.Sort(served)
-	if strings.Join(toolNames, ",") != "create,insert,patch,replace,shell,view" || !slices.Equal(toolNames, served) {
-		t.Errorf("tools: %v, ServedTools: %v", toolNames, served)
-	}
-	for _, tc := range []struct {
-		tool   string
-		args   map[string]any
-		isErr  bool
-		text   string
-		verify func() string
-	}{
-		{"view", map[string]any{"path": "a.txt"}, false, "     1\tone\n     2\ttwo", nil},
-		{"replace", map[string]any{"path": "a.txt", "old_str": "two", "new_str": "TWO"}, false, "update a.txt", func() string { b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); return string(b) }},
-		{"create", map[string]any{"path": "sub/b.txt", "content": "bee\n"}, false, "add sub/b.txt", nil},
-		{"insert", map[string]any{"path": "sub/b.txt", "line": 0, "text": "first"}, false, "update sub/b.txt", nil},
-		{"patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: c.txt\n+sea\n*** End Patch\n"}, false, "add c.txt", nil},
-		{"shell", map[string]any{"command": "cat c.txt; false"}, true, "sea\n[exit code: 1]", nil},
-		{"view", map[string]any{"path": "../../etc/passwd"}, true, "outside", nil},
-		{"replace", map[string]any{"path": "a.txt", "old_str": "zzz", "new_str": "y"}, true, "Error: ", nil},
-	} {
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tc.tool, Arguments: tc.args})
-		if err != nil {
-			t.Fatalf("%s: %v", tc.tool, err)
-		}
-		text := Text(res)
-		if res.IsError != tc.isErr || !strings.Contains(text, tc.text) {
-			t.Errorf("%s %v: isError %v text %q", tc.tool, tc.args, res.IsError, text)
-		}
-		if tc.verify != nil && tc.verify() != "one\nTWO\n" {
-			t.Errorf("%s: file is %q", tc.tool, tc.verify())
-		}
-	}
-	// A schema violation is the SDK's input validation, before any executor.
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "view", Arguments: map[string]any{"path": 5}})
-	if err == nil && !res.IsError {
-		t.Errorf("a bad argument type was accepted")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	var completed int
-	for _, ev := range evs {
-		if ev.Type == agent.EventCallCompleted {
-			completed++
-			if ev.Ops[0].Surface != ServerSurface || ev.Result == nil || len(ev.Results) != 1 {
-				t.Errorf("event: %+v", ev)
-			}
-		}
-	}
-	if completed != 8 {
-		t.Errorf("%d calls reported, want 8", completed)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "sub/b.txt")); string(b) != "first\nbee\n" {
-		t.Errorf("b.txt = %q", b)
-	}
-}
-
 // TestStartupTimeout: a server that never answers fails at its startup
 // timeout, with its last output, and is not left running.
 func TestStartupTimeout(t *testing.T) {
@@ -416,44 +328,26 @@ func BenchmarkCall(b *testing.B) {
 	}
 }
 
-// BenchmarkServe measures one call of Truss's server (view of a small
-// file) from the SDK's client over an in-memory transport.
-func BenchmarkServe(b *testing.B) {
-	dir := b.TempDir()
-	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644)
-	ws, err := fs.Open(dir)
-	if err != nil {
-		b.Fatal(err)
+// TestReadOnlyToolsAreConcurrent checks that a tool its server annotates
+// read-only is a concurrent, non-mutating call, and every other one is not.
+func TestReadOnlyToolsAreConcurrent(t *testing.T) {
+	m := Start(context.Background(), []ServerConfig{fixtureServer("fx", "ok")}, Options{})
+	defer m.Close()
+	if p := m.Wait(context.Background(), 20*time.Second); len(p) != 0 {
+		t.Fatal("the fixture is not ready")
 	}
-	defer ws.Close()
 	var mux tool.Mux
-	fx := &fs.Executor{W: ws}
-	mux.HandleAll(fs.Ops, fx)
-	ctx := context.Background()
-	cs := serveInMemory(b, ServeConfig{Exec: &mux})
-	params := &sdk.CallToolParams{Name: "view", Arguments: map[string]any{"path": "a.txt"}}
-	for b.Loop() {
-		if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
-			b.Fatal(err)
+	mux.Handle(tool.OpMCP, m)
+	for _, tc := range []struct {
+		server, tool string
+		concurrent   bool
+	}{{"fx", "look", true}, {"fx", "echo", false}, {"fx", "missing", false}, {"nope", "look", false}} {
+		c := call(tc.server, tc.tool, `{"text":"hi"}`)
+		if got := tool.IsConcurrent(&mux, c); got != tc.concurrent {
+			t.Errorf("%s/%s: concurrent %v, want %v", tc.server, tc.tool, got, tc.concurrent)
+		}
+		if got := tool.Mutates(&mux, c); got == tc.concurrent {
+			t.Errorf("%s/%s: mutates %v, want %v", tc.server, tc.tool, got, !tc.concurrent)
 		}
 	}
-}
-
-// serveInMemory serves cfg over in-memory transports and returns the
-// connected client's session; both ends are closed with the test.
-func serveInMemory(t testing.TB, cfg ServeConfig) *sdk.ClientSession {
-	t.Helper()
-	st, ct := sdk.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := NewServer(cfg).Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
 }

@@ -1,4 +1,4 @@
-package mcp
+package server
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/trussdev/truss/internal/mcp/client"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/fs"
 	"github.com/trussdev/truss/internal/tool/patch"
@@ -40,7 +41,7 @@ func connect(t *testing.T, dir, test string) *sdk.ClientSession {
 	mux.HandleAll(patch.Ops, patch.NewExecutor(fx))
 	mux.Handle(tool.OpValidate, &validate.Runner{Env: validate.Env{Test: test},
 		NewShell: func() validate.Shell { return shell.New(shell.Config{Dir: ws.Dir()}) }})
-	return serveInMemory(t, ServeConfig{Exec: &mux, Validate: true})
+	return serveInMemory(t, Config{Exec: &mux, Validate: true})
 }
 
 // Every tool Truss serves declares an outputSchema; every result carries
@@ -104,8 +105,8 @@ func TestServedStructuredContent(t *testing.T) {
 			t.Fatalf("%s: outputSchema does not compile: %v", tl.Name, err)
 		}
 	}
-	if len(schemas) != len(ServedTools(true)) {
-		t.Fatalf("schemas for %d tools, want %d", len(schemas), len(ServedTools(true)))
+	if len(schemas) != len(Tools(true)) {
+		t.Fatalf("schemas for %d tools, want %d", len(schemas), len(Tools(true)))
 	}
 
 	tests := []struct {
@@ -144,7 +145,7 @@ func TestServedStructuredContent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		text := Text(res)
+		text := client.Text(res)
 		if res.IsError != tc.isErr {
 			t.Errorf("%s: isError %v, text %q", name, res.IsError, short(text))
 		}
@@ -181,8 +182,8 @@ func TestServedStructuredContent(t *testing.T) {
 	st, _ := json.Marshal(res.StructuredContent)
 	var v validateOut
 	json.Unmarshal(st, &v)
-	if !res.IsError || v.Passed || !strings.Contains(Text(res), v.Summary) || !strings.Contains(v.Summary, "1 passed, 2 failed") {
-		t.Errorf("failing checks: isError %v, %s, text %q", res.IsError, st, Text(res))
+	if !res.IsError || v.Passed || !strings.Contains(client.Text(res), v.Summary) || !strings.Contains(v.Summary, "1 passed, 2 failed") {
+		t.Errorf("failing checks: isError %v, %s, text %q", res.IsError, st, client.Text(res))
 	}
 }
 

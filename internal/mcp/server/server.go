@@ -1,4 +1,12 @@
-package mcp
+// Package server is Truss's MCP server: it exposes Truss's own executors
+// (view, create, replace, insert, patch, shell and, when the project's
+// checks are known, validate) to any MCP client, on the official go-sdk.
+// Every tool has an outputSchema, and each result carries complete
+// structured content beside the text, which is rendered as Truss's generic
+// surface renders it. Calls are reported to an agent.Observer as the agent
+// loop reports them, each call its own turn, so a session's recorder
+// writes and seals them.
+package server
 
 import (
 	"context"
@@ -15,12 +23,12 @@ import (
 	"github.com/trussdev/truss/internal/tool"
 )
 
-// ServerSurface is the surface name of calls that arrive through Truss's
+// Surface is the surface name of calls that arrive through Truss's
 // own MCP server.
-const ServerSurface = "mcp-server"
+const Surface = "mcp-server"
 
-// ServeConfig configures Truss's MCP server.
-type ServeConfig struct {
+// Config configures Truss's MCP server.
+type Config struct {
 	// Name and Version are the server's implementation info.
 	Name, Version string
 	// Exec runs the calls: the same executors (workspace confinement,
@@ -69,9 +77,9 @@ type (
 	validateIn struct{}
 )
 
-// ServedTools returns the names of the tools NewServer offers, in the
+// Tools returns the names of the tools New offers, in the
 // order it adds them.
-func ServedTools(validate bool) []string {
+func Tools(validate bool) []string {
 	names := []string{"view", "create", "replace", "insert", "patch", "shell"}
 	if validate {
 		names = append(names, "validate")
@@ -79,9 +87,9 @@ func ServedTools(validate bool) []string {
 	return names
 }
 
-// NewServer returns Truss's MCP server: view, create, replace, insert,
+// New returns Truss's MCP server: view, create, replace, insert,
 // patch, shell and (when configured) validate, each executed by cfg.Exec.
-func NewServer(cfg ServeConfig) *sdk.Server {
+func New(cfg Config) *sdk.Server {
 	if cfg.Name == "" {
 		cfg.Name = "truss"
 	}
@@ -277,7 +285,7 @@ func edited[In any](_ In, r tool.Result) (editOut, string, bool) { return editRe
 
 // handler runs the calls and reports them.
 type handler struct {
-	cfg ServeConfig
+	cfg Config
 	mu  sync.Mutex
 	n   int
 }
@@ -308,7 +316,7 @@ func (h *handler) call(ctx context.Context, name string, op tool.Op, args any, r
 	n := h.n
 	h.mu.Unlock()
 	id := fmt.Sprintf("mcp_%d", n)
-	c := tool.Call{ID: id, Tool: name, Surface: ServerSurface, Op: op, Args: args, Raw: tool.Raw(raw)}
+	c := tool.Call{ID: id, Tool: name, Surface: Surface, Op: op, Args: args, Raw: tool.Raw(raw)}
 	mc := &model.ToolCall{ID: id, Name: name, Input: string(raw), Kind: model.ToolFunction}
 	obs := h.cfg.Observer
 	if obs != nil {

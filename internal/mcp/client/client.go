@@ -1,7 +1,7 @@
-// Package mcp connects Truss to the Model Context Protocol in both
-// directions, on the official go-sdk.
+// Package client is Truss's Model Context Protocol client, on the official
+// go-sdk: the executor of tool.OpMCP calls.
 //
-// As a client (Manager), it starts the configured servers (stdio commands
+// The Manager starts the configured servers (stdio commands
 // and streamable-HTTP URLs) concurrently, lists their tools and offers them
 // to the model as namespaced function tools, "mcp__SERVER__TOOL", with
 // their input schemas made portable (local $refs inlined, meta keywords
@@ -15,8 +15,8 @@
 // the user through Options.Log, to the model as the call's result), and the
 // other servers and tools keep working.
 //
-// As a server (Serve), it exposes Truss's own executors.
-package mcp
+// Truss's own MCP server is package mcp/server.
+package client
 
 import (
 	"bytes"
@@ -405,6 +405,34 @@ func (s *Server) list(ctx context.Context) ([]*sdk.Tool, error) {
 	}
 	return tools, nil
 }
+
+// readOnly reports whether the call's tool is annotated read-only by its
+// server (readOnlyHint): it does not change its environment.
+func (m *Manager) readOnly(call tool.Call) bool {
+	a, ok := call.Args.(*tool.MCPArgs)
+	if !ok || a == nil {
+		return false
+	}
+	s := m.byName[a.Server]
+	if s == nil {
+		return false
+	}
+	for _, t := range s.Tools() {
+		if t.Name == a.Tool {
+			return t.Annotations != nil && t.Annotations.ReadOnlyHint
+		}
+	}
+	return false
+}
+
+// Concurrent implements tool.ConcurrentExecutor: a tool its server
+// annotates read-only (readOnlyHint) runs at once with the turn's other
+// concurrent calls.
+func (m *Manager) Concurrent(call tool.Call) bool { return m.readOnly(call) }
+
+// Mutates implements tool.MutatingExecutor: only a tool annotated
+// read-only is known to change nothing.
+func (m *Manager) Mutates(call tool.Call) bool { return !m.readOnly(call) }
 
 // Execute implements tool.Executor for tool.OpMCP.
 func (m *Manager) Execute(ctx context.Context, call tool.Call) tool.Result {

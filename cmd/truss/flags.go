@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/sandbox"
+)
+
+// providerFlags select a provider and a model.
+type providerFlags struct {
+	provider    string
+	model       string
+	surface     string
+	script      string // sim: the script file, or harness.DemoScript
+	simDialect  string // sim: which dialect the in-process server speaks
+	serverTools multi
+	stateful    bool // responses: chain turns with previous_response_id
+}
+
+func (p *providerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.provider, "provider", "", "model provider: "+harness.ProviderNames()+" (default: from the environment)")
+	fs.StringVar(&p.model, "model", "", "model name (default: $TRUSS_MODEL)")
+	fs.StringVar(&p.surface, "surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
+	fs.StringVar(&p.script, "script", "", "with --provider sim: the script the simulated model plays (docs/simulator.md)")
+	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks ("+harness.DialectNames()+")")
+	fs.BoolVar(&p.stateful, "stateful", false, "with the Responses API: chain turns with previous_response_id (the server stores them) instead of replaying the conversation")
+	fs.Var(&p.serverTools, "server-tool", "enable a provider-executed tool (anthropic: web_search, web_fetch, code_execution); recorded as unverified (repeatable)")
+}
+
+// options sets the provider's options.
+func (p *providerFlags) options(o *harness.Options) {
+	o.Provider, o.Model, o.Surface, o.Script, o.SimDialect = p.provider, p.model, p.surface, p.script, p.simDialect
+	o.ServerTools, o.Stateful = p.serverTools, p.stateful
+}
+
+// workspaceFlags configure the workspace and its tools.
+type workspaceFlags struct {
+	root      string
+	ro, rw    multi
+	timeout   time.Duration
+	allowEnv  multi
+	memoryDir string
+	sandbox   string // --sandbox
+	network   string // --network
+	fallback  string // --sandbox-fallback
+	memory    string // --memory
+	disk      string // --disk-budget
+}
+
+func (w *workspaceFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&w.root, "root", ".", "workspace root")
+	fs.Var(&w.ro, "add-dir-ro", "an extra read-only root (repeatable)")
+	fs.Var(&w.rw, "add-dir", "an extra read-write root (repeatable)")
+	fs.DurationVar(&w.timeout, "timeout", harness.DefaultShellTimeout, "per-command timeout of the shell")
+	fs.Var(&w.allowEnv, "allow-env", "pass this variable to commands although Truss withholds it (ANTHROPIC_*, OPENAI_*, OLLAMA_*, TRUSS_*, or a name containing KEY, SECRET or TOKEN) (repeatable)")
+	fs.StringVar(&w.memoryDir, "memory-dir", "", "the memory tool's directory (default: one per project under the user's data directory)")
+	w.registerSandbox(fs)
+}
+
+// registerSandbox registers the sandbox flags.
+func (w *workspaceFlags) registerSandbox(fs *flag.FlagSet) {
+	fs.StringVar(&w.sandbox, "sandbox", "", "what commands may write: read-only, workspace-write (the workspace, --add-dir roots, build caches; the default) or full")
+	fs.StringVar(&w.network, "network", "", "network access for commands: off (Unix sockets only; the default) or on")
+	fs.StringVar(&w.fallback, "sandbox-fallback", "", "accept a weaker mode when this host cannot enforce the sandbox: landlock-only or none")
+	fs.StringVar(&w.memory, "memory", "", "memory limit of the session's commands together, e.g. 2G (default 4G or half the RAM; none for no limit)")
+	fs.StringVar(&w.disk, "disk-budget", "", "bytes the session's commands may write to disk, e.g. 10G (default half the free space, at most 64G; none for no budget)")
+}
+
+// options checks the workspace flags and sets the workspace's options.
+func (w *workspaceFlags) options(o *harness.Options) error {
+	o.Root, o.ReadOnlyDirs, o.WritableDirs = w.root, w.ro, w.rw
+	o.ShellTimeout, o.AllowEnv, o.MemoryDir = w.timeout, w.allowEnv, w.memoryDir
+	return w.sandboxOptions(&o.Sandbox)
+}
+
+// sandboxOptions checks the sandbox flags.
+func (w *workspaceFlags) sandboxOptions(so *harness.SandboxOptions) error {
+	if w.sandbox != "" {
+		mode, err := sandbox.ParseMode(w.sandbox)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		so.Mode = mode
+	}
+	switch w.network {
+	case "":
+	case "on", "off":
+		on := w.network == "on"
+		so.Network = &on
+	default:
+		return usagef("--network must be on or off, not %q", w.network)
+	}
+	fb, err := sandbox.ParseFallback(w.fallback)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	so.Fallback = fb
+	for _, f := range []struct {
+		flag, v string
+		to      *int64
+	}{{"--memory", w.memory, &so.Memory}, {"--disk-budget", w.disk, &so.DiskBudget}} {
+		if f.v != "" {
+			n, err := sandbox.ParseSize(f.v)
+			if err != nil {
+				return usagef("%s: %v", f.flag, err)
+			}
+			*f.to = n
+		}
+	}
+	return nil
+}
+
+func cmdTools(args []string, stdout, stderr io.Writer) error {
+	fset := newFlagSet("tools", stderr)
+	var p providerFlags
+	p.register(fset)
+	var mf mcpFlags
+	mf.register(fset)
+	var sf spawnFlags
+	sf.register(fset)
+	if err := parse(fset, args); err != nil {
+		return err
+	}
+	o := harness.Options{Version: version, OnWarning: warner(stderr)}
+	p.options(&o)
+	if err := mf.options(&o.MCP); err != nil {
+		return err
+	}
+	sf.options(&o.Spawn)
+	ctx, cancel := signalContext(stderr)
+	defer cancel()
+	d, err := harness.Declare(ctx, o)
+	if err != nil {
+		return err
+	}
+	// The declarations are printed as the request carries them, key order
+	// included; only indentation is added.
+	out, err := json.Marshal(struct {
+		Provider     string          `json:"provider"`
+		Model        string          `json:"model"`
+		Surface      string          `json:"surface"`
+		ProfileGuess bool            `json:"profile_guess"`
+		Tools        json.RawMessage `json:"tools"`
+	}{d.Provider, d.Model, d.Surface, d.ProfileGuess, d.Tools})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, out, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err = stdout.Write(buf.Bytes())
+	return err
+}
+
+// warner prints the harness's warnings on w.
+func warner(w io.Writer) func(string) {
+	return func(msg string) { fmt.Fprintf(w, "truss: %s\n", msg) }
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }

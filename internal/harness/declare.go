@@ -1,0 +1,89 @@
+package harness
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/trussdev/truss/internal/config"
+	"github.com/trussdev/truss/internal/mcp/client"
+)
+
+// Declaration is the exact tool declarations a session's requests would
+// carry, in the provider's wire form.
+type Declaration struct {
+	Provider, Model, Surface string
+	ProfileGuess             bool
+	// Tools is the wire form, key order included.
+	Tools json.RawMessage
+}
+
+// Declare returns the tool declarations a session with these options
+// would send: the surface's tools, the MCP servers' tools (each server
+// waited for until it started or failed) and spawn. It starts no model and opens no workspace.
+func Declare(ctx context.Context, opts Options) (*Declaration, error) {
+	s := &Session{opts: opts}
+	if err := s.resolve(); err != nil {
+		return nil, err
+	}
+	o := &s.opts
+	set, prof, err := pickSurface(o.Surface, s.dialect, o.Provider, o.Model)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(cmp.Or(o.Root, "."))
+	if err != nil {
+		return nil, err
+	}
+	if msg := cfg.Trust.Warning(); msg != "" {
+		s.warn(msg)
+	}
+	cfgs, err := MCPConfigs(cfg, o.MCP)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfgs) > 0 {
+		mgr := client.Start(ctx, cfgs, client.Options{Client: "truss", Version: o.Version, Dialect: s.dialect, Log: &warnWriter{warn: s.warn}})
+		defer mgr.Close()
+		mgr.Wait(ctx, -1)
+		for _, srv := range mgr.Servers() {
+			if st, _ := srv.State(); st != client.Ready {
+				continue
+			}
+			for _, b := range mgr.Bindings(srv) {
+				if err := set.Add(b); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if _, err := offerSpawn(o.Spawn, set, cfg); err != nil {
+		return nil, err
+	}
+	d, ok := dialect(s.dialect)
+	if !ok {
+		return nil, configErrorf("provider %s is not in this build", o.Provider)
+	}
+	dec, ok := d.New(ctx, Endpoint{BaseURL: "http://127.0.0.1/v1", ServerTools: o.ServerTools}).(declarer)
+	if !ok {
+		return nil, fmt.Errorf("the %s adapter cannot show its tool declarations", d.Name)
+	}
+	raw, err := dec.DeclareTools(set.Specs())
+	if err != nil {
+		return nil, err
+	}
+	return &Declaration{Provider: o.Provider, Model: o.Model, Surface: set.Surface, ProfileGuess: prof.Guess, Tools: raw}, nil
+}
+
+// Check resolves the provider, the model and the surface of opts as Open
+// does, without opening anything, so that a mistake is reported before
+// any work.
+func Check(opts Options) error {
+	s := &Session{opts: opts}
+	if err := s.resolve(); err != nil {
+		return err
+	}
+	_, _, err := pickSurface(s.opts.Surface, s.dialect, s.opts.Provider, s.opts.Model)
+	return err
+}

@@ -1,0 +1,206 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// module is the module's path; the rules name packages relative to it.
+const module = "github.com/trussdev/truss/"
+
+// pkg is one package of the module as go list describes it: its direct
+// imports and all its dependencies, relative to the module.
+type pkg struct {
+	Imports, Deps []string
+}
+
+// Package kinds of the dependency rules (docs/architecture.md,
+// "Dependency rules").
+func isProvider(p string) bool { return strings.HasPrefix(p, "internal/provider/") }
+func isSurface(p string) bool  { return strings.HasPrefix(p, "internal/surface/") }
+func isExecutor(p string) bool {
+	return strings.HasPrefix(p, "internal/tool/") || p == "internal/validate" || p == "internal/subagent" || p == "internal/mcp/client"
+}
+
+// aboveLoop are the executors that run agent loops or make bindings by
+// nature: they may import the loop and the provider and surface
+// interfaces, never a concrete provider or surface.
+func aboveLoop(p string) bool { return p == "internal/subagent" || p == "internal/mcp/client" }
+
+// rule is one dependency rule: it returns a violation of package p, or "".
+type rule struct {
+	name  string
+	check func(p string, k pkg) string
+}
+
+// first returns the first of names that f accepts, or "".
+func first(names []string, f func(string) bool) string {
+	if i := slices.IndexFunc(names, f); i >= 0 {
+		return names[i]
+	}
+	return ""
+}
+
+var rules = []rule{
+	{"no executor depends on a provider or a surface", func(p string, k pkg) string {
+		if !isExecutor(p) {
+			return ""
+		}
+		if d := first(k.Deps, func(d string) bool { return isProvider(d) || isSurface(d) }); d != "" {
+			return d
+		}
+		if aboveLoop(p) {
+			return ""
+		}
+		return first(k.Deps, func(d string) bool {
+			return d == "internal/provider" || d == "internal/surface" || d == "internal/agent"
+		})
+	}},
+	{"no surface depends on an executor", func(p string, k pkg) string {
+		if !isSurface(p) && p != "internal/surface" {
+			return ""
+		}
+		return first(k.Deps, isExecutor)
+	}},
+	{"no provider depends on an executor, a surface or the loop", func(p string, k pkg) string {
+		if !isProvider(p) && p != "internal/provider" {
+			return ""
+		}
+		return first(k.Deps, func(d string) bool {
+			return isExecutor(d) || isSurface(d) || d == "internal/surface" || d == "internal/agent"
+		})
+	}},
+	{"the loop knows only interfaces", func(p string, k pkg) string {
+		if p != "internal/agent" {
+			return ""
+		}
+		allowed := []string{"internal/model", "internal/provider", "internal/surface", "internal/tool"}
+		return first(k.Deps, func(d string) bool { return strings.HasPrefix(d, "internal/") && !slices.Contains(allowed, d) })
+	}},
+	{"the simulated model depends on neither the loop nor an executor", func(p string, k pkg) string {
+		if p != "internal/sim" && !strings.HasPrefix(p, "internal/sim/") {
+			return ""
+		}
+		return first(k.Deps, func(d string) bool { return d == "internal/agent" || isExecutor(d) })
+	}},
+	{"cmd/truss composes sessions only through the harness", func(p string, k pkg) string {
+		if p != "cmd/truss" {
+			return ""
+		}
+		return first(k.Imports, func(d string) bool {
+			return isProvider(d) || isSurface(d) || isExecutor(d) || strings.HasPrefix(d, "internal/mcp/") || d == "internal/sim"
+		})
+	}},
+}
+
+// violations checks every package against the rules.
+func violations(pkgs map[string]pkg) []string {
+	var out []string
+	for _, p := range slices.Sorted(maps.Keys(pkgs)) {
+		for _, r := range rules {
+			if d := r.check(p, pkgs[p]); d != "" {
+				out = append(out, fmt.Sprintf("%s imports %s: %s", p, d, r.name))
+			}
+		}
+	}
+	return out
+}
+
+// listModule reads the module's packages with go list.
+func listModule(t *testing.T) map[string]pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Deps,Standard", "./...")
+	cmd.Dir = filepath.Join("..", "..")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	rel := func(names []string) []string {
+		var r []string
+		for _, n := range names {
+			if s, ok := strings.CutPrefix(n, module); ok {
+				r = append(r, s)
+			}
+		}
+		return r
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p struct {
+			ImportPath    string
+			Imports, Deps []string
+			Standard      bool
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := strings.CutPrefix(p.ImportPath, module); ok && !p.Standard {
+			pkgs[s] = pkg{Imports: rel(p.Imports), Deps: rel(p.Deps)}
+		}
+	}
+	return pkgs
+}
+
+// TestDependencyRules fails on an import that breaks the dependency rules
+// of docs/architecture.md.
+func TestDependencyRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	pkgs := listModule(t)
+	for _, p := range []string{"internal/agent", "internal/harness", "cmd/truss", "internal/sim", "internal/mcp/client"} {
+		if _, ok := pkgs[p]; !ok {
+			t.Fatalf("go list did not list %s", p)
+		}
+	}
+	for _, v := range violations(pkgs) {
+		t.Error(v)
+	}
+}
+
+// TestDependencyRulesCatch checks that each rule catches what it forbids.
+func TestDependencyRulesCatch(t *testing.T) {
+	for _, tc := range []struct {
+		pkg  string
+		deps []string
+	}{
+		{"internal/tool/fs", []string{"internal/provider/openai"}},
+		{"internal/tool/shell", []string{"internal/surface"}},
+		{"internal/subagent", []string{"internal/surface/generic"}},
+		{"internal/mcp/client", []string{"internal/provider/anthropic"}},
+		{"internal/surface/anthropic", []string{"internal/tool/memory"}},
+		{"internal/provider/chatcompat", []string{"internal/tool/shell"}},
+		{"internal/provider", []string{"internal/agent"}},
+		{"internal/agent", []string{"internal/ledger"}},
+		{"internal/sim", []string{"internal/agent"}},
+		{"cmd/truss", []string{"internal/tool/fs"}},
+		{"cmd/truss", []string{"internal/mcp/server"}},
+	} {
+		got := violations(map[string]pkg{tc.pkg: {Imports: tc.deps, Deps: tc.deps}})
+		if len(got) == 0 {
+			t.Errorf("%s importing %v: no violation", tc.pkg, tc.deps)
+		}
+	}
+	ok := map[string]pkg{
+		"internal/subagent":   {Deps: []string{"internal/agent", "internal/provider", "internal/surface", "internal/tool"}},
+		"internal/mcp/client": {Deps: []string{"internal/provider", "internal/surface", "internal/tool"}},
+		"cmd/truss":           {Imports: []string{"internal/harness", "internal/ledger", "internal/tool"}},
+	}
+	if got := violations(ok); len(got) != 0 {
+		t.Errorf("allowed imports flagged: %v", got)
+	}
+}

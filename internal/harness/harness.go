@@ -1,0 +1,651 @@
+// Package harness owns one session's life: it composes the provider, the
+// tool surface, the executors on the workspace, the sandbox, the session
+// store, the signed ledger, the MCP servers, validation and sub-agents
+// from plain Options, runs the agent loop on tasks, and releases all of it.
+//
+//	s, err := harness.Open(ctx, harness.Options{Provider: "sim", Script: "demo", Root: dir})
+//	if err != nil { ... }
+//	defer s.Close()
+//	out, err := s.Run(ctx, "Fix the failing test.")
+//
+// Run may be called several times: each call continues the same
+// transcript, session store and ledger (a signed checkpoint after every
+// turn), and, unless validation is off or on demand, ends with the
+// verification boundary (the project's checks run once more by Truss in
+// the sandbox, recorded in the ledger). Every path out of Open, Run and
+// Close releases what was opened: Close stops the shells, the sandbox
+// helper, the MCP servers and the simulated model, seals and closes the
+// ledger and removes the session's temporary files.
+//
+// `truss run`, `exec`, `demo`, `mcp serve` and `tool call`, and
+// sub-agents' environments, are all composed here.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/gitsafe"
+	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/trust"
+)
+
+// Session is one open session. Its methods are not safe for concurrent
+// use, except Info and Reached.
+type Session struct {
+	opts     Options
+	dialect  string
+	prof     surface.Profile
+	set      *surface.Set
+	settings provider.Settings
+
+	w        *workspace
+	mcp      *mcpSession
+	prov     provider.Provider
+	contact  *provider.Contact
+	exec     tool.Executor // the composed executor of the top agent
+	children *childRecords
+
+	store     session.Store
+	sess      *session.Session
+	created   bool // the session is this Session's own, not a resumed one
+	sessionID string
+	history   []model.Item
+
+	lw      *ledger.Writer
+	rec     *ledger.Recorder
+	persist error // the first error saving the session
+
+	agent *agent.Agent
+	ran   bool
+
+	// life ends when the session closes (the simulated model's server).
+	life   context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Open composes a session. Errors in the options or the environment are
+// *ConfigError. On error everything opened so far is released.
+func Open(ctx context.Context, opts Options) (s *Session, err error) {
+	s = &Session{opts: opts}
+	s.life, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		if err != nil {
+			s.Close()
+			s = nil
+		}
+	}()
+	o := &s.opts
+	if o.Serve != "" {
+		o.NoModel = true
+	}
+	if err := s.resume(); err != nil {
+		return s, err
+	}
+	if err := s.step("resolve"); err != nil {
+		return s, err
+	}
+	if !o.NoModel {
+		if err := s.resolve(); err != nil {
+			return s, err
+		}
+	}
+	switch {
+	case o.Tools != nil:
+		s.set = o.Tools
+	case o.Serve != "":
+		// The file tools' executors serve the calls; no memory store.
+		if s.set, err = surface.NewSet(generic.Name, generic.Bindings()...); err != nil {
+			return s, err
+		}
+	default:
+		if s.set, s.prof, err = pickSurface(o.Surface, s.dialect, o.Provider, o.Model); err != nil {
+			return s, err
+		}
+		if s.prof.Guess && o.Provider != "sim" {
+			s.warn(fmt.Sprintf("no profile for model %q; using the %s surface and default limits", o.Model, s.set.Surface))
+		}
+	}
+	if err := s.step("workspace"); err != nil {
+		return s, err
+	}
+	if s.w, err = s.openWorkspace(s.set); err != nil {
+		return s, err
+	}
+	if msg := s.w.cfg.Trust.Warning(); msg != "" {
+		s.warn(msg)
+	}
+	if !o.NoModel {
+		// MCP servers start now, while the rest is set up.
+		if s.mcp, err = s.startMCP(ctx, s.w, s.set); err != nil {
+			return s, err
+		}
+	}
+	if s.w.runner = s.w.newRunner(o.Validation); s.w.runner != nil {
+		if o.Serve == "" {
+			if err := s.set.Add(generic.Validate{}); err != nil {
+				return s, err
+			}
+		}
+		s.w.mux.Handle(tool.OpValidate, s.w.runner)
+	}
+	if err := s.step("session"); err != nil {
+		return s, err
+	}
+	if err := s.createSession(); err != nil {
+		return s, err
+	}
+	s.exec = s.compose(&s.w.mux, s.w.ws.Dir())
+	if o.NoModel {
+		return s, s.openLedger()
+	}
+	if s.settings, err = s.modelSettings(); err != nil {
+		return s, err
+	}
+	s.contact = &provider.Contact{}
+	retry := provider.RetryPolicy{Contact: s.contact, OnRetry: o.OnRetry}
+	if err := s.step("provider"); err != nil {
+		return s, err
+	}
+	if s.prov, err = s.newProvider(ctx, retry); err != nil {
+		return s, err
+	}
+	s.mcp.wait(ctx, mcpWait(o.MCP, s.w.cfg))
+	if err := s.addSpawn(); err != nil {
+		return s, err
+	}
+	if err := s.openLedger(); err != nil {
+		return s, err
+	}
+	if err := s.step("agent"); err != nil {
+		return s, err
+	}
+	s.agent = agent.New(agent.Config{
+		Provider: s.prov, Tools: s.set, Exec: s.exec, Model: o.Model,
+		System:         agent.SystemPrompt(s.w.ws.Dir(), agent.DefaultSystem) + s.mcp.notes(),
+		Budget:         o.Budget,
+		Prices:         s.prof.Prices,
+		MaxTokens:      s.prof.MaxOutput,
+		MaxResultChars: o.MaxResultChars,
+		Observer:       s.observers(),
+	}, s.history)
+	return s, nil
+}
+
+// step fails when the options ask Open to fail at name (tests of the error
+// paths).
+func (s *Session) step(name string) error {
+	if s.opts.failAt == name {
+		return fmt.Errorf("harness: injected failure at %s", name)
+	}
+	return nil
+}
+
+// compose is the executor of an agent working in the workspace directory
+// dir: the routes of mux, wrapped by whatever must see every call. The top
+// agent's and every sub-agent's executors are composed here, and only
+// here (ServeMCP and Execute use the top agent's).
+func (s *Session) compose(mux *tool.Mux, dir string) tool.Executor {
+	var exec tool.Executor = mux
+	// ── The recording of the changes shell commands make goes here ──
+	// exec = changes.Wrap(exec, tracker), with one *changes.Tracker per
+	// workspace directory: a sub-agent in the session's workspace shares
+	// the top agent's, one in an isolated copy (dir differs) has its own;
+	// the session closes them. A wrapper forwards the optional
+	// capabilities of what it wraps (tool.ConcurrentExecutor,
+	// tool.MutatingExecutor) or implements tool.Wrapper, else every call
+	// runs alone.
+	_ = dir
+	return exec
+}
+
+// warn reports a warning to the user.
+func (s *Session) warn(msg string) {
+	if s.opts.OnWarning != nil {
+		s.opts.OnWarning(msg)
+	}
+}
+
+// resume opens the resumed session and fills in what the options leave
+// out from it.
+func (s *Session) resume() error {
+	o := &s.opts
+	if o.Resume == "" {
+		return nil
+	}
+	dir, err := s.sessionDir()
+	if err != nil {
+		return err
+	}
+	s.store = session.Store{Dir: dir}
+	sess, items, err := s.store.Open(o.Resume)
+	if err != nil {
+		return err
+	}
+	s.sess, s.history, s.sessionID = sess, items, sess.Meta.ID
+	if o.Provider == "" {
+		o.Provider = sess.Meta.Provider
+	}
+	if o.Model == "" {
+		o.Model = sess.Meta.Model
+	}
+	if (o.Root == "" || o.Root == ".") && sess.Meta.Workspace != "" {
+		o.Root = sess.Meta.Workspace
+	}
+	if o.Provider == "sim" && o.Script == "" {
+		// The simulated model plays on from where the session stopped.
+		o.Script = sess.Meta.Script
+		if sess.Meta.SimDialect != "" {
+			o.SimDialect = sess.Meta.SimDialect
+		}
+	}
+	return nil
+}
+
+// resolve fills in the provider, the model and the dialect.
+func (s *Session) resolve() error {
+	o := &s.opts
+	if o.Provider == "sim" && o.Script == "" {
+		return configErrorf("--provider sim needs --script FILE, the steps the simulated model plays (docs/simulator.md); `truss demo` plays the bundled fix")
+	}
+	if o.Provider == "" {
+		p, err := detectProvider(os.Getenv)
+		if err != nil {
+			return err
+		}
+		o.Provider = p
+	}
+	def, ok := lookupProvider(o.Provider)
+	if !ok {
+		return configErrorf("unknown provider %q: choose %s", o.Provider, ProviderNames())
+	}
+	s.dialect = def.Dialect
+	if def.Name == "sim" {
+		if o.SimDialect == "" {
+			o.SimDialect = "anthropic"
+		}
+		if _, ok := dialect(o.SimDialect); !ok {
+			return configErrorf("--sim-dialect must be %s, not %q", DialectNames(), o.SimDialect)
+		}
+		s.dialect = o.SimDialect
+		if o.Script != DemoScript {
+			if abs, err := filepath.Abs(o.Script); err == nil {
+				o.Script = abs
+			}
+		}
+	}
+	if o.Model == "" {
+		o.Model = os.Getenv("TRUSS_MODEL")
+	}
+	if o.Model == "" {
+		o.Model = def.DefaultModel
+		if def.Name == "sim" {
+			o.Model = cmpOr(simModels[o.SimDialect], "sim-coder")
+		}
+	}
+	if o.Model == "" {
+		return configErrorf("no model given for provider %s: pass --model or set TRUSS_MODEL", o.Provider)
+	}
+	return nil
+}
+
+// modelSettings checks the model-setting overrides and resolves them
+// against the model's profile.
+func (s *Session) modelSettings() (provider.Settings, error) {
+	o := &s.opts
+	switch o.ReasoningEffort {
+	case "", "none", "minimal", "low", "medium", "high", "xhigh":
+	default:
+		return provider.Settings{}, configErrorf("--reasoning-effort must be none, minimal, low, medium, high or xhigh, not %q", o.ReasoningEffort)
+	}
+	thinking := -1
+	if o.ThinkingTokens != nil {
+		thinking = *o.ThinkingTokens
+		if thinking != 0 && thinking < 1024 {
+			return provider.Settings{}, configErrorf("--thinking needs a budget of at least 1024 tokens (or 0 for none), not %d", thinking)
+		}
+	}
+	return s.prof.Settings(o.ReasoningEffort, thinking, o.ContextTokens, s.sessionID), nil
+}
+
+// createSession creates the session in the store, unless it is resumed or
+// not saved.
+func (s *Session) createSession() error {
+	o := &s.opts
+	if s.sess != nil || o.NoSession {
+		return nil
+	}
+	dir, err := s.sessionDir()
+	if err != nil {
+		return err
+	}
+	s.store = session.Store{Dir: dir}
+	meta := session.Meta{Workspace: s.w.root, Provider: o.Provider, Model: o.Model, Surface: s.set.Surface}
+	if o.Serve != "" {
+		meta.Provider, meta.Model, meta.Surface, meta.Task = "mcp", "-", serveSurface, "truss mcp serve"
+	}
+	if o.Provider == "sim" {
+		meta.Script, meta.SimDialect = o.Script, o.SimDialect
+	}
+	if s.sess, err = s.store.Create(meta); err != nil {
+		return err
+	}
+	s.created, s.sessionID = true, s.sess.Meta.ID
+	return nil
+}
+
+// openLedger starts the session's ledger, when one is written.
+func (s *Session) openLedger() error {
+	o := &s.opts
+	var dir string
+	switch {
+	case o.NoLedger:
+		return nil
+	case s.sess != nil:
+		dir = s.sess.LedgerDir(time.Now())
+	case o.LedgerDir != "":
+		dir = o.LedgerDir
+	default:
+		return nil
+	}
+	kd, err := s.keyDir()
+	if err != nil {
+		return err
+	}
+	signer, _, err := ledger.LoadOrCreateKey(kd)
+	if err != nil {
+		return err
+	}
+	id := cmpOr(s.sessionID, "session")
+	if err := s.step("ledger"); err != nil {
+		return err
+	}
+	if s.lw, err = ledger.Create(dir, id, signer); err != nil {
+		return err
+	}
+	if err := s.step("recorder"); err != nil {
+		return err
+	}
+	start := ledger.Start{Truss: o.Version, Provider: o.Provider, Model: o.Model, Surface: s.set.Surface,
+		Tools: toolDecls(s.set), Sandbox: s.w.enforced(), Workspace: s.w.root, Repo: repoState(s.w.root), Config: s.runConfig()}
+	if o.Serve != "" {
+		var decls []ledger.ToolDecl
+		for _, n := range serveTools(s.w.runner != nil) {
+			decls = append(decls, ledger.ToolDecl{Name: n, Kind: "mcp"})
+		}
+		start.Provider, start.Model, start.Surface, start.Tools = "mcp", "-", serveSurface, decls
+		start.Config = map[string]string{"transport": o.Serve}
+	}
+	if s.rec, err = ledger.NewRecorder(s.lw, start); err != nil {
+		return err
+	}
+	if s.children != nil {
+		s.children.setLedger(s.lw.Dir(), signer)
+	}
+	return nil
+}
+
+// runConfig is the configuration session.start records.
+func (s *Session) runConfig() map[string]string {
+	c := s.settings.Fields()
+	c["max_turns"], c["timeout"] = fmt.Sprint(cmpInt(s.opts.Budget.MaxTurns, 50)), s.w.timeout.String()
+	if m := s.mcp.summary(); m != "" {
+		c["mcp"] = m
+	}
+	if st := s.w.cfg.Trust.State; st != "" && st != trust.None {
+		c["project_config"] = string(st)
+	}
+	return c
+}
+
+func cmpInt(a, b int) int {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// repoState reads the repository's HEAD and whether it is dirty; nil when
+// the workspace is not a git repository. Git runs with none of the
+// repository's hooks, fsmonitor, filters or pagers (package gitsafe): its
+// configuration may have been written by a command.
+func repoState(dir string) *ledger.RepoState {
+	g := gitsafe.Git{Dir: dir}
+	head, err := g.Output(context.Background(), "rev-parse", "HEAD")
+	if err != nil {
+		return nil
+	}
+	st, _ := g.Output(context.Background(), "status", "--porcelain", "--ignore-submodules=all")
+	return &ledger.RepoState{Head: strings.TrimSpace(head), Dirty: len(strings.TrimSpace(st)) > 0}
+}
+
+// observers are the session's own observers, then the options'.
+func (s *Session) observers() agent.Observer {
+	var obs agent.Observers
+	if s.rec != nil {
+		obs = append(obs, s.rec)
+	}
+	// The shell (through the sandbox helper) starts while the model's
+	// first answer streams, not while the first request is being built
+	// and sent.
+	var prewarm sync.Once
+	obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+		if ev.Type == agent.EventDelta || ev.Type == agent.EventResponse {
+			prewarm.Do(s.w.shell.Prewarm)
+		}
+	}))
+	// A request that comes near the context the server was given is
+	// reported, as retries are.
+	window := s.contextLimit()
+	obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+		if ev.Type != agent.EventResponse {
+			return
+		}
+		u := ev.Response.Usage
+		if prompt := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens; provider.NearContext(prompt, window) {
+			s.warn(fmt.Sprintf("warning: the request of turn %d took %d of the %d tokens of context the server was given; later turns may not fit (see --context)", ev.Turn, prompt, window))
+		}
+	}))
+	if s.sess != nil {
+		sess := s.sess
+		obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+			switch ev.Type {
+			case agent.EventUser, agent.EventTurnCompleted:
+				if err := sess.Append(ev.Items...); err != nil && s.persist == nil {
+					s.persist = err
+				}
+			case agent.EventRunCompleted:
+				o := ev.Outcome
+				sess.Meta.Status, sess.Meta.Turns = string(o.Status), sess.Meta.Turns+o.Turns
+				sess.Meta.Usage.Add(o.Usage)
+				if err := sess.SaveMeta(); err != nil && s.persist == nil {
+					s.persist = err
+				}
+			}
+		}))
+	}
+	return append(obs, s.opts.Observers...)
+}
+
+// contextLimit is the context window the server gives a request: the one
+// sent (num_ctx), Ollama's own default when none is, else the model's.
+func (s *Session) contextLimit() int64 {
+	switch {
+	case s.settings.ContextTokens > 0:
+		return int64(s.settings.ContextTokens)
+	case s.dialect == "ollama":
+		return 4096 // Ollama's default num_ctx
+	}
+	return int64(s.prof.ContextWindow)
+}
+
+// Info describes the session.
+func (s *Session) Info() Info {
+	i := Info{Provider: s.opts.Provider, Model: s.opts.Model, Dialect: s.dialect, Surface: s.set.Surface,
+		ProfileGuess: s.prof.Guess, SessionID: s.sessionID, Workspace: s.w.root, Sandbox: s.w.enforced(),
+		Validation: s.w.runner != nil}
+	if s.lw != nil {
+		i.LedgerDir = s.lw.Dir()
+	}
+	return i
+}
+
+// Reached reports whether the model's server has answered at least once.
+func (s *Session) Reached() bool { return s.contact.Answered() }
+
+// Run adds task as a user message and runs the agent loop until it ends,
+// then, unless validation is off or on demand, the verification boundary.
+// The error is the harness's own (a closed session, no model); how the run
+// ended is in the outcome.
+func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
+	if s.isClosed() {
+		return Outcome{}, ErrClosed
+	}
+	if s.agent == nil {
+		return Outcome{}, errors.New("harness: the session has no model (NoModel)")
+	}
+	if s.created && !s.ran && s.sess.Meta.Task == "" {
+		s.sess.Meta.Task = task
+		if err := s.sess.SaveMeta(); err != nil && s.persist == nil {
+			s.persist = err
+		}
+	}
+	s.ran = true
+	out := s.agent.Run(ctx, task)
+	res := Outcome{Agent: *out, SessionID: s.sessionID, Usage: s.agent.Usage()}
+	// The first request could not connect: nothing happened.
+	res.Unreached = out.Status == agent.StatusFailed && !s.contact.Answered() && provider.NoConnection(out.Err)
+	if !res.Unreached && !s.opts.Validation.OnDemand {
+		res.Verdict = s.boundary(ctx)
+	}
+	s.sealed(&res)
+	if s.persist != nil {
+		s.warn(fmt.Sprintf("the session could not be saved: %v", s.persist))
+		s.persist = nil
+	}
+	return res, nil
+}
+
+// Validate runs the verification boundary now: Truss runs the project's
+// checks once more itself, in the sandbox, and records the verdict in the
+// ledger. It returns nil when there are no checks to run.
+func (s *Session) Validate(ctx context.Context) (*Verdict, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	return s.boundary(ctx), nil
+}
+
+// boundary is the verification boundary; nil when there are no checks.
+func (s *Session) boundary(ctx context.Context) *Verdict {
+	r := s.w.runner
+	if r == nil || ctx.Err() != nil {
+		return nil
+	}
+	sum, res := r.Run(ctx)
+	log := res.Stdout + res.Stderr
+	if s.rec != nil {
+		s.rec.Validation(map[string]any{"boundary": true, "env": r.Env, "summary": sum}, []byte(log))
+	}
+	return &Verdict{Summary: sum, Log: log}
+}
+
+// sealed fills in the ledger's state after everything observed so far.
+func (s *Session) sealed(o *Outcome) {
+	if s.lw == nil {
+		return
+	}
+	s.rec.Flush()
+	size, root, _, err := s.lw.Seal()
+	if err != nil {
+		s.warn(fmt.Sprintf("the ledger could not be sealed: %v", err))
+	}
+	o.LedgerDir, o.LedgerSize, o.LedgerRoot = s.lw.Dir(), size, root
+}
+
+// Execute runs one call on the session's executors, as the agent loop
+// would (a panicking executor gives an internal-error result), without
+// recording it.
+func (s *Session) Execute(ctx context.Context, call tool.Call) tool.Result {
+	r, _ := agent.Execute(ctx, s.exec, call)
+	return r
+}
+
+// Transcript returns the conversation so far (a resumed session's
+// included), for a caller that shows it.
+func (s *Session) Transcript() []model.Item {
+	if s.agent == nil {
+		return nil
+	}
+	return slices.Clone(s.agent.Transcript())
+}
+
+// Tools returns the session's tool set.
+func (s *Session) Tools() *surface.Set { return s.set }
+
+func (s *Session) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close releases everything the session opened: it seals and closes the
+// ledger, saves or (when the model was never reached) removes the session,
+// stops the MCP servers, the simulated model, the shells and the sandbox,
+// and removes the temporary files. It returns the first error closing the
+// ledger; warnings go to OnWarning. Close is idempotent.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	var err error
+	if s.rec != nil {
+		if cerr := s.rec.Close(); cerr != nil {
+			s.warn(fmt.Sprintf("the ledger missed an event: %v", cerr))
+			err = cerr
+		}
+	}
+	if s.lw != nil {
+		if cerr := s.lw.Close(); cerr != nil {
+			s.warn(fmt.Sprintf("the ledger could not be closed: %v", cerr))
+			if err == nil {
+				err = cerr
+			}
+		}
+	}
+	if s.sess != nil {
+		if s.created && !s.opts.NoModel && !s.contact.Answered() {
+			// Nothing to keep or resume: the model was never reached.
+			s.sess.Remove()
+		} else {
+			s.sess.Close()
+		}
+	}
+	s.mcp.close()
+	s.cancel()
+	if s.w != nil {
+		s.w.close()
+	}
+	return err
+}

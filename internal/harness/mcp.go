@@ -1,0 +1,298 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trussdev/truss/internal/config"
+	"github.com/trussdev/truss/internal/mcp/client"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/termsafe"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// MCPConfigs returns the MCP servers of a loaded configuration and the
+// options, sorted by name; a server of the options replaces a configured
+// one of the same name.
+func MCPConfigs(cfg *config.Config, o MCPOptions) ([]client.ServerConfig, error) {
+	if o.Off {
+		return nil, nil
+	}
+	byName := map[string]client.ServerConfig{}
+	for name, s := range cfg.MCP.Servers {
+		if s.Enabled != nil && !*s.Enabled {
+			continue
+		}
+		sc := client.ServerConfig{Name: name, Command: s.Command, Args: s.Args, Dir: s.Cwd, URL: s.URL,
+			StartupTimeout: s.StartupTimeoutValue(), ToolTimeout: s.ToolTimeoutValue(), Enabled: s.EnabledTools, Disabled: s.DisabledTools}
+		for k, v := range s.Env {
+			sc.Env = append(sc.Env, k+"="+v)
+		}
+		sort.Strings(sc.Env)
+		if len(s.Headers) > 0 || s.BearerTokenEnv != "" {
+			sc.Headers = map[string]string{}
+			for k, v := range s.Headers {
+				sc.Headers[k] = v
+			}
+			if s.BearerTokenEnv != "" {
+				tok := os.Getenv(s.BearerTokenEnv)
+				if tok == "" {
+					return nil, fmt.Errorf("%s: [mcp.servers.%s] bearer_token_env names %s, which is not set", config.Path, name, s.BearerTokenEnv)
+				}
+				sc.Headers["Authorization"] = "Bearer " + tok
+			}
+		}
+		byName[name] = sc
+	}
+	for _, sc := range o.Servers {
+		byName[sc.Name] = sc
+	}
+	var out []client.ServerConfig
+	for _, sc := range byName {
+		out = append(out, sc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// mcpSession is the MCP servers of one session.
+type mcpSession struct {
+	m    *client.Manager
+	set  *surface.Set
+	warn func(string)
+
+	mu   sync.Mutex
+	live bool // past the first turn's wait: ready servers add their tools at once
+}
+
+// warnWriter turns the lines written to it ("truss: mcp: ...") into
+// warnings.
+type warnWriter struct {
+	mu   sync.Mutex
+	buf  []byte
+	warn func(string)
+}
+
+func (w *warnWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := strings.TrimPrefix(string(w.buf[:i]), "truss: ")
+		w.buf = w.buf[i+1:]
+		w.warn(line)
+	}
+}
+
+// startMCP starts the configured servers (at once, each on its own
+// goroutine) and routes MCP calls to them; nil when none is configured.
+func (s *Session) startMCP(ctx context.Context, w *workspace, set *surface.Set) (*mcpSession, error) {
+	cfgs, err := MCPConfigs(w.cfg, s.opts.MCP)
+	if err != nil || len(cfgs) == 0 {
+		return nil, err
+	}
+	ms := &mcpSession{set: set, warn: s.warn}
+	ms.m = client.Start(ctx, cfgs, client.Options{Client: "truss", Version: s.opts.Version, Dialect: s.dialect,
+		Log: &warnWriter{warn: s.warn}, OnReady: ms.ready})
+	w.handleShared(tool.OpMCP, ms.m)
+	return ms, nil
+}
+
+// ready adds a server's tools once the session is live.
+func (ms *mcpSession) ready(srv *client.Server) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if !ms.live {
+		return
+	}
+	if n := ms.add(srv); n > 0 {
+		ms.warn(fmt.Sprintf("mcp: server %s is ready; %d tools of it are offered from the next turn", srv.Name(), n))
+	}
+}
+
+// add offers the server's tools that are not offered yet (a tool it no
+// longer lists stays declared; a call of it gets the server's error).
+func (ms *mcpSession) add(srv *client.Server) int {
+	n := 0
+	for _, b := range ms.m.Bindings(srv) {
+		if _, have := ms.set.Lookup(b.Spec().Name); have {
+			continue
+		}
+		if err := ms.set.Add(b); err != nil {
+			ms.warn(fmt.Sprintf("mcp: server %s: %s; the tool is not offered", srv.Name(), termsafe.String(err.Error())))
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// wait waits for the servers up to d, then offers the tools of those that
+// are ready, in configuration order, and says which are still starting.
+func (ms *mcpSession) wait(ctx context.Context, d time.Duration) {
+	if ms == nil {
+		return
+	}
+	pending := ms.m.Wait(ctx, d)
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for _, srv := range ms.m.Servers() {
+		if st, _ := srv.State(); st == client.Ready {
+			ms.add(srv)
+		}
+	}
+	for _, srv := range pending {
+		ms.warn(fmt.Sprintf("mcp: server %s is still starting after %s; its tools will be offered once it is ready", srv.Name(), d))
+	}
+	ms.live = true
+}
+
+// notes tells the model which configured servers are not offering tools
+// at the start, and why (for the system prompt, which stays the same for
+// the whole session).
+func (ms *mcpSession) notes() string {
+	if ms == nil {
+		return ""
+	}
+	var lines []string
+	for _, srv := range ms.m.Servers() {
+		switch st, err := srv.State(); st {
+		case client.Starting:
+			lines = append(lines, fmt.Sprintf("- The MCP server %s is still starting; its tools (mcp__%s__*) will be offered once it is ready.", srv.Name(), srv.Name()))
+		case client.Failed:
+			lines = append(lines, fmt.Sprintf("- The MCP server %s failed to start (%v); its tools are not available.", srv.Name(), err))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\n\n# MCP servers\n\n" + strings.Join(lines, "\n")
+}
+
+// summary describes the servers for the ledger: name, state, tool count.
+func (ms *mcpSession) summary() string {
+	if ms == nil {
+		return ""
+	}
+	var parts []string
+	for _, srv := range ms.m.Servers() {
+		st, _ := srv.State()
+		parts = append(parts, fmt.Sprintf("%s:%s:%d", srv.Name(), st, len(srv.Tools())))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (ms *mcpSession) close() {
+	if ms != nil {
+		ms.m.Close()
+	}
+}
+
+// mcpWait returns the first turn's wait: the option, else the
+// configuration, else the default.
+func mcpWait(o MCPOptions, cfg *config.Config) time.Duration {
+	if o.Wait != nil {
+		return *o.Wait
+	}
+	if d, ok := cfg.MCP.StartupWaitValue(); ok {
+		return d
+	}
+	return DefaultMCPWait
+}
+
+// MCPServerInfo is one configured MCP server as truss mcp list shows it.
+type MCPServerInfo struct {
+	Name     string
+	State    string
+	Err      error
+	Protocol string
+	Tools    []MCPToolInfo
+}
+
+// MCPToolInfo is one tool of an MCP server.
+type MCPToolInfo struct {
+	Name        string
+	OfferedAs   string
+	Description string
+	InputSchema any
+}
+
+// MCPServers are MCP servers started to be looked at or called by hand
+// (truss mcp list, truss mcp call), through the client a session uses.
+type MCPServers struct {
+	// Servers are the servers in configuration order, each started or
+	// failed.
+	Servers []MCPServerInfo
+	mgr     *client.Manager
+}
+
+// StartMCP starts the MCP servers the configuration of root and the
+// options name (only those in names, when given) and waits until each has
+// started or failed. onWarning, when set, gets their diagnostics and an
+// untrusted configuration's warning. Close stops them.
+func StartMCP(ctx context.Context, root string, o MCPOptions, names []string, version string, onWarning func(string)) (*MCPServers, error) {
+	cfg, err := config.Load(root)
+	if err != nil {
+		return nil, err
+	}
+	warn := func(string) {}
+	if onWarning != nil {
+		warn = onWarning
+	}
+	if msg := cfg.Trust.Warning(); msg != "" {
+		warn(msg)
+	}
+	cfgs, err := MCPConfigs(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) > 0 {
+		var keep []client.ServerConfig
+		for _, c := range cfgs {
+			if slices.Contains(names, c.Name) {
+				keep = append(keep, c)
+			}
+		}
+		for _, n := range names {
+			if !slices.ContainsFunc(keep, func(c client.ServerConfig) bool { return c.Name == n }) {
+				return nil, configErrorf("no MCP server named %q is configured (in %s or by --mcp)", n, config.Path)
+			}
+		}
+		cfgs = keep
+	}
+	if len(cfgs) == 0 {
+		return nil, configErrorf("no MCP servers are configured (in %s or by --mcp)", config.Path)
+	}
+	m := &MCPServers{mgr: client.Start(ctx, cfgs, client.Options{Client: "truss", Version: version, Log: &warnWriter{warn: warn}})}
+	m.mgr.Wait(ctx, -1)
+	for _, srv := range m.mgr.Servers() {
+		st, serr := srv.State()
+		si := MCPServerInfo{Name: srv.Name(), State: string(st), Err: serr, Protocol: srv.Protocol()}
+		for _, t := range srv.Tools() {
+			si.Tools = append(si.Tools, MCPToolInfo{Name: t.Name, OfferedAs: client.ToolName(srv.Name(), t.Name), Description: t.Description, InputSchema: t.InputSchema})
+		}
+		m.Servers = append(m.Servers, si)
+	}
+	return m, nil
+}
+
+// Call calls a server's tool with the arguments object as JSON, as a
+// session's mcp.call does.
+func (m *MCPServers) Call(ctx context.Context, server, toolName string, args json.RawMessage) tool.Result {
+	return m.mgr.Execute(ctx, tool.Call{ID: "cli", Op: tool.OpMCP, Args: &tool.MCPArgs{Server: server, Tool: toolName, Arguments: args}})
+}
+
+// Close stops the servers.
+func (m *MCPServers) Close() error { return m.mgr.Close() }

@@ -1,0 +1,250 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/mcp/client"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/tool/shell"
+	"github.com/trussdev/truss/internal/validate"
+)
+
+// Options configure a session. They are plain values: zero values take the
+// defaults, the project's configuration (.truss/config.toml) and the
+// environment, as `truss run` does without flags.
+type Options struct {
+	// Version is Truss's version, recorded in the ledger and sent to MCP
+	// servers.
+	Version string
+
+	// Provider names the provider (Providers(): "anthropic", "openai",
+	// "chat", "ollama", "sim"); "" picks it from the environment. Model is
+	// the model ("" for $TRUSS_MODEL, else the provider's default).
+	Provider string
+	Model    string
+	// Surface is the tool surface: "" or "auto" picks the model's trained
+	// surface, "generic" forces Truss's function tools.
+	Surface string
+	// Script is the simulated model's script file (DemoScript for the
+	// bundled demo fix), SimDialect the dialect it speaks ("" for
+	// anthropic), SimRoot the workspace it names files in.
+	Script     string
+	SimDialect string
+	SimRoot    string
+	// ServerTools are provider-executed tools to enable (Anthropic's
+	// web_search, ...); Stateful chains Responses API turns with
+	// previous_response_id.
+	ServerTools []string
+	Stateful    bool
+	// ReasoningEffort, ThinkingTokens and ContextTokens override the
+	// model profile's settings: "" / nil / 0 keep the profile's (a
+	// ThinkingTokens of 0 turns thinking off).
+	ReasoningEffort string
+	ThinkingTokens  *int
+	ContextTokens   int
+
+	// Root is the workspace root ("" for the current directory, or the
+	// resumed session's); ReadOnlyDirs and WritableDirs are extra roots.
+	Root         string
+	ReadOnlyDirs []string
+	WritableDirs []string
+	// ShellTimeout is a command's timeout (0: shell.DefaultTimeout);
+	// AllowEnv names variables commands get although Truss withholds them.
+	ShellTimeout time.Duration
+	AllowEnv     []string
+	// MemoryDir is the memory tool's directory ("" for one per project
+	// under the user's data directory).
+	MemoryDir string
+	// CacheName names the workspace's build caches instead of its path
+	// (one cache for every demo, though each has a new directory).
+	CacheName string
+	// Sandbox is what commands may do.
+	Sandbox SandboxOptions
+
+	// Budget bounds each Run; MaxResultChars the tool result text the
+	// model reads (0: 30,000).
+	Budget         agent.Budget
+	MaxResultChars int
+
+	// SessionDir is where sessions are stored ("" for the user's
+	// session directory). Resume continues the session with this id.
+	// NoSession saves no session (and so writes no ledger unless
+	// LedgerDir is set); NoLedger writes no ledger.
+	SessionDir string
+	Resume     string
+	NoSession  bool
+	NoLedger   bool
+	// LedgerDir, with NoSession, is the directory of the session's ledger
+	// (which must not hold one yet): a ledger without a session store.
+	LedgerDir string
+	// KeyDir holds the signing key ("" for the installation's).
+	KeyDir string
+
+	// Validation configures the project's checks and the verification
+	// boundary.
+	Validation ValidationOptions
+	// Spawn configures sub-agents.
+	Spawn SpawnOptions
+	// MCP configures the MCP servers whose tools the model is offered.
+	MCP MCPOptions
+
+	// Observers get every event of every Run, after the session's own
+	// recorders (the observer contract of agent.Observer holds).
+	Observers []agent.Observer
+	// ObserveChild, when set, returns an observer of a sub-agent's events
+	// (name is its session id below the top agent's, "call_1.call_2").
+	ObserveChild func(name string) agent.Observer
+	// OnRetry is told of each retry of a model request; OnWarning of
+	// anything the user should know (an untrusted configuration, a model
+	// without a profile, a request near the context limit, an MCP server's
+	// trouble, a ledger or session that could not be written). Either may
+	// be nil.
+	OnRetry   func(attempt int, wait time.Duration, err error)
+	OnWarning func(msg string)
+
+	// NoModel opens the workspace, its executors and its records without a
+	// model: Run fails, Execute and ServeMCP work (truss tool call, truss
+	// mcp serve).
+	NoModel bool
+	// Tools, when set, is the tool set instead of the surface's (truss
+	// tool call offers every version of a surface's tools).
+	Tools *surface.Set
+	// Serve, when set, makes the session an MCP server's: Truss's tools
+	// for an MCP client (ServeMCP), recorded with this transport ("stdio",
+	// "http ADDR"). It implies NoModel.
+	Serve string
+
+	// failAt makes Open fail at the named step (tests of the error paths).
+	failAt string
+}
+
+// SandboxOptions configure the sandbox of the session's commands.
+type SandboxOptions struct {
+	// Mode is what commands may write ("": the project's configuration,
+	// else sandbox.WorkspaceWrite).
+	Mode sandbox.Mode
+	// Network allows network access (nil: the project's configuration,
+	// else off).
+	Network *bool
+	// Fallback accepts a weaker mode where the host cannot enforce one.
+	Fallback sandbox.Fallback
+	// Memory and DiskBudget limit the commands together, in bytes (0:
+	// the default; -1: no limit).
+	Memory, DiskBudget int64
+}
+
+// ValidationOptions configure the project's checks.
+type ValidationOptions struct {
+	// Off offers no validate tool and runs no checks.
+	Off bool
+	// TestCmd is the test command ("" for the configured or detected
+	// one); SetupCmds run before it.
+	TestCmd   string
+	SetupCmds []string
+	// OnDemand runs the verification boundary only when Validate is
+	// called, not at the end of every Run.
+	OnDemand bool
+}
+
+// SpawnOptions configure sub-agents.
+type SpawnOptions struct {
+	// Off offers no spawn tool.
+	Off bool
+	// MaxDepth is how deep agents nest (0: 2); MaxParallel how many
+	// children one agent runs at once (0: 4); MaxTurns a child's turn
+	// limit unless its call or definition sets one (0: 30).
+	MaxDepth, MaxParallel, MaxTurns int
+}
+
+// MCPOptions configure the MCP servers.
+type MCPOptions struct {
+	// Off starts no servers.
+	Off bool
+	// Servers are added to the configuration's; one replaces a configured
+	// server of the same name.
+	Servers []MCPServer
+	// Wait is how long the first turn waits for servers to start (nil:
+	// the configuration's startup_wait, else DefaultMCPWait).
+	Wait *time.Duration
+}
+
+// MCPServer configures one MCP server: Command (with Args, Env and Dir)
+// for a stdio server, or URL (with Headers) for a streamable-HTTP one.
+type MCPServer = client.ServerConfig
+
+// DefaultShellTimeout is a command's timeout when Options.ShellTimeout
+// is 0.
+const DefaultShellTimeout = shell.DefaultTimeout
+
+// DefaultMCPWait is how long the first turn waits for MCP servers.
+const DefaultMCPWait = time.Second
+
+// Outcome is what one Run did.
+type Outcome struct {
+	// Agent is the agent loop's outcome (Usage is the session's so far).
+	Agent agent.Outcome
+	// Verdict is the verification boundary's; nil when it did not run.
+	Verdict *Verdict
+	// Unreached reports that the first request could not connect: the
+	// model was never reached and nothing happened.
+	Unreached bool
+	// SessionID is the session's id ("" when not saved).
+	SessionID string
+	// LedgerDir is the ledger's directory ("" when none is written);
+	// LedgerSize and LedgerRoot the tree size and root hash its last
+	// checkpoint signs, after this Run.
+	LedgerDir  string
+	LedgerSize uint64
+	LedgerRoot []byte
+	// Usage is the session's usage so far, sub-agents' included.
+	Usage model.Usage
+}
+
+// Verdict is the verification boundary's outcome: the checks' summary and
+// their full log.
+type Verdict struct {
+	validate.Summary
+	Log string
+}
+
+// Info describes an open session.
+type Info struct {
+	Provider, Model, Dialect, Surface string
+	// ProfileGuess reports that the model has no profile: default limits.
+	ProfileGuess bool
+	SessionID    string
+	// Workspace is the absolute workspace root; Sandbox the sandbox
+	// actually enforced.
+	Workspace string
+	Sandbox   string
+	// LedgerDir is the ledger's directory ("" when none is written).
+	LedgerDir string
+	// Validation reports that the project's checks are known (the
+	// boundary runs).
+	Validation bool
+}
+
+// ConfigError is an error in the options or the environment (a missing
+// key, an unknown provider, a bad value): the caller's to fix, reported as
+// a usage error.
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return e.Msg }
+
+func configErrorf(format string, args ...any) error {
+	return &ConfigError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsConfigError reports whether err is a ConfigError.
+func IsConfigError(err error) bool {
+	var ce *ConfigError
+	return errors.As(err, &ce)
+}
+
+// ErrClosed is returned by a Run on a closed session.
+var ErrClosed = errors.New("harness: the session is closed")

@@ -1,0 +1,299 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/trussdev/truss/examples"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
+	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
+	"github.com/trussdev/truss/internal/provider/chatcompat"
+	"github.com/trussdev/truss/internal/provider/ollama"
+	openaiprov "github.com/trussdev/truss/internal/provider/openai"
+	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/surface"
+)
+
+// Endpoint is what a dialect's constructor needs: where the API is, the
+// key, the session's retry policy and model settings.
+type Endpoint struct {
+	BaseURL string
+	APIKey  string
+	Model   string
+	Retry   provider.RetryPolicy
+	// Settings are the session's model settings; a constructor may fill in
+	// what the server reports (Ollama's context length, when ProbeContext).
+	Settings     *provider.Settings
+	ServerTools  []string
+	Stateful     bool
+	ProbeContext bool
+}
+
+// Dialect is one API dialect an adapter speaks.
+type Dialect struct {
+	// Name is the dialect's name, as surface profiles and the simulated
+	// model know it: "anthropic", "responses", "chat", "ollama".
+	Name string
+	// SimPath is what follows the simulated model's base URL for this
+	// dialect ("/v1" for the OpenAI dialects).
+	SimPath string
+	// New returns the adapter on an endpoint.
+	New func(ctx context.Context, e Endpoint) provider.Provider
+}
+
+// Dialects returns the API dialects of this build.
+func Dialects() []Dialect { return slices.Clone(dialects) }
+
+var dialects = []Dialect{
+	{Name: "anthropic", New: func(_ context.Context, e Endpoint) provider.Provider {
+		return anthropicprov.New(anthropicprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, ServerTools: e.ServerTools,
+			ThinkingBudget: int64(settings(e).ThinkingTokens)})
+	}},
+	{Name: openaiprov.Dialect, SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
+		s := settings(e)
+		return openaiprov.New(openaiprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, Stateful: e.Stateful,
+			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey})
+	}},
+	{Name: "chat", SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
+		return chatcompat.New(chatcompat.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, ReasoningEffort: settings(e).ReasoningEffort})
+	}},
+	{Name: "ollama", New: func(ctx context.Context, e Endpoint) provider.Provider {
+		// Without a context from the options or the profile, the server is
+		// asked what the model supports (at most surface.MaxNumCtx), so
+		// that the first request is not cut to Ollama's small default.
+		c := &ollama.Client{Host: e.BaseURL, Retry: e.Retry}
+		s := settings(e)
+		if s.ContextTokens == 0 && e.ProbeContext {
+			if n, err := c.ContextLength(ctx, e.Model); err == nil {
+				s.ContextTokens = min(n, surface.MaxNumCtx)
+			}
+		}
+		c.NumCtx = s.ContextTokens
+		return c
+	}},
+}
+
+func settings(e Endpoint) *provider.Settings {
+	if e.Settings == nil {
+		return &provider.Settings{}
+	}
+	return e.Settings
+}
+
+// dialect returns the dialect named name.
+func dialect(name string) (Dialect, bool) {
+	for _, d := range dialects {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Dialect{}, false
+}
+
+// DialectNames lists the dialects: "anthropic, responses, chat or ollama".
+func DialectNames() string {
+	var names []string
+	for _, d := range dialects {
+		names = append(names, d.Name)
+	}
+	return orList(names)
+}
+
+// ProviderDef defines one provider: how it is named, which dialect it
+// speaks, which environment variables configure it, and how it is made.
+// The table of them (Providers) produces the wiring, the help text and the
+// error texts.
+type ProviderDef struct {
+	// Name is the provider's name (--provider); Aliases other names of it.
+	Name    string
+	Aliases []string
+	// Dialect is the API dialect it speaks ("" for the simulated model,
+	// which speaks the one asked for).
+	Dialect string
+	// Title says what it is, for the help: "OpenAI's Responses API".
+	Title string
+	// Note is said in parentheses after it in the help, when no key is
+	// needed ("vLLM, LM Studio, ...").
+	Note string
+	// KeyEnv names the API key's variable; KeyRequired makes it required.
+	KeyEnv      string
+	KeyRequired bool
+	// BaseURLEnv names the base URL's variable; BaseURLRequired makes it
+	// required, BaseURLHint says what it is in the error when it is
+	// missing, DefaultBaseURL is used when it is not set.
+	BaseURLEnv      string
+	BaseURLRequired bool
+	BaseURLHint     string
+	DefaultBaseURL  string
+	// Detect is the variable whose presence selects this provider when
+	// none is named, DetectNote what the variable configures (for the
+	// error that none is set). The table's order is the detection order.
+	Detect, DetectNote string
+	// DefaultModel is used when no model is named ("" requires one).
+	DefaultModel string
+}
+
+// Providers returns the table of the providers of this build, in the
+// order their variables are detected.
+func Providers() []ProviderDef { return slices.Clone(providers) }
+
+var providers = []ProviderDef{
+	{Name: "chat", Aliases: []string{"openai-compatible"}, Dialect: "chat", Title: "an OpenAI-compatible server",
+		Note: "vLLM, LM Studio, llama.cpp, Ollama /v1", KeyEnv: "OPENAI_API_KEY",
+		BaseURLEnv: "OPENAI_BASE_URL", BaseURLRequired: true, BaseURLHint: "the server's /v1 URL (for example http://127.0.0.1:8000/v1)",
+		Detect: "OPENAI_BASE_URL", DetectNote: "an OpenAI-compatible server"},
+	{Name: "openai", Dialect: openaiprov.Dialect, Title: "OpenAI's Responses API", KeyEnv: "OPENAI_API_KEY", KeyRequired: true,
+		BaseURLEnv: "OPENAI_BASE_URL", Detect: "OPENAI_API_KEY", DetectNote: "OpenAI", DefaultModel: "gpt-5.2"},
+	{Name: "ollama", Dialect: "ollama", Title: "Ollama's native API", BaseURLEnv: "OLLAMA_HOST", DefaultBaseURL: ollama.DefaultHost,
+		Detect: "OLLAMA_HOST", DetectNote: "Ollama"},
+	{Name: "anthropic", Dialect: "anthropic", Title: "Anthropic's Messages API", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true,
+		BaseURLEnv: "ANTHROPIC_BASE_URL", Detect: "ANTHROPIC_API_KEY", DetectNote: "Anthropic; ANTHROPIC_BASE_URL optional", DefaultModel: "claude-sonnet-4-5"},
+	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
+}
+
+// simModels are the simulated model's default model names by dialect.
+var simModels = map[string]string{"anthropic": "sim-claude", openaiprov.Dialect: "sim-gpt"}
+
+// lookupProvider returns the provider named name (or one of its aliases).
+func lookupProvider(name string) (ProviderDef, bool) {
+	for _, p := range providers {
+		if p.Name == name {
+			return p, true
+		}
+		for _, a := range p.Aliases {
+			if a == name {
+				return p, true
+			}
+		}
+	}
+	return ProviderDef{}, false
+}
+
+// ProviderHelp is the help text of the providers and their variables, one
+// line each.
+func ProviderHelp() string {
+	var sb strings.Builder
+	for _, p := range providers {
+		line := p.Title
+		switch {
+		case p.KeyEnv != "" && p.KeyRequired:
+			line += " with " + p.KeyEnv
+			if p.BaseURLEnv != "" {
+				line += " (" + p.BaseURLEnv + " optional)"
+			}
+		case p.BaseURLEnv != "":
+			line += " at " + p.BaseURLEnv
+			if p.DefaultBaseURL != "" {
+				line += " (default " + p.DefaultBaseURL + ")"
+			} else if p.Note != "" {
+				line += " (" + p.Note + ")"
+			}
+		}
+		fmt.Fprintf(&sb, "  --provider %-10s %s\n", p.Name, line)
+	}
+	return sb.String()
+}
+
+// detectProvider returns the provider the environment configures.
+func detectProvider(getenv func(string) string) (string, error) {
+	var vars []string
+	for _, p := range providers {
+		if p.Detect == "" {
+			continue
+		}
+		if getenv(p.Detect) != "" {
+			return p.Name, nil
+		}
+		vars = append(vars, fmt.Sprintf("%s (%s)", p.Detect, p.DetectNote))
+	}
+	return "", configErrorf("no model provider configured: set %s, and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none", orList(vars))
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// ProviderNames lists the providers: "chat, openai, ollama, anthropic or sim".
+func ProviderNames() string {
+	var names []string
+	for _, p := range providers {
+		names = append(names, p.Name)
+	}
+	return orList(names)
+}
+
+// endpoint reads a provider's variables: its base URL and key, checked.
+func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err error) {
+	if p.BaseURLEnv != "" {
+		base = getenv(p.BaseURLEnv)
+	}
+	if base == "" && p.BaseURLRequired {
+		return "", "", configErrorf("provider %s needs %s, %s", p.Name, p.BaseURLEnv, p.BaseURLHint)
+	}
+	if p.Name == "ollama" {
+		base = ollama.HostURL(base)
+	} else if base == "" {
+		base = p.DefaultBaseURL
+	}
+	if p.KeyEnv != "" {
+		key = getenv(p.KeyEnv)
+	}
+	if key == "" && p.KeyRequired {
+		return "", "", configErrorf("provider %s needs %s", p.Name, p.KeyEnv)
+	}
+	return base, key, nil
+}
+
+// DemoScript names the bundled demo fix as a simulated model's script.
+const DemoScript = "demo"
+
+// newProvider builds the session's adapter. The simulated model is started
+// on a loopback port for the life of ctx.
+func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (provider.Provider, error) {
+	o := &s.opts
+	e := Endpoint{Model: o.Model, Retry: retry, Settings: &s.settings, ServerTools: o.ServerTools, Stateful: o.Stateful, ProbeContext: true}
+	def, _ := lookupProvider(o.Provider)
+	if def.Name != "sim" {
+		d, _ := dialect(def.Dialect)
+		var err error
+		if e.BaseURL, e.APIKey, err = def.endpoint(os.Getenv); err != nil {
+			return nil, err
+		}
+		return d.New(ctx, e), nil
+	}
+	script := examples.DemoScript
+	if o.Script != DemoScript {
+		b, err := os.ReadFile(o.Script)
+		if err != nil {
+			return nil, configErrorf("--script: %v", err)
+		}
+		script = b
+	}
+	sc, err := sim.ParseScript(script)
+	if err != nil {
+		return nil, configErrorf("%v", err)
+	}
+	srv := sim.New(sc)
+	srv.Root = o.SimRoot
+	base, err := srv.Listen(s.life) // for the life of the session
+	if err != nil {
+		return nil, err
+	}
+	d, _ := dialect(s.dialect)
+	e.BaseURL, e.APIKey = base+d.SimPath, "sim"
+	return d.New(ctx, e), nil
+}
+
+// declarer is an adapter that can show its wire form of tool declarations.
+type declarer interface {
+	DeclareTools([]model.ToolSpec) (json.RawMessage, error)
+}

@@ -1,0 +1,381 @@
+package harness
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/trussdev/truss/internal/config"
+	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/subagent"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/tool/fs"
+	"github.com/trussdev/truss/internal/tool/memory"
+	"github.com/trussdev/truss/internal/tool/patch"
+	"github.com/trussdev/truss/internal/tool/shell"
+	"github.com/trussdev/truss/internal/toolcache"
+	"github.com/trussdev/truss/internal/trust"
+	"github.com/trussdev/truss/internal/validate"
+)
+
+// workspace is the executors of one session on its workspace.
+type workspace struct {
+	ws      *fs.Workspace
+	locks   *fs.Locks // every workspace the session opens on a directory shares them
+	shell   *shell.Session
+	memory  *memory.Store
+	sandbox *sandbox.Sandbox
+	tmp     string // the session's temporary directory
+	mux     tool.Mux
+	root    string // the absolute workspace root
+
+	cfg      *config.Config // the project's .truss/config.toml
+	cacheEnv []string       // the sandboxed commands' cache variables
+	timeout  time.Duration
+	allowEnv []string
+	undo     bool // the editor keeps an edit history
+
+	// shared are the routes sub-agents share with the top agent (memory,
+	// MCP); runner is the validation runner, if any.
+	shared map[tool.Op]tool.Executor
+	runner *validate.Runner
+}
+
+// handleShared routes op to e for the top agent and every sub-agent.
+func (w *workspace) handleShared(op tool.Op, e tool.Executor) {
+	if w.shared == nil {
+		w.shared = map[tool.Op]tool.Executor{}
+	}
+	w.shared[op] = e
+	w.mux.Handle(op, e)
+}
+
+// openWorkspace opens the workspace and its executors; the memory store
+// only when the tool set has a memory tool, and edit history when it can
+// undo. On error nothing stays open.
+func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
+	o := &s.opts
+	var extra []fs.RootSpec
+	for _, d := range o.ReadOnlyDirs {
+		extra = append(extra, fs.RootSpec{Path: d, ReadOnly: true})
+	}
+	for _, d := range o.WritableDirs {
+		extra = append(extra, fs.RootSpec{Path: d})
+	}
+	locks := &fs.Locks{}
+	ws, err := fs.OpenWith(cmp.Or(o.Root, "."), fs.WorkspaceOptions{Extra: extra, Locks: locks})
+	if err != nil {
+		return nil, err
+	}
+	w = &workspace{ws: ws, locks: locks, timeout: cmp.Or(o.ShellTimeout, shell.DefaultTimeout), allowEnv: o.AllowEnv}
+	defer func() {
+		if err != nil {
+			w.close()
+			w = nil
+		}
+	}()
+	if w.tmp, err = os.MkdirTemp("", "truss-session-"); err != nil {
+		return w, err
+	}
+	w.root, _ = filepath.Abs(ws.Dir())
+	if w.cfg, err = config.Load(w.root); err != nil {
+		return w, err
+	}
+	pl, caches, err := s.plan(w.root, w.tmp, w.cfg)
+	if err != nil {
+		return w, err
+	}
+	if caches != nil {
+		if err := caches.Make(); err != nil {
+			return w, err
+		}
+		w.cacheEnv = caches.Env
+	}
+	if w.sandbox, err = sandbox.New(pl); err != nil {
+		return w, err
+	}
+	w.shell = w.newShellIn(ws.Dir(), w.tmp)
+	_, w.undo = set.Lookup("str_replace_editor")
+	w.route(&w.mux, ws, w.shell)
+	if _, ok := set.Lookup("memory"); ok {
+		dir := o.MemoryDir
+		if dir == "" {
+			if dir, err = defaultMemoryDir(ws.Dir()); err != nil {
+				return w, err
+			}
+		}
+		if w.memory, err = memory.Open(dir); err != nil {
+			return w, err
+		}
+		for _, op := range memory.Ops {
+			w.handleShared(op, w.memory)
+		}
+	}
+	return w, nil
+}
+
+// plan decides the sandbox of a workspace on this host: the options, else
+// the project's configuration, else workspace-write with the network off.
+// It returns the commands' caches (nil with full access).
+func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *toolcache.Caches, error) {
+	so := s.opts.Sandbox
+	mode := so.Mode
+	if mode == "" {
+		m, err := sandbox.ParseMode(cmp.Or(cfg.Sandbox.Mode, string(sandbox.WorkspaceWrite)))
+		if err != nil {
+			return nil, nil, &ConfigError{Msg: err.Error()}
+		}
+		mode = m
+	}
+	network := false
+	if so.Network != nil {
+		network = *so.Network
+	} else if cfg.Sandbox.Network != nil {
+		network = *cfg.Sandbox.Network
+	}
+	p := sandbox.DefaultPolicy(root, tmp)
+	p.Mode, p.Network = mode, network
+	if so.Memory != 0 {
+		p.Limits.Memory = so.Memory
+	}
+	if so.DiskBudget != 0 {
+		p.Limits.DiskBudget = so.DiskBudget
+	}
+	// The project's configuration is read-only to commands, as .git is,
+	// and so is the record of trusted configurations should the workspace
+	// hold it.
+	p.Protected = append(p.Protected, config.Protected(root)...)
+	if st, err := trust.UserStore(); err == nil && within(st.Path, root) {
+		if _, err := os.Stat(st.Path); err == nil {
+			p.Protected = append(p.Protected, st.Path)
+		}
+	}
+	// Commands write caches of their own, never the host's.
+	var caches *toolcache.Caches
+	if mode != sandbox.FullAccess {
+		dir := filepath.Join(tmp, "caches") // read-only: the session's own
+		if d, err := toolcache.DirFor(cmp.Or(s.opts.CacheName, root)); err == nil && mode == sandbox.WorkspaceWrite {
+			dir = d
+		}
+		caches = toolcache.For(dir, network)
+		p.Writable = append([]string(nil), caches.Writable...)
+	}
+	// The signing key (a command that read it could forge a ledger) and
+	// the saved sessions are hidden from every sandboxed process.
+	if dir, err := s.keyDir(); err == nil {
+		p.Hidden = append(p.Hidden, filepath.Join(dir, "ledger.key"))
+	}
+	if dir, err := s.sessionDir(); err == nil && !within(root, dir) {
+		p.Hidden = append(p.Hidden, dir)
+	}
+	p.Writable = append(p.Writable, cfg.Sandbox.Writable...)
+	for _, d := range s.opts.WritableDirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.Writable = append(p.Writable, abs)
+	}
+	pl, err := sandbox.MakePlan(p, sandbox.Probe(), so.Fallback)
+	return pl, caches, err
+}
+
+// keyDir is the directory of the signing key.
+func (s *Session) keyDir() (string, error) {
+	if s.opts.KeyDir != "" {
+		return s.opts.KeyDir, nil
+	}
+	return ledger.KeyDir()
+}
+
+// sessionDir is the session store's directory.
+func (s *Session) sessionDir() (string, error) {
+	if s.opts.SessionDir != "" {
+		return s.opts.SessionDir, nil
+	}
+	return session.DefaultDir()
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// newShellIn starts a shell session in dir, in the sandbox, keeping its
+// own files in own. The model's shell is one; each validation run and
+// each sub-agent gets a fresh one.
+func (w *workspace) newShellIn(dir, own string) *shell.Session {
+	return shell.New(shell.Config{Dir: dir, Timeout: w.timeout, AllowEnv: w.allowEnv,
+		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + w.tmp}, w.cacheEnv...), w.cfg.Validate.EnvList()...),
+		TmpDir: own, Launcher: w.sandbox, Guard: w.sandbox.Guard})
+}
+
+// validationShell is a fresh shell for one validation run.
+func (w *workspace) validationShell() validate.Shell { return w.validationShellIn(w.ws.Dir()) }
+
+// validationShellIn is a fresh shell for one validation run in dir.
+func (w *workspace) validationShellIn(dir string) validate.Shell {
+	return w.ownedShellIn(dir, "validate-")
+}
+
+// ownedShellIn starts a shell in dir that keeps its files in a directory
+// of its own under the session's, removed with it.
+func (w *workspace) ownedShellIn(dir, prefix string) *ownedShell {
+	own, err := os.MkdirTemp(w.tmp, prefix)
+	if err != nil {
+		own = "" // the session makes its own
+	}
+	return &ownedShell{Session: w.newShellIn(dir, own), dir: own}
+}
+
+// ownedShell is a shell whose directory goes with it.
+type ownedShell struct {
+	*shell.Session
+	dir string
+}
+
+func (s *ownedShell) Close() error {
+	err := s.Session.Close()
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+	return err
+}
+
+// route routes the file, patch and shell operations of mux to executors on
+// ws and sh.
+func (w *workspace) route(mux *tool.Mux, ws *fs.Workspace, sh *shell.Session) {
+	fx := &fs.Executor{W: ws, Opts: fs.Options{History: w.undo}}
+	mux.HandleAll(fs.Ops, fx)
+	mux.HandleAll(shell.Ops, sh)
+	mux.HandleAll(patch.Ops, patch.NewExecutor(fx))
+}
+
+// runner returns the validation runner of the workspace: the test command
+// from the options or the configuration, else detected from the
+// repository; nil when there is none or validation is off.
+func (w *workspace) newRunner(v ValidationOptions) *validate.Runner {
+	if v.Off {
+		return nil
+	}
+	env, ok := validate.Detect(w.ws.Dir())
+	c := w.cfg.Validate
+	switch {
+	case v.TestCmd != "":
+		env, ok = validate.Env{Test: v.TestCmd, Source: "--test-cmd"}, true
+	case c.Test != "":
+		env, ok = validate.Env{Test: c.Test, Source: config.Path}, true
+	}
+	if !ok {
+		return nil
+	}
+	env.Setup = append(append(env.Setup, c.Setup...), v.SetupCmds...)
+	return &validate.Runner{Env: env, NewShell: w.validationShell, Timeout: c.TimeoutValue()}
+}
+
+// childEnv returns the executors of a sub-agent working in dir: the file
+// tools on dir (the workspace itself, or an isolated copy), a shell of its
+// own in the same sandbox, and the session's memory, validation and MCP
+// tools (validation runs in dir).
+func (w *workspace) childEnv(dir string, compose func(*tool.Mux, string) tool.Executor) (*subagent.Env, error) {
+	ws := w.ws
+	var own *fs.Workspace
+	if dir != w.ws.Dir() {
+		var err error
+		if own, err = fs.OpenWith(dir, fs.WorkspaceOptions{Locks: w.locks}); err != nil {
+			return nil, err
+		}
+		ws = own
+	}
+	sh := w.ownedShellIn(dir, "agent-")
+	mux := &tool.Mux{}
+	w.route(mux, ws, sh.Session)
+	for op, e := range w.shared {
+		mux.Handle(op, e)
+	}
+	if w.runner != nil {
+		r := *w.runner
+		r.NewShell = func() validate.Shell { return w.validationShellIn(dir) }
+		mux.Handle(tool.OpValidate, &r)
+	}
+	return &subagent.Env{Exec: compose(mux, dir), Close: func() {
+		sh.Close()
+		if own != nil {
+			own.Close()
+		}
+	}}, nil
+}
+
+// defaultMemoryDir is the project's memory directory under the user's data
+// directory: one per workspace, named after it.
+func defaultMemoryDir(root string) (string, error) {
+	base := os.Getenv("TRUSS_HOME")
+	if base == "" {
+		d := os.Getenv("XDG_DATA_HOME")
+		if d == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("no memory directory: set --memory-dir or TRUSS_HOME: %w", err)
+			}
+			d = filepath.Join(home, ".local", "share")
+		}
+		base = filepath.Join(d, "truss")
+	}
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(base, "memories", filepath.Base(root)+"-"+hex.EncodeToString(sum[:4])), nil
+}
+
+// close releases everything the workspace opened.
+func (w *workspace) close() {
+	if w.shell != nil {
+		w.shell.Close()
+	}
+	w.ws.Close()
+	if w.memory != nil {
+		w.memory.Close()
+	}
+	if w.sandbox != nil {
+		w.sandbox.Close()
+	}
+	if w.tmp != "" {
+		os.RemoveAll(w.tmp)
+	}
+}
+
+// enforced describes the sandbox actually enforced.
+func (w *workspace) enforced() string { return w.sandbox.Plan().Enforced() }
+
+// PlanSandbox decides the sandbox a session on the workspace root would
+// get on this host, with tmp as its temporary directory (truss sandbox
+// check): the plan (nil when the host cannot enforce it, with the reason)
+// and the commands' caches. The mode and network the plan resolved are in
+// its Policy.
+func PlanSandbox(root, tmp string, so SandboxOptions) (*sandbox.Plan, *toolcache.Caches, error) {
+	cfg, err := config.Load(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &Session{opts: Options{Sandbox: so}}
+	return s.plan(root, tmp, cfg)
+}
+
+// CheckAgents parses the agent definitions of a loaded configuration (the
+// bytes its trust decision was made on): a definition that does not parse,
+// or two agents with one name, are an error.
+func CheckAgents(cfg *config.Config) error {
+	files := make([]subagent.Source, len(cfg.Agents))
+	for i, f := range cfg.Agents {
+		files[i] = subagent.Source{Path: f.Path, Data: f.Data}
+	}
+	_, err := subagent.ParseDefinitions(files)
+	return err
+}
