@@ -57,7 +57,7 @@ func (w *wrapped) Unwrap() tool.Executor { return w.e }
 func (w *wrapped) Execute(ctx context.Context, call tool.Call) tool.Result {
 	t := w.t
 	switch {
-	case tool.ReadOnly(call.Op):
+	case !tool.Mutates(w.e, call):
 		return w.e.Execute(ctx, call)
 	case slices.Contains(t.scanAfter, call.Op):
 		t.Ready(ctx)
