@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/changes"
 	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
@@ -59,6 +60,7 @@ type Session struct {
 	contact  *provider.Contact
 	exec     tool.Executor // the composed executor of the top agent
 	children *childRecords
+	trackers trackers
 
 	store     session.Store
 	sess      *session.Session
@@ -204,15 +206,15 @@ func (s *Session) step(name string) error {
 // here (ServeMCP and Execute use the top agent's).
 func (s *Session) compose(mux *tool.Mux, dir string) tool.Executor {
 	var exec tool.Executor = mux
-	// ── The recording of the changes shell commands make goes here ──
-	// exec = changes.Wrap(exec, tracker), with one *changes.Tracker per
-	// workspace directory: a sub-agent in the session's workspace shares
-	// the top agent's, one in an isolated copy (dir differs) has its own;
-	// the session closes them. A wrapper forwards the optional
-	// capabilities of what it wraps (tool.ConcurrentExecutor,
-	// tool.MutatingExecutor) or implements tool.Wrapper, else every call
-	// runs alone.
-	_ = dir
+	// The changes commands make are found after each command and travel
+	// with its result: one tracker per workspace directory, so a
+	// sub-agent in the session's workspace shares the top agent's and one
+	// in an isolated copy has its own. changes.Wrap implements
+	// tool.Wrapper, so the executors' optional capabilities are looked up
+	// through it.
+	if t := s.tracker(dir); t != nil {
+		exec = changes.Wrap(exec, t)
+	}
 	return exec
 }
 
@@ -396,6 +398,7 @@ func (s *Session) openLedger() error {
 	if s.rec, err = ledger.NewRecorder(s.lw, start); err != nil {
 		return err
 	}
+	s.rec.Settle = s.settle
 	if s.children != nil {
 		s.children.setLedger(s.lw.Dir(), signer)
 	}
@@ -634,6 +637,7 @@ func (s *Session) Close() error {
 			}
 		}
 	}
+	s.trackers.close()
 	if s.sess != nil {
 		if s.created && !s.opts.NoModel && !s.contact.Answered() {
 			// Nothing to keep or resume: the model was never reached.

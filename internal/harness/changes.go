@@ -1,0 +1,86 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/trussdev/truss/internal/changes"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// trackers are the session's change trackers, one per workspace directory
+// an agent works in: the top agent and the sub-agents in its workspace
+// share one, a sub-agent in an isolated copy has its own. They live until
+// the session closes.
+type trackers struct {
+	mu  sync.Mutex
+	dir map[string]*changes.Tracker // nil value: tracking is off there
+	top *changes.Tracker
+}
+
+// tracker returns the change tracker of dir, opening it on first use; nil
+// when changes cannot be tracked there (the session goes on and says so).
+func (s *Session) tracker(dir string) *changes.Tracker {
+	ts := &s.trackers
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t, ok := ts.dir[dir]; ok {
+		return t
+	}
+	if ts.dir == nil {
+		ts.dir = map[string]*changes.Tracker{}
+	}
+	roots := []string{dir}
+	top := s.w != nil && dir == s.w.ws.Dir()
+	if top {
+		for _, d := range s.opts.WritableDirs {
+			if abs, err := filepath.Abs(d); err == nil {
+				roots = append(roots, abs)
+			}
+		}
+	}
+	opts := changes.Options{}
+	if s.w != nil && s.w.cfg != nil {
+		opts.Ignore = s.w.cfg.Changes.Ignore
+	}
+	if s.w != nil && s.w.tmp != "" {
+		opts.StoreDir = filepath.Join(s.w.tmp, "changes-"+strconv.Itoa(len(ts.dir)))
+	}
+	t, err := changes.Open(s.life, roots, opts)
+	if err != nil {
+		s.warn(fmt.Sprintf("the changes commands make in %s are not recorded: %v", dir, err))
+		t = nil
+	}
+	ts.dir[dir] = t
+	if top {
+		ts.top = t
+	}
+	return t
+}
+
+// settle is the recorder's last scan before the session ends: what the
+// top workspace's commands changed after their calls returned.
+func (s *Session) settle() ([]tool.FileChange, error) {
+	s.trackers.mu.Lock()
+	t := s.trackers.top
+	s.trackers.mu.Unlock()
+	if t == nil {
+		return nil, nil
+	}
+	return t.ScanAll(context.WithoutCancel(s.life))
+}
+
+// close closes every tracker.
+func (ts *trackers) close() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, t := range ts.dir {
+		if t != nil {
+			t.Close()
+		}
+	}
+	ts.dir, ts.top = nil, nil
+}
