@@ -121,6 +121,10 @@ func summary(typ string, d map[string]any) string {
 				if chs, ok := m["changes"].([]any); ok {
 					for _, ch := range chs {
 						cm, _ := ch.(map[string]any)
+						if to := str(cm, "moved_to"); to != "" {
+							s += fmt.Sprintf(" · rename %s → %s", str(cm, "path"), to)
+							continue
+						}
 						s += fmt.Sprintf(" · %s %s", str(cm, "kind"), str(cm, "path"))
 					}
 				}
