@@ -192,3 +192,40 @@ func (g Git) Output(ctx context.Context, args ...string) (string, error) {
 	}
 	return out.String(), nil
 }
+
+// State is what a repository's work tree is at: the commit checked out and
+// whether anything differs from it.
+type State struct {
+	Head  string // full object name of HEAD; "" on a repository with no commit yet
+	Dirty bool   // a tracked file differs from HEAD, or an untracked file is not ignored
+}
+
+// State reads the repository's state with one `git status` (porcelain v2,
+// which reports HEAD's object name too), run as Command runs every git.
+// An error means dir is not in a work tree or git failed.
+func (g Git) State(ctx context.Context) (State, error) {
+	out, err := g.Output(ctx, "status", "--porcelain=v2", "--branch", "--ignore-submodules=all")
+	if err != nil {
+		return State{}, err
+	}
+	return parseState(out), nil
+}
+
+// parseState reads `git status --porcelain=v2 --branch` output: header
+// lines start with "# ", every other line is a change.
+func parseState(out string) State {
+	var s State
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case l == "":
+		case strings.HasPrefix(l, "# branch.oid "):
+			if oid := strings.TrimPrefix(l, "# branch.oid "); oid != "(initial)" {
+				s.Head = oid
+			}
+		case strings.HasPrefix(l, "# "):
+		default:
+			s.Dirty = true
+		}
+	}
+	return s
+}

@@ -129,3 +129,48 @@ func TestCallerEnvironmentIgnored(t *testing.T) {
 		t.Errorf("ran: %v", got)
 	}
 }
+
+func TestState(t *testing.T) {
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.email=t@t", "-c", "user.name=t"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	g := Git{Dir: dir}
+	if _, err := g.State(context.Background()); err == nil {
+		t.Fatal("State of a directory that is no repository: no error")
+	}
+	git("init", "-q")
+	if s, err := g.State(context.Background()); err != nil || s != (State{}) {
+		t.Fatalf("empty repository: %+v, %v", s, err)
+	}
+	os.WriteFile(filepath.Join(dir, "a"), []byte("a\n"), 0o644)
+	git("add", "a")
+	git("commit", "-qm", "a")
+	head := git("rev-parse", "HEAD")
+	for _, tc := range []struct {
+		name  string
+		do    func()
+		dirty bool
+	}{
+		{"clean", func() {}, false},
+		{"untracked", func() { os.WriteFile(filepath.Join(dir, "b"), nil, 0o644) }, true},
+		{"ignored", func() {
+			os.Remove(filepath.Join(dir, "b"))
+			os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte("c\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "c"), nil, 0o644)
+		}, false},
+		{"modified", func() { os.WriteFile(filepath.Join(dir, "a"), []byte("b\n"), 0o644) }, true},
+	} {
+		tc.do()
+		s, err := g.State(context.Background())
+		if err != nil || s.Head != head || s.Dirty != tc.dirty {
+			t.Errorf("%s: %+v, %v; want head %s dirty %v", tc.name, s, err, head, tc.dirty)
+		}
+	}
+}

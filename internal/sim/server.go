@@ -32,6 +32,9 @@ type Recorded struct {
 	// Summary marks a summary request (Script.Compaction); Step is then
 	// the number of model turns its history holds.
 	Summary bool `json:"summary,omitempty"`
+	// Answered is when the whole answer had been written (the stream's
+	// last event flushed); zero while it is being written.
+	Answered time.Time `json:"answered"`
 	// Chained holds, for a request chained to an earlier response
 	// (previous_response_id), the ids of that response's calls, which
 	// the request's outputs answer.
@@ -79,7 +82,19 @@ func New(s *Script) *Server {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := -1
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), recordKey{}, &rec)))
+	if rec >= 0 {
+		s.mu.Lock()
+		s.requests[rec].Answered = time.Now()
+		s.mu.Unlock()
+	}
+}
+
+// recordKey carries, in a request's context, where the request's record
+// goes, so that ServeHTTP can stamp when its answer was written.
+type recordKey struct{}
 
 // Requests returns a copy of the recorded requests.
 func (s *Server) Requests() []Recorded {
@@ -218,6 +233,9 @@ func (s *Server) record(dialect string, r *http.Request, body []byte, received t
 	}
 	s.requests = append(s.requests, Recorded{Dialect: dialect, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Agent: agent, Step: t.index, Attempt: t.attempt, Received: received, Summary: summary})
 	t.rec = len(s.requests) - 1
+	if p, ok := r.Context().Value(recordKey{}).(*int); ok {
+		*p = t.rec
+	}
 	return t
 }
 
