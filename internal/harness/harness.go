@@ -28,7 +28,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,6 +59,7 @@ type Session struct {
 	contact  *provider.Contact
 	exec     tool.Executor // the composed executor of the top agent
 	children *childRecords
+	repo     func() *ledger.RepoState // the workspace's repository at the start
 	trackers trackers
 
 	store     session.Store
@@ -131,6 +131,7 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	if s.w, err = s.openWorkspace(s.set); err != nil {
 		return s, err
 	}
+	s.repo = repoState(s.life, s.w.root)
 	if msg := s.w.cfg.Trust.Warning(); msg != "" {
 		s.warn(msg)
 	}
@@ -386,7 +387,7 @@ func (s *Session) openLedger() error {
 		return err
 	}
 	start := ledger.Start{Truss: o.Version, Provider: o.Provider, Model: o.Model, Surface: s.set.Surface,
-		Tools: toolDecls(s.set), Sandbox: s.w.enforced(), Workspace: s.w.root, Repo: repoState(s.w.root), Config: s.runConfig()}
+		Tools: toolDecls(s.set), Sandbox: s.w.enforced(), Workspace: s.w.root, Repo: s.repo(), Config: s.runConfig()}
 	if o.Serve != "" {
 		var decls []ledger.ToolDecl
 		for _, n := range serveTools(s.w.runner != nil) {
@@ -429,14 +430,25 @@ func cmpInt(a, b int) int {
 // the workspace is not a git repository. Git runs with none of the
 // repository's hooks, fsmonitor, filters or pagers (package gitsafe): its
 // configuration may have been written by a command.
-func repoState(dir string) *ledger.RepoState {
-	g := gitsafe.Git{Dir: dir}
-	head, err := g.Output(context.Background(), "rev-parse", "HEAD")
-	if err != nil {
-		return nil
+// It reads in the background, while the rest of the session is set up
+// (git's processes are most of the time to the first request); the
+// returned function waits for the answer.
+func repoState(ctx context.Context, dir string) func() *ledger.RepoState {
+	ch := make(chan *ledger.RepoState, 1)
+	go func() {
+		st, err := gitsafe.Git{Dir: dir}.State(ctx)
+		if err != nil || st.Head == "" {
+			ch <- nil
+			return
+		}
+		ch <- &ledger.RepoState{Head: st.Head, Dirty: st.Dirty}
+	}()
+	var once sync.Once
+	var rs *ledger.RepoState
+	return func() *ledger.RepoState {
+		once.Do(func() { rs = <-ch })
+		return rs
 	}
-	st, _ := g.Output(context.Background(), "status", "--porcelain", "--ignore-submodules=all")
-	return &ledger.RepoState{Head: strings.TrimSpace(head), Dirty: len(strings.TrimSpace(st)) > 0}
 }
 
 // observers are the session's own observers, then the options'.
