@@ -56,6 +56,11 @@ type WorkerConfig struct {
 	ExitWhenIdle bool
 	// IdleWait defaults to PollWait.
 	IdleWait time.Duration
+	// GoneWait ends Run with ExitWhenIdle once the server has been
+	// unreachable this long with no job in hand, as when the coordinator
+	// that embedded it has finished (default 30 s). A server restarted
+	// within it is waited out.
+	GoneWait time.Duration
 	// PollWait is how long one pull waits for a job (default 1 s); it
 	// bounds how late Drain and the idle check are noticed.
 	PollWait time.Duration
@@ -117,6 +122,9 @@ func (q *Queue) NewWorker(cfg WorkerConfig, h Handler) (*Worker, error) {
 	if cfg.IdleWait <= 0 {
 		cfg.IdleWait = cfg.PollWait
 	}
+	if cfg.GoneWait <= 0 {
+		cfg.GoneWait = 30 * time.Second
+	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = q.cfg.AckWait / 3
 	}
@@ -177,6 +185,8 @@ func (w *Worker) Run(ctx context.Context) error {
 type idleState struct {
 	mu    sync.Mutex
 	since time.Time
+	// gone is when the server was first found unreachable.
+	gone time.Time
 }
 
 func (w *Worker) slot(ctx, fetchCtx context.Context, stopFetch func(), inHand *atomic.Int32, idle *idleState) {
@@ -200,6 +210,10 @@ func (w *Worker) slot(ctx, fetchCtx context.Context, stopFetch func(), inHand *a
 			// The connection is down or the server is restarting: the
 			// client reconnects; wait and pull again.
 			w.logf("queue: worker %s: pull: %v", w.cfg.ID, err)
+			if w.cfg.ExitWhenIdle && w.idle(fetchCtx, inHand, idle) {
+				stopFetch()
+				return
+			}
 			select {
 			case <-fetchCtx.Done():
 				return
@@ -229,12 +243,25 @@ func (w *Worker) idle(ctx context.Context, inHand *atomic.Int32, st *idleState) 
 	if inHand.Load() > 0 {
 		return false
 	}
-	info, err := w.q.jobs.Info(ctx)
-	if err != nil {
-		return false
-	}
+	ictx, cancel := context.WithTimeout(ctx, w.cfg.PollWait)
+	info, err := w.q.jobs.Info(ictx)
+	cancel()
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		if st.gone.IsZero() {
+			st.gone = time.Now()
+		}
+		if time.Since(st.gone) >= w.cfg.GoneWait && inHand.Load() == 0 {
+			w.logf("queue: worker %s: the server has been unreachable for %v with no job in hand; exiting as idle (%v)", w.cfg.ID, w.cfg.GoneWait, err)
+			return true
+		}
+		return false
+	}
+	st.gone = time.Time{}
 	if info.State.Msgs > 0 || inHand.Load() > 0 {
 		st.since = time.Time{}
 		return false
