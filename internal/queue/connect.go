@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -83,16 +84,23 @@ func Connect(ctx context.Context, url string, o ConnectOptions) (*nats.Conn, err
 	return nc, nil
 }
 
-// redactURL drops credentials from a URL for messages.
+// redactURL drops credentials from a URL, or a comma-separated list of
+// them, for messages.
 func redactURL(u string) string {
-	for i := 0; i+3 <= len(u); i++ {
-		if u[i:i+3] == "://" {
-			rest := u[i+3:]
-			if at := bytes.IndexByte([]byte(rest), '@'); at >= 0 {
-				return u[:i+3] + "***@" + rest[at+1:]
-			}
-			break
+	parts := strings.Split(u, ",")
+	for i, p := range parts {
+		scheme := strings.Index(p, "://")
+		if scheme < 0 {
+			continue
+		}
+		rest := p[scheme+3:]
+		authority := rest
+		if slash := strings.IndexByte(rest, '/'); slash >= 0 {
+			authority = rest[:slash]
+		}
+		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+			parts[i] = p[:scheme+3] + "***" + rest[at:]
 		}
 	}
-	return u
+	return strings.Join(parts, ",")
 }

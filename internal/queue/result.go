@@ -34,6 +34,10 @@ type Result struct {
 	// Seq is the result's sequence number in the results stream (0 for a
 	// result the coordinator made itself).
 	Seq uint64
+
+	// jobSeq is the job message's sequence number in the jobs stream: a
+	// job published again (after a rejected result) is a new message.
+	jobSeq uint64
 }
 
 func (r Result) msg(subject string) *nats.Msg {
@@ -55,9 +59,9 @@ func (r Result) msg(subject string) *nats.Msg {
 }
 
 // msgID dedupes a worker's republication of the same result; results of
-// different deliveries or workers are distinct messages.
+// different job messages, deliveries or workers are distinct messages.
 func (r Result) msgID() string {
-	return fmt.Sprintf("%d:%s:%s:%d", len(r.JobID), r.JobID, r.Worker, r.Deliveries)
+	return fmt.Sprintf("%d:%d:%s:%d:%s", r.jobSeq, r.Deliveries, r.Worker, len(r.JobID), r.JobID)
 }
 
 func parseResult(m jetstream.Msg) (Result, error) {
@@ -98,9 +102,11 @@ func parseResult(m jetstream.Msg) (Result, error) {
 
 // publishResult stores r in the results stream, retrying through a lost
 // connection (the message id makes a retry of a stored result a no-op)
-// until ctx ends.
-func (q *Queue) publishResult(ctx context.Context, r Result) error {
+// until ctx ends or the server has been unreachable for patience: then
+// the job, not acknowledged, is delivered again once the server is back.
+func (q *Queue) publishResult(ctx context.Context, r Result, patience time.Duration) error {
 	backoff := 50 * time.Millisecond
+	start := time.Now()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := q.js.PublishMsg(pctx, r.msg(q.subjResults), jetstream.WithMsgID(r.msgID()), jetstream.WithExpectStream(q.streamRes))
@@ -108,13 +114,14 @@ func (q *Queue) publishResult(ctx context.Context, r Result) error {
 		if err == nil {
 			return nil
 		}
+		if time.Since(start) >= patience {
+			return fmt.Errorf("queue: publish result of %s: gave up after %v: %w", r.JobID, patience, err)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("queue: publish result of %s: %w (last: %w)", r.JobID, ctx.Err(), err)
 		case <-time.After(backoff):
 		}
-		if backoff < 2*time.Second {
-			backoff *= 2
-		}
+		backoff = min(2*backoff, 2*time.Second)
 	}
 }

@@ -56,10 +56,11 @@ type WorkerConfig struct {
 	ExitWhenIdle bool
 	// IdleWait defaults to PollWait.
 	IdleWait time.Duration
-	// GoneWait ends Run with ExitWhenIdle once the server has been
-	// unreachable this long with no job in hand, as when the coordinator
-	// that embedded it has finished (default 30 s). A server restarted
-	// within it is waited out.
+	// GoneWait is how long a lost server is waited for (default 30 s): a
+	// finished job's result is retried that long, then the job is left to
+	// be delivered again; and with ExitWhenIdle, Run ends once the server
+	// has been unreachable that long with no job in hand, as when the
+	// coordinator that embedded it has finished.
 	GoneWait time.Duration
 	// PollWait is how long one pull waits for a job (default 1 s); it
 	// bounds how late Drain and the idle check are noticed.
@@ -298,10 +299,11 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	}
 	if deliveries > w.q.cfg.MaxDeliver {
 		r := Result{
-			JobID: id, Worker: w.cfg.ID, Deliveries: deliveries, GaveUp: true,
+			JobID: id, Worker: w.cfg.ID, Deliveries: deliveries, GaveUp: true, jobSeq: md.Sequence.Stream,
 			Error: fmt.Sprintf("given up after %d deliveries without a result (the job failed, crashed or lost its worker each time)", deliveries-1),
 		}
-		if err := w.q.publishResult(ctx, r); err != nil {
+		if err := w.q.publishResult(ctx, r, w.cfg.GoneWait); err != nil {
+			w.logf("queue: worker %s: %v", w.cfg.ID, err)
 			return
 		}
 		w.gaveUp.Add(1)
@@ -355,13 +357,14 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.NakWithDelay(w.cfg.RetryDelay)
 		return
 	}
-	r := Result{JobID: id, Worker: w.cfg.ID, Deliveries: deliveries, Payload: payload, Started: started, Duration: dur}
+	r := Result{JobID: id, Worker: w.cfg.ID, Deliveries: deliveries, Payload: payload, Started: started, Duration: dur, jobSeq: md.Sequence.Stream}
 	if herr != nil {
 		r.Error = herr.Error()
 	}
 	// The result is stored before the ack: a worker lost in between has
 	// its job delivered again, and the coordinator keeps the first result.
-	if err := w.q.publishResult(ctx, r); err != nil {
+	if err := w.q.publishResult(ctx, r, w.cfg.GoneWait); err != nil {
+		w.logf("queue: worker %s: %v", w.cfg.ID, err)
 		return
 	}
 	w.ran.Add(1)
