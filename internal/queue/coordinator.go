@@ -100,7 +100,7 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	if err != nil {
 		return sum, fmt.Errorf("queue: results stream: %w", err)
 	}
-	backlog := resInfo.CachedInfo().State.LastSeq
+	backlog := resInfo.CachedInfo().State.Msgs > 0
 
 	cons, err := q.js.OrderedConsumer(ctx, q.streamRes, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
@@ -111,8 +111,6 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		return sum, fmt.Errorf("queue: results consumer: %w", err)
 	}
 	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
 
 	rejects := map[string]int{}
 	handle := func(r Result) error {
@@ -163,10 +161,11 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		}
 		return nil
 	}
-	// next returns the next result and its stream sequence; ok is false
-	// for a message that is not a result this package wrote.
-	next := func() (r Result, seq uint64, ok bool, err error) {
-		m, err := it.Next()
+	// next returns the next result and how many messages followed it in
+	// the stream when it was delivered; ok is false for a message that is
+	// not a result this package wrote.
+	next := func() (r Result, following uint64, ok bool, err error) {
+		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			if ctx.Err() != nil {
 				return r, 0, false, ctx.Err()
@@ -174,23 +173,23 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 			return r, 0, false, fmt.Errorf("queue: results: %w", err)
 		}
 		if md, err := m.Metadata(); err == nil {
-			seq = md.Sequence.Stream
+			following = md.NumPending
 		}
 		r, err = parseResult(m)
 		if err != nil {
 			sum.Unknown++
-			return r, seq, false, nil
+			return r, following, false, nil
 		}
-		return r, seq, true, nil
+		return r, following, true, nil
 	}
 
 	// Take up the results already in the stream.
-	for seq := uint64(0); seq < backlog && len(open) > 0; {
-		r, s, ok, err := next()
+	for more := backlog; more && len(open) > 0; {
+		r, following, ok, err := next()
 		if err != nil {
 			return sum, err
 		}
-		seq = s
+		more = following > 0
 		if !ok {
 			continue
 		}
