@@ -96,12 +96,6 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	if err != nil {
 		return sum, err
 	}
-	resInfo, err := q.js.Stream(ctx, q.streamRes)
-	if err != nil {
-		return sum, fmt.Errorf("queue: results stream: %w", err)
-	}
-	backlog := resInfo.CachedInfo().State.Msgs > 0
-
 	cons, err := q.js.OrderedConsumer(ctx, q.streamRes, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		return sum, fmt.Errorf("queue: results consumer: %w", err)
@@ -111,6 +105,17 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		return sum, fmt.Errorf("queue: results consumer: %w", err)
 	}
 	defer it.Stop()
+	// The results already in the stream when the consumer started.
+	var backlog bool
+	if ci := cons.CachedInfo(); ci != nil {
+		backlog = ci.NumPending > 0
+	} else {
+		res, err := q.js.Stream(ctx, q.streamRes)
+		if err != nil {
+			return sum, fmt.Errorf("queue: results stream: %w", err)
+		}
+		backlog = res.CachedInfo().State.Msgs > 0
+	}
 
 	rejects := map[string]int{}
 	handle := func(r Result) error {

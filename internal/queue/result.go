@@ -65,11 +65,22 @@ func (r Result) msgID() string {
 }
 
 func parseResult(m jetstream.Msg) (Result, error) {
-	h := m.Headers()
+	r, err := parseResultHeaders(m.Headers(), m.Data())
+	if err != nil {
+		return r, err
+	}
+	if md, err := m.Metadata(); err == nil {
+		r.Seq = md.Sequence.Stream
+	}
+	return r, nil
+}
+
+// parseResultHeaders reads a result from its message's headers and data.
+func parseResultHeaders(h nats.Header, data []byte) (Result, error) {
 	r := Result{
 		JobID:   h.Get(hdrJob),
 		Worker:  h.Get(hdrWorker),
-		Payload: m.Data(),
+		Payload: data,
 		GaveUp:  h.Get(hdrGaveUp) == "true",
 	}
 	if r.JobID == "" {
@@ -93,9 +104,6 @@ func parseResult(m jetstream.Msg) (Result, error) {
 		if r.Duration, err = time.ParseDuration(s); err != nil {
 			return r, fmt.Errorf("queue: result of %s: duration: %w", r.JobID, err)
 		}
-	}
-	if md, err := m.Metadata(); err == nil {
-		r.Seq = md.Sequence.Stream
 	}
 	return r, nil
 }
