@@ -219,6 +219,9 @@ func TestCoordinatorRestarted(t *testing.T) {
 		if err := w.wait(); err != nil {
 			t.Errorf("worker %d: %v\n%s", i+1, err, w.out.String())
 		}
+		if testing.Verbose() {
+			t.Logf("worker %d:\n%s", i+1, w.out.String())
+		}
 	}
 }
 

@@ -100,6 +100,9 @@ func helperWorker() int {
 		ID: os.Getenv("TRUSS_QUEUE_WORKER"), Parallel: par,
 		ExitWhenIdle: true, IdleWait: 2 * time.Second, GoneWait: 6 * time.Second, PollWait: 200 * time.Millisecond,
 		RetryDelay: 100 * time.Millisecond,
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05.000 ")+format+"\n", args...)
+		},
 	}, testHandler)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -159,7 +162,7 @@ func helperCoordinator() int {
 	for i := range jobs {
 		jobs[i] = Job{ID: fmt.Sprintf("job-%02d", i), Payload: payload(testPayload{MS: ms})}
 	}
-	fmt.Println("coordinator ready")
+	fmt.Println(time.Now().Format("15:04:05.000"), "coordinator ready")
 	sum, err := q.Coordinate(ctx, jobs, CoordinatorConfig{
 		Done: func(id string) bool { return done[id] },
 		Accept: func(_ context.Context, r Result) error {
@@ -174,7 +177,7 @@ func helperCoordinator() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fmt.Printf("summary %+v\n", sum)
+	fmt.Printf("%s summary %+v\n", time.Now().Format("15:04:05.000"), sum)
 	return 0
 }
 

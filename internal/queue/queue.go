@@ -23,6 +23,8 @@ package queue
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -268,6 +270,15 @@ func Join(ctx context.Context, nc *nats.Conn, name string) (*Queue, error) {
 	}
 	q.cfg.Replicas = ci.Config.Replicas
 	return q, nil
+}
+
+// NameFor derives a queue name from a key that identifies a benchmark
+// across restarts (its output directory's absolute path): restarts of the
+// same benchmark find their queue, and benchmarks sharing a NATS
+// deployment do not meet.
+func NameFor(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "bench-" + hex.EncodeToString(sum[:8])
 }
 
 // Name is the queue's name.

@@ -594,6 +594,13 @@ func TestAuth(t *testing.T) {
 	}
 }
 
+func TestNameFor(t *testing.T) {
+	a, b := NameFor("/home/u/runs/a"), NameFor("/home/u/runs/b")
+	if a == b || a != NameFor("/home/u/runs/a") || !nameRE.MatchString(a) {
+		t.Errorf("NameFor: %q, %q", a, b)
+	}
+}
+
 func TestIsLoopback(t *testing.T) {
 	for host, want := range map[string]bool{
 		"127.0.0.1": true, "127.1.2.3": true, "::1": true, "localhost": true, "LocalHost": true,
