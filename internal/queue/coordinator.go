@@ -20,7 +20,10 @@ type CoordinatorConfig struct {
 	// against trusted keys). An error rejects the result: Rejected is told,
 	// and the job is delivered again, up to MaxRejects times, after which
 	// it is accepted as failed with the rejection as its error. Nil
-	// accepts every result.
+	// accepts every result. Error results come here too, among them those
+	// of jobs given up (GaveUp), which carry no payload: they claim no
+	// success, and rejecting them sends a job that crashes workers out
+	// again, so a Verify should pass them.
 	Verify func(ctx context.Context, r Result) error
 	// Accept records an accepted result. It is called at most once per job
 	// id in a run of Coordinate, and never for an id Done reports; so with
