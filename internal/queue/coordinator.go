@@ -35,6 +35,10 @@ type CoordinatorConfig struct {
 	// MaxRejects is how many rejected results a job may have before it
 	// fails (default 2).
 	MaxRejects int
+	// Logf, when set, receives what Coordinate does not return: a status
+	// entry it could not write (statuses are for display; the results are
+	// the record).
+	Logf func(format string, args ...any)
 }
 
 // Summary counts what Coordinate did.
@@ -47,6 +51,26 @@ type Summary struct {
 	// Duplicates results of jobs already accepted; Rejected results Verify
 	// refused; Unknown results of jobs not in the list.
 	Accepted, Failed, Duplicates, Rejected, Unknown int
+	// StatusErrors counts status entries that could not be written.
+	StatusErrors int
+}
+
+// retry runs op until it succeeds, ctx ends or attempts are spent, with a
+// backoff from 250 ms (a cluster electing a leader, a server restarting).
+func retry(ctx context.Context, attempts int, op func() error) error {
+	backoff := 250 * time.Millisecond
+	for i := 1; ; i++ {
+		err := op()
+		if err == nil || i == attempts || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 4*time.Second)
+	}
 }
 
 // Coordinate runs jobs through the queue: it publishes the jobs that have
@@ -64,6 +88,14 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	}
 	if cfg.MaxRejects <= 0 {
 		cfg.MaxRejects = 2
+	}
+	logf := cfg.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	statusErr := func(err error) {
+		sum.StatusErrors++
+		logf("queue: %v", err)
 	}
 	done := cfg.Done
 	if done == nil {
@@ -140,10 +172,12 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 				if n := rejects[r.JobID]; n < cfg.MaxRejects {
 					j := byID[r.JobID]
 					if err := q.putStatusAsync(ctx, []JobStatus{{ID: j.ID, State: Queued, Error: "result rejected: " + verr.Error()}}); err != nil {
-						return err
+						statusErr(err)
 					}
-					_, err := q.publish(ctx, []Job{j}, func(j Job) string { return j.ID + "#rejected-" + strconv.Itoa(n) })
-					return err
+					return retry(ctx, 6, func() error {
+						_, err := q.publish(ctx, []Job{j}, func(j Job) string { return j.ID + "#rejected-" + strconv.Itoa(n) })
+						return err
+					})
 				}
 				r = Result{
 					JobID: r.JobID, Worker: r.Worker, Deliveries: r.Deliveries,
@@ -164,8 +198,8 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		if !r.Started.IsZero() {
 			st.Heartbeat = r.Started.Add(r.Duration)
 		}
-		if _, err := q.putStatus(ctx, st, false); err != nil {
-			return fmt.Errorf("queue: status of %s: %w", r.JobID, err)
+		if err := retry(ctx, 3, func() error { _, err := q.putStatus(ctx, st, false); return err }); err != nil {
+			statusErr(fmt.Errorf("status of %s: %w", r.JobID, err))
 		}
 		return nil
 	}
@@ -222,9 +256,16 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	}
 	if len(publish) > 0 {
 		if err := q.putStatusAsync(ctx, queued); err != nil {
-			return sum, err
+			statusErr(err)
 		}
-		dups, err := q.Publish(ctx, publish...)
+		// Publication is idempotent: a retry after a partial failure
+		// stores only what is missing.
+		var dups int
+		err := retry(ctx, 6, func() error {
+			var err error
+			dups, err = q.Publish(ctx, publish...)
+			return err
+		})
 		if err != nil {
 			return sum, err
 		}
