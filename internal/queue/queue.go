@@ -1,0 +1,519 @@
+// Package queue is a work queue on NATS JetStream: a coordinator publishes
+// jobs once (idempotently), workers on any number of machines pull them,
+// report progress and publish results, and the coordinator accepts exactly
+// one result per job whatever fails in between — a worker killed mid-job,
+// a duplicate delivery, the coordinator itself restarted, a job that
+// crashes every worker it reaches.
+//
+// One queue is, in JetStream terms:
+//
+//   - a work-queue stream of jobs (subject truss.NAME.jobs), each message
+//     a job's opaque payload with its id in the Nats-Msg-Id header, so a
+//     job published twice within the duplicate window is stored once;
+//   - one durable pull consumer shared by every worker, with explicit acks
+//     and an ack wait that heartbeats (InProgress) extend;
+//   - a stream of results (truss.NAME.results), kept until removed;
+//   - a key-value bucket of each job's status (queued, running on which
+//     worker since when, done, failed);
+//   - an object store for artifacts too large for a message.
+//
+// The server may be embedded (StartServer) or any NATS deployment with
+// JetStream (Connect); the code path is the same.
+package queue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Headers of job and result messages.
+const (
+	hdrJob        = "Truss-Job"
+	hdrWorker     = "Truss-Worker"
+	hdrDeliveries = "Truss-Deliveries"
+	hdrError      = "Truss-Error"
+	hdrGaveUp     = "Truss-Gave-Up"
+	hdrStarted    = "Truss-Started"
+	hdrDuration   = "Truss-Duration"
+	metaMaxDeliv  = "truss_max_deliver"
+)
+
+// Defaults of Config.
+const (
+	DefaultAckWait         = 30 * time.Second
+	DefaultMaxDeliver      = 3
+	DefaultDuplicateWindow = time.Hour
+)
+
+// ErrNoQueue is returned by Join when the queue has not been declared.
+var ErrNoQueue = errors.New("queue: no such queue (no coordinator has declared it yet)")
+
+// Config is a queue's settings, fixed by the coordinator that declares
+// it; workers read them from the server.
+type Config struct {
+	// AckWait is how long a delivered job may go without a heartbeat
+	// before it is delivered again (default 30 s). Workers heartbeat every
+	// third of it, so a slow job is kept while a dead worker's job comes
+	// back within AckWait.
+	AckWait time.Duration
+	// MaxDeliver is how many deliveries a job gets; the next delivery
+	// gives it up with an error result (default 3).
+	MaxDeliver int
+	// DuplicateWindow is how long a job id is remembered for deduplication
+	// (default 1 h). The coordinator's resume does not depend on it.
+	DuplicateWindow time.Duration
+	// Replicas is the number of copies of each stream and bucket (1; 3 on
+	// a three-node cluster).
+	Replicas int
+	// Memory keeps jobs, results and statuses in memory instead of files
+	// (tests and benchmarks of the dispatch path only).
+	Memory bool
+}
+
+func (c *Config) defaults() error {
+	if c.AckWait == 0 {
+		c.AckWait = DefaultAckWait
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = DefaultMaxDeliver
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	switch {
+	case c.AckWait < 100*time.Millisecond:
+		return fmt.Errorf("queue: ack wait %v is below 100ms", c.AckWait)
+	case c.MaxDeliver < 1:
+		return fmt.Errorf("queue: max deliver %d is below 1", c.MaxDeliver)
+	case c.Replicas < 1 || c.Replicas > 5:
+		return fmt.Errorf("queue: %d replicas (1 to 5)", c.Replicas)
+	}
+	return nil
+}
+
+// Job is one unit of work.
+type Job struct {
+	// ID names the job uniquely within the queue (for a benchmark, the
+	// run key instance/arm/repeat). Any non-empty string of at most 512
+	// bytes without line breaks.
+	ID string
+	// Payload is the job's input, opaque to the queue; at most the
+	// server's message size less headers (1 MB by default). Large inputs
+	// go into the artifact store and the payload names them.
+	Payload []byte
+}
+
+func (j Job) validate() error {
+	if j.ID == "" {
+		return errors.New("queue: a job needs an id")
+	}
+	if len(j.ID) > 512 {
+		return fmt.Errorf("queue: job id of %d bytes (at most 512)", len(j.ID))
+	}
+	for _, r := range j.ID {
+		if r == '\r' || r == '\n' {
+			return fmt.Errorf("queue: job id %q has a line break", j.ID)
+		}
+	}
+	return nil
+}
+
+// Queue is a handle on one named queue.
+type Queue struct {
+	name string
+	cfg  Config
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	jobs jetstream.Stream
+	cons jetstream.Consumer
+	kv   jetstream.KeyValue
+
+	subjJobs, subjResults string
+	streamJobs, streamRes string
+	bucketStatus, objects string
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func newQueue(nc *nats.Conn, name string) (*Queue, error) {
+	if !nameRE.MatchString(name) {
+		return nil, fmt.Errorf("queue: name %q: letters, digits, '-' and '_' only, at most 64", name)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	return &Queue{
+		name: name, nc: nc, js: js,
+		subjJobs:     "truss." + name + ".jobs",
+		subjResults:  "truss." + name + ".results",
+		streamJobs:   "TRUSS_" + name + "_JOBS",
+		streamRes:    "TRUSS_" + name + "_RESULTS",
+		bucketStatus: "TRUSS_" + name + "_STATUS",
+		objects:      "TRUSS_" + name + "_ARTIFACTS",
+	}, nil
+}
+
+// Open declares the queue name on nc with cfg, creating or updating its
+// streams, consumer and buckets, and returns a handle. The coordinator
+// opens; workers Join.
+func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	q, err := newQueue(nc, name)
+	if err != nil {
+		return nil, err
+	}
+	q.cfg = cfg
+	storage := jetstream.FileStorage
+	kvStorage := jetstream.FileStorage
+	if cfg.Memory {
+		storage, kvStorage = jetstream.MemoryStorage, jetstream.MemoryStorage
+	}
+	q.jobs, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        q.streamJobs,
+		Description: "truss work queue " + name + ": jobs",
+		Subjects:    []string{q.subjJobs},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     storage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  cfg.DuplicateWindow,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: jobs stream: %w", err)
+	}
+	if _, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        q.streamRes,
+		Description: "truss work queue " + name + ": results",
+		Subjects:    []string{q.subjResults},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     storage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  cfg.DuplicateWindow,
+	}); err != nil {
+		return nil, fmt.Errorf("queue: results stream: %w", err)
+	}
+	q.cons, err = q.js.CreateOrUpdateConsumer(ctx, q.streamJobs, jetstream.ConsumerConfig{
+		Durable:       "workers",
+		Description:   "the workers of truss work queue " + name,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    -1, // a worker gives a job up itself, with a result
+		MaxAckPending: -1,
+		MaxWaiting:    4096,
+		Replicas:      cfg.Replicas,
+		Metadata:      map[string]string{metaMaxDeliv: strconv.Itoa(cfg.MaxDeliver)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: workers' consumer: %w", err)
+	}
+	q.kv, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      q.bucketStatus,
+		Description: "truss work queue " + name + ": job status",
+		Storage:     kvStorage,
+		Replicas:    cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: status bucket: %w", err)
+	}
+	return q, nil
+}
+
+// Join attaches to a queue a coordinator declared, with its settings. It
+// returns an error wrapping ErrNoQueue when there is none yet.
+func Join(ctx context.Context, nc *nats.Conn, name string) (*Queue, error) {
+	q, err := newQueue(nc, name)
+	if err != nil {
+		return nil, err
+	}
+	q.jobs, err = q.js.Stream(ctx, q.streamJobs)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrNoQueue, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: jobs stream: %w", err)
+	}
+	q.cons, err = q.js.Consumer(ctx, q.streamJobs, "workers")
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrNoQueue, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: workers' consumer: %w", err)
+	}
+	q.kv, err = q.js.KeyValue(ctx, q.bucketStatus)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrNoQueue, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: status bucket: %w", err)
+	}
+	ci := q.cons.CachedInfo()
+	q.cfg.AckWait = ci.Config.AckWait
+	q.cfg.MaxDeliver, _ = strconv.Atoi(ci.Config.Metadata[metaMaxDeliv])
+	if q.cfg.MaxDeliver < 1 {
+		q.cfg.MaxDeliver = DefaultMaxDeliver
+	}
+	q.cfg.Replicas = ci.Config.Replicas
+	return q, nil
+}
+
+// NameFor derives a queue name from a key that identifies a benchmark
+// across restarts (its output directory's absolute path): restarts of the
+// same benchmark find their queue, and benchmarks sharing a NATS
+// deployment do not meet.
+func NameFor(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "bench-" + hex.EncodeToString(sum[:8])
+}
+
+// Name is the queue's name.
+func (q *Queue) Name() string { return q.name }
+
+// Config is the queue's settings (for a joined queue, as the coordinator
+// declared them).
+func (q *Queue) Config() Config { return q.cfg }
+
+// Delete removes the queue's streams, consumer and buckets.
+func (q *Queue) Delete(ctx context.Context) error {
+	var errs []error
+	for _, s := range []string{q.streamJobs, q.streamRes} {
+		if err := q.js.DeleteStream(ctx, s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	if err := q.js.DeleteKeyValue(ctx, q.bucketStatus); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		errs = append(errs, err)
+	}
+	if err := q.js.DeleteObjectStore(ctx, q.objects); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Publish adds jobs to the queue. A job whose id was published within the
+// duplicate window is not stored again; duplicates counts them. Publishing
+// is pipelined: all jobs are sent, then all acknowledgements awaited.
+func (q *Queue) Publish(ctx context.Context, jobs ...Job) (duplicates int, err error) {
+	return q.publish(ctx, jobs, func(j Job) string { return j.ID })
+}
+
+func (q *Queue) publish(ctx context.Context, jobs []Job, msgID func(Job) string) (int, error) {
+	for _, j := range jobs {
+		if err := j.validate(); err != nil {
+			return 0, err
+		}
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(jobs))
+	dups := 0
+	wait := func() error {
+		for _, f := range futures {
+			select {
+			case pa := <-f.Ok():
+				if pa.Duplicate {
+					dups++
+				}
+			case err := <-f.Err():
+				return fmt.Errorf("queue: publish job %s: %w", f.Msg().Header.Get(hdrJob), err)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		futures = futures[:0]
+		return nil
+	}
+	for _, j := range jobs {
+		m := &nats.Msg{Subject: q.subjJobs, Data: j.Payload, Header: nats.Header{}}
+		m.Header.Set(hdrJob, j.ID)
+		f, err := q.js.PublishMsgAsync(m, jetstream.WithMsgID(msgID(j)), jetstream.WithExpectStream(q.streamJobs))
+		if err != nil {
+			return dups, fmt.Errorf("queue: publish job %s: %w", j.ID, err)
+		}
+		futures = append(futures, f)
+		if len(futures) == 1024 {
+			if err := wait(); err != nil {
+				return dups, err
+			}
+		}
+	}
+	return dups, wait()
+}
+
+// Pending lists the ids of the jobs in the queue's stream: queued or
+// delivered and not yet acknowledged.
+func (q *Queue) Pending(ctx context.Context) (map[string]bool, error) {
+	info, err := q.jobs.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("queue: jobs stream: %w", err)
+	}
+	ids := map[string]bool{}
+	st := info.State
+	if st.Msgs == 0 {
+		return ids, nil
+	}
+	found := uint64(0)
+	for seq := st.FirstSeq; seq <= st.LastSeq && found < st.Msgs; seq++ {
+		m, err := q.jobs.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue: jobs stream message %d: %w", seq, err)
+		}
+		found++
+		if id := m.Header.Get(hdrJob); id != "" {
+			ids[id] = true
+		}
+	}
+	return ids, nil
+}
+
+// State is where a job is.
+type State string
+
+// The states of a job.
+const (
+	Queued  State = "queued"
+	Running State = "running"
+	Done    State = "done"
+	Failed  State = "failed"
+)
+
+func (s State) terminal() bool { return s == Done || s == Failed }
+
+// JobStatus is a job's entry in the status bucket.
+type JobStatus struct {
+	ID    string `json:"id"`
+	State State  `json:"state"`
+	// Worker is the worker running the job (Running) or that produced
+	// its accepted result (Done, Failed).
+	Worker string `json:"worker,omitempty"`
+	// Started is when the current delivery started running; Heartbeat
+	// when its worker last reported.
+	Started   time.Time `json:"started,omitzero"`
+	Heartbeat time.Time `json:"heartbeat,omitzero"`
+	// Deliveries is the delivery count of the job's current or accepted
+	// run.
+	Deliveries int `json:"deliveries,omitempty"`
+	// Note is the worker's last progress note.
+	Note string `json:"note,omitempty"`
+	// Error is why a Failed job failed.
+	Error string `json:"error,omitempty"`
+	// Updated is when the entry was written (the bucket's own time).
+	Updated time.Time `json:"-"`
+	rev     uint64
+}
+
+func statusKey(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+func (q *Queue) getStatus(ctx context.Context, id string) (JobStatus, error) {
+	e, err := q.kv.Get(ctx, statusKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return JobStatus{ID: id}, nil
+	}
+	if err != nil {
+		return JobStatus{}, err
+	}
+	var s JobStatus
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		return JobStatus{}, fmt.Errorf("queue: status of %s: %w", id, err)
+	}
+	s.rev = e.Revision()
+	s.Updated = e.Created()
+	return s, nil
+}
+
+// putStatus writes s; with s.rev set, only over that revision.
+func (q *Queue) putStatus(ctx context.Context, s JobStatus, ifRev bool) (uint64, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return 0, err
+	}
+	if ifRev {
+		if s.rev == 0 {
+			return q.kv.Create(ctx, statusKey(s.ID), b)
+		}
+		return q.kv.Update(ctx, statusKey(s.ID), b, s.rev)
+	}
+	return q.kv.Put(ctx, statusKey(s.ID), b)
+}
+
+// putStatusAsync writes statuses without waiting for each
+// acknowledgement in turn (the bucket is a stream; a put is a publish).
+func (q *Queue) putStatusAsync(ctx context.Context, ss []JobStatus) error {
+	var futures []jetstream.PubAckFuture
+	for _, s := range ss {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		f, err := q.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + q.bucketStatus + "." + statusKey(s.ID), Data: b})
+		if err != nil {
+			return fmt.Errorf("queue: status of %s: %w", s.ID, err)
+		}
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("queue: status: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Status reads every job's status entry, in no particular order.
+func (q *Queue) Status(ctx context.Context) ([]JobStatus, error) {
+	w, err := q.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("queue: status: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	var out []JobStatus
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return out, nil
+			}
+			if e == nil { // the initial values are all in
+				return out, nil
+			}
+			var s JobStatus
+			if err := json.Unmarshal(e.Value(), &s); err != nil {
+				return nil, fmt.Errorf("queue: status entry %s: %w", e.Key(), err)
+			}
+			s.rev = e.Revision()
+			s.Updated = e.Created()
+			out = append(out, s)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Counts tallies statuses by state.
+func Counts(ss []JobStatus) map[State]int {
+	m := map[State]int{}
+	for _, s := range ss {
+		m[s.State]++
+	}
+	return m
+}

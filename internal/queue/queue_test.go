@@ -1,0 +1,719 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+)
+
+// runWorker runs a worker of q with h until the test ends or it returns.
+func runWorker(t *testing.T, q *Queue, cfg WorkerConfig, h Handler) (*Worker, <-chan error) {
+	t.Helper()
+	if cfg.PollWait == 0 {
+		cfg.PollWait = 100 * time.Millisecond
+	}
+	if cfg.RetryDelay == 0 {
+		cfg.RetryDelay = 50 * time.Millisecond
+	}
+	w, err := q.NewWorker(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	finished := make(chan struct{})
+	go func() {
+		errc <- w.Run(ctx)
+		close(finished)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-finished
+	})
+	return w, errc
+}
+
+func testJobs(n int, p testPayload) []Job {
+	jobs := make([]Job, n)
+	for i := range jobs {
+		jobs[i] = Job{ID: fmt.Sprintf("task-%d/arm:x/1", i), Payload: payload(p)}
+	}
+	return jobs
+}
+
+func TestPublishDeduplicates(t *testing.T) {
+	_, q := startLoopback(t, "dedup", Config{})
+	ctx := context.Background()
+	jobs := testJobs(20, testPayload{})
+	dups, err := q.Publish(ctx, jobs...)
+	if err != nil || dups != 0 {
+		t.Fatalf("first publication: %d duplicates, %v", dups, err)
+	}
+	dups, err = q.Publish(ctx, jobs...)
+	if err != nil || dups != 20 {
+		t.Fatalf("second publication: %d duplicates, %v; want 20", dups, err)
+	}
+	pending, err := q.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 20 {
+		t.Fatalf("%d jobs in the stream, want 20", len(pending))
+	}
+	for _, j := range jobs {
+		if !pending[j.ID] {
+			t.Errorf("job %s not pending", j.ID)
+		}
+	}
+	// A coordinator started on this queue publishes nothing again: the
+	// jobs are pending, or done with their results in the stream.
+	col := newCollector()
+	runWorker(t, q, WorkerConfig{Parallel: 2}, testHandler)
+	sum, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col.exactlyOne(t, jobs)
+	if sum.Published != 0 || sum.Accepted != 20 || sum.Pending > 20 {
+		t.Errorf("summary %+v, want none published", sum)
+	}
+}
+
+func TestJobValidation(t *testing.T) {
+	_, q := startLoopback(t, "valid", Config{})
+	for _, tc := range []struct {
+		job  Job
+		want string
+	}{
+		{Job{}, "needs an id"},
+		{Job{ID: strings.Repeat("x", 513)}, "at most 512"},
+		{Job{ID: "a\nb"}, "line break"},
+	} {
+		if _, err := q.Publish(context.Background(), tc.job); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Publish(%q): %v, want %q", tc.job.ID, err, tc.want)
+		}
+	}
+	_, err := q.Coordinate(context.Background(), []Job{{ID: "a"}, {ID: "a"}}, CoordinatorConfig{Accept: newCollector().accept})
+	if err == nil || !strings.Contains(err.Error(), "given twice") {
+		t.Errorf("duplicate ids: %v", err)
+	}
+}
+
+func TestConfigAndNames(t *testing.T) {
+	srv, _ := startLoopback(t, "cfg", Config{})
+	nc, err := srv.Connect("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"bad.name", Config{}, "letters, digits"},
+		{"", Config{}, "letters, digits"},
+		{"ok", Config{AckWait: time.Millisecond}, "below 100ms"},
+		{"ok", Config{MaxDeliver: -1}, "below 1"},
+		{"ok", Config{Replicas: 7}, "replicas"},
+	} {
+		if _, err := Open(ctx, nc, tc.name, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%q, %+v): %v, want %q", tc.name, tc.cfg, err, tc.want)
+		}
+	}
+	if _, err := Join(ctx, nc, "missing"); !errors.Is(err, ErrNoQueue) {
+		t.Errorf("Join of a missing queue: %v", err)
+	}
+	q, err := Join(ctx, nc, "cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := q.Config(); c.AckWait != DefaultAckWait || c.MaxDeliver != DefaultMaxDeliver {
+		t.Errorf("joined config %+v", c)
+	}
+}
+
+// TestPanickingJobGivenUp: a handler that panics on every delivery has its
+// job given up after MaxDeliver deliveries, reported as an error result.
+func TestPanickingJobGivenUp(t *testing.T) {
+	_, q := startLoopback(t, "panic", Config{AckWait: time.Second, MaxDeliver: 3})
+	jobs := append(testJobs(3, testPayload{MS: 10}), Job{ID: "poison", Payload: payload(testPayload{Panic: true})})
+	var logs atomic.Int32
+	w, _ := runWorker(t, q, WorkerConfig{ID: "solo", Parallel: 2, Logf: func(string, ...any) { logs.Add(1) }}, testHandler)
+	col := newCollector()
+	sum, err := q.Coordinate(context.Background(), jobs, CoordinatorConfig{Accept: col.accept, Done: col.done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := col.exactlyOne(t, jobs)
+	p := got["poison"]
+	if !p.GaveUp || p.Deliveries != 4 || p.Worker != "solo" || !strings.Contains(p.Error, "given up after 3 deliveries") {
+		t.Errorf("poison result %+v", p)
+	}
+	// The worker counts a job after its result is stored, which the
+	// coordinator may see first.
+	eventually(t, "the worker's stats", func() bool { return w.Stats().GaveUp == 1 })
+	if st := w.Stats(); st.Retried != 3 || st.GaveUp != 1 || st.Ran != 3 {
+		t.Errorf("worker stats %+v", st)
+	}
+	if sum.Failed != 1 {
+		t.Errorf("summary %+v", sum)
+	}
+	if logs.Load() == 0 {
+		t.Error("the panics were not logged")
+	}
+}
+
+func TestHandlerErrorIsFinal(t *testing.T) {
+	_, q := startLoopback(t, "fail", Config{AckWait: time.Second})
+	jobs := []Job{{ID: "broken", Payload: payload(testPayload{Fail: "repository cannot be checked out\nat line 2"})}}
+	runWorker(t, q, WorkerConfig{}, testHandler)
+	col := newCollector()
+	if _, err := q.Coordinate(context.Background(), jobs, CoordinatorConfig{Accept: col.accept}); err != nil {
+		t.Fatal(err)
+	}
+	r := col.exactlyOne(t, jobs)["broken"]
+	if r.Error != "repository cannot be checked out\nat line 2" || r.Deliveries != 1 || r.GaveUp {
+		t.Errorf("result %+v", r)
+	}
+	st, err := q.getStatus(context.Background(), "broken")
+	if err != nil || st.State != Failed || st.Error != r.Error {
+		t.Errorf("status %+v, %v", st, err)
+	}
+}
+
+func TestRetryRedelivers(t *testing.T) {
+	_, q := startLoopback(t, "retry", Config{AckWait: time.Second, MaxDeliver: 5})
+	var calls atomic.Int32
+	h := func(ctx context.Context, j Job, _ func(string)) ([]byte, error) {
+		if calls.Add(1) < 3 {
+			return nil, Retry(errors.New("disk full"))
+		}
+		return []byte("third time"), nil
+	}
+	runWorker(t, q, WorkerConfig{}, h)
+	col := newCollector()
+	jobs := []Job{{ID: "flaky"}}
+	if _, err := q.Coordinate(context.Background(), jobs, CoordinatorConfig{Accept: col.accept}); err != nil {
+		t.Fatal(err)
+	}
+	r := col.exactlyOne(t, jobs)["flaky"]
+	if string(r.Payload) != "third time" || r.Deliveries != 3 || r.Error != "" {
+		t.Errorf("result %+v", r)
+	}
+	if !IsRetry(fmt.Errorf("wrapped: %w", Retry(errors.New("x")))) || IsRetry(errors.New("x")) {
+		t.Error("IsRetry")
+	}
+}
+
+// TestVerifyRejects: a rejected result is reported and the job delivered
+// again; a job whose results are always rejected fails after MaxRejects.
+func TestVerifyRejects(t *testing.T) {
+	_, q := startLoopback(t, "verify", Config{AckWait: time.Second})
+	var runs sync.Map
+	h := func(ctx context.Context, j Job, _ func(string)) ([]byte, error) {
+		n, _ := runs.LoadOrStore(j.ID, new(atomic.Int32))
+		c := n.(*atomic.Int32).Add(1)
+		if j.ID == "forged" || c == 1 {
+			return []byte("unsigned"), nil
+		}
+		return []byte("signed"), nil
+	}
+	runWorker(t, q, WorkerConfig{Parallel: 2}, h)
+	var rejected []string
+	var mu sync.Mutex
+	col := newCollector()
+	jobs := []Job{{ID: "honest"}, {ID: "forged"}}
+	sum, err := q.Coordinate(context.Background(), jobs, CoordinatorConfig{
+		Accept: col.accept, Done: col.done, MaxRejects: 3,
+		Verify: func(_ context.Context, r Result) error {
+			if !bytes.Equal(r.Payload, []byte("signed")) {
+				return errors.New("ledger signature does not verify")
+			}
+			return nil
+		},
+		Rejected: func(r Result, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			rejected = append(rejected, r.JobID)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := col.exactlyOne(t, jobs)
+	if r := got["honest"]; string(r.Payload) != "signed" || r.Error != "" {
+		t.Errorf("honest result %+v", r)
+	}
+	if r := got["forged"]; r.Error == "" || !strings.Contains(r.Error, "rejected 3 times") || r.Payload != nil {
+		t.Errorf("forged result %+v", r)
+	}
+	if sum.Rejected != 4 || len(rejected) != 4 || sum.Failed != 1 {
+		t.Errorf("summary %+v, rejected %v; want 4 rejections (1 honest, 3 forged)", sum, rejected)
+	}
+}
+
+// TestDrain: a drained worker finishes the job in hand, publishes its
+// result and takes no other job.
+func TestDrain(t *testing.T) {
+	_, q := startLoopback(t, "drain", Config{AckWait: time.Second})
+	ctx := context.Background()
+	started := make(chan string, 10)
+	release := make(chan struct{})
+	h := func(ctx context.Context, j Job, progress func(string)) ([]byte, error) {
+		started <- j.ID
+		<-release
+		return []byte("finished"), nil
+	}
+	jobs := testJobs(3, testPayload{})
+	if _, err := q.Publish(ctx, jobs...); err != nil {
+		t.Fatal(err)
+	}
+	w, errc := runWorker(t, q, WorkerConfig{ID: "drainer"}, h)
+	first := <-started
+	w.Drain()
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatalf("Run after Drain: %v", err)
+	}
+	select {
+	case id := <-started:
+		t.Errorf("took %s after Drain", id)
+	default:
+	}
+	// The server processes the ack after Run has sent it.
+	var pending map[string]bool
+	eventually(t, "the drained job acknowledged", func() bool {
+		var err error
+		pending, err = q.Pending(ctx)
+		return err == nil && !pending[first]
+	})
+	if len(pending) != 2 {
+		t.Errorf("pending after drain %v, want the 2 jobs other than %s", pending, first)
+	}
+	col := newCollector()
+	runWorker(t, q, WorkerConfig{}, testHandler)
+	if _, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done}); err != nil {
+		t.Fatal(err)
+	}
+	got := col.exactlyOne(t, jobs)
+	if r := got[first]; r.Worker != "drainer" || string(r.Payload) != "finished" {
+		t.Errorf("drained job's result %+v", r)
+	}
+}
+
+// TestHardStopHandsBack: cancelling Run cancels the job in hand and hands
+// it back at once, without waiting for the ack deadline.
+func TestHardStopHandsBack(t *testing.T) {
+	_, q := startLoopback(t, "hard", Config{AckWait: time.Minute})
+	ctx := context.Background()
+	in := make(chan struct{})
+	h := func(ctx context.Context, j Job, _ func(string)) ([]byte, error) {
+		close(in)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if _, err := q.Publish(ctx, Job{ID: "long"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := q.NewWorker(WorkerConfig{PollWait: 100 * time.Millisecond}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(rctx) }()
+	<-in
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run: %v", err)
+	}
+	col := newCollector()
+	runWorker(t, q, WorkerConfig{}, testHandler)
+	// With a one-minute ack wait, only the hand-back lets this finish.
+	if _, err := q.Coordinate(ctx, []Job{{ID: "long", Payload: payload(testPayload{})}}, CoordinatorConfig{Accept: col.accept}); err != nil {
+		t.Fatal(err)
+	}
+	if r := col.exactlyOne(t, []Job{{ID: "long"}})["long"]; r.Deliveries != 2 {
+		t.Errorf("result %+v, want delivery 2", r)
+	}
+}
+
+func TestExitWhenIdle(t *testing.T) {
+	_, q := startLoopback(t, "idle", Config{AckWait: time.Second})
+	ctx := context.Background()
+	jobs := testJobs(5, testPayload{MS: 5})
+	if _, err := q.Publish(ctx, jobs...); err != nil {
+		t.Fatal(err)
+	}
+	w, errc := runWorker(t, q, WorkerConfig{ExitWhenIdle: true, IdleWait: 200 * time.Millisecond}, testHandler)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Ran != 5 {
+		t.Errorf("stats %+v, want 5 ran", st)
+	}
+}
+
+// TestStatus: a running job shows its worker, start and heartbeats, and
+// the progress note.
+func TestStatus(t *testing.T) {
+	_, q := startLoopback(t, "status", Config{AckWait: 300 * time.Millisecond})
+	ctx := context.Background()
+	noted := make(chan struct{})
+	release := make(chan struct{})
+	h := func(ctx context.Context, j Job, progress func(string)) ([]byte, error) {
+		if j.ID == "slow" {
+			progress("turn 3")
+			close(noted)
+			<-release
+		}
+		return nil, nil
+	}
+	jobs := []Job{{ID: "slow"}, {ID: "queued"}}
+	// The slow job goes first and alone.
+	if _, err := q.Publish(ctx, jobs[0]); err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, q, WorkerConfig{ID: "w-status"}, h)
+	<-noted
+	if err := q.putStatusAsync(ctx, []JobStatus{{ID: "queued", State: Queued}}); err != nil {
+		t.Fatal(err)
+	}
+	var slow JobStatus
+	eventually(t, "heartbeats with the note", func() bool {
+		var err error
+		slow, err = q.getStatus(ctx, "slow")
+		return err == nil && slow.Note == "turn 3" && slow.Heartbeat.Sub(slow.Started) >= 200*time.Millisecond
+	})
+	if slow.State != Running || slow.Worker != "w-status" || slow.Deliveries != 1 {
+		t.Errorf("slow status %+v", slow)
+	}
+	// Heartbeats kept the job: three ack waits later it is still on its
+	// first delivery.
+	time.Sleep(900 * time.Millisecond)
+	info, err := q.cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumRedelivered != 0 || info.NumAckPending != 1 {
+		t.Errorf("consumer: %d redelivered, %d pending ack; heartbeats should hold the job", info.NumRedelivered, info.NumAckPending)
+	}
+	all, err := q.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := Counts(all); c[Running] != 1 || c[Queued] != 1 || len(all) != 2 {
+		t.Errorf("counts %v", c)
+	}
+	close(release)
+	col := newCollector()
+	if _, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept}); err != nil {
+		t.Fatal(err)
+	}
+	all, _ = q.Status(ctx)
+	if c := Counts(all); c[Done] != 2 {
+		t.Errorf("counts at the end %v", c)
+	}
+}
+
+// TestDoneJobSkipped: a delivery of a job the coordinator has accepted is
+// acknowledged without running it.
+func TestDoneJobSkipped(t *testing.T) {
+	_, q := startLoopback(t, "skip", Config{AckWait: time.Second})
+	ctx := context.Background()
+	if _, err := q.putStatus(ctx, JobStatus{ID: "old", State: Done, Worker: "earlier"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Publish(ctx, Job{ID: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Bool
+	w, errc := runWorker(t, q, WorkerConfig{ExitWhenIdle: true, IdleWait: 100 * time.Millisecond}, func(context.Context, Job, func(string)) ([]byte, error) {
+		ran.Store(true)
+		return nil, nil
+	})
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if ran.Load() || w.Stats().Skipped != 1 {
+		t.Errorf("ran %v, stats %+v", ran.Load(), w.Stats())
+	}
+}
+
+func TestCoordinateAllDone(t *testing.T) {
+	_, q := startLoopback(t, "alldone", Config{})
+	sum, err := q.Coordinate(context.Background(), testJobs(3, testPayload{}), CoordinatorConfig{
+		Accept: func(context.Context, Result) error { return errors.New("must not be called") },
+		Done:   func(string) bool { return true },
+	})
+	if err != nil || sum.Skipped != 3 || sum.Published != 0 {
+		t.Errorf("summary %+v, %v", sum, err)
+	}
+	if _, err := q.Coordinate(context.Background(), nil, CoordinatorConfig{}); err == nil {
+		t.Error("no Accept callback accepted")
+	}
+}
+
+func TestAcceptErrorStops(t *testing.T) {
+	_, q := startLoopback(t, "accepterr", Config{AckWait: time.Second})
+	runWorker(t, q, WorkerConfig{}, testHandler)
+	diskFull := errors.New("results file: no space left")
+	_, err := q.Coordinate(context.Background(), testJobs(2, testPayload{}), CoordinatorConfig{
+		Accept: func(context.Context, Result) error { return diskFull },
+	})
+	if !errors.Is(err, diskFull) {
+		t.Errorf("Coordinate: %v", err)
+	}
+}
+
+func TestListenRefusedWithoutAuth(t *testing.T) {
+	ctx := context.Background()
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	for _, tc := range []struct {
+		listen string
+		auth   Auth
+		want   string // "" for success
+	}{
+		{"127.0.0.1:0", Auth{}, ""},
+		{"localhost:0", Auth{}, ""},
+		{"0.0.0.0:0", Auth{}, "non-loopback"},
+		{":0", Auth{}, "non-loopback"},
+		{"192.0.2.1:4222", Auth{}, "non-loopback"},
+		{"0.0.0.0:0", Auth{Token: "s3cret"}, ""},
+		{"0.0.0.0:0", Auth{User: "bench", Password: "pw"}, ""},
+		{"0.0.0.0:0", Auth{NKeys: []string{pub}}, ""},
+		{"127.0.0.1:0", Auth{Token: "t", User: "u", Password: "p"}, "excludes"},
+		{"127.0.0.1:0", Auth{User: "u"}, "needs a password"},
+		{"127.0.0.1:0", Auth{NKeys: []string{"SUAXYZ"}}, "public user NKey"},
+		{"127.0.0.1", Auth{}, "missing port"},
+		{"127.0.0.1:99999", Auth{}, "bad port"},
+	} {
+		srv, err := StartServer(ctx, ServerConfig{Dir: t.TempDir(), Listen: tc.listen, Auth: tc.auth})
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s %+v: %v", tc.listen, tc.auth, err)
+				continue
+			}
+			srv.Shutdown()
+			continue
+		}
+		if err == nil {
+			srv.Shutdown()
+			t.Errorf("%s %+v: started, want %q", tc.listen, tc.auth, tc.want)
+		} else if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %+v: %v, want %q", tc.listen, tc.auth, err, tc.want)
+		}
+	}
+	_, err := StartServer(ctx, ServerConfig{Listen: "0.0.0.0:0"})
+	if err == nil || !strings.Contains(err.Error(), "store directory") {
+		t.Errorf("no directory: %v", err)
+	}
+	if _, err := StartServer(ctx, ServerConfig{Dir: t.TempDir(), Listen: "0.0.0.0:0"}); !errors.Is(err, ErrInsecureListen) {
+		t.Errorf("want ErrInsecureListen, got %v", err)
+	}
+}
+
+// TestAuth: a server with each kind of authentication admits a client
+// with the credentials, refuses one without, and its own in-process
+// connection works.
+func TestAuth(t *testing.T) {
+	ctx := context.Background()
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	seedFile := filepath.Join(t.TempDir(), "worker.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		auth Auth
+		good ConnectOptions
+		url  func(base string) string
+	}{
+		{"token", Auth{Token: "s3cret"}, ConnectOptions{Token: "s3cret"}, nil},
+		{"token in url", Auth{Token: "s3cret"}, ConnectOptions{}, func(b string) string { return strings.Replace(b, "nats://", "nats://s3cret@", 1) }},
+		{"user", Auth{User: "bench", Password: "pw"}, ConnectOptions{User: "bench", Password: "pw"}, nil},
+		{"nkey", Auth{NKeys: []string{pub}}, ConnectOptions{CredsFile: seedFile}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := StartServer(ctx, ServerConfig{Dir: t.TempDir(), Auth: tc.auth})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Shutdown()
+			url := srv.URL()
+			if tc.url != nil {
+				url = tc.url(url)
+			}
+			nc, err := Connect(ctx, url, tc.good)
+			if err != nil {
+				t.Fatalf("with credentials: %v", err)
+			}
+			nc.Close()
+			if nc, err := Connect(ctx, srv.URL(), ConnectOptions{}); err == nil {
+				nc.Close()
+				t.Fatal("connected without credentials")
+			} else if !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(err.Error(), "uthorization") {
+				t.Errorf("without credentials: %v", err)
+			}
+			in, err := srv.Connect("in-process")
+			if err != nil {
+				t.Fatalf("in process: %v", err)
+			}
+			defer in.Close()
+			if _, err := Open(ctx, in, "authq", Config{Memory: true}); err != nil {
+				t.Fatalf("open over the in-process connection: %v", err)
+			}
+		})
+	}
+	if _, err := Connect(ctx, "nats://127.0.0.1:1", ConnectOptions{CredsFile: filepath.Join(t.TempDir(), "missing")}); err == nil || !strings.Contains(err.Error(), "credentials") {
+		t.Errorf("missing creds file: %v", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.nk")
+	_ = os.WriteFile(bad, []byte("not a seed"), 0o600)
+	if _, err := Connect(ctx, "nats://127.0.0.1:1", ConnectOptions{CredsFile: bad}); err == nil || !strings.Contains(err.Error(), "neither") {
+		t.Errorf("bad creds file: %v", err)
+	}
+	if _, err := Connect(ctx, "", ConnectOptions{}); err == nil {
+		t.Error("empty URL accepted")
+	}
+}
+
+func TestNameFor(t *testing.T) {
+	a, b := NameFor("/home/u/runs/a"), NameFor("/home/u/runs/b")
+	if a == b || a != NameFor("/home/u/runs/a") || !nameRE.MatchString(a) {
+		t.Errorf("NameFor: %q, %q", a, b)
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "127.1.2.3": true, "::1": true, "localhost": true, "LocalHost": true,
+		"0.0.0.0": false, "": false, "::": false, "10.0.0.1": false, "example.com": false, "127.0.0.1.nip.io": false,
+	} {
+		if got := isLoopback(host); got != want {
+			t.Errorf("isLoopback(%q) = %v", host, got)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://127.0.0.1:4222":                           "nats://127.0.0.1:4222",
+		"nats://tok@h:4222":                               "nats://***@h:4222",
+		"nats://u:p@h:1,nats://u:p@h:2":                   "nats://***@h:1,nats://***@h:2",
+		"tls://user:pa@ss@host":                           "tls://***@host",
+		"h:4222":                                          "h:4222",
+		"nats://a@b:1, nats://c:2":                        "nats://***@b:1, nats://c:2",
+		"nats://user:pass@host:4222/path?x=y@z":           "nats://***@host:4222/path?x=y@z",
+		"nats://[::1]:4222":                               "nats://[::1]:4222",
+		"nats://s3cret@127.0.0.1:4222,nats://127.0.0.1:1": "nats://***@127.0.0.1:4222,nats://127.0.0.1:1",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestArtifacts(t *testing.T) {
+	_, q := startLoopback(t, "art", Config{})
+	ctx := context.Background()
+	if _, err := q.StatArtifact(ctx, "repo.bundle"); !errors.Is(err, ErrNoArtifact) {
+		t.Errorf("stat before any put: %v", err)
+	}
+	big := bytes.Repeat([]byte("git bundle bytes "), 200_000) // 3.4 MB, several chunks
+	a, err := q.PutArtifact(ctx, "repo.bundle", bytes.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Size != uint64(len(big)) || !strings.HasPrefix(a.Digest, "SHA-256=") {
+		t.Errorf("artifact %+v", a)
+	}
+	var buf bytes.Buffer
+	if _, err := q.GetArtifact(ctx, "repo.bundle", &buf); err != nil || !bytes.Equal(buf.Bytes(), big) {
+		t.Fatalf("get: %v, %d bytes", err, buf.Len())
+	}
+	if _, err := q.GetArtifact(ctx, "other", &buf); !errors.Is(err, ErrNoArtifact) {
+		t.Errorf("get missing: %v", err)
+	}
+
+	cache := q.NewArtifactCache(t.TempDir())
+	var wg sync.WaitGroup
+	paths := make([]string, 4)
+	for i := range paths {
+		wg.Go(func() {
+			p, err := cache.Path(ctx, "repo.bundle")
+			if err != nil {
+				t.Error(err)
+			}
+			paths[i] = p
+		})
+	}
+	wg.Wait()
+	fi, err := os.Stat(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths[1:] {
+		if p != paths[0] {
+			t.Errorf("paths differ: %v", paths)
+		}
+	}
+	if got, _ := os.ReadFile(paths[0]); !bytes.Equal(got, big) {
+		t.Error("cached content differs")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(paths[0]))
+	if len(entries) != 1 {
+		t.Errorf("cache holds %d files, want 1 (no temporary left)", len(entries))
+	}
+	// Fetched once: the file is not rewritten.
+	p, err := cache.Path(ctx, "repo.bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi2, _ := os.Stat(p); !os.SameFile(fi, fi2) || !fi2.ModTime().Equal(fi.ModTime()) {
+		t.Error("the cached artifact was fetched again")
+	}
+	// A replaced artifact is fetched anew.
+	if _, err := q.PutArtifact(ctx, "repo.bundle", strings.NewReader("new content")); err != nil {
+		t.Fatal(err)
+	}
+	p2, err := cache.Path(ctx, "repo.bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p2); p2 == p || string(got) != "new content" {
+		t.Errorf("replaced artifact: %s %q", p2, got)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	srv, q := startLoopback(t, "gone", Config{})
+	ctx := context.Background()
+	if _, err := q.PutArtifact(ctx, "x", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc, _ := srv.Connect("t")
+	defer nc.Close()
+	if _, err := Join(ctx, nc, "gone"); !errors.Is(err, ErrNoQueue) {
+		t.Errorf("Join after Delete: %v", err)
+	}
+}

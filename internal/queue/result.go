@@ -1,0 +1,135 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Result is what a worker reports for one delivery of a job. Facts about
+// the run travel with it: which worker, which delivery, when and how long.
+type Result struct {
+	JobID string
+	// Worker is the id of the worker that produced the result.
+	Worker string
+	// Deliveries is the job's delivery count when this result was made
+	// (1 for a job that ran once).
+	Deliveries int
+	// Payload is the handler's output, opaque to the queue.
+	Payload []byte
+	// Error is the handler's error, or why the job was given up; empty on
+	// success.
+	Error string
+	// GaveUp is set when the job was delivered more than MaxDeliver times
+	// without a result and no worker ran it again.
+	GaveUp bool
+	// Started is when the worker started the job; Duration how long the
+	// handler ran.
+	Started  time.Time
+	Duration time.Duration
+	// Seq is the result's sequence number in the results stream (0 for a
+	// result the coordinator made itself).
+	Seq uint64
+
+	// jobSeq is the job message's sequence number in the jobs stream: a
+	// job published again (after a rejected result) is a new message.
+	jobSeq uint64
+}
+
+func (r Result) msg(subject string) *nats.Msg {
+	m := &nats.Msg{Subject: subject, Data: r.Payload, Header: nats.Header{}}
+	m.Header.Set(hdrJob, r.JobID)
+	m.Header.Set(hdrWorker, r.Worker)
+	m.Header.Set(hdrDeliveries, strconv.Itoa(r.Deliveries))
+	if r.Error != "" {
+		m.Header.Set(hdrError, strconv.Quote(r.Error))
+	}
+	if r.GaveUp {
+		m.Header.Set(hdrGaveUp, "true")
+	}
+	if !r.Started.IsZero() {
+		m.Header.Set(hdrStarted, r.Started.UTC().Format(time.RFC3339Nano))
+	}
+	m.Header.Set(hdrDuration, r.Duration.String())
+	return m
+}
+
+// msgID dedupes a worker's republication of the same result; results of
+// different job messages, deliveries or workers are distinct messages.
+func (r Result) msgID() string {
+	return fmt.Sprintf("%d:%d:%s:%d:%s", r.jobSeq, r.Deliveries, r.Worker, len(r.JobID), r.JobID)
+}
+
+func parseResult(m jetstream.Msg) (Result, error) {
+	r, err := parseResultHeaders(m.Headers(), m.Data())
+	if err != nil {
+		return r, err
+	}
+	if md, err := m.Metadata(); err == nil {
+		r.Seq = md.Sequence.Stream
+	}
+	return r, nil
+}
+
+// parseResultHeaders reads a result from its message's headers and data.
+func parseResultHeaders(h nats.Header, data []byte) (Result, error) {
+	r := Result{
+		JobID:   h.Get(hdrJob),
+		Worker:  h.Get(hdrWorker),
+		Payload: data,
+		GaveUp:  h.Get(hdrGaveUp) == "true",
+	}
+	if r.JobID == "" {
+		return r, fmt.Errorf("queue: result without a %s header", hdrJob)
+	}
+	var err error
+	if s := h.Get(hdrError); s != "" {
+		if r.Error, err = strconv.Unquote(s); err != nil {
+			return r, fmt.Errorf("queue: result of %s: error header: %w", r.JobID, err)
+		}
+	}
+	if r.Deliveries, err = strconv.Atoi(h.Get(hdrDeliveries)); err != nil {
+		return r, fmt.Errorf("queue: result of %s: deliveries: %w", r.JobID, err)
+	}
+	if s := h.Get(hdrStarted); s != "" {
+		if r.Started, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return r, fmt.Errorf("queue: result of %s: started: %w", r.JobID, err)
+		}
+	}
+	if s := h.Get(hdrDuration); s != "" {
+		if r.Duration, err = time.ParseDuration(s); err != nil {
+			return r, fmt.Errorf("queue: result of %s: duration: %w", r.JobID, err)
+		}
+	}
+	return r, nil
+}
+
+// publishResult stores r in the results stream, retrying through a lost
+// connection (the message id makes a retry of a stored result a no-op)
+// until ctx ends or the server has been unreachable for patience: then
+// the job, not acknowledged, is delivered again once the server is back.
+func (q *Queue) publishResult(ctx context.Context, r Result, patience time.Duration) error {
+	backoff := 50 * time.Millisecond
+	start := time.Now()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := q.js.PublishMsg(pctx, r.msg(q.subjResults), jetstream.WithMsgID(r.msgID()), jetstream.WithExpectStream(q.streamRes))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Since(start) >= patience {
+			return fmt.Errorf("queue: publish result of %s: gave up after %v: %w", r.JobID, patience, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("queue: publish result of %s: %w (last: %w)", r.JobID, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
