@@ -83,6 +83,40 @@ func IsSummary(it model.Item) bool {
 	return it.Kind == model.KindUser && strings.HasPrefix(it.Text, SummaryPrefix)
 }
 
+// summaryMark is the Provider of a summary item, whose Raw is
+// {"kept":N}: N items after the summary were kept from before the
+// compaction. No adapter replays it (a user item is sent as its text).
+const summaryMark = "compact"
+
+// summaryItem is the summary as the new transcript holds it.
+func summaryItem(summary string, kept int) model.Item {
+	return model.Item{Kind: model.KindUser, Text: SummaryPrefix + summary, Provider: summaryMark,
+		Raw: json.RawMessage(fmt.Sprintf(`{"kept":%d}`, kept))}
+}
+
+// Since returns the index of the first item of items added after its
+// latest compaction: the end of the part a summary kept (its recent turns,
+// verbatim). It returns 0 when items holds no summary. A provider that
+// chains requests to a response the server stored (the Responses API's
+// previous_response_id) must not chain to a response before Since: the
+// server holds that response with the history the summary replaced.
+func Since(items []model.Item) int {
+	since := 0
+	for i, it := range items {
+		if !IsSummary(it) {
+			continue
+		}
+		var m struct {
+			Kept int `json:"kept"`
+		}
+		if it.Provider == summaryMark {
+			json.Unmarshal(it.Raw, &m)
+		}
+		since = max(since, min(i+1+max(m.Kept, 0), len(items)))
+	}
+	return since
+}
+
 // Tokens estimates the tokens of items at four bytes a token, counting
 // each item's text, call input and result (or its raw provider form when
 // that is longer: encrypted reasoning, signed thinking).
@@ -229,7 +263,7 @@ func (c *Compactor) Compact(ctx context.Context, items []model.Item, reason stri
 		out = append(out, items[i])
 	}
 	rec.Pinned = pinned
-	out = append(out, model.Item{Kind: model.KindUser, Text: SummaryPrefix + summary})
+	out = append(out, summaryItem(summary, len(items)-cut))
 	out = append(out, items[cut:]...)
 	rec.TokensAfter = Tokens(out)
 	var sb strings.Builder
@@ -245,7 +279,7 @@ func (c *Compactor) Compact(ctx context.Context, items []model.Item, reason stri
 		}
 		sb.Write(b)
 		sb.WriteByte('\n')
-		if it.Response != "" && !seen[it.Response] {
+		if it.Response != "" && !seen[it.Response] && modelItem(it) {
 			seen[it.Response] = true
 			rec.Responses = append(rec.Responses, it.Response)
 		}
