@@ -62,8 +62,8 @@ const (
 const DefaultThreshold = 0.85
 
 // ErrNothingToCompact is returned when the transcript holds nothing that
-// could be replaced (only pinned items, or a single turn longer than the
-// budget of what is kept).
+// could be replaced (only pinned items and an earlier summary, or a single
+// turn longer than the budget of what is kept).
 var ErrNothingToCompact = errors.New("compact: nothing to compact: the transcript holds only pinned items and its most recent turn")
 
 // SummaryError is a summary request that failed; the transcript is
@@ -236,7 +236,7 @@ func (c *Compactor) Compact(ctx context.Context, items []model.Item, reason stri
 		return nil, nil, err
 	}
 	pinned := c.pinned(items, cut)
-	if len(pinned) == cut {
+	if replacesNothing(items[:cut], pinned) {
 		return nil, nil, ErrNothingToCompact
 	}
 	req := &model.Request{Model: c.Model, System: c.System, MaxTokens: c.MaxTokens,
@@ -291,6 +291,22 @@ func (c *Compactor) Compact(ctx context.Context, items []model.Item, reason stri
 	sum := sha256.Sum256(rec.Items)
 	rec.Digest = hex.EncodeToString(sum[:])
 	return out, rec, nil
+}
+
+// replacesNothing reports whether the replaced part, the items before
+// the cut but the pinned ones, is empty or only an earlier summary.
+func replacesNothing(before []model.Item, pinned []int) bool {
+	k := 0
+	for i, it := range before {
+		if k < len(pinned) && pinned[k] == i {
+			k++
+			continue
+		}
+		if !IsSummary(it) {
+			return false
+		}
+	}
+	return true
 }
 
 // keepTokens is the budget of the recent turns kept.
