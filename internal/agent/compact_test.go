@@ -91,8 +91,8 @@ func TestCompactionEveryDialect(t *testing.T) {
 					t.Errorf("compaction failed: %v", ev.Err)
 				}
 			}
-			if len(compacted) == 0 {
-				t.Fatal("the run never compacted")
+			if len(compacted) < 2 {
+				t.Fatalf("the run compacted %d times, want at least 2 (a summary replaced by the next)", len(compacted))
 			}
 			summaries := 0
 			for _, r := range e.srv.Requests() {
