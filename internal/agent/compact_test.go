@@ -277,8 +277,13 @@ func TestResumeAfterCompaction(t *testing.T) {
 			if r.outcome.Status != agent.StatusCompleted || r.outcome.Text != "Done." || r.outcome.Turns != 4 {
 				t.Fatalf("resumed outcome %+v", r.outcome)
 			}
-			if first := r.srv.Requests()[0]; first.Step != 9 && !first.Summary {
-				t.Errorf("the resumed session's first request played step %d, want 9", first.Step)
+			for _, req := range r.srv.Requests() {
+				if !req.Summary {
+					if req.Step != 9 {
+						t.Errorf("the resumed session's first turn played step %d, want 9", req.Step)
+					}
+					break
+				}
 			}
 		})
 	}
