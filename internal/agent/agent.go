@@ -73,9 +73,10 @@ type Config struct {
 // (*compact.Compactor is one; docs/compaction.md).
 type Compactor interface {
 	// Needed reports whether the next request would be too large: last is
-	// the usage of the last turn (zero before the first request of a run
-	// and after a compaction), added the items appended to the transcript
-	// since that turn's request.
+	// the usage of the last turn (zero before the agent's first request,
+	// also a resumed one's, and after a compaction), added the items
+	// appended to the transcript since that turn's request (the whole
+	// transcript when last is zero).
 	Needed(last model.Usage, added []model.Item) bool
 	// Compact returns the new transcript (items unchanged) and the record
 	// of what was replaced, or compact.ErrNothingToCompact, or another
@@ -121,7 +122,8 @@ type Agent struct {
 	recent []string
 	// last is the usage of the latest turn and sent the transcript's
 	// length when its request was sent: what Compactor.Needed estimates
-	// from (zero after a compaction, and at the start of a run).
+	// from (zero for a new agent and after a compaction). They carry over
+	// from one Run to the next.
 	last model.Usage
 	sent int
 	// failed counts automatic compactions that failed in a row, and wait

@@ -50,9 +50,9 @@ type Event struct {
 	// with its wire bytes (Compaction.Response).
 	Compaction *compact.Record
 	// Err is the provider's failure (EventTurnFailed), the compaction's
-	// (EventCompactFailed), or the panics
-	// recovered in a call (EventCallCompleted: *PanicError, joined with
-	// errors.Join when more than one).
+	// (EventCompactFailed), or the panics recovered in a call
+	// (EventCallCompleted: *PanicError, joined with errors.Join when more
+	// than one).
 	Err error
 }
 
