@@ -121,6 +121,12 @@ reject "an unsealed tool.result with a change path not clean" \
   'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"" + D + b"\",\"kind\":\"add\",\"path\":\"a//b\"}]}]}"))'
 reject "an unsealed session.end with a file digest \"ABC\"" \
   'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"session.end\"").replace(b"\"data\":{}", b"\"data\":{\"files\":{\"a\":\"ABC\"}}"))'
+accept "an unsealed context.compact naming its replaced items" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"context.compact\"").replace(b"\"data\":{}", b"\"data\":{\"digest\":\"" + D + b"\"}").replace(b"\"payloads\":{}", b"\"payloads\":{\"replaced\":\"" + D + b"\"}"))' "1 unsealed"
+reject "an unsealed context.compact with the digest \"ABC\"" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"context.compact\"").replace(b"\"data\":{}", b"\"data\":{\"digest\":\"ABC\"}"))'
+reject "an unsealed context.compact whose replaced payload is not its digest" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"context.compact\"").replace(b"\"data\":{}", b"\"data\":{\"digest\":\"" + D + b"\"}").replace(b"\"payloads\":{}", b"\"payloads\":{\"replaced\":\"" + b"cd" * 32 + b"\"}"))'
 reject "an unsealed entry with seq a fraction" 'append(OK.replace(b"SEQ", b"SEQ.0"))'
 reject "an unsealed entry with v a string" 'append(OK.replace(b"\"v\":1", b"\"v\":\"1\""))'
 reject "an unsealed entry with data an array" 'append(OK.replace(b"\"data\":{}", b"\"data\":[]"))'

@@ -218,6 +218,12 @@ def parse_entry(line):
                         raise Bad(f"{where}: {k} {ch[k]!r} is not a digest")
                 if "moved_to" in ch and not change_path(ch["moved_to"]):
                     raise Bad(f"{where}: moved_to path {ch['moved_to']!r} is not a clean path inside the workspace")
+    if e["type"] == "context.compact":
+        digest = data.get("digest")
+        if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
+            raise Bad(f"data.digest {digest!r} is not a digest (64 lowercase hex digits)")
+        if "replaced" in e["payloads"] and e["payloads"]["replaced"] != digest:
+            raise Bad(f"payloads: 'replaced' is {e['payloads']['replaced']}, not data.digest {digest}")
     if e["type"] == "session.end" and data.get("files") is not None:
         files = data["files"]
         if not isinstance(files, dict):

@@ -23,11 +23,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/surface"
@@ -61,7 +63,29 @@ type Config struct {
 	// times within the last RepeatWindow calls; 0 means 5 in 10.
 	RepeatLimit, RepeatWindow int
 	Observer                  Observer
+	// Compactor, when set, keeps the conversation within the model's
+	// context window: before each request it is asked whether the request
+	// needs a compaction first (see Compactor).
+	Compactor Compactor
 }
+
+// Compactor replaces the older part of a conversation with a summary
+// (*compact.Compactor is one; docs/compaction.md).
+type Compactor interface {
+	// Needed reports whether the next request would be too large: last is
+	// the usage of the last turn (zero before the agent's first request,
+	// also a resumed one's, and after a compaction), added the items
+	// appended to the transcript since that turn's request (the whole
+	// transcript when last is zero).
+	Needed(last model.Usage, added []model.Item) bool
+	// Compact returns the new transcript (items unchanged) and the record
+	// of what was replaced, or compact.ErrNothingToCompact, or another
+	// error that leaves the conversation as it was.
+	Compact(ctx context.Context, items []model.Item, reason string) ([]model.Item, *compact.Record, error)
+}
+
+// ErrNoCompactor is returned by Compact for an agent without a Compactor.
+var ErrNoCompactor = errors.New("this session cannot compact its conversation (no compactor is configured)")
 
 // Status is how a run ended.
 type Status string
@@ -96,6 +120,15 @@ type Agent struct {
 	calls int
 	// recent holds digests of the last calls with their results.
 	recent []string
+	// last is the usage of the latest turn and sent the transcript's
+	// length when its request was sent: what Compactor.Needed estimates
+	// from (zero for a new agent and after a compaction). They carry over
+	// from one Run to the next.
+	last model.Usage
+	sent int
+	// failed counts automatic compactions that failed in a row, and wait
+	// the turns to let pass before the next attempt.
+	failed, wait int
 }
 
 // New returns an agent with an optional earlier transcript (to resume).
@@ -134,6 +167,7 @@ func (a *Agent) Run(ctx context.Context, task string) *Outcome {
 	}
 	user := model.Item{Kind: model.KindUser, Text: task}
 	a.items = append(a.items, user)
+	a.failed, a.wait = 0, 0
 	a.emit(Event{Type: EventUser, Items: []model.Item{user}})
 	out := a.loop(ctx, start)
 	out.Usage, out.Calls = a.usage, a.calls
@@ -158,7 +192,15 @@ func (a *Agent) loop(ctx context.Context, start time.Time) *Outcome {
 		if err := ctx.Err(); err != nil {
 			return a.stopped(ctx, turn-1, start, err)
 		}
+		if a.cfg.Compactor != nil && a.cfg.Compactor.Needed(a.last, a.items[a.sent:]) {
+			if a.wait > 0 {
+				a.wait--
+			} else if _, err := a.compact(ctx, turn, compact.ReasonAuto); err != nil && ctx.Err() != nil {
+				return a.stopped(ctx, turn-1, start, ctx.Err())
+			}
+		}
 		a.emit(Event{Type: EventTurnStarted, Turn: turn})
+		a.sent = len(a.items)
 		req := &model.Request{Model: a.cfg.Model, System: a.cfg.System, Items: a.items, Tools: a.cfg.Tools.Specs(), MaxTokens: a.cfg.MaxTokens}
 		resp, err := a.cfg.Provider.Turn(ctx, req, func(d model.Delta) { a.emit(Event{Type: EventDelta, Turn: turn, Delta: &d}) })
 		if err != nil {
@@ -170,6 +212,7 @@ func (a *Agent) loop(ctx context.Context, start time.Time) *Outcome {
 		}
 		resp.Usage.CostUSD = a.cfg.Prices.Cost(resp.Usage)
 		a.usage.Add(resp.Usage)
+		a.last = resp.Usage
 		newItems := append([]model.Item(nil), resp.Items...)
 		a.items = append(a.items, resp.Items...)
 		a.emit(Event{Type: EventResponse, Turn: turn, Response: resp})
@@ -207,6 +250,47 @@ func (a *Agent) loop(ctx context.Context, start time.Time) *Outcome {
 			}
 		}
 	}
+}
+
+// Compact compacts the conversation now (the user's /compact: a manual
+// compaction summarizes all but the pinned items). It reports
+// EventCompacted, or EventCompactFailed for a failure other than
+// compact.ErrNothingToCompact, and returns the record, or the error with
+// the conversation unchanged. It must not be called while Run runs.
+func (a *Agent) Compact(ctx context.Context) (*compact.Record, error) {
+	if a.cfg.Compactor == nil {
+		return nil, ErrNoCompactor
+	}
+	return a.compact(ctx, 0, compact.ReasonManual)
+}
+
+// compact runs one compaction before turn (0 outside a run). On success
+// the summary turn's usage, priced, is added to the agent's and the
+// transcript replaced. An automatic compaction that failed is not tried
+// again for 1, 2, 4, … turns, as failures repeat.
+func (a *Agent) compact(ctx context.Context, turn int, reason string) (*compact.Record, error) {
+	items, rec, err := a.cfg.Compactor.Compact(ctx, a.items, reason)
+	if err != nil {
+		if errors.Is(err, compact.ErrNothingToCompact) || ctx.Err() != nil {
+			return nil, err
+		}
+		if reason == compact.ReasonAuto {
+			a.wait = 1 << min(a.failed, 5)
+			a.failed++
+		}
+		a.emit(Event{Type: EventCompactFailed, Turn: turn, Compaction: &compact.Record{Reason: reason, TokensBefore: compact.Tokens(a.items)}, Err: err})
+		return nil, err
+	}
+	a.failed, a.wait = 0, 0
+	rec.Usage.CostUSD = a.cfg.Prices.Cost(rec.Usage)
+	if rec.Response != nil {
+		rec.Response.Usage.CostUSD = rec.Usage.CostUSD
+	}
+	a.usage.Add(rec.Usage)
+	a.items = items
+	a.last, a.sent = model.Usage{}, 0
+	a.emit(Event{Type: EventCompacted, Turn: turn, Compaction: rec, Items: slices.Clone(items), Usage: rec.Usage})
+	return rec, nil
 }
 
 func (a *Agent) stopped(ctx context.Context, turns int, start time.Time, err error) *Outcome {

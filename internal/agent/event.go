@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -19,6 +20,10 @@ const (
 	EventTurnCompleted EventType = "turn_completed" // the turn's new transcript items (Items, Usage)
 	EventTurnFailed    EventType = "turn_failed"    // the provider failed (Err)
 	EventRunCompleted  EventType = "run_completed"  // the run ended (Outcome)
+
+	// Before a turn's request (Turn) or when asked (Turn 0, Agent.Compact):
+	EventCompacted     EventType = "compacted"      // the conversation was compacted (Compaction, Items: the new transcript, Usage: the summary turn's)
+	EventCompactFailed EventType = "compact_failed" // a compaction failed, the conversation is unchanged (Err; Compaction holds only Reason and TokensBefore)
 )
 
 // Event is one thing the loop did. Which fields are set depends on Type.
@@ -40,9 +45,14 @@ type Event struct {
 	Items    []model.Item
 	Usage    model.Usage
 	Outcome  *Outcome
-	// Err is the provider's failure (EventTurnFailed), or the panics
-	// recovered in a call (EventCallCompleted: *PanicError, joined with
-	// errors.Join when more than one).
+	// Compaction is what a compaction replaced (EventCompacted): the
+	// replaced items' bytes and digest, the summary, the summary turn
+	// with its wire bytes (Compaction.Response).
+	Compaction *compact.Record
+	// Err is the provider's failure (EventTurnFailed), the compaction's
+	// (EventCompactFailed), or the panics recovered in a call
+	// (EventCallCompleted: *PanicError, joined with errors.Join when more
+	// than one).
 	Err error
 }
 

@@ -62,8 +62,8 @@ const (
 const DefaultThreshold = 0.85
 
 // ErrNothingToCompact is returned when the transcript holds nothing that
-// could be replaced (only pinned items, or a single turn longer than the
-// budget of what is kept).
+// could be replaced (only pinned items and an earlier summary, or a single
+// turn longer than the budget of what is kept).
 var ErrNothingToCompact = errors.New("compact: nothing to compact: the transcript holds only pinned items and its most recent turn")
 
 // SummaryError is a summary request that failed; the transcript is
@@ -81,6 +81,40 @@ func (e *SummaryError) Unwrap() error { return e.Err }
 // IsSummary reports whether an item is a compaction's summary.
 func IsSummary(it model.Item) bool {
 	return it.Kind == model.KindUser && strings.HasPrefix(it.Text, SummaryPrefix)
+}
+
+// summaryMark is the Provider of a summary item, whose Raw is
+// {"kept":N}: N items after the summary were kept from before the
+// compaction. No adapter replays it (a user item is sent as its text).
+const summaryMark = "compact"
+
+// summaryItem is the summary as the new transcript holds it.
+func summaryItem(summary string, kept int) model.Item {
+	return model.Item{Kind: model.KindUser, Text: SummaryPrefix + summary, Provider: summaryMark,
+		Raw: json.RawMessage(fmt.Sprintf(`{"kept":%d}`, kept))}
+}
+
+// Since returns the index of the first item of items added after its
+// latest compaction: the end of the part a summary kept (its recent turns,
+// verbatim). It returns 0 when items holds no summary. A provider that
+// chains requests to a response the server stored (the Responses API's
+// previous_response_id) must not chain to a response before Since: the
+// server holds that response with the history the summary replaced.
+func Since(items []model.Item) int {
+	since := 0
+	for i, it := range items {
+		if !IsSummary(it) {
+			continue
+		}
+		var m struct {
+			Kept int `json:"kept"`
+		}
+		if it.Provider == summaryMark {
+			json.Unmarshal(it.Raw, &m)
+		}
+		since = max(since, min(i+1+max(m.Kept, 0), len(items)))
+	}
+	return since
 }
 
 // Tokens estimates the tokens of items at four bytes a token, counting
@@ -202,7 +236,7 @@ func (c *Compactor) Compact(ctx context.Context, items []model.Item, reason stri
 		return nil, nil, err
 	}
 	pinned := c.pinned(items, cut)
-	if len(pinned) == cut {
+	if replacesNothing(items[:cut], pinned) {
 		return nil, nil, ErrNothingToCompact
 	}
 	req := &model.Request{Model: c.Model, System: c.System, MaxTokens: c.MaxTokens,
@@ -229,7 +263,7 @@ func (c *Compactor) Compact(ctx context.Context, items []model.Item, reason stri
 		out = append(out, items[i])
 	}
 	rec.Pinned = pinned
-	out = append(out, model.Item{Kind: model.KindUser, Text: SummaryPrefix + summary})
+	out = append(out, summaryItem(summary, len(items)-cut))
 	out = append(out, items[cut:]...)
 	rec.TokensAfter = Tokens(out)
 	var sb strings.Builder
@@ -245,7 +279,7 @@ func (c *Compactor) Compact(ctx context.Context, items []model.Item, reason stri
 		}
 		sb.Write(b)
 		sb.WriteByte('\n')
-		if it.Response != "" && !seen[it.Response] {
+		if it.Response != "" && !seen[it.Response] && modelItem(it) {
 			seen[it.Response] = true
 			rec.Responses = append(rec.Responses, it.Response)
 		}
@@ -257,6 +291,22 @@ func (c *Compactor) Compact(ctx context.Context, items []model.Item, reason stri
 	sum := sha256.Sum256(rec.Items)
 	rec.Digest = hex.EncodeToString(sum[:])
 	return out, rec, nil
+}
+
+// replacesNothing reports whether the replaced part, the items before
+// the cut but the pinned ones, is empty or only an earlier summary.
+func replacesNothing(before []model.Item, pinned []int) bool {
+	k := 0
+	for i, it := range before {
+		if k < len(pinned) && pinned[k] == i {
+			k++
+			continue
+		}
+		if !IsSummary(it) {
+			return false
+		}
+	}
+	return true
 }
 
 // keepTokens is the budget of the recent turns kept.

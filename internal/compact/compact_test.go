@@ -129,7 +129,7 @@ func TestCompact(t *testing.T) {
 	if rec.Cut != len(items)-9 {
 		t.Errorf("cut at %d of %d", rec.Cut, len(items))
 	}
-	want := append([]model.Item{items[0], items[16], user(SummaryPrefix + "We found the bug.")}, items[rec.Cut:]...)
+	want := append([]model.Item{items[0], items[16], summaryItem("We found the bug.", 9)}, items[rec.Cut:]...)
 	if !reflect.DeepEqual(out, want) {
 		t.Errorf("new transcript:\n%v\nwant\n%v", out, want)
 	}
@@ -160,6 +160,42 @@ func TestCompact(t *testing.T) {
 		if IsSummary(it) {
 			t.Error("the first summary was kept")
 		}
+	}
+}
+
+// TestSince: the first item added after the latest compaction is past the
+// turns the summary kept; a transcript without a summary has no such item
+// but its first.
+func TestSince(t *testing.T) {
+	items := long(10, 400)
+	if got := Since(items); got != 0 {
+		t.Fatalf("no summary: %d", got)
+	}
+	c := &Compactor{Provider: &fakeModel{text: "sum"}, KeepTokens: 350}
+	out, rec, err := c.Compact(t.Context(), items, ReasonAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Since(out), len(out); got != want {
+		t.Errorf("right after the compaction: %d, want %d (every item after the summary predates it)", got, want)
+	}
+	if kept := len(items) - rec.Cut; kept == 0 {
+		t.Fatal("nothing kept")
+	}
+	more := append(slices.Clone(out), say("r20", "new"), user("next"))
+	if got := Since(more); got != len(out) {
+		t.Errorf("after a new turn: %d, want %d", got, len(out))
+	}
+	manual, _, err := c.Compact(t.Context(), more, ReasonManual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Since(manual); got != len(manual) {
+		t.Errorf("after a manual compaction: %d of %d", got, len(manual))
+	}
+	// A summary's own text, without its mark, keeps nothing.
+	if got := Since([]model.Item{user("t"), user(SummaryPrefix + "x"), say("r", "a")}); got != 2 {
+		t.Errorf("unmarked summary: %d", got)
 	}
 }
 

@@ -1,4 +1,4 @@
-package compact
+package compact_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
@@ -53,6 +54,8 @@ func script(compaction string) *sim.Script {
 
 const system = "You are a test agent."
 
+func user(s string) model.Item { return model.Item{Kind: model.KindUser, Text: s} }
+
 // converse plays turns of the conversation: each call is answered with a
 // result of a few hundred bytes, as a loop would.
 func converse(t *testing.T, p provider.Provider, tools []model.ToolSpec, items []model.Item, turns int) []model.Item {
@@ -88,8 +91,8 @@ func TestCompactWithSimulatedModel(t *testing.T) {
 			}
 			p := d.new(base)
 			items := converse(t, p, tools, []model.Item{user("TASK: run the echo commands.")}, 8)
-			c := &Compactor{Provider: p, Model: "sim-coder", System: system, Tools: func() []model.ToolSpec { return tools }, KeepTokens: 700}
-			out, rec, err := c.Compact(t.Context(), items, ReasonAuto)
+			c := &compact.Compactor{Provider: p, Model: "sim-coder", System: system, Tools: func() []model.ToolSpec { return tools }, KeepTokens: 700}
+			out, rec, err := c.Compact(t.Context(), items, compact.ReasonAuto)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,10 +100,10 @@ func TestCompactWithSimulatedModel(t *testing.T) {
 			if last := reqs[len(reqs)-1]; !last.Summary || last.Status != 200 {
 				t.Fatalf("summary request recorded as %+v", last)
 			}
-			if out[0].Text != "TASK: run the echo commands." || !IsSummary(out[1]) || !strings.Contains(out[1].Text, "We ran a0 to a7") {
+			if out[0].Text != "TASK: run the echo commands." || !compact.IsSummary(out[1]) || !strings.Contains(out[1].Text, "We ran a0 to a7") {
 				t.Fatalf("head of the new transcript: %+v", out[:2])
 			}
-			if rec.Cut <= 1 || rec.Cut >= len(items) || len(rec.Calls) == 0 || !slices.Contains(Boundaries(items), rec.Cut) {
+			if rec.Cut <= 1 || rec.Cut >= len(items) || len(rec.Calls) == 0 || !slices.Contains(compact.Boundaries(items), rec.Cut) {
 				t.Fatalf("record %+v", rec)
 			}
 			// Every call kept has its result kept, and no result is orphaned.
@@ -151,8 +154,8 @@ func TestCompactSummaryRefused(t *testing.T) {
 			p := d.new(base)
 			items := converse(t, p, tools, []model.Item{user("TASK")}, 4)
 			before := slices.Clone(items)
-			c := &Compactor{Provider: p, Model: "sim-coder", System: system, Tools: func() []model.ToolSpec { return tools }, KeepTokens: 300}
-			out, rec, err := c.Compact(t.Context(), items, ReasonAuto)
+			c := &compact.Compactor{Provider: p, Model: "sim-coder", System: system, Tools: func() []model.ToolSpec { return tools }, KeepTokens: 300}
+			out, rec, err := c.Compact(t.Context(), items, compact.ReasonAuto)
 			if out != nil || rec != nil || err == nil || !strings.Contains(err.Error(), "the conversation is unchanged") || !strings.Contains(err.Error(), "prompt is too long") {
 				t.Fatalf("%v %v %v", out, rec, err)
 			}

@@ -79,7 +79,10 @@ type Item struct {
 	// agent_run (Truss): a sub-agent's run
 	Prompt string     `json:"prompt,omitempty"`
 	Agent  *AgentItem `json:"agent,omitempty"`
-	Truss  *ItemTruss `json:"truss,omitempty"`
+	// context_compaction (Truss): the conversation was compacted (Text:
+	// the summary), or a compaction failed (Error)
+	Compaction *Compaction `json:"compaction,omitempty"`
+	Truss      *ItemTruss  `json:"truss,omitempty"`
 }
 
 // MCPResult is an mcp_tool_call's result: the server's content list and
@@ -104,6 +107,21 @@ type AgentItem struct {
 	Ledger  string   `json:"ledger,omitempty"`
 	Changes []Change `json:"changes,omitempty"`
 	Diff    string   `json:"diff,omitempty"`
+}
+
+// Compaction is the Truss data of a context_compaction item.
+type Compaction struct {
+	// Reason is "auto" (the next request would have passed the share of
+	// the context window) or "manual" (/compact).
+	Reason string `json:"reason"`
+	// Replaced counts the transcript items the summary replaced;
+	// TokensBefore and TokensAfter estimate the transcript's size.
+	Replaced     int   `json:"replaced,omitempty"`
+	TokensBefore int64 `json:"tokens_before"`
+	TokensAfter  int64 `json:"tokens_after,omitempty"`
+	// Usage is the summary turn's (included in the run's usage).
+	Usage   *Usage  `json:"usage,omitempty"`
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // Change is one file of a file_change item.
@@ -233,6 +251,17 @@ func (e *Encoder) Observe(ev agent.Event) {
 		it := callItem(id, ev.Call, ev.Ops)
 		completeItem(it, ev)
 		e.write(Event{Type: "item.completed", Item: it})
+	case agent.EventCompacted:
+		c := ev.Compaction
+		e.write(Event{Type: "item.completed", Item: &Item{ID: e.itemID(), Type: "context_compaction", Text: c.Summary, Status: "completed",
+			Compaction: &Compaction{Reason: c.Reason, Replaced: c.Replaced, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
+				Usage: usage(c.Usage), CostUSD: c.Usage.CostUSD}}})
+	case agent.EventCompactFailed:
+		it := &Item{ID: e.itemID(), Type: "context_compaction", Status: "failed", Error: &ErrorMsg{Message: ev.Err.Error()}}
+		if c := ev.Compaction; c != nil {
+			it.Compaction = &Compaction{Reason: c.Reason, TokensBefore: c.TokensBefore}
+		}
+		e.write(Event{Type: "item.completed", Item: it})
 	case agent.EventRunCompleted:
 		if e.Hold {
 			e.held = &ev
@@ -269,11 +298,15 @@ func (e *Encoder) runCompleted(ev agent.Event, verdict any) {
 			e.write(Event{Type: "turn.failed", Error: &ErrorMsg{Message: o.Reason}, Truss: rt})
 			return
 		}
-		u := o.Usage
-		e.write(Event{Type: "turn.completed", Truss: rt, Usage: &Usage{
-			InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, CachedInputTokens: u.CacheReadTokens,
-			CacheWriteInputTokens: u.CacheWriteTokens, OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningTokens}})
+		e.write(Event{Type: "turn.completed", Truss: rt, Usage: usage(o.Usage)})
 	}
+}
+
+// usage is a model usage in the stream's form: input_tokens includes the
+// cached ones.
+func usage(u model.Usage) *Usage {
+	return &Usage{InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, CachedInputTokens: u.CacheReadTokens,
+		CacheWriteInputTokens: u.CacheWriteTokens, OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningTokens}
 }
 
 // callItem builds the item for a call from its decoded operations.

@@ -126,8 +126,27 @@ func parseEntry(line []byte) (Entry, error) {
 		if err := checkFiles(e.Data); err != nil {
 			return e, err
 		}
+	case "context.compact":
+		if err := checkCompact(e.Data, e.Payloads); err != nil {
+			return e, err
+		}
 	}
 	return e, nil
+}
+
+// checkCompact checks a context.compact entry: data.digest is a digest,
+// and the payload "replaced", when named, is that digest (the replaced
+// items' bytes are what the entry says it replaced).
+func checkCompact(data any, payloads map[string]string) error {
+	d, _ := data.(map[string]any)
+	digest, _ := d["digest"].(string)
+	if !digestRE.MatchString(digest) {
+		return fmt.Errorf("data.digest %v is not a digest (64 lowercase hex digits)", d["digest"])
+	}
+	if p, ok := payloads["replaced"]; ok && p != digest {
+		return fmt.Errorf("payloads: \"replaced\" is %s, not data.digest %s", p, digest)
+	}
+	return nil
 }
 
 // checkTime checks an entry's time: RFC 3339 in UTC ("Z"), with up to nine

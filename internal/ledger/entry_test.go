@@ -47,6 +47,7 @@ func TestEntryRules(t *testing.T) {
 	digest := strings.Repeat("ab", 32)
 	result := strings.Replace(ok, `"type":"x"`, `"type":"tool.result"`, 1)
 	end := strings.Replace(ok, `"type":"x"`, `"type":"session.end"`, 1)
+	compacted := strings.Replace(ok, `"type":"x"`, `"type":"context.compact"`, 1)
 	for _, tc := range []struct {
 		name     string
 		line     string
@@ -80,6 +81,10 @@ func TestEntryRules(t *testing.T) {
 		{name: "changes a string", line: strings.Replace(result, `"data":{}`, `"data":{"results":[{"changes":"a"}]}`, 1), wantErr: "changes"},
 		{name: "files an array", line: strings.Replace(end, `"data":{}`, `"data":{"files":[]}`, 1), wantErr: "data.files"},
 		{name: "files well formed", line: strings.Replace(end, `"data":{}`, `"data":{"files":{"a":"`+digest+`","b/c":""}}`, 1), unsealed: 1},
+		{name: "compaction well formed", line: strings.NewReplacer(`"data":{}`, `"data":{"digest":"`+digest+`","replaced":3}`, `"payloads":{}`, `"payloads":{"replaced":"`+digest+`"}`).Replace(compacted), unsealed: 1},
+		{name: "compaction digest ABC", line: strings.Replace(compacted, `"data":{}`, `"data":{"digest":"ABC"}`, 1), wantErr: "data.digest"},
+		{name: "compaction without a digest", line: compacted, wantErr: "data.digest"},
+		{name: "compaction replaced payload not its digest", line: strings.NewReplacer(`"data":{}`, `"data":{"digest":"`+digest+`"}`, `"payloads":{}`, `"payloads":{"replaced":"`+strings.Repeat("cd", 32)+`"}`).Replace(compacted), wantErr: "replaced"},
 		{name: "data not an object", line: strings.Replace(ok, `"data":{}`, `"data":[]`, 1), wantErr: "data"},
 		{name: "session empty", line: strings.Replace(ok, `"session":"S1"`, `"session":""`, 1), wantErr: "session"},
 		{name: "type empty", line: strings.Replace(ok, `"type":"x"`, `"type":""`, 1), wantErr: "type"},

@@ -240,6 +240,16 @@ func (r *Recorder) record(ev agent.Event) {
 		r.fail(err)
 	case agent.EventTurnCompleted:
 		r.fail(r.W.Checkpoint())
+	case agent.EventCompacted:
+		r.compacted(ev)
+		r.fail(r.W.Checkpoint())
+	case agent.EventCompactFailed:
+		data := map[string]any{"turn": ev.Turn, "error": ev.Err.Error()}
+		if c := ev.Compaction; c != nil {
+			data["reason"], data["tokens_before"] = c.Reason, c.TokensBefore
+		}
+		_, err := r.W.Append("context.compact_failed", data, nil)
+		r.fail(err)
 	case agent.EventRunCompleted:
 		if r.Settle != nil {
 			r.settle()
@@ -255,22 +265,47 @@ func (r *Recorder) record(ev agent.Event) {
 	}
 }
 
+// compacted writes a context.compact entry: what the compaction replaced
+// (the range, the replaced items' bytes under their digest, the ids of the
+// responses and calls whose entries the summary stands for), the summary,
+// and the summary turn with its wire bytes as a model.response's.
+func (r *Recorder) compacted(ev agent.Event) {
+	c := ev.Compaction
+	p := map[string]string{}
+	r.put(p, "replaced", c.Items)
+	data := map[string]any{"turn": ev.Turn, "reason": c.Reason, "cut": c.Cut, "pinned": c.Pinned, "replaced": c.Replaced,
+		"digest": c.Digest, "responses": c.Responses, "calls": c.Calls, "summary": c.Summary,
+		"tokens_before": c.TokensBefore, "tokens_after": c.TokensAfter, "usage": c.Usage, "items": len(ev.Items)}
+	if resp := c.Response; resp != nil {
+		r.wire(p, resp.Wire)
+		data["response"] = map[string]any{"id": resp.ID, "model": resp.Model, "stop_reason": resp.StopReason, "attempts": resp.Attempts}
+	}
+	_, err := r.W.Append("context.compact", data, p)
+	r.fail(err)
+}
+
+// wire stores a turn's exchange as a model.response's payloads.
+func (r *Recorder) wire(p map[string]string, w *model.Wire) {
+	if w == nil {
+		return
+	}
+	if len(w.Parts) > 0 {
+		// Each part is stored once, so a turn costs what is new in it.
+		for i, part := range w.Parts {
+			r.W.PutKnown(w.Digests[i], part)
+		}
+		manifest, _ := json.Marshal(w.Digests)
+		r.put(p, "request_parts", manifest)
+	} else {
+		r.put(p, "request", w.Request)
+	}
+	r.put(p, "response", w.Response)
+}
+
 func (r *Recorder) response(ev agent.Event) {
 	resp := ev.Response
 	p := map[string]string{}
-	if w := resp.Wire; w != nil {
-		if len(w.Parts) > 0 {
-			// Each part is stored once, so a turn costs what is new in it.
-			for i, part := range w.Parts {
-				r.W.PutKnown(w.Digests[i], part)
-			}
-			manifest, _ := json.Marshal(w.Digests)
-			r.put(p, "request_parts", manifest)
-		} else {
-			r.put(p, "request", w.Request)
-		}
-		r.put(p, "response", w.Response)
-	}
+	r.wire(p, resp.Wire)
 	var items []map[string]any
 	for _, it := range resp.Items {
 		m := map[string]any{"kind": it.Kind}
@@ -341,6 +376,9 @@ func (r *Recorder) call(ev agent.Event) {
 				ag["ledger"] = a.Ledger
 			}
 			m["agent"] = ag
+		}
+		if ap := res.Approval; ap != nil {
+			m["approval"] = ap
 		}
 		if mc := res.MCP; mc != nil {
 			m["mcp"] = map[string]any{"server": mc.Server, "tool": mc.Tool}

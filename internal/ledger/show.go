@@ -118,6 +118,9 @@ func summary(typ string, d map[string]any) string {
 				if mc, ok := m["mcp"].(map[string]any); ok {
 					s += fmt.Sprintf(" · mcp %s/%s", str(mc, "server"), str(mc, "tool"))
 				}
+				if ap, ok := m["approval"].(map[string]any); ok {
+					s += fmt.Sprintf(" · %s %s by %s (%s)", str(ap, "kind"), str(ap, "decision"), str(ap, "by"), str(ap, "policy"))
+				}
 				if chs, ok := m["changes"].([]any); ok {
 					for _, ch := range chs {
 						cm, _ := ch.(map[string]any)
@@ -131,6 +134,15 @@ func summary(typ string, d map[string]any) string {
 			}
 		}
 		return s
+	case "context.compact":
+		var n int
+		if l, ok := d["responses"].([]any); ok {
+			n = len(l)
+		}
+		return fmt.Sprintf("%s · %s items (%d model turns) replaced by a summary · ~%s → ~%s tokens · replaced %.16s…", str(d, "reason"), str(d, "replaced"), n,
+			str(d, "tokens_before"), str(d, "tokens_after"), str(d, "digest"))
+	case "context.compact_failed":
+		return fmt.Sprintf("%s · %s", str(d, "reason"), str(d, "error"))
 	case "provider_tool":
 		return str(d, "block") + " · UNVERIFIED (executed by the provider)"
 	case "session.end":

@@ -4,6 +4,7 @@
 //
 //	<store>/<id>/meta.json        Meta, rewritten atomically after each turn
 //	<store>/<id>/transcript.jsonl one model.Item per line, appended
+//	<store>/<id>/transcript-N.jsonl the transcript the Nth compaction replaced
 //
 // Items keep the provider's raw form, so a resumed session replays its
 // history exactly to the same dialect.
@@ -170,6 +171,94 @@ func (s *Session) Append(items ...model.Item) error {
 		return fmt.Errorf("session %s: append: %w", s.Meta.ID, err)
 	}
 	return nil
+}
+
+// Replace replaces the transcript with items, the conversation after a
+// compaction (agent.EventCompacted), and keeps the one it replaces as
+// transcript-N.jsonl (N = 1, 2, … for each compaction): the new transcript
+// is written beside it and fsynced, the old one linked to its new name,
+// and the new one renamed over transcript.jsonl, so that a crash at any
+// point leaves a complete transcript.jsonl, the old or the new. Later
+// Appends go to the new transcript; Open loads it.
+func (s *Session) Replace(items []model.Item) error {
+	var buf []byte
+	for _, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return fmt.Errorf("session %s: %w", s.Meta.ID, err)
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	cur := filepath.Join(s.dir, "transcript.jsonl")
+	tmp := filepath.Join(s.dir, ".transcript.jsonl.tmp")
+	if err := writeSynced(tmp, buf); err != nil {
+		return fmt.Errorf("session %s: replace the transcript: %w", s.Meta.ID, err)
+	}
+	for n := 1; ; n++ {
+		err := os.Link(cur, filepath.Join(s.dir, fmt.Sprintf("transcript-%d.jsonl", n)))
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			os.Remove(tmp)
+			return fmt.Errorf("session %s: keep the replaced transcript: %w", s.Meta.ID, err)
+		}
+	}
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+	if err := os.Rename(tmp, cur); err != nil {
+		os.Remove(tmp)
+		if oerr := s.open(); oerr != nil {
+			return errors.Join(fmt.Errorf("session %s: replace the transcript: %w", s.Meta.ID, err), oerr)
+		}
+		return fmt.Errorf("session %s: replace the transcript: %w", s.Meta.ID, err)
+	}
+	syncDir(s.dir)
+	return s.open()
+}
+
+// Transcripts returns the paths of the transcripts a session's
+// compactions replaced, oldest first (transcript-1.jsonl, …).
+func (s *Session) Transcripts() ([]string, error) {
+	var out []string
+	for n := 1; ; n++ {
+		p := filepath.Join(s.dir, fmt.Sprintf("transcript-%d.jsonl", n))
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			return out, nil
+		} else if err != nil {
+			return out, err
+		}
+		out = append(out, p)
+	}
+}
+
+// writeSynced writes b to a new file at path and makes it durable.
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
+}
+
+// syncDir makes a directory's entries durable (best effort).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }
 
 // SaveMeta writes meta.json atomically.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/trussdev/truss/internal/model"
@@ -48,6 +49,75 @@ func TestRoundTrip(t *testing.T) {
 	for _, bad := range []string{"nope", "../x", ""} {
 		if _, _, err := st.Open(bad); !errors.Is(err, ErrNotFound) {
 			t.Errorf("open %q: %v", bad, err)
+		}
+	}
+}
+
+// TestReplace: a compaction's transcript replaces the session's (Open
+// loads it, later Appends extend it) and each replaced one is kept, in
+// order, as transcript-N.jsonl.
+func TestReplace(t *testing.T) {
+	st := Store{Dir: t.TempDir()}
+	s, err := st.Create(Meta{Task: "fix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := func(text string) model.Item { return model.Item{Kind: model.KindUser, Text: text} }
+	if err := s.Append(user("fix"), user("a"), user("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Replace([]model.Item{user("fix"), user("summary 1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(user("c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Replace([]model.Item{user("fix"), user("summary 2")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(user("d")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	texts := func(items []model.Item) string {
+		var out []string
+		for _, it := range items {
+			out = append(out, it.Text)
+		}
+		return strings.Join(out, ",")
+	}
+	s2, got, err := st.Open(s.Meta.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if texts(got) != "fix,summary 2,d" {
+		t.Errorf("resumed %q", texts(got))
+	}
+	old, err := s2.Transcripts()
+	if err != nil || len(old) != 2 {
+		t.Fatalf("kept %v %v", old, err)
+	}
+	for i, want := range []string{"fix,a,b", "fix,summary 1,c"} {
+		items, err := readItems(old[i])
+		if err != nil || texts(items) != want {
+			t.Errorf("%s: %q %v, want %q", old[i], texts(items), err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s2.Dir(), ".transcript.jsonl.tmp")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary file is left: %v", err)
+	}
+	// A session whose transcript cannot be written keeps the one it had.
+	if err := os.Chmod(s2.Dir(), 0o500); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(s2.Dir(), 0o700)
+	if os.Getuid() != 0 {
+		if err := s2.Replace([]model.Item{user("x")}); err == nil {
+			t.Error("Replace in a read-only directory succeeded")
+		}
+		if _, got, _ := st.Open(s.Meta.ID); texts(got) != "fix,summary 2,d" {
+			t.Errorf("after a failed Replace: %q", texts(got))
 		}
 	}
 }

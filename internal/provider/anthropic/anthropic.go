@@ -26,6 +26,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
@@ -55,7 +56,17 @@ type Config struct {
 	ServerTools []string
 	// NoCache turns prompt caching off.
 	NoCache bool
+	// ContextManagement, when set, is sent as the request's
+	// "context_management" field (context editing: the server clears old
+	// tool results before the model reads the prompt; docs/compaction.md,
+	// compact.ContextEditing builds it). The field belongs to the beta
+	// Messages API: such requests go through the SDK's beta client
+	// (POST /v1/messages?beta=true) with the ContextManagementBeta beta.
+	ContextManagement json.RawMessage
 }
+
+// ContextManagementBeta is the beta the context_management field needs.
+const ContextManagementBeta = "context-management-2025-06-27"
 
 // Client is a Messages adapter.
 type Client struct {
@@ -99,7 +110,7 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 		return nil, err
 	}
 	resp, err := c.cfg.Retry.Turn(ctx, func() (*model.Response, error) {
-		return c.once(ctx, sdk.MessageNewParams{Model: sdk.Model(req.Model)}, body, onDelta)
+		return c.once(ctx, req.Model, body, onDelta)
 	})
 	if err != nil {
 		return nil, err
@@ -192,7 +203,67 @@ func (c *Client) body(req *model.Request) ([]byte, *model.Wire, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return provider.JoinBody(head, `"stream":true,`, "messages", msgs)
+	extra := `"stream":true,`
+	if cm := c.cfg.ContextManagement; len(cm) > 0 {
+		if !json.Valid(cm) {
+			return nil, nil, fmt.Errorf("anthropic: the context_management value is not JSON: %.80q", cm)
+		}
+		extra = `"context_management":` + string(cm) + "," + extra
+	}
+	return provider.JoinBody(head, extra, "messages", msgs)
+}
+
+// events is a stream of Messages events: the SDK's stream, or betaEvents.
+type events interface {
+	Next() bool
+	Current() sdk.MessageStreamEventUnion
+	Err() error
+	Close() error
+}
+
+// betaEvents reads the beta Messages stream as Messages events: the wire
+// form is the same (a beta message_delta adds the context edits applied,
+// which the turn does not need), so each event is decoded again from its
+// raw JSON.
+type betaEvents struct {
+	s   *ssestream.Stream[sdk.BetaRawMessageStreamEventUnion]
+	cur sdk.MessageStreamEventUnion
+	err error
+}
+
+func (b *betaEvents) Next() bool {
+	if b.err != nil || !b.s.Next() {
+		return false
+	}
+	b.cur = sdk.MessageStreamEventUnion{}
+	if err := b.cur.UnmarshalJSON([]byte(b.s.Current().RawJSON())); err != nil {
+		b.err = fmt.Errorf("a beta stream event could not be read: %w", err)
+		return false
+	}
+	return true
+}
+
+func (b *betaEvents) Current() sdk.MessageStreamEventUnion { return b.cur }
+func (b *betaEvents) Close() error                         { return b.s.Close() }
+func (b *betaEvents) Err() error {
+	if b.err != nil {
+		return b.err
+	}
+	return b.s.Err()
+}
+
+// stream sends one attempt: through the beta client when the request
+// carries context_management, else the plain one.
+func (c *Client) stream(ctx context.Context, modelName string, body []byte) events {
+	opt := option.WithRequestBody("application/json", body)
+	if len(c.cfg.ContextManagement) > 0 {
+		// The Go SDK's beta client names the beta operation only in the
+		// request's context; the query is the one the Python and
+		// TypeScript SDKs send, which the API accepts.
+		return &betaEvents{s: c.client.Beta.Messages.NewStreaming(ctx, sdk.BetaMessageNewParams{Model: sdk.Model(modelName),
+			Betas: []sdk.AnthropicBeta{ContextManagementBeta}}, opt, option.WithQuery("beta", "true"))}
+	}
+	return c.client.Messages.NewStreaming(ctx, sdk.MessageNewParams{Model: sdk.Model(modelName)}, opt)
 }
 
 // tools declares the typed, function and server tools.
@@ -348,11 +419,11 @@ func toolResult(r *model.ToolResult) sdk.ContentBlockParamUnion {
 	return sdk.ContentBlockParamUnion{OfToolResult: b}
 }
 
-func (c *Client) once(ctx context.Context, params sdk.MessageNewParams, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
+func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
 	// This attempt's own bytes: the request is recorded as its parts.
 	capture := &provider.Capture{SkipRequest: true}
 	ctx = capture.Context(ctx)
-	stream := c.client.Messages.NewStreaming(ctx, params, option.WithRequestBody("application/json", body))
+	stream := c.stream(ctx, modelName, body)
 	defer stream.Close()
 	var msg sdk.Message
 	// The streamed input of each tool_use block, byte for byte: the SDK's

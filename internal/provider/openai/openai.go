@@ -8,7 +8,9 @@
 // sent it, followed by the result items Truss made. With Config.Stateful it
 // sends "store": true and "previous_response_id" with only the items added
 // since that response, falling back to a full replay when the server no
-// longer has the response.
+// longer has the response; the first request after a compaction is sent
+// whole, unchained, since the server holds the earlier responses with the
+// history the compaction replaced (compact.Since).
 //
 // Client-executed tools are declared in the provider's own shape: typed
 // "shell" and "apply_patch", freeform "custom" tools (with a Lark grammar),
@@ -43,6 +45,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 )
@@ -113,6 +116,13 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 	prev, from := "", 0
 	if c.cfg.Stateful {
 		prev, from = chainPoint(req.Items)
+		if from > 0 && from-1 < compact.Since(req.Items) {
+			// The response is from before a compaction: the server holds
+			// it with the history the summary replaced. Send the
+			// compacted conversation whole; later turns chain to its
+			// response.
+			prev, from = "", 0
+		}
 	}
 	resp, parts, err := c.turn(ctx, req, prev, from, onDelta)
 	var pe *provider.Error
