@@ -33,6 +33,7 @@ import (
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/changes"
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
@@ -180,9 +181,15 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	if err := s.step("agent"); err != nil {
 		return s, err
 	}
+	// Before a request would pass 85 % of the context the server gives
+	// it, older turns are replaced by a summary the model writes (and the
+	// ledger records what was replaced); Compact does it on demand.
+	system := agent.SystemPrompt(s.w.ws.Dir(), agent.DefaultSystem) + s.mcp.notes()
+	compactor := &compact.Compactor{Provider: s.prov, Model: o.Model, System: system, Tools: s.set.Specs, Window: int(s.contextLimit())}
 	s.agent = agent.New(agent.Config{
+		Compactor:      compactor,
 		Provider: s.prov, Tools: s.set, Exec: s.exec, Model: o.Model,
-		System:         agent.SystemPrompt(s.w.ws.Dir(), agent.DefaultSystem) + s.mcp.notes(),
+		System:         system,
 		Budget:         o.Budget,
 		Prices:         s.prof.Prices,
 		MaxTokens:      s.prof.MaxOutput,
@@ -486,6 +493,12 @@ func (s *Session) observers() agent.Observer {
 				if err := sess.Append(ev.Items...); err != nil && s.persist == nil {
 					s.persist = err
 				}
+			case agent.EventCompacted:
+				// The compacted transcript replaces the saved one (kept
+				// beside it), so that a resume continues from it.
+				if err := sess.Replace(ev.Items); err != nil && s.persist == nil {
+					s.persist = err
+				}
 			case agent.EventRunCompleted:
 				o := ev.Outcome
 				sess.Meta.Status, sess.Meta.Turns = string(o.Status), sess.Meta.Turns+o.Turns
@@ -566,6 +579,29 @@ func (s *Session) Validate(ctx context.Context) (*Verdict, error) {
 		return nil, ErrClosed
 	}
 	return s.boundary(ctx), nil
+}
+
+// Compact replaces the transcript's older turns by a summary the model
+// writes, now (the interactive /compact); the pinned first task is kept.
+// It must not be called while Run runs. The compaction is recorded in the
+// ledger and the saved transcript like an automatic one;
+// compact.ErrNothingToCompact says there was nothing to replace.
+func (s *Session) Compact(ctx context.Context) (*compact.Record, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	if s.agent == nil {
+		return nil, errors.New("harness: the session has no model (NoModel)")
+	}
+	rec, err := s.agent.Compact(ctx)
+	if s.rec != nil {
+		s.rec.Flush()
+	}
+	if s.persist != nil {
+		s.warn(fmt.Sprintf("the session could not be saved: %v", s.persist))
+		s.persist = nil
+	}
+	return rec, err
 }
 
 // boundary is the verification boundary; nil when there are no checks.
