@@ -187,8 +187,8 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	system := agent.SystemPrompt(s.w.ws.Dir(), agent.DefaultSystem) + s.mcp.notes()
 	compactor := &compact.Compactor{Provider: s.prov, Model: o.Model, System: system, Tools: s.set.Specs, Window: int(s.contextLimit())}
 	s.agent = agent.New(agent.Config{
-		Compactor:      compactor,
-		Provider: s.prov, Tools: s.set, Exec: s.exec, Model: o.Model,
+		Compactor: compactor,
+		Provider:  s.prov, Tools: s.set, Exec: s.exec, Model: o.Model,
 		System:         system,
 		Budget:         o.Budget,
 		Prices:         s.prof.Prices,
