@@ -87,6 +87,14 @@ func (p *Printer) Observe(ev agent.Event) {
 	case agent.EventTurnFailed:
 		p.endLine()
 		p.printf("✗ %v\n", ev.Err)
+	case agent.EventCompacted:
+		p.endLine()
+		if c := ev.Compaction; c != nil {
+			p.printf("⟲ context compacted (%s): %d items replaced by a summary, about %d → %d tokens\n", c.Reason, c.Replaced, c.TokensBefore, c.TokensAfter)
+		}
+	case agent.EventCompactFailed:
+		p.endLine()
+		p.printf("✗ the context could not be compacted: %v\n", ev.Err)
 	case agent.EventRunCompleted:
 		p.endLine()
 		o := ev.Outcome
