@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/changes"
 	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/ledger"
@@ -81,6 +82,12 @@ type Session struct {
 
 	mu     sync.Mutex
 	closed bool
+
+	// gate is the top agent's approval gate; escalated the escalated
+	// shells of every agent (approval.go).
+	gateMu    sync.Mutex
+	gate      *approval.Gate
+	escalated escalatedShells
 }
 
 // Open composes a session. Errors in the options or the environment are
@@ -97,6 +104,9 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	o := &s.opts
 	if o.Serve != "" {
 		o.NoModel = true
+	}
+	if err := s.checkApproval(); err != nil {
+		return s, err
 	}
 	if err := s.resume(); err != nil {
 		return s, err
@@ -118,7 +128,7 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 			return s, err
 		}
 	default:
-		if s.set, s.prof, err = pickSurface(o.Surface, s.dialect, o.Provider, o.Model); err != nil {
+		if s.set, s.prof, err = pickSurface(o.Surface, s.dialect, o.Provider, o.Model, s.offersEscalation()); err != nil {
 			return s, err
 		}
 		if s.prof.Guess && o.Provider != "sim" {
@@ -215,7 +225,8 @@ func (s *Session) compose(mux *tool.Mux, dir string) tool.Executor {
 	if t := s.tracker(dir); t != nil {
 		exec = changes.Wrap(exec, t)
 	}
-	return exec
+	// Shell calls pass the approval policy (approval.go).
+	return s.gated(exec, dir)
 }
 
 // warn reports a warning to the user.
@@ -648,6 +659,7 @@ func (s *Session) Close() error {
 	}
 	s.mcp.close()
 	s.cancel()
+	s.escalated.close()
 	if s.w != nil {
 		s.w.close()
 	}
