@@ -88,6 +88,8 @@ type Session struct {
 	gateMu    sync.Mutex
 	gate      *approval.Gate
 	escalated escalatedShells
+	// stats are the live statistics (interactive.go).
+	stats stats
 }
 
 // Open composes a session. Errors in the options or the environment are
@@ -460,6 +462,7 @@ func (s *Session) observers() agent.Observer {
 	// first answer streams, not while the first request is being built
 	// and sent.
 	var prewarm sync.Once
+	obs = append(obs, s.statsObserver())
 	obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type == agent.EventDelta || ev.Type == agent.EventResponse {
 			prewarm.Do(s.w.shell.Prewarm)
