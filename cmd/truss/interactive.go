@@ -229,7 +229,8 @@ func sandboxMode(enforced string) string {
 }
 
 // reopen closes the open session and opens it again with change applied
-// to its options, resuming it so that its transcript goes on. When the
+// to its options, resuming it so that its transcript goes on (a session
+// that never reached the model was not kept: it is opened anew). When the
 // new options do not open, the session is opened again as it was.
 func (is *interactiveSession) reopen(ctx context.Context, change func(*harness.Options)) error {
 	is.mu.Lock()
@@ -238,19 +239,22 @@ func (is *interactiveSession) reopen(ctx context.Context, change func(*harness.O
 	if id == "" {
 		return errors.New("this session is not saved (--no-session), so it cannot be re-opened with other settings")
 	}
+	resume := id
+	if is.opts.Resume == "" && !is.s.Reached() {
+		resume = "" // Close removes a new session the model never answered
+	}
 	old := is.opts
 	o := old
 	change(&o)
-	o.Resume = id
-	is.s.Close()
+	o.Resume, old.Resume = resume, resume
+	is.s.Close() // its warnings reach the user through OnWarning
 	s, err := harness.Open(ctx, o)
 	if err != nil {
-		old.Resume = id
 		back, berr := harness.Open(context.WithoutCancel(ctx), old)
 		if berr != nil {
-			return fmt.Errorf("%w; and the session could not be opened again as it was: %v", err, berr)
+			return fmt.Errorf("%w; and the session could not be opened again as it was: %v (quit and resume it with truss --resume %s)", err, berr, id)
 		}
-		is.s = back
+		is.s, is.opts = back, old
 		return err
 	}
 	is.s, is.opts = s, o
