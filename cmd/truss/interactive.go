@@ -163,6 +163,9 @@ type interactiveSession struct {
 	log    *harness.ChangeLog
 	notify func(string)
 
+	// mu guards the fields below; swapping holds it only for the swap,
+	// so that Status never waits for a session to open. The UI never
+	// runs two commands at once.
 	mu       sync.Mutex
 	s        *harness.Session
 	info     harness.Info
@@ -234,31 +237,32 @@ func sandboxMode(enforced string) string {
 // new options do not open, the session is opened again as it was.
 func (is *interactiveSession) reopen(ctx context.Context, change func(*harness.Options)) error {
 	is.mu.Lock()
-	defer is.mu.Unlock()
-	id := is.s.Info().SessionID
+	cur, old := is.s, is.opts
+	is.mu.Unlock()
+	id := cur.Info().SessionID
 	if id == "" {
 		return errors.New("this session is not saved (--no-session), so it cannot be re-opened with other settings")
 	}
 	resume := id
-	if is.opts.Resume == "" && !is.s.Reached() {
+	if old.Resume == "" && !cur.Reached() {
 		resume = "" // Close removes a new session the model never answered
 	}
-	old := is.opts
 	o := old
 	change(&o)
 	o.Resume, old.Resume = resume, resume
-	is.s.Close() // its warnings reach the user through OnWarning
+	cur.Close() // its warnings reach the user through OnWarning
 	s, err := harness.Open(ctx, o)
 	if err != nil {
 		back, berr := harness.Open(context.WithoutCancel(ctx), old)
 		if berr != nil {
 			return fmt.Errorf("%w; and the session could not be opened again as it was: %v (quit and resume it with truss --resume %s)", err, berr, id)
 		}
-		is.s, is.opts = back, old
-		return err
+		s, o = back, old
 	}
+	is.mu.Lock()
 	is.s, is.opts = s, o
-	return nil
+	is.mu.Unlock()
+	return err
 }
 
 // SetModel implements tui.ModelSwitcher.
@@ -346,18 +350,20 @@ func (is *interactiveSession) NewSession(ctx context.Context) error {
 // id is ""), with the same options; the open one stays when that fails.
 func (is *interactiveSession) replace(ctx context.Context, id string) error {
 	is.mu.Lock()
-	defer is.mu.Unlock()
-	o := is.opts
+	cur, o := is.s, is.opts
+	is.mu.Unlock()
 	o.Resume = id
 	if id == "" {
-		o.Model = is.s.Info().Model
+		o.Model = cur.Info().Model
 	}
 	s, err := harness.Open(ctx, o)
 	if err != nil {
 		return err
 	}
-	is.s.Close()
+	cur.Close()
+	is.mu.Lock()
 	is.s, is.opts, is.tasks, is.attached = s, o, 0, nil
+	is.mu.Unlock()
 	return nil
 }
 
