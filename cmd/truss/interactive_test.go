@@ -176,6 +176,15 @@ func TestInteractiveSession(t *testing.T) {
 			t.Errorf("the ledger lacks %q", want)
 		}
 	}
+	// Where the recorder keeps the approval with the result, it is the
+	// user's yes to the escalation.
+	if strings.Contains(all.String(), `"approval":`) {
+		for _, want := range []string{`"decision":"approved"`, `"by":"user"`, `"escalated":true`} {
+			if !strings.Contains(all.String(), want) {
+				t.Errorf("the ledger's approval lacks %s", want)
+			}
+		}
+	}
 }
 
 // TestExecRefusesEscalation: truss exec never waits for a person: an
