@@ -168,7 +168,6 @@ type interactiveSession struct {
 	// runs two commands at once.
 	mu       sync.Mutex
 	s        *harness.Session
-	info     harness.Info
 	attached []attachment
 	tasks    int
 }
