@@ -168,3 +168,47 @@ func TestApprovalOptionChecked(t *testing.T) {
 		t.Fatalf("err = %v, want a configuration error naming the policies", err)
 	}
 }
+
+// TestSubAgentEscalation: a sub-agent's escalation goes through the
+// session's gate (Gate.Child): the same approver is asked, the command
+// runs in the child's own escalated shell, and an "always" answer given
+// to the child covers the same command in the parent.
+func TestSubAgentEscalation(t *testing.T) {
+	outside := t.TempDir()
+	cmd := "echo child >> " + filepath.Join(outside, "log.txt")
+	in, _ := json.Marshal(map[string]string{"command": cmd, "sandbox_permissions": "require_escalated", "justification": "May the child write the log?"})
+	esc, _ := json.Marshal(map[string]any{"kind": "run", "command": cmd, "raw_input": string(in)})
+	script := `{"steps": [
+	  {"actions": [{"kind": "spawn", "content": "CHILD: write the log"}]},
+	  {"actions": [` + string(esc) + `]},
+	  {"say": "Done."}],
+	 "agents": {"CHILD": {"steps": [{"actions": [` + string(esc) + `]}, {"say": "Wrote it."}]}}}`
+	o := fixture(t, script)
+	o.Validation.Off = true
+	o.Approval = approval.OnRequest
+	var asked atomic.Int32
+	o.Approver = approval.ApproverFunc(func(context.Context, approval.Request) (approval.Decision, error) {
+		asked.Add(1)
+		return approval.ApproveSession, nil
+	})
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := s.Run(context.Background(), "delegate")
+	if err != nil || out.Agent.Status != agent.StatusCompleted {
+		t.Fatalf("Run = %+v, %v", out.Agent, err)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("asked %d times, want once (the child's always covers the parent)", n)
+	}
+	b, err := os.ReadFile(filepath.Join(outside, "log.txt"))
+	if err != nil || string(b) != "child\nchild\n" {
+		t.Errorf("log = %q, %v; want the child's and the parent's escalated writes", b, err)
+	}
+	if len(*rs) != 1 || (*rs)[0].Approval == nil || (*rs)[0].Approval.By != "session" || !(*rs)[0].Approval.Escalated {
+		t.Errorf("the parent's call: %+v", *rs)
+	}
+}
