@@ -4,6 +4,7 @@
 //
 // Usage:
 //
+//	truss [flags]                   the interactive session (on a terminal)
 //	truss run [flags] "task"        run a task on the current directory
 //	truss exec --json [flags] "task" headless: one JSON event per line
 //	truss demo                      the bundled example on the simulated model
@@ -52,7 +53,10 @@ func usage() string {
 	return `truss — a coding agent whose every action is executed locally and recorded
 
 Usage:
-  truss run [flags] "task"          run a task on the current directory
+  truss [flags]                     on a terminal: the interactive session in the current directory
+                                    (run's flags; --approval defaults to on-request)
+  truss run [flags] "task"          run a task on the current directory (no task, on a terminal:
+                                    the interactive session)
   truss exec [--json] [flags] "task"  headless run; --json prints one JSON event per line
   truss demo [flags]                the bundled example repository fixed on the simulated model
   truss tools [flags]               print the exact tool declarations a request would carry
@@ -83,6 +87,10 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
+		if onTerminal() {
+			// truss on a terminal: the interactive session.
+			return exitCode(cmdInteractive(nil, stdout, stderr), stderr)
+		}
 		fmt.Fprint(stderr, usage())
 		return 2
 	}
@@ -132,6 +140,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "trust":
 		err = cmdTrust(args[1:], stdout, stderr)
 	default:
+		if strings.HasPrefix(args[0], "-") {
+			// Flags and no command: the interactive session, with run's
+			// flags.
+			err = cmdInteractive(args, stdout, stderr)
+			break
+		}
 		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage())
 		return 2
 	}

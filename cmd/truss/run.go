@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/events"
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/provider"
@@ -44,6 +45,9 @@ type runFlags struct {
 	effort   string
 	thinking optInt
 	context  optInt
+	// --approval: the approval policy ("" for the command's default:
+	// never for run and exec, on-request in the interactive session).
+	approval string
 }
 
 // validateFlags configure the task environment and the verification
@@ -75,6 +79,7 @@ func (r *runFlags) register(fs interface {
 	fs.StringVar(&r.resume, "resume", "", "continue the session with this id (see truss sessions)")
 	fs.BoolVar(&r.noSession, "no-session", false, "do not save the session (and so write no ledger)")
 	fs.BoolVar(&r.noLedger, "no-ledger", false, "do not write the signed ledger")
+	fs.StringVar(&r.approval, "approval", "", "when a person is asked before a command runs: never, on-request (the model may ask to run a command outside the sandbox) or untrusted (every command not known to be read-only asks too); default never, on-request in the interactive session. Without a terminal session nobody can answer: what needs approval is refused")
 	r.validateFlags.registerChecks(fs)
 	fs.BoolVar(&r.require, "require-validation", false, "exit non-zero unless the checks Truss runs at the end pass")
 	r.spawnFlags.register(fs)
@@ -96,6 +101,15 @@ func (r *runFlags) options() (harness.Options, error) {
 	}
 	o.Validation = r.validateFlags.options()
 	r.spawnFlags.options(&o.Spawn)
+	if r.approval != "" {
+		p, err := approval.ParsePolicy(r.approval)
+		if err != nil {
+			return o, usagef("--approval: %v", err)
+		}
+		o.Approval = p
+	}
+	// Nobody answers questions unless the interactive session does.
+	o.Approver = approval.Headless{}
 	return o, r.mcpFlags.options(&o.MCP)
 }
 
@@ -150,6 +164,10 @@ func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 			return err
 		}
 		task = strings.TrimSpace(string(b))
+	}
+	if task == "" && !headless && onTerminal() {
+		// truss run with no task on a terminal: the interactive session.
+		return interactive(&f, stdout, stderr)
 	}
 	if task == "" {
 		return usagef("usage: truss %s [flags] \"task\" (the task is missing)", name)

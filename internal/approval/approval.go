@@ -309,3 +309,8 @@ func instead(r Request) string {
 	}
 	return "Use another way (read-only commands and the file tools run without asking), or ask the user how to go on."
 }
+
+// Unwrap implements tool.Wrapper: the optional capabilities of the
+// sandboxed executor (which calls are concurrent, which mutate) are the
+// gate's.
+func (g *Gate) Unwrap() tool.Executor { return g.exec }

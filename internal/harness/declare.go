@@ -28,7 +28,7 @@ func Declare(ctx context.Context, opts Options) (*Declaration, error) {
 		return nil, err
 	}
 	o := &s.opts
-	set, prof, err := pickSurface(o.Surface, s.dialect, o.Provider, o.Model)
+	set, prof, err := pickSurface(o.Surface, s.dialect, o.Provider, o.Model, s.offersEscalation())
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +84,6 @@ func Check(opts Options) error {
 	if err := s.resolve(); err != nil {
 		return err
 	}
-	_, _, err := pickSurface(s.opts.Surface, s.dialect, s.opts.Provider, s.opts.Model)
+	_, _, err := pickSurface(s.opts.Surface, s.dialect, s.opts.Provider, s.opts.Model, false)
 	return err
 }

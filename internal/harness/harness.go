@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/changes"
 	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/gitsafe"
@@ -82,6 +83,14 @@ type Session struct {
 
 	mu     sync.Mutex
 	closed bool
+
+	// gate is the top agent's approval gate; escalated the escalated
+	// shells of every agent (approval.go).
+	gateMu    sync.Mutex
+	gate      *approval.Gate
+	escalated escalatedShells
+	// stats are the live statistics (interactive.go).
+	stats stats
 }
 
 // Open composes a session. Errors in the options or the environment are
@@ -98,6 +107,9 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	o := &s.opts
 	if o.Serve != "" {
 		o.NoModel = true
+	}
+	if err := s.checkApproval(); err != nil {
+		return s, err
 	}
 	if err := s.resume(); err != nil {
 		return s, err
@@ -119,7 +131,7 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 			return s, err
 		}
 	default:
-		if s.set, s.prof, err = pickSurface(o.Surface, s.dialect, o.Provider, o.Model); err != nil {
+		if s.set, s.prof, err = pickSurface(o.Surface, s.dialect, o.Provider, o.Model, s.offersEscalation()); err != nil {
 			return s, err
 		}
 		if s.prof.Guess && o.Provider != "sim" {
@@ -223,7 +235,8 @@ func (s *Session) compose(mux *tool.Mux, dir string) tool.Executor {
 	if t := s.tracker(dir); t != nil {
 		exec = changes.Wrap(exec, t)
 	}
-	return exec
+	// Shell calls pass the approval policy (approval.go).
+	return s.gated(exec, dir)
 }
 
 // warn reports a warning to the user.
@@ -468,6 +481,7 @@ func (s *Session) observers() agent.Observer {
 	// first answer streams, not while the first request is being built
 	// and sent.
 	var prewarm sync.Once
+	obs = append(obs, s.statsObserver())
 	obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type == agent.EventDelta || ev.Type == agent.EventResponse {
 			prewarm.Do(s.w.shell.Prewarm)
@@ -696,6 +710,7 @@ func (s *Session) Close() error {
 	}
 	s.mcp.close()
 	s.cancel()
+	s.escalated.close()
 	if s.w != nil {
 		s.w.close()
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/mcp/client"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
@@ -118,6 +119,14 @@ type Options struct {
 	// for an MCP client (ServeMCP), recorded with this transport ("stdio",
 	// "http ADDR"). It implies NoModel.
 	Serve string
+
+	// Approval is when a person is asked before a command runs
+	// (approval.Never, the default, OnRequest, Untrusted); Approver asks
+	// (nil: approval.Headless, which refuses what needs approval without
+	// waiting). Under a policy other than never the shell tools offer to
+	// run a command escalated, outside the sandbox, once approved.
+	Approval approval.Policy
+	Approver approval.Approver
 
 	// failAt makes Open fail at the named step (tests of the error paths).
 	failAt string

@@ -25,13 +25,17 @@ func registry() surface.Registry {
 // carry its tools.
 var typedSurfaces = map[string]string{anthropic.Name: "anthropic", openai.Name: openaiprov.Dialect, codex.Name: openaiprov.Dialect}
 
-// pickSurface resolves the surface option for a dialect and model.
-func pickSurface(name, dialect, providerName, model string) (*surface.Set, surface.Profile, error) {
+// pickSurface resolves the surface option for a dialect and model;
+// escalate declares the shell tools' escalation parameters.
+func pickSurface(name, dialect, providerName, model string, escalate bool) (*surface.Set, surface.Profile, error) {
 	prof := surface.DefaultProfiles().Lookup(dialect, model)
 	if d, typed := typedSurfaces[prof.Surface]; typed && d != dialect {
 		prof.Surface = generic.Name // a typed surface's tools exist only in its own API
 	}
 	reg := registry()
+	if escalate {
+		reg = escalating(reg) // the shell tools declare the escalation parameters
+	}
 	if name == "" {
 		name = "auto"
 	}

@@ -637,11 +637,13 @@ func (m *uiModel) statusLine() string {
 // approvalSubject names a request in one line.
 func approvalSubject(r ApprovalRequest) string {
 	s := "allow " + firstLine(r.Command)
+	var with []string
 	if r.Network {
-		s += " with network"
+		with = append(with, "network")
 	}
-	for _, p := range r.Paths {
-		s += " with " + p
+	with = append(with, r.Paths...)
+	if len(with) > 0 {
+		s += " with " + strings.Join(with, " and ")
 	}
 	return s
 }

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/approval"
+	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/tui"
+	"github.com/trussdev/truss/internal/tui/tuitest"
+)
+
+// buildBinary builds the truss binary for one test.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "truss")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// interactiveEnv is the environment of a truss run by the tests: its own
+// TRUSS_HOME, the host's Go caches and PATH.
+func interactiveEnv(home string) []string {
+	env := []string{"TRUSS_HOME=" + home, "TERM=xterm-256color", "TMPDIR=" + os.TempDir()}
+	for _, k := range []string{"HOME", "PATH", "GOCACHE", "GOPATH", "GOMODCACHE"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// escalatedRun is a script action that runs command asking to escalate.
+func escalatedRun(t *testing.T, command, why string) map[string]any {
+	in, err := json.Marshal(map[string]string{"command": command, "sandbox_permissions": "require_escalated", "justification": why})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{"kind": "run", "command": command, "raw_input": string(in)}
+}
+
+func writeScript(t *testing.T, dir string, steps ...map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"steps": steps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "script.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestInteractiveSession drives the real binary in a pseudo-terminal
+// against the simulated model: a task that edits a file and runs a
+// command, an escalation approved, a long command cancelled with Esc,
+// /diff and /ledger, /quit; then the session is listed and its ledger
+// verifies, with the escalated command's question, answer and output in
+// it.
+func TestInteractiveSession(t *testing.T) {
+	bin := buildBinary(t)
+	home, root, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "greeting.txt"), []byte("hello one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(outside, "fetched.txt")
+	script := writeScript(t, home,
+		map[string]any{"say": "Changing the greeting.", "actions": []map[string]any{
+			{"kind": "replace", "path": "greeting.txt", "old": "hello one", "new": "hello two"},
+			{"kind": "run", "command": "echo ran-in-sandbox"}}},
+		map[string]any{"say": "The greeting says two."},
+		map[string]any{"actions": []map[string]any{escalatedRun(t, "echo fetched > "+target+" && echo escalated-ok", "Do you allow fetching outside the workspace?")}},
+		map[string]any{"say": "Fetched."},
+		map[string]any{"actions": []map[string]any{{"kind": "run", "command": "echo long-started; sleep 60"}}},
+		map[string]any{"say": "Stopped."},
+	)
+	cmd := exec.Command(bin, "--provider", "sim", "--script", script, "--sim-dialect", "chat", "--surface", "generic", "--no-validate")
+	cmd.Dir, cmd.Env = root, interactiveEnv(home)
+	term := tuitest.Start(t, cmd, 100, 40)
+	term.WaitFor("on-request", "generic")
+	// send types a line once no turn runs (the status line then no
+	// longer offers to cancel one).
+	send := func(line string) {
+		t.Helper()
+		deadline := time.Now().Add(tuitest.Timeout)
+		for strings.Contains(term.Screen(), "esc cancels") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the turn never ended; the screen shows:\n%s", term.Screen())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		term.Type(line + "\r")
+	}
+
+	send("change the greeting")
+	term.WaitFor("ran-in-sandbox", "+hello two", "The greeting says two.")
+
+	send("fetch it")
+	term.WaitFor("Allow this command?", "fetching outside the workspace")
+	term.Type("y")
+	term.WaitFor("escalated-ok", "Fetched.")
+	if b, err := os.ReadFile(target); err != nil || string(b) != "fetched\n" {
+		t.Fatalf("the approved escalation did not write outside the workspace: %q, %v", b, err)
+	}
+
+	send("run the long one")
+	term.WaitFor("long-started")
+	term.Type("\x1b")
+	term.WaitFor("canceled")
+
+	send("/diff")
+	term.WaitFor("-hello one", "+hello two")
+	send("/ledger")
+	term.WaitFor("The ledger verifies")
+	send("/quit")
+	if code := term.Exit(); code != 0 {
+		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Screen())
+	}
+	m := regexp.MustCompile(`Session (\S+) saved\.`).FindStringSubmatch(term.Output())
+	if m == nil {
+		t.Fatalf("no session id printed after the UI exited:\n%s", term.Screen())
+	}
+	id := m[1]
+
+	run := func(args ...string) string {
+		t.Helper()
+		c := exec.Command(bin, args...)
+		c.Dir, c.Env = root, interactiveEnv(home)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("truss %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	if out := run("sessions"); !strings.Contains(out, id) {
+		t.Errorf("truss sessions does not list %s:\n%s", id, out)
+	}
+	run("ledger", "verify", id)
+	// The escalated call is in the ledger: its arguments (the request), and
+	// its output, which only the approved, escalated command printed.
+	dirs, err := session.Ledgers(filepath.Join(home, "sessions", id))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no ledger for %s: %v", id, err)
+	}
+	var all bytes.Buffer
+	filepath.WalkDir(dirs[0], func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			all.Write(b)
+		}
+		return nil
+	})
+	for _, want := range []string{"require_escalated", "escalated-ok"} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("the ledger lacks %q", want)
+		}
+	}
+	// Where the recorder keeps the approval with the result, it is the
+	// user's yes to the escalation.
+	if strings.Contains(all.String(), `"approval":`) {
+		for _, want := range []string{`"decision":"approved"`, `"by":"user"`, `"escalated":true`} {
+			if !strings.Contains(all.String(), want) {
+				t.Errorf("the ledger's approval lacks %s", want)
+			}
+		}
+	}
+}
+
+// TestExecRefusesEscalation: truss exec never waits for a person: an
+// escalation request under on-request is refused at once, as unattended,
+// and the run goes on.
+func TestExecRefusesEscalation(t *testing.T) {
+	bin := buildBinary(t)
+	home, root, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "fetched.txt")
+	script := writeScript(t, home,
+		map[string]any{"actions": []map[string]any{escalatedRun(t, "echo fetched > "+target, "Do you allow it?")}},
+		map[string]any{"say": "It was refused.", "on_result": map[string]any{"unattended": map[string]any{"say": "refused-unattended"}}},
+	)
+	for _, policy := range []string{"on-request", "never"} {
+		t.Run(policy, func(t *testing.T) {
+			cmd := exec.Command(bin, "exec", "--provider", "sim", "--script", script, "--sim-dialect", "chat", "--surface", "generic", "--no-validate", "--approval", policy, "fetch it")
+			cmd.Dir, cmd.Env = root, interactiveEnv(home)
+			cmd.Stdin = nil
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("truss exec: %v\n%s", err, out)
+			}
+			if _, err := os.Stat(target); err == nil {
+				t.Fatal("the escalated command ran")
+			}
+			want := "refused-unattended"
+			if policy == "never" {
+				want = "It was refused."
+			}
+			if !strings.Contains(string(out), want) {
+				t.Errorf("the model did not read the refusal (%s):\n%s", want, out)
+			}
+		})
+	}
+}
+
+// TestInteractiveSessionCommands: the session behind the UI switches the
+// model, the sandbox and the surface by re-opening itself with the
+// transcript kept, refuses what it cannot do with the reason and stays
+// usable, attaches files, starts a new session and resumes the earlier
+// one.
+func TestInteractiveSessionCommands(t *testing.T) {
+	home, root := t.TempDir(), t.TempDir()
+	t.Setenv("TRUSS_HOME", home)
+	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("first line\nsecond line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := writeScript(t, home,
+		map[string]any{"say": "One."}, map[string]any{"say": "Two."}, map[string]any{"say": "Three."}, map[string]any{"say": "Four."})
+	o := harness.Options{Version: "test", Provider: "sim", Script: script, SimDialect: "chat", Surface: "generic", Root: root,
+		Validation: harness.ValidationOptions{Off: true}, MCP: harness.MCPOptions{Off: true}, Approval: approval.OnRequest,
+		Approver: approval.Headless{}, Sandbox: harness.SandboxOptions{Fallback: sandbox.FallbackNone}}
+	log := &harness.ChangeLog{}
+	o.Observers = []agent.Observer{log}
+	ctx := context.Background()
+	s, err := harness.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := &interactiveSession{opts: o, s: s, log: log, notify: func(msg string) { t.Log(msg) }}
+	defer is.close()
+	var _ interface {
+		tui.Session
+		tui.ModelSwitcher
+		tui.SurfaceSwitcher
+		tui.SandboxSwitcher
+		tui.Compactor
+		tui.Differ
+		tui.LedgerVerifier
+		tui.Resumer
+		tui.Renewer
+		tui.Attacher
+	} = is
+
+	if rep, err := is.Attach(ctx, "notes.txt"); err != nil || rep != "notes.txt, 2 lines" {
+		t.Fatalf("Attach = %q, %v", rep, err)
+	}
+	if _, err := is.Attach(ctx, "../outside.txt"); err == nil {
+		t.Fatal("a path outside the workspace was attached")
+	}
+	if out, err := is.Run(ctx, "read @notes.txt"); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("Run = %+v, %v", out, err)
+	}
+	first := is.Status().SessionID
+	tr := is.session().Transcript()
+	if !strings.Contains(itemsText(tr), "second line") {
+		t.Errorf("the attached file is not in the task: %s", itemsText(tr))
+	}
+
+	if err := is.SetModel(ctx, "sim-other"); err != nil {
+		t.Fatal(err)
+	}
+	st := is.Status()
+	if st.Model != "sim-other" || st.SessionID != first || len(is.session().Transcript()) != len(tr) {
+		t.Errorf("after /model: %+v, %d items (want %d)", st, len(is.session().Transcript()), len(tr))
+	}
+	if err := is.SetSandbox(ctx, "read-only"); err != nil {
+		t.Fatal(err)
+	}
+	if st := is.Status(); !strings.HasPrefix(st.Sandbox, "read-only") || st.Approval != "on-request" {
+		t.Errorf("after /sandbox read-only: %+v", st)
+	}
+	if err := is.SetSandbox(ctx, "sideways"); err == nil {
+		t.Error("/sandbox sideways was accepted")
+	}
+	if err := is.SetSurface(ctx, "nonesuch"); err == nil || !strings.Contains(err.Error(), "nonesuch") {
+		t.Errorf("/surface nonesuch: %v", err)
+	}
+	if out, err := is.Run(ctx, "go on"); err != nil || out.Status != agent.StatusCompleted || out.Text != "Two." {
+		t.Fatalf("after a refused switch the session does not go on: %+v, %v", out, err)
+	}
+	if _, err := is.Compact(ctx); !errors.Is(err, harness.ErrCompactionUnavailable) {
+		t.Errorf("Compact: %v", err)
+	}
+	if rep, err := is.VerifyLedger(ctx); err != nil || !strings.Contains(rep, "The ledger verifies") {
+		t.Errorf("VerifyLedger = %q, %v", rep, err)
+	}
+
+	if err := is.NewSession(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if id := is.Status().SessionID; id == first || len(is.session().Transcript()) != 0 {
+		t.Fatalf("/new: session %s with %d items", id, len(is.session().Transcript()))
+	}
+	if _, err := is.Run(ctx, "a new task"); err != nil {
+		t.Fatal(err)
+	}
+	items, err := is.Resume(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if is.Status().SessionID != first || !strings.Contains(itemsText(items), "Two.") {
+		t.Errorf("/resume: session %s, transcript %s", is.Status().SessionID, itemsText(items))
+	}
+}
+
+func itemsText(items []model.Item) string {
+	b, _ := json.Marshal(items)
+	return string(b)
+}

@@ -1,0 +1,189 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/trussdev/truss/internal/approval"
+	"github.com/trussdev/truss/internal/changes"
+	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/surface"
+	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/tool/shell"
+)
+
+// Approvals: every agent's shell calls go through an approval gate
+// (package approval) under Options.Approval. When the policy is not
+// "never", the surface's shell tools declare the escalation parameters
+// (surface.OfferEscalation), and an approved escalation runs in an
+// escalated shell: a shell of its own, started on first use, in a second
+// sandbox with full file-system access and the network on, which still
+// hides the signing key and the saved sessions where the session's own
+// sandbox does (its namespaces). The question and the answer travel with
+// the call's result (tool.Result.Approval).
+
+// approvalPolicy is the session's approval policy: never unless set.
+func (s *Session) approvalPolicy() approval.Policy {
+	if s.opts.Approval == "" {
+		return approval.Never
+	}
+	return s.opts.Approval
+}
+
+// checkApproval checks the approval option.
+func (s *Session) checkApproval() error {
+	if s.opts.Approval == "" {
+		return nil
+	}
+	if _, err := approval.ParsePolicy(string(s.opts.Approval)); err != nil {
+		return &ConfigError{Msg: "--approval: " + err.Error()}
+	}
+	return nil
+}
+
+// offersEscalation reports whether the shell tools declare the escalation
+// parameters: only when someone may be asked.
+func (s *Session) offersEscalation() bool {
+	return s.approvalPolicy() != approval.Never
+}
+
+// escalating returns the registry whose surfaces' shell tools declare the
+// escalation parameters.
+func escalating(r surface.Registry) surface.Registry {
+	out := make(surface.Registry, len(r))
+	for name, f := range r {
+		out[name] = func(p surface.Profile) []surface.Binding { return surface.OfferEscalation(f(p)) }
+	}
+	return out
+}
+
+// gated wraps exec, the executor of an agent working in dir, in the
+// session's approval gate: the top agent's gate is made first, every
+// sub-agent's is its Child (one policy, one approver, one memory of
+// "always" answers for the session).
+func (s *Session) gated(exec tool.Executor, dir string) tool.Executor {
+	var esc tool.Executor
+	if s.approvalPolicy() != approval.Never {
+		e := &escalatedShell{s: s, dir: dir}
+		s.escalated.add(e)
+		esc = e
+		if t := s.tracker(dir); t != nil {
+			esc = changes.Wrap(esc, t)
+		}
+	}
+	s.gateMu.Lock()
+	defer s.gateMu.Unlock()
+	if s.gate == nil {
+		s.gate = approval.Wrap(exec, s.approvalPolicy(), s.opts.Approver, esc)
+		return s.gate
+	}
+	return s.gate.Child(exec, esc)
+}
+
+// escalatedPlan is the sandbox plan of approved escalations: the
+// session's policy with full file-system access and the network on. The
+// hidden paths (the signing key, the saved sessions) stay hidden wherever
+// the session's sandbox uses namespaces, which is what hides them:
+// sandbox.MakePlan enforces nothing for full access with the network, so
+// the mechanisms are the session's without Landlock (no file-system
+// restriction) and without the network filter.
+func (s *Session) escalatedPlan() *sandbox.Plan {
+	base := s.w.sandbox.Plan()
+	p := base.Policy
+	p.Mode, p.Network, p.Protected = sandbox.FullAccess, true, nil
+	pl := &sandbox.Plan{Policy: p}
+	if base.Mechanisms.Namespaces && len(p.Hidden) > 0 {
+		m := base.Mechanisms
+		m.Landlock, m.Seccomp = 0, false
+		pl.Mechanisms = m
+	}
+	return pl
+}
+
+// escalatedShell runs approved escalations of one agent in dir, in a
+// shell started on first use in the escalated sandbox.
+type escalatedShell struct {
+	s   *Session
+	dir string
+
+	once sync.Once
+	sb   *sandbox.Sandbox
+	sh   *ownedShell
+	err  error
+	mu   sync.Mutex
+	done bool
+}
+
+// Execute implements tool.Executor.
+func (e *escalatedShell) Execute(ctx context.Context, call tool.Call) tool.Result {
+	e.once.Do(e.start)
+	if e.err != nil {
+		return tool.Failed(call, &tool.Error{Kind: tool.ErrShell, Message: "the escalated shell could not start: " + e.err.Error(), Err: e.err})
+	}
+	return e.sh.Execute(ctx, call)
+}
+
+func (e *escalatedShell) start() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done {
+		e.err = ErrClosed
+		return
+	}
+	w := e.s.w
+	sb, err := sandbox.New(e.s.escalatedPlan())
+	if err != nil {
+		e.err = fmt.Errorf("the escalated sandbox: %w", err)
+		return
+	}
+	own, err := os.MkdirTemp(w.tmp, "escalated-")
+	if err != nil {
+		sb.Close()
+		e.err = err
+		return
+	}
+	sh := shell.New(shell.Config{Dir: e.dir, Timeout: w.timeout, AllowEnv: w.allowEnv,
+		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + w.tmp}, w.cacheEnv...), w.cfg.Validate.EnvList()...),
+		TmpDir: own, Launcher: sb, Guard: sb.Guard})
+	e.sb, e.sh = sb, &ownedShell{Session: sh, dir: own}
+}
+
+// close stops the shell and its sandbox, if they started.
+func (e *escalatedShell) close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.done = true
+	if e.sh != nil {
+		e.sh.Close()
+	}
+	if e.sb != nil {
+		e.sb.Close()
+	}
+}
+
+// escalatedShells are the session's escalated shells, closed with it.
+type escalatedShells struct {
+	mu  sync.Mutex
+	all []*escalatedShell
+}
+
+func (es *escalatedShells) add(e *escalatedShell) {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	es.all = append(es.all, e)
+}
+
+func (es *escalatedShells) close() {
+	es.mu.Lock()
+	all := es.all
+	es.all = nil
+	es.mu.Unlock()
+	for _, e := range all {
+		e.close()
+	}
+}
+
+// Approval returns the session's approval policy.
+func (s *Session) Approval() approval.Policy { return s.approvalPolicy() }

@@ -1,0 +1,258 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/aymanbagabas/go-udiff"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// What an interactive session asks of an open session, beyond Run: its
+// live statistics, the workspace's changes, the ledger verified, a file to
+// attach, and compaction.
+
+// ErrCompactionUnavailable is Compact's error while the agent loop cannot
+// compact its conversation.
+var ErrCompactionUnavailable = errors.New("compacting the conversation is not available in this build: the agent loop has no compactor")
+
+// Compact compacts the conversation now: a summary replaces the older
+// turns and the ledger records what it replaced. It returns a report of
+// what was replaced.
+func (s *Session) Compact(ctx context.Context) (string, error) {
+	if s.isClosed() {
+		return "", ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return "", ErrCompactionUnavailable
+}
+
+// Stats is what an open session has used so far.
+type Stats struct {
+	// Usage is the session's usage since it was opened, sub-agents'
+	// included, cost included.
+	Usage model.Usage
+	// ContextTokens is the prompt of the last request (input and cache
+	// tokens); ContextWindow the context the server gives a request (0:
+	// unknown).
+	ContextTokens, ContextWindow int64
+	// Tasks is how many times Run was called; Turns how many model turns
+	// the runs took.
+	Tasks, Turns int
+}
+
+// stats is the live Stats, written by an observer during Run and read by
+// Stats at any time.
+type stats struct {
+	mu sync.Mutex
+	st Stats
+}
+
+// statsObserver keeps the session's Stats as the agent loop reports.
+func (s *Session) statsObserver() agent.Observer {
+	s.stats.mu.Lock()
+	s.stats.st.ContextWindow = s.contextLimit()
+	s.stats.mu.Unlock()
+	return agent.ObserverFunc(func(ev agent.Event) {
+		st := &s.stats
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		switch ev.Type {
+		case agent.EventUser:
+			st.st.Tasks++
+		case agent.EventResponse:
+			u := ev.Response.Usage
+			st.st.ContextTokens = u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+			st.st.Turns++
+		case agent.EventTurnCompleted, agent.EventRunCompleted:
+			if s.agent != nil {
+				st.st.Usage = s.agent.Usage() // the loop's goroutine: no race with Run
+			}
+		}
+	})
+}
+
+// Stats returns what the session has used so far. It is safe to call at
+// any time, also while Run runs.
+func (s *Session) Stats() Stats {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	return s.stats.st
+}
+
+// LedgerState is a ledger verified.
+type LedgerState struct {
+	Dir    string
+	Report *ledger.Report
+}
+
+// VerifyLedger seals what the session recorded so far and verifies its
+// ledger with this installation's key: every entry, payload and signed
+// checkpoint. It returns an error when no ledger is written or it does not
+// verify.
+func (s *Session) VerifyLedger(ctx context.Context) (LedgerState, error) {
+	if s.isClosed() {
+		return LedgerState{}, ErrClosed
+	}
+	if s.lw == nil {
+		return LedgerState{}, errors.New("this session writes no ledger")
+	}
+	if err := ctx.Err(); err != nil {
+		return LedgerState{}, err
+	}
+	s.rec.Flush()
+	if _, _, _, err := s.lw.Seal(); err != nil {
+		return LedgerState{}, fmt.Errorf("seal the ledger: %w", err)
+	}
+	kd, err := s.keyDir()
+	if err != nil {
+		return LedgerState{}, err
+	}
+	_, vkey, err := ledger.LoadOrCreateKey(kd)
+	if err != nil {
+		return LedgerState{}, err
+	}
+	rep, _, err := ledger.Verify(s.lw.Dir(), vkey)
+	if err != nil {
+		return LedgerState{Dir: s.lw.Dir(), Report: rep}, fmt.Errorf("the ledger %s does not verify: %w", s.lw.Dir(), err)
+	}
+	return LedgerState{Dir: s.lw.Dir(), Report: rep}, nil
+}
+
+// MaxAttach is the largest file ReadFile returns.
+const MaxAttach = 256 << 10
+
+// ReadFile reads a text file of the workspace (a path relative to its
+// root, or absolute inside it) for attaching to a task: paths outside the
+// workspace, through symlinks included, directories, binary files and
+// files over MaxAttach are refused. It returns the path relative to the
+// root.
+func (s *Session) ReadFile(name string) (string, []byte, error) {
+	if s.isClosed() {
+		return "", nil, ErrClosed
+	}
+	p, err := s.w.ws.Resolve(name)
+	if err != nil {
+		return "", nil, err
+	}
+	fi, err := os.Stat(p.Abs)
+	switch {
+	case err != nil:
+		return "", nil, fmt.Errorf("%s: %w", p.Display(), err)
+	case fi.IsDir():
+		return "", nil, fmt.Errorf("%s is a directory; attach a file", p.Display())
+	case fi.Size() > MaxAttach:
+		return "", nil, fmt.Errorf("%s has %d bytes; at most %d can be attached", p.Display(), fi.Size(), MaxAttach)
+	}
+	b, err := os.ReadFile(p.Abs)
+	if err != nil {
+		return "", nil, err
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return "", nil, fmt.Errorf("%s is a binary file", p.Display())
+	}
+	return p.Display(), b, nil
+}
+
+// ChangeLog is an agent.Observer that keeps every file change the calls
+// of the runs it observes made (the changes travel with the results: the
+// editors' and those found after commands), so that Diff shows the
+// workspace's changes since it began observing, from the bytes the
+// executors read and wrote. Give the same ChangeLog to every session
+// opened for one conversation (a session re-opened with another model)
+// to keep them all. It is safe for concurrent use.
+type ChangeLog struct {
+	mu    sync.Mutex
+	files map[string]*fileState
+	order int
+}
+
+type fileState struct {
+	first          int
+	before, after  []byte
+	existed, exist bool
+	unknown        bool // a change without its contents (a symlink)
+}
+
+// Observe implements agent.Observer.
+func (l *ChangeLog) Observe(ev agent.Event) {
+	if ev.Type != agent.EventCallCompleted {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range ev.Results {
+		for _, c := range r.Changes {
+			l.record(c)
+		}
+	}
+}
+
+func (l *ChangeLog) record(c tool.FileChange) {
+	if l.files == nil {
+		l.files = map[string]*fileState{}
+	}
+	state := func(p string, existed bool, before []byte) *fileState {
+		f, ok := l.files[p]
+		if !ok {
+			l.order++
+			f = &fileState{first: l.order, existed: existed, before: before}
+			l.files[p] = f
+		}
+		return f
+	}
+	noData := (c.Before != "" && c.BeforeData == nil) || (c.After != "" && c.AfterData == nil)
+	f := state(c.Path, c.Kind != tool.ChangeAdd, c.BeforeData)
+	f.unknown = f.unknown || noData
+	if c.MovedTo != "" {
+		f.after, f.exist = nil, false
+		g := state(c.MovedTo, false, nil)
+		g.after, g.exist = c.AfterData, true
+		g.unknown = g.unknown || noData
+		return
+	}
+	f.after, f.exist = c.AfterData, c.Kind != tool.ChangeDelete
+}
+
+// Diff returns the changes as one unified diff, files in the order they
+// were first changed; "" when nothing changed.
+func (l *ChangeLog) Diff() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	paths := make([]string, 0, len(l.files))
+	for p := range l.files {
+		paths = append(paths, p)
+	}
+	sort.Slice(paths, func(i, j int) bool { return l.files[paths[i]].first < l.files[paths[j]].first })
+	var b bytes.Buffer
+	for _, p := range paths {
+		f := l.files[p]
+		if f.existed == f.exist && bytes.Equal(f.before, f.after) && !f.unknown {
+			continue
+		}
+		a, z := "a/"+p, "b/"+p
+		if !f.existed {
+			a = "/dev/null"
+		}
+		if !f.exist {
+			z = "/dev/null"
+		}
+		if f.unknown {
+			fmt.Fprintf(&b, "--- %s\n+++ %s\n(changed; its contents were not read)\n", a, z)
+			continue
+		}
+		b.WriteString(udiff.Unified(a, z, string(f.before), string(f.after)))
+	}
+	return b.String()
+}

@@ -1,0 +1,108 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// TestChangeLogDiff: the diff of a run's changes is each file's first
+// content against its last, an added file from /dev/null, a deleted one
+// to it, a renamed one both, a file changed back left out.
+func TestChangeLogDiff(t *testing.T) {
+	ch := func(path string, kind tool.ChangeKind, before, after string) tool.FileChange {
+		c := tool.FileChange{Path: path, Kind: kind}
+		if kind != tool.ChangeAdd {
+			c.Before, c.BeforeData = tool.Digest([]byte(before)), []byte(before)
+		}
+		if kind != tool.ChangeDelete {
+			c.After, c.AfterData = tool.Digest([]byte(after)), []byte(after)
+		}
+		return c
+	}
+	moved := ch("old.txt", tool.ChangeUpdate, "o\n", "o\n")
+	moved.MovedTo = "new.txt"
+	var l ChangeLog
+	for _, cs := range [][]tool.FileChange{
+		{ch("a.txt", tool.ChangeUpdate, "one\n", "two\n")},
+		{ch("a.txt", tool.ChangeUpdate, "two\n", "three\n"), ch("b.txt", tool.ChangeAdd, "", "bee\n")},
+		{ch("c.txt", tool.ChangeDelete, "sea\n", "")},
+		{ch("d.txt", tool.ChangeUpdate, "x\n", "y\n")},
+		{ch("d.txt", tool.ChangeUpdate, "y\n", "x\n")},
+		{moved},
+	} {
+		l.Observe(agent.Event{Type: agent.EventCallCompleted, Results: []tool.Result{{Changes: cs}}})
+	}
+	l.Observe(agent.Event{Type: agent.EventCallStarted, Results: []tool.Result{{Changes: []tool.FileChange{ch("e.txt", tool.ChangeAdd, "", "e\n")}}}})
+	got := l.Diff()
+	for _, want := range []string{
+		"--- a/a.txt\n+++ b/a.txt\n", "-one\n+three\n",
+		"--- /dev/null\n+++ b/b.txt\n", "+bee\n",
+		"--- a/c.txt\n+++ /dev/null\n", "-sea\n",
+		"--- a/old.txt\n+++ /dev/null\n", "--- /dev/null\n+++ b/new.txt\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the diff lacks %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"a/d.txt", "e.txt", "two"} {
+		if strings.Contains(got, not) {
+			t.Errorf("the diff holds %q:\n%s", not, got)
+		}
+	}
+	if strings.Index(got, "a.txt") > strings.Index(got, "b.txt") {
+		t.Errorf("files not in the order first changed:\n%s", got)
+	}
+	if (&ChangeLog{}).Diff() != "" {
+		t.Error("an empty log has a diff")
+	}
+}
+
+// TestSessionInteractive: Stats follows the runs, ReadFile reads only the
+// workspace's text files, VerifyLedger verifies what was recorded so far,
+// Compact says it is not available.
+func TestSessionInteractive(t *testing.T) {
+	o := fixture(t, twoRuns)
+	o.Validation.Off = true
+	ctx := context.Background()
+	s, err := Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if st := s.Stats(); st.Tasks != 0 || st.Usage.InputTokens != 0 || st.ContextWindow <= 0 {
+		t.Errorf("stats before a run: %+v", st)
+	}
+	out, err := s.Run(ctx, "view it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if st.Tasks != 1 || st.Turns != 2 || st.Usage != out.Usage || st.ContextTokens <= 0 {
+		t.Errorf("stats after a run: %+v (outcome usage %+v)", st, out.Usage)
+	}
+	rel, b, err := s.ReadFile("a.txt")
+	if err != nil || rel != "a.txt" || string(b) != "one\n" {
+		t.Errorf("ReadFile = %q, %q, %v", rel, b, err)
+	}
+	for _, bad := range []string{"../x", "/etc/passwd", ".", "missing.txt"} {
+		if _, _, err := s.ReadFile(bad); err == nil {
+			t.Errorf("ReadFile(%q) read it", bad)
+		}
+	}
+	ls, err := s.VerifyLedger(ctx)
+	if err != nil || ls.Report.Entries == 0 || ls.Report.Sealed != ls.Report.Entries || len(ls.Report.Root) == 0 {
+		t.Errorf("VerifyLedger = %+v, %v", ls, err)
+	}
+	if _, err := s.Compact(ctx); !errors.Is(err, ErrCompactionUnavailable) {
+		t.Errorf("Compact: %v", err)
+	}
+	s.Close()
+	if _, err := s.VerifyLedger(ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("VerifyLedger after Close: %v", err)
+	}
+}
