@@ -18,6 +18,7 @@ import (
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/approval"
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
@@ -285,7 +286,14 @@ func (is *interactiveSession) SetSandbox(ctx context.Context, mode string) error
 
 // Compact implements tui.Compactor.
 func (is *interactiveSession) Compact(ctx context.Context) (string, error) {
-	return is.session().Compact(ctx)
+	rec, err := is.session().Compact(ctx)
+	if errors.Is(err, compact.ErrNothingToCompact) {
+		return "Nothing to compact: the conversation holds only what is always kept.", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Compacted: %d items replaced by a summary, about %d → %d tokens.", rec.Replaced, rec.TokensBefore, rec.TokensAfter), nil
 }
 
 // Diff implements tui.Differ: every change the session's calls made

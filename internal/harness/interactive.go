@@ -19,24 +19,7 @@ import (
 
 // What an interactive session asks of an open session, beyond Run: its
 // live statistics, the workspace's changes, the ledger verified, a file to
-// attach, and compaction.
-
-// ErrCompactionUnavailable is Compact's error while the agent loop cannot
-// compact its conversation.
-var ErrCompactionUnavailable = errors.New("compacting the conversation is not available in this build: the agent loop has no compactor")
-
-// Compact compacts the conversation now: a summary replaces the older
-// turns and the ledger records what it replaced. It returns a report of
-// what was replaced.
-func (s *Session) Compact(ctx context.Context) (string, error) {
-	if s.isClosed() {
-		return "", ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	return "", ErrCompactionUnavailable
-}
+// attach, and compaction (Compact, in harness.go).
 
 // Stats is what an open session has used so far.
 type Stats struct {

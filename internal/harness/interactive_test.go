@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"github.com/trussdev/truss/internal/compact"
 	"strings"
 	"testing"
 
@@ -98,7 +99,10 @@ func TestSessionInteractive(t *testing.T) {
 	if err != nil || ls.Report.Entries == 0 || ls.Report.Sealed != ls.Report.Entries || len(ls.Report.Root) == 0 {
 		t.Errorf("VerifyLedger = %+v, %v", ls, err)
 	}
-	if _, err := s.Compact(ctx); !errors.Is(err, ErrCompactionUnavailable) {
+	// Two short tasks leave nothing but the pinned task and the latest
+	// message to keep, or something to summarize; either way no error
+	// but compact's own.
+	if _, err := s.Compact(ctx); err != nil && !errors.Is(err, compact.ErrNothingToCompact) {
 		t.Errorf("Compact: %v", err)
 	}
 	s.Close()
