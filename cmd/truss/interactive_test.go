@@ -295,9 +295,6 @@ func TestInteractiveSessionCommands(t *testing.T) {
 	if out, err := is.Run(ctx, "go on"); err != nil || out.Status != agent.StatusCompleted || out.Text != "Two." {
 		t.Fatalf("after a refused switch the session does not go on: %+v, %v", out, err)
 	}
-	if rep, err := is.Compact(ctx); err != nil || !strings.Contains(rep, "ompact") {
-		t.Errorf("Compact = %q, %v", rep, err)
-	}
 	if rep, err := is.VerifyLedger(ctx); err != nil || !strings.Contains(rep, "The ledger verifies") {
 		t.Errorf("VerifyLedger = %q, %v", rep, err)
 	}
@@ -317,6 +314,13 @@ func TestInteractiveSessionCommands(t *testing.T) {
 	}
 	if is.Status().SessionID != first || !strings.Contains(itemsText(items), "Two.") {
 		t.Errorf("/resume: session %s, transcript %s", is.Status().SessionID, itemsText(items))
+	}
+	// /compact replaces the resumed conversation's turns by a summary.
+	if rep, err := is.Compact(ctx); err != nil || !strings.Contains(rep, "Compacted: ") {
+		t.Errorf("Compact = %q, %v", rep, err)
+	}
+	if tr := itemsText(is.session().Transcript()); !strings.Contains(tr, "simulated summary") || strings.Contains(tr, "Two.") {
+		t.Errorf("after /compact the transcript is %s", tr)
 	}
 }
 
