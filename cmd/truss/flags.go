@@ -22,6 +22,7 @@ type providerFlags struct {
 	simDialect  string // sim: which dialect the in-process server speaks
 	serverTools multi
 	stateful    bool // responses: chain turns with previous_response_id
+	ctxEdit     bool // anthropic: context editing (clear old tool results)
 }
 
 func (p *providerFlags) register(fs *flag.FlagSet) {
@@ -31,13 +32,14 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.script, "script", "", "with --provider sim: the script the simulated model plays (docs/simulator.md)")
 	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks ("+harness.DialectNames()+")")
 	fs.BoolVar(&p.stateful, "stateful", false, "with the Responses API: chain turns with previous_response_id (the server stores them) instead of replaying the conversation")
+	fs.BoolVar(&p.ctxEdit, "context-editing", false, "with Anthropic's API: let the server clear old tool results as the context fills (context management; the memory tool's are kept), besides Truss's own compaction")
 	fs.Var(&p.serverTools, "server-tool", "enable a provider-executed tool (anthropic: web_search, web_fetch, code_execution); recorded as unverified (repeatable)")
 }
 
 // options sets the provider's options.
 func (p *providerFlags) options(o *harness.Options) {
 	o.Provider, o.Model, o.Surface, o.Script, o.SimDialect = p.provider, p.model, p.surface, p.script, p.simDialect
-	o.ServerTools, o.Stateful = p.serverTools, p.stateful
+	o.ServerTools, o.Stateful, o.ContextEditing = p.serverTools, p.stateful, p.ctxEdit
 }
 
 // workspaceFlags configure the workspace and its tools.

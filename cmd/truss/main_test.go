@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -75,6 +76,7 @@ func TestScripts(t *testing.T) {
 			"checkevents": checkEvents,
 			"lastsession": lastSession,
 			"simcheck":    simCheck,
+			"simgrep":     simGrep,
 			"checkdsse":   checkDSSE,
 		},
 	})
@@ -152,6 +154,24 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 type simsKey struct{}
+
+// simgrep REGEXP: some request the last simulated model received has a
+// body that matches REGEXP (with !, none has).
+func simGrep(ts *testscript.TestScript, neg bool, args []string) {
+	ss := ts.Value(simsKey{}).(*sims)
+	if len(ss.servers) == 0 || len(args) != 1 {
+		ts.Fatalf("usage: simgrep REGEXP (after simserve)")
+	}
+	re, err := regexp.Compile(args[0])
+	ts.Check(err)
+	found := false
+	for _, r := range ss.servers[len(ss.servers)-1].Requests() {
+		found = found || re.Match(r.Body)
+	}
+	if found == neg {
+		ts.Fatalf("simgrep %s: found %v", args[0], found)
+	}
+}
 
 // sims are the simulated models a script started.
 type sims struct {

@@ -42,6 +42,11 @@ type Options struct {
 	// previous_response_id.
 	ServerTools []string
 	Stateful    bool
+	// ContextEditing asks Anthropic's API to clear old tool results
+	// itself as the context fills (context management,
+	// clear_tool_uses; the memory tool's results are kept), on top of
+	// Truss's own compaction. Other dialects ignore it.
+	ContextEditing bool
 	// ReasoningEffort, ThinkingTokens and ContextTokens override the
 	// model profile's settings: "" / nil / 0 keep the profile's (a
 	// ThinkingTokens of 0 turns thinking off).

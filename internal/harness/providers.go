@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trussdev/truss/examples"
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
@@ -32,6 +33,9 @@ type Endpoint struct {
 	ServerTools  []string
 	Stateful     bool
 	ProbeContext bool
+	// ContextManagement is the Anthropic request's context_management
+	// (Options.ContextEditing); nil for none.
+	ContextManagement json.RawMessage
 }
 
 // Dialect is one API dialect an adapter speaks.
@@ -52,7 +56,7 @@ func Dialects() []Dialect { return slices.Clone(dialects) }
 var dialects = []Dialect{
 	{Name: "anthropic", New: func(_ context.Context, e Endpoint) provider.Provider {
 		return anthropicprov.New(anthropicprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, ServerTools: e.ServerTools,
-			ThinkingBudget: int64(settings(e).ThinkingTokens)})
+			ThinkingBudget: int64(settings(e).ThinkingTokens), ContextManagement: e.ContextManagement})
 	}},
 	{Name: openaiprov.Dialect, SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
 		s := settings(e)
@@ -261,6 +265,10 @@ const DemoScript = "demo"
 func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (provider.Provider, error) {
 	o := &s.opts
 	e := Endpoint{Model: o.Model, Retry: retry, Settings: &s.settings, ServerTools: o.ServerTools, Stateful: o.Stateful, ProbeContext: true}
+	if o.ContextEditing {
+		_, memory := s.set.Lookup("memory")
+		e.ContextManagement = compact.DefaultContextEditing(int(s.contextLimit()), memory).ContextManagement()
+	}
 	def, _ := lookupProvider(o.Provider)
 	if def.Name != "sim" {
 		d, _ := dialect(def.Dialect)
