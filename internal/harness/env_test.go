@@ -253,7 +253,6 @@ func TestImageMissing(t *testing.T) {
 	}
 }
 
-
 func fileUID(fi os.FileInfo) int {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return int(st.Uid)
