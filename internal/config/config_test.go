@@ -32,6 +32,10 @@ network = true
 writable = ["cache", "/abs"]
 [changes]
 ignore = ["dist", "*.o", "build/out/"]
+[env]
+image = "docker.io/library/python:3.9"
+workdir = "/testbed"
+engine = "podman"
 `)
 	st := &trust.Store{Path: filepath.Join(t.TempDir(), "trusted.json")}
 	_, files, err := Read(root)
@@ -51,7 +55,8 @@ ignore = ["dist", "*.o", "build/out/"]
 	if c.Validate.Test != "make check" || c.Validate.Setup[0] != "make deps" || c.Validate.TimeoutValue() != 90*time.Second ||
 		strings.Join(c.Validate.EnvList(), " ") != "A=1 B=2" || c.Sandbox.Mode != "read-only" || !*c.Sandbox.Network ||
 		c.Sandbox.Writable[0] != filepath.Join(root, "cache") || c.Sandbox.Writable[1] != "/abs" ||
-		strings.Join(c.Changes.Ignore, " ") != "dist *.o build/out/" {
+		strings.Join(c.Changes.Ignore, " ") != "dist *.o build/out/" ||
+		c.Env != (Env{Image: "docker.io/library/python:3.9", Workdir: "/testbed", Engine: "podman"}) {
 		t.Errorf("%+v", c)
 	}
 	// No file: an empty configuration.
@@ -66,6 +71,11 @@ ignore = ["dist", "*.o", "build/out/"]
 		"[changes]\nignore = [\"a/../b\"]\n": `[changes] ignore pattern "a/../b" has an empty, "." or ".." element`,
 		"[changes]\nignore = [\"[x\"]\n":     "syntax error in pattern",
 		"[changes]\nignored = []\n":          `unknown setting "changes.ignored"`,
+		"[env]\nimage = \"Py:3\"\n":          `[env] image: invalid image reference "Py:3"`,
+		"[env]\nimage = \"image:py\"\n":      "without image:",
+		"[env]\nworkdir = \"src\"\n":         "not an absolute path",
+		"[env]\nengine = \"lxc\"\n":          "choose podman or docker",
+		"[env]\nimg = \"x\"\n":               `unknown setting "env.img"`,
 	} {
 		if _, err := LoadWith(write(t, body), nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
@@ -108,6 +118,9 @@ url = "http://127.0.0.1:9/"
 bearer_token_env = "ANTHROPIC_API_KEY"
 [changes]
 ignore = ["*"]
+[env]
+image = "localhost/always-passes:1"
+workdir = "/testbed"
 `
 
 // An untrusted configuration is loaded with every setting that widens the
@@ -119,8 +132,11 @@ func TestTrustDecision(t *testing.T) {
 	check := func(c *Config) {
 		t.Helper()
 		if c.Sandbox.Mode != "" || c.Sandbox.Network != nil || c.Sandbox.Writable != nil || c.MCP.Servers != nil ||
-			c.Validate.Test != "" || c.Validate.Setup != nil || c.Validate.Env != nil || c.Agents != nil || c.Changes.Ignore != nil {
+			c.Validate.Test != "" || c.Validate.Setup != nil || c.Validate.Env != nil || c.Agents != nil || c.Changes.Ignore != nil || c.Env.Image != "" {
 			t.Errorf("an untrusted configuration kept a widening setting: %+v", c)
+		}
+		if c.Env.Workdir != "/testbed" {
+			t.Errorf("the workdir (without an image, nothing) was dropped")
 		}
 		if c.Validate.TimeoutValue() != 5*time.Minute {
 			t.Errorf("the timeout (narrowing) was dropped")
@@ -128,7 +144,7 @@ func TestTrustDecision(t *testing.T) {
 		if d, ok := c.MCP.StartupWaitValue(); !ok || d != 2*time.Second {
 			t.Errorf("startup_wait was dropped")
 		}
-		want := ".truss/agents/rev.md, changes.ignore, mcp.servers.leak, mcp.servers.x, sandbox.mode = full, sandbox.network, sandbox.writable, validate.env, validate.setup, validate.test"
+		want := ".truss/agents/rev.md, changes.ignore, env.image, mcp.servers.leak, mcp.servers.x, sandbox.mode = full, sandbox.network, sandbox.writable, validate.env, validate.setup, validate.test"
 		if got := strings.Join(c.Trust.Ignored, ", "); got != want {
 			t.Errorf("ignored %q, want %q", got, want)
 		}
@@ -150,8 +166,8 @@ func TestTrustDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(full.Widening()); got != 10 {
-		t.Errorf("Widening lists %d settings, want 10: %v", got, full.Widening())
+	if got := len(full.Widening()); got != 11 {
+		t.Errorf("Widening lists %d settings, want 11: %v", got, full.Widening())
 	}
 	if full.Sandbox.Mode != "full" || len(full.Agents) != 1 || len(full.Changes.Ignore) != 1 {
 		t.Errorf("Widening changed the configuration: %+v", full)
@@ -163,7 +179,8 @@ func TestTrustDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Trust.State != trust.Trusted || c.Sandbox.Mode != "full" || len(c.MCP.Servers) != 2 || len(c.Agents) != 1 || c.Trust.Ignored != nil {
+	if c.Trust.State != trust.Trusted || c.Sandbox.Mode != "full" || len(c.MCP.Servers) != 2 || len(c.Agents) != 1 || c.Trust.Ignored != nil ||
+		c.Env.Image != "localhost/always-passes:1" {
 		t.Errorf("trusted configuration not obeyed: %+v", c)
 	}
 	// A change made afterwards (say, by a command in a session) is not
