@@ -76,6 +76,9 @@ func TestScripts(t *testing.T) {
 			"lastsession": lastSession,
 			"simcheck":    simCheck,
 			"checkdsse":   checkDSSE,
+			"envimage":    envImage,
+			"envleft":     envLeft,
+			"waitfile":    waitFile,
 		},
 	})
 }
@@ -84,6 +87,9 @@ func TestScripts(t *testing.T) {
 // the sandbox protection NAME ("memory", "disk-budget", …; see truss
 // sandbox check) for a workspace-write sandbox with the network off.
 func sandboxCondition(cond string) (bool, error) {
+	if cond == "env" {
+		return envCondition()
+	}
 	name, ok := strings.CutPrefix(cond, "sandbox:")
 	if !ok {
 		return false, fmt.Errorf("unknown condition %q", cond)

@@ -17,6 +17,7 @@ import (
 	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/container/containertest"
 	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/tool"
 )
 
 // testImage finds a working engine and makes the test image
@@ -198,6 +199,19 @@ func TestImageProtectsGit(t *testing.T) {
 	r := s.w.shell.Run(context.Background(), "touch .git/hook .truss/x 2>&1; touch ok && echo wrote", time.Minute)
 	if !strings.Contains(r.Stdout, "wrote") || strings.Count(r.Stdout, "Read-only") != 2 {
 		t.Errorf("want .git and .truss read-only and the rest writable: %q %q", r.Stdout, r.Stderr)
+	}
+	// The file tools take the container's path of the workspace (the
+	// model sees it in the shell; Anthropic's editor names files by
+	// absolute path), and the host's.
+	for _, p := range []string{"/testbed/a.txt", filepath.Join(o.Root, "a.txt"), "a.txt"} {
+		res := s.Execute(context.Background(), tool.Call{ID: "v", Op: tool.OpView, Args: &tool.ViewArgs{Path: p}})
+		if res.Err != nil || !strings.Contains(res.Output, "one") {
+			t.Errorf("view %s: %v %q", p, res.Err, res.Output)
+		}
+	}
+	res := s.Execute(context.Background(), tool.Call{ID: "v", Op: tool.OpView, Args: &tool.ViewArgs{Path: "/etc/passwd"}})
+	if res.Err == nil || res.Err.Kind != tool.ErrOutsideRoot {
+		t.Errorf("a path outside the workspace: %v", res.Err)
 	}
 }
 
