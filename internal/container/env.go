@@ -271,10 +271,10 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 			return nil, fmt.Errorf("the workspace %s is itself hidden from commands (%s)", ws, p)
 		}
 		if fi.IsDir() {
-			hidden = append(hidden, "type=tmpfs,dst="+cp+",tmpfs-size=4096,readonly")
+			hidden = append(hidden, "type=tmpfs,dst="+cp+",tmpfs-size=4096,ro")
 			hiddenMounts = append(hiddenMounts, Mount{Source: "tmpfs", Target: cp, ReadOnly: true})
 		} else {
-			hidden = append(hidden, "type=bind,src=/dev/null,dst="+cp+",readonly")
+			hidden = append(hidden, "type=bind,src=/dev/null,dst="+cp+",ro")
 			hiddenMounts = append(hiddenMounts, Mount{Source: "/dev/null", Target: cp, ReadOnly: true})
 		}
 	}
@@ -308,7 +308,7 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		for _, m := range mounts {
 			ro := ""
 			if m.ReadOnly {
-				ro = ",readonly"
+				ro = ",ro"
 			}
 			args = append(args, "--mount", "type=bind,src="+m.Source+",dst="+m.Target+ro)
 		}
