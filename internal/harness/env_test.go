@@ -36,7 +36,7 @@ var testImageOnce = sync.OnceValues(func() (string, error) {
 	return containertest.Image(ctx, e)
 })
 
-func testImage(t *testing.T) (*container.Engine, string) {
+func testImage(t testing.TB) (*container.Engine, string) {
 	t.Helper()
 	ref, err := testImageOnce()
 	if err != nil {
@@ -53,7 +53,7 @@ func testImage(t *testing.T) (*container.Engine, string) {
 }
 
 // noContainers fails when a container of the session is left.
-func noContainers(t *testing.T, e *container.Engine, session string) {
+func noContainers(t testing.TB, e *container.Engine, session string) {
 	t.Helper()
 	ids, err := e.Containers(context.Background(), container.LabelSession+"="+session)
 	if err != nil {
