@@ -273,3 +273,49 @@ func fileUID(fi os.FileInfo) int {
 	}
 	return -1
 }
+
+// TestImageIsolatedChild: an isolated sub-agent's copy of the workspace
+// gets a container of its own from the same image, mounted at the same
+// workdir; its shell sees the copy, its file tools take the container's
+// path, and the container goes when the sub-agent ends.
+func TestImageIsolatedChild(t *testing.T) {
+	e, ref := testImage(t)
+	o := fixture(t, `{"steps": [{"say": "none"}]}`)
+	o.Env, o.NoModel = "image:"+ref, true
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noContainers(t, e, s.Info().SessionID)
+	defer s.Close()
+	copyDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(copyDir, "a.txt"), []byte("copy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	child, err := s.w.childEnv(copyDir, s.compose)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := child.Exec.Execute(ctx, tool.Call{ID: "c", Op: tool.OpExec, Args: &tool.ExecArgs{Command: "pwd; cat a.txt; imgtool"}})
+	if r.Err != nil || r.Stdout != "/testbed\ncopy\nimgtool-ok\n" {
+		t.Errorf("the child's shell: %v %q %q", r.Err, r.Stdout, r.Stderr)
+	}
+	r = child.Exec.Execute(ctx, tool.Call{ID: "v", Op: tool.OpView, Args: &tool.ViewArgs{Path: "/testbed/a.txt"}})
+	if r.Err != nil || !strings.Contains(r.Output, "copy") {
+		t.Errorf("the child's view: %v %q", r.Err, r.Output)
+	}
+	// The session's own shell still sees the workspace.
+	if r := s.w.shell.Run(ctx, "cat a.txt", time.Minute); r.Stdout != "one\n" {
+		t.Errorf("the session's shell: %q %q", r.Stdout, r.Stderr)
+	}
+	ids, _ := e.Containers(ctx, container.LabelSession+"="+s.Info().SessionID)
+	if len(ids) != 2 {
+		t.Errorf("want the session's and the child's containers, got %v", ids)
+	}
+	child.Close()
+	ids, _ = e.Containers(ctx, container.LabelSession+"="+s.Info().SessionID)
+	if len(ids) != 1 {
+		t.Errorf("after the child ended, want the session's container only, got %v", ids)
+	}
+}
