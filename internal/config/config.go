@@ -446,7 +446,7 @@ func Protected(root string) []string {
 func (e Env) check() error {
 	if e.Image != "" {
 		if strings.HasPrefix(e.Image, "image:") {
-			return fmt.Errorf("image = %q: write the reference alone, without image:", e.Image)
+			return fmt.Errorf("image = %q: write the reference alone, without the image: prefix", e.Image)
 		}
 		if err := container.ValidateReference(e.Image); err != nil {
 			return fmt.Errorf("image: %w", err)
