@@ -76,17 +76,16 @@ type envState struct {
 
 // startEnv starts the session's environment, after the session has its
 // id (the container's label names it): on the host it only removes the
-// containers ended sessions left, when there may be some; with an image
+// containers ended sessions left, when there may be some (leftStates);
+// with an image
 // it finds the engine, removes ended sessions' containers, starts the
 // container, and routes the shell into it. Open calls it once the
 // workspace and the session exist.
 func (s *Session) startEnv(ctx context.Context) error {
 	w := s.w
 	if w.envc.spec.Host() {
-		if w.envc.engine != "" || leftStates() {
-			if _, err := s.reap(ctx, w.envc.engine); err != nil && w.envc.engine != "" {
-				s.warn(fmt.Sprintf("no container engine to remove ended sessions' containers with: %v", err))
-			}
+		if leftStates() {
+			s.reap(ctx, w.envc.engine) // no engine: nothing it could remove
 		}
 		return nil
 	}
