@@ -89,10 +89,20 @@ func (s *Session) startEnv(ctx context.Context) error {
 		}
 		return nil
 	}
-	e, err := s.reap(ctx, w.envc.engine)
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	e, err := container.Find(rctx, w.envc.engine)
 	if err != nil {
 		return configErrorf("--env %s needs a working container engine (truss env check): %v", w.envc.spec, err)
 	}
+	// Ended sessions' containers are removed while this one starts (Reap
+	// never removes a live session's).
+	reaped := make(chan func(), 1)
+	go func() {
+		gone, err := e.Reap(rctx)
+		reaped <- func() { s.reported(gone, err) }
+	}()
+	defer func() { (<-reaped)() }()
 	pl := w.sandbox.Plan()
 	lim := pl.Policy.Limits
 	limits := container.Limits{CPUs: float64(runtime.NumCPU()), Pids: lim.Pids, OpenFiles: lim.OpenFiles}
@@ -136,14 +146,18 @@ func (s *Session) reap(ctx context.Context, name string) (*container.Engine, err
 	if err != nil {
 		return nil, err
 	}
-	gone, err := e.Reap(ctx)
+	s.reported(e.Reap(ctx))
+	return e, nil
+}
+
+// reported says what Reap removed, and its error.
+func (s *Session) reported(gone []container.Reaped, err error) {
 	for _, g := range gone {
 		s.warn(fmt.Sprintf("removed container %.12s of ended session %s (process %d is gone)", g.ID, g.Session, g.PID))
 	}
 	if err != nil {
 		s.warn(err.Error())
 	}
-	return e, nil
 }
 
 // leftStates reports whether a task environment's state directory is in

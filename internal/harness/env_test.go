@@ -319,3 +319,35 @@ func TestImageIsolatedChild(t *testing.T) {
 		t.Errorf("after the child ended, want the session's container only, got %v", ids)
 	}
 }
+
+// TestGradeInEnv: a grader's test command runs in a fresh container from
+// the image on a workspace copy — passing with the fix, failing without
+// it — and leaves no container.
+func TestGradeInEnv(t *testing.T) {
+	e, ref := testImage(t)
+	for _, tc := range []struct {
+		content string
+		pass    bool
+	}{{"fixed\n", true}, {"broken\n", false}} {
+		ws := t.TempDir()
+		if err := os.WriteFile(filepath.Join(ws, "app.txt"), []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		session := "grade-" + filepath.Base(ws)
+		res, facts, err := GradeInEnv(context.Background(), GradeEnv{Spec: container.Spec{Image: ref}, Engine: e.Name, Workspace: ws, Session: session},
+			"imgtool check app.txt", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (res.Err == nil) != tc.pass || !strings.Contains(res.Stdout, "imgtool:") {
+			t.Errorf("%q: %v %q", tc.content, res.Err, res.Stdout)
+		}
+		if facts.Image != ref || facts.ImageID == "" || facts.Workdir != "/testbed" {
+			t.Errorf("facts: %+v", facts)
+		}
+		noContainers(t, e, session)
+	}
+	if _, _, err := GradeInEnv(context.Background(), GradeEnv{Workspace: t.TempDir()}, "true", time.Minute); err == nil {
+		t.Error("GradeInEnv on the host: no error")
+	}
+}
