@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/trust"
 )
 
@@ -236,4 +237,32 @@ func TestReadFilesStaysInside(t *testing.T) {
 	if _, err := ReadFiles(root); err == nil {
 		t.Fatal("a configuration linked from outside the workspace was read")
 	}
+}
+
+// FuzzParse: any file parses or is refused without a panic, and what
+// parses holds only valid [env] values.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"[env]\nimage = \"python:3.9\"\nworkdir = \"/testbed\"\nengine = \"podman\"\n",
+		"[env]\nimage = \"image:x\"\n",
+		"[validate]\ntest = \"make\"\n[sandbox]\nwritable = [\"a\"]\n",
+		hostile,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse("/ws", b)
+		if err != nil {
+			return
+		}
+		if c.Env.Image != "" && container.ValidateReference(c.Env.Image) != nil {
+			t.Errorf("image %q accepted", c.Env.Image)
+		}
+		if c.Env.Workdir != "" && !strings.HasPrefix(c.Env.Workdir, "/") {
+			t.Errorf("workdir %q accepted", c.Env.Workdir)
+		}
+		if e := c.Env.Engine; e != "" && e != container.Podman && e != container.Docker {
+			t.Errorf("engine %q accepted", e)
+		}
+	})
 }
