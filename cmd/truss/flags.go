@@ -54,6 +54,9 @@ type workspaceFlags struct {
 	fallback  string // --sandbox-fallback
 	memory    string // --memory
 	disk      string // --disk-budget
+	env       string // --env
+	engine    string // --engine
+	workdir   string // --env-workdir
 }
 
 func (w *workspaceFlags) register(fs *flag.FlagSet) {
@@ -64,6 +67,14 @@ func (w *workspaceFlags) register(fs *flag.FlagSet) {
 	fs.Var(&w.allowEnv, "allow-env", "pass this variable to commands although Truss withholds it (ANTHROPIC_*, OPENAI_*, OLLAMA_*, TRUSS_*, or a name containing KEY, SECRET or TOKEN) (repeatable)")
 	fs.StringVar(&w.memoryDir, "memory-dir", "", "the memory tool's directory (default: one per project under the user's data directory)")
 	w.registerSandbox(fs)
+	w.registerEnv(fs)
+}
+
+// registerEnv registers the task environment's flags.
+func (w *workspaceFlags) registerEnv(fs *flag.FlagSet) {
+	fs.StringVar(&w.env, "env", "", "where the tools run: host (the sandbox; the default) or image:REF, a container from the OCI image REF in the engine's store (docs/environments.md; default: .truss/config.toml's [env] image when trusted)")
+	fs.StringVar(&w.engine, "engine", "", "the container engine for --env image:REF: podman or docker (default: the first that works; see truss env check)")
+	fs.StringVar(&w.workdir, "env-workdir", "", "where the workspace is mounted in the container (default: the image's WORKDIR, else /workspace; SWE-bench's images: /testbed)")
 }
 
 // registerSandbox registers the sandbox flags.
@@ -79,6 +90,7 @@ func (w *workspaceFlags) registerSandbox(fs *flag.FlagSet) {
 func (w *workspaceFlags) options(o *harness.Options) error {
 	o.Root, o.ReadOnlyDirs, o.WritableDirs = w.root, w.ro, w.rw
 	o.ShellTimeout, o.AllowEnv, o.MemoryDir = w.timeout, w.allowEnv, w.memoryDir
+	o.Env, o.Engine, o.EnvWorkdir = w.env, w.engine, w.workdir
 	return w.sandboxOptions(&o.Sandbox)
 }
 

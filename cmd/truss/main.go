@@ -13,6 +13,7 @@
 //	truss sessions                  list saved sessions
 //	truss ledger key|verify|show|prove|export
 //	truss sandbox check
+//	truss env check
 //	truss mcp serve|list|call
 //	truss trust [DIR]               trust the project's configuration
 //	truss help [COMMAND]
@@ -66,6 +67,7 @@ Usage:
                                     the signed ledger every run writes: key, verification, timeline,
                                     inclusion proofs, in-toto provenance
   truss sandbox check               what this host can enforce, and the sandbox a run would get
+  truss env check                   which container engine works here for --env image:REF, and the settings chosen
   truss trust [--status|--revoke] [DIR]  trust the project's configuration (.truss): until then it cannot widen the sandbox or start programs
   truss mcp serve [--http ADDR]     Truss's tools (view, create, replace, insert, patch, shell, validate) for any MCP client
   truss mcp list|call               the configured MCP servers' tools; call one by hand
@@ -137,6 +139,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdMCP(args[1:], os.Stdin, stdout, stderr)
 	case "sandbox":
 		err = cmdSandbox(args[1:], stdout, stderr)
+	case "env":
+		err = cmdEnv(args[1:], stdout, stderr)
 	case "trust":
 		err = cmdTrust(args[1:], stdout, stderr)
 	default:

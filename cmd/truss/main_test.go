@@ -78,6 +78,9 @@ func TestScripts(t *testing.T) {
 			"simcheck":    simCheck,
 			"simgrep":     simGrep,
 			"checkdsse":   checkDSSE,
+			"envimage":    envImage,
+			"envleft":     envLeft,
+			"waitfile":    waitFile,
 		},
 	})
 }
@@ -86,6 +89,9 @@ func TestScripts(t *testing.T) {
 // the sandbox protection NAME ("memory", "disk-budget", …; see truss
 // sandbox check) for a workspace-write sandbox with the network off.
 func sandboxCondition(cond string) (bool, error) {
+	if cond == "env" {
+		return envCondition()
+	}
 	name, ok := strings.CutPrefix(cond, "sandbox:")
 	if !ok {
 		return false, fmt.Errorf("unknown condition %q", cond)

@@ -238,6 +238,9 @@ func runTask(ctx context.Context, o harness.Options, f *runFlags, task string, s
 	} else {
 		fmt.Fprintf(human, "truss %s · %s · %s · surface %s · session %s\n", version, info.Provider, info.Model, info.Surface, orNone(info.SessionID))
 		fmt.Fprintf(human, "sandbox: %s\n", info.Sandbox)
+		if info.Environment != "" {
+			fmt.Fprintf(human, "environment: %s\n", info.Environment)
+		}
 	}
 	out, err := s.Run(ctx, task)
 	if err != nil {

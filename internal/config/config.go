@@ -15,6 +15,11 @@
 //	[changes]
 //	ignore = ["node_modules", "target", "dist", "*.o"]  # not tracked for the ledger (.git never is)
 //
+//	[env]                           # the task environment (docs/environments.md)
+//	image = "docker.io/library/python:3.9"  # run the tools in this image (default: the host)
+//	workdir = "/testbed"            # where the workspace is mounted (default: the image's WORKDIR)
+//	engine = "podman"               # podman or docker (default: the first that works)
+//
 // Every key is optional; command-line flags override the file. Unknown keys
 // are an error, so a misspelt setting is not silently ignored.
 //
@@ -24,7 +29,12 @@
 // loaded with every setting that would widen the sandbox, start a program
 // or hide changes from the ledger cleared: sandbox mode "full", network =
 // true, writable roots, MCP servers, the validation's test and setup
-// commands and environment, the agent definitions, and [changes] ignore.
+// commands and environment, the agent definitions, [changes] ignore, and
+// [env] image: the image decides what the project's tests run against,
+// and so what the verification boundary's verdict means (an image whose
+// test runner always passes would pass every change), and its programs
+// run with the workspace writable — the user chooses it, with --env or by
+// trusting the configuration.
 // What stays only narrows the sandbox or tunes a wait. The loaded Config says what was decided (Config.Trust).
 package config
 
@@ -43,6 +53,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/trussdev/truss/internal/changes"
+	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/trust"
 )
 
@@ -64,6 +75,7 @@ type Config struct {
 	Sandbox  Sandbox  `toml:"sandbox"`
 	MCP      MCP      `toml:"mcp"`
 	Changes  Changes  `toml:"changes"`
+	Env      Env      `toml:"env"`
 
 	// Agents are the agent definition files (.truss/agents/*.md, in name
 	// order), as read; none when the configuration is not trusted.
@@ -170,6 +182,17 @@ type Changes struct {
 	// defaults (changes.DefaultIgnore()); set, it replaces them. ".git" is
 	// never tracked.
 	Ignore []string `toml:"ignore"`
+}
+
+// Env is the [env] table: the task environment the session's tools run
+// in (package container). Image is an image reference ("" for the host);
+// Workdir where the workspace is mounted in it ("" for the image's
+// working directory); Engine podman or docker ("" for the first that
+// works). Only a trusted configuration may set Image.
+type Env struct {
+	Image   string `toml:"image"`
+	Workdir string `toml:"workdir"`
+	Engine  string `toml:"engine"`
 }
 
 // Validate configures the task environment.
@@ -303,6 +326,11 @@ func (c *Config) restrict() []string {
 		ign = append(ign, "changes.ignore")
 		c.Changes.Ignore = nil
 	}
+	if c.Env.Image != "" {
+		// The image decides what the tests run against.
+		ign = append(ign, "env.image")
+		c.Env.Image = ""
+	}
 	for _, f := range c.Agents {
 		ign = append(ign, f.Path)
 	}
@@ -393,6 +421,9 @@ func Parse(root string, b []byte) (*Config, error) {
 	if err := changes.CheckIgnore(c.Changes.Ignore); err != nil {
 		return nil, fmt.Errorf("%s: [changes] %w", p, err)
 	}
+	if err := c.Env.check(); err != nil {
+		return nil, fmt.Errorf("%s: [env] %w", p, err)
+	}
 	for i, w := range c.Sandbox.Writable {
 		if !filepath.IsAbs(w) {
 			c.Sandbox.Writable[i] = filepath.Join(root, w)
@@ -409,4 +440,25 @@ func Protected(root string) []string {
 		return nil
 	}
 	return []string{d}
+}
+
+// check checks the [env] table's values.
+func (e Env) check() error {
+	if e.Image != "" {
+		if strings.HasPrefix(e.Image, "image:") {
+			return fmt.Errorf("image = %q: write the reference alone, without the image: prefix", e.Image)
+		}
+		if err := container.ValidateReference(e.Image); err != nil {
+			return fmt.Errorf("image: %w", err)
+		}
+	}
+	if e.Workdir != "" && !path.IsAbs(e.Workdir) {
+		return fmt.Errorf("workdir = %q is not an absolute path in the container", e.Workdir)
+	}
+	switch e.Engine {
+	case "", container.Podman, container.Docker:
+	default:
+		return fmt.Errorf("engine = %q: choose podman or docker", e.Engine)
+	}
+	return nil
 }

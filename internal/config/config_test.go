@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/trust"
 )
 
@@ -32,6 +33,10 @@ network = true
 writable = ["cache", "/abs"]
 [changes]
 ignore = ["dist", "*.o", "build/out/"]
+[env]
+image = "docker.io/library/python:3.9"
+workdir = "/testbed"
+engine = "podman"
 `)
 	st := &trust.Store{Path: filepath.Join(t.TempDir(), "trusted.json")}
 	_, files, err := Read(root)
@@ -51,7 +56,8 @@ ignore = ["dist", "*.o", "build/out/"]
 	if c.Validate.Test != "make check" || c.Validate.Setup[0] != "make deps" || c.Validate.TimeoutValue() != 90*time.Second ||
 		strings.Join(c.Validate.EnvList(), " ") != "A=1 B=2" || c.Sandbox.Mode != "read-only" || !*c.Sandbox.Network ||
 		c.Sandbox.Writable[0] != filepath.Join(root, "cache") || c.Sandbox.Writable[1] != "/abs" ||
-		strings.Join(c.Changes.Ignore, " ") != "dist *.o build/out/" {
+		strings.Join(c.Changes.Ignore, " ") != "dist *.o build/out/" ||
+		c.Env != (Env{Image: "docker.io/library/python:3.9", Workdir: "/testbed", Engine: "podman"}) {
 		t.Errorf("%+v", c)
 	}
 	// No file: an empty configuration.
@@ -66,6 +72,11 @@ ignore = ["dist", "*.o", "build/out/"]
 		"[changes]\nignore = [\"a/../b\"]\n": `[changes] ignore pattern "a/../b" has an empty, "." or ".." element`,
 		"[changes]\nignore = [\"[x\"]\n":     "syntax error in pattern",
 		"[changes]\nignored = []\n":          `unknown setting "changes.ignored"`,
+		"[env]\nimage = \"Py:3\"\n":          `[env] image: invalid image reference "Py:3"`,
+		"[env]\nimage = \"image:py\"\n":      "without the image: prefix",
+		"[env]\nworkdir = \"src\"\n":         "not an absolute path",
+		"[env]\nengine = \"lxc\"\n":          "choose podman or docker",
+		"[env]\nimg = \"x\"\n":               `unknown setting "env.img"`,
 	} {
 		if _, err := LoadWith(write(t, body), nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
@@ -108,6 +119,9 @@ url = "http://127.0.0.1:9/"
 bearer_token_env = "ANTHROPIC_API_KEY"
 [changes]
 ignore = ["*"]
+[env]
+image = "localhost/always-passes:1"
+workdir = "/testbed"
 `
 
 // An untrusted configuration is loaded with every setting that widens the
@@ -119,8 +133,11 @@ func TestTrustDecision(t *testing.T) {
 	check := func(c *Config) {
 		t.Helper()
 		if c.Sandbox.Mode != "" || c.Sandbox.Network != nil || c.Sandbox.Writable != nil || c.MCP.Servers != nil ||
-			c.Validate.Test != "" || c.Validate.Setup != nil || c.Validate.Env != nil || c.Agents != nil || c.Changes.Ignore != nil {
+			c.Validate.Test != "" || c.Validate.Setup != nil || c.Validate.Env != nil || c.Agents != nil || c.Changes.Ignore != nil || c.Env.Image != "" {
 			t.Errorf("an untrusted configuration kept a widening setting: %+v", c)
+		}
+		if c.Env.Workdir != "/testbed" {
+			t.Errorf("the workdir (without an image, nothing) was dropped")
 		}
 		if c.Validate.TimeoutValue() != 5*time.Minute {
 			t.Errorf("the timeout (narrowing) was dropped")
@@ -128,7 +145,7 @@ func TestTrustDecision(t *testing.T) {
 		if d, ok := c.MCP.StartupWaitValue(); !ok || d != 2*time.Second {
 			t.Errorf("startup_wait was dropped")
 		}
-		want := ".truss/agents/rev.md, changes.ignore, mcp.servers.leak, mcp.servers.x, sandbox.mode = full, sandbox.network, sandbox.writable, validate.env, validate.setup, validate.test"
+		want := ".truss/agents/rev.md, changes.ignore, env.image, mcp.servers.leak, mcp.servers.x, sandbox.mode = full, sandbox.network, sandbox.writable, validate.env, validate.setup, validate.test"
 		if got := strings.Join(c.Trust.Ignored, ", "); got != want {
 			t.Errorf("ignored %q, want %q", got, want)
 		}
@@ -150,8 +167,8 @@ func TestTrustDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(full.Widening()); got != 10 {
-		t.Errorf("Widening lists %d settings, want 10: %v", got, full.Widening())
+	if got := len(full.Widening()); got != 11 {
+		t.Errorf("Widening lists %d settings, want 11: %v", got, full.Widening())
 	}
 	if full.Sandbox.Mode != "full" || len(full.Agents) != 1 || len(full.Changes.Ignore) != 1 {
 		t.Errorf("Widening changed the configuration: %+v", full)
@@ -163,7 +180,8 @@ func TestTrustDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Trust.State != trust.Trusted || c.Sandbox.Mode != "full" || len(c.MCP.Servers) != 2 || len(c.Agents) != 1 || c.Trust.Ignored != nil {
+	if c.Trust.State != trust.Trusted || c.Sandbox.Mode != "full" || len(c.MCP.Servers) != 2 || len(c.Agents) != 1 || c.Trust.Ignored != nil ||
+		c.Env.Image != "localhost/always-passes:1" {
 		t.Errorf("trusted configuration not obeyed: %+v", c)
 	}
 	// A change made afterwards (say, by a command in a session) is not
@@ -219,4 +237,32 @@ func TestReadFilesStaysInside(t *testing.T) {
 	if _, err := ReadFiles(root); err == nil {
 		t.Fatal("a configuration linked from outside the workspace was read")
 	}
+}
+
+// FuzzParse: any file parses or is refused without a panic, and what
+// parses holds only valid [env] values.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"[env]\nimage = \"python:3.9\"\nworkdir = \"/testbed\"\nengine = \"podman\"\n",
+		"[env]\nimage = \"image:x\"\n",
+		"[validate]\ntest = \"make\"\n[sandbox]\nwritable = [\"a\"]\n",
+		hostile,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse("/ws", b)
+		if err != nil {
+			return
+		}
+		if c.Env.Image != "" && container.ValidateReference(c.Env.Image) != nil {
+			t.Errorf("image %q accepted", c.Env.Image)
+		}
+		if c.Env.Workdir != "" && !strings.HasPrefix(c.Env.Workdir, "/") {
+			t.Errorf("workdir %q accepted", c.Env.Workdir)
+		}
+		if e := c.Env.Engine; e != "" && e != container.Podman && e != container.Docker {
+			t.Errorf("engine %q accepted", e)
+		}
+	})
 }

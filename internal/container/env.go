@@ -73,6 +73,17 @@ type Config struct {
 	Session string
 	// Env are variables set in the container (NAME=VALUE), over the image's.
 	Env []string
+	// Protected are host paths inside the workspace mounted read-only over
+	// themselves in the container (the repository's .git, the project's
+	// .truss), as the host sandbox keeps them; a path outside the
+	// workspace, missing, or a symbolic link is left out.
+	Protected []string
+	// Hidden are host paths inside the workspace the container must not
+	// read (the signing key, the saved sessions, should the workspace hold
+	// them): an empty read-only file system is mounted over a directory,
+	// an empty file over a file. A path outside the workspace or missing is
+	// left out (the container sees nothing of the host outside its mounts).
+	Hidden []string
 	// User overrides the user the container runs as ("UID:GID"); "" means
 	// the host user, so that files written in the workspace are the host
 	// user's (rootless Podman: --userns=keep-id; rootless Docker: the
@@ -248,6 +259,34 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	labels[LabelSession] = cfg.Session
 	labels[LabelState] = state
 	mounts := []Mount{{Source: ws, Target: workdir}, {Source: state, Target: state}}
+	var hidden []string // --mount values
+	var hiddenMounts []Mount
+	for _, p := range cfg.Hidden {
+		fi, err := os.Lstat(p)
+		cp, ok := env.ContainerPath(p)
+		if err != nil || !ok || strings.Contains(p, ",") {
+			continue
+		}
+		if cp == workdir {
+			return nil, fmt.Errorf("the workspace %s is itself hidden from commands (%s)", ws, p)
+		}
+		if fi.IsDir() {
+			hidden = append(hidden, "type=tmpfs,dst="+cp+",tmpfs-size=4096,ro")
+			hiddenMounts = append(hiddenMounts, Mount{Source: "tmpfs", Target: cp, ReadOnly: true})
+		} else {
+			hidden = append(hidden, "type=bind,src=/dev/null,dst="+cp+",ro")
+			hiddenMounts = append(hiddenMounts, Mount{Source: "/dev/null", Target: cp, ReadOnly: true})
+		}
+	}
+	for _, p := range cfg.Protected {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 || strings.Contains(p, ",") {
+			continue
+		}
+		if cp, ok := env.ContainerPath(p); ok && cp != workdir {
+			mounts = append(mounts, Mount{Source: filepath.Clean(p), Target: cp, ReadOnly: true})
+		}
+	}
 	user := e.userFlags(cfg.User)
 
 	try := func(s Settings) (string, error) {
@@ -267,7 +306,14 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		args = append(args, limitFlags(cfg.Limits)...)
 		args = append(args, user...)
 		for _, m := range mounts {
-			args = append(args, "--mount", "type=bind,src="+m.Source+",dst="+m.Target)
+			ro := ""
+			if m.ReadOnly {
+				ro = ",ro"
+			}
+			args = append(args, "--mount", "type=bind,src="+m.Source+",dst="+m.Target+ro)
+		}
+		for _, h := range hidden {
+			args = append(args, "--mount", h)
 		}
 		for _, v := range cfg.Env {
 			args = append(args, "--env", v)
@@ -314,7 +360,7 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	env.facts = Facts{Engine: e.Name, EngineVersion: e.Version, Runtime: or(s.Runtime, e.Runtime),
 		CgroupManager: or(s.CgroupManager, e.CgroupManager), Rootless: e.Rootless, Settings: withOpenFiles(s, cfg.Limits.OpenFiles),
 		Image: cfg.Image, ImageID: img.ID, RepoDigests: img.RepoDigests, ContainerID: id, Workdir: workdir,
-		Mounts: mounts, Network: cfg.Network, Limits: cfg.Limits, User: strings.Join(user, " "), Labels: labels}
+		Mounts: append(slices.Clip(mounts), hiddenMounts...), Network: cfg.Network, Limits: cfg.Limits, User: strings.Join(user, " "), Labels: labels}
 	if env.facts.User == "" {
 		env.facts.User = "rootless"
 	}

@@ -453,3 +453,47 @@ func commaDir(t *testing.T) string {
 	}
 	return d
 }
+
+// TestProtectedHidden: protected paths are read-only in the container,
+// hidden ones unreadable (an empty file system over a directory, an empty
+// file over a file), the rest of the workspace writable; the facts list
+// the mounts.
+func TestProtectedHidden(t *testing.T) {
+	ws := t.TempDir()
+	for _, d := range []string{".git", "keys"} {
+		if err := os.Mkdir(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, body := range map[string]string{".git/HEAD": "ref\n", "keys/k": "secret-dir\n", "ledger.key": "secret-file\n"} {
+		if err := os.WriteFile(filepath.Join(ws, p), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, env := startEnv(t, Config{Workspace: ws,
+		Protected: []string{filepath.Join(ws, ".git"), filepath.Join(ws, "absent"), "/etc"},
+		Hidden:    []string{filepath.Join(ws, "keys"), filepath.Join(ws, "ledger.key"), "/outside"}})
+	sh := newShell(t, env)
+	out := mustRun(t, sh, "cat .git/HEAD; touch .git/x 2>&1 || echo git-ro; ls keys | wc -l; cat ledger.key | wc -c; touch keys/y 2>&1 || echo keys-ro; touch ok && echo rw")
+	for _, want := range []string{"ref", "git-ro", "keys-ro", "rw"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "secret") {
+		t.Errorf("a hidden file was read:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git", "x")); err == nil {
+		t.Error("a protected directory was written")
+	}
+	var ro []string
+	for _, m := range env.Facts().Mounts {
+		if m.ReadOnly {
+			ro = append(ro, m.Source+"→"+m.Target)
+		}
+	}
+	want := []string{filepath.Join(ws, ".git") + "→/testbed/.git", "tmpfs→/testbed/keys", "/dev/null→/testbed/ledger.key"}
+	if strings.Join(ro, " ") != strings.Join(want, " ") {
+		t.Errorf("read-only mounts %v, want %v", ro, want)
+	}
+}

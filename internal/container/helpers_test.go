@@ -1,26 +1,15 @@
 package container
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-// The test image is made from the host's static busybox and bash
-// (Debian's busybox-static and bash-static) and a tool, imgtool, that
-// exists only in it; its working directory is /testbed and its PATH puts
-// /opt/tool/bin first.
-const (
-	hostBusybox = "/bin/busybox"
-	hostBash    = "/bin/bash-static"
+	"github.com/trussdev/truss/internal/container/containertest"
 )
 
 // engineOnce finds and checks the engine once per test binary.
@@ -57,28 +46,16 @@ func testEngine(tb testing.TB) *Engine {
 	return e
 }
 
-// imageOnce builds the test image once per test binary.
+// imageOnce builds the test image once per test binary
+// (containertest.Image).
 var imageOnce = sync.OnceValues(func() (string, error) {
 	e, err := engineOnce()
 	if err != nil {
 		return "", err
 	}
-	tarball, err := testRootfs()
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(tarball)
-	ref := "localhost/truss-test:" + hex.EncodeToString(sum[:6])
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := e.output(ctx, "image", "inspect", "--format", "{{.Id}}", ref); err == nil {
-		return ref, nil
-	}
-	cmd := e.command(ctx, "import", "--change", "WORKDIR /testbed", "--change", "ENV PATH=/opt/tool/bin:/bin", "-", ref)
-	if _, err := e.run(ctx, tarball, cmd); err != nil {
-		return "", fmt.Errorf("import the test image: %w", err)
-	}
-	return ref, nil
+	return containertest.Image(ctx, e)
 })
 
 // testImage returns the test image's reference.
@@ -90,45 +67,6 @@ func testImage(tb testing.TB) (*Engine, string) {
 		unavailable(tb, err.Error())
 	}
 	return e, ref
-}
-
-// testRootfs is the test image's file system as a tarball.
-func testRootfs() ([]byte, error) {
-	bb, err := os.ReadFile(hostBusybox)
-	if err != nil {
-		return nil, fmt.Errorf("no static busybox: %w", err)
-	}
-	bash, err := os.ReadFile(hostBash)
-	if err != nil {
-		return nil, fmt.Errorf("no static bash: %w", err)
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	epoch := time.Unix(0, 0)
-	dir := func(name string, mode int64) {
-		tw.WriteHeader(&tar.Header{Name: name + "/", Typeflag: tar.TypeDir, Mode: mode, ModTime: epoch})
-	}
-	file := func(name string, mode int64, data []byte) {
-		tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: mode, Size: int64(len(data)), ModTime: epoch})
-		tw.Write(data)
-	}
-	for _, d := range []string{"bin", "etc", "opt", "opt/tool", "opt/tool/bin", "proc", "sys", "dev", "testbed", "root"} {
-		dir(d, 0o755)
-	}
-	dir("tmp", 0o1777)
-	file("bin/busybox", 0o755, bb)
-	file("bin/bash", 0o755, bash)
-	for _, applet := range []string{"sh", "ls", "cat", "echo", "id", "sleep", "ps", "stat", "mkdir", "rm", "touch", "grep", "wc", "true", "false", "env", "head", "kill", "test", "["} {
-		tw.WriteHeader(&tar.Header{Name: "bin/" + applet, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777, ModTime: epoch})
-	}
-	file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\n"))
-	file("etc/group", 0o644, []byte("root:x:0:\n"))
-	// imgtool is the toolchain the host lacks: the task's tests need it.
-	file("opt/tool/bin/imgtool", 0o755, []byte("#!/bin/sh\n# imgtool check FILE: passes when FILE says fixed\ncase \"$1\" in\ncheck) grep -q fixed \"$2\" && echo 'imgtool: 1 passed, 0 failed' && exit 0; echo 'imgtool: 0 passed, 1 failed'; exit 1;;\n*) echo imgtool-ok;;\nesac\n"))
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // sessionName is a label value unique to one test.

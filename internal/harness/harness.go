@@ -168,6 +168,9 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	if err := s.createSession(); err != nil {
 		return s, err
 	}
+	if err := s.startEnv(ctx); err != nil {
+		return s, err
+	}
 	s.exec = s.compose(&s.w.mux, s.w.ws.Dir())
 	if o.NoModel {
 		return s, s.openLedger()
@@ -196,7 +199,7 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	// Before a request would pass 85 % of the context the server gives
 	// it, older turns are replaced by a summary the model writes (and the
 	// ledger records what was replaced); Compact does it on demand.
-	system := agent.SystemPrompt(s.w.ws.Dir(), agent.DefaultSystem) + s.mcp.notes()
+	system := s.systemPrompt() + s.mcp.notes()
 	compactor := &compact.Compactor{Provider: s.prov, Model: o.Model, System: system, Tools: s.set.Specs, Window: int(s.contextLimit())}
 	s.agent = agent.New(agent.Config{
 		Compactor: compactor,
@@ -407,7 +410,8 @@ func (s *Session) openLedger() error {
 		return err
 	}
 	start := ledger.Start{Truss: o.Version, Provider: o.Provider, Model: o.Model, Surface: s.set.Surface,
-		Tools: toolDecls(s.set), Sandbox: s.w.enforced(), Workspace: s.w.root, Repo: s.repo(), Config: s.runConfig()}
+		Tools: toolDecls(s.set), Sandbox: s.w.enforced(), Workspace: s.w.root, Repo: s.repo(), Config: s.runConfig(),
+		Environment: s.w.envFacts()}
 	if o.Serve != "" {
 		var decls []ledger.ToolDecl
 		for _, n := range serveTools(s.w.runner != nil) {
@@ -542,7 +546,7 @@ func (s *Session) contextLimit() int64 {
 func (s *Session) Info() Info {
 	i := Info{Provider: s.opts.Provider, Model: s.opts.Model, Dialect: s.dialect, Surface: s.set.Surface,
 		ProfileGuess: s.prof.Guess, SessionID: s.sessionID, Workspace: s.w.root, Sandbox: s.w.enforced(),
-		Validation: s.w.runner != nil}
+		Validation: s.w.runner != nil, Environment: s.w.envDescription()}
 	if s.lw != nil {
 		i.LedgerDir = s.lw.Dir()
 	}
@@ -627,7 +631,11 @@ func (s *Session) boundary(ctx context.Context) *Verdict {
 	sum, res := r.Run(ctx)
 	log := res.Stdout + res.Stderr
 	if s.rec != nil {
-		s.rec.Validation(map[string]any{"boundary": true, "env": r.Env, "summary": sum}, []byte(log))
+		v := map[string]any{"boundary": true, "env": r.Env, "summary": sum}
+		if f := s.w.envFacts(); f != nil {
+			v["environment"] = f // the checks ran in the task's image
+		}
+		s.rec.Validation(v, []byte(log))
 	}
 	return &Verdict{Summary: sum, Log: log}
 }

@@ -132,6 +132,19 @@ type Options struct {
 	// run a command escalated, outside the sandbox, once approved.
 	Approval approval.Policy
 	Approver approval.Approver
+	// Env is the task environment the tools run in: "host" (the sandbox)
+	// or "image:REF" (a container from the OCI image REF, which must be in
+	// the engine's store; docs/environments.md). "" takes the project's
+	// configuration ([env] image, obeyed only when trusted), else the
+	// host.
+	Env string
+	// Engine is the container engine for an image: "podman", "docker", or
+	// "" for the configuration's, else the first that works.
+	Engine string
+	// EnvWorkdir is where the workspace is mounted in the container: ""
+	// for the configuration's, else the image's working directory, else
+	// /workspace (SWE-bench's images: /testbed).
+	EnvWorkdir string
 
 	// failAt makes Open fail at the named step (tests of the error paths).
 	failAt string
@@ -241,6 +254,10 @@ type Info struct {
 	// Validation reports that the project's checks are known (the
 	// boundary runs).
 	Validation bool
+	// Environment describes the task environment the tools run in when
+	// it is an image ("" on the host): the image, its ID, the engine, the
+	// workspace's path in the container.
+	Environment string
 }
 
 // ConfigError is an error in the options or the environment (a missing

@@ -152,7 +152,7 @@ func (c *childRecords) start(run *subagent.Run) (subagent.Recording, error) {
 	}
 	r, err := ledger.NewRecorder(lw, ledger.Start{Truss: c.s.opts.Version, Provider: c.s.opts.Provider, Model: run.Model, Surface: c.s.set.Surface,
 		Tools: decls, Sandbox: c.s.w.enforced(), Workspace: run.Dir, Config: cfgMap,
-		Parent: &ledger.Link{Session: run.Parent, CallID: run.CallID}})
+		Parent: &ledger.Link{Session: run.Parent, CallID: run.CallID}, Environment: c.s.w.envFacts()})
 	if err != nil {
 		lw.Close()
 		return nil, err

@@ -42,6 +42,13 @@ type workspace struct {
 	timeout  time.Duration
 	allowEnv []string
 	undo     bool // the editor keeps an edit history
+	extra    []fs.RootSpec
+
+	// envc is the task environment chosen; envs its containers when it is
+	// an image (nil on the host).
+	envc envChoice
+	envs *envState
+	warn func(string)
 
 	// shared are the routes sub-agents share with the top agent (memory,
 	// MCP); runner is the validation runner, if any.
@@ -75,7 +82,7 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 	if err != nil {
 		return nil, err
 	}
-	w = &workspace{ws: ws, locks: locks, timeout: cmp.Or(o.ShellTimeout, shell.DefaultTimeout), allowEnv: o.AllowEnv}
+	w = &workspace{ws: ws, locks: locks, extra: extra, warn: s.warn, timeout: cmp.Or(o.ShellTimeout, shell.DefaultTimeout), allowEnv: o.AllowEnv}
 	defer func() {
 		if err != nil {
 			w.close()
@@ -102,9 +109,15 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 	if w.sandbox, err = sandbox.New(pl); err != nil {
 		return w, err
 	}
-	w.shell = w.newShellIn(ws.Dir(), w.tmp)
 	_, w.undo = set.Lookup("str_replace_editor")
-	w.route(&w.mux, ws, w.shell)
+	if w.envc, err = s.chooseEnv(w.cfg); err != nil {
+		return w, err
+	}
+	if w.envc.spec.Host() {
+		// With an image, startEnv routes them once the container runs.
+		w.shell = w.newShellIn(ws.Dir(), w.tmp)
+		w.route(&w.mux, ws, w.shell)
+	}
 	if _, ok := set.Lookup("memory"); ok {
 		dir := o.MemoryDir
 		if dir == "" {
@@ -214,6 +227,9 @@ func within(path, dir string) bool {
 // own files in own. The model's shell is one; each validation run and
 // each sub-agent gets a fresh one.
 func (w *workspace) newShellIn(dir, own string) *shell.Session {
+	if w.envs != nil {
+		return w.envShellIn(dir)
+	}
 	return shell.New(shell.Config{Dir: dir, Timeout: w.timeout, AllowEnv: w.allowEnv,
 		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + w.tmp}, w.cacheEnv...), w.cfg.Validate.EnvList()...),
 		TmpDir: own, Launcher: w.sandbox, Guard: w.sandbox.Guard})
@@ -291,7 +307,7 @@ func (w *workspace) childEnv(dir string, compose func(*tool.Mux, string) tool.Ex
 	var own *fs.Workspace
 	if dir != w.ws.Dir() {
 		var err error
-		if own, err = fs.OpenWith(dir, fs.WorkspaceOptions{Locks: w.locks}); err != nil {
+		if own, err = fs.OpenWith(dir, fs.WorkspaceOptions{Locks: w.locks, Aliases: w.aliases()}); err != nil {
 			return nil, err
 		}
 		ws = own
@@ -311,6 +327,7 @@ func (w *workspace) childEnv(dir string, compose func(*tool.Mux, string) tool.Ex
 		sh.Close()
 		if own != nil {
 			own.Close()
+			w.closeChildEnv(dir)
 		}
 	}}, nil
 }
@@ -339,6 +356,7 @@ func (w *workspace) close() {
 	if w.shell != nil {
 		w.shell.Close()
 	}
+	w.closeEnv()
 	w.ws.Close()
 	if w.memory != nil {
 		w.memory.Close()
@@ -352,7 +370,12 @@ func (w *workspace) close() {
 }
 
 // enforced describes the sandbox actually enforced.
-func (w *workspace) enforced() string { return w.sandbox.Plan().Enforced() }
+func (w *workspace) enforced() string {
+	if w.envs != nil {
+		return w.envEnforced()
+	}
+	return w.sandbox.Plan().Enforced()
+}
 
 // PlanSandbox decides the sandbox a session on the workspace root would
 // get on this host, with tmp as its temporary directory (truss sandbox

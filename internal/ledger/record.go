@@ -23,6 +23,11 @@ type Start struct {
 	Repo      *RepoState        `json:"repo,omitempty"`
 	Config    map[string]string `json:"config,omitempty"`
 	Parent    *Link             `json:"parent,omitempty"`
+	// Environment is where the session's commands ran when not on the
+	// host: the task environment's facts (container.Facts: the image
+	// reference, its ID and repository digests, the engine and its
+	// version, the mounts and limits); nil for the host.
+	Environment any `json:"environment,omitempty"`
 }
 
 // ToolDecl is one declared tool: its name and the tool type that presented it.

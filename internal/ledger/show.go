@@ -83,7 +83,11 @@ func str(d map[string]any, k string) string {
 func summary(typ string, d map[string]any) string {
 	switch typ {
 	case "session.start":
-		return fmt.Sprintf("%s · %s · surface %s · sandbox %s · %s", str(d, "provider"), str(d, "model"), str(d, "surface"), str(d, "sandbox"), str(d, "workspace"))
+		s := fmt.Sprintf("%s · %s · surface %s · sandbox %s · %s", str(d, "provider"), str(d, "model"), str(d, "surface"), str(d, "sandbox"), str(d, "workspace"))
+		if env, ok := d["environment"].(map[string]any); ok {
+			s += fmt.Sprintf(" · image %s (%s) via %s %s", str(env, "image"), str(env, "image_id"), str(env, "engine"), str(env, "engine_version"))
+		}
+		return s
 	case "model.response":
 		u, _ := d["usage"].(map[string]any)
 		return fmt.Sprintf("turn %s · %s · in %s out %s cache-read %s", str(d, "turn"), str(d, "stop_reason"), str(u, "input_tokens"), str(u, "output_tokens"), str(u, "cache_read_tokens"))

@@ -387,3 +387,35 @@ func TestModes(t *testing.T) {
 		}
 	}
 }
+
+// TestAliases: a path below an alias of the primary root (the
+// workspace's path in a container) resolves to the same path below the
+// root; an alias does not widen the workspace.
+func TestAliases(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWith(dir, WorkspaceOptions{Aliases: []string{"/testbed", "relative", "/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	real, _ := filepath.EvalSymlinks(dir)
+	for _, tc := range []struct {
+		name, abs string
+		ok        bool
+	}{
+		{"/testbed/a.txt", filepath.Join(real, "a.txt"), true},
+		{"/testbed", real, true},
+		{"/testbed/sub/../a.txt", filepath.Join(real, "a.txt"), true},
+		{"/testbed/../etc/passwd", "", false},
+		{"/testbedx/a.txt", "", false},
+		{"/etc/passwd", "", false}, // "/" is not taken as an alias
+	} {
+		p, err := w.Resolve(tc.name)
+		if (err == nil) != tc.ok || (tc.ok && p.Abs != tc.abs) {
+			t.Errorf("Resolve(%q) = %q, %v; want %q, ok %v", tc.name, p.Abs, err, tc.abs, tc.ok)
+		}
+	}
+}

@@ -86,6 +86,10 @@ type WorkspaceOptions struct {
 	// Locks serializes changes with the other workspaces opened with the
 	// same registry; nil gives the workspace a registry of its own.
 	Locks *Locks
+	// Aliases are other absolute spellings of the primary root: a path
+	// below one resolves to the same path below the root (the workspace's
+	// path inside a task's container, which the model's shell sees).
+	Aliases []string
 }
 
 // Lock locks the workspace's writable roots for a change and returns the
@@ -138,6 +142,13 @@ func OpenWith(dir string, o WorkspaceOptions) (*Workspace, error) {
 		rt := root{dir: real, readOnly: s.ReadOnly, r: r}
 		if abs != real {
 			rt.alias = []string{abs}
+		}
+		if len(w.roots) == 0 {
+			for _, a := range o.Aliases {
+				if filepath.IsAbs(a) && filepath.Clean(a) != string(filepath.Separator) {
+					rt.alias = append(rt.alias, filepath.Clean(a))
+				}
+			}
 		}
 		w.roots = append(w.roots, rt)
 	}
