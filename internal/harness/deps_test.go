@@ -83,7 +83,14 @@ var rules = []rule{
 		if p != "internal/agent" {
 			return ""
 		}
-		allowed := []string{"internal/model", "internal/provider", "internal/surface", "internal/tool"}
+		allowed := []string{"internal/model", "internal/provider", "internal/surface", "internal/tool", "internal/compact"}
+		return first(k.Deps, func(d string) bool { return strings.HasPrefix(d, "internal/") && !slices.Contains(allowed, d) })
+	}},
+	{"compaction knows only the transcript and the provider interface", func(p string, k pkg) string {
+		if p != "internal/compact" {
+			return ""
+		}
+		allowed := []string{"internal/model", "internal/provider"}
 		return first(k.Deps, func(d string) bool { return strings.HasPrefix(d, "internal/") && !slices.Contains(allowed, d) })
 	}},
 	{"the simulated model depends on neither the loop nor an executor", func(p string, k pkg) string {
