@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Spec is a session's environment as the user names it: the host (the
@@ -48,8 +49,12 @@ var (
 	refDomain    = `(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?`
 	refTag       = `[\w][\w.-]{0,127}`
 	refDigest    = `[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}`
-	referenceRE  = regexp.MustCompile(`^(?:(` + refDomain + `)/)?(` + refComponent + `(?:/` + refComponent + `)*)(?::(` + refTag + `))?(?:@(` + refDigest + `))?$`)
-	imageIDRE    = regexp.MustCompile(`^(?:sha256:[0-9a-f]{64}|[0-9a-f]{12,64})$`)
+	// Compiled on first use, not at every start of truss (most
+	// sessions name no image).
+	referenceRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:(` + refDomain + `)/)?(` + refComponent + `(?:/` + refComponent + `)*)(?::(` + refTag + `))?(?:@(` + refDigest + `))?$`)
+	})
+	imageIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:sha256:[0-9a-f]{64}|[0-9a-f]{12,64})$`) })
 )
 
 // maxNameLength bounds a reference's name (domain and path), as the
@@ -80,10 +85,10 @@ func ValidateReference(ref string) error {
 	case strings.ContainsFunc(ref, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		return &ReferenceError{ref, "it contains a space or a control character"}
 	}
-	if imageIDRE.MatchString(ref) {
+	if imageIDRE().MatchString(ref) {
 		return nil
 	}
-	m := referenceRE.FindStringSubmatch(ref)
+	m := referenceRE().FindStringSubmatch(ref)
 	if m == nil {
 		if strings.ToLower(ref) != ref && !strings.ContainsAny(ref, "/:@") {
 			return &ReferenceError{ref, "repository names are lower case"}

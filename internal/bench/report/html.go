@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/trussdev/truss/internal/termsafe"
 )
@@ -15,14 +16,17 @@ import (
 var pageTemplate string
 
 // pageTmpl is html/template's: it escapes every value for its context (text,
-// attribute, URL), so names from the results cannot become markup.
-var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"f": func(x float64) string { return fmt.Sprintf("%.1f", x) },
-	// url admits a ledger link, which ledgerURL built as a file: URL
-	// with every special character percent-encoded (html/template would
-	// otherwise refuse the file scheme).
-	"url": func(s string) template.URL { return template.URL(s) },
-}).Parse(pageTemplate))
+// attribute, URL), so names from the results cannot become markup. It is
+// parsed on first use, not at every start of truss.
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"f": func(x float64) string { return fmt.Sprintf("%.1f", x) },
+		// url admits a ledger link, which ledgerURL built as a file: URL
+		// with every special character percent-encoded (html/template would
+		// otherwise refuse the file scheme).
+		"url": func(s string) template.URL { return template.URL(s) },
+	}).Parse(pageTemplate))
+})
 
 // HTML writes the report as one self-contained HTML page: inline CSS, inline
 // SVG charts, no script and no external resource (a Content-Security-Policy
@@ -72,7 +76,7 @@ func (r *Report) HTML(w io.Writer) error {
 		Charts             []chart
 		Tables             []table
 	}{termsafe.String(r.Dir), runs, tasks, len(r.Arms), how, warnings, charts, tables}
-	return pageTmpl.Execute(w, v)
+	return pageTmpl().Execute(w, v)
 }
 
 // WriteHTMLFile writes the HTML page to path atomically: a reader sees the
