@@ -13,3 +13,5 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+func mkdirTemp() (string, error) { return os.MkdirTemp("", "truss-grade-test-") }
