@@ -19,17 +19,19 @@ import (
 // tests but what base_commit itself holds. HEAD is commit's own id.
 //
 // Git runs through gitsafe: none of repo's hooks, filters or drivers run.
-func Checkout(ctx context.Context, repo, commit, dst string) error {
+// It returns the id of the commit checked out (commit may be any
+// revision repo resolves: a branch, a tag).
+func Checkout(ctx context.Context, repo, commit, dst string) (string, error) {
 	abs, err := filepath.Abs(repo)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	g := gitsafe.Git{Dir: dst}
 	if _, err := g.Output(ctx, "init", "-q", "--initial-branch=truss-bench"); err != nil {
-		return fmt.Errorf("checkout: %w", err)
+		return "", fmt.Errorf("checkout: %w", err)
 	}
 	// gitsafe forbids every transport; this one fetch from a local
 	// directory is allowed explicitly (a -c option wins over the
@@ -37,15 +39,15 @@ func Checkout(ctx context.Context, repo, commit, dst string) error {
 	url := "file://" + filepath.ToSlash(abs)
 	if _, err := g.Output(ctx, "-c", "protocol.file.allow=always", "fetch", "-q", "--depth=1", "--no-tags",
 		"--no-write-fetch-head", url, "+"+commit+":refs/truss/base"); err != nil {
-		return fmt.Errorf("repository %s has no commit %s: %w", repo, commit, err)
+		return "", fmt.Errorf("repository %s has no commit %s: %w", repo, commit, err)
 	}
 	if _, err := g.Output(ctx, "checkout", "-q", "--detach", "refs/truss/base"); err != nil {
-		return fmt.Errorf("checkout of %s: %w", commit, err)
+		return "", fmt.Errorf("checkout of %s: %w", commit, err)
 	}
 	if _, err := g.Output(ctx, "update-ref", "-d", "refs/truss/base"); err != nil {
-		return fmt.Errorf("checkout: %w", err)
+		return "", fmt.Errorf("checkout: %w", err)
 	}
-	return nil
+	return Head(ctx, dst)
 }
 
 // Head returns the commit checked out in dir.

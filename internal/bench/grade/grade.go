@@ -105,7 +105,8 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 	}
 	defer os.RemoveAll(dir)
 	ws := filepath.Join(dir, "repo")
-	if err := bench.Checkout(ctx, task.RepoDir, task.BaseCommit, ws); err != nil {
+	base, err := bench.Checkout(ctx, task.RepoDir, task.BaseCommit, ws)
+	if err != nil {
 		return nil, err
 	}
 	// The patches are kept outside the checkout, where the tests cannot
@@ -123,7 +124,7 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 	}
 	v.PatchApplied = true
 	if strings.TrimSpace(task.TestPatch) != "" {
-		if err := applyTestPatch(ctx, ws, filepath.Join(dir, "test.patch"), task.BaseCommit, task.TestPatch); err != nil {
+		if err := applyTestPatch(ctx, ws, filepath.Join(dir, "test.patch"), base, task.TestPatch); err != nil {
 			return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
 		}
 	}

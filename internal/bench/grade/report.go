@@ -99,10 +99,7 @@ func ParsePytest(out []byte) (v Verdicts, ok bool) {
 	for _, line := range strings.Split(string(out), "\n") {
 		line = strings.TrimRight(line, "\r ")
 		if m := pytestSummary.FindStringSubmatch(line); m != nil {
-			name := m[2]
-			if i := strings.Index(name, " - "); i >= 0 && strings.Contains(name[:i], "::") {
-				name = name[:i]
-			}
+			name := cutMessage(m[2])
 			if !strings.Contains(name, "::") && !strings.HasSuffix(name, ".py") {
 				continue
 			}
@@ -114,6 +111,26 @@ func ParsePytest(out []byte) (v Verdicts, ok bool) {
 		}
 	}
 	return v, ok
+}
+
+// cutMessage cuts the " - message" pytest appends to a summary line's test
+// id, outside the brackets of a parametrized id (whose values may hold
+// " - " themselves).
+func cutMessage(s string) string {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[':
+			depth++
+		case ']':
+			depth = max(0, depth-1)
+		case ' ':
+			if depth == 0 && strings.HasPrefix(s[i:], " - ") {
+				return s[:i]
+			}
+		}
+	}
+	return s
 }
 
 // junitCase is a JUnit XML testcase.

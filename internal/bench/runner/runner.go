@@ -366,14 +366,15 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 	}
 	defer os.RemoveAll(ws)
 	repo := filepath.Join(ws, "repo")
-	if err := bench.Checkout(ctx, j.task.RepoDir, j.task.BaseCommit, repo); err != nil {
+	base, err := bench.Checkout(ctx, j.task.RepoDir, j.task.BaseCommit, repo)
+	if err != nil {
 		if ctx.Err() != nil {
 			return abandon()
 		}
 		fail("workspace: %v", err)
 		return r.finish(ctx, lw, res, nil, "")
 	}
-	spec := RunSpec{InstanceID: j.task.InstanceID, Repeat: j.repeat, Arm: j.arm, Workspace: repo, BaseCommit: j.task.BaseCommit,
+	spec := RunSpec{InstanceID: j.task.InstanceID, Repeat: j.repeat, Arm: j.arm, Workspace: repo, BaseCommit: base,
 		Task: TaskText(j.task, r.ShowHints), Budgets: r.Budgets, TestCmd: j.task.TestCmd, SetupCmd: j.task.SetupCmd,
 		Image: j.task.Image, Hidden: hidden, Ledger: lw, Session: session, RateLimit: gate}
 	if j.arm.Provider == "sim" {
@@ -415,7 +416,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 	}
 	res.ToolCalls, res.CapabilityCalls, res.Edits, res.Validation, res.Errors = beh.ToolCalls, beh.CapabilityCalls, beh.Edits, beh.Validation, beh.Errors
 
-	patch, err = bench.Diff(ctx, repo, j.task.BaseCommit)
+	patch, err = bench.Diff(ctx, repo, base)
 	if err != nil {
 		if ctx.Err() != nil {
 			return abandon()
