@@ -64,21 +64,23 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&b.testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
 }
 
-// load checks the shared flags and loads the tasks.
-func (b *benchFlags) load() ([]bench.Task, *grade.Grader, error) {
+// load checks the shared flags and loads the tasks. The grader's
+// checkouts come from templates in a temporary directory and are removed
+// in the background; done removes them all.
+func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), err error) {
 	if b.tasks == "" || b.out == "" {
-		return nil, nil, usagef("--tasks and --out are required")
+		return nil, nil, nil, usagef("--tasks and --out are required")
 	}
 	if b.parallel < 1 {
-		return nil, nil, usagef("--parallel must be at least 1")
+		return nil, nil, nil, usagef("--parallel must be at least 1")
 	}
 	fb, err := sandbox.ParseFallback(b.fallback)
 	if err != nil {
-		return nil, nil, usageError{err.Error()}
+		return nil, nil, nil, usageError{err.Error()}
 	}
-	tasks, err := bench.LoadTasks(b.tasks, b.repos)
+	tasks, err = bench.LoadTasks(b.tasks, b.repos)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if b.only != "" {
 		want := strings.Split(b.only, ",")
@@ -89,7 +91,7 @@ func (b *benchFlags) load() ([]bench.Task, *grade.Grader, error) {
 			}
 		}
 		if len(kept) == 0 {
-			return nil, nil, usagef("--only names no instance of %s", b.tasks)
+			return nil, nil, nil, usagef("--only names no instance of %s", b.tasks)
 		}
 		tasks = kept
 	}
@@ -98,8 +100,14 @@ func (b *benchFlags) load() ([]bench.Task, *grade.Grader, error) {
 	for _, t := range tasks {
 		hidden = append(hidden, t.RepoDir)
 	}
-	g := &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden}, Timeout: b.testTimeout}
-	return tasks, g, nil
+	tmp, err := os.MkdirTemp("", "truss-bench-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	jan := &bench.Janitor{}
+	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden}, Timeout: b.testTimeout,
+		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan}
+	return tasks, g, func() { jan.Wait(); os.RemoveAll(tmp) }, nil
 }
 
 // progressPrinter prints progress lines: rewritten in place on a
@@ -169,10 +177,11 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	if predictions == "" {
 		return usagef("--predictions is required")
 	}
-	tasks, g, err := b.load()
+	tasks, g, done, err := b.load()
 	if err != nil {
 		return err
 	}
+	defer done()
 	pf, err := os.Open(predictions)
 	if err != nil {
 		return err
@@ -286,10 +295,11 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 			return usagef("--sim-scripts %s is not a directory", simScripts)
 		}
 	}
-	tasks, g, err := b.load()
+	tasks, g, done, err := b.load()
 	if err != nil {
 		return err
 	}
+	defer done()
 	signer, vkey, err := installationKey()
 	if err != nil {
 		return err
@@ -303,7 +313,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	pp := &progressPrinter{w: stderr, tty: isTerminal(stderr)}
 	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work,
-		Agent: agent, Grader: g, Signer: signer, VKey: vkey, Budgets: budgets, CostBudget: budget,
+		Agent: agent, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey, Budgets: budgets, CostBudget: budget,
 		Parallel: b.parallel, ProviderCap: capMap, ShowHints: hints, Progress: pp.print}
 	if simScripts != "" {
 		r.Scripts = &runner.Scripts{Dir: simScripts}

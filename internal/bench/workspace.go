@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/trussdev/truss/internal/gitsafe"
 )
@@ -70,4 +71,117 @@ func Diff(ctx context.Context, dir, commit string) (string, error) {
 		return "", fmt.Errorf("diff of the workspace: %w", err)
 	}
 	return out, nil
+}
+
+// Templates makes checkouts from a fetched copy of each repository's
+// commit kept in Dir: the first checkout of a (repository, commit) fetches
+// it once (as Checkout does) into a template holding that one commit and
+// no working tree; every checkout then copies the template's .git and
+// writes the working tree from it, which spares each run the fetch (the
+// packing and indexing of every object). Copies share no file with the
+// template or with each other. Safe for concurrent use.
+type Templates struct {
+	// Dir holds the templates; the caller removes it when done.
+	Dir string
+
+	mu sync.Mutex
+	m  map[[2]string]*template
+}
+
+type template struct {
+	once sync.Once
+	dir  string
+	head string
+	err  error
+}
+
+// Checkout makes dst a checkout of commit from repo, like the package's
+// Checkout, through a template; with a nil t, by the package's Checkout.
+func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (string, error) {
+	if t == nil {
+		return Checkout(ctx, repo, commit, dst)
+	}
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		return "", err
+	}
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = map[[2]string]*template{}
+	}
+	k := [2]string{abs, commit}
+	tp := t.m[k]
+	if tp == nil {
+		tp = &template{dir: filepath.Join(t.Dir, fmt.Sprintf("template-%d", len(t.m)))}
+		t.m[k] = tp
+	}
+	t.mu.Unlock()
+	tp.once.Do(func() { tp.head, tp.err = fetchTemplate(ctx, abs, commit, tp.dir) })
+	if tp.err != nil {
+		return "", tp.err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.CopyFS(filepath.Join(dst, ".git"), os.DirFS(filepath.Join(tp.dir, ".git"))); err != nil {
+		return "", fmt.Errorf("checkout: %w", err)
+	}
+	if _, err := (gitsafe.Git{Dir: dst}).Output(ctx, "reset", "-q", "--hard", tp.head); err != nil {
+		return "", fmt.Errorf("checkout of %s: %w", commit, err)
+	}
+	return tp.head, nil
+}
+
+// fetchTemplate fetches commit from repo into a new repository at dir,
+// with HEAD detached at it and no working tree written.
+func fetchTemplate(ctx context.Context, repo, commit, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	g := gitsafe.Git{Dir: dir}
+	if _, err := g.Output(ctx, "init", "-q", "--initial-branch=truss-bench"); err != nil {
+		return "", fmt.Errorf("checkout: %w", err)
+	}
+	if _, err := g.Output(ctx, "-c", "protocol.file.allow=always", "fetch", "-q", "--depth=1", "--no-tags",
+		"--no-write-fetch-head", "file://"+filepath.ToSlash(repo), "+"+commit+":refs/truss/base"); err != nil {
+		return "", fmt.Errorf("repository %s has no commit %s: %w", repo, commit, err)
+	}
+	head, err := g.Output(ctx, "rev-parse", "refs/truss/base^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("checkout: %w", err)
+	}
+	head = strings.TrimSpace(head)
+	for _, args := range [][]string{{"update-ref", "--no-deref", "HEAD", head}, {"update-ref", "-d", "refs/truss/base"}} {
+		if _, err := g.Output(ctx, args...); err != nil {
+			return "", fmt.Errorf("checkout: %w", err)
+		}
+	}
+	return head, nil
+}
+
+// Janitor removes directories in the background, so that a run's wall
+// time does not include the removal of its workspaces. Wait waits for
+// every removal. A nil Janitor removes at once.
+type Janitor struct {
+	wg sync.WaitGroup
+}
+
+// Remove removes dir and everything in it.
+func (j *Janitor) Remove(dir string) {
+	if j == nil {
+		os.RemoveAll(dir)
+		return
+	}
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		os.RemoveAll(dir)
+	}()
+}
+
+// Wait waits until every directory given to Remove is gone.
+func (j *Janitor) Wait() {
+	if j != nil {
+		j.wg.Wait()
+	}
 }

@@ -35,6 +35,13 @@ type Grader struct {
 	// Timeout bounds the setup and test commands together; 0 means 30
 	// minutes.
 	Timeout time.Duration
+	// Checkouts, when set, makes the checkouts from templates (faster
+	// for a task graded more than once).
+	Checkouts *bench.Templates
+	// Janitor, when set, removes the grading checkouts in the
+	// background (its owner waits for it); else they are removed before
+	// Grade returns.
+	Janitor *bench.Janitor
 }
 
 // Verdict is a grading's outcome.
@@ -103,9 +110,9 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer g.Janitor.Remove(dir)
 	ws := filepath.Join(dir, "repo")
-	base, err := bench.Checkout(ctx, task.RepoDir, task.BaseCommit, ws)
+	base, err := g.Checkouts.Checkout(ctx, task.RepoDir, task.BaseCommit, ws)
 	if err != nil {
 		return nil, err
 	}

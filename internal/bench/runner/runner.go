@@ -34,6 +34,13 @@ type Runner struct {
 	WorkDir string
 	Agent   Agent
 	Grader  *grade.Grader
+	// Checkouts, when set, makes the runs' workspaces from templates,
+	// one fetch per task instead of one per run (the grader may share
+	// it).
+	Checkouts *bench.Templates
+
+	// janitor removes the runs' workspaces in the background.
+	janitor bench.Janitor
 	// Signer signs the runs' ledgers; VKey verifies them when the
 	// behaviour is read back.
 	Signer note.Signer
@@ -198,6 +205,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		}()
 	}
 	wg.Wait()
+	r.janitor.Wait()
 	sum.NotRun = sum.Total - sum.Skipped - sum.Ran
 	if werr != nil {
 		return sum, werr
@@ -364,9 +372,9 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		fail("workspace: %v", err)
 		return r.finish(ctx, lw, res, nil, "")
 	}
-	defer os.RemoveAll(ws)
+	defer r.janitor.Remove(ws)
 	repo := filepath.Join(ws, "repo")
-	base, err := bench.Checkout(ctx, j.task.RepoDir, j.task.BaseCommit, repo)
+	base, err := r.Checkouts.Checkout(ctx, j.task.RepoDir, j.task.BaseCommit, repo)
 	if err != nil {
 		if ctx.Err() != nil {
 			return abandon()

@@ -240,8 +240,9 @@ func newRunner(t *testing.T, set *benchtest.Set, f runner.Agent, out string, arm
 		}
 		as = append(as, arm)
 	}
+	tp := &bench.Templates{Dir: t.TempDir()}
 	return &runner.Runner{Tasks: set.Tasks, TaskFile: set.TaskFile, Arms: as, Out: out, WorkDir: t.TempDir(), Agent: f,
-		Grader: &grade.Grader{Shells: &grade.Sandboxed{}}, Signer: signer, VKey: vkey, Parallel: 2}
+		Grader: &grade.Grader{Shells: &grade.Sandboxed{}, Checkouts: tp}, Checkouts: tp, Signer: signer, VKey: vkey, Parallel: 2}
 }
 
 func TestRunEndToEnd(t *testing.T) {
