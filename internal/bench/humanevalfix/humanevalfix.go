@@ -3,8 +3,9 @@
 // a local git repository.
 //
 // For each problem, the repository is a module mymain whose mymain.go
-// holds the package clause, the problem's imports, its declaration and its
-// buggy solution, committed once (base_commit); go.mod and go.sum require
+// holds the package clause, the problem's prompt (its imports, the helper
+// functions the solution calls, the doc comment and the declaration) and
+// its buggy solution, committed once (base_commit); go.mod and go.sum require
 // github.com/stretchr/testify, which the hidden tests use. The hidden test
 // file mymain_test.go (test_setup plus test, its imports normalised as
 // goimports does) is only in test_patch; the gold fix (the canonical
@@ -36,6 +37,7 @@ import (
 // Problem is one line of humanevalpack.jsonl (the fields used).
 type Problem struct {
 	TaskID            string `json:"task_id"`
+	Prompt            string `json:"prompt"`
 	Import            string `json:"import"`
 	Declaration       string `json:"declaration"`
 	Docstring         string `json:"docstring"`
@@ -165,13 +167,17 @@ func build(ctx context.Context, p Problem, out string, gomod, gosum []byte) (*be
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	source := func(body string) string {
-		s := "package main\n\n"
+	// The prompt holds the imports, the helper functions the solution
+	// calls, the doc comment and the declaration; without one, the
+	// imports and the declaration.
+	head := p.Prompt
+	if !strings.HasSuffix(strings.TrimRight(head, "\n"), strings.TrimSpace(p.Declaration)) {
+		head = p.Import + p.Declaration
 		if imp := strings.TrimSpace(p.Import); imp != "" {
-			s += imp + "\n"
+			head = imp + "\n" + p.Declaration
 		}
-		return s + p.Declaration + body
 	}
+	source := func(body string) string { return "package main\n\n" + head + body }
 	testSrc, err := imports.Process("mymain_test.go", []byte(p.TestSetup+"\n"+p.Test), &imports.Options{Comments: true, TabIndent: true, TabWidth: 8, FormatOnly: false})
 	if err != nil {
 		return nil, fmt.Errorf("the test file: %w", err)
