@@ -177,12 +177,24 @@ func build(ctx context.Context, p Problem, out string, gomod, gosum []byte) (*be
 			head = imp + "\n" + p.Declaration
 		}
 	}
-	source := func(body string) string { return "package main\n\n" + head + body }
+	// Both versions of the file get their imports normalised as goimports
+	// does: a prompt may import what the solution no longer uses, and a
+	// canonical solution use what the prompt does not import.
+	source := func(body string) (string, error) {
+		b, err := imports.Process("mymain.go", []byte("package main\n\n"+head+body), &imports.Options{Comments: true, TabIndent: true, TabWidth: 8})
+		if err != nil {
+			// A buggy body may not parse; it is committed as it is.
+			return "package main\n\n" + head + body, nil
+		}
+		return string(b), nil
+	}
+	buggy, _ := source(p.BuggySolution)
+	fixed, _ := source(p.CanonicalSolution)
 	testSrc, err := imports.Process("mymain_test.go", []byte(p.TestSetup+"\n"+p.Test), &imports.Options{Comments: true, TabIndent: true, TabWidth: 8, FormatOnly: false})
 	if err != nil {
 		return nil, fmt.Errorf("the test file: %w", err)
 	}
-	files := map[string]string{"mymain.go": source(p.BuggySolution), "go.mod": string(gomod), "go.sum": string(gosum)}
+	files := map[string]string{"mymain.go": buggy, "go.mod": string(gomod), "go.sum": string(gosum)}
 	for f, c := range files {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(c), 0o644); err != nil {
 			return nil, err
@@ -206,14 +218,14 @@ func build(ctx context.Context, p Problem, out string, gomod, gosum []byte) (*be
 	}
 	// The gold patch: the working tree's diff with the canonical solution
 	// in place, then the buggy file back (no object is written).
-	if err := os.WriteFile(filepath.Join(dir, "mymain.go"), []byte(source(p.CanonicalSolution)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "mymain.go"), []byte(fixed), 0o644); err != nil {
 		return nil, err
 	}
 	gold, err := g.Output(ctx, "diff", "--no-color", "--", "mymain.go")
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "mymain.go"), []byte(source(p.BuggySolution)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "mymain.go"), []byte(buggy), 0o644); err != nil {
 		return nil, err
 	}
 	name := testFunc.FindStringSubmatch(p.Test)[1]
