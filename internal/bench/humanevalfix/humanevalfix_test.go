@@ -62,7 +62,15 @@ func TestImportAndGrade(t *testing.T) {
 		}
 	}
 	gr := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
-	notApplying := strings.Replace(tasks[0].Patch, "-            var distance", "-            var no_such_line", 1)
+	// The gold patch, its first removed line changed: it does not apply.
+	lines := strings.Split(tasks[0].Patch, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
+			lines[i] = "-\tno such line"
+			break
+		}
+	}
+	notApplying := strings.Join(lines, "\n")
 	for _, tc := range []struct {
 		task              int
 		name, patch       string
