@@ -131,6 +131,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdSandbox(args[1:], stdout, stderr)
 	case "trust":
 		err = cmdTrust(args[1:], stdout, stderr)
+	case "bench":
+		err = cmdBench(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage())
 		return 2
