@@ -16,15 +16,17 @@ import (
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/bench/grade"
+	"github.com/trussdev/truss/internal/bench/harnessagent"
 	"github.com/trussdev/truss/internal/bench/humanevalfix"
 	"github.com/trussdev/truss/internal/bench/runner"
 	"github.com/trussdev/truss/internal/sandbox"
 )
 
-const benchUsage = `usage: truss bench run|grade|import [flags]
+const benchUsage = `usage: truss bench run|grade|import|report [flags]
   truss bench run --tasks FILE --out DIR (--arm NAME=PROVIDER:MODEL[:SURFACE] ... | --models P:M,... --surfaces S,...)
   truss bench grade --tasks FILE --predictions FILE --out DIR [--parallel N]
-  truss bench import humanevalfix FILE --out DIR`
+  truss bench import humanevalfix FILE --out DIR
+  truss bench report DIR [--html FILE]`
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -37,6 +39,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return cmdBenchGrade(args[1:], stdout, stderr)
 	case "import":
 		return cmdBenchImport(args[1:], stdout, stderr)
+	case "report":
+		return cmdBenchReport(args[1:], stdout, stderr)
 	case "-h", "-help", "--help":
 		return usagef("%s", benchUsage)
 	}
@@ -305,10 +309,8 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	budgets := runner.Budgets{MaxTurns: maxTurns, MaxTokens: maxTokens, MaxCostUSD: maxCost, WallTime: wall}
-	agent, err := benchAgent(budgets)
-	if err != nil {
-		return err
-	}
+	fb, _ := sandbox.ParseFallback(b.fallback) // checked by load
+	agent := benchAgent(fb, stderr)
 	ctx, stop := signalContext(stderr)
 	defer stop()
 	pp := &progressPrinter{w: stderr, tty: isTerminal(stderr)}
@@ -331,8 +333,13 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 
 // benchAgent is the agent `truss bench run` runs: each run a session of
 // the harness on the run's workspace, recorded into the run's ledger.
-func benchAgent(runner.Budgets) (runner.Agent, error) {
-	return nil, errors.New("truss bench run: this build has no session harness to run the agent with; truss bench grade works")
+func benchAgent(fallback sandbox.Fallback, stderr io.Writer) runner.Agent {
+	var mu sync.Mutex
+	return &harnessagent.Agent{Version: version, Fallback: fallback, OnWarning: func(spec *runner.RunSpec, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, "truss: %s %s r%d: %s\n", spec.InstanceID, spec.Arm.Name, spec.Repeat, msg)
+	}}
 }
 
 func cmdBenchImport(args []string, stdout, stderr io.Writer) error {

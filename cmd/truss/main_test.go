@@ -70,12 +70,15 @@ func TestScripts(t *testing.T) {
 		},
 		Condition: sandboxCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"simserve":    simServe,
-			"unpackdemo":  unpackDemo,
-			"checkevents": checkEvents,
-			"lastsession": lastSession,
-			"simcheck":    simCheck,
-			"checkdsse":   checkDSSE,
+			"simserve":     simServe,
+			"unpackdemo":   unpackDemo,
+			"checkevents":  checkEvents,
+			"lastsession":  lastSession,
+			"simcheck":     simCheck,
+			"checkdsse":    checkDSSE,
+			"benchtasks":   benchTasks,
+			"envsubst":     envSubst,
+			"benchresults": benchResults,
 		},
 	})
 }

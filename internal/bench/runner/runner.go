@@ -14,6 +14,7 @@ import (
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/bench/grade"
+	"github.com/trussdev/truss/internal/bench/report"
 	"github.com/trussdev/truss/internal/ledger"
 )
 
@@ -99,6 +100,14 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	defer rf.Close()
 	sum := &Summary{Resolved: map[string]int{}}
 	repeats := max(r.Repeats, 1)
+	if r.WorkDir != "" {
+		if err := os.MkdirAll(r.WorkDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := report.WriteManifest(r.Out, r.Manifest()); err != nil {
+		return nil, fmt.Errorf("the benchmark's manifest: %w", err)
+	}
 	var jobs []job
 	for rep := 1; rep <= repeats; rep++ {
 		for i := range r.Tasks {
@@ -246,6 +255,34 @@ func (r *Runner) check() error {
 		}
 	}
 	return nil
+}
+
+// Manifest describes the benchmark for its report (DIR/bench.json): the
+// arms, the task file, the repeats, and the settings every arm shares.
+// Run writes it before its first run, and again on every resumption.
+func (r *Runner) Manifest() report.Manifest {
+	m := report.Manifest{Tasks: r.TaskFile, Repeats: max(r.Repeats, 1), Settings: map[string]string{
+		"max_turns":  fmt.Sprint(r.Budgets.MaxTurns),
+		"max_tokens": fmt.Sprint(r.Budgets.MaxTokens),
+		"max_cost":   fmt.Sprintf("%g", r.Budgets.MaxCostUSD),
+		"wall_time":  r.Budgets.WallTime.String(),
+		"hints":      fmt.Sprint(r.ShowHints),
+		"instances":  fmt.Sprint(len(r.Tasks)),
+	}}
+	if r.CostBudget > 0 {
+		m.Settings["cost_budget"] = fmt.Sprintf("%g", r.CostBudget)
+	}
+	for _, a := range r.Arms {
+		m.Arms = append(m.Arms, report.Arm{Name: a.Name, Provider: a.Provider, Model: a.Model, Surface: cmpOr(a.Surface, "auto")})
+	}
+	return m
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // hidden is what the agent's commands must not read.
