@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -16,6 +15,8 @@ import (
 	"github.com/trussdev/truss/internal/bench/grade"
 	"github.com/trussdev/truss/internal/bench/report"
 	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/queue"
+	"github.com/trussdev/truss/internal/sim"
 )
 
 // Runner runs a benchmark.
@@ -64,6 +65,26 @@ type Runner struct {
 	Hidden []string
 	// Progress, when set, is told of each finished run.
 	Progress func(Progress)
+
+	// Queue is the work queue every run goes through; nil starts an
+	// embedded NATS server on loopback, its store in Out/queue, for the
+	// benchmark's life. Parallel is the number of runs this process
+	// works on (the slots of a worker in it); RemoteOnly leaves every run
+	// to workers elsewhere (truss bench worker).
+	Queue      *queue.Queue
+	RemoteOnly bool
+	// Bundles puts a git bundle of each task's repository in the queue's
+	// artifact store, for workers that do not share this machine's file
+	// system.
+	Bundles bool
+	// TrustKeys are the verifier keys of remote workers' ledgers, besides
+	// VKey, which is always trusted.
+	TrustKeys []string
+	// WorkerID names this process's worker ("" for the queue's default).
+	WorkerID string
+	// Logf, when set, receives what the queue reports without failing: a
+	// rejected result, a status it could not write.
+	Logf func(format string, args ...any)
 }
 
 // Summary is a benchmark's outcome.
@@ -84,6 +105,8 @@ type job struct {
 	task   *bench.Task
 	arm    bench.Arm
 	repeat int
+	// script is the simulated model's script (sim arms).
+	script *sim.Script
 }
 
 // Run runs every run not yet in Out's results. It returns when every
@@ -138,86 +161,10 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 			j.Close()
 		}
 	}()
-	gates := map[string]*Gate{}
-	parallel := max(r.Parallel, 1)
-	for _, a := range r.Arms {
-		if gates[a.Provider] == nil {
-			n := r.ProviderCap[a.Provider]
-			if n <= 0 {
-				n = parallel
-			}
-			gates[a.Provider] = NewGate(n)
-		}
-	}
-	hidden := r.hidden()
-
-	var (
-		mu      sync.Mutex
-		next    int
-		werr    error
-		started = time.Now()
-	)
-	take := func() (job, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if next >= len(jobs) || werr != nil || ctx.Err() != nil {
-			return job{}, false
-		}
-		if r.CostBudget > 0 && sum.CostUSD >= r.CostBudget {
-			sum.BudgetReached = true
-			return job{}, false
-		}
-		j := jobs[next]
-		next++
-		return j, true
-	}
-	var wg sync.WaitGroup
-	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				j, ok := take()
-				if !ok {
-					return
-				}
-				res, patch, keep := r.runOne(ctx, j, gates[j.arm.Provider], hidden)
-				if !keep {
-					continue
-				}
-				mu.Lock()
-				err := preds[predKey{j.arm.Name, j.repeat}].Append(bench.Prediction{InstanceID: j.task.InstanceID,
-					ModelNameOrPath: j.arm.Name, ModelPatch: patch})
-				if err == nil {
-					err = rf.Add(res)
-				}
-				if err != nil {
-					werr = err
-					mu.Unlock()
-					return
-				}
-				sum.Ran++
-				sum.CostUSD += res.CostUSD
-				if res.Resolved {
-					sum.Resolved[j.arm.Name]++
-				}
-				if res.Error != "" {
-					sum.Errors++
-				}
-				p := Progress{Done: sum.Skipped + sum.Ran, Total: sum.Total, Last: res, Resolved: copyMap(sum.Resolved),
-					CostUSD: sum.CostUSD, Elapsed: time.Since(started), RanNow: sum.Ran, Remaining: len(jobs) - sum.Ran, Parallel: parallel}
-				if r.Progress != nil {
-					r.Progress(p)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	r.janitor.Wait()
+	err = r.dispatch(ctx, rf, preds, jobs, sum)
 	sum.NotRun = sum.Total - sum.Skipped - sum.Ran
-	if werr != nil {
-		return sum, werr
+	if err != nil {
+		return sum, err
 	}
 	return sum, ctx.Err()
 }
@@ -423,6 +370,9 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		Task: TaskText(j.task, r.ShowHints), Budgets: r.Budgets, TestCmd: j.task.TestCmd, SetupCmd: j.task.SetupCmd,
 		Image: j.task.Image, Hidden: hidden, Ledger: lw, Session: session, RateLimit: gate}
 	if j.arm.Provider == "sim" {
+		spec.Script = j.script
+	}
+	if j.arm.Provider == "sim" && spec.Script == nil {
 		if spec.Script, err = r.Scripts.For(j.task.InstanceID, j.arm.Surface); err != nil {
 			fail("%v", err)
 			return r.finish(ctx, lw, res, nil, "")
