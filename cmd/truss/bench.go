@@ -22,11 +22,13 @@ import (
 	"github.com/trussdev/truss/internal/sandbox"
 )
 
-const benchUsage = `usage: truss bench run|grade|import|report [flags]
+const benchUsage = `usage: truss bench run|grade|import|report|worker|status [flags]
   truss bench run --tasks FILE --out DIR (--arm NAME=PROVIDER:MODEL[:SURFACE] ... | --models P:M,... --surfaces S,...)
   truss bench grade --tasks FILE --predictions FILE --out DIR [--parallel N]
   truss bench import humanevalfix FILE --out DIR
-  truss bench report DIR [--html FILE]`
+  truss bench report DIR [--html FILE]
+  truss bench worker --nats URL [--parallel N] [--exit-when-idle]
+  truss bench status DIR|--nats URL`
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -41,6 +43,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return cmdBenchImport(args[1:], stdout, stderr)
 	case "report":
 		return cmdBenchReport(args[1:], stdout, stderr)
+	case "worker":
+		return cmdBenchWorker(args[1:], stdout, stderr)
+	case "status":
+		return cmdBenchStatus(args[1:], stdout, stderr)
 	case "-h", "-help", "--help":
 		return usagef("%s", benchUsage)
 	}
@@ -245,6 +251,8 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&work, "work", "", "where the runs' workspaces are made (default: the temporary directory)")
 	fs.BoolVar(&hints, "hints", false, "show the task's hints_text with its problem statement")
 	fs.Var(&caps, "provider-cap", "PROVIDER=N: at most N runs of that provider at once (repeatable; default --parallel)")
+	var qf queueFlags
+	qf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -319,6 +327,9 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		Parallel: b.parallel, ProviderCap: capMap, ShowHints: hints, Progress: pp.print}
 	if simScripts != "" {
 		r.Scripts = &runner.Scripts{Dir: simScripts}
+	}
+	if err := qf.apply(r, stderr); err != nil {
+		return err
 	}
 	sum, err := r.Run(ctx)
 	pp.done()

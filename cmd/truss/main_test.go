@@ -79,6 +79,11 @@ func TestScripts(t *testing.T) {
 			"benchtasks":   benchTasks,
 			"envsubst":     envSubst,
 			"benchresults": benchResults,
+			"waitfile":     waitFile,
+			"queueurl":     queueURL,
+			"waitrunning":  waitRunning,
+			"benchcheck":   benchCheck,
+			"benchjob":     benchJob,
 		},
 	})
 }

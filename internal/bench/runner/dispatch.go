@@ -20,20 +20,12 @@ import (
 func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[predKey]*bench.Journal, jobs []job, sum *Summary) error {
 	q := r.Queue
 	if q == nil {
-		srv, err := queue.StartServer(ctx, queue.ServerConfig{Dir: filepath.Join(r.Out, "queue")})
-		if err != nil {
+		var err error
+		var closeQ func()
+		if q, closeQ, err = OpenQueue(ctx, r.Net, r.Out); err != nil {
 			return err
 		}
-		defer srv.Shutdown()
-		nc, err := srv.Connect("truss bench")
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		abs, _ := filepath.Abs(r.Out)
-		if q, err = queue.Open(ctx, nc, queue.NameFor(abs), queue.Config{}); err != nil {
-			return err
-		}
+		defer closeQ()
 	}
 	tmp, err := os.MkdirTemp("", "truss-bench-queue-")
 	if err != nil {

@@ -119,6 +119,11 @@ func (e *Exec) Handle(ctx context.Context, qj queue.Job, progress func(string)) 
 		return nil, err
 	}
 	task.RepoDir = repo
+	if e.WorkDir != "" {
+		if err := os.MkdirAll(e.WorkDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	dir, err := os.MkdirTemp(e.Scratch, "run-")
 	if err != nil {
 		return nil, err

@@ -66,12 +66,13 @@ type Runner struct {
 	// Progress, when set, is told of each finished run.
 	Progress func(Progress)
 
-	// Queue is the work queue every run goes through; nil starts an
-	// embedded NATS server on loopback, its store in Out/queue, for the
-	// benchmark's life. Parallel is the number of runs this process
+	// Queue is the work queue every run goes through; nil opens it as
+	// Net says (by default an embedded NATS server on loopback, its store
+	// in Out/queue, for the benchmark's life). Parallel is the number of runs this process
 	// works on (the slots of a worker in it); RemoteOnly leaves every run
 	// to workers elsewhere (truss bench worker).
 	Queue      *queue.Queue
+	Net        Net
 	RemoteOnly bool
 	// Bundles puts a git bundle of each task's repository in the queue's
 	// artifact store, for workers that do not share this machine's file
