@@ -178,6 +178,8 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	b.register(fs)
 	var predictions string
 	fs.StringVar(&predictions, "predictions", "", "the predictions: JSONL with instance_id, model_name_or_path, model_patch (required)")
+	var qf queueFlags
+	qf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -201,14 +203,20 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	signer, _, err := installationKey()
+	signer, vkey, err := installationKey()
 	if err != nil {
+		return err
+	}
+	var qr runner.Runner
+	qr.Parallel = b.parallel
+	if err := qf.apply(&qr, stderr); err != nil {
 		return err
 	}
 	ctx, stop := signalContext(stderr)
 	defer stop()
 	pp := &progressPrinter{w: stderr, tty: isTerminal(stderr)}
-	gr := &runner.Grading{Tasks: tasks, Predictions: preds, Out: b.out, Grader: g, Signer: signer, Parallel: b.parallel, Progress: pp.print}
+	gr := &runner.Grading{Tasks: tasks, Predictions: preds, Out: b.out, Grader: g, Signer: signer, VKey: vkey, Parallel: qr.Parallel,
+		Progress: pp.print, Net: qr.Net, RemoteOnly: qr.RemoteOnly, Bundles: qr.Bundles, TrustKeys: qr.TrustKeys, Logf: qr.Logf}
 	sum, err := gr.Run(ctx)
 	pp.done()
 	if sum != nil {

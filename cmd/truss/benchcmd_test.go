@@ -113,12 +113,14 @@ func TestBenchImportAndGrade(t *testing.T) {
 	}
 	// The verdicts' ledger verifies.
 	out.Reset()
-	lds, _ := filepath.Glob(filepath.Join(res, "ledgers", "grade-*"))
-	if len(lds) != 1 {
+	lds, _ := filepath.Glob(filepath.Join(res, "ledgers", "*", "*", "r1"))
+	if len(lds) != 4 {
 		t.Fatalf("ledgers %v", lds)
 	}
-	if code := run([]string{"ledger", "verify", lds[0]}, &out, &errb); code != 0 {
-		t.Fatalf("ledger verify: %d %s %s", code, out.String(), errb.String())
+	for _, l := range lds {
+		if code := run([]string{"ledger", "verify", l}, &out, &errb); code != 0 {
+			t.Fatalf("ledger verify %s: %d %s %s", l, code, out.String(), errb.String())
+		}
 	}
 	out.Reset()
 	code = run([]string{"bench", "grade", "--tasks", filepath.Join(set, "tasks.jsonl"), "--predictions", pf, "--out", res}, &out, &errb)

@@ -89,7 +89,8 @@ type Templates struct {
 }
 
 type template struct {
-	once sync.Once
+	mu   sync.Mutex
+	done bool
 	dir  string
 	head string
 	err  error
@@ -116,9 +117,22 @@ func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (str
 		t.m[k] = tp
 	}
 	t.mu.Unlock()
-	tp.once.Do(func() { tp.head, tp.err = fetchTemplate(ctx, abs, commit, tp.dir) })
-	if tp.err != nil {
-		return "", tp.err
+	tp.mu.Lock()
+	if !tp.done {
+		head, err := fetchTemplate(ctx, abs, commit, tp.dir)
+		if err != nil && ctx.Err() != nil {
+			// Cut short by this caller's context: not the template's
+			// failure, so the next caller fetches it again.
+			os.RemoveAll(tp.dir)
+			tp.mu.Unlock()
+			return "", err
+		}
+		tp.head, tp.err, tp.done = head, err, true
+	}
+	head, terr := tp.head, tp.err
+	tp.mu.Unlock()
+	if terr != nil {
+		return "", terr
 	}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return "", err
@@ -126,10 +140,10 @@ func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (str
 	if err := os.CopyFS(filepath.Join(dst, ".git"), os.DirFS(filepath.Join(tp.dir, ".git"))); err != nil {
 		return "", fmt.Errorf("checkout: %w", err)
 	}
-	if _, err := (gitsafe.Git{Dir: dst}).Output(ctx, "reset", "-q", "--hard", tp.head); err != nil {
+	if _, err := (gitsafe.Git{Dir: dst}).Output(ctx, "reset", "-q", "--hard", head); err != nil {
 		return "", fmt.Errorf("checkout of %s: %w", commit, err)
 	}
-	return tp.head, nil
+	return head, nil
 }
 
 // fetchTemplate fetches commit from repo into a new repository at dir,

@@ -50,7 +50,7 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 			j.script = sc
 		}
 		p := JobPayload{Task: *j.task, RepoDir: j.task.RepoDir, RepoBundle: bundles[j.task.RepoDir], Arm: j.arm, Repeat: j.repeat,
-			Budgets: r.Budgets, ShowHints: r.ShowHints, Script: j.script, Hidden: hidden}
+			Budgets: r.Budgets, ShowHints: r.ShowHints, Script: j.script, Hidden: hidden, Grade: j.grade, Patch: j.patch}
 		b, err := json.Marshal(p)
 		if err != nil {
 			return err
@@ -98,9 +98,10 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		if err != nil {
 			return err
 		}
-		if err := preds[predKey{j.arm.Name, j.repeat}].Append(bench.Prediction{InstanceID: j.task.InstanceID,
-			ModelNameOrPath: j.arm.Name, ModelPatch: patch}); err != nil {
-			return err
+		if pj := preds[predKey{j.arm.Name, j.repeat}]; pj != nil {
+			if err := pj.Append(bench.Prediction{InstanceID: j.task.InstanceID, ModelNameOrPath: j.arm.Name, ModelPatch: patch}); err != nil {
+				return err
+			}
 		}
 		if err := rf.Add(res); err != nil {
 			return err

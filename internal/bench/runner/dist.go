@@ -42,6 +42,10 @@ type JobPayload struct {
 	// Script is the simulated model's script (sim arms): the coordinator
 	// reads --sim-scripts.
 	Script *sim.Script `json:"script,omitempty"`
+	// Grade makes the job the grading of Patch (bench grade): no agent
+	// runs.
+	Grade bool   `json:"grade,omitempty"`
+	Patch string `json:"patch,omitempty"`
 	// Hidden are the coordinator's hidden paths (the task file, the
 	// output directory, the repositories, the scripts), hidden on the
 	// worker too where they exist.
@@ -132,8 +136,19 @@ func (e *Exec) Handle(ctx context.Context, qj queue.Job, progress func(string)) 
 	r := &Runner{Out: dir, WorkDir: e.WorkDir, Agent: e.Agent, Grader: e.Grader, Checkouts: e.Checkouts, Signer: e.Signer,
 		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints}
 	hidden := append([]string{e.Scratch, task.RepoDir}, p.Hidden...)
-	progress("running")
-	res, patch, keep := r.runOne(ctx, job{task: &task, arm: p.Arm, repeat: p.Repeat, script: p.Script}, e.gate(p.Arm.Provider), hidden)
+	var (
+		res   bench.Result
+		patch string
+		keep  bool
+	)
+	if p.Grade {
+		progress("grading")
+		patch = p.Patch
+		res, keep = r.gradeOne(ctx, &task, p.Arm.Name, p.Patch)
+	} else {
+		progress("running")
+		res, patch, keep = r.runOne(ctx, job{task: &task, arm: p.Arm, repeat: p.Repeat, script: p.Script}, e.gate(p.Arm.Provider), hidden)
+	}
 	r.janitor.Wait()
 	if !keep {
 		return nil, queue.Retry(fmt.Errorf("run %s cut short: %w", qj.ID, context.Cause(ctx)))

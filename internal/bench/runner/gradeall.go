@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
+	"strings"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -14,6 +14,7 @@ import (
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/bench/grade"
 	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/queue"
 )
 
 // Grading grades a predictions file (`truss bench grade`): one result per
@@ -30,12 +31,23 @@ type Grading struct {
 	// Parallel is how many gradings go at once (0 means 1).
 	Parallel int
 	Progress func(Progress)
+	// VKey verifies the gradings' ledgers; the queue's settings are the
+	// Runner's (Queue, Net, RemoteOnly, Bundles, TrustKeys, WorkerID,
+	// Logf).
+	VKey       string
+	Queue      *queue.Queue
+	Net        Net
+	RemoteOnly bool
+	Bundles    bool
+	TrustKeys  []string
+	WorkerID   string
+	Logf       func(format string, args ...any)
 }
 
 // Run grades every prediction not yet graded.
 func (g *Grading) Run(ctx context.Context) (*Summary, error) {
-	if g.Grader == nil || g.Signer == nil || g.Out == "" {
-		return nil, errors.New("grading: Grader, Signer and Out are required")
+	if g.Grader == nil || g.Signer == nil || g.Out == "" || g.VKey == "" {
+		return nil, errors.New("grading: Grader, Signer, VKey and Out are required")
 	}
 	rf, err := bench.OpenResults(g.Out)
 	if err != nil {
@@ -65,88 +77,79 @@ func (g *Grading) Run(ctx context.Context) (*Summary, error) {
 	if len(todo) == 0 {
 		return sum, nil
 	}
-	dir := filepath.Join(g.Out, "ledgers", fmt.Sprintf("grade-%s", time.Now().UTC().Format("20060102T150405.000000000Z")))
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return nil, err
-	}
-	lw, err := ledger.Create(dir, filepath.Base(dir), g.Signer)
-	if err != nil {
-		return nil, err
-	}
-	defer lw.Close()
-	if _, err := lw.Append("bench.grading", map[string]any{"predictions": len(todo), "tasks": len(g.Tasks)}, nil); err != nil {
-		return nil, err
-	}
-	var (
-		mu      sync.Mutex
-		next    int
-		werr    error
-		started = time.Now()
-	)
-	var wg sync.WaitGroup
-	for range max(g.Parallel, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				if next >= len(todo) || werr != nil || ctx.Err() != nil {
-					mu.Unlock()
-					return
-				}
-				p := todo[next]
-				next++
-				mu.Unlock()
-				start := time.Now()
-				res := bench.Result{InstanceID: p.InstanceID, Arm: p.ModelNameOrPath, Repeat: 1, Tests: map[string]string{},
-					ToolCalls: map[string]int{}, CapabilityCalls: map[string]int{}, Ledger: bench.LedgerRef{Dir: dir}}
-				var v *grade.Verdict
-				if t := tasks[p.InstanceID]; t == nil {
-					res.Error = "no instance " + p.InstanceID + " in the task file"
-				} else {
-					var err error
-					v, err = g.Grader.Grade(ctx, t, p.ModelPatch)
-					if ctx.Err() != nil {
-						return
-					}
-					if err != nil {
-						res.Error = "grading: " + err.Error()
-					} else {
-						res.Resolved, res.PatchApplied, res.Tests = v.Resolved, v.PatchApplied, v.Tests
-						res.HarnessS = v.PrepareS
-					}
-				}
-				res.WallS = time.Since(start).Seconds()
-				mu.Lock()
-				root, err := RecordVerdict(lw, res, v, p.ModelPatch)
-				if err == nil {
-					res.Ledger.Root = root
-					err = rf.Add(res)
-				}
-				if err != nil {
-					werr = err
-					mu.Unlock()
-					return
-				}
-				sum.Ran++
-				if res.Resolved {
-					sum.Resolved[res.Arm]++
-				}
-				if res.Error != "" {
-					sum.Errors++
-				}
-				if g.Progress != nil {
-					g.Progress(Progress{Done: sum.Skipped + sum.Ran, Total: sum.Total, Last: res, Resolved: copyMap(sum.Resolved),
-						Elapsed: time.Since(started), RanNow: sum.Ran, Remaining: len(todo) - sum.Ran, Parallel: max(g.Parallel, 1)})
-				}
-				mu.Unlock()
+	var jobs []job
+	for _, p := range todo {
+		t := tasks[p.InstanceID]
+		if t == nil {
+			res := bench.Result{InstanceID: p.InstanceID, Arm: p.ModelNameOrPath, Repeat: 1, Tests: map[string]string{},
+				ToolCalls: map[string]int{}, CapabilityCalls: map[string]int{}, Error: "no instance " + p.InstanceID + " in the task file"}
+			if err := rf.Add(res); err != nil {
+				return sum, err
 			}
-		}()
+			sum.Ran++
+			sum.Errors++
+			continue
+		}
+		jobs = append(jobs, job{task: t, arm: bench.Arm{Name: p.ModelNameOrPath}, repeat: 1, grade: true, patch: p.ModelPatch})
 	}
-	wg.Wait()
+	r := &Runner{Tasks: g.Tasks, Out: g.Out, Grader: g.Grader, Checkouts: g.Grader.Checkouts, Signer: g.Signer, VKey: g.VKey,
+		Parallel: g.Parallel, Progress: g.Progress, Queue: g.Queue, Net: g.Net, RemoteOnly: g.RemoteOnly, Bundles: g.Bundles,
+		TrustKeys: g.TrustKeys, WorkerID: g.WorkerID, Logf: g.Logf}
+	err = r.dispatch(ctx, rf, nil, jobs, sum)
 	sum.NotRun = sum.Total - sum.Skipped - sum.Ran
-	if werr != nil {
-		return sum, werr
+	if err != nil {
+		return sum, err
 	}
 	return sum, ctx.Err()
+}
+
+// gradeOne grades one prediction in a ledger of its own under r.Out: the
+// grader's verdict, the patch and the tests' log, signed. keep is false
+// when ctx cut it short.
+func (r *Runner) gradeOne(ctx context.Context, t *bench.Task, name, patch string) (res bench.Result, keep bool) {
+	start := time.Now()
+	res = bench.Result{InstanceID: t.InstanceID, Arm: name, Repeat: 1, Tests: map[string]string{},
+		ToolCalls: map[string]int{}, CapabilityCalls: map[string]int{}}
+	dir := LedgerDir(r.Out, t.InstanceID, name, 1)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		res.Error = "ledger: " + err.Error()
+		return res, true
+	}
+	lw, err := ledger.Create(dir, fmt.Sprintf("grade.%s.%s", t.InstanceID, safeName(name)), r.Signer)
+	if err != nil {
+		res.Error = "ledger: " + err.Error()
+		return res, true
+	}
+	defer lw.Close()
+	res.Ledger.Dir = dir
+	v, err := r.Grader.Grade(ctx, t, patch)
+	if ctx.Err() != nil {
+		return res, false
+	}
+	if err != nil {
+		res.Error = "grading: " + err.Error()
+		v = nil
+	} else {
+		res.Resolved, res.PatchApplied, res.Tests = v.Resolved, v.PatchApplied, v.Tests
+		res.HarnessS = v.PrepareS
+	}
+	res.WallS = time.Since(start).Seconds()
+	root, err := RecordVerdict(lw, res, v, patch)
+	if err != nil && res.Error == "" {
+		res.Error = "ledger: " + err.Error()
+	}
+	res.Ledger.Root = root
+	return res, true
+}
+
+// safeName is name with every character a file name should not hold
+// replaced by '_'.
+func safeName(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, name)
 }

@@ -108,6 +108,9 @@ type job struct {
 	repeat int
 	// script is the simulated model's script (sim arms).
 	script *sim.Script
+	// grade makes the job a grading of patch (bench grade): no agent.
+	grade bool
+	patch string
 }
 
 // Run runs every run not yet in Out's results. It returns when every
@@ -293,7 +296,7 @@ func (r *Runner) openPredictions(rf *bench.ResultsFile, repeats int) (map[predKe
 // LedgerDir is where a run's ledger is kept under the benchmark's
 // directory.
 func LedgerDir(out, instanceID, arm string, repeat int) string {
-	return filepath.Join(out, "ledgers", instanceID, arm, fmt.Sprintf("r%d", repeat))
+	return filepath.Join(out, "ledgers", instanceID, safeName(arm), fmt.Sprintf("r%d", repeat))
 }
 
 // TaskText is the text an agent is given for a task.
