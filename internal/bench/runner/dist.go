@@ -197,7 +197,7 @@ func (e *Exec) repo(ctx context.Context, p *JobPayload) (string, error) {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return "", err
 		}
-		if _, err := (gitsafe.Git{Dir: filepath.Dir(dst)}).Output(ctx, "clone", "-q", "--mirror", path, dst+".tmp"); err != nil {
+		if _, err := (gitsafe.Git{Dir: filepath.Dir(dst)}).Output(ctx, "-c", "protocol.file.allow=always", "clone", "-q", "--mirror", path, dst+".tmp"); err != nil {
 			return "", fmt.Errorf("cloning the bundle of %s: %w", p.RepoDir, err)
 		}
 		if err := os.Rename(dst+".tmp", dst); err != nil {
