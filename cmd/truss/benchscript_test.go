@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -228,4 +229,33 @@ func benchJob(ts *testscript.TestScript, neg bool, args []string) {
 			fmt.Fprintf(ts.Stdout(), "worker=%s deliveries=%d\n", r.Worker, r.Deliveries)
 		}
 	}
+}
+
+// freeport VAR: sets VAR to a TCP port on loopback that is free now.
+func freePort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: freeport VAR")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	port := l.Addr().(*net.TCPAddr).Port
+	ts.Check(l.Close())
+	ts.Setenv(args[0], strconv.Itoa(port))
+}
+
+// waitresults DIR N: waits (up to three minutes) until DIR/results.jsonl
+// has at least N lines.
+func waitResults(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitresults DIR N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(ts.MkAbs(args[0]), bench.ResultsName))
+		if bytes.Count(b, []byte("\n")) >= n {
+			return
+		}
+	}
+	ts.Fatalf("%s has fewer than %d results", args[0], n)
 }

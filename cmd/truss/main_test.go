@@ -84,6 +84,8 @@ func TestScripts(t *testing.T) {
 			"waitrunning":  waitRunning,
 			"benchcheck":   benchCheck,
 			"benchjob":     benchJob,
+			"freeport":     freePort,
+			"waitresults":  waitResults,
 		},
 	})
 }
