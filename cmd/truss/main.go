@@ -143,6 +143,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdEnv(args[1:], stdout, stderr)
 	case "trust":
 		err = cmdTrust(args[1:], stdout, stderr)
+	case "bench":
+		err = cmdBench(args[1:], stdout, stderr)
 	default:
 		if strings.HasPrefix(args[0], "-") {
 			// Flags and no command: the interactive session, with run's

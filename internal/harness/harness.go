@@ -288,7 +288,7 @@ func (s *Session) resume() error {
 // resolve fills in the provider, the model and the dialect.
 func (s *Session) resolve() error {
 	o := &s.opts
-	if o.Provider == "sim" && o.Script == "" {
+	if o.Provider == "sim" && o.Script == "" && o.SimScript == nil {
 		return configErrorf("--provider sim needs --script FILE, the steps the simulated model plays (docs/simulator.md); `truss demo` plays the bundled fix")
 	}
 	if o.Provider == "" {
@@ -311,7 +311,7 @@ func (s *Session) resolve() error {
 			return configErrorf("--sim-dialect must be %s, not %q", DialectNames(), o.SimDialect)
 		}
 		s.dialect = o.SimDialect
-		if o.Script != DemoScript {
+		if o.Script != DemoScript && o.Script != "" {
 			if abs, err := filepath.Abs(o.Script); err == nil {
 				o.Script = abs
 			}
@@ -384,6 +384,7 @@ func (s *Session) openLedger() error {
 	switch {
 	case o.NoLedger:
 		return nil
+	case o.Ledger != nil:
 	case s.sess != nil:
 		dir = s.sess.LedgerDir(time.Now())
 	case o.LedgerDir != "":
@@ -403,7 +404,9 @@ func (s *Session) openLedger() error {
 	if err := s.step("ledger"); err != nil {
 		return err
 	}
-	if s.lw, err = ledger.Create(dir, id, signer); err != nil {
+	if o.Ledger != nil {
+		s.lw = o.Ledger
+	} else if s.lw, err = ledger.Create(dir, id, signer); err != nil {
 		return err
 	}
 	if err := s.step("recorder"); err != nil {
@@ -699,7 +702,7 @@ func (s *Session) Close() error {
 			err = cerr
 		}
 	}
-	if s.lw != nil {
+	if s.lw != nil && s.lw != s.opts.Ledger {
 		if cerr := s.lw.Close(); cerr != nil {
 			s.warn(fmt.Sprintf("the ledger could not be closed: %v", cerr))
 			if err == nil {

@@ -7,9 +7,11 @@ import (
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/approval"
+	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/mcp/client"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/tool/shell"
 	"github.com/trussdev/truss/internal/validate"
@@ -37,6 +39,10 @@ type Options struct {
 	Script     string
 	SimDialect string
 	SimRoot    string
+	// SimScript, when set, is the simulated model's script itself,
+	// parsed: it is played instead of Script's file (a benchmark's
+	// per-instance script).
+	SimScript *sim.Script
 	// ServerTools are provider-executed tools to enable (Anthropic's
 	// web_search, ...); Stateful chains Responses API turns with
 	// previous_response_id.
@@ -88,6 +94,13 @@ type Options struct {
 	// LedgerDir, with NoSession, is the directory of the session's ledger
 	// (which must not hold one yet): a ledger without a session store.
 	LedgerDir string
+	// Ledger, when set, is the ledger the session records into instead
+	// of one it creates (LedgerDir and the session store's are then
+	// unused): session.start … session.end and a checkpoint after every
+	// Run go into it. The session does not close it: Close drains the
+	// session's recorder and leaves the writer open to its owner, who
+	// may append further entries (a benchmark's verdict) and closes it.
+	Ledger *ledger.Writer
 	// KeyDir holds the signing key ("" for the installation's).
 	KeyDir string
 
@@ -163,6 +176,10 @@ type SandboxOptions struct {
 	// Memory and DiskBudget limit the commands together, in bytes (0:
 	// the default; -1: no limit).
 	Memory, DiskBudget int64
+	// Hidden are further paths no command may read, list or write
+	// (sandbox.Policy.Hidden): a benchmark's hidden tests, its task file
+	// and its results.
+	Hidden []string
 }
 
 // ValidationOptions configure the project's checks.

@@ -278,17 +278,20 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		}
 		return d.New(ctx, e), nil
 	}
-	script := examples.DemoScript
-	if o.Script != DemoScript {
-		b, err := os.ReadFile(o.Script)
-		if err != nil {
-			return nil, configErrorf("--script: %v", err)
+	sc := o.SimScript
+	if sc == nil {
+		script := examples.DemoScript
+		if o.Script != DemoScript {
+			b, err := os.ReadFile(o.Script)
+			if err != nil {
+				return nil, configErrorf("--script: %v", err)
+			}
+			script = b
 		}
-		script = b
-	}
-	sc, err := sim.ParseScript(script)
-	if err != nil {
-		return nil, configErrorf("%v", err)
+		var err error
+		if sc, err = sim.ParseScript(script); err != nil {
+			return nil, configErrorf("%v", err)
+		}
 	}
 	srv := sim.New(sc)
 	srv.Root = o.SimRoot

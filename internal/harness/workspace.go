@@ -189,6 +189,13 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 	if dir, err := s.sessionDir(); err == nil && !within(root, dir) {
 		p.Hidden = append(p.Hidden, dir)
 	}
+	for _, h := range so.Hidden {
+		abs, err := filepath.Abs(h)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.Hidden = append(p.Hidden, abs)
+	}
 	p.Writable = append(p.Writable, cfg.Sandbox.Writable...)
 	for _, d := range s.opts.WritableDirs {
 		abs, err := filepath.Abs(d)

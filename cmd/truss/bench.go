@@ -1,0 +1,420 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/bench/grade"
+	"github.com/trussdev/truss/internal/bench/harnessagent"
+	"github.com/trussdev/truss/internal/bench/humanevalfix"
+	"github.com/trussdev/truss/internal/bench/runner"
+	"github.com/trussdev/truss/internal/sandbox"
+)
+
+const benchUsage = `usage: truss bench run|grade|import|report|worker|status [flags]
+  truss bench run --tasks FILE --out DIR (--arm NAME=PROVIDER:MODEL[:SURFACE] ... | --models P:M,... --surfaces S,...)
+  truss bench grade --tasks FILE --predictions FILE --out DIR [--parallel N]
+  truss bench import humanevalfix FILE --out DIR
+  truss bench report DIR [--html FILE]
+  truss bench worker --nats URL [--parallel N] [--exit-when-idle]
+  truss bench status DIR|--nats URL`
+
+func cmdBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("%s", benchUsage)
+	}
+	switch args[0] {
+	case "run":
+		return cmdBenchRun(args[1:], stdout, stderr)
+	case "grade":
+		return cmdBenchGrade(args[1:], stdout, stderr)
+	case "import":
+		return cmdBenchImport(args[1:], stdout, stderr)
+	case "report":
+		return cmdBenchReport(args[1:], stdout, stderr)
+	case "worker":
+		return cmdBenchWorker(args[1:], stdout, stderr)
+	case "status":
+		return cmdBenchStatus(args[1:], stdout, stderr)
+	case "-h", "-help", "--help":
+		return usagef("%s", benchUsage)
+	}
+	return usagef("truss bench: unknown command %q\n%s", args[0], benchUsage)
+}
+
+// benchFlags are the flags run and grade share.
+type benchFlags struct {
+	tasks, repos, out string
+	parallel          int
+	only              string
+	network           bool
+	fallback          string
+	testTimeout       time.Duration
+}
+
+func (b *benchFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&b.tasks, "tasks", "", "the task file: JSONL in SWE-bench's format (required)")
+	fs.StringVar(&b.repos, "repos", "", "where owner/name repositories are (DIR/owner/name or DIR/owner__name)")
+	fs.StringVar(&b.out, "out", "", "the output directory: results.jsonl, predictions, ledgers (required)")
+	fs.IntVar(&b.parallel, "parallel", 1, "runs at once")
+	fs.StringVar(&b.only, "only", "", "only these instance ids (comma-separated)")
+	fs.BoolVar(&b.network, "grade-network", false, "let the graded setup and tests use the network")
+	fs.StringVar(&b.fallback, "sandbox-fallback", "", "accept a weaker sandbox for grading when this host cannot enforce it: landlock-only or none")
+	fs.DurationVar(&b.testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
+}
+
+// load checks the shared flags and loads the tasks. The grader's
+// checkouts come from templates in a temporary directory and are removed
+// in the background; done removes them all.
+func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), err error) {
+	if b.tasks == "" || b.out == "" {
+		return nil, nil, nil, usagef("--tasks and --out are required")
+	}
+	if b.parallel < 1 {
+		return nil, nil, nil, usagef("--parallel must be at least 1")
+	}
+	fb, err := sandbox.ParseFallback(b.fallback)
+	if err != nil {
+		return nil, nil, nil, usageError{err.Error()}
+	}
+	tasks, err = bench.LoadTasks(b.tasks, b.repos)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if b.only != "" {
+		want := strings.Split(b.only, ",")
+		var kept []bench.Task
+		for _, t := range tasks {
+			if slices.Contains(want, t.InstanceID) {
+				kept = append(kept, t)
+			}
+		}
+		if len(kept) == 0 {
+			return nil, nil, nil, usagef("--only names no instance of %s", b.tasks)
+		}
+		tasks = kept
+	}
+	abs, _ := filepath.Abs(b.tasks)
+	hidden := []string{abs}
+	for _, t := range tasks {
+		hidden = append(hidden, t.RepoDir)
+	}
+	tmp, err := os.MkdirTemp("", "truss-bench-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	jan := &bench.Janitor{}
+	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden}, Timeout: b.testTimeout,
+		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan}
+	return tasks, g, func() { jan.Wait(); os.RemoveAll(tmp) }, nil
+}
+
+// progressPrinter prints progress lines: rewritten in place on a
+// terminal, one per run otherwise.
+type progressPrinter struct {
+	w    io.Writer
+	tty  bool
+	mu   sync.Mutex
+	last bool
+}
+
+func (p *progressPrinter) print(pr runner.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", pr.Line())
+		p.last = true
+		return
+	}
+	fmt.Fprintln(p.w, pr.Line())
+}
+
+func (p *progressPrinter) done() {
+	if p.last {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func printSummary(w io.Writer, sum *runner.Summary, out string) {
+	arms := make([]string, 0, len(sum.Resolved))
+	for a, n := range sum.Resolved {
+		arms = append(arms, fmt.Sprintf("%s %d", a, n))
+	}
+	slices.Sort(arms)
+	fmt.Fprintf(w, "%d of %d finished (%d now, %d before); resolved: %s; errors: %d; cost $%.4f\nresults: %s\n",
+		sum.Skipped+sum.Ran, sum.Total, sum.Ran, sum.Skipped, orNone(strings.Join(arms, ", ")), sum.Errors, sum.CostUSD,
+		filepath.Join(out, bench.ResultsName))
+}
+
+// benchExit is the exit status: 0 when every run finished, 1 when some
+// run has an error or did not run.
+func benchExit(sum *runner.Summary, err error) error {
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return exitError{1}
+		}
+		return err
+	}
+	if sum.Errors > 0 || sum.NotRun > 0 {
+		return exitError{1}
+	}
+	return nil
+}
+
+func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench grade", stderr)
+	var b benchFlags
+	b.register(fs)
+	var predictions string
+	fs.StringVar(&predictions, "predictions", "", "the predictions: JSONL with instance_id, model_name_or_path, model_patch (required)")
+	var qf queueFlags
+	qf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("truss bench grade takes no arguments, got %q", fs.Args())
+	}
+	if predictions == "" {
+		return usagef("--predictions is required")
+	}
+	tasks, g, done, err := b.load()
+	if err != nil {
+		return err
+	}
+	defer done()
+	pf, err := os.Open(predictions)
+	if err != nil {
+		return err
+	}
+	preds, err := bench.ParsePredictions(pf, predictions)
+	pf.Close()
+	if err != nil {
+		return err
+	}
+	signer, vkey, err := installationKey()
+	if err != nil {
+		return err
+	}
+	var qr runner.Runner
+	qr.Parallel = b.parallel
+	if err := qf.apply(&qr, stderr); err != nil {
+		return err
+	}
+	ctx, stop := signalContext(stderr)
+	defer stop()
+	pp := &progressPrinter{w: stderr, tty: isTerminal(stderr)}
+	gr := &runner.Grading{Tasks: tasks, Predictions: preds, Out: b.out, Grader: g, Signer: signer, VKey: vkey, Parallel: qr.Parallel,
+		Progress: pp.print, Net: qr.Net, RemoteOnly: qr.RemoteOnly, Bundles: qr.Bundles, TrustKeys: qr.TrustKeys, Logf: qr.Logf}
+	sum, err := gr.Run(ctx)
+	pp.done()
+	if sum != nil {
+		printSummary(stdout, sum, b.out)
+	}
+	return benchExit(sum, err)
+}
+
+// The providers and surfaces an arm may name.
+var (
+	benchProviders = []string{"sim", "ollama", "chat", "openai", "anthropic"}
+	benchSurfaces  = []string{"auto", "generic", "anthropic", "openai", "codex"}
+)
+
+func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench run", stderr)
+	var b benchFlags
+	b.register(fs)
+	var (
+		arms              multi
+		models, surfaces  string
+		repeats, maxTurns int
+		maxTokens         int64
+		maxCost, budget   float64
+		wall              time.Duration
+		simScripts, work  string
+		hints             bool
+		caps              multi
+	)
+	fs.Var(&arms, "arm", "an arm: NAME=PROVIDER:MODEL[:SURFACE] (repeatable)")
+	fs.StringVar(&models, "models", "", "models as PROVIDER:MODEL, comma-separated; crossed with --surfaces")
+	fs.StringVar(&surfaces, "surfaces", "auto", "surfaces crossed with --models, comma-separated (generic, auto, anthropic, openai, codex)")
+	fs.IntVar(&repeats, "repeats", 1, "runs of each task per arm")
+	fs.IntVar(&maxTurns, "max-turns", 50, "turn budget of a run")
+	fs.Int64Var(&maxTokens, "max-tokens", 0, "token budget of a run (0: none)")
+	fs.Float64Var(&maxCost, "max-cost", 0, "cost budget of a run in USD (0: none)")
+	fs.DurationVar(&wall, "wall-time", 30*time.Minute, "wall-time budget of a run")
+	fs.Float64Var(&budget, "budget", 0, "cost budget of the whole benchmark in USD: no new run starts once it is reached (0: none)")
+	fs.StringVar(&simScripts, "sim-scripts", "", "scripts of the simulated model: DIR/INSTANCE_ID.json or DIR/INSTANCE_ID.SURFACE.json")
+	fs.StringVar(&work, "work", "", "where the runs' workspaces are made (default: the temporary directory)")
+	fs.BoolVar(&hints, "hints", false, "show the task's hints_text with its problem statement")
+	fs.Var(&caps, "provider-cap", "PROVIDER=N: at most N runs of that provider at once (repeatable; default --parallel)")
+	var qf queueFlags
+	qf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("truss bench run takes no arguments, got %q", fs.Args())
+	}
+	if repeats < 1 {
+		return usagef("--repeats must be at least 1")
+	}
+	var as []bench.Arm
+	for _, a := range arms {
+		arm, err := bench.ParseArm(a)
+		if err != nil {
+			return usageError{"--arm: " + err.Error()}
+		}
+		as = append(as, arm)
+	}
+	if models != "" {
+		cross, err := bench.CrossArms(splitList(models), splitList(surfaces))
+		if err != nil {
+			return usageError{"--models: " + err.Error()}
+		}
+		as = append(as, cross...)
+	}
+	if len(as) == 0 {
+		return usagef("give --arm NAME=PROVIDER:MODEL[:SURFACE], or --models and --surfaces")
+	}
+	seen := map[string]bool{}
+	for _, a := range as {
+		if !slices.Contains(benchProviders, a.Provider) {
+			return usagef("arm %s: unknown provider %q (%s)", a.Name, a.Provider, strings.Join(benchProviders, ", "))
+		}
+		if a.Surface != "" && !slices.Contains(benchSurfaces, a.Surface) {
+			return usagef("arm %s: unknown surface %q (%s)", a.Name, a.Surface, strings.Join(benchSurfaces, ", "))
+		}
+		if seen[a.Name] {
+			return usagef("two arms named %s", a.Name)
+		}
+		seen[a.Name] = true
+	}
+	capMap := map[string]int{}
+	for _, c := range caps {
+		p, n, ok := strings.Cut(c, "=")
+		v, err := strconv.Atoi(n)
+		if !ok || err != nil || v < 1 || !slices.Contains(benchProviders, p) {
+			return usagef("--provider-cap %q: want PROVIDER=N with N at least 1", c)
+		}
+		capMap[p] = v
+	}
+	if simScripts != "" {
+		if fi, err := os.Stat(simScripts); err != nil || !fi.IsDir() {
+			return usagef("--sim-scripts %s is not a directory", simScripts)
+		}
+	}
+	tasks, g, done, err := b.load()
+	if err != nil {
+		return err
+	}
+	defer done()
+	signer, vkey, err := installationKey()
+	if err != nil {
+		return err
+	}
+	budgets := runner.Budgets{MaxTurns: maxTurns, MaxTokens: maxTokens, MaxCostUSD: maxCost, WallTime: wall}
+	fb, _ := sandbox.ParseFallback(b.fallback) // checked by load
+	agent := benchAgent(fb, stderr)
+	ctx, stop := signalContext(stderr)
+	defer stop()
+	pp := &progressPrinter{w: stderr, tty: isTerminal(stderr)}
+	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work,
+		Agent: agent, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey, Budgets: budgets, CostBudget: budget,
+		Parallel: b.parallel, ProviderCap: capMap, ShowHints: hints, Progress: pp.print}
+	if simScripts != "" {
+		r.Scripts = &runner.Scripts{Dir: simScripts}
+	}
+	if err := qf.apply(r, stderr); err != nil {
+		return err
+	}
+	sum, err := r.Run(ctx)
+	pp.done()
+	if sum != nil {
+		printSummary(stdout, sum, b.out)
+		if sum.BudgetReached {
+			fmt.Fprintf(stderr, "truss: the benchmark's cost budget ($%.2f) is reached: %d runs not started\n", budget, sum.NotRun)
+		}
+	}
+	return benchExit(sum, err)
+}
+
+// benchAgent is the agent `truss bench run` runs: each run a session of
+// the harness on the run's workspace, recorded into the run's ledger.
+func benchAgent(fallback sandbox.Fallback, stderr io.Writer) runner.Agent {
+	var mu sync.Mutex
+	return &harnessagent.Agent{Version: version, Fallback: fallback, OnWarning: func(spec *runner.RunSpec, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, "truss: %s %s r%d: %s\n", spec.InstanceID, spec.Arm.Name, spec.Repeat, msg)
+	}}
+}
+
+func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "humanevalfix" {
+		return usagef("usage: truss bench import humanevalfix FILE --out DIR [--all] [--only Go/0,Go/1]")
+	}
+	fs := newFlagSet("bench import humanevalfix", stderr)
+	var out, only string
+	var all bool
+	fs.StringVar(&out, "out", "", "the directory to write: tasks.jsonl and repos/ (required)")
+	fs.BoolVar(&all, "all", false, "import the problems without a usable gold fix too")
+	fs.StringVar(&only, "only", "", "only these task ids (comma-separated, e.g. Go/0,Go/1)")
+	// FILE may come before or after the flags.
+	rest := args[1:]
+	var file string
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		file, rest = rest[0], rest[1:]
+	}
+	if err := parse(fs, rest); err != nil {
+		return err
+	}
+	if file == "" && fs.NArg() == 1 {
+		file = fs.Arg(0)
+	} else if fs.NArg() > 0 || file == "" {
+		return usagef("usage: truss bench import humanevalfix FILE --out DIR [--all] [--only Go/0,Go/1]")
+	}
+	if out == "" {
+		return usagef("--out is required")
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	opts := humanevalfix.Options{Out: out, IncludeUnusable: all}
+	if only != "" {
+		opts.Only = splitList(only)
+	}
+	sum, err := humanevalfix.Import(context.Background(), f, file, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d instances in %s", sum.Tasks, sum.TaskFile)
+	if len(sum.Skipped) > 0 {
+		fmt.Fprintf(stdout, " (%d without a usable gold fix left out: %s)", len(sum.Skipped), strings.Join(sum.Skipped, ", "))
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/toolcache"
+)
+
+func TestBenchUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"bench"}, 2, "usage: truss bench run|grade|import"},
+		{[]string{"bench", "nope"}, 2, `unknown command "nope"`},
+		{[]string{"bench", "grade", "--tasks", "x"}, 2, "--predictions is required"},
+		{[]string{"bench", "grade", "--predictions", "p"}, 2, "--tasks and --out are required"},
+		{[]string{"bench", "run", "--tasks", "x", "--out", "o"}, 2, "give --arm"},
+		{[]string{"bench", "run", "--arm", "a=nope:m", "--tasks", "x", "--out", "o"}, 2, `unknown provider "nope"`},
+		{[]string{"bench", "run", "--arm", "a=sim:m:weird", "--tasks", "x", "--out", "o"}, 2, `unknown surface "weird"`},
+		{[]string{"bench", "run", "--arm", "a=sim:m", "--arm", "a=sim:n", "--tasks", "x", "--out", "o"}, 2, "two arms named a"},
+		{[]string{"bench", "run", "--models", "m", "--tasks", "x", "--out", "o"}, 2, "want PROVIDER:MODEL"},
+		{[]string{"bench", "run", "--arm", "a=sim:m", "--provider-cap", "sim=0", "--tasks", "x", "--out", "o"}, 2, "--provider-cap"},
+		{[]string{"bench", "import", "other"}, 2, "usage: truss bench import humanevalfix"},
+		{[]string{"bench", "import", "humanevalfix", "f"}, 2, "--out is required"},
+		{[]string{"bench", "grade", "-h"}, 0, "-predictions"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(tc.args, &out, &errb)
+		if code != tc.code || !strings.Contains(out.String()+errb.String(), tc.out) {
+			t.Errorf("%v: %d %q %q", tc.args, code, out.String(), errb.String())
+		}
+	}
+}
+
+// bench import, then bench grade of gold, empty, broken and unknown
+// predictions; again, nothing left to grade.
+func TestBenchImportAndGrade(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TRUSS_HOME", filepath.Join(dir, "home"))
+	t.Setenv(toolcache.SharedEnv, scriptCache()) // a warm build cache
+	var out, errb bytes.Buffer
+	set := filepath.Join(dir, "set")
+	if code := run([]string{"bench", "import", "humanevalfix", "../../internal/bench/humanevalfix/testdata/sample.jsonl", "--out", set, "--only", "Go/0,Go/12"}, &out, &errb); code != 0 {
+		t.Fatalf("import: %d %s %s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "2 instances in ") {
+		t.Fatalf("import said %q", out.String())
+	}
+	f, err := os.Open(filepath.Join(set, "tasks.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := bench.ParseTasks(f, "tasks")
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var preds bytes.Buffer
+	enc := json.NewEncoder(&preds)
+	for _, p := range []bench.Prediction{
+		{InstanceID: tasks[0].InstanceID, ModelNameOrPath: "gold", ModelPatch: tasks[0].Patch},
+		{InstanceID: tasks[1].InstanceID, ModelNameOrPath: "gold", ModelPatch: tasks[1].Patch},
+		{InstanceID: tasks[0].InstanceID, ModelNameOrPath: "empty"},
+		{InstanceID: tasks[1].InstanceID, ModelNameOrPath: "broken", ModelPatch: "--- a/mymain.go\n+++ b/mymain.go\n@@ -1 +1 @@\n-nothing like this\n+x\n"},
+		{InstanceID: "Go__999", ModelNameOrPath: "gold", ModelPatch: ""},
+	} {
+		enc.Encode(p)
+	}
+	pf := filepath.Join(dir, "preds.jsonl")
+	os.WriteFile(pf, preds.Bytes(), 0o644)
+	res := filepath.Join(dir, "graded")
+	out.Reset()
+	errb.Reset()
+	code := run([]string{"bench", "grade", "--tasks", filepath.Join(set, "tasks.jsonl"), "--predictions", pf, "--out", res, "--parallel", "2"}, &out, &errb)
+	if code != 1 { // the unknown instance is an error
+		t.Fatalf("grade: %d %s %s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "5 of 5 finished") || !strings.Contains(out.String(), "resolved: gold 2; errors: 1") {
+		t.Fatalf("summary %q", out.String())
+	}
+	if !strings.Contains(errb.String(), "[5/5]") || !strings.Contains(errb.String(), "not resolved: patch failed") {
+		t.Fatalf("progress %q", errb.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(res, bench.ResultsName))
+	var n int
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r bench.Result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if r.InstanceID == "Go__999" {
+			if r.Error == "" || r.Resolved {
+				t.Errorf("%+v", r)
+			}
+			continue
+		}
+		want := r.Arm == "gold"
+		if r.Resolved != want || (r.Arm == "broken") == r.PatchApplied || r.Ledger.Root == "" {
+			t.Errorf("%+v", r)
+		}
+	}
+	if n != 5 {
+		t.Fatalf("%d results", n)
+	}
+	// The verdicts' ledger verifies.
+	out.Reset()
+	lds, _ := filepath.Glob(filepath.Join(res, "ledgers", "*", "*", "r1"))
+	if len(lds) != 4 {
+		t.Fatalf("ledgers %v", lds)
+	}
+	for _, l := range lds {
+		if code := run([]string{"ledger", "verify", l}, &out, &errb); code != 0 {
+			t.Fatalf("ledger verify %s: %d %s %s", l, code, out.String(), errb.String())
+		}
+	}
+	out.Reset()
+	code = run([]string{"bench", "grade", "--tasks", filepath.Join(set, "tasks.jsonl"), "--predictions", pf, "--out", res}, &out, &errb)
+	if code != 1 || !strings.Contains(out.String(), "(0 now, 5 before)") {
+		t.Fatalf("again: %d %q", code, out.String())
+	}
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/bench/grade"
+	"github.com/trussdev/truss/internal/bench/runner"
+	"github.com/trussdev/truss/internal/queue"
+	"github.com/trussdev/truss/internal/sandbox"
+)
+
+// natsFlags are the flags that reach a NATS deployment.
+type natsFlags struct {
+	url, creds, token string
+}
+
+func (n *natsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&n.url, "nats", os.Getenv("NATS_URL"), "a NATS deployment with JetStream (default $NATS_URL; none: an embedded server)")
+	fs.StringVar(&n.creds, "nats-creds", "", "a NATS credentials file (.creds) or NKey seed")
+	fs.StringVar(&n.token, "nats-token", os.Getenv("NATS_TOKEN"), "a NATS token (default $NATS_TOKEN); with --nats-listen, the token the embedded server requires")
+}
+
+func (n *natsFlags) options(name string) queue.ConnectOptions {
+	return queue.ConnectOptions{Name: name, CredsFile: n.creds, Token: n.token}
+}
+
+// queueFlags are bench run's flags of the queue.
+type queueFlags struct {
+	natsFlags
+	listen       string
+	localWorkers int
+	ackWait      time.Duration
+	trust        multi
+}
+
+func (q *queueFlags) register(fs *flag.FlagSet) {
+	q.natsFlags.register(fs)
+	fs.StringVar(&q.listen, "nats-listen", "", "expose the embedded server on ADDR (host:port) so that workers elsewhere join; a non-loopback address needs --nats-token")
+	fs.IntVar(&q.localWorkers, "local-workers", -1, "runs this process works on at once (default --parallel; 0: remote workers only)")
+	fs.DurationVar(&q.ackWait, "ack-wait", queue.DefaultAckWait, "how long a run may go without a worker's heartbeat before it is delivered again")
+	fs.Var(&q.trust, "trust-key", "a worker's ledger verifier key (as `truss ledger key` prints it, or @FILE); repeatable")
+}
+
+// apply sets the runner's queue settings.
+func (q *queueFlags) apply(r *runner.Runner, stderr io.Writer) error {
+	if q.url != "" && q.listen != "" {
+		return usagef("--nats and --nats-listen exclude each other: --nats-listen exposes the embedded server")
+	}
+	if q.localWorkers == 0 {
+		r.RemoteOnly = true
+	} else if q.localWorkers > 0 {
+		r.Parallel = q.localWorkers
+	}
+	r.Net = runner.Net{URL: q.url, Connect: q.options("truss bench coordinator"), Listen: q.listen, AckWait: q.ackWait}
+	if q.url == "" && q.token != "" {
+		r.Net.Auth = queue.Auth{Token: q.token}
+	}
+	// Workers elsewhere may not share this machine's file system.
+	r.Bundles = q.url != "" || q.listen != ""
+	for _, k := range q.trust {
+		if f, ok := strings.CutPrefix(k, "@"); ok {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return usagef("--trust-key: %v", err)
+			}
+			k = string(b)
+		}
+		k = strings.TrimSpace(k)
+		if k == "" {
+			return usagef("--trust-key: empty key")
+		}
+		r.TrustKeys = append(r.TrustKeys, k)
+	}
+	var mu sync.Mutex
+	r.Logf = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, format+"\n", args...)
+	}
+	return nil
+}
+
+// cmdBenchWorker is `truss bench worker`: it runs a benchmark's runs from
+// a queue until it is drained (SIGTERM, Ctrl-C) or, with
+// --exit-when-idle, the queue is empty.
+func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench worker", stderr)
+	var (
+		n              natsFlags
+		name, work, id string
+		parallel       int
+		idle, network  bool
+		fallback       string
+		testTimeout    time.Duration
+		caps           multi
+	)
+	n.register(fs)
+	fs.StringVar(&name, "queue", "", "the benchmark's queue (default: the only one the deployment holds)")
+	fs.IntVar(&parallel, "parallel", 1, "runs at once")
+	fs.BoolVar(&idle, "exit-when-idle", false, "exit once the queue is empty")
+	fs.StringVar(&work, "work", "", "where the runs' workspaces are made (default: the temporary directory)")
+	fs.StringVar(&id, "id", "", "the worker's id in results and statuses (default HOST-PID-RANDOM)")
+	fs.BoolVar(&network, "grade-network", false, "let the graded setup and tests use the network")
+	fs.StringVar(&fallback, "sandbox-fallback", "", "accept a weaker sandbox when this host cannot enforce it: landlock-only or none")
+	fs.DurationVar(&testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
+	fs.Var(&caps, "provider-cap", "PROVIDER=N: at most N runs of that provider at once (repeatable)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("truss bench worker takes no arguments, got %q", fs.Args())
+	}
+	if n.url == "" {
+		return usagef("--nats URL (or NATS_URL) is required: the deployment the coordinator's queue is on")
+	}
+	if parallel < 1 {
+		return usagef("--parallel must be at least 1")
+	}
+	fb, err := sandbox.ParseFallback(fallback)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	capMap := map[string]int{}
+	for _, c := range caps {
+		p, v, ok := strings.Cut(c, "=")
+		var k int
+		if _, err := fmt.Sscan(v, &k); !ok || err != nil || k < 1 || !slices.Contains(benchProviders, p) {
+			return usagef("--provider-cap %q: want PROVIDER=N with N at least 1", c)
+		}
+		capMap[p] = k
+	}
+	signer, vkey, err := installationKey()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, err := queue.Connect(ctx, n.url, n.options("truss bench worker"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	q, err := runner.JoinQueue(ctx, nc, name)
+	if err != nil {
+		return err
+	}
+	scratch, err := os.MkdirTemp("", "truss-bench-worker-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	jan := &bench.Janitor{}
+	defer jan.Wait()
+	tmpl := &bench.Templates{Dir: filepath.Join(scratch, "templates")}
+	g := &grade.Grader{Shells: &grade.Sandboxed{Network: network, Fallback: fb, Hidden: []string{scratch}}, Timeout: testTimeout,
+		Checkouts: tmpl, Janitor: jan}
+	ex := &runner.Exec{Queue: q, Agent: benchAgent(fb, stderr), Grader: g, Checkouts: tmpl, Signer: signer, VKey: vkey,
+		Scratch: scratch, WorkDir: work, ProviderCap: capMap}
+	var mu sync.Mutex
+	w, err := q.NewWorker(queue.WorkerConfig{ID: id, Parallel: parallel, ExitWhenIdle: idle, Logf: func(f string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, f+"\n", a...)
+	}}, ex.Handle)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "truss: worker %s on queue %s, %d at once\n", w.ID(), q.Name(), parallel)
+	// The first signal drains (the runs in hand finish, no new one
+	// starts); the second stops at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintln(stderr, "truss: draining: finishing the runs in hand (signal again to stop at once)")
+		w.Drain()
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err = w.Run(ctx)
+	st := w.Stats()
+	fmt.Fprintf(stdout, "worker %s: %d runs, %d handed back, %d given up, %d skipped\n", w.ID(), st.Ran, st.Retried, st.GaveUp, st.Skipped)
+	return err
+}
+
+// cmdBenchStatus is `truss bench status DIR|--nats URL [--queue NAME]`.
+func cmdBenchStatus(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench status", stderr)
+	var n natsFlags
+	var name string
+	n.register(fs)
+	fs.StringVar(&name, "queue", "", "the benchmark's queue (default: DIR's, else the only one)")
+	var dir string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		dir, args = args[0], args[1:]
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if dir == "" && fs.NArg() == 1 {
+		dir = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return usagef("usage: truss bench status DIR|--nats URL [--queue NAME]")
+	}
+	if dir != "" {
+		qi, err := runner.ReadQueueInfo(dir)
+		if err != nil {
+			return fmt.Errorf("%s has no queue description (was it made by truss bench run?): %w", dir, err)
+		}
+		if n.url == "" {
+			n.url = qi.URL
+		}
+		if name == "" {
+			name = qi.Name
+		}
+	}
+	if n.url == "" {
+		return usagef("usage: truss bench status DIR|--nats URL [--queue NAME]")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o := n.options("truss bench status")
+	o.ConnectTimeout = 3 * time.Second
+	nc, err := queue.Connect(ctx, n.url, o)
+	if err != nil {
+		return fmt.Errorf("%w (an embedded server runs only while its truss bench run does)", err)
+	}
+	defer nc.Close()
+	q, err := runner.JoinQueue(ctx, nc, name)
+	if err != nil {
+		return err
+	}
+	sts, err := q.Status(ctx)
+	if err != nil {
+		return err
+	}
+	count := map[queue.State]int{}
+	var running []queue.JobStatus
+	for _, s := range sts {
+		count[s.State]++
+		if s.State == queue.Running {
+			running = append(running, s)
+		}
+	}
+	fmt.Fprintf(stdout, "queue %s: %d queued, %d running, %d done, %d failed\n", q.Name(), count[queue.Queued], count[queue.Running], count[queue.Done], count[queue.Failed])
+	slices.SortFunc(running, func(a, b queue.JobStatus) int { return a.Started.Compare(b.Started) })
+	for _, s := range running {
+		fmt.Fprintf(stdout, "  running %s on %s for %s (delivery %d)%s\n", s.ID, s.Worker, time.Since(s.Started).Round(time.Second), s.Deliveries, noteOf(s.Note))
+	}
+	for _, s := range sts {
+		if s.State == queue.Failed {
+			fmt.Fprintf(stdout, "  failed %s: %s\n", s.ID, s.Error)
+		}
+	}
+	return nil
+}
+
+func noteOf(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}

@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Arm is one configuration under test: a provider, a model, a tool surface
+// and settings. Everything else — system prompt, budgets, sandbox, task
+// text — is the same for every arm of a benchmark.
+type Arm struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	// Surface is the tool surface ("generic", "anthropic", "openai",
+	// "codex", "auto"); "" means auto.
+	Surface string `json:"surface,omitempty"`
+	// Settings are further settings of the arm (reasoning effort, …),
+	// recorded with each run.
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+var armName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ParseArm reads NAME=PROVIDER:MODEL[:SURFACE]. The name is letters,
+// digits, '.', '_' and '-' (it names files); the model may not hold a ':'
+// unless a surface follows (the last field is the surface only when there
+// are three).
+func ParseArm(s string) (Arm, error) {
+	name, spec, ok := strings.Cut(s, "=")
+	if !ok {
+		return Arm{}, fmt.Errorf("arm %q: want NAME=PROVIDER:MODEL[:SURFACE]", s)
+	}
+	if !armName.MatchString(name) {
+		return Arm{}, fmt.Errorf("arm %q: the name must be letters, digits, '.', '_' and '-'", s)
+	}
+	parts := strings.Split(spec, ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+		return Arm{}, fmt.Errorf("arm %q: want NAME=PROVIDER:MODEL[:SURFACE]", s)
+	}
+	a := Arm{Name: name, Provider: parts[0], Model: parts[1]}
+	if len(parts) == 3 {
+		if parts[2] == "" {
+			return Arm{}, fmt.Errorf("arm %q: empty surface", s)
+		}
+		a.Surface = parts[2]
+	}
+	return a, nil
+}
+
+// CrossArms makes an arm of each model (PROVIDER:MODEL) with each surface,
+// named MODEL.SURFACE (characters a name cannot hold become '_').
+func CrossArms(models, surfaces []string) ([]Arm, error) {
+	if len(surfaces) == 0 {
+		surfaces = []string{"auto"}
+	}
+	var arms []Arm
+	seen := map[string]bool{}
+	for _, m := range models {
+		prov, model, ok := strings.Cut(m, ":")
+		if !ok || prov == "" || model == "" {
+			return nil, fmt.Errorf("model %q: want PROVIDER:MODEL", m)
+		}
+		for _, s := range surfaces {
+			if s == "" {
+				return nil, fmt.Errorf("an empty surface in the list")
+			}
+			name := sanitize(model + "." + s)
+			if seen[name] {
+				return nil, fmt.Errorf("two arms named %s", name)
+			}
+			seen[name] = true
+			arms = append(arms, Arm{Name: name, Provider: prov, Model: model, Surface: s})
+		}
+	}
+	return arms, nil
+}
+
+// String is the arm as --arm takes it.
+func (a Arm) String() string {
+	s := a.Name + "=" + a.Provider + ":" + a.Model
+	if a.Surface != "" {
+		s += ":" + a.Surface
+	}
+	return s
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
+}

@@ -1,0 +1,367 @@
+// Package grade is the benchmark's grader, at the verification boundary:
+// in a fresh checkout of a task's repository at base_commit it applies the
+// model's patch, then the task's test_patch (which wins over the model's
+// changes to those files), runs the setup and the tests in a fresh
+// sandboxed shell, and reads each listed test's verdict from the test
+// runner's structured output. A task is resolved iff every FAIL_TO_PASS and
+// PASS_TO_PASS test passed; a listed test that did not run is missing and
+// counts as failed.
+package grade
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/gitsafe"
+	"github.com/trussdev/truss/internal/validate"
+)
+
+// Grader grades patches.
+type Grader struct {
+	// Shells starts the shell the setup and tests run in.
+	Shells Shells
+	// Dir is where grading checkouts are made (and removed); "" means
+	// the system's temporary directory.
+	Dir string
+	// Timeout bounds the setup and test commands together; 0 means 30
+	// minutes.
+	Timeout time.Duration
+	// Checkouts, when set, makes the checkouts from templates (faster
+	// for a task graded more than once).
+	Checkouts *bench.Templates
+	// Janitor, when set, removes the grading checkouts in the
+	// background (its owner waits for it); else they are removed before
+	// Grade returns.
+	Janitor *bench.Janitor
+}
+
+// Verdict is a grading's outcome.
+type Verdict struct {
+	Resolved bool `json:"resolved"`
+	// PatchApplied is false when the patch did not apply: nothing else
+	// was done, and Tests is empty.
+	PatchApplied bool `json:"patch_applied"`
+	// ApplyError is git apply's complaint when the patch did not apply.
+	ApplyError string `json:"apply_error,omitempty"`
+	// Tests holds each listed test's verdict.
+	Tests map[string]string `json:"tests"`
+	// Command is the test command; Setup the setup commands. Source says
+	// where the verdicts came from: "go test -json", "pytest", "junit"
+	// or "exit status" (the whole command's, for every listed test).
+	Command string   `json:"command"`
+	Setup   []string `json:"setup,omitempty"`
+	Source  string   `json:"source"`
+	// SetupFailed is the setup command that failed (the tests did not
+	// run).
+	SetupFailed string `json:"setup_failed,omitempty"`
+	ExitCode    int    `json:"exit_code"`
+	TimedOut    bool   `json:"timed_out,omitempty"`
+	// Sandbox names the sandbox the commands ran in.
+	Sandbox string `json:"sandbox,omitempty"`
+	// PatchSHA256 identifies the graded patch.
+	PatchSHA256 string `json:"patch_sha256"`
+	// PrepareS is the time spent making the checkout and applying the
+	// patches and starting the shell; TestS the setup and tests' own.
+	PrepareS float64 `json:"prepare_s"`
+	TestS    float64 `json:"test_s"`
+	// Log is the test command's output (stdout then stderr).
+	Log []byte `json:"-"`
+}
+
+// NotResolvedPatchFailed is the verdict's text when the patch did not apply.
+const NotResolvedPatchFailed = "not resolved: patch failed"
+
+// String says the verdict in a few words.
+func (v *Verdict) String() string {
+	switch {
+	case !v.PatchApplied:
+		return NotResolvedPatchFailed
+	case v.Resolved:
+		return "resolved"
+	case v.SetupFailed != "":
+		return "not resolved: setup failed"
+	}
+	failed := 0
+	for _, s := range v.Tests {
+		if s != bench.TestPassed {
+			failed++
+		}
+	}
+	return fmt.Sprintf("not resolved: %d of %d listed tests failed or missing", failed, len(v.Tests))
+}
+
+// Grade grades patch (a unified diff against base_commit; "" for none) on
+// task. An error means the grading itself could not be done (the
+// repository has no base_commit, the test_patch does not apply, no test
+// command, the sandbox cannot start), not that the patch is wrong.
+func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Verdict, error) {
+	start := time.Now()
+	v := &Verdict{Tests: map[string]string{}, PatchSHA256: digest(patch)}
+	dir, err := os.MkdirTemp(g.Dir, "grade-"+safeName(task.InstanceID)+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer g.Janitor.Remove(dir)
+	ws := filepath.Join(dir, "repo")
+	base, err := g.Checkouts.Checkout(ctx, task.RepoDir, task.BaseCommit, ws)
+	if err != nil {
+		return nil, err
+	}
+	// The patches are kept outside the checkout, where the tests cannot
+	// see them.
+	if strings.TrimSpace(patch) != "" {
+		if err := apply(ctx, ws, filepath.Join(dir, "model.patch"), patch); err != nil {
+			var ae *applyError
+			if errors.As(err, &ae) {
+				v.ApplyError = ae.msg
+				v.PrepareS = time.Since(start).Seconds()
+				return v, nil
+			}
+			return nil, err
+		}
+	}
+	v.PatchApplied = true
+	if strings.TrimSpace(task.TestPatch) != "" {
+		if err := applyTestPatch(ctx, ws, filepath.Join(dir, "test.patch"), base, task.TestPatch); err != nil {
+			return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
+		}
+	}
+	env, junit, err := testEnv(task, ws, dir)
+	if err != nil {
+		return nil, err
+	}
+	v.Command, v.Setup = env.Test, env.Setup
+	sh, err := g.Shells.Open(ws, []string{"TRUSS_BENCH_JUNIT=" + junit})
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := sh.(interface{ Enforced() string }); ok {
+		v.Sandbox = e.Enforced()
+	}
+	timeout := g.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Minute
+	}
+	runner := validate.Runner{Env: env, NewShell: func() validate.Shell { return sh }, Timeout: timeout}
+	v.PrepareS = time.Since(start).Seconds()
+	tstart := time.Now()
+	sum, res := runner.Run(ctx)
+	v.TestS = time.Since(tstart).Seconds()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	v.Log = []byte(res.Stdout + res.Stderr)
+	v.ExitCode, v.TimedOut, v.SetupFailed = sum.ExitCode, sum.TimedOut, sum.Setup
+	if res.Err != nil && res.ExitCode == nil && !res.TimedOut {
+		// The shell itself failed (it could not start, a sandbox limit).
+		return nil, fmt.Errorf("running the tests: %s", res.Err.Message)
+	}
+	verdicts, source := readVerdicts(res.Stdout+"\n"+res.Stderr, junit)
+	v.Source = source
+	for _, name := range task.Tests() {
+		switch {
+		case v.SetupFailed != "":
+			v.Tests[name] = bench.TestMissing
+		case source == "exit status":
+			v.Tests[name] = bench.TestFailed
+			if sum.OK {
+				v.Tests[name] = bench.TestPassed
+			}
+		case verdicts[name] != "":
+			v.Tests[name] = verdicts[name]
+		default:
+			v.Tests[name] = bench.TestMissing
+		}
+	}
+	v.Resolved = true
+	for _, s := range v.Tests {
+		if s != bench.TestPassed {
+			v.Resolved = false
+		}
+	}
+	return v, nil
+}
+
+// readVerdicts reads per-test verdicts from a JUnit report when the
+// command wrote one, else from go test -json or pytest output; with none
+// of them, the source is the whole command's exit status.
+func readVerdicts(out, junit string) (Verdicts, string) {
+	if doc, err := os.ReadFile(junit); err == nil {
+		if v, ok, err := ParseJUnit(doc); err == nil && ok {
+			return v, "junit"
+		}
+	}
+	if v, ok := ParseGoTestJSON([]byte(out)); ok {
+		return v, "go test -json"
+	}
+	if v, ok := ParsePytest([]byte(out)); ok {
+		return v, "pytest"
+	}
+	return nil, "exit status"
+}
+
+// testEnv is the task's setup and test commands: its own, else those
+// validate detects (go test with -json, pytest with -rA for a per-test
+// report). junit is where a test command may write a JUnit XML report
+// ($TRUSS_BENCH_JUNIT).
+func testEnv(task *bench.Task, ws, dir string) (validate.Env, string, error) {
+	junit := filepath.Join(dir, "junit.xml")
+	env := validate.Env{Setup: task.SetupCmd, Test: task.TestCmd, Source: "test_cmd"}
+	if env.Test == "" {
+		d, ok := validate.Detect(ws)
+		if !ok {
+			return env, junit, fmt.Errorf("instance %s: no test_cmd and no test command detected in the repository", task.InstanceID)
+		}
+		switch d.Test {
+		case "go test ./...":
+			d.Test = "go test -json ./..."
+		case "python -m pytest -q":
+			d.Test = "python -m pytest -rA"
+		}
+		env.Test, env.Source = d.Test, d.Source
+	}
+	return env, junit, nil
+}
+
+// applyError is a patch that does not apply.
+type applyError struct{ msg string }
+
+func (e *applyError) Error() string { return "patch does not apply: " + e.msg }
+
+// apply applies a patch to the checkout at ws with git apply, or, when git
+// refuses it, GNU patch with fuzz (as SWE-bench's evaluation does) if it
+// is installed; all or nothing.
+func apply(ctx context.Context, ws, file, patch string) error {
+	if !strings.HasSuffix(patch, "\n") {
+		patch += "\n"
+	}
+	if err := os.WriteFile(file, []byte(patch), 0o600); err != nil {
+		return err
+	}
+	g := gitsafe.Git{Dir: ws}
+	_, gerr := g.Output(ctx, "apply", "--whitespace=nowarn", file)
+	if gerr == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if _, err := exec.LookPath("patch"); err == nil {
+		args := []string{"--batch", "--fuzz=5", "-p1", "--no-backup-if-mismatch", "-r", "-", "-d", ws, "-i", file}
+		if exec.CommandContext(ctx, "patch", append([]string{"--dry-run"}, args...)...).Run() == nil {
+			if out, err := exec.CommandContext(ctx, "patch", args...).CombinedOutput(); err == nil {
+				return nil
+			} else {
+				return fmt.Errorf("patch: %v: %s", err, out)
+			}
+		}
+	}
+	msg := gerr.Error()
+	if i := strings.Index(msg, ": error: "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return &applyError{msg: msg}
+}
+
+// applyTestPatch makes every file the test patch touches what it is at
+// base (removing those base does not have), then applies the patch: the
+// hidden tests win over any change the model made to them.
+func applyTestPatch(ctx context.Context, ws, file, base, patch string) error {
+	if !strings.HasSuffix(patch, "\n") {
+		patch += "\n"
+	}
+	if err := os.WriteFile(file, []byte(patch), 0o600); err != nil {
+		return err
+	}
+	g := gitsafe.Git{Dir: ws}
+	out, err := g.Output(ctx, "apply", "--numstat", "-z", file)
+	if err != nil {
+		return err
+	}
+	paths := numstatPaths(out)
+	if len(paths) > 0 {
+		inBase, err := g.Output(ctx, append([]string{"ls-tree", "-r", "-z", "--name-only", base, "--"}, paths...)...)
+		if err != nil {
+			return err
+		}
+		var restore []string
+		have := map[string]bool{}
+		for _, p := range strings.Split(strings.TrimRight(inBase, "\x00"), "\x00") {
+			if p != "" {
+				have[p] = true
+				restore = append(restore, p)
+			}
+		}
+		for _, p := range paths {
+			if !have[p] {
+				if !filepath.IsLocal(p) {
+					return fmt.Errorf("the test patch names %q, outside the repository", p)
+				}
+				if err := os.RemoveAll(filepath.Join(ws, filepath.FromSlash(p))); err != nil {
+					return err
+				}
+			}
+		}
+		if len(restore) > 0 {
+			if _, err := g.Output(ctx, append([]string{"checkout", base, "--"}, restore...)...); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := g.Output(ctx, "apply", "--whitespace=nowarn", file); err != nil {
+		return err
+	}
+	return nil
+}
+
+// numstatPaths reads the paths of `git apply --numstat -z`: "A\tD\tPATH\0"
+// per file, or "A\tD\t\0FROM\0TO\0" for a rename.
+func numstatPaths(out string) []string {
+	var paths []string
+	fields := strings.Split(out, "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		parts := strings.SplitN(f, "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[2] != "" {
+			paths = append(paths, parts[2])
+			continue
+		}
+		if i+2 < len(fields) {
+			paths = append(paths, fields[i+1], fields[i+2])
+			i += 2
+		}
+	}
+	return paths
+}
+
+// safeName keeps the letters, digits, '-', '_' and '.' of an id.
+func safeName(id string) string {
+	b := []byte(id)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	return string(b)
+}
+
+// digest is the hex SHA-256 of s.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

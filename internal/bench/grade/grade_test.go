@@ -1,0 +1,124 @@
+package grade_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/bench/benchtest"
+	"github.com/trussdev/truss/internal/bench/grade"
+)
+
+var (
+	setOnce sync.Once
+	theSet  *benchtest.Set
+	setErr  error
+)
+
+// generated is the generated task set, made once per test binary.
+func generated(t *testing.T) *benchtest.Set {
+	t.Helper()
+	setOnce.Do(func() {
+		dir, err := mkdirTemp()
+		if err != nil {
+			setErr = err
+			return
+		}
+		theSet, setErr = benchtest.Make(context.Background(), dir, benchtest.Problems())
+	})
+	if setErr != nil {
+		t.Fatal(setErr)
+	}
+	return theSet
+}
+
+func TestGradeGenerated(t *testing.T) {
+	set := generated(t)
+	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
+	task := set.Tasks[0]
+	id := task.InstanceID
+	// A fix that also rewrites the existing test file so that it cannot
+	// fail: the test patch's version of that file wins.
+	cheat := task.Patch + "diff --git a/sub_test.go b/sub_test.go\n--- a/sub_test.go\n+++ b/sub_test.go\n@@ -3,7 +3,5 @@ package calc\n import \"testing\"\n \n func TestSub(t *testing.T) {\n-\tif Sub(3, 1) != 2 {\n-\t\tt.Fatal(\"Sub\")\n-\t}\n+\tt.Skip(\"no\")\n }\n"
+	// Breaking Sub fails the PASS_TO_PASS test.
+	breakSub := task.Patch + "diff --git a/calc.go b/calc.go\n--- a/calc.go\n+++ b/calc.go\n@@ -8,1 +8,1 @@\n-func Sub(a, b int) int { return a - b }\n+func Sub(a, b int) int { return b - a }\n"
+	tests := []struct {
+		name     string
+		patch    string
+		resolved bool
+		applied  bool
+		want     map[string]string
+	}{
+		{"gold", task.Patch, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}},
+		{"wrong", set.Wrong[id], false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}},
+		{"empty", "", false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}},
+		{"not applying", set.NotApplying[id], false, false, map[string]string{}},
+		{"garbage", "this is not a patch\n", false, false, map[string]string{}},
+		{"test patch wins", cheat, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}},
+		{"breaks a passing test", breakSub, false, true, map[string]string{"TestAdd": "passed", "TestSub": "failed"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := g.Grade(context.Background(), &task, tc.patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Resolved != tc.resolved || v.PatchApplied != tc.applied {
+				t.Fatalf("resolved %v applied %v (%s), want %v %v\n%s", v.Resolved, v.PatchApplied, v, tc.resolved, tc.applied, v.Log)
+			}
+			if len(v.Tests) != len(tc.want) {
+				t.Fatalf("tests %v, want %v", v.Tests, tc.want)
+			}
+			for k, w := range tc.want {
+				if v.Tests[k] != w {
+					t.Errorf("%s: %s, want %s\n%s", k, v.Tests[k], w, v.Log)
+				}
+			}
+			if !tc.applied && v.String() != grade.NotResolvedPatchFailed {
+				t.Errorf("verdict %q", v.String())
+			}
+			if tc.applied && v.Source != "go test -json" {
+				t.Errorf("source %q", v.Source)
+			}
+			if tc.applied && !strings.Contains(v.Sandbox, "workspace-write") {
+				t.Errorf("sandbox %q", v.Sandbox)
+			}
+		})
+	}
+}
+
+// A listed test that does not exist is missing, and the task is not
+// resolved; a missing repository commit is an error, not a verdict.
+func TestGradeMissingAndErrors(t *testing.T) {
+	set := generated(t)
+	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
+	task := set.Tasks[1]
+	task.PassToPass = append(bench.TestList{"TestNoSuchThing"}, task.PassToPass...)
+	v, err := g.Grade(context.Background(), &task, task.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Resolved || v.Tests["TestNoSuchThing"] != bench.TestMissing || v.Tests["TestMax"] != bench.TestPassed {
+		t.Fatalf("%v %v", v.Resolved, v.Tests)
+	}
+	bad := set.Tasks[1]
+	bad.BaseCommit = strings.Repeat("0", 40)
+	if _, err := g.Grade(context.Background(), &bad, ""); err == nil {
+		t.Fatal("no error for a missing commit")
+	}
+	bad = set.Tasks[1]
+	bad.TestPatch = "diff --git a/nothere.go b/nothere.go\n--- a/nothere.go\n+++ b/nothere.go\n@@ -1 +1 @@\n-x\n+y\n"
+	if _, err := g.Grade(context.Background(), &bad, ""); err == nil || !strings.Contains(err.Error(), "test_patch") {
+		t.Fatalf("err = %v", err)
+	}
+	// A test command that reports nothing per test: its exit status
+	// decides for every listed test.
+	plain := set.Tasks[1]
+	plain.TestCmd = "go test ./... >/dev/null"
+	v, err = g.Grade(context.Background(), &plain, plain.Patch)
+	if err != nil || !v.Resolved || v.Source != "exit status" {
+		t.Fatalf("%v %+v", err, v)
+	}
+}

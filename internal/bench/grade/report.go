@@ -1,0 +1,180 @@
+package grade
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/trussdev/truss/internal/bench"
+)
+
+// Verdicts maps test names to "passed" or "failed", as a test runner's
+// structured output reported them.
+type Verdicts map[string]string
+
+// set records a verdict; a failure of a name wins over a pass of the same
+// name (the same test name in two packages).
+func (v Verdicts) set(name, verdict string) {
+	if name == "" {
+		return
+	}
+	if v[name] == bench.TestFailed {
+		return
+	}
+	v[name] = verdict
+}
+
+// goEvent is one line of `go test -json` (test2json's TestEvent).
+type goEvent struct {
+	Action  string
+	Package string
+	Test    string
+}
+
+// ParseGoTestJSON reads the verdicts of `go test -json` output: each test's
+// pass, fail or skip event (a skipped test did not pass, so it counts as
+// failed). Each test is recorded under its name (TestX, TestX/sub) and
+// under PACKAGE.NAME. Lines that are not test2json events are ignored. ok
+// reports whether any event was read.
+func ParseGoTestJSON(out []byte) (v Verdicts, ok bool) {
+	v = Verdicts{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var ev goEvent
+		if json.Unmarshal(line, &ev) != nil || ev.Action == "" {
+			continue
+		}
+		ok = true
+		var verdict string
+		switch ev.Action {
+		case "pass":
+			verdict = bench.TestPassed
+		case "fail", "skip":
+			verdict = bench.TestFailed
+		default:
+			continue
+		}
+		if ev.Test == "" {
+			continue
+		}
+		v.set(ev.Test, verdict)
+		if ev.Package != "" {
+			v.set(ev.Package+"."+ev.Test, verdict)
+		}
+	}
+	return v, ok
+}
+
+var (
+	// pytest's -rA short summary: "PASSED tests/x.py::test_a",
+	// "FAILED tests/x.py::test_b - AssertionError: ...".
+	pytestSummary = regexp.MustCompile(`^(PASSED|FAILED|ERROR|XFAIL|XPASS) (.+)$`)
+	// pytest -v: "tests/x.py::test_a PASSED  [ 50%]".
+	pytestVerbose = regexp.MustCompile(`^(\S+::\S.*?) (PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)(?:\s+\[\s*\d+%\])?$`)
+)
+
+// ParsePytest reads pytest's report: the short test summary that -rA
+// prints (PASSED, FAILED, ERROR, XFAIL, XPASS lines) and -v's per-test
+// lines. PASSED and XFAIL are passes; FAILED, ERROR, XPASS and SKIPPED
+// failures, as SWE-bench counts them. ok reports whether any line was
+// read.
+func ParsePytest(out []byte) (v Verdicts, ok bool) {
+	v = Verdicts{}
+	verdict := func(status string) string {
+		if status == "PASSED" || status == "XFAIL" {
+			return bench.TestPassed
+		}
+		return bench.TestFailed
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimRight(line, "\r ")
+		if m := pytestSummary.FindStringSubmatch(line); m != nil {
+			name := cutMessage(m[2])
+			if !strings.Contains(name, "::") && !strings.HasSuffix(name, ".py") {
+				continue
+			}
+			v.set(name, verdict(m[1]))
+			ok = true
+		} else if m := pytestVerbose.FindStringSubmatch(line); m != nil {
+			v.set(m[1], verdict(m[2]))
+			ok = true
+		}
+	}
+	return v, ok
+}
+
+// cutMessage cuts the " - message" pytest appends to a summary line's test
+// id, outside the brackets of a parametrized id (whose values may hold
+// " - " themselves).
+func cutMessage(s string) string {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[':
+			depth++
+		case ']':
+			depth = max(0, depth-1)
+		case ' ':
+			if depth == 0 && strings.HasPrefix(s[i:], " - ") {
+				return s[:i]
+			}
+		}
+	}
+	return s
+}
+
+// junitCase is a JUnit XML testcase.
+type junitCase struct {
+	Name      string    `xml:"name,attr"`
+	Classname string    `xml:"classname,attr"`
+	File      string    `xml:"file,attr"`
+	Failure   *struct{} `xml:"failure"`
+	Error     *struct{} `xml:"error"`
+	Skipped   *struct{} `xml:"skipped"`
+}
+
+// ParseJUnit reads a JUnit XML report (pytest --junitxml, Maven Surefire,
+// go-junit-report, …): every testcase at any depth, recorded under its
+// name, CLASSNAME.NAME and CLASSNAME::NAME; a failure, error or skip is a
+// failure. ok reports whether the document held a testcase.
+func ParseJUnit(doc []byte) (v Verdicts, ok bool, err error) {
+	v = Verdicts{}
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	for {
+		tok, terr := dec.Token()
+		if terr != nil {
+			if errors.Is(terr, io.EOF) {
+				return v, ok, nil
+			}
+			return v, ok, terr
+		}
+		se, isStart := tok.(xml.StartElement)
+		if !isStart || se.Name.Local != "testcase" {
+			continue
+		}
+		var c junitCase
+		if err := dec.DecodeElement(&c, &se); err != nil {
+			return v, ok, err
+		}
+		verdict := bench.TestPassed
+		if c.Failure != nil || c.Error != nil || c.Skipped != nil {
+			verdict = bench.TestFailed
+		}
+		ok = true
+		v.set(c.Name, verdict)
+		if c.Classname != "" {
+			v.set(c.Classname+"."+c.Name, verdict)
+			v.set(c.Classname+"::"+c.Name, verdict)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package grade_test
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/trussdev/truss/internal/bench/grade"
+)
+
+func TestParseGoTestJSON(t *testing.T) {
+	out := `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"fail","Package":"p","Test":"TestB/sub","Elapsed":0}
+{"Action":"skip","Package":"p","Test":"TestC","Elapsed":0}
+{"Action":"pass","Package":"q","Test":"TestB/sub","Elapsed":0}
+# a line that is not an event
+{"ImportPath":"r [r.test]","Action":"build-fail"}
+{"Action":"fail","Package":"p","Elapsed":0}
+`
+	v, ok := grade.ParseGoTestJSON([]byte(out))
+	want := grade.Verdicts{"TestA": "passed", "p.TestA": "passed", "TestB/sub": "failed", "p.TestB/sub": "failed",
+		"q.TestB/sub": "passed", "TestC": "failed", "p.TestC": "failed"}
+	if !ok || !maps.Equal(v, want) {
+		t.Fatalf("%v %v", ok, v)
+	}
+	if _, ok := grade.ParseGoTestJSON([]byte("ok  \tp\t0.1s\n")); ok {
+		t.Fatal("plain output read as JSON")
+	}
+}
+
+func TestParsePytest(t *testing.T) {
+	out := `tests/test_a.py::test_one PASSED                                   [ 25%]
+tests/test_a.py::test_two FAILED                                   [ 50%]
+=========================== short test summary info ============================
+PASSED tests/test_a.py::test_one
+PASSED tests/test_b.py::TestK::test_p[a - b]
+FAILED tests/test_a.py::test_two - AssertionError: assert 1 == 2
+ERROR tests/test_c.py::test_err - fixture 'x' not found
+XFAIL tests/test_c.py::test_xf - reason
+XPASS tests/test_c.py::test_xp
+SKIPPED [1] tests/test_c.py:10: unconditional skip
+FAILED some text that is not a test
+========== 2 failed, 3 passed in 0.12s ==========
+`
+	v, ok := grade.ParsePytest([]byte(out))
+	want := grade.Verdicts{"tests/test_a.py::test_one": "passed", "tests/test_a.py::test_two": "failed",
+		"tests/test_b.py::TestK::test_p[a - b]": "passed", "tests/test_c.py::test_err": "failed",
+		"tests/test_c.py::test_xf": "passed", "tests/test_c.py::test_xp": "failed"}
+	if !ok || !maps.Equal(v, want) {
+		t.Fatalf("%v\n%v", ok, v)
+	}
+}
+
+func TestParseJUnit(t *testing.T) {
+	doc := `<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" tests="3">
+<testcase classname="tests.test_a" name="test_one" time="0.1"/>
+<testcase classname="tests.test_a" name="test_two"><failure message="x">trace</failure></testcase>
+<testcase classname="tests.test_a" name="test_three"><skipped/></testcase>
+<testsuite name="nested"><testcase name="TestGo"><error/></testcase></testsuite>
+</testsuite></testsuites>`
+	v, ok, err := grade.ParseJUnit([]byte(doc))
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	for name, want := range map[string]string{"test_one": "passed", "tests.test_a.test_one": "passed", "tests.test_a::test_two": "failed",
+		"test_three": "failed", "TestGo": "failed"} {
+		if v[name] != want {
+			t.Errorf("%s: %q, want %q", name, v[name], want)
+		}
+	}
+	if _, _, err := grade.ParseJUnit([]byte("<testsuite><testcase name='x'>")); err == nil {
+		t.Error("no error for a cut document")
+	}
+}
+
+func FuzzParseGoTestJSON(f *testing.F) {
+	f.Add([]byte(`{"Action":"pass","Package":"p","Test":"TestA"}` + "\n" + `{"Action":"fail","Test":"TestA"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, _ := grade.ParseGoTestJSON(b)
+		for _, s := range v {
+			if s != "passed" && s != "failed" {
+				t.Fatalf("verdict %q", s)
+			}
+		}
+	})
+}
+
+func FuzzParsePytest(f *testing.F) {
+	f.Add([]byte("PASSED a.py::t\nFAILED a.py::u - x\na.py::v SKIPPED [ 1%]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, _ := grade.ParsePytest(b)
+		for k, s := range v {
+			if k == "" || (s != "passed" && s != "failed") {
+				t.Fatalf("%q: %q", k, s)
+			}
+		}
+	})
+}
+
+func FuzzParseJUnit(f *testing.F) {
+	f.Add([]byte(`<testsuite><testcase classname="c" name="n"><failure/></testcase></testsuite>`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, _, _ := grade.ParseJUnit(b)
+		for _, s := range v {
+			if s != "passed" && s != "failed" {
+				t.Fatalf("verdict %q", s)
+			}
+		}
+	})
+}

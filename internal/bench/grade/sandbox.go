@@ -1,0 +1,116 @@
+package grade
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/tool/shell"
+	"github.com/trussdev/truss/internal/toolcache"
+	"github.com/trussdev/truss/internal/validate"
+)
+
+// Shells starts the fresh shells a grading runs its commands in.
+type Shells interface {
+	// Open starts a fresh shell whose working directory is dir, with env
+	// (NAME=VALUE) set. Closing the shell releases everything Open made.
+	Open(dir string, env []string) (validate.Shell, error)
+}
+
+// Sandboxed starts each shell in a sandbox of its own (internal/sandbox):
+// workspace-write over the grading directory, the network off unless
+// Network is set, the build and package caches of CacheDir, the ledger's
+// signing key and Hidden hidden. It is what `truss bench` grades with.
+type Sandboxed struct {
+	// CacheDir holds the sandboxed commands' build and package caches
+	// (toolcache.For); "" means a directory of toolcache.DirFor("bench").
+	CacheDir string
+	Network  bool
+	// Fallback is the weaker sandbox accepted when this host cannot
+	// enforce the policy ("" refuses).
+	Fallback sandbox.Fallback
+	// Hidden are further paths the graded commands must not read (the
+	// task file, other repositories).
+	Hidden []string
+	// Timeout is each command's timeout; 0 means 30 minutes.
+	Timeout time.Duration
+
+	once sync.Once
+	host sandbox.Host
+}
+
+// Open implements Shells.
+func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
+	s.once.Do(func() { s.host = sandbox.Probe() })
+	tmp, err := os.MkdirTemp("", "truss-grade-")
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (validate.Shell, error) {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	cacheDir := s.CacheDir
+	if cacheDir == "" {
+		if cacheDir, err = toolcache.DirFor("bench"); err != nil {
+			return fail(err)
+		}
+	}
+	caches := toolcache.For(cacheDir, s.Network)
+	if err := caches.Make(); err != nil {
+		return fail(err)
+	}
+	p := sandbox.DefaultPolicy(dir, tmp)
+	p.Network = s.Network
+	p.Writable = append(p.Writable, caches.Writable...)
+	if kd, err := ledger.KeyDir(); err == nil {
+		p.Hidden = append(p.Hidden, filepath.Join(kd, "ledger.key"))
+	}
+	p.Hidden = append(p.Hidden, s.Hidden...)
+	plan, err := sandbox.MakePlan(p, s.host, s.Fallback)
+	if err != nil {
+		return fail(fmt.Errorf("the grading sandbox: %w", err))
+	}
+	sb, err := sandbox.New(plan)
+	if err != nil {
+		return fail(fmt.Errorf("the grading sandbox: %w", err))
+	}
+	timeout := s.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Minute
+	}
+	own := filepath.Join(tmp, "shell")
+	if err := os.Mkdir(own, 0o700); err != nil {
+		sb.Close()
+		return fail(err)
+	}
+	sh := shell.New(shell.Config{Dir: dir, Timeout: timeout, Env: os.Environ(),
+		SetEnv:    append(append([]string{"TMPDIR=" + tmp}, caches.Env...), env...),
+		MaxOutput: maxLog, TmpDir: own, Launcher: sb, Guard: sb.Guard})
+	return &sandboxShell{Session: sh, sb: sb, tmp: tmp, enforced: plan.Enforced()}, nil
+}
+
+// maxLog caps each stream of a test command kept for its verdicts.
+const maxLog = 64 << 20
+
+// sandboxShell is a shell with its own sandbox and temporary directory.
+type sandboxShell struct {
+	*shell.Session
+	sb       *sandbox.Sandbox
+	tmp      string
+	enforced string
+}
+
+// Enforced names the sandbox the commands ran in (for the record).
+func (s *sandboxShell) Enforced() string { return s.enforced }
+
+func (s *sandboxShell) Close() error {
+	err := s.Session.Close()
+	s.sb.Close()
+	os.RemoveAll(s.tmp)
+	return err
+}

@@ -1,0 +1,176 @@
+// Package harnessagent is the agent of `truss bench run`: each run is a
+// session of the harness (package harness) on the run's workspace,
+// recorded into the run's ledger, with the arm's provider, model and
+// surface and everything else the same for every arm.
+package harnessagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/bench/runner"
+	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/sandbox"
+)
+
+// Agent runs each run as a harness session. Its zero value runs with the
+// harness's defaults; it is safe for concurrent use (each Run opens its
+// own session).
+type Agent struct {
+	// Version is Truss's version, recorded in each run's ledger.
+	Version string
+	// Fallback accepts a weaker sandbox for the agent's commands where
+	// this host cannot enforce one (the grader's is set apart).
+	Fallback sandbox.Fallback
+	// Network lets the agent's commands use the network (off by
+	// default, for every arm).
+	Network bool
+	// ShellTimeout is a command's timeout (0: the harness's default).
+	ShellTimeout time.Duration
+	// KeyDir holds the signing key of sub-agents' ledgers ("" for the
+	// installation's; the run's own ledger is the runner's).
+	KeyDir string
+	// OnWarning, when set, is told of a run's warnings (a ledger event
+	// that could not be written, a model without a profile, …).
+	OnWarning func(spec *runner.RunSpec, msg string)
+}
+
+var _ runner.Agent = (*Agent)(nil)
+
+// Options returns the harness options of one run: the arm's provider,
+// model and surface on spec.Workspace, no session store, spec.Ledger as
+// the session's ledger, spec.Hidden hidden from every command, spec's
+// budgets and environment, no MCP servers and a memory directory of the
+// run's own (memoryDir). It is exported for tests and for callers that
+// run a session themselves.
+func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options {
+	arm := spec.Arm
+	net := a.Network
+	o := harness.Options{
+		Version:  a.Version,
+		Provider: arm.Provider, Model: arm.Model, Surface: arm.Surface,
+		Root:         spec.Workspace,
+		ShellTimeout: a.ShellTimeout,
+		MemoryDir:    memoryDir,
+		// The runs share build caches (content-addressed), not one per
+		// workspace path.
+		CacheName: "truss-bench",
+		Sandbox:   harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: spec.Hidden},
+		Budget: agent.Budget{MaxTurns: spec.Budgets.MaxTurns, MaxTokens: spec.Budgets.MaxTokens,
+			MaxCost: spec.Budgets.MaxCostUSD, MaxWall: spec.Budgets.WallTime},
+		NoSession: true,
+		Ledger:    spec.Ledger,
+		KeyDir:    a.KeyDir,
+		// The grader is the verification boundary: the agent's validate
+		// tool runs the task's checks when the model calls it, and no
+		// boundary runs at the end of the session.
+		Validation: harness.ValidationOptions{TestCmd: spec.TestCmd, SetupCmds: spec.SetupCmd, OnDemand: true},
+		MCP:        harness.MCPOptions{Off: true},
+	}
+	if arm.Provider == "sim" {
+		o.SimScript, o.SimRoot, o.SimDialect = spec.Script, spec.Workspace, SimDialect(arm.Model, arm.Surface)
+	}
+	if a.OnWarning != nil {
+		o.OnWarning = func(msg string) { a.OnWarning(spec, msg) }
+	}
+	return o
+}
+
+// SimDialect is the API dialect the simulated model speaks for an arm: the
+// one a typed surface needs, else the one its model's name suggests
+// (sim-gpt… speaks OpenAI's Responses API, any other Anthropic's).
+func SimDialect(model, surface string) string {
+	switch surface {
+	case "anthropic":
+		return "anthropic"
+	case "openai", "codex":
+		return "responses"
+	}
+	if ok, _ := path.Match("sim-gpt*", model); ok {
+		return "responses"
+	}
+	return "anthropic"
+}
+
+// Run implements runner.Agent: it opens the run's session, runs the task,
+// and closes the session (draining its recorder into spec.Ledger, which
+// stays open for the runner's verdict). An error is the harness's (the
+// session could not be opened, the model could not be reached at all, the
+// ledger missed an event), not the model's work, which is in the outcome.
+func (a *Agent) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome, error) {
+	mem, err := os.MkdirTemp("", "truss-bench-memory-")
+	if err != nil {
+		return runner.RunOutcome{}, err
+	}
+	defer os.RemoveAll(mem)
+	o := a.Options(&spec, mem)
+	var timer modelTimer
+	rl := spec.RateLimit
+	o.Observers = append(o.Observers, agent.ObserverFunc(func(ev agent.Event) {
+		if ev.Type == agent.EventTurnStarted && rl != nil {
+			// Every run of the provider holds its requests while one of
+			// them is told to back off. The loop waits for its observers,
+			// so the request is sent after the wait.
+			rl.Wait(ctx)
+		}
+		timer.observe(ev)
+	}))
+	if rl != nil {
+		o.OnRetry = func(_ int, wait time.Duration, err error) {
+			if pe, ok := errors.AsType[*provider.Error](err); ok && pe.Kind == provider.ErrRateLimited {
+				rl.Backoff(wait)
+			}
+		}
+	}
+	s, err := harness.Open(ctx, o)
+	if err != nil {
+		return runner.RunOutcome{}, fmt.Errorf("opening the session: %w", err)
+	}
+	out, err := s.Run(ctx, spec.Task)
+	cerr := s.Close()
+	res := runner.RunOutcome{Turns: out.Agent.Turns, Usage: out.Usage, StopReason: string(out.Agent.Status), ModelTime: timer.total()}
+	switch {
+	case err != nil:
+		return res, err
+	case out.Unreached:
+		return res, fmt.Errorf("the model could not be reached: %w", out.Agent.Err)
+	case cerr != nil:
+		return res, fmt.Errorf("recording the session: %w", cerr)
+	}
+	return res, nil
+}
+
+// modelTimer adds up the time from each request to its response (or its
+// failure): the time spent waiting for the model.
+type modelTimer struct {
+	mu    sync.Mutex
+	start time.Time
+	sum   time.Duration
+}
+
+func (t *modelTimer) observe(ev agent.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch ev.Type {
+	case agent.EventTurnStarted:
+		t.start = time.Now()
+	case agent.EventResponse, agent.EventTurnFailed:
+		if !t.start.IsZero() {
+			t.sum += time.Since(t.start)
+			t.start = time.Time{}
+		}
+	}
+}
+
+func (t *modelTimer) total() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sum
+}

@@ -1,0 +1,187 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/queue"
+)
+
+// dispatch runs jobs through the queue: it publishes them (once; a
+// resumed benchmark finds those still queued), runs a worker in this
+// process unless RemoteOnly, and accepts exactly one verified result per
+// run into results.jsonl and the arm's predictions.
+func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[predKey]*bench.Journal, jobs []job, sum *Summary) error {
+	q := r.Queue
+	if q == nil {
+		var err error
+		var closeQ func()
+		if q, closeQ, err = OpenQueue(ctx, r.Net, r.Out); err != nil {
+			return err
+		}
+		defer closeQ()
+	}
+	tmp, err := os.MkdirTemp("", "truss-bench-queue-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var bundles map[string]string
+	if r.Bundles {
+		if bundles, err = PutBundles(ctx, q, r.Tasks, tmp); err != nil {
+			return err
+		}
+	}
+	hidden := r.hidden()
+	byID := map[string]job{}
+	var qjobs []queue.Job
+	for _, j := range jobs {
+		if j.arm.Provider == "sim" {
+			sc, err := r.Scripts.For(j.task.InstanceID, j.arm.Surface)
+			if err != nil {
+				return err
+			}
+			j.script = sc
+		}
+		p := JobPayload{Task: *j.task, RepoDir: j.task.RepoDir, RepoBundle: bundles[j.task.RepoDir], Arm: j.arm, Repeat: j.repeat,
+			Budgets: r.Budgets, ShowHints: r.ShowHints, Script: j.script, Hidden: hidden, Grade: j.grade, Patch: j.patch}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		id := JobID(bench.RunKey{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat})
+		byID[id] = j
+		qjobs = append(qjobs, queue.Job{ID: id, Payload: b})
+	}
+	if len(qjobs) == 0 {
+		return nil
+	}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	parallel := max(r.Parallel, 1)
+	if !r.RemoteOnly {
+		ex := &Exec{Queue: q, Agent: r.Agent, Grader: r.Grader, Checkouts: r.Checkouts, Signer: r.Signer, VKey: r.VKey,
+			Scratch: filepath.Join(tmp, "worker"), WorkDir: r.WorkDir, ProviderCap: r.ProviderCap}
+		if err := os.MkdirAll(ex.Scratch, 0o700); err != nil {
+			return err
+		}
+		w, err := q.NewWorker(queue.WorkerConfig{ID: r.WorkerID, Parallel: parallel, Logf: r.Logf}, ex.Handle)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Run(cctx)
+		}()
+		defer stop() // the worker stops before the wait above
+	}
+	ver := &Verifier{Queue: q, Keys: append([]string{r.VKey}, r.TrustKeys...), Incoming: filepath.Join(tmp, "incoming")}
+	var mu sync.Mutex
+	started := time.Now()
+	accept := func(_ context.Context, qr queue.Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		j, ok := byID[qr.JobID]
+		if !ok {
+			return nil
+		}
+		res, patch, err := r.accepted(qr, j, ver)
+		if err != nil {
+			return err
+		}
+		if pj := preds[predKey{j.arm.Name, j.repeat}]; pj != nil {
+			if err := pj.Append(bench.Prediction{InstanceID: j.task.InstanceID, ModelNameOrPath: j.arm.Name, ModelPatch: patch}); err != nil {
+				return err
+			}
+		}
+		if err := rf.Add(res); err != nil {
+			return err
+		}
+		sum.Ran++
+		sum.CostUSD += res.CostUSD
+		if res.Resolved {
+			sum.Resolved[j.arm.Name]++
+		}
+		if res.Error != "" {
+			sum.Errors++
+		}
+		if r.Progress != nil {
+			r.Progress(Progress{Done: sum.Skipped + sum.Ran, Total: sum.Total, Last: res, Resolved: copyMap(sum.Resolved),
+				CostUSD: sum.CostUSD, Elapsed: time.Since(started), RanNow: sum.Ran, Remaining: len(jobs) - sum.Ran, Parallel: parallel})
+		}
+		if r.CostBudget > 0 && sum.CostUSD >= r.CostBudget && sum.Ran < len(jobs) {
+			sum.BudgetReached = true
+			stop()
+		}
+		return nil
+	}
+	_, err = q.Coordinate(cctx, qjobs, queue.CoordinatorConfig{
+		Done: func(id string) bool {
+			j, ok := byID[id]
+			if !ok {
+				return false
+			}
+			_, done := rf.Done(bench.RunKey{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat})
+			return done
+		},
+		Verify: ver.Verify,
+		Accept: accept,
+		Rejected: func(qr queue.Result, err error) {
+			if r.Logf != nil {
+				r.Logf("truss: the result of %s from worker %s is rejected: %v", qr.JobID, qr.Worker, err)
+			}
+		},
+		Logf: r.Logf,
+	})
+	stop()
+	if sum.BudgetReached || ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// accepted turns a verified queue result into a result line: the run's
+// ledger moved under Out, the worker and the deliveries recorded.
+func (r *Runner) accepted(qr queue.Result, j job, ver *Verifier) (bench.Result, string, error) {
+	res := bench.Result{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat, Tests: map[string]string{},
+		ToolCalls: map[string]int{}, CapabilityCalls: map[string]int{}}
+	var patch string
+	if qr.Error != "" || qr.GaveUp {
+		res.Error = qr.Error
+		if res.Error == "" {
+			res.Error = "given up"
+		}
+	} else {
+		var p ResultPayload
+		if err := json.Unmarshal(qr.Payload, &p); err != nil {
+			res.Error = fmt.Sprintf("the worker's result: %v", err)
+		} else {
+			res, patch = p.Result, p.Patch
+			in := ver.incoming(qr)
+			if _, err := os.Stat(in); err == nil {
+				dir := LedgerDir(r.Out, j.task.InstanceID, j.arm.Name, j.repeat)
+				if err := setAside(dir); err != nil {
+					return res, "", err
+				}
+				if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+					return res, "", err
+				}
+				if err := os.Rename(in, dir); err != nil {
+					return res, "", err
+				}
+				res.Ledger.Dir = dir
+			}
+		}
+	}
+	res.Worker, res.Deliveries = qr.Worker, qr.Deliveries
+	return res, patch, nil
+}

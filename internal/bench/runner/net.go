@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trussdev/truss/internal/queue"
+)
+
+// Net is where a benchmark's queue lives: an existing NATS deployment
+// (URL), or a server embedded in the coordinator, its store in the bench
+// directory, on loopback unless Listen names another address (which needs
+// Auth).
+type Net struct {
+	// URL is an existing NATS deployment ("" embeds a server).
+	URL     string
+	Connect queue.ConnectOptions
+	// Listen and Auth configure the embedded server.
+	Listen string
+	Auth   queue.Auth
+	// AckWait is the queue's ack wait (0: queue.DefaultAckWait).
+	AckWait time.Duration
+}
+
+// QueueInfo is DIR/queue.json, written by the coordinator: where its
+// queue is, for `truss bench status DIR` and for workers.
+type QueueInfo struct {
+	// URL is the server's address, without credentials.
+	URL string `json:"url"`
+	// Name is the queue's name.
+	Name string `json:"name"`
+}
+
+// QueueInfoFile is the name of the queue's description in a bench
+// directory.
+const QueueInfoFile = "queue.json"
+
+// OpenQueue opens the benchmark's queue for the coordinator of out and
+// records where it is in out/queue.json. close releases the connection
+// and the embedded server.
+func OpenQueue(ctx context.Context, n Net, out string) (q *queue.Queue, close func(), err error) {
+	var closers []func()
+	close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			close()
+		}
+	}()
+	var nc *nats.Conn
+	url := n.URL
+	if url == "" {
+		srv, err := queue.StartServer(ctx, queue.ServerConfig{Dir: filepath.Join(out, "queue"), Listen: n.Listen, Auth: n.Auth})
+		if err != nil {
+			return nil, close, err
+		}
+		closers = append(closers, srv.Shutdown)
+		if nc, err = srv.Connect("truss bench coordinator"); err != nil {
+			return nil, close, err
+		}
+		url = srv.URL()
+	} else {
+		o := n.Connect
+		o.Name = "truss bench coordinator"
+		if nc, err = queue.Connect(ctx, url, o); err != nil {
+			return nil, close, err
+		}
+	}
+	closers = append(closers, nc.Close)
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return nil, close, err
+	}
+	q, err = queue.Open(ctx, nc, queue.NameFor(abs), queue.Config{AckWait: n.AckWait})
+	if err != nil {
+		return nil, close, err
+	}
+	b, _ := json.MarshalIndent(QueueInfo{URL: redact(url), Name: q.Name()}, "", "  ")
+	if err := writeAtomic(filepath.Join(out, QueueInfoFile), append(b, '\n')); err != nil {
+		return nil, close, err
+	}
+	return q, close, nil
+}
+
+// ReadQueueInfo reads DIR/queue.json.
+func ReadQueueInfo(dir string) (QueueInfo, error) {
+	var qi QueueInfo
+	b, err := os.ReadFile(filepath.Join(dir, QueueInfoFile))
+	if err != nil {
+		return qi, err
+	}
+	if err := json.Unmarshal(b, &qi); err != nil {
+		return qi, fmt.Errorf("%s: %w", filepath.Join(dir, QueueInfoFile), err)
+	}
+	return qi, nil
+}
+
+// JoinQueue joins the queue name on nc; with name "", the only benchmark
+// queue the deployment holds (an error when there are none or several).
+func JoinQueue(ctx context.Context, nc *nats.Conn, name string) (*queue.Queue, error) {
+	if name == "" {
+		names, err := Queues(ctx, nc)
+		if err != nil {
+			return nil, err
+		}
+		switch len(names) {
+		case 0:
+			return nil, fmt.Errorf("%w: the deployment holds no benchmark queue yet", queue.ErrNoQueue)
+		case 1:
+			name = names[0]
+		default:
+			return nil, fmt.Errorf("the deployment holds several benchmark queues (%s): name one with --queue", strings.Join(names, ", "))
+		}
+	}
+	return queue.Join(ctx, nc, name)
+}
+
+// Queues lists the names of the benchmark queues a deployment holds.
+func Queues(ctx context.Context, nc *nats.Conn) ([]string, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	l := js.StreamNames(ctx)
+	for s := range l.Name() {
+		if n, ok := strings.CutPrefix(s, "TRUSS_"); ok {
+			if n, ok := strings.CutSuffix(n, "_JOBS"); ok {
+				out = append(out, n)
+			}
+		}
+	}
+	if err := l.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+		return nil, fmt.Errorf("listing the queues: %w", err)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// redact drops credentials from a URL list.
+func redact(u string) string {
+	parts := strings.Split(u, ",")
+	for i, p := range parts {
+		if s := strings.Index(p, "://"); s >= 0 {
+			rest := p[s+3:]
+			if at := strings.LastIndexByte(rest, '@'); at >= 0 && !strings.Contains(rest[:at], "/") {
+				parts[i] = p[:s+3] + rest[at+1:]
+			}
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

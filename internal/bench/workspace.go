@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/trussdev/truss/internal/gitsafe"
+)
+
+// Checkout makes dst (which must not exist, or be empty) a fresh
+// repository holding the tree of commit from the repository at repo, and
+// nothing else of it: a new repository into which that one commit is
+// fetched without its history (depth 1), checked out detached. Neither
+// later commits, other branches, stashes nor unreachable objects of repo
+// reach dst, so a workspace made this way holds nothing of a task's hidden
+// tests but what base_commit itself holds. HEAD is commit's own id.
+//
+// Git runs through gitsafe: none of repo's hooks, filters or drivers run.
+// It returns the id of the commit checked out (commit may be any
+// revision repo resolves: a branch, a tag).
+func Checkout(ctx context.Context, repo, commit, dst string) (string, error) {
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	g := gitsafe.Git{Dir: dst}
+	if _, err := g.Output(ctx, "init", "-q", "--initial-branch=truss-bench"); err != nil {
+		return "", fmt.Errorf("checkout: %w", err)
+	}
+	// gitsafe forbids every transport; this one fetch from a local
+	// directory is allowed explicitly (a -c option wins over the
+	// environment's settings).
+	url := "file://" + filepath.ToSlash(abs)
+	if _, err := g.Output(ctx, "-c", "protocol.file.allow=always", "fetch", "-q", "--depth=1", "--no-tags",
+		"--no-write-fetch-head", url, "+"+commit+":refs/truss/base"); err != nil {
+		return "", fmt.Errorf("repository %s has no commit %s: %w", repo, commit, err)
+	}
+	if _, err := g.Output(ctx, "checkout", "-q", "--detach", "refs/truss/base"); err != nil {
+		return "", fmt.Errorf("checkout of %s: %w", commit, err)
+	}
+	if _, err := g.Output(ctx, "update-ref", "-d", "refs/truss/base"); err != nil {
+		return "", fmt.Errorf("checkout: %w", err)
+	}
+	return Head(ctx, dst)
+}
+
+// Head returns the commit checked out in dir.
+func Head(ctx context.Context, dir string) (string, error) {
+	out, err := gitsafe.Git{Dir: dir}.Output(ctx, "rev-parse", "HEAD")
+	return strings.TrimSpace(out), err
+}
+
+// Diff returns the changes of the working tree at dir against commit as a
+// binary-safe git patch: every tracked file changed or deleted and every
+// untracked file not ignored, added. It stages them in dir's index (the
+// workspace is done with by then).
+func Diff(ctx context.Context, dir, commit string) (string, error) {
+	g := gitsafe.Git{Dir: dir}
+	if _, err := g.Output(ctx, "add", "-A", "--", "."); err != nil {
+		return "", fmt.Errorf("diff of the workspace: %w", err)
+	}
+	out, err := g.Output(ctx, "diff", "--cached", "--binary", "--no-color", "--no-renames", commit, "--")
+	if err != nil {
+		return "", fmt.Errorf("diff of the workspace: %w", err)
+	}
+	return out, nil
+}
+
+// Templates makes checkouts from a fetched copy of each repository's
+// commit kept in Dir: the first checkout of a (repository, commit) fetches
+// it once (as Checkout does) into a template holding that one commit and
+// no working tree; every checkout then copies the template's .git and
+// writes the working tree from it, which spares each run the fetch (the
+// packing and indexing of every object). Copies share no file with the
+// template or with each other. Safe for concurrent use.
+type Templates struct {
+	// Dir holds the templates; the caller removes it when done.
+	Dir string
+
+	mu sync.Mutex
+	m  map[[2]string]*template
+}
+
+type template struct {
+	mu   sync.Mutex
+	done bool
+	dir  string
+	head string
+	err  error
+}
+
+// Checkout makes dst a checkout of commit from repo, like the package's
+// Checkout, through a template; with a nil t, by the package's Checkout.
+func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (string, error) {
+	if t == nil {
+		return Checkout(ctx, repo, commit, dst)
+	}
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		return "", err
+	}
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = map[[2]string]*template{}
+	}
+	k := [2]string{abs, commit}
+	tp := t.m[k]
+	if tp == nil {
+		tp = &template{dir: filepath.Join(t.Dir, fmt.Sprintf("template-%d", len(t.m)))}
+		t.m[k] = tp
+	}
+	t.mu.Unlock()
+	tp.mu.Lock()
+	if !tp.done {
+		head, err := fetchTemplate(ctx, abs, commit, tp.dir)
+		if err != nil && ctx.Err() != nil {
+			// Cut short by this caller's context: not the template's
+			// failure, so the next caller fetches it again.
+			os.RemoveAll(tp.dir)
+			tp.mu.Unlock()
+			return "", err
+		}
+		tp.head, tp.err, tp.done = head, err, true
+	}
+	head, terr := tp.head, tp.err
+	tp.mu.Unlock()
+	if terr != nil {
+		return "", terr
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.CopyFS(filepath.Join(dst, ".git"), os.DirFS(filepath.Join(tp.dir, ".git"))); err != nil {
+		return "", fmt.Errorf("checkout: %w", err)
+	}
+	if _, err := (gitsafe.Git{Dir: dst}).Output(ctx, "reset", "-q", "--hard", head); err != nil {
+		return "", fmt.Errorf("checkout of %s: %w", commit, err)
+	}
+	return head, nil
+}
+
+// fetchTemplate fetches commit from repo into a new repository at dir,
+// with HEAD detached at it and no working tree written.
+func fetchTemplate(ctx context.Context, repo, commit, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	g := gitsafe.Git{Dir: dir}
+	if _, err := g.Output(ctx, "init", "-q", "--initial-branch=truss-bench"); err != nil {
+		return "", fmt.Errorf("checkout: %w", err)
+	}
+	if _, err := g.Output(ctx, "-c", "protocol.file.allow=always", "fetch", "-q", "--depth=1", "--no-tags",
+		"--no-write-fetch-head", "file://"+filepath.ToSlash(repo), "+"+commit+":refs/truss/base"); err != nil {
+		return "", fmt.Errorf("repository %s has no commit %s: %w", repo, commit, err)
+	}
+	head, err := g.Output(ctx, "rev-parse", "refs/truss/base^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("checkout: %w", err)
+	}
+	head = strings.TrimSpace(head)
+	for _, args := range [][]string{{"update-ref", "--no-deref", "HEAD", head}, {"update-ref", "-d", "refs/truss/base"}} {
+		if _, err := g.Output(ctx, args...); err != nil {
+			return "", fmt.Errorf("checkout: %w", err)
+		}
+	}
+	return head, nil
+}
+
+// Janitor removes directories in the background, so that a run's wall
+// time does not include the removal of its workspaces. Wait waits for
+// every removal. A nil Janitor removes at once.
+type Janitor struct {
+	wg sync.WaitGroup
+}
+
+// Remove removes dir and everything in it.
+func (j *Janitor) Remove(dir string) {
+	if j == nil {
+		os.RemoveAll(dir)
+		return
+	}
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		os.RemoveAll(dir)
+	}()
+}
+
+// Wait waits until every directory given to Remove is gone.
+func (j *Janitor) Wait() {
+	if j != nil {
+		j.wg.Wait()
+	}
+}
