@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -153,7 +154,7 @@ func printSummary(w io.Writer, sum *runner.Summary, out string) {
 	}
 	slices.Sort(arms)
 	fmt.Fprintf(w, "%d of %d finished (%d now, %d before); resolved: %s; errors: %d; cost $%.4f\nresults: %s\n",
-		sum.Skipped+sum.Ran, sum.Total, sum.Ran, sum.Skipped, orNone(strings.Join(arms, ", ")), sum.Errors, sum.CostUSD,
+		sum.Skipped+sum.Ran, sum.Total, sum.Ran, sum.Skipped, cmp.Or(strings.Join(arms, ", "), "none"), sum.Errors, sum.CostUSD,
 		filepath.Join(out, bench.ResultsName))
 }
 

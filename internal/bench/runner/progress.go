@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,7 +62,7 @@ func (p Progress) Line() string {
 	}
 	return fmt.Sprintf("[%d/%d] %s %s #%d: %s (%.1fs) | resolved: %s | cost $%.4f | ETA %s",
 		p.Done, p.Total, p.Last.InstanceID, p.Last.Arm, p.Last.Repeat, verdict, p.Last.WallS,
-		strings.Join(arms, ", "), p.CostUSD, eta)
+		cmp.Or(strings.Join(arms, ", "), "none"), p.CostUSD, eta)
 }
 
 func firstLine(s string) string {
