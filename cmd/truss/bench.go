@@ -20,6 +20,7 @@ import (
 	"github.com/trussdev/truss/internal/bench/harnessagent"
 	"github.com/trussdev/truss/internal/bench/humanevalfix"
 	"github.com/trussdev/truss/internal/bench/runner"
+	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/sandbox"
 )
 
@@ -62,6 +63,36 @@ type benchFlags struct {
 	network           bool
 	fallback          string
 	testTimeout       time.Duration
+	env               envFlags
+}
+
+// envFlags choose the task environment of a benchmark's agents and its
+// grader: the host's sandbox, or a container from an image.
+type envFlags struct {
+	env, engine, workdir string
+}
+
+func (e *envFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&e.env, "env", "host", "where the agents' commands and the grading run: host (the sandbox) or image:REF (a fresh container from the OCI image REF for each run and each grading; never pulled)")
+	fs.StringVar(&e.engine, "engine", "", "the container engine for --env image:REF: podman or docker (default: the first that works)")
+	fs.StringVar(&e.workdir, "env-workdir", "", "where the workspace is mounted in the container (default: the image's WORKDIR, else /workspace; SWE-bench's images: /testbed)")
+}
+
+// shells returns the grader's shells for the environment: nil for the
+// host's sandbox.
+func (e *envFlags) shells(network bool, timeout time.Duration) (grade.Shells, error) {
+	spec, err := container.ParseSpec(e.env)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if spec.Host() {
+		return nil, nil
+	}
+	eng, err := container.Find(context.Background(), e.engine)
+	if err != nil {
+		return nil, err
+	}
+	return &grade.InImage{Engine: eng, Image: spec.Image, Workdir: e.workdir, Network: network, Timeout: timeout}, nil
 }
 
 func (b *benchFlags) register(fs *flag.FlagSet) {
@@ -73,6 +104,7 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.network, "grade-network", false, "let the graded setup and tests use the network")
 	fs.StringVar(&b.fallback, "sandbox-fallback", "", "accept a weaker sandbox for grading when this host cannot enforce it: landlock-only or none")
 	fs.DurationVar(&b.testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
+	b.env.register(fs)
 }
 
 // load checks the shared flags and loads the tasks. The grader's
@@ -118,6 +150,12 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 	jan := &bench.Janitor{}
 	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden}, Timeout: b.testTimeout,
 		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan}
+	if sh, err := b.env.shells(b.network, b.testTimeout); err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, nil, err
+	} else if sh != nil {
+		g.Shells = sh
+	}
 	return tasks, g, func() { jan.Wait(); os.RemoveAll(tmp) }, nil
 }
 
@@ -328,6 +366,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	budgets := runner.Budgets{MaxTurns: maxTurns, MaxTokens: maxTokens, MaxCostUSD: maxCost, WallTime: wall}
 	fb, _ := sandbox.ParseFallback(b.fallback) // checked by load
 	agent := benchAgent(fb, stderr)
+	agent.Env, agent.Engine, agent.EnvWorkdir = b.env.env, b.env.engine, b.env.workdir
 	ctx, stop := signalContext(stderr)
 	defer stop()
 	pp := &progressPrinter{w: stderr, tty: isTerminal(stderr)}
@@ -353,7 +392,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 
 // benchAgent is the agent `truss bench run` runs: each run a session of
 // the harness on the run's workspace, recorded into the run's ledger.
-func benchAgent(fallback sandbox.Fallback, stderr io.Writer) runner.Agent {
+func benchAgent(fallback sandbox.Fallback, stderr io.Writer) *harnessagent.Agent {
 	var mu sync.Mutex
 	return &harnessagent.Agent{Version: version, Fallback: fallback, OnWarning: func(spec *runner.RunSpec, msg string) {
 		mu.Lock()

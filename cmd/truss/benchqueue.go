@@ -116,6 +116,8 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&fallback, "sandbox-fallback", "", "accept a weaker sandbox when this host cannot enforce it: landlock-only or none")
 	fs.DurationVar(&testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
 	fs.Var(&caps, "provider-cap", "PROVIDER=N: at most N runs of that provider at once (repeatable)")
+	var env envFlags
+	env.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -166,7 +168,14 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	tmpl := &bench.Templates{Dir: filepath.Join(scratch, "templates")}
 	g := &grade.Grader{Shells: &grade.Sandboxed{Network: network, Fallback: fb, Hidden: []string{scratch}}, Timeout: testTimeout,
 		Checkouts: tmpl, Janitor: jan}
-	ex := &runner.Exec{Queue: q, Agent: benchAgent(fb, stderr), Grader: g, Checkouts: tmpl, Signer: signer, VKey: vkey,
+	if sh, err := env.shells(network, testTimeout); err != nil {
+		return err
+	} else if sh != nil {
+		g.Shells = sh
+	}
+	ag := benchAgent(fb, stderr)
+	ag.Env, ag.Engine, ag.EnvWorkdir = env.env, env.engine, env.workdir
+	ex := &runner.Exec{Queue: q, Agent: ag, Grader: g, Checkouts: tmpl, Signer: signer, VKey: vkey,
 		Scratch: scratch, WorkDir: work, ProviderCap: capMap}
 	var mu sync.Mutex
 	w, err := q.NewWorker(queue.WorkerConfig{ID: id, Parallel: parallel, ExitWhenIdle: idle, Logf: func(f string, a ...any) {

@@ -40,6 +40,10 @@ type Agent struct {
 	// OnWarning, when set, is told of a run's warnings (a ledger event
 	// that could not be written, a model without a profile, …).
 	OnWarning func(spec *runner.RunSpec, msg string)
+	// Env, Engine and EnvWorkdir are the runs' task environment
+	// (harness.Options): "" or "host" for the sandbox on this host,
+	// "image:REF" for a container from the image per run.
+	Env, Engine, EnvWorkdir string
 }
 
 var _ runner.Agent = (*Agent)(nil)
@@ -56,7 +60,8 @@ func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options 
 	o := harness.Options{
 		Version:  a.Version,
 		Provider: arm.Provider, Model: arm.Model, Surface: arm.Surface,
-		Root:         spec.Workspace,
+		Root: spec.Workspace,
+		Env:  a.Env, Engine: a.Engine, EnvWorkdir: a.EnvWorkdir,
 		ShellTimeout: a.ShellTimeout,
 		MemoryDir:    memoryDir,
 		// The runs share build caches (content-addressed), not one per

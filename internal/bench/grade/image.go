@@ -1,0 +1,74 @@
+package grade
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/trussdev/truss/internal/container"
+	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/tool/shell"
+	"github.com/trussdev/truss/internal/validate"
+)
+
+// InImage starts each grading's shell in a fresh container from Image
+// (internal/container), never an agent's: the grading directory mounted at
+// Workdir (SWE-bench's images: /testbed), its .git read-only, the network
+// off unless Network is set, the sandbox's default limits. The container is
+// removed when the shell closes. It is what `truss bench --env image:REF`
+// grades with, so that the tests run against the task's own toolchain.
+type InImage struct {
+	Engine  *container.Engine
+	Image   string
+	Workdir string
+	Network bool
+	// Timeout is each command's timeout; 0 means 30 minutes.
+	Timeout time.Duration
+}
+
+// Open implements Shells. env's variables are set in the container; a
+// variable naming a host path (TRUSS_BENCH_JUNIT) points outside the mount
+// there, so verdicts come from the test runner's output.
+func (s *InImage) Open(dir string, env []string) (validate.Shell, error) {
+	id := make([]byte, 6)
+	rand.Read(id)
+	ctx := context.Background()
+	lim := container.Limits{CPUs: float64(runtime.NumCPU()), Memory: sandbox.DefaultMemory, Pids: sandbox.DefaultPids, OpenFiles: sandbox.DefaultOpenFiles}
+	e, err := s.Engine.Start(ctx, container.Config{Image: s.Image, Workspace: dir, Workdir: s.Workdir, Network: s.Network,
+		Limits: lim, Session: "grade-" + hex.EncodeToString(id), Protected: sandbox.GitPaths(dir)})
+	if err != nil {
+		return nil, fmt.Errorf("the grading container: %w", err)
+	}
+	timeout := s.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Minute
+	}
+	sh, err := e.NewShell(shell.Config{Timeout: timeout, MaxOutput: maxLog, SetEnv: env})
+	if err != nil {
+		e.Close(ctx)
+		return nil, fmt.Errorf("the grading container's shell: %w", err)
+	}
+	f := e.Facts()
+	return &imageShell{Session: sh, env: e, enforced: fmt.Sprintf("container from %s (%s) on %s %s", f.Image, f.ImageID, f.Engine, f.EngineVersion)}, nil
+}
+
+// imageShell is a shell in a container of its own.
+type imageShell struct {
+	*shell.Session
+	env      *container.Env
+	enforced string
+}
+
+// Enforced names where the commands ran (for the record).
+func (s *imageShell) Enforced() string { return s.enforced }
+
+func (s *imageShell) Close() error {
+	err := s.Session.Close()
+	if cerr := s.env.Close(context.Background()); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,94 @@
+package grade_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/bench/grade"
+	"github.com/trussdev/truss/internal/container"
+	"github.com/trussdev/truss/internal/container/containertest"
+)
+
+// testImage is the container package's test image: imgtool exists only in
+// it. Without a working engine the test is skipped, except under CI=true.
+var testImage = sync.OnceValues(func() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e, err := container.Find(ctx, os.Getenv("TRUSS_TEST_ENGINE"))
+	if err != nil {
+		return "", err
+	}
+	if _, err := e.Check(ctx); err != nil {
+		return "", err
+	}
+	return containertest.Image(ctx, e)
+})
+
+// TestGradeInImage grades a task whose test needs a tool that only the
+// image has: the gold patch resolves, a wrong one and an empty one do not,
+// and the same gold patch graded on the host does not (the tool is
+// missing there).
+func TestGradeInImage(t *testing.T) {
+	ref, err := testImage()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("needs a working container engine under CI: %v", err)
+		}
+		t.Skipf("skipped: %v", err)
+	}
+	e, err := container.Find(context.Background(), os.Getenv("TRUSS_TEST_ENGINE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.email=t@t", "-c", "user.name=t"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	if err := os.WriteFile(filepath.Join(repo, "app.txt"), []byte("broken\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", ".")
+	git("commit", "-qm", "base")
+	task := &bench.Task{InstanceID: "img-1", Repo: repo, RepoDir: repo, BaseCommit: git("rev-parse", "HEAD"),
+		TestCmd: "imgtool check app.txt", FailToPass: bench.TestList{"app.txt"}}
+	patch := func(to string) string {
+		return "diff --git a/app.txt b/app.txt\n--- a/app.txt\n+++ b/app.txt\n@@ -1 +1 @@\n-broken\n+" + to + "\n"
+	}
+	inImage := &grade.Grader{Shells: &grade.InImage{Engine: e, Image: ref, Timeout: time.Minute}, Dir: t.TempDir()}
+	for _, tc := range []struct {
+		name, patch string
+		resolved    bool
+	}{
+		{"gold", patch("fixed"), true},
+		{"wrong", patch("still broken"), false},
+		{"empty", "", false},
+	} {
+		v, err := inImage.Grade(context.Background(), task, tc.patch)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if v.Resolved != tc.resolved || !v.PatchApplied {
+			t.Errorf("%s: resolved %v, applied %v (%s)", tc.name, v.Resolved, v.PatchApplied, v)
+		}
+		if !strings.Contains(v.Sandbox, "container from "+ref) {
+			t.Errorf("%s: graded in %q, not in the image", tc.name, v.Sandbox)
+		}
+	}
+	onHost := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
+	if v, err := onHost.Grade(context.Background(), task, patch("fixed")); err != nil || v.Resolved {
+		t.Errorf("on the host, without the image's tool: %+v, %v", v, err)
+	}
+}
