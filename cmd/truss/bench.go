@@ -225,6 +225,9 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("truss bench grade takes no arguments, got %q", fs.Args())
 	}
+	if err := qf.check(); err != nil {
+		return err
+	}
 	if predictions == "" {
 		return usagef("--predictions is required")
 	}
@@ -248,9 +251,7 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	}
 	var qr runner.Runner
 	qr.Parallel = b.parallel
-	if err := qf.apply(&qr, stderr); err != nil {
-		return err
-	}
+	qf.apply(&qr, stderr)
 	ctx, stop := signalContext(stderr)
 	defer stop()
 	pp := &progressPrinter{w: stderr, tty: isTerminal(stderr)}
@@ -305,6 +306,9 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usagef("truss bench run takes no arguments, got %q", fs.Args())
+	}
+	if err := qf.check(); err != nil {
+		return err
 	}
 	if repeats < 1 {
 		return usagef("--repeats must be at least 1")
@@ -376,9 +380,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	if simScripts != "" {
 		r.Scripts = &runner.Scripts{Dir: simScripts}
 	}
-	if err := qf.apply(r, stderr); err != nil {
-		return err
-	}
+	qf.apply(r, stderr)
 	sum, err := r.Run(ctx)
 	pp.done()
 	if sum != nil {

@@ -13,6 +13,8 @@ import (
 )
 
 func TestBenchUsage(t *testing.T) {
+	t.Setenv("NATS_URL", "")
+	t.Setenv("NATS_TOKEN", "")
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -31,6 +33,12 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "import", "other"}, 2, "usage: truss bench import humanevalfix"},
 		{[]string{"bench", "import", "humanevalfix", "f"}, 2, "--out is required"},
 		{[]string{"bench", "grade", "-h"}, 0, "-predictions"},
+		{[]string{"bench", "worker"}, 2, "--nats URL (or NATS_URL) is required"},
+		{[]string{"bench", "worker", "--nats", "nats://127.0.0.1:1", "--parallel", "0"}, 2, "--parallel must be at least 1"},
+		{[]string{"bench", "status"}, 2, "usage: truss bench status DIR|--nats URL"},
+		{[]string{"bench", "status", t.TempDir()}, 1, "has no queue description"},
+		{[]string{"bench", "run", "--arm", "a=sim:m", "--nats", "nats://x", "--nats-listen", "127.0.0.1:0", "--tasks", "x", "--out", "o"}, 2, "exclude each other"},
+		{[]string{"bench", "run", "--arm", "a=sim:m", "--trust-key", "@/nonexistent/key", "--tasks", "x", "--out", "o"}, 2, "--trust-key"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(tc.args, &out, &errb)

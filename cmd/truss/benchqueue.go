@@ -43,6 +43,7 @@ type queueFlags struct {
 	localWorkers int
 	ackWait      time.Duration
 	trust        multi
+	keys         []string // the trusted keys, read by check
 }
 
 func (q *queueFlags) register(fs *flag.FlagSet) {
@@ -53,22 +54,16 @@ func (q *queueFlags) register(fs *flag.FlagSet) {
 	fs.Var(&q.trust, "trust-key", "a worker's ledger verifier key (as `truss ledger key` prints it, or @FILE); repeatable")
 }
 
-// apply sets the runner's queue settings.
-func (q *queueFlags) apply(r *runner.Runner, stderr io.Writer) error {
+// check checks the flags and reads the trusted keys; it is called
+// before anything is loaded, so that a usage error comes first.
+func (q *queueFlags) check() error {
 	if q.url != "" && q.listen != "" {
 		return usagef("--nats and --nats-listen exclude each other: --nats-listen exposes the embedded server")
 	}
-	if q.localWorkers == 0 {
-		r.RemoteOnly = true
-	} else if q.localWorkers > 0 {
-		r.Parallel = q.localWorkers
+	if q.localWorkers < -1 {
+		return usagef("--local-workers must be at least 0")
 	}
-	r.Net = runner.Net{URL: q.url, Connect: q.options("truss bench coordinator"), Listen: q.listen, AckWait: q.ackWait}
-	if q.url == "" && q.token != "" {
-		r.Net.Auth = queue.Auth{Token: q.token}
-	}
-	// Workers elsewhere may not share this machine's file system.
-	r.Bundles = q.url != "" || q.listen != ""
+	q.keys = nil
 	for _, k := range q.trust {
 		if f, ok := strings.CutPrefix(k, "@"); ok {
 			b, err := os.ReadFile(f)
@@ -81,15 +76,31 @@ func (q *queueFlags) apply(r *runner.Runner, stderr io.Writer) error {
 		if k == "" {
 			return usagef("--trust-key: empty key")
 		}
-		r.TrustKeys = append(r.TrustKeys, k)
+		q.keys = append(q.keys, k)
 	}
+	return nil
+}
+
+// apply sets the runner's queue settings (after check).
+func (q *queueFlags) apply(r *runner.Runner, stderr io.Writer) {
+	if q.localWorkers == 0 {
+		r.RemoteOnly = true
+	} else if q.localWorkers > 0 {
+		r.Parallel = q.localWorkers
+	}
+	r.Net = runner.Net{URL: q.url, Connect: q.options("truss bench coordinator"), Listen: q.listen, AckWait: q.ackWait}
+	if q.url == "" && q.token != "" {
+		r.Net.Auth = queue.Auth{Token: q.token}
+	}
+	// Workers elsewhere may not share this machine's file system.
+	r.Bundles = q.url != "" || q.listen != ""
+	r.TrustKeys = q.keys
 	var mu sync.Mutex
 	r.Logf = func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(stderr, format+"\n", args...)
 	}
-	return nil
 }
 
 // cmdBenchWorker is `truss bench worker`: it runs a benchmark's runs from
