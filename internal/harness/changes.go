@@ -22,8 +22,14 @@ type trackers struct {
 }
 
 // tracker returns the change tracker of dir, opening it on first use; nil
-// when changes cannot be tracked there (the session goes on and says so).
+// when changes cannot be tracked there (the session goes on and says so)
+// or when the session writes no ledger to record them in (a single
+// `truss tool call`, --no-ledger): the baseline walk is then not worth
+// its start-up.
 func (s *Session) tracker(dir string) *changes.Tracker {
+	if !s.recording() {
+		return nil
+	}
 	ts := &s.trackers
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -59,6 +65,13 @@ func (s *Session) tracker(dir string) *changes.Tracker {
 		ts.top = t
 	}
 	return t
+}
+
+// recording reports whether the session writes a ledger, as openLedger
+// decides.
+func (s *Session) recording() bool {
+	o := &s.opts
+	return !o.NoLedger && (o.Ledger != nil || s.sess != nil || o.LedgerDir != "")
 }
 
 // settle is the recorder's last scan before the session ends: what the
