@@ -14,6 +14,7 @@ import (
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
 // buildTruss builds the real binary once per benchmark run.
@@ -43,7 +44,7 @@ func serve(b *testing.B, script string) (*sim.Server, string, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	base, err := srv.Listen(ctx)
 	if err != nil {

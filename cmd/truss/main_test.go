@@ -23,6 +23,7 @@ import (
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 	"github.com/trussdev/truss/internal/toolcache"
 )
 
@@ -136,7 +137,7 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.Defer(cancel)
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	switch args[0] {
 	case "anthropic":
 		srv.APIKey = "sk-ant-test" // before the server starts

@@ -20,6 +20,7 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/perfmeter"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/tool"
@@ -173,7 +174,7 @@ func roundTripSession(b *testing.B, d dialect, step string, a arm, latencyMS int
 	set, _ := surface.NewSet(generic.Name, generic.Bindings()...)
 	{
 		b.StopTimer()
-		srv := sim.New(s)
+		srv := simtest.New(s)
 		ctx, cancel := context.WithCancel(context.Background())
 		base, _ := srv.Listen(ctx)
 		var respDone []time.Time

@@ -21,6 +21,7 @@ import (
 	"github.com/trussdev/truss/internal/provider/ollama"
 	openaiprov "github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 	"github.com/trussdev/truss/internal/surface"
 	anthropicsurf "github.com/trussdev/truss/internal/surface/anthropic"
 	"github.com/trussdev/truss/internal/surface/generic"
@@ -74,7 +75,7 @@ func resumeScript(t *testing.T, d dialect, script string, cfg func(*agent.Config
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{dir: t.TempDir(), srv: sim.New(s)}
+	e := &env{dir: t.TempDir(), srv: simtest.New(s)}
 	e.srv.APIKey = "sk-test"
 	if err := examples.Unpack(examples.DemoRepo, e.dir); err != nil {
 		t.Fatal(err)
@@ -406,7 +407,7 @@ func TestCancel(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(d.name, func(t *testing.T) {
 			s, _ := sim.ParseScript([]byte(`{"steps": [{"actions": [{"kind": "run", "command": "sleep 30"}, {"kind": "run", "command": "echo never"}]}, {"say": "x"}]}`))
-			srv := sim.New(s)
+			srv := simtest.New(s)
 			srv.APIKey = "sk-test"
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

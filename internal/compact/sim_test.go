@@ -16,6 +16,7 @@ import (
 	"github.com/trussdev/truss/internal/provider/ollama"
 	openaiprov "github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 	"github.com/trussdev/truss/internal/surface/generic"
 )
 
@@ -83,7 +84,7 @@ func TestCompactWithSimulatedModel(t *testing.T) {
 	tools := []model.ToolSpec{generic.Bash{}.Spec()}
 	for _, d := range dialects {
 		t.Run(d.name, func(t *testing.T) {
-			srv := sim.New(script(`,"compaction":{"say":"We ran a0 to a7 and b0 to b7; all printed their names."}`))
+			srv := simtest.New(script(`,"compaction":{"say":"We ran a0 to a7 and b0 to b7; all printed their names."}`))
 			srv.APIKey = "sk-test"
 			base, err := srv.Listen(t.Context())
 			if err != nil {
@@ -148,7 +149,7 @@ func TestCompactSummaryRefused(t *testing.T) {
 	tools := []model.ToolSpec{generic.Bash{}.Spec()}
 	for _, d := range dialects {
 		t.Run(d.name, func(t *testing.T) {
-			srv := sim.New(script(`,"compaction":{"faults":[{"kind":"status","status":400,"message":"prompt is too long: 210000 tokens > 200000 maximum"}]}`))
+			srv := simtest.New(script(`,"compaction":{"faults":[{"kind":"status","status":400,"message":"prompt is too long: 210000 tokens > 200000 maximum"}]}`))
 			srv.APIKey = "sk-test"
 			base, _ := srv.Listen(t.Context())
 			p := d.new(base)

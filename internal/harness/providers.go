@@ -295,6 +295,7 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 	}
 	srv := sim.New(sc)
 	srv.Root = o.SimRoot
+	srv.Spec = simSpec()
 	base, err := srv.Listen(s.life) // for the life of the session
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/trussdev/truss/internal/provider/ollama"
 	"github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
 var fast = provider.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
@@ -62,7 +63,7 @@ func TestSettingsAreSentOnEveryDialect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := sim.New(s)
+			srv := simtest.New(s)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			base, err := srv.Listen(ctx)
@@ -117,7 +118,7 @@ func TestSettingsAreSentOnEveryDialect(t *testing.T) {
 
 // TestOllamaContextLength reads a model's longest context from /api/show.
 func TestOllamaContextLength(t *testing.T) {
-	srv := sim.New(&sim.Script{})
+	srv := simtest.New(&sim.Script{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base, err := srv.Listen(ctx)

@@ -17,7 +17,7 @@ func TestCompactionSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(s)
+	srv := strict(s)
 	req := httptest.NewRequest("POST", "/v1/messages", nil)
 	msgs := func(parts ...string) []byte {
 		return []byte(`{"messages":[` + strings.Join(parts, ",") + `]}`)

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-
-	"github.com/trussdev/truss/internal/apispec"
 )
 
 // ---- Anthropic Messages ----
@@ -78,7 +76,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.Lenient {
-		if msg := checkMessagesAt(operation(r), body); msg != "" {
+		if msg := s.checkMessagesAt(operation(r), body); msg != "" {
 			t := s.begin("anthropic", r, body, received, assistantTurns(body))
 			s.status(t, 400)
 			messagesError(w, 400, "invalid_request_error", msg)
@@ -295,18 +293,19 @@ func renderAnthropic(a Action, have map[string]declared, root string) (call, boo
 //   - every tool_use of an assistant message is answered by a tool_result
 //     in the next message, the tool_result blocks coming first in it, and
 //     no tool_result answers an id the previous message did not use;
-//   - the body validates against the vendored OpenAPI description.
-func checkMessages(body []byte) string { return checkMessagesAt("/v1/messages", body) }
+//   - the body validates against the vendored OpenAPI description, when
+//     the server has a Spec.
+func (s *Server) checkMessages(body []byte) string { return s.checkMessagesAt("/v1/messages", body) }
 
 // checkMessagesAt is checkMessages against the named operation of the
 // description: "/v1/messages", or "/v1/messages?beta=true", the beta
 // Messages API (which the SDKs' beta clients call), whose requests may
 // carry beta fields such as context_management.
-func checkMessagesAt(op string, body []byte) string {
+func (s *Server) checkMessagesAt(op string, body []byte) string {
 	if msg := messagesRules(body); msg != "" {
 		return msg
 	}
-	return specError(apispec.Anthropic, op, body)
+	return s.specError("anthropic", op, body)
 }
 
 // operation names the Messages operation a request calls.

@@ -9,8 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/trussdev/truss/internal/apispec"
 )
 
 // ---- OpenAI Responses ----
@@ -89,7 +87,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.Lenient {
-		if msg := specError(apispec.OpenAI, "/responses", body); msg != "" {
+		if msg := s.specError("openai", "/responses", body); msg != "" {
 			responsesError(w, "Invalid request: "+msg, specParam(msg), "")
 			return
 		}

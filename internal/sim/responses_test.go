@@ -9,6 +9,7 @@ import (
 
 	"github.com/trussdev/truss/internal/apispec"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
 // responsesTools declares every kind of tool the simulator renders on the
@@ -73,7 +74,7 @@ func TestResponsesDialectMatchesSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	srv.APIKey = "sk-test"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -182,7 +183,7 @@ func TestResponsesCodexRendering(t *testing.T) {
 	}
 	s, _ := sim.ParseScript([]byte(`{"steps": [{"actions": [{"kind": "view", "path": "a.go", "start": 2, "end": 4},
 	  {"kind": "create", "path": "b.go", "content": "package b\n"}]}]}`))
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base, _ := srv.Listen(ctx)
@@ -226,7 +227,7 @@ func TestResponsesIncomplete(t *testing.T) {
 	}
 	s, _ := sim.ParseScript([]byte(`{"steps": [{"say": "Reading.", "stop": "max_tokens",
 	  "actions": [{"kind": "run", "command": "ls"}, {"kind": "run", "command": "x", "tool": "read_file", "raw_input": "{\"path\":\"a.go\"}"}]}]}`))
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base, _ := srv.Listen(ctx)
@@ -258,7 +259,7 @@ func TestResponsesStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := sim.ParseScript([]byte(`{"steps": [{"actions": [{"kind": "run", "command": "ls"}]}, {"say": "ok"}, {"say": "ok"}]}`))
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base, _ := srv.Listen(ctx)

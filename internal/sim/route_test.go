@@ -30,7 +30,7 @@ func TestRouteLongestKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(s)
+	srv := strict(s)
 	for body, want := range map[string]string{
 		`{"messages":[{"role":"user","content":"TASK two, please"}]}`: "TASK two",
 		`{"messages":[{"role":"user","content":"TASK one"}]}`:         "TASK",
@@ -54,7 +54,7 @@ func TestLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(s))
+	srv := httptest.NewServer(strict(s))
 	defer srv.Close()
 	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
 	post := func(ctx context.Context) (*http.Response, error) {

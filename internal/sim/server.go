@@ -8,12 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/trussdev/truss/internal/apispec"
 )
 
 // Recorded is one request the server received.
@@ -50,11 +47,14 @@ type Server struct {
 	// calls name files by absolute path below it, as real models do.
 	Root string
 	// Lenient turns the strict checks off. By default the server refuses,
-	// with the dialect's real error, what the real service refuses: a
-	// request that does not validate against the provider's OpenAPI
-	// description, and the dialect's own rules (for Messages in
-	// docs/anthropic.md, for Responses in docs/openai.md).
+	// with the dialect's real error, what the real service refuses: the
+	// dialect's own rules (for Messages in docs/anthropic.md, for
+	// Responses in docs/openai.md) and, when Spec is set, a request that
+	// does not validate against the provider's OpenAPI description.
 	Lenient bool
+	// Spec, when set, validates request bodies against the providers'
+	// OpenAPI descriptions (the tests set internal/apispec's Checker).
+	Spec SpecChecker
 
 	mu       sync.Mutex
 	attempts map[attemptKey]int
@@ -493,36 +493,23 @@ func (r Recorded) CheckPairing() error {
 	return nil
 }
 
-// specError validates a request body against the JSON request schema of an
-// operation of an API description and returns a short message naming the
-// most specific failure ("messages.0.content.0.text: minLength: got 0, want
-// 1"), or "" when the body is valid.
-func specError(load func() (*apispec.Doc, error), path string, body []byte) string {
-	doc, err := load()
-	if err != nil {
-		return "the simulator cannot load the API description: " + err.Error()
-	}
-	err = doc.RequestBody(path, "POST", body)
-	if err == nil {
-		return ""
-	}
-	best, bestPath := "", ""
-	for _, m := range specFailure.FindAllStringSubmatch(err.Error(), -1) {
-		if len(m[1]) >= len(bestPath) {
-			bestPath, best = m[1], m[2]
-		}
-	}
-	if best == "" {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return msg
-	}
-	where := strings.ReplaceAll(strings.TrimPrefix(bestPath, "/"), "/", ".")
-	if where == "" {
-		return best
-	}
-	return where + ": " + best
+// SpecChecker validates a request body against a provider's OpenAPI
+// description; internal/apispec's Checker is one.
+type SpecChecker interface {
+	// CheckRequest validates body as the JSON request of POST path in the
+	// description of api ("openai" or "anthropic"), and returns nil or an
+	// error of one line naming the most specific failure.
+	CheckRequest(api, path string, body []byte) error
 }
 
-// specFailure matches one failure in a validation error: the JSON pointer
-// of the value and what is wrong with it.
-var specFailure = regexp.MustCompile(`at '(/[^']*)': ([^\n]*)`)
+// specError is the server's schema check of a request body: "" when it
+// validates or when the server has no SpecChecker.
+func (s *Server) specError(api, path string, body []byte) string {
+	if s.Spec == nil {
+		return ""
+	}
+	if err := s.Spec.CheckRequest(api, path, body); err != nil {
+		return err.Error()
+	}
+	return ""
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trussdev/truss/internal/apispec"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
 const chatReq = `{"model":"gpt-test","stream":%s,"stream_options":%s,"messages":[
@@ -49,7 +50,7 @@ func TestChatDialectMatchesSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	srv.APIKey = "sk-test"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -127,7 +128,7 @@ func TestChatFaultBodiesMatchSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := sim.ParseScript([]byte(`{"steps": [{"say": "x", "faults": [{"kind": "status", "status": 429, "retry_after_ms": 1500}, {"kind": "mid_stream_error"}]}]}`))
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base, _ := srv.Listen(ctx)
@@ -165,7 +166,7 @@ func TestMessagesDialectMatchesSpec(t *testing.T) {
 	s, _ := sim.ParseScript([]byte(`{"steps": [
 	  {"think": "Plan.", "say": "Looking.", "actions": [{"kind": "view", "path": "a.go", "start": 1, "end": 5}, {"kind": "run", "command": "go test ./..."}],
 	   "faults": [{"kind": "status", "status": 529}, {"kind": "mid_stream_error"}]}]}`))
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	srv.Root = "/repo"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 	"github.com/trussdev/truss/internal/provider/ollama"
 	openaiprov "github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 	"github.com/trussdev/truss/internal/subagent"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
@@ -69,7 +70,7 @@ func newHarnessOn(t *testing.T, dialect, script string, limits subagent.Limits) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{dir: t.TempDir(), srv: sim.New(s), children: map[string][]agent.Event{}}
+	h := &harness{dir: t.TempDir(), srv: simtest.New(s), children: map[string][]agent.Event{}}
 	h.dir, _ = filepath.EvalSymlinks(h.dir)
 	if err := os.WriteFile(filepath.Join(h.dir, "notes.txt"), []byte("one\ntwo\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -525,7 +526,7 @@ func BenchmarkSpawn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base, err := srv.Listen(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/trussdev/truss/internal/apispec"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
 func TestReplayKeepsProviderBlocks(t *testing.T) {
@@ -173,7 +174,7 @@ func TestMalformedInputKept(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	base, err := sim.New(script).Listen(ctx)
+	base, err := simtest.New(script).Listen(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

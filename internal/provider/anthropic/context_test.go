@@ -8,6 +8,7 @@ import (
 	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
 // TestContextManagement: with ContextManagement set, every request goes
@@ -34,7 +35,7 @@ func TestContextManagement(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			srv := sim.New(script)
+			srv := simtest.New(script)
 			base, err := srv.Listen(ctx)
 			if err != nil {
 				t.Fatal(err)

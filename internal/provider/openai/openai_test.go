@@ -19,6 +19,7 @@ import (
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -156,7 +157,7 @@ func serve(t *testing.T, script string) (*sim.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := sim.New(s)
+	srv := simtest.New(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	base, err := srv.Listen(ctx)
