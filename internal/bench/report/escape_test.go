@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"net/url"
@@ -120,7 +121,7 @@ func TestHostileNames(t *testing.T) {
 					case "title":
 						// A tooltip: text from the results.
 					case "href":
-						checkLink(t, a.Val)
+						wantFileLink(t, a.Val)
 					default:
 						if a.Val != w.attr[j].Val {
 							t.Errorf("<%s %s=%q>, want %q", g.tag, a.Key, a.Val, w.attr[j].Val)
@@ -195,12 +196,117 @@ func pageText(doc *html.Node) string {
 	return b.String()
 }
 
-// checkLink fails unless href is a file: URL with every special character
+// wantFileLink fails unless href is a file: URL with every special character
 // percent-encoded.
-func checkLink(t *testing.T, href string) {
+func wantFileLink(t *testing.T, href string) {
 	t.Helper()
 	u, err := url.Parse(href)
 	if err != nil || u.Scheme != "file" || strings.ContainsAny(href, "<>\"' \\`{}|^()[]") {
 		t.Errorf("link %q is not a percent-encoded file: URL (%v)", href, err)
 	}
+}
+
+func TestCheckLink(t *testing.T) {
+	tests := []struct {
+		link string
+		ok   bool
+	}{
+		{"file:///var/lib/truss/ledger", true},
+		{"file:///a%20b/%28x%29%5By%5D%3Cz%3E%22%27", true},
+		{"file://runs/1/ledger", true},
+		{"runs/1/ledger", true},
+		{"../ledger?x=1&y=2#f", true},
+		{"file:///a+b/c,d;e=f@g!$*[]", true},
+		{"javascript:alert(1)", false},
+		{"JavaScript:alert%281%29", false},
+		{"javascript%3Aalert(1)", false},
+		{"data:text/html,x", false},
+		{"http://example.com/", false},
+		{"FILE:///x", false},
+		{":x", false},
+		{"file:///a b", false},
+		{`file:///a"b`, false},
+		{"file:///a'b", false},
+		{"file:///a<b", false},
+		{"file:///a(b)", false},
+		{"file:///a\nb", false},
+		{"file:///é", false},
+		{"file:///a%2", false},
+		{"file:///a%zz", false},
+		{"file:///a%", false},
+		{"", true},
+	}
+	for _, tt := range tests {
+		err := checkLink(tt.link)
+		if (err == nil) != tt.ok {
+			t.Errorf("checkLink(%q) = %v, want ok %v", tt.link, err, tt.ok)
+		}
+	}
+}
+
+// TestHTMLRefusesLink: a link that is not a file: URL ends the page with an
+// error rather than being written.
+func TestHTMLRefusesLink(t *testing.T) {
+	var buf bytes.Buffer
+	p := &pageWriter{w: bufio.NewWriter(&buf)}
+	p.cell(cell{Text: "x", Link: "javascript:alert(1)"})
+	p.text("after")
+	if p.err == nil || !strings.Contains(p.err.Error(), "javascript:alert(1)") {
+		t.Fatalf("err %v, want the link refused", p.err)
+	}
+	_ = p.w.Flush()
+	if strings.Contains(buf.String(), "javascript") || strings.Contains(buf.String(), "after") {
+		t.Errorf("written after the refused link: %q", buf.String())
+	}
+}
+
+func TestPageWriterEscapes(t *testing.T) {
+	tests := []struct{ in, text string }{
+		{"plain – ✓", "plain – ✓"},
+		{`<a href="x">'&'</a>`, "&lt;a href=&#34;x&#34;&gt;&#39;&amp;&#39;&lt;/a&gt;"},
+		{"+1.0 pp", "&#43;1.0 pp"},
+		{"nul\x00", "nul\uFFFD"},
+		{"&amp;", "&amp;amp;"},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		p := &pageWriter{w: bufio.NewWriter(&buf)}
+		p.text(tt.in)
+		p.attr("title", tt.in)
+		if err := p.w.Flush(); err != nil || p.err != nil {
+			t.Fatal(err, p.err)
+		}
+		if want := tt.text + ` title="` + tt.text + `"`; buf.String() != want {
+			t.Errorf("%q written as %q, want %q", tt.in, buf.String(), want)
+		}
+	}
+}
+
+// TestStyleSheetStaysInItsElement: the embedded style sheet cannot end its
+// <style> element.
+func TestStyleSheetStaysInItsElement(t *testing.T) {
+	if strings.Contains(strings.ToLower(pageCSS), "</style") || strings.Contains(pageCSS, "<!--") {
+		t.Error("report.css holds </style or <!--")
+	}
+}
+
+// FuzzLedgerURL: every ledger directory gives a link the page accepts,
+// naming the same path.
+func FuzzLedgerURL(f *testing.F) {
+	for _, s := range []string{"/var/lib/truss/l", "/a b/(x)[y]<z>\"'", "runs/1", "javascript:alert(1)", "/é/%41/\x00", "//host/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, dir string) {
+		link := ledgerURL(dir)
+		if err := checkLink(link); err != nil {
+			t.Fatalf("ledgerURL(%q) = %q, refused: %v", dir, link, err)
+		}
+		if dir == "" || !strings.HasPrefix(dir, "/") || strings.HasPrefix(dir, "//") {
+			return
+		}
+		u, err := url.Parse(link)
+		if err != nil || u.Scheme != "file" || u.Path != dir {
+			t.Fatalf("ledgerURL(%q) = %q parses to path %q (%v)", dir, link, u.Path, err)
+		}
+	})
 }
