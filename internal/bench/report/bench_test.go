@@ -57,3 +57,25 @@ func BenchmarkBootstrap(b *testing.B) {
 		BootstrapDiff(x, y, DefaultResamples, DefaultSeed, 0.05)
 	}
 }
+
+// BenchmarkHTML measures the HTML page alone of 500 tasks × 2 arms × 3
+// repeats (about 1 MB).
+func BenchmarkHTML(b *testing.B) {
+	rep := Analyze(synthetic(2), Options{Resamples: 100})
+	var n countingWriter
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := rep.HTML(&n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(n.n / int64(b.N))
+}
+
+// countingWriter counts what is written to it.
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return len(p), nil
+}

@@ -1,41 +1,28 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
-	_ "embed"
 	"fmt"
-	"html/template"
 	"io"
 	"math"
-	"sync"
 
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
-//go:embed report.html.tmpl
-var pageTemplate string
-
-// pageTmpl is html/template's: it escapes every value for its context (text,
-// attribute, URL), so names from the results cannot become markup. It is
-// parsed on first use, not at every start of truss.
-var pageTmpl = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("report").Funcs(template.FuncMap{
-		"f": func(x float64) string { return fmt.Sprintf("%.1f", x) },
-		// url admits a ledger link, which ledgerURL built as a file: URL
-		// with every special character percent-encoded (html/template would
-		// otherwise refuse the file scheme).
-		"url": func(s string) template.URL { return template.URL(s) },
-	}).Parse(pageTemplate))
-})
-
 // HTML writes the report as one self-contained HTML page: inline CSS, inline
 // SVG charts, no script and no external resource (a Content-Security-Policy
 // forbids loading any), light and dark by prefers-color-scheme.
+//
+// The page is written by pageWriter, which escapes every value from the
+// results for the one context it is written into (htmlwriter.go). It does
+// not use html/template: text/template's reflection would keep every
+// exported method of every type in the truss binary (docs/bench.md).
 func (r *Report) HTML(w io.Writer) error {
 	runs, tasks, how := r.summary()
 	charts, tables := r.charts(), r.tables()
 	// Control characters in names are shown as <U+XXXX>, as in the
-	// terminal; html/template escapes the rest.
+	// terminal; pageWriter escapes the rest.
 	warnings := make([]string, len(r.Warnings))
 	for i, w := range r.Warnings {
 		warnings[i] = termsafe.String(w)
@@ -68,15 +55,244 @@ func (r *Report) HTML(w io.Writer) error {
 			}
 		}
 	}
-	v := struct {
-		Dir                string
-		Runs, Tasks, NArms int
-		How                string
-		Warnings           []string
-		Charts             []chart
-		Tables             []table
-	}{termsafe.String(r.Dir), runs, tasks, len(r.Arms), how, warnings, charts, tables}
-	return pageTmpl().Execute(w, v)
+
+	bw := bufio.NewWriter(w)
+	p := &pageWriter{w: bw}
+	p.m(pageHead)
+	p.m(markup(pageCSS))
+	p.m("</style>\n</head>\n<body>\n<h1>Benchmark report</h1>\n<p>")
+	p.count(runs, "run")
+	p.m(" of ")
+	p.count(tasks, "task")
+	p.m(" on ")
+	p.count(len(r.Arms), "arm")
+	p.m(", from <code>")
+	p.text(termsafe.String(r.Dir))
+	p.m("</code>. ")
+	p.text(how)
+	p.m("</p>")
+	if len(warnings) > 0 {
+		p.m("\n<div class=\"warnings\"><p>Warnings:</p><ul>")
+		for _, w := range warnings {
+			p.m("\n<li>")
+			p.text(w)
+			p.m("</li>")
+		}
+		p.m("\n</ul></div>")
+	}
+	p.m("\n")
+	for i := range charts {
+		p.chart(&charts[i])
+	}
+	p.m("\n")
+	for i := range tables {
+		p.table(&tables[i])
+	}
+	p.m("\n</body>\n</html>\n")
+	if p.err != nil {
+		return p.err
+	}
+	return bw.Flush()
+}
+
+// contentSecurityPolicy lets the page load nothing: no script, no request;
+// only its inline style sheet and data: images.
+const contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+// pageHead is the page up to its style sheet (report.css), which is
+// written next.
+const pageHead markup = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="` + contentSecurityPolicy + `">
+<meta name="color-scheme" content="light dark">
+<title>Benchmark report</title>
+<style>
+`
+
+// chart writes one chart: a figure with its caption and SVG.
+func (p *pageWriter) chart(c *chart) {
+	p.m("\n<figure")
+	p.attr("id", c.ID)
+	p.m(">\n<figcaption>")
+	p.text(c.Title)
+	p.m("</figcaption>\n<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\"")
+	p.attr("viewBox", "0 0 "+f(c.W)+" "+f(c.H))
+	p.num("width", c.W)
+	p.num("height", c.H)
+	p.m(` role="img"`)
+	p.attr("aria-labelledby", c.ID+"-t "+c.ID+"-d")
+	p.m(">\n<title")
+	p.attr("id", c.ID+"-t")
+	p.m(">")
+	p.text(c.Title)
+	p.m("</title>\n<desc")
+	p.attr("id", c.ID+"-d")
+	p.m(">")
+	p.text(c.Desc)
+	p.m("</desc>\n<g class=\"ticks\">")
+	for _, t := range c.Ticks {
+		p.m("\n<g class=\"tick\"><line")
+		p.num("x1", t.X)
+		p.num("x2", t.X)
+		p.m(` y1="0"`)
+		p.num("y2", c.AxisY)
+		p.m("/><text")
+		p.num("x", t.X)
+		p.num("y", c.AxisY)
+		p.m(` dy="16">`)
+		p.text(t.Label)
+		p.m("</text></g>")
+	}
+	p.m("\n</g>\n<line class=\"axis\"")
+	p.num("x1", c.PlotX)
+	p.num("x2", c.PlotEnd)
+	p.num("y1", c.AxisY)
+	p.num("y2", c.AxisY)
+	p.m("/>")
+	for i := range c.Rows {
+		row := &c.Rows[i]
+		p.m("\n<g class=\"row\">\n<text class=\"label\"")
+		p.num("x", c.PlotX)
+		p.m(` dx="-8"`)
+		p.num("y", row.TextY)
+		p.m("><title>")
+		p.text(row.Full)
+		p.m("</title>")
+		p.text(row.Label)
+		p.m("</text>")
+		for _, s := range row.Segs {
+			p.m("\n<rect")
+			p.attr("class", s.Class)
+			p.num("x", s.X)
+			p.num("y", row.BarY)
+			p.num("width", s.W)
+			p.m(` height="16"><title>`)
+			p.text(s.Tip)
+			p.m("</title></rect>")
+		}
+		if row.Whisker {
+			p.m("\n<g class=\"whisker\"><line")
+			p.num("x1", row.WLo)
+			p.num("x2", row.WHi)
+			p.num("y1", row.WY)
+			p.num("y2", row.WY)
+			p.m("/><line")
+			p.num("x1", row.WLo)
+			p.num("x2", row.WLo)
+			p.num("y1", row.CapY1)
+			p.num("y2", row.CapY2)
+			p.m("/><line")
+			p.num("x1", row.WHi)
+			p.num("x2", row.WHi)
+			p.num("y1", row.CapY1)
+			p.num("y2", row.CapY2)
+			p.m("/></g>")
+		}
+		p.m("\n<text class=\"value\"")
+		p.num("x", row.ValueX)
+		p.num("y", row.TextY)
+		p.m(">")
+		p.text(row.Value)
+		p.m("</text>\n</g>")
+	}
+	for _, l := range c.Legend {
+		p.m("\n<g class=\"legend\"><rect")
+		p.attr("class", l.Class)
+		p.num("x", l.X)
+		p.num("y", l.Y)
+		p.m(` width="12" height="12"/><text`)
+		p.num("x", l.TextX)
+		p.num("y", l.TextY)
+		p.m(">")
+		p.text(l.Label)
+		p.m("</text></g>")
+	}
+	p.m("\n</svg>\n</figure>")
+}
+
+// table writes one section: its heading, note and table (or the words
+// said instead of an empty table).
+func (p *pageWriter) table(t *table) {
+	p.m("\n<section")
+	p.attr("id", t.ID)
+	p.m(">\n<h2>")
+	p.text(t.Title)
+	p.m("</h2>")
+	if t.Note != "" {
+		p.m("\n<p class=\"note\">")
+		p.text(t.Note)
+		p.m("</p>")
+	}
+	if len(t.Rows) == 0 && t.Empty != "" {
+		p.m("\n<p>")
+		p.text(t.Empty)
+		p.m("</p>")
+		p.m("\n</section>")
+		return
+	}
+	p.m("\n<div class=\"scroll\"><table>\n<thead><tr>")
+	left := t.Left()
+	for i, h := range t.Head {
+		p.m("<th")
+		if left[i] {
+			p.m(` class="t"`)
+		}
+		p.m(">")
+		p.text(h)
+		p.m("</th>")
+	}
+	p.m("</tr></thead>\n<tbody>")
+	for _, row := range t.Rows {
+		p.m("\n<tr>")
+		for _, c := range row {
+			p.cell(c)
+		}
+		p.m("</tr>")
+	}
+	p.m("\n</tbody>\n</table></div>\n</section>")
+}
+
+// cell writes one table cell: its marks (each a link to its run's ledger
+// when it has one), or its text, linked when it has a link.
+func (p *pageWriter) cell(c cell) {
+	p.m("<td")
+	if cl := c.Classes(); cl != "" {
+		p.attr("class", cl)
+	}
+	p.m(">")
+	switch {
+	case len(c.Marks) > 0:
+		for _, m := range c.Marks {
+			if m.Link != "" {
+				p.m("<a")
+				p.attr("class", "m "+m.Class)
+				p.href(m.Link)
+				p.attr("title", m.Tip)
+				p.m(">")
+				p.text(m.Mark)
+				p.m("</a>")
+			} else {
+				p.m("<span")
+				p.attr("class", "m "+m.Class)
+				p.attr("title", m.Tip)
+				p.m(">")
+				p.text(m.Mark)
+				p.m("</span>")
+			}
+		}
+	case c.Link != "":
+		p.m("<a")
+		p.href(c.Link)
+		p.m("><code>")
+		p.text(c.Text)
+		p.m("</code></a>")
+	default:
+		p.text(c.Text)
+	}
+	p.m("</td>")
 }
 
 // WriteHTMLFile writes the HTML page to path atomically: a reader sees the
