@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"io/fs"
 	"os"
@@ -34,7 +35,7 @@ func demoDialects() []string {
 }
 
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
-	fset := newFlagSet("demo", stderr)
+	fset := cli.NewFlagSet("demo", stderr)
 	var f runFlags
 	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: "+strings.Join(demoDialects(), ", "))
 	modelName := fset.String("model", "", "the simulated model's name, which picks its profile (sim-gpt-codex: the codex surface on the responses dialect)")
@@ -42,14 +43,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
 	fset.StringVar(&f.script, "script", "", "play this script instead of the bundled fix (docs/simulator.md)")
 	f.registerSandbox(fset)
-	if err := parse(fset, args); err != nil {
+	if err := cli.Parse(fset, args); err != nil {
 		return err
 	}
 	if fset.NArg() > 0 {
-		return usagef("truss demo takes no arguments, not %q", fset.Args())
+		return cli.Usagef("truss demo takes no arguments, not %q", fset.Args())
 	}
 	if !slices.Contains(demoDialects(), *dialect) {
-		return usagef("--dialect must be one of %s, not %q", strings.Join(demoDialects(), ", "), *dialect)
+		return cli.Usagef("--dialect must be one of %s, not %q", strings.Join(demoDialects(), ", "), *dialect)
 	}
 	if f.script == "" {
 		f.script = harness.DemoScript
@@ -82,14 +83,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	o.Root, o.SimRoot, o.MemoryDir = dir, dir, filepath.Join(dir, ".truss", "memories")
 	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s.\nThe simulated model plays a scripted fix through the real loop, adapter and tools.\n\n", dir)
-	ctx, cancel := signalContext(stderr)
+	ctx, cancel := cli.SignalContext(stderr)
 	defer cancel()
 	ctx, watched := watchOutput(ctx, stdout, stderr)
 	stdout, stderr = watched.stdout, watched.stderr
 	res, runErr := runTask(ctx, o, &f, "The tests of this module fail. Find the bug and fix it.", stdout, stderr,
 		runDisplay{noResumeHint: !*keep}) // the repository goes with the demo
 	if watched.closed(ctx) {
-		return exitError{exitOutputClosed}
+		return cli.ExitError{Code: exitOutputClosed}
 	}
 
 	after, err := snapshot(dir)
@@ -127,7 +128,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		failed = append(failed, "the tests fail after the run")
 	}
 	if res != nil && res.LedgerDir != "" {
-		_, vkey, err := installationKey()
+		_, vkey, err := ledger.InstallationKey()
 		if err != nil {
 			return err
 		}
@@ -144,7 +145,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(stdout, "\n✗ The demo failed, whatever the model said above: %s.\n", termsafe.String(strings.Join(failed, "; ")))
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	fmt.Fprintf(stdout, "\n✓ The demo succeeded: Truss's verification passed in the sandbox, the tests pass, and the ledger verifies.\n")
 	return nil

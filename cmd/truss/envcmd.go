@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"time"
 
@@ -18,24 +19,24 @@ import (
 func cmdEnv(args []string, stdout, stderr io.Writer) error {
 	const use = "usage: truss env check [--engine podman|docker] [--image REF] [--json]"
 	if len(args) == 0 || args[0] != "check" {
-		return usagef(use)
+		return cli.Usagef(use)
 	}
-	fset := newFlagSet("env check", stderr)
+	fset := cli.NewFlagSet("env check", stderr)
 	engine := fset.String("engine", "", "the engine to check: podman or docker (default: the first that works)")
 	image := fset.String("image", "", "also look up this image in the engine's store (its ID, repository digests and working directory)")
 	asJSON := fset.Bool("json", false, "print the report as one JSON object")
-	if err := parse(fset, args[1:]); err != nil {
+	if err := cli.Parse(fset, args[1:]); err != nil {
 		return err
 	}
 	if fset.NArg() > 0 {
-		return usagef("unexpected arguments %q; %s", fset.Args(), use)
+		return cli.Usagef("unexpected arguments %q; %s", fset.Args(), use)
 	}
 	if *image != "" {
 		if err := container.ValidateReference(*image); err != nil {
-			return usageError{err.Error()}
+			return cli.UsageError{Msg: err.Error()}
 		}
 	}
-	ctx, cancel := signalContext(stderr)
+	ctx, cancel := cli.SignalContext(stderr)
 	defer cancel()
 	ctx, stop := context.WithTimeout(ctx, 5*time.Minute)
 	defer stop()
@@ -88,7 +89,7 @@ func cmdEnv(args []string, stdout, stderr io.Writer) error {
 		if !*asJSON {
 			fmt.Fprintf(stdout, "error    %s\n", oneLine(failed.Error()))
 		}
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ type providerFlags struct {
 	surface     string
 	script      string // sim: the script file, or harness.DemoScript
 	simDialect  string // sim: which dialect the in-process server speaks
-	serverTools multi
+	serverTools cli.Multi
 	stateful    bool // responses: chain turns with previous_response_id
 	ctxEdit     bool // anthropic: context editing (clear old tool results)
 }
@@ -45,9 +46,9 @@ func (p *providerFlags) options(o *harness.Options) {
 // workspaceFlags configure the workspace and its tools.
 type workspaceFlags struct {
 	root      string
-	ro, rw    multi
+	ro, rw    cli.Multi
 	timeout   time.Duration
-	allowEnv  multi
+	allowEnv  cli.Multi
 	memoryDir string
 	sandbox   string // --sandbox
 	network   string // --network
@@ -99,7 +100,7 @@ func (w *workspaceFlags) sandboxOptions(so *harness.SandboxOptions) error {
 	if w.sandbox != "" {
 		mode, err := sandbox.ParseMode(w.sandbox)
 		if err != nil {
-			return usageError{err.Error()}
+			return cli.UsageError{Msg: err.Error()}
 		}
 		so.Mode = mode
 	}
@@ -109,11 +110,11 @@ func (w *workspaceFlags) sandboxOptions(so *harness.SandboxOptions) error {
 		on := w.network == "on"
 		so.Network = &on
 	default:
-		return usagef("--network must be on or off, not %q", w.network)
+		return cli.Usagef("--network must be on or off, not %q", w.network)
 	}
 	fb, err := sandbox.ParseFallback(w.fallback)
 	if err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	so.Fallback = fb
 	for _, f := range []struct {
@@ -123,7 +124,7 @@ func (w *workspaceFlags) sandboxOptions(so *harness.SandboxOptions) error {
 		if f.v != "" {
 			n, err := sandbox.ParseSize(f.v)
 			if err != nil {
-				return usagef("%s: %v", f.flag, err)
+				return cli.Usagef("%s: %v", f.flag, err)
 			}
 			*f.to = n
 		}
@@ -132,14 +133,14 @@ func (w *workspaceFlags) sandboxOptions(so *harness.SandboxOptions) error {
 }
 
 func cmdTools(args []string, stdout, stderr io.Writer) error {
-	fset := newFlagSet("tools", stderr)
+	fset := cli.NewFlagSet("tools", stderr)
 	var p providerFlags
 	p.register(fset)
 	var mf mcpFlags
 	mf.register(fset)
 	var sf spawnFlags
 	sf.register(fset)
-	if err := parse(fset, args); err != nil {
+	if err := cli.Parse(fset, args); err != nil {
 		return err
 	}
 	o := harness.Options{Version: version, OnWarning: warner(stderr)}
@@ -148,7 +149,7 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	sf.options(&o.Spawn)
-	ctx, cancel := signalContext(stderr)
+	ctx, cancel := cli.SignalContext(stderr)
 	defer cancel()
 	d, err := harness.Declare(ctx, o)
 	if err != nil {

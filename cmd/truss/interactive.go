@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"os"
 	"os/signal"
@@ -36,7 +37,7 @@ func onTerminal() bool {
 // cmdInteractive is truss with flags and no command: the interactive
 // session, with the flags of run.
 func cmdInteractive(args []string, stdout, stderr io.Writer) error {
-	fset := newFlagSet("", stderr)
+	fset := cli.NewFlagSet("", stderr)
 	fset.Usage = func() {
 		fmt.Fprintf(fset.Output(), "usage: truss [flags]   (on a terminal: the interactive session in the current directory)\n\nThe flags are run's:\n")
 		fset.PrintDefaults()
@@ -45,11 +46,11 @@ func cmdInteractive(args []string, stdout, stderr io.Writer) error {
 	f.providerFlags.register(fset)
 	f.workspaceFlags.register(fset)
 	f.register(fset)
-	if err := parse(fset, args); err != nil {
+	if err := cli.Parse(fset, args); err != nil {
 		return err
 	}
 	if fset.NArg() > 0 {
-		return usagef("unknown command %q: to run a task, truss run \"task\"; with no command, truss opens the interactive session", fset.Arg(0))
+		return cli.Usagef("unknown command %q: to run a task, truss run \"task\"; with no command, truss opens the interactive session", fset.Arg(0))
 	}
 	return interactive(&f, stdout, stderr)
 }
@@ -58,7 +59,7 @@ func cmdInteractive(args []string, stdout, stderr io.Writer) error {
 // runs it until the user quits. It needs a terminal.
 func interactive(f *runFlags, stdout, stderr io.Writer) error {
 	if !onTerminal() {
-		return usagef("the interactive session needs a terminal (standard input and output); to run a task without one: truss run \"task\" or truss exec \"task\"")
+		return cli.Usagef("the interactive session needs a terminal (standard input and output); to run a task without one: truss run \"task\" or truss exec \"task\"")
 	}
 	if f.approval == "" {
 		f.approval = string(approval.OnRequest)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -29,43 +30,43 @@ Run "truss ledger COMMAND -h" for a command's flags.
 
 func cmdLedger(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] | show PATH | prove PATH --entry N | export PATH --in-toto")
+		return cli.Usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] | show PATH | prove PATH --entry N | export PATH --in-toto")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, ledgerUsage)
 		return nil
 	case "key":
-		fset := newFlagSet("ledger key", stderr)
+		fset := cli.NewFlagSet("ledger key", stderr)
 		fset.Usage = func() {
 			fmt.Fprintf(fset.Output(), "usage: truss ledger key\n\nPrints this installation's verifier key (name+hash+Ed25519 public key), with which anyone can verify its ledgers.\n")
 		}
-		if err := parse(fset, args[1:]); err != nil {
+		if err := cli.Parse(fset, args[1:]); err != nil {
 			return err
 		}
 		if fset.NArg() > 0 {
-			return usagef("truss ledger key takes no arguments")
+			return cli.Usagef("truss ledger key takes no arguments")
 		}
-		_, vkey, err := installationKey()
+		_, vkey, err := ledger.InstallationKey()
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, vkey)
 		return nil
 	case "verify":
-		fset := newFlagSet("ledger verify", stderr)
+		fset := cli.NewFlagSet("ledger verify", stderr)
 		key := fset.String("key", "", "the verifier key (default: this installation's, see truss ledger key)")
 		ws := fset.String("workspace", "", "also check that the files the session changed hold what it left in them")
 		strict := fset.Bool("strict", false, "fail when entries follow the last checkpoint")
 		path, rest := splitPath(args[1:])
-		if err := parse(fset, rest); err != nil {
+		if err := cli.Parse(fset, rest); err != nil {
 			return err
 		}
 		if path == "" && fset.NArg() > 0 {
 			path = fset.Arg(0)
 		}
 		if path == "" {
-			return usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR]")
+			return cli.Usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR]")
 		}
 		dirs, vkey, err := resolveLedgers(path, *key)
 		if err != nil {
@@ -109,19 +110,19 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "workspace %s matches the files the session left\n", *ws)
 		}
 		if unsealed && *strict {
-			return exitError{1}
+			return cli.ExitError{Code: 1}
 		}
 		return nil
 	case "prove":
-		fset := newFlagSet("ledger prove", stderr)
+		fset := cli.NewFlagSet("ledger prove", stderr)
 		entry := fset.Int64("entry", -1, "the entry to prove")
 		key := fset.String("key", "", "the verifier key (default: this installation's)")
 		path, rest := splitPath(args[1:])
-		if err := parse(fset, rest); err != nil {
+		if err := cli.Parse(fset, rest); err != nil {
 			return err
 		}
 		if path == "" || *entry < 0 {
-			return usagef("usage: truss ledger prove PATH --entry N")
+			return cli.Usagef("usage: truss ledger prove PATH --entry N")
 		}
 		dir, vkey, err := resolveLedger(path, *key)
 		if err != nil {
@@ -134,14 +135,14 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(b)
 		return err
 	case "export":
-		fset := newFlagSet("ledger export", stderr)
+		fset := cli.NewFlagSet("ledger export", stderr)
 		intoto := fset.Bool("in-toto", false, "an in-toto Statement v1 with an SLSA Provenance v1 predicate, in a DSSE envelope")
 		path, rest := splitPath(args[1:])
-		if err := parse(fset, rest); err != nil {
+		if err := cli.Parse(fset, rest); err != nil {
 			return err
 		}
 		if path == "" || !*intoto {
-			return usagef("usage: truss ledger export PATH --in-toto")
+			return cli.Usagef("usage: truss ledger export PATH --in-toto")
 		}
 		dir, vkey, err := resolveLedger(path, "")
 		if err != nil {
@@ -162,14 +163,14 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	case "show":
-		fset := newFlagSet("ledger show", stderr)
+		fset := cli.NewFlagSet("ledger show", stderr)
 		agents := fset.Bool("agents", false, "also show each sub-agent's timeline, after the session's")
 		path, rest := splitPath(args[1:])
-		if err := parse(fset, rest); err != nil {
+		if err := cli.Parse(fset, rest); err != nil {
 			return err
 		}
 		if path == "" {
-			return usagef("usage: truss ledger show PATH [--agents]")
+			return cli.Usagef("usage: truss ledger show PATH [--agents]")
 		}
 		dirs, vkey, err := resolveLedgers(path, "")
 		if err != nil {
@@ -190,7 +191,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			}
 			if verr != nil {
 				fmt.Fprintf(stdout, "NOT VERIFIED: %s\n", termsafe.String(verr.Error()))
-				return exitError{1}
+				return cli.ExitError{Code: 1}
 			}
 			fmt.Fprintf(stdout, "verified: %d entries, sealed by %d checkpoints, root %s", r.Entries, r.Checkpoints, base64.StdEncoding.EncodeToString(r.Root))
 			if n := countChildren(kids); n > 0 {
@@ -203,7 +204,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return usagef("unknown ledger command %q: use key, verify, show, prove or export", args[0])
+	return cli.Usagef("unknown ledger command %q: use key, verify, show, prove or export", args[0])
 }
 
 // splitPath takes the first non-flag argument as the path, so that flags may
@@ -227,7 +228,7 @@ func resolveLedger(path, vkey string) (string, string, error) {
 		return "", "", err
 	}
 	if vkey == "" {
-		if _, vkey, err = installationKey(); err != nil {
+		if _, vkey, err = ledger.InstallationKey(); err != nil {
 			return "", "", err
 		}
 	}
@@ -242,7 +243,7 @@ func resolveLedgers(path, vkey string) ([]string, string, error) {
 		return nil, "", err
 	}
 	if vkey == "" {
-		if _, vkey, err = installationKey(); err != nil {
+		if _, vkey, err = ledger.InstallationKey(); err != nil {
 			return nil, "", err
 		}
 	}
@@ -282,18 +283,6 @@ func ledgerDir(p string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no ledger at %s (give a ledger directory, a session directory or a session id)", p)
-}
-
-func installationKey() (interface {
-	Name() string
-	KeyHash() uint32
-	Sign([]byte) ([]byte, error)
-}, string, error) {
-	dir, err := ledger.KeyDir()
-	if err != nil {
-		return nil, "", err
-	}
-	return ledger.LoadOrCreateKey(dir)
 }
 
 // printChildren lists the verified sub-agent ledgers, indented by depth.

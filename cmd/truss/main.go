@@ -22,8 +22,8 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"os"
 	"strings"
@@ -31,23 +31,10 @@ import (
 
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
-	"github.com/trussdev/truss/internal/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
-
-// usageError is an error in the command line itself (exit status 2).
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
-
-// exitError carries an exit status without a message of its own.
-type exitError struct{ code int }
-
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+var version = cli.Version
 
 // usage is the help of truss; its providers come from the provider table.
 func usage() string {
@@ -127,7 +114,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		if len(args) < 2 || args[1] != "call" {
-			err = usagef("usage: truss tool call --root DIR --surface S --tool NAME (--input JSON | --input-file F) [--json]")
+			err = cli.Usagef("usage: truss tool call --root DIR --surface S --tool NAME (--input JSON | --input-file F) [--json]")
 			break
 		}
 		err = cmdToolCall(args[2:], stdout, stderr)
@@ -144,7 +131,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "trust":
 		err = cmdTrust(args[1:], stdout, stderr)
 	case "bench":
-		err = cmdBench(args[1:], stdout, stderr)
+		return runBench(args[1:], stderr)
 	default:
 		if strings.HasPrefix(args[0], "-") {
 			// Flags and no command: the interactive session, with run's
@@ -155,10 +142,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage())
 		return 2
 	}
-	var ue usageError
-	if asked && errors.As(err, &ue) && strings.HasPrefix(ue.msg, "usage: ") {
+	var ue cli.UsageError
+	if asked && errors.As(err, &ue) && strings.HasPrefix(ue.Msg, "usage: ") {
 		// A command group asked for help answers with its usage.
-		fmt.Fprintln(stdout, ue.msg)
+		fmt.Fprintln(stdout, ue.Msg)
 		return 0
 	}
 	return exitCode(err, stderr)
@@ -177,41 +164,7 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil {
-		return 0
-	}
-	var ee exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	fmt.Fprintf(stderr, "truss: %s\n", termsafe.String(err.Error()))
-	var ue usageError
-	if errors.As(err, &ue) || harness.IsConfigError(err) {
-		return 2
-	}
-	return 1
-}
-
-// newFlagSet returns a flag set whose parse errors are usage errors.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("truss "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
-	}
-	return nil
-}
+func exitCode(err error, stderr io.Writer) int { return cli.ExitCode(err, stderr) }
 
 // optDuration is a duration flag without a default of its own: help shows
 // none, and set tells whether it was given.
@@ -238,9 +191,3 @@ func (o *optDuration) Set(v string) error {
 	o.d, o.set = d, true
 	return nil
 }
-
-// multi is a repeatable string flag.
-type multi []string
-
-func (m *multi) String() string     { return fmt.Sprint(*m) }
-func (m *multi) Set(v string) error { *m = append(*m, v); return nil }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/trussdev/truss/internal/benchcli"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -45,6 +46,8 @@ func TestMain(m *testing.M) {
 	}
 	testscript.Main(m, map[string]func(){
 		"truss": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+		// truss runs it for its bench command, from PATH here.
+		"truss-bench": func() { os.Exit(benchcli.Main(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"net"
 	"net/http"
@@ -22,7 +23,7 @@ import (
 
 // mcpFlags configure the MCP servers whose tools the model is offered.
 type mcpFlags struct {
-	servers multi
+	servers cli.Multi
 	wait    optDuration
 	noMCP   bool
 }
@@ -46,7 +47,7 @@ func (m *mcpFlags) options(o *harness.MCPOptions) error {
 	for _, f := range m.servers {
 		name, spec, ok := strings.Cut(f, "=")
 		if !ok || name == "" || strings.TrimSpace(spec) == "" {
-			return usagef("--mcp %q: give NAME=COMMAND ARGS... or NAME=URL", f)
+			return cli.Usagef("--mcp %q: give NAME=COMMAND ARGS... or NAME=URL", f)
 		}
 		sc := harness.MCPServer{Name: name}
 		if strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") {
@@ -68,9 +69,9 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return cmdMCPClient(args, stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "serve" {
-		return usagef("usage: truss mcp serve [--http ADDR] [--root DIR] [flags] | truss mcp list [SERVER...] | truss mcp call SERVER TOOL [JSON]")
+		return cli.Usagef("usage: truss mcp serve [--http ADDR] [--root DIR] [flags] | truss mcp list [SERVER...] | truss mcp call SERVER TOOL [JSON]")
 	}
-	fset := newFlagSet("mcp serve", stderr)
+	fset := cli.NewFlagSet("mcp serve", stderr)
 	var w workspaceFlags
 	w.register(fset)
 	var v validateFlags
@@ -79,20 +80,20 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	stateless := fset.Bool("stateless", false, "with --http: serve statelessly (protocol 2026-07-28 and later; no sessions)")
 	tokenEnv := fset.String("token-env", "", "with --http: require this environment variable's value as a bearer token (needed to serve on a non-loopback address)")
 	noLedger := fset.Bool("no-ledger", false, "do not record the calls in a signed ledger")
-	if err := parse(fset, args[1:]); err != nil {
+	if err := cli.Parse(fset, args[1:]); err != nil {
 		return err
 	}
 	if *tokenEnv != "" && *addr == "" {
-		return usagef("--token-env protects --http; a stdio server has no other client than the process that started it")
+		return cli.Usagef("--token-env protects --http; a stdio server has no other client than the process that started it")
 	}
 	var token string
 	if *tokenEnv != "" {
 		if token = os.Getenv(*tokenEnv); token == "" {
-			return usagef("--token-env names %s, which is not set", *tokenEnv)
+			return cli.Usagef("--token-env names %s, which is not set", *tokenEnv)
 		}
 	}
 	if *addr != "" && !loopback(*addr) && token == "" {
-		return usagef("--http %s is not a loopback address: anyone who reaches it could run commands in this workspace; give --token-env VAR to require a bearer token", *addr)
+		return cli.Usagef("--http %s is not a loopback address: anyone who reaches it could run commands in this workspace; give --token-env VAR to require a bearer token", *addr)
 	}
 	o := harness.Options{Version: version, NoLedger: *noLedger, NoSession: *noLedger, Validation: v.options(), OnWarning: warner(stderr), Serve: "stdio"}
 	if err := w.options(&o); err != nil {
@@ -109,7 +110,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		defer ln.Close()
 		where = "http://" + ln.Addr().String() + "/mcp"
 	}
-	ctx, cancel := signalContext(stderr)
+	ctx, cancel := cli.SignalContext(stderr)
 	defer cancel()
 	s, err := harness.Open(ctx, o)
 	if err != nil {
@@ -189,11 +190,11 @@ func (nopWriteCloser) Close() error { return nil }
 // uses, to check a server's configuration or call one tool by hand.
 func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 	sub := args[0]
-	fset := newFlagSet("mcp "+sub, stderr)
+	fset := cli.NewFlagSet("mcp "+sub, stderr)
 	var mf mcpFlags
 	mf.register(fset)
 	root := fset.String("root", ".", "the workspace whose .truss/config.toml names the servers")
-	if err := parse(fset, args[1:]); err != nil {
+	if err := cli.Parse(fset, args[1:]); err != nil {
 		return err
 	}
 	var o harness.MCPOptions
@@ -203,11 +204,11 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 	pick := fset.Args()
 	if sub == "call" {
 		if len(pick) < 2 || len(pick) > 3 {
-			return usagef("usage: truss mcp call [--mcp NAME=CMD|URL] SERVER TOOL [JSON-ARGUMENTS]")
+			return cli.Usagef("usage: truss mcp call [--mcp NAME=CMD|URL] SERVER TOOL [JSON-ARGUMENTS]")
 		}
 		pick = pick[:1]
 	}
-	ctx, cancel := signalContext(stderr)
+	ctx, cancel := cli.SignalContext(stderr)
 	defer cancel()
 	ms, err := harness.StartMCP(ctx, *root, o, pick, version, warner(stderr))
 	if err != nil {
@@ -220,12 +221,12 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 			in = fset.Arg(2)
 		}
 		if !json.Valid([]byte(in)) {
-			return usagef("the arguments %q are not valid JSON", in)
+			return cli.Usagef("the arguments %q are not valid JSON", in)
 		}
 		r := ms.Call(ctx, fset.Arg(0), fset.Arg(1), json.RawMessage(in))
 		if r.Err != nil {
 			fmt.Fprintf(stderr, "truss: %s\n", termsafe.String(r.Err.Message))
-			return exitError{1}
+			return cli.ExitError{Code: 1}
 		}
 		fmt.Fprint(stdout, termsafe.String(r.Output))
 		if !strings.HasSuffix(r.Output, "\n") {
@@ -265,7 +266,7 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s\n", b)
 	if failed {
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	return nil
 }

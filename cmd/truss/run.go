@@ -5,12 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -54,7 +53,7 @@ type runFlags struct {
 // boundary.
 type validateFlags struct {
 	testCmd    string
-	setupCmds  multi
+	setupCmds  cli.Multi
 	noValidate bool
 	require    bool
 }
@@ -104,7 +103,7 @@ func (r *runFlags) options() (harness.Options, error) {
 	if r.approval != "" {
 		p, err := approval.ParsePolicy(r.approval)
 		if err != nil {
-			return o, usagef("--approval: %v", err)
+			return o, cli.Usagef("--approval: %v", err)
 		}
 		o.Approval = p
 	}
@@ -118,35 +117,12 @@ func (v *validateFlags) options() harness.ValidationOptions {
 	return harness.ValidationOptions{Off: v.noValidate, TestCmd: v.testCmd, SetupCmds: v.setupCmds}
 }
 
-// signalContext is cancelled by the first SIGINT or SIGTERM; a second one
-// exits at once.
-func signalContext(stderr io.Writer) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return
-		}
-		fmt.Fprintln(stderr, "\ntruss: interrupted; finishing the current call (press Ctrl-C again to quit at once)")
-		cancel()
-		select {
-		case <-ch:
-			os.Exit(130)
-		case <-time.After(time.Hour):
-		}
-	}()
-	return ctx, func() { signal.Stop(ch); cancel() }
-}
-
 func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 	name := "run"
 	if headless {
 		name = "exec"
 	}
-	fset := newFlagSet(name, stderr)
+	fset := cli.NewFlagSet(name, stderr)
 	var f runFlags
 	f.providerFlags.register(fset)
 	f.workspaceFlags.register(fset)
@@ -154,7 +130,7 @@ func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 	if headless {
 		fset.BoolVar(&f.json, "json", false, "print one JSON event per line on stdout (logs on stderr)")
 	}
-	if err := parse(fset, args); err != nil {
+	if err := cli.Parse(fset, args); err != nil {
 		return err
 	}
 	task := strings.TrimSpace(strings.Join(fset.Args(), " "))
@@ -170,9 +146,9 @@ func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 		return interactive(&f, stdout, stderr)
 	}
 	if task == "" {
-		return usagef("usage: truss %s [flags] \"task\" (the task is missing)", name)
+		return cli.Usagef("usage: truss %s [flags] \"task\" (the task is missing)", name)
 	}
-	ctx, cancel := signalContext(stderr)
+	ctx, cancel := cli.SignalContext(stderr)
 	defer cancel()
 	ctx, out := watchOutput(ctx, stdout, stderr)
 	o, err := f.options()
@@ -182,7 +158,7 @@ func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 	_, err = runTask(ctx, o, &f, task, out.stdout, out.stderr, runDisplay{headless: headless})
 	if out.closed(ctx) {
 		fmt.Fprintln(out.stderr, "truss: the output was closed; the run was stopped and saved as a cancelled one")
-		return exitError{exitOutputClosed}
+		return cli.ExitError{Code: exitOutputClosed}
 	}
 	return err
 }
@@ -278,7 +254,7 @@ func runTask(ctx context.Context, o harness.Options, f *runFlags, task string, s
 		if out.Verdict == nil {
 			fmt.Fprintln(stderr, "truss: --require-validation: no test command is known (give --test-cmd)")
 		}
-		return &out, exitError{1}
+		return &out, cli.ExitError{Code: 1}
 	}
 	switch a.Status {
 	case agent.StatusCompleted:
@@ -291,11 +267,11 @@ func runTask(ctx context.Context, o harness.Options, f *runFlags, task string, s
 			}
 			return &out, a.Err
 		}
-		return &out, exitError{1}
+		return &out, cli.ExitError{Code: 1}
 	case agent.StatusCanceled:
-		return &out, exitError{130}
+		return &out, cli.ExitError{Code: 130}
 	}
-	return &out, exitError{1}
+	return &out, cli.ExitError{Code: 1}
 }
 
 // unreached reports whether ev is the failure of a first request that could
@@ -332,8 +308,8 @@ func orNone(s string) string {
 }
 
 func cmdSessions(args []string, stdout, stderr io.Writer) error {
-	fset := newFlagSet("sessions", stderr)
-	if err := parse(fset, args); err != nil {
+	fset := cli.NewFlagSet("sessions", stderr)
+	if err := cli.Parse(fset, args); err != nil {
 		return err
 	}
 	dir, err := session.DefaultDir()

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,14 +17,14 @@ import (
 // enforced (without an accepted fallback).
 func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "check" {
-		return usagef("usage: truss sandbox check [--sandbox MODE] [--network on|off] [--sandbox-fallback F] [--root DIR] [--json]")
+		return cli.Usagef("usage: truss sandbox check [--sandbox MODE] [--network on|off] [--sandbox-fallback F] [--root DIR] [--json]")
 	}
-	fset := newFlagSet("sandbox check", stderr)
+	fset := cli.NewFlagSet("sandbox check", stderr)
 	var w workspaceFlags
 	fset.StringVar(&w.root, "root", ".", "the workspace the policy is for")
 	w.registerSandbox(fset)
 	asJSON := fset.Bool("json", false, "print the host and the plan as one JSON object")
-	if err := parse(fset, args[1:]); err != nil {
+	if err := cli.Parse(fset, args[1:]); err != nil {
 		return err
 	}
 	root, err := filepath.Abs(w.root)
@@ -123,7 +124,7 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 		if !*asJSON {
 			fmt.Fprintf(stdout, "would refuse: %v\n", planErr)
 		}
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -43,7 +44,7 @@ type toolCallOutput struct {
 // Exit status: 0 for a success result, 1 for an error result, 2 for a usage
 // error.
 func cmdToolCall(args []string, stdout, stderr io.Writer) error {
-	fset := newFlagSet("tool call", stderr)
+	fset := cli.NewFlagSet("tool call", stderr)
 	var w workspaceFlags
 	w.register(fset)
 	surfaceName := fset.String("surface", "generic", "the surface the call arrives through")
@@ -52,42 +53,42 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	inputFile := fset.String("input-file", "", "read the input from this file (- for standard input)")
 	asJSON := fset.Bool("json", false, "print the normalized result as one JSON object")
 	maxResult := fset.Int("max-result-chars", defaultMaxResultChars, "cut the result text to this many characters (head and tail), as a run does")
-	if err := parse(fset, args); err != nil {
+	if err := cli.Parse(fset, args); err != nil {
 		return err
 	}
 	if *name == "" {
-		return usagef("--tool is required")
+		return cli.Usagef("--tool is required")
 	}
 	if fset.NArg() > 0 {
-		return usagef("unexpected arguments %q", fset.Args())
+		return cli.Usagef("unexpected arguments %q", fset.Args())
 	}
 	given := map[string]bool{}
 	fset.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	in := *input
 	switch {
 	case !given["input"] && !given["input-file"]:
-		return usagef("give the call's input with --input JSON or --input-file FILE (--input '{}' for none)")
+		return cli.Usagef("give the call's input with --input JSON or --input-file FILE (--input '{}' for none)")
 	case *inputFile != "" && *input != "":
-		return usagef("give --input or --input-file, not both")
+		return cli.Usagef("give --input or --input-file, not both")
 	case *inputFile == "-":
 		b, err := io.ReadAll(os.Stdin)
 		if err != nil {
-			return usagef("reading standard input: %v", err)
+			return cli.Usagef("reading standard input: %v", err)
 		}
 		in = string(b)
 	case *inputFile != "":
 		b, err := os.ReadFile(*inputFile)
 		if err != nil {
-			return usagef("--input-file: %v", err)
+			return cli.Usagef("--input-file: %v", err)
 		}
 		in = string(b)
 	}
 	if fi, err := os.Stat(w.root); err != nil || !fi.IsDir() {
-		return usagef("--root %s is not a directory", w.root)
+		return cli.Usagef("--root %s is not a directory", w.root)
 	}
 	set, err := harness.ToolCallSet(*surfaceName)
 	if err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	if w.memoryDir == "" {
 		w.memoryDir = filepath.Join(w.root, ".truss", "memories")
@@ -103,7 +104,7 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 		if harness.IsConfigError(err) {
 			return err
 		}
-		return usagef("%v", err)
+		return cli.Usagef("%v", err)
 	}
 	defer s.Close()
 
@@ -137,11 +138,11 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
-	} else if err := writeModelText(stdout, text, isTerminal(stdout)); err != nil {
+	} else if err := writeModelText(stdout, text, cli.IsTerminal(stdout)); err != nil {
 		return err
 	}
 	if res.IsError {
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	return nil
 }
@@ -159,14 +160,4 @@ func writeModelText(w io.Writer, text string, terminal bool) error {
 	}
 	_, err := io.WriteString(w, text)
 	return err
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"path/filepath"
 	"strings"
@@ -16,14 +17,14 @@ import (
 // configuration of DIR as trusted (its files' digests), show whether it
 // is, or forget it.
 func cmdTrust(args []string, stdout, stderr io.Writer) error {
-	fset := newFlagSet("trust", stderr)
+	fset := cli.NewFlagSet("trust", stderr)
 	status := fset.Bool("status", false, "only say whether the configuration is trusted")
 	revoke := fset.Bool("revoke", false, "forget that the configuration was trusted")
-	if err := parse(fset, args); err != nil {
+	if err := cli.Parse(fset, args); err != nil {
 		return err
 	}
 	if fset.NArg() > 1 || (*status && *revoke) {
-		return usagef("usage: truss trust [--status | --revoke] [DIR]")
+		return cli.Usagef("usage: truss trust [--status | --revoke] [DIR]")
 	}
 	dir := "."
 	if fset.NArg() == 1 {
@@ -31,7 +32,7 @@ func cmdTrust(args []string, stdout, stderr io.Writer) error {
 	}
 	root, err := trust.Key(dir)
 	if err != nil {
-		return usagef("%v", err)
+		return cli.Usagef("%v", err)
 	}
 	st, err := trust.UserStore()
 	if err != nil {

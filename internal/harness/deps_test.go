@@ -219,6 +219,11 @@ var binaryLeavesOut = []struct{ prefix, why string }{
 	{"html/template", "it imports text/template (see there)"},
 	{"github.com/getkin/kin-openapi/", "the OpenAPI validation of the simulated model's requests is for the tests (-tags apispec): its JSON Schema compiler costs every start about 4 ms and 1.7 MB"},
 	{"github.com/santhosh-tekuri/jsonschema/", "kin-openapi's JSON Schema compiler (see there)"},
+	{"github.com/trussdev/truss/internal/benchcli", "truss bench is the program truss-bench: the benchmark's packages (the NATS server, the grader, the report, the importers) added 8 MB to the peak RSS of every truss start"},
+	{"github.com/trussdev/truss/internal/bench", "the benchmark is truss-bench's (see internal/benchcli)"},
+	{"github.com/trussdev/truss/internal/bench/", "the benchmark is truss-bench's (see internal/benchcli)"},
+	{"github.com/trussdev/truss/internal/queue", "the benchmark's work queue is truss-bench's (see internal/benchcli)"},
+	{"github.com/nats-io/", "the benchmark's work queue is truss-bench's (see internal/benchcli)"},
 }
 
 // TestBinaryLeavesOut fails when the default build of cmd/truss links a

@@ -284,6 +284,10 @@ type ConfigError struct{ Msg string }
 
 func (e *ConfigError) Error() string { return e.Msg }
 
+// UsageError reports that a configuration error is the user's to fix, as a
+// usage error is (exit status 2).
+func (e *ConfigError) UsageError() bool { return true }
+
 func configErrorf(format string, args ...any) error {
 	return &ConfigError{Msg: fmt.Sprintf(format, args...)}
 }

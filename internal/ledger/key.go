@@ -80,3 +80,13 @@ func LoadOrCreateKey(dir string) (note.Signer, string, error) {
 	}
 	return signer, strings.TrimSpace(string(vk)), nil
 }
+
+// InstallationKey loads (or creates) the key of this installation, in
+// KeyDir: the signer and the verifier key's text.
+func InstallationKey() (note.Signer, string, error) {
+	dir, err := KeyDir()
+	if err != nil {
+		return nil, "", err
+	}
+	return LoadOrCreateKey(dir)
+}

@@ -1,9 +1,11 @@
-package main
+package benchcli
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
+	"github.com/trussdev/truss/internal/ledger"
 	"io"
 	"os"
 	"os/signal"
@@ -42,7 +44,7 @@ type queueFlags struct {
 	listen       string
 	localWorkers int
 	ackWait      time.Duration
-	trust        multi
+	trust        cli.Multi
 	keys         []string // the trusted keys, read by check
 }
 
@@ -58,23 +60,23 @@ func (q *queueFlags) register(fs *flag.FlagSet) {
 // before anything is loaded, so that a usage error comes first.
 func (q *queueFlags) check() error {
 	if q.url != "" && q.listen != "" {
-		return usagef("--nats and --nats-listen exclude each other: --nats-listen exposes the embedded server")
+		return cli.Usagef("--nats and --nats-listen exclude each other: --nats-listen exposes the embedded server")
 	}
 	if q.localWorkers < -1 {
-		return usagef("--local-workers must be at least 0")
+		return cli.Usagef("--local-workers must be at least 0")
 	}
 	q.keys = nil
 	for _, k := range q.trust {
 		if f, ok := strings.CutPrefix(k, "@"); ok {
 			b, err := os.ReadFile(f)
 			if err != nil {
-				return usagef("--trust-key: %v", err)
+				return cli.Usagef("--trust-key: %v", err)
 			}
 			k = string(b)
 		}
 		k = strings.TrimSpace(k)
 		if k == "" {
-			return usagef("--trust-key: empty key")
+			return cli.Usagef("--trust-key: empty key")
 		}
 		q.keys = append(q.keys, k)
 	}
@@ -107,7 +109,7 @@ func (q *queueFlags) apply(r *runner.Runner, stderr io.Writer) {
 // a queue until it is drained (SIGTERM, Ctrl-C) or, with
 // --exit-when-idle, the queue is empty.
 func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench worker", stderr)
+	fs := cli.NewFlagSet("bench worker", stderr)
 	var (
 		n              natsFlags
 		name, work, id string
@@ -115,7 +117,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 		idle, network  bool
 		fallback       string
 		testTimeout    time.Duration
-		caps           multi
+		caps           cli.Multi
 	)
 	n.register(fs)
 	fs.StringVar(&name, "queue", "", "the benchmark's queue (default: the only one the deployment holds)")
@@ -129,32 +131,32 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&caps, "provider-cap", "PROVIDER=N: at most N runs of that provider at once (repeatable)")
 	var env envFlags
 	env.register(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("truss bench worker takes no arguments, got %q", fs.Args())
+		return cli.Usagef("truss bench worker takes no arguments, got %q", fs.Args())
 	}
 	if n.url == "" {
-		return usagef("--nats URL (or NATS_URL) is required: the deployment the coordinator's queue is on")
+		return cli.Usagef("--nats URL (or NATS_URL) is required: the deployment the coordinator's queue is on")
 	}
 	if parallel < 1 {
-		return usagef("--parallel must be at least 1")
+		return cli.Usagef("--parallel must be at least 1")
 	}
 	fb, err := sandbox.ParseFallback(fallback)
 	if err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	capMap := map[string]int{}
 	for _, c := range caps {
 		p, v, ok := strings.Cut(c, "=")
 		var k int
 		if _, err := fmt.Sscan(v, &k); !ok || err != nil || k < 1 || !slices.Contains(benchProviders, p) {
-			return usagef("--provider-cap %q: want PROVIDER=N with N at least 1", c)
+			return cli.Usagef("--provider-cap %q: want PROVIDER=N with N at least 1", c)
 		}
 		capMap[p] = k
 	}
-	signer, vkey, err := installationKey()
+	signer, vkey, err := ledger.InstallationKey()
 	if err != nil {
 		return err
 	}
@@ -225,7 +227,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 
 // cmdBenchStatus is `truss bench status DIR|--nats URL [--queue NAME]`.
 func cmdBenchStatus(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench status", stderr)
+	fs := cli.NewFlagSet("bench status", stderr)
 	var n natsFlags
 	var name string
 	n.register(fs)
@@ -234,13 +236,13 @@ func cmdBenchStatus(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		dir, args = args[0], args[1:]
 	}
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if dir == "" && fs.NArg() == 1 {
 		dir = fs.Arg(0)
 	} else if fs.NArg() > 0 {
-		return usagef("usage: truss bench status DIR|--nats URL [--queue NAME]")
+		return cli.Usagef("usage: truss bench status DIR|--nats URL [--queue NAME]")
 	}
 	if dir != "" {
 		qi, err := runner.ReadQueueInfo(dir)
@@ -255,7 +257,7 @@ func cmdBenchStatus(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if n.url == "" {
-		return usagef("usage: truss bench status DIR|--nats URL [--queue NAME]")
+		return cli.Usagef("usage: truss bench status DIR|--nats URL [--queue NAME]")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

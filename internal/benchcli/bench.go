@@ -1,4 +1,9 @@
-package main
+// Package benchcli is the command line of `truss bench` (flags and
+// output; the benchmark itself is internal/bench and its packages). It is
+// the truss-bench program, which truss runs for its bench command: kept out
+// of the truss binary, the benchmark's dependencies (the NATS server, the
+// grader, the report) cost a session's start and memory nothing.
+package benchcli
 
 import (
 	"cmp"
@@ -6,6 +11,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
+	"github.com/trussdev/truss/internal/ledger"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,9 +39,42 @@ const benchUsage = `usage: truss bench run|grade|import|report|worker|status [fl
   truss bench worker --nats URL [--parallel N] [--exit-when-idle]
   truss bench status DIR|--nats URL`
 
-func cmdBench(args []string, stdout, stderr io.Writer) error {
+// Main runs `truss bench ARGS` (args without "bench") and returns its exit
+// status: 0 when every run finished (resolved or not) or help was asked
+// for, 1 when a run or the command failed, 2 for a usage error.
+func Main(args []string, stdout, stderr io.Writer) int {
+	asked := wantsHelp(args)
+	if asked {
+		// Asked-for help is output, not a diagnostic: it goes to stdout.
+		stderr = stdout
+	}
+	err := Run(args, stdout, stderr)
+	var ue cli.UsageError
+	if asked && errors.As(err, &ue) && strings.HasPrefix(ue.Msg, "usage: ") {
+		// A command group asked for help answers with its usage.
+		fmt.Fprintln(stdout, ue.Msg)
+		return 0
+	}
+	return cli.ExitCode(err, stderr)
+}
+
+// wantsHelp reports whether a command's arguments ask for its help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// Run runs `truss bench ARGS` (args without "bench").
+func Run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("%s", benchUsage)
+		return cli.Usagef("%s", benchUsage)
 	}
 	switch args[0] {
 	case "run":
@@ -50,9 +90,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	case "status":
 		return cmdBenchStatus(args[1:], stdout, stderr)
 	case "-h", "-help", "--help":
-		return usagef("%s", benchUsage)
+		return cli.Usagef("%s", benchUsage)
 	}
-	return usagef("truss bench: unknown command %q\n%s", args[0], benchUsage)
+	return cli.Usagef("truss bench: unknown command %q\n%s", args[0], benchUsage)
 }
 
 // benchFlags are the flags run and grade share.
@@ -83,7 +123,7 @@ func (e *envFlags) register(fs *flag.FlagSet) {
 func (e *envFlags) shells(network bool, timeout time.Duration) (grade.Shells, error) {
 	spec, err := container.ParseSpec(e.env)
 	if err != nil {
-		return nil, usageError{err.Error()}
+		return nil, cli.UsageError{Msg: err.Error()}
 	}
 	if spec.Host() {
 		return nil, nil
@@ -112,14 +152,14 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 // in the background; done removes them all.
 func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), err error) {
 	if b.tasks == "" || b.out == "" {
-		return nil, nil, nil, usagef("--tasks and --out are required")
+		return nil, nil, nil, cli.Usagef("--tasks and --out are required")
 	}
 	if b.parallel < 1 {
-		return nil, nil, nil, usagef("--parallel must be at least 1")
+		return nil, nil, nil, cli.Usagef("--parallel must be at least 1")
 	}
 	fb, err := sandbox.ParseFallback(b.fallback)
 	if err != nil {
-		return nil, nil, nil, usageError{err.Error()}
+		return nil, nil, nil, cli.UsageError{Msg: err.Error()}
 	}
 	tasks, err = bench.LoadTasks(b.tasks, b.repos)
 	if err != nil {
@@ -134,7 +174,7 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 			}
 		}
 		if len(kept) == 0 {
-			return nil, nil, nil, usagef("--only names no instance of %s", b.tasks)
+			return nil, nil, nil, cli.Usagef("--only names no instance of %s", b.tasks)
 		}
 		tasks = kept
 	}
@@ -201,35 +241,35 @@ func printSummary(w io.Writer, sum *runner.Summary, out string) {
 func benchExit(sum *runner.Summary, err error) error {
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return exitError{1}
+			return cli.ExitError{Code: 1}
 		}
 		return err
 	}
 	if sum.Errors > 0 || sum.NotRun > 0 {
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	return nil
 }
 
 func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench grade", stderr)
+	fs := cli.NewFlagSet("bench grade", stderr)
 	var b benchFlags
 	b.register(fs)
 	var predictions string
 	fs.StringVar(&predictions, "predictions", "", "the predictions: JSONL with instance_id, model_name_or_path, model_patch (required)")
 	var qf queueFlags
 	qf.register(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("truss bench grade takes no arguments, got %q", fs.Args())
+		return cli.Usagef("truss bench grade takes no arguments, got %q", fs.Args())
 	}
 	if err := qf.check(); err != nil {
 		return err
 	}
 	if predictions == "" {
-		return usagef("--predictions is required")
+		return cli.Usagef("--predictions is required")
 	}
 	tasks, g, done, err := b.load()
 	if err != nil {
@@ -245,16 +285,16 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	signer, vkey, err := installationKey()
+	signer, vkey, err := ledger.InstallationKey()
 	if err != nil {
 		return err
 	}
 	var qr runner.Runner
 	qr.Parallel = b.parallel
 	qf.apply(&qr, stderr)
-	ctx, stop := signalContext(stderr)
+	ctx, stop := cli.SignalContext(stderr)
 	defer stop()
-	pp := &progressPrinter{w: stderr, tty: isTerminal(stderr)}
+	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
 	gr := &runner.Grading{Tasks: tasks, Predictions: preds, Out: b.out, Grader: g, Signer: signer, VKey: vkey, Parallel: qr.Parallel,
 		Progress: pp.print, Net: qr.Net, RemoteOnly: qr.RemoteOnly, Bundles: qr.Bundles, TrustKeys: qr.TrustKeys, Logf: qr.Logf}
 	sum, err := gr.Run(ctx)
@@ -272,11 +312,11 @@ var (
 )
 
 func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench run", stderr)
+	fs := cli.NewFlagSet("bench run", stderr)
 	var b benchFlags
 	b.register(fs)
 	var (
-		arms              multi
+		arms              cli.Multi
 		models, surfaces  string
 		repeats, maxTurns int
 		maxTokens         int64
@@ -284,7 +324,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		wall              time.Duration
 		simScripts, work  string
 		hints             bool
-		caps              multi
+		caps              cli.Multi
 	)
 	fs.Var(&arms, "arm", "an arm: NAME=PROVIDER:MODEL[:SURFACE] (repeatable)")
 	fs.StringVar(&models, "models", "", "models as PROVIDER:MODEL, comma-separated; crossed with --surfaces")
@@ -301,46 +341,46 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&caps, "provider-cap", "PROVIDER=N: at most N runs of that provider at once (repeatable; default --parallel)")
 	var qf queueFlags
 	qf.register(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("truss bench run takes no arguments, got %q", fs.Args())
+		return cli.Usagef("truss bench run takes no arguments, got %q", fs.Args())
 	}
 	if err := qf.check(); err != nil {
 		return err
 	}
 	if repeats < 1 {
-		return usagef("--repeats must be at least 1")
+		return cli.Usagef("--repeats must be at least 1")
 	}
 	var as []bench.Arm
 	for _, a := range arms {
 		arm, err := bench.ParseArm(a)
 		if err != nil {
-			return usageError{"--arm: " + err.Error()}
+			return cli.UsageError{Msg: "--arm: " + err.Error()}
 		}
 		as = append(as, arm)
 	}
 	if models != "" {
 		cross, err := bench.CrossArms(splitList(models), splitList(surfaces))
 		if err != nil {
-			return usageError{"--models: " + err.Error()}
+			return cli.UsageError{Msg: "--models: " + err.Error()}
 		}
 		as = append(as, cross...)
 	}
 	if len(as) == 0 {
-		return usagef("give --arm NAME=PROVIDER:MODEL[:SURFACE], or --models and --surfaces")
+		return cli.Usagef("give --arm NAME=PROVIDER:MODEL[:SURFACE], or --models and --surfaces")
 	}
 	seen := map[string]bool{}
 	for _, a := range as {
 		if !slices.Contains(benchProviders, a.Provider) {
-			return usagef("arm %s: unknown provider %q (%s)", a.Name, a.Provider, strings.Join(benchProviders, ", "))
+			return cli.Usagef("arm %s: unknown provider %q (%s)", a.Name, a.Provider, strings.Join(benchProviders, ", "))
 		}
 		if a.Surface != "" && !slices.Contains(benchSurfaces, a.Surface) {
-			return usagef("arm %s: unknown surface %q (%s)", a.Name, a.Surface, strings.Join(benchSurfaces, ", "))
+			return cli.Usagef("arm %s: unknown surface %q (%s)", a.Name, a.Surface, strings.Join(benchSurfaces, ", "))
 		}
 		if seen[a.Name] {
-			return usagef("two arms named %s", a.Name)
+			return cli.Usagef("two arms named %s", a.Name)
 		}
 		seen[a.Name] = true
 	}
@@ -349,13 +389,13 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		p, n, ok := strings.Cut(c, "=")
 		v, err := strconv.Atoi(n)
 		if !ok || err != nil || v < 1 || !slices.Contains(benchProviders, p) {
-			return usagef("--provider-cap %q: want PROVIDER=N with N at least 1", c)
+			return cli.Usagef("--provider-cap %q: want PROVIDER=N with N at least 1", c)
 		}
 		capMap[p] = v
 	}
 	if simScripts != "" {
 		if fi, err := os.Stat(simScripts); err != nil || !fi.IsDir() {
-			return usagef("--sim-scripts %s is not a directory", simScripts)
+			return cli.Usagef("--sim-scripts %s is not a directory", simScripts)
 		}
 	}
 	tasks, g, done, err := b.load()
@@ -363,7 +403,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
-	signer, vkey, err := installationKey()
+	signer, vkey, err := ledger.InstallationKey()
 	if err != nil {
 		return err
 	}
@@ -371,9 +411,9 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	fb, _ := sandbox.ParseFallback(b.fallback) // checked by load
 	agent := benchAgent(fb, stderr)
 	agent.Env, agent.Engine, agent.EnvWorkdir = b.env.env, b.env.engine, b.env.workdir
-	ctx, stop := signalContext(stderr)
+	ctx, stop := cli.SignalContext(stderr)
 	defer stop()
-	pp := &progressPrinter{w: stderr, tty: isTerminal(stderr)}
+	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
 	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work,
 		Agent: agent, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey, Budgets: budgets, CostBudget: budget,
 		Parallel: b.parallel, ProviderCap: capMap, ShowHints: hints, Progress: pp.print}
@@ -396,7 +436,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 // the harness on the run's workspace, recorded into the run's ledger.
 func benchAgent(fallback sandbox.Fallback, stderr io.Writer) *harnessagent.Agent {
 	var mu sync.Mutex
-	return &harnessagent.Agent{Version: version, Fallback: fallback, OnWarning: func(spec *runner.RunSpec, msg string) {
+	return &harnessagent.Agent{Version: cli.Version, Fallback: fallback, OnWarning: func(spec *runner.RunSpec, msg string) {
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(stderr, "truss: %s %s r%d: %s\n", spec.InstanceID, spec.Arm.Name, spec.Repeat, msg)
@@ -405,9 +445,9 @@ func benchAgent(fallback sandbox.Fallback, stderr io.Writer) *harnessagent.Agent
 
 func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "humanevalfix" {
-		return usagef("usage: truss bench import humanevalfix FILE --out DIR [--all] [--only Go/0,Go/1]")
+		return cli.Usagef("usage: truss bench import humanevalfix FILE --out DIR [--all] [--only Go/0,Go/1]")
 	}
-	fs := newFlagSet("bench import humanevalfix", stderr)
+	fs := cli.NewFlagSet("bench import humanevalfix", stderr)
 	var out, only string
 	var all bool
 	fs.StringVar(&out, "out", "", "the directory to write: tasks.jsonl and repos/ (required)")
@@ -419,16 +459,16 @@ func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		file, rest = rest[0], rest[1:]
 	}
-	if err := parse(fs, rest); err != nil {
+	if err := cli.Parse(fs, rest); err != nil {
 		return err
 	}
 	if file == "" && fs.NArg() == 1 {
 		file = fs.Arg(0)
 	} else if fs.NArg() > 0 || file == "" {
-		return usagef("usage: truss bench import humanevalfix FILE --out DIR [--all] [--only Go/0,Go/1]")
+		return cli.Usagef("usage: truss bench import humanevalfix FILE --out DIR [--all] [--only Go/0,Go/1]")
 	}
 	if out == "" {
-		return usagef("--out is required")
+		return cli.Usagef("--out is required")
 	}
 	f, err := os.Open(file)
 	if err != nil {

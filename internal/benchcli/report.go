@@ -1,7 +1,8 @@
-package main
+package benchcli
 
 import (
 	"fmt"
+	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"strings"
 
@@ -23,7 +24,7 @@ Flags:
 
 // cmdBenchReport is `truss bench report`: args are what follows "report".
 func cmdBenchReport(args []string, stdout, stderr io.Writer) error {
-	fset := newFlagSet("bench report", stderr)
+	fset := cli.NewFlagSet("bench report", stderr)
 	htmlPath := fset.String("html", "", "also write the report as a self-contained HTML page to `FILE`")
 	seed := fset.Uint64("seed", report.DefaultSeed, "the bootstrap's seed (the same seed gives the same intervals)")
 	resamples := fset.Int("resamples", report.DefaultResamples, "the bootstrap's number of resamples")
@@ -36,25 +37,25 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		dir, args = args[0], args[1:]
 	}
-	if err := parse(fset, args); err != nil {
+	if err := cli.Parse(fset, args); err != nil {
 		return err
 	}
 	if dir == "" && fset.NArg() > 0 {
 		dir = fset.Arg(0)
 		args = fset.Args()[1:]
-		if err := parse(fset, args); err != nil {
+		if err := cli.Parse(fset, args); err != nil {
 			return err
 		}
 	}
 	switch {
 	case dir == "":
-		return usagef("usage: truss bench report DIR [--html FILE] [--seed N] [--resamples N]")
+		return cli.Usagef("usage: truss bench report DIR [--html FILE] [--seed N] [--resamples N]")
 	case fset.NArg() > 0:
-		return usagef("truss bench report takes one directory; unexpected %q", fset.Arg(0))
+		return cli.Usagef("truss bench report takes one directory; unexpected %q", fset.Arg(0))
 	case *resamples < 1:
-		return usagef("--resamples must be at least 1")
+		return cli.Usagef("--resamples must be at least 1")
 	case *seed == 0:
-		return usagef("--seed must not be 0")
+		return cli.Usagef("--seed must not be 0")
 	}
 
 	data, err := report.Load(dir)

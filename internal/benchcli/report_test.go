@@ -1,8 +1,9 @@
-package main
+package benchcli
 
 import (
 	"bytes"
 	"errors"
+	"github.com/trussdev/truss/internal/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func TestCmdBenchReport(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := cmdBenchReport(tt.args, &stdout, &stderr)
-			var ue usageError
+			var ue cli.UsageError
 			switch {
 			case tt.usage:
 				if !errors.As(err, &ue) {

@@ -1,0 +1,15 @@
+package benchcli
+
+import (
+	"os"
+	"testing"
+
+	"github.com/trussdev/truss/internal/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	if sandbox.IsHelper() {
+		sandbox.RunHelper() // the grader's sandbox re-executes this binary as its helper
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,119 @@
+// Package cli holds what the commands of truss and truss-bench share on the
+// command line: usage errors and exit statuses, flag sets, the interrupt
+// signal and terminal detection. It holds no command.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/trussdev/truss/internal/termsafe"
+)
+
+// Version is the version both binaries report unless their build sets
+// main.version with -ldflags "-X main.version=...".
+const Version = "0.1.0-dev"
+
+// UsageError is an error in the command line itself (exit status 2).
+type UsageError struct{ Msg string }
+
+func (e UsageError) Error() string { return e.Msg }
+
+// Usagef returns a UsageError.
+func Usagef(format string, args ...any) error { return UsageError{fmt.Sprintf(format, args...)} }
+
+// ExitError carries an exit status without a message of its own.
+type ExitError struct{ Code int }
+
+func (e ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// NewFlagSet returns a flag set named "truss NAME" whose parse errors are
+// returned (Parse makes them usage errors) and whose help goes to stderr.
+func NewFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("truss "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// Parse parses args with fs: flag.ErrHelp as it is, any other error as a
+// UsageError.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return UsageError{err.Error()}
+	}
+	return nil
+}
+
+// Multi is a repeatable string flag.
+type Multi []string
+
+func (m *Multi) String() string     { return fmt.Sprint(*m) }
+func (m *Multi) Set(v string) error { *m = append(*m, v); return nil }
+
+// SignalContext is cancelled by the first SIGINT or SIGTERM, which it
+// reports on stderr; a second one exits at once with status 130.
+func SignalContext(stderr io.Writer) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintln(stderr, "\ntruss: interrupted; finishing the current call (press Ctrl-C again to quit at once)")
+		cancel()
+		select {
+		case <-ch:
+			os.Exit(130)
+		case <-time.After(time.Hour):
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
+}
+
+// IsTerminal reports whether w is a character device (a terminal).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// ExitCode is the exit status of a command that returned err, whose
+// message it writes to stderr ("truss: ..."): 0 for nil or a request for
+// help, an ExitError's own status, 2 for a UsageError or an error that
+// says it is one (an UsageError() bool method returning true, as a
+// configuration error does), else 1.
+func ExitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ee ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "truss: %s\n", termsafe.String(err.Error()))
+	var ue UsageError
+	var us interface{ UsageError() bool }
+	if errors.As(err, &ue) || errors.As(err, &us) && us.UsageError() {
+		return 2
+	}
+	return 1
+}
