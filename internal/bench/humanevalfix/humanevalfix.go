@@ -155,7 +155,7 @@ func parse(r io.Reader, name string) ([]Problem, error) {
 func InstanceID(taskID string) string { return strings.ReplaceAll(taskID, "/", "__") }
 
 // build writes one problem's repository and returns its instance.
-func build(ctx context.Context, p Problem, out string, gomod, gosum []byte, std stdlib) (*bench.Task, error) {
+func build(ctx context.Context, p Problem, out string, gomod, gosum []byte, std *stdlib) (*bench.Task, error) {
 	id := InstanceID(p.TaskID)
 	rel := filepath.Join("repos", id)
 	dir := filepath.Join(out, rel)
@@ -263,7 +263,7 @@ func newFilePatch(path, content string) string {
 // toolchain runs `go mod tidy` once on a module mymain whose test imports
 // testify's assert, and returns its go.mod and go.sum, and the standard
 // library of the Go that ran it (for fixImports).
-func toolchain(ctx context.Context) (gomod, gosum []byte, std stdlib, err error) {
+func toolchain(ctx context.Context) (gomod, gosum []byte, std *stdlib, err error) {
 	dir, err := os.MkdirTemp("", "truss-humanevalfix-")
 	if err != nil {
 		return nil, nil, nil, err

@@ -8,23 +8,33 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 )
 
-// stdlib maps a package name to the standard library's import paths of
-// that name, the preferred first.
-type stdlib map[string][]string
+// stdlib is the standard library of a Go toolchain: its packages by name,
+// and their exported names, read from their source when first needed. It
+// is safe for concurrent use.
+type stdlib struct {
+	paths map[string][]string // package name → import paths, preferred first
+	dirs  map[string]string   // import path → source directory
+
+	mu      sync.Mutex
+	exports map[string]map[string]bool // import path → exported names
+}
 
 // loadStdlib lists the standard library of the go command found in PATH
 // (`go list std`, run in dir), leaving out internal, vendored and cmd/
 // packages.
-func loadStdlib(ctx context.Context, dir string) (stdlib, error) {
-	cmd := exec.CommandContext(ctx, "go", "list", "-f", "{{.Name}} {{.ImportPath}}", "std")
+func loadStdlib(ctx context.Context, dir string) (*stdlib, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-f", "{{.Name}} {{.ImportPath}} {{.Dir}}", "std")
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -39,26 +49,34 @@ func loadStdlib(ctx context.Context, dir string) (stdlib, error) {
 	return std, nil
 }
 
-// parseStdlib reads the lines "NAME IMPORTPATH" of go list. Of the paths
-// that share a name, the shorter comes first, then the lexically smaller.
-func parseStdlib(out []byte) (stdlib, error) {
-	std := stdlib{}
+// parseStdlib reads the lines "NAME IMPORTPATH DIR" of go list. Of the
+// paths that share a name, the shorter comes first, then the lexically
+// smaller; rand is crypto/rand, then math/rand/v2, then math/rand, the
+// order in which goimports tries them.
+func parseStdlib(out []byte) (*stdlib, error) {
+	std := &stdlib{paths: map[string][]string{}, dirs: map[string]string{}, exports: map[string]map[string]bool{}}
 	for l := range strings.Lines(string(out)) {
-		name, p, ok := strings.Cut(strings.TrimSpace(l), " ")
-		if !ok || name == "" || p == "" {
-			return nil, fmt.Errorf("unexpected line %q", strings.TrimSpace(l))
+		f := strings.SplitN(strings.TrimRight(l, "\r\n"), " ", 3)
+		if len(f) != 3 || f[0] == "" || f[1] == "" || f[2] == "" {
+			return nil, fmt.Errorf("unexpected line %q (want NAME IMPORTPATH DIR)", strings.TrimSpace(l))
 		}
+		name, p := f[0], f[1]
 		if p == "internal" || strings.HasPrefix(p, "internal/") || strings.Contains(p, "/internal/") ||
 			strings.HasSuffix(p, "/internal") || strings.HasPrefix(p, "vendor/") || strings.HasPrefix(p, "cmd/") || name == "main" {
 			continue
 		}
-		std[name] = append(std[name], p)
+		std.paths[name] = append(std.paths[name], p)
+		std.dirs[p] = f[2]
 	}
-	if len(std) == 0 {
+	if len(std.paths) == 0 {
 		return nil, fmt.Errorf("no packages")
 	}
-	for _, ps := range std {
+	rank := map[string]int{"crypto/rand": -3, "math/rand/v2": -2, "math/rand": -1}
+	for _, ps := range std.paths {
 		slices.SortFunc(ps, func(a, b string) int {
+			if rank[a] != rank[b] {
+				return rank[a] - rank[b]
+			}
 			if len(a) != len(b) {
 				return len(a) - len(b)
 			}
@@ -68,31 +86,84 @@ func parseStdlib(out []byte) (stdlib, error) {
 	return std, nil
 }
 
-// lookup returns the import path for a package name used in a file, or
-// "". Of several packages with that name, rand is math/rand (the package
-// of rand.Intn and rand.Seed, which crypto/rand lacks), every other the
-// one with the shortest path.
-func (s stdlib) lookup(name string) string {
-	ps := s[name]
-	if name == "rand" && slices.Contains(ps, "math/rand") {
-		return "math/rand"
+// lookup returns the import path of the first package named name (in the
+// order of parseStdlib) that exports all of syms, or "".
+func (s *stdlib) lookup(name string, syms map[string]bool) string {
+next:
+	for _, p := range s.paths[name] {
+		ex := s.exported(p)
+		for sym := range syms {
+			if !ex[sym] {
+				continue next
+			}
+		}
+		return p
 	}
-	if len(ps) == 0 {
-		return ""
+	return ""
+}
+
+// exported returns the names the package at import path p declares at its
+// top level and exports, read from the Go files of its directory (tests
+// left out; files of every platform in).
+func (s *stdlib) exported(p string) map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ex, ok := s.exports[p]; ok {
+		return ex
 	}
-	return ps[0]
+	ex := map[string]bool{}
+	s.exports[p] = ex
+	name := path.Base(p)
+	if n := s.pathName(p); n != "" {
+		name = n
+	}
+	entries, _ := os.ReadDir(s.dirs[p])
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(s.dirs[p], e.Name()), nil, parser.SkipObjectResolution)
+		if err != nil || f.Name.Name != name {
+			continue
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() {
+					ex[d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, sp := range d.Specs {
+					switch sp := sp.(type) {
+					case *ast.TypeSpec:
+						if sp.Name.IsExported() {
+							ex[sp.Name.Name] = true
+						}
+					case *ast.ValueSpec:
+						for _, n := range sp.Names {
+							if n.IsExported() {
+								ex[n.Name] = true
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return ex
 }
 
 // pathName returns the name of the standard library package at path p, or
 // "".
-func (s stdlib) pathName(p string) string {
+func (s *stdlib) pathName(p string) string {
 	name := path.Base(p)
 	if strings.HasPrefix(name, "v") {
 		if _, err := strconv.Atoi(name[1:]); err == nil {
 			name = path.Base(path.Dir(p))
 		}
 	}
-	if slices.Contains(s[name], p) {
+	if slices.Contains(s.paths[name], p) {
 		return name
 	}
 	return ""
@@ -162,13 +233,14 @@ func (d *importDecl) count() int {
 // imported already: it removes the imports whose name the file does not
 // use (keeping "_", "." and "C" imports), adds a standard library import
 // for each package name used but not imported and not declared in the file
-// (see stdlib.lookup for names several packages share), merges the import
+// (the first package of that name that exports all the names the file uses
+// of it, in the order of parseStdlib), merges the import
 // declarations into the first one, sorts each run of import lines with
 // the standard library first and a blank line before the others, and
 // formats the file as gofmt does. The name of an import outside the
 // standard library is assumed from its path (see assumedName); it is not
 // looked up. A file that does not parse is an error.
-func fixImports(filename string, src []byte, std stdlib) ([]byte, error) {
+func fixImports(filename string, src []byte, std *stdlib) ([]byte, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, filename, src, parser.ParseComments)
 	if err != nil {
@@ -180,11 +252,14 @@ func fixImports(filename string, src []byte, std stdlib) ([]byte, error) {
 
 	// The package names used: X of X.Sel, X not declared in the file and
 	// Sel exported.
-	used := map[string]bool{}
+	used := map[string]map[string]bool{} // package name → exported names used
 	ast.Inspect(f, func(n ast.Node) bool {
 		if sel, ok := n.(*ast.SelectorExpr); ok {
 			if x, ok := sel.X.(*ast.Ident); ok && x.Obj == nil && ast.IsExported(sel.Sel.Name) {
-				used[x.Name] = true
+				if used[x.Name] == nil {
+					used[x.Name] = map[string]bool{}
+				}
+				used[x.Name][sel.Sel.Name] = true
 			}
 		}
 		return true
@@ -252,7 +327,7 @@ func fixImports(filename string, src []byte, std stdlib) ([]byte, error) {
 		for i, r := range d.runs {
 			d.runs[i] = slices.DeleteFunc(r, func(s *spec) bool {
 				n := localName(s)
-				if n == "_" || n == "." || used[n] {
+				if n == "_" || n == "." || used[n] != nil {
 					imported[n] = true
 					return false
 				}
@@ -275,8 +350,8 @@ func fixImports(filename string, src []byte, std stdlib) ([]byte, error) {
 	// Add the missing ones, after the import sharing the most path
 	// elements (the first one when none does).
 	var added []string
-	for n := range used {
-		if p := std.lookup(n); p != "" && !imported[n] {
+	for n, syms := range used {
+		if p := std.lookup(n, syms); p != "" && !imported[n] {
 			added = append(added, p)
 		}
 	}

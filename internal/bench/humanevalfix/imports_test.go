@@ -4,35 +4,26 @@ import (
 	"context"
 	"go/parser"
 	"go/token"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// testStd is a part of the standard library as go list std prints it.
-var testStd = func() stdlib {
-	std, err := parseStdlib([]byte(`fmt fmt
-math math
-rand crypto/rand
-rand math/rand
-rand math/rand/v2
-os os
-sort sort
-strconv strconv
-strings strings
-testing testing
-template html/template
-template text/template
-embed embed
-bytealg internal/bytealg
-cpu vendor/golang.org/x/sys/cpu
-main cmd/go
-`))
+// hostStd is the standard library of the host's Go.
+var hostStd = sync.OnceValues(func() (*stdlib, error) { return loadStdlib(context.Background(), "") })
+
+func testStd(t testing.TB) *stdlib {
+	t.Helper()
+	std, err := hostStd()
 	if err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
 	return std
-}()
+}
 
 // fixImportsCases are inputs and the output of goimports for them.
 var fixImportsCases = []struct{ name, in, want string }{
@@ -81,7 +72,16 @@ var fixImportsCases = []struct{ name, in, want string }{
 	{"duplicates dropped, comments kept",
 		"package p\n\nimport (\n\t\"strings\" // lower\n\t\"fmt\"\n\t\"fmt\"\n)\n\nvar _ = fmt.Sprint(strings.ToLower(\"\"))\n",
 		"package p\n\nimport (\n\t\"fmt\"\n\t\"strings\" // lower\n)\n\nvar _ = fmt.Sprint(strings.ToLower(\"\"))\n"},
-	{"rand is math/rand",
+	{"rand.Read is crypto/rand's",
+		"package p\n\nfunc f(b []byte) { rand.Read(b) }\n",
+		"package p\n\nimport \"crypto/rand\"\n\nfunc f(b []byte) { rand.Read(b) }\n"},
+	{"rand.IntN is math/rand/v2's",
+		"package p\n\nfunc f() int { return rand.IntN(3) }\n",
+		"package p\n\nimport \"math/rand/v2\"\n\nfunc f() int { return rand.IntN(3) }\n"},
+	{"no package has all the names",
+		"package p\n\nfunc f() int { return rand.IntN(3) + rand.Intn(3) + fmt.Nothing }\n",
+		"package p\n\nfunc f() int { return rand.IntN(3) + rand.Intn(3) + fmt.Nothing }\n"},
+	{"rand.Intn is math/rand's",
 		"package p\n\nfunc f() int { return rand.Intn(3) }\n",
 		"package p\n\nimport \"math/rand\"\n\nfunc f() int { return rand.Intn(3) }\n"},
 	{"rand imported stays",
@@ -92,14 +92,14 @@ var fixImportsCases = []struct{ name, in, want string }{
 func TestFixImports(t *testing.T) {
 	for _, tc := range fixImportsCases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := fixImports("p.go", []byte(tc.in), testStd)
+			got, err := fixImports("p.go", []byte(tc.in), testStd(t))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
 			}
-			again, err := fixImports("p.go", got, testStd)
+			again, err := fixImports("p.go", got, testStd(t))
 			if err != nil || string(again) != string(got) {
 				t.Errorf("not idempotent: %v\n%s", err, again)
 			}
@@ -114,25 +114,85 @@ func TestFixImportsErrors(t *testing.T) {
 		"package p\n\nimport \"fmt\n",
 		"",
 	} {
-		if got, err := fixImports("p.go", []byte(in), testStd); err == nil {
+		if got, err := fixImports("p.go", []byte(in), testStd(t)); err == nil {
 			t.Errorf("%q: no error, got %q", in, got)
 		}
 	}
 }
 
 func TestParseStdlib(t *testing.T) {
-	if got := testStd["rand"]; !slices.Equal(got, []string{"math/rand", "crypto/rand", "math/rand/v2"}) {
+	dir := t.TempDir()
+	for f, c := range map[string]string{
+		"a/rand/rand.go":      "package rand\n\nfunc Intn(int) int\nfunc helper() {}\n\nvar Reader, other int\n\ntype (\n\tRand struct{}\n\tsource int\n)\n",
+		"a/rand/rand_test.go": "package rand\n\nfunc TestOnly() {}\n",
+		"a/rand/gen.go":       "//go:build ignore\n\npackage main\n\nfunc Generated() {}\n",
+		"a/rand/bad.go":       "package rand\n\nfunc Broken( {}\n",
+		"b/rand/rand.go":      "package rand\n\nfunc Read([]byte) (int, error)\nfunc Intn(int) int\n",
+		"c/rand/v2/rand.go":   "package rand\n\nfunc IntN(int) int\n\nconst Max = 1\n",
+		"fmt/print.go":        "package fmt\n\nfunc Println(...any)\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := strings.NewReplacer("DIR", dir).Replace(`fmt fmt DIR/fmt
+rand math/rand DIR/a/rand
+rand crypto/rand DIR/b/rand
+rand math/rand/v2 DIR/c/rand/v2
+template text/template DIR/none
+template html/template DIR/none
+bytealg internal/bytealg DIR/none
+cpu vendor/golang.org/x/sys/cpu DIR/none
+main cmd/go DIR/none
+`)
+	std, err := parseStdlib([]byte(list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := std.paths["rand"]; !slices.Equal(got, []string{"crypto/rand", "math/rand/v2", "math/rand"}) {
 		t.Errorf("rand: %v", got)
 	}
+	if got := std.paths["template"]; !slices.Equal(got, []string{"html/template", "text/template"}) {
+		t.Errorf("template: %v", got)
+	}
 	for _, name := range []string{"bytealg", "cpu", "main"} {
-		if p, ok := testStd[name]; ok {
+		if p, ok := std.paths[name]; ok {
 			t.Errorf("%s: %v (internal, vendored and cmd/ packages are left out)", name, p)
 		}
 	}
-	if got := testStd.lookup("template"); got != "html/template" {
-		t.Errorf("template: %s", got)
+	want := map[string]bool{"Intn": true, "Reader": true, "Rand": true}
+	if got := std.exported("math/rand"); !maps.Equal(got, want) {
+		t.Errorf("math/rand exports %v, want %v", got, want)
 	}
-	for _, in := range []string{"", "fmt\n", "justone\n"} {
+	for _, tc := range []struct {
+		name, want string
+		syms       []string
+	}{
+		{"rand", "crypto/rand", []string{"Read"}},
+		{"rand", "crypto/rand", []string{"Intn"}},
+		{"rand", "math/rand/v2", []string{"IntN", "Max"}},
+		{"rand", "math/rand", []string{"Intn", "Rand"}},
+		{"rand", "", []string{"Intn", "IntN"}},
+		{"rand", "", []string{"helper"}},
+		{"rand", "", []string{"TestOnly"}},
+		{"rand", "", []string{"Generated"}},
+		{"fmt", "fmt", []string{"Println"}},
+		{"fmt", "", []string{"Printx"}},
+		{"template", "", []string{"New"}},
+		{"nosuch", "", []string{"X"}},
+	} {
+		syms := map[string]bool{}
+		for _, s := range tc.syms {
+			syms[s] = true
+		}
+		if got := std.lookup(tc.name, syms); got != tc.want {
+			t.Errorf("%s.%v: %q, want %q", tc.name, tc.syms, got, tc.want)
+		}
+	}
+	for _, in := range []string{"", "fmt fmt\n", "justone\n"} {
 		if _, err := parseStdlib([]byte(in)); err == nil {
 			t.Errorf("%q: no error", in)
 		}
@@ -141,16 +201,21 @@ func TestParseStdlib(t *testing.T) {
 
 // TestLoadStdlib runs the host's go list std.
 func TestLoadStdlib(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list std")
-	}
 	std, err := loadStdlib(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"fmt": "fmt", "rand": "math/rand", "assert": "", "utf8": "unicode/utf8", "md5": "crypto/md5"} {
-		if got := std.lookup(name); got != want {
-			t.Errorf("%s: %q, want %q", name, got, want)
+	for _, tc := range []struct{ name, sym, want string }{
+		{"fmt", "Println", "fmt"},
+		{"rand", "Intn", "math/rand"},
+		{"rand", "IntN", "math/rand/v2"},
+		{"rand", "Read", "crypto/rand"},
+		{"utf8", "RuneLen", "unicode/utf8"},
+		{"fmt", "Nothing", ""},
+		{"assert", "True", ""},
+	} {
+		if got := std.lookup(tc.name, map[string]bool{tc.sym: true}); got != tc.want {
+			t.Errorf("%s.%s: %q, want %q", tc.name, tc.sym, got, tc.want)
 		}
 	}
 	if got := std.pathName("math/rand/v2"); got != "rand" {
@@ -166,8 +231,9 @@ func FuzzFixImports(f *testing.F) {
 	}
 	f.Add("package p\n\nimport \"C\"\n\nfunc f() { fmt.Println() }\n")
 	f.Add("package p\n\nimport ()\n\nfunc f() { fmt.Println() }\n")
+	std := testStd(f)
 	f.Fuzz(func(t *testing.T, in string) {
-		out, err := fixImports("p.go", []byte(in), testStd)
+		out, err := fixImports("p.go", []byte(in), std)
 		if _, perr := parser.ParseFile(token.NewFileSet(), "p.go", in, parser.ParseComments); perr != nil {
 			return
 		}
@@ -177,7 +243,7 @@ func FuzzFixImports(f *testing.F) {
 		if _, err := parser.ParseFile(token.NewFileSet(), "p.go", out, parser.ParseComments); err != nil {
 			t.Fatalf("the output does not parse: %v\n%s", err, out)
 		}
-		again, err := fixImports("p.go", out, testStd)
+		again, err := fixImports("p.go", out, std)
 		if err != nil || string(again) != string(out) {
 			t.Fatalf("fixed twice: %v\n%s\nonce:\n%s", err, again, strings.TrimSpace(string(out)))
 		}
