@@ -8,7 +8,7 @@
 // its buggy solution, committed once (base_commit); go.mod and go.sum require
 // github.com/stretchr/testify, which the hidden tests use. The hidden test
 // file mymain_test.go (test_setup plus test, its imports normalised as
-// goimports does) is only in test_patch; the gold fix (the canonical
+// goimports does, with the standard library of the host's Go) is only in test_patch; the gold fix (the canonical
 // solution) only in patch. FAIL_TO_PASS is the test function; the
 // problem statement is the docstring with the bug's symptom.
 package humanevalfix
@@ -27,8 +27,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"golang.org/x/tools/imports"
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/gitsafe"
@@ -91,7 +89,7 @@ func Import(ctx context.Context, r io.Reader, name string, opts Options) (*Summa
 	if err := os.MkdirAll(filepath.Join(opts.Out, "repos"), 0o755); err != nil {
 		return nil, err
 	}
-	gomod, gosum, err := modFiles(ctx)
+	gomod, gosum, std, err := toolchain(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +105,7 @@ func Import(ctx context.Context, r io.Reader, name string, opts Options) (*Summa
 			sum.Skipped = append(sum.Skipped, p.TaskID)
 			continue
 		}
-		t, err := build(ctx, p, opts.Out, gomod, gosum)
+		t, err := build(ctx, p, opts.Out, gomod, gosum, std)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.TaskID, err)
 		}
@@ -157,7 +155,7 @@ func parse(r io.Reader, name string) ([]Problem, error) {
 func InstanceID(taskID string) string { return strings.ReplaceAll(taskID, "/", "__") }
 
 // build writes one problem's repository and returns its instance.
-func build(ctx context.Context, p Problem, out string, gomod, gosum []byte) (*bench.Task, error) {
+func build(ctx context.Context, p Problem, out string, gomod, gosum []byte, std *stdlib) (*bench.Task, error) {
 	id := InstanceID(p.TaskID)
 	rel := filepath.Join("repos", id)
 	dir := filepath.Join(out, rel)
@@ -178,10 +176,10 @@ func build(ctx context.Context, p Problem, out string, gomod, gosum []byte) (*be
 		}
 	}
 	// Both versions of the file get their imports normalised as goimports
-	// does: a prompt may import what the solution no longer uses, and a
-	// canonical solution use what the prompt does not import.
+	// does (fixImports): a prompt may import what the solution no longer
+	// uses, and a canonical solution use what the prompt does not import.
 	source := func(body string) (string, error) {
-		b, err := imports.Process("mymain.go", []byte("package main\n\n"+head+body), &imports.Options{Comments: true, TabIndent: true, TabWidth: 8})
+		b, err := fixImports("mymain.go", []byte("package main\n\n"+head+body), std)
 		if err != nil {
 			// A buggy body may not parse; it is committed as it is.
 			return "package main\n\n" + head + body, nil
@@ -190,7 +188,7 @@ func build(ctx context.Context, p Problem, out string, gomod, gosum []byte) (*be
 	}
 	buggy, _ := source(p.BuggySolution)
 	fixed, _ := source(p.CanonicalSolution)
-	testSrc, err := imports.Process("mymain_test.go", []byte(p.TestSetup+"\n"+p.Test), &imports.Options{Comments: true, TabIndent: true, TabWidth: 8, FormatOnly: false})
+	testSrc, err := fixImports("mymain_test.go", []byte(p.TestSetup+"\n"+p.Test), std)
 	if err != nil {
 		return nil, fmt.Errorf("the test file: %w", err)
 	}
@@ -262,12 +260,13 @@ func newFilePatch(path, content string) string {
 	return b.String()
 }
 
-// modFiles runs `go mod tidy` once on a module mymain whose test imports
-// testify's assert, and returns its go.mod and go.sum.
-func modFiles(ctx context.Context) (gomod, gosum []byte, err error) {
+// toolchain runs `go mod tidy` once on a module mymain whose test imports
+// testify's assert, and returns its go.mod and go.sum, and the standard
+// library of the Go that ran it (for fixImports).
+func toolchain(ctx context.Context) (gomod, gosum []byte, std *stdlib, err error) {
 	dir, err := os.MkdirTemp("", "truss-humanevalfix-")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	files := map[string]string{
@@ -277,18 +276,23 @@ func modFiles(ctx context.Context) (gomod, gosum []byte, err error) {
 	}
 	for f, c := range files {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(c), 0o644); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	cmd := exec.CommandContext(ctx, "go", "mod", "tidy")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, nil, fmt.Errorf("go mod tidy for testify: %v: %s", err, out)
+		return nil, nil, nil, fmt.Errorf("go mod tidy for testify: %v: %s", err, out)
 	}
 	if gomod, err = os.ReadFile(filepath.Join(dir, "go.mod")); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	gosum, err = os.ReadFile(filepath.Join(dir, "go.sum"))
-	return gomod, gosum, err
+	if gosum, err = os.ReadFile(filepath.Join(dir, "go.sum")); err != nil {
+		return nil, nil, nil, err
+	}
+	if std, err = loadStdlib(ctx, dir); err != nil {
+		return nil, nil, nil, err
+	}
+	return gomod, gosum, std, nil
 }
