@@ -113,7 +113,7 @@ type envFlags struct {
 }
 
 func (e *envFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&e.env, "env", "host", "where the agents' commands and the grading run: host (the sandbox) or image:REF (a fresh container from the OCI image REF for each run and each grading; never pulled)")
+	fs.StringVar(&e.env, "env", "host", "where the agents' commands and the grading run: host (the sandbox), image:REF (a fresh container from the OCI image REF for each run and each grading; never pulled) or task (the same from each task's own image, its \"image\" field, as SWE-bench builds one per instance)")
 	fs.StringVar(&e.engine, "engine", "", "the container engine for --env image:REF: podman or docker (default: the first that works)")
 	fs.StringVar(&e.workdir, "env-workdir", "", "where the workspace is mounted in the container (default: the image's WORKDIR, else /workspace; SWE-bench's images: /testbed)")
 }
@@ -121,6 +121,13 @@ func (e *envFlags) register(fs *flag.FlagSet) {
 // shells returns the grader's shells for the environment: nil for the
 // host's sandbox.
 func (e *envFlags) shells(network bool, timeout time.Duration) (grade.Shells, error) {
+	if e.env == "task" {
+		eng, err := container.Find(context.Background(), e.engine)
+		if err != nil {
+			return nil, err
+		}
+		return &grade.InImage{Engine: eng, PerTask: true, Workdir: e.workdir, Network: network, Timeout: timeout}, nil
+	}
 	spec, err := container.ParseSpec(e.env)
 	if err != nil {
 		return nil, cli.UsageError{Msg: err.Error()}
@@ -177,6 +184,18 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 			return nil, nil, nil, cli.Usagef("--only names no instance of %s", b.tasks)
 		}
 		tasks = kept
+	}
+	if b.env.env == "task" {
+		var none []string
+		for _, t := range tasks {
+			if t.Image == "" {
+				none = append(none, t.InstanceID)
+			}
+		}
+		if len(none) > 0 {
+			return nil, nil, nil, cli.Usagef("--env task runs each task in its own image, and %d of %d tasks have none (their \"image\" field): %s",
+				len(none), len(tasks), strings.Join(none[:min(len(none), 5)], ", ")+map[bool]string{true: ", …"}[len(none) > 5])
+		}
 	}
 	abs, _ := filepath.Abs(b.tasks)
 	hidden := []string{abs}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,5 +160,28 @@ func TestBenchImportAndGrade(t *testing.T) {
 	code = run([]string{"bench", "grade", "--tasks", filepath.Join(set, "tasks.jsonl"), "--predictions", pf, "--out", res}, &out, &errb)
 	if code != 1 || !strings.Contains(out.String(), "(0 now, 5 before)") {
 		t.Fatalf("again: %d %q", code, out.String())
+	}
+}
+
+// --env task needs every task's own image: a task set without them is a
+// usage error that names them, before anything runs.
+func TestBenchEnvTaskNeedsImages(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	for _, args := range [][]string{{"init", "-q", repo}, {"-C", repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "base"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	line := `{"instance_id":"x-1","repo":"repo","base_commit":"HEAD","problem_statement":"p","FAIL_TO_PASS":["t"],"PASS_TO_PASS":[]}` + "\n"
+	with := `{"instance_id":"x-2","repo":"repo","base_commit":"HEAD","problem_statement":"p","FAIL_TO_PASS":["t"],"PASS_TO_PASS":[],"image":"example.com/x:2"}` + "\n"
+	if err := os.WriteFile(tasks, []byte(line+with), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"bench", "run", "--arm", "a=sim:m", "--env", "task", "--tasks", tasks, "--out", filepath.Join(dir, "out")}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "1 of 2 tasks have none") || !strings.Contains(errb.String(), "x-1") {
+		t.Errorf("%d %q", code, errb.String())
 	}
 }

@@ -140,7 +140,13 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 		return nil, err
 	}
 	v.Command, v.Setup = env.Test, env.Setup
-	sh, err := g.Shells.Open(ws, []string{"TRUSS_BENCH_JUNIT=" + junit})
+	shells := g.Shells
+	if ts, ok := shells.(TaskShells); ok {
+		if shells, err = ts.ForTask(task); err != nil {
+			return nil, err
+		}
+	}
+	sh, err := shells.Open(ws, []string{"TRUSS_BENCH_JUNIT=" + junit})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/tool/shell"
@@ -21,18 +22,38 @@ import (
 // removed when the shell closes. It is what `truss bench --env image:REF`
 // grades with, so that the tests run against the task's own toolchain.
 type InImage struct {
-	Engine  *container.Engine
+	Engine *container.Engine
+	// Image is the image of every grading; with PerTask, each task's own
+	// (its "image" field) instead, as SWE-bench builds one per instance.
 	Image   string
+	PerTask bool
 	Workdir string
 	Network bool
 	// Timeout is each command's timeout; 0 means 30 minutes.
 	Timeout time.Duration
 }
 
+// ForTask implements TaskShells: with PerTask, the shells of task's own
+// image, an error naming the task when it has none.
+func (s *InImage) ForTask(task *bench.Task) (Shells, error) {
+	if !s.PerTask {
+		return s, nil
+	}
+	if task.Image == "" {
+		return nil, fmt.Errorf("instance %s has no image (the task's \"image\" field), which --env task needs", task.InstanceID)
+	}
+	c := *s
+	c.Image, c.PerTask = task.Image, false
+	return &c, nil
+}
+
 // Open implements Shells. env's variables are set in the container; a
 // variable naming a host path (TRUSS_BENCH_JUNIT) points outside the mount
 // there, so verdicts come from the test runner's output.
 func (s *InImage) Open(dir string, env []string) (validate.Shell, error) {
+	if s.PerTask {
+		return nil, fmt.Errorf("the grading container: each task's own image is chosen by ForTask")
+	}
 	id := make([]byte, 6)
 	rand.Read(id)
 	ctx := context.Background()

@@ -87,6 +87,17 @@ func TestGradeInImage(t *testing.T) {
 			t.Errorf("%s: graded in %q, not in the image", tc.name, v.Sandbox)
 		}
 	}
+	// Each task's own image (--env task): the task names it, and a task
+	// that names none is refused with its name.
+	perTask := &grade.Grader{Shells: &grade.InImage{Engine: e, PerTask: true, Timeout: time.Minute}, Dir: t.TempDir()}
+	own := *task
+	own.Image = ref
+	if v, err := perTask.Grade(context.Background(), &own, patch("fixed")); err != nil || !v.Resolved || !strings.Contains(v.Sandbox, "container from "+ref) {
+		t.Errorf("in the task's own image: %+v, %v", v, err)
+	}
+	if _, err := perTask.Grade(context.Background(), task, patch("fixed")); err == nil || !strings.Contains(err.Error(), "img-1 has no image") {
+		t.Errorf("a task without an image: %v", err)
+	}
 	onHost := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
 	if v, err := onHost.Grade(context.Background(), task, patch("fixed")); err != nil || v.Resolved {
 		t.Errorf("on the host, without the image's tool: %+v, %v", v, err)

@@ -2,6 +2,7 @@ package grade
 
 import (
 	"fmt"
+	"github.com/trussdev/truss/internal/bench"
 	"os"
 	"path/filepath"
 	"sync"
@@ -19,6 +20,13 @@ type Shells interface {
 	// Open starts a fresh shell whose working directory is dir, with env
 	// (NAME=VALUE) set. Closing the shell releases everything Open made.
 	Open(dir string, env []string) (validate.Shell, error)
+}
+
+// TaskShells is a Shells whose environment depends on the task graded
+// (InImage with PerTask: each task's own image). The grader asks it for
+// the task's shells before opening one.
+type TaskShells interface {
+	ForTask(task *bench.Task) (Shells, error)
 }
 
 // Sandboxed starts each shell in a sandbox of its own (internal/sandbox):

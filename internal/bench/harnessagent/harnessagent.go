@@ -42,7 +42,8 @@ type Agent struct {
 	OnWarning func(spec *runner.RunSpec, msg string)
 	// Env, Engine and EnvWorkdir are the runs' task environment
 	// (harness.Options): "" or "host" for the sandbox on this host,
-	// "image:REF" for a container from the image per run.
+	// "image:REF" for a container from the image per run, "task" for a
+	// container from each task's own image (RunSpec.Image).
 	Env, Engine, EnvWorkdir string
 }
 
@@ -61,7 +62,7 @@ func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options 
 		Version:  a.Version,
 		Provider: arm.Provider, Model: arm.Model, Surface: arm.Surface,
 		Root: spec.Workspace,
-		Env:  a.Env, Engine: a.Engine, EnvWorkdir: a.EnvWorkdir,
+		Env:  env(a.Env, spec.Image), Engine: a.Engine, EnvWorkdir: a.EnvWorkdir,
 		ShellTimeout: a.ShellTimeout,
 		MemoryDir:    memoryDir,
 		// The runs share build caches (content-addressed), not one per
@@ -110,6 +111,9 @@ func SimDialect(model, surface string) string {
 // session could not be opened, the model could not be reached at all, the
 // ledger missed an event), not the model's work, which is in the outcome.
 func (a *Agent) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome, error) {
+	if a.Env == "task" && spec.Image == "" {
+		return runner.RunOutcome{}, fmt.Errorf("instance %s has no image (the task's \"image\" field), which --env task needs", spec.InstanceID)
+	}
 	mem, err := os.MkdirTemp("", "truss-bench-memory-")
 	if err != nil {
 		return runner.RunOutcome{}, err
@@ -178,4 +182,13 @@ func (t *modelTimer) total() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.sum
+}
+
+// env is a run's environment: "task" is the task's own image (Run refuses
+// a task without one).
+func env(env, image string) string {
+	if env == "task" {
+		return "image:" + image
+	}
+	return env
 }

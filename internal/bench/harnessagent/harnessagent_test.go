@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,4 +182,18 @@ func mustSigner(t *testing.T) interface {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Env "task" runs each task in its own image, and refuses a task without
+// one before anything starts.
+func TestEnvTask(t *testing.T) {
+	a := &Agent{Env: "task"}
+	spec := runner.RunSpec{InstanceID: "x-1", Image: "example.com/x:1", Workspace: t.TempDir()}
+	if o := a.Options(&spec, t.TempDir()); o.Env != "image:example.com/x:1" {
+		t.Errorf("env %q", o.Env)
+	}
+	spec.Image = ""
+	if _, err := a.Run(context.Background(), spec); err == nil || !strings.Contains(err.Error(), "x-1 has no image") {
+		t.Errorf("%v", err)
+	}
 }
