@@ -83,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage())
 		return 2
 	}
-	asked := wantsHelp(args[1:])
+	asked := cli.WantsHelp(args[1:])
 	if asked {
 		// Asked-for help is output, not a diagnostic: it goes to stdout.
 		stderr = stdout
@@ -149,19 +149,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return exitCode(err, stderr)
-}
-
-// wantsHelp reports whether a command's arguments ask for its help.
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "-help", "--help":
-			return true
-		}
-	}
-	return false
 }
 
 func exitCode(err error, stderr io.Writer) int { return cli.ExitCode(err, stderr) }

@@ -43,7 +43,7 @@ const benchUsage = `usage: truss bench run|grade|import|report|worker|status [fl
 // status: 0 when every run finished (resolved or not) or help was asked
 // for, 1 when a run or the command failed, 2 for a usage error.
 func Main(args []string, stdout, stderr io.Writer) int {
-	asked := wantsHelp(args)
+	asked := cli.WantsHelp(args)
 	if asked {
 		// Asked-for help is output, not a diagnostic: it goes to stdout.
 		stderr = stdout
@@ -56,19 +56,6 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return cli.ExitCode(err, stderr)
-}
-
-// wantsHelp reports whether a command's arguments ask for its help.
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "-help", "--help":
-			return true
-		}
-	}
-	return false
 }
 
 // Run runs `truss bench ARGS` (args without "bench").
@@ -473,17 +460,11 @@ func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&all, "all", false, "import the problems without a usable gold fix too")
 	fs.StringVar(&only, "only", "", "only these task ids (comma-separated, e.g. Go/0,Go/1)")
 	// FILE may come before or after the flags.
-	rest := args[1:]
-	var file string
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		file, rest = rest[0], rest[1:]
-	}
-	if err := cli.Parse(fs, rest); err != nil {
+	file, ok, err := cli.ParseArg(fs, args[1:])
+	if err != nil {
 		return err
 	}
-	if file == "" && fs.NArg() == 1 {
-		file = fs.Arg(0)
-	} else if fs.NArg() > 0 || file == "" {
+	if !ok || file == "" {
 		return cli.Usagef("usage: truss bench import humanevalfix FILE --out DIR [--all] [--only Go/0,Go/1]")
 	}
 	if out == "" {

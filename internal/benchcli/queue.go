@@ -232,16 +232,11 @@ func cmdBenchStatus(args []string, stdout, stderr io.Writer) error {
 	var name string
 	n.register(fs)
 	fs.StringVar(&name, "queue", "", "the benchmark's queue (default: DIR's, else the only one)")
-	var dir string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		dir, args = args[0], args[1:]
-	}
-	if err := cli.Parse(fs, args); err != nil {
+	dir, ok, err := cli.ParseArg(fs, args)
+	if err != nil {
 		return err
 	}
-	if dir == "" && fs.NArg() == 1 {
-		dir = fs.Arg(0)
-	} else if fs.NArg() > 0 {
+	if !ok {
 		return cli.Usagef("usage: truss bench status DIR|--nats URL [--queue NAME]")
 	}
 	if dir != "" {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +53,39 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		return UsageError{err.Error()}
 	}
 	return nil
+}
+
+// ParseArg parses args with fs, allowing one argument that is not a flag
+// before or after the flags; it returns that argument ("" when there is
+// none) and ok false when there are more.
+func ParseArg(fs *flag.FlagSet, args []string) (arg string, ok bool, err error) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		arg, args = args[0], args[1:]
+	}
+	if err := Parse(fs, args); err != nil {
+		return "", false, err
+	}
+	switch {
+	case fs.NArg() == 0:
+		return arg, true, nil
+	case arg == "" && fs.NArg() == 1:
+		return fs.Arg(0), true, nil
+	}
+	return "", false, nil
+}
+
+// WantsHelp reports whether a command's arguments ask for its help: -h,
+// -help or --help before a "--".
+func WantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // Multi is a repeatable string flag.
