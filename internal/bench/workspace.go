@@ -31,7 +31,7 @@ func Checkout(ctx context.Context, repo, commit, dst string) (string, error) {
 		return "", err
 	}
 	g := gitsafe.Git{Dir: dst}
-	if _, err := g.Output(ctx, "init", "-q", "--initial-branch=truss-bench"); err != nil {
+	if _, err := g.Output(ctx, "init", "-q", "--template=", "--initial-branch=truss-bench"); err != nil {
 		return "", fmt.Errorf("checkout: %w", err)
 	}
 	// gitsafe forbids every transport; this one fetch from a local
@@ -42,13 +42,23 @@ func Checkout(ctx context.Context, repo, commit, dst string) (string, error) {
 		"--no-write-fetch-head", url, "+"+commit+":refs/truss/base"); err != nil {
 		return "", fmt.Errorf("repository %s has no commit %s: %w", repo, commit, err)
 	}
-	if _, err := g.Output(ctx, "checkout", "-q", "--detach", "refs/truss/base"); err != nil {
+	if _, err := g.Output(ctx, parallelCheckout("checkout", "-q", "--detach", "refs/truss/base")...); err != nil {
 		return "", fmt.Errorf("checkout of %s: %w", commit, err)
 	}
 	if _, err := g.Output(ctx, "update-ref", "-d", "refs/truss/base"); err != nil {
 		return "", fmt.Errorf("checkout: %w", err)
 	}
 	return Head(ctx, dst)
+}
+
+// parallelCheckout is args with git set to write a working tree's files with several
+// workers (git's parallel checkout) once there are at least 100 of them.
+// Writing files is a checkout's cost, and most of it is the file system's
+// latency (inode allocation, the journal), which workers overlap: on an
+// ext4 virtual disk shared with other writers, 1,000 files took 750–930 ms
+// with one worker and 390–490 ms with eight.
+func parallelCheckout(args ...string) []string {
+	return append([]string{"-c", "checkout.workers=8", "-c", "checkout.thresholdForParallelism=100"}, args...)
 }
 
 // Head returns the commit checked out in dir.
@@ -140,7 +150,7 @@ func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (str
 	if err := os.CopyFS(filepath.Join(dst, ".git"), os.DirFS(filepath.Join(tp.dir, ".git"))); err != nil {
 		return "", fmt.Errorf("checkout: %w", err)
 	}
-	if _, err := (gitsafe.Git{Dir: dst}).Output(ctx, "reset", "-q", "--hard", head); err != nil {
+	if _, err := (gitsafe.Git{Dir: dst}).Output(ctx, parallelCheckout("reset", "-q", "--hard", head)...); err != nil {
 		return "", fmt.Errorf("checkout of %s: %w", commit, err)
 	}
 	return head, nil
@@ -153,7 +163,7 @@ func fetchTemplate(ctx context.Context, repo, commit, dir string) (string, error
 		return "", err
 	}
 	g := gitsafe.Git{Dir: dir}
-	if _, err := g.Output(ctx, "init", "-q", "--initial-branch=truss-bench"); err != nil {
+	if _, err := g.Output(ctx, "init", "-q", "--template=", "--initial-branch=truss-bench"); err != nil {
 		return "", fmt.Errorf("checkout: %w", err)
 	}
 	if _, err := g.Output(ctx, "-c", "protocol.file.allow=always", "fetch", "-q", "--depth=1", "--no-tags",
