@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,20 +103,99 @@ func (v *Verdict) String() string {
 // Grade grades patch (a unified diff against base_commit; "" for none) on
 // task. An error means the grading itself could not be done (the
 // repository has no base_commit, the test_patch does not apply, no test
-// command, the sandbox cannot start), not that the patch is wrong.
+// command, the sandbox cannot start), not that the patch is wrong. It is
+// Prepare followed by the Prepared's Grade.
 func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Verdict, error) {
+	p, err := g.Prepare(ctx, task)
+	if err != nil {
+		return nil, err
+	}
+	return p.Grade(ctx, patch)
+}
+
+// Prepared is a grading checkout made before the patch to grade exists:
+// the task's repository at base_commit in a directory of its own, outside
+// any workspace, with nothing of the test patch in it (Prepare reads the
+// test patch's file list and the base's version of those files, kept in
+// memory; the patch is applied by Grade only, after the model's). A
+// runner prepares it while the agent works, so that grading after the
+// diff is left with applying the patches and running the tests.
+//
+// Grade grades once and removes the checkout; Close removes it without
+// grading. Every Prepared must be graded or closed. Its methods are not
+// for concurrent use.
+type Prepared struct {
+	g    *Grader
+	task *bench.Task
+	// dir holds ws, the checkout, and the patches' files.
+	dir, ws, base string
+	took          time.Duration
+	// restore is the base's version of every file the test patch
+	// touches; testErr what was wrong with the test patch (reported when
+	// it is applied, as it would have been then).
+	restore []baseFile
+	testErr error
+	done    bool
+}
+
+// baseFile is a file as base_commit has it: absent, a regular file
+// (data, perm) or a symbolic link (link).
+type baseFile struct {
+	path    string
+	present bool
+	symlink bool
+	perm    fs.FileMode
+	data    []byte
+	link    string
+}
+
+// Prepare makes task's grading checkout at base_commit. On an error
+// nothing of it is left (Janitor's removals aside).
+func (g *Grader) Prepare(ctx context.Context, task *bench.Task) (_ *Prepared, err error) {
 	start := time.Now()
-	v := &Verdict{Tests: map[string]string{}, PatchSHA256: digest(patch)}
 	dir, err := os.MkdirTemp(g.Dir, "grade-"+safeName(task.InstanceID)+"-")
 	if err != nil {
 		return nil, err
 	}
-	defer g.Janitor.Remove(dir)
-	ws := filepath.Join(dir, "repo")
-	base, err := g.Checkouts.Checkout(ctx, task.RepoDir, task.BaseCommit, ws)
-	if err != nil {
+	defer func() {
+		if err != nil {
+			g.Janitor.Remove(dir)
+		}
+	}()
+	p := &Prepared{g: g, task: task, dir: dir, ws: filepath.Join(dir, "repo")}
+	if p.base, err = g.Checkouts.Checkout(ctx, task.RepoDir, task.BaseCommit, p.ws); err != nil {
 		return nil, err
 	}
+	if strings.TrimSpace(task.TestPatch) != "" {
+		p.restore, p.testErr = readTestFiles(ctx, p.ws, filepath.Join(dir, "test.patch"), task.TestPatch)
+		if p.testErr != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	p.took = time.Since(start)
+	return p, nil
+}
+
+// Close removes the checkout (through the Grader's Janitor when it has
+// one). Closing again, or after Grade, does nothing.
+func (p *Prepared) Close() {
+	if !p.done {
+		p.done = true
+		p.g.Janitor.Remove(p.dir)
+	}
+}
+
+// Grade grades patch in the prepared checkout, as the Grader's Grade
+// does, and removes the checkout.
+func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
+	if p.done {
+		return nil, errors.New("grading: the prepared checkout was graded or closed already")
+	}
+	defer p.Close()
+	start := time.Now()
+	task, ws, dir := p.task, p.ws, p.dir
+	v := &Verdict{Tests: map[string]string{}, PatchSHA256: digest(patch)}
+	prepared := func() float64 { return (p.took + time.Since(start)).Seconds() }
 	// The patches are kept outside the checkout, where the tests cannot
 	// see them.
 	if strings.TrimSpace(patch) != "" {
@@ -123,7 +203,7 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 			var ae *applyError
 			if errors.As(err, &ae) {
 				v.ApplyError = ae.msg
-				v.PrepareS = time.Since(start).Seconds()
+				v.PrepareS = prepared()
 				return v, nil
 			}
 			return nil, err
@@ -131,7 +211,7 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 	}
 	v.PatchApplied = true
 	if strings.TrimSpace(task.TestPatch) != "" {
-		if err := applyTestPatch(ctx, ws, filepath.Join(dir, "test.patch"), base, task.TestPatch); err != nil {
+		if err := p.applyTestPatch(ctx); err != nil {
 			return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
 		}
 	}
@@ -140,19 +220,19 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 		return nil, err
 	}
 	v.Command, v.Setup = env.Test, env.Setup
-	sh, err := g.Shells.Open(ws, []string{"TRUSS_BENCH_JUNIT=" + junit})
+	sh, err := p.g.Shells.Open(ws, []string{"TRUSS_BENCH_JUNIT=" + junit})
 	if err != nil {
 		return nil, err
 	}
 	if e, ok := sh.(interface{ Enforced() string }); ok {
 		v.Sandbox = e.Enforced()
 	}
-	timeout := g.Timeout
+	timeout := p.g.Timeout
 	if timeout == 0 {
 		timeout = 30 * time.Minute
 	}
 	runner := validate.Runner{Env: env, NewShell: func() validate.Shell { return sh }, Timeout: timeout}
-	v.PrepareS = time.Since(start).Seconds()
+	v.PrepareS = prepared()
 	tstart := time.Now()
 	sum, res := runner.Run(ctx)
 	v.TestS = time.Since(tstart).Seconds()
@@ -272,55 +352,121 @@ func apply(ctx context.Context, ws, file, patch string) error {
 	return &applyError{msg: msg}
 }
 
-// applyTestPatch makes every file the test patch touches what it is at
-// base (removing those base does not have), then applies the patch: the
-// hidden tests win over any change the model made to them.
-func applyTestPatch(ctx context.Context, ws, file, base, patch string) error {
+// readTestFiles writes the test patch to file (outside the checkout at
+// ws, still at base) and reads the base's version of every file it
+// touches, from the checkout: what applyTestPatch restores. It reads the
+// patch only; nothing of it reaches the checkout.
+func readTestFiles(ctx context.Context, ws, file, patch string) ([]baseFile, error) {
 	if !strings.HasSuffix(patch, "\n") {
 		patch += "\n"
 	}
 	if err := os.WriteFile(file, []byte(patch), 0o600); err != nil {
+		return nil, err
+	}
+	out, err := gitsafe.Git{Dir: ws}.Output(ctx, "apply", "--numstat", "-z", file)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	var files []baseFile
+	for _, p := range numstatPaths(out) {
+		if !filepath.IsLocal(filepath.FromSlash(p)) {
+			return nil, fmt.Errorf("the test patch names %q, outside the repository", p)
+		}
+		f := baseFile{path: filepath.FromSlash(p)}
+		fi, err := root.Lstat(f.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || err == nil && fi.IsDir():
+			// Not a file of the base: removed before the patch.
+		case err != nil:
+			return nil, err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			f.present, f.symlink = true, true
+			if f.link, err = root.Readlink(f.path); err != nil {
+				return nil, err
+			}
+		case fi.Mode().IsRegular():
+			f.present, f.perm = true, fi.Mode().Perm()
+			if f.data, err = root.ReadFile(f.path); err != nil {
+				return nil, err
+			}
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// applyTestPatch makes every file the test patch touches what it is at
+// base (removing those base does not have), then applies the patch: the
+// hidden tests win over any change the model made to them.
+func (p *Prepared) applyTestPatch(ctx context.Context) error {
+	if p.testErr != nil {
+		return p.testErr
+	}
+	if err := restore(p.ws, p.restore); err != nil {
 		return err
 	}
-	g := gitsafe.Git{Dir: ws}
-	out, err := g.Output(ctx, "apply", "--numstat", "-z", file)
+	_, err := gitsafe.Git{Dir: p.ws}.Output(ctx, "apply", "--whitespace=nowarn", filepath.Join(p.dir, "test.patch"))
+	return err
+}
+
+// restore puts files back in the checkout at ws as the base has them,
+// whatever is at their paths now. It works within ws: a directory the
+// model's patch made a symbolic link is not followed out of it.
+func restore(ws string, files []baseFile) error {
+	root, err := os.OpenRoot(ws)
 	if err != nil {
 		return err
 	}
-	paths := numstatPaths(out)
-	if len(paths) > 0 {
-		inBase, err := g.Output(ctx, append([]string{"ls-tree", "-r", "-z", "--name-only", base, "--"}, paths...)...)
+	defer root.Close()
+	for _, f := range files {
+		if err := root.RemoveAll(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("restoring %s: %w", f.path, err)
+		}
+		if !f.present {
+			continue
+		}
+		if err := mkdirs(root, filepath.Dir(f.path)); err != nil {
+			return fmt.Errorf("restoring %s: %w", f.path, err)
+		}
+		if f.symlink {
+			err = root.Symlink(f.link, f.path)
+		} else if err = root.WriteFile(f.path, f.data, f.perm); err == nil {
+			err = root.Chmod(f.path, f.perm)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("restoring %s: %w", f.path, err)
 		}
-		var restore []string
-		have := map[string]bool{}
-		for _, p := range strings.Split(strings.TrimRight(inBase, "\x00"), "\x00") {
-			if p != "" {
-				have[p] = true
-				restore = append(restore, p)
-			}
-		}
-		for _, p := range paths {
-			if !have[p] {
-				if !filepath.IsLocal(p) {
-					return fmt.Errorf("the test patch names %q, outside the repository", p)
-				}
-				if err := os.RemoveAll(filepath.Join(ws, filepath.FromSlash(p))); err != nil {
-					return err
-				}
-			}
-		}
-		if len(restore) > 0 {
-			if _, err := g.Output(ctx, append([]string{"checkout", base, "--"}, restore...)...); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := g.Output(ctx, "apply", "--whitespace=nowarn", file); err != nil {
-		return err
 	}
 	return nil
+}
+
+// mkdirs makes dir and its parents in root, removing what is at their
+// paths when it is not a directory (a file or symbolic link the model's
+// patch put there).
+func mkdirs(root *os.Root, dir string) error {
+	if dir == "." {
+		return nil
+	}
+	if err := mkdirs(root, filepath.Dir(dir)); err != nil {
+		return err
+	}
+	fi, err := root.Lstat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		if err := root.Remove(dir); err != nil {
+			return err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return root.Mkdir(dir, 0o755)
 }
 
 // numstatPaths reads the paths of `git apply --numstat -z`: "A\tD\tPATH\0"
