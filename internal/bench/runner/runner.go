@@ -325,6 +325,25 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		res.Resolved = false
 	}
 
+	// The grading checkout at base_commit does not depend on the agent's
+	// work: it is made while the workspace is and the agent works, and
+	// waits for the diff. Whatever way the run ends, it is removed.
+	pctx, stopPrep := context.WithCancel(ctx)
+	prepDone := make(chan struct{})
+	var prep *grade.Prepared
+	var prepErr error
+	go func() {
+		defer close(prepDone)
+		prep, prepErr = r.Grader.Prepare(pctx, j.task)
+	}()
+	defer func() {
+		stopPrep()
+		<-prepDone
+		if prep != nil {
+			prep.Close()
+		}
+	}()
+
 	dir := LedgerDir(r.Out, j.task.InstanceID, j.arm.Name, j.repeat)
 	if err := setAside(dir); err != nil {
 		fail("ledger: %v", err)
@@ -423,7 +442,12 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		fail("%v", err)
 		return r.finish(ctx, lw, res, nil, "")
 	}
-	v, err := r.Grader.Grade(ctx, j.task, patch)
+	<-prepDone
+	var v *grade.Verdict
+	err = prepErr
+	if err == nil {
+		v, err = prep.Grade(ctx, patch)
+	}
 	if ctx.Err() != nil {
 		return abandon()
 	}
