@@ -352,28 +352,41 @@ func apply(ctx context.Context, ws, file, patch string) error {
 	return &applyError{msg: msg}
 }
 
-// readTestFiles writes the test patch to file (outside the checkout at
-// ws, still at base) and reads the base's version of every file it
-// touches, from the checkout: what applyTestPatch restores. It reads the
-// patch only; nothing of it reaches the checkout.
+// readTestFiles reads the base's version of every file the test patch
+// touches from the checkout at ws (still at base): what applyTestPatch
+// restores. Then it writes the patch to file, outside the checkout, as
+// Prepare's last step. It reads the patch only; nothing of it reaches the
+// checkout.
 func readTestFiles(ctx context.Context, ws, file, patch string) ([]baseFile, error) {
 	if !strings.HasSuffix(patch, "\n") {
 		patch += "\n"
 	}
-	if err := os.WriteFile(file, []byte(patch), 0o600); err != nil {
-		return nil, err
-	}
-	out, err := gitsafe.Git{Dir: ws}.Output(ctx, "apply", "--numstat", "-z", file)
+	cmd, err := gitsafe.Git{Dir: ws}.Command(ctx, "apply", "--numstat", "-z", "-")
 	if err != nil {
 		return nil, err
 	}
+	var stderr strings.Builder
+	cmd.Stdin, cmd.Stderr = strings.NewReader(patch), &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git apply --numstat: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	files, err := readBase(ws, numstatPaths(string(out)))
+	if err != nil {
+		return nil, err
+	}
+	return files, os.WriteFile(file, []byte(patch), 0o600)
+}
+
+// readBase reads paths as the checkout at ws has them.
+func readBase(ws string, paths []string) ([]baseFile, error) {
 	root, err := os.OpenRoot(ws)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
 	var files []baseFile
-	for _, p := range numstatPaths(out) {
+	for _, p := range paths {
 		if !filepath.IsLocal(filepath.FromSlash(p)) {
 			return nil, fmt.Errorf("the test patch names %q, outside the repository", p)
 		}

@@ -459,3 +459,74 @@ func TestGate(t *testing.T) {
 		t.Fatalf("wait during a backoff: %v", err)
 	}
 }
+
+// A run prepares its grading checkout while the agent works; however the
+// run ends before grading — cancelled while the checkout is made or once
+// it is made, or the agent failing — nothing of the checkout or the
+// workspace is left.
+func TestRunRemovesPreparedGrading(t *testing.T) {
+	set := setup(t)
+	// prepared reports whether a grading checkout is ready in dir (its
+	// test patch is written last, outside the checkout).
+	prepared := func(dir string) bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "grade-*", "test.patch"))
+		return len(m) > 0
+	}
+	tests := []struct {
+		name   string
+		wait   bool // for the grading checkout before ending
+		cancel bool // else the agent fails
+	}{
+		{"cancelled once prepared", true, true},
+		{"cancelled while preparing", false, true},
+		{"agent fails once prepared", true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			r := newRunner(t, set, nil, out, "a")
+			r.Tasks, r.Parallel = set.Tasks[:1], 1
+			jan := &bench.Janitor{}
+			r.Grader.Dir, r.Grader.Janitor = t.TempDir(), jan
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sawPrepared := false
+			r.Agent = runner.AgentFunc(func(actx context.Context, spec runner.RunSpec) (runner.RunOutcome, error) {
+				for tc.wait && !prepared(r.Grader.Dir) {
+					select {
+					case <-actx.Done():
+						return runner.RunOutcome{}, actx.Err()
+					case <-time.After(2 * time.Millisecond):
+					}
+				}
+				sawPrepared = prepared(r.Grader.Dir)
+				if tc.cancel {
+					cancel()
+					return runner.RunOutcome{}, context.Canceled
+				}
+				return runner.RunOutcome{}, errors.New("the agent broke")
+			})
+			sum, err := r.Run(ctx)
+			jan.Wait()
+			if tc.wait && !sawPrepared {
+				t.Fatal("the agent never saw a prepared grading checkout")
+			}
+			if tc.cancel {
+				if !errors.Is(err, context.Canceled) || sum.Ran != 0 {
+					t.Fatalf("%v %+v", err, sum)
+				}
+			} else {
+				res := readResults(t, out)
+				got := res[bench.RunKey{InstanceID: set.Tasks[0].InstanceID, Arm: "a", Repeat: 1}]
+				if err != nil || !strings.Contains(got.Error, "the agent broke") {
+					t.Fatalf("%v %+v", err, got)
+				}
+			}
+			for _, d := range []string{r.Grader.Dir, r.WorkDir} {
+				if left, _ := os.ReadDir(d); len(left) != 0 {
+					t.Errorf("left in %s: %v", d, left)
+				}
+			}
+		})
+	}
+}
