@@ -72,7 +72,11 @@ func Head(ctx context.Context, dir string) (string, error) {
 // untracked file not ignored, added. It stages them in dir's index (the
 // workspace is done with by then).
 func Diff(ctx context.Context, dir, commit string) (string, error) {
-	g := gitsafe.Git{Dir: dir}
+	// Neither command changes the configuration.
+	g, err := gitsafe.Git{Dir: dir}.Pinned(ctx)
+	if err != nil {
+		return "", fmt.Errorf("diff of the workspace: %w", err)
+	}
 	if _, err := g.Output(ctx, "add", "-A", "--", "."); err != nil {
 		return "", fmt.Errorf("diff of the workspace: %w", err)
 	}
@@ -104,6 +108,10 @@ type template struct {
 	dir  string
 	head string
 	err  error
+	// git is git in the template with its filter drivers read (none:
+	// its configuration is Truss's), for its copies, whose
+	// configuration is the same.
+	git gitsafe.Git
 }
 
 // Checkout makes dst a checkout of commit from repo, like the package's
@@ -130,6 +138,9 @@ func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (str
 	tp.mu.Lock()
 	if !tp.done {
 		head, err := fetchTemplate(ctx, abs, commit, tp.dir)
+		if err == nil {
+			tp.git, err = gitsafe.Git{Dir: tp.dir}.Pinned(ctx)
+		}
 		if err != nil && ctx.Err() != nil {
 			// Cut short by this caller's context: not the template's
 			// failure, so the next caller fetches it again.
@@ -139,7 +150,7 @@ func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (str
 		}
 		tp.head, tp.err, tp.done = head, err, true
 	}
-	head, terr := tp.head, tp.err
+	head, terr, g := tp.head, tp.err, tp.git
 	tp.mu.Unlock()
 	if terr != nil {
 		return "", terr
@@ -150,7 +161,8 @@ func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (str
 	if err := os.CopyFS(filepath.Join(dst, ".git"), os.DirFS(filepath.Join(tp.dir, ".git"))); err != nil {
 		return "", fmt.Errorf("checkout: %w", err)
 	}
-	if _, err := (gitsafe.Git{Dir: dst}).Output(ctx, parallelCheckout("reset", "-q", "--hard", head)...); err != nil {
+	g.Dir = dst
+	if _, err := g.Output(ctx, parallelCheckout("reset", "-q", "--hard", head)...); err != nil {
 		return "", fmt.Errorf("checkout of %s: %w", commit, err)
 	}
 	return head, nil

@@ -127,8 +127,11 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 type Prepared struct {
 	g    *Grader
 	task *bench.Task
-	// dir holds ws, the checkout, and the patches' files.
+	// dir holds ws, the checkout, and the patches' files; git runs
+	// there (its configuration is the template's, which no patch
+	// reaches).
 	dir, ws, base string
+	git           gitsafe.Git
 	took          time.Duration
 	// restore is the base's version of every file the test patch
 	// touches; testErr what was wrong with the test patch (reported when
@@ -166,8 +169,11 @@ func (g *Grader) Prepare(ctx context.Context, task *bench.Task) (_ *Prepared, er
 	if p.base, err = g.Checkouts.Checkout(ctx, task.RepoDir, task.BaseCommit, p.ws); err != nil {
 		return nil, err
 	}
+	if p.git, err = (gitsafe.Git{Dir: p.ws}).Pinned(ctx); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(task.TestPatch) != "" {
-		p.restore, p.testErr = readTestFiles(ctx, p.ws, filepath.Join(dir, "test.patch"), task.TestPatch)
+		p.restore, p.testErr = readTestFiles(ctx, p.git, filepath.Join(dir, "test.patch"), task.TestPatch)
 		if p.testErr != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -199,7 +205,8 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	// The patches are kept outside the checkout, where the tests cannot
 	// see them.
 	if strings.TrimSpace(patch) != "" {
-		if err := apply(ctx, ws, filepath.Join(dir, "model.patch"), patch); err != nil {
+		fellBack, err := apply(ctx, p.git, filepath.Join(dir, "model.patch"), patch)
+		if err != nil {
 			var ae *applyError
 			if errors.As(err, &ae) {
 				v.ApplyError = ae.msg
@@ -207,6 +214,13 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 				return v, nil
 			}
 			return nil, err
+		}
+		if fellBack {
+			// GNU patch, unlike git apply, writes under .git too: the
+			// configuration is read again.
+			if p.git, err = (gitsafe.Git{Dir: ws}).Pinned(ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 	v.PatchApplied = true
@@ -317,39 +331,37 @@ type applyError struct{ msg string }
 
 func (e *applyError) Error() string { return "patch does not apply: " + e.msg }
 
-// apply applies a patch to the checkout at ws with git apply, or, when git
-// refuses it, GNU patch with fuzz (as SWE-bench's evaluation does) if it
-// is installed; all or nothing.
-func apply(ctx context.Context, ws, file, patch string) error {
+// apply applies a patch to the checkout where g runs with git apply, or,
+// when git refuses it, GNU patch with fuzz (as SWE-bench's evaluation
+// does) if it is installed (fellBack); all or nothing.
+func apply(ctx context.Context, g gitsafe.Git, file, patch string) (fellBack bool, _ error) {
 	if !strings.HasSuffix(patch, "\n") {
 		patch += "\n"
 	}
 	if err := os.WriteFile(file, []byte(patch), 0o600); err != nil {
-		return err
+		return false, err
 	}
-	g := gitsafe.Git{Dir: ws}
 	_, gerr := g.Output(ctx, "apply", "--whitespace=nowarn", file)
 	if gerr == nil {
-		return nil
+		return false, nil
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	if _, err := exec.LookPath("patch"); err == nil {
-		args := []string{"--batch", "--fuzz=5", "-p1", "--no-backup-if-mismatch", "-r", "-", "-d", ws, "-i", file}
+		args := []string{"--batch", "--fuzz=5", "-p1", "--no-backup-if-mismatch", "-r", "-", "-d", g.Dir, "-i", file}
 		if exec.CommandContext(ctx, "patch", append([]string{"--dry-run"}, args...)...).Run() == nil {
-			if out, err := exec.CommandContext(ctx, "patch", args...).CombinedOutput(); err == nil {
-				return nil
-			} else {
-				return fmt.Errorf("patch: %v: %s", err, out)
+			if out, err := exec.CommandContext(ctx, "patch", args...).CombinedOutput(); err != nil {
+				return true, fmt.Errorf("patch: %v: %s", err, out)
 			}
+			return true, nil
 		}
 	}
 	msg := gerr.Error()
 	if i := strings.Index(msg, ": error: "); i >= 0 {
 		msg = msg[i+2:]
 	}
-	return &applyError{msg: msg}
+	return false, &applyError{msg: msg}
 }
 
 // readTestFiles reads the base's version of every file the test patch
@@ -357,11 +369,11 @@ func apply(ctx context.Context, ws, file, patch string) error {
 // restores. Then it writes the patch to file, outside the checkout, as
 // Prepare's last step. It reads the patch only; nothing of it reaches the
 // checkout.
-func readTestFiles(ctx context.Context, ws, file, patch string) ([]baseFile, error) {
+func readTestFiles(ctx context.Context, g gitsafe.Git, file, patch string) ([]baseFile, error) {
 	if !strings.HasSuffix(patch, "\n") {
 		patch += "\n"
 	}
-	cmd, err := gitsafe.Git{Dir: ws}.Command(ctx, "apply", "--numstat", "-z", "-")
+	cmd, err := g.Command(ctx, "apply", "--numstat", "-z", "-")
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +383,7 @@ func readTestFiles(ctx context.Context, ws, file, patch string) ([]baseFile, err
 	if err != nil {
 		return nil, fmt.Errorf("git apply --numstat: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	files, err := readBase(ws, numstatPaths(string(out)))
+	files, err := readBase(g.Dir, numstatPaths(string(out)))
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +435,7 @@ func (p *Prepared) applyTestPatch(ctx context.Context) error {
 	if err := restore(p.ws, p.restore); err != nil {
 		return err
 	}
-	_, err := gitsafe.Git{Dir: p.ws}.Output(ctx, "apply", "--whitespace=nowarn", filepath.Join(p.dir, "test.patch"))
+	_, err := p.git.Output(ctx, "apply", "--whitespace=nowarn", filepath.Join(p.dir, "test.patch"))
 	return err
 }
 

@@ -3,6 +3,8 @@ package grade_test
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -160,5 +162,30 @@ func TestPreparedOnce(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("left: %v", left)
+	}
+}
+
+// A model's patch that only GNU patch applies can write the grading
+// checkout's .git/config, which git apply never does: a filter driver it
+// defines does not run when the test patch is applied.
+func TestGradePatchFallbackConfig(t *testing.T) {
+	if _, err := exec.LookPath("patch"); err != nil {
+		t.Skip("no GNU patch")
+	}
+	set := generated(t)
+	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
+	task := set.Tasks[0]
+	mark := filepath.Join(t.TempDir(), "ran")
+	evil := task.Patch + "diff --git a/.git/config b/.git/config\n--- a/.git/config\n+++ b/.git/config\n@@ -5,1 +5,3 @@\n \tlogallrefupdates = true\n+[filter \"x\"]\n+\tclean = touch " + mark + "; cat\n" +
+		"diff --git a/.gitattributes b/.gitattributes\nnew file mode 100644\n--- /dev/null\n+++ b/.gitattributes\n@@ -0,0 +1 @@\n+* filter=x\n"
+	v, err := g.Grade(context.Background(), &task, evil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.PatchApplied || !v.Resolved {
+		t.Fatalf("%s\n%s", v, v.Log)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the filter the model's patch defined ran")
 	}
 }
