@@ -326,15 +326,22 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 	}
 
 	// The grading checkout at base_commit does not depend on the agent's
-	// work: it is made while the workspace is and the agent works, and
-	// waits for the diff. Whatever way the run ends, it is removed.
+	// work: it is made while the agent works, and waits for the diff. It
+	// starts once the workspace is checked out, not with it: the two
+	// checkouts contend for the disk, and the workspace's is on the
+	// run's critical path. Whatever way the run ends, it is removed.
 	pctx, stopPrep := context.WithCancel(ctx)
-	prepDone := make(chan struct{})
+	prepDone, wsDone := make(chan struct{}), make(chan struct{})
 	var prep *grade.Prepared
 	var prepErr error
 	go func() {
 		defer close(prepDone)
-		prep, prepErr = r.Grader.Prepare(pctx, j.task)
+		select {
+		case <-wsDone:
+			prep, prepErr = r.Grader.Prepare(pctx, j.task)
+		case <-pctx.Done():
+			prepErr = pctx.Err()
+		}
 	}()
 	defer func() {
 		stopPrep()
@@ -389,6 +396,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		fail("workspace: %v", err)
 		return r.finish(ctx, lw, res, nil, "")
 	}
+	close(wsDone)
 	spec := RunSpec{InstanceID: j.task.InstanceID, Repeat: j.repeat, Arm: j.arm, Workspace: repo, BaseCommit: base,
 		Task: TaskText(j.task, r.ShowHints), Budgets: r.Budgets, TestCmd: j.task.TestCmd, SetupCmd: j.task.SetupCmd,
 		Image: j.task.Image, Hidden: hidden, Ledger: lw, Session: session, RateLimit: gate}
