@@ -51,14 +51,17 @@ func Checkout(ctx context.Context, repo, commit, dst string) (string, error) {
 	return Head(ctx, dst)
 }
 
-// parallelCheckout is args with git set to write a working tree's files with several
-// workers (git's parallel checkout) once there are at least 100 of them.
-// Writing files is a checkout's cost, and most of it is the file system's
-// latency (inode allocation, the journal), which workers overlap: on an
-// ext4 virtual disk shared with other writers, 1,000 files took 750–930 ms
-// with one worker and 390–490 ms with eight.
+// parallelCheckout is args with git set to write a working tree's files
+// with four workers (git's parallel checkout) once there are at least 100
+// of them. Writing files is a checkout's cost, most of it the file
+// system's latency (inode allocation, the journal), which workers overlap;
+// each worker is a process, though, whose start costs CPU. On a shared
+// two-core machine with an ext4 virtual disk, runs on a 1,000-file
+// repository (BenchmarkRunOverhead, 51 samples each, interleaved) had a
+// harness time of 130 ms (p25), 218 ms (median) with one worker, 133 ms and
+// 198 ms with eight, 123 ms and 171 ms with four.
 func parallelCheckout(args ...string) []string {
-	return append([]string{"-c", "checkout.workers=8", "-c", "checkout.thresholdForParallelism=100"}, args...)
+	return append([]string{"-c", "checkout.workers=4", "-c", "checkout.thresholdForParallelism=100"}, args...)
 }
 
 // Head returns the commit checked out in dir.
