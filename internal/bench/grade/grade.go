@@ -71,7 +71,9 @@ type Verdict struct {
 	// PatchSHA256 identifies the graded patch.
 	PatchSHA256 string `json:"patch_sha256"`
 	// PrepareS is the time spent making the checkout and applying the
-	// patches and starting the shell; TestS the setup and tests' own.
+	// patches and starting the shell (the Prepare's time included,
+	// though a runner overlaps it with the agent's); TestS the setup and
+	// tests' own.
 	PrepareS float64 `json:"prepare_s"`
 	TestS    float64 `json:"test_s"`
 	// Log is the test command's output (stdout then stderr).
