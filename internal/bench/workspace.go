@@ -57,9 +57,9 @@ func Checkout(ctx context.Context, repo, commit, dst string) (string, error) {
 // system's latency (inode allocation, the journal), which workers overlap;
 // each worker is a process, though, whose start costs CPU. On a shared
 // two-core machine with an ext4 virtual disk, runs on a 1,000-file
-// repository (BenchmarkRunOverhead, 51 samples each, interleaved) had a
-// harness time of 130 ms (p25), 218 ms (median) with one worker, 133 ms and
-// 198 ms with eight, 123 ms and 171 ms with four.
+// repository (BenchmarkRunOverhead, 53 samples each, interleaved) had a
+// harness time of 130 ms (p25), 218 ms (median) with one worker, 135 ms and
+// 198 ms with eight, 124 ms and 178 ms with four.
 func parallelCheckout(args ...string) []string {
 	return append([]string{"-c", "checkout.workers=4", "-c", "checkout.thresholdForParallelism=100"}, args...)
 }
