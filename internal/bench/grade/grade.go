@@ -117,9 +117,10 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 
 // Prepared is a grading checkout made before the patch to grade exists:
 // the task's repository at base_commit in a directory of its own, outside
-// any workspace, with nothing of the test patch in it (Prepare reads the
-// test patch's file list and the base's version of those files, kept in
-// memory; the patch is applied by Grade only, after the model's). A
+// any workspace, with nothing of the test patch in it or beside it
+// (Prepare reads the test patch's file list and the base's version of
+// those files, kept in memory; Grade writes the patch and applies it,
+// after the model's). The checkout appears at DIR/repo once ready. A
 // runner prepares it while the agent works, so that grading after the
 // diff is left with applying the patches and running the tests.
 //
@@ -167,19 +168,28 @@ func (g *Grader) Prepare(ctx context.Context, task *bench.Task) (_ *Prepared, er
 			g.Janitor.Remove(dir)
 		}
 	}()
+	// The checkout is made under another name and appears as dir/repo
+	// when it is ready.
 	p := &Prepared{g: g, task: task, dir: dir, ws: filepath.Join(dir, "repo")}
-	if p.base, err = g.Checkouts.Checkout(ctx, task.RepoDir, task.BaseCommit, p.ws); err != nil {
+	part := filepath.Join(dir, "repo.partial")
+	if p.base, err = g.Checkouts.Checkout(ctx, task.RepoDir, task.BaseCommit, part); err != nil {
 		return nil, err
 	}
-	if p.git, err = (gitsafe.Git{Dir: p.ws}).Pinned(ctx); err != nil {
+	if p.git, err = (gitsafe.Git{Dir: part}).Pinned(ctx); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(task.TestPatch) != "" {
-		p.restore, p.testErr = readTestFiles(ctx, p.git, filepath.Join(dir, "test.patch"), task.TestPatch)
+		// The test patch stays in memory: a run prepares while its agent
+		// works, and the agent's commands can read this directory.
+		p.restore, p.testErr = readTestFiles(ctx, p.git, task.TestPatch)
 		if p.testErr != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 	}
+	if err = os.Rename(part, p.ws); err != nil {
+		return nil, err
+	}
+	p.git.Dir = p.ws
 	p.took = time.Since(start)
 	return p, nil
 }
@@ -367,11 +377,10 @@ func apply(ctx context.Context, g gitsafe.Git, file, patch string) (fellBack boo
 }
 
 // readTestFiles reads the base's version of every file the test patch
-// touches from the checkout at ws (still at base): what applyTestPatch
-// restores. Then it writes the patch to file, outside the checkout, as
-// Prepare's last step. It reads the patch only; nothing of it reaches the
-// checkout.
-func readTestFiles(ctx context.Context, g gitsafe.Git, file, patch string) ([]baseFile, error) {
+// touches from the checkout where g runs (still at base): what
+// applyTestPatch restores. It reads the patch only (from its standard
+// input); nothing of it reaches a file.
+func readTestFiles(ctx context.Context, g gitsafe.Git, patch string) ([]baseFile, error) {
 	if !strings.HasSuffix(patch, "\n") {
 		patch += "\n"
 	}
@@ -385,11 +394,7 @@ func readTestFiles(ctx context.Context, g gitsafe.Git, file, patch string) ([]ba
 	if err != nil {
 		return nil, fmt.Errorf("git apply --numstat: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	files, err := readBase(g.Dir, numstatPaths(string(out)))
-	if err != nil {
-		return nil, err
-	}
-	return files, os.WriteFile(file, []byte(patch), 0o600)
+	return readBase(g.Dir, numstatPaths(string(out)))
 }
 
 // readBase reads paths as the checkout at ws has them.
@@ -437,7 +442,17 @@ func (p *Prepared) applyTestPatch(ctx context.Context) error {
 	if err := restore(p.ws, p.restore); err != nil {
 		return err
 	}
-	_, err := p.git.Output(ctx, "apply", "--whitespace=nowarn", filepath.Join(p.dir, "test.patch"))
+	// The patch is kept outside the checkout, where the tests cannot see
+	// it.
+	file := filepath.Join(p.dir, "test.patch")
+	patch := p.task.TestPatch
+	if !strings.HasSuffix(patch, "\n") {
+		patch += "\n"
+	}
+	if err := os.WriteFile(file, []byte(patch), 0o600); err != nil {
+		return err
+	}
+	_, err := p.git.Output(ctx, "apply", "--whitespace=nowarn", file)
 	return err
 }
 

@@ -460,17 +460,32 @@ func TestGate(t *testing.T) {
 	}
 }
 
-// A run prepares its grading checkout while the agent works; however the
-// run ends before grading — cancelled while the checkout is made or once
-// it is made, or the agent failing — nothing of the checkout or the
-// workspace is left.
+// A run prepares its grading checkout while the agent works, with nothing
+// of the hidden tests in or beside it; however the run ends before grading
+// — cancelled while the checkout is made or once it is made, or the agent
+// failing — nothing of the checkout or the workspace is left.
 func TestRunRemovesPreparedGrading(t *testing.T) {
 	set := setup(t)
-	// prepared reports whether a grading checkout is ready in dir (its
-	// test patch is written last, outside the checkout).
+	// prepared reports whether a grading checkout is ready in dir (it
+	// appears as repo when it is).
 	prepared := func(dir string) bool {
-		m, _ := filepath.Glob(filepath.Join(dir, "grade-*", "test.patch"))
+		m, _ := filepath.Glob(filepath.Join(dir, "grade-*", "repo"))
 		return len(m) > 0
+	}
+	// leaks returns the files under dir that name the hidden test, which
+	// only the test patch holds.
+	hiddenTest := set.Tasks[0].FailToPass[0]
+	leaks := func(dir string) []string {
+		var out []string
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), hiddenTest) {
+					out = append(out, p)
+				}
+			}
+			return nil
+		})
+		return out
 	}
 	tests := []struct {
 		name   string
@@ -500,6 +515,9 @@ func TestRunRemovesPreparedGrading(t *testing.T) {
 					}
 				}
 				sawPrepared = prepared(r.Grader.Dir)
+				if l := leaks(r.Grader.Dir); len(l) > 0 {
+					t.Errorf("the hidden test is readable while the agent works: %v", l)
+				}
 				if tc.cancel {
 					cancel()
 					return runner.RunOutcome{}, context.Canceled
