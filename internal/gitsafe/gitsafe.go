@@ -51,6 +51,23 @@ type Git struct {
 	// GitDir and WorkTree, when set, are the repository and its working
 	// tree (GIT_DIR, GIT_WORK_TREE), instead of what git finds from Dir.
 	GitDir, WorkTree string
+
+	// filters, set by Pinned, are the filter drivers read once.
+	filters *[]string
+}
+
+// Pinned returns g with the repository's filter drivers read now, once:
+// its commands empty those drivers without reading the configuration
+// again (each reading is a git process). It is for a sequence of Truss's
+// own commands none of which changes the repository's configuration, with
+// nothing else writing it meanwhile.
+func (g Git) Pinned(ctx context.Context) (Git, error) {
+	names, err := g.Filters(ctx)
+	if err != nil {
+		return g, err
+	}
+	g.filters = &names
+	return g, nil
 }
 
 // settings are the -c options of every invocation.
@@ -164,9 +181,14 @@ func filterNames(out string) []string {
 // Command returns git with args, ready to run in the repository with
 // every program the repository could name disabled.
 func (g Git) Command(ctx context.Context, args ...string) (*exec.Cmd, error) {
-	filters, err := g.Filters(ctx)
-	if err != nil {
-		return nil, err
+	var filters []string
+	if g.filters != nil {
+		filters = *g.filters
+	} else {
+		var err error
+		if filters, err = g.Filters(ctx); err != nil {
+			return nil, err
+		}
 	}
 	var extra [][2]string
 	for _, n := range filters {

@@ -114,6 +114,33 @@ func TestNoRepositoryPrograms(t *testing.T) {
 	}
 }
 
+// A pinned Git reads the filter drivers once and empties them in every
+// command as Git does.
+func TestPinnedRunsNoRepositoryPrograms(t *testing.T) {
+	repo, marks := hostile(t)
+	ctx := context.Background()
+	g, err := Git{Dir: repo}.Pinned(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diff string
+	for _, args := range [][]string{{"add", "-A"}, {"diff", "--cached", "--binary", "HEAD"}, {"status", "--porcelain"}} {
+		out, err := g.Output(ctx, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if args[0] == "diff" {
+			diff = out
+		}
+	}
+	if got := marked(t, marks); len(got) > 0 {
+		t.Errorf("the repository's programs ran: %v", got)
+	}
+	if !strings.Contains(diff, "-one\n+two\n") || !strings.Contains(diff, "c.eq") {
+		t.Errorf("diff:\n%s", diff)
+	}
+}
+
 // The caller's GIT_* variables do not reach git: GIT_DIR cannot point
 // Truss at another repository, GIT_CONFIG_* cannot add settings.
 func TestCallerEnvironmentIgnored(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,7 +71,9 @@ type Verdict struct {
 	// PatchSHA256 identifies the graded patch.
 	PatchSHA256 string `json:"patch_sha256"`
 	// PrepareS is the time spent making the checkout and applying the
-	// patches and starting the shell; TestS the setup and tests' own.
+	// patches and starting the shell (the Prepare's time included,
+	// though a runner overlaps it with the agent's); TestS the setup and
+	// tests' own.
 	PrepareS float64 `json:"prepare_s"`
 	TestS    float64 `json:"test_s"`
 	// Log is the test command's output (stdout then stderr).
@@ -102,36 +105,139 @@ func (v *Verdict) String() string {
 // Grade grades patch (a unified diff against base_commit; "" for none) on
 // task. An error means the grading itself could not be done (the
 // repository has no base_commit, the test_patch does not apply, no test
-// command, the sandbox cannot start), not that the patch is wrong.
+// command, the sandbox cannot start), not that the patch is wrong. It is
+// Prepare followed by the Prepared's Grade.
 func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Verdict, error) {
+	p, err := g.Prepare(ctx, task)
+	if err != nil {
+		return nil, err
+	}
+	return p.Grade(ctx, patch)
+}
+
+// Prepared is a grading checkout made before the patch to grade exists:
+// the task's repository at base_commit in a directory of its own, outside
+// any workspace, with nothing of the test patch in it or beside it
+// (Prepare reads the test patch's file list and the base's version of
+// those files, kept in memory; Grade writes the patch and applies it,
+// after the model's). The checkout appears at DIR/repo once ready. A
+// runner prepares it while the agent works, so that grading after the
+// diff is left with applying the patches and running the tests.
+//
+// Grade grades once and removes the checkout; Close removes it without
+// grading. Every Prepared must be graded or closed. Its methods are not
+// for concurrent use.
+type Prepared struct {
+	g    *Grader
+	task *bench.Task
+	// dir holds ws, the checkout, and the patches' files; git runs
+	// there (its configuration is the template's, which no patch
+	// reaches).
+	dir, ws, base string
+	git           gitsafe.Git
+	took          time.Duration
+	// restore is the base's version of every file the test patch
+	// touches; testErr what was wrong with the test patch (reported when
+	// it is applied, as it would have been then).
+	restore []baseFile
+	testErr error
+	done    bool
+}
+
+// baseFile is a file as base_commit has it: absent, a regular file
+// (data, perm) or a symbolic link (link).
+type baseFile struct {
+	path    string
+	present bool
+	symlink bool
+	perm    fs.FileMode
+	data    []byte
+	link    string
+}
+
+// Prepare makes task's grading checkout at base_commit. On an error
+// nothing of it is left (Janitor's removals aside).
+func (g *Grader) Prepare(ctx context.Context, task *bench.Task) (_ *Prepared, err error) {
 	start := time.Now()
-	v := &Verdict{Tests: map[string]string{}, PatchSHA256: digest(patch)}
 	dir, err := os.MkdirTemp(g.Dir, "grade-"+safeName(task.InstanceID)+"-")
 	if err != nil {
 		return nil, err
 	}
-	defer g.Janitor.Remove(dir)
-	ws := filepath.Join(dir, "repo")
-	base, err := g.Checkouts.Checkout(ctx, task.RepoDir, task.BaseCommit, ws)
-	if err != nil {
+	defer func() {
+		if err != nil {
+			g.Janitor.Remove(dir)
+		}
+	}()
+	// The checkout is made under another name and appears as dir/repo
+	// when it is ready.
+	p := &Prepared{g: g, task: task, dir: dir, ws: filepath.Join(dir, "repo")}
+	part := filepath.Join(dir, "repo.partial")
+	if p.base, err = g.Checkouts.Checkout(ctx, task.RepoDir, task.BaseCommit, part); err != nil {
 		return nil, err
 	}
+	if p.git, err = (gitsafe.Git{Dir: part}).Pinned(ctx); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(task.TestPatch) != "" {
+		// The test patch stays in memory: a run prepares while its agent
+		// works, and the agent's commands can read this directory.
+		p.restore, p.testErr = readTestFiles(ctx, p.git, task.TestPatch)
+		if p.testErr != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	if err = os.Rename(part, p.ws); err != nil {
+		return nil, err
+	}
+	p.git.Dir = p.ws
+	p.took = time.Since(start)
+	return p, nil
+}
+
+// Close removes the checkout (through the Grader's Janitor when it has
+// one). Closing again, or after Grade, does nothing.
+func (p *Prepared) Close() {
+	if !p.done {
+		p.done = true
+		p.g.Janitor.Remove(p.dir)
+	}
+}
+
+// Grade grades patch in the prepared checkout, as the Grader's Grade
+// does, and removes the checkout.
+func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
+	if p.done {
+		return nil, errors.New("grading: the prepared checkout was graded or closed already")
+	}
+	defer p.Close()
+	start := time.Now()
+	task, ws, dir := p.task, p.ws, p.dir
+	v := &Verdict{Tests: map[string]string{}, PatchSHA256: digest(patch)}
+	prepared := func() float64 { return (p.took + time.Since(start)).Seconds() }
 	// The patches are kept outside the checkout, where the tests cannot
 	// see them.
 	if strings.TrimSpace(patch) != "" {
-		if err := apply(ctx, ws, filepath.Join(dir, "model.patch"), patch); err != nil {
+		fellBack, err := apply(ctx, p.git, filepath.Join(dir, "model.patch"), patch)
+		if err != nil {
 			var ae *applyError
 			if errors.As(err, &ae) {
 				v.ApplyError = ae.msg
-				v.PrepareS = time.Since(start).Seconds()
+				v.PrepareS = prepared()
 				return v, nil
 			}
 			return nil, err
 		}
+		if fellBack {
+			// GNU patch, unlike git apply, writes under .git too: the
+			// configuration is read again.
+			if p.git, err = (gitsafe.Git{Dir: ws}).Pinned(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 	v.PatchApplied = true
 	if strings.TrimSpace(task.TestPatch) != "" {
-		if err := applyTestPatch(ctx, ws, filepath.Join(dir, "test.patch"), base, task.TestPatch); err != nil {
+		if err := p.applyTestPatch(ctx); err != nil {
 			return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
 		}
 	}
@@ -140,7 +246,7 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 		return nil, err
 	}
 	v.Command, v.Setup = env.Test, env.Setup
-	shells := g.Shells
+	shells := p.g.Shells
 	if ts, ok := shells.(TaskShells); ok {
 		if shells, err = ts.ForTask(task); err != nil {
 			return nil, err
@@ -153,12 +259,12 @@ func (g *Grader) Grade(ctx context.Context, task *bench.Task, patch string) (*Ve
 	if e, ok := sh.(interface{ Enforced() string }); ok {
 		v.Sandbox = e.Enforced()
 	}
-	timeout := g.Timeout
+	timeout := p.g.Timeout
 	if timeout == 0 {
 		timeout = 30 * time.Minute
 	}
 	runner := validate.Runner{Env: env, NewShell: func() validate.Shell { return sh }, Timeout: timeout}
-	v.PrepareS = time.Since(start).Seconds()
+	v.PrepareS = prepared()
 	tstart := time.Now()
 	sum, res := runner.Run(ctx)
 	v.TestS = time.Since(tstart).Seconds()
@@ -243,90 +349,172 @@ type applyError struct{ msg string }
 
 func (e *applyError) Error() string { return "patch does not apply: " + e.msg }
 
-// apply applies a patch to the checkout at ws with git apply, or, when git
-// refuses it, GNU patch with fuzz (as SWE-bench's evaluation does) if it
-// is installed; all or nothing.
-func apply(ctx context.Context, ws, file, patch string) error {
+// apply applies a patch to the checkout where g runs with git apply, or,
+// when git refuses it, GNU patch with fuzz (as SWE-bench's evaluation
+// does) if it is installed (fellBack); all or nothing.
+func apply(ctx context.Context, g gitsafe.Git, file, patch string) (fellBack bool, _ error) {
 	if !strings.HasSuffix(patch, "\n") {
 		patch += "\n"
 	}
 	if err := os.WriteFile(file, []byte(patch), 0o600); err != nil {
-		return err
+		return false, err
 	}
-	g := gitsafe.Git{Dir: ws}
 	_, gerr := g.Output(ctx, "apply", "--whitespace=nowarn", file)
 	if gerr == nil {
-		return nil
+		return false, nil
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	if _, err := exec.LookPath("patch"); err == nil {
-		args := []string{"--batch", "--fuzz=5", "-p1", "--no-backup-if-mismatch", "-r", "-", "-d", ws, "-i", file}
+		args := []string{"--batch", "--fuzz=5", "-p1", "--no-backup-if-mismatch", "-r", "-", "-d", g.Dir, "-i", file}
 		if exec.CommandContext(ctx, "patch", append([]string{"--dry-run"}, args...)...).Run() == nil {
-			if out, err := exec.CommandContext(ctx, "patch", args...).CombinedOutput(); err == nil {
-				return nil
-			} else {
-				return fmt.Errorf("patch: %v: %s", err, out)
+			if out, err := exec.CommandContext(ctx, "patch", args...).CombinedOutput(); err != nil {
+				return true, fmt.Errorf("patch: %v: %s", err, out)
 			}
+			return true, nil
 		}
 	}
 	msg := gerr.Error()
 	if i := strings.Index(msg, ": error: "); i >= 0 {
 		msg = msg[i+2:]
 	}
-	return &applyError{msg: msg}
+	return false, &applyError{msg: msg}
+}
+
+// readTestFiles reads the base's version of every file the test patch
+// touches from the checkout where g runs (still at base): what
+// applyTestPatch restores. It reads the patch only (from its standard
+// input); nothing of it reaches a file.
+func readTestFiles(ctx context.Context, g gitsafe.Git, patch string) ([]baseFile, error) {
+	if !strings.HasSuffix(patch, "\n") {
+		patch += "\n"
+	}
+	cmd, err := g.Command(ctx, "apply", "--numstat", "-z", "-")
+	if err != nil {
+		return nil, err
+	}
+	var stderr strings.Builder
+	cmd.Stdin, cmd.Stderr = strings.NewReader(patch), &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git apply --numstat: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return readBase(g.Dir, numstatPaths(string(out)))
+}
+
+// readBase reads paths as the checkout at ws has them.
+func readBase(ws string, paths []string) ([]baseFile, error) {
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	var files []baseFile
+	for _, p := range paths {
+		if !filepath.IsLocal(filepath.FromSlash(p)) {
+			return nil, fmt.Errorf("the test patch names %q, outside the repository", p)
+		}
+		f := baseFile{path: filepath.FromSlash(p)}
+		fi, err := root.Lstat(f.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || err == nil && fi.IsDir():
+			// Not a file of the base: removed before the patch.
+		case err != nil:
+			return nil, err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			f.present, f.symlink = true, true
+			if f.link, err = root.Readlink(f.path); err != nil {
+				return nil, err
+			}
+		case fi.Mode().IsRegular():
+			f.present, f.perm = true, fi.Mode().Perm()
+			if f.data, err = root.ReadFile(f.path); err != nil {
+				return nil, err
+			}
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 // applyTestPatch makes every file the test patch touches what it is at
 // base (removing those base does not have), then applies the patch: the
 // hidden tests win over any change the model made to them.
-func applyTestPatch(ctx context.Context, ws, file, base, patch string) error {
+func (p *Prepared) applyTestPatch(ctx context.Context) error {
+	if p.testErr != nil {
+		return p.testErr
+	}
+	if err := restore(p.ws, p.restore); err != nil {
+		return err
+	}
+	// The patch is kept outside the checkout, where the tests cannot see
+	// it.
+	file := filepath.Join(p.dir, "test.patch")
+	patch := p.task.TestPatch
 	if !strings.HasSuffix(patch, "\n") {
 		patch += "\n"
 	}
 	if err := os.WriteFile(file, []byte(patch), 0o600); err != nil {
 		return err
 	}
-	g := gitsafe.Git{Dir: ws}
-	out, err := g.Output(ctx, "apply", "--numstat", "-z", file)
+	_, err := p.git.Output(ctx, "apply", "--whitespace=nowarn", file)
+	return err
+}
+
+// restore puts files back in the checkout at ws as the base has them,
+// whatever is at their paths now. It works within ws: a directory the
+// model's patch made a symbolic link is not followed out of it.
+func restore(ws string, files []baseFile) error {
+	root, err := os.OpenRoot(ws)
 	if err != nil {
 		return err
 	}
-	paths := numstatPaths(out)
-	if len(paths) > 0 {
-		inBase, err := g.Output(ctx, append([]string{"ls-tree", "-r", "-z", "--name-only", base, "--"}, paths...)...)
+	defer root.Close()
+	for _, f := range files {
+		if err := root.RemoveAll(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("restoring %s: %w", f.path, err)
+		}
+		if !f.present {
+			continue
+		}
+		if err := mkdirs(root, filepath.Dir(f.path)); err != nil {
+			return fmt.Errorf("restoring %s: %w", f.path, err)
+		}
+		if f.symlink {
+			err = root.Symlink(f.link, f.path)
+		} else if err = root.WriteFile(f.path, f.data, f.perm); err == nil {
+			err = root.Chmod(f.path, f.perm)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("restoring %s: %w", f.path, err)
 		}
-		var restore []string
-		have := map[string]bool{}
-		for _, p := range strings.Split(strings.TrimRight(inBase, "\x00"), "\x00") {
-			if p != "" {
-				have[p] = true
-				restore = append(restore, p)
-			}
-		}
-		for _, p := range paths {
-			if !have[p] {
-				if !filepath.IsLocal(p) {
-					return fmt.Errorf("the test patch names %q, outside the repository", p)
-				}
-				if err := os.RemoveAll(filepath.Join(ws, filepath.FromSlash(p))); err != nil {
-					return err
-				}
-			}
-		}
-		if len(restore) > 0 {
-			if _, err := g.Output(ctx, append([]string{"checkout", base, "--"}, restore...)...); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := g.Output(ctx, "apply", "--whitespace=nowarn", file); err != nil {
-		return err
 	}
 	return nil
+}
+
+// mkdirs makes dir and its parents in root, removing what is at their
+// paths when it is not a directory (a file or symbolic link the model's
+// patch put there).
+func mkdirs(root *os.Root, dir string) error {
+	if dir == "." {
+		return nil
+	}
+	if err := mkdirs(root, filepath.Dir(dir)); err != nil {
+		return err
+	}
+	fi, err := root.Lstat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		if err := root.Remove(dir); err != nil {
+			return err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return root.Mkdir(dir, 0o755)
 }
 
 // numstatPaths reads the paths of `git apply --numstat -z`: "A\tD\tPATH\0"

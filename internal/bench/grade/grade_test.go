@@ -2,6 +2,9 @@ package grade_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +47,12 @@ func TestGradeGenerated(t *testing.T) {
 	cheat := task.Patch + "diff --git a/sub_test.go b/sub_test.go\n--- a/sub_test.go\n+++ b/sub_test.go\n@@ -3,7 +3,5 @@ package calc\n import \"testing\"\n \n func TestSub(t *testing.T) {\n-\tif Sub(3, 1) != 2 {\n-\t\tt.Fatal(\"Sub\")\n-\t}\n+\tt.Skip(\"no\")\n }\n"
 	// Breaking Sub fails the PASS_TO_PASS test.
 	breakSub := task.Patch + "diff --git a/calc.go b/calc.go\n--- a/calc.go\n+++ b/calc.go\n@@ -8,1 +8,1 @@\n-func Sub(a, b int) int { return a - b }\n+func Sub(a, b int) int { return b - a }\n"
+	// A fix that deletes the existing test file: the test patch's
+	// version of it is there all the same.
+	deleteTest := task.Patch + "diff --git a/sub_test.go b/sub_test.go\ndeleted file mode 100644\n--- a/sub_test.go\n+++ /dev/null\n@@ -1,9 +0,0 @@\n-package calc\n-\n-import \"testing\"\n-\n-func TestSub(t *testing.T) {\n-\tif Sub(3, 1) != 2 {\n-\t\tt.Fatal(\"Sub\")\n-\t}\n-}\n"
+	// A wrong fix with a hidden test of its own making, where the
+	// hidden test goes: the test patch's file replaces it.
+	plant := set.Wrong[id] + "diff --git a/hidden_test.go b/hidden_test.go\nnew file mode 100644\n--- /dev/null\n+++ b/hidden_test.go\n@@ -0,0 +1,5 @@\n+package calc\n+\n+import \"testing\"\n+\n+func TestAdd(t *testing.T) {}\n"
 	tests := []struct {
 		name     string
 		patch    string
@@ -58,6 +67,8 @@ func TestGradeGenerated(t *testing.T) {
 		{"garbage", "this is not a patch\n", false, false, map[string]string{}},
 		{"test patch wins", cheat, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}},
 		{"breaks a passing test", breakSub, false, true, map[string]string{"TestAdd": "passed", "TestSub": "failed"}},
+		{"deletes a test file", deleteTest, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}},
+		{"plants the hidden test", plant, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,5 +131,61 @@ func TestGradeMissingAndErrors(t *testing.T) {
 	v, err = g.Grade(context.Background(), &plain, plain.Patch)
 	if err != nil || !v.Resolved || v.Source != "exit status" {
 		t.Fatalf("%v %+v", err, v)
+	}
+}
+
+// A Prepared grades once: graded or closed, it is gone.
+func TestPreparedOnce(t *testing.T) {
+	set := generated(t)
+	dir := t.TempDir()
+	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: dir}
+	task := set.Tasks[0]
+	ctx := context.Background()
+	p, err := g.Prepare(ctx, &task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.Grade(ctx, task.Patch); err != nil || !v.Resolved || v.PrepareS <= 0 || v.TestS <= 0 {
+		t.Fatalf("%v %+v", err, v)
+	}
+	if _, err := p.Grade(ctx, task.Patch); err == nil {
+		t.Fatal("graded twice")
+	}
+	p.Close()
+	if p, err = g.Prepare(ctx, &task); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	p.Close()
+	if _, err := p.Grade(ctx, task.Patch); err == nil {
+		t.Fatal("graded once closed")
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("left: %v", left)
+	}
+}
+
+// A model's patch that only GNU patch applies can write the grading
+// checkout's .git/config, which git apply never does: a filter driver it
+// defines does not run when the test patch is applied.
+func TestGradePatchFallbackConfig(t *testing.T) {
+	if _, err := exec.LookPath("patch"); err != nil {
+		t.Skip("no GNU patch")
+	}
+	set := generated(t)
+	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
+	task := set.Tasks[0]
+	mark := filepath.Join(t.TempDir(), "ran")
+	evil := task.Patch + "diff --git a/.git/config b/.git/config\n--- a/.git/config\n+++ b/.git/config\n@@ -5,1 +5,3 @@\n \tlogallrefupdates = true\n+[filter \"x\"]\n+\tclean = touch " + mark + "; cat\n" +
+		"diff --git a/.gitattributes b/.gitattributes\nnew file mode 100644\n--- /dev/null\n+++ b/.gitattributes\n@@ -0,0 +1 @@\n+* filter=x\n"
+	v, err := g.Grade(context.Background(), &task, evil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.PatchApplied || !v.Resolved {
+		t.Fatalf("%s\n%s", v, v.Log)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the filter the model's patch defined ran")
 	}
 }

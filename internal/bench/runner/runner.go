@@ -325,6 +325,32 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		res.Resolved = false
 	}
 
+	// The grading checkout at base_commit does not depend on the agent's
+	// work: it is made while the agent works, and waits for the diff. It
+	// starts once the workspace is checked out, not with it: the two
+	// checkouts contend for the disk, and the workspace's is on the
+	// run's critical path. Whatever way the run ends, it is removed.
+	pctx, stopPrep := context.WithCancel(ctx)
+	prepDone, wsDone := make(chan struct{}), make(chan struct{})
+	var prep *grade.Prepared
+	var prepErr error
+	go func() {
+		defer close(prepDone)
+		select {
+		case <-wsDone:
+			prep, prepErr = r.Grader.Prepare(pctx, j.task)
+		case <-pctx.Done():
+			prepErr = pctx.Err()
+		}
+	}()
+	defer func() {
+		stopPrep()
+		<-prepDone
+		if prep != nil {
+			prep.Close()
+		}
+	}()
+
 	dir := LedgerDir(r.Out, j.task.InstanceID, j.arm.Name, j.repeat)
 	if err := setAside(dir); err != nil {
 		fail("ledger: %v", err)
@@ -370,6 +396,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		fail("workspace: %v", err)
 		return r.finish(ctx, lw, res, nil, "")
 	}
+	close(wsDone)
 	spec := RunSpec{InstanceID: j.task.InstanceID, Repeat: j.repeat, Arm: j.arm, Workspace: repo, BaseCommit: base,
 		Task: TaskText(j.task, r.ShowHints), Budgets: r.Budgets, TestCmd: j.task.TestCmd, SetupCmd: j.task.SetupCmd,
 		Image: j.task.Image, Hidden: hidden, Ledger: lw, Session: session, RateLimit: gate}
@@ -423,7 +450,12 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		fail("%v", err)
 		return r.finish(ctx, lw, res, nil, "")
 	}
-	v, err := r.Grader.Grade(ctx, j.task, patch)
+	<-prepDone
+	var v *grade.Verdict
+	err = prepErr
+	if err == nil {
+		v, err = prep.Grade(ctx, patch)
+	}
 	if ctx.Err() != nil {
 		return abandon()
 	}

@@ -459,3 +459,92 @@ func TestGate(t *testing.T) {
 		t.Fatalf("wait during a backoff: %v", err)
 	}
 }
+
+// A run prepares its grading checkout while the agent works, with nothing
+// of the hidden tests in or beside it; however the run ends before grading
+// — cancelled while the checkout is made or once it is made, or the agent
+// failing — nothing of the checkout or the workspace is left.
+func TestRunRemovesPreparedGrading(t *testing.T) {
+	set := setup(t)
+	// prepared reports whether a grading checkout is ready in dir (it
+	// appears as repo when it is).
+	prepared := func(dir string) bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "grade-*", "repo"))
+		return len(m) > 0
+	}
+	// leaks returns the files under dir that name the hidden test, which
+	// only the test patch holds.
+	hiddenTest := set.Tasks[0].FailToPass[0]
+	leaks := func(dir string) []string {
+		var out []string
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), hiddenTest) {
+					out = append(out, p)
+				}
+			}
+			return nil
+		})
+		return out
+	}
+	tests := []struct {
+		name   string
+		wait   bool // for the grading checkout before ending
+		cancel bool // else the agent fails
+	}{
+		{"cancelled once prepared", true, true},
+		{"cancelled while preparing", false, true},
+		{"agent fails once prepared", true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			r := newRunner(t, set, nil, out, "a")
+			r.Tasks, r.Parallel = set.Tasks[:1], 1
+			jan := &bench.Janitor{}
+			r.Grader.Dir, r.Grader.Janitor = t.TempDir(), jan
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sawPrepared := false
+			r.Agent = runner.AgentFunc(func(actx context.Context, spec runner.RunSpec) (runner.RunOutcome, error) {
+				for tc.wait && !prepared(r.Grader.Dir) {
+					select {
+					case <-actx.Done():
+						return runner.RunOutcome{}, actx.Err()
+					case <-time.After(2 * time.Millisecond):
+					}
+				}
+				sawPrepared = prepared(r.Grader.Dir)
+				if l := leaks(r.Grader.Dir); len(l) > 0 {
+					t.Errorf("the hidden test is readable while the agent works: %v", l)
+				}
+				if tc.cancel {
+					cancel()
+					return runner.RunOutcome{}, context.Canceled
+				}
+				return runner.RunOutcome{}, errors.New("the agent broke")
+			})
+			sum, err := r.Run(ctx)
+			jan.Wait()
+			if tc.wait && !sawPrepared {
+				t.Fatal("the agent never saw a prepared grading checkout")
+			}
+			if tc.cancel {
+				if !errors.Is(err, context.Canceled) || sum.Ran != 0 {
+					t.Fatalf("%v %+v", err, sum)
+				}
+			} else {
+				res := readResults(t, out)
+				got := res[bench.RunKey{InstanceID: set.Tasks[0].InstanceID, Arm: "a", Repeat: 1}]
+				if err != nil || !strings.Contains(got.Error, "the agent broke") {
+					t.Fatalf("%v %+v", err, got)
+				}
+			}
+			for _, d := range []string{r.Grader.Dir, r.WorkDir} {
+				if left, _ := os.ReadDir(d); len(left) != 0 {
+					t.Errorf("left in %s: %v", d, left)
+				}
+			}
+		})
+	}
+}
