@@ -194,8 +194,14 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 		return nil, nil, nil, err
 	}
 	jan := &bench.Janitor{}
+	// The grading checkouts have a directory of their own, which the runs'
+	// agents cannot read (runner.Runner hides the grader's Dir).
 	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden}, Timeout: b.testTimeout,
-		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan}
+		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan, Dir: filepath.Join(tmp, "grading")}
+	if err := os.Mkdir(g.Dir, 0o700); err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, nil, err
+	}
 	if sh, err := b.env.shells(b.network, b.testTimeout); err != nil {
 		os.RemoveAll(tmp)
 		return nil, nil, nil, err
@@ -409,6 +415,16 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
+	if work != "" {
+		// The grading checkouts go where the workspaces do (a tmpfs, say).
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return err
+		}
+		if g.Dir, err = os.MkdirTemp(work, "truss-bench-grading-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(g.Dir)
+	}
 	signer, vkey, err := ledger.InstallationKey()
 	if err != nil {
 		return err

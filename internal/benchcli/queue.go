@@ -179,8 +179,22 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	jan := &bench.Janitor{}
 	defer jan.Wait()
 	tmpl := &bench.Templates{Dir: filepath.Join(scratch, "templates")}
+	// The grading checkouts have a directory of their own, where the
+	// workspaces go (the temporary directory by default), hidden from the
+	// agents (runner.Exec) but not under the scratch directory, which the
+	// grading sandbox hides.
+	if work != "" {
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return err
+		}
+	}
+	gradeDir, err := os.MkdirTemp(work, "truss-bench-grading-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(gradeDir)
 	g := &grade.Grader{Shells: &grade.Sandboxed{Network: network, Fallback: fb, Hidden: []string{scratch}}, Timeout: testTimeout,
-		Checkouts: tmpl, Janitor: jan}
+		Checkouts: tmpl, Janitor: jan, Dir: gradeDir}
 	if sh, err := env.shells(network, testTimeout); err != nil {
 		return err
 	} else if sh != nil {

@@ -43,11 +43,17 @@ func newBox(t *testing.T, mode sandbox.Mode, network bool) *box {
 // newBoxWith is newBox with a policy adjusted by adjust.
 func newBoxWith(t *testing.T, mode sandbox.Mode, network bool, adjust func(*sandbox.Policy)) *box {
 	t.Helper()
+	return newBoxIn(t, t.TempDir(), mode, network, adjust)
+}
+
+// newBoxIn is newBoxWith with the workspace, its temporary directory and
+// the hidden files in base.
+func newBoxIn(t *testing.T, base string, mode sandbox.Mode, network bool, adjust func(*sandbox.Policy)) *box {
+	t.Helper()
 	host := sandbox.Probe()
 	if !host.UserNS || host.LandlockABI < 1 || !host.Seccomp {
 		t.Skipf("this host cannot enforce the sandbox: %+v", host)
 	}
-	base := t.TempDir()
 	b := &box{ws: filepath.Join(base, "ws"), outside: filepath.Join(base, "outside")}
 	for _, d := range []string{b.ws, filepath.Join(b.ws, ".git"), b.outside, filepath.Join(base, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -329,5 +335,45 @@ func TestPlanRefusesWhatTheHostLacks(t *testing.T) {
 	full.Mode, full.Network = sandbox.FullAccess, true
 	if pl, err := sandbox.MakePlan(full, none, sandbox.NoFallback); err != nil || pl.Active() {
 		t.Errorf("full access with the network on needs nothing: %v", err)
+	}
+}
+
+// TestWorkspaceInDevShm: a workspace on the host's /dev/shm (a tmpfs, for
+// fast checkouts) is writable in the sandbox at its own path, though the
+// sandbox has shared memory of its own; nothing else of the host's
+// /dev/shm is visible, and the workspace's .git stays read-only.
+func TestWorkspaceInDevShm(t *testing.T) {
+	base, err := os.MkdirTemp("/dev/shm", "truss-sandbox-test-")
+	if err != nil {
+		t.Skipf("no /dev/shm to put a workspace in: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	secret, err := os.CreateTemp("/dev/shm", "truss-host-secret-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.WriteString("HOST-SHM-4711")
+	secret.Close()
+	t.Cleanup(func() { os.Remove(secret.Name()) })
+	b := newBoxIn(t, base, sandbox.WorkspaceWrite, false, nil)
+	if r := b.run(t, "echo ok > inside.txt && cat inside.txt a.txt && pwd", 0); r.Err != nil || r.Stdout != "ok\na\n"+b.ws+"\n" {
+		t.Fatalf("the workspace in /dev/shm: %q %q %v", r.Stdout, r.Stderr, r.Err)
+	}
+	if got, err := os.ReadFile(filepath.Join(b.ws, "inside.txt")); err != nil || string(got) != "ok\n" {
+		t.Errorf("the host does not see the command's file: %q %v", got, err)
+	}
+	if r := b.run(t, "cat "+secret.Name()+"; ls /dev/shm", 0); strings.Contains(r.Stdout, "HOST-SHM-4711") || strings.Contains(r.Stdout, filepath.Base(secret.Name())) {
+		t.Errorf("the host's /dev/shm is visible: %q", r.Stdout)
+	}
+	if r := b.run(t, "echo x > .git/HEAD", 0); r.Err == nil && !strings.Contains(r.Stdout+r.Stderr, "Read-only") {
+		if got, _ := os.ReadFile(filepath.Join(b.ws, ".git", "HEAD")); string(got) == "x\n" {
+			t.Errorf(".git is writable in a workspace in /dev/shm")
+		}
+	}
+	if r := b.run(t, "echo shared > /dev/shm/own && cat /dev/shm/own", 0); r.Stdout != "shared\n" {
+		t.Errorf("the sandbox's own shared memory: %q %q", r.Stdout, r.Stderr)
+	}
+	if exists("/dev/shm/own") {
+		t.Errorf("the sandbox's shared memory is the host's")
 	}
 }

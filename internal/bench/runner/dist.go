@@ -136,6 +136,9 @@ func (e *Exec) Handle(ctx context.Context, qj queue.Job, progress func(string)) 
 	r := &Runner{Out: dir, WorkDir: e.WorkDir, Agent: e.Agent, Grader: e.Grader, Checkouts: e.Checkouts, Signer: e.Signer,
 		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints}
 	hidden := append([]string{e.Scratch, task.RepoDir}, p.Hidden...)
+	if e.Grader != nil && e.Grader.Dir != "" {
+		hidden = append(hidden, e.Grader.Dir) // other runs' gradings (see Runner.hidden)
+	}
 	var (
 		res   bench.Result
 		patch string

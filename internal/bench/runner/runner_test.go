@@ -548,3 +548,14 @@ func TestRunRemovesPreparedGrading(t *testing.T) {
 		})
 	}
 }
+
+// The grader's directory is hidden from the agents' commands: with runs in
+// parallel, another run of the same task may be graded there, its hidden
+// tests applied, while this run's agent works.
+func TestGradingDirHidden(t *testing.T) {
+	dir := t.TempDir()
+	r := &runner.Runner{Grader: &grade.Grader{Dir: dir}}
+	if !slices.Contains(r.HiddenPaths(), dir) {
+		t.Errorf("hidden %v lacks the grading directory %s", r.HiddenPaths(), dir)
+	}
+}

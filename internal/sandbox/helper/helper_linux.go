@@ -311,14 +311,70 @@ func mounts(sp Spec) error {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
-	// Shared memory of the sandbox's own, not the host's /dev/shm.
+	// Shared memory of the sandbox's own, not the host's /dev/shm; a
+	// writable root in the host's (a workspace on its tmpfs) is bound
+	// back into it at the same path, and nothing else of it.
 	if _, err := os.Stat("/dev/shm"); err == nil {
+		roots, err := openRoots("/dev/shm", sp.Writable)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			for _, r := range roots {
+				unix.Close(r.fd)
+			}
+		}()
 		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 			return fmt.Errorf("mount /dev/shm: %w", err)
+		}
+		for _, r := range roots {
+			if err := os.MkdirAll(r.path, 0o755); err != nil {
+				return fmt.Errorf("bind %s: %w", r.path, err)
+			}
+			if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", r.fd), r.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+				return fmt.Errorf("bind %s: %w", r.path, err)
+			}
 		}
 	}
 	unix.Sethostname([]byte("truss-sandbox"))
 	return nil
+}
+
+// root is a writable root opened (O_PATH) before a mount covers it.
+type root struct {
+	path string
+	fd   int
+}
+
+// openRoots opens the writable roots at or below dir that are not below
+// another of them (a root's bind carries the ones inside it).
+func openRoots(dir string, writable []string) ([]root, error) {
+	under := func(p, r string) bool { return p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") }
+	var out []root
+	for _, w := range writable {
+		if !under(w, dir) {
+			continue
+		}
+		nested := false
+		for _, o := range writable {
+			nested = nested || o != w && under(w, o)
+		}
+		if nested {
+			continue
+		}
+		fd, err := unix.Open(w, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			for _, r := range out {
+				unix.Close(r.fd)
+			}
+			return nil, fmt.Errorf("open %s: %w", w, err)
+		}
+		out = append(out, root{w, fd})
+	}
+	return out, nil
 }
 
 // hide covers each hidden path: a directory with an empty read-only tmpfs,
