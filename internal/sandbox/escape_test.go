@@ -377,3 +377,24 @@ func TestWorkspaceInDevShm(t *testing.T) {
 		t.Errorf("the sandbox's shared memory is the host's")
 	}
 }
+
+// TestWorkspaceLinkedIntoDevShm: a workspace reached through a symbolic
+// link into the host's /dev/shm is bound back too.
+func TestWorkspaceLinkedIntoDevShm(t *testing.T) {
+	target, err := os.MkdirTemp("/dev/shm", "truss-sandbox-test-")
+	if err != nil {
+		t.Skipf("no /dev/shm to put a workspace in: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(target) })
+	link := filepath.Join(t.TempDir(), "work")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	b := newBoxIn(t, link, sandbox.WorkspaceWrite, false, nil)
+	if r := b.run(t, "echo ok > inside.txt && cat inside.txt", 0); r.Err != nil || r.Stdout != "ok\n" {
+		t.Fatalf("a workspace linked into /dev/shm: %q %q %v", r.Stdout, r.Stderr, r.Err)
+	}
+	if got, err := os.ReadFile(filepath.Join(target, "ws", "inside.txt")); err != nil || string(got) != "ok\n" {
+		t.Errorf("the host does not see the command's file: %q %v", got, err)
+	}
+}

@@ -45,6 +45,27 @@ type Grader struct {
 	Janitor *bench.Janitor
 }
 
+// Private is what a Shells' graded commands write outside the grading
+// directory (their caches), which the agents of other runs must not read.
+type Private interface {
+	Private() []string
+}
+
+// Private returns what the graded commands write and the runs' agents
+// must not read: Dir (the grading checkouts, with the hidden tests
+// applied, and their temporary directories) and what the Shells say
+// (Private). Dir "" is the temporary directory, which is not returned.
+func (g *Grader) Private() []string {
+	var out []string
+	if g.Dir != "" {
+		out = append(out, g.Dir)
+	}
+	if p, ok := g.Shells.(Private); ok {
+		out = append(out, p.Private()...)
+	}
+	return out
+}
+
 // Verdict is a grading's outcome.
 type Verdict struct {
 	Resolved bool `json:"resolved"`

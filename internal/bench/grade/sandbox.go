@@ -51,10 +51,34 @@ type Sandboxed struct {
 	host sandbox.Host
 }
 
+// cacheDir is the graded commands' cache directory.
+func (s *Sandboxed) cacheDir() (string, error) {
+	if s.CacheDir != "" {
+		return s.CacheDir, nil
+	}
+	return toolcache.DirFor("bench")
+}
+
+// Private implements Private: the graded commands' caches, which they
+// write and the agents must not read — unless toolcache.SharedEnv makes
+// one cache of every sandboxed command's.
+func (s *Sandboxed) Private() []string {
+	if s.CacheDir == "" && os.Getenv(toolcache.SharedEnv) != "" {
+		return nil // one cache every sandboxed command shares, the agents' too
+	}
+	if d, err := s.cacheDir(); err == nil {
+		return []string{d}
+	}
+	return nil
+}
+
 // Open implements Shells.
 func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
 	s.once.Do(func() { s.host = sandbox.Probe() })
-	tmp, err := os.MkdirTemp("", "truss-grade-")
+	// The temporary directory is beside the grading checkout, in the
+	// grader's directory, which the runs' agents cannot read: what the
+	// graded commands leave there (the hidden tests, built) stays theirs.
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "tmp-")
 	if err != nil {
 		return nil, err
 	}
@@ -62,11 +86,9 @@ func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	cacheDir := s.CacheDir
-	if cacheDir == "" {
-		if cacheDir, err = toolcache.DirFor("bench"); err != nil {
-			return fail(err)
-		}
+	cacheDir, err := s.cacheDir()
+	if err != nil {
+		return fail(err)
 	}
 	caches := toolcache.For(cacheDir, s.Network)
 	if err := caches.Make(); err != nil {

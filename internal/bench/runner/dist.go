@@ -136,8 +136,8 @@ func (e *Exec) Handle(ctx context.Context, qj queue.Job, progress func(string)) 
 	r := &Runner{Out: dir, WorkDir: e.WorkDir, Agent: e.Agent, Grader: e.Grader, Checkouts: e.Checkouts, Signer: e.Signer,
 		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints}
 	hidden := append([]string{e.Scratch, task.RepoDir}, p.Hidden...)
-	if e.Grader != nil && e.Grader.Dir != "" {
-		hidden = append(hidden, e.Grader.Dir) // other runs' gradings (see Runner.hidden)
+	if e.Grader != nil {
+		hidden = append(hidden, e.Grader.Private()...) // other runs' gradings (see Runner.hidden)
 	}
 	var (
 		res   bench.Result

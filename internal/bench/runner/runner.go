@@ -263,11 +263,13 @@ func (r *Runner) hidden() []string {
 	for _, h := range r.Hidden {
 		add(h)
 	}
-	// The grading checkouts: with runs in parallel, another run of the
-	// same task is graded, its hidden tests applied, while this run's
-	// agent works.
+	// The grading checkouts and caches: with runs in parallel, another run
+	// of the same task is graded, its hidden tests applied, while this
+	// run's agent works.
 	if r.Grader != nil {
-		add(r.Grader.Dir)
+		for _, p := range r.Grader.Private() {
+			add(p)
+		}
 	}
 	return out
 }

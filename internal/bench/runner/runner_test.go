@@ -25,6 +25,7 @@ import (
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/toolcache"
 )
 
 func TestMain(m *testing.M) {
@@ -549,13 +550,20 @@ func TestRunRemovesPreparedGrading(t *testing.T) {
 	}
 }
 
-// The grader's directory is hidden from the agents' commands: with runs in
-// parallel, another run of the same task may be graded there, its hidden
-// tests applied, while this run's agent works.
+// The grader's directory and its commands' caches are hidden from the
+// agents' commands: with runs in parallel, another run of the same task
+// may be graded there, its hidden tests applied, while this run's agent
+// works. A cache every sandboxed command shares (toolcache.SharedEnv) is
+// the agents' own too, and stays.
 func TestGradingDirHidden(t *testing.T) {
-	dir := t.TempDir()
-	r := &runner.Runner{Grader: &grade.Grader{Dir: dir}}
-	if !slices.Contains(r.HiddenPaths(), dir) {
-		t.Errorf("hidden %v lacks the grading directory %s", r.HiddenPaths(), dir)
+	dir, cache := t.TempDir(), t.TempDir()
+	r := &runner.Runner{Grader: &grade.Grader{Dir: dir, Shells: &grade.Sandboxed{CacheDir: cache}}}
+	if h := r.HiddenPaths(); !slices.Contains(h, dir) || !slices.Contains(h, cache) {
+		t.Errorf("hidden %v lacks the grading directory %s or its cache %s", h, dir, cache)
+	}
+	t.Setenv(toolcache.SharedEnv, cache)
+	r = &runner.Runner{Grader: &grade.Grader{Dir: dir, Shells: &grade.Sandboxed{}}}
+	if h := r.HiddenPaths(); !slices.Contains(h, dir) || slices.Contains(h, cache) {
+		t.Errorf("with a shared cache, hidden %v", h)
 	}
 }

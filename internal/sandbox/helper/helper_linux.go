@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -280,6 +281,16 @@ func pathOf(env []string) string {
 // mounts makes the helper's mounts private, binds the protected paths
 // read-only and mounts a /proc of the new PID namespace.
 func mounts(sp Spec) error {
+	// The writable roots as the mount table names them: with their
+	// symbolic links resolved (a workspace reached through a link).
+	writable := make([]string, 0, len(sp.Writable))
+	for _, w := range sp.Writable {
+		if r, err := filepath.EvalSymlinks(w); err == nil {
+			w = r
+		}
+		writable = append(writable, w)
+	}
+	sp.Writable = writable
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
@@ -314,7 +325,10 @@ func mounts(sp Spec) error {
 	// Shared memory of the sandbox's own, not the host's /dev/shm; a
 	// writable root in the host's (a workspace on its tmpfs) is bound
 	// back into it at the same path, and nothing else of it.
-	if _, err := os.Stat("/dev/shm"); err == nil {
+	if _, err := os.Stat("/dev/shm"); err == nil && !slices.ContainsFunc(sp.Writable, func(w string) bool {
+		r, err := filepath.EvalSymlinks(w)
+		return err == nil && r == "/dev/shm" // the host's shared memory is then a writable root, kept as it is
+	}) {
 		roots, err := openRoots("/dev/shm", sp.Writable)
 		if err != nil {
 			return err
@@ -346,20 +360,25 @@ type root struct {
 	fd   int
 }
 
-// openRoots opens the writable roots at or below dir that are not below
-// another of them (a root's bind carries the ones inside it).
+// openRoots opens the writable roots that lie at or below dir once their
+// symbolic links are resolved (a workspace reached through a link into
+// dir counts), except those inside another such root (a root's bind
+// carries the ones inside it). Each root's path is its resolved one.
 func openRoots(dir string, writable []string) ([]root, error) {
 	under := func(p, r string) bool { return p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") }
-	var out []root
+	var paths []string
 	for _, w := range writable {
-		if !under(w, dir) {
-			continue
+		if r, err := filepath.EvalSymlinks(w); err == nil && under(r, dir) {
+			paths = append(paths, r)
 		}
+	}
+	var out []root
+	for _, w := range paths {
 		nested := false
-		for _, o := range writable {
+		for _, o := range paths {
 			nested = nested || o != w && under(w, o)
 		}
-		if nested {
+		if nested || slices.ContainsFunc(out, func(r root) bool { return r.path == w }) {
 			continue
 		}
 		fd, err := unix.Open(w, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
