@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/trussdev/truss/internal/bench"
@@ -417,7 +418,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	defer done()
 	if work != "" {
 		// The grading checkouts go where the workspaces do (a tmpfs, say).
-		if err := os.MkdirAll(work, 0o755); err != nil {
+		if err := makeWorkDir(work); err != nil {
 			return err
 		}
 		if g.Dir, err = os.MkdirTemp(work, "truss-bench-grading-"); err != nil {
@@ -515,4 +516,28 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// makeWorkDir makes --work's directory, or checks the one there: a
+// directory of this user's that no one else may write, so that another
+// user of a shared directory (/dev/shm, /tmp) cannot have made it first,
+// or made it a link to theirs, and read or change the runs' workspaces.
+func makeWorkDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return cli.Usagef("--work %s is not a directory", dir)
+	case ok && int(st.Uid) != os.Getuid():
+		return cli.Usagef("--work %s belongs to another user (uid %d): choose a directory of your own", dir, st.Uid)
+	case fi.Mode().Perm()&0o022 != 0:
+		return cli.Usagef("--work %s may be written by other users (mode %v): choose a directory only you can write", dir, fi.Mode().Perm())
+	}
+	return nil
 }

@@ -185,3 +185,22 @@ func TestBenchEnvTaskNeedsImages(t *testing.T) {
 		t.Errorf("%d %q", code, errb.String())
 	}
 }
+
+// --work must be a directory of this user's that no one else can write.
+func TestMakeWorkDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := makeWorkDir(filepath.Join(dir, "a", "b")); err != nil {
+		t.Errorf("a new directory: %v", err)
+	}
+	open := filepath.Join(dir, "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	if err := makeWorkDir(open); err == nil || !strings.Contains(err.Error(), "may be written by other users") {
+		t.Errorf("a world-writable directory: %v", err)
+	}
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	if err := makeWorkDir(file); err == nil {
+		t.Errorf("a file: no error")
+	}
+}

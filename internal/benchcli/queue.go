@@ -184,7 +184,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	// agents (runner.Exec) but not under the scratch directory, which the
 	// grading sandbox hides.
 	if work != "" {
-		if err := os.MkdirAll(work, 0o755); err != nil {
+		if err := makeWorkDir(work); err != nil {
 			return err
 		}
 	}
