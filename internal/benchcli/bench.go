@@ -195,14 +195,8 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 		return nil, nil, nil, err
 	}
 	jan := &bench.Janitor{}
-	// The grading checkouts have a directory of their own, which the runs'
-	// agents cannot read (runner.Runner hides the grader's Dir).
 	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden}, Timeout: b.testTimeout,
-		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan, Dir: filepath.Join(tmp, "grading")}
-	if err := os.Mkdir(g.Dir, 0o700); err != nil {
-		os.RemoveAll(tmp)
-		return nil, nil, nil, err
-	}
+		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan}
 	if sh, err := b.env.shells(b.network, b.testTimeout); err != nil {
 		os.RemoveAll(tmp)
 		return nil, nil, nil, err
@@ -349,7 +343,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&wall, "wall-time", 30*time.Minute, "wall-time budget of a run")
 	fs.Float64Var(&budget, "budget", 0, "cost budget of the whole benchmark in USD: no new run starts once it is reached (0: none)")
 	fs.StringVar(&simScripts, "sim-scripts", "", "scripts of the simulated model: DIR/INSTANCE_ID.json or DIR/INSTANCE_ID.SURFACE.json")
-	fs.StringVar(&work, "work", "", "where the runs' workspaces are made (default: the temporary directory)")
+	fs.StringVar(&work, "work", "", "where the runs' workspaces and grading checkouts are made, a directory of your own (default: the temporary directory; a tmpfs is fastest)")
 	fs.BoolVar(&hints, "hints", false, "show the task's hints_text with its problem statement")
 	fs.Var(&caps, "provider-cap", "PROVIDER=N: at most N runs of that provider at once (repeatable; default --parallel)")
 	var qf queueFlags
@@ -415,17 +409,11 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer done()
-	if work != "" {
-		// The grading checkouts go where the workspaces do (a tmpfs, say).
-		if err := makeWorkDir(work); err != nil {
-			return err
-		}
-		if g.Dir, err = os.MkdirTemp(work, "truss-bench-grading-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(g.Dir)
+	if g.Dir, err = gradingDir(work); err != nil {
+		done()
+		return err
 	}
+	defer func() { done(); os.RemoveAll(g.Dir) }()
 	signer, vkey, err := ledger.InstallationKey()
 	if err != nil {
 		return err
@@ -516,6 +504,18 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// gradingDir makes the directory of a benchmark's grading checkouts where
+// its workspaces go (work, else the temporary directory): one of their
+// own, which the runner hides from the runs' agents (grade.Grader.Private).
+func gradingDir(work string) (string, error) {
+	if work != "" {
+		if err := makeWorkDir(work); err != nil {
+			return "", err
+		}
+	}
+	return os.MkdirTemp(work, "truss-bench-grading-")
 }
 
 // makeWorkDir makes --work's directory, or checks the one there: a

@@ -123,7 +123,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&name, "queue", "", "the benchmark's queue (default: the only one the deployment holds)")
 	fs.IntVar(&parallel, "parallel", 1, "runs at once")
 	fs.BoolVar(&idle, "exit-when-idle", false, "exit once the queue is empty")
-	fs.StringVar(&work, "work", "", "where the runs' workspaces are made (default: the temporary directory)")
+	fs.StringVar(&work, "work", "", "where the runs' workspaces and grading checkouts are made, a directory of your own (default: the temporary directory; a tmpfs is fastest)")
 	fs.StringVar(&id, "id", "", "the worker's id in results and statuses (default HOST-PID-RANDOM)")
 	fs.BoolVar(&network, "grade-network", false, "let the graded setup and tests use the network")
 	fs.StringVar(&fallback, "sandbox-fallback", "", "accept a weaker sandbox when this host cannot enforce it: landlock-only or none")
@@ -176,23 +176,15 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(scratch)
-	jan := &bench.Janitor{}
-	defer jan.Wait()
-	tmpl := &bench.Templates{Dir: filepath.Join(scratch, "templates")}
-	// The grading checkouts have a directory of their own, where the
-	// workspaces go (the temporary directory by default), hidden from the
-	// agents (runner.Exec) but not under the scratch directory, which the
-	// grading sandbox hides.
-	if work != "" {
-		if err := makeWorkDir(work); err != nil {
-			return err
-		}
-	}
-	gradeDir, err := os.MkdirTemp(work, "truss-bench-grading-")
+	// Not under the scratch directory, which the grading sandbox hides.
+	gradeDir, err := gradingDir(work)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(gradeDir)
+	jan := &bench.Janitor{}
+	defer jan.Wait()
+	tmpl := &bench.Templates{Dir: filepath.Join(scratch, "templates")}
 	g := &grade.Grader{Shells: &grade.Sandboxed{Network: network, Fallback: fb, Hidden: []string{scratch}}, Timeout: testTimeout,
 		Checkouts: tmpl, Janitor: jan, Dir: gradeDir}
 	if sh, err := env.shells(network, testTimeout); err != nil {

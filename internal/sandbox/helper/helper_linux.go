@@ -325,10 +325,8 @@ func mounts(sp Spec) error {
 	// Shared memory of the sandbox's own, not the host's /dev/shm; a
 	// writable root in the host's (a workspace on its tmpfs) is bound
 	// back into it at the same path, and nothing else of it.
-	if _, err := os.Stat("/dev/shm"); err == nil && !slices.ContainsFunc(sp.Writable, func(w string) bool {
-		r, err := filepath.EvalSymlinks(w)
-		return err == nil && r == "/dev/shm" // the host's shared memory is then a writable root, kept as it is
-	}) {
+	// (When /dev/shm itself is a writable root, the host's stays.)
+	if _, err := os.Stat("/dev/shm"); err == nil && !slices.Contains(sp.Writable, "/dev/shm") {
 		roots, err := openRoots("/dev/shm", sp.Writable)
 		if err != nil {
 			return err
@@ -360,16 +358,15 @@ type root struct {
 	fd   int
 }
 
-// openRoots opens the writable roots that lie at or below dir once their
-// symbolic links are resolved (a workspace reached through a link into
-// dir counts), except those inside another such root (a root's bind
-// carries the ones inside it). Each root's path is its resolved one.
+// openRoots opens the writable roots (resolved, as mounts made them) that
+// lie at or below dir, except those inside another one (a root's bind
+// carries the ones inside it).
 func openRoots(dir string, writable []string) ([]root, error) {
 	under := func(p, r string) bool { return p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") }
 	var paths []string
 	for _, w := range writable {
-		if r, err := filepath.EvalSymlinks(w); err == nil && under(r, dir) {
-			paths = append(paths, r)
+		if under(w, dir) {
+			paths = append(paths, w)
 		}
 	}
 	var out []root
