@@ -104,7 +104,10 @@ type Reaped struct {
 // whose owning process is gone: those on this host whose owner's pid is
 // not running with the recorded start time, or whose boot was an earlier
 // one. It never removes a container whose owner is alive, nor one made on
-// another host. Every command that opens a session calls it first.
+// another host, nor one whose state directory is in another temporary
+// directory than this process's (its sessions' to remove, with their
+// state; a test's processes each have their own). Every command that
+// opens a session calls it first.
 func (e *Engine) Reap(ctx context.Context) ([]Reaped, error) {
 	out, err := e.output(ctx, "ps", "-a", "-q", "--no-trunc", "--filter", "label="+LabelOwnerPID)
 	if err != nil {
@@ -133,7 +136,7 @@ func (e *Engine) Reap(ctx context.Context) ([]Reaped, error) {
 		if json.Unmarshal([]byte(js), &labels) != nil {
 			continue
 		}
-		if judge(labels, here, startTime) != ownerGone {
+		if judge(labels, here, startTime) != ownerGone || !stateHere(labels[LabelState], os.TempDir()) {
 			continue
 		}
 		pid, _ := strconv.Atoi(labels[LabelOwnerPID])
@@ -154,6 +157,13 @@ func (e *Engine) Reap(ctx context.Context) ([]Reaped, error) {
 		removeState(s)
 	}
 	return gone, nil
+}
+
+// stateHere reports whether a container's state directory (its label; ""
+// when it has none) is one removeState would remove with tmp as the
+// temporary directory.
+func stateHere(dir, tmp string) bool {
+	return dir == "" || filepath.IsAbs(dir) && filepath.Dir(filepath.Clean(dir)) == filepath.Clean(tmp)
 }
 
 // removeState removes a state directory Start made: only a truss-env-*

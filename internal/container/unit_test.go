@@ -193,3 +193,23 @@ func FuzzEnvScript(f *testing.F) {
 		}
 	})
 }
+
+// Reap leaves the containers whose state lives in another temporary
+// directory (another TMPDIR's sessions, another test's).
+func TestStateHere(t *testing.T) {
+	for _, tc := range []struct {
+		dir, tmp string
+		want     bool
+	}{
+		{"", "/tmp", true},
+		{"/tmp/truss-env-1", "/tmp", true},
+		{"/tmp/truss-env-1", "/tmp/", true},
+		{"/work/t/.tmp/truss-env-1", "/tmp", false},
+		{"/tmp/a/truss-env-1", "/tmp", false},
+		{"truss-env-1", ".", false},
+	} {
+		if got := stateHere(tc.dir, tc.tmp); got != tc.want {
+			t.Errorf("stateHere(%q, %q) = %v", tc.dir, tc.tmp, got)
+		}
+	}
+}
