@@ -209,7 +209,8 @@ def parse_entry(line):
                 where = f"data.results[{i}].changes[{j}]"
                 if not isinstance(ch, dict):
                     raise Bad(f"{where} is not an object")
-                if not change_path(ch.get("path")):
+                # A bulk change (with "files") of the workspace root is path ".".
+                if not (change_path(ch.get("path")) or ("files" in ch and ch.get("path") == ".")):
                     raise Bad(f"{where}: path {ch.get('path')!r} is not a clean path inside the workspace")
                 if ch.get("kind") not in ("add", "update", "delete"):
                     raise Bad(f"{where}: kind {ch.get('kind')!r} is not add, update or delete")

@@ -4,23 +4,27 @@ package changes
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -29,7 +33,10 @@ import (
 type Tracker struct {
 	roots     []*root
 	ign       *matcher
+	bulk      *matcher // directories whose changes are one bulk change
 	store     *store
+	hold      *budget // content bytes held in memory at once
+	bulkAt    int     // more changes than this in one scan are one bulk change
 	tmpStore  string
 	workers   int
 	maxFile   int64
@@ -55,6 +62,9 @@ type Tracker struct {
 // root is one tracked directory and its index.
 type root struct {
 	abs string
+	// fs is the root's directory, held open: every listing, stat, read
+	// and readlink beneath it resolves from it and refuses every link.
+	fs *hostfs.Root
 	// name prefixes the paths of this root's files: "" for the first root
 	// (the workspace: paths are relative to it), else its absolute path,
 	// '/'-separated.
@@ -110,8 +120,16 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("changes: %w", err)
 	}
-	t := &Tracker{ign: ign, workers: opts.Workers, maxFile: opts.MaxFile, noGit: opts.NoGit,
-		scanAfter: opts.ScanAfter, ready: make(chan struct{})}
+	bulkList := opts.Bulk
+	if bulkList == nil {
+		bulkList = DefaultBulk()
+	}
+	bulk, err := parseIgnore(bulkList)
+	if err != nil {
+		return nil, fmt.Errorf("changes: bulk: %w", err)
+	}
+	t := &Tracker{ign: ign, bulk: bulk, workers: opts.Workers, maxFile: opts.MaxFile, noGit: opts.NoGit,
+		scanAfter: opts.ScanAfter, bulkAt: opts.BulkThreshold, ready: make(chan struct{})}
 	if !opts.NoWatch {
 		if w, err := newWatcher(); err == nil {
 			t.watch = w // else (no inotify, too many instances) full walks
@@ -123,9 +141,28 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	if t.maxFile <= 0 {
 		t.maxFile = DefaultMaxFile
 	}
+	if t.bulkAt <= 0 {
+		t.bulkAt = DefaultBulkThreshold
+	}
+	held := opts.MaxHeld
+	if held <= 0 {
+		held = DefaultMaxHeld
+	}
+	t.hold = &budget{max: held}
 	if t.scanAfter == nil {
 		t.scanAfter = DefaultScanAfter()
 	}
+	ok := false
+	defer func() {
+		if !ok {
+			for _, r := range t.roots {
+				r.fs.Close()
+			}
+			if t.watch != nil {
+				t.watch.close()
+			}
+		}
+	}()
 	for i, p := range roots {
 		given, err := filepath.Abs(p)
 		abs := given
@@ -134,9 +171,6 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("changes: root %s: %w", p, err)
-		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("changes: root %s is not a directory", p)
 		}
 		nested := false
 		for _, r := range t.roots {
@@ -147,7 +181,11 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		if nested {
 			continue
 		}
-		r := &root{abs: abs, dirs: map[string][]entry{}, links: map[string]string{}, watch: t.watch, linked: map[string]bool{}}
+		rfs, err := hostfs.OpenRoot(abs)
+		if err != nil {
+			return nil, fmt.Errorf("changes: root %s is not a directory: %w", p, err)
+		}
+		r := &root{abs: abs, fs: rfs, dirs: map[string][]entry{}, links: map[string]string{}, watch: t.watch, linked: map[string]bool{}}
 		if i > 0 {
 			// Named as given (the path the tools and the sandbox use),
 			// walked where it leads.
@@ -156,7 +194,23 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		t.roots = append(t.roots, r)
 	}
 	dir := opts.StoreDir
-	if dir == "" {
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("changes: content store %s: %w", dir, err)
+		}
+		real := abs
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			real = r
+		}
+		for _, r := range t.roots {
+			for _, d := range []string{abs, real} {
+				if under(filepath.ToSlash(d), filepath.ToSlash(r.abs)) {
+					return nil, &StoreError{Dir: dir, Err: fmt.Errorf("%w %s", ErrStoreInRoot, r.abs)}
+				}
+			}
+		}
+	} else {
 		if dir, err = os.MkdirTemp("", "truss-changes-"); err != nil {
 			return nil, fmt.Errorf("changes: %w", err)
 		}
@@ -167,8 +221,12 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		max = DefaultMaxStore
 	}
 	if t.store, err = newStore(dir, max); err != nil {
-		return nil, fmt.Errorf("changes: %w", err)
+		if t.tmpStore != "" {
+			os.RemoveAll(t.tmpStore)
+		}
+		return nil, &StoreError{Dir: dir, Err: err}
 	}
+	ok = true
 	ctx, t.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	t.mu.Lock() // held until the baseline is taken
 	go func() {
@@ -206,6 +264,7 @@ func (t *Tracker) Close() error {
 		if r.repo != nil {
 			r.repo.close()
 		}
+		r.fs.Close()
 	}
 	err := t.store.close()
 	if t.tmpStore != "" {
@@ -246,10 +305,13 @@ func (t *Tracker) baseline(ctx context.Context) error {
 				rel := path.Join(dir, e.name)
 				switch {
 				case e.isLink():
-					if target, err := os.Readlink(r.abspath(rel)); err == nil {
+					if target, err := r.fs.Readlink(rel); err == nil {
 						r.links[rel] = target
 					}
 				case e.isReg():
+					if _, ok := t.bulk.bulkDir(rel); ok {
+						continue // recorded by digest only: no copy, and no hash yet
+					}
 					ie, ok := index[rel]
 					exec := e.mode&0o100 != 0
 					if ok && ie.mode != 0o120000 && (ie.mode == 0o100755) == exec {
@@ -282,12 +344,12 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	var mu sync.Mutex
 	t.parallel(len(hash), func(i int) {
 		e := hash[i]
-		c, err := t.read(hashRoot[i].abspath(hashRel[i]), nil)
-		if err != nil || c.size != e.size || c.ino != e.ino {
-			// Changed or gone while the baseline was taken: unknown, and
-			// compared by content at the first scan.
+		c, err := t.read(hashRoot[i], hashRel[i], e, nil, true)
+		if err != nil || c.size != e.size {
+			// Changed, gone or unreadable while the baseline was taken:
+			// unknown, and compared by content at the first scan.
 			e.racy = true
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err != nil && !errors.Is(err, errGone) && !errors.Is(err, errUnreadable) {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -304,6 +366,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 				mu.Unlock()
 			}
 		}
+		t.hold.give(c.held)
 	})
 	return errors.Join(errs...)
 }
@@ -334,87 +397,145 @@ func (t *Tracker) parallel(n int, f func(i int)) {
 }
 
 // content is a regular file as read: its SHA-256, its bytes (nil when it
-// is larger than MaxFile) and its git object id when asked.
+// is larger than MaxFile, or the memory budget is spent) and its git
+// object id when asked.
 type content struct {
 	data []byte
+	held int64 // bytes of the budget data holds: give them back
 	sum  [32]byte
 	gid  []byte
 	size int64
 	ino  uint64
+	dev  uint64
 	mode uint32
 }
 
-// read reads a regular file without following a symlink.
-func (t *Tracker) read(abs string, r *repo) (content, error) {
+// The ways a read of a listed file fails that are not I/O errors.
+var (
+	// errGone: the name no longer leads to a regular file without a
+	// link (removed, replaced by a link, a FIFO or a directory, or a
+	// directory on its way replaced by a link).
+	errGone = errors.New("no longer a regular file")
+	// errUnreadable: the file is there and cannot be read (its
+	// permissions, a lease).
+	errUnreadable = errors.New("unreadable")
+	// errReplaced: the file opened is not the one listed.
+	errReplaced = errors.New("replaced while read")
+)
+
+// read reads the regular file rel of r through the root's descriptor,
+// refusing every link on the way and anything but a regular file, and
+// checks that the file opened is want (the entry listed; nil: any). With
+// keep, its bytes are returned when it is at most MaxFile and the budget
+// of bytes held allows (the caller gives c.held back); otherwise it is
+// hashed as it streams.
+func (t *Tracker) read(r *root, rel string, want *entry, g *repo, keep bool) (content, error) {
 	var c content
-	f, err := os.OpenFile(abs, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if want != nil && want.isReg() && want.size == 0 && !want.racy {
+		// Empty when listed, and the listing's stat is trusted: its
+		// content is no bytes, with no open (a write since changes the
+		// stat, which the next scan compares).
+		c.data, c.sum, c.ino, c.dev, c.mode = []byte{}, emptySum, want.ino, want.dev, want.mode
+		if g != nil {
+			c.gid = g.blobID(nil)
+		}
+		return c, nil
+	}
+	f, err := r.fs.Open(rel)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return c, os.ErrNotExist // not a regular file any more
+		switch {
+		case hostfs.IsNotExist(err), errors.Is(err, hostfs.ErrLink), errors.Is(err, hostfs.ErrNotRegular),
+			errors.Is(err, hostfs.ErrEscapes), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+			return c, fmt.Errorf("%s: %w", r.path(rel), errGone)
+		case errors.Is(err, fs.ErrPermission), errors.Is(err, hostfs.ErrBusy):
+			return c, fmt.Errorf("%w: %w", errUnreadable, err)
 		}
 		return c, err
 	}
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return c, err
+	if want != nil && (f.Info.Ino != want.ino || f.Info.Dev != want.dev) {
+		return c, fmt.Errorf("%s: %w", r.path(rel), errReplaced)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return c, os.ErrNotExist
-	}
-	c.ino, c.mode = st.Ino, st.Mode
-	if st.Size <= t.maxFile {
-		b := make([]byte, 0, st.Size+1)
-		for {
-			n, err := f.Read(b[len(b):cap(b)])
-			b = b[:len(b)+n]
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return c, err
-			}
-			if len(b) == cap(b) {
-				if int64(len(b)) > t.maxFile {
-					b = nil // grew past the cap while read: hash it instead
-					break
-				}
-				b = slices.Grow(b, 4096)
-			}
-		}
-		if b != nil {
-			c.data, c.size, c.sum = b, int64(len(b)), sha256.Sum256(b)
-			if r != nil {
-				c.gid = r.blobID(b)
+	c.ino, c.dev, c.mode = f.Info.Ino, f.Info.Dev, unixMode(f.Info.Mode)
+	size := f.Info.Size
+	if keep && size <= t.maxFile && t.hold.take(size) {
+		b, truncated, err := f.ReadHead(t.maxFile)
+		switch {
+		case err != nil:
+			t.hold.give(size)
+			return c, readErr(err)
+		case truncated || (int64(len(b)) > size && !t.hold.take(int64(len(b))-size)):
+			// Grew past the cap, or the budget, while read: hash it
+			// instead.
+			t.hold.give(size)
+		default:
+			c.data, c.held, c.size, c.sum = b, max(size, int64(len(b))), int64(len(b)), sha256.Sum256(b)
+			if g != nil {
+				c.gid = g.blobID(b)
 			}
 			return c, nil
 		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return c, err
+		}
 	}
-	// Too large to keep: hash it as it streams. Git's object id needs the
-	// size first; the size read must agree with it.
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return c, err
-	}
+	// Not kept: hash it as it streams. Git's object id needs the size
+	// first; the size read must agree with it.
 	h := sha256.New()
-	var g interface {
+	var gh interface {
 		io.Writer
 		Sum([]byte) []byte
 	}
 	w := io.Writer(h)
-	if r != nil {
-		g = r.newBlobHash(st.Size)
-		w = io.MultiWriter(h, g)
+	if g != nil {
+		gh = g.newBlobHash(size)
+		w = io.MultiWriter(h, gh)
 	}
-	n, err := io.Copy(w, f)
+	n, err := io.Copy(w, f.File)
 	if err != nil {
-		return c, err
+		return c, readErr(err)
 	}
 	c.size = n
 	copy(c.sum[:], h.Sum(nil))
-	if g != nil && n == st.Size {
-		c.gid = g.Sum(nil)
+	if gh != nil && n == size {
+		c.gid = gh.Sum(nil)
 	}
 	return c, nil
+}
+
+// readErr marks a read that the file's permissions refused as
+// errUnreadable.
+func readErr(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w: %w", errUnreadable, err)
+	}
+	return err
+}
+
+// budget bounds the bytes of file contents the tracker holds in memory at
+// once, over all its workers: a content that does not fit is hashed as it
+// streams and recorded by digest.
+type budget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+// take reserves n bytes; false when they do not fit.
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n < 0 || b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+// give returns n bytes taken.
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
 }
 
 // Scan finds the changes made in the roots since the baseline or the last
@@ -490,14 +611,21 @@ func (t *Tracker) baselineDone() bool {
 
 // side is one side of a change as found.
 type side struct {
-	exists bool // a regular file or a symlink
+	exists bool // any file but a directory
 	reg    bool
 	known  bool // reg: sum is known
+	kept   bool // reg, known: the content is in the store
 	sum    [32]byte
-	data   []byte // reg: the content, nil when not kept
+	data   []byte // reg: the content, nil when not held
+	held   int64  // bytes of the budget data holds
 	ino    uint64
 	mtime  int64
 	mode   uint32
+	size   int64
+	typ    string // "fifo", "socket", "device"; "" for a regular file or a link
+	link   string // a symlink's target
+	// missing says why a regular file's digest or content is not there.
+	missing string
 }
 
 func (s side) digest() string {
@@ -505,6 +633,190 @@ func (s side) digest() string {
 		return ""
 	}
 	return hex.EncodeToString(s.sum[:])
+}
+
+// found is what a scan read of one diff.
+type found struct {
+	old, cur side
+	same     bool // the content and mode are unchanged: no change
+	replaced bool // the file read was not the one listed: read again next time
+	inBulk   bool // under a bulk directory
+}
+
+// examine reads what is there now of a diff's path, and what the index
+// knew of it before. It reads the current file through the root's
+// descriptor, refusing links, and holds contents within the budget only
+// when keep is set; the content of a regular file outside bulk
+// directories goes into the store, for the before side of its next
+// change.
+func (t *Tracker) examine(ctx context.Context, d *diff, keep bool) (f found, err error) {
+	_, f.inBulk = t.bulk.bulkDir(d.rel)
+	keep = keep && !f.inBulk
+	var g *repo
+	if d.old != nil && d.old.isReg() && d.old.src == srcGit {
+		g = d.r.repo
+	}
+	if c := d.cur; c != nil {
+		f.cur = side{exists: true, ino: c.ino, mtime: c.mtime, mode: c.mode, size: c.size, typ: c.typeName()}
+		switch {
+		case c.isReg():
+			f.cur.reg = true
+			got, rerr := t.read(d.r, d.rel, c, g, !f.inBulk)
+			switch {
+			case errors.Is(rerr, errGone):
+				d.cur, f.cur = nil, side{} // gone since the walk: as if not seen
+			case errors.Is(rerr, errReplaced):
+				f.replaced = true
+				return f, nil
+			case errors.Is(rerr, errUnreadable):
+				f.cur.missing = "unreadable: " + strings.TrimPrefix(rerr.Error(), errUnreadable.Error()+": ")
+			case rerr != nil:
+				f.cur.missing = "unreadable: " + rerr.Error()
+				err = rerr
+			default:
+				f.cur.known, f.cur.sum, f.cur.size, f.cur.mode = true, got.sum, got.size, got.mode
+				if !f.inBulk && got.data != nil {
+					kept, perr := t.store.put(got.sum, got.data)
+					f.cur.kept = kept
+					if perr != nil {
+						err = perr
+					}
+				}
+				if keep {
+					f.cur.data, f.cur.held = got.data, got.held
+				} else {
+					t.hold.give(got.held)
+				}
+				if got.data == nil && !f.inBulk {
+					f.cur.missing = fmt.Sprintf("not kept: %d bytes, past the per-file cap or the memory budget", got.size)
+				}
+				if o := d.old; o != nil && o.isReg() && (got.mode&0o7777) == (o.mode&0o7777) {
+					switch {
+					case o.src == srcNone && sameStat(o, c):
+						// Nothing was known of it but its stat, which
+						// has not changed (it was only too recent to
+						// trust): it is now known.
+						fallthrough
+					case o.src == srcSHA && o.sum == got.sum,
+						o.src == srcGit && got.gid != nil && bytes.Equal(got.gid, o.sum[:len(got.gid)]):
+						f.same = true
+						t.hold.give(f.cur.held)
+						f.cur.data, f.cur.held = nil, 0
+						return f, err
+					}
+				}
+			}
+		case c.isLink():
+			target, lerr := d.r.fs.Readlink(d.rel)
+			if lerr != nil {
+				d.cur, f.cur = nil, side{}
+				break
+			}
+			f.cur.link = target
+		}
+	}
+	if o := d.old; o != nil {
+		f.old = side{exists: true, ino: o.ino, mtime: o.mtime, mode: o.mode, size: o.size, typ: o.typeName()}
+		switch {
+		case o.isLink():
+			f.old.link = d.r.links[d.rel]
+		case o.isReg():
+			f.old.reg = true
+			switch o.src {
+			case srcSHA:
+				f.old.known, f.old.sum, f.old.kept = true, o.sum, o.kept
+			case srcGit:
+				if o.size > t.maxFile {
+					f.old.missing = fmt.Sprintf("not read: %d bytes, past the per-file cap", o.size)
+					break
+				}
+				n := 20
+				if d.r.repo.sha256 {
+					n = 32
+				}
+				b, berr := d.r.repo.blob(ctx, o.sum[:n])
+				if berr != nil {
+					f.old.missing = "the repository's copy could not be read: " + berr.Error()
+					err = errors.Join(err, fmt.Errorf("%s: before content: %w", d.r.path(d.rel), berr))
+					break
+				}
+				f.old.known, f.old.sum = true, sha256.Sum256(b)
+				if keep && t.hold.take(int64(len(b))) {
+					f.old.data, f.old.held = b, int64(len(b))
+				} else if !f.inBulk {
+					f.old.missing = fmt.Sprintf("not kept: %d bytes, past the memory budget", len(b))
+				}
+			default:
+				if f.inBulk {
+					f.old.missing = "not hashed: in a bulk directory"
+				} else {
+					f.old.missing = "not known: the file was unreadable or changing when last seen"
+				}
+			}
+		}
+		// Both unreadable, and the stat as the index had it: no change.
+		if c := d.cur; c != nil && f.old.reg && f.cur.reg && !f.old.known && !f.cur.known && sameStat(o, c) {
+			f.same = true
+		}
+	}
+	return f, err
+}
+
+// release gives back the budget a found's contents hold.
+func (t *Tracker) release(f *found) {
+	t.hold.give(f.old.held + f.cur.held)
+	f.old.data, f.old.held, f.cur.data, f.cur.held = nil, 0, nil, 0
+}
+
+// apply records in the index what a scan found of a diff, and reports
+// whether the diff is a change to record.
+func (t *Tracker) apply(d *diff, f *found) bool {
+	if f.replaced {
+		// Read again by the next scan, from what the index held.
+		if d.old != nil {
+			d.r.put(d.rel, *d.old)
+		} else {
+			d.r.remove(d.rel)
+		}
+		t.rescan = true
+		return false
+	}
+	if f.same {
+		switch {
+		case f.cur.reg && !f.cur.known:
+			t.settle(*d, [32]byte{}, srcNone, false)
+		case d.old.src == srcNone:
+			t.settle(*d, f.cur.sum, srcSHA, f.cur.kept)
+		default:
+			t.settle(*d, d.old.sum, d.old.src, d.old.kept)
+		}
+		return false
+	}
+	if d.cur != nil && d.cur.isReg() {
+		if f.cur.known {
+			t.settle(*d, f.cur.sum, srcSHA, f.cur.kept)
+		} else {
+			t.settle(*d, [32]byte{}, srcNone, false)
+		}
+	}
+	if d.cur == nil {
+		t.drop(*d)
+	}
+	if d.cur != nil && d.cur.isLink() {
+		d.r.links[d.rel] = f.cur.link
+	} else {
+		delete(d.r.links, d.rel)
+	}
+	o, c := f.old, f.cur
+	switch {
+	case !o.exists && !c.exists:
+		return false
+	case o.exists && c.exists && !o.reg && !c.reg && o.typ == c.typ && o.link == c.link && o.mode == c.mode:
+		// A symlink whose stat alone changed; a FIFO, socket or device
+		// whose times changed (its data is not a file's content).
+		return false
+	}
+	return true
 }
 
 func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error) {
@@ -538,204 +850,345 @@ func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error)
 		diffs = append(diffs, w.diffs...)
 		t.rescan = t.rescan || w.newLink
 	}
+	ws = nil
 	if len(diffs) == 0 && len(t.pending) == 0 {
 		return nil, errors.Join(errs...)
 	}
-
-	// Read what is there now, and what was there before, in parallel.
-	olds := make([]side, len(diffs))
-	curs := make([]side, len(diffs))
-	oldLink := make([]string, len(diffs))
-	curLink := make([]string, len(diffs))
 	var emu sync.Mutex
 	fail := func(err error) {
 		emu.Lock()
 		errs = append(errs, err)
 		emu.Unlock()
 	}
-	t.parallel(len(diffs), func(i int) {
-		d := diffs[i]
-		var repo *repo
-		if d.old != nil && d.old.isReg() && d.old.src == srcGit {
-			repo = d.r.repo
+	if len(diffs) > t.bulkAt {
+		slices.SortFunc(diffs, func(a, b diff) int {
+			return cmp.Or(strings.Compare(a.r.abs, b.r.abs), strings.Compare(a.rel, b.rel))
+		})
+		ch, err := t.scanBulk(ctx, diffs)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		if c := d.cur; c != nil {
-			abs := d.r.abspath(d.rel)
-			switch {
-			case c.isReg():
-				got, err := t.read(abs, repo)
-				if err != nil {
-					if !errors.Is(err, os.ErrNotExist) {
-						fail(err)
-					}
-					d.cur = nil // gone since the walk: as if not seen
-					diffs[i] = d
-					break
-				}
-				curs[i] = side{exists: true, reg: true, known: true, sum: got.sum, data: got.data, ino: got.ino, mtime: c.mtime, mode: got.mode}
-				if o := d.old; o != nil && o.isReg() && (got.mode&0o7777) == (o.mode&0o7777) {
-					switch {
-					case o.src == srcSHA && o.sum == got.sum,
-						o.src == srcGit && got.gid != nil && bytes.Equal(got.gid, o.sum[:len(got.gid)]):
-						curs[i].known = false // marks "unchanged": resolved below
-						olds[i] = side{exists: true, reg: true}
-						return
-					}
-				}
-			case c.isLink():
-				target, err := os.Readlink(abs)
-				if err != nil {
-					d.cur = nil
-					diffs[i] = d
-					break
-				}
-				curs[i] = side{exists: true}
-				curLink[i] = target
-			}
-		}
-		if o := d.old; o != nil {
-			olds[i] = side{exists: true, ino: o.ino, mtime: o.mtime, mode: o.mode}
-			switch {
-			case o.isLink():
-				oldLink[i] = d.r.links[d.rel]
-			case o.isReg():
-				olds[i].reg = true
-				switch o.src {
-				case srcSHA:
-					olds[i].known, olds[i].sum = true, o.sum
-					if o.kept {
-						b, ok, err := t.store.get(o.sum)
-						if err != nil {
-							fail(err)
-						}
-						if ok {
-							olds[i].data = b
-						}
-					}
-				case srcGit:
-					n := 20
-					if d.r.repo.sha256 {
-						n = 32
-					}
-					b, err := d.r.repo.blob(ctx, o.sum[:n])
-					if err != nil {
-						fail(fmt.Errorf("%s: before content: %w", d.r.path(d.rel), err))
-						break
-					}
-					olds[i].known, olds[i].sum, olds[i].data = true, sha256.Sum256(b), b
-				}
-			}
-		}
-	})
-
-	// Unchanged contents keep what the index knew; a symlink whose stat
-	// alone changed is no change either.
-	var changes []tool.FileChange
-	var dels, adds []int
-	for i, d := range diffs {
-		o, c := olds[i], curs[i]
-		if d.cur != nil && d.cur.isReg() && c.exists && !c.known && o.exists {
-			t.settle(d, d.old.sum, d.old.src, d.old.kept)
-			continue
-		}
-		if d.cur != nil && d.cur.isReg() && c.known {
-			kept := false
-			if c.data != nil {
-				var err error
-				if kept, err = t.store.put(c.sum, c.data); err != nil {
-					fail(err)
-				}
-			}
-			t.settle(d, c.sum, srcSHA, kept)
-		}
-		if d.cur == nil {
-			t.drop(d)
-		}
-		if d.cur != nil && d.cur.isLink() {
-			d.r.links[d.rel] = curLink[i]
-		} else {
-			delete(d.r.links, d.rel)
-		}
-		switch {
-		case !o.exists && !c.exists:
-			continue
-		case o.exists && c.exists && !o.reg && !c.reg && oldLink[i] == curLink[i]:
-			continue
-		case o.exists && !c.exists && o.reg && o.known:
-			dels = append(dels, i)
-		case !o.exists && c.exists && c.reg:
-			adds = append(adds, i)
-		}
-		ch := change(d.r.path(d.rel), o, c)
-		if d.old != nil && d.old.isLink() {
-			ch.LinkBefore = oldLink[i]
-		}
-		if d.cur != nil && d.cur.isLink() {
-			ch.LinkAfter = curLink[i]
-		}
-		changes = append(changes, ch)
+		out := append(t.pending, ch...)
+		t.pending = nil
+		return out, errors.Join(errs...)
 	}
 
-	// Renames: a deleted and an added file of the same content, the same
-	// inode and time preferred (and required for empty files).
-	if len(dels) > 0 && len(adds) > 0 {
-		bySum := map[[32]byte][]int{}
-		for _, i := range dels {
-			bySum[olds[i].sum] = append(bySum[olds[i].sum], i)
+	slices.SortFunc(diffs, func(a, b diff) int {
+		return cmp.Or(strings.Compare(a.r.abs, b.r.abs), strings.Compare(a.rel, b.rel))
+	})
+	// Read what is there now, and what was there before, in parallel.
+	fs := make([]found, len(diffs))
+	t.parallel(len(diffs), func(i int) {
+		f, err := t.examine(ctx, &diffs[i], true)
+		if err != nil {
+			fail(err)
 		}
-		moved := map[string]string{} // deleted path → new path
-		added := map[string]bool{}
-		for _, a := range adds {
-			cands := bySum[curs[a].sum]
-			// A rename keeps the inode and the modification time; a new
-			// file may get a freed inode again, but not the old time.
-			pick, rank := -1, 0
-			for k, i := range cands {
-				r := 1
-				if olds[i].ino == curs[a].ino {
-					r = 2
-					if olds[i].mtime == curs[a].mtime {
-						r = 3
-					}
-				}
-				if curs[a].sum == emptySum && r < 3 {
-					continue // nothing ties two empty files but that
-				}
-				if r > rank {
-					pick, rank = k, r
-				}
-			}
-			if pick < 0 {
-				continue
-			}
-			i := cands[pick]
-			bySum[curs[a].sum] = slices.Delete(cands, pick, pick+1)
-			from, to := diffs[i].r.path(diffs[i].rel), diffs[a].r.path(diffs[a].rel)
-			moved[from], added[to] = to, true
+		fs[i] = f
+	})
+
+	var changes []tool.FileChange
+	var outHeld int64
+	var sides [][2]side
+	var bulks []*bulkChange
+	var dels, adds []int
+	for i := range diffs {
+		d, f := &diffs[i], &fs[i]
+		if !t.apply(d, f) {
+			t.release(f)
+			continue
 		}
-		if len(moved) > 0 {
-			kept := changes[:0]
-			var addCh = map[string]tool.FileChange{}
-			for _, ch := range changes {
-				if added[ch.Path] && ch.Kind == tool.ChangeAdd {
-					addCh[ch.Path] = ch
-				}
-			}
-			for _, ch := range changes {
-				if to, ok := moved[ch.Path]; ok && ch.Kind == tool.ChangeDelete {
-					a := addCh[to]
-					ch.Kind, ch.MovedTo, ch.After, ch.AfterData = tool.ChangeUpdate, to, a.After, a.AfterData
-				} else if added[ch.Path] && ch.Kind == tool.ChangeAdd {
-					continue
-				}
-				kept = append(kept, ch)
-			}
-			changes = kept
+		o, c := f.old, f.cur
+		if f.inBulk {
+			dir, _ := t.bulk.bulkDir(d.rel)
+			bulks = addBulk(bulks, d.r, dir, d.rel, o, c)
+			t.release(f)
+			continue
 		}
+		switch {
+		case o.exists && !c.exists && o.reg && o.known:
+			dels = append(dels, len(changes))
+		case !o.exists && c.exists && c.reg && c.known:
+			adds = append(adds, len(changes))
+		}
+		changes = append(changes, t.change(d.r.path(d.rel), o, c, &outHeld))
+		o.data, c.data = nil, nil
+		sides = append(sides, [2]side{o, c})
+		outHeld += f.old.held + f.cur.held // given back when the scan returns
+	}
+	t.hold.give(outHeld)
+	changes = pairRenames(changes, sides, dels, adds)
+	for _, b := range bulks {
+		changes = append(changes, b.change())
 	}
 	slices.SortFunc(changes, func(a, b tool.FileChange) int { return strings.Compare(a.Path, b.Path) })
 	out := append(t.pending, changes...)
 	t.pending = nil
+	return out, errors.Join(errs...)
+}
+
+// pairRenames makes a deleted and an added file of the same content one
+// change, Path → MovedTo, the same inode and modification time preferred
+// (and required for empty files). dels and adds index changes; sides
+// holds each change's two sides.
+func pairRenames(changes []tool.FileChange, sides [][2]side, dels, adds []int) []tool.FileChange {
+	if len(dels) == 0 || len(adds) == 0 {
+		return changes
+	}
+	bySum := map[[32]byte][]int{}
+	for _, i := range dels {
+		s := sides[i][0].sum
+		bySum[s] = append(bySum[s], i)
+	}
+	moved := map[int]int{} // deleted change → added change
+	drop := map[int]bool{}
+	for _, a := range adds {
+		cur := sides[a][1]
+		cands := bySum[cur.sum]
+		// A rename keeps the inode and the modification time; a new
+		// file may get a freed inode again, but not the old time.
+		pick, rank := -1, 0
+		for k, i := range cands {
+			old := sides[i][0]
+			r := 1
+			if old.ino == cur.ino {
+				r = 2
+				if old.mtime == cur.mtime {
+					r = 3
+				}
+			}
+			if cur.sum == emptySum && r < 3 {
+				continue // nothing ties two empty files but that
+			}
+			if r > rank {
+				pick, rank = k, r
+			}
+		}
+		if pick < 0 {
+			continue
+		}
+		i := cands[pick]
+		bySum[cur.sum] = slices.Delete(cands, pick, pick+1)
+		moved[i], drop[a] = a, true
+	}
+	kept := changes[:0:0]
+	for i, ch := range changes {
+		if a, ok := moved[i]; ok {
+			add := changes[a]
+			ch.Kind, ch.MovedTo, ch.After, ch.AfterData, ch.AfterUnavailable = tool.ChangeUpdate, add.Path, add.After, add.AfterData, add.AfterUnavailable
+			ch.Mode, ch.Size = add.Mode, add.Size
+		} else if drop[i] {
+			continue
+		}
+		kept = append(kept, ch)
+	}
+	return kept
+}
+
+// change makes the FileChange of path p from its two sides. A before
+// content not held is taken from the store (checked against its digest
+// there) while the scan's memory budget allows; held counts the bytes
+// taken, which the caller gives back.
+func (t *Tracker) change(p string, o, c side, held *int64) tool.FileChange {
+	ch := tool.FileChange{Path: p, Kind: tool.ChangeUpdate, Before: o.digest(), After: c.digest(),
+		LinkBefore: o.link, LinkAfter: c.link}
+	switch {
+	case !o.exists:
+		ch.Kind = tool.ChangeAdd
+	case !c.exists:
+		ch.Kind = tool.ChangeDelete
+	}
+	last := c
+	if !c.exists {
+		last = o
+	}
+	ch.Type, ch.Mode = last.typ, fmt.Sprintf("%04o", last.mode&0o7777)
+	if last.reg || last.typ != "" {
+		ch.Size = last.size
+	}
+	switch {
+	case ch.Before != "" && o.data != nil:
+		ch.BeforeData = o.data
+	case ch.Before != "" && o.kept:
+		if !t.hold.take(o.size) {
+			ch.BeforeUnavailable = fmt.Sprintf("not kept: %d bytes, past the memory budget of one scan", o.size)
+			break
+		}
+		b, ok, err := t.store.get(o.sum)
+		switch {
+		case err != nil:
+			t.hold.give(o.size)
+			ch.BeforeUnavailable = err.Error()
+		case !ok:
+			t.hold.give(o.size)
+			ch.BeforeUnavailable = "not kept: the content store does not hold it"
+		default:
+			ch.BeforeData = b
+			*held += o.size
+		}
+	case o.reg && o.missing != "":
+		ch.BeforeUnavailable = o.missing
+	case ch.Before != "":
+		ch.BeforeUnavailable = fmt.Sprintf("not kept: %d bytes, past the content store's or the per-file cap", o.size)
+	}
+	switch {
+	case ch.After != "" && c.data != nil:
+		ch.AfterData = c.data
+	case c.reg && c.missing != "":
+		ch.AfterUnavailable = c.missing
+	}
+	return ch
+}
+
+// bulkChange gathers the changes beneath one directory into one change
+// whose content is their manifest.
+type bulkChange struct {
+	r     *root
+	dir   string // relative to the root; "" for the root itself
+	files int
+	bytes int64
+	list  bytes.Buffer
+}
+
+// addBulk adds the change of rel (beneath dir of r) to its bulk change in
+// bs, making it when it is the first.
+func addBulk(bs []*bulkChange, r *root, dir, rel string, o, c side) []*bulkChange {
+	var b *bulkChange
+	for _, x := range bs {
+		if x.r == r && x.dir == dir {
+			b = x
+		}
+	}
+	if b == nil {
+		b = &bulkChange{r: r, dir: dir}
+		bs = append(bs, b)
+	}
+	b.add(r.path(rel), o, c)
+	return bs
+}
+
+// add writes one line of the manifest: KIND TYPE BEFORE AFTER SIZE PATH,
+// with "-" for a digest that is not there, the path quoted as a Go
+// string, and a symlink's target after " -> ", quoted too. TYPE is that of
+// the file after the change (before, for a deletion): file, unreadable,
+// link, fifo, socket or device.
+func (b *bulkChange) add(p string, o, c side) {
+	kind := tool.ChangeUpdate
+	switch {
+	case !o.exists:
+		kind = tool.ChangeAdd
+	case !c.exists:
+		kind = tool.ChangeDelete
+	}
+	last := c
+	if !c.exists {
+		last = o
+	}
+	typ := last.typ
+	switch {
+	case typ != "":
+	case last.reg && last.known:
+		typ = "file"
+	case last.reg:
+		typ = "unreadable"
+	default:
+		typ = "link"
+	}
+	l := &b.list
+	l.WriteString(string(kind))
+	l.WriteByte(' ')
+	l.WriteString(typ)
+	for _, s := range []side{o, c} {
+		l.WriteByte(' ')
+		if s.reg && s.known {
+			var h [64]byte
+			hex.Encode(h[:], s.sum[:])
+			l.Write(h[:])
+		} else {
+			l.WriteByte('-')
+		}
+	}
+	var num [24]byte
+	l.WriteByte(' ')
+	l.Write(strconv.AppendInt(num[:0], last.size, 10))
+	l.WriteByte(' ')
+	l.Write(strconv.AppendQuote(l.AvailableBuffer(), p))
+	if typ == "link" {
+		l.WriteString(" -> ")
+		l.Write(strconv.AppendQuote(l.AvailableBuffer(), last.link))
+	}
+	l.WriteByte('\n')
+	b.files++
+	if c.exists {
+		b.bytes += c.size
+	}
+}
+
+// change is the bulk change: Path the directory ("." for the workspace
+// root), After the digest of the manifest, AfterData the manifest.
+func (b *bulkChange) change() tool.FileChange {
+	data := b.list.Bytes()
+	p := b.r.path(b.dir)
+	if p == "" {
+		p = "."
+	}
+	return tool.FileChange{Path: p, Kind: tool.ChangeUpdate, After: tool.Digest(data), AfterData: data,
+		Files: b.files, Bytes: b.bytes}
+}
+
+// bulkChunk is how many diffs a bulk scan reads at once.
+const bulkChunk = 1024
+
+// scanBulk records more diffs than one scan reports one by one: a bulk
+// change per root, its manifest listing every file changed, read in
+// chunks so that what is held at once stays bounded. Contents are hashed
+// and kept in the store (for the next change's before side) but not
+// reported; renames are not paired.
+func (t *Tracker) scanBulk(ctx context.Context, diffs []diff) ([]tool.FileChange, error) {
+	var errs []error
+	var emu sync.Mutex
+	// One per root, sized for its lines (about 100 bytes each), so that
+	// the manifest is not copied as it grows.
+	var bulks []*bulkChange
+	for _, r := range t.roots {
+		b := &bulkChange{r: r}
+		n := 0
+		for i := range diffs {
+			if diffs[i].r == r {
+				n++
+			}
+		}
+		if n > 0 {
+			b.list.Grow(n * (100 + len(r.name)))
+			bulks = append(bulks, b)
+		}
+	}
+	fs := make([]found, min(bulkChunk, len(diffs)))
+	for at := 0; at < len(diffs); at += bulkChunk {
+		chunk := diffs[at:min(at+bulkChunk, len(diffs))]
+		t.parallel(len(chunk), func(i int) {
+			f, err := t.examine(ctx, &chunk[i], false)
+			if err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+			}
+			fs[i] = f
+		})
+		for i := range chunk {
+			d, f := &chunk[i], &fs[i]
+			if t.apply(d, f) {
+				bulks = addBulk(bulks, d.r, "", d.rel, f.old, f.cur)
+			}
+			t.release(f)
+			fs[i] = found{}
+		}
+	}
+	var out []tool.FileChange
+	for _, b := range bulks {
+		if b.files > 0 {
+			out = append(out, b.change())
+		}
+	}
 	return out, errors.Join(errs...)
 }
 
@@ -750,24 +1203,6 @@ func inGone(gone map[watched]bool, r *root, rel string) bool {
 		}
 		rel, _ = splitRel(rel)
 	}
-}
-
-// change makes the FileChange of path from its two sides.
-func change(p string, o, c side) tool.FileChange {
-	ch := tool.FileChange{Path: p, Kind: tool.ChangeUpdate, Before: o.digest(), After: c.digest()}
-	switch {
-	case !o.exists:
-		ch.Kind = tool.ChangeAdd
-	case !c.exists:
-		ch.Kind = tool.ChangeDelete
-	}
-	if ch.Before != "" {
-		ch.BeforeData = o.data
-	}
-	if ch.After != "" {
-		ch.AfterData = c.data
-	}
-	return ch
 }
 
 // settle records in the index what is now known of a diff's current
@@ -882,10 +1317,9 @@ func (r *root) ensureDir(rel string) {
 		}
 		return
 	}
-	var st unix.Stat_t
 	e := entry{mode: unix.S_IFDIR | 0o755}
-	if unix.Lstat(r.abspath(rel), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		e, _ = fromStat("", &st)
+	if i, err := r.fs.Lstat(rel); err == nil && i.IsDir() {
+		e = fromInfo("", i)
 	}
 	r.put(rel, e)
 	r.dirs[rel] = []entry{}
@@ -977,12 +1411,9 @@ func (t *Tracker) note(changes []tool.FileChange) {
 				continue
 			}
 		}
-		var st unix.Stat_t
 		e := entry{mode: unix.S_IFREG | 0o644} // a zero stat: compared at the next scan
-		if err := unix.Lstat(r.abspath(rel), &st); err == nil {
-			if x, ok := fromStat("", &st); ok {
-				e = x
-			}
+		if i, err := r.fs.Lstat(rel); err == nil {
+			e = fromInfo("", i)
 		}
 		if e.isDir() {
 			r.ensureDir(rel)
@@ -1002,7 +1433,7 @@ func (t *Tracker) note(changes []tool.FileChange) {
 			}
 		}
 		if e.isLink() {
-			if target, err := os.Readlink(r.abspath(rel)); err == nil {
+			if target, err := r.fs.Readlink(rel); err == nil {
 				r.links[rel] = target
 			}
 		}
@@ -1023,16 +1454,13 @@ func (t *Tracker) gap(r *root, rel string, ch tool.FileChange) {
 	} else {
 		copy(before[:], b)
 	}
-	old := side{exists: true, reg: true, known: true}
+	old := side{exists: true, reg: true, known: true, mode: e.mode, size: e.size}
 	switch e.src {
 	case srcSHA:
 		if e.sum == before {
 			return
 		}
-		old.sum = e.sum
-		if e.kept {
-			old.data, _, _ = t.store.get(e.sum)
-		}
+		old.sum, old.kept = e.sum, e.kept
 	case srcGit:
 		if ch.BeforeData == nil || r.repo == nil {
 			return
@@ -1042,7 +1470,7 @@ func (t *Tracker) gap(r *root, rel string, ch tool.FileChange) {
 			return
 		}
 	}
-	cur := side{exists: true, reg: true, known: true, sum: before, data: ch.BeforeData}
+	cur := side{exists: true, reg: true, known: true, sum: before, data: ch.BeforeData, mode: e.mode, size: int64(len(ch.BeforeData))}
 	if e.src == srcGit {
 		n := 20
 		if r.repo.sha256 {
@@ -1054,5 +1482,7 @@ func (t *Tracker) gap(r *root, rel string, ch tool.FileChange) {
 		}
 		old.sum, old.data = sha256.Sum256(b), b
 	}
-	t.pending = append(t.pending, change(r.path(rel), old, cur))
+	var held int64
+	t.pending = append(t.pending, t.change(r.path(rel), old, cur, &held))
+	t.hold.give(held)
 }

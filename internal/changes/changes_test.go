@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -26,7 +24,14 @@ type want struct {
 	before, after []byte
 	// linkBefore and linkAfter are a symlink's targets.
 	linkBefore, linkAfter string
+	// typ is a FIFO's, socket's or device's Type; files a bulk change's
+	// count (its after content is the manifest).
+	typ   string
+	files int
 }
+
+// manifest is a bulk change's manifest of lines.
+func manifest(lines ...string) []byte { return []byte(strings.Join(lines, "\n") + "\n") }
 
 func b(s string) []byte { return []byte(s) }
 
@@ -105,7 +110,7 @@ func check(t *testing.T, got []tool.FileChange, wants []want) {
 		}
 		if g.Path != w.path || g.MovedTo != w.movedTo || g.Kind != w.kind || g.Before != wb || g.After != wa ||
 			!bytes.Equal(g.BeforeData, w.before) || !bytes.Equal(g.AfterData, w.after) ||
-			g.LinkBefore != w.linkBefore || g.LinkAfter != w.linkAfter {
+			g.LinkBefore != w.linkBefore || g.LinkAfter != w.linkAfter || g.Type != w.typ || g.Files != w.files {
 			t.Errorf("change %d:\n got %s %s→%s %q → %q (links %q → %q)\nwant %s %s→%s %q → %q (links %q → %q)", i,
 				g.Kind, g.Path, g.MovedTo, g.BeforeData, g.AfterData, g.LinkBefore, g.LinkAfter,
 				w.kind, w.path, w.movedTo, w.before, w.after, w.linkBefore, w.linkAfter)
@@ -206,9 +211,20 @@ func TestScan(t *testing.T) {
 		{"touch is no change", `touch a.txt c.txt; cat a.txt > /dev/null`, nil},
 		{"rewrite with the same content is no change", `printf 'alpha\n' > a.txt`, nil},
 		{"empty directory is no change", `mkdir -p e/f; rmdir e/f`, nil},
-		{"ignored directories", `echo n > node_modules/m; mkdir -p x/target/y; echo t > x/target/y/o; echo g > .git-not-ignored; mkdir -p .git; echo g > .git/HEAD2`, []want{
-			{path: ".git-not-ignored", kind: tool.ChangeAdd, after: b("g\n")}}},
-		{"fifo is not tracked", `mkfifo pipe`, nil},
+		// Dependency trees are recorded by digest, as one bulk change
+		// each; only the root's own .git is not tracked.
+		{"bulk directories", `echo n > node_modules/m; mkdir -p x/target/y; echo t > x/target/y/o; echo g > .git-not-ignored; mkdir -p .git; echo g > .git/HEAD2`, []want{
+			{path: ".git-not-ignored", kind: tool.ChangeAdd, after: b("g\n")},
+			{path: "node_modules", kind: tool.ChangeUpdate, files: 1, after: manifest(
+				`update file - ` + tool.Digest(b("n\n")) + ` 2 "node_modules/m"`)},
+			{path: "x/target", kind: tool.ChangeUpdate, files: 1, after: manifest(
+				`add file - ` + tool.Digest(b("t\n")) + ` 2 "x/target/y/o"`)}}},
+		{"nested .git is tracked", `mkdir -p src/.git; echo payload > src/.git/x; mkdir -p src/__pycache__; echo pyc > src/__pycache__/m.pyc`, []want{
+			{path: "src/.git/x", kind: tool.ChangeAdd, after: b("payload\n")},
+			{path: "src/__pycache__", kind: tool.ChangeUpdate, files: 1, after: manifest(
+				`add file - ` + tool.Digest(b("pyc\n")) + ` 4 "src/__pycache__/m.pyc"`)}}},
+		{"fifo is recorded, never opened", `mkfifo pipe`, []want{
+			{path: "pipe", kind: tool.ChangeAdd, typ: "fifo"}}},
 	} {
 		for _, mode := range []struct {
 			name       string
@@ -321,8 +337,8 @@ func TestCaps(t *testing.T) {
 	}
 }
 
-// TestCustomIgnore: a configured list replaces the defaults; .git stays
-// ignored.
+// TestCustomIgnore: a configured list is not tracked at all; the root's
+// .git stays ignored, and the bulk directories are still recorded.
 func TestCustomIgnore(t *testing.T) {
 	root := t.TempDir()
 	layout(t, root, base)
@@ -333,7 +349,8 @@ func TestCustomIgnore(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, got, []want{
-		{path: "node_modules/m", kind: tool.ChangeUpdate, before: b("module\n"), after: b("n\n")},
+		{path: "node_modules", kind: tool.ChangeUpdate, files: 1, after: manifest(
+			`update file - ` + tool.Digest(b("n\n")) + ` 2 "node_modules/m"`)},
 		{path: "sub/build/out/p", kind: tool.ChangeAdd, after: b("p\n")},
 	})
 }
@@ -396,9 +413,11 @@ func TestRacy(t *testing.T) {
 		if !e.racy {
 			t.Fatal("a file written just before the baseline is not racy")
 		}
-		var st unix.Stat_t
-		unix.Lstat(filepath.Join(root, "f"), &st)
-		now, _ := fromStat("f", &st)
+		info, err := tr.roots[0].fs.Lstat("f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := fromInfo("f", info)
 		e.mtime, e.ctime, e.size, e.ino, e.racy = now.mtime, now.ctime, now.size, now.ino, racy
 		got, err := tr.Scan(context.Background())
 		if err != nil {

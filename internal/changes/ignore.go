@@ -7,15 +7,24 @@ import (
 )
 
 // DefaultIgnore returns what a Tracker does not track when Options.Ignore
-// is nil: build outputs, dependency trees and tool caches that commands
-// rewrite by the thousand and nobody edits. ".git" is never tracked,
-// whatever the list says.
-func DefaultIgnore() []string {
+// is nil: nothing but each root's own ".git" (AlwaysIgnored). Dependency
+// trees and caches are tracked, as bulk changes (DefaultBulk).
+func DefaultIgnore() []string { return []string{} }
+
+// DefaultBulk returns the directories, at any depth, whose changes a
+// Tracker records as one bulk change each when Options.Bulk is nil:
+// dependency trees, build outputs and tool caches that commands rewrite by
+// the thousand. What changed in them is still recorded, by digest, in the
+// bulk change's manifest.
+func DefaultBulk() []string {
 	return []string{"node_modules", "target", "__pycache__", ".venv", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 }
 
-// AlwaysIgnored is the name never tracked: a repository's object store and
-// index change with every git command and are not workspace content.
+// AlwaysIgnored is the entry never tracked at the top of a root: the
+// repository's object store and index, which the sandbox keeps read-only
+// to commands and which change with every git command of Truss's own. A
+// ".git" anywhere else (a repository a command made, or a directory of
+// that name planted among the sources) is tracked like any other.
 const AlwaysIgnored = ".git"
 
 // matcher decides which entries of a root are not tracked.
@@ -33,7 +42,7 @@ type matcher struct {
 // ignored entry is ignored with what is under it). Empty patterns, a
 // leading '/', and "." or ".." elements are errors.
 func parseIgnore(patterns []string) (*matcher, error) {
-	m := &matcher{exact: map[string]bool{AlwaysIgnored: true}}
+	m := &matcher{exact: map[string]bool{}}
 	for _, p := range patterns {
 		q := strings.TrimSuffix(p, "/")
 		switch {
@@ -72,8 +81,18 @@ func CheckIgnore(patterns []string) error {
 }
 
 // ignored reports whether the entry name in the directory dir
-// ('/'-separated, relative to its root, "" for the root) is not tracked.
+// ('/'-separated, relative to its root, "" for the root) is not tracked:
+// the root's own ".git", or an entry the patterns match.
 func (m *matcher) ignored(dir, name string) bool {
+	if dir == "" && name == AlwaysIgnored {
+		return true
+	}
+	return m.match(dir, name)
+}
+
+// match reports whether the entry name in dir matches one of the
+// patterns.
+func (m *matcher) match(dir, name string) bool {
 	if m.exact[name] {
 		return true
 	}
@@ -94,4 +113,23 @@ func (m *matcher) ignored(dir, name string) bool {
 		}
 	}
 	return false
+}
+
+// bulkDir returns the directory of rel ('/'-separated, relative to its
+// root) that a bulk pattern matches, the outermost one; ok is false when
+// none does. rel itself (a file) is not a candidate.
+func (m *matcher) bulkDir(rel string) (dir string, ok bool) {
+	parent := ""
+	for {
+		i := strings.IndexByte(rel[len(parent):], '/')
+		if i < 0 {
+			return "", false
+		}
+		name := rel[len(parent) : len(parent)+i]
+		d := strings.TrimSuffix(parent, "/")
+		if m.match(d, name) {
+			return rel[:len(parent)+i], true
+		}
+		parent = rel[:len(parent)+i+1]
+	}
 }

@@ -5,30 +5,44 @@
 // tool.FileChange list, with the bytes they read and wrote). A shell
 // command does not: it may create, rewrite, delete or rename any file in
 // the writable roots. A Tracker keeps a stat index of the roots (per file:
-// type and permissions, size, inode, modification and change time — no
-// content is read to build it) and, after each command, reads again the
-// directories that inotify says changed (every directory, with a pool of
-// goroutines, when events were lost or Options.NoWatch is set), comparing
-// stat only; only the files whose stat changed are read and hashed. What
-// it reports is exact where it says so:
+// type and permissions, size, device and inode, modification and change
+// time — no content is read to build it) and, after each command, reads
+// again the directories that inotify says changed (every directory, with a
+// pool of goroutines, when events were lost or Options.NoWatch is set),
+// comparing stat only; only the files whose stat changed are read and
+// hashed.
+//
+// The roots are written by the commands it watches, so the tracker reads
+// them as the host side reads every such tree (package hostfs): each root
+// is a directory descriptor held open, and every listing, stat, read and
+// readlink resolves beneath it, refusing every symbolic link on the way; a
+// file is read only if it is the file listed (same device and inode); a
+// file is opened O_NONBLOCK and only when the listing says it is a regular
+// file, so a FIFO, socket or device is recorded by its stat and never
+// opened. A directory swapped for a link between a listing and a read
+// leads nowhere: the read finds the name gone.
+//
+// What it reports is exact where it says so:
 //
 //   - After contents are the bytes read by the scan that found the change.
 //     A command still running in the background (started with &) can
 //     change a file between the scan's stat and its read; the next scan
 //     sees that change as one of its own.
 //   - Before contents come from what the tracker kept: the content of
-//     every file it has seen change (in a content store: one pack file in a
-//     private directory, by SHA-256), the contents the file tools reported (Note),
-//     and, for a git work tree, the index's blob of each file that was
-//     clean at the baseline (read with `git cat-file` through gitsafe and
-//     checked against its object id and the file's size). Every other
-//     file — dirty or untracked at the baseline, or any file of a
-//     workspace that is not a repository — is hashed and copied into the
-//     store at the baseline, in the background, up to Options.MaxStore
-//     bytes (and files up to Options.MaxFile). Past those caps a change
-//     still has both digests but its before content was not kept: the
-//     change's BeforeData is nil while Before is not the digest of no
-//     bytes.
+//     every file it has seen change (in a content store: one unnamed file
+//     in a directory the caller puts out of every command's reach, by
+//     SHA-256, each content checked against its digest when read back), the
+//     contents the file tools reported (Note), and, for a git work tree,
+//     the index's blob of each file that was clean at the baseline (read
+//     with `git cat-file` through gitsafe and checked against its object
+//     id and the file's size). Every other file — dirty or untracked at
+//     the baseline, or any file of a workspace that is not a repository —
+//     is hashed and copied into the store at the baseline, in the
+//     background, up to Options.MaxStore bytes (and files up to
+//     Options.MaxFile). A content that is not there says why: the change
+//     has its digest and BeforeUnavailable or AfterUnavailable ("not
+//     kept: …", "unreadable: …", ErrStoreAltered's text), never a wrong
+//     content and never a silent gap.
 //   - A file whose stat is unchanged is taken as unchanged, as git does.
 //     A stat taken within RacyWindow of a write could miss a second write
 //     in the same timestamp tick, so such files are compared by content
@@ -37,20 +51,30 @@
 // Renames: a file that disappeared and a file that appeared with the same
 // content are one change, Path → MovedTo; the same inode and modification
 // time (what a rename keeps) are preferred, and required for an empty
-// file. A rename over an existing
-// file is the old path's delete and the new path's update (before: the
-// content it replaced), as a patch's move over a file is written. A
-// renamed directory gives one move per file under it.
+// file. A rename over an existing file is the old path's delete and the
+// new path's update (before: the content it replaced), as a patch's move
+// over a file is written. A renamed directory gives one move per file
+// under it.
 //
 // Symlinks are recorded as links and never followed: a change of a link
 // (created, retargeted, removed) has neither digest, and its targets
-// before and after (LinkBefore, LinkAfter). A change of a file's
-// permission bits alone is an update whose before and after digests are
-// equal. Directories are not recorded: an empty directory created or
-// removed is no change. Sockets, FIFOs and devices are not tracked.
+// before and after (LinkBefore, LinkAfter). A FIFO, socket or device is
+// recorded with its Type and Mode, no digests. A file that cannot be read
+// (its permissions) is recorded with its Mode and Size and no digest on
+// that side. Every change found carries the file's Mode and Size. A
+// change of a file's permission bits alone is an update whose before and
+// after digests are equal. Directories are not recorded: an empty
+// directory created or removed is no change.
 //
-// Ignored entries (Options.Ignore; ".git" always) are neither read nor
-// reported, nor anything under them.
+// Cost is bounded: contents held in memory at once are at most
+// Options.MaxHeld bytes (past it a change has digests only), and a scan
+// that finds more than Options.BulkThreshold entries changed records one
+// bulk change per root (tool.FileChange.Files: the count, Bytes, and a
+// manifest of every file by digest as its after content), read in chunks.
+// Directories matched by Options.Bulk (dependency trees and caches,
+// DefaultBulk) are walked and hashed but never copied; what changed in
+// each is one bulk change per scan. Only each root's own ".git" and what
+// Options.Ignore names are not tracked.
 package changes
 
 import (
@@ -61,17 +85,38 @@ import (
 
 // Options configure a Tracker. The zero value is ready.
 type Options struct {
-	// Ignore lists what is not tracked besides ".git", which never is. A
-	// pattern without '/' ("node_modules", "*.pyc") matches an entry of
-	// that name at any depth; one with '/' ("build/out") matches the path
-	// relative to its root. Patterns are path.Match patterns; everything
-	// under an ignored directory is ignored. nil means DefaultIgnore(); an
-	// empty, non-nil list ignores nothing but ".git".
+	// Ignore lists what is not tracked besides each root's own ".git",
+	// which never is. A pattern without '/' ("dist", "*.o") matches an
+	// entry of that name at any depth; one with '/' ("build/out") matches
+	// the path relative to its root. Patterns are path.Match patterns;
+	// everything under an ignored directory is ignored, its changes
+	// recorded nowhere, so the list is the user's to set (a project's
+	// configuration only when trusted). nil means DefaultIgnore(), which
+	// ignores nothing more.
 	Ignore []string
-	// StoreDir is the private directory of the content store (made with
-	// mode 0700; the store is one pack file in it, removed by Close). ""
-	// makes a temporary directory that Close removes.
+	// Bulk lists the directories (patterns as Ignore's) whose changes
+	// are recorded as one bulk change per directory and scan: a manifest
+	// of every file changed beneath, by digest, without contents. nil
+	// means DefaultBulk().
+	Bulk []string
+	// StoreDir is the private directory of the content store, where the
+	// tracker keeps before contents. It must be out of every command's
+	// reach: outside every writable root (Open refuses one inside a
+	// tracked root, ErrStoreInRoot) and hidden by the sandbox. It is made
+	// with mode 0700; the store is one unnamed file in it (O_TMPFILE,
+	// else a file unlinked as soon as it is made), so that not even a
+	// process that can write the directory can open it, and every
+	// content read back is checked against its digest. "" makes a
+	// temporary directory that Close removes.
 	StoreDir string
+	// BulkThreshold: a scan that finds more entries changed than this
+	// records them as one bulk change per root (default 1000).
+	BulkThreshold int
+	// MaxHeld bounds the bytes of file contents the tracker holds in
+	// memory at once, over all its workers and the changes a scan returns
+	// (default 32 MiB); a content past it is recorded by digest only, its
+	// side's Unavailable saying so.
+	MaxHeld int64
 	// MaxStore bounds the bytes the content store holds (default 1 GiB),
 	// MaxFile the size of a file whose contents are kept and reported
 	// (default 32 MiB; a larger file's change has digests only).
@@ -102,6 +147,8 @@ const RacyWindow = 50 * time.Millisecond
 
 // Defaults.
 const (
-	DefaultMaxStore = 1 << 30
-	DefaultMaxFile  = 32 << 20
+	DefaultMaxStore      = 1 << 30
+	DefaultMaxFile       = 32 << 20
+	DefaultMaxHeld       = 32 << 20
+	DefaultBulkThreshold = 1000
 )

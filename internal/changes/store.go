@@ -1,20 +1,46 @@
+//go:build linux
+
 package changes
 
 import (
-	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
+
+// ErrStoreInRoot is the error (in a StoreError) of a content store
+// directory inside a tracked root, where commands could rewrite the
+// evidence of what they changed.
+var ErrStoreInRoot = errors.New("is inside the tracked root")
+
+// ErrStoreAltered says that a content read back from the store is not the
+// content kept under its digest: something wrote the store's file. The
+// change's before content is then recorded as unavailable, never wrong.
+var ErrStoreAltered = errors.New("the kept copy failed its digest check (the content store was written by something else)")
+
+// StoreError is an error of the content store's directory or file.
+type StoreError struct {
+	Dir string
+	Err error
+}
+
+func (e *StoreError) Error() string { return "changes: content store " + e.Dir + ": " + e.Err.Error() }
+func (e *StoreError) Unwrap() error { return e.Err }
 
 // store keeps file contents by their SHA-256, each once, appended to one
 // pack file in a private directory (a file per content would cost a file
 // creation per file copied at the baseline). It holds at most max bytes;
-// a content that does not fit is not kept. The pack is the tracker's
-// own: it is read back only by the tracker, and each read is checked
-// against its digest.
+// a content that does not fit is not kept. The pack has no name: it is
+// made with O_TMPFILE (or unlinked as soon as it is made), so nothing
+// can open it by path, and only the tracker's descriptor reaches it. Each
+// read is checked against its digest all the same (ErrStoreAltered).
 type store struct {
 	f   *os.File
 	max int64
@@ -32,13 +58,31 @@ type span struct{ off, n int64 }
 
 func newStore(dir string, max int64) (*store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("content store: %w", err)
+		return nil, err
 	}
-	f, err := os.CreateTemp(dir, "contents-*.pack")
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("content store: %w", err)
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &store{f: f, max: max, at: map[[32]byte]span{}}, nil
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		// No O_TMPFILE on this file system: a new file, unlinked at once.
+		var rnd [8]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return nil, err
+		}
+		name := "contents-" + hex.EncodeToString(rnd[:]) + ".pack"
+		fd, err = unix.Openat(dfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, &os.PathError{Op: "create", Path: filepath.Join(dir, name), Err: err}
+		}
+		if err := unix.Unlinkat(dfd, name, 0); err != nil {
+			unix.Close(fd)
+			return nil, &os.PathError{Op: "unlink", Path: filepath.Join(dir, name), Err: err}
+		}
+	}
+	return &store{f: os.NewFile(uintptr(fd), filepath.Join(dir, "(contents)")), max: max, at: map[[32]byte]span{}}, nil
 }
 
 // put keeps b under its digest sum and reports whether it is kept (now or
@@ -70,7 +114,8 @@ func (s *store) put(sum [32]byte, b []byte) (bool, error) {
 	return true, nil
 }
 
-// get returns the content kept under sum; ok is false when it is not kept.
+// get returns the content kept under sum, re-hashed: ok is false when it
+// is not kept; a content that does not hash to sum is ErrStoreAltered.
 func (s *store) get(sum [32]byte) ([]byte, bool, error) {
 	if sum == emptySum {
 		return []byte{}, true, nil
@@ -85,14 +130,11 @@ func (s *store) get(sum [32]byte) ([]byte, bool, error) {
 	if _, err := s.f.ReadAt(b, sp.off); err != nil {
 		return nil, false, fmt.Errorf("content store: %w", err)
 	}
-	if got := sha256.Sum256(b); !bytes.Equal(got[:], sum[:]) {
-		return nil, false, fmt.Errorf("content store: the content of %x was changed in %s", sum[:8], filepath.Base(s.f.Name()))
+	if sha256.Sum256(b) != sum {
+		return nil, false, ErrStoreAltered
 	}
 	return b, true, nil
 }
 
-// close closes and removes the pack.
-func (s *store) close() error {
-	s.f.Close()
-	return os.Remove(s.f.Name())
-}
+// close closes the pack, which, having no name, is gone with it.
+func (s *store) close() error { return s.f.Close() }

@@ -3,16 +3,16 @@
 package changes
 
 import (
-	"encoding/binary"
 	"errors"
-	"os"
+	"fmt"
+	"io/fs"
 	"path"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // entry is what the stat index holds of one directory entry: its stat
@@ -25,6 +25,7 @@ type entry struct {
 	mtime int64 // ns
 	ctime int64 // ns
 	ino   uint64
+	dev   uint64
 	// sum is the content's SHA-256 when src is srcSHA, or its git object
 	// id (20 or 32 bytes) when src is srcGit.
 	sum  [32]byte
@@ -51,26 +52,69 @@ func (e *entry) isDir() bool  { return e.mode&unix.S_IFMT == unix.S_IFDIR }
 func (e *entry) isReg() bool  { return e.mode&unix.S_IFMT == unix.S_IFREG }
 func (e *entry) isLink() bool { return e.mode&unix.S_IFMT == unix.S_IFLNK }
 
+// typeName names an entry's type as a FileChange's Type does: "" for a
+// regular file or a symlink.
+func (e *entry) typeName() string {
+	switch e.mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "fifo"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "device"
+	}
+	return ""
+}
+
 // sameStat reports whether the stat of two entries of one path is equal:
 // same type, permissions, size, inode, modification and change times.
 func sameStat(a, b *entry) bool {
-	return a.mode == b.mode && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime && a.ino == b.ino
+	return a.mode == b.mode && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime && a.ino == b.ino && a.dev == b.dev
 }
 
-// fromStat makes an entry; ok is false for a type that is not tracked
-// (sockets, FIFOs, devices).
-func fromStat(name string, st *unix.Stat_t) (entry, bool) {
-	e := entry{name: name, mode: st.Mode, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		e.linked = st.Nlink > 1
-	case unix.S_IFLNK:
-	case unix.S_IFDIR:
+// fromInfo makes an entry of what fstatat said. Every kind of file is an
+// entry: FIFOs, sockets and devices too, which are compared by their stat
+// and never opened.
+func fromInfo(name string, i hostfs.Info) entry {
+	e := entry{name: name, mode: unixMode(i.Mode), size: i.Size, mtime: i.ModTime, ctime: i.ChangeTime, ino: i.Ino, dev: i.Dev}
+	switch {
+	case i.Mode.IsRegular():
+		e.linked = i.Nlink > 1
+	case i.Mode.IsDir():
 		e.size, e.mtime, e.ctime = 0, 0, 0 // a directory's own stat is not compared
-	default:
-		return e, false
 	}
-	return e, true
+	return e
+}
+
+// unixMode turns a FileMode back into st_mode's type and permission bits.
+func unixMode(m fs.FileMode) uint32 {
+	u := uint32(m.Perm())
+	switch {
+	case m&fs.ModeDir != 0:
+		u |= unix.S_IFDIR
+	case m&fs.ModeSymlink != 0:
+		u |= unix.S_IFLNK
+	case m&fs.ModeNamedPipe != 0:
+		u |= unix.S_IFIFO
+	case m&fs.ModeSocket != 0:
+		u |= unix.S_IFSOCK
+	case m&fs.ModeCharDevice != 0:
+		u |= unix.S_IFCHR
+	case m&fs.ModeDevice != 0:
+		u |= unix.S_IFBLK
+	default:
+		u |= unix.S_IFREG
+	}
+	if m&fs.ModeSetuid != 0 {
+		u |= unix.S_ISUID
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= unix.S_ISGID
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= unix.S_ISVTX
+	}
+	return u
 }
 
 // diff is one entry of a directory that differs from the index: added
@@ -125,7 +169,6 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
 	var wg sync.WaitGroup
 	for range t.workers {
 		wg.Go(func() {
-			var buf []byte
 			for {
 				mu.Lock()
 				for len(queue) == 0 && active > 0 {
@@ -141,7 +184,7 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
 				active++
 				mu.Unlock()
 
-				w, sub := t.readDir(j, full, racyFrom, &buf)
+				w, sub := t.readDir(j, full, racyFrom)
 
 				mu.Lock()
 				results = append(results, w)
@@ -160,28 +203,36 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
 
 // readDir reads one directory, stats its entries and compares them with
 // the index; it returns the subdirectories to read.
-func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, buf *[]byte) (walked, []string) {
+func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string) {
 	w := walked{r: j.r, rel: j.rel}
 	old := j.r.dirs[j.rel] // read only: the index is not written during a walk
 	if t.watch != nil {
 		t.watch.ensure(j.r, j.rel) // before reading: no change in it is missed
 	}
-	abs := j.r.abs
-	if j.rel != "" {
-		abs = filepath.Join(abs, filepath.FromSlash(j.rel))
+	// Opened from the root's descriptor, refusing every link on the way:
+	// a directory swapped for a link since its parent was read is gone.
+	name := j.rel
+	if name == "" {
+		name = "."
 	}
-	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	var listed []hostfs.Entry
+	d, err := j.r.fs.OpenDir(name)
+	if err == nil {
+		listed, err = d.ReadDir()
+		d.Close()
+	}
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+		if hostfs.IsNotExist(err) || errors.Is(err, hostfs.ErrLink) || errors.Is(err, hostfs.ErrNotRegular) ||
+			errors.Is(err, unix.ENOTDIR) {
 			if !full {
 				w.vanished = true
 				return w, nil
 			}
 			// Gone (or replaced) since its parent was read: empty now.
-			err = nil
+			listed = nil
 		} else {
 			// Unreadable: nothing is known, the index keeps what it had.
-			w.err = &os.PathError{Op: "open", Path: abs, Err: err}
+			w.err = fmt.Errorf("list %s: %w", j.r.abspath(j.rel), err)
 			w.ents = old
 			if !full {
 				return w, nil
@@ -189,36 +240,14 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, buf *[]byte) (wal
 			return w, subdirs(j.rel, old)
 		}
 	}
-	var names []string
-	if err == nil {
-		names, err = readNames(fd, buf)
-		if err != nil {
-			unix.Close(fd)
-			w.err = &os.PathError{Op: "readdir", Path: abs, Err: err}
-			w.ents = old
-			if !full {
-				return w, nil
-			}
-			return w, subdirs(j.rel, old)
-		}
-	}
-	slices.Sort(names)
-	ents := make([]entry, 0, len(names))
-	for _, name := range names {
-		if t.ign.ignored(j.rel, name) {
+	ents := make([]entry, 0, len(listed))
+	for _, l := range listed {
+		if t.ign.ignored(j.rel, l.Name) {
 			continue
 		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			continue // gone since the directory was read
-		}
-		if e, ok := fromStat(name, &st); ok {
-			ents = append(ents, e)
-		}
+		ents = append(ents, fromInfo(l.Name, l.Info))
 	}
-	if fd >= 0 {
-		unix.Close(fd)
-	}
+	listed = nil
 
 	// Merge with the index's entries (both sorted by name).
 	var sub []string
@@ -304,43 +333,6 @@ func subdirs(rel string, ents []entry) []string {
 		}
 	}
 	return out
-}
-
-// readNames reads a directory's entry names with getdents64, without "."
-// and "..".
-func readNames(fd int, buf *[]byte) ([]string, error) {
-	if *buf == nil {
-		*buf = make([]byte, 32<<10)
-	}
-	var names []string
-	for {
-		n, err := unix.Getdents(fd, *buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		b := (*buf)[:n]
-		for len(b) >= 19 {
-			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < 19 || reclen > len(b) {
-				return nil, errors.New("malformed directory entry")
-			}
-			nb := b[19:reclen]
-			if z := slices.Index(nb, 0); z >= 0 {
-				nb = nb[:z]
-			}
-			if name := string(nb); name != "." && name != ".." {
-				names = append(names, name)
-			}
-			b = b[reclen:]
-		}
-	}
 }
 
 // under reports whether rel is dir or below it.

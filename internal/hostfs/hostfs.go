@@ -136,8 +136,11 @@ type Info struct {
 	Dev     uint64
 	Ino     uint64
 	ModTime int64 // nanoseconds since the epoch
-	UID     uint32
-	Nlink   uint64
+	// ChangeTime is the inode's change time (nanoseconds since the
+	// epoch), which no process can set back.
+	ChangeTime int64
+	UID        uint32
+	Nlink      uint64
 }
 
 // Name is the base name.

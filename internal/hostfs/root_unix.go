@@ -165,7 +165,8 @@ func infoOf(name string, st *unix.Stat_t) Info {
 	return Info{
 		name: path.Base(name), Mode: m, Size: st.Size, Blocks: int64(st.Blocks),
 		Dev: uint64(st.Dev), Ino: uint64(st.Ino), ModTime: time.Unix(sec, nsec).UnixNano(),
-		UID: st.Uid, Nlink: uint64(st.Nlink),
+		ChangeTime: st.Ctim.Nano(),
+		UID:        st.Uid, Nlink: uint64(st.Nlink),
 	}
 }
 

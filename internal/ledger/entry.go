@@ -258,7 +258,9 @@ func checkChanges(data any) error {
 			if !ok {
 				return fmt.Errorf("%s is not an object", where)
 			}
-			if p, _ := ch["path"].(string); !changePath(p) {
+			// A bulk change (with files) of the workspace root is path ".".
+			_, bulk := ch["files"]
+			if p, _ := ch["path"].(string); !changePath(p) && !(bulk && p == ".") {
 				return fmt.Errorf("%s: path %v is not a clean path inside the workspace", where, ch["path"])
 			}
 			if k, _ := ch["kind"].(string); k != "add" && k != "update" && k != "delete" {

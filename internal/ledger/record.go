@@ -1,8 +1,11 @@
 package ledger
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -406,6 +409,11 @@ func (r *Recorder) changes(payloads map[string]string, changes []tool.FileChange
 	for _, ch := range changes {
 		r.contents(payloads, ch.Before, ch.BeforeData)
 		r.contents(payloads, ch.After, ch.AfterData)
+		if ch.Files > 0 {
+			// A bulk change: its manifest names each file's change.
+			r.bulk(ch.AfterData)
+			continue
+		}
 		path := ch.Path
 		if ch.MovedTo != "" {
 			r.final[ch.Path] = ""
@@ -418,6 +426,41 @@ func (r *Recorder) changes(payloads map[string]string, changes []tool.FileChange
 			delete(r.final, path)
 		default:
 			r.final[path] = ch.After
+		}
+	}
+}
+
+// bulk applies a bulk change's manifest (docs/ledger.md, "Bulk changes":
+// a line per file, KIND TYPE BEFORE AFTER SIZE "PATH"[ -> "TARGET"]) to
+// the final digests, as changes does one change. A line it cannot read
+// leaves that path out: the workspace check then does not compare it.
+func (r *Recorder) bulk(manifest []byte) {
+	for len(manifest) > 0 {
+		line := manifest
+		if i := bytes.IndexByte(manifest, '\n'); i >= 0 {
+			line, manifest = manifest[:i], manifest[i+1:]
+		} else {
+			manifest = nil
+		}
+		f := strings.SplitN(string(line), " ", 6)
+		if len(f) < 6 {
+			continue
+		}
+		quoted, err := strconv.QuotedPrefix(f[5])
+		if err != nil {
+			continue
+		}
+		path, err := strconv.Unquote(quoted)
+		if err != nil {
+			continue
+		}
+		switch {
+		case f[0] == string(tool.ChangeDelete):
+			r.final[path] = ""
+		case f[3] == "-":
+			delete(r.final, path)
+		default:
+			r.final[path] = f[3]
 		}
 	}
 }

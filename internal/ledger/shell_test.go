@@ -168,3 +168,78 @@ func runGit(t *testing.T, dir string, args ...string) {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
+
+// TestRecordedBulkChanges: a command that changes more files than the
+// tracker lists one by one is recorded as one bulk change whose manifest
+// names each file; the workspace check compares every one of them.
+func TestRecordedBulkChanges(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "gone.txt"), []byte("bye\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := changes.Open(context.Background(), []string{root}, changes.Options{BulkThreshold: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	sh := shell.New(shell.Config{Dir: root})
+	defer sh.Close()
+	ex := changes.Wrap(sh, tr)
+	dir := filepath.Join(t.TempDir(), "ledger")
+	s, vkey := newKey(t, "truss/test")
+	w, err := Create(dir, "S", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewRecorder(w, Start{Model: "m", Workspace: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Settle = func() ([]tool.FileChange, error) { return tr.ScanAll(context.Background()) }
+	c := tool.Call{ID: "call_a", Op: tool.OpExec, Args: &tool.ExecArgs{Command: `mkdir d && for i in $(seq 1 40); do echo "$i" > d/f$i; done; rm gone.txt`}}
+	res := ex.Execute(context.Background(), c)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	bulk := 0
+	for _, ch := range res.Changes {
+		if ch.Files > 0 {
+			bulk++
+		}
+	}
+	if bulk != 1 {
+		t.Fatalf("changes %+v: want one bulk change", res.Changes)
+	}
+	rec.Observe(agent.Event{Type: agent.EventCallCompleted, Turn: 1,
+		Call: &model.ToolCall{ID: c.ID, Name: "t", Kind: model.ToolFunction, Input: "{}"},
+		Ops:  []tool.Call{c}, Results: []tool.Result{res},
+		Result: &model.ToolResult{CallID: c.ID, Text: res.Output}, FullText: res.Output})
+	rec.Observe(agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusCompleted}})
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, entries, err := Verify(dir, vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyWorkspace(entries, root); err != nil {
+		t.Fatalf("workspace check: %v", err)
+	}
+	for _, tc := range []struct{ name, change string }{{"d/f17", "edit"}, {"gone.txt", "back"}} {
+		p := filepath.Join(root, tc.name)
+		if err := os.WriteFile(p, []byte(tc.change), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := VerifyWorkspace(entries, root); err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Fatalf("workspace check after %s changed: %v", tc.name, err)
+		}
+		if tc.name == "gone.txt" {
+			os.Remove(p)
+		} else {
+			os.WriteFile(p, []byte("17\n"), 0o644)
+		}
+	}
+}

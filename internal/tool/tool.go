@@ -442,6 +442,28 @@ type FileChange struct {
 	// change has no digests).
 	LinkBefore string `json:"link_before,omitempty"`
 	LinkAfter  string `json:"link_after,omitempty"`
+	// Type, Mode and Size describe the file as a change found after a
+	// command saw it last (after the change, or before a deletion): Type
+	// is "fifo", "socket" or "device" for a file that is none of a
+	// regular file, a directory or a symlink (never opened, so without
+	// digests), else empty; Mode its permission bits in octal ("0644");
+	// Size its size in bytes.
+	Type string `json:"type,omitempty"`
+	Mode string `json:"mode,omitempty"`
+	Size int64  `json:"size,omitempty"`
+	// BeforeUnavailable and AfterUnavailable say why a side's digest or
+	// content is missing where a regular file was ("unreadable: …", "not
+	// kept: …", "the kept copy failed its digest check"), so that a
+	// missing content is never mistaken for a missing file.
+	BeforeUnavailable string `json:"before_unavailable,omitempty"`
+	AfterUnavailable  string `json:"after_unavailable,omitempty"`
+	// Files, when non-zero, makes this a bulk change: Files files changed
+	// beneath the directory Path ("." for a whole root), recorded as one
+	// change instead of one each. After is then the SHA-256 of AfterData,
+	// a manifest with a line per file (kind, digests before and after,
+	// size, quoted path), and Bytes their total size after the change.
+	Files int   `json:"files,omitempty"`
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // Digest returns the hex SHA-256 of b, the form FileChange uses.

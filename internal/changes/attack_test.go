@@ -1,0 +1,445 @@
+//go:build linux
+
+package changes
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// secret is what a command must never get into a change: the bytes of a
+// file outside the workspace (a signing key, say).
+const secret = "SECRET-ledger-key-5f1c9a\n"
+
+// outside makes a directory outside the workspace holding a file "key"
+// with the secret, and returns it.
+func outside(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "config")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "key"), b(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// leaks reports the changes whose contents hold the secret.
+func leaks(cs []tool.FileChange) []string {
+	var out []string
+	for _, c := range cs {
+		if bytes.Contains(c.BeforeData, b(secret)) || bytes.Contains(c.AfterData, b(secret)) {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}
+
+// storeHolds reports whether the tracker's content store holds the
+// secret.
+func storeHolds(tr *Tracker) bool {
+	_, ok, _ := tr.store.get(sum(secret))
+	return ok
+}
+
+func sum(s string) [32]byte { return sha256.Sum256(b(s)) }
+
+// TestAttackSwapDirForLink: a command flips a directory the tracker lists
+// for a symlink to a directory outside the workspace that holds a file of
+// the same name, over and over, while the tracker scans. Whatever the
+// timing, no change and nothing in the store holds the outside file's
+// bytes: every read resolves from the root's descriptor and refuses links,
+// and the file read must be the file listed.
+func TestAttackSwapDirForLink(t *testing.T) {
+	root := t.TempDir()
+	out := outside(t)
+	tr := open(t, []string{root}, Options{NoWatch: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		d, tmp, link := filepath.Join(root, "d"), filepath.Join(root, "d.new"), filepath.Join(root, "d.link")
+		for i := 0; ctx.Err() == nil; i++ {
+			// A real directory with a file "key" of its own...
+			os.RemoveAll(tmp)
+			os.Mkdir(tmp, 0o755)
+			os.WriteFile(filepath.Join(tmp, "key"), fmt.Appendf(nil, "decoy %d\n", i), 0o644)
+			os.RemoveAll(d)
+			os.Rename(tmp, d)
+			runtime.Gosched()
+			// ...swapped for a link to the outside one.
+			os.Remove(link)
+			os.Symlink(out, link)
+			os.Rename(link, d) // fails while d is a directory: then it goes first
+			if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+				os.RemoveAll(d)
+				os.Symlink(out, d)
+			}
+			runtime.Gosched()
+		}
+	})
+	deadline := time.Now().Add(3 * time.Second)
+	scans := 0
+	for time.Now().Before(deadline) {
+		got, _ := tr.Scan(context.Background())
+		scans++
+		if l := leaks(got); len(l) > 0 {
+			cancel()
+			wg.Wait()
+			t.Fatalf("scan %d: the outside file's bytes are in the changes of %v", scans, l)
+		}
+	}
+	cancel()
+	wg.Wait()
+	if storeHolds(tr) {
+		t.Fatal("the outside file's bytes are in the content store")
+	}
+	t.Logf("%d scans", scans)
+}
+
+// TestAttackLinksAndFIFOs: a command links to a file outside the
+// workspace and makes FIFOs (also one named as a file the tracker had
+// read, and one in a bulk directory). The scan ends, records each as what
+// it is (a link with its target, a FIFO by type and mode), and reads
+// neither the outside file nor a FIFO.
+func TestAttackLinksAndFIFOs(t *testing.T) {
+	for _, bulk := range []bool{false, true} {
+		t.Run(fmt.Sprint("bulk=", bulk), func(t *testing.T) {
+			root := t.TempDir()
+			layout(t, root, map[string]string{"a.txt": "alpha\n", "node_modules/m": "m\n"})
+			out := outside(t)
+			opts := Options{}
+			if bulk {
+				opts.BulkThreshold = 1
+			}
+			tr := open(t, []string{root}, opts)
+			sh(t, root, fmt.Sprintf(`ln -s %s/key x; ln -s %s dirlink; mkfifo f; rm a.txt; mkfifo a.txt; mkfifo node_modules/p`, out, out))
+			done := make(chan struct{})
+			var got []tool.FileChange
+			var err error
+			go func() {
+				defer close(done)
+				got, err = tr.Scan(context.Background())
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the scan hangs on a FIFO")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := leaks(got); len(l) > 0 || storeHolds(tr) {
+				t.Fatalf("the outside file's bytes were read: %v", l)
+			}
+			if bulk {
+				if len(got) != 1 || got[0].Path != "." || got[0].Files != 5 {
+					t.Fatalf("got %s", show(got))
+				}
+				m := string(got[0].AfterData)
+				for _, line := range []string{
+					`update fifo ` + tool.Digest(b("alpha\n")) + ` - 0 "a.txt"`,
+					`add link - - ` + fmt.Sprint(len(out)) + ` "dirlink" -> "` + out + `"`,
+					`add fifo - - 0 "f"`,
+					`add fifo - - 0 "node_modules/p"`,
+				} {
+					if !strings.Contains(m, line+"\n") {
+						t.Errorf("the manifest has no line %q:\n%s", line, m)
+					}
+				}
+				return
+			}
+			check(t, got, []want{
+				{path: "a.txt", kind: tool.ChangeUpdate, before: b("alpha\n"), typ: "fifo"},
+				{path: "dirlink", kind: tool.ChangeAdd, linkAfter: out},
+				{path: "f", kind: tool.ChangeAdd, typ: "fifo"},
+				{path: "node_modules", kind: tool.ChangeUpdate, files: 1, after: manifest(`add fifo - - 0 "node_modules/p"`)},
+				{path: "x", kind: tool.ChangeAdd, linkAfter: out + "/key"},
+			})
+			if got[0].Mode != "0644" || got[2].Mode == "" {
+				t.Errorf("modes not recorded: %q %q", got[0].Mode, got[2].Mode)
+			}
+		})
+	}
+}
+
+// TestAttackStoreOutOfReach: the content store is where commands cannot
+// reach it. A store directory inside a tracked root is refused; the pack
+// has no name in its directory, so a command that could write there finds
+// nothing to overwrite; and a content altered in the pack all the same
+// is recorded as unavailable, with the reason, never as a wrong or
+// silently missing before content.
+func TestAttackStoreOutOfReach(t *testing.T) {
+	t.Run("inside a root", func(t *testing.T) {
+		root := t.TempDir()
+		_, err := Open(context.Background(), []string{root}, Options{StoreDir: filepath.Join(root, ".cache", "changes")})
+		var se *StoreError
+		if !errors.As(err, &se) || !errors.Is(err, ErrStoreInRoot) {
+			t.Fatalf("a store inside the workspace: %v", err)
+		}
+	})
+	t.Run("overwrite the store directory", func(t *testing.T) {
+		root, store := t.TempDir(), t.TempDir()
+		layout(t, root, map[string]string{"a.txt": "alpha\n"})
+		tr := open(t, []string{root}, Options{StoreDir: store})
+		if ents, err := os.ReadDir(store); err != nil || len(ents) != 0 {
+			t.Errorf("the store's directory lists %v (%v): the pack has a name", ents, err)
+		}
+		// The command rewrites whatever it finds in the store's directory.
+		filepath.Walk(store, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && fi.Mode().IsRegular() {
+				os.WriteFile(p, bytes.Repeat([]byte("X"), int(fi.Size())), 0o600)
+			}
+			return nil
+		})
+		sh(t, root, `echo new > a.txt`)
+		got, err := tr.Scan(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, got, []want{{path: "a.txt", kind: tool.ChangeUpdate, before: b("alpha\n"), after: b("new\n")}})
+	})
+	t.Run("altered pack", func(t *testing.T) {
+		root := t.TempDir()
+		layout(t, root, map[string]string{"a.txt": "alpha\n"})
+		tr := open(t, []string{root}, Options{})
+		// What a writer holding the pack could do.
+		if _, err := tr.store.f.WriteAt([]byte("ALPHA\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		sh(t, root, `echo new > a.txt`)
+		got, err := tr.Scan(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 {
+			t.Fatalf("got %s", show(got))
+		}
+		c := got[0]
+		if c.Before != tool.Digest(b("alpha\n")) || c.BeforeData != nil || !strings.Contains(c.BeforeUnavailable, "digest check") ||
+			string(c.AfterData) != "new\n" {
+			t.Fatalf("an altered before content: %+v", c)
+		}
+	})
+}
+
+// asNobody runs f with the effective user id 65534 when the test runs as
+// root (whom no permission bits stop), so that a file with mode 000 is
+// unreadable as it is to a user; otherwise f runs as is.
+func asNobody(t *testing.T, f func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		f()
+		return
+	}
+	if err := syscall.Setresuid(-1, 65534, -1); err != nil {
+		t.Skipf("cannot change the effective user: %v", err)
+	}
+	defer func() {
+		if err := syscall.Setresuid(-1, 0, -1); err != nil {
+			panic(err) // the rest of the tests would run as nobody
+		}
+	}()
+	f()
+}
+
+// TestAttackUnreadable: a file a command makes unreadable is recorded as
+// changed, with its mode and size and why its content is missing — not as
+// deleted; a new unreadable file is recorded too; and neither is reported
+// again while nothing changes.
+func TestAttackUnreadable(t *testing.T) {
+	root := t.TempDir()
+	// Readable to the unprivileged user the scans run as.
+	for _, d := range []string{filepath.Dir(root), root} {
+		os.Chmod(d, 0o755)
+	}
+	layout(t, root, map[string]string{"a.txt": "alpha\n", "b.txt": "bravo\n"})
+	tr := open(t, []string{root}, Options{})
+	sh(t, root, `chmod 000 a.txt; printf 'hidden payload' > new.bin; chmod 000 new.bin`)
+	var got, again []tool.FileChange
+	var err, err2 error
+	asNobody(t, func() {
+		got, err = tr.Scan(context.Background())
+		again, err2 = tr.Scan(context.Background())
+	})
+	if err != nil || err2 != nil {
+		t.Fatal(err, err2)
+	}
+	if len(got) != 2 {
+		t.Fatalf("got %s", show(got))
+	}
+	a, n := got[0], got[1]
+	if a.Path != "a.txt" || a.Kind != tool.ChangeUpdate || a.Before != tool.Digest(b("alpha\n")) || string(a.BeforeData) != "alpha\n" ||
+		a.After != "" || a.Mode != "0000" || a.Size != 6 || !strings.HasPrefix(a.AfterUnavailable, "unreadable") {
+		t.Errorf("a file made unreadable: %+v", a)
+	}
+	if n.Path != "new.bin" || n.Kind != tool.ChangeAdd || n.After != "" || n.Mode != "0000" || n.Size != 14 ||
+		!strings.HasPrefix(n.AfterUnavailable, "unreadable") {
+		t.Errorf("a new unreadable file: %+v", n)
+	}
+	if len(again) != 0 {
+		t.Errorf("unchanged unreadable files reported again: %s", show(again))
+	}
+	// Made readable again: its content is recorded from then on.
+	sh(t, root, `chmod 644 new.bin`)
+	got, err = tr.Scan(context.Background())
+	if err != nil || len(got) != 1 || got[0].Path != "new.bin" || string(got[0].AfterData) != "hidden payload" ||
+		got[0].Before != "" || got[0].BeforeUnavailable == "" {
+		t.Fatalf("made readable: %s %v", show(got), err)
+	}
+}
+
+// TestBulk: more changes than the threshold are one bulk change per root,
+// listing every file by digest; below it they are reported one by one.
+func TestBulk(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script string
+		files  int
+		bulk   bool
+	}{
+		{"below", `for i in $(seq 1 10); do echo $i > f$i; done`, 10, false},
+		{"above", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true},
+		{"deletes above", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			tr := open(t, []string{root}, Options{BulkThreshold: 10})
+			sh(t, root, tc.script)
+			got, err := tr.Scan(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "deletes above" {
+				sh(t, root, `rm f*`)
+				if got, err = tr.Scan(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !tc.bulk {
+				if len(got) != tc.files {
+					t.Fatalf("got %s", show(got))
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Path != "." || got[0].Files != tc.files || got[0].After != tool.Digest(got[0].AfterData) {
+				t.Fatalf("got %s", show(got))
+			}
+			lines := strings.Split(strings.TrimSuffix(string(got[0].AfterData), "\n"), "\n")
+			want := `add file - ` + tool.Digest(b("1\n")) + ` 2 "f1"`
+			if tc.name == "deletes above" {
+				want = `delete file ` + tool.Digest(b("1\n")) + ` - 2 "f1"`
+			}
+			if len(lines) != tc.files || lines[0] != want {
+				t.Fatalf("manifest:\n%s", got[0].AfterData)
+			}
+		})
+	}
+}
+
+// TestMemoryBudget: past the budget of bytes held, a change has its
+// digests and says why its content is missing.
+func TestMemoryBudget(t *testing.T) {
+	root := t.TempDir()
+	layout(t, root, map[string]string{"a": strings.Repeat("a", 100), "b": strings.Repeat("b", 100)})
+	tr := open(t, []string{root}, Options{MaxHeld: 150, NoGit: true})
+	sh(t, root, `echo x >> a; echo y >> b`)
+	got, err := tr.Scan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("got %s", show(got))
+	}
+	var held int
+	for _, c := range got {
+		if c.Before == "" || c.After == "" {
+			t.Errorf("%s: digests missing", c.Path)
+		}
+		for _, s := range []struct {
+			data   []byte
+			reason string
+		}{{c.BeforeData, c.BeforeUnavailable}, {c.AfterData, c.AfterUnavailable}} {
+			held += len(s.data)
+			if s.data == nil && s.reason == "" {
+				t.Errorf("%s: a content missing without a reason", c.Path)
+			}
+		}
+	}
+	if held > 150 {
+		t.Errorf("%d bytes held, past the budget of 150", held)
+	}
+}
+
+// TestBulkCost: a command that creates 100,000 empty files costs the host
+// a bounded heap, one change and a manifest of a few MB.
+func TestBulkCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 100,000 files")
+	}
+	root := t.TempDir()
+	tr := open(t, []string{root}, Options{})
+	const n = 100_000
+	for d := range n / 1000 {
+		dir := filepath.Join(root, fmt.Sprintf("d%03d", d))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 1000 {
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%04d", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	runtime.GC()
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	peak := m0.HeapAlloc
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapAlloc)
+		}
+	})
+	start := time.Now()
+	got, err := tr.Scan(context.Background())
+	took := time.Since(start)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Files != n {
+		t.Fatalf("got %d changes", len(got))
+	}
+	var m1 runtime.MemStats
+	runtime.ReadMemStats(&m1)
+	t.Logf("scan of %d new files: %v, peak heap %.1f MB (%.1f MB above the baseline's), one change, manifest %.1f MB",
+		n, took.Round(time.Millisecond), float64(peak)/(1<<20), float64(peak-m0.HeapAlloc)/(1<<20), float64(len(got[0].AfterData))/(1<<20))
+	if peak > 64<<20 {
+		t.Errorf("peak heap %.1f MB, past 64 MB", float64(peak)/(1<<20))
+	}
+}
