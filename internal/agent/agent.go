@@ -20,8 +20,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -30,6 +28,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trussdev/truss/internal/compact"
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/surface"
@@ -560,15 +559,87 @@ func Truncate(s string, max int) string {
 	return fmt.Sprintf("%s\n[... %d characters (%d lines) omitted; the full output is in the session record ...]\n%s", head, omitted, lines, tail)
 }
 
+// ProjectDocMaxBytes is how much of AGENTS.md goes into the system
+// prompt, as Codex's project_doc_max_bytes: the first 32 KiB, the rest
+// left out with a note saying so.
+const ProjectDocMaxBytes = 32 << 10
+
+// ProjectDoc is a workspace's AGENTS.md as the system prompt takes it.
+type ProjectDoc struct {
+	Text      string // at most ProjectDocMaxBytes bytes, cut on a UTF-8 boundary
+	Size      int64  // the file's size when it was opened
+	Truncated bool   // the file has more than ProjectDocMaxBytes bytes
+}
+
+// ReadProjectDoc reads AGENTS.md at the top of the workspace root. A
+// command may have planted anything there, and Truss reads it outside
+// the sandbox, so it goes through a strict hostfs.Root: a symbolic link
+// (to the signing key, to /proc/self/environ, to /dev/zero) is refused,
+// so is a FIFO, socket, device or directory, and an open that would
+// wait on a file lease; the open never blocks and the read stops at
+// ProjectDocMaxBytes. A missing AGENTS.md is the zero ProjectDoc and no
+// error; a refusal is a *hostfs.Error (hostfs.Refused is true of it).
+func ReadProjectDoc(root string) (ProjectDoc, error) {
+	r, err := hostfs.OpenRoot(root)
+	if err != nil {
+		if hostfs.IsNotExist(err) {
+			return ProjectDoc{}, nil
+		}
+		return ProjectDoc{}, fmt.Errorf("the workspace root: %w", err)
+	}
+	defer r.Close()
+	f, err := r.Open("AGENTS.md")
+	if err != nil {
+		if hostfs.IsNotExist(err) {
+			return ProjectDoc{}, nil
+		}
+		return ProjectDoc{}, err
+	}
+	defer f.Close()
+	b, truncated, err := f.ReadHead(ProjectDocMaxBytes)
+	if err != nil {
+		return ProjectDoc{}, err
+	}
+	if truncated {
+		// A rune cut in two at the limit is left out whole.
+		i := len(b) - 1
+		for i > 0 && len(b)-i < utf8.UTFMax && !utf8.RuneStart(b[i]) {
+			i--
+		}
+		if i >= 0 && !utf8.FullRune(b[i:]) {
+			b = b[:i]
+		}
+	}
+	return ProjectDoc{Text: string(b), Size: f.Info.Size, Truncated: truncated}, nil
+}
+
 // SystemPrompt returns base, the workspace root, and the workspace's
-// AGENTS.md, if any.
+// AGENTS.md as ReadProjectDoc reads it. A truncated AGENTS.md is
+// followed by a note saying so; one that was refused is left out with a
+// line saying that it was not read and why, so the refusal is never
+// silent (the prompt goes to the session record and the ledger). Every
+// agent of a session, sub-agents too, gets its prompt here.
 func SystemPrompt(root, base string) string {
 	s := base + "\n\nThe workspace root is " + root + "; the shell starts there. Name files by absolute path inside it or relative to it."
-	b, err := os.ReadFile(filepath.Join(root, "AGENTS.md"))
-	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+	doc, err := ReadProjectDoc(root)
+	if err != nil {
+		return s + "\n\n" + ProjectDocRefusal(err)
+	}
+	text := strings.TrimSpace(doc.Text)
+	if text == "" {
 		return s
 	}
-	return s + "\n\n# Project instructions (AGENTS.md)\n\n" + strings.TrimSpace(string(b)) + "\n"
+	s += "\n\n# Project instructions (AGENTS.md)\n\n" + text + "\n"
+	if doc.Truncated {
+		s += fmt.Sprintf("\n[AGENTS.md is %d bytes; only its first %d bytes are included above.]\n", doc.Size, ProjectDocMaxBytes)
+	}
+	return s
+}
+
+// ProjectDocRefusal is the line the system prompt carries in place of an
+// AGENTS.md that ReadProjectDoc refused with err.
+func ProjectDocRefusal(err error) string {
+	return "[AGENTS.md was not read: " + err.Error() + ". Truss reads only a regular file named AGENTS.md at the workspace root, never through a link.]"
 }
 
 // DefaultSystem is the base system prompt.

@@ -83,7 +83,7 @@ var rules = []rule{
 		if p != "internal/agent" {
 			return ""
 		}
-		allowed := []string{"internal/model", "internal/provider", "internal/surface", "internal/tool", "internal/compact"}
+		allowed := []string{"internal/model", "internal/provider", "internal/surface", "internal/tool", "internal/compact", "internal/hostfs"}
 		return first(k.Deps, func(d string) bool { return strings.HasPrefix(d, "internal/") && !slices.Contains(allowed, d) })
 	}},
 	{"compaction knows only the transcript and the provider interface", func(p string, k pkg) string {

@@ -5,16 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 
 	"github.com/aymanbagabas/go-udiff"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/tool/fs"
 )
 
 // What an interactive session asks of an open session, beyond Run: its
@@ -117,10 +119,12 @@ func (s *Session) VerifyLedger(ctx context.Context) (LedgerState, error) {
 const MaxAttach = 256 << 10
 
 // ReadFile reads a text file of the workspace (a path relative to its
-// root, or absolute inside it) for attaching to a task: paths outside the
-// workspace, through symlinks included, directories, binary files and
-// files over MaxAttach are refused. It returns the path relative to the
-// root.
+// root, or absolute inside it) for attaching to a task. It returns the
+// path relative to the root. Paths outside the workspace are refused,
+// and so, as readAttachment says, are links, FIFOs, sockets, devices,
+// directories, binary files and files over MaxAttach (errors.Is tells
+// the hostfs refusal: hostfs.ErrLink, ErrNotRegular, ErrTooLarge,
+// ErrBusy).
 func (s *Session) ReadFile(name string) (string, []byte, error) {
 	if s.isClosed() {
 		return "", nil, ErrClosed
@@ -129,23 +133,51 @@ func (s *Session) ReadFile(name string) (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	fi, err := os.Stat(p.Abs)
-	switch {
-	case err != nil:
-		return "", nil, fmt.Errorf("%s: %w", p.Display(), err)
-	case fi.IsDir():
-		return "", nil, fmt.Errorf("%s is a directory; attach a file", p.Display())
-	case fi.Size() > MaxAttach:
-		return "", nil, fmt.Errorf("%s has %d bytes; at most %d can be attached", p.Display(), fi.Size(), MaxAttach)
-	}
-	b, err := os.ReadFile(p.Abs)
+	b, err := readAttachment(p)
 	if err != nil {
 		return "", nil, err
 	}
-	if bytes.IndexByte(b, 0) >= 0 {
-		return "", nil, fmt.Errorf("%s is a binary file", p.Display())
-	}
 	return p.Display(), b, nil
+}
+
+// readAttachment reads the file p names for ReadFile. A command may
+// change the workspace between p's resolution and this read, so the
+// path is not trusted: the file is opened by its name relative to p's
+// root through a strict hostfs.Root (attachments are Truss's own reads:
+// no symbolic link at all, wherever it leads), without blocking (a
+// FIFO, socket or device is refused, as is an open a file lease would
+// make wait), and read up to MaxAttach bytes.
+func readAttachment(p fs.Resolved) ([]byte, error) {
+	r, err := hostfs.OpenRoot(p.RootDir())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Display(), err)
+	}
+	defer r.Close()
+	f, err := r.Open(filepath.ToSlash(p.Rel))
+	if err != nil {
+		return nil, attachErr(p, err)
+	}
+	defer f.Close()
+	b, err := f.ReadAll(MaxAttach)
+	if err != nil {
+		return nil, attachErr(p, err)
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return nil, fmt.Errorf("%s is a binary file; only text files can be attached", p.Display())
+	}
+	return b, nil
+}
+
+// attachErr words a hostfs error of reading p for the user.
+func attachErr(p fs.Resolved, err error) error {
+	var he *hostfs.Error
+	if !hostfs.Refused(err) || !errors.As(err, &he) {
+		return fmt.Errorf("%s: %w", p.Display(), err)
+	}
+	if errors.Is(err, hostfs.ErrTooLarge) {
+		return fmt.Errorf("%s %w: at most %d bytes can be attached", p.Display(), he.Err, MaxAttach)
+	}
+	return fmt.Errorf("%s %w; only a regular file of the workspace, named without symbolic links, can be attached", p.Display(), he.Err)
 }
 
 // ChangeLog is an agent.Observer that keeps every file change the calls

@@ -13,13 +13,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -32,14 +31,39 @@ type Env struct {
 	Source string `json:"source"`
 }
 
+// MaxMarker is how much of a marker file (package.json, pyproject.toml,
+// Makefile, ...) Detect reads: the first MaxMarker bytes.
+const MaxMarker = 1 << 20
+
+var makeTest = regexp.MustCompile(`(?m)^test\s*:`)
+
 // Detect finds the test command of the repository at root: go.mod → go
 // test ./...; package.json with a test script → npm test; Cargo.toml →
 // cargo test; pyproject.toml, pytest.ini, setup.cfg or tox.ini with pytest,
 // or a tests directory beside a setup.py → python -m pytest -q; a Makefile
 // with a test target → make test. It reports false when none applies.
+//
+// Commands may have planted anything at those names, and Detect runs on
+// the host, so the markers are looked at through a strict hostfs.Root:
+// a marker that is a symbolic link, a FIFO, a socket or a device (tests
+// one that is not a directory) counts as absent, no open blocks, and at
+// most MaxMarker bytes of each are read (a package.json cut there does
+// not parse, and so names no test script).
 func Detect(root string) (Env, bool) {
-	has := func(name string) bool { _, err := os.Stat(filepath.Join(root, name)); return err == nil }
-	read := func(name string) string { b, _ := os.ReadFile(filepath.Join(root, name)); return string(b) }
+	r, err := hostfs.OpenRoot(root)
+	if err != nil {
+		return Env{}, false
+	}
+	defer r.Close()
+	isDir := func(name string) bool { i, err := r.Lstat(name); return err == nil && i.IsDir() }
+	has := func(name string) bool { i, err := r.Lstat(name); return err == nil && i.IsRegular() }
+	read := func(name string) string {
+		b, _, err := r.ReadHead(name, MaxMarker)
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}
 	switch {
 	case has("go.mod"):
 		return Env{Test: "go test ./...", Source: "go.mod"}, true
@@ -60,10 +84,10 @@ func Detect(root string) (Env, bool) {
 			return Env{Test: "python -m pytest -q", Source: f}, true
 		}
 	}
-	if has("setup.py") && has("tests") {
+	if has("setup.py") && isDir("tests") {
 		return Env{Test: "python -m pytest -q", Source: "setup.py"}, true
 	}
-	if mk := read("Makefile"); regexp.MustCompile(`(?m)^test\s*:`).MatchString(mk) {
+	if makeTest.MatchString(read("Makefile")) {
 		return Env{Test: "make test", Source: "Makefile"}, true
 	}
 	return Env{}, false

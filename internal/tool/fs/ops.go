@@ -3,7 +3,6 @@ package fs
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,10 +13,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/tool"
 )
-
-var randRead = rand.Read
 
 // Options bound what the executor reads and set what it creates.
 type Options struct {
@@ -123,7 +121,7 @@ func (e *Executor) maxBytes() int64 {
 	if e.Opts.MaxFileBytes > 0 {
 		return e.Opts.MaxFileBytes
 	}
-	return 256 << 20
+	return DefaultMaxFileBytes
 }
 
 // read reads a regular file, with typed errors for a missing file or a directory.
@@ -138,7 +136,7 @@ func (e *Executor) read(p Resolved, name string) ([]byte, fs.FileInfo, error) {
 	if fi.Size() > e.maxBytes() {
 		return nil, fi, tool.Errorf(tool.ErrInvalidInput, "the file %s is %d bytes, more than the %d bytes a tool reads", name, fi.Size(), e.maxBytes())
 	}
-	b, err := p.ReadFile()
+	b, err := p.ReadFileMax(e.maxBytes())
 	if err != nil {
 		return nil, fi, ioErr("read", name, err)
 	}
@@ -498,12 +496,11 @@ func (e *Executor) List(a *tool.ListArgs) (tool.Result, error) {
 	if limit <= 0 {
 		limit = 10000
 	}
-	fsys := p.FS()
 	base := strings.TrimPrefix(pathSlash(p.Rel), "./")
 	var entries []tool.Entry
 	truncated := false
 	errStop := errors.New("stop")
-	err = fs.WalkDir(fsys, base, func(fp string, d fs.DirEntry, err error) error {
+	err = p.walk(func(fp string, info hostfs.Info, err error) error {
 		if fp == base {
 			return err
 		}
@@ -512,7 +509,7 @@ func (e *Executor) List(a *tool.ListArgs) (tool.Result, error) {
 			rel = fp
 		}
 		if strings.HasPrefix(path.Base(rel), ".") {
-			if d != nil && d.IsDir() {
+			if err == nil && info.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
@@ -524,12 +521,8 @@ func (e *Executor) List(a *tool.ListArgs) (tool.Result, error) {
 			truncated = true
 			return errStop
 		}
-		var size int64
-		if info, ierr := d.Info(); ierr == nil {
-			size = info.Size()
-		}
-		entries = append(entries, tool.Entry{Path: rel, IsDir: d.IsDir(), Size: size})
-		if d.IsDir() && strings.Count(rel, "/")+1 >= depth {
+		entries = append(entries, tool.Entry{Path: rel, IsDir: info.IsDir(), Size: info.Size})
+		if info.IsDir() && strings.Count(rel, "/")+1 >= depth {
 			return fs.SkipDir
 		}
 		return nil
@@ -625,9 +618,9 @@ func (e *Executor) Delete(a *tool.DeleteArgs) (tool.Result, error) {
 		if !a.Recursive {
 			return tool.Result{}, isDir(a.Path)
 		}
-		fs.WalkDir(p.FS(), pathSlash(p.Rel), func(fp string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
-				if b, rerr := p.root.r.ReadFile(fp); rerr == nil {
+		p.walk(func(fp string, info hostfs.Info, err error) error {
+			if err == nil && info.IsRegular() {
+				if b, rerr := p.root.h.ReadFile(fp, DefaultMaxFileBytes); rerr == nil {
 					rel := fp
 					if !p.primary {
 						rel = p.root.dir + "/" + fp
@@ -721,11 +714,11 @@ func moves(from, to Resolved, fi fs.FileInfo) []tool.FileChange {
 	}
 	var changes []tool.FileChange
 	base := pathSlash(from.Rel)
-	fs.WalkDir(from.FS(), base, func(fp string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
+	from.walk(func(fp string, info hostfs.Info, err error) error {
+		if err != nil || !info.IsRegular() {
 			return nil
 		}
-		b, rerr := from.root.r.ReadFile(fp)
+		b, rerr := from.root.h.ReadFile(fp, DefaultMaxFileBytes)
 		if rerr != nil {
 			return nil
 		}

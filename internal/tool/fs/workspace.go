@@ -2,14 +2,25 @@
 //
 // Every path is resolved against the workspace root. Relative paths are taken
 // relative to the root; absolute paths must lie inside the root or one of the
-// configured extra roots. All reads and writes go through os.Root, so a path
-// that leads outside its root — through "..", an absolute path or a symlink,
-// even one swapped in between check and use — is refused by the kernel-level
-// resolution and nothing outside is read or written.
+// configured extra roots. All reads and writes are resolved beneath a
+// descriptor of the root (os.Root, and a hostfs.Root that follows only
+// links staying beneath it), so a path that leads outside its root —
+// through "..", an absolute path or a symlink, even one swapped in between
+// check and use — is refused by the kernel-level resolution and nothing
+// outside is read or written.
 //
-// Writes are atomic: the new content goes to a temporary file in the same
-// directory, is synced, takes the old file's mode, and is renamed over the
-// target.
+// A command in the sandbox can plant anything in a root, and the tools run
+// on the host, so no open blocks: files are read through hostfs, opened
+// O_NONBLOCK and fstat'ed, and anything but a regular file (a FIFO, a
+// socket, a device) is refused with an ErrUnsupported error the model
+// reads, as is an open a file lease would make wait (ErrIO); reads are
+// capped; listings open each directory O_DIRECTORY beneath its parent.
+//
+// Writes are atomic (hostfs.Root.WriteFile): the new content goes to a
+// file created O_EXCL|O_NOFOLLOW in a descriptor of the target's
+// directory, is synced, takes the old file's mode, and is renamed over
+// the target in that same directory, so a link planted at either name is
+// replaced, never written through.
 //
 // Some paths are read-only to every operation, whatever the roots allow:
 // every .git (a directory or a "gitdir:" file, at any depth of any root, in
@@ -25,11 +36,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -112,6 +125,9 @@ type root struct {
 	alias    []string // other spellings of dir (the unresolved form)
 	readOnly bool
 	r        *os.Root
+	// h is the same directory for reads, listings and writes that must
+	// never block: links are followed only while they stay beneath it.
+	h *hostfs.Root
 }
 
 // Open opens a workspace rooted at dir with optional extra roots.
@@ -139,7 +155,13 @@ func OpenWith(dir string, o WorkspaceOptions) (*Workspace, error) {
 			w.Close()
 			return nil, fmt.Errorf("workspace root %q: %w", s.Path, err)
 		}
-		rt := root{dir: real, readOnly: s.ReadOnly, r: r}
+		h, err := hostfs.OpenRootWith(real, hostfs.Options{Beneath: true})
+		if err != nil {
+			r.Close()
+			w.Close()
+			return nil, fmt.Errorf("workspace root %q: %w", s.Path, err)
+		}
+		rt := root{dir: real, readOnly: s.ReadOnly, r: r, h: h}
 		if abs != real {
 			rt.alias = []string{abs}
 		}
@@ -178,12 +200,9 @@ func OpenWith(dir string, o WorkspaceOptions) (*Workspace, error) {
 // "gitdir:" file (a worktree or a submodule), symlinks resolved; "" when
 // there is none.
 func gitdirOf(dir string) string {
-	g := filepath.Join(dir, ".git")
-	fi, err := os.Lstat(g)
-	if err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	b, err := os.ReadFile(g)
+	// A .git directory, a link or a FIFO in its place is no gitdir file;
+	// the read never blocks and stops at 64 KiB.
+	b, err := hostfs.ReadFileIn(dir, ".git", 64<<10)
 	if err != nil {
 		return ""
 	}
@@ -205,6 +224,7 @@ func gitdirOf(dir string) string {
 func (w *Workspace) Close() error {
 	for _, r := range w.roots {
 		r.r.Close()
+		r.h.Close()
 	}
 	return nil
 }
@@ -220,6 +240,10 @@ type Resolved struct {
 	Rel     string // relative to the root, OS separators; "." for the root itself
 	Abs     string // absolute path (for messages)
 }
+
+// RootDir returns the directory of the root p lies in (absolute,
+// symlinks resolved), for a caller that opens p by its Rel beneath it.
+func (p Resolved) RootDir() string { return p.root.dir }
 
 // Display returns the path relative to the primary root when it lies there,
 // else the absolute path; '/' separated.
@@ -346,8 +370,8 @@ func (p Resolved) protected() error {
 		if why != "" {
 			break
 		}
-		fs.WalkDir(p.FS(), filepath.ToSlash(p.Rel), func(_ string, d fs.DirEntry, err error) error {
-			if err == nil && isGit(d.Name()) {
+		p.walk(func(_ string, info hostfs.Info, err error) error {
+			if err == nil && isGit(info.Name()) {
 				why = "a directory holding a .git, which is read-only to every tool"
 				return fs.SkipAll
 			}
@@ -365,18 +389,104 @@ func (p Resolved) protected() error {
 // (a case-insensitive file system takes .GIT for .git).
 func isGit(name string) bool { return strings.EqualFold(name, ".git") }
 
-// ReadFile reads the file at p.
-func (p Resolved) ReadFile() ([]byte, error) { return p.root.r.ReadFile(p.Rel) }
+// DefaultMaxFileBytes is the most ReadFile reads of one file.
+const DefaultMaxFileBytes = 256 << 20
+
+// ReadFile reads the regular file at p, at most DefaultMaxFileBytes: see
+// ReadFileMax.
+func (p Resolved) ReadFile() ([]byte, error) { return p.ReadFileMax(DefaultMaxFileBytes) }
+
+// ReadFileMax reads the regular file at p, at most max bytes, without
+// ever blocking: it is opened O_NONBLOCK beneath its root (links followed
+// while they stay beneath it) and fstat'ed. A FIFO, socket, device or
+// directory is refused (ErrUnsupported), so is an open that a file lease
+// would make wait (ErrIO), a link leading outside the root
+// (ErrOutsideRoot) and a file over max (ErrInvalidInput): each a
+// *tool.Error naming p. Other errors (a missing file, a permission) are
+// returned as the OS gave them, for errors.Is.
+func (p Resolved) ReadFileMax(max int64) ([]byte, error) {
+	b, err := p.root.h.ReadFile(filepath.ToSlash(p.Rel), max)
+	if err != nil {
+		return nil, refusal(p.Display(), err)
+	}
+	return b, nil
+}
 
 // Stat stats the file at p, following symlinks inside the root.
 func (p Resolved) Stat() (fs.FileInfo, error) { return p.root.r.Stat(p.Rel) }
 
-// FS returns an fs.FS of the root, for walking.
-func (p Resolved) FS() fs.FS { return p.root.r.FS() }
+// walk calls fn for p and, when p is a directory, for everything beneath
+// it, in lexical order, depth first, as fs.WalkDir does: name is
+// slash-separated relative to the root, info is what fstatat said (links
+// below p are reported, not descended into). Each directory is opened
+// O_DIRECTORY|O_NONBLOCK by its name beneath the root's descriptor, so a
+// directory swapped for a FIFO or for a link leading outside is an error
+// for fn (called a second time for that directory, as fs.WalkDir does),
+// never a hang nor a listing outside; one swapped for a link that stays
+// beneath the root is listed as the link's target. fn's SkipDir skips a
+// directory, SkipAll ends the walk.
+func (p Resolved) walk(fn func(name string, info hostfs.Info, err error) error) error {
+	base := filepath.ToSlash(p.Rel)
+	info, err := p.root.h.Lstat(base)
+	if err == nil && info.Mode&fs.ModeSymlink != 0 {
+		// p itself may be a link that stays beneath the root.
+		if d, derr := p.root.h.OpenDir(base); derr == nil {
+			d.Close()
+			info.Mode = info.Mode&^fs.ModeSymlink | fs.ModeDir
+		}
+	}
+	if err != nil {
+		err = fn(base, info, err)
+	} else if err = fn(base, info, nil); err == nil && info.IsDir() {
+		err = walkDir(p.root.h, base, fn)
+	}
+	if errors.Is(err, fs.SkipDir) || errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+// walkDir lists dir beneath h and calls fn for each entry, descending
+// into directories: see Resolved.walk.
+func walkDir(h *hostfs.Root, dir string, fn func(string, hostfs.Info, error) error) error {
+	d, err := h.OpenDir(dir)
+	var ents []hostfs.Entry
+	if err == nil {
+		ents, err = d.ReadDir()
+		d.Close()
+	}
+	if err != nil {
+		info, _ := h.Lstat(dir)
+		if err = fn(dir, info, err); err != nil {
+			if errors.Is(err, fs.SkipDir) {
+				return nil
+			}
+			return err
+		}
+		return nil
+	}
+	for _, e := range ents {
+		name := path.Join(dir, e.Name)
+		err := fn(name, e.Info, nil)
+		if err == nil && e.Info.IsDir() {
+			err = walkDir(h, name, fn)
+		}
+		if errors.Is(err, fs.SkipDir) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // WriteFileMode writes data to p atomically, creating parent directories.
 // The file keeps its mode when it exists; a new file gets fileMode and new
-// directories dirMode (0 for 0644 and 0755, less the umask).
+// directories dirMode (0 for 0644 and 0755, less the umask). The write is
+// hostfs.Root.WriteFile's: never through a link planted at p or at its
+// temporary name, the directory held open from the temporary file's
+// creation to the rename.
 func (p Resolved) WriteFileMode(data []byte, fileMode, dirMode fs.FileMode) error {
 	if err := p.writable(); err != nil {
 		return err
@@ -401,46 +511,34 @@ func (p Resolved) WriteFileMode(data []byte, fileMode, dirMode fs.FileMode) erro
 			return ioErr("create the directory for", p.Display(), err)
 		}
 	}
-	tmp, f, err := createTemp(r, dir, filepath.Base(p.Rel), mode)
-	if err != nil {
-		return ioErr("write", p.Display(), err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		// The create mode was filtered by the umask; an existing file's
-		// mode is restored exactly.
-		err = r.Chmod(tmp, mode)
-	}
-	if err == nil {
-		err = r.Rename(tmp, p.Rel)
-	}
-	if err != nil {
-		r.Remove(tmp)
-		return ioErr("write", p.Display(), err)
+	if err := p.root.h.WriteFile(filepath.ToSlash(p.Rel), data, mode); err != nil {
+		return ioErr("write", p.Display(), refusal(p.Display(), err))
 	}
 	return nil
 }
 
-func createTemp(r *os.Root, dir, base string, mode fs.FileMode) (string, *os.File, error) {
-	var buf [8]byte
-	for range 100 {
-		if _, err := randRead(buf[:]); err != nil {
-			return "", nil, err
-		}
-		name := filepath.Join(dir, fmt.Sprintf(".%s.truss-%x.tmp", base, buf))
-		f, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		return name, f, err
+// refusal turns hostfs's refusals into the tool errors the model reads;
+// other errors are returned as they are.
+func refusal(path string, err error) error {
+	reason := err
+	var he *hostfs.Error
+	if errors.As(err, &he) {
+		reason = he.Err
 	}
-	return "", nil, errors.New("could not create a temporary file")
+	switch {
+	case errors.Is(err, hostfs.ErrEscapes), errors.Is(err, hostfs.ErrLink):
+		return outside(path)
+	case errors.Is(err, hostfs.ErrNotRegular):
+		return &tool.Error{Kind: tool.ErrUnsupported, Path: path, Err: err,
+			Message: fmt.Sprintf("the path %s %v; Truss reads and edits only regular files", path, reason)}
+	case errors.Is(err, hostfs.ErrBusy):
+		return &tool.Error{Kind: tool.ErrIO, Path: path, Err: err,
+			Message: fmt.Sprintf("the file %s is held by another process with a file lease; Truss does not wait for it, try again later", path)}
+	case errors.Is(err, hostfs.ErrTooLarge):
+		return &tool.Error{Kind: tool.ErrInvalidInput, Path: path, Err: err,
+			Message: fmt.Sprintf("the file %s %v: more than a tool reads", path, reason)}
+	}
+	return err
 }
 
 func isDir(path string) error {

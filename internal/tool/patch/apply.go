@@ -118,7 +118,7 @@ func (e *Engine) PlanPatch(p *Patch) (*Plan, error) {
 			added = append(added, h.Path)
 		case Delete:
 			if _, err := s.read(h.Path); err != nil {
-				if tool.KindOf(err) == tool.ErrOutsideRoot {
+				if kindOf(err) != "" {
 					return nil, err
 				}
 				return nil, &Error{fmt.Sprintf("Failed to delete file %s", h.Path)}

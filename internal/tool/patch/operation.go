@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -213,10 +214,12 @@ func UpdateContent(content, diff string) (string, error) {
 	return buf.String(), nil
 }
 
-// kindOf returns the kind of a confinement error, which passes through as
-// it is; "" for the others.
+// kindOf returns the kind of an error that passes through as it is: a
+// confinement error, or the workspace's refusal of a file it does not
+// open (a FIFO, socket or device, a file lease, a file over the size a
+// tool reads; see tfs.Resolved.ReadFileMax); "" for the others.
 func kindOf(err error) tool.ErrorKind {
-	if k := tool.KindOf(err); k == tool.ErrOutsideRoot {
+	if k := tool.KindOf(err); k == tool.ErrOutsideRoot || k != "" && hostfs.Refused(err) {
 		return k
 	}
 	return ""

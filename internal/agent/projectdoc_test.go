@@ -1,0 +1,173 @@
+package agent_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/hostfs"
+)
+
+// promptWithin returns SystemPrompt(root) or fails the test when it does
+// not return within a generous deadline: a hang detector, not a timing
+// assertion (a blocked open of a FIFO never returns at all).
+func promptWithin(t *testing.T, root string) string {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() { done <- agent.SystemPrompt(root, agent.DefaultSystem) }()
+	select {
+	case s := <-done:
+		return s
+	case <-time.After(30 * time.Second):
+		t.Fatal("SystemPrompt hangs on what a command planted as AGENTS.md")
+		return ""
+	}
+}
+
+// TestSystemPromptRefusesPlantedAgentsMD plants AGENTS.md as a command
+// in the sandbox could: links to a secret outside the workspace, to
+// Truss's own environment, to /dev/zero, a FIFO, a socket, a directory.
+// None of them may reach the prompt, hang or grow the host; each is
+// refused with a line in the prompt saying so.
+func TestSystemPromptRefusesPlantedAgentsMD(t *testing.T) {
+	const secret = "SIGNING-KEY-4f1c9e"
+	outside := t.TempDir()
+	key := filepath.Join(outside, "ledger.key")
+	if err := os.WriteFile(key, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TRUSS_TEST_ENV_SECRET", secret)
+
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, ws string)
+		want  error // what ReadProjectDoc's error wraps
+	}{
+		{"link to a key outside", func(t *testing.T, ws string) {
+			symlink(t, key, filepath.Join(ws, "AGENTS.md"))
+		}, hostfs.ErrLink},
+		{"link to the process environment", func(t *testing.T, ws string) {
+			symlink(t, "/proc/self/environ", filepath.Join(ws, "AGENTS.md"))
+		}, hostfs.ErrLink},
+		{"link to /dev/zero", func(t *testing.T, ws string) {
+			symlink(t, "/dev/zero", filepath.Join(ws, "AGENTS.md"))
+		}, hostfs.ErrLink},
+		{"relative link to a file beneath the root", func(t *testing.T, ws string) {
+			if err := os.WriteFile(filepath.Join(ws, "real.md"), []byte(secret), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			symlink(t, "real.md", filepath.Join(ws, "AGENTS.md"))
+		}, hostfs.ErrLink},
+		{"FIFO", func(t *testing.T, ws string) {
+			if err := syscall.Mkfifo(filepath.Join(ws, "AGENTS.md"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, hostfs.ErrNotRegular},
+		{"directory", func(t *testing.T, ws string) {
+			if err := os.Mkdir(filepath.Join(ws, "AGENTS.md"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, hostfs.ErrNotRegular},
+		{"socket", func(t *testing.T, ws string) {
+			fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Close(fd) })
+			if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: filepath.Join(ws, "AGENTS.md")}); err != nil {
+				t.Fatal(err)
+			}
+		}, hostfs.ErrNotRegular},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			tc.plant(t, ws)
+			p := promptWithin(t, ws)
+			if strings.Contains(p, secret) {
+				t.Fatalf("the secret reached the system prompt:\n%s", p)
+			}
+			if strings.Contains(p, "# Project instructions (AGENTS.md)") {
+				t.Errorf("a planted AGENTS.md was taken as instructions:\n%s", p)
+			}
+			if !strings.Contains(p, "[AGENTS.md was not read: ") {
+				t.Errorf("the refusal is not in the prompt:\n%s", p)
+			}
+			if len(p) > 4096 {
+				t.Errorf("prompt of %d bytes for a refused AGENTS.md", len(p))
+			}
+			_, err := agent.ReadProjectDoc(ws)
+			if !errors.Is(err, tc.want) || !hostfs.Refused(err) {
+				t.Errorf("ReadProjectDoc: %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSystemPromptProjectDoc: a regular AGENTS.md goes in whole up to 32
+// KiB; a larger one is cut there (on a rune boundary) with a note; a
+// missing or empty one adds nothing.
+func TestSystemPromptProjectDoc(t *testing.T) {
+	big := strings.Repeat("é", agent.ProjectDocMaxBytes/2) + "TAIL-NOT-INCLUDED"
+	odd := "x" + strings.Repeat("é", agent.ProjectDocMaxBytes/2) // a rune cut at the limit
+	tests := []struct {
+		name      string
+		content   *string
+		wantIn    []string
+		wantOut   []string
+		truncated bool
+	}{
+		{"missing", nil, nil, []string{"AGENTS.md"}, false},
+		{"empty", ptr("  \n"), nil, []string{"AGENTS.md"}, false},
+		{"small", ptr("Run make test.\n"), []string{"# Project instructions (AGENTS.md)\n\nRun make test.\n"}, []string{"not read", "only its first"}, false},
+		{"exactly the limit", ptr(strings.Repeat("a", agent.ProjectDocMaxBytes)), []string{strings.Repeat("a", agent.ProjectDocMaxBytes)}, []string{"only its first"}, false},
+		{"over the limit", &big, []string{"only its first 32768 bytes are included"}, []string{"TAIL-NOT-INCLUDED"}, true},
+		{"a rune across the limit", &odd, []string{"only its first 32768 bytes"}, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			if tc.content != nil {
+				if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte(*tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := promptWithin(t, ws)
+			for _, w := range tc.wantIn {
+				if !strings.Contains(p, w) {
+					t.Errorf("prompt lacks %.80q", w)
+				}
+			}
+			for _, w := range tc.wantOut {
+				if strings.Contains(p, w) {
+					t.Errorf("prompt has %.80q", w)
+				}
+			}
+			if !utf8.ValidString(p) {
+				t.Error("prompt is not valid UTF-8")
+			}
+			doc, err := agent.ReadProjectDoc(ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc.Truncated != tc.truncated || len(doc.Text) > agent.ProjectDocMaxBytes {
+				t.Errorf("doc: truncated %v, %d bytes; want truncated %v, at most %d", doc.Truncated, len(doc.Text), tc.truncated, agent.ProjectDocMaxBytes)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+func symlink(t *testing.T, target, name string) {
+	t.Helper()
+	if err := os.Symlink(target, name); err != nil {
+		t.Fatal(err)
+	}
+}
