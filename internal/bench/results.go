@@ -3,13 +3,14 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // RunKey names one run: a task, an arm and a repeat.
@@ -207,26 +208,5 @@ func OpenPredictions(path string, keep func(instanceID string) bool) (*Journal, 
 // WriteFileAtomic writes a file through a synced temporary file renamed
 // into place.
 func WriteFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return errors.Join(fmt.Errorf("write %s", path), err)
-	}
-	return nil
+	return hostfs.WriteFileAtomic(path, data, 0o644)
 }

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/model"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // Meta describes a session.
@@ -190,17 +192,12 @@ func (s *Session) Replace(items []model.Item) error {
 		buf = append(append(buf, b...), '\n')
 	}
 	cur := filepath.Join(s.dir, "transcript.jsonl")
-	tmp := filepath.Join(s.dir, ".transcript.jsonl.tmp")
-	if err := writeSynced(tmp, buf); err != nil {
-		return fmt.Errorf("session %s: replace the transcript: %w", s.Meta.ID, err)
-	}
 	for n := 1; ; n++ {
 		err := os.Link(cur, filepath.Join(s.dir, fmt.Sprintf("transcript-%d.jsonl", n)))
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			os.Remove(tmp)
 			return fmt.Errorf("session %s: keep the replaced transcript: %w", s.Meta.ID, err)
 		}
 	}
@@ -208,14 +205,12 @@ func (s *Session) Replace(items []model.Item) error {
 		s.f.Close()
 		s.f = nil
 	}
-	if err := os.Rename(tmp, cur); err != nil {
-		os.Remove(tmp)
+	if err := hostfs.WriteFileAtomic(cur, buf, 0o600); err != nil {
 		if oerr := s.open(); oerr != nil {
 			return errors.Join(fmt.Errorf("session %s: replace the transcript: %w", s.Meta.ID, err), oerr)
 		}
 		return fmt.Errorf("session %s: replace the transcript: %w", s.Meta.ID, err)
 	}
-	syncDir(s.dir)
 	return s.open()
 }
 
@@ -234,33 +229,6 @@ func (s *Session) Transcripts() ([]string, error) {
 	}
 }
 
-// writeSynced writes b to a new file at path and makes it durable.
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir makes a directory's entries durable (best effort).
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-}
-
 // SaveMeta writes meta.json atomically.
 func (s *Session) SaveMeta() error {
 	s.Meta.Updated = time.Now().UTC()
@@ -268,11 +236,10 @@ func (s *Session) SaveMeta() error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(s.dir, ".meta.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	if err := hostfs.WriteFileAtomic(filepath.Join(s.dir, "meta.json"), b, 0o600); err != nil {
 		return fmt.Errorf("session %s: %w", s.Meta.ID, err)
 	}
-	return os.Rename(tmp, filepath.Join(s.dir, "meta.json"))
+	return nil
 }
 
 // Close closes the transcript file.

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 
 	"github.com/trussdev/truss/internal/bench"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // ResultsFile and ManifestFile are the names of the results and of the
@@ -119,30 +121,8 @@ func WriteManifest(dir string, m Manifest) error {
 // writeFileAtomic writes data to path through a temporary file in the same
 // directory, synced and renamed over path: readers see the old file or the
 // new one, never a part.
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+func writeFileAtomic(path string, data []byte) error {
+	return hostfs.WriteFileAtomic(path, data, 0o644)
 }
 
 // LineError is a line of results.jsonl that is not a result.

@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trussdev/truss/internal/queue"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // Net is where a benchmark's queue lives: an existing NATS deployment
@@ -165,17 +167,5 @@ func redact(u string) string {
 }
 
 func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return hostfs.WriteFileAtomic(path, data, 0o600)
 }
