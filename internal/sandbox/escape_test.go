@@ -189,7 +189,8 @@ func TestEscapes(t *testing.T) {
 }
 
 // TestNetworkOff: TCP and UDP to a listener on the host's loopback do not
-// arrive; with the network on, they do.
+// arrive (the sandbox's 127.0.0.1 is its own loopback, where a datagram
+// can be sent to nobody); with the network on, they do.
 func TestNetworkOff(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -223,7 +224,7 @@ func TestNetworkOff(t *testing.T) {
 
 	off := newBox(t, sandbox.WorkspaceWrite, false)
 	r := off.run(t, attempt, 0)
-	if strings.Contains(r.Stdout, "tcp-open") || strings.Contains(r.Stdout, "udp-sent") {
+	if strings.Contains(r.Stdout, "tcp-open") {
 		t.Errorf("the network is reachable with --network off: %q %q", r.Stdout, r.Stderr)
 	}
 	select {

@@ -5,3 +5,8 @@ func ChooseHelperFor(self string, writable []string) string { return chooseHelpe
 
 // HelperRoots is Policy.helperRoots, for the tests.
 func HelperRoots(p Policy) []string { return p.helperRoots() }
+
+// SocketDirs is socketDirs, for the tests.
+func SocketDirs(sshAuthSock, home string, keep []string) ([]string, string) {
+	return socketDirs(sshAuthSock, home, keep)
+}

@@ -10,18 +10,22 @@
 // network, IPC and UTS namespaces. The helper, alone in those namespaces,
 // joins the session's cgroups (pids, memory, a low CPU weight), makes its
 // mounts private, mounts a fresh /proc (so the harness's processes and
-// their environment are invisible), binds the protected paths (a
-// workspace's .git) read-only, sets resource limits, applies a Landlock
-// ruleset (read everywhere, write only the writable roots; no TCP, and no
-// Unix socket outside the sandbox, when the network is off; no signals
-// outside it), loads a seccomp filter (no other architecture's calls, no
-// ptrace, no io_uring, no mounts, no namespaces, no typing into a
-// terminal; no sockets but Unix ones, and none of those reaching outside,
-// when the network is off), closes every descriptor but the standard
-// streams, and only then executes bash. Everything the shell runs inherits
-// all of it, and when the shell is killed at a timeout, the PID namespace
-// takes every process it started down with it. A watcher ends a fork bomb
-// or a command past the disk budget as soon as it sees one, and Guard tells
+// their environment are invisible) and a devpts of its own (the user's
+// terminals are not there to be opened), binds the protected paths (a
+// workspace's .git) read-only, covers the hidden ones, sets resource
+// limits, applies a Landlock ruleset (read everywhere, write only the
+// writable roots; no signals outside the sandbox), loads a seccomp filter
+// (no other architecture's calls, no ptrace, no io_uring, no mounts or
+// unmounts, no namespaces, no typing into a terminal), closes every
+// descriptor but the standard streams, and only then executes bash. With
+// the network off, the network namespace has only its loopback, up: TCP
+// and UDP work inside it and reach nothing outside; /tmp is the sandbox's
+// own, and /run, the SSH agent's directory and every Unix socket of the
+// host's are covered, so the sandbox's own Unix servers work and the
+// host's cannot be reached. Everything the shell runs inherits all of
+// it, and when the shell is killed at a timeout, the PID namespace takes
+// every process it started down with it. A watcher ends a fork bomb or a
+// command past the disk budget as soon as it sees one, and Guard tells
 // the shell which limit a command broke.
 //
 // What a host can enforce varies: Probe reports it and Plan turns a Policy
@@ -90,14 +94,25 @@ type Policy struct {
 	Workspace string `json:"workspace"`
 	// Writable are further writable roots (--add-dir, caches).
 	Writable []string `json:"writable,omitempty"`
+	// Readable are further roots commands read but never write
+	// (--add-dir-ro). Everything is readable anyway; they are named so
+	// that they stay visible at their paths where the sandbox replaces a
+	// directory with one of its own (/tmp).
+	Readable []string `json:"readable,omitempty"`
 	// Protected are paths kept read-only inside writable roots (a
 	// workspace's .git and its resolved gitdir); missing ones are skipped.
 	Protected []string `json:"protected,omitempty"`
 	// Hidden are files and directories sandboxed processes must not read
 	// at all, though the policy reads everywhere: the ledger's signing key
-	// (a process that read it could forge a ledger) and the saved
-	// sessions. A directory is covered by an empty one, a file by an
-	// empty file; missing ones are skipped. Only with namespaces.
+	// (a process that read it could forge a ledger), the saved sessions
+	// and the user's credentials (DefaultHiddenCredentials). A directory
+	// is covered by an empty read-only one, a file by an empty file, each
+	// when a shell's helper starts (symbolic links followed); a path
+	// missing then is skipped: a command can make one only where it may
+	// write (then what it reads is its own), and a file that appears
+	// later is hidden from the shells started after it. Covers cannot be
+	// taken off by any command, an escalation's included (seccomp refuses
+	// every unmount and mount). Only with namespaces.
 	Hidden []string `json:"hidden,omitempty"`
 	// TempDir is the session's temporary directory, always writable.
 	TempDir string `json:"temp_dir"`
@@ -215,6 +230,39 @@ func FormatSize(n int64) string {
 // are the session's own to Writable.
 func DefaultPolicy(workspace, tempDir string) Policy {
 	return Policy{Mode: WorkspaceWrite, Workspace: workspace, TempDir: tempDir, Protected: GitPaths(workspace)}
+}
+
+// credentialPaths are the user's credentials below the home directory,
+// hidden from commands by default: keys, cloud and cluster credentials,
+// registry and package-index tokens, password files.
+var credentialPaths = []string{
+	".ssh", ".gnupg", ".password-store", ".local/share/keyrings",
+	".aws", ".azure", ".config/gcloud", ".oci", ".kube", ".config/doctl", ".config/hcloud",
+	".netrc", ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub",
+	".docker/config.json", ".config/containers/auth.json",
+	".npmrc", ".yarnrc.yml", ".pypirc", ".gem/credentials", ".cargo/credentials", ".cargo/credentials.toml",
+	".m2/settings-security.xml", ".terraform.d/credentials.tfrc.json", ".vault-token",
+	".pgpass", ".my.cnf", ".s3cfg", ".boto", ".config/rclone/rclone.conf",
+}
+
+// DefaultHiddenCredentials returns the user's credential files and
+// directories below home (~/.ssh, ~/.aws, ~/.config/gcloud, ~/.azure,
+// ~/.kube, ~/.netrc, ~/.git-credentials, ~/.docker/config.json, ~/.npmrc,
+// ~/.pgpass, ~/.gnupg, ~/.config/gh, ~/.pypirc, ~/.cargo/credentials,
+// ~/.terraform.d/credentials.tfrc.json and the like), for Policy.Hidden.
+// Whoever composes a session adds them, with the paths the user's
+// configuration adds, less those it releases; none are skipped here for
+// being missing (the helper skips those when it starts). The list is
+// fresh: callers may change it.
+func DefaultHiddenCredentials(home string) []string {
+	if home == "" {
+		return nil
+	}
+	out := make([]string, 0, len(credentialPaths))
+	for _, rel := range credentialPaths {
+		out = append(out, filepath.Join(home, rel))
+	}
+	return out
 }
 
 // GitPaths returns the .git of a workspace and, when .git is a "gitdir:"
@@ -442,14 +490,18 @@ func (pl *Plan) Protections(h Host) []Protection {
 	helper, herr := helperCheck(p)
 	add("helper", herr == nil, helper)
 	switch {
+	case m.Seccomp && m.Namespaces:
+		add("terminal", true, "a new session without a controlling terminal; a devpts of its own (the user's /dev/pts/N are not there); TIOCSTI and TIOCLINUX refused (seccomp)")
 	case m.Seccomp:
-		add("terminal", true, "a new session without a controlling terminal; TIOCSTI and TIOCLINUX refused (seccomp)")
+		add("terminal", true, "a new session without a controlling terminal; TIOCSTI and TIOCLINUX refused (seccomp); but the user's /dev/pts/N can be opened by path (no namespaces)")
 	default:
 		add("terminal", false, "a new session without a controlling terminal, but TIOCSTI is not refused on a terminal a command opens (no seccomp)")
 	}
 	switch {
 	case p.Network:
 		add("unix sockets", false, "the network is on")
+	case m.Namespaces:
+		add("unix sockets", true, "a mount namespace: /run and /var/run covered, /tmp of its own, the SSH agent's directory and every socket of the host's covered; the sandbox's own sockets work")
 	case m.Landlock >= landlockPathSockets:
 		add("unix sockets", true, fmt.Sprintf("Landlock v%d refuses sockets named in the file system outside the sandbox", m.Landlock))
 	case m.Seccomp:

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,7 +231,11 @@ func New(pl *Plan) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	s.self = self
-	if pl.Mechanisms.Seccomp {
+	// A sandbox with namespaces loads a filter even where the plan names
+	// no seccomp (an approved escalation's: full access, the network on):
+	// its commands are root in their user namespace, and the filter is
+	// what keeps them from unmounting the covers over the hidden paths.
+	if pl.Mechanisms.Seccomp || pl.Mechanisms.Namespaces && seccomp.Supported() {
 		if s.seccomp, err = seccompProgram(pl.filterOptions()); err != nil {
 			s.exe.Close()
 			return nil, fmt.Errorf("sandbox: assemble the seccomp filter: %w", err)
@@ -254,11 +259,21 @@ func New(pl *Plan) (*Sandbox, error) {
 	return s, nil
 }
 
-// filterOptions are the seccomp filter's for the plan.
+// filterOptions are the seccomp filter's for the plan. With namespaces
+// and the network off, commands have a network namespace whose only
+// interface is the loopback, and a mount namespace in which no Unix socket
+// of the host's is reachable by path; without namespaces, seccomp is what
+// keeps them in.
 func (pl *Plan) filterOptions() filterOptions {
+	m := pl.Mechanisms
+	off := !pl.Policy.Network
+	if off && !m.Seccomp {
+		off = false // a plan without the network filter (an escalation's)
+	}
 	return filterOptions{
-		noNetwork:     !pl.Policy.Network,
-		noPathSockets: !pl.Policy.Network && pl.Mechanisms.Landlock < landlockPathSockets,
+		noNetwork:     off,
+		privateNet:    off && m.Namespaces,
+		noPathSockets: off && !m.Namespaces && m.Landlock < landlockPathSockets,
 	}
 }
 
@@ -329,7 +344,121 @@ func (s *Sandbox) spec(argv []string) helper.Spec {
 		sp.Protected = pl.Policy.Protected
 	}
 	sp.Hidden = pl.Policy.Hidden
+	if pl.Mechanisms.Namespaces {
+		sp.Keep = pl.Policy.visible()
+		sp.PrivateTmp = pl.Policy.privateTmp()
+		if !pl.Policy.Network {
+			var agent string
+			sp.Cover, agent = socketDirs(os.Getenv("SSH_AUTH_SOCK"), os.Getenv("HOME"), sp.Keep)
+			sp.Sockets = hostSockets(sp.Keep, sp.PrivateTmp, sp.Cover)
+			if agent != "" {
+				sp.Sockets = append(sp.Sockets, agent)
+			}
+		}
+	}
 	return sp
+}
+
+// visible are the paths a sandbox with namespaces keeps at their places
+// where it replaces /tmp or a directory of sockets: the writable roots,
+// the workspace and the readable roots (read-only unless writable).
+func (p Policy) visible() []string {
+	out := p.writable()
+	if p.Workspace != "" {
+		out = append(out, p.Workspace)
+	}
+	return append(out, p.Readable...)
+}
+
+// privateTmp reports whether commands get a /tmp of their own: always with
+// namespaces, but in full access with the network on (an approved
+// escalation), and when a kept path is /tmp itself or holds it.
+func (p Policy) privateTmp() bool {
+	if p.Mode == FullAccess && p.Network {
+		return false
+	}
+	for _, v := range p.visible() {
+		if r, err := filepath.EvalSymlinks(v); err == nil {
+			v = r
+		}
+		if under("/tmp", v) {
+			return false
+		}
+	}
+	return true
+}
+
+// socketDirs are the directories whose Unix sockets are the host's
+// services and are covered with an empty directory when the network is
+// off: /run (and /var/run, its usual link: the Docker daemon, D-Bus,
+// systemd, the user's runtime directory) and the directory of the SSH
+// agent's socket (sshAuthSock, $SSH_AUTH_SOCK) when it is elsewhere and
+// holds nothing else the sandbox needs: not home, a directory of one
+// component (/var), nor one that holds a kept path. Otherwise the agent's
+// socket alone is returned, to be covered by itself. /tmp (tmux, X11,
+// most SSH agents) is the sandbox's own anyway.
+func socketDirs(sshAuthSock, home string, keep []string) (dirs []string, socket string) {
+	dirs = []string{"/run", "/var/run"}
+	if sshAuthSock == "" || !filepath.IsAbs(sshAuthSock) {
+		return dirs, ""
+	}
+	sock := filepath.Clean(sshAuthSock)
+	dir := filepath.Dir(sock)
+	if under(dir, "/tmp") || under(dir, "/run") || under(dir, "/var/run") {
+		return dirs, ""
+	}
+	broad := strings.Count(dir, "/") < 2 || home != "" && filepath.Clean(home) == dir ||
+		slices.ContainsFunc(keep, func(k string) bool { return under(k, dir) })
+	if broad {
+		return dirs, sock
+	}
+	return append(dirs, dir), ""
+}
+
+// maxHostSockets bounds the host's sockets covered one by one.
+const maxHostSockets = 512
+
+// hostSockets lists the Unix sockets named in the file system that are
+// open in Truss's network namespace (/proc/net/unix: the host's daemons,
+// agents and servers, listening or bound), but those under a kept path,
+// under /tmp when it is the sandbox's own, and under a covered directory:
+// the helper covers each with /dev/null. Reading the table costs about a
+// microsecond a socket; a socket made after the helper started is not in
+// it (the covered directories still hold).
+func hostSockets(keep []string, privateTmp bool, cover []string) []string {
+	b, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return nil
+	}
+	skip := append([]string(nil), keep...)
+	skip = append(skip, cover...)
+	if privateTmp {
+		skip = append(skip, "/tmp")
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		// Num RefCount Protocol Flags Type St Inode Path
+		f := strings.Fields(line)
+		if len(f) < 8 || !strings.HasPrefix(f[7], "/") {
+			continue // unnamed, or abstract (@name)
+		}
+		path := strings.Join(f[7:], " ")
+		if seen[path] || slices.ContainsFunc(skip, func(k string) bool { return under(path, k) }) {
+			continue
+		}
+		seen[path] = true
+		out = append(out, path)
+		if len(out) == maxHostSockets {
+			break
+		}
+	}
+	return out
+}
+
+// under reports whether p is root or below it.
+func under(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
 // attr is how the helper is started: in new namespaces, born in the pids

@@ -60,6 +60,14 @@ type sysRule struct {
 type filterOptions struct {
 	// Network off: sockets of families other than AF_UNIX.
 	noNetwork bool
+	// With the network off, the commands' network namespace is their own,
+	// with the loopback as its only interface: Internet sockets (TCP, UDP)
+	// stay in it, and so do routing netlink sockets (getaddrinfo and
+	// net.Interfaces read the interfaces with them; a change reaches
+	// nothing but the namespace). Every other family is refused — packet,
+	// vsock (not namespaced: it reaches the hypervisor), the rest — and so
+	// are raw Internet sockets.
+	privateNet bool
 	// Unix sockets the file system names (the host's daemons, terminal
 	// multiplexers, agents) cannot be refused by path here; without a
 	// Landlock that does (ABI 9), connect is refused and only stream and
@@ -95,7 +103,26 @@ func seccompRules(o filterOptions) []sysRule {
 	for _, req := range []uint32{unix.TIOCSTI, tiocLinux} {
 		rules = append(rules, sysRule{name: "ioctl", errno: unix.EPERM, conds: []argCond{{arg: 1, op: opEq, val: req}}})
 	}
-	if o.noNetwork {
+	// Allocating space without writing it (fallocate) fails as a file
+	// system without it would, with EOPNOTSUPP: the disk budget counts what
+	// is written, and posix_fallocate falls back to writing. Punching
+	// holes and collapsing ranges, which free space, stay allowed.
+	rules = append(rules, sysRule{name: "fallocate", errno: unix.EOPNOTSUPP, conds: []argCond{{arg: 1, mask: unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_COLLAPSE_RANGE, op: opEq, val: 0}}})
+	switch {
+	case o.noNetwork && o.privateNet:
+		for _, n := range []string{"socket", "socketpair"} {
+			rules = append(rules, sysRule{name: n, errno: unix.EPERM, conds: []argCond{
+				{arg: 0, op: opNe, val: unix.AF_UNIX},
+				{arg: 0, op: opNe, val: unix.AF_INET},
+				{arg: 0, op: opNe, val: unix.AF_INET6},
+				{arg: 0, op: opNe, val: unix.AF_NETLINK},
+			}})
+		}
+		rules = append(rules, sysRule{name: "socket", errno: unix.EPERM, conds: []argCond{{arg: 0, op: opEq, val: unix.AF_NETLINK}, {arg: 2, op: opNe, val: unix.NETLINK_ROUTE}}})
+		for _, fam := range []uint32{unix.AF_INET, unix.AF_INET6} {
+			rules = append(rules, sysRule{name: "socket", errno: unix.EPERM, conds: []argCond{{arg: 0, op: opEq, val: fam}, {arg: 1, mask: 0xf, op: opEq, val: unix.SOCK_RAW}}})
+		}
+	case o.noNetwork:
 		for _, n := range []string{"socket", "socketpair"} {
 			rules = append(rules, sysRule{name: n, errno: unix.EPERM, conds: []argCond{{arg: 0, op: opNe, val: unix.AF_UNIX}}})
 		}

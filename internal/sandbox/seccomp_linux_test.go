@@ -30,6 +30,8 @@ const (
 	retKill  = unix.SECCOMP_RET_KILL_PROCESS
 	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 	retNOSYS = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+
+	retEOPNOTSUPP = unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP)
 )
 
 // TestSeccompFilter runs the assembled filter in a BPF interpreter on the
@@ -40,6 +42,7 @@ func TestSeccompFilter(t *testing.T) {
 	off := filterOptions{noNetwork: true, noPathSockets: true}
 	offLandlock := filterOptions{noNetwork: true} // Landlock restricts Unix sockets by path
 	on := filterOptions{}
+	netns := filterOptions{noNetwork: true, privateNet: true} // namespaces: only the loopback, the host's sockets covered
 	cases := []struct {
 		name string
 		opts filterOptions
@@ -81,6 +84,24 @@ func TestSeccompFilter(t *testing.T) {
 		{"connect, landlock", offLandlock, seccompData(nr("connect"), uint32(a.ID), 3), retAllow},
 		{"connect, network on", on, seccompData(nr("connect"), uint32(a.ID), 3), retAllow},
 		{"io_uring_setup", on, seccompData(nr("io_uring_setup"), uint32(a.ID)), retEPERM},
+		{"socket inet, private netns", netns, seccompData(nr("socket"), uint32(a.ID), unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC), retAllow},
+		{"socket inet6 udp, private netns", netns, seccompData(nr("socket"), uint32(a.ID), unix.AF_INET6, unix.SOCK_DGRAM), retAllow},
+		{"socket inet raw, private netns", netns, seccompData(nr("socket"), uint32(a.ID), unix.AF_INET, unix.SOCK_RAW), retEPERM},
+		{"socket inet6 raw, private netns", netns, seccompData(nr("socket"), uint32(a.ID), unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_NONBLOCK), retEPERM},
+		{"socket packet, private netns", netns, seccompData(nr("socket"), uint32(a.ID), unix.AF_PACKET, unix.SOCK_RAW), retEPERM},
+		{"socket vsock, private netns", netns, seccompData(nr("socket"), uint32(a.ID), unix.AF_VSOCK, unix.SOCK_STREAM), retEPERM},
+		{"socket netlink route, private netns", netns, seccompData(nr("socket"), uint32(a.ID), unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE), retAllow},
+		{"socket netlink audit, private netns", netns, seccompData(nr("socket"), uint32(a.ID), unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_AUDIT), retEPERM},
+		{"socket unix dgram, private netns", netns, seccompData(nr("socket"), uint32(a.ID), unix.AF_UNIX, unix.SOCK_DGRAM), retAllow},
+		{"connect, private netns", netns, seccompData(nr("connect"), uint32(a.ID), 3), retAllow},
+		{"umount2, network on", on, seccompData(nr("umount2"), uint32(a.ID)), retEPERM},
+		{"mount, network on", on, seccompData(nr("mount"), uint32(a.ID)), retEPERM},
+		{"move_mount, network on", on, seccompData(nr("move_mount"), uint32(a.ID)), retEPERM},
+		{"open_tree, network on", on, seccompData(nr("open_tree"), uint32(a.ID)), retEPERM},
+		{"fallocate", on, seccompData(nr("fallocate"), uint32(a.ID), 3, 0, 0, 257<<20), retEOPNOTSUPP},
+		{"fallocate keep size", netns, seccompData(nr("fallocate"), uint32(a.ID), 3, unix.FALLOC_FL_KEEP_SIZE, 0, 257<<20), retEOPNOTSUPP},
+		{"fallocate zero range", netns, seccompData(nr("fallocate"), uint32(a.ID), 3, unix.FALLOC_FL_ZERO_RANGE, 0, 257<<20), retEOPNOTSUPP},
+		{"fallocate punch hole", netns, seccompData(nr("fallocate"), uint32(a.ID), 3, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, 4096), retAllow},
 	}
 	progs := map[filterOptions]*bpf.VM{}
 	for _, c := range cases {

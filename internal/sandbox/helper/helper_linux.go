@@ -47,7 +47,7 @@ const Arg = "__sandbox-exec"
 const SpecEnv = "TRUSS_SANDBOX_SPEC"
 
 // Format is the version of Spec.
-const Format = 4
+const Format = 5
 
 // LaunchFD is the file descriptor an awaiting helper reads its Launch
 // from; on ReadyFD it writes one byte, and closes it, once it is confined.
@@ -76,6 +76,21 @@ type Spec struct {
 	Writable   []string `json:"writable"`
 	Protected  []string `json:"protected"`
 	Hidden     []string `json:"hidden,omitempty"`
+	// PrivateTmp replaces /tmp with an empty tmpfs of the sandbox's own
+	// (writable; the Keep paths under it bound back at their paths).
+	PrivateTmp bool `json:"private_tmp,omitempty"`
+	// Cover are directories replaced by an empty read-only tmpfs, so that
+	// no Unix socket in them can be reached (/run, the SSH agent's
+	// directory); their symbolic links to elsewhere (/run/shm) are kept,
+	// and so are the Keep paths under them.
+	Cover []string `json:"cover,omitempty"`
+	// Sockets are Unix sockets of the host named in the file system, each
+	// covered with /dev/null (missing ones, and those under a Keep path,
+	// are skipped).
+	Sockets []string `json:"sockets,omitempty"`
+	// Keep are the paths that stay visible where /tmp, /dev/shm or a Cover
+	// is replaced: the writable roots and the workspace.
+	Keep []string `json:"keep,omitempty"`
 	// Seccomp is the assembled seccomp filter (EncodeFilter), empty for
 	// none.
 	Seccomp []byte `json:"seccomp,omitempty"`
@@ -171,6 +186,11 @@ func run() error {
 		wd, _ := os.Getwd()
 		if err := mounts(sp); err != nil {
 			return err
+		}
+		if !sp.Network {
+			if err := loopbackUp(); err != nil {
+				return err
+			}
 		}
 		// The working directory was entered through the mounts as they
 		// were; enter it again through the new ones.
@@ -278,27 +298,54 @@ func pathOf(env []string) string {
 	return "/usr/local/bin:/usr/bin:/bin"
 }
 
-// mounts makes the helper's mounts private, binds the protected paths
-// read-only and mounts a /proc of the new PID namespace.
+// mounts makes the helper's mounts private, replaces /tmp, /dev/shm and
+// the covered directories with file systems of the sandbox's own, covers
+// the host's Unix sockets and the hidden paths, makes everything but the
+// writable roots read-only, binds the protected paths read-only, and
+// mounts a /proc of the new PID namespace and a devpts of its own.
 func mounts(sp Spec) error {
 	// The writable roots as the mount table names them: with their
 	// symbolic links resolved (a workspace reached through a link).
-	writable := make([]string, 0, len(sp.Writable))
-	for _, w := range sp.Writable {
-		if r, err := filepath.EvalSymlinks(w); err == nil {
-			w = r
-		}
-		writable = append(writable, w)
-	}
-	sp.Writable = writable
+	named := append(append([]string(nil), sp.Keep...), sp.Writable...)
+	sp.Writable = resolved(sp.Writable)
+	keep := append(resolved(sp.Keep), sp.Writable...)
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
+	}
+	// The host's sockets first: a socket under a directory replaced below
+	// is gone with it, and a kept path's are the sandbox's own.
+	if err := coverSockets(sp.Sockets, keep); err != nil {
+		return err
+	}
+	if sp.PrivateTmp {
+		if err := replace("/tmp", "mode=1777", false, keep, named); err != nil {
+			return err
+		}
+	}
+	done := map[string]bool{}
+	for _, dir := range resolved(sp.Cover) {
+		if done[dir] || sp.PrivateTmp && under(dir, "/tmp") {
+			continue // /var/run is /run; /tmp is the sandbox's own
+		}
+		done[dir] = true
+		if err := replace(dir, "mode=0755", true, keep, named); err != nil {
+			return err
+		}
+	}
+	// Shared memory of the sandbox's own, not the host's /dev/shm; a
+	// writable root in the host's (a workspace on its tmpfs) is bound
+	// back into it at the same path, and nothing else of it.
+	// (When /dev/shm itself is a writable root, the host's stays.)
+	if !slices.Contains(sp.Writable, "/dev/shm") {
+		if err := replace("/dev/shm", "mode=1777", false, sp.Writable, named); err != nil {
+			return err
+		}
 	}
 	if err := hide(sp.Hidden); err != nil {
 		return err
 	}
 	if sp.Landlock > 0 || sp.ReadOnlyFS { // not in full access
-		if err := readOnlyExcept(sp.Writable); err != nil {
+		if err := readOnlyExcept(sp.Writable, sp.PrivateTmp); err != nil {
 			return err
 		}
 	}
@@ -309,47 +356,233 @@ func mounts(sp Spec) error {
 		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind %s: %w", p, err)
 		}
-		var st unix.Statfs_t
-		flags := uintptr(0)
-		if unix.Statfs(p, &st) == nil {
-			// A remount must keep the flags the mount is locked with.
-			flags = uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
-		}
-		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, ""); err != nil {
+		if err := remountReadOnly(p); err != nil {
 			return fmt.Errorf("make %s read-only: %w", p, err)
 		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
-	// Shared memory of the sandbox's own, not the host's /dev/shm; a
-	// writable root in the host's (a workspace on its tmpfs) is bound
-	// back into it at the same path, and nothing else of it.
-	// (When /dev/shm itself is a writable root, the host's stays.)
-	if _, err := os.Stat("/dev/shm"); err == nil && !slices.Contains(sp.Writable, "/dev/shm") {
-		roots, err := openRoots("/dev/shm", sp.Writable)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			for _, r := range roots {
-				unix.Close(r.fd)
-			}
-		}()
-		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
-			return fmt.Errorf("mount /dev/shm: %w", err)
-		}
-		for _, r := range roots {
-			if err := os.MkdirAll(r.path, 0o755); err != nil {
-				return fmt.Errorf("bind %s: %w", r.path, err)
-			}
-			if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", r.fd), r.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-				return fmt.Errorf("bind %s: %w", r.path, err)
-			}
-		}
+	if err := devpts(); err != nil {
+		return err
 	}
 	unix.Sethostname([]byte("truss-sandbox"))
 	return nil
+}
+
+// resolved returns paths with their symbolic links resolved where they
+// exist.
+func resolved(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// remountReadOnly makes the mount at p read-only, keeping the flags it is
+// locked with.
+func remountReadOnly(p string) error {
+	var st unix.Statfs_t
+	flags := uintptr(0)
+	if unix.Statfs(p, &st) == nil {
+		flags = uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
+	}
+	return unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, "")
+}
+
+// replace mounts an empty tmpfs (with the mount options data) over dir,
+// its symbolic links resolved; a missing dir is left alone. The kept
+// paths under dir (resolved) are opened first and bound back at their
+// paths; the symbolic links under dir by which a kept path is named
+// (named: a workspace reached through a link) are made again, and so are
+// dir's own links to places outside it (/run/shm to /dev/shm). A
+// read-only tmpfs is made read-only once they are.
+func replace(dir, data string, readOnly bool, keep, named []string) error {
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil // missing
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	roots, err := openRoots(dir, keep)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, r := range roots {
+			unix.Close(r.fd)
+		}
+	}()
+	var links []link
+	if ents, err := os.ReadDir(dir); err == nil && readOnly {
+		for _, e := range ents {
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			if t, err := os.Readlink(p); err == nil && filepath.IsAbs(t) && !under(t, dir) {
+				links = append(links, link{p, t})
+			}
+		}
+	}
+	for _, n := range named {
+		for _, l := range linksOn(dir, n) {
+			if !slices.ContainsFunc(keep, func(k string) bool { return under(l.path, k) }) {
+				links = append(links, l) // not in the kept trees, which are the host's
+			}
+		}
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
+		return fmt.Errorf("mount a tmpfs on %s: %w", dir, err)
+	}
+	// The directories that hold the kept paths (/tmp/a/b of /tmp/a/b/ws)
+	// are made, and on a writable tmpfs bound onto themselves read-only:
+	// the new /tmp is writable, but what leads to a kept path is not
+	// (echo > ../x beside a workspace fails as it would outside).
+	var scaffold []string
+	for _, r := range roots {
+		if r.path == dir {
+			continue
+		}
+		if err := os.MkdirAll(r.path, 0o755); err != nil {
+			return fmt.Errorf("bind %s: %w", r.path, err)
+		}
+		top := filepath.Join(dir, strings.SplitN(strings.TrimPrefix(r.path, dir+"/"), "/", 2)[0])
+		if top != r.path && !slices.Contains(scaffold, top) {
+			scaffold = append(scaffold, top)
+		}
+	}
+	for _, l := range links {
+		os.MkdirAll(filepath.Dir(l.path), 0o755)
+		os.Symlink(l.target, l.path)
+		if top := filepath.Join(dir, strings.SplitN(strings.TrimPrefix(l.path, dir+"/"), "/", 2)[0]); !readOnly && top != l.path && !slices.Contains(scaffold, top) {
+			scaffold = append(scaffold, top)
+		}
+	}
+	if !readOnly {
+		for _, top := range scaffold {
+			if slices.ContainsFunc(roots, func(r root) bool { return under(top, r.path) }) {
+				continue // a kept path itself
+			}
+			if err := unix.Mount(top, top, "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("bind %s: %w", top, err)
+			}
+			if err := unix.Mount("", top, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+				return fmt.Errorf("make %s read-only: %w", top, err)
+			}
+		}
+	}
+	for _, r := range roots {
+		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", r.fd), r.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", r.path, err)
+		}
+	}
+	if readOnly {
+		if err := unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// link is a symbolic link to make again.
+type link struct{ path, target string }
+
+// linksOn returns the symbolic links below dir on the way to path (named
+// as given, its links unresolved), in order.
+func linksOn(dir, path string) []link {
+	path = filepath.Clean(path)
+	if !filepath.IsAbs(path) || !under(path, dir) || path == dir {
+		return nil
+	}
+	var out []link
+	p := dir
+	for _, c := range strings.Split(strings.TrimPrefix(path, dir+"/"), "/") {
+		p = filepath.Join(p, c)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return out
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			t, err := os.Readlink(p)
+			if err != nil {
+				return out
+			}
+			return append(out, link{p, t}) // what lies beyond is the target's
+		}
+	}
+	return out
+}
+
+// coverSockets binds /dev/null over each Unix socket of the host's that
+// is not under a kept path: a connect finds a device, not a listener.
+func coverSockets(paths, keep []string) error {
+	for _, p := range paths {
+		if slices.ContainsFunc(keep, func(k string) bool { return under(p, k) }) {
+			continue
+		}
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSocket == 0 {
+			continue
+		}
+		if err := unix.Mount("/dev/null", p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("cover the socket %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// devpts mounts a devpts instance of the sandbox's own on /dev/pts and
+// binds its ptmx onto /dev/ptmx: pseudo-terminals a command opens are its
+// own, and the host's (the user's terminal, /dev/pts/N) are not there to
+// be opened by path.
+func devpts() error {
+	if fi, err := os.Stat("/dev/pts"); err != nil || !fi.IsDir() {
+		return nil
+	}
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return fmt.Errorf("mount a devpts of the sandbox's own: %w", err)
+	}
+	if fi, err := os.Lstat("/dev/ptmx"); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil // a link to pts/ptmx already
+	}
+	if err := unix.Mount("/dev/pts/ptmx", "/dev/ptmx", "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind the sandbox's /dev/pts/ptmx onto /dev/ptmx: %w", err)
+	}
+	return nil
+}
+
+// loopbackUp brings the loopback interface of the helper's new network
+// namespace up (SIOCSIFFLAGS; the helper is root of the user namespace
+// that owns it): 127.0.0.1 and ::1 work inside, and nothing else exists.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("bring the loopback interface up: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("bring the loopback interface up: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("read the loopback interface's flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring the loopback interface up: %w", err)
+	}
+	return nil
+}
+
+// under reports whether p is root or below it.
+func under(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
 // root is a writable root opened (O_PATH) before a mount covers it.
@@ -362,7 +595,6 @@ type root struct {
 // lie at or below dir, except those inside another one (a root's bind
 // carries the ones inside it).
 func openRoots(dir string, writable []string) ([]root, error) {
-	under := func(p, r string) bool { return p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") }
 	var paths []string
 	for _, w := range writable {
 		if under(w, dir) {
@@ -418,7 +650,7 @@ func hide(paths []string) error {
 // shared-memory mounts. Landlock already refuses writes outside the roots;
 // a read-only mount also refuses what Landlock does not cover — chmod,
 // chown, timestamps and extended attributes of files outside them.
-func readOnlyExcept(writable []string) error {
+func readOnlyExcept(writable []string, privateTmp bool) error {
 	var roots []string
 	for _, w := range writable {
 		if _, err := os.Stat(w); err != nil {
@@ -433,16 +665,13 @@ func readOnlyExcept(writable []string) error {
 	if err != nil {
 		return fmt.Errorf("read the mount table: %w", err)
 	}
-	under := func(p, root string) bool {
-		return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
-	}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 5 {
 			continue
 		}
 		mp := unescapeMount(f[4])
-		keep := mp == "/dev/pts" || mp == "/dev/shm" || under(mp, "/proc")
+		keep := mp == "/dev/pts" || mp == "/dev/shm" || under(mp, "/proc") || privateTmp && mp == "/tmp"
 		for _, r := range roots {
 			keep = keep || under(mp, r)
 		}
@@ -453,8 +682,7 @@ func readOnlyExcept(writable []string) error {
 		if unix.Statfs(mp, &st) != nil {
 			continue // gone, or hidden under another mount
 		}
-		flags := uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
-		err := unix.Mount("", mp, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, "")
+		err := remountReadOnly(mp)
 		if err != nil && mp == "/" {
 			return fmt.Errorf("make / read-only: %w", err)
 		}
@@ -525,10 +753,15 @@ var configs = []landlock.Config{landlock.V1, landlock.V1, landlock.V2, landlock.
 
 // landlockConfig is what the helper restricts at an ABI: files (writes
 // outside the writable roots), TCP and Unix sockets reaching outside the
-// sandbox when the network is off, signals to processes outside it.
-func landlockConfig(abi int, network bool) landlock.Config {
+// sandbox when the network is off, signals to processes outside it. In a
+// network namespace of its own (privateNet), whose only interface is the
+// loopback, TCP is left alone: nothing outside can be reached by it.
+func landlockConfig(abi int, network, privateNet bool) landlock.Config {
 	cfg := configs[max(1, min(abi, len(configs)-1))]
 	cfg.Scoped &= landlock.ScopedSet(llsyscall.ScopeSignal | llsyscall.ScopeAbstractUnixSocket)
+	if privateNet {
+		cfg.HandledAccessNet = 0
+	}
 	if network {
 		cfg.HandledAccessNet = 0 // leave TCP alone
 		cfg.HandledAccessFS &^= landlock.AccessFSSet(llsyscall.AccessFSResolveUnix)
@@ -538,11 +771,15 @@ func landlockConfig(abi int, network bool) landlock.Config {
 }
 
 func applyLandlock(sp Spec) error {
-	cfg := landlockConfig(sp.Landlock, sp.Network)
+	cfg := landlockConfig(sp.Landlock, sp.Network, sp.Namespaces && !sp.Network)
+	own := []string{"/dev/pts", "/dev/shm"}
+	if sp.PrivateTmp {
+		own = append(own, "/tmp")
+	}
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
 		landlock.RWFiles(devices...).IgnoreIfMissing().WithIoctlDev(),
-		landlock.RWDirs("/dev/pts", "/dev/shm").IgnoreIfMissing().WithIoctlDev(),
+		landlock.RWDirs(own...).IgnoreIfMissing().WithIoctlDev(),
 	}
 	if len(sp.Writable) > 0 {
 		rules = append(rules, landlock.RWDirs(sp.Writable...).IgnoreIfMissing().WithRefer())
