@@ -101,6 +101,9 @@ func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
 		p.Hidden = append(p.Hidden, filepath.Join(kd, "ledger.key"))
 	}
 	p.Hidden = append(p.Hidden, s.Hidden...)
+	if home, err := os.UserHomeDir(); err == nil {
+		p.Hidden = append(p.Hidden, sandbox.DefaultHiddenCredentials(home)...)
+	}
 	plan, err := sandbox.MakePlan(p, s.host, s.Fallback)
 	if err != nil {
 		return fail(fmt.Errorf("the grading sandbox: %w", err))
