@@ -31,6 +31,20 @@
 // A Git with GitDir and WorkTree set names the repository explicitly, so a
 // .git file in a directory commands can write cannot point Truss at
 // another repository.
+//
+// Emptying the drivers by name cannot be complete: a driver defined only
+// under a condition (includeIf "gitdir:**/worktrees/**", "onbranch:"), or
+// in an included file written after the names were read, is not among the
+// names, and a command that starts git in another repository or work
+// tree (worktree add's checkout) evaluates the conditions anew. Plumbing is
+// the way that holds whatever the configuration says: it runs only the
+// commands that never read or write a work-tree file, so no filter,
+// textconv, external diff or fsmonitor can run at all. Truss's own
+// operations on trees commands write (an isolated sub-agent's worktree)
+// use Plumbing, with the files read and written through internal/hostfs.
+// Find and Repo.Same tell whether a workspace is still in the repository
+// it was in when the session began: one that appeared later is the
+// commands' own and is given no git at all.
 package gitsafe
 
 import (
@@ -51,6 +65,11 @@ type Git struct {
 	// GitDir and WorkTree, when set, are the repository and its working
 	// tree (GIT_DIR, GIT_WORK_TREE), instead of what git finds from Dir.
 	GitDir, WorkTree string
+	// IndexFile, when set, is the index git uses (GIT_INDEX_FILE).
+	IndexFile string
+	// Bare runs git with --bare: no work tree at all, so that nothing,
+	// not even a .gitattributes file, is read from one.
+	Bare bool
 
 	// filters, set by Pinned, are the filter drivers read once.
 	filters *[]string
@@ -85,6 +104,14 @@ var settings = []string{
 	"tag.gpgSign=false",
 	"submodule.recurse=false",
 	"core.untrackedCache=false",
+	"core.attributesFile=/dev/null",
+	"core.alternateRefsCommand=",
+	"sequence.editor=false",
+	"gpg.program=false",
+	"gpg.ssh.program=false",
+	"gpg.x509.program=false",
+	"gc.auto=0",
+	"maintenance.auto=false",
 }
 
 // env returns the environment of every invocation: the caller's without
@@ -108,6 +135,9 @@ func (g Git) env() []string {
 	if g.WorkTree != "" {
 		env = append(env, "GIT_WORK_TREE="+g.WorkTree)
 	}
+	if g.IndexFile != "" {
+		env = append(env, "GIT_INDEX_FILE="+g.IndexFile)
+	}
 	return env
 }
 
@@ -117,10 +147,13 @@ func (g Git) env() []string {
 // itself: a driver named "a=b" would make "-c filter.a=b.clean=" set
 // filter.a.
 func (g Git) command(ctx context.Context, extra [][2]string, args ...string) *exec.Cmd {
-	if len(args) > 0 && (args[0] == "diff" || args[0] == "log" || args[0] == "show") {
+	if len(args) > 0 && (args[0] == "diff" || args[0] == "log" || args[0] == "show" || args[0] == "diff-tree") {
 		args = append([]string{args[0], "--no-ext-diff", "--no-textconv"}, args[1:]...)
 	}
 	base := []string{"--no-pager"}
+	if g.Bare {
+		base = append(base, "--bare")
+	}
 	if g.Dir != "" {
 		base = append(base, "-C", g.Dir)
 	}

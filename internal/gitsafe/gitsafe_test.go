@@ -2,6 +2,7 @@ package gitsafe
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,5 +200,80 @@ func TestState(t *testing.T) {
 		if err != nil || s.Head != head || s.Dirty != tc.dirty {
 			t.Errorf("%s: %+v, %v; want head %s dirty %v", tc.name, s, err, head, tc.dirty)
 		}
+	}
+}
+
+// Plumbing refuses every command and flag that could read a work tree
+// file, and so run a filter, textconv or fsmonitor.
+func TestPlumbingRefuses(t *testing.T) {
+	for _, args := range [][]string{
+		{"status"}, {"diff"}, {"add", "-A"}, {"stash", "create"}, {"checkout", "HEAD"},
+		{"worktree", "add", "--detach", "/x", "HEAD"}, {"worktree", "remove", "/x"},
+		{"read-tree", "-u", "HEAD"}, {"read-tree", "-m", "HEAD"}, {"hash-object", "a.txt"},
+		{"cat-file", "--filters", "HEAD:a"}, {"cat-file", "--textconv", "HEAD:a"},
+		{"update-index", "--refresh"}, {"update-index", "--add", "a"}, {"ls-files", "-m"},
+		{"diff-tree", "--ext-diff", "HEAD"}, {"diff-tree", "--textconv", "HEAD"}, {"-c", "x=y"}, {},
+	} {
+		if _, err := (Git{Dir: t.TempDir()}).Plumbing(context.Background(), nil, args...); !errors.Is(err, ErrNotPlumbing) {
+			t.Errorf("%v: %v, want ErrNotPlumbing", args, err)
+		}
+	}
+}
+
+// The plumbing commands run none of a hostile repository's programs,
+// those configured under includeIf gitdir worktrees for a worktree
+// included, and a worktree added without checkout gets none either.
+func TestPlumbingRunsNoRepositoryPrograms(t *testing.T) {
+	repo, marks := hostile(t)
+	inc := filepath.Join(t.TempDir(), "inc")
+	os.WriteFile(inc, []byte("[filter \"wt\"]\n\tprocess = touch "+filepath.Join(marks, "wt-process")+"\n\tsmudge = touch "+filepath.Join(marks, "wt-smudge")+"\n"), 0o644)
+	f, _ := os.OpenFile(filepath.Join(repo, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("[includeIf \"gitdir:**/worktrees/**\"]\n\tpath = " + inc + "\n")
+	f.Close()
+	os.WriteFile(filepath.Join(repo, ".gitattributes"), []byte("* filter=wt\n"), 0o644)
+	ctx := context.Background()
+	g := Git{Dir: repo}
+	wt := filepath.Join(t.TempDir(), "wt")
+	for _, args := range [][]string{
+		{"rev-parse", "--verify", "HEAD"},
+		{"ls-files", "--stage", "-z"},
+		{"ls-tree", "-r", "-z", "HEAD"},
+		{"worktree", "add", "--no-checkout", "--detach", wt, "HEAD"},
+		{"diff-tree", "-r", "-p", "--binary", "--root", "HEAD"},
+	} {
+		if _, err := g.Plumbing(ctx, nil, args...); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	id, err := g.Plumbing(ctx, strings.NewReader("blob\ndata 4\nabc\n\ndone\n"), "fast-import", "--quiet", "--done")
+	if err != nil {
+		t.Fatal(id, err)
+	}
+	want, _ := BlobID("sha1", []byte("abc\n"))
+	if out, err := g.Plumbing(ctx, nil, "cat-file", "-t", want); err != nil || strings.TrimSpace(out) != "blob" {
+		t.Errorf("the blob fast-import wrote: %q %v", out, err)
+	}
+	if got := marked(t, marks); len(got) > 0 {
+		t.Errorf("the repository's programs ran: %v", got)
+	}
+}
+
+// Find finds the nearest .git, and Same tells a replaced one apart.
+func TestFind(t *testing.T) {
+	dir := t.TempDir()
+	if r, err := Find(dir); err != nil || r.DotGit != "" && !strings.HasPrefix(dir, filepath.Dir(r.DotGit)) {
+		t.Fatalf("%+v %v", r, err)
+	}
+	os.MkdirAll(filepath.Join(dir, ".git"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	r, err := Find(filepath.Join(dir, "sub"))
+	if err != nil || r.DotGit != filepath.Join(dir, ".git") {
+		t.Fatalf("%+v %v", r, err)
+	}
+	os.Rename(filepath.Join(dir, ".git"), filepath.Join(dir, "old"))
+	os.MkdirAll(filepath.Join(dir, ".git"), 0o755)
+	r2, _ := Find(dir)
+	if r.Same(r2) || !r2.Same(r2) || (Repo{}).Same(Repo{}) {
+		t.Errorf("Same: %+v %+v", r, r2)
 	}
 }

@@ -263,7 +263,7 @@ func (r *Root) Lstat(name string) (Info, error) {
 	if dir != "" {
 		d, err := r.openat(r.fd(), strings.TrimSuffix(dir, "/"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
-			return Info{}, &Error{"stat", r.display(c), errnoErr(err)}
+			return Info{}, &Error{"stat", r.display(c), dirErr(r.fd(), strings.TrimSuffix(dir, "/"), err)}
 		}
 		defer unix.Close(d)
 		dfd = d
@@ -415,7 +415,7 @@ func (r *Root) Readlink(name string) (string, error) {
 	if dir != "" {
 		d, err := r.openat(r.fd(), strings.TrimSuffix(dir, "/"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
-			return "", &Error{"readlink", r.display(c), errnoErr(err)}
+			return "", &Error{"readlink", r.display(c), dirErr(r.fd(), strings.TrimSuffix(dir, "/"), err)}
 		}
 		defer unix.Close(d)
 		dfd = d

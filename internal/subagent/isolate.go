@@ -7,51 +7,90 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/aymanbagabas/go-udiff"
 
 	"github.com/trussdev/truss/internal/gitsafe"
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
-// isolation is an isolated copy of a workspace: a git worktree of the
-// workspace's repository at its current state (uncommitted changes to
-// tracked files included, untracked files not), or, outside a repository, a
-// plain copy of the directory.
+// The bounds of an isolated copy, where Limits sets none.
+const (
+	defaultMaxCopyBytes   = 1 << 30
+	defaultMaxCopyEntries = 200_000
+)
+
+// isolation is an isolated copy of a workspace: in a git repository that
+// was there when the session began, a git worktree of the workspace's
+// current state (uncommitted changes to tracked files included, untracked
+// files not); otherwise a plain copy of the directory.
 //
-// The child's commands write the copy, so nothing read back from it is
-// trusted: git runs through gitsafe (no hooks, fsmonitor, filters or diff
-// drivers of the repository) and, on the worktree, with its git directory
-// named explicitly (a .git file the child rewrote is not followed); a
-// symbolic link is diffed as a link (its target's name), never followed.
+// The workspace and the copy are written by commands, so Truss reads and
+// writes both only through hostfs (descriptor-relative, no links followed,
+// no FIFO or lease waited for, sizes bounded), and runs on them only the
+// git commands of gitsafe.Git.Plumbing, which touch the object store,
+// refs and index files and never a work tree file: no checkout, status,
+// add or work-tree diff, so no filter, textconv, external diff, fsmonitor
+// or hook of the repository runs, whatever its configuration says under
+// whichever condition. A repository whose .git was not there when the
+// session began is not used at all (plain copy): its .git is the
+// commands' to write.
 type isolation struct {
-	// dir is the copy of the workspace the child works in.
-	dir string
-	// top is the worktree's root (git), base the commit it started from.
-	top, base string
-	// gitdir is the worktree's git directory, found when it was made.
-	gitdir string
-	// repo is the workspace's repository root; empty for a plain copy.
-	repo string
+	// dir is the copy of the workspace the child works in; top the copy's
+	// root (the worktree's, for git).
+	dir, top string
 	// from is the workspace that was copied.
 	from string
+	// skipped are the entries not copied (FIFOs, sockets, devices, and
+	// tracked paths that were neither files nor links).
+	skipped []string
+	limits  copyLimits
+
+	// git only: the repository's git directory and the worktree's, the
+	// object format, the commit the copy started from, and the copy's
+	// entries as Truss wrote them (slash paths relative to top).
+	repo   *gitsafe.Git
+	gitdir string
+	format string
+	base   string
+	start  map[string]copied
 }
 
-// git runs git in dir (see package gitsafe).
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	return gitsafe.Git{Dir: dir}.Output(ctx, args...)
+// copyLimits bound what an isolated copy and its diff read.
+type copyLimits struct {
+	bytes   int64
+	entries int
 }
 
-// worktreeGit runs git on the worktree, its repository named explicitly.
-func (i *isolation) worktreeGit(ctx context.Context, args ...string) (string, error) {
-	return gitsafe.Git{Dir: i.top, GitDir: i.gitdir, WorkTree: i.top}.Output(ctx, args...)
+// copied is one entry of the worktree as Truss wrote it: git's mode and
+// object name, and what fstat said after the write (a file whose inode,
+// size, modification and change times are the same is unchanged).
+type copied struct {
+	mode uint32
+	oid  string
+	info hostfs.Info
+}
+
+func (c copied) sameFile(i hostfs.Info) bool {
+	return c.info.Same(i) && c.info.Size == i.Size && c.info.ModTime == i.ModTime &&
+		c.info.ChangeTime == i.ChangeTime && c.info.Mode == i.Mode
+}
+
+// tooLarge is the error of a copy or diff over its bounds.
+func tooLarge(l copyLimits) error {
+	return fmt.Errorf("%w: an isolated copy holds at most %d bytes in %d entries (spawn's Limits.MaxCopyBytes and MaxCopyEntries)", hostfs.ErrTooLarge, l.bytes, l.entries)
 }
 
 // isolate makes an isolated copy of workspace under workdir, named after
-// the session.
-func isolate(ctx context.Context, workspace, workdir, session string) (*isolation, error) {
+// the session. repo is the workspace's repository as found when the
+// session began (the zero Repo: none); git is used only when the
+// workspace is still in that same repository.
+func isolate(ctx context.Context, workspace string, repo gitsafe.Repo, workdir, session string, l copyLimits) (*isolation, error) {
 	if workdir == "" {
 		workdir = os.TempDir()
 	}
@@ -59,82 +98,453 @@ func isolate(ctx context.Context, workspace, workdir, session string) (*isolatio
 		return nil, err
 	}
 	name := "agent-" + safeID(session)
-	top, err := git(ctx, workspace, "rev-parse", "--show-toplevel")
-	if err == nil {
-		top = strings.TrimSpace(top)
-		if base, err := snapshot(ctx, top); err == nil {
-			wt := filepath.Join(workdir, name)
-			if _, err := git(ctx, top, "worktree", "add", "--detach", wt, base); err != nil {
-				return nil, err
+	if repo.DotGit != "" {
+		if cur, err := gitsafe.Find(workspace); err == nil && cur.Same(repo) {
+			iso, err := isolateGit(ctx, workspace, repo, workdir, name, l)
+			if !errors.Is(err, errNoCommit) {
+				return iso, err
 			}
-			iso := &isolation{top: wt, base: base, repo: top, from: workspace}
-			gd, err := git(ctx, wt, "rev-parse", "--absolute-git-dir")
-			if err != nil {
-				iso.remove()
-				return nil, err
-			}
-			iso.gitdir = strings.TrimSpace(gd)
-			rel, err := filepath.Rel(top, workspace)
-			if err != nil {
-				rel = "."
-			}
-			iso.dir = filepath.Join(wt, rel)
-			return iso, nil
 		}
 	}
 	dst, err := os.MkdirTemp(workdir, name+"-")
 	if err != nil {
 		return nil, err
 	}
-	if err := copyTree(workspace, dst); err != nil {
+	iso := &isolation{dir: dst, top: dst, from: workspace, limits: l}
+	if err := iso.copyPlain(); err != nil {
 		os.RemoveAll(dst)
 		return nil, fmt.Errorf("copy the workspace: %w", err)
 	}
-	return &isolation{dir: dst, top: dst, from: workspace}, nil
+	return iso, nil
 }
 
-// snapshot returns a commit of the repository's current state: a stash
-// commit when tracked files have uncommitted changes (the working tree is
-// left alone), else HEAD.
-func snapshot(ctx context.Context, top string) (string, error) {
-	out, err := git(ctx, top, "stash", "create", "truss: sub-agent snapshot")
-	if err == nil && strings.TrimSpace(out) != "" {
-		return strings.TrimSpace(out), nil
+// copyPlain copies the workspace into the copy through hostfs, leaving
+// out every .git.
+func (i *isolation) copyPlain() error {
+	src, err := hostfs.OpenRoot(i.from)
+	if err != nil {
+		return err
 	}
-	out, err = git(ctx, top, "rev-parse", "--verify", "HEAD")
+	defer src.Close()
+	dst, err := hostfs.OpenRoot(i.top)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	rep, err := hostfs.CopyTree(src, dst, hostfs.CopyOptions{
+		MaxBytes: i.limits.bytes, MaxEntries: i.limits.entries,
+		Skip: func(_ string, info hostfs.Info) bool { return info.Name() == ".git" },
+	})
+	i.skipped = rep.Skipped
+	if errors.Is(err, hostfs.ErrTooLarge) {
+		return fmt.Errorf("%w (%v)", tooLarge(i.limits), err)
+	}
+	return err
+}
+
+// errNoCommit: the repository has no commit to start a worktree from.
+var errNoCommit = errors.New("the repository has no commit")
+
+// indexEntry is a stage-0 entry of the repository's index.
+type indexEntry struct {
+	mode uint32
+	oid  string
+}
+
+// isolateGit makes the worktree: registered with `git worktree add
+// --no-checkout` at HEAD, its files copied by Truss from the workspace's
+// tracked files (through hostfs), then pointed at a commit of that state.
+func isolateGit(ctx context.Context, workspace string, repo gitsafe.Repo, workdir, name string, l copyLimits) (*isolation, error) {
+	top := filepath.Dir(repo.DotGit)
+	g := gitsafe.Git{Dir: top}
+	if fi, err := os.Lstat(repo.DotGit); err == nil && fi.IsDir() {
+		g = gitsafe.Git{Dir: top, GitDir: repo.DotGit, WorkTree: top}
+	}
+	out, err := g.Plumbing(ctx, nil, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-object-format")
+	if err != nil {
+		return nil, errNoCommit
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 3 {
+		return nil, fmt.Errorf("git rev-parse: unexpected output %q", out)
+	}
+	common := lines[1]
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(top, common)
+	}
+	format := lines[2]
+	head, err := g.Plumbing(ctx, nil, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	if err != nil {
+		return nil, errNoCommit
+	}
+	head = strings.TrimSpace(head)
+	ls, err := g.Plumbing(ctx, nil, "ls-files", "--stage", "-z", "--full-name")
+	if err != nil {
+		return nil, err
+	}
+	index, gitlinks, err := parseIndex(ls)
+	if err != nil {
+		return nil, err
+	}
+
+	wt, err := os.MkdirTemp(workdir, name+"-")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := g.Plumbing(ctx, nil, "worktree", "add", "-q", "--no-checkout", "--detach", wt, head); err != nil {
+		os.RemoveAll(wt)
+		return nil, err
+	}
+	iso := &isolation{top: wt, from: workspace, limits: l, format: format, start: map[string]copied{}}
+	ok := false
+	defer func() {
+		if !ok {
+			iso.remove()
+		}
+	}()
+	if iso.gitdir, err = worktreeGitDir(wt, common); err != nil {
+		os.RemoveAll(wt)
+		// The registration is left to `git worktree prune`: its git
+		// directory is not known for sure.
+		return nil, err
+	}
+	iso.repo = &gitsafe.Git{Dir: iso.gitdir, GitDir: common, Bare: true}
+
+	// The worktree's files, and the commit of what they are.
+	changed, err := iso.copyTracked(ctx, top, index, gitlinks)
+	if err != nil {
+		return nil, err
+	}
+	iso.base = head
+	if changed != "" {
+		if iso.base, err = iso.commit(ctx, head, changed); err != nil {
+			return nil, err
+		}
+	}
+	wg := gitsafe.Git{Dir: iso.gitdir, GitDir: iso.gitdir, Bare: true}
+	if _, err := wg.Plumbing(ctx, nil, "update-ref", "--no-deref", "HEAD", iso.base); err != nil {
+		return nil, err
+	}
+	if _, err := wg.Plumbing(ctx, nil, "read-tree", iso.base); err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(top, workspace)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		rel = "."
+	}
+	iso.dir = filepath.Join(wt, rel)
+	ok = true
+	return iso, nil
+}
+
+// worktreeGitDir reads the "gitdir:" file git wrote at wt/.git and checks
+// that it names a directory of the repository's worktrees.
+func worktreeGitDir(wt, common string) (string, error) {
+	b, err := hostfs.ReadFileIn(wt, ".git", 4096)
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(out), nil
+	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok || filepath.Dir(gd) != filepath.Join(common, "worktrees") {
+		return "", fmt.Errorf("the new worktree's .git names %q, not a worktree of %s", gd, common)
+	}
+	return gd, nil
 }
 
-// diff returns the changes made in the copy: git's binary-safe diff of
-// everything against the start for a worktree; a unified diff of the
-// changed paths against the workspace's files for a plain copy.
-func (i *isolation) diff(ctx context.Context, changed []string) (string, error) {
-	if i.repo != "" {
-		if _, err := i.worktreeGit(ctx, "add", "-A"); err != nil {
+// parseIndex reads `git ls-files --stage -z` ("MODE OID STAGE\tPATH\0")
+// into the stage-0 files and links by path, and the gitlinks (submodules).
+// Conflicted paths are left out.
+func parseIndex(out string) (map[string]indexEntry, []string, error) {
+	index := map[string]indexEntry{}
+	var gitlinks []string
+	for rec := range strings.SplitSeq(out, "\x00") {
+		if rec == "" {
+			continue
+		}
+		meta, p, ok := strings.Cut(rec, "\t")
+		f := strings.Split(meta, " ")
+		if !ok || len(f) != 3 || p == "" {
+			return nil, nil, fmt.Errorf("git ls-files: malformed record %q", rec)
+		}
+		mode, err := strconv.ParseUint(f[0], 8, 32)
+		if err != nil {
+			return nil, nil, fmt.Errorf("git ls-files: bad mode in %q", rec)
+		}
+		if f[2] != "0" {
+			continue
+		}
+		switch mode {
+		case 0o100644, 0o100755, 0o120000:
+			index[p] = indexEntry{mode: uint32(mode), oid: f[1]}
+		case 0o160000:
+			gitlinks = append(gitlinks, p)
+		}
+	}
+	return index, gitlinks, nil
+}
+
+// copyTracked copies the workspace's tracked files (as they are now) from
+// top into the worktree, through hostfs: a link as a link, a path that is
+// now neither a file nor a link (or lies under a link) left out. It
+// writes the objects of the files that differ from the index and returns
+// the `update-index --index-info` lines that turn the index into what was
+// copied ("" when nothing differs).
+func (i *isolation) copyTracked(ctx context.Context, top string, index map[string]indexEntry, gitlinks []string) (string, error) {
+	src, err := hostfs.OpenRoot(top)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	dst, err := hostfs.OpenRoot(i.top)
+	if err != nil {
+		return "", err
+	}
+	defer dst.Close()
+	paths := make([]string, 0, len(index))
+	for p := range index {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	if len(paths)+len(gitlinks) > i.limits.entries {
+		return "", tooLarge(i.limits)
+	}
+	for _, p := range gitlinks {
+		if err := dst.MkdirAll(p, 0o755); err != nil {
 			return "", err
 		}
-		return i.worktreeGit(ctx, "diff", "--cached", "--binary", "--no-color", i.base)
 	}
-	from, err := os.OpenRoot(i.from)
+	objects := i.objectWriter(ctx)
+	defer objects.abort()
+	var info strings.Builder
+	var total int64
+	for _, p := range paths {
+		e := index[p]
+		data, mode, err := readTracked(src, p, i.limits.bytes-total)
+		if errors.Is(err, hostfs.ErrTooLarge) {
+			return "", fmt.Errorf("%w (%v)", tooLarge(i.limits), err)
+		}
+		if err != nil {
+			if !hostfs.IsNotExist(err) && !hostfs.Refused(err) {
+				return "", err
+			}
+			if hostfs.Refused(err) {
+				i.skipped = append(i.skipped, p)
+			}
+			fmt.Fprintf(&info, "0 %s\t%s\x00", strings.Repeat("0", len(e.oid)), p)
+			continue
+		}
+		total += int64(len(data))
+		oid, err := gitsafe.BlobID(i.format, data)
+		if err != nil {
+			return "", err
+		}
+		if d := path.Dir(p); d != "." {
+			if err := dst.MkdirAll(d, 0o755); err != nil {
+				return "", err
+			}
+		}
+		written, err := writeEntry(dst, p, mode, data)
+		if err != nil {
+			return "", err
+		}
+		i.start[p] = copied{mode: mode, oid: oid, info: written}
+		if oid != e.oid || mode != e.mode {
+			if err := objects.write(data); err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&info, "%o %s\t%s\x00", mode, oid, p)
+		}
+	}
+	if err := objects.close(); err != nil {
+		return "", err
+	}
+	return info.String(), nil
+}
+
+// readTracked reads what the entry p beneath r is for git: a regular
+// file's content (at most max bytes) and mode, or a link's target.
+func readTracked(r *hostfs.Root, p string, max int64) ([]byte, uint32, error) {
+	fi, err := r.Lstat(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case fi.Mode&fs.ModeSymlink != 0:
+		t, err := r.Readlink(p)
+		return []byte(t), 0o120000, err
+	case fi.IsRegular():
+		f, err := r.Open(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer f.Close()
+		if !f.Info.Same(fi) {
+			return nil, 0, &hostfs.Error{Op: "open", Path: p, Err: hostfs.ErrChanged}
+		}
+		data, err := f.ReadAll(max)
+		mode := uint32(0o100644)
+		if f.Info.Mode&0o111 != 0 {
+			mode = 0o100755
+		}
+		return data, mode, err
+	}
+	return nil, 0, &hostfs.Error{Op: "open", Path: p, Err: hostfs.ErrNotRegular}
+}
+
+// writeEntry makes p beneath r a new file with data (git mode 100644 or
+// 100755) or a link to data (120000) and returns what lstat says of it.
+func writeEntry(r *hostfs.Root, p string, mode uint32, data []byte) (hostfs.Info, error) {
+	if mode == 0o120000 {
+		if err := r.Symlink(string(data), p); err != nil {
+			return hostfs.Info{}, err
+		}
+		return r.Lstat(p)
+	}
+	perm := fs.FileMode(0o644)
+	if mode == 0o100755 {
+		perm = 0o755
+	}
+	f, err := r.Create(p, perm)
+	if err != nil {
+		return hostfs.Info{}, err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return hostfs.Info{}, err
+	}
+	return r.Lstat(p)
+}
+
+// objectWriter streams blobs into the repository's object store through
+// one `git fast-import`, started at the first blob.
+type objectWriter struct {
+	ctx  context.Context
+	git  *gitsafe.Git
+	pw   *io.PipeWriter
+	done chan error
+}
+
+func (i *isolation) objectWriter(ctx context.Context) *objectWriter {
+	return &objectWriter{ctx: ctx, git: i.repo}
+}
+
+func (w *objectWriter) write(data []byte) error {
+	if w.pw == nil {
+		pr, pw := io.Pipe()
+		w.pw, w.done = pw, make(chan error, 1)
+		go func() {
+			_, err := w.git.Plumbing(w.ctx, pr, "fast-import", "--quiet", "--done")
+			pr.CloseWithError(errors.New("git fast-import ended"))
+			w.done <- err
+		}()
+	}
+	if _, err := fmt.Fprintf(w.pw, "blob\ndata %d\n", len(data)); err != nil {
+		return w.failed(err)
+	}
+	if _, err := w.pw.Write(append(data, '\n')); err != nil {
+		return w.failed(err)
+	}
+	return nil
+}
+
+func (w *objectWriter) failed(err error) error {
+	w.pw.Close()
+	if ferr := <-w.done; ferr != nil {
+		err = ferr
+	}
+	w.pw = nil
+	return err
+}
+
+// close ends the stream and waits for the objects to be written.
+func (w *objectWriter) close() error {
+	if w.pw == nil {
+		return nil
+	}
+	_, err := io.WriteString(w.pw, "done\n")
+	w.pw.Close()
+	if ferr := <-w.done; ferr != nil || err != nil {
+		w.pw = nil
+		return errors.Join(ferr, err)
+	}
+	w.pw = nil
+	return nil
+}
+
+// abort ends a stream that was not closed.
+func (w *objectWriter) abort() {
+	if w.pw != nil {
+		w.pw.CloseWithError(errors.New("aborted"))
+		<-w.done
+		w.pw = nil
+	}
+}
+
+// tree returns the tree of base's tree changed by the update-index
+// lines, built in an index of Truss's own in the worktree's git directory
+// (which commands cannot write).
+func (i *isolation) tree(ctx context.Context, base, lines string) (string, error) {
+	idx := filepath.Join(i.gitdir, "truss-index")
+	defer os.Remove(idx)
+	g := *i.repo
+	g.IndexFile = idx
+	if _, err := g.Plumbing(ctx, nil, "read-tree", base); err != nil {
+		return "", err
+	}
+	if _, err := g.Plumbing(ctx, strings.NewReader(lines), "update-index", "-z", "--index-info"); err != nil {
+		return "", err
+	}
+	out, err := g.Plumbing(ctx, nil, "write-tree")
+	return strings.TrimSpace(out), err
+}
+
+// commit returns a commit of head's tree changed by the update-index
+// lines, with head as its parent.
+func (i *isolation) commit(ctx context.Context, head, lines string) (string, error) {
+	tree, err := i.tree(ctx, head, lines)
+	if err != nil {
+		return "", err
+	}
+	out, err := i.repo.Plumbing(ctx, nil, "commit-tree", tree, "-p", head, "-m", "truss: sub-agent snapshot")
+	return strings.TrimSpace(out), err
+}
+
+// diff returns the changes made in the copy: for a worktree, git's
+// binary-safe diff of its tracked and new files against the start; for a
+// plain copy, a unified diff of the changed paths against the
+// workspace's files.
+func (i *isolation) diff(ctx context.Context, changed []string) (string, error) {
+	if i.repo != nil {
+		return i.diffGit(ctx)
+	}
+	from, err := hostfs.OpenRoot(i.from)
 	if err != nil {
 		return "", err
 	}
 	defer from.Close()
-	cp, err := os.OpenRoot(i.dir)
+	cp, err := hostfs.OpenRoot(i.dir)
 	if err != nil {
 		return "", err
 	}
 	defer cp.Close()
 	var sb strings.Builder
+	var total int64
 	for _, p := range changed {
-		old, oerr := readEntry(from, p)
-		cur, cerr := readEntry(cp, p)
+		old, oerr := readEntry(from, p, i.limits.bytes-total)
+		cur, cerr := readEntry(cp, p, i.limits.bytes-total)
+		if errors.Is(oerr, hostfs.ErrTooLarge) || errors.Is(cerr, hostfs.ErrTooLarge) {
+			return "", tooLarge(i.limits)
+		}
 		if oerr != nil && cerr != nil {
 			continue
 		}
+		total += int64(len(old) + len(cur))
 		a, b := "a/"+p, "b/"+p
 		if oerr != nil {
 			a = "/dev/null"
@@ -147,99 +557,106 @@ func (i *isolation) diff(ctx context.Context, changed []string) (string, error) 
 	return sb.String(), nil
 }
 
-// readEntry returns what a diff shows of the entry at p under r: a
-// regular file's content, a symbolic link as "symbolic link to TARGET"
-// (never what it points to), an error for anything else or for a path
-// whose directories lead outside r.
-func readEntry(r *os.Root, p string) (string, error) {
-	p = filepath.FromSlash(p)
-	fi, err := r.Lstat(p)
+// diffGit walks the worktree through hostfs (links reported as links,
+// FIFOs and the like left out, every .git left out), writes the objects
+// of what differs from the start, and diffs the two trees with
+// `git diff-tree`, which reads no work tree.
+func (i *isolation) diffGit(ctx context.Context) (string, error) {
+	root, err := hostfs.OpenRoot(i.top)
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		target, err := r.Readlink(p)
-		if err != nil {
-			return "", err
-		}
-		return "symbolic link to " + target + "\n", nil
-	case fi.Mode().IsRegular():
-		f, err := r.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		b, err := io.ReadAll(f)
-		return string(b), err
-	}
-	return "", fmt.Errorf("%s is not a regular file", p)
-}
-
-// remove deletes the copy (and the worktree's registration).
-func (i *isolation) remove() {
-	if i.repo != "" {
-		if _, err := git(context.Background(), i.repo, "worktree", "remove", "--force", i.top); err == nil {
-			return
-		}
-		os.RemoveAll(i.top)
-		git(context.Background(), i.repo, "worktree", "prune")
-		return
-	}
-	os.RemoveAll(i.top)
-}
-
-// copyTree copies the regular files, directories and symbolic links of src
-// into dst, leaving out .git.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return nil
-		}
-		if d.Name() == ".git" {
-			if d.IsDir() {
-				return filepath.SkipDir
+	defer root.Close()
+	objects := i.objectWriter(ctx)
+	defer objects.abort()
+	var lines strings.Builder
+	seen := map[string]bool{}
+	var total int64
+	entries := 0
+	err = root.Walk(func(name string, dir *hostfs.Root, info hostfs.Info) error {
+		if info.Name() == ".git" {
+			if info.IsDir() {
+				return hostfs.SkipDir
 			}
 			return nil
 		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
+		if entries++; entries > i.limits.entries {
+			return tooLarge(i.limits)
+		}
+		if info.IsDir() || (!info.IsRegular() && info.Mode&fs.ModeSymlink == 0) {
+			return nil
+		}
+		seen[name] = true
+		was, ok := i.start[name]
+		if ok && was.sameFile(info) {
+			return nil
+		}
+		data, mode, err := readTracked(dir, info.Name(), i.limits.bytes-total)
+		if err != nil {
+			if errors.Is(err, hostfs.ErrTooLarge) {
+				return tooLarge(i.limits)
+			}
+			if hostfs.IsNotExist(err) {
+				delete(seen, name)
+				return nil
+			}
+			return err
+		}
+		total += int64(len(data))
+		oid, err := gitsafe.BlobID(i.format, data)
 		if err != nil {
 			return err
 		}
-		switch {
-		case d.IsDir():
-			return os.Mkdir(target, info.Mode().Perm()|0o700)
-		case info.Mode()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, target)
-		case info.Mode().IsRegular():
-			return copyFile(p, target, info.Mode().Perm())
+		if ok && oid == was.oid && mode == was.mode {
+			return nil
 		}
-		return nil // sockets, devices and pipes are not copied
+		if err := objects.write(data); err != nil {
+			return err
+		}
+		fmt.Fprintf(&lines, "%o %s\t%s\x00", mode, oid, name)
+		return nil
 	})
+	if err != nil {
+		return "", err
+	}
+	for p, was := range i.start {
+		if !seen[p] {
+			fmt.Fprintf(&lines, "0 %s\t%s\x00", strings.Repeat("0", len(was.oid)), p)
+		}
+	}
+	if err := objects.close(); err != nil {
+		return "", err
+	}
+	if lines.Len() == 0 {
+		return "", nil
+	}
+	tree, err := i.tree(ctx, i.base, lines.String())
+	if err != nil {
+		return "", err
+	}
+	return i.repo.Plumbing(ctx, nil, "diff-tree", "-r", "-p", "--binary", "--no-renames", "--no-color", i.base, tree)
 }
 
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
+// readEntry returns what a diff shows of the entry at p under r: a
+// regular file's content (at most max bytes), a symbolic link as
+// "symbolic link to TARGET" (never what it points to), an error for
+// anything else or for a path with a link before its last component.
+func readEntry(r *hostfs.Root, p string, max int64) (string, error) {
+	data, mode, err := readTracked(r, p, max)
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
+	if mode == 0o120000 {
+		return "symbolic link to " + string(data) + "\n", nil
 	}
-	_, err = io.Copy(out, in)
-	return errors.Join(err, out.Close())
+	return string(data), nil
+}
+
+// remove deletes the copy, and for a worktree its registration (the git
+// directory Truss found when it was made; no git runs).
+func (i *isolation) remove() {
+	os.RemoveAll(i.top)
+	if i.gitdir != "" {
+		os.RemoveAll(i.gitdir)
+	}
 }

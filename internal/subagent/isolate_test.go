@@ -41,13 +41,13 @@ func TestIsolatedDiffDoesNotFollowLinks(t *testing.T) {
 	for _, withGit := range []bool{false, true} {
 		ws, key := setup(t, withGit)
 		ctx := context.Background()
-		iso, err := isolate(ctx, ws, t.TempDir(), "s")
+		iso, err := isolateNow(t, ws)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer iso.remove()
-		if (iso.repo != "") != withGit {
-			t.Fatalf("git %v: repo %q", withGit, iso.repo)
+		if (iso.repo != nil) != withGit {
+			t.Fatalf("git %v: repo %v", withGit, iso.repo)
 		}
 		a := filepath.Join(iso.dir, "a.txt")
 		os.Remove(a)
@@ -75,7 +75,7 @@ func TestIsolatedDiffDoesNotFollowLinks(t *testing.T) {
 func TestIsolatedDiffRunsNoRepositoryPrograms(t *testing.T) {
 	ws, _ := setup(t, true)
 	ctx := context.Background()
-	iso, err := isolate(ctx, ws, t.TempDir(), "s")
+	iso, err := isolateNow(t, ws)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/tool"
@@ -47,6 +48,12 @@ type Limits struct {
 	// definition sets one; MaxTurns 0 means 30. Every field is also a cap on
 	// what a call may ask for, when set.
 	Budget agent.Budget
+	// MaxCopyBytes and MaxCopyEntries bound an isolated copy: the bytes
+	// of the files copied (and read back for its diff) and the number of
+	// entries; 0 means 1 GiB and 200,000. A workspace over either is an
+	// error of the spawn call, not a partial copy.
+	MaxCopyBytes   int64
+	MaxCopyEntries int
 }
 
 // Run describes one child run.
@@ -118,6 +125,11 @@ type Config struct {
 	// Observe, when set, returns an observer of a child's events (progress
 	// for a user interface).
 	Observe func(run *Run) agent.Observer
+
+	// repo is the workspace's repository as New found it (the session's
+	// start): an isolated copy uses git only while the workspace is in
+	// that same repository.
+	repo gitsafe.Repo
 }
 
 // Spawner executes spawn calls for the agents at one depth. It is safe for
@@ -129,7 +141,11 @@ type Spawner struct {
 	sem    chan struct{}
 }
 
-// New returns the spawner of the top agent (depth 0).
+// New returns the spawner of the top agent (depth 0). It records the
+// workspace's repository as it is now, the session's start: isolated
+// copies use git only while the workspace is in that same .git (same
+// path, device and inode); a repository that appears later, or replaces
+// it, is the commands' own and gets a plain copy.
 func New(cfg Config) *Spawner {
 	if cfg.Limits.MaxDepth == 0 {
 		cfg.Limits.MaxDepth = 2
@@ -142,6 +158,17 @@ func New(cfg Config) *Spawner {
 	}
 	if cfg.System == nil {
 		cfg.System = func(dir string) string { return agent.SystemPrompt(dir, agent.DefaultSystem) }
+	}
+	if cfg.Limits.MaxCopyBytes <= 0 {
+		cfg.Limits.MaxCopyBytes = defaultMaxCopyBytes
+	}
+	if cfg.Limits.MaxCopyEntries <= 0 {
+		cfg.Limits.MaxCopyEntries = defaultMaxCopyEntries
+	}
+	if cfg.Workspace != "" {
+		// A repository that is not there now, or cannot be told apart,
+		// is never used: isolated copies are then plain copies.
+		cfg.repo, _ = gitsafe.Find(cfg.Workspace)
 	}
 	return &Spawner{cfg: &cfg, parent: cfg.Session, sem: make(chan struct{}, cfg.Limits.MaxParallel)}
 }
@@ -246,7 +273,7 @@ func (s *Spawner) Execute(ctx context.Context, call tool.Call) tool.Result {
 	run.Dir = cfg.Workspace
 	var iso *isolation
 	if run.Isolated {
-		iso, err = isolate(ctx, cfg.Workspace, cfg.WorkDir, run.Session)
+		iso, err = isolate(ctx, cfg.Workspace, cfg.repo, cfg.WorkDir, run.Session, copyLimits{bytes: cfg.Limits.MaxCopyBytes, entries: cfg.Limits.MaxCopyEntries})
 		if err != nil {
 			return tool.Failed(call, tool.Errorf(tool.ErrIO, "spawn: could not make an isolated copy of the workspace: %v", err))
 		}
@@ -306,6 +333,9 @@ func (s *Spawner) Execute(ctx context.Context, call tool.Call) tool.Result {
 		res.Changes = changes.merged()
 	}
 	res.Output = out.Text
+	if iso != nil && len(iso.skipped) > 0 {
+		res.Output += fmt.Sprintf("\n\n(Left out of the isolated copy, being neither regular files, directories nor links, or under a link: %s)", strings.Join(iso.skipped, ", "))
+	}
 	switch out.Status {
 	case agent.StatusCompleted:
 	case agent.StatusCanceled:
