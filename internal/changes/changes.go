@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -72,7 +73,10 @@ type root struct {
 	dirs  map[string][]entry // directory (relative, "" for the root) → its entries by name
 	links map[string]string  // symlink → target
 	repo  *repo
-	watch *watcher
+	// dotGit is the .git recorded for the root at Open (the zero Repo:
+	// none, or none git may be run on).
+	dotGit gitsafe.Repo
+	watch  *watcher
 	// linked are the directories holding a file with another name, read
 	// by every scan (see entry.linked).
 	linked map[string]bool
@@ -186,6 +190,14 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 			return nil, fmt.Errorf("changes: root %s is not a directory: %w", p, err)
 		}
 		r := &root{abs: abs, fs: rfs, dirs: map[string][]entry{}, links: map[string]string{}, watch: t.watch, linked: map[string]bool{}}
+		if !t.noGit {
+			// Recorded now, with lstat only: the baseline and every later
+			// use of git check that the .git found is still this one.
+			found, err := gitsafe.Find(abs)
+			if err == nil && (i > 0 || opts.Repo == nil || (opts.Repo.DotGit != "" && found.Dev == opts.Repo.Dev && found.Ino == opts.Repo.Ino)) {
+				r.dotGit = found
+			}
+		}
 		if i > 0 {
 			// Named as given (the path the tools and the sandbox use),
 			// walked where it leads.
@@ -287,10 +299,11 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	var hash []*entry
 	var hashRel []string
 	var hashRoot []*root
+	var hashOID [][]byte // the index's blob of a file whose stat does not prove it clean; nil: none
 	for _, r := range t.roots {
 		var index map[string]indexEntry
 		if !t.noGit {
-			repo, idx, err := openRepo(ctx, r.abs)
+			repo, idx, err := openRepo(ctx, r.abs, r.dotGit)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -314,12 +327,19 @@ func (t *Tracker) baseline(ctx context.Context) error {
 					}
 					ie, ok := index[rel]
 					exec := e.mode&0o100 != 0
-					if ok && ie.mode != 0o120000 && (ie.mode == 0o100755) == exec {
+					switch {
+					case ok && ie.mode != 0o120000 && statClean(e, ie):
 						clean, cleanRel = append(clean, e), append(cleanRel, rel)
 						cleanOID = append(cleanOID, ie.oid)
-						continue
+					case ok && ie.mode != 0o120000 && (ie.mode == 0o100755) == exec:
+						// Clean only if its content hashes to the index's
+						// blob, which the copy below computes.
+						hash, hashRel, hashRoot = append(hash, e), append(hashRel, rel), append(hashRoot, r)
+						hashOID = append(hashOID, ie.oid)
+					default:
+						hash, hashRel, hashRoot = append(hash, e), append(hashRel, rel), append(hashRoot, r)
+						hashOID = append(hashOID, nil)
 					}
-					hash, hashRel, hashRoot = append(hash, e), append(hashRel, rel), append(hashRoot, r)
 				}
 			}
 		}
@@ -337,14 +357,30 @@ func (t *Tracker) baseline(ctx context.Context) error {
 					continue
 				}
 				hash, hashRel, hashRoot = append(hash, e), append(hashRel, cleanRel[i]), append(hashRoot, r)
+				hashOID = append(hashOID, nil)
 			}
 		}
 	}
-	// Copy the rest into the store, in parallel.
+	// Copy the rest into the store, in parallel; a file whose content is
+	// its index blob is taken from the repository instead.
 	var mu sync.Mutex
+	var verified []int // of hash: found to be their index blob
 	t.parallel(len(hash), func(i int) {
 		e := hash[i]
-		c, err := t.read(hashRoot[i], hashRel[i], e, nil, true)
+		var g *repo
+		if hashOID[i] != nil {
+			g = hashRoot[i].repo
+		}
+		c, err := t.read(hashRoot[i], hashRel[i], e, g, true)
+		if err == nil && c.size == e.size && c.gid != nil && bytes.Equal(c.gid, hashOID[i]) {
+			e.src = srcGit
+			copy(e.sum[:], c.gid)
+			t.hold.give(c.held)
+			mu.Lock()
+			verified = append(verified, i)
+			mu.Unlock()
+			return
+		}
 		if err != nil || c.size != e.size {
 			// Changed, gone or unreadable while the baseline was taken:
 			// unknown, and compared by content at the first scan.
@@ -368,6 +404,29 @@ func (t *Tracker) baseline(ctx context.Context) error {
 		}
 		t.hold.give(c.held)
 	})
+	// A file is its index blob only if the repository has that object
+	// (an intent-to-add entry, or a partial clone's, may not): one check
+	// per root. One it lacks is unknown, compared by content at the first
+	// scan.
+	byRoot := map[*root][]int{}
+	for _, i := range verified {
+		byRoot[hashRoot[i]] = append(byRoot[hashRoot[i]], i)
+	}
+	for r, is := range byRoot {
+		oids := make([][]byte, len(is))
+		for k, i := range is {
+			oids[k] = hashOID[i]
+		}
+		sizes, err := r.repo.sizes(ctx, oids)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for k, i := range is {
+			if err != nil || sizes[k] != hash[i].size {
+				hash[i].src, hash[i].racy = srcNone, true
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,11 +21,17 @@ import (
 	"github.com/trussdev/truss/internal/gitsafe"
 )
 
-// repo is the git repository a workspace root is in, as found at the
-// baseline: which files are clean (their content is the index's blob),
-// and a cat-file process that reads blobs.
+// repo is the git repository a root is in, as recorded when tracking
+// began: its .git (path, device and inode), the git that reads it (only
+// gitsafe's Plumbing commands, which read no work-tree file and so run no
+// filter, textconv or fsmonitor whatever its configuration says), and a
+// cat-file process that reads blobs. Git runs only while the .git found
+// from the root is still the recorded one (same): a .git replaced, or
+// one that appeared later, gets no git at all.
 type repo struct {
 	git    gitsafe.Git
+	at     gitsafe.Repo
+	root   string
 	sha256 bool // the repository's object format
 
 	mu   sync.Mutex
@@ -37,61 +45,130 @@ type repo struct {
 type indexEntry struct {
 	mode uint32 // git's mode: 0o100644, 0o100755, 0o120000
 	oid  []byte
+	// stat is the file's stat as the index recorded it (git keeps 32
+	// bits of each); trusted is set when it was recorded before the index
+	// file was last written (git's rule against a racily clean entry) and
+	// the index did not change while read.
+	stat    indexStat
+	trusted bool
 }
 
-// openRepo finds the repository of root; nil (and no error) when root is
-// not in a work tree or git is not installed.
-func openRepo(ctx context.Context, root string) (*repo, map[string]indexEntry, error) {
+// indexStat is the stat data git's index keeps of a file, each field
+// truncated to 32 bits as git stores it.
+type indexStat struct {
+	ctimeSec, ctimeNsec, mtimeSec, mtimeNsec uint32
+	dev, ino, size                           uint32
+}
+
+// statClean reports whether e, as walked, is the file the index entry
+// recorded with unchanged stat (times, inode, device, size, executable
+// bit): its content is then the entry's blob, as git itself would judge
+// without reading it, unless the walk found e too recent to trust.
+func statClean(e *entry, ie indexEntry) bool {
+	s := ie.stat
+	return ie.trusted && !e.racy && (ie.mode == 0o100755) == (e.mode&0o100 != 0) &&
+		s.size == uint32(e.size) && s.ino == uint32(e.ino) && s.dev == uint32(e.dev) &&
+		s.mtimeSec == uint32(e.mtime/1e9) && s.mtimeNsec == uint32(e.mtime%1e9) &&
+		s.ctimeSec == uint32(e.ctime/1e9) && s.ctimeNsec == uint32(e.ctime%1e9)
+}
+
+// same reports whether the .git found from the root now is the one
+// recorded: git may run on the repository only then.
+func (r *repo) same() bool {
+	cur, err := gitsafe.Find(r.root)
+	return err == nil && cur.Same(r.at)
+}
+
+// errNotSame is the error of a use of git once the root's .git is no
+// longer the one recorded.
+var errNotSame = errors.New("the repository's .git is no longer the one recorded when tracking began")
+
+// openRepo opens the repository at (the .git recorded for root when
+// tracking began) and returns its stage-0 regular files and symlinks
+// under root, by path relative to root, with the index's stat data. It
+// returns nil (and no error) when at is the zero Repo, when the .git found
+// from root now is another one, or when git is not installed. Only
+// Plumbing commands run, with the repository named explicitly (GIT_DIR
+// is at's path, the work tree the directory holding it).
+func openRepo(ctx context.Context, root string, at gitsafe.Repo) (*repo, map[string]indexEntry, error) {
+	if at.DotGit == "" {
+		return nil, nil, nil
+	}
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, nil, nil
 	}
-	g := gitsafe.Git{Dir: root}
-	out, err := g.Output(ctx, "rev-parse", "--is-inside-work-tree", "--show-prefix", "--show-object-format")
-	if err != nil {
-		return nil, nil, nil // not a repository (or not one git can read): every file is copied
-	}
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 3 || lines[0] != "true" {
+	top := filepath.Dir(at.DotGit)
+	rel, err := filepath.Rel(top, root)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil, nil, nil
 	}
-	prefix := lines[1]
-	r := &repo{git: g, sha256: lines[2] == "sha256"}
-	ls, err := g.Output(ctx, "ls-files", "--stage", "-z")
+	prefix := ""
+	if rel != "." {
+		prefix = filepath.ToSlash(rel) + "/"
+	}
+	r := &repo{git: gitsafe.Git{Dir: top, GitDir: at.DotGit, WorkTree: top}, at: at, root: root}
+	if !r.same() {
+		return nil, nil, nil
+	}
+	out, err := r.git.Plumbing(ctx, nil, "rev-parse", "--absolute-git-dir", "--show-object-format")
+	if err != nil {
+		return nil, nil, nil // not a repository git can read: every file is copied
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 2 || !filepath.IsAbs(lines[0]) {
+		return nil, nil, nil
+	}
+	r.sha256 = lines[1] == "sha256"
+	// The index's own mtime decides which entries' stat is trusted; it
+	// must be the same before and after the listing.
+	indexFile := filepath.Join(lines[0], "index")
+	before, berr := os.Lstat(indexFile)
+	if !r.same() {
+		return nil, nil, nil
+	}
+	ls, err := r.git.Plumbing(ctx, nil, "ls-files", "--stage", "--debug", "-z")
 	if err != nil {
 		return nil, nil, err
 	}
-	index, err := parseLsFiles(ls)
+	after, aerr := os.Lstat(indexFile)
+	var indexMtime int64 // 0: no entry's stat is trusted
+	if berr == nil && aerr == nil && before.Mode().IsRegular() && os.SameFile(before, after) &&
+		before.ModTime().Equal(after.ModTime()) && before.Size() == after.Size() {
+		indexMtime = before.ModTime().UnixNano()
+	}
+	all, err := parseLsFiles(ls, indexMtime)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := g.Output(ctx, "status", "--porcelain=v2", "-z", "--untracked-files=no", "--ignore-submodules=all", "--no-renames")
-	if err != nil {
-		return nil, nil, err
-	}
-	dirty, err := parseStatus(st)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, p := range dirty {
-		rel, ok := strings.CutPrefix(p, prefix)
-		if ok {
-			delete(index, rel)
+	index := make(map[string]indexEntry, len(all))
+	for p, e := range all {
+		if rel, ok := strings.CutPrefix(p, prefix); ok {
+			index[rel] = e
 		}
 	}
 	return r, index, nil
 }
 
-// parseLsFiles reads `git ls-files --stage -z` ("MODE OID STAGE\tPATH\0"
-// records) and returns the stage-0 regular files and symlinks by path.
-// Conflicted paths (stages 1–3) and gitlinks are left out: their work
-// tree files are not an index blob.
-func parseLsFiles(out string) (map[string]indexEntry, error) {
+// parseLsFiles reads `git ls-files --stage --debug -z` ("MODE OID
+// STAGE\tPATH\0" records, each followed by five lines of stat data) and
+// returns the stage-0 regular files and symlinks by path. Conflicted paths
+// (stages 1–3) and gitlinks are left out: their work tree files are not an
+// index blob. An entry's stat is trusted when its mtime is before
+// indexMtime (ns; 0 trusts none).
+func parseLsFiles(out string, indexMtime int64) (map[string]indexEntry, error) {
 	index := map[string]indexEntry{}
 	conflicted := map[string]bool{}
-	for rec := range strings.SplitSeq(out, "\x00") {
-		if rec == "" {
-			continue
+	for out != "" {
+		rec, rest, ok := strings.Cut(out, "\x00")
+		if !ok {
+			return nil, fmt.Errorf("git ls-files: unterminated record %q", rec)
 		}
+		var st indexStat
+		var err error
+		if st, rest, err = parseDebug(rest); err != nil {
+			return nil, fmt.Errorf("git ls-files: %q: %w", rec, err)
+		}
+		out = rest
 		meta, p, ok := strings.Cut(rec, "\t")
 		f := strings.Split(meta, " ")
 		if !ok || len(f) != 3 || p == "" {
@@ -111,7 +188,8 @@ func parseLsFiles(out string) (map[string]indexEntry, error) {
 		}
 		switch mode {
 		case 0o100644, 0o100755, 0o120000:
-			index[p] = indexEntry{mode: uint32(mode), oid: oid}
+			mtime := int64(st.mtimeSec)*1e9 + int64(st.mtimeNsec)
+			index[p] = indexEntry{mode: uint32(mode), oid: oid, stat: st, trusted: indexMtime != 0 && mtime < indexMtime}
 		}
 	}
 	for p := range conflicted {
@@ -120,36 +198,59 @@ func parseLsFiles(out string) (map[string]indexEntry, error) {
 	return index, nil
 }
 
-// parseStatus reads `git status --porcelain=v2 -z --untracked-files=no
-// --no-renames` and returns the paths (relative to the repository's top)
-// whose work tree file differs from the index, and the unmerged ones.
-func parseStatus(out string) ([]string, error) {
-	var dirty []string
-	for rec := range strings.SplitSeq(out, "\x00") {
-		if rec == "" {
-			continue
+// parseDebug reads the five lines of stat data ls-files --debug writes
+// after a path ("  ctime: S:N", "  mtime: S:N", "  dev: D\tino: I",
+// "  uid: U\tgid: G", "  size: Z\tflags: F") and returns the rest.
+func parseDebug(s string) (indexStat, string, error) {
+	var st indexStat
+	var vals [10]uint64
+	for i, want := range []string{"ctime", "mtime", "dev", "uid", "size"} {
+		line, rest, ok := strings.Cut(s, "\n")
+		if !ok {
+			return st, "", errors.New("stat data cut short")
 		}
-		switch rec[0] {
-		case '1': // 1 XY sub mH mI mW hH hI path
-			f := strings.SplitN(rec, " ", 9)
-			if len(f) != 9 || len(f[1]) != 2 || f[8] == "" {
-				return nil, fmt.Errorf("git status: malformed record %q", rec)
+		s = rest
+		var a, b string
+		switch want {
+		case "ctime", "mtime":
+			v, ok := strings.CutPrefix(line, "  "+want+": ")
+			if a, b, ok = cutOK(v, ":", ok); !ok {
+				return st, "", fmt.Errorf("bad stat line %q", line)
 			}
-			if f[1][1] != '.' {
-				dirty = append(dirty, f[8])
-			}
-		case 'u': // u XY sub m1 m2 m3 mW h1 h2 h3 path
-			f := strings.SplitN(rec, " ", 11)
-			if len(f) != 11 || f[10] == "" {
-				return nil, fmt.Errorf("git status: malformed record %q", rec)
-			}
-			dirty = append(dirty, f[10])
-		case '#':
 		default:
-			return nil, fmt.Errorf("git status: unexpected record %q", rec)
+			second := map[string]string{"dev": "ino", "uid": "gid", "size": "flags"}[want]
+			v, ok := strings.CutPrefix(line, "  "+want+": ")
+			x, y, ok := cutOK(v, "\t"+second+": ", ok)
+			if !ok {
+				return st, "", fmt.Errorf("bad stat line %q", line)
+			}
+			a, b = x, y
+		}
+		base := 16
+		if want != "size" {
+			base = 10
+		}
+		var err1, err2 error
+		vals[2*i], err1 = strconv.ParseUint(a, 10, 32)
+		vals[2*i+1], err2 = strconv.ParseUint(b, base, 32)
+		if err1 != nil || err2 != nil {
+			return st, "", fmt.Errorf("bad stat line %q", line)
 		}
 	}
-	return dirty, nil
+	st = indexStat{
+		ctimeSec: uint32(vals[0]), ctimeNsec: uint32(vals[1]),
+		mtimeSec: uint32(vals[2]), mtimeNsec: uint32(vals[3]),
+		dev: uint32(vals[4]), ino: uint32(vals[5]), size: uint32(vals[8]),
+	}
+	return st, s, nil
+}
+
+// cutOK is strings.Cut of s around sep when ok.
+func cutOK(s, sep string, ok bool) (string, string, bool) {
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(s, sep)
 }
 
 // blobID returns the object id git gives content b.
@@ -166,16 +267,23 @@ func (r *repo) blobID(b []byte) []byte {
 }
 
 // blob reads an object's content through one `git cat-file --batch`
-// process, started on first use.
+// process, started on first use, while the root's .git is the one
+// recorded; once it is not, the process is ended and every read fails.
+// The content is checked against its object id.
 func (r *repo) blob(ctx context.Context, oid []byte) ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.dead != nil {
 		return nil, r.dead
 	}
+	if !r.same() {
+		r.dead = fmt.Errorf("git cat-file: %w", errNotSame)
+		r.stop()
+		return nil, r.dead
+	}
 	if r.cmd == nil {
 		// The process outlives the call that starts it: Close ends it.
-		cmd, err := r.git.Command(context.WithoutCancel(ctx), "cat-file", "--batch")
+		cmd, err := r.git.PlumbingCommand(context.WithoutCancel(ctx), "cat-file", "--batch")
 		if err != nil {
 			return nil, err
 		}
@@ -283,16 +391,14 @@ func (r *repo) sizes(ctx context.Context, oids [][]byte) ([]int64, error) {
 		in.WriteString(hex.EncodeToString(o))
 		in.WriteByte('\n')
 	}
-	cmd, err := r.git.Command(ctx, "cat-file", "--batch-check")
+	if !r.same() {
+		return nil, fmt.Errorf("git cat-file --batch-check: %w", errNotSame)
+	}
+	out, err := r.git.Plumbing(ctx, &in, "cat-file", "--batch-check")
 	if err != nil {
 		return nil, err
 	}
-	var out, stderr bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = &in, &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("git cat-file --batch-check: %v: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	us, err := parseBatchCheck(out.String(), uniq)
+	us, err := parseBatchCheck(out, uniq)
 	if err != nil {
 		return nil, err
 	}

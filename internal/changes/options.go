@@ -80,6 +80,7 @@ package changes
 import (
 	"time"
 
+	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -127,6 +128,15 @@ type Options struct {
 	// NoGit disables reading before contents from a git repository:
 	// every file is copied at the baseline.
 	NoGit bool
+	// Repo, when set, is the workspace's .git as recorded when the
+	// session began (gitsafe.Find): the first root uses git only while the
+	// .git found from it is that one (the same device and inode), and not
+	// at all when Repo is the zero Repo (the session began with no
+	// repository, so any found now is the commands' own). When nil, each
+	// root's .git is the one found from it at Open. Other roots always
+	// record theirs at Open; a root uses git only while its recorded .git
+	// is still the one found from it.
+	Repo *gitsafe.Repo
 	// ScanAfter lists the operations after which Wrap scans; nil means
 	// DefaultScanAfter().
 	ScanAfter []tool.Op

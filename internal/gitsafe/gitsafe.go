@@ -40,8 +40,10 @@
 // the way that holds whatever the configuration says: it runs only the
 // commands that never read or write a work-tree file, so no filter,
 // textconv, external diff or fsmonitor can run at all. Truss's own
-// operations on trees commands write (an isolated sub-agent's worktree)
-// use Plumbing, with the files read and written through internal/hostfs.
+// operations on trees commands write (an isolated sub-agent's worktree,
+// the change tracker's baseline and before contents) use Plumbing, with
+// the files read and written, and judged clean or not, through
+// internal/hostfs.
 // Find and Repo.Same tell whether a workspace is still in the repository
 // it was in when the session began: one that appeared later is the
 // commands' own and is given no git at all.
@@ -100,6 +102,14 @@ var settings = []string{
 	"credential.helper=",
 	"diff.external=",
 	"protocol.allow=never",
+	// A repository's protocol.NAME.allow would override protocol.allow;
+	// these, given on the command line, win over any of its includes.
+	"protocol.file.allow=never",
+	"protocol.ssh.allow=never",
+	"protocol.git.allow=never",
+	"protocol.http.allow=never",
+	"protocol.https.allow=never",
+	"protocol.ext.allow=never",
 	"commit.gpgSign=false",
 	"tag.gpgSign=false",
 	"submodule.recurse=false",

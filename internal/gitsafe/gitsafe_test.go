@@ -236,7 +236,7 @@ func TestPlumbingRunsNoRepositoryPrograms(t *testing.T) {
 	wt := filepath.Join(t.TempDir(), "wt")
 	for _, args := range [][]string{
 		{"rev-parse", "--verify", "HEAD"},
-		{"ls-files", "--stage", "-z"},
+		{"ls-files", "--stage", "-z"}, {"ls-files", "--stage", "--debug", "-z"},
 		{"ls-tree", "-r", "-z", "HEAD"},
 		{"worktree", "add", "--no-checkout", "--detach", wt, "HEAD"},
 		{"diff-tree", "-r", "-p", "--binary", "--root", "HEAD"},

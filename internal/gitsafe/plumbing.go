@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -33,7 +34,7 @@ var ErrNotPlumbing = errors.New("is not one of the git commands that run no prog
 // the settings Command adds.
 var plumbingFlags = map[string][]string{
 	"rev-parse":    {"--verify", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format", "--is-inside-work-tree", "--show-prefix", "-q", "--quiet"},
-	"ls-files":     {"--stage", "-s", "-z", "--full-name"},
+	"ls-files":     {"--stage", "-s", "-z", "--full-name", "--debug"},
 	"ls-tree":      {"-r", "-z", "--full-tree", "--full-name", "-t"},
 	"read-tree":    {"--empty"},
 	"update-index": {"-z", "--index-info"},
@@ -95,7 +96,7 @@ func checkPlumbing(args []string) error {
 }
 
 // Plumbing runs one of the git commands that read and write only the
-// object store, refs and index files (rev-parse, ls-files --stage,
+// object store, refs and index files (rev-parse, ls-files --stage [--debug],
 // ls-tree, read-tree without -u, update-index --index-info, write-tree,
 // commit-tree, update-ref, diff-tree, fast-import, cat-file without
 // --filters or --textconv, worktree add --no-checkout and worktree
@@ -109,14 +110,10 @@ func checkPlumbing(args []string) error {
 // diff-tree is given --no-ext-diff and --no-textconv; commit-tree commits
 // as "truss <truss@localhost>".
 func (g Git) Plumbing(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
-	if err := checkPlumbing(args); err != nil {
+	cmd, err := g.PlumbingCommand(ctx, args...)
+	if err != nil {
 		return "", err
 	}
-	var extra [][2]string
-	if args[0] == "commit-tree" {
-		extra = [][2]string{{"user.name", "truss"}, {"user.email", "truss@localhost"}, {"user.useConfigOnly", "false"}}
-	}
-	cmd := g.command(ctx, extra, args...)
 	cmd.Stdin = stdin
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -124,6 +121,21 @@ func (g Git) Plumbing(ctx context.Context, stdin io.Reader, args ...string) (str
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return out.String(), nil
+}
+
+// PlumbingCommand returns, not started, the git command Plumbing would
+// run for args (ErrNotPlumbing for any other), for a caller that streams
+// its input and output (a long-lived `cat-file --batch`). The caller sets
+// its standard input, output and error.
+func (g Git) PlumbingCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	if err := checkPlumbing(args); err != nil {
+		return nil, err
+	}
+	var extra [][2]string
+	if args[0] == "commit-tree" {
+		extra = [][2]string{{"user.name", "truss"}, {"user.email", "truss@localhost"}, {"user.useConfigOnly", "false"}}
+	}
+	return g.command(ctx, extra, args...), nil
 }
 
 // BlobID returns the object name git gives a blob with content data in a
