@@ -645,3 +645,85 @@ func Split(root, p string) (string, error) {
 	}
 	return rel, nil
 }
+
+// realRel returns the path of the directory open at fd relative to the
+// root (slash-separated; "." for the root), as the kernel names it.
+func (r *Root) realRel(fd int) (string, error) {
+	buf := make([]byte, 4096)
+	n, err := unix.Readlink("/proc/self/fd/"+fmt.Sprint(fd), buf)
+	if err != nil {
+		return "", err
+	}
+	m, err := unix.Readlink("/proc/self/fd/"+fmt.Sprint(r.fd()), buf[n:])
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(string(buf[n:n+m]), string(buf[:n]))
+	if err != nil {
+		return "", err
+	}
+	rel = filepath.ToSlash(rel)
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", ErrEscapes
+	}
+	return rel, nil
+}
+
+// RealName returns name with the links of its directory resolved as the
+// kernel resolves them beneath the root (for a strict root, name itself):
+// the name a write or removal of name reaches. Its last component is
+// name's own, which a write replaces and a removal removes, never
+// following it. A missing parent is an error for which IsNotExist holds.
+func (r *Root) RealName(name string) (string, error) {
+	c, err := clean(name)
+	if err != nil || c == "." {
+		return c, err
+	}
+	dfd, base, err := r.parent(c)
+	if err != nil {
+		return "", &Error{"resolve", r.display(c), err}
+	}
+	if dfd == r.fd() {
+		return base, nil
+	}
+	defer unix.Close(dfd)
+	dir, err := r.realRel(dfd)
+	if err != nil {
+		return "", &Error{"resolve", r.display(c), err}
+	}
+	return path.Join(dir, base), nil
+}
+
+// WriteFileGuard is WriteFile with guard called, before anything is
+// written, with the name the write reaches (RealName's, from the very
+// directory descriptor the write then uses, so no link swapped in
+// between can change it); an error of guard is returned as is.
+func (r *Root) WriteFileGuard(name string, data []byte, perm fs.FileMode, guard func(real string) error) error {
+	c, err := clean(name)
+	if err != nil || c == "." {
+		if err == nil {
+			err = ErrNotRegular
+		}
+		return &Error{"write", name, err}
+	}
+	dfd, base, err := r.parent(c)
+	if err != nil {
+		return &Error{"write", r.display(c), err}
+	}
+	real := base
+	if dfd != r.fd() {
+		defer unix.Close(dfd)
+		dir, err := r.realRel(dfd)
+		if err != nil {
+			return &Error{"write", r.display(c), err}
+		}
+		real = path.Join(dir, base)
+	}
+	if err := guard(real); err != nil {
+		return err
+	}
+	if err := writeIn(dfd, base, data, perm); err != nil {
+		return &Error{"write", r.display(c), err}
+	}
+	return nil
+}

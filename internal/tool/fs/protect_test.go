@@ -26,11 +26,23 @@ func TestProtectedPaths(t *testing.T) {
 		"notes/.truss/x.toml":   "nested .truss is an ordinary directory",
 		"holder/deep/.git/HEAD": "ref: refs/heads/main\n",
 	})
+	// Links a command made inside the workspace, which the file tools
+	// follow while they stay beneath the root.
+	for link, target := range map[string]string{"g": ".git", "tl": ".truss", "free/up": "../sub/.git"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		op   tool.Op
 		args any
 	}{
+		{"write through a link to .git", tool.OpWrite, &tool.CreateArgs{Path: "g/config", Content: "[core]\n\tfsmonitor = touch /tmp/p\n"}},
+		{"replace through a link to .git", tool.OpReplace, &tool.ReplaceArgs{Path: "g/config", Old: "[core]", New: "[core]\n\tfsmonitor = x"}},
+		{"create under a link to .git", tool.OpCreate, &tool.CreateArgs{Path: "g/hooks/new/pre-commit", Content: "#!/bin/sh\n"}},
+		{"write through a link to .truss", tool.OpWrite, &tool.CreateArgs{Path: "tl/config.toml", Content: "[sandbox]\n"}},
+		{"write through a relative link to a nested .git", tool.OpWrite, &tool.CreateArgs{Path: "free/up/config", Content: "x"}},
 		{"write .git/config", tool.OpWrite, &tool.CreateArgs{Path: ".git/config", Content: "[core]\n\tfsmonitor = touch /tmp/p\n"}},
 		{"create a hook", tool.OpCreate, &tool.CreateArgs{Path: ".git/hooks/post-checkout", Content: "#!/bin/sh\n"}},
 		{"absolute .git path", tool.OpWrite, &tool.CreateArgs{Path: filepath.Join(dir, ".git", "config"), Content: "x"}},

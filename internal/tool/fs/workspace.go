@@ -339,7 +339,26 @@ func (p Resolved) writable() error {
 		return &tool.Error{Kind: tool.ErrReadOnly, Path: p.Display(),
 			Message: fmt.Sprintf("the path %s is in a read-only root and cannot be changed", p.Display())}
 	}
-	return p.protected()
+	if err := p.protected(); err != nil {
+		return err
+	}
+	// Where the links of p's directories lead (a write checks again from
+	// the descriptor it writes through).
+	rel := filepath.ToSlash(p.Rel)
+	for rel != "." {
+		real, err := p.root.h.RealName(rel)
+		if err == nil {
+			if rel != filepath.ToSlash(p.Rel) {
+				real = path.Join(real, strings.TrimPrefix(filepath.ToSlash(p.Rel), rel+"/"))
+			}
+			return p.reached(filepath.FromSlash(real))
+		}
+		if !hostfs.IsNotExist(err) {
+			return nil // the operation itself reports what is wrong
+		}
+		rel = path.Dir(rel)
+	}
+	return nil
 }
 
 // protected refuses p when it is a protected path or lies below one, or
@@ -511,8 +530,32 @@ func (p Resolved) WriteFileMode(data []byte, fileMode, dirMode fs.FileMode) erro
 			return ioErr("create the directory for", p.Display(), err)
 		}
 	}
-	if err := p.root.h.WriteFile(filepath.ToSlash(p.Rel), data, mode); err != nil {
+	// The name the write reaches, from the directory descriptor it uses:
+	// a link inside the workspace (g -> .git) cannot carry it into a
+	// protected directory, nor can one swapped in after writable looked.
+	guard := func(real string) error { return p.reached(filepath.FromSlash(real)) }
+	if err := p.root.h.WriteFileGuard(filepath.ToSlash(p.Rel), data, mode, guard); err != nil {
+		var te *tool.Error
+		if errors.As(err, &te) {
+			return err
+		}
 		return ioErr("write", p.Display(), refusal(p.Display(), err))
+	}
+	return nil
+}
+
+// reached refuses p when real, the name beneath p's root that an
+// operation on p reaches once the links of its directories are resolved,
+// differs from p's own and is protected.
+func (p Resolved) reached(real string) error {
+	if real == p.Rel {
+		return nil
+	}
+	q := p
+	q.Rel, q.Abs = real, filepath.Join(p.root.dir, real)
+	if err := q.protected(); err != nil {
+		return &tool.Error{Kind: tool.ErrReadOnly, Path: p.Display(),
+			Message: fmt.Sprintf("the path %s leads through a symbolic link to %s: %s", p.Display(), q.Display(), strings.TrimPrefix(err.Error(), "the path "+q.Display()+" is "))}
 	}
 	return nil
 }
