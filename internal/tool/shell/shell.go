@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -387,13 +388,13 @@ func (s *Session) kill() {
 	<-p.exited
 }
 
-// ScrubEnv returns env without the variables Withheld names, except those
-// named in allow (exact names).
+// ScrubEnv returns env without the variables Withheld names or whose
+// value WithheldValue refuses, except those named in allow (exact names).
 func ScrubEnv(env, allow []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if Withheld(name) && !contains(allow, name) {
+		name, value, _ := strings.Cut(kv, "=")
+		if (Withheld(name) || WithheldValue(value)) && !contains(allow, name) {
 			continue
 		}
 		out = append(out, kv)
@@ -402,10 +403,22 @@ func ScrubEnv(env, allow []string) []string {
 }
 
 // Withheld reports whether a command's environment leaves out the variable
-// name: the configuration of Truss and of the model providers it talks to
-// (names starting with ANTHROPIC_, OPENAI_, OLLAMA_ or TRUSS_, such as
-// ANTHROPIC_BASE_URL, OPENAI_BASE_URL, OLLAMA_HOST, TRUSS_HOME), and any
-// name containing KEY, SECRET or TOKEN. Names are compared in upper case.
+// name. Names are compared in upper case; a name's words are its parts
+// between underscores (and other characters that are not letters or
+// digits). Withheld are:
+//
+//   - the configuration of Truss and of the model providers it talks to:
+//     names starting with ANTHROPIC_, OPENAI_, OLLAMA_ or TRUSS_;
+//   - names containing KEY, SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE or
+//     CREDENTIAL anywhere (APIKEY, DBPASSWORD, GOOGLE_CREDENTIALS);
+//   - names with a word PASS, PWD, PAT, AUTH, CREDS, DSN, COOKIE, SESSION or
+//     PRIVATE (PGPASS, MYSQL_PWD, GITHUB_PAT, NPM_AUTH, SENTRY_DSN,
+//     SESSION_COOKIE), which as mere substrings would take PATH,
+//     PYTHONPATH or COMPASS too;
+//
+// except the few well-known names with such a word that hold no secret:
+// PWD and OLDPWD (the working directory), DBUS_SESSION_BUS_ADDRESS,
+// SESSION_MANAGER, DESKTOP_SESSION and XDG_SESSION_*.
 func Withheld(name string) bool {
 	u := strings.ToUpper(name)
 	for _, p := range [...]string{"ANTHROPIC_", "OPENAI_", "OLLAMA_", "TRUSS_"} {
@@ -413,7 +426,40 @@ func Withheld(name string) bool {
 			return true
 		}
 	}
-	return strings.Contains(u, "KEY") || strings.Contains(u, "SECRET") || strings.Contains(u, "TOKEN")
+	switch {
+	case u == "PWD", u == "OLDPWD", u == "DBUS_SESSION_BUS_ADDRESS", u == "SESSION_MANAGER",
+		u == "DESKTOP_SESSION", strings.HasPrefix(u, "XDG_SESSION_"):
+		return false
+	}
+	for _, sub := range [...]string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL"} {
+		if strings.Contains(u, sub) {
+			return true
+		}
+	}
+	for _, w := range strings.FieldsFunc(u, func(r rune) bool {
+		return !('A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) {
+		switch w {
+		case "PASS", "PWD", "PAT", "AUTH", "CREDS", "DSN", "COOKIE", "SESSION", "PRIVATE":
+			return true
+		}
+	}
+	return false
+}
+
+// WithheldValue reports whether a variable's value is a URL that carries
+// a password (postgres://user:pw@host/db, redis://:pw@host): such a
+// variable is withheld whatever its name.
+func WithheldValue(v string) bool {
+	if !strings.Contains(v, "://") || !strings.Contains(v, "@") {
+		return false
+	}
+	u, err := url.Parse(strings.TrimSpace(v))
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, has := u.User.Password()
+	return has
 }
 
 func contains(xs []string, s string) bool {

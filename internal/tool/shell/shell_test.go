@@ -213,6 +213,36 @@ func TestScrubEnv(t *testing.T) {
 		{"OLLAMAX", true},
 		{"TRUSSED", true},
 		{"HTTP_PROXY", true},
+		// Whole words: secrets by another name.
+		{"PGPASSWORD", false},
+		{"DOCKER_PASSWORD", false},
+		{"MYSQL_PWD", false},
+		{"GITHUB_PAT", false},
+		{"AZURE_CREDENTIALS", false},
+		{"GOOGLE_APPLICATION_CREDENTIALS", false},
+		{"NPM_AUTH", false},
+		{"NPM_AUTH_TOKEN", false},
+		{"SSH_AUTH_SOCK", false},
+		{"SENTRY_DSN", false},
+		{"SESSION_COOKIE", false},
+		{"GPG_PRIVATE", false},
+		{"ROUTER_CREDS", false},
+		{"DB_PASS", false},
+		// ... and no more than words: these pass.
+		{"GOPATH", true},
+		{"PYTHONPATH", true},
+		{"MANPATH", true},
+		{"GIT_AUTHOR_NAME", true},
+		{"GIT_AUTHOR_EMAIL", true},
+		{"AUTHOR", true},
+		{"COMPASS", true},
+		{"DBUS_SESSION_BUS_ADDRESS", true},
+		{"XDG_SESSION_TYPE", true},
+		{"DESKTOP_SESSION", true},
+		{"SESSION_MANAGER", true},
+		{"PWD", true},
+		{"OLDPWD", true},
+		{"PATCH_LEVEL", true},
 	}
 	var env []string
 	for _, tt := range tests {
@@ -227,6 +257,33 @@ func TestScrubEnv(t *testing.T) {
 		if got[tt.name] != tt.kept || Withheld(tt.name) == tt.kept {
 			t.Errorf("%s: kept %v, Withheld %v; want kept %v", tt.name, got[tt.name], Withheld(tt.name), tt.kept)
 		}
+	}
+}
+
+// A URL with a password is withheld whatever its name.
+func TestWithheldValue(t *testing.T) {
+	for v, want := range map[string]bool{
+		"postgres://u:hunter2@db/x":    true,
+		"redis://:redispw@h:6379/0":    true,
+		"https://user:pw@example/x":    true,
+		" mysql://root:root@127.0.0.1": true,
+		"https://user@example/x":       false, // no password
+		"http://127.0.0.1:8080":        false,
+		"git@github.com:o/r.git":       false,
+		"/usr/bin:/bin":                false,
+		"%zz://a:b@c":                  false, // not a URL
+		"":                             false,
+	} {
+		if got := WithheldValue(v); got != want {
+			t.Errorf("WithheldValue(%q) = %v, want %v", v, got, want)
+		}
+	}
+	env := ScrubEnv([]string{"DATABASE_URL=postgres://u:hunter2@db/x", "APP_URL=http://h"}, nil)
+	if len(env) != 1 || env[0] != "APP_URL=http://h" {
+		t.Errorf("ScrubEnv kept %q", env)
+	}
+	if env := ScrubEnv([]string{"DATABASE_URL=postgres://u:pw@db/x"}, []string{"DATABASE_URL"}); len(env) != 1 {
+		t.Errorf("an allowed variable was withheld: %q", env)
 	}
 }
 
