@@ -42,7 +42,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
+	"github.com/trussdev/truss/internal/hostfs"
 	"os"
 	"path"
 	"path/filepath"
@@ -347,20 +347,24 @@ func (c *Config) Widening() []string {
 	return cp.restrict()
 }
 
+// MaxFile is the most ReadFiles reads of one configuration file.
+const MaxFile = 1 << 20
+
 // ReadFiles reads the project's configuration files: .truss/config.toml
-// and .truss/agents/*.md, each read once, through the workspace root (a
-// symbolic link that leads outside it is refused). Missing files are left
-// out.
+// and .truss/agents/*.md, each read once, through a strict hostfs Root on
+// the workspace root: a symbolic link anywhere on the way, a FIFO, a
+// device or a file over MaxFile is an error, never followed, waited on or
+// read whole. Missing files are left out.
 func ReadFiles(root string) (trust.Files, error) {
-	r, err := os.OpenRoot(root)
+	r, err := hostfs.OpenRoot(root)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	files := trust.Files{}
 	read := func(p string) error {
-		b, err := r.ReadFile(filepath.FromSlash(p))
-		if errors.Is(err, fs.ErrNotExist) {
+		b, err := r.ReadFile(p, MaxFile)
+		if hostfs.IsNotExist(err) {
 			return nil
 		}
 		if err != nil {
@@ -372,15 +376,23 @@ func ReadFiles(root string) (trust.Files, error) {
 	if err := read(Path); err != nil {
 		return nil, err
 	}
-	ents, err := fs.ReadDir(r.FS(), AgentsDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	d, err := r.OpenDir(AgentsDir)
+	if hostfs.IsNotExist(err) {
+		return files, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", AgentsDir, err)
+	}
+	defer d.Close()
+	ents, err := d.ReadDir()
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", AgentsDir, err)
 	}
 	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") {
+		if e.Info.IsDir() || !strings.HasSuffix(e.Name, ".md") {
 			continue
 		}
-		if err := read(path.Join(AgentsDir, e.Name())); err != nil {
+		if err := read(path.Join(AgentsDir, e.Name)); err != nil {
 			return nil, err
 		}
 	}

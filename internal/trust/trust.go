@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/trussdev/truss/internal/hostfs"
 	"io/fs"
 	"maps"
 	"os"
@@ -106,7 +107,7 @@ const format = 1
 
 func (s *Store) read() (*document, error) {
 	doc := &document{Format: format, Workspaces: map[string]record{}}
-	b, err := os.ReadFile(s.Path)
+	b, err := hostfs.ReadFile(s.Path, 16<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return doc, nil
 	}
@@ -135,20 +136,7 @@ func (s *Store) write(doc *document) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("trust: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+FileName+".*")
-	if err != nil {
-		return fmt.Errorf("trust: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	err = errors.Join(err, f.Close())
-	if err == nil {
-		err = os.Rename(f.Name(), s.Path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := hostfs.WriteFileAtomic(s.Path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("trust: %w", err)
 	}
 	return nil
