@@ -88,7 +88,10 @@ func (s *Session) gated(exec tool.Executor, dir string) tool.Executor {
 // the session's sandbox uses namespaces, which is what hides them:
 // sandbox.MakePlan enforces nothing for full access with the network, so
 // the mechanisms are the session's without Landlock (no file-system
-// restriction) and without the network filter.
+// restriction) and without the network part of the system-call filter;
+// sandbox.New keeps the filter's fixed refusals (mount, umount2, the new
+// mount API, namespaces, ptrace) for every plan with namespaces, so the
+// command, root of its user namespace, cannot take a cover off.
 func (s *Session) escalatedPlan() *sandbox.Plan {
 	base := s.w.sandbox.Plan()
 	p := base.Policy

@@ -2,12 +2,14 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"sync"
 
 	"github.com/trussdev/truss/internal/changes"
+	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -52,10 +54,29 @@ func (s *Session) tracker(dir string) *changes.Tracker {
 	if s.w != nil && s.w.cfg != nil {
 		opts.Ignore = s.w.cfg.Changes.Ignore
 	}
-	if s.w != nil && s.w.tmp != "" {
+	// The workspace's .git as the session found it: a tracker opened
+	// later runs git on that one only, never on a repository that
+	// appeared since; an isolated copy's tracker runs no git.
+	var at gitsafe.Repo
+	if top {
+		at = s.dotGit
+	}
+	opts.Repo = &at
+	// The store of before-contents lives beside the saved sessions, which
+	// the sandbox hides (the session's temporary directory is writable by
+	// commands); it is one unnamed file there, removed with the tracker.
+	if sd, err := s.sessionDir(); err == nil && !s.opts.NoSession {
+		opts.StoreDir = filepath.Join(sd, ".changes")
+	} else if s.w != nil && s.w.tmp != "" {
 		opts.StoreDir = filepath.Join(s.w.tmp, "changes-"+strconv.Itoa(len(ts.dir)))
 	}
 	t, err := changes.Open(s.life, roots, opts)
+	if errors.Is(err, changes.ErrStoreInRoot) {
+		// The sessions are inside the tracked root: the store goes to the
+		// system's temporary directory, where it still has no name.
+		opts.StoreDir = ""
+		t, err = changes.Open(s.life, roots, opts)
+	}
 	if err != nil {
 		s.warn(fmt.Sprintf("the changes commands make in %s are not recorded: %v", dir, err))
 		t = nil

@@ -62,6 +62,9 @@ type Session struct {
 	exec     tool.Executor // the composed executor of the top agent
 	children *childRecords
 	repo     func() *ledger.RepoState // the workspace's repository at the start
+	// dotGit is the workspace's .git when the session began (gitsafe.Find),
+	// the zero Repo when there was none: host-side git runs on it alone.
+	dotGit   gitsafe.Repo
 	trackers trackers
 
 	store     session.Store
@@ -144,7 +147,8 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	if s.w, err = s.openWorkspace(s.set); err != nil {
 		return s, err
 	}
-	s.repo = repoState(s.life, s.w.root)
+	s.dotGit, _ = gitsafe.Find(s.w.root)
+	s.repo = repoState(s.life, s.w.root, s.dotGit)
 	if msg := s.w.cfg.Trust.Warning(); msg != "" {
 		s.warn(msg)
 	}
@@ -460,10 +464,15 @@ func cmpInt(a, b int) int {
 // It reads in the background, while the rest of the session is set up
 // (git's processes are most of the time to the first request); the
 // returned function waits for the answer.
-func repoState(ctx context.Context, dir string) func() *ledger.RepoState {
+func repoState(ctx context.Context, dir string, at gitsafe.Repo) func() *ledger.RepoState {
 	ch := make(chan *ledger.RepoState, 1)
 	go func() {
-		st, err := gitsafe.Git{Dir: dir}.State(ctx)
+		if at.DotGit == "" {
+			ch <- nil
+			return
+		}
+		top := filepath.Dir(at.DotGit)
+		st, err := gitsafe.Git{Dir: top, GitDir: at.DotGit, WorkTree: top}.State(ctx)
 		if err != nil || st.Head == "" {
 			ch <- nil
 			return

@@ -93,6 +93,9 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 		return w, err
 	}
 	w.root, _ = filepath.Abs(ws.Dir())
+	if err := s.stateOutside(w.root, extra); err != nil {
+		return w, err
+	}
 	if w.cfg, err = config.Load(w.root); err != nil {
 		return w, err
 	}
@@ -189,6 +192,15 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 	if dir, err := s.sessionDir(); err == nil && !within(root, dir) {
 		p.Hidden = append(p.Hidden, dir)
 	}
+	// The user's credentials (~/.ssh, ~/.aws, ~/.netrc, …).
+	if home, err := os.UserHomeDir(); err == nil {
+		p.Hidden = append(p.Hidden, sandbox.DefaultHiddenCredentials(home)...)
+	}
+	for _, d := range s.opts.ReadOnlyDirs {
+		if abs, err := filepath.Abs(d); err == nil {
+			p.Readable = append(p.Readable, abs)
+		}
+	}
 	for _, h := range so.Hidden {
 		abs, err := filepath.Abs(h)
 		if err != nil {
@@ -206,6 +218,66 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 	}
 	pl, err := sandbox.MakePlan(p, sandbox.Probe(), so.Fallback)
 	return pl, caches, err
+}
+
+// stateOutside refuses a workspace or an extra root that holds Truss's
+// own state — its configuration and signing key, its sessions, its trust
+// store, its caches, TRUSS_HOME — or is one of them: the file tools could
+// read the signing key there, and commands could plant a trust store, a
+// key, a cache root that is a link, or rename the directory around the
+// covers the sandbox puts on what they hold. Paths are compared with
+// their symbolic links resolved (the nearest existing ancestor's, for a
+// directory not made yet).
+func (s *Session) stateOutside(root string, extra []fs.RootSpec) error {
+	var state []string
+	add := func(d string, err error) {
+		if err == nil && d != "" {
+			state = append(state, d)
+		}
+	}
+	add(s.keyDir())
+	if d, err := s.sessionDir(); err == nil {
+		add(d, nil)
+		if s.opts.SessionDir == "" {
+			add(filepath.Dir(d), nil) // the data directory, …/truss
+		}
+	}
+	if st, err := trust.UserStore(); err == nil {
+		add(filepath.Dir(st.Path), nil)
+	}
+	add(toolcache.Base())
+	add(os.Getenv("TRUSS_HOME"), nil)
+	roots := []string{root}
+	for _, e := range extra {
+		roots = append(roots, e.Path)
+	}
+	for _, r := range roots {
+		rr := resolveExisting(r)
+		for _, d := range state {
+			if within(resolveExisting(d), rr) {
+				return configErrorf("%s holds Truss's own state (%s), which commands and the file tools must not reach: run Truss on a directory that does not contain it, or set TRUSS_HOME (and XDG_CACHE_HOME) to a directory outside it", r, d)
+			}
+		}
+	}
+	return nil
+}
+
+// resolveExisting returns p with the symbolic links of its nearest
+// existing ancestor resolved, the rest as it is.
+func resolveExisting(p string) string {
+	p, _ = filepath.Abs(p)
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
 }
 
 // keyDir is the directory of the signing key.
