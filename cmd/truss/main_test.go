@@ -57,7 +57,10 @@ func TestScripts(t *testing.T) {
 		UpdateScripts: *update,
 		Setup: func(e *testscript.Env) error {
 			e.Values[simsKey{}] = &sims{}
-			e.Setenv("TRUSS_HOME", filepath.Join(e.WorkDir, ".truss-home"))
+			// Beside the script's directory, not in it: a workspace that
+			// holds Truss's own state is refused, and the scripts run in
+			// $WORK. (testscript removes both with its root.)
+			e.Setenv("TRUSS_HOME", e.WorkDir+".truss-home")
 			for _, k := range []string{"HOME", "GOCACHE", "GOPATH", "GOMODCACHE", "PATH", "GOFLAGS"} {
 				if v := os.Getenv(k); v != "" {
 					e.Setenv(k, v)

@@ -407,6 +407,9 @@ func Parse(root string, b []byte) (*Config, error) {
 	if b == nil {
 		return &c, nil
 	}
+	if err := userOnly(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
 	dec := toml.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {

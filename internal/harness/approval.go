@@ -27,6 +27,9 @@ import (
 // approvalPolicy is the session's approval policy: never unless set.
 func (s *Session) approvalPolicy() approval.Policy {
 	if s.opts.Approval == "" {
+		if s.user != nil && s.user.Approval != "" {
+			return approval.Policy(s.user.Approval)
+		}
 		return approval.Never
 	}
 	return s.opts.Approval
@@ -147,7 +150,7 @@ func (e *escalatedShell) start() {
 		e.err = err
 		return
 	}
-	sh := shell.New(shell.Config{Dir: e.dir, Timeout: w.timeout, AllowEnv: w.allowEnv,
+	sh := shell.New(shell.Config{Dir: e.dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv,
 		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + w.tmp}, w.cacheEnv...), w.cfg.Validate.EnvList()...),
 		TmpDir: own, Launcher: sb, Guard: sb.Guard})
 	e.sb, e.sh = sb, &ownedShell{Session: sh, dir: own}

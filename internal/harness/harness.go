@@ -35,6 +35,7 @@ import (
 	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/changes"
 	"github.com/trussdev/truss/internal/compact"
+	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
@@ -64,7 +65,9 @@ type Session struct {
 	repo     func() *ledger.RepoState // the workspace's repository at the start
 	// dotGit is the workspace's .git when the session began (gitsafe.Find),
 	// the zero Repo when there was none: host-side git runs on it alone.
-	dotGit   gitsafe.Repo
+	dotGit gitsafe.Repo
+	// user is the user's own configuration (config.User), beside the key.
+	user     *config.User
 	trackers trackers
 
 	store     session.Store
@@ -110,6 +113,9 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	o := &s.opts
 	if o.Serve != "" {
 		o.NoModel = true
+	}
+	if err := s.loadUser(); err != nil {
+		return s, err
 	}
 	if err := s.checkApproval(); err != nil {
 		return s, err

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trussdev/truss/internal/tool/shell"
 )
 
 // TestStateOutsideWritableRoots: a workspace or an extra root that holds
@@ -70,4 +72,60 @@ func TestStateOutsideWritableRoots(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUserConfiguration: the user's configuration, beside the key, sets
+// the environment's exceptions, the hidden paths and the approval policy;
+// a malformed one is a clear error.
+func TestUserConfiguration(t *testing.T) {
+	o := fixture(t, twoRuns)
+	o.Validation.Off = true
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.MkdirAll(o.KeyDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "approval = \"untrusted\"\n[shell_environment]\ninclude = [\"DATABASE_*\"]\nexclude = [\"CORP_*\"]\n[sandbox]\nhidden = [\"~/private\"]\nrelease = [\"~/.npmrc\"]\n"
+	if err := os.WriteFile(filepath.Join(o.KeyDir, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.approvalPolicy(); got != "untrusted" {
+		t.Errorf("approval %s", got)
+	}
+	hidden := s.w.sandbox.Plan().Policy.Hidden
+	has := func(p string) bool {
+		for _, h := range hidden {
+			if h == p {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(filepath.Join(home, "private")) || has(filepath.Join(home, ".npmrc")) || !has(filepath.Join(home, ".ssh")) {
+		t.Errorf("hidden %v", hidden)
+	}
+	env := shellEnv(s, []string{"DATABASE_URL=postgres://u:pw@db/x", "CORP_PROXY=http://p", "PATH=/bin", "PGPASSWORD=x"})
+	if strings.Join(env, " ") != "DATABASE_URL=postgres://u:pw@db/x PATH=/bin" {
+		t.Errorf("environment %q", env)
+	}
+
+	if err := os.WriteFile(filepath.Join(o.KeyDir, "config.toml"), []byte("[shell_environment]\nincluded = []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := Open(context.Background(), o); err == nil {
+		s2.Close()
+		t.Fatal("a malformed user configuration was accepted")
+	} else if !strings.Contains(err.Error(), "config.toml") || !strings.Contains(err.Error(), "included") {
+		t.Errorf("error %v", err)
+	}
+}
+
+// shellEnv is what the session's commands would get of env.
+func shellEnv(s *Session, env []string) []string {
+	return shell.ScrubEnvWith(env, s.w.allowEnv, s.w.withholdEnv)
 }

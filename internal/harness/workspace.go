@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,8 +42,11 @@ type workspace struct {
 	cacheEnv []string       // the sandboxed commands' cache variables
 	timeout  time.Duration
 	allowEnv []string
-	undo     bool // the editor keeps an edit history
-	extra    []fs.RootSpec
+	// withholdEnv are the variables the user's configuration withholds
+	// besides Truss's rule.
+	withholdEnv []string
+	undo        bool // the editor keeps an edit history
+	extra       []fs.RootSpec
 
 	// envc is the task environment chosen; envs its containers when it is
 	// an image (nil on the host).
@@ -83,6 +87,10 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 		return nil, err
 	}
 	w = &workspace{ws: ws, locks: locks, extra: extra, warn: s.warn, timeout: cmp.Or(o.ShellTimeout, shell.DefaultTimeout), allowEnv: o.AllowEnv}
+	if s.user != nil {
+		w.allowEnv = append(append([]string(nil), o.AllowEnv...), s.user.ShellEnvironment.Include...)
+		w.withholdEnv = s.user.ShellEnvironment.Exclude
+	}
 	defer func() {
 		if err != nil {
 			w.close()
@@ -183,6 +191,9 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 		}
 		caches = toolcache.For(dir, network)
 		p.Writable = append([]string(nil), caches.Writable...)
+		// The host's caches commands read in place stay visible where the
+		// sandbox replaces what holds them (a module cache in /tmp).
+		p.Readable = append(p.Readable, caches.ReadOnly...)
 	}
 	// The signing key (a command that read it could forge a ledger) and
 	// the saved sessions are hidden from every sandboxed process.
@@ -192,9 +203,24 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 	if dir, err := s.sessionDir(); err == nil && !within(root, dir) {
 		p.Hidden = append(p.Hidden, dir)
 	}
-	// The user's credentials (~/.ssh, ~/.aws, ~/.netrc, …).
-	if home, err := os.UserHomeDir(); err == nil {
-		p.Hidden = append(p.Hidden, sandbox.DefaultHiddenCredentials(home)...)
+	// The user's credentials (~/.ssh, ~/.aws, ~/.netrc, …), with what the
+	// user's configuration adds and releases.
+	home, _ := os.UserHomeDir()
+	var release []string
+	if s.user != nil {
+		for _, h := range s.user.Sandbox.Hidden {
+			p.Hidden = append(p.Hidden, config.ExpandHome(h, home))
+		}
+		for _, r := range s.user.Sandbox.Release {
+			release = append(release, filepath.Clean(config.ExpandHome(r, home)))
+		}
+	}
+	if home != "" {
+		for _, c := range sandbox.DefaultHiddenCredentials(home) {
+			if !slices.Contains(release, filepath.Clean(c)) {
+				p.Hidden = append(p.Hidden, c)
+			}
+		}
 	}
 	for _, d := range s.opts.ReadOnlyDirs {
 		if abs, err := filepath.Abs(d); err == nil {
@@ -218,6 +244,20 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 	}
 	pl, err := sandbox.MakePlan(p, sandbox.Probe(), so.Fallback)
 	return pl, caches, err
+}
+
+// loadUser reads the user's configuration, beside the signing key.
+func (s *Session) loadUser() error {
+	dir, err := s.keyDir()
+	if err != nil {
+		return nil // no Truss directory: no user configuration either
+	}
+	u, err := config.LoadUser(filepath.Join(dir, config.UserFile))
+	if err != nil {
+		return &ConfigError{Msg: err.Error()}
+	}
+	s.user = u
+	return nil
 }
 
 // stateOutside refuses a workspace or an extra root that holds Truss's
@@ -309,7 +349,7 @@ func (w *workspace) newShellIn(dir, own string) *shell.Session {
 	if w.envs != nil {
 		return w.envShellIn(dir)
 	}
-	return shell.New(shell.Config{Dir: dir, Timeout: w.timeout, AllowEnv: w.allowEnv,
+	return shell.New(shell.Config{Dir: dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv,
 		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + w.tmp}, w.cacheEnv...), w.cfg.Validate.EnvList()...),
 		TmpDir: own, Launcher: w.sandbox, Guard: w.sandbox.Guard})
 }

@@ -97,6 +97,7 @@ func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
 	p := sandbox.DefaultPolicy(dir, tmp)
 	p.Network = s.Network
 	p.Writable = append(p.Writable, caches.Writable...)
+	p.Readable = append(p.Readable, caches.ReadOnly...)
 	if kd, err := ledger.KeyDir(); err == nil {
 		p.Hidden = append(p.Hidden, filepath.Join(kd, "ledger.key"))
 	}

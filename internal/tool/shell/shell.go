@@ -32,6 +32,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -81,6 +82,9 @@ type Config struct {
 	// names — are removed from it unless named in AllowEnv.
 	Env      []string
 	AllowEnv []string
+	// WithholdEnv names (or globs) more variables to remove, those of
+	// the user's configuration; an exact name in AllowEnv still passes.
+	WithholdEnv []string
 	// SetEnv are variables set on purpose (NAME=VALUE, the project's
 	// configuration): added after the scrubbing, so never withheld.
 	SetEnv []string
@@ -323,7 +327,7 @@ func (s *Session) start() error {
 	if base == nil {
 		base = os.Environ()
 	}
-	cmd.Env = append(append(ScrubEnv(base, s.cfg.AllowEnv), s.cfg.SetEnv...), "PS1=", "PS2=", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "HISTFILE=")
+	cmd.Env = append(append(ScrubEnvWith(base, s.cfg.AllowEnv, s.cfg.WithholdEnv), s.cfg.SetEnv...), "PS1=", "PS2=", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "HISTFILE=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The shell must answer before it is used: a command's timeout then
 	// counts the command, not the shell's start (a sandboxed shell starts
@@ -389,17 +393,36 @@ func (s *Session) kill() {
 }
 
 // ScrubEnv returns env without the variables Withheld names or whose
-// value WithheldValue refuses, except those named in allow (exact names).
-func ScrubEnv(env, allow []string) []string {
+// value WithheldValue refuses, except those allow names (names or globs,
+// path.Match).
+func ScrubEnv(env, allow []string) []string { return ScrubEnvWith(env, allow, nil) }
+
+// ScrubEnvWith is ScrubEnv that also withholds the variables exclude names
+// (names or globs), unless allow names them exactly.
+func ScrubEnvWith(env, allow, exclude []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
-		if (Withheld(name) || WithheldValue(value)) && !contains(allow, name) {
+		if contains(allow, name) {
+			out = append(out, kv)
+			continue
+		}
+		if matches(exclude, name) || (Withheld(name) || WithheldValue(value)) && !matches(allow, name) {
 			continue
 		}
 		out = append(out, kv)
 	}
 	return out
+}
+
+// matches reports whether a name or glob of pats matches name.
+func matches(pats []string, name string) bool {
+	for _, p := range pats {
+		if ok, _ := path.Match(p, name); ok || p == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Withheld reports whether a command's environment leaves out the variable
