@@ -49,8 +49,17 @@ func TestStateOutsideWritableRoots(t *testing.T) {
 		{"add-dir above the config", proj, []string{filepath.Join(home, ".config")}, nil, ".config"},
 		{"add-dir-ro of the data directory's parent", proj, nil, []string{filepath.Join(home, ".local")}, ".local"},
 		{"a project beside the state", proj, nil, nil, ""},
+		{"TRUSS_HOME elsewhere, HOME with credentials", home, nil, nil, "credentials"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.refused == "credentials" {
+				t.Setenv("TRUSS_HOME", t.TempDir())
+				t.Setenv("XDG_CACHE_HOME", t.TempDir())
+				if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				defer os.RemoveAll(filepath.Join(home, ".ssh"))
+			}
 			o := Options{Version: "test", Provider: "sim", Script: DemoScript, SimDialect: "chat", Surface: "generic",
 				Root: tc.root, WritableDirs: tc.writable, ReadOnlyDirs: tc.readOnly, NoSession: true, NoLedger: true,
 				Validation: ValidationOptions{Off: true}, MCP: MCPOptions{Off: true}, Spawn: SpawnOptions{Off: true}}
@@ -67,7 +76,7 @@ func TestStateOutsideWritableRoots(t *testing.T) {
 				t.Fatal("opened")
 			}
 			var ce *ConfigError
-			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "Truss's own state") || !strings.Contains(err.Error(), "TRUSS_HOME") || !strings.Contains(err.Error(), tc.refused) {
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "must not reach") || !strings.Contains(err.Error(), tc.refused) {
 				t.Fatalf("error %v", err)
 			}
 		})

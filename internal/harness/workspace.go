@@ -205,23 +205,7 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 	}
 	// The user's credentials (~/.ssh, ~/.aws, ~/.netrc, …), with what the
 	// user's configuration adds and releases.
-	home, _ := os.UserHomeDir()
-	var release []string
-	if s.user != nil {
-		for _, h := range s.user.Sandbox.Hidden {
-			p.Hidden = append(p.Hidden, config.ExpandHome(h, home))
-		}
-		for _, r := range s.user.Sandbox.Release {
-			release = append(release, filepath.Clean(config.ExpandHome(r, home)))
-		}
-	}
-	if home != "" {
-		for _, c := range sandbox.DefaultHiddenCredentials(home) {
-			if !slices.Contains(release, filepath.Clean(c)) {
-				p.Hidden = append(p.Hidden, c)
-			}
-		}
-	}
+	p.Hidden = append(p.Hidden, s.hiddenCredentials()...)
 	for _, d := range s.opts.ReadOnlyDirs {
 		if abs, err := filepath.Abs(d); err == nil {
 			p.Readable = append(p.Readable, abs)
@@ -299,7 +283,44 @@ func (s *Session) stateOutside(root string, extra []fs.RootSpec) error {
 			}
 		}
 	}
+	// Nor the user's credentials: the sandbox hides them from commands,
+	// but the file tools run on the host and would read them.
+	for _, c := range s.hiddenCredentials() {
+		if _, err := os.Lstat(c); err != nil {
+			continue
+		}
+		rc := resolveExisting(c)
+		for _, r := range roots {
+			if within(rc, resolveExisting(r)) {
+				return configErrorf("%s holds the user's credentials (%s), which the file tools must not reach: run Truss on a directory that does not contain them (or release the path in the user's configuration, [sandbox] release)", r, c)
+			}
+		}
+	}
 	return nil
+}
+
+// hiddenCredentials are the credential paths hidden from commands: the
+// default ones less those the user's configuration releases, and those
+// it adds.
+func (s *Session) hiddenCredentials() []string {
+	home, _ := os.UserHomeDir()
+	var out, release []string
+	if s.user != nil {
+		for _, h := range s.user.Sandbox.Hidden {
+			out = append(out, config.ExpandHome(h, home))
+		}
+		for _, r := range s.user.Sandbox.Release {
+			release = append(release, filepath.Clean(config.ExpandHome(r, home)))
+		}
+	}
+	if home != "" {
+		for _, c := range sandbox.DefaultHiddenCredentials(home) {
+			if !slices.Contains(release, filepath.Clean(c)) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // resolveExisting returns p with the symbolic links of its nearest

@@ -243,6 +243,8 @@ var credentialPaths = []string{
 	".npmrc", ".yarnrc.yml", ".pypirc", ".gem/credentials", ".cargo/credentials", ".cargo/credentials.toml",
 	".m2/settings-security.xml", ".terraform.d/credentials.tfrc.json", ".vault-token",
 	".pgpass", ".my.cnf", ".s3cfg", ".boto", ".config/rclone/rclone.conf",
+	// Other agents' sign-ins.
+	".claude/.credentials.json", ".codex/auth.json", ".config/op",
 }
 
 // DefaultHiddenCredentials returns the user's credential files and

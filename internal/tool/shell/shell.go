@@ -463,21 +463,32 @@ func Withheld(name string) bool {
 		return !('A' <= r && r <= 'Z' || '0' <= r && r <= '9')
 	}) {
 		switch w {
-		case "PASS", "PWD", "PAT", "AUTH", "CREDS", "DSN", "COOKIE", "SESSION", "PRIVATE":
+		case "PASS", "PWD", "PW", "PAT", "AUTH", "CREDS", "DSN", "COOKIE", "SESSION", "PRIVATE", "JWT", "WEBHOOK", "SK":
 			return true
 		}
 	}
-	return false
+	// Git configuration passed in the environment carries credentials
+	// (http.extraHeader) as easily as settings.
+	return strings.HasPrefix(u, "GIT_CONFIG_PARAMETERS") || strings.HasPrefix(u, "GIT_CONFIG_KEY_") || strings.HasPrefix(u, "GIT_CONFIG_VALUE_")
 }
 
-// WithheldValue reports whether a variable's value is a URL that carries
-// a password (postgres://user:pw@host/db, redis://:pw@host): such a
-// variable is withheld whatever its name.
+// WithheldValue reports whether a variable's value carries a password: a
+// URL with one (postgres://user:pw@host/db, redis://:pw@host), a password
+// parameter of a URL's query or a connection string (?password=p,
+// Password=p;). Such a variable is withheld whatever its name.
 func WithheldValue(v string) bool {
+	l := strings.ToLower(v)
+	// A password given as a parameter: a URL's query (libpq, JDBC:
+	// ?user=u&password=p) or a connection string (Password=p;).
+	for _, k := range [...]string{"password=", "passwd=", "pwd="} {
+		if i := strings.Index(l, k); i >= 0 && (i == 0 || strings.ContainsRune("?&; ", rune(l[i-1]))) {
+			return true
+		}
+	}
 	if !strings.Contains(v, "://") || !strings.Contains(v, "@") {
 		return false
 	}
-	u, err := url.Parse(strings.TrimSpace(v))
+	u, err := url.Parse(strings.TrimSpace(strings.TrimPrefix(v, "jdbc:")))
 	if err != nil || u.User == nil {
 		return false
 	}

@@ -228,6 +228,14 @@ func TestScrubEnv(t *testing.T) {
 		{"GPG_PRIVATE", false},
 		{"ROUTER_CREDS", false},
 		{"DB_PASS", false},
+		{"LDAP_BIND_PW", false},
+		{"CI_JOB_JWT", false},
+		{"STRIPE_SK", false},
+		{"SLACK_WEBHOOK", false},
+		{"GIT_CONFIG_PARAMETERS", false},
+		{"GIT_CONFIG_VALUE_0", false},
+		{"SKIP_TESTS", true},
+		{"GIT_CONFIG_NOSYSTEM", true},
 		// ... and no more than words: these pass.
 		{"GOPATH", true},
 		{"PYTHONPATH", true},
@@ -263,16 +271,21 @@ func TestScrubEnv(t *testing.T) {
 // A URL with a password is withheld whatever its name.
 func TestWithheldValue(t *testing.T) {
 	for v, want := range map[string]bool{
-		"postgres://u:hunter2@db/x":    true,
-		"redis://:redispw@h:6379/0":    true,
-		"https://user:pw@example/x":    true,
-		" mysql://root:root@127.0.0.1": true,
-		"https://user@example/x":       false, // no password
-		"http://127.0.0.1:8080":        false,
-		"git@github.com:o/r.git":       false,
-		"/usr/bin:/bin":                false,
-		"%zz://a:b@c":                  false, // not a URL
-		"":                             false,
+		"postgres://u:hunter2@db/x":                           true,
+		"redis://:redispw@h:6379/0":                           true,
+		"https://user:pw@example/x":                           true,
+		" mysql://root:root@127.0.0.1":                        true,
+		"postgresql://db.example/app?user=u&password=QUERYPW": true,
+		"jdbc:mysql://h/db?user=u&password=JDBCPW":            true,
+		"Server=x;Password=CONNPW;":                           true,
+		"jdbc:postgresql://u:pw@h/db":                         true,
+		"--pwdfile=x":                                         false,
+		"https://user@example/x":                              false, // no password
+		"http://127.0.0.1:8080":                               false,
+		"git@github.com:o/r.git":                              false,
+		"/usr/bin:/bin":                                       false,
+		"%zz://a:b@c":                                         false, // not a URL
+		"":                                                    false,
 	} {
 		if got := WithheldValue(v); got != want {
 			t.Errorf("WithheldValue(%q) = %v, want %v", v, got, want)
