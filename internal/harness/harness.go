@@ -67,8 +67,11 @@ type Session struct {
 	// the zero Repo when there was none: host-side git runs on it alone.
 	dotGit gitsafe.Repo
 	// user is the user's own configuration (config.User), beside the key.
-	user     *config.User
-	trackers trackers
+	user *config.User
+	// newRepoWarned: the warning of a repository made during the session
+	// was given.
+	newRepoWarned bool
+	trackers      trackers
 
 	store     session.Store
 	sess      *session.Session
@@ -604,7 +607,25 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 		s.warn(fmt.Sprintf("the session could not be saved: %v", s.persist))
 		s.persist = nil
 	}
+	s.warnNewRepository()
 	return res, nil
+}
+
+// warnNewRepository warns, once, when the workspace is in a git
+// repository that was not there when the session began: commands wrote
+// its configuration, and git run there by the user would obey it (a
+// core.fsmonitor or a hook runs a program). Truss runs no git on it.
+func (s *Session) warnNewRepository() {
+	if s.w == nil || s.newRepoWarned {
+		return
+	}
+	cur, err := gitsafe.Find(s.w.root)
+	if err != nil || cur.DotGit == "" || cur.Same(s.dotGit) {
+		return
+	}
+	s.newRepoWarned = true
+	s.warn(fmt.Sprintf("commands made %s during the session: its configuration and hooks are the model's work, and git run there obeys them (core.fsmonitor, hooks and filters run programs); review %s/config and %s/hooks before using git in %s",
+		cur.DotGit, cur.DotGit, cur.DotGit, filepath.Dir(cur.DotGit)))
 }
 
 // Validate runs the verification boundary now: Truss runs the project's

@@ -138,3 +138,33 @@ func TestUserConfiguration(t *testing.T) {
 func shellEnv(s *Session, env []string) []string {
 	return shell.ScrubEnvWith(env, s.w.allowEnv, s.w.withholdEnv)
 }
+
+// TestWarnsOfNewRepository: a .git a command made during the session (in
+// a workspace that had none) is named to the user at the end of the run,
+// since git run there would obey the model's configuration.
+func TestWarnsOfNewRepository(t *testing.T) {
+	o := fixture(t, `{"steps": [{"actions": [{"kind": "run", "command": "git init -q . && git config core.fsmonitor false"}]}, {"say": "done"}]}`)
+	o.Validation.Off = true
+	var warnings []string
+	o.OnWarning = func(m string) { warnings = append(warnings, m) }
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Run(context.Background(), "make a repository"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(o.Root, ".git", "config")); err != nil {
+		t.Skipf("the command made no repository here: %v", err)
+	}
+	found := false
+	for _, w := range warnings {
+		if strings.Contains(w, "during the session") && strings.Contains(w, ".git") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no warning of the new repository: %q", warnings)
+	}
+}
