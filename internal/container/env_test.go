@@ -166,7 +166,17 @@ func testSession(t *testing.T, launcher func(*Env) shell.Starter) {
 	if got := strings.TrimSpace(mustRun(t, sh, "echo back")); got != "back" {
 		t.Errorf("after exit: %q", got)
 	}
-	if out := mustRun(t, sh, "ps -o args | grep -c '^bash --noprofile' || true"); strings.TrimSpace(out) != "1" {
+	// The shell that exited is reaped by the container's init, which may
+	// take a moment on a busy machine: wait for it (a bound, not a
+	// measure).
+	out := ""
+	for i := 0; i < 50; i++ {
+		if out = strings.TrimSpace(mustRun(t, sh, "ps -o args | grep -c '^bash --noprofile' || true")); out == "1" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out != "1" {
 		t.Errorf("shells running in the container: %s", out)
 	}
 
