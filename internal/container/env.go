@@ -250,9 +250,11 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	if cfg.User != "" {
 		// The container runs as another user: the state directory must be
 		// that user's (the shells' FIFOs are made in it later).
-		if err := chownUser(state, cfg.User); err != nil {
-			os.RemoveAll(state)
-			return nil, err
+		for _, p := range []string{state, filepath.Join(state, "ctl")} {
+			if err := chownUser(p, cfg.User); err != nil {
+				os.RemoveAll(state)
+				return nil, err
+			}
 		}
 	}
 	labels := owner.labels()
@@ -558,7 +560,7 @@ func (v *Env) waitSupervisor(ctx context.Context) error {
 	deadline := time.Now().Add(shellStartTimeout)
 	next := time.Now().Add(300 * time.Millisecond)
 	for {
-		f, err := os.OpenFile(ctl, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		f, err := openFIFO(ctl, os.O_WRONLY|syscall.O_NONBLOCK)
 		if err == nil {
 			f.Close()
 			return nil
@@ -602,8 +604,10 @@ func (v *Env) own(paths ...string) error {
 	return nil
 }
 
-// chownUser gives dir and what it holds to user ("UID" or "UID:GID").
-func chownUser(dir, user string) error {
+// chownUser gives path (a file or an empty directory Truss just made in
+// the state directory) to user ("UID" or "UID:GID"); a link there is
+// changed itself, never followed.
+func chownUser(path, user string) error {
 	u, g, _ := strings.Cut(user, ":")
 	uid, err := strconv.Atoi(u)
 	if err != nil {
@@ -615,15 +619,10 @@ func chownUser(dir, user string) error {
 			return fmt.Errorf("the user %q is not UID[:GID] in numbers", user)
 		}
 	}
-	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := os.Lchown(p, uid, gid); err != nil {
-			return fmt.Errorf("give the state directory to user %s: %w", user, err)
-		}
-		return nil
-	})
+	if err := os.Lchown(path, uid, gid); err != nil {
+		return fmt.Errorf("give the state directory to user %s: %w", user, err)
+	}
+	return nil
 }
 
 func or(a, b string) string {

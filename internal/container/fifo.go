@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // supervisor is the container's main process (under the engine's init):
@@ -179,16 +181,16 @@ func openFIFOs(base string) (in, out, errOut *os.File, err error) {
 	ch := make(chan res, 1)
 	go func() {
 		var r res
-		if r.in, r.err = os.OpenFile(base+".in", os.O_WRONLY, 0); r.err != nil {
+		if r.in, r.err = openFIFO(base+".in", os.O_WRONLY); r.err != nil {
 			ch <- r
 			return
 		}
-		if r.out, r.err = os.OpenFile(base+".out", os.O_RDONLY, 0); r.err != nil {
+		if r.out, r.err = openFIFO(base+".out", os.O_RDONLY); r.err != nil {
 			r.in.Close()
 			ch <- r
 			return
 		}
-		if r.errOut, r.err = os.OpenFile(base+".err", os.O_RDONLY, 0); r.err != nil {
+		if r.errOut, r.err = openFIFO(base+".err", os.O_RDONLY); r.err != nil {
 			r.in.Close()
 			r.out.Close()
 		}
@@ -205,7 +207,7 @@ func openFIFOs(base string) (in, out, errOut *os.File, err error) {
 	// blocks with O_RDWR.
 	var held []*os.File
 	for _, s := range []string{".in", ".out", ".err"} {
-		if f, err := os.OpenFile(base+s, os.O_RDWR, 0); err == nil {
+		if f, err := openFIFO(base+s, os.O_RDWR); err == nil {
 			held = append(held, f)
 		}
 	}
@@ -224,7 +226,7 @@ func openFIFOs(base string) (in, out, errOut *os.File, err error) {
 func (v *Env) request(line string) error {
 	deadline := time.Now().Add(shellStartTimeout)
 	for {
-		f, err := os.OpenFile(filepath.Join(v.state, "ctl"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		f, err := openFIFO(filepath.Join(v.state, "ctl"), os.O_WRONLY|syscall.O_NONBLOCK)
 		if err == nil {
 			_, err = f.Write([]byte(line + "\n")) // under PIPE_BUF: one atomic write
 			f.Close()
@@ -273,7 +275,7 @@ func (t *fifoTracker) ended() {
 	status := "137"
 	// The status is written before the supervisor's child closes the
 	// FIFOs, so it is there now unless the shell was killed.
-	if b, err := os.ReadFile(t.base + ".status"); err == nil {
+	if b, err := hostfs.ReadFile(t.base+".status", 64); err == nil {
 		status = strings.TrimSpace(string(b))
 	}
 	fmt.Fprintln(t.repIn, status)
@@ -308,13 +310,33 @@ func (v *Env) nextShell() int {
 	return v.nshells
 }
 
-// writeAtomic writes a file through a temporary one and a rename.
+// writeAtomic replaces the file at path, in the state directory the
+// container can write, without ever writing through what the container
+// planted there: a new file made O_EXCL|O_NOFOLLOW under a random name,
+// then renamed over path (hostfs.WriteFileAtomic).
 func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
+	return hostfs.WriteFileAtomic(path, data, 0o600)
+}
+
+// openFIFO opens the FIFO at path, one Truss made in the state directory,
+// with flag: never through a symbolic link the container put in its
+// place, and only a FIFO (a regular file or a socket there is refused). A
+// blocking open still waits for the other end, as the protocol needs.
+func openFIFO(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
 	}
-	return os.Rename(tmp, path)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if fi.Mode()&os.ModeNamedPipe == 0 {
+		f.Close()
+		return nil, fmt.Errorf("%s is not the FIFO Truss made (%v): something in the container replaced it", path, fi.Mode().Type())
+	}
+	return f, nil
 }
 
 // StatDir implements the shell's DirStater.
