@@ -164,11 +164,7 @@ func (d *drawer) table(n ast.Node, width int) []string {
 		if !strings.HasPrefix(l, "|") {
 			return nil
 		}
-		l = termsafe.String(strings.ReplaceAll(l, "\t", "    "))
-		if ansi.StringWidth(l) > width {
-			l = ansi.Truncate(l, width-1, "") + "…"
-		}
-		out = append(out, l)
+		out = append(out, cut(termsafe.String(strings.ReplaceAll(l, "\t", "    ")), width))
 	}
 	return out
 }
@@ -180,19 +176,24 @@ func (d *drawer) code(n ast.Node, width int) []string {
 	src := termsafe.String(strings.TrimRight(b.String(), "\n"))
 	var out []string
 	if fc, ok := n.(*ast.FencedCodeBlock); ok && !d.r.color {
-		out = append(out, "```"+termsafe.String(string(fc.Language(d.src))))
+		out = append(out, cut("```"+termsafe.String(string(fc.Language(d.src))), width))
 	}
 	for _, l := range strings.Split(strings.ReplaceAll(src, "\t", "    "), "\n") {
-		l = "  " + l
-		if ansi.StringWidth(l) > width {
-			l = ansi.Truncate(l, width-1, "") + "…"
-		}
-		out = append(out, d.paint(inline{code: true, block: true}, l))
+		out = append(out, d.paint(inline{code: true, block: true}, cut("  "+l, width)))
 	}
 	if _, ok := n.(*ast.FencedCodeBlock); ok && !d.r.color {
 		out = append(out, "```")
 	}
 	return out
+}
+
+// cut shortens l to width columns, ending it with an ellipsis when
+// anything was left out.
+func cut(l string, width int) string {
+	if ansi.StringWidth(l) > width {
+		return ansi.Truncate(l, width-1, "") + "…"
+	}
+	return l
 }
 
 func (d *drawer) segments(b *strings.Builder, segs *text.Segments) {
@@ -341,7 +342,15 @@ func (d *drawer) wrap(s string, width int) []string {
 			out = append(out, l)
 			continue
 		}
-		out = append(out, strings.Split(ansi.Wrap(l, width, ""), "\n")...)
+		for _, w := range strings.Split(ansi.Wrap(l, width, ""), "\n") {
+			// Wrap can leave a line a column over where a space
+			// precedes a word longer than the width; cut it hard.
+			if ansi.StringWidth(w) > width {
+				out = append(out, strings.Split(ansi.Hardwrap(w, width, true), "\n")...)
+				continue
+			}
+			out = append(out, w)
+		}
 	}
 	return out
 }
