@@ -139,6 +139,13 @@ func (e *escalatedShell) start() {
 		return
 	}
 	w := e.s.w
+	if w.envs != nil {
+		// A task environment: the escalated command runs in the session's
+		// container like every other (whose own confinement is the
+		// image's), never on the host.
+		e.sh = &ownedShell{Session: w.envShellIn(e.dir)}
+		return
+	}
 	sb, err := sandbox.New(e.s.escalatedPlan())
 	if err != nil {
 		e.err = fmt.Errorf("the escalated sandbox: %w", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/container/containertest"
@@ -349,5 +350,38 @@ func TestGradeInEnv(t *testing.T) {
 	}
 	if _, _, err := GradeInEnv(context.Background(), GradeEnv{Workspace: t.TempDir()}, "true", time.Minute); err == nil {
 		t.Error("GradeInEnv on the host: no error")
+	}
+}
+
+// TestImageEscalationStaysInContainer: an approved escalation in a
+// session whose tools run in an image runs in the container too (the
+// image's tool, absent on the host, is there), never on the host.
+func TestImageEscalationStaysInContainer(t *testing.T) {
+	e, ref := testImage(t)
+	o := fixture(t, escalationScript(t, "imgtool; pwd"))
+	o.Validation.Off = true
+	o.Env = "image:" + ref
+	o.Approval = approval.OnRequest
+	o.Approver = approval.ApproverFunc(func(context.Context, approval.Request) (approval.Decision, error) { return approval.Approve, nil })
+	rs := shellResults(&o)
+	ctx := context.Background()
+	s, err := Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noContainers(t, e, s.Info().SessionID)
+	defer s.Close()
+	if _, err := s.Run(ctx, "run it escalated"); err != nil {
+		t.Fatal(err)
+	}
+	if len(*rs) != 1 {
+		t.Fatalf("want one shell result, got %d", len(*rs))
+	}
+	r := (*rs)[0]
+	if r.Approval == nil {
+		t.Fatalf("the command was not escalated: %+v", r)
+	}
+	if !strings.Contains(r.Stdout, "imgtool-ok") || !strings.Contains(r.Stdout, "/testbed") {
+		t.Errorf("the escalated command did not run in the container: %q %q", r.Stdout, r.Stderr)
 	}
 }
