@@ -443,3 +443,17 @@ func TestSSHAgentCover(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivateTmpBounded: the sandbox's own /tmp and /dev/shm are memory,
+// which the disk budget's accounting of writes does not see; they hold no
+// more than the memory limit or the disk budget, whichever is less.
+func TestPrivateTmpBounded(t *testing.T) {
+	b := newBoxWith(t, sandbox.WorkspaceWrite, false, func(p *sandbox.Policy) { p.Limits.DiskBudget = 32 << 20 })
+	for _, dir := range []string{"/tmp", "/dev/shm"} {
+		r := b.run(t, "df -k --output=size "+dir+" | tail -1; head -c 40M /dev/zero 2>&1 >"+dir+"/fill; echo rc=$?; rm -f "+dir+"/fill", 0)
+		fields := strings.Fields(r.Stdout)
+		if len(fields) < 2 || fields[0] != "32768" || !strings.Contains(r.Stdout, "No space left") {
+			t.Errorf("%s: not bounded by the disk budget: %q %q", dir, r.Stdout, r.Stderr)
+		}
+	}
+}

@@ -178,6 +178,19 @@ func (l Limits) norm(workspace string) Limits {
 	return l
 }
 
+// tmpSize is the size of the sandbox's own /tmp and /dev/shm: they hold
+// memory, so the memory limit bounds them, and the disk budget as well
+// when it is smaller (0: no bound of either).
+func (l Limits) tmpSize() int64 {
+	var n int64
+	for _, v := range []int64{l.Memory, l.DiskBudget} {
+		if v > 0 && (n == 0 || v < n) {
+			n = v
+		}
+	}
+	return n
+}
+
 // ParseSize reads a size: a number of bytes with an optional unit (K, M,
 // G, T; KB/KiB alike, powers of 1024), or "none" (-1, no limit).
 func ParseSize(s string) (int64, error) {

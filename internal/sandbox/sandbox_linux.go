@@ -347,6 +347,7 @@ func (s *Sandbox) spec(argv []string) helper.Spec {
 	if pl.Mechanisms.Namespaces {
 		sp.Keep = pl.Policy.visible()
 		sp.PrivateTmp = pl.Policy.privateTmp()
+		sp.TmpSize = pl.Policy.Limits.tmpSize()
 		if !pl.Policy.Network {
 			var agent string
 			sp.Cover, agent = socketDirs(os.Getenv("SSH_AUTH_SOCK"), os.Getenv("HOME"), sp.Keep)

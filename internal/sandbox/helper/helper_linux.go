@@ -79,6 +79,10 @@ type Spec struct {
 	// PrivateTmp replaces /tmp with an empty tmpfs of the sandbox's own
 	// (writable; the Keep paths under it bound back at their paths).
 	PrivateTmp bool `json:"private_tmp,omitempty"`
+	// TmpSize bounds the private /tmp and /dev/shm (tmpfs size=, bytes;
+	// 0 for the kernel's default of half the machine's memory): what
+	// commands write there is memory, not disk, so no disk budget sees it.
+	TmpSize int64 `json:"tmp_size,omitempty"`
 	// Cover are directories replaced by an empty read-only tmpfs, so that
 	// no Unix socket in them can be reached (/run, the SSH agent's
 	// directory); their symbolic links to elsewhere (/run/shm) are kept,
@@ -318,7 +322,7 @@ func mounts(sp Spec) error {
 		return err
 	}
 	if sp.PrivateTmp {
-		if err := replace("/tmp", "mode=1777", false, keep, named); err != nil {
+		if err := replace("/tmp", tmpData(sp.TmpSize), false, keep, named); err != nil {
 			return err
 		}
 	}
@@ -337,7 +341,7 @@ func mounts(sp Spec) error {
 	// back into it at the same path, and nothing else of it.
 	// (When /dev/shm itself is a writable root, the host's stays.)
 	if !slices.Contains(sp.Writable, "/dev/shm") {
-		if err := replace("/dev/shm", "mode=1777", false, sp.Writable, named); err != nil {
+		if err := replace("/dev/shm", tmpData(sp.TmpSize), false, sp.Writable, named); err != nil {
 			return err
 		}
 	}
@@ -392,6 +396,15 @@ func remountReadOnly(p string) error {
 		flags = uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
 	}
 	return unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|flags, "")
+}
+
+// tmpData are the mount options of a writable tmpfs of the sandbox's own
+// of at most size bytes (0: the kernel's default).
+func tmpData(size int64) string {
+	if size > 0 {
+		return "mode=1777,size=" + strconv.FormatInt(size, 10)
+	}
+	return "mode=1777"
 }
 
 // replace mounts an empty tmpfs (with the mount options data) over dir,
