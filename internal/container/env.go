@@ -247,10 +247,15 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		os.RemoveAll(state)
 		return nil, fmt.Errorf("make the supervisor's FIFO: %w", err)
 	}
+	rw := filepath.Join(state, stateRW)
+	if err := os.Mkdir(rw, 0o700); err != nil {
+		os.RemoveAll(state)
+		return nil, fmt.Errorf("make the state directory: %w", err)
+	}
 	if cfg.User != "" {
 		// The container runs as another user: the state directory must be
 		// that user's (the shells' FIFOs are made in it later).
-		for _, p := range []string{state, filepath.Join(state, "ctl")} {
+		for _, p := range []string{state, filepath.Join(state, "ctl"), rw} {
 			if err := chownUser(p, cfg.User); err != nil {
 				os.RemoveAll(state)
 				return nil, err
@@ -260,7 +265,10 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	labels := owner.labels()
 	labels[LabelSession] = cfg.Session
 	labels[LabelState] = state
-	mounts := []Mount{{Source: ws, Target: workdir}, {Source: state, Target: state}}
+	// The state directory is the host's, read-only in the container (its
+	// FIFOs still carry data); only its rw subdirectory is the
+	// container's to write.
+	mounts := []Mount{{Source: ws, Target: workdir}, {Source: state, Target: state, ReadOnly: true}, {Source: rw, Target: rw}}
 	var hidden []string // --mount values
 	var hiddenMounts []Mount
 	for _, p := range cfg.Hidden {
@@ -497,8 +505,9 @@ func (v *Env) Workdir() string { return v.workdir }
 func (v *Env) Workspace() string { return v.ws }
 
 // StateDir is a host directory mounted at the same path in the container,
-// owned by the Env and removed at Close: the shells' saved state lives
-// there.
+// owned by the Env and removed at Close: the shells' FIFOs and start
+// scripts, read-only to the container, and its subdirectory rw, where the
+// container writes the shells' statuses and saved state.
 func (v *Env) StateDir() string { return v.state }
 
 // Facts are the environment's provenance for the ledger.

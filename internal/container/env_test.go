@@ -184,7 +184,8 @@ func testSession(t *testing.T, launcher func(*Env) shell.Starter) {
 	if f.Engine != e.Name || f.EngineVersion == "" || !strings.HasPrefix(f.ImageID, "sha256:") || f.ContainerID != env.ID() {
 		t.Errorf("facts: %+v", f)
 	}
-	if f.Network || f.Workdir != "/testbed" || f.Limits.Pids != 300 || len(f.Mounts) != 2 || f.Mounts[0].Source != ws || f.Mounts[0].Target != "/testbed" {
+	if f.Network || f.Workdir != "/testbed" || f.Limits.Pids != 300 || len(f.Mounts) != 3 || f.Mounts[0].Source != ws || f.Mounts[0].Target != "/testbed" ||
+		!f.Mounts[1].ReadOnly || f.Mounts[1].Source != env.StateDir() || f.Mounts[2].ReadOnly || f.Mounts[2].Source != filepath.Join(env.StateDir(), stateRW) {
 		t.Errorf("facts: %+v", f)
 	}
 	if f.Labels[LabelOwnerPID] != fmt.Sprint(os.Getpid()) || f.Labels[LabelSession] == "" {
@@ -502,7 +503,7 @@ func TestProtectedHidden(t *testing.T) {
 			ro = append(ro, m.Source+"→"+m.Target)
 		}
 	}
-	want := []string{filepath.Join(ws, ".git") + "→/testbed/.git", "tmpfs→/testbed/keys", "/dev/null→/testbed/ledger.key"}
+	want := []string{env.StateDir() + "→" + env.StateDir(), filepath.Join(ws, ".git") + "→/testbed/.git", "tmpfs→/testbed/keys", "/dev/null→/testbed/ledger.key"}
 	if strings.Join(ro, " ") != strings.Join(want, " ") {
 		t.Errorf("read-only mounts %v, want %v", ro, want)
 	}

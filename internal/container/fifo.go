@@ -20,12 +20,15 @@ import (
 // a bash that starts shells on request, so that a shell's start and its
 // round trips need no engine command. Requests come as lines on the
 // control FIFO in the state directory, which is mounted at the same path
-// in the container:
+// in the container, read-only: only the host writes there (the FIFOs,
+// which a read-only mount still carries, and the start scripts). What the
+// container writes goes to its subdirectory rw (stateRW), mounted
+// writable:
 //
 //	start ID   run ID.env's commands (cd, exports, `set -- ARGV`) and then
 //	           ARGV, with standard streams on the FIFOs ID.in, ID.out and
-//	           ID.err; its process group's ID goes to ID.pid, and its exit
-//	           status to ID.status
+//	           ID.err; its process group's ID goes to rw/ID.pid, and its
+//	           exit status to rw/ID.status
 //	kill ID    kill ID's process group
 //
 // Job control (set -m) gives every shell a process group of its own. The
@@ -36,11 +39,16 @@ exec 3<>"$S/ctl"
 while IFS=' ' read -r -u 3 op id; do
   case $id in *[!0-9]*|'') continue;; esac
   case $op in
-  start) ( exec <"$S/$id.in" >"$S/$id.out" 2>"$S/$id.err" 3<&-; . "$S/$id.env" && "$@"; echo "$?" >"$S/$id.status" ) &
-    echo "$!" >"$S/$id.pid" ;;
-  kill) [ -s "$S/$id.pid" ] && kill -KILL -- "-$(<"$S/$id.pid")" 2>/dev/null ;;
+  start) ( exec <"$S/$id.in" >"$S/$id.out" 2>"$S/$id.err" 3<&-; . "$S/$id.env" && "$@"; echo "$?" >"$S/rw/$id.status" ) &
+    echo "$!" >"$S/rw/$id.pid" ;;
+  kill) [ -s "$S/rw/$id.pid" ] && kill -KILL -- "-$(<"$S/rw/$id.pid")" 2>/dev/null ;;
   esac
 done`
+
+// stateRW is the state directory's subdirectory that the container can
+// write: the shells' process groups and exit statuses, and their saved
+// environments.
+const stateRW = "rw"
 
 // fifoLauncher starts shells through the supervisor.
 type fifoLauncher struct{ env *Env }
@@ -122,14 +130,15 @@ func (l *fifoLauncher) Start(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser, io.ReadC
 		return nil, nil, nil, nil, fmt.Errorf("start the shell's stand-in: %w", err)
 	}
 	deadW.Close()
-	t := &fifoTracker{env: v, id: id, base: base, repIn: repIn}
+	t := &fifoTracker{env: v, id: id, base: base, rw: filepath.Join(v.state, stateRW, id), repIn: repIn}
+	t.outs = [2]*fifoReader{{f: out, t: t}, {f: errOut, t: t}}
 	go func() {
 		// The stand-in's stdout ends when it exits: killed, or told.
 		io.Copy(io.Discard, deadR)
 		deadR.Close()
 		t.standInGone()
 	}()
-	return rep, in, &fifoReader{f: out, t: t}, &fifoReader{f: errOut, t: t}, nil
+	return rep, in, t.outs[0], t.outs[1], nil
 }
 
 // dirOf maps the shell's directory into the container.
@@ -243,22 +252,36 @@ func (v *Env) request(line string) error {
 type fifoTracker struct {
 	env   *Env
 	id    string
-	base  string
+	base  string // the host's files of the shell: base.in, base.env, …
+	rw    string // the container's: rw.pid, rw.status
 	repIn io.WriteCloser
+	outs  [2]*fifoReader // the shell's standard output and error
 
 	mu   sync.Mutex
 	ends int
 }
 
+// drainGrace is how long the host still reads a killed shell's output
+// for: a process that left the shell's process group (setsid) can hold
+// the FIFOs open for as long as it likes, and the host never waits on it.
+const drainGrace = 2 * time.Second
+
 // standInGone: the stand-in exited; make sure the container shell's
-// process group is gone too.
+// process group is gone too, and stop reading its output after
+// drainGrace if something in the container still holds it open.
 func (t *fifoTracker) standInGone() {
 	t.mu.Lock()
 	done := t.ends == 2
 	t.mu.Unlock()
-	if !done {
-		t.env.request("kill " + t.id)
+	if done {
+		return
 	}
+	t.env.request("kill " + t.id)
+	time.AfterFunc(drainGrace, func() {
+		for _, r := range t.outs {
+			r.Close() // a blocked Read returns: the FIFO's end for the host
+		}
+	})
 }
 
 // ended is called when one of the shell's output FIFOs ends; after both,
@@ -275,13 +298,16 @@ func (t *fifoTracker) ended() {
 	status := "137"
 	// The status is written before the supervisor's child closes the
 	// FIFOs, so it is there now unless the shell was killed.
-	if b, err := hostfs.ReadFile(t.base+".status", 64); err == nil {
+	if b, err := hostfs.ReadFile(t.rw+".status", 64); err == nil {
 		status = strings.TrimSpace(string(b))
 	}
 	fmt.Fprintln(t.repIn, status)
 	t.repIn.Close()
-	for _, s := range []string{".in", ".out", ".err", ".env", ".pid", ".status"} {
+	for _, s := range []string{".in", ".out", ".err", ".env"} {
 		os.Remove(t.base + s)
+	}
+	for _, s := range []string{".pid", ".status"} {
+		os.Remove(t.rw + s)
 	}
 }
 
@@ -310,17 +336,18 @@ func (v *Env) nextShell() int {
 	return v.nshells
 }
 
-// writeAtomic replaces the file at path, in the state directory the
-// container can write, without ever writing through what the container
-// planted there: a new file made O_EXCL|O_NOFOLLOW under a random name,
+// writeAtomic replaces the file at path, in the state directory, without
+// ever writing through what a container (one whose engine ignored the
+// read-only mount) planted there: a new file made O_EXCL|O_NOFOLLOW under a random name,
 // then renamed over path (hostfs.WriteFileAtomic).
 func writeAtomic(path string, data []byte) error {
 	return hostfs.WriteFileAtomic(path, data, 0o600)
 }
 
 // openFIFO opens the FIFO at path, one Truss made in the state directory,
-// with flag: never through a symbolic link the container put in its
-// place, and only a FIFO (a regular file or a socket there is refused). A
+// with flag: never through a symbolic link put in its place (the
+// directory is read-only to the container; this holds should an engine
+// mount it writable), and only a FIFO (a regular file or a socket there is refused). A
 // blocking open still waits for the other end, as the protocol needs.
 func openFIFO(path string, flag int) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)

@@ -258,7 +258,7 @@ func (v *Env) ShellConfig(cfg shell.Config) (shell.Config, error) {
 		if closed {
 			return cfg, errors.New("the environment is closed")
 		}
-		d := filepath.Join(v.state, "shell-"+strconv.Itoa(n))
+		d := filepath.Join(v.state, stateRW, "shell-"+strconv.Itoa(n))
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return cfg, err
 		}

@@ -10,9 +10,11 @@ import (
 	"time"
 )
 
-// TestStateDirectoryPlants: what a command in the container can plant in
-// the state directory, which it can write, where the host writes a
-// shell's start script, opens its FIFOs and reads its status. Nothing
+// TestStateDirectoryPlants: what a command in the container could plant
+// in the state directory were it writable (it is mounted read-only; an
+// engine might ignore that) and what it can plant in its rw
+// subdirectory: where the host writes a shell's start script, opens its
+// FIFOs and reads its status. Nothing
 // outside is written, nothing but a FIFO is opened as one, and a FIFO in
 // place of the status file does not make the host wait.
 func TestStateDirectoryPlants(t *testing.T) {

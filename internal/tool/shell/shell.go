@@ -201,10 +201,11 @@ func (s *Session) Restart() error {
 	defer s.mu.Unlock()
 	s.kill()
 	s.cwd = s.cfg.Dir
-	if s.envFile != "" {
-		os.Remove(s.envFile)
-		s.envFile = ""
-	}
+	// The saved variables are left where they are, never removed by
+	// path: the directory may be one commands can replace (a container's
+	// state). The next shell does not read them, and the next command
+	// overwrites them.
+	s.envFile = ""
 	return nil
 }
 
