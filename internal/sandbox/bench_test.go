@@ -105,7 +105,11 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			cfg := shell.Config{Dir: b.TempDir()}
 			if boxed {
+				// The shell starts in the sandbox's workspace: another
+				// directory of the host's /tmp is not there (the sandbox
+				// has a /tmp of its own).
 				sb := benchSandbox(b)
+				cfg.Dir = sb.Plan().Policy.Workspace
 				cfg.Launcher, cfg.Guard = sb, sb.Guard
 			}
 			sh := shell.New(cfg)
