@@ -81,7 +81,8 @@ func BenchmarkScan(b *testing.B) {
 							b.StopTimer()
 							k++
 							for _, f := range files {
-								os.WriteFile(filepath.Join(root, f), fmt.Appendf(nil, "edit %d\n", k), 0o644)
+								// The tree is shared by both modes: each writes its own content.
+								os.WriteFile(filepath.Join(root, f), fmt.Appendf(nil, "edit %v %d\n", watch, k), 0o644)
 							}
 							b.StartTimer()
 							if got, err := tr.Scan(context.Background()); err != nil || len(got) != 3 {
@@ -148,7 +149,7 @@ func BenchmarkShellCall(b *testing.B) {
 			for b.Loop() {
 				k++
 				res := ex.Execute(context.Background(), tool.Call{ID: "c", Op: tool.OpExec,
-					Args: &tool.ExecArgs{Command: fmt.Sprintf("echo %d > m00/p00/d00/f00.go", k)}})
+					Args: &tool.ExecArgs{Command: fmt.Sprintf("echo %v %d > m00/p00/d00/f00.go", tracked, k)}})
 				if res.Err != nil || (tracked && len(res.Changes) != 1) {
 					b.Fatal(res.Err, len(res.Changes))
 				}

@@ -215,11 +215,21 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 	if name == "" {
 		name = "."
 	}
-	var listed []hostfs.Entry
+	// The index's last listing of the directory sizes the new one (most
+	// directories keep their size from one scan to the next).
+	ents := make([]entry, 0, len(old))
 	d, err := j.r.fs.OpenDir(name)
 	if err == nil {
-		listed, err = d.ReadDir()
+		err = d.ReadDirFunc(func(name string, info hostfs.Info) {
+			if !t.ign.ignored(j.rel, name) {
+				ents = append(ents, fromInfo(name, info))
+			}
+		})
 		d.Close()
+		if cap(ents) > len(ents)+len(ents)/8 {
+			// The listing becomes the index's: no spare capacity kept.
+			ents = append(make([]entry, 0, len(ents)), ents...)
+		}
 	}
 	if err != nil {
 		if hostfs.IsNotExist(err) || errors.Is(err, hostfs.ErrLink) || errors.Is(err, hostfs.ErrNotRegular) ||
@@ -229,7 +239,7 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 				return w, nil
 			}
 			// Gone (or replaced) since its parent was read: empty now.
-			listed = nil
+			ents = nil
 		} else {
 			// Unreadable: nothing is known, the index keeps what it had.
 			w.err = fmt.Errorf("list %s: %w", j.r.abspath(j.rel), err)
@@ -240,14 +250,6 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 			return w, subdirs(j.rel, old)
 		}
 	}
-	ents := make([]entry, 0, len(listed))
-	for _, l := range listed {
-		if t.ign.ignored(j.rel, l.Name) {
-			continue
-		}
-		ents = append(ents, fromInfo(l.Name, l.Info))
-	}
-	listed = nil
 
 	// Merge with the index's entries (both sorted by name).
 	var sub []string

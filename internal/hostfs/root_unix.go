@@ -286,31 +286,61 @@ type Entry struct {
 // entry's Info. An entry removed between the listing and its fstatat is
 // left out.
 func (r *Root) ReadDir() ([]Entry, error) {
+	out := []Entry{}
+	err := r.ReadDirFunc(func(name string, info Info) { out = append(out, Entry{Name: name, Info: info}) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadDirFunc is ReadDir handing each entry to fn, in order, instead of
+// returning a slice: a caller that keeps its own form of the entries
+// (the change tracker's index) makes no copy of the whole listing.
+func (r *Root) ReadDirFunc(fn func(name string, info Info)) error {
 	// A second descriptor of the same directory, so that listings of one
 	// Root at once do not share an offset.
 	fd, err := unix.Openat(r.fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, &Error{"list", r.path, err}
+		return &Error{"list", r.path, err}
 	}
-	d := os.NewFile(uintptr(fd), r.path)
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
+	defer unix.Close(fd)
+	names, err := readNames(fd)
 	if err != nil {
-		return nil, &Error{"list", r.path, err}
+		return &Error{"list", r.path, err}
 	}
 	sort.Strings(names)
-	out := make([]Entry, 0, len(names))
 	for _, n := range names {
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if errors.Is(err, unix.ENOENT) {
 				continue
 			}
-			return nil, &Error{"stat", r.display(n), err}
+			return &Error{"stat", r.display(n), err}
 		}
-		out = append(out, Entry{Name: n, Info: infoOf(n, &st)})
+		fn(n, infoOf(n, &st))
 	}
-	return out, nil
+	return nil
+}
+
+// readNames lists a directory descriptor's names (getdents; no "." or
+// ".."), with no file object around the descriptor.
+func readNames(fd int) ([]string, error) {
+	buf := make([]byte, 16<<10)
+	var names []string
+	for {
+		n, err := unix.ReadDirent(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
 }
 
 // SkipDir, returned by a WalkFunc for a directory, skips its contents.
