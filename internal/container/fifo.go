@@ -278,6 +278,12 @@ func (t *fifoTracker) standInGone() {
 	}
 	t.env.request("kill " + t.id)
 	time.AfterFunc(drainGrace, func() {
+		t.mu.Lock()
+		done := t.ends == 2
+		t.mu.Unlock()
+		if done {
+			return // both ended within the grace, as they do unless held
+		}
 		for _, r := range t.outs {
 			r.Close() // a blocked Read returns: the FIFO's end for the host
 		}
@@ -338,8 +344,8 @@ func (v *Env) nextShell() int {
 
 // writeAtomic replaces the file at path, in the state directory, without
 // ever writing through what a container (one whose engine ignored the
-// read-only mount) planted there: a new file made O_EXCL|O_NOFOLLOW under a random name,
-// then renamed over path (hostfs.WriteFileAtomic).
+// read-only mount) planted there: a new file made O_EXCL|O_NOFOLLOW under
+// a random name, then renamed over path (hostfs.WriteFileAtomic).
 func writeAtomic(path string, data []byte) error {
 	return hostfs.WriteFileAtomic(path, data, 0o600)
 }
@@ -347,8 +353,9 @@ func writeAtomic(path string, data []byte) error {
 // openFIFO opens the FIFO at path, one Truss made in the state directory,
 // with flag: never through a symbolic link put in its place (the
 // directory is read-only to the container; this holds should an engine
-// mount it writable), and only a FIFO (a regular file or a socket there is refused). A
-// blocking open still waits for the other end, as the protocol needs.
+// mount it writable), and only a FIFO (a regular file or a socket there
+// is refused). A blocking open still waits for the other end, as the
+// protocol needs.
 func openFIFO(path string, flag int) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
