@@ -151,7 +151,9 @@ func (e *escalatedShell) start() {
 		e.err = fmt.Errorf("the escalated sandbox: %w", err)
 		return
 	}
-	own, err := os.MkdirTemp(w.tmp, "escalated-")
+	// Its saved variables, which its next shell sources, are where no
+	// command of the session's sandbox can write.
+	own, err := os.MkdirTemp(w.priv, "escalated-")
 	if err != nil {
 		sb.Close()
 		e.err = err

@@ -63,12 +63,13 @@ func (s *Session) tracker(dir string) *changes.Tracker {
 	}
 	opts.Repo = &at
 	// The store of before-contents lives beside the saved sessions, which
-	// the sandbox hides (the session's temporary directory is writable by
-	// commands); it is one unnamed file there, removed with the tracker.
+	// the sandbox hides, else in the session's private directory (never in
+	// the commands' temporary directory); it is one unnamed file there,
+	// removed with the tracker.
 	if sd, err := s.sessionDir(); err == nil && !s.opts.NoSession {
 		opts.StoreDir = filepath.Join(sd, ".changes")
-	} else if s.w != nil && s.w.tmp != "" {
-		opts.StoreDir = filepath.Join(s.w.tmp, "changes-"+strconv.Itoa(len(ts.dir)))
+	} else if s.w != nil && s.w.priv != "" {
+		opts.StoreDir = filepath.Join(s.w.priv, "changes-"+strconv.Itoa(len(ts.dir)))
 	}
 	t, err := changes.Open(s.life, roots, opts)
 	if errors.Is(err, changes.ErrStoreInRoot) {

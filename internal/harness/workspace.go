@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,9 +35,14 @@ type workspace struct {
 	shell   *shell.Session
 	memory  *memory.Store
 	sandbox *sandbox.Sandbox
-	tmp     string // the session's temporary directory
-	mux     tool.Mux
-	root    string // the absolute workspace root
+	tmp     string // the session's temporary directory, the commands' TMPDIR
+	// priv holds Truss's own files of the session out of every command's
+	// reach (privateDir): isolated sub-agents' copies and temporary
+	// directories, escalated shells' saved variables, the change
+	// tracker's store.
+	priv string
+	mux  tool.Mux
+	root string // the absolute workspace root
 
 	cfg      *config.Config // the project's .truss/config.toml
 	cacheEnv []string       // the sandboxed commands' cache variables
@@ -102,6 +108,9 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 	}
 	w.root, _ = filepath.Abs(ws.Dir())
 	if err := s.stateOutside(w.root, extra); err != nil {
+		return w, err
+	}
+	if w.priv, err = privateDir(w.root, extra); err != nil {
 		return w, err
 	}
 	if w.cfg, err = config.Load(w.root); err != nil {
@@ -299,6 +308,48 @@ func (s *Session) stateOutside(root string, extra []fs.RootSpec) error {
 	return nil
 }
 
+// privateDir makes the session's private directory, mode 0700, in the
+// first of the system's temporary directory, $XDG_RUNTIME_DIR and Truss's
+// data directory that lies outside the workspace and every extra root,
+// so that no sandboxed command can write it, nor rename it or what holds
+// it (under the sandbox's private /tmp, commands do not even see it).
+// Truss keeps there what it later reads, copies, diffs or sources.
+func privateDir(root string, extra []fs.RootSpec) (string, error) {
+	roots := []string{resolveExisting(root)}
+	for _, e := range extra {
+		roots = append(roots, resolveExisting(e.Path))
+	}
+	outside := func(d string) bool {
+		rd := resolveExisting(d)
+		for _, r := range roots {
+			if within(rd, r) {
+				return false
+			}
+		}
+		return true
+	}
+	var tried []string
+	bases := []string{os.TempDir(), os.Getenv("XDG_RUNTIME_DIR")}
+	if d := dataDir(); d != "" {
+		bases = append(bases, filepath.Join(d, "tmp"))
+	}
+	for _, base := range bases {
+		if base == "" {
+			continue
+		}
+		if !outside(base) {
+			tried = append(tried, base)
+			continue
+		}
+		if err := os.MkdirAll(base, 0o700); err != nil {
+			tried = append(tried, base)
+			continue
+		}
+		return os.MkdirTemp(base, "truss-private-")
+	}
+	return "", configErrorf("no directory for Truss's private files outside the workspace and the extra roots (tried %s): set TMPDIR to one", strings.Join(tried, ", "))
+}
+
 // hiddenCredentials are the credential paths hidden from commands: the
 // default ones less those the user's configuration releases, and those
 // it adds.
@@ -363,34 +414,46 @@ func within(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// newShellIn starts a shell session in dir, in the sandbox, keeping its
-// own files in own. The model's shell is one; each validation run and
-// each sub-agent gets a fresh one.
-func (w *workspace) newShellIn(dir, own string) *shell.Session {
+// box is where a shell's commands run: a sandbox, and the temporary
+// directory they are given (TMPDIR), one of its writable roots.
+type box struct {
+	sb  *sandbox.Sandbox
+	tmp string
+}
+
+// box is the session's own: the top agent's and its shared sub-agents'.
+func (w *workspace) box() box { return box{w.sandbox, w.tmp} }
+
+// newShellIn starts a shell session in dir, in the session's sandbox,
+// keeping its own files in own. The model's shell is one; each
+// validation run and each sub-agent gets a fresh one.
+func (w *workspace) newShellIn(dir, own string) *shell.Session { return w.shellIn(w.box(), dir, own) }
+
+// shellIn starts a shell session in dir, in b, keeping its own files (its
+// saved variables, which the next shell sources) in own, a directory that
+// only b's commands and Truss write.
+func (w *workspace) shellIn(b box, dir, own string) *shell.Session {
 	if w.envs != nil {
 		return w.envShellIn(dir)
 	}
 	return shell.New(shell.Config{Dir: dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv,
-		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + w.tmp}, w.cacheEnv...), w.cfg.Validate.EnvList()...),
-		TmpDir: own, Launcher: w.sandbox, Guard: w.sandbox.Guard})
+		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + b.tmp}, w.cacheEnv...), w.cfg.Validate.EnvList()...),
+		TmpDir: own, Launcher: b.sb, Guard: b.sb.Guard})
 }
 
 // validationShell is a fresh shell for one validation run.
-func (w *workspace) validationShell() validate.Shell { return w.validationShellIn(w.ws.Dir()) }
-
-// validationShellIn is a fresh shell for one validation run in dir.
-func (w *workspace) validationShellIn(dir string) validate.Shell {
-	return w.ownedShellIn(dir, "validate-")
+func (w *workspace) validationShell() validate.Shell {
+	return w.ownedShellIn(w.box(), w.ws.Dir(), "validate-")
 }
 
-// ownedShellIn starts a shell in dir that keeps its files in a directory
-// of its own under the session's, removed with it.
-func (w *workspace) ownedShellIn(dir, prefix string) *ownedShell {
-	own, err := os.MkdirTemp(w.tmp, prefix)
+// ownedShellIn starts a shell in dir, in b, that keeps its files in a
+// directory of its own under b's temporary directory, removed with it.
+func (w *workspace) ownedShellIn(b box, dir, prefix string) *ownedShell {
+	own, err := os.MkdirTemp(b.tmp, prefix)
 	if err != nil {
 		own = "" // the session makes its own
 	}
-	return &ownedShell{Session: w.newShellIn(dir, own), dir: own}
+	return &ownedShell{Session: w.shellIn(b, dir, own), dir: own}
 }
 
 // ownedShell is a shell whose directory goes with it.
@@ -440,19 +503,28 @@ func (w *workspace) newRunner(v ValidationOptions) *validate.Runner {
 
 // childEnv returns the executors of a sub-agent working in dir: the file
 // tools on dir (the workspace itself, or an isolated copy), a shell of its
-// own in the same sandbox, and the session's memory, validation and MCP
-// tools (validation runs in dir).
+// own, and the session's memory, validation and MCP tools (validation
+// runs in dir). A sub-agent in the workspace shares the session's
+// sandbox; one in an isolated copy gets a sandbox of its own (childBox)
+// whose commands write only the copy and a temporary directory of their
+// own.
 func (w *workspace) childEnv(dir string, compose func(*tool.Mux, string) tool.Executor) (*subagent.Env, error) {
 	ws := w.ws
 	var own *fs.Workspace
+	b := w.box()
+	closeBox := func() {}
 	if dir != w.ws.Dir() {
 		var err error
+		if b, closeBox, err = w.childBox(dir); err != nil {
+			return nil, err
+		}
 		if own, err = fs.OpenWith(dir, fs.WorkspaceOptions{Locks: w.locks, Aliases: w.aliases()}); err != nil {
+			closeBox()
 			return nil, err
 		}
 		ws = own
 	}
-	sh := w.ownedShellIn(dir, "agent-")
+	sh := w.ownedShellIn(b, dir, "agent-")
 	mux := &tool.Mux{}
 	w.route(mux, ws, sh.Session)
 	for op, e := range w.shared {
@@ -460,7 +532,7 @@ func (w *workspace) childEnv(dir string, compose func(*tool.Mux, string) tool.Ex
 	}
 	if w.runner != nil {
 		r := *w.runner
-		r.NewShell = func() validate.Shell { return w.validationShellIn(dir) }
+		r.NewShell = func() validate.Shell { return w.ownedShellIn(b, dir, "validate-") }
 		mux.Handle(tool.OpValidate, &r)
 	}
 	return &subagent.Env{Exec: compose(mux, dir), Close: func() {
@@ -469,23 +541,63 @@ func (w *workspace) childEnv(dir string, compose func(*tool.Mux, string) tool.Ex
 			own.Close()
 			w.closeChildEnv(dir)
 		}
+		closeBox()
 	}}, nil
+}
+
+// childBox is the box of an isolated sub-agent working in the copy dir
+// (which is in the session's private directory): the session's sandbox
+// derived for the copy as its workspace and a temporary directory of the
+// child's own beside it, so that the child's commands can write neither
+// the parent's workspace nor anything Truss keeps, nor rename the copy
+// itself; its processes count against the session's limits. In a task
+// environment the copy has a container of its own instead (envShellIn)
+// and the box is the session's.
+func (w *workspace) childBox(dir string) (box, func(), error) {
+	if w.envs != nil {
+		return w.box(), func() {}, nil
+	}
+	tmp, err := os.MkdirTemp(w.priv, "agent-tmp-")
+	if err != nil {
+		return box{}, nil, err
+	}
+	p := w.sandbox.Plan().Policy
+	p.Workspace, p.TempDir = dir, tmp
+	p.Protected = append(sandbox.GitPaths(dir), config.Protected(dir)...)
+	sb, err := w.sandbox.Derive(p)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return box{}, nil, fmt.Errorf("the isolated sub-agent's sandbox: %w", err)
+	}
+	return box{sb, tmp}, func() {
+		sb.Close()
+		os.RemoveAll(tmp)
+	}, nil
+}
+
+// dataDir is Truss's data directory: $TRUSS_HOME, else
+// $XDG_DATA_HOME/truss, else ~/.local/share/truss; "" without a home.
+func dataDir() string {
+	if base := os.Getenv("TRUSS_HOME"); base != "" {
+		return base
+	}
+	d := os.Getenv("XDG_DATA_HOME")
+	if d == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		d = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(d, "truss")
 }
 
 // defaultMemoryDir is the project's memory directory under the user's data
 // directory: one per workspace, named after it.
 func defaultMemoryDir(root string) (string, error) {
-	base := os.Getenv("TRUSS_HOME")
+	base := dataDir()
 	if base == "" {
-		d := os.Getenv("XDG_DATA_HOME")
-		if d == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("no memory directory: set --memory-dir or TRUSS_HOME: %w", err)
-			}
-			d = filepath.Join(home, ".local", "share")
-		}
-		base = filepath.Join(d, "truss")
+		return "", errors.New("no memory directory: set --memory-dir or TRUSS_HOME (no home directory)")
 	}
 	sum := sha256.Sum256([]byte(root))
 	return filepath.Join(base, "memories", filepath.Base(root)+"-"+hex.EncodeToString(sum[:4])), nil
@@ -506,6 +618,9 @@ func (w *workspace) close() {
 	}
 	if w.tmp != "" {
 		os.RemoveAll(w.tmp)
+	}
+	if w.priv != "" {
+		os.RemoveAll(w.priv)
 	}
 }
 

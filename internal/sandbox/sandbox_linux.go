@@ -160,8 +160,11 @@ type Sandbox struct {
 	// cgroup.procs (v1).
 	cgroupFD   int
 	cgroupInto string   // the group cgroupFD is
-	groups     []*group // the session's cgroups
-	watch      *watcher // nil without cgroups
+	groups     []*group // the session's cgroups, removed by Close
+	// joins are the cgroups of the sandbox a derived one's processes
+	// join (Derive), which its Close leaves alone.
+	joins []*group
+	watch *watcher // nil without cgroups
 
 	// A confined helper started ahead of need (see Start).
 	mu      sync.Mutex
@@ -259,6 +262,49 @@ func New(pl *Plan) (*Sandbox, error) {
 	return s, nil
 }
 
+// Derive returns a sandbox for the policy p (another workspace, temporary
+// directory and set of covers: an isolated sub-agent's) under s's
+// mechanisms and limits, whose processes count against s's: they are
+// born in s's cgroups, s's watcher accounts for them, a limit they break
+// kills everything s runs, and Guard reports what s's does. p's Limits
+// are replaced by s's. Closing the derived sandbox releases only what it
+// holds (its helper kept ready, its descriptors); s must outlive it.
+func (s *Sandbox) Derive(p Policy) (*Sandbox, error) {
+	p.Limits = s.plan.Policy.Limits
+	d := &Sandbox{plan: &Plan{Policy: p, Mechanisms: s.plan.Mechanisms}, cgroupFD: -1, stop: make(chan struct{}), watch: s.watch}
+	if !d.plan.Active() {
+		return d, nil
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed || s.exe == nil {
+		return nil, errClosed
+	}
+	dup := func(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) }
+	fd, err := dup(int(s.exe.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	d.exe, d.self = os.NewFile(uintptr(fd), s.exe.Name()), s.self
+	if d.seccomp = s.seccomp; d.seccomp != nil && d.plan.filterOptions() != s.plan.filterOptions() {
+		if d.seccomp, err = seccompProgram(d.plan.filterOptions()); err != nil {
+			d.exe.Close()
+			return nil, fmt.Errorf("sandbox: assemble the seccomp filter: %w", err)
+		}
+	}
+	if s.cgroupFD >= 0 {
+		if d.cgroupFD, err = dup(s.cgroupFD); err != nil {
+			d.exe.Close()
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		d.cgroupInto = s.cgroupInto
+	}
+	// The groups to join are s's; d removes none of them (Close).
+	d.joins = s.groups
+	return d, nil
+}
+
 // filterOptions are the seccomp filter's for the plan. With namespaces
 // and the network off, commands have a network namespace whose only
 // interface is the loopback, and a mount namespace in which no Unix socket
@@ -317,7 +363,7 @@ func (s *Sandbox) Plan() *Plan { return s.plan }
 func (s *Sandbox) spec(argv []string) helper.Spec {
 	pl := s.plan
 	var join []string
-	for _, g := range s.groups {
+	for _, g := range slices.Concat(s.groups, s.joins) {
 		if g.dir == s.cgroupInto && pl.Mechanisms.Namespaces {
 			continue // joined at clone time (attr)
 		}

@@ -35,6 +35,13 @@ func New(pl *Plan) (*Sandbox, error) {
 	return &Sandbox{plan: pl}, nil
 }
 
+// Derive returns a sandbox for the policy p under s's limits (see the
+// Linux one); off Linux only an inactive plan can run.
+func (s *Sandbox) Derive(p Policy) (*Sandbox, error) {
+	p.Limits = s.plan.Policy.Limits
+	return New(&Plan{Policy: p, Mechanisms: s.plan.Mechanisms})
+}
+
 // Plan returns the sandbox's plan.
 func (s *Sandbox) Plan() *Plan { return s.plan }
 

@@ -44,6 +44,10 @@ type isolation struct {
 	// dir is the copy of the workspace the child works in; top the copy's
 	// root (the worktree's, for git).
 	dir, top string
+	// root is top, held open from the moment Truss made it: every copy
+	// into it and every diff of it goes through this descriptor, so what
+	// Truss reads back is the directory it made, whatever is at its path.
+	root *hostfs.Root
 	// from is the workspace that was copied.
 	from string
 	// skipped are the entries not copied (FIFOs, sockets, devices, and
@@ -106,16 +110,33 @@ func isolate(ctx context.Context, workspace string, repo gitsafe.Repo, workdir, 
 			}
 		}
 	}
-	dst, err := os.MkdirTemp(workdir, name+"-")
+	dst, root, err := makeTop(workdir, name)
 	if err != nil {
 		return nil, err
 	}
-	iso := &isolation{dir: dst, top: dst, from: workspace, limits: l}
+	iso := &isolation{dir: dst, top: dst, root: root, from: workspace, limits: l}
 	if err := iso.copyPlain(); err != nil {
-		os.RemoveAll(dst)
+		iso.remove()
 		return nil, fmt.Errorf("copy the workspace: %w", err)
 	}
 	return iso, nil
+}
+
+// makeTop makes a new directory for a copy in workdir, named after name,
+// and opens it. workdir must be one no command can write (the session's
+// private directory): the copy's own contents are the child's to write,
+// never its name or its parent.
+func makeTop(workdir, name string) (string, *hostfs.Root, error) {
+	dir, err := os.MkdirTemp(workdir, name+"-")
+	if err != nil {
+		return "", nil, err
+	}
+	root, err := hostfs.OpenRoot(dir)
+	if err != nil {
+		os.Remove(dir)
+		return "", nil, err
+	}
+	return dir, root, nil
 }
 
 // copyPlain copies the workspace into the copy through hostfs, leaving
@@ -126,12 +147,7 @@ func (i *isolation) copyPlain() error {
 		return err
 	}
 	defer src.Close()
-	dst, err := hostfs.OpenRoot(i.top)
-	if err != nil {
-		return err
-	}
-	defer dst.Close()
-	rep, err := hostfs.CopyTree(src, dst, hostfs.CopyOptions{
+	rep, err := hostfs.CopyTree(src, i.root, hostfs.CopyOptions{
 		MaxBytes: i.limits.bytes, MaxEntries: i.limits.entries,
 		Skip: func(_ string, info hostfs.Info) bool { return info.Name() == ".git" },
 	})
@@ -187,23 +203,24 @@ func isolateGit(ctx context.Context, workspace string, repo gitsafe.Repo, workdi
 		return nil, err
 	}
 
-	wt, err := os.MkdirTemp(workdir, name+"-")
+	wt, root, err := makeTop(workdir, name)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := g.Plumbing(ctx, nil, "worktree", "add", "-q", "--no-checkout", "--detach", wt, head); err != nil {
+		root.Close()
 		os.RemoveAll(wt)
 		return nil, err
 	}
-	iso := &isolation{top: wt, from: workspace, limits: l, format: format, start: map[string]copied{}}
+	iso := &isolation{top: wt, root: root, from: workspace, limits: l, format: format, start: map[string]copied{}}
 	ok := false
 	defer func() {
 		if !ok {
 			iso.remove()
 		}
 	}()
-	if iso.gitdir, err = worktreeGitDir(wt, common); err != nil {
-		os.RemoveAll(wt)
+	if iso.gitdir, err = worktreeGitDir(root, common); err != nil {
+		iso.remove()
 		// The registration is left to `git worktree prune`: its git
 		// directory is not known for sure.
 		return nil, err
@@ -239,8 +256,8 @@ func isolateGit(ctx context.Context, workspace string, repo gitsafe.Repo, workdi
 
 // worktreeGitDir reads the "gitdir:" file git wrote at wt/.git and checks
 // that it names a directory of the repository's worktrees.
-func worktreeGitDir(wt, common string) (string, error) {
-	b, err := hostfs.ReadFileIn(wt, ".git", 4096)
+func worktreeGitDir(wt *hostfs.Root, common string) (string, error) {
+	b, err := wt.ReadFile(".git", 4096)
 	if err != nil {
 		return "", err
 	}
@@ -295,11 +312,7 @@ func (i *isolation) copyTracked(ctx context.Context, top string, index map[strin
 		return "", err
 	}
 	defer src.Close()
-	dst, err := hostfs.OpenRoot(i.top)
-	if err != nil {
-		return "", err
-	}
-	defer dst.Close()
+	dst := i.root
 	paths := make([]string, 0, len(index))
 	for p := range index {
 		paths = append(paths, p)
@@ -528,11 +541,7 @@ func (i *isolation) diff(ctx context.Context, changed []string) (string, error) 
 		return "", err
 	}
 	defer from.Close()
-	cp, err := hostfs.OpenRoot(i.dir)
-	if err != nil {
-		return "", err
-	}
-	defer cp.Close()
+	cp := i.root // a plain copy's dir is its top
 	var sb strings.Builder
 	var total int64
 	for _, p := range changed {
@@ -562,18 +571,14 @@ func (i *isolation) diff(ctx context.Context, changed []string) (string, error) 
 // of what differs from the start, and diffs the two trees with
 // `git diff-tree`, which reads no work tree.
 func (i *isolation) diffGit(ctx context.Context) (string, error) {
-	root, err := hostfs.OpenRoot(i.top)
-	if err != nil {
-		return "", err
-	}
-	defer root.Close()
+	root := i.root
 	objects := i.objectWriter(ctx)
 	defer objects.abort()
 	var lines strings.Builder
 	seen := map[string]bool{}
 	var total int64
 	entries := 0
-	err = root.Walk(func(name string, dir *hostfs.Root, info hostfs.Info) error {
+	err := root.Walk(func(name string, dir *hostfs.Root, info hostfs.Info) error {
 		if info.Name() == ".git" {
 			if info.IsDir() {
 				return hostfs.SkipDir
@@ -655,6 +660,9 @@ func readEntry(r *hostfs.Root, p string, max int64) (string, error) {
 // remove deletes the copy, and for a worktree its registration (the git
 // directory Truss found when it was made; no git runs).
 func (i *isolation) remove() {
+	if i.root != nil {
+		i.root.Close()
+	}
 	os.RemoveAll(i.top)
 	if i.gitdir != "" {
 		os.RemoveAll(i.gitdir)

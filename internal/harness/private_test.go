@@ -1,0 +1,210 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/approval"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// The attacks of this file are a sandboxed command's on what Truss keeps
+// for later: an escalated shell's saved variables, which the next
+// escalated shell sources, and an isolated sub-agent's copy, which Truss
+// diffs. Both live in the session's private directory, which no command
+// of the session can write (privateDir, childBox).
+
+// runStep is a script step that runs cmd on the generic surface with the
+// given extra shell arguments (sandbox_permissions, timeout_ms).
+func runStep(t *testing.T, cmd string, extra map[string]any) string {
+	t.Helper()
+	in := map[string]any{"command": cmd}
+	for k, v := range extra {
+		in[k] = v
+	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, err := json.Marshal(map[string]any{"actions": []map[string]any{{"kind": "run", "command": cmd, "raw_input": string(raw)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(step)
+}
+
+// callResults keeps the results of every call of op the session and its
+// sub-agents run.
+func callResults(o *Options, op tool.Op) *[]tool.Result {
+	var rs []tool.Result
+	o.Observers = append(o.Observers, agent.ObserverFunc(func(ev agent.Event) {
+		if ev.Type != agent.EventCallCompleted {
+			return
+		}
+		for _, r := range ev.Results {
+			if r.Op == op {
+				rs = append(rs, r)
+			}
+		}
+	}))
+	return &rs
+}
+
+// TestEscalatedVariablesOutOfReach: a sandboxed command appends a payload
+// to every escalated shell's saved variables it can find; the escalated
+// shell is then killed by a timeout, and the next approved escalation
+// starts a new one from its saved variables. The payload must not run
+// (it would run outside the sandbox).
+func TestEscalatedVariablesOutOfReach(t *testing.T) {
+	pwned := filepath.Join(t.TempDir(), "pwned")
+	esc := map[string]any{"sandbox_permissions": "require_escalated", "justification": "May I?"}
+	plant := `for f in "$TMPDIR"/escalated-*/env.sh "$TMPDIR"/*/escalated-*/env.sh "$TMPDIR"/../truss-private-*/escalated-*/env.sh; do
+	  [ -e "$f" ] && printf 'echo pwned > %s\n' "$PWNED" >> "$f" && echo "planted $f"
+	done; true`
+	script := `{"steps": [` + strings.Join([]string{
+		runStep(t, "export A=1", esc),
+		runStep(t, plant, nil),
+		runStep(t, "sleep 30", map[string]any{"sandbox_permissions": "require_escalated", "justification": "May I?", "timeout_ms": 300}),
+		runStep(t, "echo $A", esc),
+	}, ",") + `, {"say": "Done."}]}`
+	o := fixture(t, script)
+	o.Validation.Off = true
+	o.Approval = approval.OnRequest
+	o.Approver = approval.ApproverFunc(func(context.Context, approval.Request) (approval.Decision, error) { return approval.Approve, nil })
+	t.Setenv("PWNED", pwned)
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.w.sandbox.Plan().Active() {
+		t.Skip("no sandbox on this host")
+	}
+	if _, err := s.Run(context.Background(), "escalate"); err != nil {
+		t.Fatal(err)
+	}
+	if len(*rs) != 4 {
+		t.Fatalf("%d shell results, want 4: %+v", len(*rs), *rs)
+	}
+	if out := (*rs)[1].Stdout; strings.Contains(out, "planted") {
+		t.Errorf("a sandboxed command wrote an escalated shell's saved variables: %q", out)
+	}
+	if !(*rs)[2].TimedOut {
+		t.Errorf("the third command did not time out: %+v", (*rs)[2])
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Error("the payload a sandboxed command planted ran in the escalated shell")
+	}
+}
+
+// TestIsolatedCopyOutOfReach: an isolated sub-agent's command swaps its
+// own copy for a link to a directory it should not reach and changes a
+// file; the diff Truss makes of the copy must show the change the child
+// made in its copy, never the linked directory's content. A parent's
+// command that plants $TMPDIR/agents as a link to a directory of its
+// choosing must not get the copies made there.
+func TestIsolatedCopyOutOfReach(t *testing.T) {
+	attacks := map[string]struct{ parent, child string }{
+		"swap the copy": {
+			parent: "true",
+			child: `echo changed > a.txt; d=$(pwd -P); top=$(git rev-parse --show-toplevel 2>/dev/null || echo "$d"); cd / &&
+	mv "$top" "$top.moved" && ln -s "$SECRET" "$top" && echo swapped; true`,
+		},
+		"link the copies' directory": {
+			parent: `rm -rf "$TMPDIR/agents"; ln -s "$OUTSIDE" "$TMPDIR/agents"; true`,
+			child:  `echo changed > a.txt; ls -A "$OUTSIDE"; true`,
+		},
+	}
+	for _, withGit := range []bool{false, true} {
+		for name, a := range attacks {
+			if withGit {
+				name += ", worktree"
+			}
+			t.Run(name, func(t *testing.T) { isolatedCopyAttack(t, withGit, a.parent, a.child) })
+		}
+	}
+}
+
+func isolatedCopyAttack(t *testing.T, withGit bool, parent, child string) {
+	if _, err := exec.LookPath("git"); withGit && err != nil {
+		t.Skip("no git")
+	}
+	secret, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(secret, "a.txt"), []byte("THE-SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spawn, _ := json.Marshal(map[string]any{"task": "ISO change a.txt", "isolated": true})
+	script := `{"steps": [` + runStep(t, parent, nil) + `,
+	  {"actions": [{"kind": "spawn", "raw_input": ` + string(mustJSON(t, string(spawn))) + `}]},
+	  {"say": "Done."}],
+	 "agents": {"ISO": {"steps": [` + runStep(t, child, nil) + `, {"say": "changed"}]}}}`
+	o := fixture(t, script)
+	o.Validation.Off = true
+	t.Setenv("SECRET", secret)
+	t.Setenv("OUTSIDE", outside)
+	if withGit {
+		for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
+			if out, err := exec.Command("git", append([]string{"-C", o.Root}, args...)...).CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v %s", args, err, out)
+			}
+		}
+	}
+	shells := shellResults(&o)
+	spawns := callResults(&o, tool.OpSpawn)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.w.sandbox.Plan().Active() {
+		t.Skip("no sandbox on this host")
+	}
+	if _, err := s.Run(context.Background(), "delegate"); err != nil {
+		t.Fatal(err)
+	}
+	if len(*spawns) != 1 {
+		t.Fatalf("%d spawn results, want 1", len(*spawns))
+	}
+	sp := (*spawns)[0]
+	all := sp.Output + sp.Stdout
+	if sp.Agent != nil {
+		all += sp.Agent.Diff
+	}
+	if sp.Err != nil {
+		all += sp.Err.Message
+	}
+	if strings.Contains(all, "THE-SECRET") {
+		t.Errorf("the linked directory's content reached the spawn result:\n%s", all)
+	}
+	if !strings.Contains(all, "+changed") {
+		t.Errorf("the child's change is not in the diff:\n%s", all)
+	}
+	for _, r := range *shells {
+		if strings.Contains(r.Stdout, "swapped") {
+			t.Errorf("the child's command swapped its copy for a link: %q", r.Stdout)
+		}
+		if strings.Contains(r.Stdout, "agent-") {
+			t.Errorf("the copy was made in the directory a command linked $TMPDIR/agents to: %q", r.Stdout)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(secret, "a.txt")); err != nil || string(b) != "THE-SECRET\n" {
+		t.Errorf("the linked directory's file: %q, %v", b, err)
+	}
+}
+
+// mustJSON is s as a JSON string.
+func mustJSON(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
