@@ -141,6 +141,18 @@ func (g Git) PlumbingCommand(ctx context.Context, args ...string) (*exec.Cmd, er
 // BlobID returns the object name git gives a blob with content data in a
 // repository of the object format ("sha1" or "sha256").
 func BlobID(format string, data []byte) (string, error) {
+	h, err := NewBlobHash(format, int64(len(data)))
+	if err != nil {
+		return "", err
+	}
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// NewBlobHash returns a hash that, once given exactly size bytes of
+// content, sums to the name (binary) of the blob of that content in the
+// object format ("sha1", "" or "sha256"): git hash-object of a stream.
+func NewBlobHash(format string, size int64) (hash.Hash, error) {
 	var h hash.Hash
 	switch format {
 	case "sha1", "":
@@ -148,11 +160,10 @@ func BlobID(format string, data []byte) (string, error) {
 	case "sha256":
 		h = sha256.New()
 	default:
-		return "", fmt.Errorf("unknown object format %q", format)
+		return nil, fmt.Errorf("unknown object format %q", format)
 	}
-	h.Write([]byte("blob " + strconv.Itoa(len(data)) + "\x00"))
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	h.Write([]byte("blob " + strconv.FormatInt(size, 10) + "\x00"))
+	return h, nil
 }
 
 // Repo is the identity of a repository's .git (a directory, or a

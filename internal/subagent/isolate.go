@@ -2,6 +2,7 @@ package subagent
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -330,9 +331,10 @@ func (i *isolation) copyTracked(ctx context.Context, top string, index map[strin
 	defer objects.abort()
 	var info strings.Builder
 	var total int64
+	buf := make([]byte, copyBuffer)
 	for _, p := range paths {
 		e := index[p]
-		data, mode, err := readTracked(src, p, i.limits.bytes-total)
+		t, err := copyEntry(i.format, src, dst, p, i.limits.bytes-total, buf)
 		if errors.Is(err, hostfs.ErrTooLarge) {
 			return "", fmt.Errorf("%w (%v)", tooLarge(i.limits), err)
 		}
@@ -346,26 +348,14 @@ func (i *isolation) copyTracked(ctx context.Context, top string, index map[strin
 			fmt.Fprintf(&info, "0 %s\t%s\x00", strings.Repeat("0", len(e.oid)), p)
 			continue
 		}
-		total += int64(len(data))
-		oid, err := gitsafe.BlobID(i.format, data)
-		if err != nil {
-			return "", err
-		}
-		if d := path.Dir(p); d != "." {
-			if err := dst.MkdirAll(d, 0o755); err != nil {
+		total += t.size
+		i.start[p] = copied{mode: t.mode, oid: t.oid, info: t.info}
+		if t.oid != e.oid || t.mode != e.mode {
+			// From the copy, which only Truss has written yet.
+			if err := objects.writeEntry(i.format, dst, p, t, buf); err != nil {
 				return "", err
 			}
-		}
-		written, err := writeEntry(dst, p, mode, data)
-		if err != nil {
-			return "", err
-		}
-		i.start[p] = copied{mode: mode, oid: oid, info: written}
-		if oid != e.oid || mode != e.mode {
-			if err := objects.write(data); err != nil {
-				return "", err
-			}
-			fmt.Fprintf(&info, "%o %s\t%s\x00", mode, oid, p)
+			fmt.Fprintf(&info, "%o %s\t%s\x00", t.mode, t.oid, p)
 		}
 	}
 	if err := objects.close(); err != nil {
@@ -404,34 +394,131 @@ func readTracked(r *hostfs.Root, p string, max int64) ([]byte, uint32, error) {
 	return nil, 0, &hostfs.Error{Op: "open", Path: p, Err: hostfs.ErrNotRegular}
 }
 
-// writeEntry makes p beneath r a new file with data (git mode 100644 or
-// 100755) or a link to data (120000) and returns what lstat says of it.
-func writeEntry(r *hostfs.Root, p string, mode uint32, data []byte) (hostfs.Info, error) {
-	if mode == 0o120000 {
-		if err := r.Symlink(string(data), p); err != nil {
-			return hostfs.Info{}, err
+// copyBuffer is the size of the buffer content is streamed through: an
+// isolated copy and its diff never hold a whole file in memory.
+const copyBuffer = 256 << 10
+
+// entry is a tracked path as git sees it: its mode (100644, 100755 or
+// 120000), object name and size, a link's target, and what lstat says of
+// the entry that was read (or, when copied, written).
+type entry struct {
+	mode   uint32
+	oid    string
+	size   int64
+	target string
+	info   hostfs.Info
+}
+
+// copyEntry reads the entry p beneath src for git, at most max bytes: a
+// link's target, or a regular file's content streamed through the blob
+// hash of the object format. With dst set, the entry is also made at p
+// beneath dst (a link as a link, a file with git's mode), and info is
+// the new entry's.
+func copyEntry(format string, src, dst *hostfs.Root, p string, max int64, buf []byte) (entry, error) {
+	fi, err := src.Lstat(p)
+	if err != nil {
+		return entry{}, err
+	}
+	mkdir := func() error {
+		if d := path.Dir(p); d != "." {
+			return dst.MkdirAll(d, 0o755)
 		}
-		return r.Lstat(p)
+		return nil
 	}
-	perm := fs.FileMode(0o644)
-	if mode == 0o100755 {
-		perm = 0o755
+	switch {
+	case fi.Mode&fs.ModeSymlink != 0:
+		target, err := src.Readlink(p)
+		if err != nil {
+			return entry{}, err
+		}
+		if int64(len(target)) > max {
+			return entry{}, &hostfs.Error{Op: "read", Path: p, Err: hostfs.ErrTooLarge}
+		}
+		oid, err := gitsafe.BlobID(format, []byte(target))
+		if err != nil {
+			return entry{}, err
+		}
+		e := entry{mode: 0o120000, oid: oid, size: int64(len(target)), target: target, info: fi}
+		if dst != nil {
+			if err := mkdir(); err != nil {
+				return entry{}, err
+			}
+			if err := dst.Symlink(target, p); err != nil {
+				return entry{}, err
+			}
+			if e.info, err = dst.Lstat(p); err != nil {
+				return entry{}, err
+			}
+		}
+		return e, nil
+	case fi.IsRegular():
+		f, err := src.Open(p)
+		if err != nil {
+			return entry{}, err
+		}
+		defer f.Close()
+		if !f.Info.Same(fi) {
+			return entry{}, &hostfs.Error{Op: "open", Path: p, Err: hostfs.ErrChanged}
+		}
+		if f.Info.Size > max {
+			return entry{}, &hostfs.Error{Op: "read", Path: p, Err: hostfs.ErrTooLarge}
+		}
+		e := entry{mode: 0o100644, size: f.Info.Size, info: f.Info}
+		perm := fs.FileMode(0o644)
+		if f.Info.Mode&0o111 != 0 {
+			e.mode, perm = 0o100755, 0o755
+		}
+		if dst == nil {
+			e.oid, err = streamBlob(format, f, nil, buf)
+			return e, err
+		}
+		if err := mkdir(); err != nil {
+			return entry{}, err
+		}
+		out, err := dst.Create(p, perm)
+		if err != nil {
+			return entry{}, err
+		}
+		e.oid, err = streamBlob(format, f, out, buf)
+		if err == nil {
+			err = out.Chmod(perm)
+		}
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return entry{}, err
+		}
+		e.info, err = dst.Lstat(p)
+		return e, err
 	}
-	f, err := r.Create(p, perm)
+	return entry{}, &hostfs.Error{Op: "open", Path: p, Err: hostfs.ErrNotRegular}
+}
+
+// streamBlob copies exactly the size f had when it was opened from f to
+// w (nil: nowhere) through the blob hash of the object format, and
+// returns the blob's name. A file that turns out shorter or longer has
+// changed while read (hostfs.ErrChanged), and nothing past its size is
+// written.
+func streamBlob(format string, f *hostfs.File, w io.Writer, buf []byte) (string, error) {
+	size := f.Info.Size
+	h, err := gitsafe.NewBlobHash(format, size)
 	if err != nil {
-		return hostfs.Info{}, err
+		return "", err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
+	var to io.Writer = h
+	if w != nil {
+		to = io.MultiWriter(h, w)
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	n, err := io.CopyBuffer(to, io.LimitReader(f, size), buf)
 	if err != nil {
-		return hostfs.Info{}, err
+		return "", &hostfs.Error{Op: "read", Path: f.Name(), Err: err}
 	}
-	return r.Lstat(p)
+	var one [1]byte
+	if k, _ := f.Read(one[:]); n != size || k > 0 {
+		return "", &hostfs.Error{Op: "read", Path: f.Name(), Err: hostfs.ErrChanged}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // objectWriter streams blobs into the repository's object store through
@@ -447,7 +534,56 @@ func (i *isolation) objectWriter(ctx context.Context) *objectWriter {
 	return &objectWriter{ctx: ctx, git: i.repo}
 }
 
+// write writes the blob of data.
 func (w *objectWriter) write(data []byte) error {
+	w.start()
+	if _, err := fmt.Fprintf(w.pw, "blob\ndata %d\n", len(data)); err != nil {
+		return w.failed(err)
+	}
+	if _, err := w.pw.Write(data); err != nil {
+		return w.failed(err)
+	}
+	if _, err := io.WriteString(w.pw, "\n"); err != nil {
+		return w.failed(err)
+	}
+	return nil
+}
+
+// writeEntry writes the blob of the entry e read at p beneath r: a
+// link's target, or the regular file streamed from r again, which must
+// still be the file that was read, with the content that was hashed
+// (else the stream fails, hostfs.ErrChanged).
+func (w *objectWriter) writeEntry(format string, r *hostfs.Root, p string, e entry, buf []byte) error {
+	if e.mode == 0o120000 {
+		return w.write([]byte(e.target))
+	}
+	f, err := r.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if !f.Info.Same(e.info) || f.Info.Size != e.size {
+		return &hostfs.Error{Op: "open", Path: p, Err: hostfs.ErrChanged}
+	}
+	w.start()
+	if _, err := fmt.Fprintf(w.pw, "blob\ndata %d\n", e.size); err != nil {
+		return w.failed(err)
+	}
+	oid, err := streamBlob(format, f, w.pw, buf)
+	if err == nil && oid != e.oid {
+		err = &hostfs.Error{Op: "read", Path: p, Err: hostfs.ErrChanged}
+	}
+	if err != nil {
+		return w.failed(err)
+	}
+	if _, err := io.WriteString(w.pw, "\n"); err != nil {
+		return w.failed(err)
+	}
+	return nil
+}
+
+// start starts git fast-import at the first blob.
+func (w *objectWriter) start() {
 	if w.pw == nil {
 		pr, pw := io.Pipe()
 		w.pw, w.done = pw, make(chan error, 1)
@@ -457,13 +593,6 @@ func (w *objectWriter) write(data []byte) error {
 			w.done <- err
 		}()
 	}
-	if _, err := fmt.Fprintf(w.pw, "blob\ndata %d\n", len(data)); err != nil {
-		return w.failed(err)
-	}
-	if _, err := w.pw.Write(append(data, '\n')); err != nil {
-		return w.failed(err)
-	}
-	return nil
 }
 
 func (w *objectWriter) failed(err error) error {
@@ -545,26 +674,47 @@ func (i *isolation) diff(ctx context.Context, changed []string) (string, error) 
 	var sb strings.Builder
 	var total int64
 	for _, p := range changed {
-		old, oerr := readEntry(from, p, i.limits.bytes-total)
-		cur, cerr := readEntry(cp, p, i.limits.bytes-total)
+		a, b := "a/"+p, "b/"+p
+		ofi, oerr := from.Lstat(p)
+		cfi, cerr := cp.Lstat(p)
+		if oerr != nil && cerr != nil {
+			continue
+		}
+		if oerr == nil && ofi.Size > maxTextDiff || cerr == nil && cfi.Size > maxTextDiff {
+			fmt.Fprintf(&sb, "Files %s and %s differ (over %d MiB: not shown)\n", a, b, maxTextDiff>>20)
+			continue
+		}
+		old, oerr := readEntry(from, p, min(maxTextDiff, i.limits.bytes-total))
+		cur, cerr := readEntry(cp, p, min(maxTextDiff, i.limits.bytes-total))
 		if errors.Is(oerr, hostfs.ErrTooLarge) || errors.Is(cerr, hostfs.ErrTooLarge) {
-			return "", tooLarge(i.limits)
+			if total+maxTextDiff > i.limits.bytes {
+				return "", tooLarge(i.limits)
+			}
+			fmt.Fprintf(&sb, "Files %s and %s differ (over %d MiB: not shown)\n", a, b, maxTextDiff>>20)
+			continue
 		}
 		if oerr != nil && cerr != nil {
 			continue
 		}
 		total += int64(len(old) + len(cur))
-		a, b := "a/"+p, "b/"+p
 		if oerr != nil {
 			a = "/dev/null"
 		}
 		if cerr != nil {
 			b = "/dev/null"
 		}
+		if strings.IndexByte(old, 0) >= 0 || strings.IndexByte(cur, 0) >= 0 {
+			fmt.Fprintf(&sb, "Binary files %s and %s differ\n", a, b)
+			continue
+		}
 		sb.WriteString(udiff.Unified(a, b, old, cur))
 	}
 	return sb.String(), nil
 }
+
+// maxTextDiff bounds a file a plain copy's diff shows line by line; a
+// larger one (or one with a NUL byte) is named as differing.
+const maxTextDiff = 8 << 20
 
 // diffGit walks the worktree through hostfs (links reported as links,
 // FIFOs and the like left out, every .git left out), writes the objects
@@ -578,6 +728,7 @@ func (i *isolation) diffGit(ctx context.Context) (string, error) {
 	seen := map[string]bool{}
 	var total int64
 	entries := 0
+	buf := make([]byte, copyBuffer)
 	err := root.Walk(func(name string, dir *hostfs.Root, info hostfs.Info) error {
 		if info.Name() == ".git" {
 			if info.IsDir() {
@@ -596,7 +747,7 @@ func (i *isolation) diffGit(ctx context.Context) (string, error) {
 		if ok && was.sameFile(info) {
 			return nil
 		}
-		data, mode, err := readTracked(dir, info.Name(), i.limits.bytes-total)
+		t, err := copyEntry(i.format, dir, nil, info.Name(), i.limits.bytes-total, buf)
 		if err != nil {
 			if errors.Is(err, hostfs.ErrTooLarge) {
 				return tooLarge(i.limits)
@@ -607,18 +758,14 @@ func (i *isolation) diffGit(ctx context.Context) (string, error) {
 			}
 			return err
 		}
-		total += int64(len(data))
-		oid, err := gitsafe.BlobID(i.format, data)
-		if err != nil {
-			return err
-		}
-		if ok && oid == was.oid && mode == was.mode {
+		total += t.size
+		if ok && t.oid == was.oid && t.mode == was.mode {
 			return nil
 		}
-		if err := objects.write(data); err != nil {
+		if err := objects.writeEntry(i.format, dir, info.Name(), t, buf); err != nil {
 			return err
 		}
-		fmt.Fprintf(&lines, "%o %s\t%s\x00", mode, oid, name)
+		fmt.Fprintf(&lines, "%o %s\t%s\x00", t.mode, t.oid, name)
 		return nil
 	})
 	if err != nil {

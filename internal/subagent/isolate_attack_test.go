@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -393,5 +394,54 @@ func TestPlainCopyLeaseSwap(t *testing.T) {
 		})
 	} else if !strings.Contains(err.Error(), "lease") && !strings.Contains(err.Error(), "replaced") {
 		t.Errorf("err = %v, want the lease refused", err)
+	}
+}
+
+// TestIsolatedCopyStreams: a large (sparse) file, tracked and changed in
+// the workspace, then changed again in the copy, is copied, hashed and
+// diffed as a stream: what Truss allocates for the copy and the diff is a
+// small part of the file's size, not the file (a command can make a
+// 1 GiB sparse file in a moment; each spawn would hold it in memory).
+func TestIsolatedCopyStreams(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	const size = 64 << 20
+	ws := t.TempDir()
+	big := filepath.Join(ws, "big.bin")
+	os.WriteFile(big, []byte("start\n"), 0o644)
+	gitIn(t, ws, "init", "-q")
+	gitIn(t, ws, "add", ".")
+	gitIn(t, ws, "commit", "-qm", "init")
+	if err := os.Truncate(big, size); err != nil { // uncommitted: its blob is written
+		t.Fatal(err)
+	}
+	repo, err := gitsafe.Find(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	iso, err := isolate(context.Background(), ws, repo, t.TempDir(), "s", copyLimits{bytes: 1 << 30, entries: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer iso.remove()
+	f, err := os.OpenFile(filepath.Join(iso.top, "big.bin"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("changed"), size/2)
+	f.Close()
+	diff, err := iso.diff(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if !strings.Contains(diff, "GIT binary patch") && !strings.Contains(diff, "Binary files") {
+		t.Errorf("the diff of the changed file:\n%.500s", diff)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/4 {
+		t.Errorf("copying and diffing a %d MiB file allocated %d MiB", size>>20, alloc>>20)
 	}
 }
