@@ -245,7 +245,9 @@ func runTask(ctx context.Context, o harness.Options, f *runFlags, task string, s
 		return &out, fmt.Errorf("writing events: %w", enc.Err)
 	}
 	if d.headless && !f.json && a.Text != "" {
-		fmt.Fprintln(stdout, a.Text)
+		// The model's words: its escape sequences must not drive the
+		// user's terminal (--json carries them as they are).
+		fmt.Fprintln(stdout, termsafe.String(a.Text))
 	}
 	if info.SessionID != "" && !f.json && !d.noResumeHint {
 		fmt.Fprintf(human, "  resume with: truss run --resume %s \"…\"\n", info.SessionID)
