@@ -208,3 +208,55 @@ func mustJSON(t *testing.T, s string) []byte {
 	}
 	return b
 }
+
+// TestOtherProjectsHidden: commands read neither another project's
+// memories nor another workspace's caches in Truss's directories, and
+// still write their own workspace's caches.
+func TestOtherProjectsHidden(t *testing.T) {
+	// Outside /tmp, which the sandbox replaces with its own.
+	home, err := os.MkdirTemp("/var/tmp", "truss-home-")
+	if err != nil {
+		t.Skip("no /var/tmp:", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	secrets := map[string]string{
+		"memories/other-1234/notes.md":         "MEMORY-4711",
+		"cache/workspaces/other-abcd/go/build": "CACHE-4711",
+	}
+	for rel, v := range secrets {
+		p := filepath.Join(home, rel)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := fixture(t, `{"steps": [`+runStep(t, `cat "$H"/memories/*/* "$H"/cache/workspaces/*/*/* 2>/dev/null; echo; d=$(go env GOCACHE 2>/dev/null || echo "$GOCACHE"); touch "$d/mine" && echo wrote-own-cache`, nil)+`, {"say": "Done."}]}`)
+	o.Validation.Off = true
+	t.Setenv("TRUSS_HOME", home)
+	t.Setenv("H", home)
+	o.MemoryDir = ""
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.w.sandbox.Plan().Active() {
+		t.Skip("no sandbox on this host")
+	}
+	if _, err := s.Run(context.Background(), "look"); err != nil {
+		t.Fatal(err)
+	}
+	if len(*rs) != 1 {
+		t.Fatalf("%d shell results", len(*rs))
+	}
+	out := (*rs)[0].Stdout
+	for _, v := range secrets {
+		if strings.Contains(out, v) {
+			t.Errorf("a command read %s: %q", v, out)
+		}
+	}
+	if !strings.Contains(out, "wrote-own-cache") {
+		t.Errorf("a command could not write its own workspace's cache: %q %q", out, (*rs)[0].Stderr)
+	}
+}

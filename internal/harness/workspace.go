@@ -215,6 +215,10 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 	// The user's credentials (~/.ssh, ~/.aws, ~/.netrc, …), with what the
 	// user's configuration adds and releases.
 	p.Hidden = append(p.Hidden, s.hiddenCredentials()...)
+	// What Truss keeps of other projects: memories (the memory tool, on
+	// the host, is how the model reads this project's) and the other
+	// workspaces' command caches.
+	p.Hidden = append(p.Hidden, s.otherProjects(root, caches)...)
 	for _, d := range s.opts.ReadOnlyDirs {
 		if abs, err := filepath.Abs(d); err == nil {
 			p.Readable = append(p.Readable, abs)
@@ -237,6 +241,41 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 	}
 	pl, err := sandbox.MakePlan(p, sandbox.Probe(), so.Fallback)
 	return pl, caches, err
+}
+
+// otherProjects are the directories of Truss's that hold other projects'
+// data, hidden from commands: the memories directory (all of it, and the
+// one --memory-dir names), and every workspace's cache directory but
+// this one's (the ones that exist now; one made later is another
+// session's to hide). A memory directory in the workspace is the
+// workspace's, and stays.
+func (s *Session) otherProjects(root string, caches *toolcache.Caches) []string {
+	var out []string
+	if d := dataDir(); d != "" {
+		out = append(out, filepath.Join(d, "memories"))
+	}
+	if s.opts.MemoryDir != "" {
+		if abs, err := filepath.Abs(s.opts.MemoryDir); err == nil && !within(abs, root) {
+			out = append(out, abs)
+		}
+	}
+	base, err := toolcache.Base()
+	if err != nil {
+		return out
+	}
+	all := filepath.Join(base, "workspaces")
+	entries, err := os.ReadDir(all)
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		d := filepath.Join(all, e.Name())
+		if caches != nil && caches.Dir == d {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // loadUser reads the user's configuration, beside the signing key.
