@@ -123,10 +123,11 @@ DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def no_duplicates(pairs):
-    keys = [k for k, _ in pairs]
-    for k in keys:
-        if keys.count(k) > 1:
+    seen = set()
+    for k, _ in pairs:
+        if k in seen:
             raise Bad(f"an object has the member {k!r} twice (a duplicate member)")
+        seen.add(k)
     return dict(pairs)
 
 
@@ -225,16 +226,32 @@ def parse_entry(line):
             raise Bad(f"data.digest {digest!r} is not a digest (64 lowercase hex digits)")
         if "replaced" in e["payloads"] and e["payloads"]["replaced"] != digest:
             raise Bad(f"payloads: 'replaced' is {e['payloads']['replaced']}, not data.digest {digest}")
-    if e["type"] == "session.end" and data.get("files") is not None:
-        files = data["files"]
-        if not isinstance(files, dict):
-            raise Bad("data.files is not an object")
-        for p, digest in sorted(files.items()):
-            if not change_path(p):
-                raise Bad(f"data.files: path {p!r} is not a clean path inside the workspace")
-            if not file_digest(digest):
-                raise Bad(f"data.files: {p!r}'s digest {digest!r} is not a digest")
+    if e["type"] == "session.end" and "files_count" in data:
+        n = data["files_count"]
+        if not is_int(n) or n <= INLINE_FILES:
+            raise Bad(f"data.files_count {n!r} is not a count of more than {INLINE_FILES} files")
+        if "files" in data:
+            raise Bad("data has both files and files_count")
+        if "final_files" not in e["payloads"]:
+            raise Bad("data.files_count without a final_files payload")
+    elif e["type"] == "session.end" and data.get("files") is not None:
+        check_files(data["files"], "data.files")
     return e
+
+
+# A session.end lists at most this many files in data.files; past it,
+# data.files_count, and the payload final_files alone lists them.
+INLINE_FILES = 1000
+
+
+def check_files(files, where):
+    if not isinstance(files, dict):
+        raise Bad(f"{where} is not an object")
+    for p, digest in sorted(files.items()):
+        if not change_path(p):
+            raise Bad(f"{where}: path {p!r} is not a clean path inside the workspace")
+        if not file_digest(digest):
+            raise Bad(f"{where}: {p!r}'s digest {digest!r} is not a digest")
 
 
 def verify(d, vkey_text):
@@ -322,6 +339,14 @@ def verify(d, vkey_text):
             if b is None:
                 raise Bad(f"entry {i}: payload {name} is missing or damaged")
             count.add(digest)
+            if name == "final_files" and e["type"] == "session.end" and "files_count" in e["data"]:
+                files = json.loads(b, object_pairs_hook=no_duplicates)
+                try:
+                    check_files(files, "payload final_files")
+                except Bad as err:
+                    raise Bad(f"entry {i}: {err}")
+                if len(files) != e["data"]["files_count"]:
+                    raise Bad(f"entry {i}: payload final_files lists {len(files)} files, data.files_count says {e['data']['files_count']}")
             if name == "request_parts":
                 parts = json.loads(b)
                 if not isinstance(parts, list) or not all(isinstance(x, str) for x in parts):

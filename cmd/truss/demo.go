@@ -134,7 +134,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		}
 		r, entries, err := ledger.Verify(res.LedgerDir, vkey)
 		if err == nil {
-			err = ledger.VerifyWorkspace(entries, dir)
+			err = ledger.VerifyWorkspace(res.LedgerDir, entries, dir)
 		}
 		if err != nil {
 			failed = append(failed, "its ledger does not verify: "+oneLine(err.Error()))

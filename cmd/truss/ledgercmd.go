@@ -87,7 +87,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			}
 			// The workspace holds what the last run left in it.
 			if *ws != "" && i == len(dirs)-1 {
-				if err := ledger.VerifyWorkspace(entries, *ws); err != nil {
+				if err := ledger.VerifyWorkspace(dir, entries, *ws); err != nil {
 					return fmt.Errorf("ledger %s: the workspace does not match: %w", dir, err)
 				}
 			}

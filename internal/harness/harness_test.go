@@ -133,7 +133,7 @@ func TestRunTwiceContinuesTheSession(t *testing.T) {
 	if r.Sealed != second.LedgerSize || string(r.Root) != string(second.LedgerRoot) {
 		t.Errorf("the ledger's last checkpoint signs %d entries, the outcome says %d", r.Sealed, second.LedgerSize)
 	}
-	if err := ledger.VerifyWorkspace(entries, o.Root); err != nil {
+	if err := ledger.VerifyWorkspace(second.LedgerDir, entries, o.Root); err != nil {
 		t.Error(err)
 	}
 	var users, validations int

@@ -123,7 +123,7 @@ func parseEntry(line []byte) (Entry, error) {
 			return e, err
 		}
 	case "session.end":
-		if err := checkFiles(e.Data); err != nil {
+		if err := checkFiles(e.Data, e.Payloads); err != nil {
 			return e, err
 		}
 	case "context.compact":
@@ -281,9 +281,25 @@ func checkChanges(data any) error {
 	return nil
 }
 
-// checkFiles checks a session.end's data.files.
-func checkFiles(data any) error {
+// checkFiles checks a session.end's data.files, or its data.files_count
+// (a count past InlineFiles, with a final_files payload, and no
+// data.files).
+func checkFiles(data any, payloads map[string]string) error {
 	d, _ := data.(map[string]any)
+	if n, ok := d["files_count"]; ok {
+		c, ok := n.(json.Number)
+		v, err := c.Int64()
+		if !ok || err != nil || v <= InlineFiles {
+			return fmt.Errorf("data.files_count %v is not a count of more than %d files", n, InlineFiles)
+		}
+		if _, ok := d["files"]; ok {
+			return errors.New("data has both files and files_count")
+		}
+		if _, ok := payloads["final_files"]; !ok {
+			return errors.New("data.files_count without a final_files payload")
+		}
+		return nil
+	}
 	files, ok := d["files"]
 	if !ok || files == nil {
 		return nil

@@ -10,9 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
@@ -120,24 +121,24 @@ func Export(dir, vkey string, priv ed25519.PrivateKey) ([]byte, error) {
 	}
 	cp := r.Checkpoint
 	cpSum := sha256.Sum256(cp)
-	var start, end map[string]any
-	for _, e := range entries {
+	var start map[string]any
+	var end *Entry
+	for i, e := range entries {
 		switch e.Type {
 		case "session.start":
 			start, _ = e.Data.(map[string]any)
 		case "session.end":
-			end, _ = e.Data.(map[string]any)
+			end = &entries[i]
 		}
 	}
 	var subjects []resourceDescriptor
-	if files, ok := end["files"].(map[string]any); ok {
-		var names []string
-		for n := range files {
-			names = append(names, n)
+	if end != nil {
+		files, err := FinalFiles(dir, *end)
+		if err != nil {
+			return nil, err
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			if d, _ := files[n].(string); len(d) == 64 {
+		for _, n := range slices.Sorted(maps.Keys(files)) {
+			if d := files[n]; len(d) == 64 {
 				subjects = append(subjects, resourceDescriptor{Name: n, Digest: map[string]string{"sha256": d}})
 			}
 		}

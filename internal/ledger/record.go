@@ -63,8 +63,8 @@ type Recorder struct {
 	W   *Writer
 	mu  sync.Mutex
 	err error
-	// final is each changed file's last digest ("" when deleted).
-	final map[string]string
+	// final is each changed file's last digest (zero when deleted).
+	final finalFiles
 
 	// Settle, when set (before the first Observe), is called once, just
 	// before session.end is written: the changes it returns — a last
@@ -93,7 +93,7 @@ const Defer = 2 * time.Millisecond
 
 // NewRecorder returns a recorder writing to w, after a session.start entry.
 func NewRecorder(w *Writer, start Start) (*Recorder, error) {
-	r := &Recorder{W: w, final: map[string]string{}, done: make(chan struct{})}
+	r := &Recorder{W: w, final: finalFiles{}, done: make(chan struct{})}
 	r.cond = sync.NewCond(&r.qmu)
 	r.timer = time.AfterFunc(time.Hour, r.wake)
 	r.timer.Stop()
@@ -263,11 +263,16 @@ func (r *Recorder) record(ev agent.Event) {
 			r.settle()
 		}
 		o := ev.Outcome
-		files, _ := json.Marshal(r.final)
+		files := r.final.json()
 		p := map[string]string{}
 		r.put(p, "final_files", files)
-		_, err := r.W.Append("session.end", map[string]any{"status": o.Status, "reason": o.Reason, "turns": o.Turns,
-			"calls": o.Calls, "usage": o.Usage, "files": r.final}, p)
+		data := map[string]any{"status": o.Status, "reason": o.Reason, "turns": o.Turns, "calls": o.Calls, "usage": o.Usage}
+		if len(r.final) <= InlineFiles {
+			data["files"] = json.RawMessage(files)
+		} else {
+			data["files_count"] = len(r.final)
+		}
+		_, err := r.W.Append("session.end", data, p)
 		r.fail(err)
 		r.fail(r.W.Checkpoint())
 	}
@@ -416,16 +421,14 @@ func (r *Recorder) changes(payloads map[string]string, changes []tool.FileChange
 		}
 		path := ch.Path
 		if ch.MovedTo != "" {
-			r.final[ch.Path] = ""
+			r.final.set(ch.Path, "")
 			path = ch.MovedTo
 		}
 		switch {
 		case ch.Kind == tool.ChangeDelete:
-			r.final[path] = ""
-		case ch.After == "":
+			r.final.set(path, "")
+		case ch.After == "" || !r.final.set(path, ch.After):
 			delete(r.final, path)
-		default:
-			r.final[path] = ch.After
 		}
 	}
 }
@@ -442,11 +445,11 @@ func (r *Recorder) bulk(manifest []byte) {
 		} else {
 			manifest = nil
 		}
-		f := strings.SplitN(string(line), " ", 6)
+		f := bytes.SplitN(line, []byte(" "), 6)
 		if len(f) < 6 {
 			continue
 		}
-		quoted, err := strconv.QuotedPrefix(f[5])
+		quoted, err := strconv.QuotedPrefix(string(f[5]))
 		if err != nil {
 			continue
 		}
@@ -454,13 +457,12 @@ func (r *Recorder) bulk(manifest []byte) {
 		if err != nil {
 			continue
 		}
+		path = strings.Clone(path) // not the manifest line it may be cut from
 		switch {
-		case f[0] == string(tool.ChangeDelete):
-			r.final[path] = ""
-		case f[3] == "-":
+		case string(f[0]) == string(tool.ChangeDelete):
+			r.final.set(path, "")
+		case string(f[3]) == "-" || !r.final.set(path, string(f[3])):
 			delete(r.final, path)
-		default:
-			r.final[path] = f[3]
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -149,11 +150,11 @@ func TestRecordedShellChanges(t *testing.T) {
 					t.Errorf("change %d: %+v, want %+v", i, got[i], want[i])
 				}
 			}
-			if err := VerifyWorkspace(entries, root); err != nil {
+			if err := VerifyWorkspace(dir, entries, root); err != nil {
 				t.Fatalf("workspace check: %v", err)
 			}
 			os.WriteFile(filepath.Join(root, "sub.txt"), []byte("changed after\n"), 0o644)
-			if err := VerifyWorkspace(entries, root); err == nil || !strings.Contains(err.Error(), "sub.txt") {
+			if err := VerifyWorkspace(dir, entries, root); err == nil || !strings.Contains(err.Error(), "sub.txt") {
 				t.Fatalf("workspace check of a file changed after the session: %v", err)
 			}
 		})
@@ -171,8 +172,16 @@ func runGit(t *testing.T, dir string, args ...string) {
 
 // TestRecordedBulkChanges: a command that changes more files than the
 // tracker lists one by one is recorded as one bulk change whose manifest
-// names each file; the workspace check compares every one of them.
+// names each file; the workspace check compares every one of them, also
+// when they are more than session.end lists in its data (InlineFiles),
+// and only its final_files payload does.
 func TestRecordedBulkChanges(t *testing.T) {
+	for _, n := range []int{40, InlineFiles + 40} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) { recordedBulkChanges(t, n) })
+	}
+}
+
+func recordedBulkChanges(t *testing.T, n int) {
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "gone.txt"), []byte("bye\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -196,7 +205,7 @@ func TestRecordedBulkChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.Settle = func() ([]tool.FileChange, error) { return tr.ScanAll(context.Background()) }
-	c := tool.Call{ID: "call_a", Op: tool.OpExec, Args: &tool.ExecArgs{Command: `mkdir d && for i in $(seq 1 40); do echo "$i" > d/f$i; done; rm gone.txt`}}
+	c := tool.Call{ID: "call_a", Op: tool.OpExec, Args: &tool.ExecArgs{Command: `mkdir d && for i in $(seq 1 ` + strconv.Itoa(n) + `); do echo "$i" > d/f$i; done; rm gone.txt`}}
 	res := ex.Execute(context.Background(), c)
 	if res.Err != nil {
 		t.Fatal(res.Err)
@@ -225,15 +234,19 @@ func TestRecordedBulkChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := VerifyWorkspace(entries, root); err != nil {
+	if err := VerifyWorkspace(dir, entries, root); err != nil {
 		t.Fatalf("workspace check: %v", err)
+	}
+	end := entries[len(entries)-1].Data.(map[string]any)
+	if _, inline := end["files"]; inline != (n+1 <= InlineFiles) || (end["files_count"] == nil) == (n+1 > InlineFiles) {
+		t.Errorf("session.end of %d files: data %v", n+1, end)
 	}
 	for _, tc := range []struct{ name, change string }{{"d/f17", "edit"}, {"gone.txt", "back"}} {
 		p := filepath.Join(root, tc.name)
 		if err := os.WriteFile(p, []byte(tc.change), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := VerifyWorkspace(entries, root); err == nil || !strings.Contains(err.Error(), tc.name) {
+		if err := VerifyWorkspace(dir, entries, root); err == nil || !strings.Contains(err.Error(), tc.name) {
 			t.Fatalf("workspace check after %s changed: %v", tc.name, err)
 		}
 		if tc.name == "gone.txt" {

@@ -17,9 +17,10 @@ import (
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
-// VerifyWorkspace checks that the files the session changed hold, in dir,
-// the content the session.end entry records (absent where it deleted them).
-func VerifyWorkspace(entries []Entry, dir string) error {
+// VerifyWorkspace checks that the files the session changed hold, in the
+// workspace ws, the content the session.end entry of the ledger in dir
+// (whose entries are entries) records (absent where it deleted them).
+func VerifyWorkspace(dir string, entries []Entry, ws string) error {
 	var end *Entry
 	for i := range entries {
 		if entries[i].Type == "session.end" {
@@ -29,18 +30,15 @@ func VerifyWorkspace(entries []Entry, dir string) error {
 	if end == nil {
 		return &Error{Entry: -1, Reason: "no session.end entry: the session did not finish"}
 	}
-	var data struct {
-		Files map[string]string `json:"files"`
+	files, err := FinalFiles(dir, *end)
+	if err != nil {
+		return err
 	}
-	b, _ := json.Marshal(end.Data)
-	if err := json.Unmarshal(b, &data); err != nil {
-		return &Error{Entry: int64(end.Seq), Reason: "session.end has no file list"}
-	}
-	for _, p := range slices.Sorted(maps.Keys(data.Files)) {
-		want := data.Files[p]
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		want := files[p]
 		full := p
 		if !filepath.IsAbs(p) {
-			full = filepath.Join(dir, filepath.FromSlash(p))
+			full = filepath.Join(ws, filepath.FromSlash(p))
 		}
 		content, err := os.ReadFile(full)
 		switch {
