@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/trussdev/truss/internal/agent"
@@ -39,21 +40,37 @@ func runStep(t *testing.T, cmd string, extra map[string]any) string {
 	return string(step)
 }
 
-// callResults keeps the results of every call of op the session and its
-// sub-agents run.
+// callResults keeps the results of every call of op the session runs.
 func callResults(o *Options, op tool.Op) *[]tool.Result {
 	var rs []tool.Result
-	o.Observers = append(o.Observers, agent.ObserverFunc(func(ev agent.Event) {
+	o.Observers = append(o.Observers, resultsOf(op, &rs, nil))
+	return &rs
+}
+
+// childResults keeps the results of every call of op the session's
+// sub-agents run.
+func childResults(o *Options, op tool.Op) *[]tool.Result {
+	var rs []tool.Result
+	var mu sync.Mutex
+	o.ObserveChild = func(string) agent.Observer { return resultsOf(op, &rs, &mu) }
+	return &rs
+}
+
+func resultsOf(op tool.Op, rs *[]tool.Result, mu *sync.Mutex) agent.Observer {
+	return agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type != agent.EventCallCompleted {
 			return
 		}
+		if mu != nil {
+			mu.Lock()
+			defer mu.Unlock()
+		}
 		for _, r := range ev.Results {
 			if r.Op == op {
-				rs = append(rs, r)
+				*rs = append(*rs, r)
 			}
 		}
-	}))
-	return &rs
+	})
 }
 
 // TestEscalatedVariablesOutOfReach: a sandboxed command appends a payload
@@ -156,7 +173,7 @@ func isolatedCopyAttack(t *testing.T, withGit bool, parent, child string) {
 			}
 		}
 	}
-	shells := shellResults(&o)
+	shells := childResults(&o, tool.OpExec)
 	spawns := callResults(&o, tool.OpSpawn)
 	s, err := Open(context.Background(), o)
 	if err != nil {
@@ -258,5 +275,50 @@ func TestOtherProjectsHidden(t *testing.T) {
 	}
 	if !strings.Contains(out, "wrote-own-cache") {
 		t.Errorf("a command could not write its own workspace's cache: %q %q", out, (*rs)[0].Stderr)
+	}
+}
+
+// TestIsolatedChildKeepsOffTheWorkspace: with an extra writable root that
+// holds the workspace (--add-dir of its parent), an isolated sub-agent's
+// commands still write neither the parent's workspace nor its .git.
+func TestIsolatedChildKeepsOffTheWorkspace(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	base := t.TempDir()
+	proj := filepath.Join(base, "proj")
+	os.MkdirAll(proj, 0o755)
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("one\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", proj}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	child := `for f in "$PROJ/a.txt" "$PROJ/.git/config" "$PROJ/new.txt"; do echo x >> "$f" 2>/dev/null && echo "wrote $f"; done; echo tried`
+	spawn, _ := json.Marshal(map[string]any{"task": "ISO try", "isolated": true})
+	script := `{"steps": [{"actions": [{"kind": "spawn", "raw_input": ` + string(mustJSON(t, string(spawn))) + `}]}, {"say": "Done."}],
+	 "agents": {"ISO": {"steps": [` + runStep(t, child, nil) + `, {"say": "tried"}]}}}`
+	o := fixture(t, script)
+	o.Root, o.SimRoot = proj, proj
+	o.WritableDirs = []string{base}
+	o.Validation.Off = true
+	t.Setenv("PROJ", proj)
+	shells := childResults(&o, tool.OpExec)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.w.sandbox.Plan().Active() {
+		t.Skip("no sandbox on this host")
+	}
+	if _, err := s.Run(context.Background(), "delegate"); err != nil {
+		t.Fatal(err)
+	}
+	if len(*shells) != 1 || !strings.Contains((*shells)[0].Stdout, "tried") {
+		t.Fatalf("the child's command: %+v", *shells)
+	}
+	if out := (*shells)[0].Stdout; strings.Contains(out, "wrote") {
+		t.Errorf("an isolated child's command wrote the parent's workspace: %q", out)
 	}
 }

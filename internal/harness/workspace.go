@@ -601,8 +601,19 @@ func (w *workspace) childBox(dir string) (box, func(), error) {
 		return box{}, nil, err
 	}
 	p := w.sandbox.Plan().Policy
-	p.Workspace, p.TempDir = dir, tmp
-	p.Protected = append(sandbox.GitPaths(dir), config.Protected(dir)...)
+	// The parent's workspace is out of the child's reach: no writable root
+	// of the session's that holds it (an --add-dir above it) carries over,
+	// and what the session keeps read-only (the workspace's .git and
+	// .truss, the trust store) stays so.
+	var writable []string
+	root := resolveExisting(w.root)
+	for _, d := range p.Writable {
+		if rd := resolveExisting(d); !within(root, rd) && !within(rd, root) {
+			writable = append(writable, d)
+		}
+	}
+	p.Workspace, p.TempDir, p.Writable = dir, tmp, writable
+	p.Protected = append(append(sandbox.GitPaths(dir), config.Protected(dir)...), p.Protected...)
 	sb, err := w.sandbox.Derive(p)
 	if err != nil {
 		os.RemoveAll(tmp)
