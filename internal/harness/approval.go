@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/trussdev/truss/internal/approval"
@@ -159,8 +160,20 @@ func (e *escalatedShell) start() {
 		e.err = err
 		return
 	}
+	// Nothing the session's sandboxed commands can write steers it: its
+	// temporary directory is its own, beside its saved variables, and its
+	// caches are the host's own (the user's, as for any command the user
+	// runs), never the sandbox's, where a command could have planted a
+	// wheel, a module or an npx package the approved command would take.
+	tmp := filepath.Join(own, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		sb.Close()
+		os.RemoveAll(own)
+		e.err = err
+		return
+	}
 	sh := shell.New(shell.Config{Dir: e.dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv,
-		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + w.tmp}, w.cacheEnv...), w.cfg.Validate.EnvList()...),
+		Env: os.Environ(), SetEnv: append([]string{"TMPDIR=" + tmp}, w.cfg.Validate.EnvList()...),
 		TmpDir: own, Launcher: sb, Guard: sb.Guard})
 	e.sb, e.sh = sb, &ownedShell{Session: sh, dir: own}
 }

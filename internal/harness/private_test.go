@@ -322,3 +322,50 @@ func TestIsolatedChildKeepsOffTheWorkspace(t *testing.T) {
 		t.Errorf("an isolated child's command wrote the parent's workspace: %q", out)
 	}
 }
+
+// TestEscalatedShellOwnsItsPlaces: an approved escalation's temporary
+// directory and caches are none of the places the session's sandboxed
+// commands write (a command could plant a wheel in the pip cache, a
+// package in the npx cache, a file in TMPDIR, for the approved command to
+// take).
+func TestEscalatedShellOwnsItsPlaces(t *testing.T) {
+	show := `for v in TMPDIR XDG_CACHE_HOME GOCACHE npm_config_cache PIP_CACHE_DIR GOMODCACHE; do eval "echo $v=\${$v}"; done`
+	esc := map[string]any{"sandbox_permissions": "require_escalated", "justification": "May I?"}
+	script := `{"steps": [` + runStep(t, show, nil) + `,` + runStep(t, show, esc) + `, {"say": "Done."}]}`
+	o := fixture(t, script)
+	o.Validation.Off = true
+	o.Approval = approval.OnRequest
+	o.Approver = approval.ApproverFunc(func(context.Context, approval.Request) (approval.Decision, error) { return approval.Approve, nil })
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.w.sandbox.Plan().Active() {
+		t.Skip("no sandbox on this host")
+	}
+	if _, err := s.Run(context.Background(), "show"); err != nil {
+		t.Fatal(err)
+	}
+	if len(*rs) != 2 || (*rs)[1].Approval == nil || !(*rs)[1].Approval.Escalated {
+		t.Fatalf("results: %+v", *rs)
+	}
+	sandboxed := map[string]bool{}
+	for _, l := range strings.Split((*rs)[0].Stdout, "\n") {
+		if _, v, _ := strings.Cut(l, "="); v != "" {
+			sandboxed[v] = true
+		}
+	}
+	for _, l := range strings.Split((*rs)[1].Stdout, "\n") {
+		name, v, _ := strings.Cut(l, "=")
+		if v == "" {
+			continue
+		}
+		for d := range sandboxed {
+			if within(v, d) {
+				t.Errorf("the escalated shell's %s is %s, in the sandbox's %s", name, v, d)
+			}
+		}
+	}
+}
