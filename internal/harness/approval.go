@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/trussdev/truss/internal/approval"
@@ -210,6 +211,24 @@ func (es *escalatedShells) close() {
 	es.mu.Unlock()
 	for _, e := range all {
 		e.close()
+	}
+}
+
+// stop kills what each escalated shell runs (its next command starts a
+// new shell, with the saved directory and variables).
+func (es *escalatedShells) stop() {
+	es.mu.Lock()
+	all := slices.Clone(es.all)
+	es.mu.Unlock()
+	for _, e := range all {
+		e.mu.Lock()
+		if e.sh != nil {
+			e.sh.Restart()
+		}
+		if e.sb != nil {
+			e.sb.KillAll()
+		}
+		e.mu.Unlock()
 	}
 }
 

@@ -662,11 +662,18 @@ func (s *Session) Compact(ctx context.Context) (*compact.Record, error) {
 }
 
 // boundary is the verification boundary; nil when there are no checks.
+// Nothing the model started runs during it: the model's shell and the
+// escalated ones are killed with everything they started (background
+// jobs and daemons too), so no process of the model's can change the
+// workspace while the checks read it. The next command starts a new
+// shell, with the saved directory and variables.
 func (s *Session) boundary(ctx context.Context) *Verdict {
 	r := s.w.runner
 	if r == nil || ctx.Err() != nil {
 		return nil
 	}
+	s.w.stopCommands()
+	s.escalated.stop()
 	sum, res := r.Run(ctx)
 	log := res.Stdout + res.Stderr
 	if s.rec != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/approval"
@@ -367,5 +368,33 @@ func TestEscalatedShellOwnsItsPlaces(t *testing.T) {
 				t.Errorf("the escalated shell's %s is %s, in the sandbox's %s", name, v, d)
 			}
 		}
+	}
+}
+
+// TestBoundaryRunsAlone: a job the model's command leaves running (a
+// daemon in a session of its own) does not outlive the run into the
+// verification boundary, where it could make the checks pass while they
+// read the workspace and fail again after.
+func TestBoundaryRunsAlone(t *testing.T) {
+	job := `setsid nohup sh -c 'sleep 1; echo late > late.txt' >/dev/null 2>&1 & echo started`
+	o := fixture(t, `{"steps": [`+runStep(t, job, nil)+`, {"say": "Done."}]}`)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.w.sandbox.Plan().Active() {
+		t.Skip("no sandbox on this host")
+	}
+	out, err := s.Run(context.Background(), "leave a job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verdict == nil {
+		t.Fatal("no verification boundary")
+	}
+	time.Sleep(1500 * time.Millisecond) // past the job's own sleep
+	if _, err := os.Stat(filepath.Join(o.Root, "late.txt")); err == nil {
+		t.Error("the model's background job outlived the run and the verification boundary")
 	}
 }

@@ -480,6 +480,17 @@ func (w *workspace) shellIn(b box, dir, own string) *shell.Session {
 		TmpDir: own, Launcher: b.sb, Guard: b.sb.Guard})
 }
 
+// stopCommands kills the model's shell and every process the session's
+// sandbox (and the isolated sub-agents' sandboxes derived from it) runs.
+func (w *workspace) stopCommands() {
+	if w.shell != nil {
+		w.shell.Restart()
+	}
+	if w.sandbox != nil {
+		w.sandbox.KillAll()
+	}
+}
+
 // validationShell is a fresh shell for one validation run.
 func (w *workspace) validationShell() validate.Shell {
 	return w.ownedShellIn(w.box(), w.ws.Dir(), "validate-")

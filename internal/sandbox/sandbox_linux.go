@@ -335,6 +335,18 @@ func (s *Sandbox) Guard() error {
 	return s.watch.guard()
 }
 
+// KillAll kills every process the sandbox (and every sandbox derived from
+// it) started that is still alive, background jobs and daemons included,
+// where the sandbox has cgroups to find them by; without cgroups, a
+// shell's processes end with its PID namespace when the shell is killed.
+func (s *Sandbox) KillAll() {
+	if len(s.groups) > 0 {
+		s.killAll()
+	} else if len(s.joins) > 0 {
+		killAll(s.joins[0])
+	}
+}
+
 // killAll kills every process in the sandbox, the helper kept ready too.
 func (s *Sandbox) killAll() {
 	s.mu.Lock()

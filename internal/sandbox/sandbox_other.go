@@ -48,6 +48,9 @@ func (s *Sandbox) Plan() *Plan { return s.plan }
 // Prepare implements the shell's Launcher.
 func (s *Sandbox) Prepare(*exec.Cmd) error { return nil }
 
+// KillAll kills the sandbox's processes (none can run here).
+func (s *Sandbox) KillAll() {}
+
 // Guard reports a broken process limit (never, here).
 func (s *Sandbox) Guard() error { return nil }
 
