@@ -191,6 +191,11 @@ func TestHostUnixSocketsByPath(t *testing.T) {
 	// shell restarts (exit) so that a fresh helper is used.
 	late := filepath.Join(hostDir(t, "/var/tmp"), "late.sock")
 	accepted = append(accepted, listenUnix(t, late))
+	// A host socket inside a writable root (a workspace or --add-dir that
+	// holds the user's tmux or an IDE's socket) is the host's all the same.
+	inWS := filepath.Join(b.ws, "ide.sock")
+	accepted = append(accepted, listenUnix(t, inWS))
+	targets = append(targets, inWS)
 	b.run(t, "exit", 0)
 	r := b.run(t, `python3 -c '
 import socket, sys
@@ -211,6 +216,20 @@ for addr in sys.argv[1:]:
 			t.Errorf("the host's listener at %s accepted a connection", a)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+	// The sandbox's own server in the workspace serves its commands: its
+	// socket is not the host's.
+	serve := `python3 -c '
+import socket, os, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind("own.sock"); s.listen(1)
+if os.fork() == 0:
+    os.setsid(); c, _ = s.accept(); c.send(b"own"); time.sleep(1); os._exit(0)
+' && echo serving`
+	if r := b.run(t, serve, 0); !strings.Contains(r.Stdout, "serving") {
+		t.Fatalf("the sandbox's own server: %q %q", r.Stdout, r.Stderr)
+	}
+	if r := b.run(t, `python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("own.sock"); print(s.recv(8).decode())'`, 0); !strings.Contains(r.Stdout, "own") {
+		t.Errorf("the sandbox's own socket in the workspace was not reached: %q %q", r.Stdout, r.Stderr)
 	}
 	// With the network on, the host's sockets are reachable, as before.
 	on := newBox(t, sandbox.WorkspaceWrite, true)

@@ -479,20 +479,25 @@ const maxHostSockets = 512
 
 // hostSockets lists the Unix sockets named in the file system that are
 // open in Truss's network namespace (/proc/net/unix: the host's daemons,
-// agents and servers, listening or bound), but those under a kept path,
-// under /tmp when it is the sandbox's own, and under a covered directory:
-// the helper covers each with /dev/null. Reading the table costs about a
-// microsecond a socket; a socket made after the helper started is not in
-// it (the covered directories still hold).
+// agents and servers, listening or bound) — every one of them is the
+// host's, since the sandbox's commands, the network off, have network
+// namespaces of their own — but those under a covered directory and,
+// when /tmp is the sandbox's own, those under /tmp outside every kept
+// path: the helper covers each with /dev/null. A host socket in a
+// writable root (a workspace or --add-dir that holds the user's tmux or
+// X11 socket, an IDE's) is covered like any other. Reading the table
+// costs about a microsecond a socket; a socket made after the helper
+// started is not in it (the covered directories still hold).
 func hostSockets(keep []string, privateTmp bool, cover []string) []string {
 	b, err := os.ReadFile("/proc/net/unix")
 	if err != nil {
 		return nil
 	}
-	skip := append([]string(nil), keep...)
-	skip = append(skip, cover...)
-	if privateTmp {
-		skip = append(skip, "/tmp")
+	gone := func(path string) bool {
+		if slices.ContainsFunc(cover, func(c string) bool { return under(path, c) }) {
+			return true
+		}
+		return privateTmp && under(path, "/tmp") && !slices.ContainsFunc(keep, func(k string) bool { return under(path, k) })
 	}
 	seen := map[string]bool{}
 	var out []string
@@ -503,7 +508,7 @@ func hostSockets(keep []string, privateTmp bool, cover []string) []string {
 			continue // unnamed, or abstract (@name)
 		}
 		path := strings.Join(f[7:], " ")
-		if seen[path] || slices.ContainsFunc(skip, func(k string) bool { return under(path, k) }) {
+		if seen[path] || gone(path) {
 			continue
 		}
 		seen[path] = true

@@ -316,9 +316,10 @@ func mounts(sp Spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	// The host's sockets first: a socket under a directory replaced below
-	// is gone with it, and a kept path's are the sandbox's own.
-	if err := coverSockets(sp.Sockets, keep); err != nil {
+	// The host's sockets first (those in kept paths too, which are bound
+	// back with their covers below): a socket under a directory replaced
+	// below is gone with it.
+	if err := coverSockets(sp.Sockets); err != nil {
 		return err
 	}
 	if sp.PrivateTmp {
@@ -532,13 +533,10 @@ func linksOn(dir, path string) []link {
 	return out
 }
 
-// coverSockets binds /dev/null over each Unix socket of the host's that
-// is not under a kept path: a connect finds a device, not a listener.
-func coverSockets(paths, keep []string) error {
+// coverSockets binds /dev/null over each Unix socket of the host's: a
+// connect finds a device, not a listener.
+func coverSockets(paths []string) error {
 	for _, p := range paths {
-		if slices.ContainsFunc(keep, func(k string) bool { return under(p, k) }) {
-			continue
-		}
 		fi, err := os.Lstat(p)
 		if err != nil || fi.Mode()&os.ModeSocket == 0 {
 			continue
