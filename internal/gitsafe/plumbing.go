@@ -41,7 +41,7 @@ var plumbingFlags = map[string][]string{
 	"write-tree":   {},
 	"commit-tree":  {"-p", "-m"},
 	"update-ref":   {"--no-deref", "-d"},
-	"diff-tree":    {"-r", "-p", "--binary", "--full-index", "--no-renames", "--no-color", "-z", "--name-only", "--raw", "--root"},
+	"diff-tree":    {"-r", "-p", "--binary", "--full-index", "--no-renames", "--no-color", "-z", "--name-only", "--name-status", "--raw", "--root"},
 	"fast-import":  {"--quiet", "--done"},
 	"cat-file":     {"--batch", "--batch-check", "-t", "-s", "-e"},
 	"worktree":     {"add", "prune", "--no-checkout", "--detach", "--expire=", "-q", "--quiet"},

@@ -1,6 +1,7 @@
 package subagent
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -684,6 +685,10 @@ func (i *isolation) diff(ctx context.Context, changed []string) (string, error) 
 			fmt.Fprintf(&sb, "Files %s and %s differ (over %d MiB: not shown)\n", a, b, maxTextDiff>>20)
 			continue
 		}
+		if sb.Len() > maxDiff {
+			fmt.Fprintf(&sb, "Files %s and %s differ (the diff is over %d MiB: not shown)\n", a, b, maxDiff>>20)
+			continue
+		}
 		old, oerr := readEntry(from, p, min(maxTextDiff, i.limits.bytes-total))
 		cur, cerr := readEntry(cp, p, min(maxTextDiff, i.limits.bytes-total))
 		if errors.Is(oerr, hostfs.ErrTooLarge) || errors.Is(cerr, hostfs.ErrTooLarge) {
@@ -714,7 +719,13 @@ func (i *isolation) diff(ctx context.Context, changed []string) (string, error) 
 
 // maxTextDiff bounds a file a plain copy's diff shows line by line; a
 // larger one (or one with a NUL byte) is named as differing.
-const maxTextDiff = 8 << 20
+const maxTextDiff = 1 << 20
+
+// maxDiff bounds an isolated copy's diff, which Truss holds, returns to
+// the parent and stores in the ledger: past it, a plain copy's diff names
+// the rest of the changed files, and a worktree's is replaced by the list
+// of changed paths (git diff-tree --name-status).
+const maxDiff = 16 << 20
 
 // diffGit walks the worktree through hostfs (links reported as links,
 // FIFOs and the like left out, every .git left out), writes the objects
@@ -786,8 +797,45 @@ func (i *isolation) diffGit(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return i.repo.Plumbing(ctx, nil, "diff-tree", "-r", "-p", "--binary", "--no-renames", "--no-color", i.base, tree)
+	cmd, err := i.repo.PlumbingCommand(ctx, "diff-tree", "-r", "-p", "--binary", "--no-renames", "--no-color", i.base, tree)
+	if err != nil {
+		return "", err
+	}
+	out := &cappedBuffer{max: maxDiff}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	err = cmd.Run()
+	if out.over {
+		names, nerr := i.repo.Plumbing(ctx, nil, "diff-tree", "-r", "--name-status", "--no-renames", i.base, tree)
+		if nerr != nil {
+			return "", nerr
+		}
+		return fmt.Sprintf("# The diff is over %d MiB and is not shown; the paths the child changed:\n%s", maxDiff>>20, names), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("git diff-tree: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return out.String(), nil
 }
+
+// cappedBuffer keeps what is written up to max bytes; past it, it keeps
+// nothing more, says so (over) and fails the write (the writer stops).
+// It has no ReadFrom, so that io.Copy writes through Write.
+type cappedBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.over || b.buf.Len()+len(p) > b.max {
+		b.over = true
+		return 0, errors.New("past the bound")
+	}
+	return b.buf.Write(p)
+}
+
+func (b *cappedBuffer) String() string { return b.buf.String() }
 
 // readEntry returns what a diff shows of the entry at p under r: a
 // regular file's content (at most max bytes), a symbolic link as

@@ -2,6 +2,7 @@ package subagent
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -444,4 +445,61 @@ func TestIsolatedCopyStreams(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/4 {
 		t.Errorf("copying and diffing a %d MiB file allocated %d MiB", size>>20, alloc>>20)
 	}
+}
+
+// TestIsolatedDiffBounded: a child that rewrites many large text files
+// of a copy (plain, or a worktree) gets a diff of bounded size (the rest
+// named as differing, or the changed paths listed), not one Truss holds,
+// returns and stores whole.
+func TestIsolatedDiffBounded(t *testing.T) {
+	for _, withGit := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "worktree"}[withGit], func(t *testing.T) {
+			if _, err := exec.LookPath("git"); withGit && err != nil {
+				t.Skip("no git")
+			}
+			ws := t.TempDir()
+			const files = 12
+			a := strings.Repeat("a\n", 512<<10) // 1 MiB of lines
+			for i := range files {
+				os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%02d.txt", i)), []byte(a), 0o644)
+			}
+			if withGit {
+				gitIn(t, ws, "init", "-q")
+				gitIn(t, ws, "add", ".")
+				gitIn(t, ws, "commit", "-qm", "init")
+			}
+			iso, err := isolateNowLimits(t, ws, copyLimits{bytes: 1 << 30, entries: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer iso.remove()
+			var changed []string
+			b := strings.Repeat("b\n", 512<<10)
+			for i := range files {
+				name := fmt.Sprintf("f%02d.txt", i)
+				os.WriteFile(filepath.Join(iso.dir, name), []byte(b), 0o644)
+				changed = append(changed, name)
+			}
+			diff, err := iso.diff(context.Background(), changed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(diff) > maxDiff+(4<<20) {
+				t.Errorf("the diff of %d rewritten 1 MiB files is %d MiB", files, len(diff)>>20)
+			}
+			if !strings.Contains(diff, "not shown") || !strings.Contains(diff, "f11.txt") {
+				t.Errorf("the diff does not say what it leaves out:\n%.300s", diff)
+			}
+		})
+	}
+}
+
+// isolateNowLimits is isolateNow with the given bounds.
+func isolateNowLimits(t *testing.T, ws string, l copyLimits) (*isolation, error) {
+	t.Helper()
+	repo, err := gitsafe.Find(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return isolate(context.Background(), ws, repo, t.TempDir(), "s", l)
 }
