@@ -48,11 +48,12 @@ var forbidden = map[string]bool{
 // forbidden call, as "package/file.go:Function os.Call", each with the
 // reason its path is beyond every command's reach.
 var allowed = map[string]string{
-	"internal/harness/providers.go:Session.newProvider os.ReadFile": "the --script file the user named on the command line",
-	"internal/container/check.go:readTrim os.ReadFile":              "the host's /proc and /sys files, which no command writes",
-	"internal/container/reap.go:startTime os.ReadFile":              "the host's /proc/PID/stat",
-	"internal/container/fifo.go:openFIFO os.OpenFile":               "the state directory's FIFOs, which the protocol needs opened blocking: O_NOFOLLOW, and anything but a FIFO refused after fstat",
-	"internal/tool/fs/workspace.go:OpenWith os.OpenRoot":            "an os.Root kept for stat, mkdir, remove and rename beneath the root, which open no file's contents (so cannot block on a FIFO) and cannot leave the root; every read, write and listing goes through a hostfs Root",
+	"internal/harness/providers.go:Session.newProvider os.ReadFile":  "the --script file the user named on the command line",
+	"internal/container/check.go:readTrim os.ReadFile":               "the host's /proc and /sys files, which no command writes",
+	"internal/container/reap.go:startTime os.ReadFile":               "the host's /proc/PID/stat",
+	"internal/container/fifo.go:openFIFO os.OpenFile":                "the state directory's FIFOs, which the protocol needs opened blocking: O_NOFOLLOW, and anything but a FIFO refused after fstat",
+	"internal/harness/workspace.go:Session.otherProjects os.ReadDir": "the names in Truss's cache directory of workspaces, which no command writes (the writable roots are directories below each workspace's own)",
+	"internal/tool/fs/workspace.go:OpenWith os.OpenRoot":             "an os.Root kept for stat, mkdir, remove and rename beneath the root, which open no file's contents (so cannot block on a FIFO) and cannot leave the root; every read, write and listing goes through a hostfs Root",
 }
 
 // gaps are by-path calls still made on trees commands can write, each a
