@@ -56,8 +56,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // Git is where git runs.
@@ -151,6 +154,21 @@ func (g Git) env() []string {
 	return env
 }
 
+// workTreeOf is the directory that holds the .git a path is in or below
+// (the work tree of repo/.git/worktrees/x is repo's, as far as what
+// commands write goes), else the path itself.
+func workTreeOf(p string) string {
+	p = filepath.Clean(p)
+	sep := string(filepath.Separator)
+	if i := strings.LastIndex(p+sep, sep+".git"+sep); i >= 0 {
+		if i == 0 {
+			return sep
+		}
+		return p[:i]
+	}
+	return p
+}
+
 // command is git with args and the settings, plus extra settings as
 // key, value pairs. The settings go in GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n
 // and GIT_CONFIG_VALUE_n, which take precedence as -c does, not in -c
@@ -168,7 +186,24 @@ func (g Git) command(ctx context.Context, extra [][2]string, args ...string) *ex
 		base = append(base, "-C", g.Dir)
 	}
 	cmd := exec.CommandContext(ctx, "git", append(base, args...)...)
+	// git is found, and finds what it runs, only in PATH entries outside
+	// the trees it works on and the temporary directory: a command that
+	// wrote a git into the workspace's activated .venv/bin is not run.
+	exclude := []string{os.TempDir()}
+	for _, d := range []string{g.Dir, g.WorkTree, g.GitDir} {
+		if d != "" {
+			exclude = append(exclude, d, workTreeOf(d))
+		}
+	}
+	path := hostfs.SafePath(os.Getenv("PATH"), exclude)
+	cmd.Path, cmd.Err = "git", nil
+	if exe, err := hostfs.LookPath("git", path); err != nil {
+		cmd.Err = err
+	} else {
+		cmd.Path = exe
+	}
 	env := g.env()
+	env = append(env, "PATH="+path)
 	kv := extra[:0:0]
 	for _, s := range settings {
 		k, v, _ := strings.Cut(s, "=")

@@ -175,7 +175,7 @@ func (e *escalatedShell) start() {
 	}
 	sh := shell.New(shell.Config{Dir: e.dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv,
 		Env: os.Environ(), SetEnv: append([]string{"TMPDIR=" + tmp}, w.cfg.Validate.EnvList()...),
-		TmpDir: own, Launcher: sb, Guard: sb.Guard})
+		TmpDir: own, Launcher: sb, Guard: sb.Guard, Bash: w.bash})
 	e.sb, e.sh = sb, &ownedShell{Session: sh, dir: own}
 }
 

@@ -105,7 +105,7 @@ func (s *Session) startMCP(ctx context.Context, w *workspace, set *surface.Set) 
 	}
 	ms := &mcpSession{set: set, warn: s.warn}
 	ms.m = client.Start(ctx, cfgs, client.Options{Client: "truss", Version: s.opts.Version, Dialect: s.dialect,
-		Log: &warnWriter{warn: s.warn}, OnReady: ms.ready})
+		Log: &warnWriter{warn: s.warn}, OnReady: ms.ready, Path: w.hostPath})
 	w.handleShared(tool.OpMCP, ms.m)
 	return ms, nil
 }

@@ -398,3 +398,54 @@ func TestBoundaryRunsAlone(t *testing.T) {
 		t.Error("the model's background job outlived the run and the verification boundary")
 	}
 }
+
+// TestHostProgramsNotFromWritableDirs: with the workspace's virtual
+// environment activated (its bin directory first in PATH), a command
+// writes a git and a bash there; the git Truss runs for an isolated
+// sub-agent's worktree and the bash of an approved escalation are the
+// host's, never those.
+func TestHostProgramsNotFromWritableDirs(t *testing.T) {
+	for _, p := range []string{"git", "bash"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skip("no " + p)
+		}
+	}
+	mark := filepath.Join(t.TempDir(), "ran")
+	plant := `mkdir -p .venv/bin && for p in git bash; do real=$(command -v $p); printf '#!/bin/sh\necho %s "$*" >> %s\nexec %s "$@"\n' $p "$MARK" "$real" > .venv/bin/$p; chmod +x .venv/bin/$p; done; echo planted`
+	esc := map[string]any{"sandbox_permissions": "require_escalated", "justification": "May I?"}
+	spawn, _ := json.Marshal(map[string]any{"task": "ISO look", "isolated": true})
+	script := `{"steps": [` + runStep(t, plant, nil) + `,
+	  {"actions": [{"kind": "spawn", "raw_input": ` + string(mustJSON(t, string(spawn))) + `}]},
+	  ` + runStep(t, "echo escalated", esc) + `,
+	  {"say": "Done."}],
+	 "agents": {"ISO": {"steps": [{"say": "nothing to do"}]}}}`
+	o := fixture(t, script)
+	o.Validation.Off = true
+	o.Approval = approval.OnRequest
+	o.Approver = approval.ApproverFunc(func(context.Context, approval.Request) (approval.Decision, error) { return approval.Approve, nil })
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", o.Root}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	t.Setenv("MARK", mark)
+	t.Setenv("PATH", filepath.Join(o.Root, ".venv", "bin")+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.w.sandbox.Plan().Active() {
+		t.Skip("no sandbox on this host")
+	}
+	if _, err := s.Run(context.Background(), "plant"); err != nil {
+		t.Fatal(err)
+	}
+	if len(*rs) != 2 || !strings.Contains((*rs)[0].Stdout, "planted") || !strings.Contains((*rs)[1].Stdout, "escalated") {
+		t.Fatalf("results: %+v", *rs)
+	}
+	if b, err := os.ReadFile(mark); err == nil {
+		t.Errorf("Truss ran programs a command wrote into a PATH directory of the workspace: %q", b)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/config"
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/session"
@@ -41,6 +42,13 @@ type workspace struct {
 	// directories, escalated shells' saved variables, the change
 	// tracker's store.
 	priv string
+	// hostPath is the PATH of the programs Truss runs on the host (bash
+	// for the shells, MCP servers): none of the directories the session's
+	// commands write (hostfs.SafePath).
+	hostPath string
+	// bash is the shells' program, found in hostPath ("bash" when it is
+	// not there: the shells then fail to start, saying so).
+	bash string
 	mux  tool.Mux
 	root string // the absolute workspace root
 
@@ -128,6 +136,10 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 	}
 	if w.sandbox, err = sandbox.New(pl); err != nil {
 		return w, err
+	}
+	w.hostPath = hostfs.SafePath(os.Getenv("PATH"), append([]string{pl.Policy.Workspace, pl.Policy.TempDir, w.priv}, pl.Policy.Writable...))
+	if w.bash, err = hostfs.LookPath("bash", w.hostPath); err != nil {
+		w.bash = "bash"
 	}
 	_, w.undo = set.Lookup("str_replace_editor")
 	if w.envc, err = s.chooseEnv(w.cfg); err != nil {
@@ -477,7 +489,7 @@ func (w *workspace) shellIn(b box, dir, own string) *shell.Session {
 	}
 	return shell.New(shell.Config{Dir: dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv,
 		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + b.tmp}, w.cacheEnv...), w.cfg.Validate.EnvList()...),
-		TmpDir: own, Launcher: b.sb, Guard: b.sb.Guard})
+		TmpDir: own, Launcher: b.sb, Guard: b.sb.Guard, Bash: w.bash})
 }
 
 // stopCommands kills the model's shell and every process the session's

@@ -38,6 +38,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trussdev/truss/internal/hostfs"
+
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/surface"
@@ -97,6 +99,10 @@ type Options struct {
 	// with its tools, and again when it announces that its tool list
 	// changed.
 	OnReady func(*Server)
+	// Path, when set, is the PATH a stdio server's command is found in and
+	// given (hostfs.SafePath: none of the directories commands write);
+	// otherwise Truss's own.
+	Path string
 }
 
 // Server is one configured server.
@@ -249,8 +255,21 @@ func (s *Server) transport() (sdk.Transport, *exec.Cmd, error) {
 		return nil, nil, errors.New("neither a command nor a url is configured")
 	}
 	cmd := exec.Command(c.Command, c.Args...)
+	path := os.Getenv("PATH")
+	if s.m.opts.Path != "" {
+		path = s.m.opts.Path
+		cmd.Path, cmd.Err = c.Command, nil
+		if exe, err := hostfs.LookPath(c.Command, path); err != nil {
+			cmd.Err = err
+		} else {
+			cmd.Path = exe
+		}
+	}
 	for _, k := range minimalEnv {
 		if v, ok := os.LookupEnv(k); ok {
+			if k == "PATH" {
+				v = path
+			}
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 	}
