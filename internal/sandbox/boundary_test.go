@@ -468,3 +468,49 @@ func TestDiskLimits(t *testing.T) {
 		t.Errorf("a command that writes nothing after the budget: %+v", r)
 	}
 }
+
+// TestDiskBudgetSelfReaping: children whose parent reaps them
+// automatically (SIGCHLD ignored, or SA_NOCLDWAIT) are gone before a poll
+// sees them, and the kernel adds a child's write_bytes to its parent's
+// only when the parent waits for it; their writes, kept in files or in a
+// file deleted but held open, still count against the budget.
+func TestDiskBudgetSelfReaping(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("no perl(1)")
+	}
+	// 160 children write 1 MiB each, one after the other: 160 MiB, under
+	// a budget of 32 MiB. Each lives a few milliseconds; the parent's wait
+	// returns (ECHILD) once the child is gone, its count with it.
+	const children = `for my $i (1..160) { my $p = fork; die "fork: $!" unless defined $p; if (!$p) { %s; POSIX::_exit(0) } wait } sleep 5; print "finished\n"`
+	const toFile = `open(my $f, ">", "f$i.bin") or die; print $f "x" x (1 << 20); close $f`
+	cases := []struct{ name, setup, child string }{
+		{"SIGCHLD ignored", `$SIG{CHLD} = "IGNORE";`, toFile},
+		{"SA_NOCLDWAIT", `POSIX::sigaction(POSIX::SIGCHLD, POSIX::SigAction->new(sub {}, POSIX::SigSet->new, POSIX::SA_NOCLDWAIT)) or die;`, toFile},
+		// The parent holds a file the children write and that is no
+		// longer in any directory.
+		{"deleted file held open", `$SIG{CHLD} = "IGNORE"; open(our $held, ">", "held.bin") or die; unlink "held.bin"; $held->autoflush(1);`, `print $held "x" x (1 << 20)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := limitBox(t, sandbox.Limits{Pids: 256, FileSize: 1 << 30, DiskBudget: 32 << 20})
+			if b.sb.Plan().Mechanisms.Cgroup == "" {
+				t.Skip("no cgroup to account the budget by on this host")
+			}
+			script := "use POSIX; " + c.setup + " " + fmt.Sprintf(children, c.child)
+			r := b.run(t, "perl -e '"+script+"'", 30*time.Second)
+			var le *sandbox.LimitError
+			if r.Err == nil || !errors.As(r.Err.Err, &le) || le.Limit != "disk" || !strings.Contains(r.Err.Message, "past the session's budget of 32 MiB") {
+				t.Errorf("160 MiB written by self-reaped children under a budget of 32 MiB: %+v %q %q", r.Err, r.Stdout, r.Stderr)
+			}
+			if strings.Contains(r.Stdout, "finished") {
+				t.Error("the command ran on past the budget")
+			}
+			if r.Err != nil {
+				t.Log(r.Err.Message)
+			}
+			if r := b.run(t, "echo reads still work", 0); r.Err != nil {
+				t.Errorf("a command that writes nothing after the budget: %+v", r)
+			}
+		})
+	}
+}

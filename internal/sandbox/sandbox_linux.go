@@ -256,7 +256,7 @@ func New(pl *Plan) (*Sandbox, error) {
 		}
 	}
 	if len(s.groups) > 0 {
-		s.watch = newWatcher(s.groups, pl.Policy.Limits, s.killAll)
+		s.watch = newWatcher(s.groups, pl.Policy.Limits, pl.Policy.writable(), s.killAll)
 		go s.watch.run(s.stop)
 	}
 	return s, nil

@@ -53,15 +53,24 @@ type watcher struct {
 
 	written int64         // bytes written by processes gone
 	perPid  map[int]int64 // bytes written by processes alive, last seen
-	overAt  int64         // the total at the last kill for the budget
+	// What each measure of the disk budget stood at when it was last
+	// past it; the measure may go that far, and diskSlack more. The
+	// files' comes down as they are deleted.
+	overWritten, overHeld int64
+	space                 *space // the space the session's files take
 
 	// the watch loop's own
 	pidsLast int64
 	hitPolls uint64 // a bit per poll, the newest lowest: forks were refused
 }
 
-func newWatcher(groups []*group, lim Limits, kill func()) *watcher {
+// newWatcher watches groups; writable are the roots the sandbox's
+// commands can write, whose files the disk budget counts too.
+func newWatcher(groups []*group, lim Limits, writable []string, kill func()) *watcher {
 	w := &watcher{lim: lim, kill: kill, perPid: map[int]int64{}}
+	if lim.DiskBudget > 0 {
+		w.space = newSpace(writable)
+	}
 	for _, g := range groups {
 		if g.has(ctrlPids) {
 			w.pids = g
@@ -131,24 +140,53 @@ func (w *watcher) run(stop <-chan struct{}) {
 			w.mu.Unlock()
 			if err != nil {
 				w.stop(err)
+				w.mu.Lock()
+				w.settleDisk()
+				w.mu.Unlock()
 			}
 		}
 	}
 }
 
-// checkDisk accounts what was written and reports a write past the
-// budget. w.mu is held.
+// checkDisk accounts what was written, and the space the session's files
+// take, and reports either past the budget. w.mu is held.
 func (w *watcher) checkDisk() *LimitError {
 	if w.lim.DiskBudget <= 0 || w.any == nil {
 		return nil
 	}
 	w.account()
-	total := w.total()
-	if total <= max(w.lim.DiskBudget, w.overAt+diskSlack) {
+	written := w.total()
+	var held int64
+	if w.space != nil {
+		held = w.space.check(max(w.lim.DiskBudget, w.overHeld+diskSlack), func() []int { return procs(w.any.dir) })
+		w.overHeld = min(w.overHeld, held)
+	}
+	overW := written > max(w.lim.DiskBudget, w.overWritten+diskSlack)
+	overH := held > max(w.lim.DiskBudget, w.overHeld+diskSlack)
+	if !overW && !overH {
 		return nil
 	}
-	w.overAt = total
-	return &LimitError{Limit: "disk", msg: fmt.Sprintf("the session's commands have written %s to disk, past the session's budget of %s; the command was killed, and so will be any command that writes more than %s more", FormatSize(total), FormatSize(w.lim.DiskBudget), FormatSize(diskSlack))}
+	w.overWritten, w.overHeld = max(w.overWritten, written), max(w.overHeld, held)
+	if overH && w.space.unread != "" {
+		return &LimitError{Limit: "disk", msg: fmt.Sprintf("the files the session's commands wrote take %s of disk or more, past the session's budget of %s: %s cannot be read, so the free space its file system lost counts as theirs; the command was killed, and so will be any command while the directory cannot be read and the free space falls", FormatSize(held), FormatSize(w.lim.DiskBudget), w.space.unread)}
+	}
+	if overH {
+		return &LimitError{Limit: "disk", msg: fmt.Sprintf("the files the session's commands wrote take %s of disk, past the session's budget of %s; the command was killed, and so will be any command that makes them take more than %s more", FormatSize(held), FormatSize(w.lim.DiskBudget), FormatSize(diskSlack))}
+	}
+	return &LimitError{Limit: "disk", msg: fmt.Sprintf("the session's commands have written %s to disk, past the session's budget of %s; the command was killed, and so will be any command that writes more than %s more", FormatSize(written), FormatSize(w.lim.DiskBudget), FormatSize(diskSlack))}
+}
+
+// settleDisk takes both measures again once a command past the budget is
+// gone: the budget's slack counts from what it had written, and what its
+// files took, when it was gone, not from what the poll that caught it
+// saw. Writes in flight at the kill would otherwise use up the slack of
+// the next command, or kill it. w.mu is held.
+func (w *watcher) settleDisk() {
+	w.account()
+	w.overWritten = max(w.overWritten, w.total())
+	if w.space != nil && len(w.space.roots) > 0 {
+		w.overHeld = max(w.overHeld, w.space.rewalk(w.space.fall(false), procs(w.any.dir)))
+	}
 }
 
 func (w *watcher) stop(reason *LimitError) {
@@ -228,12 +266,7 @@ func (w *watcher) guard() error {
 	w.reason = nil
 	for _, err := range errs {
 		if le, ok := err.(*LimitError); ok && le.Limit == "disk" {
-			// The budget's slack counts from what the killed command had
-			// written when it was gone, not from what the poll that
-			// caught it saw: writes in flight at the kill would
-			// otherwise use up the slack of the next command.
-			w.account()
-			w.overAt = max(w.overAt, w.total())
+			w.settleDisk()
 		}
 	}
 	switch len(errs) {

@@ -1,0 +1,265 @@
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The disk budget's second measure: the space the session's files take.
+//
+// write_bytes (watcher.account) misses what a process wrote when it is
+// gone before a poll sees it and no parent waits for it: the kernel adds
+// a child's I/O counters to its parent's only in wait(), and a parent
+// that ignores SIGCHLD, or sets SA_NOCLDWAIT, has its children reaped
+// without one. Nothing an unprivileged process can use closes that:
+// seccomp cannot refuse SIG_IGN for SIGCHLD (the disposition is behind
+// rt_sigaction's pointer argument, and refusing every change of SIGCHLD
+// would break every shell, which installs a handler); per-exit taskstats
+// need CAP_NET_ADMIN in the initial namespace; io.stat needs the io
+// controller delegated and cgroup v2, and sees only block devices, late
+// (at writeback). What the writes leave is in files, though: in the
+// writable roots, or in a file deleted but held open by a process of the
+// sandbox.
+//
+// So the watcher also watches the free space of the file systems that
+// hold the writable roots (statfs, cheap, every disk poll). That drop
+// counts the host's writes too, so it only triggers a walk of the
+// writable roots, which sums the blocks of every file changed since the
+// session began (a process cannot set a ctime back) and of every file
+// deleted but held open by a process of the sandbox. The budget is
+// broken when either measure passes it.
+
+// spaceWalkCost bounds the time spent walking: a walk that took d waits
+// spaceWalkCost×d before the next (a tenth of a core at most, when the
+// host keeps the free space falling past the budget), but no more than
+// spaceWalkWait: a command that makes millions of files to slow the walks
+// down delays the budget by seconds, not minutes.
+const (
+	spaceWalkCost = 9
+	spaceWalkWait = 10 * time.Second
+)
+
+type space struct {
+	roots []string
+	// since is when the session began, less a second: change times come
+	// from a clock that may lag a tick.
+	since time.Time // files changed since count
+	fs    []fsFree
+
+	held     int64  // what the last walk found
+	unread   string // a directory it could not read, "" for none
+	nextWalk time.Time
+}
+
+// fsFree is a file system that holds a writable root or a mount below
+// one.
+type fsFree struct {
+	path string
+	dev  uint64
+	high int64 // the most free space since the last walk
+}
+
+// newSpace watches the file systems of the writable roots, and of the
+// mounts below them.
+func newSpace(roots []string) *space {
+	s := &space{since: time.Now().Add(-time.Second)}
+	seen := map[uint64]bool{}
+	watch := func(p string) {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil || seen[st.Dev] {
+			return
+		}
+		if free, ok := freeBlocks(p); ok {
+			seen[st.Dev] = true
+			s.fs = append(s.fs, fsFree{path: p, dev: st.Dev, high: free})
+		}
+	}
+	for _, r := range roots {
+		if !filepath.IsAbs(r) {
+			continue
+		}
+		if e, err := filepath.EvalSymlinks(r); err == nil {
+			r = e
+		}
+		s.roots = append(s.roots, r)
+		// The nearest directory that exists: a root made later is on
+		// its file system.
+		p := r
+		for !pathExists(p) && p != "/" {
+			p = filepath.Dir(p)
+		}
+		watch(p)
+	}
+	for _, m := range mountPoints() {
+		for _, r := range s.roots {
+			if under(m, r) {
+				watch(m)
+			}
+		}
+	}
+	return s
+}
+
+func pathExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// mountPoints lists where this process sees file systems mounted.
+func mountPoints() []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			out = append(out, unescapeMount(f[4]))
+		}
+	}
+	return out
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// freeBlocks is the free space of path's file system, the blocks kept
+// for root included (a process root in its user namespace is not root
+// to the file system, but the host's may be).
+func freeBlocks(path string) (int64, bool) {
+	var st unix.Statfs_t
+	if unix.Statfs(path, &st) != nil {
+		return 0, false
+	}
+	return int64(st.Bfree) * st.Bsize, true
+}
+
+// fall is how much free space the file systems lost since they last
+// had the most since the last walk, each counted alone: space the host
+// frees, on the same file system or another, hides none the sandbox
+// takes. reset starts again from now, for a walk.
+func (s *space) fall(reset bool) int64 {
+	var d int64
+	for i := range s.fs {
+		f := &s.fs[i]
+		free, ok := freeBlocks(f.path)
+		if !ok {
+			continue
+		}
+		if reset || free > f.high {
+			f.high = free
+		}
+		d += f.high - free
+	}
+	return d
+}
+
+// check returns what the session's files take, walking the writable roots
+// when the free space lost since the last walk could have taken them past
+// limit; otherwise the last walk's figure. pids are the sandbox's
+// processes, whose descriptors may hold deleted files.
+func (s *space) check(limit int64, pids func() []int) int64 {
+	if len(s.roots) == 0 {
+		return 0
+	}
+	fall := s.fall(false)
+	if fall <= limit-s.held || time.Now().Before(s.nextWalk) {
+		return s.held
+	}
+	return s.rewalk(fall, pids())
+}
+
+// rewalk walks the writable roots now; fall is the free space lost since
+// the last walk.
+func (s *space) rewalk(fall int64, pids []int) int64 {
+	start := time.Now()
+	s.fall(true)
+	held, unread := s.walk(pids)
+	if unread != "" {
+		// A directory the walk cannot read (a command can make one its
+		// owner cannot list) may hold anything: all the free space lost
+		// since the last walk counts.
+		held = max(held, s.held+fall)
+	}
+	s.held, s.unread = held, unread
+	s.nextWalk = time.Now().Add(min(spaceWalkCost*time.Since(start), spaceWalkWait))
+	return held
+}
+
+// walk sums the blocks of the files in the writable roots changed since
+// the session began, and of the files deleted but held open by pids on
+// the roots' file systems; unread is a directory that could not be read.
+func (s *space) walk(pids []int) (held int64, unread string) {
+	type key struct{ dev, ino uint64 }
+	counted := map[key]bool{}
+	devs := map[uint64]bool{}
+	for _, f := range s.fs {
+		devs[f.dev] = true
+	}
+	since := s.since.UnixNano()
+	add := func(st *syscall.Stat_t) {
+		k := key{uint64(st.Dev), st.Ino}
+		if counted[k] {
+			return
+		}
+		counted[k] = true
+		held += st.Blocks * 512
+	}
+	for _, root := range s.roots {
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if !errors.Is(err, fs.ErrNotExist) && unread == "" {
+					unread = p
+				}
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil // gone since it was listed
+			}
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if ok && st.Ctim.Nano() >= since {
+				add(st)
+			}
+			return nil
+		})
+	}
+	for _, pid := range pids {
+		dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue // gone, or not readable: its files are in the roots
+		}
+		for _, e := range ents {
+			var st syscall.Stat_t
+			if syscall.Stat(dir+"/"+e.Name(), &st) != nil {
+				continue
+			}
+			if st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink == 0 && devs[uint64(st.Dev)] {
+				add(&st)
+			}
+		}
+	}
+	return held, unread
+}
