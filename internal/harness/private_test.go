@@ -449,3 +449,31 @@ func TestHostProgramsNotFromWritableDirs(t *testing.T) {
 		t.Errorf("Truss ran programs a command wrote into a PATH directory of the workspace: %q", b)
 	}
 }
+
+// TestExtraRootGitReadOnly: an --add-dir that is a git repository keeps
+// its .git read-only to commands, as the workspace does.
+func TestExtraRootGitReadOnly(t *testing.T) {
+	extra := t.TempDir()
+	os.MkdirAll(filepath.Join(extra, ".git", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(extra, ".git", "config"), []byte("[core]\n"), 0o644)
+	o := fixture(t, `{"steps": [`+runStep(t, `echo x >> "$EXTRA/.git/config" 2>/dev/null && echo wrote-config; echo x > "$EXTRA/.git/hooks/pre-commit" 2>/dev/null && echo wrote-hook; echo y > "$EXTRA/file.txt" && echo wrote-file`, nil)+`, {"say": "Done."}]}`)
+	o.WritableDirs = []string{extra}
+	o.Validation.Off = true
+	t.Setenv("EXTRA", extra)
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.w.sandbox.Plan().Active() {
+		t.Skip("no sandbox on this host")
+	}
+	if _, err := s.Run(context.Background(), "write"); err != nil {
+		t.Fatal(err)
+	}
+	out := (*rs)[0].Stdout
+	if strings.Contains(out, "wrote-config") || strings.Contains(out, "wrote-hook") || !strings.Contains(out, "wrote-file") {
+		t.Errorf("an extra root's .git: %q", out)
+	}
+}

@@ -250,6 +250,9 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 			return nil, nil, err
 		}
 		p.Writable = append(p.Writable, abs)
+		// An extra root that is a repository keeps its .git read-only, as
+		// the workspace does: the user's git there would obey it.
+		p.Protected = append(p.Protected, sandbox.GitPaths(abs)...)
 	}
 	pl, err := sandbox.MakePlan(p, sandbox.Probe(), so.Fallback)
 	return pl, caches, err
