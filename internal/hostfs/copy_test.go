@@ -3,10 +3,12 @@
 package hostfs
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -74,5 +76,36 @@ func TestCopyTree(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(secret); string(b) != "SECRET" {
 		t.Error("the secret changed")
+	}
+}
+
+// TestCopySparse: a sparse file copies as sparse, its content the same.
+func TestCopySparse(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	f, err := os.Create(filepath.Join(src, "sparse.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("middle"), 32<<20)
+	f.Truncate(64 << 20)
+	f.Close()
+	sr, _ := OpenRoot(src)
+	defer sr.Close()
+	dr, _ := OpenRoot(dst)
+	defer dr.Close()
+	if _, err := CopyTree(sr, dr, CopyOptions{MaxBytes: 1 << 30, MaxEntries: 10}); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(dst, "sparse.bin"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != 64<<20 || st.Blocks*512 > 1<<20 {
+		t.Errorf("the copy of a 64 MiB sparse file: size %d, %d KiB allocated", st.Size, st.Blocks/2)
+	}
+	a, _ := os.ReadFile(filepath.Join(src, "sparse.bin"))
+	b, _ := os.ReadFile(filepath.Join(dst, "sparse.bin"))
+	if !bytes.Equal(a, b) {
+		t.Error("the copy's content differs")
 	}
 }

@@ -3,6 +3,7 @@
 package hostfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -165,8 +166,12 @@ func CopyTree(src, dst *Root, o CopyOptions) (CopyReport, error) {
 		if err != nil {
 			return err
 		}
-		n, err := io.CopyBuffer(out, &io.LimitedReader{R: in, N: left + 1}, buf)
+		sw := NewSparseWriter(out)
+		n, err := io.CopyBuffer(sw, &io.LimitedReader{R: in, N: left + 1}, buf)
 		rep.Bytes += n
+		if err == nil {
+			err = sw.Close()
+		}
 		if err == nil {
 			// The mode as listed, whatever the umask took.
 			err = out.Chmod(info.Mode.Perm())
@@ -185,3 +190,46 @@ func CopyTree(src, dst *Root, o CopyOptions) (CopyReport, error) {
 	})
 	return rep, err
 }
+
+// sparseBlock is the size of the blocks a SparseWriter leaves as holes
+// when they hold only zeros.
+const sparseBlock = 4096
+
+// SparseWriter writes a new file's content at its offset, leaving each
+// whole block of zeros a hole (as cp --sparse=always does): a sparse file
+// Truss copies stays sparse, so a file a command made of nothing (truncate
+// -s 1G) takes no more space in Truss's copy than in the workspace. Close
+// sets the file's size, a trailing hole included; it does not close f.
+type SparseWriter struct {
+	f    *os.File
+	off  int64
+	zero [sparseBlock]byte
+}
+
+// NewSparseWriter writes f, an empty file, from its start.
+func NewSparseWriter(f *os.File) *SparseWriter { return &SparseWriter{f: f} }
+
+// Write implements io.Writer.
+func (w *SparseWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		// Up to the next block boundary, so that holes are whole blocks.
+		k := min(len(p), sparseBlock-int(w.off%sparseBlock))
+		if k != sparseBlock || !bytes.Equal(p[:k], w.zero[:]) {
+			m, err := w.f.WriteAt(p[:k], w.off)
+			w.off += int64(m)
+			n += m
+			if err != nil {
+				return n, err
+			}
+		} else {
+			w.off += int64(k)
+			n += k
+		}
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// Close sets the file's size to what was written.
+func (w *SparseWriter) Close() error { return w.f.Truncate(w.off) }

@@ -480,7 +480,11 @@ func copyEntry(format string, src, dst *hostfs.Root, p string, max int64, buf []
 		if err != nil {
 			return entry{}, err
 		}
-		e.oid, err = streamBlob(format, f, out, buf)
+		sw := hostfs.NewSparseWriter(out) // a sparse file stays sparse
+		e.oid, err = streamBlob(format, f, sw, buf)
+		if err == nil {
+			err = sw.Close()
+		}
 		if err == nil {
 			err = out.Chmod(perm)
 		}
