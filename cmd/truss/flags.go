@@ -12,6 +12,7 @@ import (
 
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/termsafe"
 )
 
 // providerFlags select a provider and a model.
@@ -176,9 +177,10 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// warner prints the harness's warnings on w.
+// warner prints the harness's warnings on w, inert: they quote file and
+// server names, an MCP server's output, what commands wrote.
 func warner(w io.Writer) func(string) {
-	return func(msg string) { fmt.Fprintf(w, "truss: %s\n", msg) }
+	return func(msg string) { fmt.Fprintf(w, "truss: %s\n", termsafe.String(msg)) }
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/trust"
 )
 
@@ -17,6 +18,9 @@ import (
 // configuration of DIR as trusted (its files' digests), show whether it
 // is, or forget it.
 func cmdTrust(args []string, stdout, stderr io.Writer) error {
+	// File names, server names and settings come from files commands can
+	// write: none of their escape sequences reaches the terminal.
+	stdout = termsafe.Writer{W: stdout}
 	fset := cli.NewFlagSet("trust", stderr)
 	status := fset.Bool("status", false, "only say whether the configuration is trusted")
 	revoke := fset.Bool("revoke", false, "forget that the configuration was trusted")
