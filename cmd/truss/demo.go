@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -23,6 +21,7 @@ import (
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/termsafe"
+	"github.com/trussdev/truss/internal/tool"
 )
 
 // demoDialects are the dialects the demo's simulated model can speak.
@@ -98,8 +97,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "\n── diff ──\n%s", termsafe.String(diffSnapshots(before, after)))
-	fmt.Fprintf(stdout, "\n── go test -count=1 ./... (run by truss after the session) ──\n")
-	code, out := goTest(ctx, dir)
+	fmt.Fprintf(stdout, "\n── go test -count=1 ./... (run by truss after the session, in a sandbox of its own) ──\n")
+	code, out := goTest(ctx, dir, sb, stderr)
 	fmt.Fprint(stdout, termsafe.String(out))
 
 	// The demo succeeds only on Truss's own evidence, whatever the model
@@ -151,20 +150,30 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// goTest runs the module's tests and returns the exit status and output.
-func goTest(ctx context.Context, dir string) (int, string) {
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "./...")
-	cmd.Dir = dir
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	err := cmd.Run()
+// goTest runs the module's tests in a fresh session's sandbox (the code
+// is the model's: it runs nowhere else) and returns the exit status and
+// output.
+func goTest(ctx context.Context, dir string, sb harness.SandboxOptions, stderr io.Writer) (int, string) {
+	set, err := harness.ToolCallSet("generic")
 	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), buf.String()
-		}
-		return -1, buf.String() + err.Error() + "\n"
+		return -1, err.Error() + "\n"
 	}
-	return 0, buf.String()
+	s, err := harness.Open(ctx, harness.Options{Version: version, NoModel: true, NoSession: true, NoLedger: true, Root: dir, Tools: set,
+		Sandbox: sb, CacheName: "demo", ShellTimeout: 2 * time.Minute, Validation: harness.ValidationOptions{Off: true},
+		MCP: harness.MCPOptions{Off: true}, OnWarning: warner(stderr)})
+	if err != nil {
+		return -1, err.Error() + "\n"
+	}
+	defer s.Close()
+	r := s.Execute(ctx, tool.Call{ID: "demo-check", Op: tool.OpExec, Args: &tool.ExecArgs{Command: "go test -count=1 ./..."}})
+	out := r.Stdout + r.Stderr
+	if r.ExitCode == nil {
+		if r.Err != nil {
+			out += r.Err.Message + "\n"
+		}
+		return -1, out
+	}
+	return *r.ExitCode, out
 }
 
 // snapshot reads the regular files below dir, leaving out hidden ones.
