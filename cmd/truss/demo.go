@@ -103,7 +103,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 
 	// The demo succeeds only on Truss's own evidence, whatever the model
 	// said: the run completed, the verification boundary passed in the
-	// sandbox, the tests pass outside it, and the ledger verifies.
+	// sandbox, the tests pass in a sandbox of their own after the session,
+	// and the ledger verifies.
 	var failed []string
 	switch {
 	case runErr != nil:
