@@ -194,11 +194,18 @@ func (m *uiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	s := k.String()
 	if len(m.approvals) > 0 {
+		// A command cut to fit the screen cannot be allowed: the user
+		// would allow what they did not see.
+		_, cut := m.approvalCard()
 		switch s {
 		case "y", "Y":
-			m.answer(Allow)
+			if !cut {
+				m.answer(Allow)
+			}
 		case "a", "A":
-			m.answer(AllowAlways)
+			if !cut {
+				m.answer(AllowAlways)
+			}
 		case "n", "N", "esc":
 			m.answer(Deny)
 		case "ctrl+c":
@@ -547,17 +554,27 @@ func (m *uiModel) input() []string {
 
 // approvalLines draws the first pending approval request as a card.
 func (m *uiModel) approvalLines() []string {
+	ls, _ := m.approvalCard()
+	return ls
+}
+
+// approvalCard draws the first pending approval request as a card that
+// fits the screen with the input, the status line and a line of the
+// transcript; cut reports that the request's text did not fit whole, in
+// which case the card says so and it cannot be allowed.
+func (m *uiModel) approvalCard() (out []string, cut bool) {
 	if len(m.approvals) == 0 {
-		return nil
+		return nil, false
 	}
 	st := &m.r.st
 	w := m.width
 	r := m.approvals[0].req
 	bar := st.paint(st.approval, "│ ")
-	out := []string{st.paint(st.approval, trunc("╭─ Allow this command? "+strings.Repeat("─", w), w))}
+	out = []string{st.paint(st.approval, trunc("╭─ Allow this command? "+strings.Repeat("─", w), w))}
+	var body []string
 	add := func(s string) {
 		for _, l := range wrap(s, w-2) {
-			out = append(out, bar+l)
+			body = append(body, bar+l)
 		}
 	}
 	cmd := r.Command
@@ -582,8 +599,18 @@ func (m *uiModel) approvalLines() []string {
 	if n := len(m.approvals) - 1; n > 0 {
 		keys += fmt.Sprintf("  · %d more waiting", n)
 	}
+	// Room for the card: the screen less the input, the rule, the status
+	// line and one line of the transcript, less the card's frame and keys.
+	room := m.height - m.ta.Height() - 3 - 3
+	if len(body) > room {
+		cut = true
+		hidden := len(body) - max(room-1, 0)
+		body = append(body[:max(room-1, 0)], bar+st.paint(st.key, fmt.Sprintf("⋮ %d more lines do not fit: enlarge the terminal to allow it whole, or n to refuse", hidden)))
+		keys = st.paint(st.key, "n") + " no"
+	}
+	out = append(out, body...)
 	out = append(out, bar+keys, st.paint(st.approval, trunc("╰"+strings.Repeat("─", w), w)))
-	return out
+	return out, cut
 }
 
 // statusLine shows what runs, the model, surface, sandbox, approval
