@@ -22,12 +22,14 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,7 +73,13 @@ type Session struct {
 	// newRepoWarned: the warning of a repository made during the session
 	// was given.
 	newRepoWarned bool
-	trackers      trackers
+	// nestedGit are the repositories below the workspace's top whose .git
+	// commands changed (a git init in a subdirectory, a nested clone's
+	// config), each warned of once (nestedWarned).
+	gitMu        sync.Mutex
+	nestedGit    []string
+	nestedWarned map[string]bool
+	trackers     trackers
 
 	store     session.Store
 	sess      *session.Session
@@ -512,6 +520,13 @@ func (s *Session) observers() agent.Observer {
 			prewarm.Do(s.w.shell.Prewarm)
 		}
 	}))
+	// A .git below the workspace's top that commands changed is warned of
+	// at the end of the run (warnNewRepository).
+	obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+		if ev.Type == agent.EventCallCompleted {
+			s.noteNestedGit(ev.Results)
+		}
+	}))
 	// A request that comes near the context the server was given is
 	// reported, as retries are.
 	window := s.contextLimit()
@@ -611,12 +626,53 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	return res, nil
 }
 
+// noteNestedGit keeps the repositories below the workspace's top whose
+// .git the results' changes touched.
+func (s *Session) noteNestedGit(results []tool.Result) {
+	s.gitMu.Lock()
+	defer s.gitMu.Unlock()
+	for _, r := range results {
+		for _, ch := range r.Changes {
+			paths := []string{ch.Path, ch.MovedTo}
+			if ch.Files > 0 && bytes.Contains(ch.AfterData, []byte("/.git/")) {
+				paths = append(paths, ch.Path+"/.git/") // a bulk change: its root holds one
+			}
+			for _, p := range paths {
+				i := strings.Index(p, "/.git/")
+				if i <= 0 || filepath.IsAbs(p) {
+					continue
+				}
+				if repo := p[:i]; !slices.Contains(s.nestedGit, repo) {
+					s.nestedGit = append(s.nestedGit, repo)
+				}
+			}
+		}
+	}
+}
+
 // warnNewRepository warns, once, when the workspace is in a git
 // repository that was not there when the session began: commands wrote
 // its configuration, and git run there by the user would obey it (a
 // core.fsmonitor or a hook runs a program). Truss runs no git on it.
 func (s *Session) warnNewRepository() {
-	if s.w == nil || s.newRepoWarned {
+	if s.w == nil {
+		return
+	}
+	s.gitMu.Lock()
+	for _, repo := range s.nestedGit {
+		if s.nestedWarned[repo] {
+			continue
+		}
+		if s.nestedWarned == nil {
+			s.nestedWarned = map[string]bool{}
+		}
+		s.nestedWarned[repo] = true
+		dir := filepath.Join(s.w.root, filepath.FromSlash(repo))
+		s.warn(fmt.Sprintf("commands changed %s/.git during the session: its configuration and hooks may be the model's work, and git run there obeys them (core.fsmonitor, hooks and filters run programs); review %s/.git/config and %s/.git/hooks before using git in %s",
+			dir, dir, dir, dir))
+	}
+	s.gitMu.Unlock()
+	if s.newRepoWarned {
 		return
 	}
 	cur, err := gitsafe.Find(s.w.root)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,4 +168,36 @@ func TestWarnsOfNewRepository(t *testing.T) {
 	if !found {
 		t.Fatalf("no warning of the new repository: %q", warnings)
 	}
+}
+
+// TestWarnsOfNestedRepository: in a workspace that is a repository, a
+// command makes one in a subdirectory and sets core.fsmonitor there; the
+// end of the run says so, naming it.
+func TestWarnsOfNestedRepository(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	o := fixture(t, `{"steps": [{"actions": [{"kind": "run", "command": "git init -q sub && git -C sub config core.fsmonitor 'touch /tmp/x'"}]}, {"say": "done"}]}`)
+	o.Validation.Off = true
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", o.Root}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	var warnings []string
+	o.OnWarning = func(m string) { warnings = append(warnings, m) }
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Run(context.Background(), "make a nested repository"); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warnings {
+		if strings.Contains(w, filepath.Join(o.Root, "sub")+"/.git during the session") {
+			return
+		}
+	}
+	t.Fatalf("no warning of the nested repository: %q", warnings)
 }
