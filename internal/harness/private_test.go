@@ -477,3 +477,40 @@ func TestExtraRootGitReadOnly(t *testing.T) {
 		t.Errorf("an extra root's .git: %q", out)
 	}
 }
+
+// TestSecretValuesWithheld: credentials in variables with neutral names
+// (an API key, a token, a private key) do not reach commands; the rest of
+// the environment does.
+func TestSecretValuesWithheld(t *testing.T) {
+	secrets := map[string]string{
+		"UPSTREAM":   "sk-proj-" + strings.Repeat("Ab3x", 12),
+		"HUB":        "ghp_" + strings.Repeat("Zq9", 12),
+		"DEPLOY_PEM": "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+		"CLOUD":      "AKIAIOSFODNN7EXAMPLE",
+		"HEADERS":    "Authorization: Bearer glpat-" + strings.Repeat("x1", 12),
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("PLAIN_SETTING", "kept-4711")
+	o := fixture(t, `{"steps": [`+runStep(t, "env", nil)+`, {"say": "Done."}]}`)
+	o.Validation.Off = true
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Run(context.Background(), "env"); err != nil {
+		t.Fatal(err)
+	}
+	out := (*rs)[0].Stdout
+	for k := range secrets {
+		if strings.Contains(out, k+"=") {
+			t.Errorf("%s reached the command", k)
+		}
+	}
+	if !strings.Contains(out, "PLAIN_SETTING=kept-4711") {
+		t.Errorf("an ordinary variable did not reach the command")
+	}
+}

@@ -435,10 +435,11 @@ func matches(pats []string, name string) bool {
 //     names starting with ANTHROPIC_, OPENAI_, OLLAMA_ or TRUSS_;
 //   - names containing KEY, SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE or
 //     CREDENTIAL anywhere (APIKEY, DBPASSWORD, GOOGLE_CREDENTIALS);
-//   - names with a word PASS, PWD, PAT, AUTH, CREDS, DSN, COOKIE, SESSION or
-//     PRIVATE (PGPASS, MYSQL_PWD, GITHUB_PAT, NPM_AUTH, SENTRY_DSN,
-//     SESSION_COOKIE), which as mere substrings would take PATH,
-//     PYTHONPATH or COMPASS too;
+//   - names with a word PASS, PWD, PW, PAT, AUTH, AUTHORIZATION, BEARER,
+//     CREDS, DSN, COOKIE, SESSION, PRIVATE, JWT, WEBHOOK, SK, MNEMONIC,
+//     OTP, TOTP or MFA (PGPASS, MYSQL_PWD, GITHUB_PAT, NPM_AUTH,
+//     SENTRY_DSN, SESSION_COOKIE, WALLET_MNEMONIC), which as mere
+//     substrings would take PATH, PYTHONPATH or COMPASS too;
 //
 // except the few well-known names with such a word that hold no secret:
 // PWD and OLDPWD (the working directory), DBUS_SESSION_BUS_ADDRESS,
@@ -464,7 +465,8 @@ func Withheld(name string) bool {
 		return !('A' <= r && r <= 'Z' || '0' <= r && r <= '9')
 	}) {
 		switch w {
-		case "PASS", "PWD", "PW", "PAT", "AUTH", "CREDS", "DSN", "COOKIE", "SESSION", "PRIVATE", "JWT", "WEBHOOK", "SK":
+		case "PASS", "PWD", "PW", "PAT", "AUTH", "AUTHORIZATION", "BEARER", "CREDS", "DSN", "COOKIE", "SESSION", "PRIVATE", "JWT", "WEBHOOK", "SK",
+			"MNEMONIC", "OTP", "TOTP", "MFA":
 			return true
 		}
 	}
@@ -473,11 +475,17 @@ func Withheld(name string) bool {
 	return strings.HasPrefix(u, "GIT_CONFIG_PARAMETERS") || strings.HasPrefix(u, "GIT_CONFIG_KEY_") || strings.HasPrefix(u, "GIT_CONFIG_VALUE_")
 }
 
-// WithheldValue reports whether a variable's value carries a password: a
-// URL with one (postgres://user:pw@host/db, redis://:pw@host), a password
-// parameter of a URL's query or a connection string (?password=p,
-// Password=p;). Such a variable is withheld whatever its name.
+// WithheldValue reports whether a variable's value carries a secret: a
+// credential recognizable by its form (an API key or access token of a
+// known service, a JWT, a private key, an Azure account key: secretForm),
+// a URL with a password (postgres://user:pw@host/db, redis://:pw@host),
+// a password parameter of a URL's query or a connection string
+// (?password=p, Password=p;). Such a variable is withheld whatever its
+// name.
 func WithheldValue(v string) bool {
+	if secretForm(v) {
+		return true
+	}
 	l := strings.ToLower(v)
 	// A password given as a parameter: a URL's query (libpq, JDBC:
 	// ?user=u&password=p) or a connection string (Password=p;).
