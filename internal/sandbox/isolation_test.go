@@ -344,25 +344,30 @@ func TestCredentialsHidden(t *testing.T) {
 	base := t.TempDir()
 	home := hostDir(t, "/var/tmp") // /tmp is the sandbox's own
 	secrets := map[string]string{
-		".ssh/id_ed25519":                     "SSH-KEY-4711",
-		".aws/credentials":                    "AWS-4711",
-		".config/gcloud/credentials.db":       "GCLOUD-4711",
-		".kube/config":                        "KUBE-4711",
-		".netrc":                              "NETRC-4711",
-		".git-credentials":                    "GITCRED-4711",
-		".docker/config.json":                 "DOCKER-4711",
-		".npmrc":                              "NPM-4711",
-		".pgpass":                             "PG-4711",
-		".config/gh/hosts.yml":                "GH-4711",
-		".cargo/credentials.toml":             "CARGO-4711",
-		".terraform.d/credentials.tfrc.json":  "TF-4711",
-		".gnupg/private-keys-v1.d/key":        "GPG-4711",
-		".pypirc":                             "PYPI-4711",
-		".azure/msal_token_cache.json":        "AZURE-4711",
-		".config/git/credentials":             "XDGGIT-4711",
-		".docker/contexts/meta/x/meta.json":   "", // not a credential: stays
-		".config/unrelated/settings.json":     "", // stays
-		".cargo/registry/index/x/config.json": "", // stays
+		".ssh/id_ed25519":                       "SSH-KEY-4711",
+		".aws/credentials":                      "AWS-4711",
+		".config/gcloud/credentials.db":         "GCLOUD-4711",
+		".config/sops/age/keys.txt":             "AGE-4711",
+		".gemini/oauth_creds.json":              "GEMINI-4711",
+		".config/google-chrome/Default/Cookies": "COOKIES-4711",
+		".bash_history":                         "HISTORY-4711",
+		".kaggle/kaggle.json":                   "KAGGLE-4711",
+		".kube/config":                          "KUBE-4711",
+		".netrc":                                "NETRC-4711",
+		".git-credentials":                      "GITCRED-4711",
+		".docker/config.json":                   "DOCKER-4711",
+		".npmrc":                                "NPM-4711",
+		".pgpass":                               "PG-4711",
+		".config/gh/hosts.yml":                  "GH-4711",
+		".cargo/credentials.toml":               "CARGO-4711",
+		".terraform.d/credentials.tfrc.json":    "TF-4711",
+		".gnupg/private-keys-v1.d/key":          "GPG-4711",
+		".pypirc":                               "PYPI-4711",
+		".azure/msal_token_cache.json":          "AZURE-4711",
+		".config/git/credentials":               "XDGGIT-4711",
+		".docker/contexts/meta/x/meta.json":     "", // not a credential: stays
+		".config/unrelated/settings.json":       "", // stays
+		".cargo/registry/index/x/config.json":   "", // stays
 	}
 	for rel, v := range secrets {
 		p := filepath.Join(home, rel)

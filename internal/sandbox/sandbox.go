@@ -256,8 +256,22 @@ var credentialPaths = []string{
 	".npmrc", ".yarnrc.yml", ".pypirc", ".gem/credentials", ".cargo/credentials", ".cargo/credentials.toml",
 	".m2/settings-security.xml", ".terraform.d/credentials.tfrc.json", ".vault-token",
 	".pgpass", ".my.cnf", ".s3cfg", ".boto", ".config/rclone/rclone.conf",
-	// Other agents' sign-ins.
+	// Other agents' and assistants' sign-ins.
 	".claude/.credentials.json", ".codex/auth.json", ".config/op",
+	".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".config/github-copilot", ".codeium",
+	// Encryption identities.
+	".config/sops/age", ".config/age", ".authinfo", ".authinfo.gpg",
+	// Package indexes, build tools and platforms.
+	".m2/settings.xml", ".gradle/gradle.properties", ".composer/auth.json", ".config/composer/auth.json",
+	".nuget/NuGet/NuGet.Config", ".config/NuGet/NuGet.Config", ".huggingface/token", ".cache/huggingface/token",
+	".kaggle/kaggle.json", ".terraformrc", ".pulumi/credentials.json", ".databrickscfg", ".fly",
+	".config/glab-cli", ".vercel", ".local/share/com.vercel.cli", ".wrangler", ".config/.wrangler",
+	".config/configstore/firebase-tools.json", ".config/heroku", ".netlify/config.json",
+	// Browsers' profiles (cookies, saved passwords).
+	".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",
+	// What the user typed: shell and client histories.
+	".bash_history", ".zsh_history", ".local/share/fish/fish_history", ".psql_history", ".mysql_history",
+	".python_history", ".node_repl_history", ".sqlite_history", ".rediscli_history",
 }
 
 // DefaultHiddenCredentials returns the user's credential files and
