@@ -28,6 +28,8 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // The engines Find knows, in the order it tries them.
@@ -139,6 +141,13 @@ func (e *NotFoundError) Error() string {
 // engine's settings are a first guess from the host's limits; Check tries
 // them and chooses others when they do not work.
 func Find(ctx context.Context, name string) (*Engine, error) {
+	return FindIn(ctx, name, os.Getenv("PATH"))
+}
+
+// FindIn is Find with the engine's program looked up in path (a PATH
+// value) only: a session passes one without the directories its commands
+// write (hostfs.SafePath).
+func FindIn(ctx context.Context, name, path string) (*Engine, error) {
 	names := []string{Podman, Docker}
 	if name != "" {
 		if name != Podman && name != Docker {
@@ -148,7 +157,7 @@ func Find(ctx context.Context, name string) (*Engine, error) {
 	}
 	nf := &NotFoundError{}
 	for _, n := range names {
-		e, err := open(ctx, n)
+		e, err := open(ctx, n, path)
 		if err == nil {
 			return e, nil
 		}
@@ -160,8 +169,8 @@ func Find(ctx context.Context, name string) (*Engine, error) {
 	return nil, nf
 }
 
-func open(ctx context.Context, name string) (*Engine, error) {
-	path, err := exec.LookPath(name)
+func open(ctx context.Context, name, pathEnv string) (*Engine, error) {
+	path, err := hostfs.LookPath(name, pathEnv)
 	if err != nil {
 		return nil, errors.New("not on PATH")
 	}

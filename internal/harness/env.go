@@ -91,7 +91,7 @@ func (s *Session) startEnv(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	e, err := container.Find(rctx, w.envc.engine)
+	e, err := container.FindIn(rctx, w.envc.engine, w.hostPath)
 	if err != nil {
 		return configErrorf("--env %s needs a working container engine (truss env check): %v", w.envc.spec, err)
 	}
