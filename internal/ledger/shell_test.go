@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/trussdev/truss/internal/agent"
@@ -254,5 +255,26 @@ func recordedBulkChanges(t *testing.T, n int) {
 		} else {
 			os.WriteFile(p, []byte("17\n"), 0o644)
 		}
+	}
+	// What the model left can be a link to /dev/zero or a FIFO where a
+	// file was: the check says so, without following the one or
+	// waiting on the other.
+	zero, fifo := filepath.Join(root, "d", "f17"), filepath.Join(root, "d", "f18")
+	os.Remove(zero)
+	os.Symlink("/dev/zero", zero)
+	os.Remove(fifo)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"d/f17", "d/f18"} {
+		err := VerifyWorkspace(dir, entries, root)
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("workspace check with %s replaced: %v", name, err)
+		}
+		os.Remove(filepath.Join(root, filepath.FromSlash(name)))
+		os.WriteFile(filepath.Join(root, filepath.FromSlash(name)), []byte(strings.TrimPrefix(name, "d/f")+"\n"), 0o644)
+	}
+	if err := VerifyWorkspace(dir, entries, root); err != nil {
+		t.Fatalf("workspace check after the files are back: %v", err)
 	}
 }

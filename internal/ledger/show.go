@@ -4,16 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
@@ -34,27 +32,61 @@ func VerifyWorkspace(dir string, entries []Entry, ws string) error {
 	if err != nil {
 		return err
 	}
+	// The workspace is read as the tracker recorded it: through hostfs,
+	// no link followed, nothing but a regular file opened, each file
+	// hashed as a stream (a workspace the model left can hold a link to
+	// /dev/zero, a FIFO, a directory swapped for a link).
+	root, err := hostfs.OpenRoot(ws)
+	if err != nil {
+		return &Error{Entry: int64(end.Seq), Reason: fmt.Sprintf("the workspace: %v", err)}
+	}
+	defer root.Close()
+	buf := make([]byte, 256<<10)
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		want := files[p]
-		full := p
-		if !filepath.IsAbs(p) {
-			full = filepath.Join(ws, filepath.FromSlash(p))
-		}
-		content, err := os.ReadFile(full)
+		got, err := workspaceDigest(root, p, buf)
 		switch {
-		case want == "" && errors.Is(err, fs.ErrNotExist):
+		case want == "" && hostfs.IsNotExist(err):
 			continue
-		case want == "":
+		case want == "" && err == nil:
 			return &Error{Entry: int64(end.Seq), Reason: fmt.Sprintf("%s exists in the workspace, but the session deleted it", p)}
 		case err != nil:
 			return &Error{Entry: int64(end.Seq), Reason: fmt.Sprintf("%s: %v", p, err)}
-		}
-		sum := sha256.Sum256(content)
-		if got := hex.EncodeToString(sum[:]); got != want {
+		case want == "":
+			return &Error{Entry: int64(end.Seq), Reason: fmt.Sprintf("%s exists in the workspace, but the session deleted it", p)}
+		case got != want:
 			return &Error{Entry: int64(end.Seq), Reason: fmt.Sprintf("%s in the workspace has SHA-256 %s, the session left it at %s", p, got[:16], want[:16])}
 		}
 	}
 	return nil
+}
+
+// workspaceDigest is the hex SHA-256 of the regular file p beneath root (an
+// absolute p, the memory tool's, beneath its own directory), read as a
+// stream; a link, a FIFO, a device is an error.
+func workspaceDigest(root *hostfs.Root, p string, buf []byte) (string, error) {
+	name := filepath.FromSlash(p)
+	if filepath.IsAbs(p) {
+		r, err := hostfs.OpenRoot(filepath.Dir(p))
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		root, name = r, filepath.Base(p)
+	}
+	if _, err := root.Lstat(name); err != nil {
+		return "", err
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, f, buf); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Show writes a readable timeline of the entries.
