@@ -18,13 +18,19 @@ import (
 // read-only, nor "cat $(rm x)", "echo hi > f" or "find . -delete".
 //
 // The set: ls, cat, head, tail, wc, nl, pwd, cd, echo, printf, true, false,
-// which, basename, dirname, realpath, readlink, stat, file, du, df, tree,
-// cut, tr, uniq (reading one input only), sort (without -o), diff, cmp,
+// which, basename, dirname, realpath, readlink, stat, file, du, df, tree
+// (without -o or -R), cut, tr, uniq (reading one input only), sort
+// (without -o or --output, however abbreviated), diff, cmp,
 // comm, grep, egrep, fgrep, rg (without --pre), find (without -exec,
 // -execdir, -ok, -okdir, -delete, -fprint*, -fls), sed -n with a single
-// line-printing script ("10p", "5,20p"), and git status, diff, log, show,
+// line-printing script ("10p", "5,20p") and no other option, and git status, diff, log, show,
 // ls-files, rev-parse and blame (without --output, --ext-diff or
 // --textconv, and no option before the subcommand).
+//
+// In a repository commands made (whose configuration they write), git's
+// read-only subcommands can run a program the configuration names
+// (core.fsmonitor, diff.external); such a command still runs in the
+// sandbox, like every command the policy lets through.
 //
 // A command that does not parse is not read-only. The list is
 // deliberately short: a command missing from it is asked about, which is
@@ -154,9 +160,10 @@ var readOnlyPrograms = map[string]func(args []string) bool{
 	"ls": nil, "cat": nil, "head": nil, "tail": nil, "wc": nil, "nl": nil, "pwd": nil, "cd": nil,
 	"echo": nil, "printf": nil, "true": nil, "false": nil, "which": nil, "basename": nil,
 	"dirname": nil, "realpath": nil, "readlink": nil, "stat": nil, "file": nil, "du": nil,
-	"df": nil, "tree": nil, "cut": nil, "tr": nil, "diff": nil, "cmp": nil, "comm": nil,
+	"df": nil, "cut": nil, "tr": nil, "diff": nil, "cmp": nil, "comm": nil,
 	"grep": nil, "egrep": nil, "fgrep": nil,
 	"uniq": func(args []string) bool { return len(operands(args)) <= 1 },
+	"tree": func(args []string) bool { return !anyFlag(args, "-o", "-R") },
 	"sort": func(args []string) bool { return !anyFlag(args, "-o", "--output") },
 	"rg":   func(args []string) bool { return !anyFlag(args, "--pre", "--pre-glob") },
 	"find": func(args []string) bool {
@@ -169,8 +176,17 @@ var readOnlyPrograms = map[string]func(args []string) bool{
 		return true
 	},
 	"sed": func(args []string) bool {
-		// sed -n 'Np' or sed -n 'M,Np' [file...]: prints lines, nothing else.
-		return len(args) >= 2 && args[0] == "-n" && sedPrint.MatchString(args[1])
+		// sed -n 'Np' or sed -n 'M,Np' [file...]: prints lines, nothing
+		// else; no other option (-e, -f, -i) anywhere.
+		if len(args) < 2 || args[0] != "-n" || !sedPrint.MatchString(args[1]) {
+			return false
+		}
+		for _, a := range args[2:] {
+			if strings.HasPrefix(a, "-") && a != "-" {
+				return false
+			}
+		}
+		return true
 	},
 	"git": func(args []string) bool {
 		if len(args) == 0 || !slices.Contains([]string{"status", "diff", "log", "show", "ls-files", "rev-parse", "blame"}, args[0]) {
@@ -191,6 +207,11 @@ func anyFlag(args []string, flags ...string) bool {
 		}
 		for _, f := range flags {
 			if a == f || strings.HasPrefix(a, f+"=") || len(f) == 2 && f[1] != '-' && strings.HasPrefix(a, f) {
+				return true
+			}
+			// A long option abbreviated, as getopt_long takes it
+			// ("--outp=f" for --output).
+			if name, _, _ := strings.Cut(a, "="); strings.HasPrefix(f, "--") && len(name) > 3 && strings.HasPrefix(f, name) {
 				return true
 			}
 			// Combined short flags: "-uo" holds -o.
