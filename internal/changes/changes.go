@@ -33,6 +33,7 @@ import (
 // every agent that works in those roots; it is safe for concurrent use.
 type Tracker struct {
 	roots     []*root
+	gitPath   string // gitsafe.Git's Path
 	ign       *matcher
 	bulk      *matcher // directories whose changes are one bulk change
 	store     *store
@@ -132,7 +133,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("changes: bulk: %w", err)
 	}
-	t := &Tracker{ign: ign, bulk: bulk, workers: opts.Workers, maxFile: opts.MaxFile, noGit: opts.NoGit,
+	t := &Tracker{ign: ign, bulk: bulk, workers: opts.Workers, maxFile: opts.MaxFile, noGit: opts.NoGit, gitPath: opts.GitPath,
 		scanAfter: opts.ScanAfter, bulkAt: opts.BulkThreshold, ready: make(chan struct{})}
 	if !opts.NoWatch {
 		if w, err := newWatcher(); err == nil {
@@ -303,7 +304,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	for _, r := range t.roots {
 		var index map[string]indexEntry
 		if !t.noGit {
-			repo, idx, err := openRepo(ctx, r.abs, r.dotGit)
+			repo, idx, err := openRepo(ctx, r.abs, r.dotGit, t.gitPath)
 			if err != nil {
 				errs = append(errs, err)
 			}

@@ -90,7 +90,7 @@ var errNotSame = errors.New("the repository's .git is no longer the one recorded
 // from root now is another one, or when git is not installed. Only
 // Plumbing commands run, with the repository named explicitly (GIT_DIR
 // is at's path, the work tree the directory holding it).
-func openRepo(ctx context.Context, root string, at gitsafe.Repo) (*repo, map[string]indexEntry, error) {
+func openRepo(ctx context.Context, root string, at gitsafe.Repo, path string) (*repo, map[string]indexEntry, error) {
 	if at.DotGit == "" {
 		return nil, nil, nil
 	}
@@ -106,7 +106,7 @@ func openRepo(ctx context.Context, root string, at gitsafe.Repo) (*repo, map[str
 	if rel != "." {
 		prefix = filepath.ToSlash(rel) + "/"
 	}
-	r := &repo{git: gitsafe.Git{Dir: top, GitDir: at.DotGit, WorkTree: top}, at: at, root: root}
+	r := &repo{git: gitsafe.Git{Dir: top, GitDir: at.DotGit, WorkTree: top, Path: path}, at: at, root: root}
 	if !r.same() {
 		return nil, nil, nil
 	}

@@ -137,6 +137,9 @@ type Options struct {
 	// record theirs at Open; a root uses git only while its recorded .git
 	// is still the one found from it.
 	Repo *gitsafe.Repo
+	// GitPath, when set, is the PATH host git is found in (gitsafe.Git's
+	// Path).
+	GitPath string
 	// ScanAfter lists the operations after which Wrap scans; nil means
 	// DefaultScanAfter().
 	ScanAfter []tool.Op

@@ -75,6 +75,11 @@ type Git struct {
 	// Bare runs git with --bare: no work tree at all, so that nothing,
 	// not even a .gitattributes file, is read from one.
 	Bare bool
+	// Path, when set, is the PATH git is found in and given (a session's:
+	// none of the directories its commands write, hostfs.SafePath);
+	// otherwise Truss's. Either way the trees git works on and the
+	// temporary directory are left out of it.
+	Path string
 
 	// filters, set by Pinned, are the filter drivers read once.
 	filters *[]string
@@ -195,7 +200,11 @@ func (g Git) command(ctx context.Context, extra [][2]string, args ...string) *ex
 			exclude = append(exclude, d, workTreeOf(d))
 		}
 	}
-	path := hostfs.SafePath(os.Getenv("PATH"), exclude)
+	path := g.Path
+	if path == "" {
+		path = os.Getenv("PATH")
+	}
+	path = hostfs.SafePath(path, exclude)
 	cmd.Path, cmd.Err = "git", nil
 	if exe, err := hostfs.LookPath("git", path); err != nil {
 		cmd.Err = err

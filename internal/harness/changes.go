@@ -62,6 +62,9 @@ func (s *Session) tracker(dir string) *changes.Tracker {
 		at = s.dotGit
 	}
 	opts.Repo = &at
+	if s.w != nil {
+		opts.GitPath = s.w.hostPath
+	}
 	// The store of before-contents lives beside the saved sessions, which
 	// the sandbox hides, else in the session's private directory (never in
 	// the commands' temporary directory); it is one unnamed file there,

@@ -405,13 +405,18 @@ func TestBoundaryRunsAlone(t *testing.T) {
 // sub-agent's worktree and the bash of an approved escalation are the
 // host's, never those.
 func TestHostProgramsNotFromWritableDirs(t *testing.T) {
+	t.Run("workspace", func(t *testing.T) { hostProgramsAttack(t, false) })
+	t.Run("add-dir", func(t *testing.T) { hostProgramsAttack(t, true) })
+}
+
+func hostProgramsAttack(t *testing.T, addDir bool) {
 	for _, p := range []string{"git", "bash"} {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Skip("no " + p)
 		}
 	}
 	mark := filepath.Join(t.TempDir(), "ran")
-	plant := `mkdir -p .venv/bin && for p in git bash; do real=$(command -v $p); printf '#!/bin/sh\necho %s "$*" >> %s\nexec %s "$@"\n' $p "$MARK" "$real" > .venv/bin/$p; chmod +x .venv/bin/$p; done; echo planted`
+	plant := `mkdir -p "$BIN" && for p in git bash; do real=$(command -v $p); printf '#!/bin/sh\necho %s "$*" >> %s\nexec %s "$@"\n' $p "$MARK" "$real" > "$BIN/$p"; chmod +x "$BIN/$p"; done; echo planted`
 	esc := map[string]any{"sandbox_permissions": "require_escalated", "justification": "May I?"}
 	spawn, _ := json.Marshal(map[string]any{"task": "ISO look", "isolated": true})
 	script := `{"steps": [` + runStep(t, plant, nil) + `,
@@ -429,7 +434,14 @@ func TestHostProgramsNotFromWritableDirs(t *testing.T) {
 		}
 	}
 	t.Setenv("MARK", mark)
-	t.Setenv("PATH", filepath.Join(o.Root, ".venv", "bin")+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	bin := filepath.Join(o.Root, ".venv", "bin")
+	if addDir {
+		extra := t.TempDir()
+		o.WritableDirs = []string{extra}
+		bin = filepath.Join(extra, "bin")
+	}
+	t.Setenv("BIN", bin)
+	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	rs := shellResults(&o)
 	s, err := Open(context.Background(), o)
 	if err != nil {

@@ -67,7 +67,7 @@ func (s *Session) addSpawn() error {
 		},
 		MaxTokens: s.prof.MaxOutput, MaxResultChars: s.opts.MaxResultChars, Agents: defs,
 		Limits:    subagent.Limits{MaxDepth: o.MaxDepth, MaxParallel: o.MaxParallel, Budget: agent.Budget{MaxTurns: o.MaxTurns}},
-		Workspace: s.w.ws.Dir(), WorkDir: filepath.Join(s.w.priv, "agents"), Session: top,
+		Workspace: s.w.ws.Dir(), WorkDir: filepath.Join(s.w.priv, "agents"), GitPath: s.w.hostPath, Session: top,
 		NewEnv: func(ctx context.Context, run *subagent.Run) (*subagent.Env, error) {
 			return s.w.childEnv(run.Dir, s.compose)
 		},

@@ -71,6 +71,8 @@ type isolation struct {
 type copyLimits struct {
 	bytes   int64
 	entries int
+	// gitPath is the PATH host git is found in (gitsafe.Git's Path).
+	gitPath string
 }
 
 // copied is one entry of the worktree as Truss wrote it: git's mode and
@@ -174,9 +176,9 @@ type indexEntry struct {
 // tracked files (through hostfs), then pointed at a commit of that state.
 func isolateGit(ctx context.Context, workspace string, repo gitsafe.Repo, workdir, name string, l copyLimits) (*isolation, error) {
 	top := filepath.Dir(repo.DotGit)
-	g := gitsafe.Git{Dir: top}
+	g := gitsafe.Git{Dir: top, Path: l.gitPath}
 	if fi, err := os.Lstat(repo.DotGit); err == nil && fi.IsDir() {
-		g = gitsafe.Git{Dir: top, GitDir: repo.DotGit, WorkTree: top}
+		g = gitsafe.Git{Dir: top, GitDir: repo.DotGit, WorkTree: top, Path: l.gitPath}
 	}
 	out, err := g.Plumbing(ctx, nil, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-object-format")
 	if err != nil {
@@ -227,7 +229,7 @@ func isolateGit(ctx context.Context, workspace string, repo gitsafe.Repo, workdi
 		// directory is not known for sure.
 		return nil, err
 	}
-	iso.repo = &gitsafe.Git{Dir: iso.gitdir, GitDir: common, Bare: true}
+	iso.repo = &gitsafe.Git{Dir: iso.gitdir, GitDir: common, Bare: true, Path: l.gitPath}
 
 	// The worktree's files, and the commit of what they are.
 	changed, err := iso.copyTracked(ctx, top, index, gitlinks)
@@ -240,7 +242,7 @@ func isolateGit(ctx context.Context, workspace string, repo gitsafe.Repo, workdi
 			return nil, err
 		}
 	}
-	wg := gitsafe.Git{Dir: iso.gitdir, GitDir: iso.gitdir, Bare: true}
+	wg := gitsafe.Git{Dir: iso.gitdir, GitDir: iso.gitdir, Bare: true, Path: l.gitPath}
 	if _, err := wg.Plumbing(ctx, nil, "update-ref", "--no-deref", "HEAD", iso.base); err != nil {
 		return nil, err
 	}

@@ -114,6 +114,9 @@ type Config struct {
 	// isolated copies are made (a directory commands may write).
 	Workspace string
 	WorkDir   string
+	// GitPath, when set, is the PATH host git is found in for isolated
+	// worktrees (gitsafe.Git's Path).
+	GitPath string
 	// Session is the top agent's session id.
 	Session string
 	// NewEnv returns the executors for a child working in run.Dir (a
@@ -273,7 +276,7 @@ func (s *Spawner) Execute(ctx context.Context, call tool.Call) tool.Result {
 	run.Dir = cfg.Workspace
 	var iso *isolation
 	if run.Isolated {
-		iso, err = isolate(ctx, cfg.Workspace, cfg.repo, cfg.WorkDir, run.Session, copyLimits{bytes: cfg.Limits.MaxCopyBytes, entries: cfg.Limits.MaxCopyEntries})
+		iso, err = isolate(ctx, cfg.Workspace, cfg.repo, cfg.WorkDir, run.Session, copyLimits{bytes: cfg.Limits.MaxCopyBytes, entries: cfg.Limits.MaxCopyEntries, gitPath: cfg.GitPath})
 		if err != nil {
 			return tool.Failed(call, tool.Errorf(tool.ErrIO, "spawn: could not make an isolated copy of the workspace: %v", err))
 		}
