@@ -77,8 +77,8 @@ type Git struct {
 	Bare bool
 	// Path, when set, is the PATH git is found in and given (a session's:
 	// none of the directories its commands write, hostfs.SafePath);
-	// otherwise Truss's. Either way the trees git works on and the
-	// temporary directory are left out of it.
+	// otherwise Truss's. Either way the trees git works on are left out
+	// of it.
 	Path string
 
 	// filters, set by Pinned, are the filter drivers read once.
@@ -192,9 +192,9 @@ func (g Git) command(ctx context.Context, extra [][2]string, args ...string) *ex
 	}
 	cmd := exec.CommandContext(ctx, "git", append(base, args...)...)
 	// git is found, and finds what it runs, only in PATH entries outside
-	// the trees it works on and the temporary directory: a command that
-	// wrote a git into the workspace's activated .venv/bin is not run.
-	exclude := []string{os.TempDir()}
+	// the trees it works on: a command that wrote a git into the
+	// workspace's activated .venv/bin is not run.
+	var exclude []string
 	for _, d := range []string{g.Dir, g.WorkTree, g.GitDir} {
 		if d != "" {
 			exclude = append(exclude, d, workTreeOf(d))
