@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,6 +80,7 @@ type Session struct {
 	gitMu        sync.Mutex
 	nestedGit    []string
 	nestedWarned map[string]bool
+	gitParts     map[string]int // a directory's changed HEAD (1) and config (2)
 	trackers     trackers
 
 	store     session.Store
@@ -627,23 +629,46 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 }
 
 // noteNestedGit keeps the repositories below the workspace's top whose
-// .git the results' changes touched.
+// git directory the results' changes touched: a path through a .git
+// directory, a .git file (a "gitdir:" pointer to a directory elsewhere),
+// or a directory in which both HEAD and config changed (a git directory
+// by any name: git init --separate-git-dir, or one made file by file,
+// which git finds through core.worktree or GIT_DIR).
 func (s *Session) noteNestedGit(results []tool.Result) {
 	s.gitMu.Lock()
 	defer s.gitMu.Unlock()
+	note := func(repo string) {
+		if repo != "" && repo != "." && !slices.Contains(s.nestedGit, repo) {
+			s.nestedGit = append(s.nestedGit, repo)
+		}
+	}
 	for _, r := range results {
 		for _, ch := range r.Changes {
 			paths := []string{ch.Path, ch.MovedTo}
-			if ch.Files > 0 && bytes.Contains(ch.AfterData, []byte("/.git/")) {
-				paths = append(paths, ch.Path+"/.git/") // a bulk change: its root holds one
+			if ch.Files > 0 && (bytes.Contains(ch.AfterData, []byte("/.git/")) || bytes.Contains(ch.AfterData, []byte("/HEAD\"")) || bytes.Contains(ch.AfterData, []byte("/.git\""))) {
+				paths = append(paths, ch.Path+"/.git/") // a bulk change: a repository is among its files
 			}
 			for _, p := range paths {
-				i := strings.Index(p, "/.git/")
-				if i <= 0 || filepath.IsAbs(p) {
+				if p == "" || filepath.IsAbs(p) {
 					continue
 				}
-				if repo := p[:i]; !slices.Contains(s.nestedGit, repo) {
-					s.nestedGit = append(s.nestedGit, repo)
+				if i := strings.Index(p, "/.git/"); i > 0 {
+					note(p[:i])
+					continue
+				}
+				dir, base := path.Split(p)
+				dir = strings.TrimSuffix(dir, "/")
+				switch base {
+				case ".git":
+					note(dir)
+				case "HEAD", "config":
+					if s.gitParts == nil {
+						s.gitParts = map[string]int{}
+					}
+					bit := map[string]int{"HEAD": 1, "config": 2}[base]
+					if s.gitParts[dir] |= bit; s.gitParts[dir] == 3 && dir != ".git" && !strings.HasSuffix(dir, "/.git") {
+						note(dir + " (a git directory)")
+					}
 				}
 			}
 		}
@@ -667,9 +692,15 @@ func (s *Session) warnNewRepository() {
 			s.nestedWarned = map[string]bool{}
 		}
 		s.nestedWarned[repo] = true
+		if gd, ok := strings.CutSuffix(repo, " (a git directory)"); ok {
+			dir := filepath.Join(s.w.root, filepath.FromSlash(gd))
+			s.warn(fmt.Sprintf("commands made or changed the git directory %s during the session: a repository that uses it (through a .git file, core.worktree or GIT_DIR) obeys its configuration and hooks (core.fsmonitor, hooks and filters run programs); review %s/config and %s/hooks before using git with it",
+				dir, dir, dir))
+			continue
+		}
 		dir := filepath.Join(s.w.root, filepath.FromSlash(repo))
-		s.warn(fmt.Sprintf("commands changed %s/.git during the session: its configuration and hooks may be the model's work, and git run there obeys them (core.fsmonitor, hooks and filters run programs); review %s/.git/config and %s/.git/hooks before using git in %s",
-			dir, dir, dir, dir))
+		s.warn(fmt.Sprintf("commands changed %s/.git during the session: its configuration and hooks may be the model's work, and git run there obeys them (core.fsmonitor, hooks and filters run programs); review the git directory it is or names, its config and hooks, before using git in %s",
+			dir, dir))
 	}
 	s.gitMu.Unlock()
 	if s.newRepoWarned {

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -171,33 +172,44 @@ func TestWarnsOfNewRepository(t *testing.T) {
 }
 
 // TestWarnsOfNestedRepository: in a workspace that is a repository, a
-// command makes one in a subdirectory and sets core.fsmonitor there; the
-// end of the run says so, naming it.
+// command makes another repository below it — a .git directory, a .git
+// file naming a git directory elsewhere, a git directory by another name
+// made file by file — and sets core.fsmonitor there; the end of the run
+// says so, naming it.
 func TestWarnsOfNestedRepository(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	o := fixture(t, `{"steps": [{"actions": [{"kind": "run", "command": "git init -q sub && git -C sub config core.fsmonitor 'touch /tmp/x'"}]}, {"say": "done"}]}`)
-	o.Validation.Off = true
-	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
-		if out, err := exec.Command("git", append([]string{"-C", o.Root}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
+	for _, tc := range []struct{ name, cmd, warned string }{
+		{"directory", "git init -q sub && git -C sub config core.fsmonitor 'touch /tmp/x'", "sub/.git during the session"},
+		{"gitdir file", "git init -q --separate-git-dir=gdata sub && git -C sub config core.fsmonitor 'touch /tmp/x'", "sub/.git during the session"},
+		{"git directory by another name", "mkdir -p gd/objects gd/refs && printf 'ref: refs/heads/main\\n' > gd/HEAD && printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' > gd/config", "the git directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, _ := json.Marshal(tc.cmd)
+			o := fixture(t, `{"steps": [{"actions": [{"kind": "run", "command": `+string(in)+`}]}, {"say": "done"}]}`)
+			o.Validation.Off = true
+			for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
+				if out, err := exec.Command("git", append([]string{"-C", o.Root}, args...)...).CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v %s", args, err, out)
+				}
+			}
+			var warnings []string
+			o.OnWarning = func(m string) { warnings = append(warnings, m) }
+			s, err := Open(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Run(context.Background(), "make a nested repository"); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range warnings {
+				if strings.Contains(w, tc.warned) {
+					return
+				}
+			}
+			t.Fatalf("no warning of the nested repository: %q", warnings)
+		})
 	}
-	var warnings []string
-	o.OnWarning = func(m string) { warnings = append(warnings, m) }
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Run(context.Background(), "make a nested repository"); err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range warnings {
-		if strings.Contains(w, filepath.Join(o.Root, "sub")+"/.git during the session") {
-			return
-		}
-	}
-	t.Fatalf("no warning of the nested repository: %q", warnings)
 }

@@ -267,10 +267,13 @@ var credentialPaths = []string{
 	".kaggle/kaggle.json", ".terraformrc", ".pulumi/credentials.json", ".databrickscfg", ".fly",
 	".config/glab-cli", ".vercel", ".local/share/com.vercel.cli", ".wrangler", ".config/.wrangler",
 	".config/configstore/firebase-tools.json", ".config/heroku", ".netlify/config.json",
+	".config/stripe", ".config/ngrok", ".ngrok2", ".cloudflared", ".config/io.datasette.llm", ".continue",
+	".config/helm", ".minikube", ".bundle/config", ".config/pip/pip.conf", ".pip/pip.conf", ".circleci",
+	".supabase", ".ollama/id_ed25519", ".tsh", ".config/discord", ".Xauthority",
 	// Browsers' profiles (cookies, saved passwords).
 	".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",
 	// What the user typed: shell and client histories.
-	".bash_history", ".zsh_history", ".local/share/fish/fish_history", ".psql_history", ".mysql_history",
+	".bash_history", ".zsh_history", ".zhistory", ".histfile", ".local/share/atuin", ".local/share/fish/fish_history", ".psql_history", ".mysql_history",
 	".python_history", ".node_repl_history", ".sqlite_history", ".rediscli_history",
 }
 
