@@ -180,7 +180,11 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 // warner prints the harness's warnings on w, inert: they quote file and
 // server names, an MCP server's output, what commands wrote.
 func warner(w io.Writer) func(string) {
-	return func(msg string) { fmt.Fprintf(w, "truss: %s\n", termsafe.String(msg)) }
+	return func(msg string) {
+		// A line break in what a warning quotes (a file name) cannot
+		// start a line that looks like Truss's own.
+		fmt.Fprintf(w, "truss: %s\n", strings.ReplaceAll(termsafe.String(msg), "\n", "\n  │ "))
+	}
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }

@@ -101,6 +101,9 @@ func (s *Session) escalatedPlan() *sandbox.Plan {
 	base := s.w.sandbox.Plan()
 	p := base.Policy
 	p.Mode, p.Network, p.Protected = sandbox.FullAccess, true, nil
+	// Its own directory is in the session's private one, which the
+	// session's commands do not see; the escalated shell must write it.
+	p.Hidden = slices.DeleteFunc(slices.Clone(p.Hidden), func(h string) bool { return h == s.w.priv })
 	pl := &sandbox.Plan{Policy: p}
 	if base.Mechanisms.Namespaces && len(p.Hidden) > 0 {
 		m := base.Mechanisms
@@ -162,10 +165,12 @@ func (e *escalatedShell) start() {
 		return
 	}
 	// Nothing the session's sandboxed commands can write steers it: its
-	// temporary directory is its own, beside its saved variables, and its
+	// temporary directory is its own, beside its saved variables; its
 	// caches are the host's own (the user's, as for any command the user
 	// runs), never the sandbox's, where a command could have planted a
-	// wheel, a module or an npx package the approved command would take.
+	// wheel, a module or an npx package the approved command would take;
+	// its PATH has none of the directories commands write (an approved
+	// "git status" is not a git a command wrote into .venv/bin).
 	tmp := filepath.Join(own, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		sb.Close()
@@ -174,7 +179,7 @@ func (e *escalatedShell) start() {
 		return
 	}
 	sh := shell.New(shell.Config{Dir: e.dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv,
-		Env: os.Environ(), SetEnv: append([]string{"TMPDIR=" + tmp}, w.cfg.Validate.EnvList()...),
+		Env: os.Environ(), SetEnv: append([]string{"TMPDIR=" + tmp, "PATH=" + w.hostPath}, w.cfg.Validate.EnvList()...),
 		TmpDir: own, Launcher: sb, Guard: sb.Guard, Bash: w.bash})
 	e.sb, e.sh = sb, &ownedShell{Session: sh, dir: own}
 }

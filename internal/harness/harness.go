@@ -649,7 +649,7 @@ func (s *Session) noteNestedGit(results []tool.Result) {
 				paths = append(paths, ch.Path+"/.git/") // a bulk change: a repository is among its files
 			}
 			for _, p := range paths {
-				if p == "" || filepath.IsAbs(p) {
+				if p == "" {
 					continue
 				}
 				if i := strings.Index(p, "/.git/"); i > 0 {
@@ -693,12 +693,18 @@ func (s *Session) warnNewRepository() {
 		}
 		s.nestedWarned[repo] = true
 		if gd, ok := strings.CutSuffix(repo, " (a git directory)"); ok {
-			dir := filepath.Join(s.w.root, filepath.FromSlash(gd))
+			dir := filepath.FromSlash(gd)
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(s.w.root, dir)
+			}
 			s.warn(fmt.Sprintf("commands made or changed the git directory %s during the session: a repository that uses it (through a .git file, core.worktree or GIT_DIR) obeys its configuration and hooks (core.fsmonitor, hooks and filters run programs); review %s/config and %s/hooks before using git with it",
 				dir, dir, dir))
 			continue
 		}
-		dir := filepath.Join(s.w.root, filepath.FromSlash(repo))
+		dir := filepath.FromSlash(repo)
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(s.w.root, dir)
+		}
 		s.warn(fmt.Sprintf("commands changed %s/.git during the session: its configuration and hooks may be the model's work, and git run there obeys them (core.fsmonitor, hooks and filters run programs); review the git directory it is or names, its config and hooks, before using git in %s",
 			dir, dir))
 	}

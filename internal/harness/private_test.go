@@ -421,7 +421,7 @@ func hostProgramsAttack(t *testing.T, addDir bool) {
 	spawn, _ := json.Marshal(map[string]any{"task": "ISO look", "isolated": true})
 	script := `{"steps": [` + runStep(t, plant, nil) + `,
 	  {"actions": [{"kind": "spawn", "raw_input": ` + string(mustJSON(t, string(spawn))) + `}]},
-	  ` + runStep(t, "echo escalated", esc) + `,
+	  ` + runStep(t, "git --version >/dev/null; echo escalated", esc) + `,
 	  {"say": "Done."}],
 	 "agents": {"ISO": {"steps": [{"say": "nothing to do"}]}}}`
 	o := fixture(t, script)
@@ -524,5 +524,64 @@ func TestSecretValuesWithheld(t *testing.T) {
 	}
 	if !strings.Contains(out, "PLAIN_SETTING=kept-4711") {
 		t.Errorf("an ordinary variable did not reach the command")
+	}
+}
+
+// TestChecksTakeNoCachedResults: the validation runs' Go tests are never
+// taken from the build cache, which commands write (a command could plant
+// an "ok" for a failing package).
+func TestChecksTakeNoCachedResults(t *testing.T) {
+	o := fixture(t, `{"steps": [{"say": "Done."}]}`)
+	o.Validation.TestCmd = `echo "flags=$GOFLAGS"`
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := s.Run(context.Background(), "check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verdict == nil || !strings.Contains(out.Verdict.Log, "-count=1") {
+		t.Errorf("the boundary's GOFLAGS: %+v", out.Verdict)
+	}
+}
+
+// TestPrivateDirHidden: with TMPDIR outside /tmp (where the sandbox's own
+// /tmp does not hide it), commands see nothing of the session's private
+// directory; an approved escalation still works in its own.
+func TestPrivateDirHidden(t *testing.T) {
+	tmp, err := os.MkdirTemp("/var/tmp", "truss-tmpdir-")
+	if err != nil {
+		t.Skip("no /var/tmp:", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	esc := map[string]any{"sandbox_permissions": "require_escalated", "justification": "May I?"}
+	look := `ls -A "$(dirname "$TMPDIR")"/truss-private-*/ 2>&1 | head -5; echo looked`
+	o := fixture(t, `{"steps": [`+runStep(t, "export X=1; echo escalated", esc)+`,`+runStep(t, look, nil)+`,`+runStep(t, "echo again $X", esc)+`, {"say": "Done."}]}`)
+	t.Setenv("TMPDIR", tmp)
+	o.Validation.Off = true
+	o.Approval = approval.OnRequest
+	o.Approver = approval.ApproverFunc(func(context.Context, approval.Request) (approval.Decision, error) { return approval.Approve, nil })
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.w.sandbox.Plan().Active() || !s.w.sandbox.Plan().Mechanisms.Namespaces {
+		t.Skip("no namespaces: nothing is hidden")
+	}
+	if _, err := s.Run(context.Background(), "look"); err != nil {
+		t.Fatal(err)
+	}
+	if len(*rs) != 3 {
+		t.Fatalf("results: %+v", *rs)
+	}
+	if out := (*rs)[1].Stdout; strings.Contains(out, "escalated-") || strings.Contains(out, "env.sh") {
+		t.Errorf("a command listed the private directory: %q", out)
+	}
+	if out := (*rs)[2].Stdout; !strings.Contains(out, "again 1") {
+		t.Errorf("the escalated shell lost its saved variables: %q %q", out, (*rs)[2].Stderr)
 	}
 }

@@ -134,6 +134,9 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 		}
 		w.cacheEnv = caches.Env
 	}
+	// The private directory is hidden from commands where it is not
+	// under the sandbox's own /tmp already (a TMPDIR elsewhere).
+	pl.Policy.Hidden = append(pl.Policy.Hidden, w.priv)
 	if w.sandbox, err = sandbox.New(pl); err != nil {
 		return w, err
 	}
@@ -486,12 +489,12 @@ func (w *workspace) newShellIn(dir, own string) *shell.Session { return w.shellI
 // shellIn starts a shell session in dir, in b, keeping its own files (its
 // saved variables, which the next shell sources) in own, a directory that
 // only b's commands and Truss write.
-func (w *workspace) shellIn(b box, dir, own string) *shell.Session {
+func (w *workspace) shellIn(b box, dir, own string, extra ...string) *shell.Session {
 	if w.envs != nil {
 		return w.envShellIn(dir)
 	}
 	return shell.New(shell.Config{Dir: dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv,
-		Env: os.Environ(), SetEnv: append(append([]string{"TMPDIR=" + b.tmp}, w.cacheEnv...), w.cfg.Validate.EnvList()...),
+		Env: os.Environ(), SetEnv: append(append(append([]string{"TMPDIR=" + b.tmp}, w.cacheEnv...), extra...), w.cfg.Validate.EnvList()...),
 		TmpDir: own, Launcher: b.sb, Guard: b.sb.Guard, Bash: w.bash})
 }
 
@@ -511,6 +514,14 @@ func (w *workspace) validationShell() validate.Shell {
 	return w.ownedShellIn(w.box(), w.ws.Dir(), "validate-")
 }
 
+// checkEnv is what a validation run's shell adds to the commands'
+// environment: Go's test results are never taken from the build cache,
+// which commands write (a command could plant an "ok" for a failing
+// package's test).
+func checkEnv() []string {
+	return []string{"GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -count=1")}
+}
+
 // ownedShellIn starts a shell in dir, in b, that keeps its files in a
 // directory of its own under b's temporary directory, removed with it.
 func (w *workspace) ownedShellIn(b box, dir, prefix string) *ownedShell {
@@ -518,7 +529,11 @@ func (w *workspace) ownedShellIn(b box, dir, prefix string) *ownedShell {
 	if err != nil {
 		own = "" // the session makes its own
 	}
-	return &ownedShell{Session: w.shellIn(b, dir, own), dir: own}
+	var extra []string
+	if prefix == "validate-" {
+		extra = checkEnv()
+	}
+	return &ownedShell{Session: w.shellIn(b, dir, own, extra...), dir: own}
 }
 
 // ownedShell is a shell whose directory goes with it.
@@ -639,6 +654,9 @@ func (w *workspace) childBox(dir string) (box, func(), error) {
 		}
 	}
 	p.Workspace, p.TempDir, p.Writable = dir, tmp, writable
+	// The copy is in the private directory, which the session's commands
+	// do not see: the child's must see (and write) their copy.
+	p.Hidden = slices.DeleteFunc(slices.Clone(p.Hidden), func(h string) bool { return h == w.priv })
 	p.Protected = append(append(sandbox.GitPaths(dir), config.Protected(dir)...), p.Protected...)
 	sb, err := w.sandbox.Derive(p)
 	if err != nil {

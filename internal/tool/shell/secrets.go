@@ -80,7 +80,16 @@ var tokenFormats = []tokenFormat{
 	{"sq0atp-", urlSafe, 20},  // Square
 	{"sq0csp-", urlSafe, 40},
 	{"AGE-SECRET-KEY-1", upperNum, 50}, // age identities
-	{"eyJ", urlSafe, 0},                // a JWT: checked for its form below
+	{"SK", hexDigit, 32},               // Twilio API keys
+	{"key-", hexDigit, 32},             // Mailgun
+	{"DO00", upperNum, 60},             // DigitalOcean Spaces
+	{"HRKU-", urlSafe, 30},             // Heroku
+	{"ATATT", urlSafe, 60},             // Atlassian API tokens
+	{"hooks.slack.com/services/", func(c byte) bool { return urlSafe(c) || c == '/' }, 30},
+	{"discord.com/api/webhooks/", func(c byte) bool { return urlSafe(c) || c == '/' }, 40},
+	{"discordapp.com/api/webhooks/", func(c byte) bool { return urlSafe(c) || c == '/' }, 40},
+	{"Basic ", base64ish, 12}, // an Authorization header's user:password
+	{"eyJ", urlSafe, 0},       // a JWT: checked for its form below
 }
 
 // secretForm reports whether v holds a credential recognizable by its
@@ -88,7 +97,7 @@ var tokenFormats = []tokenFormat{
 // private key in PEM or PGP armor, or an Azure connection string's or
 // shared access signature's key.
 func secretForm(v string) bool {
-	if strings.Contains(v, "PRIVATE KEY") && strings.Contains(v, "-----BEGIN ") {
+	if strings.Contains(v, "PRIVATE KEY") && strings.Contains(v, "-----BEGIN ") || telegramToken(v) {
 		return true
 	}
 	for _, k := range [...]string{"AccountKey=", "SharedAccessKey=", "SharedAccessSignature=", "sig="} {
@@ -127,6 +136,26 @@ func secretForm(v string) bool {
 		}
 	}
 	return false
+}
+
+// telegramToken reports whether v holds a Telegram bot token: the bot's
+// id (8 to 10 digits), a colon, and 35 characters of base64url.
+func telegramToken(v string) bool {
+	for i := 0; ; {
+		j := strings.IndexByte(v[i:], ':')
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		i = at + 1
+		d := 0
+		for d < at && '0' <= v[at-1-d] && v[at-1-d] <= '9' {
+			d++
+		}
+		if d >= 8 && d <= 10 && (at-d == 0 || !urlSafe(v[at-d-1])) && runOf(v[i:], urlSafe) == 35 {
+			return true
+		}
+	}
 }
 
 // runOf is how many of s's first bytes are in the alphabet.

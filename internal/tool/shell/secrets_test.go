@@ -44,6 +44,15 @@ func TestSecretValues(t *testing.T) {
 		"azure sas":         "https://x.blob.core.windows.net/c?sv=2022-11-02&se=2026-12-31&sp=r&sig=" + a(43) + "%3D",
 		"in a header":       "Authorization: Bearer ghp_" + a(36),
 		"in a url query":    "https://api.example.com/v1?key=AIza" + a(35),
+		"slack webhook":     "https://hooks.slack.com/services/T0000000/B0000000/" + a(24),
+		"discord webhook":   "https://discord.com/api/webhooks/123456789012345678/" + a(68),
+		"basic auth":        "Authorization: Basic dXNlcjpwYXNzd29yZA==",
+		"telegram":          "123456789:" + a(35),
+		"twilio":            "SK" + h(32),
+		"mailgun":           "key-" + h(32),
+		"do spaces":         "DO00" + strings.ToUpper(h(60)),
+		"heroku":            "HRKU-" + a(60),
+		"atlassian":         "ATATT3xFfGF0" + a(180),
 	}
 	for name, v := range withheld {
 		if !WithheldValue(v) {
@@ -58,7 +67,8 @@ func TestSecretValues(t *testing.T) {
 		"aGVsbG8gd29ybGQ=", "AKIA", "akia" + strings.ToLower(h(16)), "MASKIAIOSFODNN7EXAMPLE9",
 		"eyJhbGciOiJIUzI1NiJ9", // a JWT header alone is no token
 		"ghp_short", "xoxb-", "hf_hub_offline", "npm_config_cache", "https://github.com/org/repo.git",
-		"postgres://localhost:5432/db", "dapi-gateway", "secret_santa",
+		"postgres://localhost:5432/db", "dapi-gateway", "secret_santa", "12:30:45", "SKIP_TESTS", "key-value", "Basic",
+		"https://hooks.slack.com/", "localhost:8080", "2026-12-05T12:30:45Z",
 	}
 	for _, v := range passed {
 		if WithheldValue(v) {
