@@ -331,8 +331,11 @@ func TestIsolatedChildKeepsOffTheWorkspace(t *testing.T) {
 // take).
 func TestEscalatedShellOwnsItsPlaces(t *testing.T) {
 	show := `for v in TMPDIR XDG_CACHE_HOME GOCACHE npm_config_cache PIP_CACHE_DIR GOMODCACHE; do eval "echo $v=\${$v}"; done`
+	// The sandbox's places are those its commands can write (offline,
+	// its GOMODCACHE is the host's own, which it only reads).
+	writable := `for v in TMPDIR XDG_CACHE_HOME GOCACHE npm_config_cache PIP_CACHE_DIR GOMODCACHE; do eval "p=\${$v}"; [ -n "$p" ] && mkdir -p "$p" 2>/dev/null && [ -w "$p" ] && echo "$v=$p"; done; true`
 	esc := map[string]any{"sandbox_permissions": "require_escalated", "justification": "May I?"}
-	script := `{"steps": [` + runStep(t, show, nil) + `,` + runStep(t, show, esc) + `, {"say": "Done."}]}`
+	script := `{"steps": [` + runStep(t, writable, nil) + `,` + runStep(t, show, esc) + `, {"say": "Done."}]}`
 	o := fixture(t, script)
 	o.Validation.Off = true
 	o.Approval = approval.OnRequest
