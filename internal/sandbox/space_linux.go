@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trussdev/truss/internal/hostfs"
+	"github.com/trussdev/truss/internal/sandbox/helper"
 )
 
 // The disk budget's second measure: the space the session's files take.
@@ -119,29 +121,10 @@ func mountPoints() []string {
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(line); len(f) > 4 {
-			out = append(out, unescapeMount(f[4]))
+			out = append(out, helper.UnescapeMount(f[4]))
 		}
 	}
 	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // freeBlocks is the free space of path's file system, the blocks kept
@@ -226,24 +209,36 @@ func (s *space) walk(pids []int) (held int64, unread string) {
 		counted[k] = true
 		held += st.Blocks * 512
 	}
+	// Through hostfs: each directory opened from its parent's descriptor,
+	// never through a link, so a directory a command swaps for a link
+	// sends the walk nowhere; a walk cut short (a directory that cannot
+	// be read or was replaced) counts as unread.
 	for _, root := range s.roots {
-		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if !errors.Is(err, fs.ErrNotExist) && unread == "" {
-					unread = p
+		r, err := hostfs.OpenRoot(root)
+		if err != nil {
+			if !hostfs.IsNotExist(err) && unread == "" {
+				unread = root
+			}
+			continue
+		}
+		err = r.Walk(func(name string, _ *hostfs.Root, info hostfs.Info) error {
+			if info.ChangeTime >= since {
+				k := key{info.Dev, info.Ino}
+				if !counted[k] {
+					counted[k] = true
+					held += info.Blocks * 512
 				}
-				return nil
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return nil // gone since it was listed
-			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
-			if ok && st.Ctim.Nano() >= since {
-				add(st)
 			}
 			return nil
 		})
+		r.Close()
+		if err != nil && !hostfs.IsNotExist(err) && unread == "" {
+			unread = root
+			var he *hostfs.Error
+			if errors.As(err, &he) && he.Path != "" {
+				unread = he.Path
+			}
+		}
 	}
 	for _, pid := range pids {
 		dir := "/proc/" + strconv.Itoa(pid) + "/fd"

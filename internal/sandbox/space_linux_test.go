@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/trussdev/truss/internal/sandbox/helper"
 )
 
 // TestSpaceWalk: the walk counts the files changed since the session
@@ -34,6 +36,12 @@ func TestSpaceWalk(t *testing.T) {
 	if _, err := f.Write(make([]byte, 2<<20)); err != nil {
 		t.Fatal(err)
 	}
+	// A link to a directory elsewhere (a command's) is not walked through.
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "far.bin"), make([]byte, 16<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(dir, "link"))
 	held := s.rewalk(0, []int{os.Getpid()})
 	if held < 10<<20 || held >= 14<<20 || s.unread != "" {
 		t.Errorf("the walk found %s (unread %q), want 10 MiB and a little", FormatSize(held), s.unread)
@@ -60,7 +68,7 @@ func TestSpaceWalk(t *testing.T) {
 
 func TestUnescapeMount(t *testing.T) {
 	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`, `/end\04`: `/end\04`} {
-		if got := unescapeMount(in); got != want {
+		if got := helper.UnescapeMount(in); got != want {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
 	}
