@@ -168,11 +168,7 @@ func isolatedCopyAttack(t *testing.T, withGit bool, parent, child string) {
 	t.Setenv("SECRET", secret)
 	t.Setenv("OUTSIDE", outside)
 	if withGit {
-		for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
-			if out, err := exec.Command("git", append([]string{"-C", o.Root}, args...)...).CombinedOutput(); err != nil {
-				t.Fatalf("git %v: %v %s", args, err, out)
-			}
-		}
+		commitAll(t, o.Root)
 	}
 	shells := childResults(&o, tool.OpExec)
 	spawns := callResults(&o, tool.OpSpawn)
@@ -290,11 +286,7 @@ func TestIsolatedChildKeepsOffTheWorkspace(t *testing.T) {
 	proj := filepath.Join(base, "proj")
 	os.MkdirAll(proj, 0o755)
 	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("one\n"), 0o644)
-	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
-		if out, err := exec.Command("git", append([]string{"-C", proj}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
+	commitAll(t, proj)
 	child := `for f in "$PROJ/a.txt" "$PROJ/.git/config" "$PROJ/new.txt"; do echo x >> "$f" 2>/dev/null && echo "wrote $f"; done; echo tried`
 	spawn, _ := json.Marshal(map[string]any{"task": "ISO try", "isolated": true})
 	script := `{"steps": [{"actions": [{"kind": "spawn", "raw_input": ` + string(mustJSON(t, string(spawn))) + `}]}, {"say": "Done."}],
@@ -431,11 +423,7 @@ func hostProgramsAttack(t *testing.T, addDir bool) {
 	o.Validation.Off = true
 	o.Approval = approval.OnRequest
 	o.Approver = approval.ApproverFunc(func(context.Context, approval.Request) (approval.Decision, error) { return approval.Approve, nil })
-	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
-		if out, err := exec.Command("git", append([]string{"-C", o.Root}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
+	commitAll(t, o.Root)
 	t.Setenv("MARK", mark)
 	bin := filepath.Join(o.Root, ".venv", "bin")
 	if addDir {
@@ -586,5 +574,15 @@ func TestPrivateDirHidden(t *testing.T) {
 	}
 	if out := (*rs)[2].Stdout; !strings.Contains(out, "again 1") {
 		t.Errorf("the escalated shell lost its saved variables: %q %q", out, (*rs)[2].Stderr)
+	}
+}
+
+// commitAll makes dir a git repository with everything in it committed.
+func commitAll(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
 	}
 }

@@ -189,11 +189,7 @@ func TestWarnsOfNestedRepository(t *testing.T) {
 			in, _ := json.Marshal(tc.cmd)
 			o := fixture(t, `{"steps": [{"actions": [{"kind": "run", "command": `+string(in)+`}]}, {"say": "done"}]}`)
 			o.Validation.Off = true
-			for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
-				if out, err := exec.Command("git", append([]string{"-C", o.Root}, args...)...).CombinedOutput(); err != nil {
-					t.Fatalf("git %v: %v %s", args, err, out)
-				}
-			}
+			commitAll(t, o.Root)
 			var warnings []string
 			o.OnWarning = func(m string) { warnings = append(warnings, m) }
 			s, err := Open(context.Background(), o)

@@ -435,18 +435,7 @@ func (s *Session) hiddenCredentials() []string {
 // existing ancestor resolved, the rest as it is.
 func resolveExisting(p string) string {
 	p, _ = filepath.Abs(p)
-	rest := ""
-	for {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return filepath.Join(p, rest)
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
-	}
+	return hostfs.Resolve(p)
 }
 
 // keyDir is the directory of the signing key.
@@ -511,7 +500,7 @@ func (w *workspace) stopCommands() {
 
 // validationShell is a fresh shell for one validation run.
 func (w *workspace) validationShell() validate.Shell {
-	return w.ownedShellIn(w.box(), w.ws.Dir(), "validate-")
+	return w.ownedShellIn(w.box(), w.ws.Dir(), "validate-", checkEnv()...)
 }
 
 // checkEnv is what a validation run's shell adds to the commands'
@@ -523,15 +512,12 @@ func checkEnv() []string {
 }
 
 // ownedShellIn starts a shell in dir, in b, that keeps its files in a
-// directory of its own under b's temporary directory, removed with it.
-func (w *workspace) ownedShellIn(b box, dir, prefix string) *ownedShell {
+// directory of its own under b's temporary directory, removed with it;
+// extra are variables it adds to the commands' environment.
+func (w *workspace) ownedShellIn(b box, dir, prefix string, extra ...string) *ownedShell {
 	own, err := os.MkdirTemp(b.tmp, prefix)
 	if err != nil {
 		own = "" // the session makes its own
-	}
-	var extra []string
-	if prefix == "validate-" {
-		extra = checkEnv()
 	}
 	return &ownedShell{Session: w.shellIn(b, dir, own, extra...), dir: own}
 }
@@ -612,7 +598,7 @@ func (w *workspace) childEnv(dir string, compose func(*tool.Mux, string) tool.Ex
 	}
 	if w.runner != nil {
 		r := *w.runner
-		r.NewShell = func() validate.Shell { return w.ownedShellIn(b, dir, "validate-") }
+		r.NewShell = func() validate.Shell { return w.ownedShellIn(b, dir, "validate-", checkEnv()...) }
 		mux.Handle(tool.OpValidate, &r)
 	}
 	return &subagent.Env{Exec: compose(mux, dir), Close: func() {

@@ -20,14 +20,14 @@ func SafePath(path string, writable []string) string {
 		if w == "" {
 			continue
 		}
-		roots = append(roots, resolved(w))
+		roots = append(roots, Resolve(w))
 	}
 	var keep []string
 	for _, e := range filepath.SplitList(path) {
 		if e == "" || !filepath.IsAbs(e) {
 			continue
 		}
-		r := resolved(e)
+		r := Resolve(e)
 		inside := false
 		for _, w := range roots {
 			if r == w || strings.HasPrefix(r, strings.TrimSuffix(w, string(filepath.Separator))+string(filepath.Separator)) {
@@ -60,8 +60,9 @@ func LookPath(name, path string) (string, error) {
 	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
 }
 
-// resolved is p with its symbolic links resolved as far as it exists.
-func resolved(p string) string {
+// Resolve is p with its symbolic links resolved as far as it exists (the
+// nearest existing ancestor's, for a path not made yet).
+func Resolve(p string) string {
 	p = filepath.Clean(p)
 	rest := ""
 	for {

@@ -681,7 +681,7 @@ func readOnlyExcept(writable []string, privateTmp bool) error {
 		if len(f) < 5 {
 			continue
 		}
-		mp := unescapeMount(f[4])
+		mp := UnescapeMount(f[4])
 		keep := mp == "/dev/pts" || mp == "/dev/shm" || under(mp, "/proc") || privateTmp && mp == "/tmp"
 		for _, r := range roots {
 			keep = keep || under(mp, r)
@@ -701,9 +701,9 @@ func readOnlyExcept(writable []string, privateTmp bool) error {
 	return nil
 }
 
-// unescapeMount decodes the octal escapes of a mountinfo path (\040 for a
+// UnescapeMount decodes the octal escapes of a mountinfo path (\040 for a
 // space).
-func unescapeMount(s string) string {
+func UnescapeMount(s string) string {
 	if !strings.Contains(s, "\\") {
 		return s
 	}
