@@ -333,7 +333,7 @@ func cmdSessions(args []string, stdout, stderr io.Writer) error {
 		if len(task) > 48 {
 			task = task[:48] + "…"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), m.Status, m.Turns, m.Provider, m.Model, termsafe.String(m.Workspace), termsafe.String(task))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), m.Status, m.Turns, m.Provider, m.Model, termsafe.Line(m.Workspace), termsafe.Line(task))
 	}
 	return tw.Flush()
 }

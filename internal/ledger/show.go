@@ -99,7 +99,7 @@ func Show(w io.Writer, entries []Entry) {
 		}
 		// What an entry names (paths, commands, tool names) came from a
 		// model or a file: it is neutralised for the terminal.
-		fmt.Fprintf(w, "%5d %s %-15s %s\n", e.Seq, termsafe.String(t), termsafe.String(e.Type), termsafe.String(summary(e.Type, d)))
+		fmt.Fprintf(w, "%5d %s %-15s %s\n", e.Seq, termsafe.Line(t), termsafe.Line(e.Type), termsafe.Line(summary(e.Type, d)))
 	}
 }
 

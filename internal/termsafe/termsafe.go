@@ -83,6 +83,23 @@ func String(s string) string {
 	return b.String()
 }
 
+// Line is String for text shown on one line (a name, a summary, a code
+// fence's language): every line break, the newlines String keeps and the
+// carriage returns it turns into newlines, becomes a space, and a tab
+// becomes a space too. The result holds no byte below 0x20.
+func Line(s string) string {
+	s = String(s)
+	if !strings.ContainsAny(s, "\n\t") {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
 // Bytes is String for a byte slice.
 func Bytes(b []byte) string { return String(string(b)) }
 

@@ -73,6 +73,21 @@ func unsafe(out string) string {
 	return ""
 }
 
+func TestLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain", "plain"},
+		{"two\nlines", "two lines"},
+		{"cr\roverwrite", "cr overwrite"},
+		{"crlf\r\nend", "crlf end"},
+		{"tab\there", "tab here"},
+		{"title \x1b]0;x\x07", "title <U+001B>]0;x<U+0007>"},
+	} {
+		if got := Line(tc.in); got != tc.want {
+			t.Errorf("Line(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func FuzzString(f *testing.F) {
 	for _, s := range []string{"", "a \x1b]0;HIJACK\x07 \x1b[2J", "\x1b[1;31mx", "\u009b2J\u202e", "\r\n\r", "\xff\xfe", "\x1bP\x1b\\"} {
 		f.Add(s)
@@ -87,6 +102,9 @@ func FuzzString(f *testing.F) {
 		}
 		if unsafe(in) == "" && out != in {
 			t.Fatalf("changed clean text %q to %q", in, out)
+		}
+		if l := Line(in); unsafe(l) != "" || strings.ContainsAny(l, "\n\t") {
+			t.Fatalf("Line(%q) = %q: not one safe line", in, l)
 		}
 	})
 }

@@ -237,8 +237,8 @@ func (m *uiModel) replay(items []model.Item) {
 			if it.Call == nil {
 				continue
 			}
-			name := termsafe.String(it.Call.Name)
-			b := &block{kind: blockTool, tool: &card{id: it.Call.ID, name: name, summary: name + " " + termsafe.String(firstLine(it.Call.Input))}}
+			name := termsafe.Line(it.Call.Name)
+			b := &block{kind: blockTool, tool: &card{id: it.Call.ID, name: name, summary: name + " " + termsafe.Line(firstLine(it.Call.Input))}}
 			m.blocks = append(m.blocks, b)
 			cards[it.Call.ID] = b
 		case model.KindToolResult:

@@ -117,8 +117,8 @@ func convert(ev agent.Event) *event {
 			return nil
 		}
 		e.callID = ev.Call.ID
-		e.name = termsafe.String(ev.Call.Name)
-		e.summary = termsafe.String(ui.Summary(ev.Call, ev.Ops))
+		e.name = termsafe.Line(ev.Call.Name)
+		e.summary = termsafe.Line(ui.Summary(ev.Call, ev.Ops))
 		if ev.Type == agent.EventCallCompleted {
 			text := ev.FullText
 			if text == "" && ev.Result != nil {

@@ -112,7 +112,7 @@ func (u *UI) Notify(text string) {
 // Child returns an observer for a sub-agent's run, drawn as one indented
 // line per call it starts and one when it ends, marked with name.
 func (u *UI) Child(name string) agent.Observer {
-	name = termsafe.String(name)
+	name = termsafe.Line(name)
 	return agent.ObserverFunc(func(ev agent.Event) {
 		var text string
 		switch ev.Type {
@@ -149,12 +149,12 @@ func (u *UI) Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
 		return Deny, ErrClosed
 	default:
 	}
-	req.Tool = termsafe.String(req.Tool)
+	req.Tool = termsafe.Line(req.Tool)
 	req.Command = termsafe.String(req.Command)
 	req.Reason = termsafe.String(req.Reason)
 	paths := make([]string, len(req.Paths))
 	for i, p := range req.Paths {
-		paths[i] = termsafe.String(p)
+		paths[i] = termsafe.Line(p)
 	}
 	req.Paths = paths
 	a := &approval{id: int(u.ids.Add(1)), req: req, reply: make(chan Decision, 1)}

@@ -470,6 +470,19 @@ func TestChildObserver(t *testing.T) {
 	}
 }
 
+// A call's header is one line even when the command holds a carriage
+// return, which termsafe turns into a line break elsewhere.
+func TestCardHeaderIsOneLine(t *testing.T) {
+	d := newDriver(t, 80, 20, false)
+	d.u.Observe(agent.Event{Type: agent.EventTurnStarted, Turn: 1})
+	d.u.Observe(agent.Event{Type: agent.EventCallStarted, Turn: 1, Call: &model.ToolCall{ID: "x", Name: "ba\rsh"},
+		Ops: []tool.Call{{Op: tool.OpExec, Args: &tool.ExecArgs{Command: "echo safe\rrm -rf ~"}}}})
+	f := d.frame()
+	if !strings.Contains(f, "ba sh · $ echo safe rm -rf ~") {
+		t.Errorf("the call's header is not one line:\n%s", f)
+	}
+}
+
 // A streaming message wrapped delta by delta reads the same as the whole
 // text wrapped at once, also across a resize.
 func TestStreamWrapMatchesWholeWrap(t *testing.T) {

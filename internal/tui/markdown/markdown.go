@@ -164,7 +164,11 @@ func (d *drawer) table(n ast.Node, width int) []string {
 		if !strings.HasPrefix(l, "|") {
 			return nil
 		}
-		out = append(out, cut(termsafe.String(strings.ReplaceAll(l, "\t", "    ")), width))
+		// termsafe turns a lone carriage return into a newline: a row
+		// holding one is drawn as the lines it would show as.
+		for _, r := range strings.Split(termsafe.String(strings.ReplaceAll(l, "\t", "    ")), "\n") {
+			out = append(out, cut(r, width))
+		}
 	}
 	return out
 }
@@ -176,7 +180,11 @@ func (d *drawer) code(n ast.Node, width int) []string {
 	src := termsafe.String(strings.TrimRight(b.String(), "\n"))
 	var out []string
 	if fc, ok := n.(*ast.FencedCodeBlock); ok && !d.r.color {
-		out = append(out, cut("```"+termsafe.String(string(fc.Language(d.src))), width))
+		// The language is the info's first word; goldmark ends it at a
+		// space only, so a tab or a lone carriage return would otherwise
+		// carry the rest of the info into this line.
+		lang, _, _ := strings.Cut(termsafe.Line(string(fc.Language(d.src))), " ")
+		out = append(out, cut("```"+lang, width))
 	}
 	for _, l := range strings.Split(strings.ReplaceAll(src, "\t", "    "), "\n") {
 		out = append(out, d.paint(inline{code: true, block: true}, cut("  "+l, width)))
