@@ -157,6 +157,9 @@ type MCPServer struct {
 	EnabledTools   []string          `toml:"enabled_tools"`
 	DisabledTools  []string          `toml:"disabled_tools"`
 	Enabled        *bool             `toml:"enabled"`
+	// Network is whether a stdio server's sandbox has the network; unset,
+	// it has the session's.
+	Network *bool `toml:"network"`
 }
 
 // StartupTimeoutValue returns the server's startup timeout (0: the default).

@@ -44,7 +44,22 @@ func Declare(ctx context.Context, opts Options) (*Declaration, error) {
 		return nil, err
 	}
 	if len(cfgs) > 0 {
-		mgr := client.Start(ctx, cfgs, client.Options{Client: "truss", Version: o.Version, Dialect: s.dialect, Log: &warnWriter{warn: s.warn}})
+		// The project's servers run confined, as in a session.
+		sb, path, env, done, err := s.serverBox(cmp.Or(o.Root, "."), cfg, cfgs)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		boxes, err := confineServers(sb, cfg, cfgs, o.MCP, env)
+		defer func() {
+			for _, b := range boxes {
+				b.Close()
+			}
+		}()
+		if err != nil {
+			return nil, err
+		}
+		mgr := client.Start(ctx, cfgs, client.Options{Client: "truss", Version: o.Version, Dialect: s.dialect, Log: &warnWriter{warn: s.warn}, Path: path})
 		defer mgr.Close()
 		mgr.Wait(ctx, -1)
 		for _, srv := range mgr.Servers() {

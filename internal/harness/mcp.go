@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/config"
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/mcp/client"
+	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
@@ -65,9 +68,10 @@ func MCPConfigs(cfg *config.Config, o MCPOptions) ([]client.ServerConfig, error)
 
 // mcpSession is the MCP servers of one session.
 type mcpSession struct {
-	m    *client.Manager
-	set  *surface.Set
-	warn func(string)
+	m     *client.Manager
+	set   *surface.Set
+	warn  func(string)
+	boxes []*sandbox.Sandbox // the confined servers' sandboxes
 
 	mu   sync.Mutex
 	live bool // past the first turn's wait: ready servers add their tools at once
@@ -104,10 +108,112 @@ func (s *Session) startMCP(ctx context.Context, w *workspace, set *surface.Set) 
 		return nil, err
 	}
 	ms := &mcpSession{set: set, warn: s.warn}
+	if err := ms.confine(w, cfgs, s.opts.MCP); err != nil {
+		ms.closeBoxes()
+		return nil, err
+	}
 	ms.m = client.Start(ctx, cfgs, client.Options{Client: "truss", Version: s.opts.Version, Dialect: s.dialect,
 		Log: &warnWriter{warn: s.warn}, OnReady: ms.ready, Path: w.hostPath})
 	w.handleShared(tool.OpMCP, ms.m)
 	return ms, nil
+}
+
+// confine makes each stdio server of the project's configuration run in a
+// sandbox derived from the session's: its program, and what it loads from
+// the workspace (a script, node_modules, a Python module), are the
+// commands' to write, so it may do what a command may and no more. It
+// has the network when its table says network = true, else when the
+// session's commands do. A server given with --mcp is the user's own
+// choice for one session and runs as Truss does, as does every server
+// when the session has no sandbox.
+func (ms *mcpSession) confine(w *workspace, cfgs []client.ServerConfig, o MCPOptions) error {
+	boxes, err := confineServers(w.sandbox, w.cfg, cfgs, o, append([]string{"TMPDIR=" + w.tmp}, w.cacheEnv...))
+	ms.boxes = boxes
+	return err
+}
+
+// confineServers derives from sb a sandbox for each stdio server of cfg
+// in cfgs (not for those of o: --mcp) and sets it as the server's
+// Launcher; env (the sandbox's TMPDIR and caches, which the server may
+// write where Truss's own may not be) goes before the server's configured
+// environment. It returns the sandboxes to close once the servers ended.
+func confineServers(sb *sandbox.Sandbox, cfg *config.Config, cfgs []client.ServerConfig, o MCPOptions, env []string) ([]*sandbox.Sandbox, error) {
+	if sb == nil || !sb.Plan().Active() {
+		return nil, nil
+	}
+	var boxes []*sandbox.Sandbox
+	for i := range cfgs {
+		c := &cfgs[i]
+		if c.Command == "" || slices.ContainsFunc(o.Servers, func(f client.ServerConfig) bool { return f.Name == c.Name }) {
+			continue
+		}
+		p := sb.Plan().Policy
+		if n := cfg.MCP.Servers[c.Name].Network; n != nil {
+			p.Network = *n
+		}
+		d, err := sb.Derive(p)
+		if err != nil {
+			return boxes, fmt.Errorf("mcp: server %s: its sandbox: %w", c.Name, err)
+		}
+		boxes = append(boxes, d)
+		c.Launcher = d
+		c.Env = append(slices.Clone(env), c.Env...)
+	}
+	return boxes, nil
+}
+
+// serverBox is the sandbox a session in root would give its project's
+// stdio MCP servers, for the servers started without a session (truss
+// tools, truss mcp list and call), with the PATH their programs are found
+// in; nil when the configuration names no stdio server. done releases
+// it, once the servers ended.
+func (s *Session) serverBox(root string, cfg *config.Config, cfgs []client.ServerConfig) (sb *sandbox.Sandbox, path string, env []string, done func(), err error) {
+	done = func() {}
+	if !slices.ContainsFunc(cfgs, func(c client.ServerConfig) bool { _, ok := cfg.MCP.Servers[c.Name]; return ok && c.Command != "" }) {
+		return nil, "", nil, done, nil
+	}
+	if s.user == nil {
+		if err := s.loadUser(); err != nil {
+			return nil, "", nil, done, err
+		}
+	}
+	tmp, err := os.MkdirTemp("", "truss-mcp-")
+	if err != nil {
+		return nil, "", nil, done, err
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, "", nil, done, err
+	}
+	pl, caches, err := s.plan(abs, tmp, cfg)
+	if err == nil && caches != nil {
+		err = caches.Make()
+	}
+	if err == nil {
+		sb, err = sandbox.New(pl)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, "", nil, done, fmt.Errorf("mcp: the servers' sandbox: %w", err)
+	}
+	path = hostfs.SafePath(os.Getenv("PATH"), append([]string{pl.Policy.Workspace, pl.Policy.TempDir}, pl.Policy.Writable...))
+	env = []string{"TMPDIR=" + tmp}
+	if caches != nil {
+		env = append(env, caches.Env...)
+	}
+	return sb, path, env, func() {
+		sb.Close()
+		os.RemoveAll(tmp)
+	}, nil
+}
+
+// closeBoxes releases the servers' sandboxes, once their servers ended.
+func (ms *mcpSession) closeBoxes() {
+	for _, b := range ms.boxes {
+		b.Close()
+	}
+	ms.boxes = nil
 }
 
 // ready adds a server's tools once the session is live.
@@ -197,6 +303,7 @@ func (ms *mcpSession) summary() string {
 func (ms *mcpSession) close() {
 	if ms != nil {
 		ms.m.Close()
+		ms.closeBoxes()
 	}
 }
 
@@ -236,6 +343,7 @@ type MCPServers struct {
 	// failed.
 	Servers []MCPServerInfo
 	mgr     *client.Manager
+	done    func() // releases the servers' sandboxes
 }
 
 // StartMCP starts the MCP servers the configuration of root and the
@@ -275,7 +383,23 @@ func StartMCP(ctx context.Context, root string, o MCPOptions, names []string, ve
 	if len(cfgs) == 0 {
 		return nil, configErrorf("no MCP servers are configured (in %s or by --mcp)", config.Path)
 	}
-	m := &MCPServers{mgr: client.Start(ctx, cfgs, client.Options{Client: "truss", Version: version, Log: &warnWriter{warn: warn}})}
+	s := &Session{opts: Options{MCP: o}}
+	sb, path, env, done, err := s.serverBox(root, cfg, cfgs)
+	if err != nil {
+		return nil, err
+	}
+	boxes, err := confineServers(sb, cfg, cfgs, o, env)
+	m := &MCPServers{done: func() {
+		for _, b := range boxes {
+			b.Close()
+		}
+		done()
+	}}
+	if err != nil {
+		m.done()
+		return nil, err
+	}
+	m.mgr = client.Start(ctx, cfgs, client.Options{Client: "truss", Version: version, Log: &warnWriter{warn: warn}, Path: path})
 	m.mgr.Wait(ctx, -1)
 	for _, srv := range m.mgr.Servers() {
 		st, serr := srv.State()
@@ -295,4 +419,8 @@ func (m *MCPServers) Call(ctx context.Context, server, toolName string, args jso
 }
 
 // Close stops the servers.
-func (m *MCPServers) Close() error { return m.mgr.Close() }
+func (m *MCPServers) Close() error {
+	err := m.mgr.Close()
+	m.done()
+	return err
+}

@@ -72,6 +72,15 @@ type ServerConfig struct {
 	// Enabled, when set, lists the only tools offered; Disabled tools are
 	// never offered.
 	Enabled, Disabled []string
+	// Launcher, when set, rewrites a stdio server's command to run
+	// confined (a sandbox's Prepare) before it starts; nil: the server
+	// runs as Truss does.
+	Launcher Launcher
+}
+
+// A Launcher rewrites a command to run confined.
+type Launcher interface {
+	Prepare(cmd *exec.Cmd) error
 }
 
 // State is where a server is in its life.
@@ -276,6 +285,11 @@ func (s *Server) transport() (sdk.Transport, *exec.Cmd, error) {
 	cmd.Env = append(cmd.Env, c.Env...)
 	cmd.Dir = c.Dir
 	cmd.Stderr = s.stderr
+	if c.Launcher != nil && cmd.Err == nil {
+		if err := c.Launcher.Prepare(cmd); err != nil {
+			return nil, nil, fmt.Errorf("confine the server: %w", err)
+		}
+	}
 	return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, cmd, nil
 }
 

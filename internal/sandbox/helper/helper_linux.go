@@ -246,7 +246,12 @@ func run() error {
 	if err := closeFrom(3); err != nil {
 		return err
 	}
-	return syscall.Exec(path, l.Argv, l.Env)
+	if err := syscall.Exec(path, l.Argv, l.Env); err != nil {
+		// A program the host sees may be hidden here (in the host's /tmp,
+		// which the sandbox replaces, or under a hidden path).
+		return fmt.Errorf("run %s: %w", path, err)
+	}
+	return nil
 }
 
 // closeFrom marks every descriptor from lowfd up close-on-exec.
