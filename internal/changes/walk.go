@@ -215,12 +215,12 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 	if name == "" {
 		name = "."
 	}
-	// The index's last listing of the directory sizes the new one (most
-	// directories keep their size from one scan to the next).
-	ents := make([]entry, 0, len(old))
+	// The listing's count sizes the slice: one allocation, whatever the
+	// directory holds.
+	var ents []entry
 	d, err := j.r.fs.OpenDir(name)
 	if err == nil {
-		err = d.ReadDirFunc(func(name string, info hostfs.Info) {
+		err = d.ReadDirFunc(func(n int) { ents = make([]entry, 0, n) }, func(name string, info hostfs.Info) {
 			if !t.ign.ignored(j.rel, name) {
 				ents = append(ents, fromInfo(name, info))
 			}

@@ -287,7 +287,7 @@ type Entry struct {
 // left out.
 func (r *Root) ReadDir() ([]Entry, error) {
 	out := []Entry{}
-	err := r.ReadDirFunc(func(name string, info Info) { out = append(out, Entry{Name: name, Info: info}) })
+	err := r.ReadDirFunc(func(n int) { out = make([]Entry, 0, n) }, func(name string, info Info) { out = append(out, Entry{Name: name, Info: info}) })
 	if err != nil {
 		return nil, err
 	}
@@ -296,8 +296,11 @@ func (r *Root) ReadDir() ([]Entry, error) {
 
 // ReadDirFunc is ReadDir handing each entry to fn, in order, instead of
 // returning a slice: a caller that keeps its own form of the entries
-// (the change tracker's index) makes no copy of the whole listing.
-func (r *Root) ReadDirFunc(fn func(name string, info Info)) error {
+// (the change tracker's index) makes no copy of the whole listing. size,
+// when not nil, is called first with the number of names listed (an
+// upper bound of fn's calls: a name removed meanwhile is skipped), so
+// that the caller allocates once.
+func (r *Root) ReadDirFunc(size func(n int), fn func(name string, info Info)) error {
 	// A second descriptor of the same directory, so that listings of one
 	// Root at once do not share an offset.
 	fd, err := unix.Openat(r.fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
@@ -310,6 +313,9 @@ func (r *Root) ReadDirFunc(fn func(name string, info Info)) error {
 		return &Error{"list", r.path, err}
 	}
 	sort.Strings(names)
+	if size != nil {
+		size(len(names))
+	}
 	for _, n := range names {
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
