@@ -177,13 +177,17 @@ func (s *Session) serverBox(root string, cfg *config.Config, cfgs []client.Serve
 			return nil, "", nil, done, err
 		}
 	}
-	tmp, err := os.MkdirTemp("", "truss-mcp-")
+	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, "", nil, done, err
 	}
-	abs, err := filepath.Abs(root)
+	// As a session would: a workspace that holds Truss's own state is
+	// refused, since the servers write it.
+	if err := s.stateOutside(abs, nil); err != nil {
+		return nil, "", nil, done, err
+	}
+	tmp, err := os.MkdirTemp("", "truss-mcp-")
 	if err != nil {
-		os.RemoveAll(tmp)
 		return nil, "", nil, done, err
 	}
 	pl, caches, err := s.plan(abs, tmp, cfg)

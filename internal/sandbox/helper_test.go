@@ -121,12 +121,21 @@ func TestStartReady(t *testing.T) {
 	}
 	// Prepare, for a caller that starts the command itself, confines the
 	// same way.
-	cmd := exec.Command("sh", "-c", `echo $$ > pid.txt; echo x > "$0/x.txt"`, b.outside)
+	cmd := exec.Command("sh", "-c", `echo $$ > pid.txt; echo "$MARK" > mark.txt; echo x > "$0/x.txt"`, b.outside)
 	cmd.Dir = b.ws
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "MARK=m2"}
 	if err := b.sb.Prepare(cmd); err != nil {
 		t.Fatal(err)
 	}
+	// The helper starts with the spec alone in its environment: the
+	// loader reads LD_PRELOAD and the like before it is confined.
+	if len(cmd.Env) != 1 || !strings.HasPrefix(cmd.Env[0], "TRUSS_SANDBOX_SPEC=") {
+		t.Errorf("prepared: the helper starts with %d variables, want the spec alone", len(cmd.Env))
+	}
 	out, _ := cmd.CombinedOutput()
+	if mark, _ := os.ReadFile(filepath.Join(b.ws, "mark.txt")); string(mark) != "m2\n" {
+		t.Errorf("prepared: the program's environment did not reach it: MARK=%q", mark)
+	}
 	if !strings.Contains(string(out), "x.txt") || exists(filepath.Join(b.outside, "x.txt")) {
 		t.Fatalf("prepared: a write outside the workspace was not contained: %s", out)
 	}

@@ -557,18 +557,23 @@ func (s *Sandbox) Prepare(cmd *exec.Cmd) error {
 		argv = []string{cmd.Path}
 	}
 	argv[0] = cmd.Path
-	b, err := json.Marshal(s.spec(argv))
+	sp := s.spec(argv)
+	sp.Env = cmd.Env
+	if sp.Env == nil {
+		sp.Env = os.Environ()
+	}
+	if !pl.Policy.Network && pl.Mechanisms.Namespaces {
+		sp.Env = append(sp.Env[:len(sp.Env):len(sp.Env)], networkEnv)
+	}
+	b, err := json.Marshal(sp)
 	if err != nil {
 		return err
 	}
-	env := cmd.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	cmd.Env = append(append([]string(nil), env...), helper.SpecEnv+"="+string(b))
-	if !pl.Policy.Network && pl.Mechanisms.Namespaces {
-		cmd.Env = append(cmd.Env, networkEnv)
-	}
+	// The helper starts with the spec alone in its environment: the
+	// program's variables (LD_PRELOAD, LD_LIBRARY_PATH, which a server's
+	// configuration may point into the workspace) reach the program only,
+	// once the helper is confined.
+	cmd.Env = []string{helper.SpecEnv + "=" + string(b)}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, s.exe)
 	cmd.Path, cmd.Args = helperFD(2+len(cmd.ExtraFiles)), []string{s.self, HelperArg}
 	cmd.SysProcAttr = s.attr()

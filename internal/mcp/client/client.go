@@ -35,6 +35,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -516,6 +517,14 @@ func (m *Manager) Execute(ctx context.Context, call tool.Call) tool.Result {
 		out.MCP.Structured, _ = json.Marshal(res.StructuredContent)
 	}
 	out.Output = Text(res)
+	if len(out.Output) > MaxResult || len(out.MCP.Content)+len(out.MCP.Structured) > MaxResult {
+		// What the server returns is recorded and kept for the model as a
+		// command's output is: at most MaxResult, head and tail.
+		out.Output = headTail(out.Output, MaxResult)
+		out.MCP.Content, _ = json.Marshal([]*sdk.TextContent{{Text: out.Output}})
+		out.MCP.Structured = nil
+		out.Truncated = true
+	}
 	if res.IsError {
 		msg := strings.TrimSpace(out.Output)
 		if msg == "" {
@@ -524,6 +533,28 @@ func (m *Manager) Execute(ctx context.Context, call tool.Call) tool.Result {
 		out.Err = &tool.Error{Kind: tool.ErrTool, Message: msg}
 	}
 	return out
+}
+
+// MaxResult caps what a tool call's result keeps, in bytes: its text for
+// the model, and its content and structured content together. A result
+// past it keeps the head and tail of its text alone (as one text
+// content), with the number of bytes left out between them.
+const MaxResult = 1 << 20
+
+// headTail returns s when it is at most n bytes, else its first and last
+// n/2 bytes (cut at UTF-8 boundaries) around a note of what was left out.
+func headTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	h, t := n/2, len(s)-n/2
+	for h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return s[:h] + fmt.Sprintf("\n[... %d bytes omitted ...]\n", t-h) + s[t:]
 }
 
 // Text renders a tool result's content for the model: text as it is,

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -52,6 +53,10 @@ type addIn struct{ A, B int }
 type addOut struct {
 	Sum int `json:"sum"`
 }
+type bigIn struct {
+	N int `json:"n"`
+}
+
 type sleepIn struct {
 	MS int `json:"ms"`
 }
@@ -81,6 +86,10 @@ func fixture() *sdk.Server {
 		fmt.Fprintln(os.Stderr, "fixture: crashing on purpose")
 		os.Exit(4)
 		return nil, nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "big", Description: "A long text."}, func(ctx context.Context, _ *sdk.CallToolRequest, in bigIn) (*sdk.CallToolResult, any, error) {
+		text := "start " + strings.Repeat("é", in.N/2) + " end"
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, map[string]string{"copy": text}, nil
 	})
 	sdk.AddTool(s, &sdk.Tool{Name: "image", Description: "A picture."}, func(ctx context.Context, _ *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{MIMEType: "image/png", Data: []byte("PNGDATA")}, &sdk.TextContent{Text: "a dot"}}}, nil, nil
@@ -135,7 +144,7 @@ func TestManager(t *testing.T) {
 	for _, b := range m.Bindings(srv) {
 		got = append(got, b.Spec().Name)
 	}
-	if strings.Join(got, ",") != "mcp__ok__add,mcp__ok__crash,mcp__ok__echo,mcp__ok__fail,mcp__ok__look,mcp__ok__refs_tool,mcp__ok__sleep" {
+	if strings.Join(got, ",") != "mcp__ok__add,mcp__ok__big,mcp__ok__crash,mcp__ok__echo,mcp__ok__fail,mcp__ok__look,mcp__ok__refs_tool,mcp__ok__sleep" {
 		t.Errorf("bindings: %v", got)
 	}
 	if p := srv.Protocol(); p == "" {
@@ -209,6 +218,20 @@ func TestManager(t *testing.T) {
 	}
 	if r := m.Execute(ctx, call("slow", "echo", `{"text":"other"}`)); r.Err != nil {
 		t.Errorf("the other server: %+v", r.Err)
+	}
+	// A result past MaxResult (1.2 MB of text, and its copy as structured
+	// content) keeps its head and tail, as a command's
+	// output does, in what the model gets and what is recorded.
+	r = m.Execute(ctx, call("slow", "big", `{"n":1200000}`))
+	if r.Err != nil || !r.Truncated || len(r.Output) > MaxResult+64 || !strings.HasPrefix(r.Output, "start é") ||
+		!strings.HasSuffix(r.Output, "é end") || !strings.Contains(r.Output, " bytes omitted ...]") || !utf8.ValidString(r.Output) {
+		t.Errorf("a 1.2 MB result: %d bytes, truncated %v, error %v", len(r.Output), r.Truncated, r.Err)
+	}
+	if r.MCP == nil || len(r.MCP.Content)+len(r.MCP.Structured) > MaxResult+256 || r.MCP.Structured != nil {
+		t.Errorf("a 1.2 MB result recorded whole")
+	}
+	if r := m.Execute(ctx, call("slow", "big", `{"n":1000}`)); r.Truncated || r.MCP == nil || r.MCP.Structured == nil || !strings.HasSuffix(r.Output, " end") {
+		t.Errorf("a short result was cut: %+v", r)
 	}
 }
 

@@ -47,7 +47,7 @@ const Arg = "__sandbox-exec"
 const SpecEnv = "TRUSS_SANDBOX_SPEC"
 
 // Format is the version of Spec.
-const Format = 5
+const Format = 6
 
 // LaunchFD is the file descriptor an awaiting helper reads its Launch
 // from; on ReadyFD it writes one byte, and closes it, once it is confined.
@@ -67,8 +67,13 @@ type Launch struct {
 
 // Spec is what the helper is told.
 type Spec struct {
-	Format     int      `json:"format"`
-	Argv       []string `json:"argv"`
+	Format int      `json:"format"`
+	Argv   []string `json:"argv"`
+	// Env is Argv's environment. The helper itself starts with SpecEnv
+	// alone in its environment: the dynamic loader reads LD_PRELOAD,
+	// LD_LIBRARY_PATH and GLIBC_TUNABLES before any confinement, so none
+	// of the program's variables may reach the helper's own start.
+	Env        []string `json:"env,omitempty"`
 	Namespaces bool     `json:"namespaces"`
 	Network    bool     `json:"network"`
 	Landlock   int      `json:"landlock"` // ABI to use, 0 for none
@@ -220,7 +225,7 @@ func run() error {
 			return err
 		}
 	}
-	l := Launch{Argv: sp.Argv, Env: os.Environ()}
+	l := Launch{Argv: sp.Argv, Env: sp.Env}
 	if sp.Await {
 		var err error
 		if l, err = await(); err != nil {
