@@ -509,7 +509,7 @@ func TestDiskBudgetSelfReaping(t *testing.T) {
 				t.Log(r.Err.Message)
 			}
 			if r := b.run(t, "echo reads still work", 0); r.Err != nil {
-				t.Errorf("a command that writes nothing after the budget: %+v", r)
+				t.Errorf("a command that writes nothing after the budget: %+v; guard %v", r, b.sb.Guard())
 			}
 		})
 	}

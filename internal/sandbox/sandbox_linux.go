@@ -165,6 +165,12 @@ type Sandbox struct {
 	// join (Derive), which its Close leaves alone.
 	joins []*group
 	watch *watcher // nil without cgroups
+	// kill is held for writing while the processes of the cgroups are
+	// killed, and for reading while a helper is started into them: a
+	// helper started during a kill (the shell restarting after its
+	// command was killed for a limit) would be killed with the rest. It
+	// is shared with the sandboxes derived from this one.
+	kill *sync.RWMutex
 
 	// A confined helper started ahead of need (see Start).
 	mu      sync.Mutex
@@ -202,6 +208,13 @@ type pending struct {
 }
 
 // discard kills a warm helper that will not be used.
+// alive reports whether the helper has not exited, without reaping it.
+func (w *warm) alive() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, w.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && info.Signo == 0 // Linux zeroes info when no child has exited
+}
+
 func (w *warm) discard() {
 	w.launch.Close()
 	w.cmd.Process.Kill()
@@ -218,7 +231,7 @@ func (s *Sandbox) Helper() string { return s.self }
 // (ChooseHelper), assembles the seccomp filter and makes the session's
 // cgroups, whose watcher runs until Close, which removes them.
 func New(pl *Plan) (*Sandbox, error) {
-	s := &Sandbox{plan: pl, cgroupFD: -1, stop: make(chan struct{})}
+	s := &Sandbox{plan: pl, cgroupFD: -1, stop: make(chan struct{}), kill: &sync.RWMutex{}}
 	if !pl.Active() {
 		return s, nil
 	}
@@ -271,7 +284,7 @@ func New(pl *Plan) (*Sandbox, error) {
 // holds (its helper kept ready, its descriptors); s must outlive it.
 func (s *Sandbox) Derive(p Policy) (*Sandbox, error) {
 	p.Limits = s.plan.Policy.Limits
-	d := &Sandbox{plan: &Plan{Policy: p, Mechanisms: s.plan.Mechanisms}, cgroupFD: -1, stop: make(chan struct{}), watch: s.watch}
+	d := &Sandbox{plan: &Plan{Policy: p, Mechanisms: s.plan.Mechanisms}, cgroupFD: -1, stop: make(chan struct{}), watch: s.watch, kill: s.kill}
 	if !d.plan.Active() {
 		return d, nil
 	}
@@ -343,6 +356,8 @@ func (s *Sandbox) KillAll() {
 	if len(s.groups) > 0 {
 		s.killAll()
 	} else if len(s.joins) > 0 {
+		s.kill.Lock()
+		defer s.kill.Unlock()
 		killAll(s.joins[0])
 	}
 }
@@ -364,6 +379,8 @@ func (s *Sandbox) killAll() {
 		}()
 	}
 	if len(s.groups) > 0 {
+		s.kill.Lock()
+		defer s.kill.Unlock()
 		killAll(s.groups[0])
 	}
 }
@@ -606,6 +623,12 @@ func (s *Sandbox) Start(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser, io.ReadCloser
 	if p != nil {
 		if <-p.done; p.err == nil {
 			w = p.w
+			if !w.alive() {
+				// Killed with the sandbox's processes (a limit's kill)
+				// since it was started: a new one is started instead.
+				w.discard()
+				w = nil
+			}
 		}
 	}
 	if w == nil {
@@ -705,6 +728,10 @@ func (s *Sandbox) startWarm(p *pending) (*warm, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[2], files[4]
 	cmd.ExtraFiles = []*os.File{files[6], files[8], s.exe} // LaunchFD, ReadyFD, the helper
 	cmd.SysProcAttr = s.attr()
+	// Not into cgroups being emptied: held until the helper has joined
+	// them (at its birth, or by its own write on cgroup v1) and is ready.
+	s.kill.RLock()
+	defer s.kill.RUnlock()
 	err = cmd.Start()
 	for i := 0; i < 10; i += 2 {
 		files[i].Close()
