@@ -43,16 +43,30 @@ func NewFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// Parse parses args with fs: flag.ErrHelp as it is, any other error as a
-// UsageError.
+// Parse parses args with fs: flag.ErrHelp as it is, after the flag set's
+// usage is printed; any other error as a UsageError that names the flag
+// and points at --help, with nothing else printed (not the whole list of
+// flags after a typo).
 func Parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		if usage != nil {
+			usage()
+		} else {
+			fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
 		}
-		return UsageError{err.Error()}
+		return err
 	}
-	return nil
+	return UsageError{fmt.Sprintf("%v (%s --help lists the flags)", err, fs.Name())}
 }
 
 // ParseArg parses args with fs, allowing one argument that is not a flag

@@ -69,3 +69,29 @@ func TestExitCode(t *testing.T) {
 		}
 	}
 }
+
+// A flag error is one line that points at --help, with nothing printed
+// before it; -h prints the flags.
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+		printed string
+	}{
+		{[]string{"-bogus"}, "flag provided but not defined: -bogus (truss x --help lists the flags)", ""},
+		{[]string{"-n", "many"}, `invalid value "many" for flag -n: parse error (truss x --help lists the flags)`, ""},
+		{[]string{"-h"}, "flag: help requested", "Usage of truss x:\n  -n int\n    \ta number\n"},
+		{[]string{"-n", "3"}, "", ""},
+	} {
+		var out strings.Builder
+		fs := NewFlagSet("x", &out)
+		fs.Int("n", 0, "a number")
+		err := Parse(fs, tc.args)
+		if got := fmt.Sprint(err); (err != nil || tc.wantErr != "") && got != tc.wantErr {
+			t.Errorf("%v: error %q, want %q", tc.args, got, tc.wantErr)
+		}
+		if out.String() != tc.printed {
+			t.Errorf("%v: printed %q, want %q", tc.args, out.String(), tc.printed)
+		}
+	}
+}
