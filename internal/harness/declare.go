@@ -45,20 +45,11 @@ func Declare(ctx context.Context, opts Options) (*Declaration, error) {
 	}
 	if len(cfgs) > 0 {
 		// The project's servers run confined, as in a session.
-		sb, path, env, done, err := s.serverBox(cmp.Or(o.Root, "."), cfg, cfgs)
+		path, done, err := s.confineAlone(cmp.Or(o.Root, "."), cfg, cfgs, o.MCP)
 		if err != nil {
 			return nil, err
 		}
 		defer done()
-		boxes, err := confineServers(sb, cfg, cfgs, o.MCP, env)
-		defer func() {
-			for _, b := range boxes {
-				b.Close()
-			}
-		}()
-		if err != nil {
-			return nil, err
-		}
 		mgr := client.Start(ctx, cfgs, client.Options{Client: "truss", Version: o.Version, Dialect: s.dialect, Log: &warnWriter{warn: s.warn}, Path: path})
 		defer mgr.Close()
 		mgr.Wait(ctx, -1)

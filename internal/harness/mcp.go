@@ -162,34 +162,35 @@ func confineServers(sb *sandbox.Sandbox, cfg *config.Config, cfgs []client.Serve
 	return boxes, nil
 }
 
-// serverBox is the sandbox a session in root would give its project's
-// stdio MCP servers, for the servers started without a session (truss
-// tools, truss mcp list and call), with the PATH their programs are found
-// in; nil when the configuration names no stdio server. done releases
-// it, once the servers ended.
-func (s *Session) serverBox(root string, cfg *config.Config, cfgs []client.ServerConfig) (sb *sandbox.Sandbox, path string, env []string, done func(), err error) {
+// confineAlone confines the project's stdio servers of cfgs (setting
+// their Launcher, as confineServers does) for servers started without a
+// session (truss tools, truss mcp list and call): in the sandbox a session
+// in root would have, with the PATH their programs are found in. done
+// releases the sandboxes once the servers ended; it is never nil.
+func (s *Session) confineAlone(root string, cfg *config.Config, cfgs []client.ServerConfig, o MCPOptions) (path string, done func(), err error) {
 	done = func() {}
 	if !slices.ContainsFunc(cfgs, func(c client.ServerConfig) bool { _, ok := cfg.MCP.Servers[c.Name]; return ok && c.Command != "" }) {
-		return nil, "", nil, done, nil
+		return "", done, nil
 	}
 	if s.user == nil {
 		if err := s.loadUser(); err != nil {
-			return nil, "", nil, done, err
+			return "", done, err
 		}
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return nil, "", nil, done, err
+		return "", done, err
 	}
 	// As a session would: a workspace that holds Truss's own state is
 	// refused, since the servers write it.
 	if err := s.stateOutside(abs, nil); err != nil {
-		return nil, "", nil, done, err
+		return "", done, err
 	}
 	tmp, err := os.MkdirTemp("", "truss-mcp-")
 	if err != nil {
-		return nil, "", nil, done, err
+		return "", done, err
 	}
+	var sb *sandbox.Sandbox
 	pl, caches, err := s.plan(abs, tmp, cfg)
 	if err == nil && caches != nil {
 		err = caches.Make()
@@ -199,17 +200,25 @@ func (s *Session) serverBox(root string, cfg *config.Config, cfgs []client.Serve
 	}
 	if err != nil {
 		os.RemoveAll(tmp)
-		return nil, "", nil, done, fmt.Errorf("mcp: the servers' sandbox: %w", err)
+		return "", done, fmt.Errorf("mcp: the servers' sandbox: %w", err)
 	}
-	path = hostfs.SafePath(os.Getenv("PATH"), append([]string{pl.Policy.Workspace, pl.Policy.TempDir}, pl.Policy.Writable...))
-	env = []string{"TMPDIR=" + tmp}
+	env := []string{"TMPDIR=" + tmp}
 	if caches != nil {
 		env = append(env, caches.Env...)
 	}
-	return sb, path, env, func() {
+	boxes, err := confineServers(sb, cfg, cfgs, o, env)
+	done = func() {
+		for _, b := range boxes {
+			b.Close()
+		}
 		sb.Close()
 		os.RemoveAll(tmp)
-	}, nil
+	}
+	if err != nil {
+		done()
+		return "", func() {}, err
+	}
+	return hostfs.SafePath(os.Getenv("PATH"), append([]string{pl.Policy.Workspace, pl.Policy.TempDir}, pl.Policy.Writable...)), done, nil
 }
 
 // closeBoxes releases the servers' sandboxes, once their servers ended.
@@ -388,21 +397,11 @@ func StartMCP(ctx context.Context, root string, o MCPOptions, names []string, ve
 		return nil, configErrorf("no MCP servers are configured (in %s or by --mcp)", config.Path)
 	}
 	s := &Session{opts: Options{MCP: o}}
-	sb, path, env, done, err := s.serverBox(root, cfg, cfgs)
+	path, done, err := s.confineAlone(root, cfg, cfgs, o)
 	if err != nil {
 		return nil, err
 	}
-	boxes, err := confineServers(sb, cfg, cfgs, o, env)
-	m := &MCPServers{done: func() {
-		for _, b := range boxes {
-			b.Close()
-		}
-		done()
-	}}
-	if err != nil {
-		m.done()
-		return nil, err
-	}
+	m := &MCPServers{done: done}
 	m.mgr = client.Start(ctx, cfgs, client.Options{Client: "truss", Version: version, Log: &warnWriter{warn: warn}, Path: path})
 	m.mgr.Wait(ctx, -1)
 	for _, srv := range m.mgr.Servers() {
