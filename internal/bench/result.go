@@ -25,11 +25,16 @@ type Result struct {
 	// failed). Unlisted tests are not in it.
 	Tests map[string]string `json:"tests"`
 
-	Turns      int     `json:"turns"`
-	Tokens     Tokens  `json:"tokens"`
-	CostUSD    float64 `json:"cost_usd"`
-	WallS      float64 `json:"wall_s"`
-	ModelS     float64 `json:"model_s"`
+	Turns   int     `json:"turns"`
+	Tokens  Tokens  `json:"tokens"`
+	CostUSD float64 `json:"cost_usd"`
+	WallS   float64 `json:"wall_s"`
+	ModelS  float64 `json:"model_s"`
+	// ToolS is the agent's own tool calls' time (its commands, its
+	// validation); HarnessS what is left of WallS without the model's,
+	// the tools' and the grading tests' time: the runner's and the
+	// harness's own cost.
+	ToolS      float64 `json:"tool_s"`
 	HarnessS   float64 `json:"harness_s"`
 	StopReason string  `json:"stop_reason"`
 	// ToolCalls counts calls by the tool name the model used;

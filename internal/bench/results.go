@@ -92,6 +92,7 @@ func (j *Journal) Close() error { return j.f.Close() }
 // far, appended as each finishes.
 type ResultsFile struct {
 	*Journal
+	dir  string // absolute
 	mu   sync.Mutex
 	done map[RunKey]Result
 }
@@ -105,12 +106,16 @@ func OpenResults(dir string) (*ResultsFile, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, ResultsName)
 	j, lines, err := OpenJournal(path)
 	if err != nil {
 		return nil, err
 	}
-	rf := &ResultsFile{Journal: j, done: map[RunKey]Result{}}
+	rf := &ResultsFile{Journal: j, dir: abs, done: map[RunKey]Result{}}
 	for i, l := range lines {
 		var r Result
 		if err := json.Unmarshal(l, &r); err != nil {
@@ -142,8 +147,18 @@ func (rf *ResultsFile) Results() []Result {
 }
 
 // Add appends a result. A run already in the file is an error: a
-// finished run is never run, nor written, twice.
+// finished run is never run, nor written, twice. A ledger directory under
+// the results directory is written relative to it (where report.Load
+// looks for it), whatever directory it was given from, so that the
+// results stay right when the directory moves.
 func (rf *ResultsFile) Add(r Result) error {
+	if d := r.Ledger.Dir; d != "" {
+		if abs, err := filepath.Abs(d); err == nil {
+			if rel, err := filepath.Rel(rf.dir, abs); err == nil && filepath.IsLocal(rel) {
+				r.Ledger.Dir = filepath.ToSlash(rel)
+			}
+		}
+	}
 	rf.mu.Lock()
 	if _, ok := rf.done[r.Key()]; ok {
 		rf.mu.Unlock()

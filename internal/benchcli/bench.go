@@ -292,6 +292,16 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if b.only != "" {
+		// --only grades that subset: the other predictions are left
+		// alone, not graded as errors.
+		preds = slices.DeleteFunc(preds, func(p bench.Prediction) bool {
+			return !slices.ContainsFunc(tasks, func(t bench.Task) bool { return t.InstanceID == p.InstanceID })
+		})
+		if len(preds) == 0 {
+			return cli.Usagef("--only names no instance of %s", predictions)
+		}
+	}
 	signer, vkey, err := ledger.InstallationKey()
 	if err != nil {
 		return err

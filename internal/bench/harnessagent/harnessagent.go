@@ -120,7 +120,7 @@ func (a *Agent) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome
 	}
 	defer os.RemoveAll(mem)
 	o := a.Options(&spec, mem)
-	var timer modelTimer
+	var timer timer
 	rl := spec.RateLimit
 	o.Observers = append(o.Observers, agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type == agent.EventTurnStarted && rl != nil {
@@ -144,7 +144,8 @@ func (a *Agent) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome
 	}
 	out, err := s.Run(ctx, spec.Task)
 	cerr := s.Close()
-	res := runner.RunOutcome{Turns: out.Agent.Turns, Usage: out.Usage, StopReason: string(out.Agent.Status), ModelTime: timer.total()}
+	model, tools := timer.totals()
+	res := runner.RunOutcome{Turns: out.Agent.Turns, Usage: out.Usage, StopReason: string(out.Agent.Status), ModelTime: model, ToolTime: tools}
 	switch {
 	case err != nil:
 		return res, err
@@ -156,32 +157,49 @@ func (a *Agent) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome
 	return res, nil
 }
 
-// modelTimer adds up the time from each request to its response (or its
-// failure): the time spent waiting for the model.
-type modelTimer struct {
-	mu    sync.Mutex
-	start time.Time
-	sum   time.Duration
+// timer adds up, from the loop's events, the time spent waiting for the
+// model (from each request to its response or its failure) and the time
+// spent running tool calls while no request was in flight (a call started
+// while the response still streams counts as the model's until it ends).
+type timer struct {
+	mu         sync.Mutex
+	last       time.Time
+	requesting bool
+	calls      int
+	model      time.Duration
+	tools      time.Duration
 }
 
-func (t *modelTimer) observe(ev agent.Event) {
+func (t *timer) observe(ev agent.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := time.Now()
+	if !t.last.IsZero() {
+		switch {
+		case t.requesting:
+			t.model += now.Sub(t.last)
+		case t.calls > 0:
+			t.tools += now.Sub(t.last)
+		}
+	}
+	t.last = now
 	switch ev.Type {
 	case agent.EventTurnStarted:
-		t.start = time.Now()
+		t.requesting = true
 	case agent.EventResponse, agent.EventTurnFailed:
-		if !t.start.IsZero() {
-			t.sum += time.Since(t.start)
-			t.start = time.Time{}
-		}
+		t.requesting = false
+	case agent.EventCallStarted:
+		t.calls++
+	case agent.EventCallCompleted:
+		t.calls = max(0, t.calls-1)
 	}
 }
 
-func (t *modelTimer) total() time.Duration {
+// totals returns the model's time and the tools'.
+func (t *timer) totals() (model, tools time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.sum
+	return t.model, t.tools
 }
 
 // env is a run's environment: "task" is the task's own image (Run refuses

@@ -13,6 +13,7 @@ package report
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -79,7 +80,7 @@ type ArmStats struct {
 	TurnsPerRun, TurnsResolved float64
 	Tokens                     bench.Tokens
 	// Mean seconds per run.
-	WallS, ModelS, HarnessS float64
+	WallS, ModelS, ToolS, HarnessS float64
 
 	// Totals over runs.
 	ToolCalls       map[string]int
@@ -108,7 +109,8 @@ type PairStats struct {
 	Model string
 	// The paired table over (task, repeat) pairs both arms finished.
 	Both, OnlyA, OnlyB, Neither int
-	// P is the exact McNemar two-sided p-value of OnlyA against OnlyB.
+	// P is the exact McNemar two-sided p-value of OnlyA against OnlyB
+	// (NaN when the arms have no (task, repeat) pair in common).
 	P float64
 	// Tasks both arms finished; RateA and RateB their resolved rates on
 	// those tasks; Diff = RateA − RateB with its bootstrap 95 % interval
@@ -116,6 +118,29 @@ type PairStats struct {
 	Tasks        int
 	RateA, RateB float64
 	Diff, Lo, Hi float64
+}
+
+// Disagreement explains, when the exact test and the interval disagree at
+// the 5 % level (one calls the difference significant, the other does
+// not), why they do and which to believe; "" when they agree or either is
+// missing.
+func (p *PairStats) Disagreement() string {
+	if math.IsNaN(p.P) || math.IsNaN(p.Lo) || math.IsNaN(p.Hi) {
+		return ""
+	}
+	test := p.P < 0.05
+	ci := p.Lo > 0 || p.Hi < 0
+	pairs := p.Both + p.OnlyA + p.OnlyB + p.Neither
+	switch {
+	case test == ci:
+		return ""
+	case test && pairs > p.Tasks:
+		return fmt.Sprintf("McNemar's p is below 0.05 but the interval holds zero. The test counts each of the %d (task, repeat) pairs as independent, and repeats of one task are not: it overstates the evidence of %d tasks. The interval, over tasks, is the one to believe; run more tasks rather than more repeats.", pairs, p.Tasks)
+	case test:
+		return fmt.Sprintf("McNemar's p is below 0.05 but the interval holds zero: on %d tasks the percentile bootstrap is coarse, its bounds falling on the few values a resample can take. The exact test is the one to believe here.", p.Tasks)
+	default:
+		return fmt.Sprintf("The interval leaves out zero but McNemar's p is %s: with %d tasks the percentile bootstrap is too narrow (a resample cannot vary more than the %d tasks do), while the exact test needs more discordant pairs (%d and %d here) to call a difference. The exact test is the one to believe: run more tasks.", pvalue(p.P), p.Tasks, p.Tasks, p.OnlyA, p.OnlyB)
+	}
 }
 
 // TaskRow is one task's runs, a cell per arm.
@@ -201,7 +226,7 @@ func Analyze(d *Data, opt Options) *Report {
 		st := ArmStats{Name: name, Provider: a.Provider, Model: a.Model, Surface: a.Surface,
 			ToolCalls: map[string]int{}, CapabilityCalls: map[string]int{}, StopReasons: map[string]int{}}
 		shares[i] = map[string]float64{}
-		var turnsResolved, wall, model, harness float64
+		var turnsResolved, wall, model, tool, harness float64
 		turns := 0
 		for _, id := range tasks {
 			runs := byArm[name][id]
@@ -228,6 +253,7 @@ func Analyze(d *Data, opt Options) *Report {
 				st.Tokens.CacheWrite += r.Tokens.CacheWrite
 				wall += r.WallS
 				model += r.ModelS
+				tool += r.ToolS
 				harness += r.HarnessS
 				addCounts(st.ToolCalls, r.ToolCalls)
 				addCounts(st.CapabilityCalls, r.CapabilityCalls)
@@ -269,10 +295,10 @@ func Analyze(d *Data, opt Options) *Report {
 			st.CostPerResolved = st.CostUSD / float64(st.ResolvedRuns)
 			st.TurnsResolved = turnsResolved / float64(st.ResolvedRuns)
 		}
-		st.TurnsPerRun, st.WallS, st.ModelS, st.HarnessS = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		st.TurnsPerRun, st.WallS, st.ModelS, st.ToolS, st.HarnessS = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		if st.Runs > 0 {
 			n := float64(st.Runs)
-			st.TurnsPerRun, st.WallS, st.ModelS, st.HarnessS = float64(turns)/n, wall/n, model/n, harness/n
+			st.TurnsPerRun, st.WallS, st.ModelS, st.ToolS, st.HarnessS = float64(turns)/n, wall/n, model/n, tool/n, harness/n
 		}
 		rep.Arms = append(rep.Arms, st)
 	}
@@ -348,7 +374,10 @@ func pair(a, b, model string, byArm map[string]map[string][]bench.Result, sa, sb
 		}
 	}
 	p.Tasks = len(xa)
-	p.P = McNemarExact(p.OnlyA, p.OnlyB)
+	p.P = math.NaN() // no pair: nothing to test
+	if p.Both+p.OnlyA+p.OnlyB+p.Neither > 0 {
+		p.P = McNemarExact(p.OnlyA, p.OnlyB)
+	}
 	p.RateA, p.RateB, p.Diff = math.NaN(), math.NaN(), math.NaN()
 	p.Lo, p.Hi = BootstrapDiff(xa, xb, opt.Resamples, opt.Seed, 0.05)
 	if p.Tasks > 0 {

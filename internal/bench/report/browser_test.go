@@ -146,6 +146,8 @@ type pageInfo struct {
 	Tables int         `json:"tables"`
 	Rows   int         `json:"rows"`
 	Title  string      `json:"title"`
+	// Scrolls names the tables wider than their place on the page.
+	Scrolls []string `json:"scrolls"`
 }
 
 // inspect reads the rendered page: each chart's laid-out size, its bars
@@ -162,7 +164,11 @@ const inspect = `(() => {
     return {id: fig.id, width: box.width, height: box.height, bars: bars.length, painted: painted.length, texts: texts.length, widths};
   });
   return {charts, bg: getComputedStyle(document.documentElement).backgroundColor, fg: getComputedStyle(document.body).color,
-    tables: document.querySelectorAll('table').length, rows: document.querySelectorAll('tbody tr').length, title: document.title};
+    tables: document.querySelectorAll('table').length, rows: document.querySelectorAll('tbody tr').length, title: document.title,
+    scrolls: [...document.querySelectorAll('table')].filter(t => {
+      const w = t.parentElement;
+      return w.scrollWidth > w.clientWidth + 1 || t.getBoundingClientRect().right > document.documentElement.clientWidth + 1;
+    }).map(t => (t.closest('section') || {}).id || t.id || '(a table)')};
 })()`
 
 func TestHTMLInChromium(t *testing.T) {
@@ -186,6 +192,10 @@ func TestHTMLInChromium(t *testing.T) {
 			log.listen(t, tab)
 			if _, err := chromedp.Call(tab, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
+				t.Fatal(err)
+			}
+			// A laptop's page width: no table may scroll sideways.
+			if _, err := chromedp.Call(tab, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1280, Height: 900, DeviceScaleFactor: 1}); err != nil {
 				t.Fatal(err)
 			}
 			if err := chromedp.Do(tab, chromedp.Navigate(pageURL), chromedp.WaitVisible(chromedp.CSS("#chart-resolved svg"))); err != nil {
@@ -214,19 +224,31 @@ func TestHTMLInChromium(t *testing.T) {
 			if info.Title != "Benchmark report" || info.Tables < 8 || info.Rows < 48 {
 				t.Errorf("page: title %q, %d tables, %d rows", info.Title, info.Tables, info.Rows)
 			}
-			if len(info.Charts) != 4 {
-				t.Fatalf("%d charts rendered, want 4: %+v", len(info.Charts), info.Charts)
+			if len(info.Scrolls) > 0 {
+				t.Errorf("tables wider than a 1280 px page: %v", info.Scrolls)
+			}
+			if len(info.Charts) != 5 {
+				t.Fatalf("%d charts rendered, want 5: %+v", len(info.Charts), info.Charts)
 			}
 			for _, c := range info.Charts {
+				rows := len(rep.Arms)
+				if c.ID == "chart-diff" {
+					rows = len(rep.Pairs) // a row per pair
+				}
 				if c.Width < 300 || c.Height < 60 {
 					t.Errorf("%s: laid out %gx%g", c.ID, c.Width, c.Height)
 				}
-				if c.Bars < len(rep.Arms) || c.Painted != c.Bars {
-					t.Errorf("%s: %d bars rendered, %d painted; want at least %d, all painted", c.ID, c.Bars, c.Painted, len(rep.Arms))
+				if c.Bars < rows || c.Painted != c.Bars {
+					t.Errorf("%s: %d bars rendered, %d painted; want at least %d, all painted", c.ID, c.Bars, c.Painted, rows)
 				}
-				if c.Texts < 2*len(rep.Arms) {
+				if c.Texts < 2*rows {
 					t.Errorf("%s: %d labels laid out", c.ID, c.Texts)
 				}
+			}
+			// The difference's bar starts at zero, the middle of its axis,
+			// and is as long as the difference on a ±m axis.
+			if d := info.Charts[4]; d.ID != "chart-diff" || len(rep.Pairs) != 1 || math.Abs(d.Widths[0]-plotW*math.Abs(rep.Pairs[0].Diff)/(2*diffAxis(rep.Pairs))) > 0.5 {
+				t.Errorf("difference chart %+v for pairs %+v", d, rep.Pairs)
 			}
 			// The resolved bars are as long as the rates.
 			for i, a := range rep.Arms {

@@ -252,7 +252,13 @@ func (p *pageWriter) table(t *table) {
 		}
 		p.m("</tr>")
 	}
-	p.m("\n</tbody>\n</table></div>\n</section>")
+	p.m("\n</tbody>\n</table></div>")
+	for _, a := range t.After {
+		p.m("\n<p class=\"note\">")
+		p.text(a)
+		p.m("</p>")
+	}
+	p.m("\n</section>")
 }
 
 // cell writes one table cell: its marks (each a link to its run's ledger
@@ -526,7 +532,69 @@ func (r *Report) charts() []chart {
 	if maxTotal > 0 {
 		cs = append(cs, c)
 	}
+	if d, ok := r.diffChart(); ok {
+		cs = append(cs, d)
+	}
 	return cs
+}
+
+// diffAxis is the half-width of the difference chart's axis, symmetric
+// around zero and wide enough for every pair's difference and interval.
+func diffAxis(pairs []PairStats) float64 {
+	m := 0.0
+	for _, p := range pairs {
+		for _, v := range []float64{p.Diff, p.Lo, p.Hi} {
+			if !math.IsNaN(v) {
+				m = math.Max(m, math.Abs(v))
+			}
+		}
+	}
+	return math.Min(2*niceStep(math.Max(m, 0.05)/2), 1)
+}
+
+// signedPP labels a tick of the difference axis: "0" at zero, else signed
+// percentage points.
+func signedPP(v float64) string {
+	if math.Abs(v) < 1e-9 {
+		return "0"
+	}
+	return fmt.Sprintf("%+.0f pp", 100*v)
+}
+
+// diffChart draws each pair's paired difference, rate A − rate B on the
+// tasks both finished, as a bar from zero with its bootstrap interval; ok
+// is false when no pair has a task in common.
+func (r *Report) diffChart() (chart, bool) {
+	var pairs []PairStats
+	for _, p := range r.Pairs {
+		if p.Tasks > 0 && !math.IsNaN(p.Diff) {
+			pairs = append(pairs, p)
+		}
+	}
+	if len(pairs) == 0 {
+		return chart{}, false
+	}
+	m := diffAxis(pairs)
+	x := func(v float64) float64 { return plotX + plotW*(v+m)/(2*m) }
+	c := newChart("chart-diff", "Paired difference", "Rate A − rate B on the tasks both arms finished, with its bootstrap 95 % interval; right of zero, A resolved more.", len(pairs))
+	for v := -m; v <= m+1e-9; v += m / 2 {
+		c.Ticks = append(c.Ticks, tick{X: x(v), Label: signedPP(v)})
+	}
+	for i, p := range pairs {
+		row := c.row(i, p.A+" − "+p.B)
+		lo, hi := math.Min(0, p.Diff), math.Max(0, p.Diff)
+		row.Segs = []seg{{X: x(lo), W: x(hi) - x(lo), Class: "bar", Tip: fmt.Sprintf("%s − %s: %s on %d tasks, 95 %% CI %s", p.A, p.B, pp(p.Diff), p.Tasks, ppInterval(p.Lo, p.Hi))}}
+		row.Whisker = !math.IsNaN(p.Lo) && !math.IsNaN(p.Hi)
+		row.WLo, row.WHi = x(0), x(0)
+		if row.Whisker {
+			row.WLo, row.WHi = x(p.Lo), x(p.Hi)
+		}
+		row.WY = row.BarY + barH/2
+		row.CapY1, row.CapY2 = row.BarY+2, row.BarY+barH-2
+		row.Value, row.ValueX = pp(p.Diff), plotX+plotW+8
+		c.Rows = append(c.Rows, row)
+	}
+	return c, true
 }
 
 func trimZeros(v float64) string {

@@ -68,6 +68,9 @@ func (r *Report) Markdown(w io.Writer) error {
 			}
 			p("| %s |\n", strings.Join(cells, " | "))
 		}
+		for _, a := range t.After {
+			p("\n%s\n", text(a))
+		}
 	}
 	return bw.Flush()
 }

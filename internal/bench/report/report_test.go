@@ -474,10 +474,37 @@ func TestNoFinishedRuns(t *testing.T) {
 	if n := strings.Count(page.String(), "<figure"); n != 1 {
 		t.Errorf("%d charts for results without behaviour, want the resolved rate's alone", n)
 	}
+	// No common task: nothing was tested, and the p-value says so.
 	for _, p := range rep.Pairs {
-		if p.Tasks != 0 || !math.IsNaN(p.Diff) || p.P != 1 {
+		if p.Tasks != 0 || !math.IsNaN(p.Diff) || !math.IsNaN(p.P) {
 			t.Errorf("pair %s-%s: %+v", p.A, p.B, p)
 		}
+	}
+	if !strings.Contains(md.String(), "| a | b | — | 0 | 0 | 0 | 0 | 0 | — | — | — |") {
+		t.Errorf("a pair without a common task does not show its p-value as a dash:\n%s", md.String())
+	}
+}
+
+// TestDisagreement: when the exact test and the bootstrap interval
+// disagree, the report says why and which to believe.
+func TestDisagreement(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    PairStats
+		want string // "" for no note
+	}{
+		{"agree, both significant", PairStats{OnlyA: 10, P: 0.002, Tasks: 10, Lo: 0.4, Hi: 0.9}, ""},
+		{"agree, neither", PairStats{OnlyA: 2, OnlyB: 1, P: 1, Tasks: 10, Lo: -0.2, Hi: 0.3}, ""},
+		{"few tasks, narrow interval", PairStats{OnlyA: 3, P: 0.25, Tasks: 3, Lo: 1, Hi: 1}, "the percentile bootstrap is too narrow"},
+		{"repeats counted as pairs", PairStats{OnlyA: 9, Both: 1, P: 0.0039, Tasks: 2, Lo: -0.5, Hi: 1}, "repeats of one task are not"},
+		{"no test", PairStats{P: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.p.Disagreement()
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("Disagreement() = %q, want one holding %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -14,6 +14,9 @@ type table struct {
 	Rows            [][]cell
 	// Empty is said instead of the table when it has no rows.
 	Empty string
+	// After are paragraphs said after the table (text of the results:
+	// escaped).
+	After []string
 }
 
 // cell is a table cell. Text comes from the results (untrusted) unless Own
@@ -50,6 +53,12 @@ func (t table) Left() []bool {
 
 // Classes are the cell's HTML classes: its Class, and "t" (text, aligned
 // left) for a name from the results.
+// hash marks a cell that holds a digest, which may break anywhere.
+func hash(c cell) cell {
+	c.Class = strings.TrimSpace(c.Class + " hash")
+	return c
+}
+
 func (c cell) Classes() string {
 	switch {
 	case c.Own:
@@ -104,6 +113,9 @@ func (r *Report) tables() []table {
 	for _, p := range r.Pairs {
 		t.Rows = append(t.Rows, []cell{name(p.A), name(p.B), dash(p.Model), ownf("%d", p.Tasks), ownf("%d", p.Both), ownf("%d", p.OnlyA),
 			ownf("%d", p.OnlyB), ownf("%d", p.Neither), own(pvalue(p.P)), own(pp(p.Diff)), own(ppInterval(p.Lo, p.Hi))})
+		if d := p.Disagreement(); d != "" {
+			t.After = append(t.After, p.A+" against "+p.B+": "+d)
+		}
 	}
 	ts = append(ts, t)
 
@@ -159,15 +171,22 @@ func (r *Report) tables() []table {
 	}
 	ts = append(ts, t)
 
-	t = table{ID: "cost", Title: "Cost and time", Note: "Totals and means per run.",
-		Head: []string{"arm", "cost", "cost / run", "input tokens", "output tokens", "cache read", "cache write", "wall s / run", "model s / run", "harness s / run"}}
+	t = table{ID: "cost", Title: "Cost", Note: "Totals over the runs, and the cost per run.",
+		Head: []string{"arm", "cost", "cost / run", "input tokens", "output tokens", "cache read", "cache write"}}
 	for _, a := range r.Arms {
 		costRun := 0.0
 		if a.Runs > 0 {
 			costRun = a.CostUSD / float64(a.Runs)
 		}
 		t.Rows = append(t.Rows, []cell{name(a.Name), own(usd(a.CostUSD)), own(usd(costRun)), own(tokens(a.Tokens.Input)), own(tokens(a.Tokens.Output)),
-			own(tokens(a.Tokens.CacheRead)), own(tokens(a.Tokens.CacheWrite)), own(num(a.WallS)), own(num(a.ModelS)), own(num(a.HarnessS))})
+			own(tokens(a.Tokens.CacheRead)), own(tokens(a.Tokens.CacheWrite))})
+	}
+	ts = append(ts, t)
+
+	t = table{ID: "time", Title: "Time", Note: "Mean seconds per run: the whole run, waiting for the model, the agent's tool calls (its commands and validation), and what is left without the grading's tests: the harness's and the runner's own cost.",
+		Head: []string{"arm", "wall s / run", "model s / run", "tools s / run", "harness s / run"}}
+	for _, a := range r.Arms {
+		t.Rows = append(t.Rows, []cell{name(a.Name), own(num(a.WallS)), own(num(a.ModelS)), own(num(a.ToolS)), own(num(a.HarnessS))})
 	}
 	ts = append(ts, t)
 
@@ -199,7 +218,7 @@ func (r *Report) tables() []table {
 					ledger = cell{Text: run.Ledger.Dir, Link: ledgerURL(run.Ledger.Dir)}
 				}
 				t.Rows = append(t.Rows, []cell{name(task.InstanceID), name(r.Arms[i].Name), ownf("%d", run.Repeat),
-					{Text: outcome(run), Own: run.Error == "", Class: markClass(run)}, ownf("%d", run.Turns), own(usd(run.CostUSD)), ledger, dash(run.Ledger.Root)})
+					{Text: outcome(run), Own: run.Error == "", Class: markClass(run)}, ownf("%d", run.Turns), own(usd(run.CostUSD)), ledger, hash(dash(run.Ledger.Root))})
 			}
 		}
 	}

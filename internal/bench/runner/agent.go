@@ -96,8 +96,11 @@ type RunOutcome struct {
 	// StopReason is why the loop ended (agent.Status: completed,
 	// max_turns, budget, loop, failed, refused, …).
 	StopReason string
-	// ModelTime is the time spent waiting for the model.
+	// ModelTime is the time spent waiting for the model; ToolTime the
+	// time spent running the agent's tool calls (its commands, its
+	// validation) while no request was in flight.
 	ModelTime time.Duration
+	ToolTime  time.Duration
 }
 
 // RateLimit is a provider's shared rate-limit state.

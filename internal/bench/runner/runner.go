@@ -322,11 +322,12 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 	start := time.Now()
 	res = bench.Result{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat, Tests: map[string]string{},
 		ToolCalls: map[string]int{}, CapabilityCalls: map[string]int{}}
-	var modelTime, testTime time.Duration
+	var modelTime, toolTime, testTime time.Duration
 	defer func() {
 		res.WallS = time.Since(start).Seconds()
 		res.ModelS = modelTime.Seconds()
-		res.HarnessS = max(0, res.WallS-res.ModelS-testTime.Seconds())
+		res.ToolS = toolTime.Seconds()
+		res.HarnessS = max(0, res.WallS-res.ModelS-res.ToolS-testTime.Seconds())
 	}()
 	fail := func(format string, args ...any) {
 		res.Error = fmt.Sprintf(format, args...)
@@ -426,7 +427,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 	if ctx.Err() != nil {
 		return abandon()
 	}
-	modelTime = out.ModelTime
+	modelTime, toolTime = out.ModelTime, out.ToolTime
 	res.Turns, res.StopReason, res.CostUSD = out.Turns, out.StopReason, out.Usage.CostUSD
 	res.Tokens = bench.Tokens{Input: out.Usage.InputTokens, Output: out.Usage.OutputTokens,
 		CacheRead: out.Usage.CacheReadTokens, CacheWrite: out.Usage.CacheWriteTokens}

@@ -310,7 +310,10 @@ func TestRunEndToEnd(t *testing.T) {
 		// The ledger verifies, ends with the verdict, and its last
 		// checkpoint's root is the one the result names.
 		_, vkey, _ := ledger.LoadOrCreateKey(filepath.Join(filepath.Dir(out), "key"))
-		rep, entries, err := ledger.Verify(res.Ledger.Dir, vkey)
+		if filepath.IsAbs(res.Ledger.Dir) {
+			t.Errorf("%v: ledger dir %s, want it relative to the results directory", k, res.Ledger.Dir)
+		}
+		rep, entries, err := ledger.Verify(filepath.Join(out, res.Ledger.Dir), vkey)
 		if err != nil {
 			t.Fatalf("%v: %v", k, err)
 		}
