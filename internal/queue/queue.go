@@ -509,6 +509,44 @@ func (q *Queue) Status(ctx context.Context) ([]JobStatus, error) {
 	}
 }
 
+// WatchStatus calls fn with each status entry written after it returns
+// (not those already there), in the order written, until ctx ends. It
+// subscribes before it returns; fn runs on a goroutine of its own, one
+// call at a time, and should not block. wait blocks until that goroutine
+// has ended (after ctx ends).
+func (q *Queue) WatchStatus(ctx context.Context, fn func(JobStatus)) (wait func(), err error) {
+	w, err := q.kv.WatchAll(ctx, jetstream.IgnoreDeletes(), jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, fmt.Errorf("queue: status: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					continue
+				}
+				var s JobStatus
+				if err := json.Unmarshal(e.Value(), &s); err != nil {
+					continue // not a status this version writes
+				}
+				s.rev = e.Revision()
+				s.Updated = e.Created()
+				fn(s)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { <-done }, nil
+}
+
 // Counts tallies statuses by state.
 func Counts(ss []JobStatus) map[State]int {
 	m := map[State]int{}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
@@ -121,6 +122,7 @@ func (a *Agent) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome
 	defer os.RemoveAll(mem)
 	o := a.Options(&spec, mem)
 	var timer timer
+	var turns atomic.Int32
 	rl := spec.RateLimit
 	o.Observers = append(o.Observers, agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type == agent.EventTurnStarted && rl != nil {
@@ -130,6 +132,9 @@ func (a *Agent) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome
 			rl.Wait(ctx)
 		}
 		timer.observe(ev)
+		if ev.Type == agent.EventTurnCompleted && spec.Progress != nil {
+			spec.Progress(fmt.Sprintf("turn %d", turns.Add(1)))
+		}
 	}))
 	if rl != nil {
 		o.OnRetry = func(_ int, wait time.Duration, err error) {

@@ -74,6 +74,9 @@ type RunSpec struct {
 	// delay (Retry-After) to it, so that parallel runs back off
 	// together.
 	RateLimit RateLimit
+	// Progress, when set, is told of each model turn the agent finishes
+	// ("turn N"), for the benchmark's live progress. It must not block.
+	Progress func(note string)
 }
 
 // Budgets bound one run; zero fields are unbounded (MaxTurns 0: the

@@ -87,6 +87,36 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 	ver := &Verifier{Queue: q, Keys: append([]string{r.VKey}, r.TrustKeys...), Incoming: filepath.Join(tmp, "incoming")}
 	var mu sync.Mutex
 	started := time.Now()
+	if r.Progress != nil {
+		// Live lines: a run's start on a worker, then each note its
+		// worker gives (its turns, its grading), before its result.
+		// Progress is called under mu, one call at a time.
+		notes := map[string]string{}
+		wait, err := q.WatchStatus(cctx, func(st queue.JobStatus) {
+			j, ok := byID[st.ID]
+			if !ok || st.State != queue.Running || notes[st.ID] == st.Note {
+				return
+			}
+			notes[st.ID] = st.Note
+			ev := EventNote
+			if st.Note == "running" || st.Note == "grading" && j.grade {
+				ev = EventStarted
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if _, done := rf.Done(bench.RunKey{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat}); done {
+				return // a late note of a run already reported
+			}
+			r.Progress(Progress{Event: ev, Note: st.Note, Worker: st.Worker, Done: sum.Skipped + sum.Ran, Total: sum.Total,
+				Last: bench.Result{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat}, Resolved: copyMap(sum.Resolved),
+				CostUSD: sum.CostUSD, Elapsed: time.Since(started), RanNow: sum.Ran, Remaining: len(jobs) - sum.Ran, Parallel: parallel})
+		})
+		if err != nil {
+			return err
+		}
+		defer wait()
+		defer stop()
+	}
 	accept := func(_ context.Context, qr queue.Result) error {
 		mu.Lock()
 		defer mu.Unlock()

@@ -150,7 +150,7 @@ func (e *Exec) Handle(ctx context.Context, qj queue.Job, progress func(string)) 
 		res, keep = r.gradeOne(ctx, &task, p.Arm.Name, p.Patch)
 	} else {
 		progress("running")
-		res, patch, keep = r.runOne(ctx, job{task: &task, arm: p.Arm, repeat: p.Repeat, script: p.Script}, e.gate(p.Arm.Provider), hidden)
+		res, patch, keep = r.runOne(ctx, job{task: &task, arm: p.Arm, repeat: p.Repeat, script: p.Script, progress: progress}, e.gate(p.Arm.Provider), hidden)
 	}
 	r.janitor.Wait()
 	if !keep {

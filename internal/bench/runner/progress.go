@@ -13,10 +13,18 @@ import (
 	"github.com/trussdev/truss/internal/sim"
 )
 
-// Progress is the state of a benchmark after a run finished.
+// Progress is the state of a benchmark when a run started, took a step
+// or finished (Event).
 type Progress struct {
-	Done, Total int
-	// Last is the run that just finished.
+	// Event is what happened to Last's run: EventFinished (the zero
+	// value), EventStarted or EventNote.
+	Event string
+	// Note is the worker's note of an EventNote ("turn 3", "grading");
+	// Worker the worker running it.
+	Note, Worker string
+	Done, Total  int
+	// Last is the run that started, took a step or finished (only its
+	// key is set unless it finished).
 	Last bench.Result
 	// Resolved counts resolved runs per arm, old and new.
 	Resolved map[string]int
@@ -37,9 +45,24 @@ func (p Progress) ETA() time.Duration {
 	return time.Duration(float64(p.Elapsed) / float64(p.RanNow) * float64(p.Remaining))
 }
 
+// The events of a Progress.
+const (
+	EventFinished = ""
+	EventStarted  = "started"
+	EventNote     = "note"
+)
+
 // Line is the progress as one line of text: done/total, the run that
-// finished and its verdict, resolved per arm, cost, ETA.
+// finished and its verdict, resolved per arm, cost, ETA; for a run that
+// started or took a step, the run and what it is doing.
 func (p Progress) Line() string {
+	run := fmt.Sprintf("%s %s #%d", p.Last.InstanceID, p.Last.Arm, p.Last.Repeat)
+	switch p.Event {
+	case EventStarted:
+		return fmt.Sprintf("[%d/%d] %s: started on %s", p.Done, p.Total, run, cmp.Or(p.Worker, "a worker"))
+	case EventNote:
+		return fmt.Sprintf("[%d/%d] %s: %s", p.Done, p.Total, run, firstLine(p.Note))
+	}
 	verdict := "not resolved"
 	switch {
 	case p.Last.Error != "":
@@ -60,8 +83,8 @@ func (p Progress) Line() string {
 	} else if d := p.ETA(); d > 0 {
 		eta = d.Round(time.Second).String()
 	}
-	return fmt.Sprintf("[%d/%d] %s %s #%d: %s (%.1fs) | resolved: %s | cost $%.4f | ETA %s",
-		p.Done, p.Total, p.Last.InstanceID, p.Last.Arm, p.Last.Repeat, verdict, p.Last.WallS,
+	return fmt.Sprintf("[%d/%d] %s: %s (%.1fs) | resolved: %s | cost $%.4f | ETA %s",
+		p.Done, p.Total, run, verdict, p.Last.WallS,
 		cmp.Or(strings.Join(arms, ", "), "none"), p.CostUSD, eta)
 }
 

@@ -111,6 +111,9 @@ type job struct {
 	// grade makes the job a grading of patch (bench grade): no agent.
 	grade bool
 	patch string
+	// progress, when set, is told of the run's steps ("turn 3",
+	// "grading"): the queue's progress note.
+	progress func(note string)
 }
 
 // Run runs every run not yet in Out's results. It returns when every
@@ -412,6 +415,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 	if j.arm.Provider == "sim" {
 		spec.Script = j.script
 	}
+	spec.Progress = j.progress
 	if j.arm.Provider == "sim" && spec.Script == nil {
 		if spec.Script, err = r.Scripts.For(j.task.InstanceID, j.arm.Surface); err != nil {
 			fail("%v", err)
@@ -458,6 +462,9 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		}
 		fail("%v", err)
 		return r.finish(ctx, lw, res, nil, "")
+	}
+	if j.progress != nil {
+		j.progress("grading")
 	}
 	<-prepDone
 	var v *grade.Verdict

@@ -252,13 +252,28 @@ func TestRunEndToEnd(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	r := newRunner(t, set, f, out, "editor", "patcher", "wrong", "snoop", "crash")
 	var lines []string
-	r.Progress = func(p runner.Progress) { lines = append(lines, p.Line()) }
+	started := map[string]bool{}
+	r.Progress = func(p runner.Progress) {
+		switch p.Event {
+		case runner.EventFinished:
+			lines = append(lines, p.Line())
+		case runner.EventStarted:
+			if !strings.Contains(p.Line(), ": started on ") {
+				t.Errorf("start line %q", p.Line())
+			}
+			started[fmt.Sprintf("%s/%s/%d", p.Last.InstanceID, p.Last.Arm, p.Last.Repeat)] = true
+		}
+	}
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.Total != 10 || sum.Ran != 10 || sum.Errors != 2 || len(lines) != 10 {
 		t.Fatalf("%+v, %d progress lines", sum, len(lines))
+	}
+	// Each run's start is said before its end.
+	if len(started) != 10 {
+		t.Errorf("%d runs said to start, want 10: %v", len(started), started)
 	}
 	if !strings.HasPrefix(lines[9], "[10/10] ") || !strings.Contains(lines[9], "ETA 0s") {
 		t.Errorf("last progress line %q", lines[9])
