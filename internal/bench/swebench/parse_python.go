@@ -8,11 +8,34 @@ import (
 // Ports of swebench/harness/log_parsers/python.py (v4.1.0
 // 726c5461e2ef52d83cf1ea2107870a8bb3328d57; log_parsers.py in the v2
 // tags). The parsers of HEAD 7a21e05772954cc81471ae19d56f436cecf43c54 that
-// differ take head=true.
+// differ, and v2.0's, take a variant.
+
+// variant selects a release's version of a parser.
+type variant struct {
+	// head: HEAD 7a21e05's parsers.
+	head bool
+	// v20: v2.0.x, whose TestStatus has no XFAIL, so the parsers that test
+	// a line against the status words do not know it.
+	v20 bool
+	// v21: v2.1.x (parse_log_sympy's "[OK]"/"[FAIL]" cut).
+	v21 bool
+}
+
+func variantOf(r Rules) variant {
+	return variant{head: r == RulesV5, v20: r == RulesV2_0, v21: r == RulesV2_1}
+}
+
+// words are the TestStatus values of the variant's release.
+func (v variant) words() []Status {
+	if v.v20 {
+		return statusWords()[:4]
+	}
+	return statusWords()
+}
 
 // startsWithStatus is any(line.startswith(x.value) for x in TestStatus).
-func startsWithStatus(line string) bool {
-	for _, s := range statusWords() {
+func (v variant) startsWithStatus(line string) bool {
+	for _, s := range v.words() {
 		if strings.HasPrefix(line, string(s)) {
 			return true
 		}
@@ -21,8 +44,8 @@ func startsWithStatus(line string) bool {
 }
 
 // endsWithStatus is any(line.endswith(x.value) for x in TestStatus).
-func endsWithStatus(line string) bool {
-	for _, s := range statusWords() {
+func (v variant) endsWithStatus(line string) bool {
+	for _, s := range v.words() {
 		if strings.HasSuffix(line, string(s)) {
 			return true
 		}
@@ -42,10 +65,10 @@ func isSkipSummary(status, name string) bool {
 // parsePytest is parse_log_pytest: a line that starts with a status word
 // gives name = its second word, status = its first; on FAILED lines " - "
 // becomes " " first. head adds HEAD's skip-summary filter.
-func parsePytest(log string, head bool) map[string]Status {
+func parsePytest(log string, v variant) map[string]Status {
 	m := map[string]Status{}
 	for _, line := range pyLines(log) {
-		if !startsWithStatus(line) {
+		if !v.startsWithStatus(line) {
 			continue
 		}
 		if strings.HasPrefix(line, string(StatusFailed)) {
@@ -55,7 +78,7 @@ func parsePytest(log string, head bool) map[string]Status {
 		if len(tc) <= 1 {
 			continue
 		}
-		if head && isSkipSummary(tc[0], tc[1]) {
+		if v.head && isSkipSummary(tc[0], tc[1]) {
 			continue
 		}
 		m[tc[1]] = Status(tc[0])
@@ -66,11 +89,11 @@ func parsePytest(log string, head bool) map[string]Status {
 // parsePytestOptions is parse_log_pytest_options: parse_log_pytest, but in
 // a name of the form main[option] an option that starts with one "/", and
 // holds no "*", is cut to "/" + its last path element.
-func parsePytestOptions(log string, head bool) map[string]Status {
+func parsePytestOptions(log string, v variant) map[string]Status {
 	option := regexp.MustCompile(`(.*?)\[(.*)\]`)
 	m := map[string]Status{}
 	for _, line := range pyLines(log) {
-		if !startsWithStatus(line) {
+		if !v.startsWithStatus(line) {
 			continue
 		}
 		if strings.HasPrefix(line, string(StatusFailed)) {
@@ -80,7 +103,7 @@ func parsePytestOptions(log string, head bool) map[string]Status {
 		if len(tc) <= 1 {
 			continue
 		}
-		if head && isSkipSummary(tc[0], tc[1]) {
+		if v.head && isSkipSummary(tc[0], tc[1]) {
 			continue
 		}
 		name := tc[1]
@@ -98,12 +121,12 @@ func parsePytestOptions(log string, head bool) map[string]Status {
 
 // parseMatplotlib is parse_log_matplotlib: parse_log_pytest after
 // MouseButton.LEFT and MouseButton.RIGHT become 1 and 3.
-func parseMatplotlib(log string, head bool) map[string]Status {
+func parseMatplotlib(log string, v variant) map[string]Status {
 	// The replacements never cross a line, so making them on the whole log
 	// is making them on each line.
 	log = strings.ReplaceAll(log, "MouseButton.LEFT", "1")
 	log = strings.ReplaceAll(log, "MouseButton.RIGHT", "3")
-	return parsePytest(log, head)
+	return parsePytest(log, v)
 }
 
 // parsePytestV2 is parse_log_pytest_v2: ANSI "[Nm" codes and the control
@@ -113,7 +136,7 @@ func parseMatplotlib(log string, head bool) map[string]Status {
 // head is HEAD's variant: a FAILED line is cut at its first " - ", the name
 // is every word after the status (joined by one space), the skip summary is
 // dropped, and "name STATUS" takes all words but the last as the name.
-func parsePytestV2(log string, head bool) map[string]Status {
+func parsePytestV2(log string, v variant) map[string]Status {
 	ansi := regexp.MustCompile(`\[(` + reD + `+)m`)
 	m := map[string]Status{}
 	for _, line := range pyLines(log) {
@@ -125,9 +148,9 @@ func parsePytestV2(log string, head bool) map[string]Status {
 			return r
 		}, line)
 		switch {
-		case startsWithStatus(line):
+		case v.startsWithStatus(line):
 			if strings.HasPrefix(line, string(StatusFailed)) {
-				if head {
+				if v.head {
 					line, _, _ = strings.Cut(line, " - ")
 				} else {
 					line = strings.ReplaceAll(line, " - ", " ")
@@ -137,19 +160,19 @@ func parsePytestV2(log string, head bool) map[string]Status {
 			if len(tc) < 2 {
 				continue
 			}
-			if head {
+			if v.head {
 				if !isSkipSummary(tc[0], tc[1]) {
 					m[strings.Join(tc[1:], " ")] = Status(tc[0])
 				}
 			} else {
 				m[tc[1]] = Status(tc[0])
 			}
-		case endsWithStatus(line):
+		case v.endsWithStatus(line):
 			tc := pyFields(line)
 			if len(tc) < 2 {
 				continue
 			}
-			if head {
+			if v.head {
 				m[strings.Join(tc[:len(tc)-1], " ")] = Status(tc[len(tc)-1])
 			} else {
 				m[tc[0]] = Status(tc[1])

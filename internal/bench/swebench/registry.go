@@ -57,13 +57,13 @@ func parserAliases() map[string]string {
 // parsers returns the parser functions by canonical name, in the variant
 // the rules use.
 func parsers(rules Rules) map[string]Parser {
-	head := rules == RulesV5
-	v21 := rules == RulesV2_1
+	v := variantOf(rules)
+	head, v21 := v.head, v.v21
 	return map[string]Parser{
-		"parse_log_pytest":         func(l string) map[string]Status { return parsePytest(l, head) },
-		"parse_log_pytest_options": func(l string) map[string]Status { return parsePytestOptions(l, head) },
-		"parse_log_pytest_v2":      func(l string) map[string]Status { return parsePytestV2(l, head) },
-		"parse_log_matplotlib":     func(l string) map[string]Status { return parseMatplotlib(l, head) },
+		"parse_log_pytest":         func(l string) map[string]Status { return parsePytest(l, v) },
+		"parse_log_pytest_options": func(l string) map[string]Status { return parsePytestOptions(l, v) },
+		"parse_log_pytest_v2":      func(l string) map[string]Status { return parsePytestV2(l, v) },
+		"parse_log_matplotlib":     func(l string) map[string]Status { return parseMatplotlib(l, v) },
 		"parse_log_seaborn":        parseSeaborn,
 		"parse_log_django":         parseDjango,
 		"parse_log_sympy":          func(l string) map[string]Status { return parseSympy(l, v21) },
