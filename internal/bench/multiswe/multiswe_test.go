@@ -74,7 +74,7 @@ func TestImport(t *testing.T) {
 			"Launch returns the new error ErrNegative (launch/errors.go).",
 			"mswebench/acme_m_rocket:pr-42",
 			[]string{"TestCountdownZero", "TestLaunch", "TestLaunch/abort"},
-			[]string{"TestCountdown", "github.com/acme/rocket/orbit"},
+			[]string{"TestCountdown", "TestOrbit"},
 			"+++ b/launch/launch.go", "+++ b/launch/launch_test.go",
 		},
 		{
