@@ -122,14 +122,26 @@ func (e *LineError) Unwrap() error { return e.Err }
 // ParseTasks reads tasks from JSONL (one object a line; blank lines are
 // skipped) and checks each: instance_id, repo and base_commit present,
 // instance ids unique, at least one FAIL_TO_PASS test. name is the input's
-// name in errors. Repositories are not resolved (LoadTasks does).
+// name in errors. A line that lacks a required field and has none of
+// SWE-bench's own fields is not taken for a broken task: its error names
+// the known format it looks like (a Multi-SWE-bench record, a HumanEvalFix
+// problem, a prediction) and what to do with it, else the required fields
+// it lacks. Repositories are not resolved (LoadTasks does).
 func ParseTasks(r io.Reader, name string) ([]Task, error) {
 	var tasks []Task
 	seen := map[string]int{}
 	err := eachLine(r, name, func(n int, line []byte) error {
 		var t Task
 		if err := decodeLine(line, &t); err != nil {
+			if ferr := foreignFormat(line); ferr != nil {
+				return ferr
+			}
 			return flexibleFieldError(line, err, "FAIL_TO_PASS", "PASS_TO_PASS", "setup_cmd")
+		}
+		if strings.TrimSpace(t.InstanceID) == "" || strings.TrimSpace(t.Repo) == "" || strings.TrimSpace(t.BaseCommit) == "" || len(t.FailToPass) == 0 {
+			if ferr := foreignFormat(line); ferr != nil {
+				return ferr
+			}
 		}
 		switch {
 		case strings.TrimSpace(t.InstanceID) == "":
@@ -282,6 +294,55 @@ func eachLine(r io.Reader, name string, fn func(n int, line []byte) error) error
 			return fmt.Errorf("%s:%d: %w", name, n, err)
 		}
 	}
+}
+
+// foreignFormat says what a line is that is a JSON object without any of
+// the fields only a task in SWE-bench's format (or Truss's additions to
+// it) has, and what to do with it: a Multi-SWE-bench record (org, number
+// and base), a HumanEvalFix problem (task_id and buggy_solution), a
+// prediction (model_patch or model_name_or_path), else an object that
+// lacks the required fields it names. It returns nil for a line that is
+// not a JSON object or that holds one of those fields (a task, broken or
+// not, whose own errors stand).
+func foreignFormat(line []byte) error {
+	taskKeys := []string{"base_commit", "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS",
+		"environment_setup_commit", "hints_text", "test_cmd", "setup_cmd"}
+	required := []string{"instance_id", "repo", "base_commit", "FAIL_TO_PASS"}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(line, &raw) != nil {
+		return nil
+	}
+	has := func(keys ...string) bool {
+		for _, k := range keys {
+			if _, ok := raw[k]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	for _, k := range taskKeys {
+		if has(k) {
+			return nil
+		}
+	}
+	switch {
+	case has("org", "number", "base"):
+		return errors.New("not a task in SWE-bench's format: this looks like a Multi-SWE-bench record (org, repo, number, base.sha): " +
+			"import it first with `truss bench import multi-swe-bench FILE --out DIR`")
+	case has("task_id", "buggy_solution"):
+		return errors.New("not a task in SWE-bench's format: this looks like a HumanEvalFix/HumanEvalPack record (task_id, buggy_solution): " +
+			"import it with `truss bench import humanevalfix FILE --out DIR`")
+	case has("model_patch") || has("model_name_or_path"):
+		return errors.New("not a task: this is a predictions file (instance_id, model_patch, model_name_or_path): " +
+			"pass it as --predictions to `truss bench grade`, with the tasks as --tasks")
+	}
+	var missing []string
+	for _, k := range required {
+		if !has(k) {
+			missing = append(missing, k)
+		}
+	}
+	return fmt.Errorf("not a task in SWE-bench's format: missing %s", strings.Join(missing, ", "))
 }
 
 // flexibleFieldError names the field whose own decoder failed (encoding/json

@@ -60,6 +60,43 @@ func TestParseTasks(t *testing.T) {
 	}
 }
 
+func TestParseTasksForeignFormats(t *testing.T) {
+	msb := `{"org":"cli","repo":"cli","number":10009,"state":"closed","title":"t","body":"b",` +
+		`"base":{"label":"cli:trunk","ref":"trunk","sha":"0123abcd"},"resolved_issues":[{"number":1,"title":"i","body":null}],` +
+		`"fix_patch":"diff","test_patch":"diff","f2p_tests":{"TestX":{"run":"NONE","test":"FAIL","fix":"PASS"}},` +
+		`"p2p_tests":{},"s2p_tests":{},"n2p_tests":{},"instance_id":"cli__cli-10009"}`
+	hef := `{"task_id":"Go/0","prompt":"p","declaration":"d","buggy_solution":"b","canonical_solution":"c","test":"t","entry_point":"E"}`
+	tests := []struct{ name, in, err string }{
+		{"multi-swe-bench", msb, "x:1: not a task in SWE-bench's format: this looks like a Multi-SWE-bench record (org, repo, number, base.sha): import it first with `truss bench import multi-swe-bench FILE --out DIR`"},
+		{"multi-swe-bench without instance_id", strings.Replace(msb, `,"instance_id":"cli__cli-10009"`, "", 1), "looks like a Multi-SWE-bench record"},
+		{"multi-swe-bench second line", `{"instance_id":"a","repo":"r","base_commit":"abc","FAIL_TO_PASS":["t"]}` + "\n" + msb, "x:2: not a task in SWE-bench's format: this looks like a Multi-SWE-bench"},
+		{"humanevalfix", hef, "x:1: not a task in SWE-bench's format: this looks like a HumanEvalFix/HumanEvalPack record (task_id, buggy_solution): import it with `truss bench import humanevalfix FILE --out DIR`"},
+		{"prediction", `{"instance_id":"a","model_name_or_path":"m","model_patch":"diff"}`, "x:1: not a task: this is a predictions file (instance_id, model_patch, model_name_or_path): pass it as --predictions"},
+		{"prediction null patch", `{"instance_id":"a","model_patch":null}`, "this is a predictions file"},
+		{"prediction wrong type", `{"instance_id":3,"model_name_or_path":"m","model_patch":"diff"}`, "this is a predictions file"},
+		{"unknown object", `{"id":"a","source":"s"}`, "x:1: not a task in SWE-bench's format: missing instance_id, repo, base_commit, FAIL_TO_PASS"},
+		{"empty object", `{}`, "missing instance_id, repo, base_commit, FAIL_TO_PASS"},
+		{"id and repo only", `{"instance_id":"a","repo":"r"}`, "x:1: not a task in SWE-bench's format: missing base_commit, FAIL_TO_PASS"},
+		// A line with one of SWE-bench's own fields is a task: its own errors stand.
+		{"task without base_commit", `{"instance_id":"a","repo":"r","FAIL_TO_PASS":["t"],"org":"o","number":1,"base":{}}`, "x:1: instance a: base_commit is missing or empty"},
+		{"task without instance_id", `{"repo":"r","base_commit":"abc","FAIL_TO_PASS":["t"],"model_patch":"d"}`, "x:1: instance_id is missing or empty"},
+		{"task with a bad list", `{"task_id":"Go/0","buggy_solution":"b","FAIL_TO_PASS":3}`, "x:1: field FAIL_TO_PASS: want a JSON array"},
+		{"syntax", `{"org":"cli","number":1,"base":`, "x:1: invalid JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTasks(strings.NewReader(tc.in), "x")
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("err = %v, want %q", err, tc.err)
+			}
+			var le *LineError
+			if !errors.As(err, &le) {
+				t.Fatalf("not a LineError: %T", err)
+			}
+		})
+	}
+}
+
 func fmtLine(f string, a, b string) string {
 	return strings.Replace(strings.Replace(f, "%s", a, 1), "%s", b, 1)
 }
