@@ -27,7 +27,9 @@ import (
 	"github.com/trussdev/truss/internal/bench/grade"
 	"github.com/trussdev/truss/internal/bench/harnessagent"
 	"github.com/trussdev/truss/internal/bench/humanevalfix"
+	"github.com/trussdev/truss/internal/bench/multiswe"
 	"github.com/trussdev/truss/internal/bench/runner"
+	"github.com/trussdev/truss/internal/bench/swebench"
 	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/sandbox"
 )
@@ -35,7 +37,8 @@ import (
 const benchUsage = `usage: truss bench run|grade|import|report|worker|status [flags]
   truss bench run --tasks FILE --out DIR (--arm NAME=PROVIDER:MODEL[:SURFACE] ... | --models P:M,... --surfaces S,...)
   truss bench grade --tasks FILE --predictions FILE --out DIR [--parallel N]
-  truss bench import humanevalfix FILE --out DIR
+  truss bench grade --tasks FILE --logs DIR --out DIR [--arm NAME] [--rules swebench-vX]
+  truss bench import humanevalfix|multi-swe-bench FILE --out DIR
   truss bench report DIR [--html FILE]
   truss bench worker --nats URL [--parallel N] [--exit-when-idle]
   truss bench status DIR|--nats URL`
@@ -262,8 +265,11 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("bench grade", stderr)
 	var b benchFlags
 	b.register(fs)
-	var predictions string
-	fs.StringVar(&predictions, "predictions", "", "the predictions: JSONL with instance_id, model_name_or_path, model_patch (required)")
+	var predictions, logs, arm, rules string
+	fs.StringVar(&predictions, "predictions", "", "the predictions: JSONL with instance_id, model_name_or_path, model_patch (this or --logs is required)")
+	fs.StringVar(&logs, "logs", "", "grade the official harness's logs instead of running anything: DIR/INSTANCE_ID/test_output.txt (with report.json, if there, compared)")
+	fs.StringVar(&arm, "arm", "", "with --logs: the results' arm, the graded submission's name (default: the logs directory's name)")
+	fs.StringVar(&rules, "rules", "", "with --logs: the harness release whose rules apply: "+rulesList()+" (default: each log's own, from its markers)")
 	var qf queueFlags
 	qf.register(fs)
 	if err := cli.Parse(fs, args); err != nil {
@@ -272,11 +278,20 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return cli.Usagef("truss bench grade takes no arguments, got %q", fs.Args())
 	}
+	if logs != "" {
+		if predictions != "" {
+			return cli.Usagef("--logs and --predictions cannot go together: grade the logs, or run the predictions")
+		}
+		return gradeLogs(&b, logs, arm, rules, stdout, stderr)
+	}
+	if arm != "" || rules != "" {
+		return cli.Usagef("--arm and --rules go with --logs")
+	}
 	if err := qf.check(); err != nil {
 		return err
 	}
 	if predictions == "" {
-		return cli.Usagef("--predictions is required")
+		return cli.Usagef("--predictions is required (or --logs)")
 	}
 	tasks, g, done, err := b.load()
 	if err != nil {
@@ -320,6 +335,96 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 		printSummary(stdout, sum, b.out)
 	}
 	return benchExit(sum, err)
+}
+
+func rulesList() string {
+	var names []string
+	for _, r := range swebench.AllRules() {
+		names = append(names, string(r))
+	}
+	return strings.Join(names, ", ")
+}
+
+// gradeLogs is `truss bench grade --logs`: the official rules' verdicts of
+// existing harness logs, nothing run.
+func gradeLogs(b *benchFlags, logs, arm, rulesName string, stdout, stderr io.Writer) error {
+	if b.tasks == "" || b.out == "" {
+		return cli.Usagef("--tasks and --out are required")
+	}
+	var rules swebench.Rules
+	if rulesName != "" {
+		r, err := swebench.ParseRules(rulesName)
+		if err != nil {
+			return cli.UsageError{Msg: err.Error()}
+		}
+		rules = r
+	}
+	if fi, err := os.Stat(logs); err != nil || !fi.IsDir() {
+		return cli.Usagef("--logs %s is not a directory (want DIR/INSTANCE_ID/test_output.txt, the official harness's layout)", logs)
+	}
+	if arm == "" {
+		abs, _ := filepath.Abs(logs)
+		arm = filepath.Base(abs)
+	}
+	f, err := os.Open(b.tasks)
+	if err != nil {
+		return err
+	}
+	// The repositories are not needed: nothing is checked out.
+	tasks, err := bench.ParseTasks(f, b.tasks)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if b.only != "" {
+		want := splitList(b.only)
+		tasks = slices.DeleteFunc(tasks, func(t bench.Task) bool { return !slices.Contains(want, t.InstanceID) })
+		if len(tasks) == 0 {
+			return cli.Usagef("--only names no instance of %s", b.tasks)
+		}
+	}
+	signer, _, err := ledger.InstallationKey()
+	if err != nil {
+		return err
+	}
+	ctx, stop := cli.SignalContext(stderr)
+	defer stop()
+	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
+	g := &runner.LogGrading{Tasks: tasks, Logs: logs, Out: b.out, Arm: arm, Rules: rules, Signer: signer, Progress: pp.print}
+	sum, err := g.Run(ctx)
+	pp.done()
+	if sum == nil {
+		return err
+	}
+	{
+		printSummary(stdout, &sum.Summary, b.out)
+		if len(sum.NoLog) > 0 {
+			fmt.Fprintf(stdout, "%d instances of the task file have no log in %s: %s\n", len(sum.NoLog), logs, firstFew(sum.NoLog))
+		}
+		if sum.Official > 0 {
+			fmt.Fprintf(stdout, "%d of %d verdicts equal the log's own report.json", sum.Agree, sum.Official)
+			if len(sum.Disagree) > 0 {
+				fmt.Fprintf(stdout, "; not: %s", firstFew(sum.Disagree))
+			}
+			fmt.Fprintln(stdout)
+		}
+		if sum.Total == 0 {
+			return fmt.Errorf("no instance of %s has a log in %s (want DIR/INSTANCE_ID/%s)", b.tasks, logs, runner.LogTestOutput)
+		}
+		if len(sum.Disagree) > 0 {
+			return cli.ExitError{Code: 1}
+		}
+	}
+	return benchExit(&sum.Summary, err)
+}
+
+// firstFew lists up to five names, with "…" when there are more.
+func firstFew(names []string) string {
+	s := strings.Join(names[:min(len(names), 5)], ", ")
+	if len(names) > 5 {
+		s += fmt.Sprintf(", … (%d in all)", len(names))
+	}
+	return s
 }
 
 // The providers and surfaces an arm may name.
@@ -464,9 +569,15 @@ func benchAgent(fallback sandbox.Fallback, stderr io.Writer) *harnessagent.Agent
 	}}
 }
 
+const importUsage = `usage: truss bench import humanevalfix FILE --out DIR [--all] [--only Go/0,Go/1]
+       truss bench import multi-swe-bench FILE --out DIR [--only ID,...] [--lang L] [--image-prefix P]`
+
 func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "multi-swe-bench" {
+		return cmdImportMultiSWE(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "humanevalfix" {
-		return cli.Usagef("usage: truss bench import humanevalfix FILE --out DIR [--all] [--only Go/0,Go/1]")
+		return cli.Usagef("%s", importUsage)
 	}
 	fs := cli.NewFlagSet("bench import humanevalfix", stderr)
 	var out, only string
@@ -480,7 +591,7 @@ func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if !ok || file == "" {
-		return cli.Usagef("usage: truss bench import humanevalfix FILE --out DIR [--all] [--only Go/0,Go/1]")
+		return cli.Usagef("%s", importUsage)
 	}
 	if out == "" {
 		return cli.Usagef("--out is required")
@@ -501,6 +612,44 @@ func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%d instances in %s", sum.Tasks, sum.TaskFile)
 	if len(sum.Skipped) > 0 {
 		fmt.Fprintf(stdout, " (%d without a usable gold fix left out: %s)", len(sum.Skipped), strings.Join(sum.Skipped, ", "))
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+func cmdImportMultiSWE(args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("bench import multi-swe-bench", stderr)
+	var out, only, lang, prefix string
+	fs.StringVar(&out, "out", "", "the directory to write: tasks.jsonl (required)")
+	fs.StringVar(&only, "only", "", "only these instances (comma-separated: org__repo-N or org/repo:pr-N)")
+	fs.StringVar(&lang, "lang", "", "the language of records without lang (default: the file's directory, e.g. go)")
+	fs.StringVar(&prefix, "image-prefix", "", "replaces mswebench in the instance images' names")
+	file, ok, err := cli.ParseArg(fs, args)
+	if err != nil {
+		return err
+	}
+	if !ok || file == "" {
+		return cli.Usagef("%s", importUsage)
+	}
+	if out == "" {
+		return cli.Usagef("--out is required")
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	opts := multiswe.Options{Out: out, Language: lang, ImagePrefix: prefix}
+	if only != "" {
+		opts.Only = splitList(only)
+	}
+	sum, err := multiswe.Import(context.Background(), f, file, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d instances in %s", sum.Tasks, sum.TaskFile)
+	if len(sum.Skipped) > 0 {
+		fmt.Fprintf(stdout, " (%d with no test to turn to passing left out: %s)", len(sum.Skipped), strings.Join(sum.Skipped, ", "))
 	}
 	fmt.Fprintln(stdout)
 	return nil

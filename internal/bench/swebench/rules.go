@@ -3,6 +3,7 @@ package swebench
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Rules names the release of SWE-bench's harness whose grading rules apply.
@@ -90,3 +91,18 @@ func ParseRules(s string) (Rules, error) {
 }
 
 func (r Rules) v2() bool { return r == RulesV2_0 || r == RulesV2_1 }
+
+// DetectRules returns the rule set of the releases that write a test log
+// like this one, from the markers their eval scripts print: v5's exit code
+// line (RulesV5); v3.0.15–v4.1's start and end of the test output
+// (RulesV4_1); else the v2 releases' (DefaultRules). A log alone does not
+// tell v2.0 from v2.1, nor v4.0 from v4.1: for those, the caller chooses.
+func DetectRules(log string) Rules {
+	switch {
+	case strings.Contains(log, MarkerTestExitCode):
+		return RulesV5
+	case strings.Contains(log, MarkerStartTestOutput) || strings.Contains(log, MarkerEndTestOutput):
+		return RulesV4_1
+	}
+	return DefaultRules
+}
