@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -156,6 +157,16 @@ func envSubst(ts *testscript.TestScript, neg bool, args []string) {
 	for _, f := range args {
 		ts.Check(os.WriteFile(ts.MkAbs(f), []byte(os.Expand(ts.ReadFile(f), ts.Getenv)), 0o644))
 	}
+}
+
+// gitsha DIR VAR: sets VAR to the commit DIR's HEAD names.
+func gitSHA(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: gitsha DIR VAR")
+	}
+	out, err := exec.Command("git", "-C", ts.MkAbs(args[0]), "rev-parse", "HEAD").Output()
+	ts.Check(err)
+	ts.Setenv(args[1], strings.TrimSpace(string(out)))
 }
 
 // benchresults FILE: prints each line of a results.jsonl as one sorted

@@ -89,6 +89,7 @@ func TestScripts(t *testing.T) {
 			"envleft":      envLeft,
 			"waitfile":     waitFile,
 			"benchtasks":   benchTasks,
+			"gitsha":       gitSHA,
 			"envsubst":     envSubst,
 			"benchresults": benchResults,
 			"queueurl":     queueURL,

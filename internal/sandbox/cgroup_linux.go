@@ -88,13 +88,6 @@ func (g *group) has(ctrl string) bool {
 	return false
 }
 
-// cpuWeight is the sandbox's share of the CPU against a sibling group of
-// the default weight (100 on v2, 1024 shares on v1): a tenth.
-const (
-	cpuWeightV2 = 10
-	cpuSharesV1 = 102
-)
-
 // makeGroups makes the session's cgroups under the parents the plan names
 // and sets their limits. On failure nothing is left behind.
 func makeGroups(m Mechanisms, lim Limits) ([]*group, error) {
@@ -144,9 +137,9 @@ func makeGroups(m Mechanisms, lim Limits) ([]*group, error) {
 				err = set("memory.limit_in_bytes", strconv.FormatInt(lim.Memory, 10))
 				set("memory.memsw.limit_in_bytes", strconv.FormatInt(lim.Memory, 10)) // absent without swap accounting
 			case c == ctrlCPU && g.v2:
-				err = set("cpu.weight", strconv.Itoa(cpuWeightV2))
+				err = set("cpu.weight", strconv.Itoa(lim.CPUWeight))
 			case c == ctrlCPU:
-				err = set("cpu.shares", strconv.Itoa(cpuSharesV1))
+				err = set("cpu.shares", strconv.Itoa(max(2, lim.CPUWeight*1024/100)))
 			}
 			if err != nil {
 				return fail(err)

@@ -10,3 +10,12 @@ func HelperRoots(p Policy) []string { return p.helperRoots() }
 func SocketDirs(sshAuthSock, home string, keep []string) ([]string, string) {
 	return socketDirs(sshAuthSock, home, keep)
 }
+
+// CgroupDirs are the sandbox's own cgroups, for the tests.
+func (s *Sandbox) CgroupDirs() []string {
+	var dirs []string
+	for _, g := range s.groups {
+		dirs = append(dirs, g.dir)
+	}
+	return dirs
+}

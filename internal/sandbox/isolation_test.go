@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -478,6 +479,40 @@ func TestPrivateTmpBounded(t *testing.T) {
 		fields := strings.Fields(r.Stdout)
 		if len(fields) < 2 || fields[0] != "32768" || !strings.Contains(r.Stdout, "No space left") {
 			t.Errorf("%s: not bounded by the disk budget: %q %q", dir, r.Stdout, r.Stderr)
+		}
+	}
+}
+
+// TestCPUWeight: an agent's commands get a tenth of the CPU against the
+// user's own work by default; a policy may give them the default weight
+// (a grading, which measures tests, does).
+func TestCPUWeight(t *testing.T) {
+	for _, tc := range []struct {
+		weight, want int
+	}{{0, 10}, {100, 100}} {
+		b := newBoxWith(t, sandbox.WorkspaceWrite, false, func(p *sandbox.Policy) { p.Limits.CPUWeight = tc.weight })
+		found := false
+		for _, d := range b.sb.CgroupDirs() {
+			file, want := "cpu.weight", strconv.Itoa(tc.want)
+			data, err := os.ReadFile(filepath.Join(d, file))
+			if err != nil {
+				file, want = "cpu.shares", strconv.Itoa(tc.want*1024/100) // cgroup v1
+				if data, err = os.ReadFile(filepath.Join(d, file)); err != nil {
+					continue // not the cpu controller's group
+				}
+			}
+			found = true
+			if got := strings.TrimSpace(string(data)); got != want {
+				t.Errorf("CPUWeight %d: %s %s, want %s", tc.weight, file, got, want)
+			}
+		}
+		if !found {
+			t.Skip("no cpu cgroup for the sandbox here")
+		}
+		// Niced below the default weight only.
+		r := b.run(t, "cut -d' ' -f19 /proc/self/stat", 0)
+		if want := map[int]string{10: "10", 100: "0"}[tc.want]; strings.TrimSpace(r.Stdout) != want {
+			t.Errorf("CPUWeight %d: nice %q, want %s", tc.weight, r.Stdout, want)
 		}
 	}
 }

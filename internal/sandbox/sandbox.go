@@ -140,10 +140,17 @@ type Limits struct {
 	// the free space of the workspace's file system when the session
 	// starts, at most 64 GiB; negative means no budget.
 	DiskBudget int64 `json:"disk_budget"`
+	// CPUWeight is the commands' share of the CPU against a sibling group
+	// of the default weight, 100 (cgroup v2's cpu.weight, 1–10000; v1's
+	// cpu.shares scaled to 1024). 0 means DefaultCPUWeight, a tenth: an
+	// agent's commands yield to the user's own work. A grading, which
+	// measures tests, sets 100.
+	CPUWeight int `json:"cpu_weight,omitempty"`
 }
 
 // The defaults of Limits.
 const (
+	DefaultCPUWeight  = 10
 	DefaultPids       = 4096
 	DefaultFileSize   = 4 << 30
 	DefaultOpenFiles  = 8192
@@ -157,6 +164,10 @@ func (l Limits) norm(workspace string) Limits {
 	if l.Pids == 0 {
 		l.Pids = DefaultPids
 	}
+	if l.CPUWeight <= 0 {
+		l.CPUWeight = DefaultCPUWeight
+	}
+	l.CPUWeight = min(l.CPUWeight, 10000)
 	if l.FileSize == 0 {
 		l.FileSize = DefaultFileSize
 	}
@@ -575,10 +586,15 @@ func (pl *Plan) Protections(h Host) []Protection {
 	default:
 		add("memory", false, fmt.Sprintf("RLIMIT_DATA %s per process only (no memory cgroup: %s)", FormatSize(p.Limits.Memory), orUnknown(h.MemoryCgroupErr)))
 	}
-	if m.CPUCgroup != "" {
-		add("cpu", true, "cpu cgroup at a tenth of the default weight; niced")
-	} else {
+	switch {
+	case m.CPUCgroup != "" && p.Limits.nice() > 0:
+		add("cpu", true, fmt.Sprintf("cpu cgroup at a weight of %d against the default 100; niced", p.Limits.CPUWeight))
+	case m.CPUCgroup != "":
+		add("cpu", true, fmt.Sprintf("cpu cgroup at a weight of %d against the default 100", p.Limits.CPUWeight))
+	case p.Limits.nice() > 0:
 		add("cpu", false, "niced only (no cpu cgroup: "+orUnknown(h.CPUCgroupErr)+")")
+	default:
+		add("cpu", false, "the default weight (no cpu cgroup: "+orUnknown(h.CPUCgroupErr)+")")
 	}
 	switch {
 	case m.Cgroup != "":

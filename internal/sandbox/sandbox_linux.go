@@ -398,7 +398,7 @@ func (s *Sandbox) spec(argv []string) helper.Spec {
 		}
 		join = append(join, g.dir)
 	}
-	lim := helper.Limits{Pids: pl.Policy.Limits.Pids, FileSize: pl.Policy.Limits.FileSize, OpenFiles: pl.Policy.Limits.OpenFiles, Nice: helperNice}
+	lim := helper.Limits{Pids: pl.Policy.Limits.Pids, FileSize: pl.Policy.Limits.FileSize, OpenFiles: pl.Policy.Limits.OpenFiles, Nice: pl.Policy.Limits.nice()}
 	if pl.Mechanisms.MemoryCgroup == "" && pl.Policy.Limits.Memory > 0 {
 		lim.Data = pl.Policy.Limits.Memory // per process, without a memory cgroup
 	}
@@ -823,9 +823,15 @@ func (s *Sandbox) Close() error {
 // interpreter opens it again, so it must not be close-on-exec).
 func helperFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
-// helperNice is the niceness of sandboxed processes: their CPU time
-// yields to the user's programs when the machine is busy.
-const helperNice = 10
+// nice is the niceness of sandboxed processes: at a weight under the
+// default, 10 (their CPU time yields to the user's programs when the
+// machine is busy); at the default weight or more, 0.
+func (l Limits) nice() int {
+	if l.CPUWeight > 0 && l.CPUWeight < 100 {
+		return 10
+	}
+	return 0
+}
 
 // IsHelper reports whether this process was started as the sandbox helper.
 func IsHelper() bool { return helper.IsHelper() }

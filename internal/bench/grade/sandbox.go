@@ -96,6 +96,9 @@ func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
 	}
 	p := sandbox.DefaultPolicy(dir, tmp)
 	p.Network = s.Network
+	// A grading measures tests: the default CPU weight, not the tenth an
+	// agent's commands get (under load, a suite took 16 times longer).
+	p.Limits.CPUWeight = 100
 	p.Writable = append(p.Writable, caches.Writable...)
 	p.Readable = append(p.Readable, caches.ReadOnly...)
 	if kd, err := ledger.KeyDir(); err == nil {
