@@ -516,3 +516,39 @@ func TestCPUWeight(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlay: a directory over a read-only lower layer reads the lower
+// layer's files, and what commands write there (new files, changes,
+// removals) goes to their own upper layer; the lower one is never
+// written, whatever they do, even in its own place.
+func TestOverlay(t *testing.T) {
+	base := t.TempDir()
+	lower := filepath.Join(base, "lower")
+	os.MkdirAll(filepath.Join(lower, "ab"), 0o755)
+	os.WriteFile(filepath.Join(lower, "ab", "entry"), []byte("warm-4711"), 0o644)
+	priv := filepath.Join(base, "priv")
+	o := sandbox.Overlay{Target: filepath.Join(priv, "cache"), Lower: lower, Upper: filepath.Join(priv, "cache.up"), Work: filepath.Join(priv, "cache.work")}
+	for _, d := range []string{o.Target, o.Upper, o.Work} {
+		os.MkdirAll(d, 0o700)
+	}
+	b := newBoxIn(t, base, sandbox.WorkspaceWrite, false, func(p *sandbox.Policy) {
+		p.Writable = append(p.Writable, priv)
+		p.Overlays = []sandbox.Overlay{o}
+	})
+	r := b.run(t, "cat "+o.Target+"/ab/entry; echo; echo planted > "+o.Target+"/ab/entry; echo new > "+o.Target+"/cd; rm -f "+o.Target+"/ab/entry; echo x > "+lower+"/ab/direct; cat "+o.Target+"/cd", 0)
+	if !strings.Contains(r.Stdout, "warm-4711") {
+		if !strings.Contains(r.Stdout, "new") {
+			t.Fatalf("the overlay: %q %q", r.Stdout, r.Stderr)
+		}
+		t.Skip("this kernel does not mount overlayfs in a user namespace: the cache is cold")
+	}
+	if b, _ := os.ReadFile(filepath.Join(lower, "ab", "entry")); string(b) != "warm-4711" {
+		t.Errorf("the lower layer was written: %q", b)
+	}
+	if exists(filepath.Join(lower, "cd")) || exists(filepath.Join(lower, "ab", "direct")) {
+		t.Error("a file was made in the lower layer")
+	}
+	if b, _ := os.ReadFile(filepath.Join(o.Upper, "cd")); string(b) != "new\n" {
+		t.Errorf("the upper layer holds %q, want the new file", b)
+	}
+}

@@ -86,6 +86,16 @@ func ParseFallback(s string) (Fallback, error) {
 	return "", fmt.Errorf("unknown sandbox fallback %q: choose landlock-only or none", s)
 }
 
+// Overlay is a directory of commands' own over a read-only lower layer
+// (Policy.Overlays): Target, Upper and Work in writable roots, Work on
+// Upper's file system; Lower is never written.
+type Overlay struct {
+	Target string `json:"target"`
+	Lower  string `json:"lower"`
+	Upper  string `json:"upper"`
+	Work   string `json:"work"`
+}
+
 // Policy is what the user asked for.
 type Policy struct {
 	Mode    Mode `json:"mode"`
@@ -114,6 +124,13 @@ type Policy struct {
 	// taken off by any command, an escalation's included (seccomp refuses
 	// every unmount and mount). Only with namespaces.
 	Hidden []string `json:"hidden,omitempty"`
+	// Overlays are directories in writable roots that commands see as a
+	// read-only lower layer (a trusted cache of the host's) with what they
+	// write going to an upper layer of their own: warm, and no command
+	// writes the lower one. Only with namespaces, and where the kernel
+	// mounts overlayfs in a user namespace (Linux 5.11); elsewhere each
+	// Target is the empty directory it was.
+	Overlays []Overlay `json:"overlays,omitempty"`
 	// TempDir is the session's temporary directory, always writable.
 	TempDir string `json:"temp_dir"`
 	// Limits are the resource limits of every sandboxed process.

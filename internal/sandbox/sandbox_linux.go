@@ -420,6 +420,9 @@ func (s *Sandbox) spec(argv []string) helper.Spec {
 	}
 	sp.Hidden = pl.Policy.Hidden
 	if pl.Mechanisms.Namespaces {
+		for _, o := range pl.Policy.Overlays {
+			sp.Overlays = append(sp.Overlays, helper.Overlay(o))
+		}
 		sp.Keep = pl.Policy.visible()
 		sp.PrivateTmp = pl.Policy.privateTmp()
 		sp.TmpSize = pl.Policy.Limits.tmpSize()

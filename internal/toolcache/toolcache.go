@@ -17,6 +17,7 @@
 package toolcache
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -36,6 +37,17 @@ type Caches struct {
 	Writable []string `json:"writable"`
 	// ReadOnly are the host's caches the commands read but cannot write.
 	ReadOnly []string `json:"read_only,omitempty"`
+	// Layers are the caches that are the host's seen through a layer of
+	// the commands' own (Layered): the sandbox mounts each as an overlay.
+	Layers []Layer `json:"layers,omitempty"`
+}
+
+// Layer is a cache of commands' own over the host's: Dir (what the
+// commands' environment names) shows Lower, the host's cache, read-only,
+// with what they write going to Upper; Work is the kernel's scratch.
+// Dir, Upper and Work are in Caches.Writable.
+type Layer struct {
+	Dir, Lower, Upper, Work string
 }
 
 // Base is Truss's cache directory: $TRUSS_HOME/cache when TRUSS_HOME is
@@ -116,6 +128,52 @@ func For(dir string, network bool) *Caches {
 		}
 	}
 	return c
+}
+
+// Layered returns the caches of commands that must neither write a cache
+// another run reads nor start cold (a benchmark's gradings): in dir, one
+// run's own, the Go build cache, pip's and npm's are each the host's seen
+// read-only through a layer of the run's own (Layers), so a run starts
+// warm and what it writes — a planted object file included — is gone with
+// dir; the module cache is For's. A cache the host does not have is an
+// empty one of the run's.
+func Layered(dir string, network bool) *Caches {
+	c := For(dir, network)
+	host := hostCaches()
+	for _, kv := range c.Env {
+		name, p, _ := strings.Cut(kv, "=")
+		if lower := host[name]; lower != "" {
+			c.Layers = append(c.Layers, Layer{Dir: p, Lower: lower, Upper: p + ".upper", Work: p + ".work"})
+			c.Writable = append(c.Writable, p+".upper", p+".work")
+		}
+	}
+	return c
+}
+
+// hostCaches are the host's own caches that Layered puts under a run's,
+// by the variable that names them, where they exist: Go's build cache,
+// pip's, npm's.
+func hostCaches() map[string]string {
+	userCache, _ := os.UserCacheDir()
+	home, _ := os.UserHomeDir()
+	defaults := map[string]string{"GOCACHE": "", "PIP_CACHE_DIR": "", "npm_config_cache": ""}
+	if userCache != "" {
+		defaults["GOCACHE"], defaults["PIP_CACHE_DIR"] = filepath.Join(userCache, "go-build"), filepath.Join(userCache, "pip")
+	}
+	if home != "" {
+		defaults["npm_config_cache"] = filepath.Join(home, ".npm")
+	}
+	m := map[string]string{}
+	for env, def := range defaults {
+		d := cmp.Or(os.Getenv(env), def)
+		if !filepath.IsAbs(d) {
+			continue // GOCACHE=off, or no default
+		}
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			m[env] = d
+		}
+	}
+	return m
 }
 
 // hostModCache is the host's Go module cache when it exists: $GOMODCACHE,

@@ -81,3 +81,31 @@ func TestDirFor(t *testing.T) {
 		t.Error("a relative shared cache was taken")
 	}
 }
+
+// TestLayered: the host's caches that exist are layers under the run's
+// own, each in the run's directory; one the host lacks is the run's alone.
+func TestLayered(t *testing.T) {
+	host := t.TempDir()
+	gocache := filepath.Join(host, "go-build")
+	os.MkdirAll(gocache, 0o755)
+	t.Setenv("GOCACHE", gocache)
+	t.Setenv("PIP_CACHE_DIR", filepath.Join(host, "no-pip"))
+	t.Setenv("npm_config_cache", "relative")
+	run := t.TempDir()
+	c := Layered(run, false)
+	if len(c.Layers) != 1 {
+		t.Fatalf("layers %+v, want Go's build cache alone", c.Layers)
+	}
+	l := c.Layers[0]
+	if l.Lower != gocache || l.Dir != filepath.Join(run, "go-build") || !slices.Contains(c.Env, "GOCACHE="+l.Dir) {
+		t.Errorf("layer %+v, env %v", l, c.Env)
+	}
+	for _, d := range []string{l.Dir, l.Upper, l.Work} {
+		if !slices.Contains(c.Writable, d) || !strings.HasPrefix(d, run+string(filepath.Separator)) {
+			t.Errorf("%s is not a writable directory of the run's (%v)", d, c.Writable)
+		}
+	}
+	if slices.Contains(c.Writable, gocache) {
+		t.Error("the host's cache is writable")
+	}
+}

@@ -31,11 +31,14 @@ type TaskShells interface {
 
 // Sandboxed starts each shell in a sandbox of its own (internal/sandbox):
 // workspace-write over the grading directory, the network off unless
-// Network is set, the build and package caches of CacheDir, the ledger's
-// signing key and Hidden hidden. It is what `truss bench` grades with.
+// Network is set, the ledger's signing key and Hidden hidden, at the
+// default CPU weight. Each grading gets build and package caches of its
+// own over the host's (toolcache.Layered): warm from the start, and what a
+// graded patch writes there is gone with the grading, so no grading can
+// plant what a later one builds. It is what `truss bench` grades with.
 type Sandboxed struct {
-	// CacheDir holds the sandboxed commands' build and package caches
-	// (toolcache.For); "" means a directory of toolcache.DirFor("bench").
+	// CacheDir, when set, holds caches every grading shares and writes
+	// (toolcache.For) instead of each its own.
 	CacheDir string
 	Network  bool
 	// Fallback is the weaker sandbox accepted when this host cannot
@@ -51,23 +54,12 @@ type Sandboxed struct {
 	host sandbox.Host
 }
 
-// cacheDir is the graded commands' cache directory.
-func (s *Sandboxed) cacheDir() (string, error) {
-	if s.CacheDir != "" {
-		return s.CacheDir, nil
-	}
-	return toolcache.DirFor("bench")
-}
-
-// Private implements Private: the graded commands' caches, which they
-// write and the agents must not read — unless toolcache.SharedEnv makes
-// one cache of every sandboxed command's.
+// Private implements Private: a CacheDir every grading writes, which the
+// agents must not read. Each grading's own caches are in its temporary
+// directory, beside its checkout in the grader's directory.
 func (s *Sandboxed) Private() []string {
-	if s.CacheDir == "" && os.Getenv(toolcache.SharedEnv) != "" {
-		return nil // one cache every sandboxed command shares, the agents' too
-	}
-	if d, err := s.cacheDir(); err == nil {
-		return []string{d}
+	if s.CacheDir != "" {
+		return []string{s.CacheDir}
 	}
 	return nil
 }
@@ -86,11 +78,10 @@ func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	cacheDir, err := s.cacheDir()
-	if err != nil {
-		return fail(err)
+	caches := toolcache.Layered(filepath.Join(tmp, "cache"), s.Network)
+	if s.CacheDir != "" {
+		caches = toolcache.For(s.CacheDir, s.Network)
 	}
-	caches := toolcache.For(cacheDir, s.Network)
 	if err := caches.Make(); err != nil {
 		return fail(err)
 	}
@@ -100,6 +91,9 @@ func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
 	// agent's commands get (under load, a suite took 16 times longer).
 	p.Limits.CPUWeight = 100
 	p.Writable = append(p.Writable, caches.Writable...)
+	for _, l := range caches.Layers {
+		p.Overlays = append(p.Overlays, sandbox.Overlay{Target: l.Dir, Lower: l.Lower, Upper: l.Upper, Work: l.Work})
+	}
 	p.Readable = append(p.Readable, caches.ReadOnly...)
 	if kd, err := ledger.KeyDir(); err == nil {
 		p.Hidden = append(p.Hidden, filepath.Join(kd, "ledger.key"))

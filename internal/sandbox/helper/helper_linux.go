@@ -47,7 +47,7 @@ const Arg = "__sandbox-exec"
 const SpecEnv = "TRUSS_SANDBOX_SPEC"
 
 // Format is the version of Spec.
-const Format = 6
+const Format = 7
 
 // LaunchFD is the file descriptor an awaiting helper reads its Launch
 // from; on ReadyFD it writes one byte, and closes it, once it is confined.
@@ -103,12 +103,27 @@ type Spec struct {
 	// Seccomp is the assembled seccomp filter (EncodeFilter), empty for
 	// none.
 	Seccomp []byte `json:"seccomp,omitempty"`
+	// Overlays are directories mounted first (so that the writable root
+	// holding each is bound with it where a directory is replaced), each
+	// an overlay of a read-only lower layer and a writable upper one.
+	Overlays []Overlay `json:"overlays,omitempty"`
 	// Cgroups are the cgroup directories the helper joins first.
 	Cgroups []string `json:"cgroups,omitempty"`
 	Limits  Limits   `json:"limits"`
 	// Await: Argv is empty, and the program comes as a Launch on
 	// LaunchFD once the helper is confined.
 	Await bool `json:"await,omitempty"`
+}
+
+// Overlay is an overlay file system at Target: Lower read through, what
+// is written going to Upper (Work is the kernel's scratch directory, on
+// Upper's file system). Target, Upper and Work lie in a writable root;
+// Lower is never written.
+type Overlay struct {
+	Target string `json:"target"`
+	Lower  string `json:"lower"`
+	Upper  string `json:"upper"`
+	Work   string `json:"work"`
 }
 
 // Limits are the resource limits the helper sets.
@@ -326,6 +341,12 @@ func mounts(sp Spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
+	for _, o := range sp.Overlays {
+		// Where the kernel cannot (overlayfs in a user namespace needs
+		// Linux 5.11), Target stays the empty directory it is: a cache
+		// without the lower layer's warmth, not an error.
+		mountOverlay(o)
+	}
 	// The host's sockets first (those in kept paths too, which are bound
 	// back with their covers below): a socket under a directory replaced
 	// below is gone with it.
@@ -383,6 +404,13 @@ func mounts(sp Spec) error {
 	}
 	unix.Sethostname([]byte("truss-sandbox"))
 	return nil
+}
+
+// mountOverlay mounts o, reporting whether it could.
+func mountOverlay(o Overlay) bool {
+	esc := strings.NewReplacer(`\`, `\\`, `,`, `\,`, `:`, `\:`)
+	data := "lowerdir=" + esc.Replace(o.Lower) + ",upperdir=" + esc.Replace(o.Upper) + ",workdir=" + esc.Replace(o.Work)
+	return unix.Mount("overlay", o.Target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, data) == nil
 }
 
 // resolved returns paths with their symbolic links resolved where they
