@@ -219,21 +219,7 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 		// sandbox replaces what holds them (a module cache in /tmp).
 		p.Readable = append(p.Readable, caches.ReadOnly...)
 	}
-	// The signing key (a command that read it could forge a ledger) and
-	// the saved sessions are hidden from every sandboxed process.
-	if dir, err := s.keyDir(); err == nil {
-		p.Hidden = append(p.Hidden, filepath.Join(dir, "ledger.key"))
-	}
-	if dir, err := s.sessionDir(); err == nil && !within(root, dir) {
-		p.Hidden = append(p.Hidden, dir)
-	}
-	// The user's credentials (~/.ssh, ~/.aws, ~/.netrc, …), with what the
-	// user's configuration adds and releases.
-	p.Hidden = append(p.Hidden, s.hiddenCredentials()...)
-	// What Truss keeps of other projects: memories (the memory tool, on
-	// the host, is how the model reads this project's) and the other
-	// workspaces' command caches.
-	p.Hidden = append(p.Hidden, s.otherProjects(root, caches)...)
+	p.Hidden = append(p.Hidden, s.hiddenFromCommands(root, caches)...)
 	for _, d := range s.opts.ReadOnlyDirs {
 		if abs, err := filepath.Abs(d); err == nil {
 			p.Readable = append(p.Readable, abs)
@@ -259,6 +245,26 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 	}
 	pl, err := sandbox.MakePlan(p, sandbox.Probe(), so.Fallback)
 	return pl, caches, err
+}
+
+// hiddenFromCommands are the paths no sandboxed command of root may read,
+// whoever runs it (a session's commands, a grading's): the signing key (a
+// command that read it could forge a ledger), the saved sessions, the
+// user's credentials (~/.ssh, ~/.aws, ~/.netrc, …, with what the user's
+// configuration adds and releases) and what Truss keeps of other
+// projects: memories (the memory tool, on the host, is how the model reads
+// this project's) and the other workspaces' command caches (all of them
+// when caches is nil).
+func (s *Session) hiddenFromCommands(root string, caches *toolcache.Caches) []string {
+	var out []string
+	if dir, err := s.keyDir(); err == nil {
+		out = append(out, filepath.Join(dir, "ledger.key"))
+	}
+	if dir, err := s.sessionDir(); err == nil && !within(root, dir) {
+		out = append(out, dir)
+	}
+	out = append(out, s.hiddenCredentials()...)
+	return append(out, s.otherProjects(root, caches)...)
 }
 
 // otherProjects are the directories of Truss's that hold other projects'

@@ -1,17 +1,12 @@
 package grade
 
 import (
-	"fmt"
-	"github.com/trussdev/truss/internal/bench"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
-	"github.com/trussdev/truss/internal/tool/shell"
-	"github.com/trussdev/truss/internal/toolcache"
 	"github.com/trussdev/truss/internal/validate"
 )
 
@@ -64,84 +59,13 @@ func (s *Sandboxed) Private() []string {
 	return nil
 }
 
-// Open implements Shells.
+// Open implements Shells: harness.OpenGradingShell, which composes the
+// sandbox as a session's commands' is.
 func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
 	s.once.Do(func() { s.host = sandbox.Probe() })
-	// The temporary directory is beside the grading checkout, in the
-	// grader's directory, which the runs' agents cannot read: what the
-	// graded commands leave there (the hidden tests, built) stays theirs.
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "tmp-")
-	if err != nil {
-		return nil, err
-	}
-	fail := func(err error) (validate.Shell, error) {
-		os.RemoveAll(tmp)
-		return nil, err
-	}
-	caches := toolcache.Layered(filepath.Join(tmp, "cache"), s.Network)
-	if s.CacheDir != "" {
-		caches = toolcache.For(s.CacheDir, s.Network)
-	}
-	if err := caches.Make(); err != nil {
-		return fail(err)
-	}
-	p := sandbox.DefaultPolicy(dir, tmp)
-	p.Network = s.Network
-	// A grading measures tests: the default CPU weight, not the tenth an
-	// agent's commands get (under load, a suite took 16 times longer).
-	p.Limits.CPUWeight = 100
-	p.Writable = append(p.Writable, caches.Writable...)
-	for _, l := range caches.Layers {
-		p.Overlays = append(p.Overlays, sandbox.Overlay{Target: l.Dir, Lower: l.Lower, Upper: l.Upper, Work: l.Work})
-	}
-	p.Readable = append(p.Readable, caches.ReadOnly...)
-	if kd, err := ledger.KeyDir(); err == nil {
-		p.Hidden = append(p.Hidden, filepath.Join(kd, "ledger.key"))
-	}
-	p.Hidden = append(p.Hidden, s.Hidden...)
-	if home, err := os.UserHomeDir(); err == nil {
-		p.Hidden = append(p.Hidden, sandbox.DefaultHiddenCredentials(home)...)
-	}
-	plan, err := sandbox.MakePlan(p, s.host, s.Fallback)
-	if err != nil {
-		return fail(fmt.Errorf("the grading sandbox: %w", err))
-	}
-	sb, err := sandbox.New(plan)
-	if err != nil {
-		return fail(fmt.Errorf("the grading sandbox: %w", err))
-	}
-	timeout := s.Timeout
-	if timeout == 0 {
-		timeout = 30 * time.Minute
-	}
-	own := filepath.Join(tmp, "shell")
-	if err := os.Mkdir(own, 0o700); err != nil {
-		sb.Close()
-		return fail(err)
-	}
-	sh := shell.New(shell.Config{Dir: dir, Timeout: timeout, Env: os.Environ(),
-		SetEnv:    append(append([]string{"TMPDIR=" + tmp}, caches.Env...), env...),
-		MaxOutput: maxLog, TmpDir: own, Launcher: sb, Guard: sb.Guard})
-	return &sandboxShell{Session: sh, sb: sb, tmp: tmp, enforced: plan.Enforced()}, nil
+	return harness.OpenGradingShell(harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: s.Hidden,
+		CacheDir: s.CacheDir, Timeout: s.Timeout, MaxOutput: maxLog, Env: env}, s.host)
 }
 
 // maxLog caps each stream of a test command kept for its verdicts.
 const maxLog = 64 << 20
-
-// sandboxShell is a shell with its own sandbox and temporary directory.
-type sandboxShell struct {
-	*shell.Session
-	sb       *sandbox.Sandbox
-	tmp      string
-	enforced string
-}
-
-// Enforced names the sandbox the commands ran in (for the record).
-func (s *sandboxShell) Enforced() string { return s.enforced }
-
-func (s *sandboxShell) Close() error {
-	err := s.Session.Close()
-	s.sb.Close()
-	os.RemoveAll(s.tmp)
-	return err
-}

@@ -54,3 +54,44 @@ func TestGradingCachesOwn(t *testing.T) {
 		t.Skipf("no warm layer here (overlayfs in a user namespace): %q %q", r1.Stdout, r2.Stdout)
 	}
 }
+
+// TestGradingHidesWhatSessionsHide: a graded command reads none of what a
+// session's commands cannot: the signing key, the saved sessions, other
+// projects' memories and caches, the user's credentials.
+func TestGradingHidesWhatSessionsHide(t *testing.T) {
+	host := sandbox.Probe()
+	if !host.UserNS || host.LandlockABI < 1 || !host.Seccomp {
+		t.Skip("this host cannot enforce the sandbox")
+	}
+	th := t.TempDir()
+	t.Setenv("TRUSS_HOME", th)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	files := map[string]string{
+		filepath.Join(th, "ledger.key"):                                  "KEY-4711",
+		filepath.Join(th, "sessions", "s1", "transcript.jsonl"):          "SESSION-4711",
+		filepath.Join(th, "memories", "other-1234", "notes.md"):          "MEMORY-4711",
+		filepath.Join(th, "cache", "workspaces", "other-ab", "x", "obj"): "CACHE-4711",
+		filepath.Join(home, ".ssh", "id_ed25519"):                        "SSH-4711",
+	}
+	var cmd strings.Builder
+	for p, content := range files {
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		os.WriteFile(p, []byte(content), 0o600)
+		cmd.WriteString("cat " + p + " 2>/dev/null; ")
+	}
+	dir := filepath.Join(t.TempDir(), "repo")
+	os.MkdirAll(dir, 0o755)
+	sh, err := (&grade.Sandboxed{}).Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	r := sh.Run(context.Background(), cmd.String()+"echo done", time.Minute)
+	if !strings.Contains(r.Stdout, "done") {
+		t.Fatalf("the command did not run: %+v", r)
+	}
+	if strings.Contains(r.Stdout, "4711") {
+		t.Errorf("a graded command read what it must not: %q", r.Stdout)
+	}
+}

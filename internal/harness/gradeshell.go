@@ -1,0 +1,114 @@
+package harness
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/tool/shell"
+	"github.com/trussdev/truss/internal/toolcache"
+)
+
+// GradingShell is how a benchmark's grading runs its setup and tests on
+// this host: a fresh sandbox of its own, composed as a session's commands'
+// is (the same hidden paths: the signing key, the saved sessions, the
+// user's credentials as the user's configuration has them, other projects'
+// memories and caches; the same private /tmp and loopback with the network
+// off), but at the default CPU weight, with build and package caches of
+// its own over the host's (toolcache.Layered) unless CacheDir names one
+// every grading shares.
+type GradingShell struct {
+	// Dir is the grading checkout: the shell's working directory and its
+	// only writable root besides its temporary directory and caches.
+	Dir      string
+	Network  bool
+	Fallback sandbox.Fallback
+	// Hidden are further paths the graded commands must not read (the
+	// task file, other repositories).
+	Hidden   []string
+	CacheDir string
+	// Timeout is each command's (0: 30 minutes); MaxOutput caps each
+	// stream kept; Env (NAME=VALUE) is set in the shell.
+	Timeout   time.Duration
+	MaxOutput int
+	Env       []string
+}
+
+// OpenGradingShell starts g's shell on host (sandbox.Probe's). Its
+// temporary directory is made beside Dir, in the grader's directory,
+// which no agent reads, and removed, with the caches in it, when the
+// shell closes.
+func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) {
+	tmp, err := os.MkdirTemp(filepath.Dir(g.Dir), "tmp-")
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*SandboxShell, error) {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	caches := toolcache.Layered(filepath.Join(tmp, "cache"), g.Network)
+	if g.CacheDir != "" {
+		caches = toolcache.For(g.CacheDir, g.Network)
+	}
+	if err := caches.Make(); err != nil {
+		return fail(err)
+	}
+	p := sandbox.DefaultPolicy(g.Dir, tmp)
+	p.Network = g.Network
+	// A grading measures tests: the default CPU weight, not the tenth an
+	// agent's commands get (under load, a suite took 16 times longer).
+	p.Limits.CPUWeight = 100
+	p.Writable = append(p.Writable, caches.Writable...)
+	for _, l := range caches.Layers {
+		p.Overlays = append(p.Overlays, sandbox.Overlay{Target: l.Dir, Lower: l.Lower, Upper: l.Upper, Work: l.Work})
+	}
+	p.Readable = append(p.Readable, caches.ReadOnly...)
+	s := &Session{}
+	if err := s.loadUser(); err != nil {
+		return fail(err)
+	}
+	p.Hidden = append(p.Hidden, s.hiddenFromCommands(g.Dir, nil)...)
+	p.Hidden = append(p.Hidden, g.Hidden...)
+	plan, err := sandbox.MakePlan(p, host, g.Fallback)
+	if err != nil {
+		return fail(fmt.Errorf("the grading sandbox: %w", err))
+	}
+	sb, err := sandbox.New(plan)
+	if err != nil {
+		return fail(fmt.Errorf("the grading sandbox: %w", err))
+	}
+	own := filepath.Join(tmp, "shell")
+	if err := os.Mkdir(own, 0o700); err != nil {
+		sb.Close()
+		return fail(err)
+	}
+	sh := shell.New(shell.Config{Dir: g.Dir, Timeout: cmp.Or(g.Timeout, 30*time.Minute), Env: os.Environ(),
+		SetEnv:    append(append([]string{"TMPDIR=" + tmp}, caches.Env...), g.Env...),
+		MaxOutput: g.MaxOutput, TmpDir: own, Launcher: sb, Guard: sb.Guard})
+	return &SandboxShell{Session: sh, sb: sb, tmp: tmp, enforced: plan.Enforced()}, nil
+}
+
+// SandboxShell is a shell with a sandbox and a temporary directory of its
+// own, both released by Close.
+type SandboxShell struct {
+	*shell.Session
+	sb       *sandbox.Sandbox
+	tmp      string
+	enforced string
+}
+
+// Enforced names the sandbox the commands ran in (for the record).
+func (s *SandboxShell) Enforced() string { return s.enforced }
+
+// Close ends the shell, its sandbox's processes and its temporary
+// directory.
+func (s *SandboxShell) Close() error {
+	err := s.Session.Close()
+	s.sb.Close()
+	os.RemoveAll(s.tmp)
+	return err
+}
