@@ -2,150 +2,74 @@ package container
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trussdev/truss/internal/container/containertest"
 )
 
-// fakeEngine is a shell script standing in for podman: its store and its
-// registry are files in a directory of the test's. `image inspect REF`
-// answers from the store; `pull --quiet REF` logs "start REF" and "end
-// REF" to DIR/pulls, waits DIR/registry/KEY.delay seconds when that file
-// exists, then copies the image from the registry to the store, or fails
-// as podman does when the registry has no such image. References are
-// read as podman reads short names: docker.io/library/ and docker.io/
-// are taken off before looking.
+// fakeEngine is an engine whose program is containertest.Fake.
 type fakeEngine struct {
 	*Engine
-	dir string
+	fake *containertest.Fake
 }
-
-const fakeScript = `#!/bin/sh
-dir=%q
-key() { printf '%%s' "$1" | sed -e 's#^docker.io/library/##' -e 's#^docker.io/##' | tr '/:@' '___'; }
-case "$1" in
-image)
-	k=$(key "$3")
-	if [ -f "$dir/store/$k" ]; then
-		printf '[{"Id":"%%s","RepoDigests":[],"Config":{"WorkingDir":"/testbed"}}]\n' "$(cat "$dir/store/$k")"
-		exit 0
-	fi
-	echo "Error: inspecting object: $3: image not known" >&2
-	exit 125;;
-pull)
-	k=$(key "$3")
-	echo "start $3" >> "$dir/pulls"
-	echo "Trying to pull $3..." >&2
-	if [ -f "$dir/registry/$k.delay" ]; then
-		d=$(cat "$dir/registry/$k.delay")
-		if [ "$d" -ge 10 ]; then echo $$ > "$dir/registry/$k.pid"; exec sleep "$d"; fi
-		sleep "$d"
-	else
-		sleep 0.2
-	fi
-	echo "end $3" >> "$dir/pulls"
-	if [ -f "$dir/registry/$k" ]; then cp "$dir/registry/$k" "$dir/store/$k"; echo "$(cat "$dir/registry/$k")"; exit 0; fi
-	echo "Error: initializing source docker://$3: reading manifest latest in $3: manifest unknown" >&2
-	exit 125;;
-esac
-echo "fake engine: unexpected $*" >&2
-exit 2
-`
 
 func newFakeEngine(t *testing.T) *fakeEngine {
 	t.Helper()
-	dir := t.TempDir()
-	for _, d := range []string{"store", "registry"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	script := filepath.Join(dir, "podman")
-	if err := os.WriteFile(script, []byte(fmt.Sprintf(fakeScript, dir)), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return &fakeEngine{Engine: &Engine{Name: Podman, Path: script}, dir: dir}
-}
-
-// fakeID is the image ID the fake engine gives ref.
-func fakeID(ref string) string {
-	sum := sha256.Sum256([]byte(ref))
-	return hex.EncodeToString(sum[:])
-}
-
-func fakeKey(ref string) string {
-	return strings.NewReplacer("/", "_", ":", "_", "@", "_").Replace(ref)
-}
-
-// local puts ref in the engine's store.
-func (f *fakeEngine) local(t *testing.T, ref string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(f.dir, "store", fakeKey(ref)), []byte(fakeID(ref)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// published puts ref in the registry, its pull taking delay seconds (0:
-// the default, 0.2).
-func (f *fakeEngine) published(t *testing.T, ref string, delay int) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(f.dir, "registry", fakeKey(ref)), []byte(fakeID(ref)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if delay > 0 {
-		if err := os.WriteFile(filepath.Join(f.dir, "registry", fakeKey(ref)+".delay"), []byte(strconv.Itoa(delay)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// log is the pulls' log: "start REF" and "end REF" lines in the order they
-// happened.
-func (f *fakeEngine) log(t *testing.T) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(f.dir, "pulls"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	f, err := containertest.NewFake(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
+	return &fakeEngine{Engine: &Engine{Name: Podman, Path: f.Path}, fake: f}
 }
 
-// pulls counts the pulls started of each reference (as pulled).
+func fakeID(ref string) string { return containertest.FakeID(ref) }
+
+func (f *fakeEngine) local(t *testing.T, ref string) {
+	t.Helper()
+	if err := f.fake.Local(ref); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fakeEngine) published(t *testing.T, ref string, delay int) {
+	t.Helper()
+	if err := f.fake.Publish(ref, delay); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *fakeEngine) pulls(t *testing.T) map[string]int {
-	n := map[string]int{}
-	for _, l := range f.log(t) {
-		if ref, ok := strings.CutPrefix(l, "start "); ok {
-			n[ref]++
-		}
+	t.Helper()
+	n, err := f.fake.Pulls()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }
 
-// inFlight is the most pulls the log shows running at once.
 func (f *fakeEngine) inFlight(t *testing.T) int {
-	most, now := 0, 0
-	for _, l := range f.log(t) {
-		if strings.HasPrefix(l, "start ") {
-			now++
-		} else {
-			now--
-		}
-		most = max(most, now)
+	t.Helper()
+	n, err := f.fake.MostAtOnce()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return most
+	return n
+}
+
+func (f *fakeEngine) pullPID(t *testing.T, ref string) int {
+	t.Helper()
+	pid, err := f.fake.PullPID(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }
 
 func TestEnsurePresentIsNotPulled(t *testing.T) {
@@ -324,11 +248,7 @@ func TestEnsureCancel(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Ensure returned after %v", d)
 	}
-	pidb, err := os.ReadFile(filepath.Join(f.dir, "registry", fakeKey(alone)+".pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidb)))
+	pid := f.pullPID(t, alone)
 	gone := false
 	for range 50 {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
@@ -341,7 +261,7 @@ func TestEnsureCancel(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Error("the pull no one waits for still runs")
 	}
-	os.Remove(filepath.Join(f.dir, "registry", fakeKey(alone)+".delay"))
+	f.published(t, alone, 0)
 	if _, err := f.Ensure(context.Background(), alone); err != nil {
 		t.Fatalf("a later call: %v", err)
 	}
@@ -425,8 +345,7 @@ func TestPrefetchCanceled(t *testing.T) {
 	if n := f.pulls(t); len(n) != 1 {
 		t.Errorf("pulls %v, want the first only", n)
 	}
-	if pid, err := os.ReadFile(filepath.Join(f.dir, "registry", fakeKey("slow:1")+".pid")); err == nil {
-		p, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
+	if p, err := f.fake.PullPID("slow:1"); err == nil {
 		for range 50 {
 			if syscall.Kill(p, 0) != nil {
 				return
