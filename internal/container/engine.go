@@ -16,6 +16,11 @@
 // a live one's. Env.Launcher drives the persistent shell (internal/tool/shell)
 // inside the container through the engine's exec; Env.Facts is what the
 // ledger records about it.
+//
+// Start never pulls. Ensure makes sure an image is in the engine's store,
+// pulling it when it is absent (once, however many callers ask at the
+// same time), and Prefetch ensures a list of images a few at a time: what
+// a benchmark with an image per task needs.
 package container
 
 import (
@@ -54,7 +59,11 @@ type Engine struct {
 	// Rootless is true when the engine runs without root privileges (files
 	// written by the container's root then belong to the invoking user).
 	Rootless bool
+	// NoPull makes Ensure report an image absent from the store as a
+	// *MissingImageError without pulling it. Set it before first use.
+	NoPull bool
 
+	pulls    pulls // Ensure's pulls in flight
 	mu       sync.Mutex
 	settings Settings
 	checked  *Report // the last Check's report

@@ -57,7 +57,7 @@ type Limits struct {
 // Config is one session environment.
 type Config struct {
 	// Image is the image reference; it must be present in the engine's
-	// store (Start never pulls).
+	// store (Start never pulls; Engine.Ensure does).
 	Image string
 	// Workspace is the host directory mounted read-write in the container.
 	Workspace string
@@ -146,7 +146,7 @@ type ImageNotFoundError struct {
 }
 
 func (e *ImageNotFoundError) Error() string {
-	return fmt.Sprintf("image %s is not in %s's store (Truss never pulls; run `%s pull %s` first): %v", e.Image, e.Engine, e.Engine, e.Image, e.Err)
+	return fmt.Sprintf("image %s is not in %s's store (a session's image is never pulled; run `%s pull %s` first): %v", e.Image, e.Engine, e.Engine, e.Image, e.Err)
 }
 
 func (e *ImageNotFoundError) Unwrap() error { return e.Err }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -21,6 +22,13 @@ import (
 // off unless Network is set, the sandbox's default limits. The container is
 // removed when the shell closes. It is what `truss bench --env image:REF`
 // grades with, so that the tests run against the task's own toolchain.
+//
+// The image is made sure of first (container.Engine.Ensure): pulled when
+// the engine's store lacks it, once however many gradings ask at once,
+// unless the engine's NoPull is set. An image that is absent and cannot
+// be pulled is Open's *container.MissingImageError, unwrapped ("image X:
+// not found locally and the pull failed: …"), which the runner records
+// as that run's error, not the benchmark's.
 type InImage struct {
 	Engine *container.Engine
 	// Image is the image of every grading; with PerTask, each task's own
@@ -49,14 +57,23 @@ func (s *InImage) ForTask(task *bench.Task) (Shells, error) {
 
 // Open implements Shells. env's variables are set in the container; a
 // variable naming a host path (TRUSS_BENCH_JUNIT) points outside the mount
-// there, so verdicts come from the test runner's output.
+// there, so verdicts come from the test runner's output. The image is
+// ensured first (see InImage); Shells.Open takes no context, so a pull
+// it starts runs to its end (a benchmark's prefetch and its agents'
+// starts have mostly pulled the image before its first grading).
 func (s *InImage) Open(dir string, env []string) (validate.Shell, error) {
 	if s.PerTask {
 		return nil, fmt.Errorf("the grading container: each task's own image is chosen by ForTask")
 	}
+	ctx := context.Background()
+	if _, err := s.Engine.Ensure(ctx, s.Image); err != nil {
+		if _, ok := errors.AsType[*container.MissingImageError](err); ok {
+			return nil, err
+		}
+		return nil, fmt.Errorf("the grading container: %w", err)
+	}
 	id := make([]byte, 6)
 	rand.Read(id)
-	ctx := context.Background()
 	lim := container.Limits{CPUs: float64(runtime.NumCPU()), Memory: sandbox.DefaultMemory, Pids: sandbox.DefaultPids, OpenFiles: sandbox.DefaultOpenFiles}
 	e, err := s.Engine.Start(ctx, container.Config{Image: s.Image, Workspace: dir, Workdir: s.Workdir, Network: s.Network,
 		Limits: lim, Session: "grade-" + hex.EncodeToString(id), Protected: sandbox.GitPaths(dir)})

@@ -2,6 +2,7 @@ package grade_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,5 +102,55 @@ func TestGradeInImage(t *testing.T) {
 	onHost := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
 	if v, err := onHost.Grade(context.Background(), task, patch("fixed")); err != nil || v.Resolved {
 		t.Errorf("on the host, without the image's tool: %+v, %v", v, err)
+	}
+}
+
+// A task whose image is not in the engine's store and cannot be pulled is
+// graded with a *container.MissingImageError naming the image and the
+// engine's complaint, the whole of the grading's error (the runner
+// writes it in the run's result as "grading: image X: …"). The engine is
+// containertest.Fake: no container engine is needed.
+func TestGradeMissingImage(t *testing.T) {
+	fake, err := containertest.NewFake(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.email=t@t", "-c", "user.name=t"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	if err := os.WriteFile(filepath.Join(repo, "app.txt"), []byte("broken\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", ".")
+	git("commit", "-qm", "base")
+	const ref = "swebench/sweb.eval.x86_64.acme_1776_app-1:latest"
+	task := &bench.Task{InstanceID: "acme__app-1", Repo: repo, RepoDir: repo, BaseCommit: git("rev-parse", "HEAD"),
+		TestCmd: "imgtool check app.txt", FailToPass: bench.TestList{"app.txt"}, Image: ref}
+	patch := "diff --git a/app.txt b/app.txt\n--- a/app.txt\n+++ b/app.txt\n@@ -1 +1 @@\n-broken\n+fixed\n"
+	for _, noPull := range []bool{false, true} {
+		e := &container.Engine{Name: container.Podman, Path: fake.Path, NoPull: noPull}
+		g := &grade.Grader{Shells: &grade.InImage{Engine: e, PerTask: true, Timeout: time.Minute}, Dir: t.TempDir()}
+		_, err := g.Grade(context.Background(), task, patch)
+		me, ok := errors.AsType[*container.MissingImageError](err)
+		if !ok || me.Image != ref || me.Pulled == noPull {
+			t.Fatalf("NoPull %v: %T %v, want a *container.MissingImageError", noPull, err, err)
+		}
+		want := "image " + ref + ": not found locally and the pull failed: Error: initializing source docker://docker.io/" + ref + ": reading manifest latest in docker.io/" + ref + ": manifest unknown"
+		if noPull {
+			want = "image " + ref + ": not found locally, and pulls are off (run `podman pull " + ref + "` first)"
+		}
+		if err.Error() != want {
+			t.Errorf("NoPull %v:\n%s\nwant\n%s", noPull, err, want)
+		}
+	}
+	if n, err := fake.Pulls(); err != nil || n["docker.io/"+ref] != 1 {
+		t.Errorf("pulls %v, %v; want one", n, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,19 @@ type Agent struct {
 	// "image:REF" for a container from the image per run, "task" for a
 	// container from each task's own image (RunSpec.Image).
 	Env, Engine, EnvWorkdir string
+	// Images, when set, makes sure of a run's image (Env "image:REF" or
+	// "task") before its session opens, the session's container never
+	// pulling: *container.Engine's Ensure, which pulls an absent image
+	// once however many runs ask. Its error (a
+	// *container.MissingImageError: "image X: not found locally and the
+	// pull failed: …") is the run's.
+	Images Ensurer
+}
+
+// Ensurer makes sure an image is in the container engine's store
+// (container.Engine.Ensure).
+type Ensurer interface {
+	Ensure(ctx context.Context, ref string) (id string, err error)
 }
 
 var _ runner.Agent = (*Agent)(nil)
@@ -114,6 +128,11 @@ func SimDialect(model, surface string) string {
 func (a *Agent) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome, error) {
 	if a.Env == "task" && spec.Image == "" {
 		return runner.RunOutcome{}, fmt.Errorf("instance %s has no image (the task's \"image\" field), which --env task needs", spec.InstanceID)
+	}
+	if ref, ok := strings.CutPrefix(env(a.Env, spec.Image), "image:"); ok && a.Images != nil {
+		if _, err := a.Images.Ensure(ctx, ref); err != nil {
+			return runner.RunOutcome{}, err
+		}
 	}
 	mem, err := os.MkdirTemp("", "truss-bench-memory-")
 	if err != nil {

@@ -2,6 +2,7 @@ package harnessagent
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -195,5 +196,39 @@ func TestEnvTask(t *testing.T) {
 	spec.Image = ""
 	if _, err := a.Run(context.Background(), spec); err == nil || !strings.Contains(err.Error(), "x-1 has no image") {
 		t.Errorf("%v", err)
+	}
+}
+
+// ensurer records the images asked for and fails them all.
+type ensurer struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (e *ensurer) Ensure(_ context.Context, ref string) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.asked = append(e.asked, ref)
+	return "", errors.New("image " + ref + ": not found locally and the pull failed: manifest unknown")
+}
+
+// A run's image is made sure of before its session opens: the run's own
+// with Env "task", the one image with "image:REF", none on the host; the
+// Ensurer's error is the run's, nothing having started.
+func TestEnsuresImage(t *testing.T) {
+	for _, tc := range []struct{ env, want string }{
+		{"task", "example.com/x:1"},
+		{"image:localhost/other:2", "localhost/other:2"},
+	} {
+		e := &ensurer{}
+		a := &Agent{Env: tc.env, Images: e}
+		spec := runner.RunSpec{InstanceID: "x-1", Image: "example.com/x:1", Workspace: t.TempDir()}
+		_, err := a.Run(context.Background(), spec)
+		if err == nil || err.Error() != "image "+tc.want+": not found locally and the pull failed: manifest unknown" {
+			t.Errorf("%s: %v", tc.env, err)
+		}
+		if !slices.Equal(e.asked, []string{tc.want}) {
+			t.Errorf("%s: asked for %q", tc.env, e.asked)
+		}
 	}
 }
