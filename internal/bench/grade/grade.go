@@ -100,7 +100,7 @@ type Verdict struct {
 	// where the verdicts came from: "go test -json", "pytest", "junit"
 	// or "exit status" (the whole command's, for every listed test) under
 	// RulesTruss; "swebench:PARSER" (the harness's log parser, e.g.
-	// "swebench:parse_log_pytest") for a SWE-bench record graded live.
+	// "swebench:parse_log_flask") for a SWE-bench record graded live.
 	Command string   `json:"command"`
 	Setup   []string `json:"setup,omitempty"`
 	Source  string   `json:"source"`
