@@ -5,7 +5,13 @@
 // sandboxed shell, and reads each listed test's verdict from the test
 // runner's structured output. A task is resolved iff every FAIL_TO_PASS and
 // PASS_TO_PASS test passed; a listed test that did not run is missing and
-// counts as failed.
+// counts as failed (the rules named RulesTruss).
+//
+// A SWE-bench record (no test_cmd; a repository and version the official
+// harness's spec table knows, internal/bench/swebench) is graded live as
+// the harness grades it instead: the spec's test command with the test
+// patch's directives, its log read by the repository's parser and judged
+// under the Grader's swebench.Rules (swebench.go).
 package grade
 
 import (
@@ -22,6 +28,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/bench/swebench"
 	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/validate"
 )
@@ -43,6 +50,11 @@ type Grader struct {
 	// background (its owner waits for it); else they are removed before
 	// Grade returns.
 	Janitor *bench.Janitor
+	// Rules are the SWE-bench harness's rules a SWE-bench record is
+	// graded under when it is graded live (see swebench.go); "" means
+	// LiveRules. They do not apply to a task with a test_cmd or one whose
+	// repository the harness does not know.
+	Rules swebench.Rules
 }
 
 // Private is what a Shells' graded commands write outside the grading
@@ -74,11 +86,21 @@ type Verdict struct {
 	PatchApplied bool `json:"patch_applied"`
 	// ApplyError is git apply's complaint when the patch did not apply.
 	ApplyError string `json:"apply_error,omitempty"`
-	// Tests holds each listed test's verdict.
+	// Tests holds each listed test's verdict: bench.TestPassed,
+	// bench.TestFailed, bench.TestMissing, or (a SWE-bench record's,
+	// graded live) swebench.TestSkipped, a test its harness counted
+	// neither passed nor failed.
 	Tests map[string]string `json:"tests"`
+	// Rules names the rules that decided Resolved: a SWE-bench harness
+	// release (a swebench.Rules value, "swebench-v4.1.0") for a SWE-bench
+	// record graded live, else RulesTruss. Every verdict has it, one whose
+	// patch did not apply too.
+	Rules string `json:"rules"`
 	// Command is the test command; Setup the setup commands. Source says
 	// where the verdicts came from: "go test -json", "pytest", "junit"
-	// or "exit status" (the whole command's, for every listed test).
+	// or "exit status" (the whole command's, for every listed test) under
+	// RulesTruss; "swebench:PARSER" (the harness's log parser, e.g.
+	// "swebench:parse_log_flask") for a SWE-bench record graded live.
 	Command string   `json:"command"`
 	Setup   []string `json:"setup,omitempty"`
 	Source  string   `json:"source"`
@@ -89,6 +111,14 @@ type Verdict struct {
 	TimedOut    bool   `json:"timed_out,omitempty"`
 	// Sandbox names the sandbox the commands ran in.
 	Sandbox string `json:"sandbox,omitempty"`
+	// ImageID is the image the commands ran in, when they ran in a
+	// container: its config digest ("sha256:…") as the engine resolved the
+	// reference when the container started, which a tag moved later does
+	// not change; ImageRepoDigests are the registry digests the engine
+	// knows for it (none for an image built or imported locally). Both are
+	// empty when the shell does not say (a host sandbox).
+	ImageID          string   `json:"image_id,omitempty"`
+	ImageRepoDigests []string `json:"image_repo_digests,omitempty"`
 	// PatchSHA256 identifies the graded patch.
 	PatchSHA256 string `json:"patch_sha256"`
 	// PrepareS is the time spent making the checkout and applying the
@@ -163,6 +193,9 @@ type Prepared struct {
 	restore []baseFile
 	testErr error
 	done    bool
+	// live is how a SWE-bench record is graded live; nil for Truss's
+	// own grading.
+	live *liveSpec
 }
 
 // baseFile is a file as base_commit has it: absent, a regular file
@@ -177,9 +210,16 @@ type baseFile struct {
 }
 
 // Prepare makes task's grading checkout at base_commit. On an error
-// nothing of it is left (Janitor's removals aside).
+// nothing of it is left (Janitor's removals aside). A SWE-bench record
+// that cannot be graded as its harness would (a known repository, a
+// version its spec table lacks; an unknown Grader.Rules) is an error here,
+// before any checkout is made.
 func (g *Grader) Prepare(ctx context.Context, task *bench.Task) (_ *Prepared, err error) {
 	start := time.Now()
+	live, err := g.liveFor(task)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp(g.Dir, "grade-"+safeName(task.InstanceID)+"-")
 	if err != nil {
 		return nil, err
@@ -191,7 +231,7 @@ func (g *Grader) Prepare(ctx context.Context, task *bench.Task) (_ *Prepared, er
 	}()
 	// The checkout is made under another name and appears as dir/repo
 	// when it is ready.
-	p := &Prepared{g: g, task: task, dir: dir, ws: filepath.Join(dir, "repo")}
+	p := &Prepared{g: g, task: task, dir: dir, ws: filepath.Join(dir, "repo"), live: live}
 	part := filepath.Join(dir, "repo.partial")
 	if p.base, err = g.Checkouts.Checkout(ctx, task.RepoDir, task.BaseCommit, part); err != nil {
 		return nil, err
@@ -233,7 +273,10 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	defer p.Close()
 	start := time.Now()
 	task, ws, dir := p.task, p.ws, p.dir
-	v := &Verdict{Tests: map[string]string{}, PatchSHA256: digest(patch)}
+	v := &Verdict{Tests: map[string]string{}, PatchSHA256: digest(patch), Rules: RulesTruss}
+	if p.live != nil {
+		v.Rules = string(p.live.rules)
+	}
 	prepared := func() float64 { return (p.took + time.Since(start)).Seconds() }
 	// The patches are kept outside the checkout, where the tests cannot
 	// see them.
@@ -262,8 +305,12 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
 		}
 	}
-	env, junit, err := testEnv(task, ws, dir)
-	if err != nil {
+	junit := filepath.Join(dir, "junit.xml")
+	var env validate.Env
+	var err error
+	if p.live != nil {
+		env = p.live.env(task)
+	} else if env, err = testEnv(task, ws); err != nil {
 		return nil, err
 	}
 	v.Command, v.Setup = env.Test, env.Setup
@@ -277,12 +324,21 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e, ok := sh.(interface{ Enforced() string }); ok {
-		v.Sandbox = e.Enforced()
-	}
+	recordEnvironment(v, sh)
 	timeout := p.g.Timeout
 	if timeout == 0 {
 		timeout = 30 * time.Minute
+	}
+	if p.live != nil {
+		defer sh.Close()
+		v.PrepareS = prepared()
+		tstart := time.Now()
+		err := p.live.run(ctx, task, sh, timeout, v)
+		v.TestS = time.Since(tstart).Seconds()
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: %w", task.InstanceID, err)
+		}
+		return v, nil
 	}
 	runner := validate.Runner{Env: env, NewShell: func() validate.Shell { return sh }, Timeout: timeout}
 	v.PrepareS = prepared()
@@ -344,15 +400,14 @@ func readVerdicts(out, junit string) (Verdicts, string) {
 
 // testEnv is the task's setup and test commands: its own, else those
 // validate detects (go test with -json, pytest with -rA for a per-test
-// report). junit is where a test command may write a JUnit XML report
-// ($TRUSS_BENCH_JUNIT).
-func testEnv(task *bench.Task, ws, dir string) (validate.Env, string, error) {
-	junit := filepath.Join(dir, "junit.xml")
+// report). A test command may write a JUnit XML report where
+// $TRUSS_BENCH_JUNIT says.
+func testEnv(task *bench.Task, ws string) (validate.Env, error) {
 	env := validate.Env{Setup: task.SetupCmd, Test: task.TestCmd, Source: "test_cmd"}
 	if env.Test == "" {
 		d, ok := validate.Detect(ws)
 		if !ok {
-			return env, junit, fmt.Errorf("instance %s: no test_cmd and no test command detected in the repository", task.InstanceID)
+			return env, fmt.Errorf("instance %s: no test_cmd and no test command detected in the repository", task.InstanceID)
 		}
 		switch d.Test {
 		case "go test ./...":
@@ -362,7 +417,7 @@ func testEnv(task *bench.Task, ws, dir string) (validate.Env, string, error) {
 		}
 		env.Test, env.Source = d.Test, d.Source
 	}
-	return env, junit, nil
+	return env, nil
 }
 
 // applyError is a patch that does not apply.
