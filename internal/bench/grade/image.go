@@ -103,6 +103,10 @@ type imageShell struct {
 // Enforced names where the commands ran (for the record).
 func (s *imageShell) Enforced() string { return s.enforced }
 
+// Facts are the facts of the shell's container; the grader records its
+// image's ID and repository digests with each verdict.
+func (s *imageShell) Facts() container.Facts { return s.env.Facts() }
+
 func (s *imageShell) Close() error {
 	err := s.Session.Close()
 	if cerr := s.env.Close(context.Background()); err == nil {
