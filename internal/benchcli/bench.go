@@ -27,6 +27,7 @@ import (
 	"github.com/trussdev/truss/internal/bench/grade"
 	"github.com/trussdev/truss/internal/bench/harnessagent"
 	"github.com/trussdev/truss/internal/bench/humanevalfix"
+	"github.com/trussdev/truss/internal/bench/images"
 	"github.com/trussdev/truss/internal/bench/multiswe"
 	"github.com/trussdev/truss/internal/bench/runner"
 	"github.com/trussdev/truss/internal/bench/swebench"
@@ -98,22 +99,64 @@ type benchFlags struct {
 }
 
 // envFlags choose the task environment of a benchmark's agents and its
-// grader: the host's sandbox, or a container from an image.
+// grader: the host's sandbox, or a container from an image, pulled when
+// absent unless --pull never.
 type envFlags struct {
 	env, engine, workdir string
+	template, pull       string
+	pullParallel         int
+	// eng is the engine found, once: the agents and the grader share it,
+	// so that an image is pulled once however many runs need it.
+	eng *container.Engine
 }
 
 func (e *envFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&e.env, "env", "host", "where the agents' commands and the grading run: host (the sandbox), image:REF (a fresh container from the OCI image REF for each run and each grading; never pulled) or task (the same from each task's own image, its \"image\" field, as SWE-bench builds one per instance)")
+	fs.StringVar(&e.env, "env", "host", "where the agents' commands and the grading run: host (the sandbox), image:REF (a fresh container from the OCI image REF for each run and each grading; pulled when absent unless --pull never) or task (the same from each task's own image, its \"image\" field or --image-template, as SWE-bench builds one per instance)")
 	fs.StringVar(&e.engine, "engine", "", "the container engine for --env image:REF: podman or docker (default: the first that works)")
 	fs.StringVar(&e.workdir, "env-workdir", "", "where the workspace is mounted in the container (default: the image's WORKDIR, else /workspace; SWE-bench's images: /testbed)")
+	fs.StringVar(&e.pull, "pull", "missing", "whether an image absent from the engine's store is pulled (missing: once, however many runs need it) or the run fails (never)")
+}
+
+// registerImages adds the flags of a command that reads the tasks (run,
+// grade): the image template and the pulls made ahead of the runs.
+func (e *envFlags) registerImages(fs *flag.FlagSet) {
+	fs.StringVar(&e.template, "image-template", "", "with --env task, the image of each task without an \"image\" field: a template such as swebench/sweb.eval.x86_64.{instance_id}:latest ({instance_id} as SWE-bench's harness writes it: lower-cased, __ as _1776_; also {instance_id_raw}, {org}, {name}, {repo}, {number}), or swebench or multi-swe-bench for the official images")
+	fs.IntVar(&e.pullParallel, "pull-parallel", 2, "images pulled at once ahead of the runs")
+}
+
+// check checks the flags' values.
+func (e *envFlags) check() error {
+	if e.pull != "missing" && e.pull != "never" {
+		return cli.Usagef("--pull %q: want missing or never", e.pull)
+	}
+	if e.template != "" && e.env != "task" {
+		return cli.Usagef("--image-template names each task's image: it goes with --env task")
+	}
+	if e.pullParallel < 1 {
+		e.pullParallel = 1
+	}
+	return nil
+}
+
+// engineFor finds the container engine once.
+func (e *envFlags) engineFor(ctx context.Context) (*container.Engine, error) {
+	if e.eng != nil {
+		return e.eng, nil
+	}
+	eng, err := container.Find(ctx, e.engine)
+	if err != nil {
+		return nil, err
+	}
+	eng.NoPull = e.pull == "never"
+	e.eng = eng
+	return eng, nil
 }
 
 // shells returns the grader's shells for the environment: nil for the
 // host's sandbox.
 func (e *envFlags) shells(network bool, timeout time.Duration) (grade.Shells, error) {
 	if e.env == "task" {
-		eng, err := container.Find(context.Background(), e.engine)
+		eng, err := e.engineFor(context.Background())
 		if err != nil {
 			return nil, err
 		}
@@ -126,11 +169,46 @@ func (e *envFlags) shells(network bool, timeout time.Duration) (grade.Shells, er
 	if spec.Host() {
 		return nil, nil
 	}
-	eng, err := container.Find(context.Background(), e.engine)
+	eng, err := e.engineFor(context.Background())
 	if err != nil {
 		return nil, err
 	}
 	return &grade.InImage{Engine: eng, Image: spec.Image, Workdir: e.workdir, Network: network, Timeout: timeout}, nil
+}
+
+// agentImages gives the agent the engine to make sure of its images with,
+// when the runs are in containers.
+func (e *envFlags) agentImages(a *harnessagent.Agent) {
+	a.Env, a.Engine, a.EnvWorkdir = e.env, e.engine, e.workdir
+	if e.eng != nil {
+		a.Images = e.eng
+	}
+}
+
+// prefetch pulls the images the tasks need, a few at once, while the runs
+// start (a run needing an image being pulled waits for that pull); a
+// failure is said on stderr, and the runs of that image fail each with it.
+func (e *envFlags) prefetch(ctx context.Context, tasks []bench.Task, stderr io.Writer) {
+	if e.eng == nil || e.eng.NoPull {
+		return
+	}
+	var refs []string
+	if e.env == "task" {
+		refs = images.Of(tasks)
+	} else if spec, err := container.ParseSpec(e.env); err == nil && !spec.Host() {
+		refs = []string{spec.Image}
+	}
+	if len(refs) == 0 {
+		return
+	}
+	var mu sync.Mutex
+	go e.eng.Prefetch(ctx, refs, e.pullParallel, func(ref string, err error) {
+		if err != nil {
+			mu.Lock()
+			fmt.Fprintf(stderr, "truss: %v\n", err)
+			mu.Unlock()
+		}
+	})
 }
 
 func (b *benchFlags) register(fs *flag.FlagSet) {
@@ -143,6 +221,7 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.fallback, "sandbox-fallback", "", "accept a weaker sandbox for grading when this host cannot enforce it: landlock-only or none")
 	fs.DurationVar(&b.testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
 	b.env.register(fs)
+	b.env.registerImages(fs)
 }
 
 // load checks the shared flags and loads the tasks. The grader's
@@ -158,6 +237,9 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 	fb, err := sandbox.ParseFallback(b.fallback)
 	if err != nil {
 		return nil, nil, nil, cli.UsageError{Msg: err.Error()}
+	}
+	if err := b.env.check(); err != nil {
+		return nil, nil, nil, err
 	}
 	tasks, err = bench.LoadTasks(b.tasks, b.repos)
 	if err != nil {
@@ -176,6 +258,15 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 		}
 		tasks = kept
 	}
+	if b.env.template != "" {
+		t, err := images.Parse(b.env.template)
+		if err != nil {
+			return nil, nil, nil, cli.UsageError{Msg: err.Error()}
+		}
+		if err := images.Fill(tasks, t); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	if b.env.env == "task" {
 		var none []string
 		for _, t := range tasks {
@@ -184,7 +275,7 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 			}
 		}
 		if len(none) > 0 {
-			return nil, nil, nil, cli.Usagef("--env task runs each task in its own image, and %d of %d tasks have none (their \"image\" field): %s",
+			return nil, nil, nil, cli.Usagef("--env task runs each task in its own image, and %d of %d tasks have none (their \"image\" field; --image-template names them): %s",
 				len(none), len(tasks), strings.Join(none[:min(len(none), 5)], ", ")+map[bool]string{true: ", …"}[len(none) > 5])
 		}
 	}
@@ -326,6 +417,9 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	qf.apply(&qr, stderr)
 	ctx, stop := cli.SignalContext(stderr)
 	defer stop()
+	if !qf.remoteOnly() {
+		b.env.prefetch(ctx, tasks, stderr)
+	}
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
 	gr := &runner.Grading{Tasks: tasks, Predictions: preds, Out: b.out, Grader: g, Signer: signer, VKey: vkey, Parallel: qr.Parallel,
 		Progress: pp.print, Net: qr.Net, RemoteOnly: qr.RemoteOnly, Bundles: qr.Bundles, TrustKeys: qr.TrustKeys, Logf: qr.Logf}
@@ -536,9 +630,12 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	budgets := runner.Budgets{MaxTurns: maxTurns, MaxTokens: maxTokens, MaxCostUSD: maxCost, WallTime: wall}
 	fb, _ := sandbox.ParseFallback(b.fallback) // checked by load
 	agent := benchAgent(fb, stderr)
-	agent.Env, agent.Engine, agent.EnvWorkdir = b.env.env, b.env.engine, b.env.workdir
+	b.env.agentImages(agent)
 	ctx, stop := cli.SignalContext(stderr)
 	defer stop()
+	if !qf.remoteOnly() {
+		b.env.prefetch(ctx, tasks, stderr)
+	}
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
 	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work,
 		Agent: agent, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey, Budgets: budgets, CostBudget: budget,

@@ -48,6 +48,10 @@ type queueFlags struct {
 	keys         []string // the trusted keys, read by check
 }
 
+// remoteOnly reports whether this process leaves every run to remote
+// workers (--local-workers 0): they pull the images they need.
+func (q *queueFlags) remoteOnly() bool { return q.localWorkers == 0 }
+
 func (q *queueFlags) register(fs *flag.FlagSet) {
 	q.natsFlags.register(fs)
 	fs.StringVar(&q.listen, "nats-listen", "", "expose the embedded server on ADDR (host:port) so that workers elsewhere join; a non-loopback address needs --nats-token")
@@ -140,6 +144,9 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	if n.url == "" {
 		return cli.Usagef("--nats URL (or NATS_URL) is required: the deployment the coordinator's queue is on")
 	}
+	if err := env.check(); err != nil {
+		return err
+	}
 	if parallel < 1 {
 		return cli.Usagef("--parallel must be at least 1")
 	}
@@ -193,7 +200,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 		g.Shells = sh
 	}
 	ag := benchAgent(fb, stderr)
-	ag.Env, ag.Engine, ag.EnvWorkdir = env.env, env.engine, env.workdir
+	env.agentImages(ag)
 	ex := &runner.Exec{Queue: q, Agent: ag, Grader: g, Checkouts: tmpl, Signer: signer, VKey: vkey,
 		Scratch: scratch, WorkDir: work, ProviderCap: capMap}
 	var mu sync.Mutex
