@@ -24,6 +24,12 @@ type Result struct {
 	// "passed", "failed" or "missing" (listed but did not run; counts as
 	// failed). Unlisted tests are not in it.
 	Tests map[string]string `json:"tests"`
+	// Rules names the rules that decided the verdict: a SWE-bench harness
+	// release ("swebench-v4.1.0") or "truss" (Truss's own reading of the
+	// test runner's output); ImageID the image the grading ran in, when
+	// it ran in one.
+	Rules   string `json:"rules,omitempty"`
+	ImageID string `json:"image_id,omitempty"`
 
 	Turns   int     `json:"turns"`
 	Tokens  Tokens  `json:"tokens"`

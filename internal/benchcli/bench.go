@@ -95,6 +95,7 @@ type benchFlags struct {
 	network           bool
 	fallback          string
 	testTimeout       time.Duration
+	rules             string
 	env               envFlags
 }
 
@@ -220,6 +221,7 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.network, "grade-network", false, "let the graded setup and tests use the network")
 	fs.StringVar(&b.fallback, "sandbox-fallback", "", "accept a weaker sandbox for grading when this host cannot enforce it: landlock-only or none")
 	fs.DurationVar(&b.testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
+	fs.StringVar(&b.rules, "rules", "", "the SWE-bench harness release whose rules grade SWE-bench records (those without test_cmd): "+rulesList()+" (default: "+string(grade.LiveRules)+" when grading live; with grade --logs, each log's own, from its markers)")
 	b.env.register(fs)
 	b.env.registerImages(fs)
 }
@@ -240,6 +242,12 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 	}
 	if err := b.env.check(); err != nil {
 		return nil, nil, nil, err
+	}
+	var rules swebench.Rules
+	if b.rules != "" {
+		if rules, err = swebench.ParseRules(b.rules); err != nil {
+			return nil, nil, nil, cli.UsageError{Msg: err.Error()}
+		}
 	}
 	tasks, err = bench.LoadTasks(b.tasks, b.repos)
 	if err != nil {
@@ -290,7 +298,7 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 	}
 	jan := &bench.Janitor{}
 	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden}, Timeout: b.testTimeout,
-		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan}
+		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan, Rules: rules}
 	if sh, err := b.env.shells(b.network, b.testTimeout); err != nil {
 		os.RemoveAll(tmp)
 		return nil, nil, nil, err
@@ -356,11 +364,10 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("bench grade", stderr)
 	var b benchFlags
 	b.register(fs)
-	var predictions, logs, arm, rules string
+	var predictions, logs, arm string
 	fs.StringVar(&predictions, "predictions", "", "the predictions: JSONL with instance_id, model_name_or_path, model_patch (this or --logs is required)")
 	fs.StringVar(&logs, "logs", "", "grade the official harness's logs instead of running anything: DIR/INSTANCE_ID/test_output.txt (with report.json, if there, compared)")
 	fs.StringVar(&arm, "arm", "", "with --logs: the results' arm, the graded submission's name (default: the logs directory's name)")
-	fs.StringVar(&rules, "rules", "", "with --logs: the harness release whose rules apply: "+rulesList()+" (default: each log's own, from its markers)")
 	var qf queueFlags
 	qf.register(fs)
 	if err := cli.Parse(fs, args); err != nil {
@@ -373,10 +380,10 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 		if predictions != "" {
 			return cli.Usagef("--logs and --predictions cannot go together: grade the logs, or run the predictions")
 		}
-		return gradeLogs(&b, logs, arm, rules, stdout, stderr)
+		return gradeLogs(&b, logs, arm, b.rules, stdout, stderr)
 	}
-	if arm != "" || rules != "" {
-		return cli.Usagef("--arm and --rules go with --logs")
+	if arm != "" {
+		return cli.Usagef("--arm goes with --logs")
 	}
 	if err := qf.check(); err != nil {
 		return err

@@ -51,6 +51,9 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		}
 		p := JobPayload{Task: *j.task, RepoDir: j.task.RepoDir, RepoBundle: bundles[j.task.RepoDir], Arm: j.arm, Repeat: j.repeat,
 			Budgets: r.Budgets, ShowHints: r.ShowHints, Script: j.script, Hidden: hidden, Grade: j.grade, Patch: j.patch}
+		if r.Grader != nil {
+			p.Rules = string(r.Grader.Rules)
+		}
 		b, err := json.Marshal(p)
 		if err != nil {
 			return err

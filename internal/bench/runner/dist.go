@@ -19,6 +19,7 @@ import (
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/bench/grade"
+	"github.com/trussdev/truss/internal/bench/swebench"
 	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/queue"
@@ -50,6 +51,9 @@ type JobPayload struct {
 	// output directory, the repositories, the scripts), hidden on the
 	// worker too where they exist.
 	Hidden []string `json:"hidden,omitempty"`
+	// Rules are the SWE-bench harness's rules the coordinator grades
+	// SWE-bench records under ("": the grader's default).
+	Rules string `json:"rules,omitempty"`
 }
 
 // ResultPayload is a worker's result of one run: the result line, the
@@ -133,7 +137,13 @@ func (e *Exec) Handle(ctx context.Context, qj queue.Job, progress func(string)) 
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	r := &Runner{Out: dir, WorkDir: e.WorkDir, Agent: e.Agent, Grader: e.Grader, Checkouts: e.Checkouts, Signer: e.Signer,
+	gr := e.Grader
+	if gr != nil && p.Rules != "" {
+		g := *gr // this job's rules, the coordinator's
+		g.Rules = swebench.Rules(p.Rules)
+		gr = &g
+	}
+	r := &Runner{Out: dir, WorkDir: e.WorkDir, Agent: e.Agent, Grader: gr, Checkouts: e.Checkouts, Signer: e.Signer,
 		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints}
 	hidden := append([]string{e.Scratch, task.RepoDir}, p.Hidden...)
 	if e.Grader != nil {

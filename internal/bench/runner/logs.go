@@ -174,7 +174,7 @@ func (g *LogGrading) gradeLog(t *bench.Task, dir string) (res bench.Result, offi
 	if err != nil {
 		res.Error = "grading: " + err.Error()
 	} else {
-		res.Resolved, res.PatchApplied, res.Tests = v.Resolved, v.PatchApplied, v.Tests
+		res.Resolved, res.PatchApplied, res.Tests, res.Rules = v.Resolved, v.PatchApplied, v.Tests, string(v.Rules)
 		rep := v.Report()
 		report := rep.MarshalPython()
 		put("report", report)
