@@ -48,6 +48,11 @@ type Task struct {
 	TestCmd  string   `json:"test_cmd,omitempty"`
 	SetupCmd Commands `json:"setup_cmd,omitempty"`
 	Image    string   `json:"image,omitempty"`
+	// Workdir is where the task's image keeps the repository, where the
+	// run's workspace and its grading checkout are mounted in a container
+	// of that image ("": --env-workdir, else the image's WORKDIR):
+	// Multi-SWE-bench's images keep it at /home/REPO.
+	Workdir string `json:"workdir,omitempty"`
 
 	// RepoDir is the repository's directory, resolved when the task was
 	// loaded; Line is the task's line in its file. Neither is part of

@@ -1,6 +1,7 @@
 package grade
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -52,6 +53,7 @@ func (s *InImage) ForTask(task *bench.Task) (Shells, error) {
 	}
 	c := *s
 	c.Image, c.PerTask = task.Image, false
+	c.Workdir = cmp.Or(task.Workdir, s.Workdir) // the task's own place wins
 	return &c, nil
 }
 

@@ -154,3 +154,28 @@ func TestGradeMissingImage(t *testing.T) {
 		t.Errorf("pulls %v, %v; want one", n, err)
 	}
 }
+
+// TestForTaskWorkdir: with each task's own image, the task's place for
+// its repository (Multi-SWE-bench's /home/REPO) is where the checkout is
+// mounted; a task that names none gets --env-workdir's.
+func TestForTaskWorkdir(t *testing.T) {
+	s := &grade.InImage{PerTask: true, Workdir: "/testbed"}
+	for _, tc := range []struct {
+		task bench.Task
+		want string
+	}{
+		{bench.Task{InstanceID: "a", Image: "img:a", Workdir: "/home/cli"}, "/home/cli"},
+		{bench.Task{InstanceID: "b", Image: "img:b"}, "/testbed"},
+	} {
+		sh, err := s.ForTask(&tc.task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sh.(*grade.InImage); got.Workdir != tc.want || got.Image != tc.task.Image || got.PerTask {
+			t.Errorf("%s: %+v, want workdir %s", tc.task.InstanceID, got, tc.want)
+		}
+	}
+	if _, err := s.ForTask(&bench.Task{InstanceID: "c"}); err == nil {
+		t.Error("a task without an image: no error")
+	}
+}

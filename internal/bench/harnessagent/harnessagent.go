@@ -5,6 +5,7 @@
 package harnessagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,7 +78,7 @@ func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options 
 		Version:  a.Version,
 		Provider: arm.Provider, Model: arm.Model, Surface: arm.Surface,
 		Root: spec.Workspace,
-		Env:  env(a.Env, spec.Image), Engine: a.Engine, EnvWorkdir: a.EnvWorkdir,
+		Env:  env(a.Env, spec.Image), Engine: a.Engine, EnvWorkdir: a.workdir(spec),
 		ShellTimeout: a.ShellTimeout,
 		MemoryDir:    memoryDir,
 		// The runs share build caches (content-addressed), not one per
@@ -224,6 +225,16 @@ func (t *timer) totals() (model, tools time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.model, t.tools
+}
+
+// workdir is where the run's workspace is mounted in its container: in the
+// task's own image (Env "task"), the task's place for the repository when
+// it names one; else EnvWorkdir.
+func (a *Agent) workdir(spec *runner.RunSpec) string {
+	if a.Env == "task" {
+		return cmp.Or(spec.Workdir, a.EnvWorkdir)
+	}
+	return a.EnvWorkdir
 }
 
 // env is a run's environment: "task" is the task's own image (Run refuses

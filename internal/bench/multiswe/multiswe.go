@@ -318,6 +318,9 @@ func Convert(r *Record, lang, prefix string) (t *Task, ok bool) {
 			FailToPass:       bench.TestList(f2p),
 			PassToPass:       append(bench.TestList{}, r.PassToPass()...),
 			Image:            Image(r.Org, r.Repo, r.Number, prefix),
+			// The images keep the repository at /home/REPO
+			// (multi_swe_bench/harness/repos/…: workdir).
+			Workdir: "/home/" + r.Repo,
 		},
 		Language: lang,
 	}, true

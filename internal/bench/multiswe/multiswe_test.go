@@ -102,8 +102,8 @@ func TestImport(t *testing.T) {
 		if got.InstanceID != w.id || got.Repo != w.repo || got.RepoDir != filepath.Join(repos, w.repoDir) || got.BaseCommit != w.base {
 			t.Errorf("%s: id %q repo %q dir %q base %q", w.id, got.InstanceID, got.Repo, got.RepoDir, got.BaseCommit)
 		}
-		if got.ProblemStatement != w.statement || got.HintsText != w.hints || got.Image != w.image {
-			t.Errorf("%s: statement %q hints %q image %q", w.id, got.ProblemStatement, got.HintsText, got.Image)
+		if got.ProblemStatement != w.statement || got.HintsText != w.hints || got.Image != w.image || got.Workdir != "/home/"+got.Repo[strings.Index(got.Repo, "/")+1:] {
+			t.Errorf("%s: statement %q hints %q image %q workdir %q", w.id, got.ProblemStatement, got.HintsText, got.Image, got.Workdir)
 		}
 		if !slices.Equal(got.FailToPass, w.f2p) || !slices.Equal(got.PassToPass, w.p2p) {
 			t.Errorf("%s: FAIL_TO_PASS %q PASS_TO_PASS %q", w.id, got.FailToPass, got.PassToPass)

@@ -51,6 +51,9 @@ type RunSpec struct {
 	TestCmd  string
 	SetupCmd []string
 	Image    string
+	// Workdir is where the task's image keeps the repository (the
+	// task's workdir field; "" for the agent's default).
+	Workdir string
 	// Hidden are paths the agent's sandbox must hide from every command
 	// (sandbox.Policy.Hidden): the task file (which holds the hidden
 	// tests and the gold patch), the task repositories (whose later

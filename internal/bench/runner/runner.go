@@ -411,7 +411,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 	close(wsDone)
 	spec := RunSpec{InstanceID: j.task.InstanceID, Repeat: j.repeat, Arm: j.arm, Workspace: repo, BaseCommit: base,
 		Task: TaskText(j.task, r.ShowHints), Budgets: r.Budgets, TestCmd: j.task.TestCmd, SetupCmd: j.task.SetupCmd,
-		Image: j.task.Image, Hidden: hidden, Ledger: lw, Session: session, RateLimit: gate}
+		Image: j.task.Image, Workdir: j.task.Workdir, Hidden: hidden, Ledger: lw, Session: session, RateLimit: gate}
 	if j.arm.Provider == "sim" {
 		spec.Script = j.script
 	}
