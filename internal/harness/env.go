@@ -18,7 +18,6 @@ import (
 	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/sandbox"
-	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/fs"
 	"github.com/trussdev/truss/internal/tool/shell"
 )
@@ -326,55 +325,3 @@ func (w *workspace) closeChildEnv(dir string) {
 	}
 }
 
-// GradeEnv is the environment a grader runs a task's tests in.
-type GradeEnv struct {
-	// Spec is the image (a host spec is an error: grade on the host
-	// without this).
-	Spec container.Spec
-	// Engine is "podman", "docker" or "" for the first that works.
-	Engine string
-	// Workspace is the host directory to test (a copy of the agent's
-	// workspace with the hidden tests applied); Workdir where it is
-	// mounted ("" for the image's working directory).
-	Workspace, Workdir string
-	// Session names the grading run in the container's labels.
-	Session string
-	// Network gives the container the engine's network.
-	Network bool
-	// Limits bound the container; zero fields take the sandbox's defaults.
-	Limits container.Limits
-}
-
-// GradeInEnv runs testCmd once in a fresh container from g's image with
-// g.Workspace mounted (never in an agent's container), in a fresh shell
-// in the workdir, and removes the container: a benchmark grader's run.
-// It first removes the containers ended sessions left. The result is the
-// shell's (exit status, output, timeout); the facts say where it ran.
-// err is for an environment that could not be had, not for failing tests.
-func GradeInEnv(ctx context.Context, g GradeEnv, testCmd string, timeout time.Duration) (tool.Result, container.Facts, error) {
-	if g.Spec.Host() {
-		return tool.Result{}, container.Facts{}, errors.New("GradeInEnv needs an image")
-	}
-	e, err := container.Find(ctx, g.Engine)
-	if err != nil {
-		return tool.Result{}, container.Facts{}, err
-	}
-	if _, err := e.Reap(ctx); err != nil {
-		return tool.Result{}, container.Facts{}, err
-	}
-	lim := g.Limits
-	if lim.Pids == 0 {
-		lim.Pids = sandbox.DefaultPids
-	}
-	if lim.OpenFiles == 0 {
-		lim.OpenFiles = sandbox.DefaultOpenFiles
-	}
-	if lim.Memory == 0 {
-		lim.Memory = sandbox.DefaultMemory
-	}
-	if lim.CPUs == 0 {
-		lim.CPUs = float64(runtime.NumCPU())
-	}
-	return e.RunFresh(ctx, container.Config{Image: g.Spec.Image, Workspace: g.Workspace, Workdir: g.Workdir,
-		Network: g.Network, Limits: lim, Session: cmp.Or(g.Session, "grade"), Protected: sandbox.GitPaths(g.Workspace)}, testCmd, timeout)
-}

@@ -321,10 +321,11 @@ func TestImageIsolatedChild(t *testing.T) {
 	}
 }
 
-// TestGradeInEnv: a grader's test command runs in a fresh container from
-// the image on a workspace copy — passing with the fix, failing without
-// it — and leaves no container.
-func TestGradeInEnv(t *testing.T) {
+// TestGradingContainer: a grader's test command runs in a fresh container
+// from the image on the grading checkout — passing with the fix, failing
+// without it — the shell reports the image's facts, and closing it leaves
+// no container.
+func TestGradingContainer(t *testing.T) {
 	e, ref := testImage(t)
 	for _, tc := range []struct {
 		content string
@@ -335,21 +336,21 @@ func TestGradeInEnv(t *testing.T) {
 			t.Fatal(err)
 		}
 		session := "grade-" + filepath.Base(ws)
-		res, facts, err := GradeInEnv(context.Background(), GradeEnv{Spec: container.Spec{Image: ref}, Engine: e.Name, Workspace: ws, Session: session},
-			"imgtool check app.txt", time.Minute)
+		sh, err := OpenGradingContainer(context.Background(), e, GradingContainer{Image: ref, Dir: ws, Session: session})
 		if err != nil {
 			t.Fatal(err)
 		}
+		res := sh.Run(context.Background(), "imgtool check app.txt", time.Minute)
 		if (res.Err == nil) != tc.pass || !strings.Contains(res.Stdout, "imgtool:") {
 			t.Errorf("%q: %v %q", tc.content, res.Err, res.Stdout)
 		}
-		if facts.Image != ref || facts.ImageID == "" || facts.Workdir != "/testbed" {
-			t.Errorf("facts: %+v", facts)
+		if f := sh.Facts(); f.Image != ref || f.ImageID == "" || f.Workdir != "/testbed" || !strings.Contains(sh.Enforced(), ref) {
+			t.Errorf("facts: %+v, %q", f, sh.Enforced())
+		}
+		if err := sh.Close(); err != nil {
+			t.Error(err)
 		}
 		noContainers(t, e, session)
-	}
-	if _, _, err := GradeInEnv(context.Background(), GradeEnv{Workspace: t.TempDir()}, "true", time.Minute); err == nil {
-		t.Error("GradeInEnv on the host: no error")
 	}
 }
 

@@ -2,11 +2,14 @@ package harness
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"runtime"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/tool/shell"
 	"github.com/trussdev/truss/internal/toolcache"
@@ -110,5 +113,63 @@ func (s *SandboxShell) Close() error {
 	err := s.Session.Close()
 	s.sb.Close()
 	os.RemoveAll(s.tmp)
+	return err
+}
+
+// GradingContainer is how a benchmark's grading runs its setup and tests in
+// an image: a fresh container of its own from Image (never an agent's),
+// the grading checkout Dir mounted at Workdir ("": the image's working
+// directory) with its .git read-only, the network off unless Network, the
+// sandbox's default limits and every CPU. Session names it in the
+// engine's labels.
+type GradingContainer struct {
+	Image, Dir, Workdir, Session string
+	Network                      bool
+	// Timeout is each command's (0: 30 minutes); MaxOutput caps each
+	// stream kept; Env (NAME=VALUE) is set in the container.
+	Timeout   time.Duration
+	MaxOutput int
+	Env       []string
+}
+
+// OpenGradingContainer starts g's container on eng and a shell in it. The
+// image must be in the engine's store (Engine.Ensure). Closing the shell
+// removes the container.
+func OpenGradingContainer(ctx context.Context, eng *container.Engine, g GradingContainer) (*ContainerShell, error) {
+	lim := container.Limits{CPUs: float64(runtime.NumCPU()), Memory: sandbox.DefaultMemory, Pids: sandbox.DefaultPids, OpenFiles: sandbox.DefaultOpenFiles}
+	e, err := eng.Start(ctx, container.Config{Image: g.Image, Workspace: g.Dir, Workdir: g.Workdir, Network: g.Network,
+		Limits: lim, Session: g.Session, Protected: sandbox.GitPaths(g.Dir)})
+	if err != nil {
+		return nil, fmt.Errorf("the grading container: %w", err)
+	}
+	sh, err := e.NewShell(shell.Config{Timeout: cmp.Or(g.Timeout, 30*time.Minute), MaxOutput: g.MaxOutput, SetEnv: g.Env})
+	if err != nil {
+		e.Close(ctx)
+		return nil, fmt.Errorf("the grading container's shell: %w", err)
+	}
+	f := e.Facts()
+	return &ContainerShell{Session: sh, env: e, enforced: fmt.Sprintf("container from %s (%s) on %s %s", f.Image, f.ImageID, f.Engine, f.EngineVersion)}, nil
+}
+
+// ContainerShell is a shell in a container of its own, removed by Close.
+type ContainerShell struct {
+	*shell.Session
+	env      *container.Env
+	enforced string
+}
+
+// Enforced names where the commands ran (for the record).
+func (s *ContainerShell) Enforced() string { return s.enforced }
+
+// Facts are the container's facts: its image's ID and repository
+// digests, which a grader records with each verdict.
+func (s *ContainerShell) Facts() container.Facts { return s.env.Facts() }
+
+// Close ends the shell and removes the container.
+func (s *ContainerShell) Close() error {
+	err := s.Session.Close()
+	if cerr := s.env.Close(context.Background()); err == nil {
+		err = cerr
+	}
 	return err
 }

@@ -7,13 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/container"
-	"github.com/trussdev/truss/internal/sandbox"
-	"github.com/trussdev/truss/internal/tool/shell"
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/validate"
 )
 
@@ -76,43 +74,7 @@ func (s *InImage) Open(dir string, env []string) (validate.Shell, error) {
 	}
 	id := make([]byte, 6)
 	rand.Read(id)
-	lim := container.Limits{CPUs: float64(runtime.NumCPU()), Memory: sandbox.DefaultMemory, Pids: sandbox.DefaultPids, OpenFiles: sandbox.DefaultOpenFiles}
-	e, err := s.Engine.Start(ctx, container.Config{Image: s.Image, Workspace: dir, Workdir: s.Workdir, Network: s.Network,
-		Limits: lim, Session: "grade-" + hex.EncodeToString(id), Protected: sandbox.GitPaths(dir)})
-	if err != nil {
-		return nil, fmt.Errorf("the grading container: %w", err)
-	}
-	timeout := s.Timeout
-	if timeout == 0 {
-		timeout = 30 * time.Minute
-	}
-	sh, err := e.NewShell(shell.Config{Timeout: timeout, MaxOutput: maxLog, SetEnv: env})
-	if err != nil {
-		e.Close(ctx)
-		return nil, fmt.Errorf("the grading container's shell: %w", err)
-	}
-	f := e.Facts()
-	return &imageShell{Session: sh, env: e, enforced: fmt.Sprintf("container from %s (%s) on %s %s", f.Image, f.ImageID, f.Engine, f.EngineVersion)}, nil
+	return harness.OpenGradingContainer(ctx, s.Engine, harness.GradingContainer{Image: s.Image, Dir: dir, Workdir: s.Workdir,
+		Session: "grade-" + hex.EncodeToString(id), Network: s.Network, Timeout: s.Timeout, MaxOutput: maxLog, Env: env})
 }
 
-// imageShell is a shell in a container of its own.
-type imageShell struct {
-	*shell.Session
-	env      *container.Env
-	enforced string
-}
-
-// Enforced names where the commands ran (for the record).
-func (s *imageShell) Enforced() string { return s.enforced }
-
-// Facts are the facts of the shell's container; the grader records its
-// image's ID and repository digests with each verdict.
-func (s *imageShell) Facts() container.Facts { return s.env.Facts() }
-
-func (s *imageShell) Close() error {
-	err := s.Session.Close()
-	if cerr := s.env.Close(context.Background()); err == nil {
-		err = cerr
-	}
-	return err
-}
