@@ -324,4 +324,3 @@ func (w *workspace) closeChildEnv(dir string) {
 		w.envs.closeChild(dir)
 	}
 }
-

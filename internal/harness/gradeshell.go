@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"runtime"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/trussdev/truss/internal/container"

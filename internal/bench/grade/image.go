@@ -77,4 +77,3 @@ func (s *InImage) Open(dir string, env []string) (validate.Shell, error) {
 	return harness.OpenGradingContainer(ctx, s.Engine, harness.GradingContainer{Image: s.Image, Dir: dir, Workdir: s.Workdir,
 		Session: "grade-" + hex.EncodeToString(id), Network: s.Network, Timeout: s.Timeout, MaxOutput: maxLog, Env: env})
 }
-
