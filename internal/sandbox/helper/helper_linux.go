@@ -341,12 +341,26 @@ func mounts(sp Spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	for _, o := range sp.Overlays {
-		// Where the kernel cannot (overlayfs in a user namespace needs
-		// Linux 5.11), Target stays the empty directory it is: a cache
-		// without the lower layer's warmth, not an error.
-		mountOverlay(o)
+	// The overlays' lower layers are opened now, before any mount hides
+	// them (a lower layer under the /tmp replaced below); the overlays are
+	// mounted last, when their upper layers are reached through the
+	// writable roots' own mounts: an upper layer on a mount made
+	// read-only afterwards fails every copy-up (ENOENT).
+	lowers := make([]int, len(sp.Overlays))
+	for i, o := range sp.Overlays {
+		fd, err := unix.Open(o.Lower, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fd = -1
+		}
+		lowers[i] = fd
 	}
+	defer func() {
+		for _, fd := range lowers {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+	}()
 	// The host's sockets first (those in kept paths too, which are bound
 	// back with their covers below): a socket under a directory replaced
 	// below is gone with it.
@@ -398,6 +412,16 @@ func mounts(sp Spec) error {
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
+	}
+	for i, o := range sp.Overlays {
+		if lowers[i] < 0 {
+			continue
+		}
+		// Where the kernel cannot (overlayfs in a user namespace needs
+		// Linux 5.11), Target stays the empty directory it is: a cache
+		// without the lower layer's warmth, not an error.
+		o.Lower = "/proc/self/fd/" + strconv.Itoa(lowers[i])
+		mountOverlay(o)
 	}
 	if err := devpts(); err != nil {
 		return err
