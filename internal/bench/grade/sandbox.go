@@ -1,12 +1,14 @@
 package grade
 
 import (
+	"os"
 	"sync"
 	"time"
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/toolcache"
 	"github.com/trussdev/truss/internal/validate"
 )
 
@@ -24,17 +26,20 @@ type TaskShells interface {
 	ForTask(task *bench.Task) (Shells, error)
 }
 
-// Sandboxed starts each shell in a sandbox of its own (internal/sandbox):
-// workspace-write over the grading directory, the network off unless
-// Network is set, the ledger's signing key and Hidden hidden, at the
-// default CPU weight. Each grading gets build and package caches of its
-// own over the host's (toolcache.Layered): warm from the start, and what a
-// graded patch writes there is gone with the grading, so no grading can
-// plant what a later one builds. It is what `truss bench` grades with.
+// Sandboxed starts each shell in a sandbox of its own, composed by the
+// harness as a session's commands' is (harness.OpenGradingShell): the
+// network off unless Network is set, the ledger's signing key, the saved
+// sessions, the user's credentials, other projects' data and Hidden
+// hidden, at the default CPU weight. Its build and package caches are
+// CacheDir's, shared by every grading (toolcache.For; "" means
+// toolcache.DirFor("bench")), or with Layered each grading's own over
+// the host's (toolcache.Layered): then no grading can plant what a later
+// one builds, at the price of copying up each host cache entry a grading
+// uses (Go's build cache touches the entries it uses). It is what `truss
+// bench` grades with.
 type Sandboxed struct {
-	// CacheDir, when set, holds caches every grading shares and writes
-	// (toolcache.For) instead of each its own.
 	CacheDir string
+	Layered  bool
 	Network  bool
 	// Fallback is the weaker sandbox accepted when this host cannot
 	// enforce the policy ("" refuses).
@@ -49,12 +54,24 @@ type Sandboxed struct {
 	host sandbox.Host
 }
 
-// Private implements Private: a CacheDir every grading writes, which the
-// agents must not read. Each grading's own caches are in its temporary
-// directory, beside its checkout in the grader's directory.
-func (s *Sandboxed) Private() []string {
+// cacheDir is the graded commands' shared cache directory.
+func (s *Sandboxed) cacheDir() (string, error) {
 	if s.CacheDir != "" {
-		return []string{s.CacheDir}
+		return s.CacheDir, nil
+	}
+	return toolcache.DirFor("bench")
+}
+
+// Private implements Private: the shared caches the graded commands
+// write, which the agents must not read — unless toolcache.SharedEnv makes
+// one cache of every sandboxed command's. Layered caches are in each
+// grading's temporary directory, in the grader's own.
+func (s *Sandboxed) Private() []string {
+	if s.Layered || s.CacheDir == "" && os.Getenv(toolcache.SharedEnv) != "" {
+		return nil
+	}
+	if d, err := s.cacheDir(); err == nil {
+		return []string{d}
 	}
 	return nil
 }
@@ -63,8 +80,16 @@ func (s *Sandboxed) Private() []string {
 // sandbox as a session's commands' is.
 func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
 	s.once.Do(func() { s.host = sandbox.Probe() })
-	return harness.OpenGradingShell(harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: s.Hidden,
-		CacheDir: s.CacheDir, Timeout: s.Timeout, MaxOutput: maxLog, Env: env}, s.host)
+	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: s.Hidden,
+		Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
+	if !s.Layered {
+		d, err := s.cacheDir()
+		if err != nil {
+			return nil, err
+		}
+		g.CacheDir = d
+	}
+	return harness.OpenGradingShell(g, s.host)
 }
 
 // maxLog caps each stream of a test command kept for its verdicts.

@@ -25,7 +25,7 @@ func TestGradingCachesOwn(t *testing.T) {
 	os.MkdirAll(filepath.Join(hostCache, "ab"), 0o755)
 	os.WriteFile(filepath.Join(hostCache, "ab", "std-d"), []byte("warm-4711"), 0o644)
 	t.Setenv("GOCACHE", hostCache)
-	s := &grade.Sandboxed{}
+	s := &grade.Sandboxed{Layered: true}
 	run := func(cmd string) tool.Result {
 		t.Helper()
 		dir := filepath.Join(t.TempDir(), "repo")
