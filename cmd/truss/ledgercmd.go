@@ -20,7 +20,7 @@ const ledgerUsage = `usage: truss ledger COMMAND
   key                                   this installation's verifier key
   verify PATH [--key VKEY] [--workspace DIR] [--strict]
                                         verify a session's ledgers (every run), or one ledger
-  show PATH [--agents]                  the timeline of a session's runs, verified
+  show PATH [--agents] [--payload NAME] the timeline of a session's runs, verified (or one payload)
   prove PATH --entry N                  an inclusion proof of one entry
   export PATH --in-toto                 in-toto provenance of the session, in a DSSE envelope
 
@@ -165,12 +165,16 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 	case "show":
 		fset := cli.NewFlagSet("ledger show", stderr)
 		agents := fset.Bool("agents", false, "also show each sub-agent's timeline, after the session's")
+		payload := fset.String("payload", "", "print instead the payload of that name of the last entry that has one (a grading's log, patch or report), once the ledger verifies")
 		path, rest := splitPath(args[1:])
 		if err := cli.Parse(fset, rest); err != nil {
 			return err
 		}
 		if path == "" {
-			return cli.Usagef("usage: truss ledger show PATH [--agents]")
+			return cli.Usagef("usage: truss ledger show PATH [--agents] [--payload NAME]")
+		}
+		if *payload != "" {
+			return showPayload(stdout, path, *payload)
 		}
 		dirs, vkey, err := resolveLedgers(path, "")
 		if err != nil {
@@ -300,6 +304,44 @@ func countChildren(kids []ledger.Child) int {
 		n += countChildren(k.Children)
 	}
 	return n
+}
+
+// showPayload prints the payload named name of the last entry of the
+// ledger at path that names one, after the ledger verifies: the bytes as
+// stored, made inert for a terminal.
+func showPayload(stdout io.Writer, path, name string) error {
+	dirs, vkey, err := resolveLedgers(path, "")
+	if err != nil {
+		return err
+	}
+	if len(dirs) != 1 {
+		return cli.Usagef("--payload reads one ledger; %s holds %d", path, len(dirs))
+	}
+	_, entries, err := ledger.Verify(dirs[0], vkey)
+	if err != nil {
+		return fmt.Errorf("the ledger does not verify: %w", err)
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		d, ok := entries[i].Payloads[name]
+		if !ok {
+			continue
+		}
+		all, err := ledger.Payloads(dirs[0])
+		if err != nil {
+			return err
+		}
+		b, ok := all[d]
+		if !ok {
+			return fmt.Errorf("entry %d names payload %s (%s), which the ledger does not hold", i, name, d)
+		}
+		if cli.IsTerminal(stdout) {
+			_, err = io.WriteString(stdout, termsafe.String(string(b)))
+		} else {
+			_, err = stdout.Write(b)
+		}
+		return err
+	}
+	return fmt.Errorf("no entry of %s has a payload named %q", dirs[0], name)
 }
 
 // showChildren prints each sub-agent's timeline, indented by depth.
