@@ -74,7 +74,7 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 	if err := s.loadUser(); err != nil {
 		return fail(err)
 	}
-	p.Hidden = append(p.Hidden, s.hiddenFromCommands(g.Dir, nil)...)
+	p.Hidden = append(p.Hidden, s.hiddenFromCommands(g.Dir, caches)...) // its own caches excepted
 	p.Hidden = append(p.Hidden, g.Hidden...)
 	plan, err := sandbox.MakePlan(p, host, g.Fallback)
 	if err != nil {

@@ -87,9 +87,14 @@ func TestGradingHidesWhatSessionsHide(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sh.Close()
-	r := sh.Run(context.Background(), cmd.String()+"echo done", time.Minute)
+	r := sh.Run(context.Background(), cmd.String()+`mkdir -p "$GOCACHE" && touch "$GOCACHE/w" && echo cache-writable; echo done`, time.Minute)
 	if !strings.Contains(r.Stdout, "done") {
 		t.Fatalf("the command did not run: %+v", r)
+	}
+	// The grading's own cache, though among Truss's caches, is not
+	// hidden with the others.
+	if !strings.Contains(r.Stdout, "cache-writable") {
+		t.Errorf("the grading cannot write its own cache: %q %q", r.Stdout, r.Stderr)
 	}
 	if strings.Contains(r.Stdout, "4711") {
 		t.Errorf("a graded command read what it must not: %q", r.Stdout)
