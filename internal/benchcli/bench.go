@@ -692,17 +692,7 @@ func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&all, "all", false, "import the problems without a usable gold fix too")
 	fs.StringVar(&only, "only", "", "only these task ids (comma-separated, e.g. Go/0,Go/1)")
 	// FILE may come before or after the flags.
-	file, ok, err := cli.ParseArg(fs, args[1:])
-	if err != nil {
-		return err
-	}
-	if !ok || file == "" {
-		return cli.Usagef("%s", importUsage)
-	}
-	if out == "" {
-		return cli.Usagef("--out is required")
-	}
-	f, err := os.Open(file)
+	f, file, err := openImport(fs, args[1:], &out)
 	if err != nil {
 		return err
 	}
@@ -715,11 +705,7 @@ func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d instances in %s", sum.Tasks, sum.TaskFile)
-	if len(sum.Skipped) > 0 {
-		fmt.Fprintf(stdout, " (%d without a usable gold fix left out: %s)", len(sum.Skipped), strings.Join(sum.Skipped, ", "))
-	}
-	fmt.Fprintln(stdout)
+	printImported(stdout, sum.Tasks, sum.TaskFile, "without a usable gold fix", sum.Skipped)
 	return nil
 }
 
@@ -730,17 +716,7 @@ func cmdImportMultiSWE(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&only, "only", "", "only these instances (comma-separated: org__repo-N or org/repo:pr-N)")
 	fs.StringVar(&lang, "lang", "", "the language of records without lang (default: the file's directory, e.g. go)")
 	fs.StringVar(&prefix, "image-prefix", "", "replaces mswebench in the instance images' names")
-	file, ok, err := cli.ParseArg(fs, args)
-	if err != nil {
-		return err
-	}
-	if !ok || file == "" {
-		return cli.Usagef("%s", importUsage)
-	}
-	if out == "" {
-		return cli.Usagef("--out is required")
-	}
-	f, err := os.Open(file)
+	f, file, err := openImport(fs, args, &out)
 	if err != nil {
 		return err
 	}
@@ -753,12 +729,38 @@ func cmdImportMultiSWE(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d instances in %s", sum.Tasks, sum.TaskFile)
-	if len(sum.Skipped) > 0 {
-		fmt.Fprintf(stdout, " (%d with no test to turn to passing left out: %s)", len(sum.Skipped), strings.Join(sum.Skipped, ", "))
-	}
-	fmt.Fprintln(stdout)
+	printImported(stdout, sum.Tasks, sum.TaskFile, "with no test to turn to passing", sum.Skipped)
 	return nil
+}
+
+// openImport parses an import's flags and its FILE argument (before or
+// after the flags), checks that --out (*out) is given, and opens FILE.
+func openImport(fs *flag.FlagSet, args []string, out *string) (*os.File, string, error) {
+	file, ok, err := cli.ParseArg(fs, args)
+	if err != nil {
+		return nil, "", err
+	}
+	if !ok || file == "" {
+		return nil, "", cli.Usagef("%s", importUsage)
+	}
+	if *out == "" {
+		return nil, "", cli.Usagef("--out is required")
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, "", err
+	}
+	return f, file, nil
+}
+
+// printImported says what an import wrote, and which records it left out
+// and why.
+func printImported(w io.Writer, tasks int, taskFile, why string, skipped []string) {
+	fmt.Fprintf(w, "%d instances in %s", tasks, taskFile)
+	if len(skipped) > 0 {
+		fmt.Fprintf(w, " (%d %s left out: %s)", len(skipped), why, strings.Join(skipped, ", "))
+	}
+	fmt.Fprintln(w)
 }
 
 func splitList(s string) []string {
