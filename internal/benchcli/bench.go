@@ -255,18 +255,8 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if b.only != "" {
-		want := strings.Split(b.only, ",")
-		var kept []bench.Task
-		for _, t := range tasks {
-			if slices.Contains(want, t.InstanceID) {
-				kept = append(kept, t)
-			}
-		}
-		if len(kept) == 0 {
-			return nil, nil, nil, cli.Usagef("--only names no instance of %s", b.tasks)
-		}
-		tasks = kept
+	if tasks, err = b.onlyTasks(tasks); err != nil {
+		return nil, nil, nil, err
 	}
 	if b.env.template != "" {
 		t, err := images.Parse(b.env.template)
@@ -308,6 +298,20 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 		g.Shells = sh
 	}
 	return tasks, g, func() { jan.Wait(); os.RemoveAll(tmp) }, nil
+}
+
+// onlyTasks keeps the tasks --only names (all of them without it); naming
+// none of the task file's is a usage error.
+func (b *benchFlags) onlyTasks(tasks []bench.Task) ([]bench.Task, error) {
+	if b.only == "" {
+		return tasks, nil
+	}
+	want := splitList(b.only)
+	tasks = slices.DeleteFunc(tasks, func(t bench.Task) bool { return !slices.Contains(want, t.InstanceID) })
+	if len(tasks) == 0 {
+		return nil, cli.Usagef("--only names no instance of %s", b.tasks)
+	}
+	return tasks, nil
 }
 
 // progressPrinter prints progress lines: rewritten in place on a
@@ -479,12 +483,8 @@ func gradeLogs(b *benchFlags, logs, arm, rulesName string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	if b.only != "" {
-		want := splitList(b.only)
-		tasks = slices.DeleteFunc(tasks, func(t bench.Task) bool { return !slices.Contains(want, t.InstanceID) })
-		if len(tasks) == 0 {
-			return cli.Usagef("--only names no instance of %s", b.tasks)
-		}
+	if tasks, err = b.onlyTasks(tasks); err != nil {
+		return err
 	}
 	signer, _, err := ledger.InstallationKey()
 	if err != nil {
