@@ -430,10 +430,18 @@ func mounts(sp Spec) error {
 	return nil
 }
 
-// mountOverlay mounts o, reporting whether it could.
+// mountOverlay mounts o, reporting whether it could. Its kernel scratch
+// directory is one of its own in o.Work: a sandbox starts its next helper
+// while the last one's commands run, and a mount that took over another
+// live mount's work directory would empty it, failing every copy-up of
+// the other (ENOENT).
 func mountOverlay(o Overlay) bool {
+	work, err := os.MkdirTemp(o.Work, "w")
+	if err != nil {
+		return false
+	}
 	esc := strings.NewReplacer(`\`, `\\`, `,`, `\,`, `:`, `\:`)
-	data := "lowerdir=" + esc.Replace(o.Lower) + ",upperdir=" + esc.Replace(o.Upper) + ",workdir=" + esc.Replace(o.Work)
+	data := "lowerdir=" + esc.Replace(o.Lower) + ",upperdir=" + esc.Replace(o.Upper) + ",workdir=" + esc.Replace(work)
 	return unix.Mount("overlay", o.Target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, data) == nil
 }
 
