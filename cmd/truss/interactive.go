@@ -68,6 +68,9 @@ func interactive(f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The checks run after a task that changed files, in the background;
+	// /check runs them on demand.
+	o.Validation.Background = true
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
@@ -172,6 +175,7 @@ type interactiveSession struct {
 	s        *harness.Session
 	attached []attachment
 	tasks    int
+	check    *harness.BackgroundCheck // the last one started
 }
 
 type attachment struct {
@@ -213,17 +217,58 @@ func (is *interactiveSession) Run(ctx context.Context, task string) (agent.Outco
 	if v := out.Verdict; v != nil {
 		is.notify("checks (run by truss): " + oneLine(v.Text("", 0)))
 	}
+	if c := out.Background; c != nil {
+		is.mu.Lock()
+		is.check = c
+		is.mu.Unlock()
+		go func() {
+			<-c.Done()
+			switch v := c.Verdict(); {
+			case v == nil:
+			case v.Cancelled:
+				is.notify("checks (run by truss) cancelled before they ended; /check runs them")
+			default:
+				is.notify("checks (run by truss): " + oneLine(v.Text("", 0)))
+			}
+		}()
+	}
 	return out.Agent, nil
+}
+
+// Check implements tui.Checker: the checks now, a background one
+// cancelled first.
+func (is *interactiveSession) Check(ctx context.Context) (string, error) {
+	v, err := is.session().Validate(ctx)
+	switch {
+	case err != nil:
+		return "", err
+	case v == nil:
+		return "No checks are configured or detected for this workspace (set one with --test-cmd, or test under [validate] in .truss/config.toml).", nil
+	}
+	return v.Text(v.Log, 20), nil
 }
 
 // Status implements tui.Session.
 func (is *interactiveSession) Status() tui.Status {
 	is.mu.Lock()
-	s, tasks := is.s, is.tasks
+	s, tasks, check := is.s, is.tasks, is.check
 	is.mu.Unlock()
 	info, st := s.Info(), s.Stats()
-	return tui.Status{Model: info.Model, Surface: info.Surface, Sandbox: sandboxMode(info.Sandbox), Approval: string(s.Approval()),
+	ts := tui.Status{Model: info.Model, Surface: info.Surface, Sandbox: sandboxMode(info.Sandbox), Approval: string(s.Approval()),
 		SessionID: info.SessionID, Usage: st.Usage, ContextTokens: st.ContextTokens, ContextWindow: st.ContextWindow, Turns: tasks}
+	if check != nil && check.Verdict() == nil && !isDone(check.Done()) {
+		ts.Checking = "checks"
+	}
+	return ts
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // sandboxMode is the short form of an enforced sandbox's description.

@@ -186,6 +186,96 @@ func TestInteractiveSession(t *testing.T) {
 	}
 }
 
+// TestInteractiveChecks drives the real binary in a pseudo-terminal in a
+// workspace whose checks are slow while a file named slow exists: an
+// answer that changed no file runs none; a task that changed files starts
+// them in the background, and the next task is taken at once and cancels
+// them; /check runs them on demand; the ledger records the cancelled
+// check as cancelled.
+func TestInteractiveChecks(t *testing.T) {
+	bin := buildBinary(t)
+	home, root := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "greeting.txt"), []byte("hello one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := writeScript(t, home,
+		map[string]any{"say": "Hello."},
+		map[string]any{"actions": []map[string]any{
+			{"kind": "create", "path": "slow", "content": "x\n"},
+			{"kind": "replace", "path": "greeting.txt", "old": "hello one", "new": "hello two"}}},
+		map[string]any{"say": "Changed, slowly."},
+		map[string]any{"say": "Hello again."},
+		map[string]any{"actions": []map[string]any{{"kind": "run", "command": "rm slow"}}},
+		map[string]any{"say": "Fast again."},
+	)
+	cmd := exec.Command(bin, "--provider", "sim", "--script", script, "--sim-dialect", "chat", "--surface", "generic",
+		"--test-cmd", "if [ -e slow ]; then sleep 120; fi; grep -q 'hello two' greeting.txt")
+	cmd.Dir, cmd.Env = root, interactiveEnv(home)
+	term := tuitest.Start(t, cmd, 100, 40)
+	term.WaitFor("on-request", "generic")
+	idle := func() {
+		t.Helper()
+		deadline := time.Now().Add(tuitest.Timeout)
+		for strings.Contains(term.Screen(), "esc cancels") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the turn never ended; the screen shows:\n%s", term.Screen())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	term.Type("hi\r")
+	term.WaitFor("Hello.", "✓ completed")
+	idle()
+	if sc := term.Screen(); strings.Contains(sc, "checks") || strings.Contains(sc, "validation") {
+		t.Fatalf("an answer that changed nothing ran the checks:\n%s", sc)
+	}
+
+	term.Type("change it\r")
+	term.WaitFor("Changed, slowly.", "checks running")
+	idle()
+	// The checks run; the next task is taken at once, and cancels them.
+	term.Type("hi again\r")
+	term.WaitFor("Hello again.", "cancelled before they ended")
+	if strings.Contains(term.Screen(), "Wait for the turn to end") {
+		t.Fatalf("a task typed while the checks ran was refused:\n%s", term.Screen())
+	}
+	idle()
+
+	term.Type("make it fast\r")
+	term.WaitFor("Fast again.", "checks (run by truss): validation passed")
+	idle()
+	term.Type("/check\r")
+	for deadline := time.Now().Add(tuitest.Timeout); strings.Count(term.Screen(), "validation passed") < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/check reported no verdict; the screen shows:\n%s", term.Screen())
+		}
+	}
+	term.Type("/quit\r")
+	if code := term.Exit(); code != 0 {
+		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Screen())
+	}
+	m := regexp.MustCompile(`Session (\S+) saved\.`).FindStringSubmatch(term.Output())
+	if m == nil {
+		t.Fatalf("no session id printed after the UI exited:\n%s", term.Screen())
+	}
+	c := exec.Command(bin, "ledger", "show", m[1])
+	c.Dir, c.Env = root, interactiveEnv(home)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("truss ledger show: %v\n%s", err, out)
+	}
+	for _, want := range []string{"CANCELLED (concludes nothing) by truss (verification boundary, in the background)",
+		"passed by truss (verification boundary, in the background)", "passed by truss (verification boundary, on demand)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the ledger does not show %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "FAILED by truss") {
+		t.Errorf("the ledger records a failed check:\n%s", out)
+	}
+}
+
 // TestExecRefusesEscalation: truss exec never waits for a person: an
 // escalation request under on-request is refused at once, as unattended,
 // and the run goes on.

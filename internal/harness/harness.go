@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
@@ -110,6 +111,10 @@ type Session struct {
 	escalated escalatedShells
 	// stats are the live statistics (interactive.go).
 	stats stats
+	// changed counts the tool calls, sub-agents' included, whose results
+	// carry file changes; bg is the check running in the background.
+	changed atomic.Int64
+	bg      checks
 }
 
 // Open composes a session. Errors in the options or the environment are
@@ -529,6 +534,7 @@ func (s *Session) observers() agent.Observer {
 			s.noteNestedGit(ev.Results)
 		}
 	}))
+	obs = append(obs, s.changeCounter())
 	// A request that comes near the context the server was given is
 	// reported, as retries are.
 	window := s.contextLimit()
@@ -612,12 +618,25 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 		}
 	}
 	s.ran = true
+	// A new task cancels a background check: its commands would change
+	// the tree the check reads.
+	s.stopCheck()
+	before := s.changed.Load()
 	out := s.agent.Run(ctx, task)
-	res := Outcome{Agent: *out, SessionID: s.sessionID, Usage: s.agent.Usage()}
+	res := Outcome{Agent: *out, SessionID: s.sessionID, Usage: s.agent.Usage(), Changed: int(s.changed.Load() - before)}
+	if !s.tracking() {
+		res.Changed = -1
+	}
 	// The first request could not connect: nothing happened.
 	res.Unreached = out.Status == agent.StatusFailed && !s.contact.Answered() && provider.NoConnection(out.Err)
-	if !res.Unreached && !s.opts.Validation.OnDemand {
-		res.Verdict = s.boundary(ctx)
+	switch v := s.opts.Validation; {
+	case res.Unreached || v.OnDemand:
+	case v.Background:
+		if res.Changed != 0 && s.w.runner != nil && ctx.Err() == nil {
+			res.Background = s.startCheck()
+		}
+	default:
+		res.Verdict = s.boundary(ctx, "after the task")
 	}
 	s.sealed(&res)
 	if s.persist != nil {
@@ -728,7 +747,8 @@ func (s *Session) Validate(ctx context.Context) (*Verdict, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	return s.boundary(ctx), nil
+	s.stopCheck()
+	return s.boundary(ctx, "on demand"), nil
 }
 
 // Compact replaces the transcript's older turns by a summary the model
@@ -754,13 +774,15 @@ func (s *Session) Compact(ctx context.Context) (*compact.Record, error) {
 	return rec, err
 }
 
-// boundary is the verification boundary; nil when there are no checks.
+// boundary is the verification boundary; nil when there are no checks
+// (or ctx ended before they started). When is recorded with the verdict:
+// "after the task", "in the background" after it, or "on demand".
 // Nothing the model started runs during it: the model's shell and the
 // escalated ones are killed with everything they started (background
 // jobs and daemons too), so no process of the model's can change the
 // workspace while the checks read it. The next command starts a new
 // shell, with the saved directory and variables.
-func (s *Session) boundary(ctx context.Context) *Verdict {
+func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 	r := s.w.runner
 	if r == nil || ctx.Err() != nil {
 		return nil
@@ -770,7 +792,7 @@ func (s *Session) boundary(ctx context.Context) *Verdict {
 	sum, res := r.Run(ctx)
 	log := res.Stdout + res.Stderr
 	if s.rec != nil {
-		v := map[string]any{"boundary": true, "env": r.Env, "summary": sum}
+		v := map[string]any{"boundary": true, "when": when, "env": r.Env, "summary": sum}
 		if f := s.w.envFacts(); f != nil {
 			v["environment"] = f // the checks ran in the task's image
 		}
@@ -831,6 +853,7 @@ func (s *Session) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopCheck() // recorded as cancelled before the ledger closes
 	var err error
 	if s.rec != nil {
 		if cerr := s.rec.Close(); cerr != nil {

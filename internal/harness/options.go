@@ -193,6 +193,12 @@ type ValidationOptions struct {
 	// OnDemand runs the verification boundary only when Validate is
 	// called, not at the end of every Run.
 	OnDemand bool
+	// Background (the interactive session) runs the boundary after a Run
+	// only when the task changed files (or when changes are not tracked),
+	// in the background: Run returns at once with the Check, which the
+	// next Run, Validate or Close cancels if it still runs. Validate runs
+	// it on demand.
+	Background bool
 }
 
 // SpawnOptions configure sub-agents.
@@ -234,6 +240,13 @@ type Outcome struct {
 	Agent agent.Outcome
 	// Verdict is the verification boundary's; nil when it did not run.
 	Verdict *Verdict
+	// Background is the boundary running in the background
+	// (ValidationOptions.Background); nil when none was started: the
+	// task changed no file, or there are no checks.
+	Background *BackgroundCheck
+	// Changed is how many of this Run's tool calls changed files, as
+	// the change tracker found them; -1 when changes are not tracked.
+	Changed int
 	// Unreached reports that the first request could not connect: the
 	// model was never reached and nothing happened.
 	Unreached bool

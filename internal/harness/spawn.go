@@ -73,10 +73,12 @@ func (s *Session) addSpawn() error {
 		},
 		Record: s.children.start,
 	}
-	if s.opts.ObserveChild != nil {
-		cfg.Observe = func(run *subagent.Run) agent.Observer {
-			return s.opts.ObserveChild(strings.TrimPrefix(run.Session, top+"."))
+	cfg.Observe = func(run *subagent.Run) agent.Observer {
+		obs := agent.Observers{s.changeCounter()}
+		if s.opts.ObserveChild != nil {
+			obs = append(obs, s.opts.ObserveChild(strings.TrimPrefix(run.Session, top+".")))
 		}
+		return obs
 	}
 	s.w.mux.Handle(tool.OpSpawn, subagent.New(cfg))
 	return nil

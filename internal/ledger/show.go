@@ -184,12 +184,18 @@ func summary(typ string, d map[string]any) string {
 	case "validation":
 		sum, _ := d["summary"].(map[string]any)
 		verdict := "FAILED"
-		if str(sum, "ok") == "true" {
+		switch {
+		case str(sum, "cancelled") == "true":
+			verdict = "CANCELLED (concludes nothing)"
+		case str(sum, "ok") == "true":
 			verdict = "passed"
 		}
 		who := "by the model"
 		if str(d, "boundary") == "true" {
 			who = "by truss (verification boundary)"
+			if w := str(d, "when"); w != "" {
+				who = "by truss (verification boundary, " + w + ")"
+			}
 		}
 		return fmt.Sprintf("%s %s · %s · %s %s passed, %s failed", verdict, who, str(sum, "command"), str(sum, "unit"), str(sum, "passed"), str(sum, "failed"))
 	}

@@ -21,6 +21,7 @@ var commandHelp = [][2]string{
 	{"/compact", "summarise the older turns now to free the context"},
 	{"/cost", "tokens and cost of this session so far"},
 	{"/diff", "the workspace's changes since the session began"},
+	{"/check", "run the project's checks now (edits start them in the background)"},
 	{"/ledger", "verify this session's ledger and show its root"},
 	{"/resume [ID]", "continue an earlier session (the latest without ID)"},
 	{"/new", "start a new session in this directory"},
@@ -135,6 +136,13 @@ func (m *uiModel) command(text string) tea.Cmd {
 					return cmdDoneMsg{report: "No changes since the session began."}
 				}
 				return cmdDoneMsg{kind: blockDiff, report: d, err: err}
+			}
+		}
+	case "check":
+		if s, ok := m.sess.(Checker); ok {
+			run = func(ctx context.Context) cmdDoneMsg {
+				rep, err := s.Check(ctx)
+				return cmdDoneMsg{report: rep, err: err}
 			}
 		}
 	case "ledger":

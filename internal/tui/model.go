@@ -379,6 +379,7 @@ func (m *uiModel) apply(its []item) {
 			}
 		case it.note != "":
 			m.add(blockNote, it.note)
+			refresh = true // a background check's verdict comes as one
 		}
 	}
 	if refresh {
@@ -632,6 +633,8 @@ func (m *uiModel) statusLine() string {
 			what = m.busy
 		}
 		f["busy"], f["hint"] = m.spin.View()+" "+what, "esc cancels"
+	} else if s.Checking != "" {
+		f["busy"], f["hint"] = "checks running", "a new task cancels them"
 	}
 	if u.CostUSD > 0 {
 		f["cost"] = fmt.Sprintf("$%.4f", u.CostUSD)

@@ -39,6 +39,9 @@ type Status struct {
 	ContextWindow int64
 	// Turns is how many tasks ran in this session.
 	Turns int
+	// Checking is set while the project's checks run in the background
+	// after a task: the command they run.
+	Checking string
 }
 
 // The slash commands reach the session through these optional
@@ -81,6 +84,12 @@ type Differ interface {
 // root (/ledger).
 type LedgerVerifier interface {
 	VerifyLedger(ctx context.Context) (string, error)
+}
+
+// Checker runs the project's checks now (/check) and reports their
+// verdict; a background check still running is cancelled first.
+type Checker interface {
+	Check(ctx context.Context) (string, error)
 }
 
 // Resumer switches to an earlier session (/resume [ID]; an empty id means

@@ -249,6 +249,16 @@ var scenarios = []struct {
 		d.send("/diff")
 		d.wait()
 	}},
+	{"background-check", 30, func(d *driver) {
+		d.send("fix the add function, checks in the background")
+		d.wait()
+	}},
+	{"check", 24, func(d *driver) {
+		d.send("fix the add function, checks in the background")
+		d.wait()
+		d.send("/check")
+		d.wait()
+	}},
 	{"multiline", 12, func(d *driver) {
 		d.typeText("first line")
 		d.press("alt+enter")

@@ -107,6 +107,9 @@ type Summary struct {
 	Duration time.Duration `json:"duration_ns"`
 	// Setup reports a setup command that failed (the tests did not run).
 	Setup string `json:"setup,omitempty"`
+	// Cancelled reports that the run was cancelled before it ended (its
+	// context was): it concludes nothing, and OK is false.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 var (
@@ -162,6 +165,9 @@ func Summarize(command, out string, exit int) Summary {
 func (s Summary) Text(log string, maxLines int) string {
 	var b strings.Builder
 	switch {
+	case s.Cancelled:
+		fmt.Fprintf(&b, "validation cancelled: `%s` was stopped after %.1f s; it concludes nothing", s.Command, s.Duration.Seconds())
+		return b.String()
 	case s.Setup != "":
 		fmt.Fprintf(&b, "validation failed: the setup command `%s` exited with status %d; the tests did not run", s.Setup, s.ExitCode)
 	case s.TimedOut:
@@ -242,6 +248,9 @@ func (r *Runner) Run(ctx context.Context) (Summary, tool.Result) {
 	start := time.Now()
 	for _, c := range r.Env.Setup {
 		res := sh.Run(ctx, c, timeout)
+		if ctx.Err() != nil {
+			return Summary{Command: r.Env.Test, Unit: "tests", Cancelled: true, ExitCode: -1, Duration: time.Since(start)}, res
+		}
 		if res.Err != nil {
 			s := Summary{Command: r.Env.Test, Setup: c, Unit: "tests", Duration: time.Since(start)}
 			if res.ExitCode != nil {
@@ -251,6 +260,10 @@ func (r *Runner) Run(ctx context.Context) (Summary, tool.Result) {
 		}
 	}
 	res := sh.Run(ctx, r.Env.Test, timeout)
+	if ctx.Err() != nil {
+		// What ran of it was cut short: no counts, no verdict.
+		return Summary{Command: r.Env.Test, Unit: "tests", Cancelled: true, ExitCode: -1, Duration: time.Since(start)}, res
+	}
 	exit := -1
 	if res.ExitCode != nil {
 		exit = *res.ExitCode

@@ -1,0 +1,100 @@
+package harness
+
+import (
+	"context"
+	"sync"
+
+	"github.com/trussdev/truss/internal/agent"
+)
+
+// BackgroundCheck is the project's checks run in the background after a task that
+// changed files (ValidationOptions.Background): the verification boundary
+// on the tree as the task left it. The next Run, Validate or Close cancels
+// a check still running; a cancelled check is recorded in the ledger as
+// cancelled, never as failed.
+type BackgroundCheck struct {
+	done    chan struct{}
+	cancel  context.CancelFunc
+	verdict *Verdict
+}
+
+// Done is closed when the check has ended, cancelled or not.
+func (c *BackgroundCheck) Done() <-chan struct{} { return c.done }
+
+// Verdict is the check's verdict once Done is closed (its Cancelled set
+// when it was cancelled); nil before, and nil when there were no checks to
+// run after all.
+func (c *BackgroundCheck) Verdict() *Verdict {
+	select {
+	case <-c.done:
+		return c.verdict
+	default:
+		return nil
+	}
+}
+
+// Wait waits for the check to end, or ctx; it returns the verdict.
+func (c *BackgroundCheck) Wait(ctx context.Context) (*Verdict, error) {
+	select {
+	case <-c.done:
+		return c.verdict, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// checks is the session's background check, at most one at a time.
+type checks struct {
+	mu  sync.Mutex
+	cur *BackgroundCheck
+}
+
+// startCheck starts the boundary in the background on the session's
+// life (not a task's context, which ends with its Run).
+func (s *Session) startCheck() *BackgroundCheck {
+	s.stopCheck()
+	ctx, cancel := context.WithCancel(s.life)
+	c := &BackgroundCheck{done: make(chan struct{}), cancel: cancel}
+	s.bg.mu.Lock()
+	s.bg.cur = c
+	s.bg.mu.Unlock()
+	go func() {
+		defer close(c.done)
+		defer cancel()
+		c.verdict = s.boundary(ctx, "in the background")
+	}()
+	return c
+}
+
+// stopCheck cancels the background check, if one runs, and waits until
+// it has recorded itself.
+func (s *Session) stopCheck() {
+	s.bg.mu.Lock()
+	c := s.bg.cur
+	s.bg.cur = nil
+	s.bg.mu.Unlock()
+	if c != nil {
+		c.cancel()
+		<-c.done
+	}
+}
+
+// changeCounter counts the completed calls whose results carry file
+// changes (Session.changed).
+func (s *Session) changeCounter() agent.Observer {
+	return agent.ObserverFunc(func(ev agent.Event) {
+		if ev.Type != agent.EventCallCompleted {
+			return
+		}
+		for _, r := range ev.Results {
+			if len(r.Changes) > 0 {
+				s.changed.Add(1)
+				return
+			}
+		}
+	})
+}
+
+// tracking reports whether the session finds the files its calls change
+// (it does when it writes a ledger to record them in).
+func (s *Session) tracking() bool { return s.recording() }
