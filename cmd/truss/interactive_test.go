@@ -73,7 +73,8 @@ func writeScript(t *testing.T, dir string, steps ...map[string]any) string {
 
 // TestInteractiveSession drives the real binary in a pseudo-terminal
 // against the simulated model: a task that edits a file and runs a
-// command, an escalation approved, a long command cancelled with Esc,
+// command, an escalation approved, a long command whose output shows while
+// it runs, cancelled with Esc,
 // /diff and /ledger, /quit; then the session is listed and its ledger
 // verifies, with the escalated command's question, answer and output in
 // it.
@@ -91,7 +92,7 @@ func TestInteractiveSession(t *testing.T) {
 		map[string]any{"say": "The greeting says two."},
 		map[string]any{"actions": []map[string]any{escalatedRun(t, "echo fetched > "+target+" && echo escalated-ok", "Do you allow fetching outside the workspace?")}},
 		map[string]any{"say": "Fetched."},
-		map[string]any{"actions": []map[string]any{{"kind": "run", "command": "echo long-started; sleep 60"}}},
+		map[string]any{"actions": []map[string]any{{"kind": "run", "command": "echo long-start''ed; sleep 60"}}},
 		map[string]any{"say": "Stopped."},
 	)
 	cmd := exec.Command(bin, "--provider", "sim", "--script", script, "--sim-dialect", "chat", "--surface", "generic", "--no-validate")
@@ -124,7 +125,9 @@ func TestInteractiveSession(t *testing.T) {
 	}
 
 	send("run the long one")
-	term.WaitFor("long-started")
+	// Its output is shown while it runs (the command line itself does
+	// not hold the words).
+	term.WaitFor("┊ long-started", "running…")
 	term.Type("\x1b")
 	term.WaitFor("canceled")
 

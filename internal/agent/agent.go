@@ -332,9 +332,16 @@ func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, 
 			return
 		}
 		rs := make([]tool.Result, len(j.ops))
+		octx := tool.WithOutput(ctx, func(stream string, b []byte) {
+			a.emit(Event{Type: EventCallOutput, Turn: turn, Call: &calls[i], Output: &CallOutput{Stream: stream, Text: string(b)}})
+		})
 		for k, op := range j.ops {
 			var p *PanicError
-			rs[k], p = a.execute(ctx, op)
+			if op.Op == tool.OpExec { // a command's output is watched as it comes; the other tools' results are
+				rs[k], p = a.execute(octx, op)
+			} else {
+				rs[k], p = a.execute(ctx, op)
+			}
 			rs[k].CallID = op.ID
 			if p != nil {
 				panics[i] = append(panics[i], p)

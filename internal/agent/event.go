@@ -16,6 +16,7 @@ const (
 	EventDelta         EventType = "delta"          // streamed text (Delta)
 	EventResponse      EventType = "response"       // the turn's complete response (Response)
 	EventCallStarted   EventType = "call_started"   // a tool call is about to be decoded and run (Call)
+	EventCallOutput    EventType = "call_output"    // a running call's output as it arrives (Call, Output); from any goroutine
 	EventCallCompleted EventType = "call_completed" // its result (Call, Ops, Results, Result, FullText; Err)
 	EventTurnCompleted EventType = "turn_completed" // the turn's new transcript items (Items, Usage)
 	EventTurnFailed    EventType = "turn_failed"    // the provider failed (Err)
@@ -42,9 +43,13 @@ type Event struct {
 	// call whose binding or executor panicked, by each panic and its stack.
 	Result   *model.ToolResult
 	FullText string
-	Items    []model.Item
-	Usage    model.Usage
-	Outcome  *Outcome
+	// Output is a piece of a running command's output (EventCallOutput),
+	// for people watching: the result alone is what the model reads and
+	// what is recorded.
+	Output  *CallOutput
+	Items   []model.Item
+	Usage   model.Usage
+	Outcome *Outcome
 	// Compaction is what a compaction replaced (EventCompacted): the
 	// replaced items' bytes and digest, the summary, the summary turn
 	// with its wire bytes (Compaction.Response).
@@ -56,8 +61,16 @@ type Event struct {
 	Err error
 }
 
+// CallOutput is a piece of a running call's output: Stream is "stdout"
+// or "stderr".
+type CallOutput struct {
+	Stream string
+	Text   string
+}
+
 // Observer is told of every event, synchronously, from the loop's goroutine
-// (EventDelta may come from the provider's; the calls of a turn are
+// (EventDelta may come from the provider's, EventCallOutput from the
+// goroutine reading the command's output; the calls of a turn are
 // reported in call order from the loop's goroutine, whatever order they
 // ran in).
 //

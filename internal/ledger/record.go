@@ -111,7 +111,7 @@ func NewRecorder(w *Writer, start Start) (*Recorder, error) {
 // Defer after the first event that waits (at once for a run's end).
 func (r *Recorder) Observe(ev agent.Event) {
 	switch ev.Type {
-	case agent.EventDelta, agent.EventTurnStarted, agent.EventCallStarted:
+	case agent.EventDelta, agent.EventTurnStarted, agent.EventCallStarted, agent.EventCallOutput:
 		return // in the response's and the result's records
 	}
 	now := ev.Type == agent.EventRunCompleted || ev.Type == agent.EventTurnFailed

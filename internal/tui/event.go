@@ -112,6 +112,11 @@ func convert(ev agent.Event) *event {
 		}
 		e.answer = termsafe.String(strings.Join(ans, ""))
 		e.reasoning = termsafe.String(strings.Join(rsn, "\n"))
+	case agent.EventCallOutput:
+		if ev.Call == nil || ev.Output == nil {
+			return nil
+		}
+		e.callID, e.text = ev.Call.ID, ev.Output.Text // sanitised when drawn, whole lines at a time
 	case agent.EventCallStarted, agent.EventCallCompleted:
 		if ev.Call == nil {
 			return nil

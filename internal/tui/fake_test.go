@@ -99,6 +99,8 @@ func (f *fakeSession) Run(ctx context.Context, task string) (agent.Outcome, erro
 	}()
 	f.emit(agent.Event{Type: agent.EventUser, Items: []model.Item{{Kind: model.KindUser, Text: task}}})
 	switch {
+	case strings.Contains(task, "stream"):
+		return f.runStreaming(ctx)
 	case strings.Contains(task, "slow"):
 		return f.runSlow(ctx)
 	case strings.Contains(task, "net"):
@@ -175,6 +177,25 @@ func (f *fakeSession) runSlow(ctx context.Context) (agent.Outcome, error) {
 	res := tool.Failed(op, &tool.Error{Kind: tool.ErrCanceled, Message: "the command was cancelled"})
 	f.emit(agent.Event{Type: agent.EventCallCompleted, Turn: 1, Call: c, Ops: []tool.Call{op}, Results: []tool.Result{res},
 		Result: &model.ToolResult{CallID: "call_s", Name: "bash", Text: "the command was cancelled", IsError: true}, FullText: "the command was cancelled"})
+	return f.end(agent.Outcome{Status: agent.StatusCanceled, Reason: "cancelled by the user", Turns: 1, Calls: 1})
+}
+
+// runStreaming runs a command that prints as it goes, until cancelled:
+// eight lines, a progress bar's carriage returns, and a partial line.
+func (f *fakeSession) runStreaming(ctx context.Context) (agent.Outcome, error) {
+	f.emit(agent.Event{Type: agent.EventTurnStarted, Turn: 1})
+	cmd := "for i in $(seq 8); do echo step $i; sleep 1; done; make"
+	c := &model.ToolCall{ID: "call_l", Name: "bash", Kind: model.ToolFunction, Input: `{"command":"` + cmd + `"}`}
+	op := tool.Call{ID: "call_l", Tool: "bash", Op: tool.OpExec, Args: &tool.ExecArgs{Command: cmd}}
+	f.emit(agent.Event{Type: agent.EventCallStarted, Turn: 1, Call: c, Ops: []tool.Call{op}})
+	for i := 1; i <= 8; i++ {
+		f.emit(agent.Event{Type: agent.EventCallOutput, Turn: 1, Call: c, Output: &agent.CallOutput{Stream: "stdout", Text: fmt.Sprintf("step %d\n", i)}})
+	}
+	f.emit(agent.Event{Type: agent.EventCallOutput, Turn: 1, Call: c, Output: &agent.CallOutput{Stream: "stderr", Text: "building 10%\rbuilding 60%\r\x1b]0;title\x07build"}})
+	<-ctx.Done()
+	res := tool.Failed(op, &tool.Error{Kind: tool.ErrCanceled, Message: "the command was cancelled"})
+	f.emit(agent.Event{Type: agent.EventCallCompleted, Turn: 1, Call: c, Ops: []tool.Call{op}, Results: []tool.Result{res},
+		Result: &model.ToolResult{CallID: "call_l", Name: "bash", Text: "step 1\n…\nthe command was cancelled", IsError: true}, FullText: "step 1\n…\nthe command was cancelled"})
 	return f.end(agent.Outcome{Status: agent.StatusCanceled, Reason: "cancelled by the user", Turns: 1, Calls: 1})
 }
 

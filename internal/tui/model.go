@@ -425,6 +425,11 @@ func (m *uiModel) event(e *event) bool {
 		b := &block{kind: blockTool, tool: &card{id: e.callID, name: e.name, summary: e.summary}}
 		m.blocks = append(m.blocks, b)
 		m.calls[e.callID] = b
+	case agent.EventCallOutput:
+		if b := m.calls[e.callID]; b != nil {
+			b.tool.addLive(e.text)
+			b.touch()
+		}
 	case agent.EventCallCompleted:
 		b := m.calls[e.callID]
 		if b == nil {
@@ -433,7 +438,7 @@ func (m *uiModel) event(e *event) bool {
 		}
 		delete(m.calls, e.callID)
 		c := b.tool
-		c.done, c.failed, c.result = true, e.failed, e.result
+		c.done, c.failed, c.result, c.live = true, e.failed, e.result, nil
 		for _, ch := range e.changes {
 			c.diffs = append(c.diffs, diffOf(ch))
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -50,6 +51,42 @@ type card struct {
 	id, name, summary, result string
 	done, failed              bool
 	diffs                     []fileDiff
+	// live is the tail of a running command's output (at most
+	// liveBytes), drawn under it until its result replaces it.
+	live []byte
+}
+
+// liveBytes is how much of a running command's output a card keeps;
+// liveLines how many of its last lines it shows.
+const (
+	liveBytes = 8 << 10
+	liveLines = 5
+)
+
+// addLive appends output to a running card's tail.
+func (c *card) addLive(text string) {
+	c.live = append(c.live, text...)
+	if n := len(c.live); n > liveBytes {
+		c.live = append(c.live[:0], c.live[n-liveBytes:]...)
+	}
+}
+
+// liveTail returns the last lines of the running output, made safe for
+// the terminal (a carriage return shows what was written after it, as a
+// progress bar would).
+func (c *card) liveTail() []string {
+	lines := strings.Split(strings.TrimRight(string(c.live), "\n"), "\n")
+	var out []string
+	for i := max(len(lines)-liveLines, 0); i < len(lines); i++ {
+		l := lines[i]
+		if j := strings.LastIndexByte(strings.TrimRight(l, "\r"), '\r'); j >= 0 {
+			l = l[j+1:]
+		}
+		if l = termsafe.Line(l); strings.TrimSpace(l) != "" || len(out) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func (b *block) touch() { b.ver++ }
@@ -182,6 +219,9 @@ func (r *renderer) drawCard(c *card, width int) []string {
 	}
 	out := []string{trunc(mark+" "+head, width)}
 	if !c.done {
+		for _, l := range c.liveTail() {
+			out = append(out, st.paint(st.dim, trunc("  ┊ "+l, width)))
+		}
 		return append(out, st.paint(st.dim, "  ⎿ running…"))
 	}
 	if len(c.diffs) > 0 && !c.failed {

@@ -249,6 +249,30 @@ var scenarios = []struct {
 		d.send("/diff")
 		d.wait()
 	}},
+	{"streaming", 16, func(d *driver) {
+		d.send("stream the build")
+		d.waitFor("the build's output", func() bool {
+			for _, b := range d.m.calls {
+				if strings.Contains(string(b.tool.live), "build") {
+					return true
+				}
+			}
+			return false
+		})
+	}},
+	{"streamed", 16, func(d *driver) {
+		d.send("stream the build")
+		d.waitFor("the build's output", func() bool {
+			for _, b := range d.m.calls {
+				if strings.Contains(string(b.tool.live), "build") {
+					return true
+				}
+			}
+			return false
+		})
+		d.press("esc")
+		d.wait()
+	}},
 	{"background-check", 30, func(d *driver) {
 		d.send("fix the add function, checks in the background")
 		d.wait()

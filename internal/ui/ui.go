@@ -25,6 +25,9 @@ type Printer struct {
 	mu      sync.Mutex
 	midLine bool // streamed text left the cursor mid-line
 	texted  bool // this turn streamed assistant text
+	// live is the unfinished last line of each running call's output
+	// (by call id), present once any of it was printed.
+	live map[string]string
 }
 
 // printf writes Truss's own format with every text argument neutralised
@@ -82,7 +85,18 @@ func (p *Printer) Observe(ev agent.Event) {
 	case agent.EventCallStarted:
 		p.endLine()
 		p.printf("⏺ %s\n", Summary(ev.Call, ev.Ops))
+	case agent.EventCallOutput:
+		p.printLive(ev)
 	case agent.EventCallCompleted:
+		if rest, ok := p.live[ev.Call.ID]; ok {
+			// The output was shown as it came: its end and how it ended.
+			delete(p.live, ev.Call.ID)
+			if rest != "" {
+				p.printf("  ┊ %s\n", clip(rest))
+			}
+			p.printf("  ⎿ %s\n", ended(ev.Results))
+			return
+		}
 		p.printResult(ev)
 	case agent.EventTurnFailed:
 		p.endLine()
@@ -136,6 +150,55 @@ func (p *Printer) Child(name string) agent.Observer {
 			p.printf("  ↳ [%s] %s after %d turns and %d tool calls\n", name, o.Status, o.Turns, o.Calls)
 		}
 	})
+}
+
+// printLive prints the complete lines of a running call's output as they
+// come, each marked ┊; the model reads only the result.
+func (p *Printer) printLive(ev agent.Event) {
+	if ev.Call == nil || ev.Output == nil {
+		return
+	}
+	if p.live == nil {
+		p.live = map[string]string{}
+	}
+	p.endLine()
+	text := p.live[ev.Call.ID] + ev.Output.Text
+	for {
+		i := strings.IndexByte(text, '\n')
+		if i < 0 {
+			break
+		}
+		p.printf("  ┊ %s\n", clip(text[:i]))
+		text = text[i+1:]
+	}
+	if len(text) > 4096 {
+		p.printf("  ┊ %s\n", clip(text))
+		text = ""
+	}
+	p.live[ev.Call.ID] = text
+}
+
+// clip cuts a line of output for the transcript; a carriage return
+// shows what was written after it (a progress bar's last state).
+func clip(l string) string {
+	l = strings.TrimRight(l, "\r")
+	if i := strings.LastIndexByte(l, '\r'); i >= 0 {
+		l = l[i+1:]
+	}
+	if len(l) > 160 {
+		l = l[:160] + "…"
+	}
+	return l
+}
+
+// ended says how a call whose output was shown live ended.
+func ended(rs []tool.Result) string {
+	for _, r := range rs {
+		if r.Err != nil {
+			return firstLine(r.Err.Message)
+		}
+	}
+	return "done"
 }
 
 func (p *Printer) printResult(ev agent.Event) {

@@ -29,6 +29,7 @@ func TestPrinterNeutralises(t *testing.T) {
 		{"call", agent.Event{Type: agent.EventCallStarted, Call: call, Ops: ops}},
 		{"call undecoded", agent.Event{Type: agent.EventCallStarted, Call: call}},
 		{"result", agent.Event{Type: agent.EventCallCompleted, Call: call, Result: &model.ToolResult{Text: evil + "\n" + evil}}},
+		{"output", agent.Event{Type: agent.EventCallOutput, Call: call, Output: &agent.CallOutput{Stream: "stdout", Text: evil + "\n"}}},
 		{"turn failed", agent.Event{Type: agent.EventTurnFailed, Err: errors.New("server said " + evil)}},
 		{"run", agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusFailed, Reason: evil}}},
 	} {
@@ -45,5 +46,32 @@ func TestPrinterNeutralises(t *testing.T) {
 				t.Fatalf("the text was hidden instead of shown: %q", out)
 			}
 		})
+	}
+}
+
+// TestPrinterLiveOutput: a running command's output is printed line by
+// line as it comes (a line split across pieces printed once whole, a
+// progress bar's carriage returns showing its last state), and its end
+// says how it ended instead of repeating the output.
+func TestPrinterLiveOutput(t *testing.T) {
+	call := &model.ToolCall{ID: "1", Name: "bash", Input: `{"command":"make"}`}
+	ops := []tool.Call{{ID: "1", Op: tool.OpExec, Args: &tool.ExecArgs{Command: "make"}}}
+	var buf bytes.Buffer
+	p := &Printer{W: &buf}
+	out := func(text string) {
+		p.Observe(agent.Event{Type: agent.EventCallOutput, Call: call, Output: &agent.CallOutput{Stream: "stdout", Text: text}})
+	}
+	p.Observe(agent.Event{Type: agent.EventCallStarted, Call: call, Ops: ops})
+	out("building\npar")
+	if got := buf.String(); got != "⏺ bash · $ make\n  ┊ building\n" {
+		t.Fatalf("after the first piece: %q", got)
+	}
+	out("tial line\n10%\r50%\r100%\nno newline")
+	p.Observe(agent.Event{Type: agent.EventCallCompleted, Call: call, Ops: ops,
+		Results: []tool.Result{{Err: &tool.Error{Kind: tool.ErrExit, Message: "the command exited with status 2"}}},
+		Result:  &model.ToolResult{Text: "building\npartial line\n100%\nno newline\nexit status 2", IsError: true}})
+	want := "⏺ bash · $ make\n  ┊ building\n  ┊ partial line\n  ┊ 100%\n  ┊ no newline\n  ⎿ the command exited with status 2\n"
+	if got := buf.String(); got != want {
+		t.Errorf("the transcript:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -255,7 +255,7 @@ func (s *Session) run(ctx context.Context, command string, timeout time.Duration
 	token := newToken()
 	script := fmt.Sprintf("eval %s </dev/null\n__truss_ec=$?; export -p >%s 2>/dev/null; printf '%%s %%d %%s\\n' %s \"$__truss_ec\" \"$PWD\"; printf '%%s\\n' %s >&2\n",
 		quote(command), quote(s.envPath()), token, token)
-	p.begin(token, s.cfg.MaxOutput)
+	p.begin(token, s.cfg.MaxOutput, tool.OutputOf(ctx))
 	if _, err := io.WriteString(p.stdin, script); err != nil {
 		s.kill()
 		return tool.Result{Err: &tool.Error{Kind: tool.ErrShell, Message: "the shell is gone and was restarted; run the command again", Err: err}}
@@ -540,6 +540,9 @@ type process struct {
 	done    chan struct{} // closed when both sentinels were seen, or the shell exited
 	closed  bool
 	eof     int
+	// live is the current call's tool.OutputFunc (nil for none): what
+	// goes to its buffers goes to it too, as it arrives.
+	live tool.OutputFunc
 }
 
 // startTimeout bounds the wait for a new shell to answer.
@@ -570,7 +573,7 @@ func startProcess(cmd *exec.Cmd, ready string) (*process, error) {
 // ready first.
 func runProcess(cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.Reader, ready string) *process {
 	p := &process{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
-	p.begin(ready, 64<<10)
+	p.begin(ready, 64<<10, nil)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); p.read(stdout, false) }()
@@ -588,10 +591,11 @@ func runProcess(cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.Reader, r
 	return p
 }
 
-func (p *process) begin(token string, max int) {
+func (p *process) begin(token string, max int, live tool.OutputFunc) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.token = []byte(token)
+	p.live = live
 	p.out, p.errOut = newCapBuf(max), newCapBuf(max)
 	p.outDone, p.errDone = false, false
 	p.done = make(chan struct{})
@@ -622,7 +626,7 @@ func (p *process) read(r io.Reader, isErr bool) {
 		if err != nil {
 			p.mu.Lock()
 			if len(pending) > 0 && p.out != nil {
-				p.target(isErr).Write(pending)
+				p.emit(isErr, pending)
 			}
 			p.eof++
 			if p.eof == 2 && p.done != nil {
@@ -631,6 +635,33 @@ func (p *process) read(r io.Reader, isErr bool) {
 			p.mu.Unlock()
 			return
 		}
+	}
+}
+
+// partialToken is the length of the longest end of b that begins token
+// (shorter than token).
+func partialToken(b, token []byte) int {
+	for k := min(len(token)-1, len(b)); k > 0; k-- {
+		if bytes.HasSuffix(b, token[:k]) {
+			return k
+		}
+	}
+	return 0
+}
+
+// emit writes b, the call's output, to its buffer and to its live
+// OutputFunc; p.mu is held.
+func (p *process) emit(isErr bool, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	p.target(isErr).Write(b)
+	if p.live != nil {
+		stream := "stdout"
+		if isErr {
+			stream = "stderr"
+		}
+		p.live(stream, b)
 	}
 }
 
@@ -655,20 +686,18 @@ func (p *process) scan(b []byte, isErr bool) []byte {
 		}
 		i := bytes.Index(b, p.token)
 		if i < 0 {
-			// Keep a tail that could be the start of the token.
-			keep := len(p.token) - 1
-			if keep > len(b) {
-				keep = len(b)
-			}
-			p.target(isErr).Write(b[:len(b)-keep])
+			// Keep only a tail that could be the start of the token: the
+			// rest is the command's, and is shown as it comes.
+			keep := partialToken(b, p.token)
+			p.emit(isErr, b[:len(b)-keep])
 			return append([]byte(nil), b[len(b)-keep:]...)
 		}
 		nl := bytes.IndexByte(b[i:], '\n')
 		if nl < 0 {
-			p.target(isErr).Write(b[:i])
+			p.emit(isErr, b[:i])
 			return append([]byte(nil), b[i:]...)
 		}
-		p.target(isErr).Write(b[:i])
+		p.emit(isErr, b[:i])
 		line := string(b[i+len(p.token) : i+nl])
 		if isErr {
 			p.errDone = true
@@ -694,7 +723,7 @@ func (p *process) collect() (out, errOut *capBuf, status int, cwd string, ok boo
 	defer p.mu.Unlock()
 	out, errOut = p.out, p.errOut
 	ok = p.outDone && p.errDone
-	p.out, p.errOut = nil, nil
+	p.out, p.errOut, p.live = nil, nil, nil
 	return out, errOut, p.status, p.cwd, ok
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -418,5 +419,67 @@ func TestStarter(t *testing.T) {
 	// STARTED among them.)
 	if r := run(t, s, "echo again"); r.Stdout != "again\n" || st.starts != 2 {
 		t.Fatalf("after the timeout: %+v, %d starts", r, st.starts)
+	}
+}
+
+// TestLiveOutput: what the command writes goes to the context's
+// tool.OutputFunc as it comes, byte for byte what the result holds, with
+// nothing held back but what could begin the sentinel, and nothing after
+// the call.
+func TestLiveOutput(t *testing.T) {
+	s := newSession(t, Config{Dir: t.TempDir()})
+	var mu sync.Mutex
+	got := map[string]*strings.Builder{"stdout": {}, "stderr": {}}
+	first := make(chan string, 1)
+	ctx := tool.WithOutput(context.Background(), func(stream string, p []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		got[stream].Write(p)
+		select {
+		case first <- string(p):
+		default:
+		}
+	})
+	// The first line arrives while the command still waits for it to be
+	// seen: a command that printed it and then waited would show it.
+	done := make(chan tool.Result, 1)
+	go func() {
+		done <- s.Run(ctx, `echo first; while [ ! -e seen ]; do sleep 0.01; done; printf 'x%.0s' $(seq 3000); echo; echo oops >&2`, 20*time.Second)
+	}()
+	select {
+	case p := <-first:
+		if p != "first\n" {
+			t.Fatalf("the first output: %q", p)
+		}
+	case <-time.After(10 * time.Second): // not a measure: it never comes
+		t.Fatal("the first line was held back while the command ran")
+	}
+	if err := os.WriteFile(filepath.Join(s.cfg.Dir, "seen"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	mu.Lock()
+	defer mu.Unlock()
+	if got["stdout"].String() != r.Stdout || got["stderr"].String() != r.Stderr || r.Stderr != "oops\n" {
+		t.Errorf("streamed %q / %q, the result holds %q / %q", got["stdout"], got["stderr"], r.Stdout, r.Stderr)
+	}
+	before := got["stdout"].Len()
+	mu.Unlock()
+	s.Run(context.Background(), "echo later", 0)
+	mu.Lock()
+	if got["stdout"].Len() != before {
+		t.Errorf("a later call's output went to an earlier call's sink")
+	}
+}
+
+func TestPartialToken(t *testing.T) {
+	tok := []byte("__TRUSS_abc")
+	for _, tc := range []struct {
+		b    string
+		want int
+	}{{"", 0}, {"hello\n", 0}, {"x_", 1}, {"x__TR", 4}, {"__TRUSS_ab", 10}, {"_x", 0}} {
+		if got := partialToken([]byte(tc.b), tok); got != tc.want {
+			t.Errorf("partialToken(%q) = %d, want %d", tc.b, got, tc.want)
+		}
 	}
 }
