@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -152,6 +154,41 @@ func TestFormatRoot(t *testing.T) {
 	}
 	if got, want := FormatRoot(r.Root), strings.Split(string(r.Checkpoint), "\n")[2]; got != want {
 		t.Fatalf("FormatRoot %q, the checkpoint's root line %q", got, want)
+	}
+}
+
+// TestExportSealedOnly: an unsealed session.end naming files is not taken
+// for the session's: the statement's subject is the last checkpoint.
+func TestExportSealedOnly(t *testing.T) {
+	keyDir := t.TempDir()
+	signer, vkey, err := LoadOrCreateKey(keyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "l")
+	w, _ := Create(dir, "S9", signer)
+	rec, _ := NewRecorder(w, Start{Truss: "test", Provider: "sim", Model: "m"})
+	rec.Close()
+	w.Close()
+	appendLines(t, dir, strings.NewReplacer(`"S1"`, `"S9"`, `"x"`, `"session.end"`, `"data":{}`, `"data":{"files":{"evil.go":"`+strings.Repeat("b", 64)+`"}}`).Replace(tailEntry)+"\n")
+	priv, err := PrivateKey(keyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := Export(dir, vkey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := VerifyExport(env, vkey, priv.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st statement
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Subject) != 1 || st.Subject[0].Name != "ledger-checkpoint" {
+		t.Fatalf("subjects %+v", st.Subject)
 	}
 }
 
