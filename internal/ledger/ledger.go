@@ -676,7 +676,11 @@ func (e *UnsealedError) Error() string {
 		them = "it"
 	}
 	s := fmt.Sprintf("unsealed tail: %s after the last checkpoint (size %d); no signature covers %s", strings.Join(parts, " and "), e.Sealed, them)
-	if e.MissingPayloads > 0 {
+	switch e.MissingPayloads {
+	case 0:
+	case 1:
+		s += ", and 1 payload they name is missing"
+	default:
 		s += fmt.Sprintf(", and %d payloads they name are missing", e.MissingPayloads)
 	}
 	return s
