@@ -67,8 +67,9 @@
 // verifier key and that its root is the tree hash of the first size
 // entries (which makes successive checkpoints consistent); and checks every
 // payload a sealed entry names against its digest. Entries past the last
-// checkpoint, and a torn last line, are the unsealed tail: reported, not
-// covered by a signature. docs/ledger.md is the specification.
+// checkpoint, and a torn last line, are the unsealed tail: counted in the
+// Report (Unsealed, TornBytes), not covered by a signature, so unproven;
+// Report.CheckSealed fails on them. docs/ledger.md is the specification.
 package ledger
 
 import (
