@@ -228,7 +228,7 @@ func sealSummary(r *ledger.Report) string {
 // warnUnsealed warns of the unsealed tail err (from Report.CheckSealed) of
 // the ledger in dir.
 func warnUnsealed(stderr io.Writer, dir string, err error) {
-	fmt.Fprintf(stderr, "warning: ledger %s: %v, so nothing proves the tail (--strict fails on it)\n", dir, err)
+	fmt.Fprintf(stderr, "warning: ledger %s: %v, so nothing proves the tail (truss ledger verify --strict fails on it)\n", dir, err)
 }
 
 // splitPath takes the first non-flag argument as the path, so that flags may
