@@ -3,7 +3,7 @@
 # from docs/ledger.md alone) must accept a ledger Truss wrote, accept each
 # crash-like or differently escaped copy of it below, and reject every
 # mutation of it below. Given the truss binary, `truss ledger verify` must
-# agree with it on every copy.
+# agree with it on every copy, with and without --strict.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ledger=$1 vkey=$2 truss=${3:-}
@@ -38,9 +38,9 @@ fail=0
 # run KIND NAME PYTHON [WANT]: PYTHON edits a copy of the ledger (in the
 # current directory, with ledgeredit's names imported); KIND "reject" wants
 # verify.py to reject the copy, "accept" to accept it with WANT in its
-# report.
+# report, and --strict to reject it exactly when it has an unsealed tail.
 run() {
-  local kind=$1 name=$2 code=$3 want=${4:-} ok=0 out gook=0
+  local kind=$1 name=$2 code=$3 want=${4:-} ok=0 out gook=0 sok=0 gsok=0 sealed=0
   rm -rf "$work/l" && cp -r "$ledger" "$work/l"
   (cd "$work/l" && PYTHONPATH="$work" python3 -c "from ledgeredit import *
 $code")
@@ -49,10 +49,21 @@ $code")
     reject) if [ $ok = 1 ]; then echo "NOT DETECTED: $name"; fail=1; else echo "detected: $name ($out)"; fi ;;
     accept) if [ $ok = 1 ] && [[ $out == *"$want"* ]]; then echo "accepted: $name ($out)"; else echo "NOT ACCEPTED: $name ($out)"; fail=1; fi ;;
   esac
+  python3 "$here/verify.py" --strict "$work/l" "$vkey" >/dev/null 2>&1 && sok=1
+  [[ $ok = 1 && $out == *", 0 unsealed,"* && $out != *"torn last line"* ]] && sealed=1
+  if [ $sok != $sealed ]; then
+    echo "WRONG WITH --strict: $name: verify.py --strict $([ $sok = 1 ] && echo accepts || echo rejects) ($out)"
+    fail=1
+  fi
   if [ -n "$truss" ]; then
     "$truss" ledger verify "$work/l" --key "$vkey" >"$work/go.out" 2>&1 && gook=1
     if [ $gook != $ok ]; then
       echo "DISAGREE: $name: verify.py $([ $ok = 1 ] && echo accepts || echo rejects), truss ledger verify $([ $gook = 1 ] && echo accepts || echo rejects): $(tail -n 3 "$work/go.out")"
+      fail=1
+    fi
+    "$truss" ledger verify "$work/l" --key "$vkey" --strict >"$work/go.out" 2>&1 && gsok=1
+    if [ $gsok != $sok ]; then
+      echo "DISAGREE: $name: verify.py --strict $([ $sok = 1 ] && echo accepts || echo rejects), truss ledger verify --strict $([ $gsok = 1 ] && echo accepts || echo rejects): $(tail -n 3 "$work/go.out")"
       fail=1
     fi
   fi
@@ -101,6 +112,20 @@ accept "an unsealed entry with whitespace between tokens" \
   'append(OK.replace(b"\":", b"\" :\t").replace(b",\"", b" , \""))' "1 unsealed"
 accept "a torn last line after the last checkpoint" 'append(OK, torn=True)' "torn last line"
 accept "an unsealed entry and a torn line after it" 'append(OK); append(OK[:40], torn=True)' "1 unsealed, a torn last line of"
+accept "an unsealed entry ending in CR LF" 'append(OK + b"\r")' "1 unsealed"
+accept "an unsealed entry with escaped member names" \
+  'append(OK.replace(b"\"v\"", b"\"\\u0076\"").replace(b"\"seq\"", b"\"se\\u0071\""))' "1 unsealed"
+accept "three unsealed entries in three encodings" \
+  'append(OK + b"\r"); append(OK.replace(b",", b" ,\t")); append(OK.replace(b"\"x\"", b"\"\\u0078\""))' "3 unsealed"
+accept "the last checkpoint record removed: its entries unsealed" '
+def f(b):
+    i, starts = 0, []
+    while i < len(b):
+        nl = b.index(b"\n", i)
+        starts.append(i)
+        i = nl + 1 + int(b[i:nl].split(b" ")[1]) + 1
+    return b[:starts[-1]]
+edit("checkpoints.log", f)' "unsealed"
 reject "an unsealed entry with the time \"yesterday\"" \
   'append(OK.replace(b"2026-12-02T14:44:32.513054Z", b"yesterday"))'
 reject "an unsealed entry with a time not in UTC" \

@@ -6,9 +6,11 @@ Ed25519 implementation. CI runs it on the demo's ledger and on mutated copies
 of it, so that the format document and the ledgers Truss writes cannot drift
 apart unnoticed.
 
-usage: verify.py LEDGER_DIR VKEY
-Exit status 0 when the ledger verifies (an unsealed tail, a torn last line
-included, allowed), 1 when it does not (the reason on stderr), 2 on bad usage.
+usage: verify.py [--strict] LEDGER_DIR VKEY
+Exit status 0 when the ledger verifies, 1 when it does not (the reason on
+stderr), 2 on bad usage. An unsealed tail (entries after the last checkpoint,
+a torn last line) is counted on the summary line and warned of on stderr;
+with --strict it fails verification.
 """
 
 import base64
@@ -388,18 +390,33 @@ def verify_links(d, vkey_text, e, i, session):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    strict = "--strict" in args
+    if strict:
+        args.remove("--strict")
+    if len(args) != 2:
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 2
     try:
-        n, sealed, cps, payloads, _, torn = verify(sys.argv[1], sys.argv[2])
+        n, sealed, cps, payloads, _, torn = verify(args[0], args[1])
     except (Bad, ValueError, KeyError, TypeError) as err:
         print(f"does not verify: {err}", file=sys.stderr)
         return 1
-    tail = f", {n - sealed} unsealed" if n > sealed else ""
+    # The unsealed tail: counted always, however its entries are encoded;
+    # the torn line is not an entry.
+    summary = f"verified: {n} entries, {sealed} sealed by {cps} checkpoints, {n - sealed} unsealed"
     if torn:
-        tail += f", a torn last line of {torn} bytes"
-    print(f"verified: {n} entries, {sealed} sealed by {cps} checkpoints, {payloads} payloads{tail}")
+        summary += f", a torn last line of {torn} bytes"
+    print(f"{summary}, {payloads} payloads")
+    if n > sealed or torn:
+        parts = [f"{n - sealed} entr{'y' if n - sealed == 1 else 'ies'}"] if n > sealed else []
+        if torn:
+            parts.append(f"a torn last line of {torn} bytes")
+        tail = f"unsealed tail: {' and '.join(parts)} after the last checkpoint (size {sealed}); no signature covers it"
+        if strict:
+            print(f"does not verify with --strict: {tail}", file=sys.stderr)
+            return 1
+        print(f"warning: {tail}", file=sys.stderr)
     return 0
 
 

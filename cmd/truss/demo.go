@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"github.com/trussdev/truss/internal/cli"
 	"io"
@@ -134,13 +133,16 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		}
 		r, entries, err := ledger.Verify(res.LedgerDir, vkey)
 		if err == nil {
+			err = r.CheckSealed() // the run closed its ledger: every entry is sealed
+		}
+		if err == nil {
 			err = ledger.VerifyWorkspace(res.LedgerDir, entries, dir)
 		}
 		if err != nil {
 			failed = append(failed, "its ledger does not verify: "+oneLine(err.Error()))
 		} else {
 			fmt.Fprintf(stdout, "\n── ledger ──\n%s\nverified: %d entries, %d signed checkpoints, %d payloads; the workspace matches\nverifier key %s\nroot hash    %s (tree size %d)\n",
-				res.LedgerDir, r.Entries, r.Checkpoints, r.Payloads, vkey, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
+				res.LedgerDir, r.Entries, r.Checkpoints, r.Payloads, vkey, ledger.FormatRoot(r.Root), r.Sealed)
 		}
 	}
 	if len(failed) > 0 {

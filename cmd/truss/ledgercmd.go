@@ -2,14 +2,14 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
+	"errors"
 	"fmt"
-	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/trussdev/truss/internal/cli"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/termsafe"
@@ -30,7 +30,7 @@ Run "truss ledger COMMAND -h" for a command's flags.
 
 func cmdLedger(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return cli.Usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] | show PATH | prove PATH --entry N | export PATH --in-toto")
+		return cli.Usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] [--strict] | show PATH | prove PATH --entry N | export PATH --in-toto")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -57,7 +57,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		fset := cli.NewFlagSet("ledger verify", stderr)
 		key := fset.String("key", "", "the verifier key (default: this installation's, see truss ledger key)")
 		ws := fset.String("workspace", "", "also check that the files the session changed hold what it left in them")
-		strict := fset.Bool("strict", false, "fail when entries follow the last checkpoint")
+		strict := fset.Bool("strict", false, "fail on an unsealed tail (entries after the last checkpoint, or a torn last line), which no signature covers; without it the tail is a warning")
 		path, rest := splitPath(args[1:])
 		if err := cli.Parse(fset, rest); err != nil {
 			return err
@@ -66,13 +66,13 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			path = fset.Arg(0)
 		}
 		if path == "" {
-			return cli.Usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR]")
+			return cli.Usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR] [--strict]")
 		}
 		dirs, vkey, err := resolveLedgers(path, *key)
 		if err != nil {
 			return err
 		}
-		unsealed := false
+		var tails []error // each run's unsealed tail
 		for i, dir := range dirs {
 			if len(dirs) > 1 {
 				fmt.Fprintf(stdout, "run %d of %d:\n", i+1, len(dirs))
@@ -85,34 +85,28 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("ledger %s does not verify: %w", dir, err)
 			}
-			// The workspace holds what the last run left in it.
+			// The workspace holds what the last run left in it, as its
+			// sealed entries say: an unsealed session.end proves nothing.
 			if *ws != "" && i == len(dirs)-1 {
-				if err := ledger.VerifyWorkspace(dir, entries, *ws); err != nil {
+				if err := ledger.VerifyWorkspace(dir, entries[:r.Sealed], *ws); err != nil {
 					return fmt.Errorf("ledger %s: the workspace does not match: %w", dir, err)
 				}
 			}
-			fmt.Fprintf(stdout, "ledger %s verified: %d entries, %d checkpoints, %d payloads\norigin %s\nroot   %s (size %d)\n",
-				dir, r.Entries, r.Checkpoints, r.Payloads, r.Origin, base64.StdEncoding.EncodeToString(r.Root), r.Sealed)
+			fmt.Fprintf(stdout, "ledger %s verified: %s, %d payloads\norigin %s\nroot   %s (size %d)\n",
+				dir, sealSummary(r), r.Payloads, r.Origin, ledger.FormatRoot(r.Root), r.Sealed)
 			printChildren(stdout, dir, kids, "")
-			if r.Unsealed > 0 {
-				unsealed = true
-				fmt.Fprintf(stdout, "warning: the last %d entries follow the last checkpoint and are not covered by a signature (the session did not end cleanly)\n", r.Unsealed)
-				if r.TailPayloads > 0 {
-					fmt.Fprintf(stdout, "warning: %d payloads those entries name were not written\n", r.TailPayloads)
+			if err := r.CheckSealed(); err != nil {
+				if *strict {
+					tails = append(tails, fmt.Errorf("ledger %s does not verify with --strict: %w", dir, err))
+				} else {
+					warnUnsealed(stderr, dir, err)
 				}
-			}
-			if r.TornBytes > 0 {
-				unsealed = true
-				fmt.Fprintf(stdout, "warning: the last line (%d bytes) has no newline: a write cut short, not an entry\n", r.TornBytes)
 			}
 		}
 		if *ws != "" {
 			fmt.Fprintf(stdout, "workspace %s matches the files the session left\n", *ws)
 		}
-		if unsealed && *strict {
-			return cli.ExitError{Code: 1}
-		}
-		return nil
+		return errors.Join(tails...)
 	case "prove":
 		fset := cli.NewFlagSet("ledger prove", stderr)
 		entry := fset.Int64("entry", -1, "the entry to prove")
@@ -188,7 +182,13 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, "── run %d of %d: %s ──\n", i+1, len(dirs), dir)
 			}
 			r, entries, verr := ledger.Verify(dir, vkey)
-			ledger.Show(stdout, entries)
+			if verr == nil && r.Unsealed > 0 {
+				ledger.Show(stdout, entries[:r.Sealed])
+				fmt.Fprintln(stdout, "── unsealed: no checkpoint covers the entries below ──")
+				ledger.Show(stdout, entries[r.Sealed:])
+			} else {
+				ledger.Show(stdout, entries)
+			}
 			var kids []ledger.Child
 			if verr == nil {
 				kids, verr = ledger.VerifyLinks(dir, vkey, entries, r.Sealed)
@@ -197,11 +197,14 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, "NOT VERIFIED: %s\n", termsafe.String(verr.Error()))
 				return cli.ExitError{Code: 1}
 			}
-			fmt.Fprintf(stdout, "verified: %d entries, sealed by %d checkpoints, root %s", r.Entries, r.Checkpoints, base64.StdEncoding.EncodeToString(r.Root))
+			fmt.Fprintf(stdout, "verified: %s, root %s", sealSummary(r), ledger.FormatRoot(r.Root))
 			if n := countChildren(kids); n > 0 {
 				fmt.Fprintf(stdout, "; sub-agent ledgers linked and verified: %d", n)
 			}
 			fmt.Fprintln(stdout)
+			if err := r.CheckSealed(); err != nil {
+				warnUnsealed(stderr, dir, err)
+			}
 			if *agents {
 				showChildren(stdout, dir, vkey, kids, "  ")
 			}
@@ -209,6 +212,23 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return cli.Usagef("unknown ledger command %q: use key, verify, show, prove or export", args[0])
+}
+
+// sealSummary says how many of a verified ledger's entries its checkpoints
+// seal and how many they leave unsealed (and a torn last line), as in
+// "20 entries, 17 sealed by 3 checkpoints, 3 unsealed".
+func sealSummary(r *ledger.Report) string {
+	s := fmt.Sprintf("%d entries, %d sealed by %d checkpoints, %d unsealed", r.Entries, r.Sealed, r.Checkpoints, r.Unsealed)
+	if r.TornBytes > 0 {
+		s += fmt.Sprintf(", a torn last line of %d bytes", r.TornBytes)
+	}
+	return s
+}
+
+// warnUnsealed warns of the unsealed tail err (from Report.CheckSealed) of
+// the ledger in dir.
+func warnUnsealed(stderr io.Writer, dir string, err error) {
+	fmt.Fprintf(stderr, "warning: ledger %s: %v, so nothing proves the tail (truss ledger verify --strict fails on it)\n", dir, err)
 }
 
 // splitPath takes the first non-flag argument as the path, so that flags may
@@ -293,7 +313,7 @@ func ledgerDir(p string) (string, error) {
 func printChildren(w io.Writer, top string, kids []ledger.Child, indent string) {
 	for _, c := range kids {
 		fmt.Fprintf(w, "%ssub-agent %s verified (linked from entry %d): %d entries, %d payloads, root %s\n",
-			indent+"  ", c.Report.Session, c.Entry, c.Report.Entries, c.Report.Payloads, base64.StdEncoding.EncodeToString(c.Report.Root))
+			indent+"  ", c.Report.Session, c.Entry, c.Report.Entries, c.Report.Payloads, ledger.FormatRoot(c.Report.Root))
 		printChildren(w, top, c.Children, indent+"  ")
 	}
 }
@@ -306,9 +326,10 @@ func countChildren(kids []ledger.Child) int {
 	return n
 }
 
-// showPayload prints the payload named name of the last entry of the
-// ledger at path that names one, after the ledger verifies: the bytes as
-// stored, made inert for a terminal.
+// showPayload prints the payload named name of the last sealed entry of
+// the ledger at path that names one, after the ledger verifies: the bytes
+// as stored, made inert for a terminal. An unsealed entry's is refused:
+// no signature covers the entry that names it.
 func showPayload(stdout io.Writer, path, name string) error {
 	dirs, vkey, err := resolveLedgers(path, "")
 	if err != nil {
@@ -317,11 +338,16 @@ func showPayload(stdout io.Writer, path, name string) error {
 	if len(dirs) != 1 {
 		return cli.Usagef("--payload reads one ledger; %s holds %d", path, len(dirs))
 	}
-	_, entries, err := ledger.Verify(dirs[0], vkey)
+	r, entries, err := ledger.Verify(dirs[0], vkey)
 	if err != nil {
 		return fmt.Errorf("the ledger does not verify: %w", err)
 	}
-	for i := len(entries) - 1; i >= 0; i-- {
+	for i := len(entries) - 1; i >= int(r.Sealed); i-- {
+		if _, ok := entries[i].Payloads[name]; ok {
+			return fmt.Errorf("entry %d names payload %s, but it is unsealed: no checkpoint covers it (%v)", i, name, r.CheckSealed())
+		}
+	}
+	for i := int(r.Sealed) - 1; i >= 0; i-- {
 		d, ok := entries[i].Payloads[name]
 		if !ok {
 			continue

@@ -98,6 +98,7 @@ func TestScripts(t *testing.T) {
 			"benchjob":     benchJob,
 			"freeport":     freePort,
 			"waitresults":  waitResults,
+			"appendentry":  appendEntry,
 		},
 	})
 }

@@ -114,10 +114,17 @@ const (
 // SLSA Provenance v1 predicate, in a DSSE envelope signed with priv (keyid:
 // vkey). The subjects are the files the session left, by digest (or, when
 // it changed none, the last checkpoint); the last checkpoint is a byproduct.
+// Only sealed entries are read: an unsealed tail, which no signature
+// covers, is not evidence of what the session did (a session.end in it is
+// not taken as the session's).
 func Export(dir, vkey string, priv ed25519.PrivateKey) ([]byte, error) {
 	r, entries, err := Verify(dir, vkey)
 	if err != nil {
 		return nil, fmt.Errorf("the ledger does not verify: %w", err)
+	}
+	entries = entries[:r.Sealed]
+	if len(entries) == 0 {
+		return nil, errors.New("the ledger has no sealed entry")
 	}
 	cp := r.Checkpoint
 	cpSum := sha256.Sum256(cp)

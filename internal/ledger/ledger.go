@@ -67,13 +67,15 @@
 // verifier key and that its root is the tree hash of the first size
 // entries (which makes successive checkpoints consistent); and checks every
 // payload a sealed entry names against its digest. Entries past the last
-// checkpoint, and a torn last line, are the unsealed tail: reported, not
-// covered by a signature. docs/ledger.md is the specification.
+// checkpoint, and a torn last line, are the unsealed tail: counted in the
+// Report (Unsealed, TornBytes), not covered by a signature, so unproven;
+// Report.CheckSealed fails on them. docs/ledger.md is the specification.
 package ledger
 
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -82,6 +84,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -592,16 +595,35 @@ func (w *Writer) Close() error {
 // ---- Verification ----
 
 // Report is the outcome of a verification.
+//
+// A ledger's complete lines are its entries; Verify checks every one of
+// them, sealed or not, for form and for its prev link. The first Sealed of
+// them are covered by the last checkpoint that verified: its signature
+// proves them. The rest, Unsealed, and a torn last line are the unsealed
+// tail: no signature covers them, so nothing proves that Truss wrote them
+// (anyone can append a well-formed entry with the right prev link, in any
+// encoding). Verify does not fail on the tail; CheckSealed does, which is
+// what `truss ledger verify --strict` means. A caller that acts on a
+// ledger's content reads only entries[:Sealed].
+//
+// With an error found after the entries were read (a checkpoint's, a
+// payload's), the report holds what verified before it, and still
+// Unsealed = Entries - Sealed: a ledger with no checkpoint at all reports
+// every entry unsealed.
 type Report struct {
-	Entries     uint64 // entries read
-	Sealed      uint64 // entries covered by the last valid checkpoint
+	Entries     uint64 // complete lines read, each an entry: Sealed + Unsealed
+	Sealed      uint64 // entries covered by the last valid checkpoint: its tree size
 	Checkpoints int
 	Root        []byte // root of the last checkpoint
 	Checkpoint  []byte // the last checkpoint, as signed
 	Origin      string
 	Session     string
 	Payloads    int // payloads checked
-	Unsealed    uint64
+	// Unsealed is the number of entries no checkpoint covers: those after
+	// the last valid checkpoint's tree size, however they are encoded
+	// (escapes, whitespace, a line ending in CR LF). It does not count a
+	// torn last line, which is not an entry (TornBytes).
+	Unsealed uint64
 	// TornBytes is the length of a last line without its newline: a write
 	// cut short by a crash, after the last checkpoint. It is not an entry;
 	// it is reported with the unsealed tail.
@@ -610,6 +632,66 @@ type Report struct {
 	// missing or damaged: a process killed before writing them.
 	TailPayloads int
 }
+
+// Complete reports whether the checkpoints cover the whole ledger: no
+// unsealed entry and no torn last line.
+func (r *Report) Complete() bool { return r.Unsealed == 0 && r.TornBytes == 0 }
+
+// CheckSealed returns nil when r is complete, else an *UnsealedError
+// describing the unsealed tail: the failure of a verification that
+// requires every entry to be sealed.
+func (r *Report) CheckSealed() error {
+	if r.Complete() {
+		return nil
+	}
+	return &UnsealedError{Sealed: r.Sealed, Unsealed: r.Unsealed, TornBytes: r.TornBytes, MissingPayloads: r.TailPayloads}
+}
+
+// UnsealedError is an unsealed tail where none is allowed: entries after
+// the last checkpoint, or a torn last line, that no signature covers.
+type UnsealedError struct {
+	Sealed          uint64 // the last checkpoint's tree size
+	Unsealed        uint64 // entries after it
+	TornBytes       int    // the length of a torn last line; 0 when there is none
+	MissingPayloads int    // payloads the unsealed entries name that are missing or damaged
+}
+
+func (e *UnsealedError) Error() string {
+	var parts []string
+	switch e.Unsealed {
+	case 0:
+	case 1:
+		parts = append(parts, "1 entry")
+	default:
+		parts = append(parts, fmt.Sprintf("%d entries", e.Unsealed))
+	}
+	if e.TornBytes > 0 {
+		parts = append(parts, fmt.Sprintf("a torn last line of %d bytes (a write cut short, not an entry)", e.TornBytes))
+	}
+	n := e.Unsealed // what the tail holds: its entries and its torn line
+	if e.TornBytes > 0 {
+		n++
+	}
+	them := "them"
+	if n == 1 {
+		them = "it"
+	}
+	s := fmt.Sprintf("unsealed tail: %s after the last checkpoint (size %d); no signature covers %s", strings.Join(parts, " and "), e.Sealed, them)
+	switch e.MissingPayloads {
+	case 0:
+	case 1:
+		s += ", and 1 payload they name is missing"
+	default:
+		s += fmt.Sprintf(", and %d payloads they name are missing", e.MissingPayloads)
+	}
+	return s
+}
+
+// FormatRoot formats a tree's root hash for people as a checkpoint writes
+// it: standard base64 with padding, the signed note's third line. Every
+// root Truss shows goes through it, so a root printed anywhere compares
+// with a checkpoint's by eye.
+func FormatRoot(root []byte) string { return base64.StdEncoding.EncodeToString(root) }
 
 // Error is a verification failure, naming what is wrong.
 type Error struct {
@@ -676,6 +758,7 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 		leaves = append(leaves, rfc6962.DefaultHasher.HashLeaf(line))
 	}
 	r.Entries = uint64(len(entries))
+	r.Unsealed = r.Entries // until a checkpoint covers them
 	if len(entries) > 0 {
 		r.Session = entries[0].Session
 	}
@@ -713,11 +796,12 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 		}
 		r.Checkpoints++
 		r.Sealed, r.Root, r.Origin, r.Checkpoint = n, cp.Hash, cp.Origin, b
+		r.Unsealed = r.Entries - n
 	}
 	if r.Checkpoints == 0 {
-		return r, entries, bad(-1, "no signed checkpoint")
+		// Without a checkpoint nothing is signed, not even by whom.
+		return r, entries, bad(-1, "no signed checkpoint: none of the %d entries is sealed", r.Entries)
 	}
-	r.Unsealed = r.Entries - r.Sealed
 	// Payloads, and the parts a request_parts manifest names.
 	store, err := openPayloads(dir)
 	if err != nil {

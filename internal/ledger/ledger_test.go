@@ -34,7 +34,7 @@ func newKey(t testing.TB, name string) (note.Signer, string) {
 }
 
 // sample writes a ledger of 6 entries with payloads and two checkpoints.
-func sample(t *testing.T) (dir, vkey string) {
+func sample(t testing.TB) (dir, vkey string) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "ledger")
 	s, vkey := newKey(t, "truss/test")
