@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
+
 	"errors"
 	"fmt"
 	"github.com/trussdev/truss/internal/cli"
@@ -21,6 +21,7 @@ import (
 	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/session"
@@ -356,7 +357,7 @@ func (is *interactiveSession) VerifyLedger(ctx context.Context) (string, error) 
 	}
 	r := st.Report
 	return fmt.Sprintf("The ledger verifies: %d entries, %d checkpoints, the last one signing %d entries with root %s.\n%s",
-		r.Entries, r.Checkpoints, r.Sealed, hex.EncodeToString(r.Root), st.Dir), nil
+		r.Entries, r.Checkpoints, r.Sealed, ledger.FormatRoot(r.Root), st.Dir), nil
 }
 
 // Resume implements tui.Resumer: id, or the newest other session of this

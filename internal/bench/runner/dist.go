@@ -314,6 +314,11 @@ func (v *Verifier) check(dir string, res *bench.Result) error {
 			errs = append(errs, err)
 			continue
 		}
+		// Only what a checkpoint signs counts: a verdict appended after
+		// the last one proves nothing.
+		if err := rep.CheckSealed(); err != nil {
+			return fmt.Errorf("the run's ledger: %w", err)
+		}
 		if len(entries) == 0 || entries[len(entries)-1].Type != "bench.verdict" {
 			return errors.New("the run's ledger does not end with the grader's verdict")
 		}
