@@ -102,13 +102,17 @@ const (
 
 // Outcome is the end of a run.
 type Outcome struct {
-	Status Status      `json:"status"`
-	Reason string      `json:"reason,omitempty"`
-	Text   string      `json:"text,omitempty"` // the model's final message
-	Turns  int         `json:"turns"`
-	Calls  int         `json:"calls"`
-	Usage  model.Usage `json:"usage"`
-	Err    error       `json:"-"`
+	Status Status `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Text   string `json:"text,omitempty"` // the model's final message
+	// Turns and Calls are this Run's model turns and tool calls; Usage is
+	// the agent's whole usage so far (every Run's, sub-agents' included),
+	// RunUsage this Run's part of it.
+	Turns    int         `json:"turns"`
+	Calls    int         `json:"calls"`
+	Usage    model.Usage `json:"usage"`
+	RunUsage model.Usage `json:"run_usage"`
+	Err      error       `json:"-"`
 }
 
 // Agent is one conversation. It is not safe for concurrent Runs.
@@ -168,8 +172,9 @@ func (a *Agent) Run(ctx context.Context, task string) *Outcome {
 	a.items = append(a.items, user)
 	a.failed, a.wait = 0, 0
 	a.emit(Event{Type: EventUser, Items: []model.Item{user}})
+	calls, usage := a.calls, a.usage
 	out := a.loop(ctx, start)
-	out.Usage, out.Calls = a.usage, a.calls
+	out.Usage, out.Calls, out.RunUsage = a.usage, a.calls-calls, a.usage.Sub(usage)
 	a.emit(Event{Type: EventRunCompleted, Outcome: out})
 	return out
 }

@@ -126,6 +126,13 @@ func (u *Usage) Add(u2 Usage) {
 	u.CostUSD += u2.CostUSD
 }
 
+// Sub returns u less u2 (the usage since u2 was read off a running sum).
+func (u Usage) Sub(u2 Usage) Usage {
+	return Usage{InputTokens: u.InputTokens - u2.InputTokens, OutputTokens: u.OutputTokens - u2.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens - u2.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - u2.CacheWriteTokens,
+		ReasoningTokens: u.ReasoningTokens - u2.ReasoningTokens, CostUSD: u.CostUSD - u2.CostUSD}
+}
+
 // Total returns input plus output tokens.
 func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
 

@@ -161,8 +161,8 @@ func (f *fakeSession) runEdit(ctx context.Context) (agent.Outcome, error) {
 	f.stream(2, model.KindAssistant, "**Fixed.** `Add` now adds:\n\n- `calc.go`: `a - b` became `a + b`\n- `go test ./...` passes\n")
 	f.emit(agent.Event{Type: agent.EventResponse, Turn: 2, Response: &model.Response{StopReason: model.StopEndTurn}})
 	f.turn(2, model.Usage{InputTokens: 1400, OutputTokens: 40, CostUSD: 0.0048})
-	return f.end(agent.Outcome{Status: agent.StatusCompleted, Turns: 2, Calls: 2,
-		Usage: model.Usage{InputTokens: 2600, OutputTokens: 120, CostUSD: 0.009}})
+	u := model.Usage{InputTokens: 2600, OutputTokens: 120, CostUSD: 0.009}
+	return f.end(agent.Outcome{Status: agent.StatusCompleted, Turns: 2, Calls: 2, Usage: u, RunUsage: u})
 }
 
 // runSlow runs a command that ends only when the turn is cancelled, as

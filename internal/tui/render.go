@@ -301,10 +301,12 @@ func outcomeText(o *agent.Outcome) string {
 	if o.Status != agent.StatusCompleted {
 		mark = "■"
 	}
+	// This task's numbers, all of them (the status line has the session's).
+	u := o.RunUsage
 	s := fmt.Sprintf("%s %s · %s · %s · %s tokens", mark, o.Status, plural(o.Turns, "turn"), plural(o.Calls, "tool call"),
-		tokens(o.Usage.InputTokens+o.Usage.CacheReadTokens+o.Usage.CacheWriteTokens+o.Usage.OutputTokens))
-	if o.Usage.CostUSD > 0 {
-		s += fmt.Sprintf(" · $%.4f", o.Usage.CostUSD)
+		tokens(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens+u.OutputTokens))
+	if u.CostUSD > 0.00005 {
+		s += fmt.Sprintf(" · $%.4f", u.CostUSD)
 	}
 	if o.Reason != "" && o.Status != agent.StatusCompleted {
 		s += " · " + o.Reason

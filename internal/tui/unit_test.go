@@ -572,3 +572,14 @@ func TestNotify(t *testing.T) {
 		t.Errorf("the notice is not drawn, or not sanitised:\n%s", f)
 	}
 }
+
+// TestOutcomeTextIsTheTasks: the line that ends a task counts that task's
+// turns, calls and tokens, not the session's (the status line has those).
+func TestOutcomeTextIsTheTasks(t *testing.T) {
+	o := &agent.Outcome{Status: agent.StatusCompleted, Turns: 1, Calls: 2,
+		Usage:    model.Usage{InputTokens: 11_000, OutputTokens: 800, CostUSD: 0.04},
+		RunUsage: model.Usage{InputTokens: 3_000, OutputTokens: 100, CostUSD: 0.01}}
+	if got, want := outcomeText(o), "✓ completed · 1 turn · 2 tool calls · 3.1k tokens · $0.0100"; got != want {
+		t.Errorf("outcomeText = %q, want %q", got, want)
+	}
+}
