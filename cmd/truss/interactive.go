@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,7 +23,6 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
-	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tui"
 )
@@ -92,14 +90,14 @@ func interactive(f *runFlags, stdout, stderr io.Writer) error {
 	}
 	is := &interactiveSession{opts: o, s: s, log: log, notify: u.Notify}
 	runErr := u.Run(ctx, is)
-	id, reached, cerr := is.close()
+	id, saved, cerr := is.close()
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr
 	}
 	switch {
 	case id == "":
 		fmt.Fprintln(stdout, "The session was not saved (--no-session).")
-	case !reached:
+	case !saved:
 		fmt.Fprintln(stdout, "No task reached the model; nothing was saved.")
 	default:
 		fmt.Fprintf(stdout, "Session %s saved.\n  resume with: truss --resume %s\n  ledger:      truss ledger verify %s\n", id, id, id)
@@ -236,6 +234,10 @@ func (is *interactiveSession) Run(ctx context.Context, task string) (agent.Outco
 	return out.Agent, nil
 }
 
+// Transcript implements tui.Transcripter: the conversation the session
+// resumed.
+func (is *interactiveSession) Transcript() []model.Item { return is.session().Transcript() }
+
 // Check implements tui.Checker: the checks now, a background one
 // cancelled first.
 func (is *interactiveSession) Check(ctx context.Context) (string, error) {
@@ -363,36 +365,37 @@ func (is *interactiveSession) VerifyLedger(ctx context.Context) (string, error) 
 // Resume implements tui.Resumer: id, or the newest other session of this
 // workspace when id is "".
 func (is *interactiveSession) Resume(ctx context.Context, id string) ([]model.Item, error) {
-	cur := is.session().Info()
+	cur := is.session()
 	if id == "" {
-		dir := is.opts.SessionDir
-		if dir == "" {
-			var err error
-			if dir, err = session.DefaultDir(); err != nil {
-				return nil, err
-			}
-		}
-		ms, err := (session.Store{Dir: dir}).List()
+		ms, err := cur.Resumable()
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range ms {
-			if m.ID != cur.SessionID && filepath.Clean(m.Workspace) == filepath.Clean(cur.Workspace) {
-				id = m.ID
-				break
-			}
+		if len(ms) == 0 {
+			return nil, fmt.Errorf("no other session in %s to resume (truss sessions lists them all)", cur.Info().Workspace)
 		}
-		if id == "" {
-			return nil, fmt.Errorf("no other session in %s to resume (truss sessions lists them all)", cur.Workspace)
-		}
+		id = ms[0].ID
 	}
-	if id == cur.SessionID {
+	if id == cur.Info().SessionID {
 		return nil, fmt.Errorf("session %s is the one open", id)
 	}
 	if err := is.replace(ctx, id); err != nil {
 		return nil, err
 	}
 	return is.session().Transcript(), nil
+}
+
+// Resumable implements tui.ResumeLister.
+func (is *interactiveSession) Resumable(ctx context.Context) ([]tui.ResumeChoice, error) {
+	ms, err := is.session().Resumable()
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]tui.ResumeChoice, len(ms))
+	for i, m := range ms {
+		cs[i] = tui.ResumeChoice{ID: m.ID, Updated: m.Updated, Task: m.Task, Provider: m.Provider, Model: m.Model}
+	}
+	return cs, ctx.Err()
 }
 
 // NewSession implements tui.Renewer.
@@ -434,10 +437,10 @@ func (is *interactiveSession) Attach(ctx context.Context, path string) (string, 
 }
 
 // close closes the open session, which saves it, and says which it was
-// and whether the model was ever reached.
-func (is *interactiveSession) close() (id string, reached bool, err error) {
+// and whether closing keeps it (harness.Session.Saved).
+func (is *interactiveSession) close() (id string, saved bool, err error) {
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	id, reached = is.s.Info().SessionID, is.s.Reached()
-	return id, reached, is.s.Close()
+	id, saved = is.s.Info().SessionID, is.s.Saved()
+	return id, saved, is.s.Close()
 }

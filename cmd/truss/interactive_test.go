@@ -279,6 +279,47 @@ func TestInteractiveChecks(t *testing.T) {
 	}
 }
 
+// TestInteractiveResume: truss --resume opens on the conversation so far,
+// /resume lists the directory's other sessions to pick from, and quitting
+// after a resume says the session was saved (it was).
+func TestInteractiveResume(t *testing.T) {
+	bin := buildBinary(t)
+	home, root := t.TempDir(), t.TempDir()
+	script := writeScript(t, home, map[string]any{"say": "Answer one."})
+	ids := make([]string, 2)
+	for i, task := range []string{"the first task", "the second task"} {
+		c := exec.Command(bin, "run", "--provider", "sim", "--script", script, "--no-validate", task)
+		c.Dir, c.Env = root, interactiveEnv(home)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("truss run: %v\n%s", err, out)
+		}
+		m := regexp.MustCompile(`--resume (\S+)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("no session id:\n%s", out)
+		}
+		ids[i] = string(m[1])
+	}
+	cmd := exec.Command(bin, "--resume", ids[0], "--no-validate")
+	cmd.Dir, cmd.Env = root, interactiveEnv(home)
+	term := tuitest.Start(t, cmd, 100, 40)
+	term.WaitFor("the first task", "Answer one.", "Resumed session "+ids[0])
+	term.Type("/resume\r")
+	term.WaitFor("most recent first", "the second task", "/resume N continues")
+	if strings.Contains(term.Screen(), "Resumed.") {
+		t.Fatalf("/resume switched without asking:\n%s", term.Screen())
+	}
+	term.Type("/resume 1\r")
+	term.WaitFor("the second task", "Resumed.")
+	term.Type("/quit\r")
+	if code := term.Exit(); code != 0 {
+		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Screen())
+	}
+	if out := term.Output(); !strings.Contains(out, "Session "+ids[1]+" saved.") || strings.Contains(out, "nothing was saved") {
+		t.Errorf("after quitting a resumed session:\n%s", out)
+	}
+}
+
 // TestExecRefusesEscalation: truss exec never waits for a person: an
 // escalation request under on-request is refused at once, as unattended,
 // and the run goes on.

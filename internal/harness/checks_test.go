@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/session"
 )
 
 const fourRuns = `{"steps": [
@@ -103,5 +104,44 @@ func TestValidationBackground(t *testing.T) {
 	want := []string{"in the background ok", "in the background not ok cancelled"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("the ledger's verdicts: %q, want %q", got, want)
+	}
+}
+
+// TestUsageGoesOn: the saved session's usage is the sum of its runs' (not
+// of the running totals), and a session opened on it (a resume, /model,
+// /surface, /sandbox) counts on from there.
+func TestUsageGoesOn(t *testing.T) {
+	o := fixture(t, twoRuns)
+	ctx := context.Background()
+	s, err := Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Run(ctx, "Look at a.txt.")
+	out, err := s.Run(ctx, "Now change it.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := out.Usage
+	if total.InputTokens == 0 || out.Agent.RunUsage.InputTokens >= total.InputTokens {
+		t.Fatalf("usage %+v, this run's %+v", total, out.Agent.RunUsage)
+	}
+	id := out.SessionID
+	s.Close()
+	meta, _, err := session.Store{Dir: o.SessionDir}.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Meta.Usage.InputTokens != total.InputTokens || meta.Meta.Usage.OutputTokens != total.OutputTokens {
+		t.Errorf("saved usage %+v, the runs used %+v", meta.Meta.Usage, total)
+	}
+	o.Resume = id
+	s2, err := Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := s2.Stats().Usage; got.InputTokens != total.InputTokens {
+		t.Errorf("the resumed session starts at %+v, want %+v", got, total)
 	}
 }

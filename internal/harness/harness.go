@@ -564,7 +564,7 @@ func (s *Session) observers() agent.Observer {
 			case agent.EventRunCompleted:
 				o := ev.Outcome
 				sess.Meta.Status, sess.Meta.Turns = string(o.Status), sess.Meta.Turns+o.Turns
-				sess.Meta.Usage.Add(o.Usage)
+				sess.Meta.Usage.Add(o.RunUsage) // o.Usage is every Run's of this opening
 				if err := sess.SaveMeta(); err != nil && s.persist == nil {
 					s.persist = err
 				}
@@ -840,6 +840,13 @@ func (s *Session) isClosed() bool {
 	return s.closed
 }
 
+// Saved reports whether Close keeps the session for a resume: it does
+// unless the session is this Session's own and its model was never
+// reached (or it saves none).
+func (s *Session) Saved() bool {
+	return s.sess != nil && !(s.created && !s.opts.NoModel && !s.contact.Answered())
+}
+
 // Close releases everything the session opened: it seals and closes the
 // ledger, saves or (when the model was never reached) removes the session,
 // stops the MCP servers, the simulated model, the shells and the sandbox,
@@ -871,7 +878,7 @@ func (s *Session) Close() error {
 	}
 	s.trackers.close()
 	if s.sess != nil {
-		if s.created && !s.opts.NoModel && !s.contact.Answered() {
+		if !s.Saved() {
 			// Nothing to keep or resume: the model was never reached.
 			s.sess.Remove()
 		} else {

@@ -15,6 +15,7 @@ import (
 	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/fs"
 )
@@ -25,8 +26,9 @@ import (
 
 // Stats is what an open session has used so far.
 type Stats struct {
-	// Usage is the session's usage since it was opened, sub-agents'
-	// included, cost included.
+	// Usage is the session's usage so far, sub-agents' included, cost
+	// included: a resumed session's earlier openings too (what it saved),
+	// so the count goes on across /model, /surface, /sandbox and resume.
 	Usage model.Usage
 	// ContextTokens is the prompt of the last request (input and cache
 	// tokens); ContextWindow the context the server gives a request (0:
@@ -46,8 +48,13 @@ type stats struct {
 
 // statsObserver keeps the session's Stats as the agent loop reports.
 func (s *Session) statsObserver() agent.Observer {
+	var base model.Usage // what the saved session used before this opening
+	if s.sess != nil {
+		base = s.sess.Meta.Usage
+	}
 	s.stats.mu.Lock()
 	s.stats.st.ContextWindow = s.contextLimit()
+	s.stats.st.Usage = base
 	s.stats.mu.Unlock()
 	return agent.ObserverFunc(func(ev agent.Event) {
 		st := &s.stats
@@ -62,7 +69,8 @@ func (s *Session) statsObserver() agent.Observer {
 			st.st.Turns++
 		case agent.EventTurnCompleted, agent.EventRunCompleted:
 			if s.agent != nil {
-				st.st.Usage = s.agent.Usage() // the loop's goroutine: no race with Run
+				st.st.Usage = base
+				st.st.Usage.Add(s.agent.Usage()) // the loop's goroutine: no race with Run
 			}
 		}
 	})
@@ -270,4 +278,27 @@ func (l *ChangeLog) Diff() string {
 		b.WriteString(udiff.Unified(a, z, string(f.before), string(f.after)))
 	}
 	return b.String()
+}
+
+// Resumable lists the saved sessions of this session's workspace but
+// itself, most recently used first: what a resume may continue here.
+func (s *Session) Resumable() ([]session.Meta, error) {
+	dir := s.opts.SessionDir
+	if dir == "" {
+		var err error
+		if dir, err = session.DefaultDir(); err != nil {
+			return nil, err
+		}
+	}
+	ms, err := (session.Store{Dir: dir}).List()
+	if err != nil {
+		return nil, err
+	}
+	var out []session.Meta
+	for _, m := range ms {
+		if m.ID != s.sessionID && filepath.Clean(m.Workspace) == filepath.Clean(s.w.root) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }

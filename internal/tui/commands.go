@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -23,7 +24,7 @@ var commandHelp = [][2]string{
 	{"/diff", "the workspace's changes since the session began"},
 	{"/check", "run the project's checks now (edits start them in the background)"},
 	{"/ledger", "verify this session's ledger and show its root"},
-	{"/resume [ID]", "continue an earlier session (the latest without ID)"},
+	{"/resume [N|ID]", "list this directory's earlier sessions, or continue one"},
 	{"/new", "start a new session in this directory"},
 	{"/quit", "save and exit (also Ctrl-D)"},
 }
@@ -153,6 +154,26 @@ func (m *uiModel) command(text string) tea.Cmd {
 			}
 		}
 	case "resume":
+		if l, ok := m.sess.(ResumeLister); ok && arg == "" {
+			run = func(ctx context.Context) cmdDoneMsg {
+				cs, err := l.Resumable(ctx)
+				if err != nil {
+					return cmdDoneMsg{err: err}
+				}
+				if len(cs) == 0 {
+					return cmdDoneMsg{report: "No other session of this directory to resume (truss sessions lists them all)."}
+				}
+				return cmdDoneMsg{report: choicesText(cs), choices: cs}
+			}
+			break
+		}
+		if n, err := strconv.Atoi(arg); err == nil {
+			if n < 1 || n > len(m.choices) {
+				m.add(blockError, fmt.Sprintf("No session %d: /resume lists the sessions to choose from.", n))
+				return nil
+			}
+			arg = m.choices[n-1].ID
+		}
 		if s, ok := m.sess.(Resumer); ok {
 			run = func(ctx context.Context) cmdDoneMsg {
 				items, err := s.Resume(ctx, arg)
@@ -210,6 +231,9 @@ func (m *uiModel) finishCommand(msg cmdDoneMsg) {
 		m.add(blockError, termsafe.String(msg.err.Error()))
 		return
 	}
+	if msg.choices != nil {
+		m.choices = msg.choices
+	}
 	if msg.clear {
 		m.blocks = nil
 		m.calls = make(map[string]*block)
@@ -224,6 +248,23 @@ func (m *uiModel) finishCommand(msg cmdDoneMsg) {
 		}
 		m.add(kind, termsafe.String(msg.report))
 	}
+}
+
+// choicesText lists sessions to resume, numbered, most recent first:
+// when, the first task, the provider and model.
+func choicesText(cs []ResumeChoice) string {
+	var b strings.Builder
+	b.WriteString("Sessions of this directory, most recent first:\n")
+	for i, c := range cs {
+		task := firstLine(c.Task)
+		if r := []rune(task); len(r) > 52 {
+			task = string(r[:51]) + "…"
+		}
+		fmt.Fprintf(&b, "%3d  %s  %s/%s\n     %s\n", i+1, c.Updated.Local().Format("Jan _2 15:04"),
+			termsafe.Line(c.Provider), termsafe.Line(c.Model), termsafe.Line(task))
+	}
+	b.WriteString("/resume N continues the Nth, its conversation drawn again.")
+	return b.String()
 }
 
 // replay draws a resumed session's transcript.

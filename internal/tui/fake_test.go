@@ -34,6 +34,8 @@ type fakeSession struct {
 	cancelDelay time.Duration
 	// toolOutput is what the script's shell command prints.
 	toolOutput string
+	// resumed: the session opened with an earlier conversation.
+	resumed bool
 }
 
 func newFake(u *UI) *fakeSession {
@@ -117,6 +119,41 @@ func (f *fakeSession) Run(ctx context.Context, task string) (agent.Outcome, erro
 		}()
 	}
 	return f.runEdit(ctx)
+}
+
+// Transcript implements Transcripter: a resumed session's conversation
+// when resumed is set.
+func (f *fakeSession) Transcript() []model.Item {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.resumed {
+		return nil
+	}
+	return resumedItems
+}
+
+var resumedItems = []model.Item{
+	{Kind: model.KindUser, Text: "why does TestAdd fail?"},
+	{Kind: model.KindToolCall, Call: &model.ToolCall{ID: "c1", Name: "bash", Input: `{"command":"go test ./..."}`}},
+	{Kind: model.KindToolResult, Result: &model.ToolResult{CallID: "c1", Text: "--- FAIL: TestAdd\nFAIL", IsError: true}},
+	{Kind: model.KindAssistant, Text: "`Add` subtracts: `a - b` should be `a + b`."},
+}
+
+// Resumable implements ResumeLister: two earlier sessions.
+func (f *fakeSession) Resumable(ctx context.Context) ([]ResumeChoice, error) {
+	at := time.Date(2026, 12, 3, 14, 23, 0, 0, time.Local)
+	return []ResumeChoice{
+		{ID: "20261203T142301-3fa9c1", Updated: at, Task: "why does TestAdd fail?", Provider: "anthropic", Model: "claude-sonnet-4-5"},
+		{ID: "20261202T091500-77aa01", Updated: at.Add(-29 * time.Hour), Task: "add a Median function with tests\nand docs", Provider: "openai", Model: "gpt-5"},
+	}, ctx.Err()
+}
+
+// Resume implements Resumer.
+func (f *fakeSession) Resume(ctx context.Context, id string) ([]model.Item, error) {
+	f.mu.Lock()
+	f.status.SessionID = id
+	f.mu.Unlock()
+	return resumedItems, ctx.Err()
 }
 
 // Check implements Checker: the checks of the calculator module, a

@@ -29,6 +29,8 @@ type (
 		err    error
 		items  []model.Item // a resumed session's transcript
 		clear  bool         // the transcript starts anew
+		// choices are the sessions /resume listed, which /resume N picks.
+		choices []ResumeChoice
 	}
 )
 
@@ -49,6 +51,8 @@ type uiModel struct {
 
 	width, height int
 	blocks        []*block
+	// choices are the sessions the last /resume listed (/resume N).
+	choices []ResumeChoice
 	scroll        int // lines scrolled up from the bottom
 
 	ta   textarea.Model
@@ -98,6 +102,13 @@ func newModel(ctx context.Context, s Session, q *queue, color bool) *uiModel {
 		fly:   newInflight(),
 		r:     renderer{st: newStyles(color), md: markdown{color: color}, showDiffs: true},
 		calls: make(map[string]*block),
+	}
+	// A resumed session starts with its conversation drawn.
+	if t, ok := s.(Transcripter); ok {
+		if items := t.Transcript(); len(items) > 0 {
+			m.replay(items)
+			m.add(blockNote, fmt.Sprintf("Resumed session %s: the conversation so far is above.", termsafe.Line(s.Status().SessionID)))
+		}
 	}
 	ta := textarea.New()
 	ta.ShowLineNumbers = false

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"time"
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
@@ -90,6 +91,27 @@ type LedgerVerifier interface {
 // verdict; a background check still running is cancelled first.
 type Checker interface {
 	Check(ctx context.Context) (string, error)
+}
+
+// ResumeChoice is a saved session /resume can switch to.
+type ResumeChoice struct {
+	ID       string
+	Updated  time.Time
+	Task     string // its first task
+	Provider string
+	Model    string
+}
+
+// ResumeLister lists the sessions /resume (without an id) offers, most
+// recently used first; /resume N then switches to the Nth.
+type ResumeLister interface {
+	Resumable(ctx context.Context) ([]ResumeChoice, error)
+}
+
+// Transcripter gives the conversation an opened session already holds
+// (a resumed one's), which the UI draws before the first input.
+type Transcripter interface {
+	Transcript() []model.Item
 }
 
 // Resumer switches to an earlier session (/resume [ID]; an empty id means

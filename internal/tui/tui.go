@@ -204,6 +204,7 @@ func (u *UI) Run(ctx context.Context, s Session) error {
 	for _, h := range u.opts.History {
 		m.hist.add(h)
 	}
+
 	opts := []tea.ProgramOption{tea.WithContext(runCtx), tea.WithOutput(out), tea.WithEnvironment(env), tea.WithColorProfile(profile)}
 	if u.opts.Input != nil {
 		opts = append(opts, tea.WithInput(u.opts.Input))

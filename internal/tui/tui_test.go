@@ -30,8 +30,17 @@ type driver struct {
 }
 
 func newDriver(t testing.TB, width, height int, color bool) *driver {
+	return newDriverWith(t, width, height, color, nil)
+}
+
+// newDriverWith is newDriver with the fake session adjusted before the UI
+// opens on it.
+func newDriverWith(t testing.TB, width, height int, color bool, adjust func(*fakeSession)) *driver {
 	u := New(Options{})
 	f := newFake(u)
+	if adjust != nil {
+		adjust(f)
+	}
 	d := &driver{t: t, u: u, f: f, msgs: make(chan tea.Msg, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -271,6 +280,18 @@ var scenarios = []struct {
 			return false
 		})
 		d.press("esc")
+		d.wait()
+	}},
+	{"resume-list", 16, func(d *driver) {
+		d.send("/resume")
+		d.wait()
+		d.send("/resume 3")
+	}},
+	{"resume", 30, func(d *driver) {
+		d.send("/resume")
+		d.wait()
+		d.send("/resume 3")
+		d.send("/resume 2")
 		d.wait()
 	}},
 	{"background-check", 30, func(d *driver) {

@@ -286,8 +286,8 @@ func TestCommandsReachTheSession(t *testing.T) {
 	if !strings.Contains(d.frame(), "Cost $0.0000") {
 		t.Errorf("no cost report:\n%s", d.frame())
 	}
-	d.send("/resume")
-	if !strings.Contains(d.frame(), "/resume is not available in this session") {
+	d.send("/new")
+	if !strings.Contains(d.frame(), "/new is not available in this session") {
 		t.Errorf("an unsupported command is not reported:\n%s", d.frame())
 	}
 	d.send("explain @main.go")
@@ -581,5 +581,17 @@ func TestOutcomeTextIsTheTasks(t *testing.T) {
 		RunUsage: model.Usage{InputTokens: 3_000, OutputTokens: 100, CostUSD: 0.01}}
 	if got, want := outcomeText(o), "✓ completed · 1 turn · 2 tool calls · 3.1k tokens · $0.0100"; got != want {
 		t.Errorf("outcomeText = %q, want %q", got, want)
+	}
+}
+
+// TestResumedSessionShowsItsConversation: a session opened on an earlier
+// one (truss --resume) draws its conversation before the first input.
+func TestResumedSessionShowsItsConversation(t *testing.T) {
+	d := newDriverWith(t, 80, 24, false, func(f *fakeSession) { f.resumed = true })
+	f := d.frame()
+	for _, want := range []string{"why does TestAdd fail?", "--- FAIL: TestAdd", "`a - b` should be `a + b`", "Resumed session s-1"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("the first frame lacks %q:\n%s", want, f)
+		}
 	}
 }
