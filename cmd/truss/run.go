@@ -148,19 +148,35 @@ func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 	if task == "" {
 		return cli.Usagef("usage: truss %s [flags] \"task\" (the task is missing)", name)
 	}
-	ctx, cancel := cli.SignalContext(stderr)
+	octx, cancel := cli.SignalContext(stderr)
 	defer cancel()
-	ctx, out := watchOutput(ctx, stdout, stderr)
+	ctx, out := watchOutput(octx, stdout, stderr)
 	o, err := f.options()
 	if err != nil {
 		return err
 	}
-	_, err = runTask(ctx, o, &f, task, out.stdout, out.stderr, runDisplay{headless: headless})
-	if out.closed(ctx) {
-		fmt.Fprintln(out.stderr, "truss: the output was closed; the run was stopped and saved as a cancelled one")
+	res, err := runTask(octx, ctx, o, &f, task, out.stdout, out.stderr, runDisplay{headless: headless})
+	if out.closed(ctx) && res != nil {
+		fmt.Fprintln(out.stderr, closedOutput(res, err))
 		return cli.ExitError{Code: exitOutputClosed}
 	}
 	return err
+}
+
+// closedOutput is what is said of a run whose output was closed, from its
+// outcome res and the error runTask returned: whether, and as what, the
+// session is saved.
+func closedOutput(res *harness.Outcome, err error) string {
+	const closed = "truss: the output was closed; "
+	switch {
+	case res.Unreached:
+		return closed + "the model was never reached (" + oneLine(err.Error()) + "), and nothing was saved"
+	case res.SessionID == "":
+		return closed + "the run was stopped (the session is not saved: --no-session)"
+	case res.Agent.Status == agent.StatusCanceled:
+		return closed + "the run was stopped and saved as cancelled: session " + res.SessionID
+	}
+	return fmt.Sprintf("%sthe run had ended (%s) and is saved: session %s", closed, res.Agent.Status, res.SessionID)
 }
 
 // runDisplay is how a run shows itself.
@@ -171,11 +187,14 @@ type runDisplay struct {
 	noResumeHint bool
 }
 
-// runTask opens a session and runs one task. Human output goes to out
-// (stdout for run, stderr for exec); exec prints the final message, or the
-// JSON events, on stdout. It returns the outcome (nil when the session
-// could not be opened).
-func runTask(ctx context.Context, o harness.Options, f *runFlags, task string, stdout, stderr io.Writer, d runDisplay) (*harness.Outcome, error) {
+// runTask opens a session with octx and runs one task with ctx. Human
+// output goes to out (stdout for run, stderr for exec); exec prints the
+// final message, or the JSON events, on stdout. It returns the outcome
+// (nil when the session could not be opened). ctx may end sooner than octx
+// (when the output is closed: see watchOutput): the run stops then, but a
+// session whose opening has begun is still opened and run, so that it is
+// saved as cancelled rather than lost.
+func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task string, stdout, stderr io.Writer, d runDisplay) (*harness.Outcome, error) {
 	human := stdout
 	if d.headless {
 		human = stderr
@@ -202,7 +221,7 @@ func runTask(ctx context.Context, o harness.Options, f *runFlags, task string, s
 		}))
 		o.ObserveChild = func(name string) agent.Observer { return printer.Child(name) }
 	}
-	s, err := harness.Open(ctx, o)
+	s, err := harness.Open(octx, o)
 	if err != nil {
 		return nil, err
 	}

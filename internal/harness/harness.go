@@ -95,6 +95,10 @@ type Session struct {
 
 	agent *agent.Agent
 	ran   bool
+	// kept: a run ended otherwise than unreached (completed, cancelled,
+	// failed after an answer…), so Close saves the session even when the
+	// model never answered (a run cancelled before its first answer).
+	kept bool
 
 	// life ends when the session closes (the simulated model's server).
 	life   context.Context
@@ -616,6 +620,7 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	res := Outcome{Agent: *out, SessionID: s.sessionID, Usage: s.agent.Usage()}
 	// The first request could not connect: nothing happened.
 	res.Unreached = out.Status == agent.StatusFailed && !s.contact.Answered() && provider.NoConnection(out.Err)
+	s.kept = s.kept || !res.Unreached
 	if !res.Unreached && !s.opts.Validation.OnDemand {
 		res.Verdict = s.boundary(ctx)
 	}
@@ -819,7 +824,8 @@ func (s *Session) isClosed() bool {
 }
 
 // Close releases everything the session opened: it seals and closes the
-// ledger, saves or (when the model was never reached) removes the session,
+// ledger, saves the session or, when no run ended otherwise than unreached
+// (none ran, or the model could not be reached), removes it,
 // stops the MCP servers, the simulated model, the shells and the sandbox,
 // and removes the temporary files. It returns the first error closing the
 // ledger; warnings go to OnWarning. Close is idempotent.
@@ -848,7 +854,7 @@ func (s *Session) Close() error {
 	}
 	s.trackers.close()
 	if s.sess != nil {
-		if s.created && !s.opts.NoModel && !s.contact.Answered() {
+		if s.created && !s.opts.NoModel && !s.contact.Answered() && !s.kept {
 			// Nothing to keep or resume: the model was never reached.
 			s.sess.Remove()
 		} else {
