@@ -211,8 +211,9 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 		o.Observers = append(o.Observers, enc)
 	} else {
 		printer = &ui.Printer{W: human}
-		// A first request that could not connect is said once, at the
-		// end, not also as a failed turn of the transcript.
+		// A first request that could not connect, or found a server that
+		// is not the API, is said once, at the end, not also as a failed
+		// turn of the transcript.
 		o.Observers = append(o.Observers, agent.ObserverFunc(func(ev agent.Event) {
 			if unreached(ev, s) {
 				return
@@ -296,7 +297,8 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 }
 
 // unreached reports whether ev is the failure of a first request that could
-// not connect (the turn's failure, or the run's end it caused).
+// not connect or found a server that is not the API (the turn's failure,
+// or the run's end it caused).
 func unreached(ev agent.Event, s *harness.Session) bool {
 	var err error
 	switch ev.Type {
@@ -307,7 +309,7 @@ func unreached(ev agent.Event, s *harness.Session) bool {
 			err = ev.Outcome.Err
 		}
 	}
-	return err != nil && s != nil && !s.Reached() && provider.NoConnection(err)
+	return err != nil && s != nil && !s.Reached() && provider.Unreached(err)
 }
 
 // registerChecks registers the flags of the task's checks.

@@ -618,8 +618,9 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	s.ran = true
 	out := s.agent.Run(ctx, task)
 	res := Outcome{Agent: *out, SessionID: s.sessionID, Usage: s.agent.Usage()}
-	// The first request could not connect: nothing happened.
-	res.Unreached = out.Status == agent.StatusFailed && !s.contact.Answered() && provider.NoConnection(out.Err)
+	// The first request could not connect, or found a server that is not
+	// the API: nothing happened.
+	res.Unreached = out.Status == agent.StatusFailed && !s.contact.Answered() && provider.Unreached(out.Err)
 	s.kept = s.kept || !res.Unreached
 	if !res.Unreached && !s.opts.Validation.OnDemand {
 		res.Verdict = s.boundary(ctx)

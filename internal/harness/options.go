@@ -234,8 +234,9 @@ type Outcome struct {
 	Agent agent.Outcome
 	// Verdict is the verification boundary's; nil when it did not run.
 	Verdict *Verdict
-	// Unreached reports that the first request could not connect: the
-	// model was never reached and nothing happened.
+	// Unreached reports that the first request could not connect, or
+	// found a server that is not the API (provider.Unreached): the model
+	// was never reached and nothing happened.
 	Unreached bool
 	// SessionID is the session's id ("" when not saved).
 	SessionID string
