@@ -170,7 +170,11 @@ func closedOutput(res *harness.Outcome, err error) string {
 	const closed = "truss: the output was closed; "
 	switch {
 	case res.Unreached:
-		return closed + "the model was never reached (" + oneLine(err.Error()) + "), and nothing was saved"
+		why := res.Agent.Err
+		if err != nil {
+			why = err
+		}
+		return fmt.Sprintf("%sthe model was never reached (%s), and nothing was saved", closed, oneLine(fmt.Sprint(why)))
 	case res.SessionID == "":
 		return closed + "the run was stopped (the session is not saved: --no-session)"
 	case res.Agent.Status == agent.StatusCanceled:
@@ -191,9 +195,9 @@ type runDisplay struct {
 // output goes to out (stdout for run, stderr for exec); exec prints the
 // final message, or the JSON events, on stdout. It returns the outcome
 // (nil when the session could not be opened). ctx may end sooner than octx
-// (when the output is closed: see watchOutput): the run stops then, but a
-// session whose opening has begun is still opened and run, so that it is
-// saved as cancelled rather than lost.
+// (when the output is closed: see watchOutput): the run stops then, but the
+// session is still opened and its run recorded, so that it is saved as
+// cancelled rather than lost.
 func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task string, stdout, stderr io.Writer, d runDisplay) (*harness.Outcome, error) {
 	human := stdout
 	if d.headless {
