@@ -80,12 +80,12 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.Root, o.SimRoot, o.MemoryDir = dir, dir, filepath.Join(dir, ".truss", "memories")
-	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s.\nThe simulated model plays a scripted fix through the real loop, adapter and tools.\n\n", dir)
-	ctx, cancel := cli.SignalContext(stderr)
+	octx, cancel := cli.SignalContext(stderr)
 	defer cancel()
-	ctx, watched := watchOutput(ctx, stdout, stderr)
+	ctx, watched := watchOutput(octx, stdout, stderr)
 	stdout, stderr = watched.stdout, watched.stderr
-	res, runErr := runTask(ctx, o, &f, "The tests of this module fail. Find the bug and fix it.", stdout, stderr,
+	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s.\nThe simulated model plays a scripted fix through the real loop, adapter and tools.\n\n", dir)
+	res, runErr := runTask(octx, ctx, o, &f, "The tests of this module fail. Find the bug and fix it.", stdout, stderr,
 		runDisplay{noResumeHint: !*keep}) // the repository goes with the demo
 	if watched.closed(ctx) {
 		return cli.ExitError{Code: exitOutputClosed}

@@ -84,6 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	asked := cli.WantsHelp(args[1:])
+	diag := stderr // diagnostics, even when help is asked for
 	if asked {
 		// Asked-for help is output, not a diagnostic: it goes to stdout.
 		stderr = stdout
@@ -139,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = cmdInteractive(args, stdout, stderr)
 			break
 		}
-		fmt.Fprintf(stderr, "truss: unknown command %q\n\n%s", args[0], usage())
+		fmt.Fprintf(diag, "truss: unknown command %q (truss --help lists the commands)\n", args[0])
 		return 2
 	}
 	var ue cli.UsageError

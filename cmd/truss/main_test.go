@@ -8,9 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"github.com/trussdev/truss/internal/benchcli"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -99,6 +103,7 @@ func TestScripts(t *testing.T) {
 			"freeport":     freePort,
 			"waitresults":  waitResults,
 			"appendentry":  appendEntry,
+			"notapi":       notAPI,
 		},
 	})
 }
@@ -178,6 +183,27 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 type simsKey struct{}
+
+// notapi VAR STATUS [FILE]: serves, for the rest of the script, a server
+// that is not a model's API: every request is answered with STATUS and
+// FILE's content (an empty body without FILE). VAR is set to its address.
+func notAPI(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 && len(args) != 3 {
+		ts.Fatalf("usage: notapi VAR STATUS [FILE]")
+	}
+	status, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	var body string
+	if len(args) == 3 {
+		body = ts.ReadFile(args[2])
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv(args[0], srv.URL)
+}
 
 // simgrep REGEXP: some request the last simulated model received has a
 // body that matches REGEXP (with !, none has).

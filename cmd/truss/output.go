@@ -33,16 +33,23 @@ type output struct {
 // stderr turns out to be a closed pipe, and the writers to use. SIGPIPE is
 // ignored from then on, so that a write to a closed pipe fails with EPIPE
 // (Go's runtime otherwise dies of SIGPIPE on a write to a broken standard
-// output). A standard output that is a pipe is also watched while nothing
-// is written, so that a closed reader stops a long command at once.
+// output or error). A standard output or error that is a pipe is also
+// watched while nothing is written, so that a closed reader stops a long
+// command, or a model slow to answer, at once.
 func watchOutput(ctx context.Context, stdout, stderr io.Writer) (context.Context, *output) {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := context.WithCancelCause(ctx)
 	o := &output{stop: stop}
 	o.stdout = &pipeWriter{w: stdout, o: o}
 	o.stderr = &pipeWriter{w: stderr, o: o}
-	if f, ok := stdout.(*os.File); ok && isPipe(f) {
-		go o.watch(ctx, f)
+	var pipes []*os.File
+	for _, w := range []io.Writer{stdout, stderr} {
+		if f, ok := w.(*os.File); ok && isPipe(f) {
+			pipes = append(pipes, f)
+		}
+	}
+	if len(pipes) > 0 {
+		go o.watch(ctx, pipes)
 	}
 	return ctx, o
 }
@@ -52,15 +59,18 @@ func (o *output) closed(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), errOutputClosed)
 }
 
-// watch waits for the reader of the pipe f to go away.
-func (o *output) watch(ctx context.Context, f *os.File) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return
+// watch waits for the reader of one of the pipes fs to go away.
+func (o *output) watch(ctx context.Context, fs []*os.File) {
+	fds := make([]unix.PollFd, 0, len(fs))
+	for _, f := range fs {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			return
+		}
+		var fd int32
+		rc.Control(func(d uintptr) { fd = int32(d) })
+		fds = append(fds, unix.PollFd{Fd: fd, Events: 0}) // POLLERR and POLLHUP are always reported
 	}
-	var fd int32
-	rc.Control(func(d uintptr) { fd = int32(d) })
-	fds := []unix.PollFd{{Fd: fd, Events: 0}} // POLLERR and POLLHUP are always reported
 	for ctx.Err() == nil {
 		n, err := unix.Poll(fds, 1000)
 		if err == unix.EINTR || (err == nil && n == 0) {
@@ -69,8 +79,11 @@ func (o *output) watch(ctx context.Context, f *os.File) {
 		if err != nil {
 			return
 		}
-		if fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
-			o.stop(errOutputClosed)
+		for _, p := range fds {
+			if p.Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+				o.stop(errOutputClosed)
+				return
+			}
 		}
 		return
 	}

@@ -148,19 +148,39 @@ func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 	if task == "" {
 		return cli.Usagef("usage: truss %s [flags] \"task\" (the task is missing)", name)
 	}
-	ctx, cancel := cli.SignalContext(stderr)
+	octx, cancel := cli.SignalContext(stderr)
 	defer cancel()
-	ctx, out := watchOutput(ctx, stdout, stderr)
+	ctx, out := watchOutput(octx, stdout, stderr)
 	o, err := f.options()
 	if err != nil {
 		return err
 	}
-	_, err = runTask(ctx, o, &f, task, out.stdout, out.stderr, runDisplay{headless: headless})
-	if out.closed(ctx) {
-		fmt.Fprintln(out.stderr, "truss: the output was closed; the run was stopped and saved as a cancelled one")
+	res, err := runTask(octx, ctx, o, &f, task, out.stdout, out.stderr, runDisplay{headless: headless})
+	if out.closed(ctx) && res != nil {
+		fmt.Fprintln(out.stderr, closedOutput(res, err))
 		return cli.ExitError{Code: exitOutputClosed}
 	}
 	return err
+}
+
+// closedOutput is what is said of a run whose output was closed, from its
+// outcome res and the error runTask returned: whether, and as what, the
+// session is saved.
+func closedOutput(res *harness.Outcome, err error) string {
+	const closed = "truss: the output was closed; "
+	switch {
+	case res.Unreached:
+		why := res.Agent.Err
+		if err != nil {
+			why = err
+		}
+		return fmt.Sprintf("%sthe model was never reached (%s), and nothing was saved", closed, oneLine(fmt.Sprint(why)))
+	case res.SessionID == "":
+		return closed + "the run was stopped (the session is not saved: --no-session)"
+	case res.Agent.Status == agent.StatusCanceled:
+		return closed + "the run was stopped and saved as cancelled: session " + res.SessionID
+	}
+	return fmt.Sprintf("%sthe run had ended (%s) and is saved: session %s", closed, res.Agent.Status, res.SessionID)
 }
 
 // runDisplay is how a run shows itself.
@@ -171,11 +191,14 @@ type runDisplay struct {
 	noResumeHint bool
 }
 
-// runTask opens a session and runs one task. Human output goes to out
-// (stdout for run, stderr for exec); exec prints the final message, or the
-// JSON events, on stdout. It returns the outcome (nil when the session
-// could not be opened).
-func runTask(ctx context.Context, o harness.Options, f *runFlags, task string, stdout, stderr io.Writer, d runDisplay) (*harness.Outcome, error) {
+// runTask opens a session with octx and runs one task with ctx. Human
+// output goes to out (stdout for run, stderr for exec); exec prints the
+// final message, or the JSON events, on stdout. It returns the outcome
+// (nil when the session could not be opened). ctx may end sooner than octx
+// (when the output is closed: see watchOutput): the run stops then, but the
+// session is still opened and its run recorded, so that it is saved as
+// cancelled rather than lost.
+func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task string, stdout, stderr io.Writer, d runDisplay) (*harness.Outcome, error) {
 	human := stdout
 	if d.headless {
 		human = stderr
@@ -192,8 +215,9 @@ func runTask(ctx context.Context, o harness.Options, f *runFlags, task string, s
 		o.Observers = append(o.Observers, enc)
 	} else {
 		printer = &ui.Printer{W: human}
-		// A first request that could not connect is said once, at the
-		// end, not also as a failed turn of the transcript.
+		// A first request that could not connect, or found a server that
+		// is not the API, is said once, at the end, not also as a failed
+		// turn of the transcript.
 		o.Observers = append(o.Observers, agent.ObserverFunc(func(ev agent.Event) {
 			if unreached(ev, s) {
 				return
@@ -202,7 +226,7 @@ func runTask(ctx context.Context, o harness.Options, f *runFlags, task string, s
 		}))
 		o.ObserveChild = func(name string) agent.Observer { return printer.Child(name) }
 	}
-	s, err := harness.Open(ctx, o)
+	s, err := harness.Open(octx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +301,8 @@ func runTask(ctx context.Context, o harness.Options, f *runFlags, task string, s
 }
 
 // unreached reports whether ev is the failure of a first request that could
-// not connect (the turn's failure, or the run's end it caused).
+// not connect or found a server that is not the API (the turn's failure,
+// or the run's end it caused).
 func unreached(ev agent.Event, s *harness.Session) bool {
 	var err error
 	switch ev.Type {
@@ -288,7 +313,7 @@ func unreached(ev agent.Event, s *harness.Session) bool {
 			err = ev.Outcome.Err
 		}
 	}
-	return err != nil && s != nil && !s.Reached() && provider.NoConnection(err)
+	return err != nil && s != nil && !s.Reached() && provider.Unreached(err)
 }
 
 // registerChecks registers the flags of the task's checks.

@@ -39,10 +39,11 @@ type toolCallOutput struct {
 }
 
 // cmdToolCall executes exactly one call locally, as the model would have sent
-// it, and prints exactly the text the model would receive, byte for byte:
-// cut to --max-result-chars as the agent loop cuts it, with nothing added.
-// Exit status: 0 for a success result, 1 for an error result, 2 for a usage
-// error.
+// it, and prints the text the model would receive: cut to
+// --max-result-chars as the agent loop cuts it, with nothing added, its
+// controls neutralised as run's transcript shows them (--json carries the
+// exact bytes). Exit status: 0 for a success result, 1 for an error
+// result, 2 for a usage error.
 func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	fset := cli.NewFlagSet("tool call", stderr)
 	var w workspaceFlags
@@ -147,16 +148,16 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// writeModelText prints the text the model reads: byte for byte into a pipe
-// or a file, and neutralised by termsafe on a terminal, where a file's or a
-// command's escape sequences would otherwise act on the user's screen
-// (--json always carries the exact bytes).
+// writeModelText prints the text the model reads for a person, as run's
+// transcript does: neutralised by termsafe wherever it goes (a pipe to a
+// pager or to cat reaches the terminal too), so that a file's or a
+// command's escape sequences cannot act on the user's screen, and with
+// nothing added but, on a terminal, a final newline. --json carries the
+// exact bytes.
 func writeModelText(w io.Writer, text string, terminal bool) error {
-	if terminal {
-		text = termsafe.String(text)
-		if text != "" && !strings.HasSuffix(text, "\n") {
-			text += "\n"
-		}
+	text = termsafe.String(text)
+	if terminal && text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
 	}
 	_, err := io.WriteString(w, text)
 	return err

@@ -84,7 +84,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	case "-h", "-help", "--help":
 		return cli.Usagef("%s", benchUsage)
 	}
-	return cli.Usagef("truss bench: unknown command %q\n%s", args[0], benchUsage)
+	return cli.Usagef("unknown bench command %q (truss bench --help lists the commands)", args[0])
 }
 
 // benchFlags are the flags run and grade share.

@@ -43,7 +43,7 @@ func TestBenchUsage(t *testing.T) {
 		out  string
 	}{
 		{[]string{"bench"}, 2, "usage: truss bench run|grade|import"},
-		{[]string{"bench", "nope"}, 2, `unknown command "nope"`},
+		{[]string{"bench", "nope"}, 2, "truss: unknown bench command \"nope\" (truss bench --help lists the commands)\n"},
 		{[]string{"bench", "grade", "--tasks", "x"}, 2, "--predictions is required"},
 		{[]string{"bench", "grade", "--predictions", "p"}, 2, "--tasks and --out are required"},
 		{[]string{"bench", "run", "--tasks", "x", "--out", "o"}, 2, "give --arm"},

@@ -35,10 +35,11 @@ type ExitError struct{ Code int }
 
 func (e ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
-// NewFlagSet returns a flag set named "truss NAME" whose parse errors are
-// returned (Parse makes them usage errors) and whose help goes to stderr.
+// NewFlagSet returns a flag set named "truss NAME" ("truss" when name is
+// empty) whose parse errors are returned (Parse makes them usage errors)
+// and whose help goes to stderr.
 func NewFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("truss "+name, flag.ContinueOnError)
+	fs := flag.NewFlagSet(strings.TrimSpace("truss "+name), flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return fs
 }

@@ -95,3 +95,13 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// A flag set without a command's name (truss's own flags) points at
+// "truss --help", with no space before the flag.
+func TestParseWithoutName(t *testing.T) {
+	fs := NewFlagSet("", io.Discard)
+	err := Parse(fs, []string{"-bogus"})
+	if want := "flag provided but not defined: -bogus (truss --help lists the flags)"; fmt.Sprint(err) != want {
+		t.Errorf("%v, want %s", err, want)
+	}
+}

@@ -96,6 +96,10 @@ type Session struct {
 
 	agent *agent.Agent
 	ran   bool
+	// kept: a run ended otherwise than unreached (completed, cancelled,
+	// failed after an answer…), so Close saves the session even when the
+	// model never answered (a run cancelled before its first answer).
+	kept bool
 
 	// life ends when the session closes (the simulated model's server).
 	life   context.Context
@@ -627,8 +631,10 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	if !s.tracking() {
 		res.Changed = -1
 	}
-	// The first request could not connect: nothing happened.
-	res.Unreached = out.Status == agent.StatusFailed && !s.contact.Answered() && provider.NoConnection(out.Err)
+	// The first request could not connect, or found a server that is not
+	// the API: nothing happened.
+	res.Unreached = out.Status == agent.StatusFailed && !s.contact.Answered() && provider.Unreached(out.Err)
+	s.kept = s.kept || !res.Unreached
 	switch v := s.opts.Validation; {
 	case res.Unreached || v.OnDemand:
 	case v.Background:
@@ -841,14 +847,15 @@ func (s *Session) isClosed() bool {
 }
 
 // Saved reports whether Close keeps the session for a resume: it does
-// unless the session is this Session's own and its model was never
-// reached (or it saves none).
+// unless the session is this Session's own, its model never answered and
+// no run ended otherwise than unreached (or it saves none).
 func (s *Session) Saved() bool {
-	return s.sess != nil && !(s.created && !s.opts.NoModel && !s.contact.Answered())
+	return s.sess != nil && !(s.created && !s.opts.NoModel && !s.contact.Answered() && !s.kept)
 }
 
 // Close releases everything the session opened: it seals and closes the
-// ledger, saves or (when the model was never reached) removes the session,
+// ledger, saves the session or, when no run ended otherwise than unreached
+// (none ran, or the model could not be reached), removes it,
 // stops the MCP servers, the simulated model, the shells and the sandbox,
 // and removes the temporary files. It returns the first error closing the
 // ledger; warnings go to OnWarning. Close is idempotent.

@@ -247,8 +247,9 @@ type Outcome struct {
 	// Changed is how many of this Run's tool calls changed files, as
 	// the change tracker found them; -1 when changes are not tracked.
 	Changed int
-	// Unreached reports that the first request could not connect: the
-	// model was never reached and nothing happened.
+	// Unreached reports that the first request could not connect, or
+	// found a server that is not the API (provider.Unreached): the model
+	// was never reached and nothing happened.
 	Unreached bool
 	// SessionID is the session's id ("" when not saved).
 	SessionID string

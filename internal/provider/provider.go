@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -48,6 +49,11 @@ const (
 	ErrBadRequest  ErrorKind = "bad_request" // 4xx other than the above
 	ErrNotFound    ErrorKind = "not_found"   // 404: the model or endpoint does not exist
 	ErrProtocol    ErrorKind = "protocol"    // the response could not be understood
+	// ErrNotAPI: a server answered, but not as the API does (an error
+	// status without the API's error body, a body that is not its stream):
+	// the address is another service's. It is not retried, and an answer
+	// of this kind is no contact with the model (Contact, Unreached).
+	ErrNotAPI ErrorKind = "not_api"
 )
 
 // Error is a failed turn.
@@ -151,6 +157,34 @@ func TransportError(ctx context.Context, providerName, unreachableHint string, e
 	return &Error{Provider: providerName, Kind: ErrProtocol, Err: err, Message: err.Error()}
 }
 
+// NotAPI is the ErrNotAPI error of an answer to req that is not service's
+// (the API's name, "Ollama"): its status and the first line of its body
+// are said, and hint says what to check ("is OLLAMA_HOST the address of
+// an Ollama server?").
+func NotAPI(providerName, service string, req *http.Request, status int, body []byte, hint string) *Error {
+	base := req.URL.Scheme + "://" + req.URL.Host
+	return &Error{Provider: providerName, Kind: ErrNotAPI, Status: status, Final: true,
+		Message: fmt.Sprintf("the server at %s does not look like %s: %s (%s)", base, service, Answered(req, status, body), hint)}
+}
+
+// Answered says what the server answered to req, for an error message:
+// `POST /api/chat answered 404 Not Found with an empty body`, or with the
+// body's first line, quoted and cut to 120 characters.
+func Answered(req *http.Request, status int, body []byte) string {
+	s := fmt.Sprintf("%s %s answered %d %s", req.Method, req.URL.Path, status, http.StatusText(status))
+	line := strings.TrimSpace(string(body))
+	if line == "" {
+		return s + " with an empty body"
+	}
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = strings.TrimSpace(line[:i]) + " …"
+	}
+	if r := []rune(line); len(r) > 120 {
+		line = string(r[:120]) + "…"
+	}
+	return s + ": " + strconv.Quote(line)
+}
+
 // ParseRetryAfter reads Retry-After-Ms, then Retry-After (seconds or an HTTP
 // date); 0 when neither is usable.
 func ParseRetryAfter(h http.Header, now time.Time) time.Duration {
@@ -204,13 +238,13 @@ type Contact struct{ answered atomic.Bool }
 func (c *Contact) Answered() bool { return c != nil && c.answered.Load() }
 
 // note records an attempt's outcome: any HTTP answer, even an error
-// status, is contact.
+// status, is contact, except one that is not the API's (ErrNotAPI).
 func (c *Contact) note(err error) {
 	if c == nil || c.answered.Load() {
 		return
 	}
 	var pe *Error
-	if err == nil || (errors.As(err, &pe) && pe.Status != 0) {
+	if err == nil || (errors.As(err, &pe) && pe.Status != 0 && pe.Kind != ErrNotAPI) {
 		c.answered.Store(true)
 	}
 }
@@ -222,6 +256,14 @@ func NoConnection(err error) bool {
 	var dns *net.DNSError
 	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
+
+// Unreached reports whether err says the model was not reached at all:
+// no connection (NoConnection), or an answer from a server that is not
+// the API (ErrNotAPI).
+func Unreached(err error) bool {
+	var pe *Error
+	return NoConnection(err) || errors.As(err, &pe) && pe.Kind == ErrNotAPI
 }
 
 func (p RetryPolicy) norm() RetryPolicy {

@@ -53,7 +53,7 @@ type uiModel struct {
 	blocks        []*block
 	// choices are the sessions the last /resume listed (/resume N).
 	choices []ResumeChoice
-	scroll        int // lines scrolled up from the bottom
+	scroll  int // lines scrolled up from the bottom
 
 	ta   textarea.Model
 	hist history

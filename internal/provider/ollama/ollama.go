@@ -202,22 +202,13 @@ func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
-		var e struct {
-			Error string `json:"error"`
-		}
-		msg := strings.TrimSpace(string(b))
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		return nil, &provider.Error{Provider: "ollama", Kind: provider.KindForStatus(hresp.StatusCode), Status: hresp.StatusCode,
-			Message: msg, RetryAfter: provider.ParseRetryAfter(hresp.Header, time.Now())}
+		return nil, httpError(hreq, hresp)
 	}
 	var raw bytes.Buffer
 	resp := &model.Response{}
 	var text, thinking strings.Builder
 	var calls []toolCall
-	done := false
+	done, lines := false, 0
 	sc := bufio.NewScanner(io.TeeReader(hresp.Body, &raw))
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
@@ -225,8 +216,13 @@ func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta
 		if len(line) == 0 {
 			continue
 		}
+		lines++
 		var ch chatChunk
 		if err := json.Unmarshal(line, &ch); err != nil {
+			if lines == 1 {
+				// Not one line of Ollama's stream: another server.
+				return nil, provider.NotAPI("ollama", "Ollama", hreq, hresp.StatusCode, line, notOllamaHint)
+			}
 			return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrProtocol, Err: err, Message: fmt.Sprintf("bad stream line %q: %v", truncate(line, 200), err)}
 		}
 		if ch.Error != "" {
@@ -279,6 +275,34 @@ func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta
 	}
 	resp.Wire = &model.Wire{Request: body, Response: raw.Bytes(), Duration: time.Since(start)}
 	return resp, nil
+}
+
+// notOllamaHint is what to check when the server is not Ollama.
+const notOllamaHint = "is OLLAMA_HOST the address of an Ollama server?"
+
+// httpError is the error of an answer with a status other than 200.
+// Ollama says what went wrong in {"error": "..."}; an answer without it
+// whose status does not ask for a retry (no 5xx, 429, 401 or 403: 404 for
+// a path the server does not have, 405, 501) comes from a server that is
+// not Ollama (provider.ErrNotAPI). Any other answer without it (a proxy's
+// 502) keeps its status's kind, and its message says what was asked and
+// the body's first line.
+func httpError(hreq *http.Request, hresp *http.Response) *provider.Error {
+	b, _ := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
+	status := hresp.StatusCode
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		return &provider.Error{Provider: "ollama", Kind: provider.KindForStatus(status), Status: status,
+			Message: e.Error, RetryAfter: provider.ParseRetryAfter(hresp.Header, time.Now())}
+	}
+	kind := provider.KindForStatus(status)
+	if kind == provider.ErrNotFound || kind == provider.ErrBadRequest || status == http.StatusNotImplemented {
+		return provider.NotAPI("ollama", "Ollama", hreq, status, b, notOllamaHint)
+	}
+	return &provider.Error{Provider: "ollama", Kind: kind, Status: status,
+		Message: provider.Answered(hreq, status, b), RetryAfter: provider.ParseRetryAfter(hresp.Header, time.Now())}
 }
 
 // argsText returns the arguments as the model sent them. Ollama sends an

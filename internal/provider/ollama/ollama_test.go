@@ -2,12 +2,19 @@ package ollama
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -50,6 +57,52 @@ func TestHostURL(t *testing.T) {
 	for in, want := range map[string]string{"": DefaultHost, "127.0.0.1:11434": "http://127.0.0.1:11434", "https://o.example/": "https://o.example"} {
 		if got := HostURL(in); got != want {
 			t.Errorf("HostURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestAnswersOfOtherServers: an answer without Ollama's {"error": ...} and
+// with a status that asks for no retry, or a 200 whose body is not
+// Ollama's stream, is from a server that is not Ollama (ErrNotAPI, no
+// contact with the model), said with what was asked, the status and the
+// body's first line; Ollama's own errors keep their kind and text, and a
+// proxy's 502 stays a server error, said as precisely.
+func TestAnswersOfOtherServers(t *testing.T) {
+	const html = "<!DOCTYPE html>\n<html><body>Not here</body></html>\n"
+	for _, tc := range []struct {
+		status int
+		body   string
+		kind   provider.ErrorKind
+		msg    string
+	}{
+		{404, "", provider.ErrNotAPI, `the server at URL does not look like Ollama: POST /api/chat answered 404 Not Found with an empty body (is OLLAMA_HOST the address of an Ollama server?)`},
+		{404, html, provider.ErrNotAPI, `the server at URL does not look like Ollama: POST /api/chat answered 404 Not Found: "<!DOCTYPE html> …" (is OLLAMA_HOST the address of an Ollama server?)`},
+		{405, "Method Not Allowed", provider.ErrNotAPI, `the server at URL does not look like Ollama: POST /api/chat answered 405 Method Not Allowed: "Method Not Allowed" (is OLLAMA_HOST the address of an Ollama server?)`},
+		{501, "Unsupported method ('POST')", provider.ErrNotAPI, `the server at URL does not look like Ollama: POST /api/chat answered 501 Not Implemented: "Unsupported method ('POST')" (is OLLAMA_HOST the address of an Ollama server?)`},
+		{200, html, provider.ErrNotAPI, `the server at URL does not look like Ollama: POST /api/chat answered 200 OK: "<!DOCTYPE html>" (is OLLAMA_HOST the address of an Ollama server?)`},
+		{404, `{"error":"model \"m\" not found, try pulling it first"}`, provider.ErrNotFound, `model "m" not found, try pulling it first`},
+		{500, `{"error":"llama runner process has terminated"}`, provider.ErrServer, `llama runner process has terminated`},
+		{502, html, provider.ErrServer, `POST /api/chat answered 502 Bad Gateway: "<!DOCTYPE html> …"`},
+		{401, "", provider.ErrAuth, `POST /api/chat answered 401 Unauthorized with an empty body`},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(tc.status)
+			io.WriteString(w, tc.body)
+		}))
+		contact := &provider.Contact{}
+		c := &Client{Host: srv.URL, Retry: provider.RetryPolicy{MaxAttempts: 1, Contact: contact}}
+		_, err := c.Turn(context.Background(), &model.Request{Model: "m"}, nil)
+		srv.Close()
+		var pe *provider.Error
+		if !errors.As(err, &pe) {
+			t.Fatalf("%d %q: %v, want a *provider.Error", tc.status, tc.body, err)
+		}
+		if msg := strings.ReplaceAll(pe.Message, srv.URL, "URL"); pe.Kind != tc.kind || pe.Status != tc.status || msg != tc.msg {
+			t.Errorf("%d %q: %s, HTTP %d, %q\nwant %s, %q", tc.status, tc.body, pe.Kind, pe.Status, msg, tc.kind, tc.msg)
+		}
+		notAPI := tc.kind == provider.ErrNotAPI
+		if provider.Unreached(err) != notAPI || contact.Answered() == notAPI {
+			t.Errorf("%d %q: unreached %v, contact %v", tc.status, tc.body, provider.Unreached(err), contact.Answered())
 		}
 	}
 }
