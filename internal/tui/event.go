@@ -51,6 +51,7 @@ type event struct {
 	name    string // the surface's tool name
 	summary string
 	result  string
+	lines   int // the whole result's lines (result may be cut)
 	failed  bool
 	// changes are the call's file changes; their diffs are computed on
 	// the UI's goroutine, never on the agent loop's, and the contents
@@ -129,6 +130,7 @@ func convert(ev agent.Event) *event {
 			if text == "" && ev.Result != nil {
 				text = ev.Result.Text
 			}
+			e.lines = strings.Count(strings.TrimRight(text, "\n"), "\n") + 1 // of the whole, before any cut
 			if len(text) > maxResultBytes {
 				text = headTailBytes(text, maxResultBytes)
 			}

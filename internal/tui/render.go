@@ -49,6 +49,7 @@ type block struct {
 // card is a tool call.
 type card struct {
 	id, name, summary, result string
+	lines                     int // the whole result's lines, when result was cut
 	done, failed              bool
 	diffs                     []fileDiff
 	// live is the tail of a running command's output (at most
@@ -236,7 +237,7 @@ func (r *renderer) drawCard(c *card, width int) []string {
 	}
 	ls := strings.Split(expandTabs(text), "\n")
 	if len(ls) > resultHead+resultTail+1 {
-		cut := len(ls) - resultHead - resultTail
+		cut := max(len(ls), c.lines) - resultHead - resultTail // the whole's, not what was kept of it
 		tail := ls[len(ls)-resultTail:]
 		ls = append(append(ls[:resultHead:resultHead], fmt.Sprintf("… %d lines …", cut)), tail...)
 	}

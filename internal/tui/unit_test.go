@@ -3,12 +3,14 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/trussdev/truss/internal/agent"
@@ -593,5 +595,23 @@ func TestResumedSessionShowsItsConversation(t *testing.T) {
 		if !strings.Contains(f, want) {
 			t.Errorf("the first frame lacks %q:\n%s", want, f)
 		}
+	}
+}
+
+// TestCardCountsTheWholeOutput: a 20,000-line result, kept as its head
+// and tail, says that all but the lines shown were left out.
+func TestCardCountsTheWholeOutput(t *testing.T) {
+	var b strings.Builder
+	for i := 1; i <= 20000; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	call := &model.ToolCall{ID: "c", Name: "bash", Input: `{"command":"seq"}`}
+	m := newModel(context.Background(), newFake(New(Options{})), newQueue(), false)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 30})
+	m.apply([]item{{ev: convert(agent.Event{Type: agent.EventCallStarted, Call: call})},
+		{ev: convert(agent.Event{Type: agent.EventCallCompleted, Call: call, Result: &model.ToolResult{Text: b.String()}, FullText: b.String()})}})
+	want := fmt.Sprintf("… %d lines …", 20000-resultHead-resultTail)
+	if f := m.View().Content; !strings.Contains(f, want) {
+		t.Errorf("the card does not say %q:\n%s", want, f)
 	}
 }
