@@ -51,8 +51,8 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 			// Protections are the ways out, closed or open on this host.
 			Protections []sandbox.Protection `json:"protections,omitempty"`
 		}{Host: host, Plan: pl}
-		out.Helper, _ = sandbox.HelperPath()
 		if pl != nil {
+			out.Helper, _ = pl.Helper() // the one the protections name
 			out.Enforced = pl.Enforced()
 			out.Protections = pl.Protections(host)
 		}
@@ -105,9 +105,6 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 				}
 				if len(pl.Policy.Protected) > 0 {
 					fmt.Fprintf(stdout, "read-only inside: %v\n", pl.Policy.Protected)
-				}
-				if h, err := sandbox.HelperPath(); err == nil {
-					fmt.Fprintf(stdout, "helper: %s\n", h)
 				}
 			}
 			fmt.Fprintf(stdout, "protections:\n")

@@ -13,6 +13,11 @@ import (
 // from cmd/truss-sandbox); it starts faster than truss itself.
 const HelperName = "truss-sandbox"
 
+// Helper returns the program the plan's sandbox runs as its helper
+// (ChooseHelper for the plan's writable roots): the one its "helper"
+// protection names.
+func (pl *Plan) Helper() (string, error) { return ChooseHelper(pl.Policy.helperRoots()) }
+
 // HelperPath returns the program the sandbox of a default policy would run
 // as its helper (see ChooseHelper), for display.
 func HelperPath() (string, error) {

@@ -632,3 +632,13 @@ func (pl *Plan) Protections(h Host) []Protection {
 	}
 	return out
 }
+
+// nice is the niceness of sandboxed processes: at a weight under the
+// default, 10 (their CPU time yields to the user's programs when the
+// machine is busy); at the default weight or more, 0.
+func (l Limits) nice() int {
+	if l.CPUWeight > 0 && l.CPUWeight < 100 {
+		return 10
+	}
+	return 0
+}

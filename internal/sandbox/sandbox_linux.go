@@ -826,16 +826,6 @@ func (s *Sandbox) Close() error {
 // interpreter opens it again, so it must not be close-on-exec).
 func helperFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
-// nice is the niceness of sandboxed processes: at a weight under the
-// default, 10 (their CPU time yields to the user's programs when the
-// machine is busy); at the default weight or more, 0.
-func (l Limits) nice() int {
-	if l.CPUWeight > 0 && l.CPUWeight < 100 {
-		return 10
-	}
-	return 0
-}
-
 // IsHelper reports whether this process was started as the sandbox helper.
 func IsHelper() bool { return helper.IsHelper() }
 

@@ -72,6 +72,9 @@ const HelperName = "truss-sandbox"
 // HelperPath returns the helper program: none off Linux.
 func HelperPath() (string, error) { return "", nil }
 
+// Helper returns the plan's helper: none off Linux.
+func (pl *Plan) Helper() (string, error) { return "", nil }
+
 // totalMemory is the machine's memory (unknown here).
 func totalMemory() int64 { return 0 }
 
