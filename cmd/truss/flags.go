@@ -141,10 +141,12 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	mf.register(fset)
 	var sf spawnFlags
 	sf.register(fset)
+	var vf validateFlags // the validate tool is declared where a session offers it
+	vf.registerChecks(fset)
 	if err := cli.Parse(fset, args); err != nil {
 		return err
 	}
-	o := harness.Options{Version: version, OnWarning: warner(stderr)}
+	o := harness.Options{Version: version, OnWarning: warner(stderr), Validation: vf.options()}
 	p.options(&o)
 	if err := mf.options(&o.MCP); err != nil {
 		return err

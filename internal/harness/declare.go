@@ -8,6 +8,7 @@ import (
 
 	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/mcp/client"
+	"github.com/trussdev/truss/internal/surface/generic"
 )
 
 // Declaration is the exact tool declarations a session's requests would
@@ -62,6 +63,13 @@ func Declare(ctx context.Context, opts Options) (*Declaration, error) {
 					return nil, err
 				}
 			}
+		}
+	}
+	// The validate tool, where a session would offer it (the project's
+	// checks are known), in the place a session adds it.
+	if _, ok := checksOf(cmp.Or(o.Root, "."), cfg, o.Validation); ok && o.Serve == "" {
+		if err := set.Add(generic.Validate{}); err != nil {
+			return nil, err
 		}
 	}
 	if _, err := offerSpawn(o.Spawn, set, cfg); err != nil {

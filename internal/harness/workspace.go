@@ -555,11 +555,23 @@ func (w *workspace) route(mux *tool.Mux, ws *fs.Workspace, sh *shell.Session) {
 // from the options or the configuration, else detected from the
 // repository; nil when there is none or validation is off.
 func (w *workspace) newRunner(v ValidationOptions) *validate.Runner {
-	if v.Off {
+	env, ok := checksOf(w.ws.Dir(), w.cfg, v)
+	if !ok {
 		return nil
 	}
-	env, ok := validate.Detect(w.ws.Dir())
-	c := w.cfg.Validate
+	return &validate.Runner{Env: env, NewShell: w.validationShell, Timeout: w.cfg.Validate.TimeoutValue()}
+}
+
+// checksOf is the project's checks in dir: the test command from the
+// options or the configuration, else detected from the repository; false
+// when there are none or validation is off. A session offers the validate
+// tool exactly when there are (and truss tools shows it so).
+func checksOf(dir string, cfg *config.Config, v ValidationOptions) (validate.Env, bool) {
+	if v.Off {
+		return validate.Env{}, false
+	}
+	env, ok := validate.Detect(dir)
+	c := cfg.Validate
 	switch {
 	case v.TestCmd != "":
 		env, ok = validate.Env{Test: v.TestCmd, Source: "--test-cmd"}, true
@@ -567,10 +579,10 @@ func (w *workspace) newRunner(v ValidationOptions) *validate.Runner {
 		env, ok = validate.Env{Test: c.Test, Source: config.Path}, true
 	}
 	if !ok {
-		return nil
+		return validate.Env{}, false
 	}
 	env.Setup = append(append(env.Setup, c.Setup...), v.SetupCmds...)
-	return &validate.Runner{Env: env, NewShell: w.validationShell, Timeout: c.TimeoutValue()}
+	return env, true
 }
 
 // childEnv returns the executors of a sub-agent working in dir: the file
