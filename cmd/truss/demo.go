@@ -34,8 +34,12 @@ func demoDialects() []string {
 
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fset := cli.NewFlagSet("demo", stderr)
+	cli.Describe(fset, "truss demo [flags]", `Copies the bundled example repository (a Go module with a failing test) to a
+temporary directory and fixes it on the simulated model: no API key, no network.
+It prints the transcript, the diff, the checks Truss runs after the session, and
+the ledger verified.`)
 	var f runFlags
-	dialect := fset.String("dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses: "+strings.Join(demoDialects(), ", "))
+	dialect := fset.String("sim-dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses (as run's --sim-dialect): "+strings.Join(demoDialects(), ", "))
 	modelName := fset.String("model", "", "the simulated model's name, which picks its profile (sim-gpt-codex: the codex surface on the responses dialect)")
 	surfaceName := fset.String("surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
@@ -48,7 +52,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("truss demo takes no arguments, not %q", fset.Args())
 	}
 	if !slices.Contains(demoDialects(), *dialect) {
-		return cli.Usagef("--dialect must be one of %s, not %q", strings.Join(demoDialects(), ", "), *dialect)
+		return cli.Usagef("--sim-dialect must be one of %s, not %q", strings.Join(demoDialects(), ", "), *dialect)
 	}
 	if f.script == "" {
 		f.script = harness.DemoScript

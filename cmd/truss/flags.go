@@ -135,6 +135,10 @@ func (w *workspaceFlags) sandboxOptions(so *harness.SandboxOptions) error {
 
 func cmdTools(args []string, stdout, stderr io.Writer) error {
 	fset := cli.NewFlagSet("tools", stderr)
+	cli.Describe(fset, "truss tools [flags]", `Prints the exact tool declarations a request to this provider and model carries,
+in the provider's wire form: its post-trained tools where it has them, else generic
+function tools; the MCP servers' tools and the validate tool where a session would
+offer them.`)
 	var p providerFlags
 	p.register(fset)
 	var mf mcpFlags

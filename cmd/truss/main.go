@@ -58,6 +58,10 @@ Usage:
   truss trust [--status|--revoke] [DIR]  trust the project's configuration (.truss): until then it cannot widen the sandbox or start programs
   truss mcp serve [--http ADDR]     Truss's tools (view, create, replace, insert, patch, shell, validate) for any MCP client
   truss mcp list|call               the configured MCP servers' tools; call one by hand
+  truss bench run|grade|import|report|worker|status
+                                    the benchmark runner (the truss-bench program): runs tasks on
+                                    models, grades them as the official harnesses do, reports
+                                    (truss bench --help)
   truss help [COMMAND]              this help, or a command's flags
   truss --version
 

@@ -123,6 +123,17 @@ func cmdRun(args []string, stdout, stderr io.Writer, headless bool) error {
 		name = "exec"
 	}
 	fset := cli.NewFlagSet(name, stderr)
+	if headless {
+		cli.Describe(fset, `truss exec [--json] [flags] "task"`, `Runs the task headless, as run does, and never asks a person: an escalation the
+approval policy would ask about is refused. --json prints one JSON event per line
+(the codex exec event stream, Truss's own facts under "truss").`)
+	} else {
+		cli.Describe(fset, `truss run [flags] "task"`, `Runs the task on the repository in the current directory (or --root): the model
+reads, edits and runs code through Truss's tools, in the sandbox; Truss then runs the
+project's checks itself (the verification boundary), and every turn, call, result and
+file change goes into a signed ledger (truss ledger verify). Without a task, on a
+terminal: the interactive session.`)
+	}
 	var f runFlags
 	f.providerFlags.register(fset)
 	f.workspaceFlags.register(fset)
@@ -336,6 +347,10 @@ func orNone(s string) string {
 
 func cmdSessions(args []string, stdout, stderr io.Writer) error {
 	fset := cli.NewFlagSet("sessions", stderr)
+	cli.Describe(fset, "truss sessions", `Lists the saved sessions, the most recent first: id, when, status, turns,
+provider and model, directory and first task. Continue one with truss --resume ID
+(the interactive session) or truss run --resume ID "task"; verify what it did with
+truss ledger verify ID.`)
 	if err := cli.Parse(fset, args); err != nil {
 		return err
 	}

@@ -22,6 +22,11 @@ func cmdTrust(args []string, stdout, stderr io.Writer) error {
 	// write: none of their escape sequences reaches the terminal.
 	stdout = termsafe.Writer{W: stdout}
 	fset := cli.NewFlagSet("trust", stderr)
+	cli.Describe(fset, "truss trust [--status|--revoke] [DIR]", `Trusts the project configuration of DIR (default: the current directory),
+.truss/config.toml and what it names, as it is now. Until it is trusted it cannot
+widen the sandbox, start programs (MCP servers, a test command) or hide files from
+the ledger; a change to it
+needs trusting again. --status says whether it is; --revoke forgets it.`)
 	status := fset.Bool("status", false, "only say whether the configuration is trusted")
 	revoke := fset.Bool("revoke", false, "forget that the configuration was trusted")
 	if err := cli.Parse(fset, args); err != nil {

@@ -44,6 +44,21 @@ func NewFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// Describe makes fs's usage (what --help and "truss help NAME" print) the
+// command's usage line, what it does, and its flags.
+func Describe(fs *flag.FlagSet, usage, what string) {
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "usage: %s\n\n%s\n", usage, what)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintf(out, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+}
+
 // Parse parses args with fs: flag.ErrHelp as it is, after the flag set's
 // usage is printed; any other error as a UsageError that names the flag
 // and points at --help, with nothing else printed (not the whole list of
