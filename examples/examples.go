@@ -21,6 +21,13 @@ var DemoRepo []byte
 //go:embed demo-fix.json
 var DemoScript []byte
 
+// DemoInteractiveScript is the simulated model's script for `truss demo
+// --interactive`: a fix with its diff and streamed test output, then a
+// command that asks to leave the sandbox, for the approval card.
+//
+//go:embed demo-interactive.json
+var DemoInteractiveScript []byte
+
 // Unpack writes a txtar archive's files below dir.
 func Unpack(archive []byte, dir string) error {
 	a := txtar.Parse(archive)

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/cli"
+	"github.com/trussdev/truss/internal/sim"
 	"io"
 	"io/fs"
 	"os"
@@ -43,6 +46,7 @@ the ledger verified.`)
 	modelName := fset.String("model", "", "the simulated model's name, which picks its profile (sim-gpt-codex: the codex surface on the responses dialect)")
 	surfaceName := fset.String("surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
+	inter := fset.Bool("interactive", false, "open the interactive session on the demo repository instead (a terminal is needed): type any task; the scripted model fixes the test, showing its diff and the tests' output, then asks for an approval")
 	fset.StringVar(&f.script, "script", "", "play this script instead of the bundled fix (docs/simulator.md)")
 	f.registerSandbox(fset)
 	if err := cli.Parse(fset, args); err != nil {
@@ -53,6 +57,9 @@ the ledger verified.`)
 	}
 	if !slices.Contains(demoDialects(), *dialect) {
 		return cli.Usagef("--sim-dialect must be one of %s, not %q", strings.Join(demoDialects(), ", "), *dialect)
+	}
+	if *inter {
+		return demoInteractive(fset, &f, *dialect, *modelName, *surfaceName, *keep, stdout, stderr)
 	}
 	if f.script == "" {
 		f.script = harness.DemoScript
@@ -243,4 +250,57 @@ func diffSnapshots(before, after map[string]string) string {
 		return "(no changes)\n"
 	}
 	return sb.String()
+}
+
+// demoInteractive opens the interactive session on a copy of the demo
+// repository with the simulated model playing the interactive demo (or
+// --script): what a new user sees of a session without an API key. Unless
+// --sim-dialect or --surface say otherwise, the model speaks the chat
+// dialect through Truss's generic tools, whose shell tool can ask to
+// leave the sandbox.
+func demoInteractive(fset *flag.FlagSet, f *runFlags, dialect, modelName, surfaceName string, keep bool, stdout, stderr io.Writer) error {
+	if !onTerminal() {
+		return cli.Usagef("truss demo --interactive needs a terminal (standard input and output); truss demo runs the demo without one")
+	}
+	set := map[string]bool{}
+	fset.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if !set["sim-dialect"] {
+		dialect = "chat"
+	}
+	if !set["surface"] {
+		surfaceName = "generic"
+	}
+	sb := harness.SandboxOptions{}
+	if err := f.sandboxOptions(&sb); err != nil {
+		return err
+	}
+	o := harness.Options{Version: version, Provider: "sim", Surface: surfaceName, SimDialect: dialect, Model: modelName, Script: f.script,
+		Sandbox: sb, CacheName: "demo", Approval: approval.OnRequest,
+		ShellTimeout: 2 * time.Minute, Budget: agent.Budget{MaxTurns: 20}, MaxResultChars: 30000}
+	if f.script == "" {
+		sc, err := sim.ParseScript(examples.DemoInteractiveScript)
+		if err != nil {
+			return err
+		}
+		o.SimScript = sc
+	}
+	if err := harness.Check(o); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "truss-demo-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		defer fmt.Fprintf(stdout, "The demo repository is kept in %s: resume the session there.\n", dir)
+	} else {
+		defer fmt.Fprintf(stdout, "The demo repository was removed (--keep keeps it, to resume the session in it).\n")
+		defer os.RemoveAll(dir)
+	}
+	if err := examples.Unpack(examples.DemoRepo, dir); err != nil {
+		return err
+	}
+	o.Root, o.SimRoot, o.MemoryDir = dir, dir, filepath.Join(dir, ".truss", "memories")
+	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s; the simulated model plays a scripted session.\n", dir)
+	return openInteractive(o, stdout)
 }

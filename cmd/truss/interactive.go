@@ -67,6 +67,12 @@ func interactive(f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return openInteractive(o, stdout)
+}
+
+// openInteractive runs the interactive session with o until the user
+// quits, then says what was saved.
+func openInteractive(o harness.Options, stdout io.Writer) error {
 	// The checks run after a task that changed files, in the background;
 	// /check runs them on demand.
 	o.Validation.Background = true

@@ -320,6 +320,33 @@ func TestInteractiveResume(t *testing.T) {
 	}
 }
 
+// TestDemoInteractive: truss demo --interactive opens the interactive
+// session on the demo repository with no key: whatever task is typed, the
+// scripted model fixes the test (the diff, the tests' output), Truss's
+// checks pass in the background, and the next task asks for an approval.
+func TestDemoInteractive(t *testing.T) {
+	bin := buildBinary(t)
+	home := t.TempDir()
+	cmd := exec.Command(bin, "demo", "--interactive")
+	cmd.Dir, cmd.Env = t.TempDir(), interactiveEnv(home)
+	term := tuitest.Start(t, cmd, 110, 60)
+	term.WaitFor("Ask Truss to do something")
+	term.Type("fix the failing test\r")
+	// The tests build in the sandbox's own cache, cold on a new machine.
+	term.WaitWithin(5*time.Minute, "s[n/2-1] + s[n/2]", "--- PASS: TestMedian", "checks (run by truss): validation passed")
+	term.Type("what else?\r")
+	term.WaitFor("Allow this command?", "outside the sandbox")
+	term.Type("y")
+	term.WaitFor("That was the approval card")
+	term.Type("/quit\r")
+	if code := term.Exit(); code != 0 {
+		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Screen())
+	}
+	if out := term.Output(); !strings.Contains(out, "saved.") {
+		t.Errorf("after quitting:\n%s", out)
+	}
+}
+
 // TestExecRefusesEscalation: truss exec never waits for a person: an
 // escalation request under on-request is refused at once, as unattended,
 // and the run goes on.
