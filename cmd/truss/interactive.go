@@ -264,7 +264,7 @@ func (is *interactiveSession) Status() tui.Status {
 	is.mu.Unlock()
 	info, st := s.Info(), s.Stats()
 	ts := tui.Status{Model: info.Model, Surface: info.Surface, Sandbox: sandboxMode(info.Sandbox), Approval: string(s.Approval()),
-		SessionID: info.SessionID, Usage: st.Usage, ContextTokens: st.ContextTokens, ContextWindow: st.ContextWindow, Turns: tasks}
+		SessionID: info.SessionID, Workspace: info.Workspace, Usage: st.Usage, ContextTokens: st.ContextTokens, ContextWindow: st.ContextWindow, Turns: tasks}
 	if check != nil && check.Verdict() == nil && !isDone(check.Done()) {
 		ts.Checking = "checks"
 	}

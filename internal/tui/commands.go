@@ -117,6 +117,14 @@ func (m *uiModel) command(text string) tea.Cmd {
 		if arg == "" {
 			return show("Sandbox", st.Sandbox)
 		}
+		mode, confirmed := strings.CutSuffix(arg, " confirm")
+		if strings.EqualFold(strings.TrimSpace(mode), "full") && !confirmed {
+			// No sandbox at all: said plainly, and done only when asked twice.
+			m.add(blockApproval, "/sandbox full runs every command without a sandbox: with your user's rights, the network, and your\n"+
+				"credentials, keys and every file readable and writable. Type /sandbox full confirm to do it.")
+			return nil
+		}
+		arg = strings.TrimSpace(mode)
 		if s, ok := m.sess.(SandboxSwitcher); ok {
 			run = func(ctx context.Context) cmdDoneMsg {
 				return cmdDoneMsg{report: "Sandbox: " + arg, err: s.SetSandbox(ctx, arg)}

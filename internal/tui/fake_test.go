@@ -36,6 +36,16 @@ type fakeSession struct {
 	toolOutput string
 	// resumed: the session opened with an earlier conversation.
 	resumed bool
+	// sandbox is the mode SetSandbox was last given.
+	sandbox string
+}
+
+// SetSandbox implements SandboxSwitcher.
+func (f *fakeSession) SetSandbox(ctx context.Context, mode string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sandbox = mode
+	return ctx.Err()
 }
 
 func newFake(u *UI) *fakeSession {

@@ -103,6 +103,10 @@ func newModel(ctx context.Context, s Session, q *queue, color bool) *uiModel {
 		r:     renderer{st: newStyles(color), md: markdown{color: color}, showDiffs: true},
 		calls: make(map[string]*block),
 	}
+	// A start header: where, which session, and how it runs.
+	if st := s.Status(); st.SessionID != "" || st.Workspace != "" {
+		m.add(blockNote, startHeader(st))
+	}
 	// A resumed session starts with its conversation drawn.
 	if t, ok := s.(Transcripter); ok {
 		if items := t.Transcript(); len(items) > 0 {
@@ -700,4 +704,21 @@ func firstLine(s string) string {
 		l += " …"
 	}
 	return l
+}
+
+// startHeader is the first block: the directory, the session, the model,
+// the surface, the sandbox mode and the approval policy.
+func startHeader(st Status) string {
+	var b strings.Builder
+	b.WriteString("truss")
+	if st.Workspace != "" {
+		b.WriteString(" · " + termsafe.Line(st.Workspace))
+	}
+	if st.SessionID != "" {
+		b.WriteString(" · session " + termsafe.Line(st.SessionID))
+	}
+	fmt.Fprintf(&b, "\nmodel %s · surface %s · sandbox %s · approval %s", termsafe.Line(st.Model), termsafe.Line(st.Surface),
+		termsafe.Line(st.Sandbox), termsafe.Line(st.Approval))
+	b.WriteString("\n/help lists the commands · Esc cancels a turn · Ctrl-D quits")
+	return b.String()
 }

@@ -31,6 +31,8 @@ type Status struct {
 	Approval string // the approval policy ("on-request", ...)
 	// SessionID names the session (for /resume and `truss sessions`).
 	SessionID string
+	// Workspace is the directory the session works in.
+	Workspace string
 	// Usage is the session's whole usage so far, cost included.
 	Usage model.Usage
 	// ContextTokens is how many tokens the last request used of the

@@ -615,3 +615,21 @@ func TestCardCountsTheWholeOutput(t *testing.T) {
 		t.Errorf("the card does not say %q:\n%s", want, f)
 	}
 }
+
+// TestSandboxFullAsksFirst: /sandbox full says what it gives away and
+// switches only when confirmed.
+func TestSandboxFullAsksFirst(t *testing.T) {
+	d := newDriver(t, 100, 30, false)
+	d.send("/sandbox full")
+	if f := d.frame(); !strings.Contains(f, "without a sandbox") || !strings.Contains(f, "/sandbox full confirm") {
+		t.Fatalf("no warning:\n%s", f)
+	}
+	if d.f.sandbox != "" {
+		t.Fatalf("switched to %q without a confirmation", d.f.sandbox)
+	}
+	d.send("/sandbox full confirm")
+	d.wait()
+	if d.f.sandbox != "full" {
+		t.Errorf("after the confirmation the sandbox is %q", d.f.sandbox)
+	}
+}
