@@ -265,19 +265,10 @@ func (is *interactiveSession) Status() tui.Status {
 	info, st := s.Info(), s.Stats()
 	ts := tui.Status{Model: info.Model, Surface: info.Surface, Sandbox: sandboxMode(info.Sandbox), Approval: string(s.Approval()),
 		SessionID: info.SessionID, Workspace: info.Workspace, Usage: st.Usage, ContextTokens: st.ContextTokens, ContextWindow: st.ContextWindow, Turns: tasks}
-	if check != nil && check.Verdict() == nil && !isDone(check.Done()) {
+	if check != nil && check.Running() {
 		ts.Checking = "checks"
 	}
 	return ts
-}
-
-func isDone(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // sandboxMode is the short form of an enforced sandbox's description.

@@ -58,6 +58,19 @@ func escalatedRun(t *testing.T, command, why string) map[string]any {
 	return map[string]any{"kind": "run", "command": command, "raw_input": string(in)}
 }
 
+// waitIdle waits until no turn runs (the status line no longer offers to
+// cancel one).
+func waitIdle(t *testing.T, term *tuitest.Terminal) {
+	t.Helper()
+	deadline := time.Now().Add(tuitest.Timeout)
+	for strings.Contains(term.Screen(), "esc cancels") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn never ended; the screen shows:\n%s", term.Screen())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func writeScript(t *testing.T, dir string, steps ...map[string]any) string {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"steps": steps})
@@ -103,13 +116,7 @@ func TestInteractiveSession(t *testing.T) {
 	// longer offers to cancel one).
 	send := func(line string) {
 		t.Helper()
-		deadline := time.Now().Add(tuitest.Timeout)
-		for strings.Contains(term.Screen(), "esc cancels") {
-			if time.Now().After(deadline) {
-				t.Fatalf("the turn never ended; the screen shows:\n%s", term.Screen())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitIdle(t, term)
 		term.Type(line + "\r")
 	}
 
@@ -216,16 +223,7 @@ func TestInteractiveChecks(t *testing.T) {
 	cmd.Dir, cmd.Env = root, interactiveEnv(home)
 	term := tuitest.Start(t, cmd, 100, 40)
 	term.WaitFor("on-request", "generic")
-	idle := func() {
-		t.Helper()
-		deadline := time.Now().Add(tuitest.Timeout)
-		for strings.Contains(term.Screen(), "esc cancels") {
-			if time.Now().After(deadline) {
-				t.Fatalf("the turn never ended; the screen shows:\n%s", term.Screen())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	idle := func() { t.Helper(); waitIdle(t, term) }
 
 	term.Type("hi\r")
 	term.WaitFor("Hello.", "✓ completed")

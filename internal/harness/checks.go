@@ -33,6 +33,16 @@ func (c *BackgroundCheck) Verdict() *Verdict {
 	}
 }
 
+// Running reports whether the check has not ended yet.
+func (c *BackgroundCheck) Running() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // Wait waits for the check to end, or ctx; it returns the verdict.
 func (c *BackgroundCheck) Wait(ctx context.Context) (*Verdict, error) {
 	select {
@@ -94,7 +104,3 @@ func (s *Session) changeCounter() agent.Observer {
 		}
 	})
 }
-
-// tracking reports whether the session finds the files its calls change
-// (it does when it writes a ledger to record them in).
-func (s *Session) tracking() bool { return s.recording() }

@@ -628,7 +628,7 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	before := s.changed.Load()
 	out := s.agent.Run(ctx, task)
 	res := Outcome{Agent: *out, SessionID: s.sessionID, Usage: s.agent.Usage(), Changed: int(s.changed.Load() - before)}
-	if !s.tracking() {
+	if !s.recording() { // changes are tracked only for a ledger
 		res.Changed = -1
 	}
 	// The first request could not connect, or found a server that is not

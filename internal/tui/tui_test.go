@@ -149,6 +149,19 @@ func (d *driver) waitCall() {
 	d.waitFor("a running call", func() bool { return len(d.m.calls) > 0 })
 }
 
+// waitLive applies reports until a running call's output shows want.
+func (d *driver) waitLive(want string) {
+	d.t.Helper()
+	d.waitFor("a running call's output", func() bool {
+		for _, b := range d.m.calls {
+			if strings.Contains(string(b.tool.live), want) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // settle applies what the session reported.
 func (d *driver) settle() {
 	if its := d.u.q.drain(); len(its) > 0 {
@@ -260,25 +273,11 @@ var scenarios = []struct {
 	}},
 	{"streaming", 16, func(d *driver) {
 		d.send("stream the build")
-		d.waitFor("the build's output", func() bool {
-			for _, b := range d.m.calls {
-				if strings.Contains(string(b.tool.live), "build") {
-					return true
-				}
-			}
-			return false
-		})
+		d.waitLive("build")
 	}},
 	{"streamed", 16, func(d *driver) {
 		d.send("stream the build")
-		d.waitFor("the build's output", func() bool {
-			for _, b := range d.m.calls {
-				if strings.Contains(string(b.tool.live), "build") {
-					return true
-				}
-			}
-			return false
-		})
+		d.waitLive("build")
 		d.press("esc")
 		d.wait()
 	}},
