@@ -1,8 +1,13 @@
 package runner_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,6 +85,7 @@ func TestExecBundleAndVerify(t *testing.T) {
 		{"untrusted worker", []string{coord.VKey}, out, "no trusted key"},
 		{"trusted worker", []string{coord.VKey, wkey}, out, ""},
 		{"verdict changed", []string{coord.VKey, wkey}, tb, "is not the result's"},
+		{"verdict appended after the last checkpoint", []string{coord.VKey, wkey}, forgedTail(t, tampered), "unsealed"},
 	} {
 		v := &runner.Verifier{Queue: q, Keys: tc.keys, Incoming: t.TempDir()}
 		err := v.Verify(ctx, queue.Result{JobID: id, Worker: "w", Deliveries: 1, Payload: tc.payload, Seq: 1})
@@ -87,4 +93,54 @@ func TestExecBundleAndVerify(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
+}
+
+// forgedTail is rp with a bench.verdict for rp.Result appended to its
+// ledger after the last checkpoint, chained as the next entry would be:
+// what a worker that wants another verdict could send. Only a signature
+// covers an entry, so it must not count.
+func forgedTail(t *testing.T, rp runner.ResultPayload) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	tr := tar.NewReader(bytes.NewReader(rp.Ledger))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(h.Name) == "entries.jsonl" {
+			lines := bytes.SplitAfter(b, []byte("\n"))
+			lines = lines[:len(lines)-1]
+			var last map[string]any
+			if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(append([]byte{0}, bytes.TrimSuffix(lines[len(lines)-1], []byte("\n"))...))
+			forged, _ := json.Marshal(map[string]any{"v": last["v"], "seq": len(lines), "time": last["time"], "session": last["session"],
+				"type": "bench.verdict", "prev": hex.EncodeToString(sum[:]), "payloads": map[string]string{},
+				"data": map[string]any{"instance_id": rp.Result.InstanceID, "arm": rp.Result.Arm, "repeat": rp.Result.Repeat, "resolved": rp.Result.Resolved}})
+			b = append(b, append(forged, '\n')...)
+			h.Size = int64(len(b))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rp.Ledger = out.Bytes()
+	b, _ := json.Marshal(rp)
+	return b
 }
