@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/cli"
-	"github.com/trussdev/truss/internal/sim"
 	"io"
 	"io/fs"
 	"os"
@@ -278,11 +277,7 @@ func demoInteractive(fset *flag.FlagSet, f *runFlags, dialect, modelName, surfac
 		Sandbox: sb, CacheName: "demo", Approval: approval.OnRequest,
 		ShellTimeout: 2 * time.Minute, Budget: agent.Budget{MaxTurns: 20}, MaxResultChars: 30000}
 	if f.script == "" {
-		sc, err := sim.ParseScript(examples.DemoInteractiveScript)
-		if err != nil {
-			return err
-		}
-		o.SimScript = sc
+		o.Script = harness.DemoInteractiveScript
 	}
 	if err := harness.Check(o); err != nil {
 		return err

@@ -343,7 +343,7 @@ func (s *Session) resolve() error {
 			return configErrorf("--sim-dialect must be %s, not %q", DialectNames(), o.SimDialect)
 		}
 		s.dialect = o.SimDialect
-		if o.Script != DemoScript && o.Script != "" {
+		if o.Script != DemoScript && o.Script != DemoInteractiveScript && o.Script != "" {
 			if abs, err := filepath.Abs(o.Script); err == nil {
 				o.Script = abs
 			}

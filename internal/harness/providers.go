@@ -257,8 +257,12 @@ func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err
 	return base, key, nil
 }
 
-// DemoScript names the bundled demo fix as a simulated model's script.
-const DemoScript = "demo"
+// DemoScript names the bundled demo fix as a simulated model's script;
+// DemoInteractiveScript names the bundled interactive demo's script.
+const (
+	DemoScript            = "demo"
+	DemoInteractiveScript = "demo-interactive"
+)
 
 // newProvider builds the session's adapter. The simulated model is started
 // on a loopback port for the life of ctx.
@@ -281,7 +285,11 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 	sc := o.SimScript
 	if sc == nil {
 		script := examples.DemoScript
-		if o.Script != DemoScript {
+		switch o.Script {
+		case DemoScript:
+		case DemoInteractiveScript:
+			script = examples.DemoInteractiveScript
+		default:
 			b, err := os.ReadFile(o.Script)
 			if err != nil {
 				return nil, configErrorf("--script: %v", err)
