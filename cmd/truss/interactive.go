@@ -2,28 +2,18 @@ package main
 
 import (
 	"context"
-
-	"errors"
 	"fmt"
-	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/charmbracelet/x/term"
 
-	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/approval"
-	"github.com/trussdev/truss/internal/compact"
+	"github.com/trussdev/truss/internal/cli"
 	"github.com/trussdev/truss/internal/harness"
-	"github.com/trussdev/truss/internal/ledger"
-	"github.com/trussdev/truss/internal/model"
-	"github.com/trussdev/truss/internal/sandbox"
-	"github.com/trussdev/truss/internal/termsafe"
+	"github.com/trussdev/truss/internal/interactive"
 	"github.com/trussdev/truss/internal/tui"
 )
 
@@ -51,12 +41,12 @@ func cmdInteractive(args []string, stdout, stderr io.Writer) error {
 	if fset.NArg() > 0 {
 		return cli.Usagef("unknown command %q: to run a task, truss run \"task\"; with no command, truss opens the interactive session", fset.Arg(0))
 	}
-	return interactive(&f, stdout, stderr)
+	return openTerminalSession(&f, stdout, stderr)
 }
 
-// interactive opens the interactive session with the flags of run and
+// openTerminalSession opens the interactive session with the flags of run and
 // runs it until the user quits. It needs a terminal.
-func interactive(f *runFlags, stdout, stderr io.Writer) error {
+func openTerminalSession(f *runFlags, stdout, stderr io.Writer) error {
 	if !onTerminal() {
 		return cli.Usagef("the interactive session needs a terminal (standard input and output); to run a task without one: truss run \"task\" or truss exec \"task\"")
 	}
@@ -73,371 +63,18 @@ func interactive(f *runFlags, stdout, stderr io.Writer) error {
 // openInteractive runs the interactive session with o until the user
 // quits, then says what was saved.
 func openInteractive(o harness.Options, stdout io.Writer) error {
-	// The checks run after a task that changed files, in the background;
-	// /check runs them on demand.
-	o.Validation.Background = true
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-
-	u := tui.New(tui.Options{})
-	q := approval.NewQueue()
-	go askUser(ctx, q, u)
-	log := &harness.ChangeLog{}
-	o.Approver = q
-	o.Observers = append(o.Observers, u, log)
-	o.ObserveChild = u.Child
-	o.OnWarning = func(msg string) { u.Notify("truss: " + msg) }
-	o.OnRetry = func(attempt int, wait time.Duration, err error) {
-		u.Notify(fmt.Sprintf("truss: %s; retrying in %s (attempt %d)", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1))
-	}
-	s, err := harness.Open(ctx, o)
-	if err != nil {
-		return err
-	}
-	is := &interactiveSession{opts: o, s: s, log: log, notify: u.Notify}
-	runErr := u.Run(ctx, is)
-	id, saved, cerr := is.close()
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		return runErr
-	}
+	c, err := interactive.Run(ctx, o, tui.Options{})
 	switch {
-	case id == "":
+	case !c.Opened:
+		return err // the session did not open
+	case c.ID == "":
 		fmt.Fprintln(stdout, "The session was not saved (--no-session).")
-	case !saved:
+	case !c.Saved:
 		fmt.Fprintln(stdout, "No task reached the model; nothing was saved.")
 	default:
-		fmt.Fprintf(stdout, "Session %s saved.\n  resume with: truss --resume %s\n  ledger:      truss ledger verify %s\n", id, id, id)
+		fmt.Fprintf(stdout, "Session %s saved.\n  resume with: truss --resume %s\n  ledger:      truss ledger verify %s\n", c.ID, c.ID, c.ID)
 	}
-	return cerr
-}
-
-// askUser puts the questions of q to the user through u until ctx ends.
-// A question withdrawn (its call canceled) is taken off the screen; one
-// the UI cannot ask (it has ended) is refused.
-func askUser(ctx context.Context, q *approval.Queue, u *tui.UI) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case qu := <-q.Questions():
-			go func() {
-				actx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				go func() {
-					select {
-					case <-qu.Withdrawn():
-						cancel()
-					case <-actx.Done():
-					}
-				}()
-				d, err := u.Approve(actx, approvalRequest(qu.Request))
-				if err != nil {
-					d = tui.Deny
-				}
-				qu.Answer(approvalDecision(d))
-			}()
-		}
-	}
-}
-
-// approvalRequest is how the UI shows r.
-func approvalRequest(r approval.Request) tui.ApprovalRequest {
-	req := tui.ApprovalRequest{Tool: r.Tool, Command: r.Command, Reason: r.Justification}
-	if r.Kind == approval.KindEscalation {
-		// An escalated command runs with the network and full access.
-		req.Network, req.Paths = true, []string{"the whole file system"}
-	}
-	if r.Dir != "" {
-		req.Command = "(in " + r.Dir + ") " + req.Command
-	}
-	return req
-}
-
-func approvalDecision(d tui.Decision) approval.Decision {
-	switch d {
-	case tui.Allow:
-		return approval.Approve
-	case tui.AllowAlways:
-		return approval.ApproveSession
-	}
-	return approval.Deny
-}
-
-// interactiveSession is the harness session as the UI drives it
-// (tui.Session and its optional capabilities). Re-opening it (another
-// model, surface or sandbox mode; another session) closes the open
-// session, which saves it, and opens the next; the UI never calls Run
-// and a command at once, but Status comes at any time.
-type interactiveSession struct {
-	opts   harness.Options
-	log    *harness.ChangeLog
-	notify func(string)
-
-	// mu guards the fields below; swapping holds it only for the swap,
-	// so that Status never waits for a session to open. The UI never
-	// runs two commands at once.
-	mu       sync.Mutex
-	s        *harness.Session
-	attached []attachment
-	tasks    int
-	check    *harness.BackgroundCheck // the last one started
-}
-
-type attachment struct {
-	path string
-	data []byte
-}
-
-// session returns the open session.
-func (is *interactiveSession) session() *harness.Session {
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	return is.s
-}
-
-// Run implements tui.Session: the task, with the files attached to it,
-// runs on the open session; the checks' verdict is drawn after it.
-func (is *interactiveSession) Run(ctx context.Context, task string) (agent.Outcome, error) {
-	is.mu.Lock()
-	s, att := is.s, is.attached
-	is.attached = nil
-	is.tasks++
-	is.mu.Unlock()
-	if len(att) > 0 {
-		var b strings.Builder
-		b.WriteString(task)
-		for _, a := range att {
-			fmt.Fprintf(&b, "\n\n<attached_file path=%q>\n%s", a.path, a.data)
-			if !strings.HasSuffix(string(a.data), "\n") {
-				b.WriteString("\n")
-			}
-			b.WriteString("</attached_file>")
-		}
-		task = b.String()
-	}
-	out, err := s.Run(ctx, task)
-	if err != nil {
-		return agent.Outcome{}, err
-	}
-	if v := out.Verdict; v != nil {
-		is.notify("checks (run by truss): " + oneLine(v.Text("", 0)))
-	}
-	if c := out.Background; c != nil {
-		is.mu.Lock()
-		is.check = c
-		is.mu.Unlock()
-		go func() {
-			<-c.Done()
-			switch v := c.Verdict(); {
-			case v == nil:
-			case v.Cancelled:
-				is.notify("checks (run by truss) cancelled before they ended; /check runs them")
-			default:
-				is.notify("checks (run by truss): " + oneLine(v.Text("", 0)))
-			}
-		}()
-	}
-	return out.Agent, nil
-}
-
-// Transcript implements tui.Transcripter: the conversation the session
-// resumed.
-func (is *interactiveSession) Transcript() []model.Item { return is.session().Transcript() }
-
-// Check implements tui.Checker: the checks now, a background one
-// cancelled first.
-func (is *interactiveSession) Check(ctx context.Context) (string, error) {
-	v, err := is.session().Validate(ctx)
-	switch {
-	case err != nil:
-		return "", err
-	case v == nil:
-		return "No checks are configured or detected for this workspace (set one with --test-cmd, or test under [validate] in .truss/config.toml).", nil
-	}
-	return v.Text(v.Log, 20), nil
-}
-
-// Status implements tui.Session.
-func (is *interactiveSession) Status() tui.Status {
-	is.mu.Lock()
-	s, tasks, check := is.s, is.tasks, is.check
-	is.mu.Unlock()
-	info, st := s.Info(), s.Stats()
-	ts := tui.Status{Model: info.Model, Surface: info.Surface, Sandbox: sandboxMode(info.Sandbox), Approval: string(s.Approval()),
-		SessionID: info.SessionID, Workspace: info.Workspace, Usage: st.Usage, ContextTokens: st.ContextTokens, ContextWindow: st.ContextWindow, Turns: tasks}
-	if check != nil && check.Running() {
-		ts.Checking = "checks"
-	}
-	return ts
-}
-
-// sandboxMode is the short form of an enforced sandbox's description.
-func sandboxMode(enforced string) string {
-	mode, _, _ := strings.Cut(enforced, " (")
-	return mode
-}
-
-// reopen closes the open session and opens it again with change applied
-// to its options, resuming it so that its transcript goes on (a session
-// that never reached the model was not kept: it is opened anew). When the
-// new options do not open, the session is opened again as it was.
-func (is *interactiveSession) reopen(ctx context.Context, change func(*harness.Options)) error {
-	is.mu.Lock()
-	cur, old := is.s, is.opts
-	is.mu.Unlock()
-	id := cur.Info().SessionID
-	if id == "" {
-		return errors.New("this session is not saved (--no-session), so it cannot be re-opened with other settings")
-	}
-	resume := id
-	if old.Resume == "" && !cur.Reached() {
-		resume = "" // Close removes a new session the model never answered
-	}
-	o := old
-	change(&o)
-	o.Resume, old.Resume = resume, resume
-	cur.Close() // its warnings reach the user through OnWarning
-	s, err := harness.Open(ctx, o)
-	if err != nil {
-		back, berr := harness.Open(context.WithoutCancel(ctx), old)
-		if berr != nil {
-			return fmt.Errorf("%w; and the session could not be opened again as it was: %v (quit and resume it with truss --resume %s)", err, berr, id)
-		}
-		s, o = back, old
-	}
-	is.mu.Lock()
-	is.s, is.opts = s, o
-	is.mu.Unlock()
 	return err
-}
-
-// SetModel implements tui.ModelSwitcher.
-func (is *interactiveSession) SetModel(ctx context.Context, name string) error {
-	return is.reopen(ctx, func(o *harness.Options) { o.Model = name })
-}
-
-// SetSurface implements tui.SurfaceSwitcher.
-func (is *interactiveSession) SetSurface(ctx context.Context, name string) error {
-	return is.reopen(ctx, func(o *harness.Options) { o.Surface = name })
-}
-
-// SetSandbox implements tui.SandboxSwitcher.
-func (is *interactiveSession) SetSandbox(ctx context.Context, mode string) error {
-	m, err := sandbox.ParseMode(mode)
-	if err != nil {
-		return err
-	}
-	return is.reopen(ctx, func(o *harness.Options) { o.Sandbox.Mode = m })
-}
-
-// Compact implements tui.Compactor.
-func (is *interactiveSession) Compact(ctx context.Context) (string, error) {
-	rec, err := is.session().Compact(ctx)
-	if errors.Is(err, compact.ErrNothingToCompact) {
-		return "Nothing to compact: the conversation holds only what is always kept.", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("Compacted: %d items replaced by a summary, about %d → %d tokens.", rec.Replaced, rec.TokensBefore, rec.TokensAfter), nil
-}
-
-// Diff implements tui.Differ: every change the session's calls made
-// since it was opened in this process.
-func (is *interactiveSession) Diff(ctx context.Context) (string, error) {
-	return is.log.Diff(), ctx.Err()
-}
-
-// VerifyLedger implements tui.LedgerVerifier.
-func (is *interactiveSession) VerifyLedger(ctx context.Context) (string, error) {
-	st, err := is.session().VerifyLedger(ctx)
-	if err != nil {
-		return "", err
-	}
-	r := st.Report
-	return fmt.Sprintf("The ledger verifies: %d entries, %d checkpoints, the last one signing %d entries with root %s.\n%s",
-		r.Entries, r.Checkpoints, r.Sealed, ledger.FormatRoot(r.Root), st.Dir), nil
-}
-
-// Resume implements tui.Resumer: id, or the newest other session of this
-// workspace when id is "".
-func (is *interactiveSession) Resume(ctx context.Context, id string) ([]model.Item, error) {
-	cur := is.session()
-	if id == "" {
-		ms, err := cur.Resumable()
-		if err != nil {
-			return nil, err
-		}
-		if len(ms) == 0 {
-			return nil, fmt.Errorf("no other session in %s to resume (truss sessions lists them all)", cur.Info().Workspace)
-		}
-		id = ms[0].ID
-	}
-	if id == cur.Info().SessionID {
-		return nil, fmt.Errorf("session %s is the one open", id)
-	}
-	if err := is.replace(ctx, id); err != nil {
-		return nil, err
-	}
-	return is.session().Transcript(), nil
-}
-
-// Resumable implements tui.ResumeLister.
-func (is *interactiveSession) Resumable(ctx context.Context) ([]tui.ResumeChoice, error) {
-	ms, err := is.session().Resumable()
-	if err != nil {
-		return nil, err
-	}
-	cs := make([]tui.ResumeChoice, len(ms))
-	for i, m := range ms {
-		cs[i] = tui.ResumeChoice{ID: m.ID, Updated: m.Updated, Task: m.Task, Provider: m.Provider, Model: m.Model}
-	}
-	return cs, ctx.Err()
-}
-
-// NewSession implements tui.Renewer.
-func (is *interactiveSession) NewSession(ctx context.Context) error {
-	return is.replace(ctx, "")
-}
-
-// replace closes the open session and opens session id (a new one when
-// id is ""), with the same options; the open one stays when that fails.
-func (is *interactiveSession) replace(ctx context.Context, id string) error {
-	is.mu.Lock()
-	cur, o := is.s, is.opts
-	is.mu.Unlock()
-	o.Resume = id
-	if id == "" {
-		o.Model = cur.Info().Model
-	}
-	s, err := harness.Open(ctx, o)
-	if err != nil {
-		return err
-	}
-	cur.Close()
-	is.mu.Lock()
-	is.s, is.opts, is.tasks, is.attached = s, o, 0, nil
-	is.mu.Unlock()
-	return nil
-}
-
-// Attach implements tui.Attacher.
-func (is *interactiveSession) Attach(ctx context.Context, path string) (string, error) {
-	rel, data, err := is.session().ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	is.mu.Lock()
-	is.attached = append(is.attached, attachment{path: rel, data: data})
-	is.mu.Unlock()
-	return fmt.Sprintf("%s, %d lines", termsafe.String(rel), strings.Count(string(data), "\n")), ctx.Err()
-}
-
-// close closes the open session, which saves it, and says which it was
-// and whether closing keeps it (harness.Session.Saved).
-func (is *interactiveSession) close() (id string, saved bool, err error) {
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	id, saved = is.s.Info().SessionID, is.s.Saved()
-	return id, saved, is.s.Close()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,13 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trussdev/truss/internal/agent"
-	"github.com/trussdev/truss/internal/approval"
-	"github.com/trussdev/truss/internal/harness"
-	"github.com/trussdev/truss/internal/model"
-	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/session"
-	"github.com/trussdev/truss/internal/tui"
 	"github.com/trussdev/truss/internal/tui/tuitest"
 )
 
@@ -377,113 +370,4 @@ func TestExecRefusesEscalation(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestInteractiveSessionCommands: the session behind the UI switches the
-// model, the sandbox and the surface by re-opening itself with the
-// transcript kept, refuses what it cannot do with the reason and stays
-// usable, attaches files, starts a new session and resumes the earlier
-// one.
-func TestInteractiveSessionCommands(t *testing.T) {
-	home, root := t.TempDir(), t.TempDir()
-	t.Setenv("TRUSS_HOME", home)
-	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("first line\nsecond line\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := writeScript(t, home,
-		map[string]any{"say": "One."}, map[string]any{"say": "Two."}, map[string]any{"say": "Three."}, map[string]any{"say": "Four."})
-	o := harness.Options{Version: "test", Provider: "sim", Script: script, SimDialect: "chat", Surface: "generic", Root: root,
-		Validation: harness.ValidationOptions{Off: true}, MCP: harness.MCPOptions{Off: true}, Approval: approval.OnRequest,
-		Approver: approval.Headless{}, Sandbox: harness.SandboxOptions{Fallback: sandbox.FallbackNone}}
-	log := &harness.ChangeLog{}
-	o.Observers = []agent.Observer{log}
-	ctx := context.Background()
-	s, err := harness.Open(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is := &interactiveSession{opts: o, s: s, log: log, notify: func(msg string) { t.Log(msg) }}
-	defer is.close()
-	var _ interface {
-		tui.Session
-		tui.ModelSwitcher
-		tui.SurfaceSwitcher
-		tui.SandboxSwitcher
-		tui.Compactor
-		tui.Differ
-		tui.LedgerVerifier
-		tui.Resumer
-		tui.Renewer
-		tui.Attacher
-	} = is
-
-	if rep, err := is.Attach(ctx, "notes.txt"); err != nil || rep != "notes.txt, 2 lines" {
-		t.Fatalf("Attach = %q, %v", rep, err)
-	}
-	if _, err := is.Attach(ctx, "../outside.txt"); err == nil {
-		t.Fatal("a path outside the workspace was attached")
-	}
-	if out, err := is.Run(ctx, "read @notes.txt"); err != nil || out.Status != agent.StatusCompleted {
-		t.Fatalf("Run = %+v, %v", out, err)
-	}
-	first := is.Status().SessionID
-	tr := is.session().Transcript()
-	if !strings.Contains(itemsText(tr), "second line") {
-		t.Errorf("the attached file is not in the task: %s", itemsText(tr))
-	}
-
-	if err := is.SetModel(ctx, "sim-other"); err != nil {
-		t.Fatal(err)
-	}
-	st := is.Status()
-	if st.Model != "sim-other" || st.SessionID != first || len(is.session().Transcript()) != len(tr) {
-		t.Errorf("after /model: %+v, %d items (want %d)", st, len(is.session().Transcript()), len(tr))
-	}
-	if err := is.SetSandbox(ctx, "read-only"); err != nil {
-		t.Fatal(err)
-	}
-	if st := is.Status(); !strings.HasPrefix(st.Sandbox, "read-only") || st.Approval != "on-request" {
-		t.Errorf("after /sandbox read-only: %+v", st)
-	}
-	if err := is.SetSandbox(ctx, "sideways"); err == nil {
-		t.Error("/sandbox sideways was accepted")
-	}
-	if err := is.SetSurface(ctx, "nonesuch"); err == nil || !strings.Contains(err.Error(), "nonesuch") {
-		t.Errorf("/surface nonesuch: %v", err)
-	}
-	if out, err := is.Run(ctx, "go on"); err != nil || out.Status != agent.StatusCompleted || out.Text != "Two." {
-		t.Fatalf("after a refused switch the session does not go on: %+v, %v", out, err)
-	}
-	if rep, err := is.VerifyLedger(ctx); err != nil || !strings.Contains(rep, "The ledger verifies") {
-		t.Errorf("VerifyLedger = %q, %v", rep, err)
-	}
-
-	if err := is.NewSession(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if id := is.Status().SessionID; id == first || len(is.session().Transcript()) != 0 {
-		t.Fatalf("/new: session %s with %d items", id, len(is.session().Transcript()))
-	}
-	if _, err := is.Run(ctx, "a new task"); err != nil {
-		t.Fatal(err)
-	}
-	items, err := is.Resume(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if is.Status().SessionID != first || !strings.Contains(itemsText(items), "Two.") {
-		t.Errorf("/resume: session %s, transcript %s", is.Status().SessionID, itemsText(items))
-	}
-	// /compact replaces the resumed conversation's turns by a summary.
-	if rep, err := is.Compact(ctx); err != nil || !strings.Contains(rep, "Compacted: ") {
-		t.Errorf("Compact = %q, %v", rep, err)
-	}
-	if tr := itemsText(is.session().Transcript()); !strings.Contains(tr, "simulated summary") || strings.Contains(tr, "Two.") {
-		t.Errorf("after /compact the transcript is %s", tr)
-	}
-}
-
-func itemsText(items []model.Item) string {
-	b, _ := json.Marshal(items)
-	return string(b)
 }

@@ -1,0 +1,408 @@
+// Package interactive is the interactive session: a harness session
+// driven by the terminal UI (internal/tui). It answers the UI's commands
+// through the session (switching the model, surface or sandbox mode by
+// re-opening it, resuming another saved session, attaching files, the
+// project's checks in the background and on demand), puts the session's
+// approval questions to the user, and closes the session when the UI
+// ends. cmd/truss only parses flags and prints what Run returns.
+package interactive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/approval"
+	"github.com/trussdev/truss/internal/compact"
+	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/termsafe"
+	"github.com/trussdev/truss/internal/tui"
+)
+
+// Closed is what became of the session when the UI ended.
+type Closed struct {
+	// Opened reports that the session opened (and the UI ran).
+	Opened bool
+	// ID is the last session open, "" when sessions are not saved
+	// (--no-session).
+	ID string
+	// Saved reports that closing kept it (harness.Session.Saved): false
+	// when no task reached the model.
+	Saved bool
+}
+
+// Run opens a session with o, runs the terminal UI on it until the user
+// quits or ctx ends, and closes the session, which saves it. The checks
+// run in the background after a task that changed files, and on demand
+// (/check): o.Validation.Background is set. Approval questions go to the
+// UI (o.Approver is replaced). An error opening the session is returned
+// before the UI starts; the UI's own error and the session's close error
+// are returned after it ends (a cancelled ctx is not an error).
+func Run(ctx context.Context, o harness.Options, uo tui.Options) (Closed, error) {
+	o.Validation.Background = true
+	u := tui.New(uo)
+	q := approval.NewQueue()
+	qctx, stopAsking := context.WithCancel(ctx)
+	defer stopAsking()
+	go askUser(qctx, q, u)
+	log := &harness.ChangeLog{}
+	o.Approver = q
+	o.Observers = append(o.Observers, u, log)
+	o.ObserveChild = u.Child
+	o.OnWarning = func(msg string) { u.Notify("truss: " + msg) }
+	o.OnRetry = func(attempt int, wait time.Duration, err error) {
+		u.Notify(fmt.Sprintf("truss: %s; retrying in %s (attempt %d)", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1))
+	}
+	s, err := harness.Open(ctx, o)
+	if err != nil {
+		return Closed{}, err
+	}
+	is := &session{opts: o, s: s, log: log, notify: u.Notify}
+	runErr := u.Run(ctx, is)
+	c, cerr := is.close()
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return c, errors.Join(runErr, cerr)
+	}
+	return c, cerr
+}
+
+// oneLine is s on one line, for a notice.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// askUser puts the questions of q to the user through u until ctx ends.
+// A question withdrawn (its call canceled) is taken off the screen; one
+// the UI cannot ask (it has ended) is refused.
+func askUser(ctx context.Context, q *approval.Queue, u *tui.UI) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case qu := <-q.Questions():
+			go func() {
+				actx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-qu.Withdrawn():
+						cancel()
+					case <-actx.Done():
+					}
+				}()
+				d, err := u.Approve(actx, approvalRequest(qu.Request))
+				if err != nil {
+					d = tui.Deny
+				}
+				qu.Answer(approvalDecision(d))
+			}()
+		}
+	}
+}
+
+// approvalRequest is how the UI shows r.
+func approvalRequest(r approval.Request) tui.ApprovalRequest {
+	req := tui.ApprovalRequest{Tool: r.Tool, Command: r.Command, Reason: r.Justification}
+	if r.Kind == approval.KindEscalation {
+		// An escalated command runs with the network and full access.
+		req.Network, req.Paths = true, []string{"the whole file system"}
+	}
+	if r.Dir != "" {
+		req.Command = "(in " + r.Dir + ") " + req.Command
+	}
+	return req
+}
+
+func approvalDecision(d tui.Decision) approval.Decision {
+	switch d {
+	case tui.Allow:
+		return approval.Approve
+	case tui.AllowAlways:
+		return approval.ApproveSession
+	}
+	return approval.Deny
+}
+
+// session is the harness session as the UI drives it
+// (tui.Session and its optional capabilities). Re-opening it (another
+// model, surface or sandbox mode; another session) closes the open
+// session, which saves it, and opens the next; the UI never calls Run
+// and a command at once, but Status comes at any time.
+type session struct {
+	opts   harness.Options
+	log    *harness.ChangeLog
+	notify func(string)
+
+	// mu guards the fields below; swapping holds it only for the swap,
+	// so that Status never waits for a session to open. The UI never
+	// runs two commands at once.
+	mu       sync.Mutex
+	s        *harness.Session
+	attached []attachment
+	tasks    int
+	check    *harness.BackgroundCheck // the last one started
+}
+
+type attachment struct {
+	path string
+	data []byte
+}
+
+// session returns the open session.
+func (is *session) session() *harness.Session {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	return is.s
+}
+
+// Run implements tui.Session: the task, with the files attached to it,
+// runs on the open session; the checks' verdict is drawn after it.
+func (is *session) Run(ctx context.Context, task string) (agent.Outcome, error) {
+	is.mu.Lock()
+	s, att := is.s, is.attached
+	is.attached = nil
+	is.tasks++
+	is.mu.Unlock()
+	if len(att) > 0 {
+		var b strings.Builder
+		b.WriteString(task)
+		for _, a := range att {
+			fmt.Fprintf(&b, "\n\n<attached_file path=%q>\n%s", a.path, a.data)
+			if !strings.HasSuffix(string(a.data), "\n") {
+				b.WriteString("\n")
+			}
+			b.WriteString("</attached_file>")
+		}
+		task = b.String()
+	}
+	out, err := s.Run(ctx, task)
+	if err != nil {
+		return agent.Outcome{}, err
+	}
+	if v := out.Verdict; v != nil {
+		is.notify("checks (run by truss): " + oneLine(v.Text("", 0)))
+	}
+	if c := out.Background; c != nil {
+		is.mu.Lock()
+		is.check = c
+		is.mu.Unlock()
+		go func() {
+			<-c.Done()
+			switch v := c.Verdict(); {
+			case v == nil:
+			case v.Cancelled:
+				is.notify("checks (run by truss) cancelled before they ended; /check runs them")
+			default:
+				is.notify("checks (run by truss): " + oneLine(v.Text("", 0)))
+			}
+		}()
+	}
+	return out.Agent, nil
+}
+
+// Transcript implements tui.Transcripter: the conversation the session
+// resumed.
+func (is *session) Transcript() []model.Item { return is.session().Transcript() }
+
+// Check implements tui.Checker: the checks now, a background one
+// cancelled first.
+func (is *session) Check(ctx context.Context) (string, error) {
+	v, err := is.session().Validate(ctx)
+	switch {
+	case err != nil:
+		return "", err
+	case v == nil:
+		return "No checks are configured or detected for this workspace (set one with --test-cmd, or test under [validate] in .truss/config.toml).", nil
+	}
+	return v.Text(v.Log, 20), nil
+}
+
+// Status implements tui.Session.
+func (is *session) Status() tui.Status {
+	is.mu.Lock()
+	s, tasks, check := is.s, is.tasks, is.check
+	is.mu.Unlock()
+	info, st := s.Info(), s.Stats()
+	ts := tui.Status{Model: info.Model, Surface: info.Surface, Sandbox: sandboxMode(info.Sandbox), Approval: string(s.Approval()),
+		SessionID: info.SessionID, Workspace: info.Workspace, Usage: st.Usage, ContextTokens: st.ContextTokens, ContextWindow: st.ContextWindow, Turns: tasks}
+	if check != nil && check.Running() {
+		ts.Checking = "checks"
+	}
+	return ts
+}
+
+// sandboxMode is the short form of an enforced sandbox's description.
+func sandboxMode(enforced string) string {
+	mode, _, _ := strings.Cut(enforced, " (")
+	return mode
+}
+
+// reopen closes the open session and opens it again with change applied
+// to its options, resuming it so that its transcript goes on (a session
+// that never reached the model was not kept: it is opened anew). When the
+// new options do not open, the session is opened again as it was.
+func (is *session) reopen(ctx context.Context, change func(*harness.Options)) error {
+	is.mu.Lock()
+	cur, old := is.s, is.opts
+	is.mu.Unlock()
+	id := cur.Info().SessionID
+	if id == "" {
+		return errors.New("this session is not saved (--no-session), so it cannot be re-opened with other settings")
+	}
+	resume := id
+	if old.Resume == "" && !cur.Reached() {
+		resume = "" // Close removes a new session the model never answered
+	}
+	o := old
+	change(&o)
+	o.Resume, old.Resume = resume, resume
+	cur.Close() // its warnings reach the user through OnWarning
+	s, err := harness.Open(ctx, o)
+	if err != nil {
+		back, berr := harness.Open(context.WithoutCancel(ctx), old)
+		if berr != nil {
+			return fmt.Errorf("%w; and the session could not be opened again as it was: %v (quit and resume it with truss --resume %s)", err, berr, id)
+		}
+		s, o = back, old
+	}
+	is.mu.Lock()
+	is.s, is.opts = s, o
+	is.mu.Unlock()
+	return err
+}
+
+// SetModel implements tui.ModelSwitcher.
+func (is *session) SetModel(ctx context.Context, name string) error {
+	return is.reopen(ctx, func(o *harness.Options) { o.Model = name })
+}
+
+// SetSurface implements tui.SurfaceSwitcher.
+func (is *session) SetSurface(ctx context.Context, name string) error {
+	return is.reopen(ctx, func(o *harness.Options) { o.Surface = name })
+}
+
+// SetSandbox implements tui.SandboxSwitcher.
+func (is *session) SetSandbox(ctx context.Context, mode string) error {
+	m, err := sandbox.ParseMode(mode)
+	if err != nil {
+		return err
+	}
+	return is.reopen(ctx, func(o *harness.Options) { o.Sandbox.Mode = m })
+}
+
+// Compact implements tui.Compactor.
+func (is *session) Compact(ctx context.Context) (string, error) {
+	rec, err := is.session().Compact(ctx)
+	if errors.Is(err, compact.ErrNothingToCompact) {
+		return "Nothing to compact: the conversation holds only what is always kept.", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Compacted: %d items replaced by a summary, about %d → %d tokens.", rec.Replaced, rec.TokensBefore, rec.TokensAfter), nil
+}
+
+// Diff implements tui.Differ: every change the session's calls made
+// since it was opened in this process.
+func (is *session) Diff(ctx context.Context) (string, error) {
+	return is.log.Diff(), ctx.Err()
+}
+
+// VerifyLedger implements tui.LedgerVerifier.
+func (is *session) VerifyLedger(ctx context.Context) (string, error) {
+	st, err := is.session().VerifyLedger(ctx)
+	if err != nil {
+		return "", err
+	}
+	r := st.Report
+	return fmt.Sprintf("The ledger verifies: %d entries, %d checkpoints, the last one signing %d entries with root %s.\n%s",
+		r.Entries, r.Checkpoints, r.Sealed, ledger.FormatRoot(r.Root), st.Dir), nil
+}
+
+// Resume implements tui.Resumer: id, or the newest other session of this
+// workspace when id is "".
+func (is *session) Resume(ctx context.Context, id string) ([]model.Item, error) {
+	cur := is.session()
+	if id == "" {
+		ms, err := cur.Resumable()
+		if err != nil {
+			return nil, err
+		}
+		if len(ms) == 0 {
+			return nil, fmt.Errorf("no other session in %s to resume (truss sessions lists them all)", cur.Info().Workspace)
+		}
+		id = ms[0].ID
+	}
+	if id == cur.Info().SessionID {
+		return nil, fmt.Errorf("session %s is the one open", id)
+	}
+	if err := is.replace(ctx, id); err != nil {
+		return nil, err
+	}
+	return is.session().Transcript(), nil
+}
+
+// Resumable implements tui.ResumeLister.
+func (is *session) Resumable(ctx context.Context) ([]tui.ResumeChoice, error) {
+	ms, err := is.session().Resumable()
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]tui.ResumeChoice, len(ms))
+	for i, m := range ms {
+		cs[i] = tui.ResumeChoice{ID: m.ID, Updated: m.Updated, Task: m.Task, Provider: m.Provider, Model: m.Model}
+	}
+	return cs, ctx.Err()
+}
+
+// NewSession implements tui.Renewer.
+func (is *session) NewSession(ctx context.Context) error {
+	return is.replace(ctx, "")
+}
+
+// replace closes the open session and opens session id (a new one when
+// id is ""), with the same options; the open one stays when that fails.
+func (is *session) replace(ctx context.Context, id string) error {
+	is.mu.Lock()
+	cur, o := is.s, is.opts
+	is.mu.Unlock()
+	o.Resume = id
+	if id == "" {
+		o.Model = cur.Info().Model
+	}
+	s, err := harness.Open(ctx, o)
+	if err != nil {
+		return err
+	}
+	cur.Close()
+	is.mu.Lock()
+	is.s, is.opts, is.tasks, is.attached = s, o, 0, nil
+	is.mu.Unlock()
+	return nil
+}
+
+// Attach implements tui.Attacher.
+func (is *session) Attach(ctx context.Context, path string) (string, error) {
+	rel, data, err := is.session().ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	is.mu.Lock()
+	is.attached = append(is.attached, attachment{path: rel, data: data})
+	is.mu.Unlock()
+	return fmt.Sprintf("%s, %d lines", termsafe.String(rel), strings.Count(string(data), "\n")), ctx.Err()
+}
+
+// close closes the open session, which saves it, and says which it was
+// and whether closing keeps it (harness.Session.Saved).
+func (is *session) close() (Closed, error) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	c := Closed{Opened: true, ID: is.s.Info().SessionID, Saved: is.s.Saved()}
+	return c, is.s.Close()
+}
