@@ -31,10 +31,11 @@ func buildBinary(t *testing.T) string {
 }
 
 // interactiveEnv is the environment of a truss run by the tests: its own
-// TRUSS_HOME, the host's Go caches and PATH.
+// TRUSS_HOME, the test binary's HOME and TMPDIR (testenv.Run's), the
+// host's Go caches and PATH.
 func interactiveEnv(home string) []string {
 	env := []string{"TRUSS_HOME=" + home, "TERM=xterm-256color", "TMPDIR=" + os.TempDir()}
-	for _, k := range []string{"HOME", "PATH", "GOCACHE", "GOPATH", "GOMODCACHE"} {
+	for _, k := range []string{"HOME", "PATH", "GOCACHE", "GOPATH", "GOMODCACHE", "GOENV"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

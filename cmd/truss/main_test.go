@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/trussdev/truss/internal/benchcli"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,23 +23,20 @@ import (
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/apispec"
+	"github.com/trussdev/truss/internal/benchcli"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/sim/simtest"
+	"github.com/trussdev/truss/internal/testenv"
 	"github.com/trussdev/truss/internal/toolcache"
 )
 
-// scriptCache is the build and package cache of the scripts' sandboxed
-// commands, kept between runs.
-func scriptCache() string {
-	d, err := os.UserCacheDir()
-	if err != nil {
-		d = os.TempDir()
-	}
-	return filepath.Join(d, "truss-test", "sandbox-cache")
-}
+// scriptCache is the build and package cache the sandboxed commands of
+// all the tests of this binary share: under its temporary directory
+// (testenv.Run), removed when the tests end.
+func scriptCache() string { return filepath.Join(os.TempDir(), "sandbox-cache") }
 
 var update = flag.Bool("update", false, "rewrite the cmp files of the scripts in testdata/script")
 
@@ -48,7 +44,7 @@ func TestMain(m *testing.M) {
 	if sandbox.IsHelper() {
 		sandbox.RunHelper() // the sandbox re-executes this binary as its helper
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(testenv.Wrap(m), map[string]func(){
 		"truss": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
 		// truss runs it for its bench command, from PATH here.
 		"truss-bench": func() { os.Exit(benchcli.Main(os.Args[1:], os.Stdout, os.Stderr)) },
@@ -65,14 +61,10 @@ func TestScripts(t *testing.T) {
 			// holds Truss's own state is refused, and the scripts run in
 			// $WORK. (testscript removes both with its root.)
 			e.Setenv("TRUSS_HOME", e.WorkDir+".truss-home")
-			for _, k := range []string{"HOME", "GOCACHE", "GOPATH", "GOMODCACHE", "PATH", "GOFLAGS"} {
+			// HOME and Go's caches are testenv.Run's.
+			for _, k := range []string{"HOME", "GOCACHE", "GOPATH", "GOMODCACHE", "GOENV", "PATH", "GOFLAGS"} {
 				if v := os.Getenv(k); v != "" {
 					e.Setenv(k, v)
-				}
-			}
-			if os.Getenv("GOCACHE") == "" {
-				if d, err := os.UserCacheDir(); err == nil {
-					e.Setenv("GOCACHE", filepath.Join(d, "go-build"))
 				}
 			}
 			e.Setenv("GOTOOLCHAIN", "local")

@@ -24,15 +24,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return Main(args[1:], stdout, stderr)
 }
 
-// scriptCache is the sandboxed commands' shared build cache, kept between
-// runs (the same as the command-line tests').
-func scriptCache() string {
-	d, err := os.UserCacheDir()
-	if err != nil {
-		d = os.TempDir()
-	}
-	return filepath.Join(d, "truss-test", "sandbox-cache")
-}
+// scriptCache is the build and package cache the sandboxed commands of
+// all the tests of this binary share: under its temporary directory
+// (testenv.Run), removed when the tests end.
+func scriptCache() string { return filepath.Join(os.TempDir(), "sandbox-cache") }
 
 func TestBenchUsage(t *testing.T) {
 	t.Setenv("NATS_URL", "")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/container/containertest"
+	"github.com/trussdev/truss/internal/testenv"
 )
 
 // engineOnce finds and checks the engine once per test binary.
@@ -119,7 +120,7 @@ func startEnv(tb testing.TB, cfg Config) (*Engine, *Env) {
 // TestMain fails the run when any container this test process owns is
 // left after all the tests.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testenv.Run(m)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if e, err := Find(ctx, os.Getenv("TRUSS_TEST_ENGINE")); err == nil {

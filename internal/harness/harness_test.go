@@ -16,13 +16,14 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
 	if sandbox.IsHelper() {
 		sandbox.RunHelper() // the sandbox re-executes this binary as its helper
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }
 
 // twoRuns is a script for two tasks: the first views a file, the second

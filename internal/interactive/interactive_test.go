@@ -13,6 +13,7 @@ import (
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/testenv"
 	"github.com/trussdev/truss/internal/tui"
 )
 
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 	if sandbox.IsHelper() {
 		sandbox.RunHelper() // the sandbox re-executes this binary as its helper
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }
 
 // writeScript writes a simulated model's script of steps into dir.

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trussdev/truss/internal/testenv"
 )
 
 // The test binary doubles as the worker and coordinator processes of the
@@ -24,7 +26,7 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("TRUSS_QUEUE_HELPER") {
 	case "":
-		os.Exit(m.Run())
+		os.Exit(testenv.Run(m))
 	case "worker":
 		os.Exit(helperWorker())
 	case "coordinator":

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/testenv"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/shell"
 )
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		runChild(spec) // a truss-like process for an attack (boundary_test.go)
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }
 
 // box is a sandboxed shell on a fresh workspace with a .git, beside a

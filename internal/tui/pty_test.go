@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trussdev/truss/internal/testenv"
 	"github.com/trussdev/truss/internal/tui/tuitest"
 )
 
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(demoEnv) == "1" {
 		os.Exit(runDemo())
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }
 
 // runDemo runs the interactive UI on the process's terminal with the fake

@@ -12,13 +12,14 @@ import (
 	"github.com/trussdev/truss/internal/bench/humanevalfix"
 	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
 	if sandbox.IsHelper() {
 		sandbox.RunHelper()
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }
 
 // testdata/sample.jsonl holds four problems of HumanEvalPack's Go part

@@ -14,13 +14,14 @@ import (
 	"github.com/trussdev/truss/internal/bench/multiswe"
 	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
 	if sandbox.IsHelper() {
 		sandbox.RunHelper()
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }
 
 // rocketBase is a Go module at the pull request's base: Launch accepts a

@@ -24,6 +24,7 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/testenv"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/toolcache"
 )
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 	if sandbox.IsHelper() {
 		sandbox.RunHelper()
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }
 
 // fake is an Agent that works on the workspace as a model's tool calls

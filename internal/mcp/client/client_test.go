@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/testenv"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("TRUSS_MCP_FIXTURE") {
 	case "":
-		os.Exit(m.Run())
+		os.Exit(testenv.Run(m))
 	case "exit":
 		fmt.Fprintln(os.Stderr, "fixture: missing API token")
 		os.Exit(3)
