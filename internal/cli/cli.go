@@ -19,7 +19,8 @@ import (
 )
 
 // Version is the version both binaries report unless their build sets
-// main.version with -ldflags "-X main.version=...".
+// their version variable with -ldflags "-X" (truss:
+// github.com/trussdev/truss/internal/trusscli.version).
 const Version = "0.1.0-dev"
 
 // UsageError is an error in the command line itself (exit status 2).

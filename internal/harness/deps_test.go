@@ -99,8 +99,8 @@ var rules = []rule{
 		}
 		return first(k.Deps, func(d string) bool { return d == "internal/agent" || isExecutor(d) })
 	}},
-	{"cmd/truss composes sessions only through the harness", func(p string, k pkg) string {
-		if p != "cmd/truss" {
+	{"the truss command (cmd/truss, internal/trusscli) composes sessions only through the harness", func(p string, k pkg) string {
+		if p != "cmd/truss" && p != "internal/trusscli" {
 			return ""
 		}
 		return first(k.Imports, func(d string) bool {
@@ -169,7 +169,7 @@ func TestDependencyRules(t *testing.T) {
 		t.Skip("runs go list over the module")
 	}
 	pkgs := listModule(t)
-	for _, p := range []string{"internal/agent", "internal/harness", "cmd/truss", "internal/sim", "internal/mcp/client"} {
+	for _, p := range []string{"internal/agent", "internal/harness", "cmd/truss", "internal/trusscli", "internal/sim", "internal/mcp/client"} {
 		if _, ok := pkgs[p]; !ok {
 			t.Fatalf("go list did not list %s", p)
 		}

@@ -1,0 +1,196 @@
+package trusscli
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"github.com/trussdev/truss/internal/cli"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/termsafe"
+)
+
+// providerFlags select a provider and a model.
+type providerFlags struct {
+	provider    string
+	model       string
+	surface     string
+	script      string // sim: the script file, or harness.DemoScript
+	simDialect  string // sim: which dialect the in-process server speaks
+	serverTools cli.Multi
+	stateful    bool // responses: chain turns with previous_response_id
+	ctxEdit     bool // anthropic: context editing (clear old tool results)
+}
+
+func (p *providerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.provider, "provider", "", "model provider: "+harness.ProviderNames()+" (default: from the environment)")
+	fs.StringVar(&p.model, "model", "", "model name (default: $TRUSS_MODEL)")
+	fs.StringVar(&p.surface, "surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
+	fs.StringVar(&p.script, "script", "", "with --provider sim: the script the simulated model plays (docs/simulator.md)")
+	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks ("+harness.DialectNames()+")")
+	fs.BoolVar(&p.stateful, "stateful", false, "with the Responses API: chain turns with previous_response_id (the server stores them) instead of replaying the conversation")
+	fs.BoolVar(&p.ctxEdit, "context-editing", false, "with Anthropic's API: let the server clear old tool results as the context fills (context management; the memory tool's are kept), besides Truss's own compaction")
+	fs.Var(&p.serverTools, "server-tool", "enable a provider-executed tool (anthropic: web_search, web_fetch, code_execution); recorded as unverified (repeatable)")
+}
+
+// options sets the provider's options.
+func (p *providerFlags) options(o *harness.Options) {
+	o.Provider, o.Model, o.Surface, o.Script, o.SimDialect = p.provider, p.model, p.surface, p.script, p.simDialect
+	o.ServerTools, o.Stateful, o.ContextEditing = p.serverTools, p.stateful, p.ctxEdit
+}
+
+// workspaceFlags configure the workspace and its tools.
+type workspaceFlags struct {
+	root      string
+	ro, rw    cli.Multi
+	timeout   time.Duration
+	allowEnv  cli.Multi
+	memoryDir string
+	sandbox   string // --sandbox
+	network   string // --network
+	fallback  string // --sandbox-fallback
+	memory    string // --memory
+	disk      string // --disk-budget
+	env       string // --env
+	engine    string // --engine
+	workdir   string // --env-workdir
+}
+
+func (w *workspaceFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&w.root, "root", ".", "workspace root")
+	fs.Var(&w.ro, "add-dir-ro", "an extra read-only root (repeatable)")
+	fs.Var(&w.rw, "add-dir", "an extra read-write root (repeatable)")
+	fs.DurationVar(&w.timeout, "timeout", harness.DefaultShellTimeout, "per-command timeout of the shell")
+	fs.Var(&w.allowEnv, "allow-env", "pass this variable to commands although Truss withholds it (ANTHROPIC_*, OPENAI_*, OLLAMA_*, TRUSS_*, or a name containing KEY, SECRET or TOKEN) (repeatable)")
+	fs.StringVar(&w.memoryDir, "memory-dir", "", "the memory tool's directory (default: one per project under the user's data directory)")
+	w.registerSandbox(fs)
+	w.registerEnv(fs)
+}
+
+// registerEnv registers the task environment's flags.
+func (w *workspaceFlags) registerEnv(fs *flag.FlagSet) {
+	fs.StringVar(&w.env, "env", "", "where the tools run: host (the sandbox; the default) or image:REF, a container from the OCI image REF in the engine's store (docs/environments.md; default: .truss/config.toml's [env] image when trusted)")
+	fs.StringVar(&w.engine, "engine", "", "the container engine for --env image:REF: podman or docker (default: the first that works; see truss env check)")
+	fs.StringVar(&w.workdir, "env-workdir", "", "where the workspace is mounted in the container (default: the image's WORKDIR, else /workspace; SWE-bench's images: /testbed)")
+}
+
+// registerSandbox registers the sandbox flags.
+func (w *workspaceFlags) registerSandbox(fs *flag.FlagSet) {
+	fs.StringVar(&w.sandbox, "sandbox", "", "what commands may write: read-only, workspace-write (the workspace, --add-dir roots, build caches; the default) or full")
+	fs.StringVar(&w.network, "network", "", "network access for commands: off (Unix sockets only; the default) or on")
+	fs.StringVar(&w.fallback, "sandbox-fallback", "", "accept a weaker mode when this host cannot enforce the sandbox: landlock-only or none")
+	fs.StringVar(&w.memory, "memory", "", "memory limit of the session's commands together, e.g. 2G (default 4G or half the RAM; none for no limit)")
+	fs.StringVar(&w.disk, "disk-budget", "", "bytes the session's commands may write to disk, e.g. 10G (default half the free space, at most 64G; none for no budget)")
+}
+
+// options checks the workspace flags and sets the workspace's options.
+func (w *workspaceFlags) options(o *harness.Options) error {
+	o.Root, o.ReadOnlyDirs, o.WritableDirs = w.root, w.ro, w.rw
+	o.ShellTimeout, o.AllowEnv, o.MemoryDir = w.timeout, w.allowEnv, w.memoryDir
+	o.Env, o.Engine, o.EnvWorkdir = w.env, w.engine, w.workdir
+	return w.sandboxOptions(&o.Sandbox)
+}
+
+// sandboxOptions checks the sandbox flags.
+func (w *workspaceFlags) sandboxOptions(so *harness.SandboxOptions) error {
+	if w.sandbox != "" {
+		mode, err := sandbox.ParseMode(w.sandbox)
+		if err != nil {
+			return cli.UsageError{Msg: err.Error()}
+		}
+		so.Mode = mode
+	}
+	switch w.network {
+	case "":
+	case "on", "off":
+		on := w.network == "on"
+		so.Network = &on
+	default:
+		return cli.Usagef("--network must be on or off, not %q", w.network)
+	}
+	fb, err := sandbox.ParseFallback(w.fallback)
+	if err != nil {
+		return cli.UsageError{Msg: err.Error()}
+	}
+	so.Fallback = fb
+	for _, f := range []struct {
+		flag, v string
+		to      *int64
+	}{{"--memory", w.memory, &so.Memory}, {"--disk-budget", w.disk, &so.DiskBudget}} {
+		if f.v != "" {
+			n, err := sandbox.ParseSize(f.v)
+			if err != nil {
+				return cli.Usagef("%s: %v", f.flag, err)
+			}
+			*f.to = n
+		}
+	}
+	return nil
+}
+
+func cmdTools(args []string, stdout, stderr io.Writer) error {
+	fset := cli.NewFlagSet("tools", stderr)
+	cli.Describe(fset, "truss tools [flags]", `Prints the exact tool declarations a request to this provider and model carries,
+in the provider's wire form: its post-trained tools where it has them, else generic
+function tools; the MCP servers' tools and the validate tool where a session would
+offer them.`)
+	var p providerFlags
+	p.register(fset)
+	var mf mcpFlags
+	mf.register(fset)
+	var sf spawnFlags
+	sf.register(fset)
+	var vf validateFlags // the validate tool is declared where a session offers it
+	vf.registerChecks(fset)
+	if err := cli.Parse(fset, args); err != nil {
+		return err
+	}
+	o := harness.Options{Version: version, OnWarning: warner(stderr), Validation: vf.options()}
+	p.options(&o)
+	if err := mf.options(&o.MCP); err != nil {
+		return err
+	}
+	sf.options(&o.Spawn)
+	ctx, cancel := cli.SignalContext(stderr)
+	defer cancel()
+	d, err := harness.Declare(ctx, o)
+	if err != nil {
+		return err
+	}
+	// The declarations are printed as the request carries them, key order
+	// included; only indentation is added.
+	out, err := json.Marshal(struct {
+		Provider     string          `json:"provider"`
+		Model        string          `json:"model"`
+		Surface      string          `json:"surface"`
+		ProfileGuess bool            `json:"profile_guess"`
+		Tools        json.RawMessage `json:"tools"`
+	}{d.Provider, d.Model, d.Surface, d.ProfileGuess, d.Tools})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, out, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err = stdout.Write(buf.Bytes())
+	return err
+}
+
+// warner prints the harness's warnings on w, inert: they quote file and
+// server names, an MCP server's output, what commands wrote.
+func warner(w io.Writer) func(string) {
+	return func(msg string) {
+		// A line break in what a warning quotes (a file name) cannot
+		// start a line that looks like Truss's own.
+		fmt.Fprintf(w, "truss: %s\n", strings.ReplaceAll(termsafe.String(msg), "\n", "\n  │ "))
+	}
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }

@@ -1,0 +1,395 @@
+package trusscli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/trussdev/truss/internal/cli"
+	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/termsafe"
+)
+
+const ledgerUsage = `usage: truss ledger COMMAND
+
+  key                                   this installation's verifier key
+  verify PATH [--key VKEY] [--workspace DIR] [--strict]
+                                        verify a session's ledgers (every run), or one ledger
+  show PATH [--agents] [--payload NAME] the timeline of a session's runs, verified (or one payload)
+  prove PATH --entry N                  an inclusion proof of one entry
+  export PATH --in-toto                 in-toto provenance of the session, in a DSSE envelope
+
+PATH is a session id, a session directory or a ledger directory.
+Run "truss ledger COMMAND -h" for a command's flags.
+`
+
+func cmdLedger(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return cli.Usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] [--strict] | show PATH | prove PATH --entry N | export PATH --in-toto")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, ledgerUsage)
+		return nil
+	case "key":
+		fset := cli.NewFlagSet("ledger key", stderr)
+		fset.Usage = func() {
+			fmt.Fprintf(fset.Output(), "usage: truss ledger key\n\nPrints this installation's verifier key (name+hash+Ed25519 public key), with which anyone can verify its ledgers.\n")
+		}
+		if err := cli.Parse(fset, args[1:]); err != nil {
+			return err
+		}
+		if fset.NArg() > 0 {
+			return cli.Usagef("truss ledger key takes no arguments")
+		}
+		_, vkey, err := ledger.InstallationKey()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, vkey)
+		return nil
+	case "verify":
+		fset := cli.NewFlagSet("ledger verify", stderr)
+		key := fset.String("key", "", "the verifier key (default: this installation's, see truss ledger key)")
+		ws := fset.String("workspace", "", "also check that the files the session changed hold what it left in them")
+		strict := fset.Bool("strict", false, "fail on an unsealed tail (entries after the last checkpoint, or a torn last line), which no signature covers; without it the tail is a warning")
+		path, rest := splitPath(args[1:])
+		if err := cli.Parse(fset, rest); err != nil {
+			return err
+		}
+		if path == "" && fset.NArg() > 0 {
+			path = fset.Arg(0)
+		}
+		if path == "" {
+			return cli.Usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR] [--strict]")
+		}
+		dirs, vkey, err := resolveLedgers(path, *key)
+		if err != nil {
+			return err
+		}
+		var tails []error // each run's unsealed tail
+		for i, dir := range dirs {
+			if len(dirs) > 1 {
+				fmt.Fprintf(stdout, "run %d of %d:\n", i+1, len(dirs))
+			}
+			r, entries, err := ledger.Verify(dir, vkey)
+			if err != nil {
+				return fmt.Errorf("ledger %s does not verify: %w", dir, err)
+			}
+			kids, err := ledger.VerifyLinks(dir, vkey, entries, r.Sealed)
+			if err != nil {
+				return fmt.Errorf("ledger %s does not verify: %w", dir, err)
+			}
+			// The workspace holds what the last run left in it, as its
+			// sealed entries say: an unsealed session.end proves nothing.
+			if *ws != "" && i == len(dirs)-1 {
+				if err := ledger.VerifyWorkspace(dir, entries[:r.Sealed], *ws); err != nil {
+					return fmt.Errorf("ledger %s: the workspace does not match: %w", dir, err)
+				}
+			}
+			fmt.Fprintf(stdout, "ledger %s verified: %s, %d payloads\norigin %s\nroot   %s (size %d)\n",
+				dir, sealSummary(r), r.Payloads, r.Origin, ledger.FormatRoot(r.Root), r.Sealed)
+			printChildren(stdout, dir, kids, "")
+			if err := r.CheckSealed(); err != nil {
+				if *strict {
+					tails = append(tails, fmt.Errorf("ledger %s does not verify with --strict: %w", dir, err))
+				} else {
+					warnUnsealed(stderr, dir, err)
+				}
+			}
+		}
+		if *ws != "" {
+			fmt.Fprintf(stdout, "workspace %s matches the files the session left\n", *ws)
+		}
+		return errors.Join(tails...)
+	case "prove":
+		fset := cli.NewFlagSet("ledger prove", stderr)
+		entry := fset.Int64("entry", -1, "the entry to prove")
+		key := fset.String("key", "", "the verifier key (default: this installation's)")
+		path, rest := splitPath(args[1:])
+		if err := cli.Parse(fset, rest); err != nil {
+			return err
+		}
+		if path == "" || *entry < 0 {
+			return cli.Usagef("usage: truss ledger prove PATH --entry N")
+		}
+		dir, vkey, err := resolveLedger(path, *key)
+		if err != nil {
+			return err
+		}
+		b, err := ledger.Prove(dir, vkey, uint64(*entry))
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
+	case "export":
+		fset := cli.NewFlagSet("ledger export", stderr)
+		intoto := fset.Bool("in-toto", false, "an in-toto Statement v1 with an SLSA Provenance v1 predicate, in a DSSE envelope")
+		path, rest := splitPath(args[1:])
+		if err := cli.Parse(fset, rest); err != nil {
+			return err
+		}
+		if path == "" || !*intoto {
+			return cli.Usagef("usage: truss ledger export PATH --in-toto")
+		}
+		dir, vkey, err := resolveLedger(path, "")
+		if err != nil {
+			return err
+		}
+		kd, err := ledger.KeyDir()
+		if err != nil {
+			return err
+		}
+		priv, err := ledger.PrivateKey(kd)
+		if err != nil {
+			return err
+		}
+		b, err := ledger.Export(dir, vkey, priv)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	case "show":
+		fset := cli.NewFlagSet("ledger show", stderr)
+		agents := fset.Bool("agents", false, "also show each sub-agent's timeline, after the session's")
+		payload := fset.String("payload", "", "print instead the payload of that name of the last entry that has one (a grading's log, patch or report), once the ledger verifies")
+		path, rest := splitPath(args[1:])
+		if err := cli.Parse(fset, rest); err != nil {
+			return err
+		}
+		if path == "" {
+			return cli.Usagef("usage: truss ledger show PATH [--agents] [--payload NAME]")
+		}
+		if *payload != "" {
+			return showPayload(stdout, path, *payload)
+		}
+		dirs, vkey, err := resolveLedgers(path, "")
+		if err != nil {
+			return err
+		}
+		for i, dir := range dirs {
+			if len(dirs) > 1 {
+				if i > 0 {
+					fmt.Fprintln(stdout)
+				}
+				fmt.Fprintf(stdout, "── run %d of %d: %s ──\n", i+1, len(dirs), dir)
+			}
+			r, entries, verr := ledger.Verify(dir, vkey)
+			if verr == nil && r.Unsealed > 0 {
+				ledger.Show(stdout, entries[:r.Sealed])
+				fmt.Fprintln(stdout, "── unsealed: no checkpoint covers the entries below ──")
+				ledger.Show(stdout, entries[r.Sealed:])
+			} else {
+				ledger.Show(stdout, entries)
+			}
+			var kids []ledger.Child
+			if verr == nil {
+				kids, verr = ledger.VerifyLinks(dir, vkey, entries, r.Sealed)
+			}
+			if verr != nil {
+				fmt.Fprintf(stdout, "NOT VERIFIED: %s\n", termsafe.String(verr.Error()))
+				return cli.ExitError{Code: 1}
+			}
+			fmt.Fprintf(stdout, "verified: %s, root %s", sealSummary(r), ledger.FormatRoot(r.Root))
+			if n := countChildren(kids); n > 0 {
+				fmt.Fprintf(stdout, "; sub-agent ledgers linked and verified: %d", n)
+			}
+			fmt.Fprintln(stdout)
+			if err := r.CheckSealed(); err != nil {
+				warnUnsealed(stderr, dir, err)
+			}
+			if *agents {
+				showChildren(stdout, dir, vkey, kids, "  ")
+			}
+		}
+		return nil
+	}
+	return cli.Usagef("unknown ledger command %q: use key, verify, show, prove or export", args[0])
+}
+
+// sealSummary says how many of a verified ledger's entries its checkpoints
+// seal and how many they leave unsealed (and a torn last line), as in
+// "20 entries, 17 sealed by 3 checkpoints, 3 unsealed".
+func sealSummary(r *ledger.Report) string {
+	s := fmt.Sprintf("%d entries, %d sealed by %d checkpoints, %d unsealed", r.Entries, r.Sealed, r.Checkpoints, r.Unsealed)
+	if r.TornBytes > 0 {
+		s += fmt.Sprintf(", a torn last line of %d bytes", r.TornBytes)
+	}
+	return s
+}
+
+// warnUnsealed warns of the unsealed tail err (from Report.CheckSealed) of
+// the ledger in dir.
+func warnUnsealed(stderr io.Writer, dir string, err error) {
+	fmt.Fprintf(stderr, "warning: ledger %s: %v, so nothing proves the tail (truss ledger verify --strict fails on it)\n", dir, err)
+}
+
+// splitPath takes the first non-flag argument as the path, so that flags may
+// follow it.
+func splitPath(args []string) (string, []string) {
+	for i, a := range args {
+		if !strings.HasPrefix(a, "-") && (i == 0 || !strings.HasPrefix(args[i-1], "-") || strings.Contains(args[i-1], "=") || isBoolFlag(args[i-1])) {
+			return a, append(append([]string(nil), args[:i]...), args[i+1:]...)
+		}
+	}
+	return "", args
+}
+
+func isBoolFlag(f string) bool { return f == "--strict" || f == "-strict" }
+
+// resolveLedger resolves the ledger a command names and the verifier key
+// (vkey, else this installation's).
+func resolveLedger(path, vkey string) (string, string, error) {
+	dir, err := ledgerDir(path)
+	if err != nil {
+		return "", "", err
+	}
+	if vkey == "" {
+		if _, vkey, err = ledger.InstallationKey(); err != nil {
+			return "", "", err
+		}
+	}
+	return dir, vkey, nil
+}
+
+// resolveLedgers resolves the ledgers a command names, one per run of a
+// session (a ledger directory names itself alone), and the verifier key.
+func resolveLedgers(path, vkey string) ([]string, string, error) {
+	dirs, err := ledgerDirs(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if vkey == "" {
+		if _, vkey, err = ledger.InstallationKey(); err != nil {
+			return nil, "", err
+		}
+	}
+	return dirs, vkey, nil
+}
+
+// ledgerDirs resolves a ledger directory to itself, and a session
+// directory or a session id to the ledgers of all its runs, in order.
+func ledgerDirs(p string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(p, "entries.jsonl")); err == nil {
+		return []string{p}, nil
+	}
+	cands := []string{p}
+	if sd, err := session.DefaultDir(); err == nil && !strings.ContainsAny(p, `/\`) {
+		cands = append(cands, filepath.Join(sd, p))
+	}
+	for _, d := range cands {
+		if dirs, err := session.Ledgers(d); err == nil && len(dirs) > 0 {
+			return dirs, nil
+		}
+	}
+	return nil, fmt.Errorf("no ledger at %s (give a ledger directory, a session directory or a session id)", p)
+}
+
+// ledgerDir resolves a ledger directory, a session directory or a session
+// id to one ledger: a session's first run's.
+func ledgerDir(p string) (string, error) {
+	for _, d := range []string{p, filepath.Join(p, "ledger")} {
+		if _, err := os.Stat(filepath.Join(d, "entries.jsonl")); err == nil {
+			return d, nil
+		}
+	}
+	if sd, err := session.DefaultDir(); err == nil {
+		d := filepath.Join(sd, p, "ledger")
+		if _, err := os.Stat(filepath.Join(d, "entries.jsonl")); err == nil {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("no ledger at %s (give a ledger directory, a session directory or a session id)", p)
+}
+
+// printChildren lists the verified sub-agent ledgers, indented by depth.
+func printChildren(w io.Writer, top string, kids []ledger.Child, indent string) {
+	for _, c := range kids {
+		fmt.Fprintf(w, "%ssub-agent %s verified (linked from entry %d): %d entries, %d payloads, root %s\n",
+			indent+"  ", c.Report.Session, c.Entry, c.Report.Entries, c.Report.Payloads, ledger.FormatRoot(c.Report.Root))
+		printChildren(w, top, c.Children, indent+"  ")
+	}
+}
+
+func countChildren(kids []ledger.Child) int {
+	n := len(kids)
+	for _, k := range kids {
+		n += countChildren(k.Children)
+	}
+	return n
+}
+
+// showPayload prints the payload named name of the last sealed entry of
+// the ledger at path that names one, after the ledger verifies: the bytes
+// as stored, made inert for a terminal. An unsealed entry's is refused:
+// no signature covers the entry that names it.
+func showPayload(stdout io.Writer, path, name string) error {
+	dirs, vkey, err := resolveLedgers(path, "")
+	if err != nil {
+		return err
+	}
+	if len(dirs) != 1 {
+		return cli.Usagef("--payload reads one ledger; %s holds %d", path, len(dirs))
+	}
+	r, entries, err := ledger.Verify(dirs[0], vkey)
+	if err != nil {
+		return fmt.Errorf("the ledger does not verify: %w", err)
+	}
+	for i := len(entries) - 1; i >= int(r.Sealed); i-- {
+		if _, ok := entries[i].Payloads[name]; ok {
+			return fmt.Errorf("entry %d names payload %s, but it is unsealed: no checkpoint covers it (%v)", i, name, r.CheckSealed())
+		}
+	}
+	for i := int(r.Sealed) - 1; i >= 0; i-- {
+		d, ok := entries[i].Payloads[name]
+		if !ok {
+			continue
+		}
+		all, err := ledger.Payloads(dirs[0])
+		if err != nil {
+			return err
+		}
+		b, ok := all[d]
+		if !ok {
+			return fmt.Errorf("entry %d names payload %s (%s), which the ledger does not hold", i, name, d)
+		}
+		if cli.IsTerminal(stdout) {
+			_, err = io.WriteString(stdout, termsafe.String(string(b)))
+		} else {
+			_, err = stdout.Write(b)
+		}
+		return err
+	}
+	return fmt.Errorf("no entry of %s has a payload named %q", dirs[0], name)
+}
+
+// showChildren prints each sub-agent's timeline, indented by depth.
+func showChildren(w io.Writer, top, vkey string, kids []ledger.Child, indent string) {
+	for _, c := range kids {
+		rel, err := filepath.Rel(top, c.Dir)
+		if err != nil {
+			rel = c.Dir
+		}
+		fmt.Fprintf(w, "\n%ssub-agent %s (%s, linked from entry %d)\n", indent, c.Report.Session, filepath.ToSlash(rel), c.Entry)
+		_, entries, err := ledger.Verify(c.Dir, vkey)
+		if err != nil {
+			fmt.Fprintf(w, "%sNOT VERIFIED: %v\n", indent, err)
+			continue
+		}
+		var buf bytes.Buffer
+		ledger.Show(&buf, entries)
+		for _, line := range strings.SplitAfter(buf.String(), "\n") {
+			if line != "" {
+				fmt.Fprint(w, indent+line)
+			}
+		}
+		showChildren(w, top, vkey, c.Children, indent+"  ")
+	}
+}

@@ -1,0 +1,16 @@
+// Package bench_test runs the truss command's scripts about the benchmark runner through truss bench: runs, grading, the work queue, images
+// (testdata/script; internal/trusscli/clitest has their commands).
+package bench_test
+
+import (
+	"flag"
+	"testing"
+
+	"github.com/trussdev/truss/internal/trusscli/clitest"
+)
+
+var update = flag.Bool("update", false, "rewrite the cmp files of the scripts in testdata/script")
+
+func TestMain(m *testing.M) { clitest.Main(m) }
+
+func TestScripts(t *testing.T) { clitest.Run(t, "testdata/script", *update) }

@@ -1,0 +1,16 @@
+// Package cli_test runs the truss command's scripts about the command line itself: help, flags, configuration errors, tools, tool call, trust
+// (testdata/script; internal/trusscli/clitest has their commands).
+package cli_test
+
+import (
+	"flag"
+	"testing"
+
+	"github.com/trussdev/truss/internal/trusscli/clitest"
+)
+
+var update = flag.Bool("update", false, "rewrite the cmp files of the scripts in testdata/script")
+
+func TestMain(m *testing.M) { clitest.Main(m) }
+
+func TestScripts(t *testing.T) { clitest.Run(t, "testdata/script", *update) }

@@ -1,0 +1,109 @@
+package trusscli
+
+import (
+	"fmt"
+	"github.com/trussdev/truss/internal/cli"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/trussdev/truss/internal/config"
+	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/termsafe"
+	"github.com/trussdev/truss/internal/trust"
+)
+
+// cmdTrust is truss trust [--status|--revoke] [DIR]: record the project
+// configuration of DIR as trusted (its files' digests), show whether it
+// is, or forget it.
+func cmdTrust(args []string, stdout, stderr io.Writer) error {
+	// File names, server names and settings come from files commands can
+	// write: none of their escape sequences reaches the terminal.
+	stdout = termsafe.Writer{W: stdout}
+	fset := cli.NewFlagSet("trust", stderr)
+	cli.Describe(fset, "truss trust [--status|--revoke] [DIR]", `Trusts the project configuration of DIR (default: the current directory),
+.truss/config.toml and what it names, as it is now. Until it is trusted it cannot
+widen the sandbox, start programs (MCP servers, a test command) or hide files from
+the ledger; a change to it
+needs trusting again. --status says whether it is; --revoke forgets it.`)
+	status := fset.Bool("status", false, "only say whether the configuration is trusted")
+	revoke := fset.Bool("revoke", false, "forget that the configuration was trusted")
+	if err := cli.Parse(fset, args); err != nil {
+		return err
+	}
+	if fset.NArg() > 1 || (*status && *revoke) {
+		return cli.Usagef("usage: truss trust [--status | --revoke] [DIR]")
+	}
+	dir := "."
+	if fset.NArg() == 1 {
+		dir = fset.Arg(0)
+	}
+	root, err := trust.Key(dir)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	st, err := trust.UserStore()
+	if err != nil {
+		return err
+	}
+	switch {
+	case *revoke:
+		ok, err := st.Revoke(root)
+		if err != nil {
+			return err
+		}
+		if ok {
+			fmt.Fprintf(stdout, "the project configuration of %s is no longer trusted\n", root)
+		} else {
+			fmt.Fprintf(stdout, "the project configuration of %s was not trusted\n", root)
+		}
+		return nil
+	case *status:
+		files, err := config.ReadFiles(root)
+		if err != nil {
+			return err
+		}
+		d, err := st.Check(root, files)
+		if err != nil {
+			return err
+		}
+		switch d.State {
+		case trust.None:
+			fmt.Fprintf(stdout, "%s has no project configuration (%s, %s/*.md)\n", root, config.Path, config.AgentsDir)
+		case trust.Trusted:
+			fmt.Fprintf(stdout, "trusted since %s: %s\n", d.Since.Local().Format(time.DateTime), strings.Join(files.Paths(), ", "))
+		case trust.Changed:
+			fmt.Fprintf(stdout, "changed since it was trusted (%s): %s; review and run truss trust\n", d.Since.Local().Format(time.DateTime), strings.Join(d.Changed, ", "))
+		default:
+			fmt.Fprintf(stdout, "not trusted: %s; review and run truss trust\n", strings.Join(files.Paths(), ", "))
+		}
+		return nil
+	}
+	// What is trusted is what was read and parsed here: a configuration
+	// that does not load is refused.
+	cfg, files, err := config.Read(root)
+	if err != nil {
+		return err
+	}
+	if err := harness.CheckAgents(cfg); err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		fmt.Fprintf(stdout, "%s has no project configuration (%s, %s/*.md): nothing to trust\n", root, config.Path, config.AgentsDir)
+		return nil
+	}
+	if err := st.Trust(root, files, time.Now()); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "trusted the project configuration of %s:\n", root)
+	digests := files.Digests()
+	for _, p := range files.Paths() {
+		fmt.Fprintf(stdout, "  %s  sha256:%s\n", p, digests[p])
+	}
+	if w := cfg.Widening(); len(w) > 0 {
+		fmt.Fprintf(stdout, "now obeyed: %s\n", strings.Join(w, ", "))
+	}
+	fmt.Fprintf(stdout, "recorded in %s; a change to these files is not obeyed until trusted again\n", filepath.Clean(st.Path))
+	return nil
+}
