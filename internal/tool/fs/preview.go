@@ -21,28 +21,32 @@ import (
 // that it sees no change half made. It fails with the error the call
 // would fail with, and with tool.ErrNoPreview for a view or a listing.
 func (e *Executor) Preview(ctx context.Context, call tool.Call) (string, error) {
-	changes, err := e.PlanChanges(ctx, call)
+	if !e.Mutates(call) {
+		return "", tool.ErrNoPreview
+	}
+	if err := ctx.Err(); err != nil {
+		return "", &tool.Error{Kind: tool.ErrCanceled, Message: "the call was canceled before its preview", Err: err}
+	}
+	defer e.W.Lock()()
+	if !e.Opts.NoStaleCheck {
+		if err := e.fresh(call); err != nil {
+			return "", err
+		}
+	}
+	changes, err := e.Plan(call)
 	if err != nil {
 		return "", err
 	}
 	return Diff(changes), nil
 }
 
-// PlanChanges returns the changes call would make if it ran now (see
-// Preview), without making them.
-func (e *Executor) PlanChanges(ctx context.Context, call tool.Call) ([]tool.FileChange, error) {
-	if !e.Mutates(call) {
-		return nil, tool.ErrNoPreview
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, &tool.Error{Kind: tool.ErrCanceled, Message: "the call was canceled before its preview", Err: err}
-	}
-	defer e.W.Lock()()
-	if !e.Opts.NoStaleCheck {
-		if err := e.fresh(call); err != nil {
-			return nil, err
-		}
-	}
+// Plan returns the changes that the method a call names (Write, Replace,
+// Insert, Delete, Rename, Undo) would make if called now, without making
+// them, or the error it would fail with; tool.ErrNoPreview for a view or
+// a listing. Like those methods called directly, it takes no lock and
+// makes no stale check: the caller holds the workspace's lock if it needs
+// a consistent view (Preview does, and so does the patch engine).
+func (e *Executor) Plan(call tool.Call) ([]tool.FileChange, error) {
 	switch a := call.Args.(type) {
 	case *tool.CreateArgs:
 		p, change, err := e.planWrite(a, call.Op == tool.OpCreate)
@@ -78,6 +82,8 @@ func (e *Executor) PlanChanges(ctx context.Context, call tool.Call) ([]tool.File
 			return nil, err
 		}
 		return []tool.FileChange{change}, nil
+	case *tool.ViewArgs, *tool.ListArgs:
+		return nil, tool.ErrNoPreview
 	}
 	return nil, tool.Errorf(tool.ErrInvalidInput, "operation %s got arguments of type %T", call.Op, call.Args)
 }
