@@ -290,12 +290,23 @@ type Approval struct {
 	// "untrusted").
 	Policy string `json:"policy"`
 	// Kind is what was asked: "escalation" (run the command with more than
-	// the sandbox allows) or "command" (run a command that is not known to
-	// be read-only, under "untrusted").
+	// the sandbox allows), "command" (run a command that is not known to
+	// be read-only, under "untrusted") or "edit" (change files, when the
+	// session asks before edits). Command is the command of the first
+	// two.
 	Kind          string `json:"kind"`
-	Command       string `json:"command"`
+	Command       string `json:"command,omitempty"`
 	Dir           string `json:"dir,omitempty"`
 	Justification string `json:"justification,omitempty"`
+	// Paths are the files an edit changes, as the model named them (kind
+	// "edit").
+	Paths []string `json:"paths,omitempty"`
+	// Preview is the hex SHA-256 of the diff the person was shown before
+	// an edit (the preview, a unified diff), when there was one;
+	// PreviewError why the preview failed, when it did (the person was
+	// shown the call's arguments instead).
+	Preview      string `json:"preview_sha256,omitempty"`
+	PreviewError string `json:"preview_error,omitempty"`
 	// Decision is "approved", "approved_for_session", "denied", or
 	// "unanswered" when no answer came (the wait was canceled, the
 	// approver failed; Reason says which).
