@@ -25,6 +25,11 @@ type User struct {
 	// Approval is the default approval policy ("never", "on-request",
 	// "untrusted"); a flag overrides it.
 	Approval string `toml:"approval"`
+	// ApprovalEdits is the default of whether a person is asked before
+	// every file edit ("ask") or not ("accept", the default); a flag
+	// overrides it. A run nobody can answer refuses to start with "ask"
+	// (docs/approvals.md).
+	ApprovalEdits string `toml:"approval_edits"`
 	// ShellEnvironment adjusts which of Truss's environment variables
 	// commands get, after Truss's own rule (docs/sandbox.md): Include
 	// passes variables the rule withholds, Exclude withholds more. Each
@@ -77,6 +82,11 @@ func LoadUser(file string) (*User, error) {
 	default:
 		return nil, fmt.Errorf("%s: approval %q: use never, on-request or untrusted", file, u.Approval)
 	}
+	switch u.ApprovalEdits {
+	case "", "ask", "accept":
+	default:
+		return nil, fmt.Errorf("%s: approval_edits %q: use ask (ask before every file edit, showing its diff) or accept (make edits without asking)", file, u.ApprovalEdits)
+	}
 	for _, g := range append(append([]string(nil), u.ShellEnvironment.Include...), u.ShellEnvironment.Exclude...) {
 		if _, err := path.Match(g, ""); err != nil {
 			return nil, fmt.Errorf("%s: shell_environment: bad pattern %q: %w", file, g, err)
@@ -116,7 +126,7 @@ func userOnly(b []byte) error {
 		return nil // the strict decode reports it
 	}
 	var keys []string
-	for _, k := range []string{"approval", "shell_environment"} {
+	for _, k := range []string{"approval", "approval_edits", "shell_environment"} {
 		if _, ok := m[k]; ok {
 			keys = append(keys, k)
 		}

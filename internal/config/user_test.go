@@ -13,7 +13,7 @@ func TestLoadUser(t *testing.T) {
 	if u, err := LoadUser(file); err != nil || u.Approval != "" {
 		t.Fatalf("missing file: %+v, %v", u, err)
 	}
-	good := "approval = \"on-request\"\n[shell_environment]\ninclude = [\"DATABASE_URL\", \"AWS_*\"]\nexclude = [\"CORP_*\"]\n[sandbox]\nhidden = [\"~/secrets\"]\nrelease = [\"~/.npmrc\"]\n"
+	good := "approval = \"on-request\"\napproval_edits = \"ask\"\n[shell_environment]\ninclude = [\"DATABASE_URL\", \"AWS_*\"]\nexclude = [\"CORP_*\"]\n[sandbox]\nhidden = [\"~/secrets\"]\nrelease = [\"~/.npmrc\"]\n"
 	if err := os.WriteFile(file, []byte(good), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -21,12 +21,13 @@ func TestLoadUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.Approval != "on-request" || len(u.ShellEnvironment.Include) != 2 || u.ShellEnvironment.Exclude[0] != "CORP_*" ||
+	if u.Approval != "on-request" || u.ApprovalEdits != "ask" || len(u.ShellEnvironment.Include) != 2 || u.ShellEnvironment.Exclude[0] != "CORP_*" ||
 		u.Sandbox.Hidden[0] != "~/secrets" || u.Sandbox.Release[0] != "~/.npmrc" {
 		t.Fatalf("%+v", u)
 	}
 	for body, want := range map[string]string{
 		"approval = \"sometimes\"\n":               "approval \"sometimes\"",
+		"approval_edits = \"always\"\n":            "approval_edits \"always\": use ask",
 		"[shell_environment]\ninclud = [\"X\"]\n":  "unknown setting \"shell_environment.includ\"",
 		"[shell_environment]\ninclude = [\"[\"]\n": "bad pattern",
 		"approval = \n":                            "line 1",
@@ -47,6 +48,7 @@ func TestLoadUser(t *testing.T) {
 func TestProjectCannotSetUserSettings(t *testing.T) {
 	for _, body := range []string{
 		"approval = \"never\"\n",
+		"approval_edits = \"accept\"\n",
 		"[shell_environment]\ninclude = [\"*\"]\n",
 		"[sandbox]\nrelease = [\"~/.ssh\"]\n",
 		"[sandbox]\nhidden = []\n",

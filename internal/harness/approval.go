@@ -10,6 +10,7 @@ import (
 
 	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/changes"
+	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/tool"
@@ -25,6 +26,13 @@ import (
 // hides the signing key and the saved sessions where the session's own
 // sandbox does (its namespaces). The question and the answer travel with
 // the call's result (tool.Result.Approval).
+//
+// Under the edit policy approval.EditsAsk (Options.ApprovalEdits, else
+// the user's approval_edits), the same gate asks before every file edit,
+// of every agent, showing its diff: the executors' previews
+// (tool.Previewer: the file and patch executors) are found through the
+// gate's executor, the changes tracker and the Mux. Such a session needs
+// somebody to answer: Open refuses it when nobody can (checkApproval).
 
 // approvalPolicy is the session's approval policy: never unless set.
 func (s *Session) approvalPolicy() approval.Policy {
@@ -37,13 +45,53 @@ func (s *Session) approvalPolicy() approval.Policy {
 	return s.opts.Approval
 }
 
-// checkApproval checks the approval option.
+// editPolicy is the session's edit policy: the option, else the user's
+// configuration, else accept.
+func (s *Session) editPolicy() approval.EditPolicy {
+	switch {
+	case s.opts.ApprovalEdits != "":
+		return s.opts.ApprovalEdits
+	case s.user != nil && s.user.ApprovalEdits != "":
+		return approval.EditPolicy(s.user.ApprovalEdits)
+	}
+	return approval.EditsAccept
+}
+
+// checkApproval checks the approval options, and refuses a session that
+// would ask before edits when nobody can answer (the approver stands for
+// nobody, or the policy is never): every edit of it would be refused, so
+// it fails now, before the model is paid for, saying how to go on.
 func (s *Session) checkApproval() error {
-	if s.opts.Approval == "" {
+	if s.opts.Approval != "" {
+		if _, err := approval.ParsePolicy(string(s.opts.Approval)); err != nil {
+			return &ConfigError{Msg: "--approval: " + err.Error()}
+		}
+	}
+	if s.opts.ApprovalEdits != "" {
+		if _, err := approval.ParseEditPolicy(string(s.opts.ApprovalEdits)); err != nil {
+			return &ConfigError{Msg: "--approval-edits: " + err.Error()}
+		}
+	}
+	if s.editPolicy() != approval.EditsAsk {
 		return nil
 	}
-	if _, err := approval.ParsePolicy(string(s.opts.Approval)); err != nil {
-		return &ConfigError{Msg: "--approval: " + err.Error()}
+	src := "--approval-edits ask"
+	if s.opts.ApprovalEdits == "" {
+		file := config.UserFile
+		if dir, err := s.keyDir(); err == nil {
+			file = filepath.Join(dir, config.UserFile)
+		}
+		src = `approval_edits = "ask" in ` + file
+	}
+	var a approval.Approver = approval.Headless{}
+	if s.opts.Approver != nil {
+		a = s.opts.Approver
+	}
+	if u, ok := a.(approval.Unattended); ok {
+		return &ConfigError{Msg: fmt.Sprintf("%s asks before every file edit, but nobody can answer in this run (%s): use the interactive session (truss), or --approval-edits accept to let this run edit without asking", src, u.Unattended())}
+	}
+	if s.approvalPolicy() == approval.Never {
+		return &ConfigError{Msg: fmt.Sprintf(`%s asks before every file edit, but the approval policy "never" asks nobody: use --approval on-request (commands in the sandbox still run without asking), or --approval-edits accept`, src)}
 	}
 	return nil
 }
@@ -81,7 +129,7 @@ func (s *Session) gated(exec tool.Executor, dir string) tool.Executor {
 	s.gateMu.Lock()
 	defer s.gateMu.Unlock()
 	if s.gate == nil {
-		s.gate = approval.Wrap(exec, s.approvalPolicy(), s.opts.Approver, esc)
+		s.gate = approval.Wrap(exec, s.approvalPolicy(), s.opts.Approver, esc, approval.WithEdits(s.editPolicy()))
 		return s.gate
 	}
 	return s.gate.Child(exec, esc)
@@ -239,3 +287,7 @@ func (es *escalatedShells) stop() {
 
 // Approval returns the session's approval policy.
 func (s *Session) Approval() approval.Policy { return s.approvalPolicy() }
+
+// ApprovalEdits returns the session's edit policy: whether the approver
+// is asked before every file edit.
+func (s *Session) ApprovalEdits() approval.EditPolicy { return s.editPolicy() }

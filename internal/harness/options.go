@@ -145,6 +145,13 @@ type Options struct {
 	// run a command escalated, outside the sandbox, once approved.
 	Approval approval.Policy
 	Approver approval.Approver
+	// ApprovalEdits is whether the Approver is asked before every file
+	// edit, shown its diff (approval.EditsAsk), or not
+	// (approval.EditsAccept); "" takes the user's configuration
+	// (approval_edits), else accept. With ask, Open fails with a
+	// ConfigError when nobody can answer (the Approver is nil or
+	// approval.Unattended) or the policy is never (docs/approvals.md).
+	ApprovalEdits approval.EditPolicy
 	// Env is the task environment the tools run in: "host" (the sandbox)
 	// or "image:REF" (a container from the OCI image REF, which must be in
 	// the engine's store; docs/environments.md). "" takes the project's

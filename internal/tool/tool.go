@@ -290,12 +290,23 @@ type Approval struct {
 	// "untrusted").
 	Policy string `json:"policy"`
 	// Kind is what was asked: "escalation" (run the command with more than
-	// the sandbox allows) or "command" (run a command that is not known to
-	// be read-only, under "untrusted").
+	// the sandbox allows), "command" (run a command that is not known to
+	// be read-only, under "untrusted") or "edit" (change files, when the
+	// session asks before edits). Command is the command of the first
+	// two.
 	Kind          string `json:"kind"`
-	Command       string `json:"command"`
+	Command       string `json:"command,omitempty"`
 	Dir           string `json:"dir,omitempty"`
 	Justification string `json:"justification,omitempty"`
+	// Paths are the files an edit changes, as the model named them (kind
+	// "edit").
+	Paths []string `json:"paths,omitempty"`
+	// Preview is the hex SHA-256 of the diff the person was shown before
+	// an edit (the preview, a unified diff), when there was one;
+	// PreviewError why the preview failed, when it did (the person was
+	// shown the call's arguments instead).
+	Preview      string `json:"preview_sha256,omitempty"`
+	PreviewError string `json:"preview_error,omitempty"`
 	// Decision is "approved", "approved_for_session", "denied", or
 	// "unanswered" when no answer came (the wait was canceled, the
 	// approver failed; Reason says which).
@@ -611,6 +622,17 @@ func (m *Mux) Execute(ctx context.Context, call Call) Result {
 	return r
 }
 
+// Preview implements Previewer: the preview of the executor routed for
+// the call (looked up through its Wrappers); ErrNoPreview when the call
+// has no route or its executor cannot preview.
+func (m *Mux) Preview(ctx context.Context, call Call) (string, error) {
+	e, ok := m.routes[call.Op]
+	if !ok {
+		return "", ErrNoPreview
+	}
+	return Preview(ctx, e, call)
+}
+
 // Concurrent reports whether the call may run at the same time as other
 // concurrent calls of a turn (the executor reads only, or runs a whole
 // agent of its own); Mutates reports whether it may change files. Mux
@@ -684,4 +706,43 @@ func Mutates(e Executor, call Call) bool {
 		e = w.Unwrap()
 	}
 	return true
+}
+
+// Previewer is an Executor that can say, before running a call that
+// changes files, what the call would change: Preview returns a unified
+// diff of the change ("--- a/PATH", "+++ b/PATH" and hunks per file,
+// "/dev/null" for a file that is created or deleted), computed from the
+// files as they are now and exactly as the call would change them if it
+// ran now, so that the diff of the result's changes is the preview when
+// nothing changed in between. Preview writes nothing and takes no lock
+// for longer than it reads; it reads the files with the executor's own
+// safety (no link leading outside a root followed, no FIFO or device
+// opened, reads capped). It fails with the error the call itself would
+// fail with (a *Error: the text to replace is not found, the path is
+// read-only), or ErrNoPreview when it cannot preview this call.
+// Approval gates use it to show a person an edit before it is made.
+type Previewer interface {
+	Executor
+	Preview(ctx context.Context, call Call) (string, error)
+}
+
+// ErrNoPreview is the error of a preview that no executor can compute
+// for the call (its executor is not a Previewer, or does not preview
+// this operation).
+var ErrNoPreview = errors.New("this operation has no preview")
+
+// Preview returns the preview of call on e (Previewer, looked up through
+// Wrappers), or ErrNoPreview when e does not offer one.
+func Preview(ctx context.Context, e Executor, call Call) (string, error) {
+	for e != nil {
+		if p, ok := e.(Previewer); ok {
+			return p.Preview(ctx, call)
+		}
+		w, ok := e.(Wrapper)
+		if !ok {
+			break
+		}
+		e = w.Unwrap()
+	}
+	return "", ErrNoPreview
 }

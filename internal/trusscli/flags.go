@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/termsafe"
@@ -59,6 +60,9 @@ type workspaceFlags struct {
 	env       string // --env
 	engine    string // --engine
 	workdir   string // --env-workdir
+	// --approval-edits: whether a person is asked before each file edit
+	// ("" for the user's configuration, else accept).
+	approvalEdits string
 }
 
 func (w *workspaceFlags) register(fs *flag.FlagSet) {
@@ -68,6 +72,7 @@ func (w *workspaceFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&w.timeout, "timeout", harness.DefaultShellTimeout, "per-command timeout of the shell")
 	fs.Var(&w.allowEnv, "allow-env", "pass this variable to commands although Truss withholds it (ANTHROPIC_*, OPENAI_*, OLLAMA_*, TRUSS_*, or a name containing KEY, SECRET or TOKEN) (repeatable)")
 	fs.StringVar(&w.memoryDir, "memory-dir", "", "the memory tool's directory (default: one per project under the user's data directory)")
+	fs.StringVar(&w.approvalEdits, "approval-edits", "", "whether a person is asked before each file edit, shown its diff: ask, or accept (edits are made without asking); default accept, or the user's approval_edits. Only a session someone answers can ask: with ask, truss run, exec, tool call and mcp serve refuse to start, and so does --approval never")
 	w.registerSandbox(fs)
 	w.registerEnv(fs)
 }
@@ -93,6 +98,13 @@ func (w *workspaceFlags) options(o *harness.Options) error {
 	o.Root, o.ReadOnlyDirs, o.WritableDirs = w.root, w.ro, w.rw
 	o.ShellTimeout, o.AllowEnv, o.MemoryDir = w.timeout, w.allowEnv, w.memoryDir
 	o.Env, o.Engine, o.EnvWorkdir = w.env, w.engine, w.workdir
+	if w.approvalEdits != "" {
+		e, err := approval.ParseEditPolicy(w.approvalEdits)
+		if err != nil {
+			return cli.Usagef("--approval-edits: %v", err)
+		}
+		o.ApprovalEdits = e
+	}
 	return w.sandboxOptions(&o.Sandbox)
 }
 

@@ -266,30 +266,11 @@ func selectLines(b []byte, start, end int) string {
 
 // Write creates (mustNotExist) or overwrites a file.
 func (e *Executor) Write(a *tool.CreateArgs, mustNotExist bool) (tool.Result, error) {
-	p, err := e.W.Resolve(a.Path)
+	p, change, err := e.planWrite(a, mustNotExist)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	data := []byte(a.Content)
-	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeAdd, After: tool.Digest(data), AfterData: data}
-	var prev []byte
-	if fi, err := p.Stat(); err == nil {
-		if fi.IsDir() {
-			return tool.Result{}, isDir(a.Path)
-		}
-		if mustNotExist {
-			return tool.Result{}, &tool.Error{Kind: tool.ErrExists, Path: a.Path, Message: fmt.Sprintf("a file already exists at %s", a.Path)}
-		}
-		old, _, err := e.read(p, a.Path)
-		if err != nil {
-			return tool.Result{}, err
-		}
-		change.Kind, change.Before, change.BeforeData = tool.ChangeUpdate, tool.Digest(old), old
-		prev = old
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return tool.Result{}, ioErr("write", a.Path, err)
-	}
-	if err := e.write(p, data, change.Kind == tool.ChangeAdd, prev); err != nil {
+	if err := e.write(p, change.AfterData, change.Kind == tool.ChangeAdd, change.BeforeData); err != nil {
 		return tool.Result{}, err
 	}
 	e.note([]tool.FileChange{change})
@@ -300,40 +281,42 @@ func (e *Executor) Write(a *tool.CreateArgs, mustNotExist bool) (tool.Result, er
 	return tool.Result{Output: fmt.Sprintf("%s %s (%d bytes)", verb, a.Path, len(a.Content)), Changes: []tool.FileChange{change}}, nil
 }
 
+// planWrite is what Write would do, without writing: the target and the
+// change (BeforeData the content it replaces, nil when it creates the
+// file).
+func (e *Executor) planWrite(a *tool.CreateArgs, mustNotExist bool) (Resolved, tool.FileChange, error) {
+	p, err := e.W.Resolve(a.Path)
+	if err != nil {
+		return Resolved{}, tool.FileChange{}, err
+	}
+	data := []byte(a.Content)
+	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeAdd, After: tool.Digest(data), AfterData: data}
+	if fi, err := p.Stat(); err == nil {
+		if fi.IsDir() {
+			return Resolved{}, tool.FileChange{}, isDir(a.Path)
+		}
+		if mustNotExist {
+			return Resolved{}, tool.FileChange{}, &tool.Error{Kind: tool.ErrExists, Path: a.Path, Message: fmt.Sprintf("a file already exists at %s", a.Path)}
+		}
+		old, _, err := e.read(p, a.Path)
+		if err != nil {
+			return Resolved{}, tool.FileChange{}, err
+		}
+		change.Kind, change.Before, change.BeforeData = tool.ChangeUpdate, tool.Digest(old), old
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Resolved{}, tool.FileChange{}, ioErr("write", a.Path, err)
+	}
+	return p, change, nil
+}
+
 // Replace replaces Old by New. Old must occur exactly once unless All is set;
 // several matches are refused with the lines that contain one.
 func (e *Executor) Replace(a *tool.ReplaceArgs) (tool.Result, error) {
-	if a.Old == "" {
-		return tool.Result{}, tool.Errorf(tool.ErrInvalidInput, "the text to replace is empty; to write a whole file use the write operation")
-	}
-	p, b, err := e.readForEdit(a.Path)
+	p, b, nb, first, n, err := e.planReplace(a)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	old := []byte(a.Old)
-	first := bytes.Index(b, old)
-	if first < 0 {
-		return tool.Result{}, &tool.Error{Kind: tool.ErrNoMatch, Path: a.Path,
-			Message: fmt.Sprintf("the text to replace was not found in %s; it must match the file exactly, whitespace and indentation included", a.Path)}
-	}
-	n := 1
-	if !a.All {
-		if second := bytes.Index(b[first+len(old):], old); second >= 0 {
-			lines := matchLines(b, old)
-			return tool.Result{}, &tool.Error{Kind: tool.ErrMultipleMatches, Path: a.Path, Lines: lines, Containing: containing(b, old),
-				Message: fmt.Sprintf("the text to replace occurs %d times in %s, starting on lines %s; include more surrounding lines to make it unique", len(lines), a.Path, joinInts(lines))}
-		}
-	}
-	before := digestAsync(b)
-	var nb []byte
-	if a.All {
-		n = bytes.Count(b, old)
-		nb = bytes.ReplaceAll(b, old, []byte(a.New))
-	} else {
-		nb = make([]byte, 0, len(b)-len(old)+len(a.New))
-		nb = append(append(append(nb, b[:first]...), a.New...), b[first+len(old):]...)
-	}
-	after := digestAsync(nb)
+	before, after := digestAsync(b), digestAsync(nb)
 	if err := e.write(p, nb, false, b); err != nil {
 		return tool.Result{}, err
 	}
@@ -348,6 +331,41 @@ func (e *Executor) Replace(a *tool.ReplaceArgs) (tool.Result, error) {
 		Edit:    editSpan(nb, first, strings.Count(a.New, "\n")+1),
 		Changes: changes,
 	}, nil
+}
+
+// planReplace is what Replace would do, without writing: the file, its
+// content b and new content nb, where the first replacement starts in nb,
+// and how many occurrences are replaced.
+func (e *Executor) planReplace(a *tool.ReplaceArgs) (p Resolved, b, nb []byte, first, n int, err error) {
+	if a.Old == "" {
+		return Resolved{}, nil, nil, 0, 0, tool.Errorf(tool.ErrInvalidInput, "the text to replace is empty; to write a whole file use the write operation")
+	}
+	p, b, err = e.readForEdit(a.Path)
+	if err != nil {
+		return Resolved{}, nil, nil, 0, 0, err
+	}
+	old := []byte(a.Old)
+	first = bytes.Index(b, old)
+	if first < 0 {
+		return Resolved{}, nil, nil, 0, 0, &tool.Error{Kind: tool.ErrNoMatch, Path: a.Path,
+			Message: fmt.Sprintf("the text to replace was not found in %s; it must match the file exactly, whitespace and indentation included", a.Path)}
+	}
+	n = 1
+	if !a.All {
+		if second := bytes.Index(b[first+len(old):], old); second >= 0 {
+			lines := matchLines(b, old)
+			return Resolved{}, nil, nil, 0, 0, &tool.Error{Kind: tool.ErrMultipleMatches, Path: a.Path, Lines: lines, Containing: containing(b, old),
+				Message: fmt.Sprintf("the text to replace occurs %d times in %s, starting on lines %s; include more surrounding lines to make it unique", len(lines), a.Path, joinInts(lines))}
+		}
+	}
+	if a.All {
+		n = bytes.Count(b, old)
+		nb = bytes.ReplaceAll(b, old, []byte(a.New))
+	} else {
+		nb = make([]byte, 0, len(b)-len(old)+len(a.New))
+		nb = append(append(append(nb, b[:first]...), a.New...), b[first+len(old):]...)
+	}
+	return p, b, nb, first, n, nil
 }
 
 // digestAsync hashes b on another goroutine; large files hash while the new
@@ -429,32 +447,9 @@ func joinInts(xs []int) string {
 // Insert inserts Text after line Line (0 = before the first line). The file
 // and the text are split on '\n' and re-joined, as the editors do.
 func (e *Executor) Insert(a *tool.InsertArgs) (tool.Result, error) {
-	p, b, err := e.readForEdit(a.Path)
+	p, b, nb, off, err := e.planInsert(a)
 	if err != nil {
 		return tool.Result{}, err
-	}
-	n := CountLines(b)
-	if a.Line < 0 || a.Line > n {
-		return tool.Result{}, &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: n,
-			Message: fmt.Sprintf("the line %d is outside the file's lines [0, %d]", a.Line, n)}
-	}
-	// Split on '\n', put the text's lines after line a.Line, re-join: after
-	// the last line of a file that ends with a newline comes the empty piece
-	// that newline leaves, as the editors number it.
-	off := 0 // where line a.Line+1 starts
-	for i := 0; i < a.Line; i++ {
-		j := bytes.IndexByte(b[off:], '\n')
-		if j < 0 {
-			off = len(b) + 1 // after the last line: joined with a newline
-			break
-		}
-		off += j + 1
-	}
-	nb := make([]byte, 0, len(b)+len(a.Text)+1)
-	if off > len(b) {
-		nb = append(append(append(nb, b...), '\n'), a.Text...)
-	} else {
-		nb = append(append(append(append(nb, b[:off]...), a.Text...), '\n'), b[off:]...)
 	}
 	before, after := digestAsync(b), digestAsync(nb)
 	if err := e.write(p, nb, false, b); err != nil {
@@ -468,6 +463,40 @@ func (e *Executor) Insert(a *tool.InsertArgs) (tool.Result, error) {
 		Edit:    editSpan(nb, min(at, len(nb)), strings.Count(a.Text, "\n")+1),
 		Changes: changes,
 	}, nil
+}
+
+// planInsert is what Insert would do, without writing: the file, its
+// content b and new content nb, and the offset in b where the text goes
+// (len(b)+1 after a last line without a newline).
+func (e *Executor) planInsert(a *tool.InsertArgs) (p Resolved, b, nb []byte, off int, err error) {
+	p, b, err = e.readForEdit(a.Path)
+	if err != nil {
+		return Resolved{}, nil, nil, 0, err
+	}
+	n := CountLines(b)
+	if a.Line < 0 || a.Line > n {
+		return Resolved{}, nil, nil, 0, &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: n,
+			Message: fmt.Sprintf("the line %d is outside the file's lines [0, %d]", a.Line, n)}
+	}
+	// Split on '\n', put the text's lines after line a.Line, re-join: after
+	// the last line of a file that ends with a newline comes the empty piece
+	// that newline leaves, as the editors number it.
+	off = 0 // where line a.Line+1 starts
+	for i := 0; i < a.Line; i++ {
+		j := bytes.IndexByte(b[off:], '\n')
+		if j < 0 {
+			off = len(b) + 1 // after the last line: joined with a newline
+			break
+		}
+		off += j + 1
+	}
+	nb = make([]byte, 0, len(b)+len(a.Text)+1)
+	if off > len(b) {
+		nb = append(append(append(nb, b...), '\n'), a.Text...)
+	} else {
+		nb = append(append(append(append(nb, b[:off]...), a.Text...), '\n'), b[off:]...)
+	}
+	return p, b, nb, off, nil
 }
 
 // List lists a directory up to Depth levels deep (default 2), leaving out
@@ -561,62 +590,97 @@ func (e *Executor) write(p Resolved, data []byte, created bool, prev []byte) err
 // Undo restores the content a file had before its last edit (removing a file
 // the executor created). It needs Options.History.
 func (e *Executor) Undo(a *tool.UndoArgs) (tool.Result, error) {
-	p, err := e.W.Resolve(a.Path)
+	p, last, change, err := e.planUndo(a, true)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	if err := p.writable(); err != nil {
-		return tool.Result{}, err
-	}
-	e.mu.Lock()
-	hs := e.history[p.Abs]
-	if len(hs) == 0 {
-		e.mu.Unlock()
-		return tool.Result{}, &tool.Error{Kind: tool.ErrNotFound, Path: a.Path, Message: fmt.Sprintf("no edit history found for %s", a.Path)}
-	}
-	last := hs[len(hs)-1]
-	e.history[p.Abs] = hs[:len(hs)-1]
-	e.mu.Unlock()
-	cur, _ := p.ReadFile()
-	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeUpdate, Before: tool.Digest(cur), BeforeData: cur}
 	if last == nil {
 		if err := p.root.r.Remove(p.Rel); err != nil {
 			return tool.Result{}, ioErr("remove", a.Path, err)
 		}
-		change.Kind = tool.ChangeDelete
 		e.note([]tool.FileChange{change})
 		return tool.Result{Output: fmt.Sprintf("Removed %s, which the undone edit had created", a.Path), Changes: []tool.FileChange{change}}, nil
 	}
 	if err := p.WriteFileMode(*last, e.Opts.FileMode, e.Opts.DirMode); err != nil {
 		return tool.Result{}, err
 	}
-	change.After, change.AfterData = tool.Digest(*last), *last
 	e.note([]tool.FileChange{change})
 	return tool.Result{Output: string(*last), File: &tool.FileView{Path: a.Path, Content: string(*last), StartLine: 1,
 		TotalLines: CountLines(*last), FinalNewline: bytes.HasSuffix(*last, []byte{'\n'})}, Changes: []tool.FileChange{change}}, nil
 }
 
+// planUndo is what Undo would do: the file, the content it gets back (nil:
+// the undone edit created it, and it is removed) and the change. With pop
+// the history's last entry is taken off; without, nothing changes.
+func (e *Executor) planUndo(a *tool.UndoArgs, pop bool) (Resolved, *[]byte, tool.FileChange, error) {
+	p, err := e.W.Resolve(a.Path)
+	if err != nil {
+		return Resolved{}, nil, tool.FileChange{}, err
+	}
+	if err := p.writable(); err != nil {
+		return Resolved{}, nil, tool.FileChange{}, err
+	}
+	e.mu.Lock()
+	hs := e.history[p.Abs]
+	if len(hs) == 0 {
+		e.mu.Unlock()
+		return Resolved{}, nil, tool.FileChange{}, &tool.Error{Kind: tool.ErrNotFound, Path: a.Path, Message: fmt.Sprintf("no edit history found for %s", a.Path)}
+	}
+	last := hs[len(hs)-1]
+	if pop {
+		e.history[p.Abs] = hs[:len(hs)-1]
+	}
+	e.mu.Unlock()
+	cur, _ := p.ReadFile()
+	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeUpdate, Before: tool.Digest(cur), BeforeData: cur}
+	if last == nil {
+		change.Kind = tool.ChangeDelete
+	} else {
+		change.After, change.AfterData = tool.Digest(*last), *last
+	}
+	return p, last, change, nil
+}
+
 // Delete deletes a file, or a directory with everything in it when
 // Recursive is set. The root of a workspace cannot be deleted.
 func (e *Executor) Delete(a *tool.DeleteArgs) (tool.Result, error) {
-	p, err := e.W.Resolve(a.Path)
+	p, fi, changes, err := e.planDelete(a)
 	if err != nil {
 		return tool.Result{}, err
 	}
+	if fi.IsDir() {
+		err = p.root.r.RemoveAll(p.Rel)
+	} else {
+		err = p.root.r.Remove(p.Rel)
+	}
+	if err != nil {
+		return tool.Result{}, ioErr("delete", a.Path, err)
+	}
+	e.note(changes)
+	return tool.Result{Output: fmt.Sprintf("Deleted %s", a.Path), Changes: changes}, nil
+}
+
+// planDelete is what Delete would do, without deleting: the path, what it
+// is, and the changes (one per regular file beneath a directory).
+func (e *Executor) planDelete(a *tool.DeleteArgs) (Resolved, fs.FileInfo, []tool.FileChange, error) {
+	p, err := e.W.Resolve(a.Path)
+	if err != nil {
+		return Resolved{}, nil, nil, err
+	}
 	if err := p.writable(); err != nil {
-		return tool.Result{}, err
+		return Resolved{}, nil, nil, err
 	}
 	if p.Rel == "." {
-		return tool.Result{}, tool.Errorf(tool.ErrInvalidInput, "the root %s cannot be deleted", a.Path)
+		return Resolved{}, nil, nil, tool.Errorf(tool.ErrInvalidInput, "the root %s cannot be deleted", a.Path)
 	}
 	fi, err := p.root.r.Lstat(p.Rel)
 	if err != nil {
-		return tool.Result{}, ioErr("delete", a.Path, err)
+		return Resolved{}, nil, nil, ioErr("delete", a.Path, err)
 	}
 	var changes []tool.FileChange
 	if fi.IsDir() {
 		if !a.Recursive {
-			return tool.Result{}, isDir(a.Path)
+			return Resolved{}, nil, nil, isDir(a.Path)
 		}
 		p.walk(func(fp string, info hostfs.Info, err error) error {
 			if err == nil && info.IsRegular() {
@@ -630,7 +694,6 @@ func (e *Executor) Delete(a *tool.DeleteArgs) (tool.Result, error) {
 			}
 			return nil
 		})
-		err = p.root.r.RemoveAll(p.Rel)
 	} else {
 		change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeDelete}
 		if fi.Mode().IsRegular() {
@@ -639,53 +702,58 @@ func (e *Executor) Delete(a *tool.DeleteArgs) (tool.Result, error) {
 			}
 		}
 		changes = []tool.FileChange{change}
-		err = p.root.r.Remove(p.Rel)
 	}
-	if err != nil {
-		return tool.Result{}, ioErr("delete", a.Path, err)
-	}
-	e.note(changes)
-	return tool.Result{Output: fmt.Sprintf("Deleted %s", a.Path), Changes: changes}, nil
+	return p, fi, changes, nil
 }
 
 // Rename renames From to To within one root, creating To's parent
 // directories. It never overwrites: an existing To is an ErrExists error.
 func (e *Executor) Rename(a *tool.RenameArgs) (tool.Result, error) {
-	from, err := e.W.Resolve(a.From)
+	from, to, changes, err := e.planRename(a)
 	if err != nil {
 		return tool.Result{}, err
-	}
-	to, err := e.W.Resolve(a.To)
-	if err != nil {
-		return tool.Result{}, err
-	}
-	if err := from.writable(); err != nil {
-		return tool.Result{}, err
-	}
-	if err := to.writable(); err != nil {
-		return tool.Result{}, err
-	}
-	if from.root != to.root {
-		return tool.Result{}, tool.Errorf(tool.ErrUnsupported, "cannot rename %s to %s: they are in different roots", a.From, a.To)
-	}
-	fi, err := from.root.r.Lstat(from.Rel)
-	if err != nil {
-		return tool.Result{}, ioErr("rename", a.From, err)
-	}
-	if _, err := to.root.r.Lstat(to.Rel); err == nil {
-		return tool.Result{}, &tool.Error{Kind: tool.ErrExists, Path: a.To, Message: fmt.Sprintf("the destination %s already exists", a.To)}
 	}
 	if dir := filepath.Dir(to.Rel); dir != "." {
 		if err := to.root.r.MkdirAll(dir, e.dirMode()); err != nil {
 			return tool.Result{}, ioErr("create the directory for", a.To, err)
 		}
 	}
-	changes := moves(from, to, fi)
 	if err := from.root.r.Rename(from.Rel, to.Rel); err != nil {
 		return tool.Result{}, ioErr("rename", a.From, err)
 	}
 	e.note(changes)
 	return tool.Result{Output: fmt.Sprintf("Renamed %s to %s", a.From, a.To), Changes: changes}, nil
+}
+
+// planRename is what Rename would do, without renaming or creating a
+// directory: both paths and the changes.
+func (e *Executor) planRename(a *tool.RenameArgs) (from, to Resolved, changes []tool.FileChange, err error) {
+	fail := func(err error) (Resolved, Resolved, []tool.FileChange, error) {
+		return Resolved{}, Resolved{}, nil, err
+	}
+	if from, err = e.W.Resolve(a.From); err != nil {
+		return fail(err)
+	}
+	if to, err = e.W.Resolve(a.To); err != nil {
+		return fail(err)
+	}
+	if err := from.writable(); err != nil {
+		return fail(err)
+	}
+	if err := to.writable(); err != nil {
+		return fail(err)
+	}
+	if from.root != to.root {
+		return fail(tool.Errorf(tool.ErrUnsupported, "cannot rename %s to %s: they are in different roots", a.From, a.To))
+	}
+	fi, err := from.root.r.Lstat(from.Rel)
+	if err != nil {
+		return fail(ioErr("rename", a.From, err))
+	}
+	if _, err := to.root.r.Lstat(to.Rel); err == nil {
+		return fail(&tool.Error{Kind: tool.ErrExists, Path: a.To, Message: fmt.Sprintf("the destination %s already exists", a.To)})
+	}
+	return from, to, moves(from, to, fi), nil
 }
 
 func (e *Executor) dirMode() fs.FileMode {
