@@ -10,7 +10,6 @@ import (
 
 	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/changes"
-	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/tool"
@@ -46,21 +45,41 @@ func (s *Session) approvalPolicy() approval.Policy {
 }
 
 // editPolicy is the session's edit policy: the option, else the user's
-// configuration, else accept.
+// configuration where somebody can answer (a user's "ask" is the default
+// of the sessions a person drives; headless runs edit without asking),
+// else accept.
 func (s *Session) editPolicy() approval.EditPolicy {
 	switch {
 	case s.opts.ApprovalEdits != "":
 		return s.opts.ApprovalEdits
-	case s.user != nil && s.user.ApprovalEdits != "":
+	case s.user != nil && s.user.ApprovalEdits != "" && s.nobodyAnswers() == "":
 		return approval.EditPolicy(s.user.ApprovalEdits)
 	}
 	return approval.EditsAccept
 }
 
-// checkApproval checks the approval options, and refuses a session that
-// would ask before edits when nobody can answer (the approver stands for
-// nobody, or the policy is never): every edit of it would be refused, so
-// it fails now, before the model is paid for, saying how to go on.
+// nobodyAnswers says why nobody can answer an approval question in this
+// session (its approver stands for nobody, or its policy is never), or ""
+// when somebody can.
+func (s *Session) nobodyAnswers() string {
+	var a approval.Approver = approval.Headless{}
+	if s.opts.Approver != nil {
+		a = s.opts.Approver
+	}
+	if u, ok := a.(approval.Unattended); ok {
+		return u.Unattended()
+	}
+	if s.approvalPolicy() == approval.Never {
+		return neverAsks
+	}
+	return ""
+}
+
+// checkApproval checks the approval options, and refuses a session told
+// to ask before edits (--approval-edits ask) when nobody can answer: every
+// edit of it would be refused, so it fails now, before the model is paid
+// for, saying how to go on. (The user's approval_edits = "ask" does not
+// apply where nobody answers: editPolicy.)
 func (s *Session) checkApproval() error {
 	if s.opts.Approval != "" {
 		if _, err := approval.ParsePolicy(string(s.opts.Approval)); err != nil {
@@ -72,29 +91,21 @@ func (s *Session) checkApproval() error {
 			return &ConfigError{Msg: "--approval-edits: " + err.Error()}
 		}
 	}
-	if s.editPolicy() != approval.EditsAsk {
+	if s.opts.ApprovalEdits != approval.EditsAsk {
 		return nil
 	}
-	src := "--approval-edits ask"
-	if s.opts.ApprovalEdits == "" {
-		file := config.UserFile
-		if dir, err := s.keyDir(); err == nil {
-			file = filepath.Join(dir, config.UserFile)
-		}
-		src = `approval_edits = "ask" in ` + file
+	switch why := s.nobodyAnswers(); why {
+	case "":
+		return nil
+	case neverAsks:
+		return &ConfigError{Msg: `--approval-edits ask asks before every file edit, but the approval policy "never" asks nobody: use --approval on-request (commands in the sandbox still run without asking), or --approval-edits accept`}
+	default:
+		return &ConfigError{Msg: fmt.Sprintf("--approval-edits ask asks before every file edit, but nobody can answer in this run (%s): use the interactive session (truss), or --approval-edits accept to let this run edit without asking", why)}
 	}
-	var a approval.Approver = approval.Headless{}
-	if s.opts.Approver != nil {
-		a = s.opts.Approver
-	}
-	if u, ok := a.(approval.Unattended); ok {
-		return &ConfigError{Msg: fmt.Sprintf("%s asks before every file edit, but nobody can answer in this run (%s): use the interactive session (truss), or --approval-edits accept to let this run edit without asking", src, u.Unattended())}
-	}
-	if s.approvalPolicy() == approval.Never {
-		return &ConfigError{Msg: fmt.Sprintf(`%s asks before every file edit, but the approval policy "never" asks nobody: use --approval on-request (commands in the sandbox still run without asking), or --approval-edits accept`, src)}
-	}
-	return nil
 }
+
+// neverAsks is nobodyAnswers' reason under the policy never.
+const neverAsks = `the approval policy "never" asks nobody`
 
 // offersEscalation reports whether the shell tools declare the escalation
 // parameters: only when someone may be asked.
