@@ -13,23 +13,63 @@ import (
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
-// commandHelp lists the slash commands in the order /help shows them.
-var commandHelp = [][2]string{
-	{"/help", "this list"},
-	{"/model [NAME]", "show the model, or switch to NAME for the next turns"},
-	{"/surface [NAME]", "show the tool surface, or switch to NAME"},
-	{"/sandbox [MODE]", "show the sandbox mode, or switch to MODE"},
-	{"/compact", "summarise the older turns now to free the context"},
-	{"/cost", "tokens and cost of this session so far"},
-	{"/diff", "the workspace's changes since the session began"},
-	{"/check", "run the project's checks now (edits start them in the background)"},
-	{"/ledger", "verify this session's ledger and show its root"},
-	{"/resume [N|ID]", "list this directory's earlier sessions, or continue one"},
-	{"/new", "start a new session in this directory"},
-	{"/quit", "save and exit (also Ctrl-D)"},
+// commandSpec is one slash command: /help lists the table, the menu that
+// completes a command name is drawn from it, and a command typed while a
+// turn runs either runs at once or waits its turn by it.
+type commandSpec struct {
+	name  string // without the slash: "model"
+	args  string // the argument it takes, as /help writes it ("[NAME]"), or ""
+	about string // what it does, in one line
+	// idle: the command talks to the session, which runs one thing at a
+	// time, so while a turn runs it is queued and runs when the session is
+	// idle. show: without an argument it only shows what the status line
+	// already holds, which runs at once.
+	idle, show bool
 }
 
-const keyHelp = `Keys: Enter sends · Alt+Enter or Ctrl+J adds a line · Up/Down history · Esc or Ctrl-C cancels the turn · Ctrl-D exits · PgUp/PgDn scroll · Ctrl+O shows/hides diffs · Ctrl+T shows/hides thinking · @path attaches a file`
+// commandTable lists the slash commands in the order /help and the menu
+// show them. It is never modified.
+var commandTable = []commandSpec{
+	{name: "help", about: "the commands and keys"},
+	{name: "model", args: "[N|NAME]", about: "list the models, or switch to the Nth or to NAME for the next turns", idle: true, show: true},
+	{name: "surface", args: "[NAME]", about: "show the tool surface, or switch to NAME", idle: true, show: true},
+	{name: "sandbox", args: "[MODE]", about: "show the sandbox mode, or switch to MODE", idle: true, show: true},
+	{name: "compact", about: "summarise the older turns now to free the context", idle: true},
+	{name: "cost", about: "tokens and cost of this session so far"},
+	{name: "diff", about: "the workspace's changes since the session began", idle: true},
+	{name: "check", about: "run the project's checks now (edits start them in the background)", idle: true},
+	{name: "ledger", about: "verify this session's ledger and show its root", idle: true},
+	{name: "resume", args: "[N|ID]", about: "list this directory's earlier sessions, or continue one", idle: true},
+	{name: "new", about: "start a new session in this directory", idle: true},
+	{name: "quit", about: "save and exit (also /exit, Ctrl-D)"},
+}
+
+// lookupCommand returns the command named name ("exit" and "?" are
+// aliases of quit and help).
+func lookupCommand(name string) (commandSpec, bool) {
+	switch name {
+	case "exit":
+		name = "quit"
+	case "?":
+		name = "help"
+	}
+	for _, c := range commandTable {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return commandSpec{}, false
+}
+
+// usage writes a command as /help lists it: "/model [N|NAME]".
+func (c commandSpec) usage() string {
+	if c.args == "" {
+		return "/" + c.name
+	}
+	return "/" + c.name + " " + c.args
+}
+
+const keyHelp = `Keys: Enter sends (while a turn runs: queues) · Tab completes /commands and @paths · Alt+Enter or Ctrl+J adds a line · Up/Down history (Up on an empty input takes back a queued message) · Esc or Ctrl-C cancels the turn, then the queue is sent · Ctrl-D exits · PgUp/PgDn scroll · Ctrl+O shows/hides diffs · Ctrl+T shows/hides thinking · @path attaches a file`
 
 // errUnsupported says that the session lacks a command's capability.
 var errUnsupported = errors.New("not available in this session")
@@ -74,8 +114,8 @@ func (m *uiModel) command(text string) tea.Cmd {
 	switch name {
 	case "help", "?":
 		var b strings.Builder
-		for _, c := range commandHelp {
-			fmt.Fprintf(&b, "%-16s %s\n", c[0], c[1])
+		for _, c := range commandTable {
+			fmt.Fprintf(&b, "%-17s %s\n", c.usage(), c.about)
 		}
 		b.WriteString(keyHelp)
 		m.add(blockNote, b.String())
@@ -209,7 +249,8 @@ func (m *uiModel) command(text string) tea.Cmd {
 		return nil
 	}
 	if m.busy != "" {
-		m.add(blockNote, fmt.Sprintf("/%s waits for the turn to end; press Esc to cancel it.", name))
+		// mustWait queues such a command; this is a safety net.
+		m.add(blockNote, fmt.Sprintf("/%s waits for the session to be idle; send it again then.", name))
 		return nil
 	}
 	ctx, cancel := context.WithCancel(m.ctx)

@@ -62,8 +62,13 @@ type uiModel struct {
 	spinning bool // a tick is on its way
 
 	busy     string             // what runs ("" when idle): "turn" or a command's name
-	cancel   context.CancelFunc // cancels what runs
+	cancel   context.CancelFunc // cancels what runs; nil once cancelled
 	quitting bool
+
+	// queued holds what was sent while the session was busy (tasks, and
+	// commands that talk to the session), oldest first; it is sent when
+	// the session is idle again (see sendQueued), and dropped on quit.
+	queued []string
 
 	status    Status
 	approvals []*approval
@@ -159,8 +164,22 @@ func (m *uiModel) next() tea.Cmd {
 	}
 }
 
-// Update implements tea.Model.
+// Update implements tea.Model. After every message, what was queued is
+// sent if the session became idle, and the spinner is started if
+// something runs.
 func (m *uiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	if m.busy == "" {
+		cmd = tea.Batch(cmd, m.sendQueued())
+	}
+	if m.busy != "" && !m.spinning {
+		m.spinning = true
+		cmd = tea.Batch(cmd, m.spin.Tick)
+	}
+	return m, cmd
+}
+
+func (m *uiModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -231,7 +250,7 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	switch s {
 	case "esc":
-		m.interrupt()
+		m.escape()
 		return m, nil
 	case "ctrl+c":
 		switch {
@@ -248,12 +267,7 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return m, m.quit()
 		}
 	case "enter":
-		cmd := m.submit()
-		if cmd != nil && m.busy != "" && !m.spinning {
-			m.spinning = true
-			cmd = tea.Batch(cmd, m.spin.Tick)
-		}
-		return m, cmd
+		return m, m.submit()
 	case "pgup":
 		m.scroll += max(m.regionHeight()/2, 1)
 		return m, nil
@@ -269,6 +283,13 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.r.gen++
 		return m, nil
 	case "up":
+		if n := len(m.queued); n > 0 && m.ta.Value() == "" {
+			// The last queued message comes back to be edited (Enter
+			// queues it again) or removed (Ctrl+U, then Enter on nothing).
+			m.ta.SetValue(m.queued[n-1])
+			m.queued = m.queued[:n-1]
+			return m, nil
+		}
 		if m.ta.Line() == 0 {
 			if v, ok := m.hist.prev(m.ta.Value()); ok {
 				m.ta.SetValue(v)
@@ -288,12 +309,33 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-// interrupt cancels what runs.
+// interrupt cancels what runs; what is queued is sent when it has ended.
 func (m *uiModel) interrupt() {
 	if m.cancel != nil {
 		m.cancel()
-		m.add(blockNote, "Cancelling…")
+		if len(m.queued) > 0 {
+			m.add(blockNote, "Cancelling… what is queued is sent when it has ended.")
+		} else {
+			m.add(blockNote, "Cancelling…")
+		}
 		m.cancel = nil
+	}
+}
+
+// escape is Esc: it cancels what runs (interrupt), so that what is queued
+// is sent at once (steering the session). Pressed again before the
+// cancelled turn has ended (Esc-Esc), it queues what the input holds too,
+// so that it is sent at once.
+func (m *uiModel) escape() {
+	if m.cancel != nil {
+		m.interrupt()
+		return
+	}
+	raw := m.ta.Value()
+	if text := strings.TrimSpace(raw); m.busy != "" && text != "" && !strings.HasPrefix(text, "/") {
+		m.hist.add(raw)
+		m.ta.Reset()
+		m.queued = append(m.queued, text)
 	}
 }
 
@@ -315,28 +357,74 @@ func (m *uiModel) answer(d Decision) {
 	m.add(blockApproval, fmt.Sprintf("%s → %s", approvalSubject(a.req), d))
 }
 
-// submit sends the input: a slash command, or a task.
+// submit sends the input: a slash command, or a task. While the session
+// is busy a task, and a command that talks to the session, is queued
+// instead (mustWait).
 func (m *uiModel) submit() tea.Cmd {
 	raw := m.ta.Value()
 	text := strings.TrimSpace(raw)
 	if text == "" {
 		return nil
 	}
-	if strings.HasPrefix(text, "/") {
-		m.hist.add(raw)
-		m.ta.Reset()
-		m.scroll = 0
-		m.add(blockUser, termsafe.String(text))
-		return m.command(text)
-	}
-	if m.busy != "" {
-		m.add(blockNote, "Wait for the turn to end, or press Esc to cancel it.")
-		return nil
-	}
 	m.hist.add(raw)
 	m.ta.Reset()
 	m.scroll = 0
+	if m.busy != "" && m.mustWait(text) {
+		m.queued = append(m.queued, text)
+		return nil
+	}
+	return m.send(text)
+}
+
+// mustWait reports whether text, sent while the session is busy, waits
+// until it is idle: a task does, and a command that talks to the session;
+// /help, /cost, /quit, an unknown command, and /surface or /sandbox
+// without an argument (which show the status) are answered at once, as is
+// /model without an argument when the session cannot list its models.
+func (m *uiModel) mustWait(text string) bool {
+	if !strings.HasPrefix(text, "/") {
+		return true
+	}
+	name, arg := parseCommand(text)
+	c, ok := lookupCommand(name)
+	if !ok || !c.idle {
+		return false
+	}
+	if arg == "" && c.show {
+		_, lists := m.sess.(ModelLister)
+		return c.name == "model" && lists
+	}
+	return true
+}
+
+// sendQueued sends what was queued, the session being idle: the queued
+// messages up to the first command, joined by blank lines, as one task;
+// or, when a command comes first, that command. A command that ends at
+// once (or a task that could not start) is followed by the next.
+func (m *uiModel) sendQueued() tea.Cmd {
+	for m.busy == "" && !m.quitting && len(m.queued) > 0 {
+		n := 1
+		if !strings.HasPrefix(m.queued[0], "/") {
+			for n < len(m.queued) && !strings.HasPrefix(m.queued[n], "/") {
+				n++
+			}
+		}
+		text := strings.Join(m.queued[:n], "\n\n")
+		m.queued = m.queued[n:]
+		if cmd := m.send(text); cmd != nil {
+			return cmd
+		}
+	}
+	return nil
+}
+
+// send draws text as the user's and runs it: a slash command, or a task.
+// The session must be idle for a task.
+func (m *uiModel) send(text string) tea.Cmd {
 	m.add(blockUser, termsafe.String(text))
+	if strings.HasPrefix(text, "/") {
+		return m.command(text)
+	}
 	paths := attachments(text)
 	att, canAttach := m.sess.(Attacher)
 	if len(paths) > 0 && !canAttach {
@@ -494,7 +582,32 @@ func (m *uiModel) endStream() {
 
 // regionHeight is how many lines the transcript gets.
 func (m *uiModel) regionHeight() int {
-	return max(m.height-m.ta.Height()-2-len(m.approvalLines()), 1)
+	return max(m.height-m.ta.Height()-2-len(m.approvalLines())-len(m.queuedLines()), 1)
+}
+
+// maxQueuedShown bounds the queued messages drawn, one line each.
+const maxQueuedShown = 4
+
+// queuedLines draws what is queued, under the transcript: one line per
+// message (its first line), and a line that says how to change it.
+func (m *uiModel) queuedLines() []string {
+	if len(m.queued) == 0 {
+		return nil
+	}
+	st := &m.r.st
+	var out []string
+	for i, q := range m.queued {
+		if i == maxQueuedShown {
+			out = append(out, st.paint(st.dim, fmt.Sprintf("  … %d more queued", len(m.queued)-i)))
+			break
+		}
+		out = append(out, trunc(st.paint(st.dim, "  queued ")+st.paint(st.user, "› ")+termsafe.Line(firstLine(q)), m.width))
+	}
+	hint := "  sent when the turn ends · esc: now · ↑ takes it back"
+	if m.busy != "" && m.cancel == nil {
+		hint = "  sent when the turn has ended · ↑ takes it back"
+	}
+	return append(out, st.paint(st.dim, trunc(hint, m.width)))
 }
 
 // View implements tea.Model.
@@ -542,6 +655,7 @@ func (m *uiModel) render() (string, int) {
 		lines = append(lines, "")
 	}
 	lines = append(lines, all[start:end]...)
+	lines = append(lines, m.queuedLines()...)
 	lines = append(lines, appr...)
 	rule := strings.Repeat("─", w)
 	if m.scroll > 0 {

@@ -82,6 +82,32 @@ func TestPTY(t *testing.T) {
 	}
 }
 
+// TestPTYQueueAndSteer: in a pseudo-terminal, a message typed while a
+// command runs is queued and drawn so; Esc cancels the turn and the queued
+// message is sent at once.
+func TestPTYQueueAndSteer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process in a pseudo-terminal")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), demoEnv+"=1", "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=1")
+	term := tuitest.Start(t, cmd, 100, 40)
+	term.WaitFor("Ask Truss to do something")
+	term.Type("run the slow suite\r")
+	term.WaitFor("$ sleep 600", "running…")
+	term.Type("no, fix calc.go instead\r")
+	term.WaitFor("queued › no, fix calc.go instead")
+	term.Type("\x1b")
+	term.WaitFor("■ canceled", "› no, fix calc.go instead", "✓ completed · 2 turns")
+	term.Type("/quit\r")
+	if code := term.Exit(); code != 0 {
+		t.Fatalf("the program exited %d; the screen shows:\n%s", code, term.Screen())
+	}
+	if raw := term.Output(); !strings.Contains(raw, "tasks sent: 2") {
+		t.Errorf("the program did not report its two tasks; it wrote %q", tail(raw, 300))
+	}
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ type driver struct {
 	f    *fakeSession
 	m    *uiModel
 	msgs chan tea.Msg
+	quit atomic.Bool // the model quit
 }
 
 func newDriver(t testing.TB, width, height int, color bool) *driver {
@@ -75,7 +77,7 @@ func keyOf(name string) tea.KeyPressMsg {
 // press sends a key; a command it starts runs in the background.
 func (d *driver) press(name string) {
 	_, cmd := d.m.Update(keyOf(name))
-	if cmd != nil && (name == "enter" || name == "ctrl+d") {
+	if cmd != nil {
 		d.run(cmd)
 	}
 }
@@ -92,15 +94,19 @@ func (d *driver) run(cmd tea.Cmd) {
 				}
 			}
 		case spinner.TickMsg:
+		case tea.QuitMsg:
+			d.quit.Store(true)
 		default:
 			d.msgs <- msg
 		}
 	}()
 }
 
+// typeText types s key by key; a command a key starts (a completion's
+// lookup) runs in the background.
 func (d *driver) typeText(s string) {
 	for _, r := range s {
-		d.m.Update(keyOf(string(r)))
+		d.press(string(r))
 	}
 }
 
@@ -116,7 +122,9 @@ func (d *driver) wait() tea.Msg {
 	d.t.Helper()
 	select {
 	case msg := <-d.msgs:
-		d.m.Update(msg)
+		if _, cmd := d.m.Update(msg); cmd != nil {
+			d.run(cmd)
+		}
 		return msg
 	case <-time.After(10 * time.Second):
 		d.t.Fatal("no command finished")
@@ -141,6 +149,16 @@ func (d *driver) waitFor(what string, cond func() bool) {
 func (d *driver) waitApproval() {
 	d.t.Helper()
 	d.waitFor("an approval request", func() bool { return len(d.m.approvals) > 0 })
+}
+
+// waitTask waits until the session runs a task.
+func (d *driver) waitTask() {
+	d.t.Helper()
+	d.waitFor("a running task", func() bool {
+		d.f.mu.Lock()
+		defer d.f.mu.Unlock()
+		return d.f.active > 0
+	})
 }
 
 // waitCall applies reports until a call is running.
@@ -302,6 +320,12 @@ var scenarios = []struct {
 		d.wait()
 		d.send("/check")
 		d.wait()
+	}},
+	{"queued", 16, func(d *driver) {
+		d.send("gated: fix the failing test")
+		d.waitTask()
+		d.send("then add a test for negative numbers")
+		d.send("/diff")
 	}},
 	{"multiline", 12, func(d *driver) {
 		d.typeText("first line")
