@@ -57,6 +57,10 @@ type uiModel struct {
 
 	ta   textarea.Model
 	hist history
+	// menu completes what is typed at the input's end (nil: not shown);
+	// comp tracks the lookups of @paths.
+	menu *menu
+	comp completion
 
 	spin     spinner.Model
 	spinning bool // a tick is on its way
@@ -218,7 +222,10 @@ func (m *uiModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.PasteMsg:
 		var cmd tea.Cmd
 		m.ta, cmd = m.ta.Update(msg)
-		return m, cmd
+		return m, tea.Batch(cmd, m.refreshMenu())
+	case filesMsg:
+		m.gotFiles(msg)
+		return m, nil
 	case tea.KeyPressMsg:
 		return m.key(msg)
 	}
@@ -248,7 +255,14 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
+	if m.menu != nil {
+		if cmd, took := m.menuKey(s); took {
+			return m, cmd
+		}
+	}
 	switch s {
+	case "tab":
+		return m, nil
 	case "esc":
 		m.escape()
 		return m, nil
@@ -288,11 +302,13 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			// queues it again) or removed (Ctrl+U, then Enter on nothing).
 			m.ta.SetValue(m.queued[n-1])
 			m.queued = m.queued[:n-1]
+			m.menu = nil
 			return m, nil
 		}
 		if m.ta.Line() == 0 {
 			if v, ok := m.hist.prev(m.ta.Value()); ok {
 				m.ta.SetValue(v)
+				m.menu = nil
 				return m, nil
 			}
 		}
@@ -300,12 +316,19 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if m.ta.Line() == m.ta.LineCount()-1 {
 			if v, ok := m.hist.next(); ok {
 				m.ta.SetValue(v)
+				m.menu = nil
 				return m, nil
 			}
 		}
 	}
+	// The menu follows what is typed (not what history recalls), and
+	// closes when the cursor leaves the input's end.
+	before := m.ta.Value()
 	var cmd tea.Cmd
 	m.ta, cmd = m.ta.Update(k)
+	if m.ta.Value() != before || m.menu != nil {
+		cmd = tea.Batch(cmd, m.refreshMenu())
+	}
 	return m, cmd
 }
 
@@ -335,6 +358,7 @@ func (m *uiModel) escape() {
 	if text := strings.TrimSpace(raw); m.busy != "" && text != "" && !strings.HasPrefix(text, "/") {
 		m.hist.add(raw)
 		m.ta.Reset()
+		m.menu = nil
 		m.queued = append(m.queued, text)
 	}
 }
@@ -368,6 +392,7 @@ func (m *uiModel) submit() tea.Cmd {
 	}
 	m.hist.add(raw)
 	m.ta.Reset()
+	m.menu = nil
 	m.scroll = 0
 	if m.busy != "" && m.mustWait(text) {
 		m.queued = append(m.queued, text)
@@ -582,7 +607,7 @@ func (m *uiModel) endStream() {
 
 // regionHeight is how many lines the transcript gets.
 func (m *uiModel) regionHeight() int {
-	return max(m.height-m.ta.Height()-2-len(m.approvalLines())-len(m.queuedLines()), 1)
+	return max(m.height-m.ta.Height()-2-len(m.approvalLines())-len(m.queuedLines())-len(m.menuLines()), 1)
 }
 
 // maxQueuedShown bounds the queued messages drawn, one line each.
@@ -664,6 +689,7 @@ func (m *uiModel) render() (string, int) {
 	lines = append(lines, m.r.st.paint(m.r.st.dim, rule))
 	inputY := len(lines)
 	lines = append(lines, m.input()...)
+	lines = append(lines, m.menuLines()...)
 	if k := (statusKey{m.status, m.busy, m.spin.View(), w}); k != m.statusKey || m.statusText == "" {
 		m.statusKey, m.statusText = k, m.statusLine()
 	}

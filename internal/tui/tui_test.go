@@ -28,6 +28,9 @@ type driver struct {
 	f    *fakeSession
 	m    *uiModel
 	msgs chan tea.Msg
+	// side carries the messages settle applies as they come (a
+	// completion's answer), not waited for one by one.
+	side chan tea.Msg
 	quit atomic.Bool // the model quit
 }
 
@@ -43,7 +46,7 @@ func newDriverWith(t testing.TB, width, height int, color bool, adjust func(*fak
 	if adjust != nil {
 		adjust(f)
 	}
-	d := &driver{t: t, u: u, f: f, msgs: make(chan tea.Msg, 16)}
+	d := &driver{t: t, u: u, f: f, msgs: make(chan tea.Msg, 16), side: make(chan tea.Msg, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	d.m = newModel(ctx, f, u.q, color)
@@ -58,6 +61,8 @@ func keyOf(name string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyEnter}
 	case "esc":
 		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
 	case "up":
 		return tea.KeyPressMsg{Code: tea.KeyUp}
 	case "down":
@@ -96,6 +101,8 @@ func (d *driver) run(cmd tea.Cmd) {
 		case spinner.TickMsg:
 		case tea.QuitMsg:
 			d.quit.Store(true)
+		case filesMsg:
+			d.side <- msg
 		default:
 			d.msgs <- msg
 		}
@@ -180,8 +187,12 @@ func (d *driver) waitLive(want string) {
 	})
 }
 
-// settle applies what the session reported.
+// settle applies what the session reported, and the answers to
+// completions.
 func (d *driver) settle() {
+	for len(d.side) > 0 {
+		d.m.Update(<-d.side)
+	}
 	if its := d.u.q.drain(); len(its) > 0 {
 		d.m.Update(batchMsg(its))
 	}
@@ -326,6 +337,15 @@ var scenarios = []struct {
 		d.waitTask()
 		d.send("then add a test for negative numbers")
 		d.send("/diff")
+	}},
+	{"menu-commands", 16, func(d *driver) {
+		d.typeText("/s")
+		d.press("down")
+	}},
+	{"menu-files", 16, func(d *driver) {
+		d.m.sess = &fileSession{fakeSession: d.f}
+		d.typeText("explain @internal/t")
+		d.waitFor("the files", func() bool { return d.m.menu != nil })
 	}},
 	{"multiline", 12, func(d *driver) {
 		d.typeText("first line")
