@@ -136,12 +136,35 @@ func (m *uiModel) command(text string) tea.Cmd {
 	}
 	switch name {
 	case "model":
+		lister, canList := m.sess.(ModelLister)
+		if arg == "" && !canList {
+			m.add(blockNote, "Model: "+termsafe.Line(st.Model)+"\n/model NAME switches to NAME for the next turns (this session cannot list its provider's models).")
+			return nil
+		}
 		if arg == "" {
-			return show("Model", st.Model)
+			current := st.Model
+			run = func(ctx context.Context) cmdDoneMsg {
+				names, err := lister.Models(ctx)
+				if err != nil {
+					return cmdDoneMsg{err: err}
+				}
+				if len(names) == 0 {
+					return cmdDoneMsg{report: "The provider lists no models; /model NAME switches to NAME."}
+				}
+				return cmdDoneMsg{report: modelsText(names, current), models: names}
+			}
+			break
+		}
+		if n, err := strconv.Atoi(arg); err == nil {
+			if n < 1 || n > len(m.models) {
+				m.add(blockError, fmt.Sprintf("No model %d: /model lists the models to choose from.", n))
+				return nil
+			}
+			arg = m.models[n-1]
 		}
 		if s, ok := m.sess.(ModelSwitcher); ok {
 			run = func(ctx context.Context) cmdDoneMsg {
-				return cmdDoneMsg{report: "Model: " + arg, err: s.SetModel(ctx, arg)}
+				return cmdDoneMsg{report: "Model: " + termsafe.Line(arg), err: s.SetModel(ctx, arg)}
 			}
 		}
 	case "surface":
@@ -283,6 +306,9 @@ func (m *uiModel) finishCommand(msg cmdDoneMsg) {
 	if msg.choices != nil {
 		m.choices = msg.choices
 	}
+	if msg.models != nil {
+		m.models = msg.models
+	}
 	if msg.clear {
 		m.blocks = nil
 		m.calls = make(map[string]*block)
@@ -297,6 +323,21 @@ func (m *uiModel) finishCommand(msg cmdDoneMsg) {
 		}
 		m.add(kind, termsafe.String(msg.report))
 	}
+}
+
+// modelsText lists the provider's models, numbered for /model N, the
+// current one marked.
+func modelsText(names []string, current string) string {
+	var b strings.Builder
+	b.WriteString("Models of the provider (/model N or /model NAME switches):\n")
+	for i, n := range names {
+		mark, note := "  ", ""
+		if n == current {
+			mark, note = "● ", "  (current)"
+		}
+		fmt.Fprintf(&b, "%s%3d  %s%s\n", mark, i+1, termsafe.Line(n), note)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // choicesText lists sessions to resume, numbered, most recent first:

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -186,5 +187,79 @@ func TestStaleFilesAreIgnored(t *testing.T) {
 	}
 	if d.m.comp.files[1] != "<U+001B>]0;x<U+0007>.go" {
 		t.Errorf("a path is not sanitised: %q", d.m.comp.files[1])
+	}
+}
+
+// modelSession is the fake session with a ModelLister and a
+// ModelSwitcher.
+type modelSession struct {
+	*fakeSession
+	listed int
+}
+
+func (s *modelSession) Models(ctx context.Context) ([]string, error) {
+	s.listed++
+	return []string{"sim-small", "sim-model", "sim-large\x1b]0;x\x07"}, ctx.Err()
+}
+
+func (s *modelSession) SetModel(ctx context.Context, name string) error {
+	if name == "nope" {
+		return errors.New("unknown model nope")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status.Model = name
+	return ctx.Err()
+}
+
+// TestModelPicker: /model lists the provider's models numbered, the
+// current one marked; /model N switches to the Nth, /model NAME to NAME;
+// a number not listed is refused; without a ModelLister /model says what
+// it can do.
+func TestModelPicker(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lister bool
+		sends  []string
+		model  string   // the session's model at the end
+		want   []string // in the frame
+		not    []string
+	}{
+		{"list", true, []string{"/model"}, "sim-model",
+			[]string{"Models of the provider (/model N or /model NAME switches):", "    1  sim-small", "●   2  sim-model  (current)", "    3  sim-large<U+001B>]0;x<U+0007>"}, nil},
+		{"pick by number", true, []string{"/model", "/model 1"}, "sim-small", []string{"Model: sim-small", "sim-small · generic"}, nil},
+		{"pick by name", true, []string{"/model sim-large"}, "sim-large", []string{"Model: sim-large"}, nil},
+		{"number not listed", true, []string{"/model", "/model 4"}, "sim-model", []string{"No model 4: /model lists the models to choose from."}, nil},
+		{"number before a list", true, []string{"/model 1"}, "sim-model", []string{"No model 1"}, nil},
+		{"an unknown name", true, []string{"/model nope"}, "sim-model", []string{"/model: unknown model nope"}, nil},
+		{"cannot list", false, []string{"/model"}, "sim-model", []string{"Model: sim-model", "/model NAME switches to NAME", "cannot list"}, []string{"Models of the provider"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, 100, 40, false)
+			ms := &modelSession{fakeSession: d.f}
+			if tc.lister {
+				d.m.sess = ms
+			}
+			for _, s := range tc.sends {
+				d.send(s)
+				if d.m.busy != "" {
+					d.wait()
+				}
+			}
+			if got := d.f.Status().Model; got != tc.model {
+				t.Errorf("model %q, want %q", got, tc.model)
+			}
+			f := d.frame()
+			for _, w := range tc.want {
+				if !strings.Contains(f, w) {
+					t.Errorf("the frame lacks %q:\n%s", w, f)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(f, w) {
+					t.Errorf("the frame holds %q:\n%s", w, f)
+				}
+			}
+		})
 	}
 }

@@ -31,6 +31,8 @@ type (
 		clear  bool         // the transcript starts anew
 		// choices are the sessions /resume listed, which /resume N picks.
 		choices []ResumeChoice
+		// models are the models /model listed, which /model N picks.
+		models []string
 	}
 )
 
@@ -51,8 +53,10 @@ type uiModel struct {
 
 	width, height int
 	blocks        []*block
-	// choices are the sessions the last /resume listed (/resume N).
+	// choices are the sessions the last /resume listed (/resume N);
+	// models the models the last /model listed (/model N).
 	choices []ResumeChoice
+	models  []string
 	scroll  int // lines scrolled up from the bottom
 
 	ta   textarea.Model

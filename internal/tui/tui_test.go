@@ -347,6 +347,11 @@ var scenarios = []struct {
 		d.typeText("explain @internal/t")
 		d.waitFor("the files", func() bool { return d.m.menu != nil })
 	}},
+	{"models", 16, func(d *driver) {
+		d.m.sess = &modelSession{fakeSession: d.f}
+		d.send("/model")
+		d.wait()
+	}},
 	{"multiline", 12, func(d *driver) {
 		d.typeText("first line")
 		d.press("alt+enter")
