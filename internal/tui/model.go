@@ -735,7 +735,11 @@ func (m *uiModel) approvalCard() (out []string, cut bool) {
 	w := m.width
 	r := m.approvals[0].req
 	bar := st.paint(st.approval, "│ ")
-	out = []string{st.paint(st.approval, trunc("╭─ Allow this command? "+strings.Repeat("─", w), w))}
+	title, always := "╭─ Allow this command? ", " always (this session)"
+	if r.Edit {
+		title, always = "╭─ Allow this edit? ", " always (every edit, this session)"
+	}
+	out = []string{st.paint(st.approval, trunc(title+strings.Repeat("─", w), w))}
 	var body []string
 	add := func(s string) {
 		for _, l := range wrap(s, w-2) {
@@ -760,23 +764,41 @@ func (m *uiModel) approvalCard() (out []string, cut bool) {
 	if r.Reason != "" {
 		add("why: " + r.Reason)
 	}
-	keys := st.paint(st.key, "y") + " yes  " + st.paint(st.key, "n") + " no  " + st.paint(st.key, "a") + " always (this session)"
+	keys := st.paint(st.key, "y") + " yes  " + st.paint(st.key, "n") + " no  " + st.paint(st.key, "a") + always
 	if n := len(m.approvals) - 1; n > 0 {
 		keys += fmt.Sprintf("  · %d more waiting", n)
 	}
 	// Room for the card: the screen less the input, the rule, the status
 	// line and one line of the transcript, less the card's frame and keys.
-	room := m.height - m.ta.Height() - 3 - 3
+	room := m.height - m.ta.Height() - 3 - 3 - len(m.queuedLines())
 	if len(body) > room {
 		cut = true
 		hidden := len(body) - max(room-1, 0)
 		body = append(body[:max(room-1, 0)], bar+st.paint(st.key, fmt.Sprintf("⋮ %d more lines do not fit: enlarge the terminal to allow it whole, or n to refuse", hidden)))
 		keys = st.paint(st.key, "n") + " no"
+	} else if diff := strings.TrimRight(r.Diff, "\n"); diff != "" {
+		// The proposed change, coloured as the transcript's diffs, cut to
+		// what fits (at most maxApprovalDiff lines) with a count of the
+		// rest. Only a preview: the edit is what the command line says.
+		ls := strings.Split(diff, "\n")
+		fit := min(maxApprovalDiff, room-len(body)-1)
+		if len(ls) <= fit+1 {
+			fit = len(ls)
+		}
+		for _, l := range ls[:max(fit, 0)] {
+			body = append(body, bar+m.r.diffLine(l, "", w-2))
+		}
+		if n := len(ls) - max(fit, 0); n > 0 {
+			body = append(body, bar+st.paint(st.dim, fmt.Sprintf("⋮ %d more lines of the diff", n)))
+		}
 	}
 	out = append(out, body...)
 	out = append(out, bar+keys, st.paint(st.approval, trunc("╰"+strings.Repeat("─", w), w)))
 	return out, cut
 }
+
+// maxApprovalDiff bounds the diff lines an edit's approval card shows.
+const maxApprovalDiff = 16
 
 // statusLine shows what runs, the model, surface, sandbox, approval
 // policy, tokens, cost and how full the context is. When the width is

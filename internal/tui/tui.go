@@ -140,7 +140,8 @@ func (u *UI) Child(name string) agent.Observer {
 }
 
 // Approve asks the user whether a command may do more than the sandbox
-// allows and blocks until they answer or ctx ends (then it returns Deny
+// allows (or, req.Edit, whether an edit may be made, its diff shown) and
+// blocks until they answer or ctx ends (then it returns Deny
 // and ctx's error, and the card is withdrawn). Requests made while another
 // is pending wait their turn. It returns ErrClosed once Run has ended.
 func (u *UI) Approve(ctx context.Context, req ApprovalRequest) (Decision, error) {
@@ -152,6 +153,7 @@ func (u *UI) Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
 	req.Tool = termsafe.Line(req.Tool)
 	req.Command = termsafe.String(req.Command)
 	req.Reason = termsafe.String(req.Reason)
+	req.Diff = termsafe.String(req.Diff)
 	paths := make([]string, len(req.Paths))
 	for i, p := range req.Paths {
 		paths[i] = termsafe.Line(p)

@@ -158,6 +158,33 @@ func (d *driver) waitApproval() {
 	d.waitFor("an approval request", func() bool { return len(d.m.approvals) > 0 })
 }
 
+// askEdit asks to approve an edit of calc.go whose diff is diff, as the
+// session does, and waits for the card; the request is withdrawn when
+// the test ends.
+func (d *driver) askEdit(diff string) chan Decision {
+	d.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d.t.Cleanup(cancel)
+	got := make(chan Decision, 1)
+	go func() {
+		dec, _ := d.u.Approve(ctx, ApprovalRequest{Tool: "edit_file", Command: "edit calc.go", Edit: true, Diff: diff,
+			Reason: "to make Add add"})
+		got <- dec
+	}()
+	d.waitApproval()
+	return got
+}
+
+// editDiff is a unified diff of calc.go with n changed functions.
+func editDiff(n int) string {
+	var b strings.Builder
+	b.WriteString("--- a/calc.go\n+++ b/calc.go\n")
+	for i := range n {
+		fmt.Fprintf(&b, "@@ -%d,4 +%d,4 @@\n // F%d returns a result.\n func F%d(a, b int) int {\n-\treturn a - b\n+\treturn a + b\n }\n", 3+6*i, 3+6*i, i, i)
+	}
+	return b.String()
+}
+
 // waitTask waits until the session runs a task.
 func (d *driver) waitTask() {
 	d.t.Helper()
@@ -346,6 +373,9 @@ var scenarios = []struct {
 		d.m.sess = &fileSession{fakeSession: d.f}
 		d.typeText("explain @internal/t")
 		d.waitFor("the files", func() bool { return d.m.menu != nil })
+	}},
+	{"approval-edit", 30, func(d *driver) {
+		d.askEdit(editDiff(3))
 	}},
 	{"models", 16, func(d *driver) {
 		d.m.sess = &modelSession{fakeSession: d.f}
