@@ -251,7 +251,7 @@ func (m *uiModel) command(text string) tea.Cmd {
 				if err != nil {
 					return cmdDoneMsg{err: err}
 				}
-				return cmdDoneMsg{clear: true, items: items, report: "Resumed."}
+				return cmdDoneMsg{clear: true, title: "session " + termsafe.Line(arg), items: items, report: "Resumed."}
 			}
 		}
 	case "new":
@@ -260,7 +260,7 @@ func (m *uiModel) command(text string) tea.Cmd {
 				if err := s.NewSession(ctx); err != nil {
 					return cmdDoneMsg{err: err}
 				}
-				return cmdDoneMsg{clear: true, report: "New session."}
+				return cmdDoneMsg{clear: true, title: "new session", report: "New session."}
 			}
 		}
 	default:
@@ -310,10 +310,7 @@ func (m *uiModel) finishCommand(msg cmdDoneMsg) {
 		m.models = msg.models
 	}
 	if msg.clear {
-		m.blocks = nil
-		m.calls = make(map[string]*block)
-		m.curText, m.curReason = nil, nil
-		m.scroll = 0
+		m.separator(msg.title)
 		m.replay(msg.items)
 	}
 	if msg.report != "" {

@@ -28,7 +28,8 @@ type (
 		report string
 		err    error
 		items  []model.Item // a resumed session's transcript
-		clear  bool         // the transcript starts anew
+		clear  bool         // the transcript starts anew, under title (inline)
+		title  string
 		// choices are the sessions /resume listed, which /resume N picks.
 		choices []ResumeChoice
 		// models are the models /model listed, which /model N picks.
@@ -71,7 +72,18 @@ type uiModel struct {
 
 	busy     string             // what runs ("" when idle): "turn" or a command's name
 	cancel   context.CancelFunc // cancels what runs; nil once cancelled
-	quitting bool
+	quitting bool               // quit once nothing runs
+	quitNow  bool               // quit once the transcript is printed (output)
+	ended    bool               // quit: the last frame is empty (inline)
+
+	// inline: the transcript goes into the terminal's scrollback, the
+	// view is only its live part (inline.go); else the whole screen is
+	// the view (the alternate screen). print prints text above the view
+	// (tea.Println; a nil command means it was printed at once), printing
+	// counts the blocks whose print is on its way.
+	inline   bool
+	print    func(text string) tea.Cmd
+	printing int
 
 	// queued holds what was sent while the session was busy (tasks, and
 	// commands that talk to the session), oldest first; it is sent when
@@ -115,6 +127,12 @@ func newModel(ctx context.Context, s Session, q *queue, color bool) *uiModel {
 		fly:   newInflight(),
 		r:     renderer{st: newStyles(color), md: markdown{color: color}, showDiffs: true},
 		calls: make(map[string]*block),
+		print: func(text string) tea.Cmd {
+			if text == "" {
+				text = " " // Bubble Tea prints nothing for ""
+			}
+			return tea.Println(text)
+		},
 	}
 	// A start header: where, which session, and how it runs.
 	if st := s.Status(); st.SessionID != "" || st.Workspace != "" {
@@ -159,7 +177,7 @@ func newModel(ctx context.Context, s Session, q *queue, color bool) *uiModel {
 }
 
 // Init implements tea.Model.
-func (m *uiModel) Init() tea.Cmd { return m.next() }
+func (m *uiModel) Init() tea.Cmd { return tea.Batch(m.next(), m.output()) }
 
 // next waits for what the session reports.
 func (m *uiModel) next() tea.Cmd {
@@ -184,7 +202,7 @@ func (m *uiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.spinning = true
 		cmd = tea.Batch(cmd, m.spin.Tick)
 	}
-	return m, cmd
+	return m, tea.Batch(cmd, m.output())
 }
 
 func (m *uiModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -199,21 +217,28 @@ func (m *uiModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case turnDoneMsg:
 		m.apply(m.q.drain())
 		m.busy, m.cancel = "", nil
+		// Run has returned: nothing it started still streams or runs.
+		m.endStream()
+		for id, b := range m.calls {
+			b.tool.done, b.tool.failed, b.tool.result = true, true, "(no result)"
+			b.touch()
+			delete(m.calls, id)
+		}
 		if msg.err != nil && !errors.Is(msg.err, context.Canceled) {
 			m.add(blockError, termsafe.String(msg.err.Error()))
 		}
 		m.status = m.sess.Status()
-		if m.quitting {
-			return m, tea.Quit
-		}
+		m.quitNow = m.quitting
 		return m, nil
 	case cmdDoneMsg:
 		m.busy, m.cancel = "", nil
 		m.finishCommand(msg)
 		m.status = m.sess.Status()
-		if m.quitting {
-			return m, tea.Quit
-		}
+		m.quitNow = m.quitting
+		return m, nil
+	case printedMsg:
+		m.dropPrinted(msg.n)
+		m.printing = 0
 		return m, nil
 	case spinner.TickMsg:
 		if m.busy == "" {
@@ -287,7 +312,9 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "enter":
 		return m, m.submit()
 	case "pgup":
-		m.scroll += max(m.regionHeight()/2, 1)
+		if !m.inline { // inline, the terminal scrolls its scrollback
+			m.scroll += max(m.regionHeight()/2, 1)
+		}
 		return m, nil
 	case "pgdown":
 		m.scroll = max(m.scroll-max(m.regionHeight()/2, 1), 0)
@@ -372,7 +399,8 @@ func (m *uiModel) escape() {
 func (m *uiModel) quit() tea.Cmd {
 	m.quitting = true
 	if m.busy == "" {
-		return tea.Quit
+		m.quitNow = true // output quits once the transcript is printed
+		return nil
 	}
 	m.interrupt()
 	return nil
@@ -641,9 +669,15 @@ func (m *uiModel) queuedLines() []string {
 
 // View implements tea.Model.
 func (m *uiModel) View() tea.View {
-	content, cursorY := m.render()
+	var content string
+	var cursorY int
+	if !m.inline {
+		content, cursorY = m.render()
+	} else {
+		content, cursorY = m.renderInline()
+	}
 	v := tea.NewView(content)
-	v.AltScreen = true
+	v.AltScreen = !m.inline
 	if c := m.ta.Cursor(); c != nil && len(m.approvals) == 0 {
 		c.Position.Y += cursorY
 		v.Cursor = c
@@ -694,11 +728,17 @@ func (m *uiModel) render() (string, int) {
 	inputY := len(lines)
 	lines = append(lines, m.input()...)
 	lines = append(lines, m.menuLines()...)
-	if k := (statusKey{m.status, m.busy, m.spin.View(), w}); k != m.statusKey || m.statusText == "" {
+	lines = append(lines, m.statusLineCached())
+	return strings.Join(lines, "\n"), inputY
+}
+
+// statusLineCached is statusLine, drawn again only when what it shows
+// changed.
+func (m *uiModel) statusLineCached() string {
+	if k := (statusKey{m.status, m.busy, m.spin.View(), m.width}); k != m.statusKey || m.statusText == "" {
 		m.statusKey, m.statusText = k, m.statusLine()
 	}
-	lines = append(lines, m.statusText)
-	return strings.Join(lines, "\n"), inputY
+	return m.statusText
 }
 
 // input draws the input box, each line at most the width.

@@ -48,6 +48,13 @@ type Options struct {
 	Env []string
 	// Width and Height fix the size when Output is not a terminal.
 	Width, Height int
+	// AltScreen draws the session on the terminal's alternate screen, the
+	// whole transcript scrolled with PgUp/PgDn and gone when the program
+	// exits. By default (false) it is drawn inline on the normal screen:
+	// each part of the transcript, once finished, is printed into the
+	// terminal's scrollback, where it stays after the program exits, and
+	// only what still changes is redrawn under it.
+	AltScreen bool
 	// History is the input history to start with, oldest first (Up
 	// recalls the newest); UI.History returns it with this session's
 	// inputs added, for the caller to keep.
@@ -203,6 +210,7 @@ func (u *UI) Run(ctx context.Context, s Session) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	m := newModel(runCtx, s, u.q, color)
+	m.inline = !u.opts.AltScreen
 	for _, h := range u.opts.History {
 		m.hist.add(h)
 	}

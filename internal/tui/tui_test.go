@@ -32,15 +32,38 @@ type driver struct {
 	// completion's answer), not waited for one by one.
 	side chan tea.Msg
 	quit atomic.Bool // the model quit
+	// printed is what an inline model printed into the scrollback, a
+	// print a string.
+	printed []string
+}
+
+// terminal is what an inline model leaves in the terminal: what it
+// printed into the scrollback, then the live frame.
+func (d *driver) terminal() string {
+	f := d.frame()
+	if len(d.printed) == 0 {
+		return f
+	}
+	return strings.Join(d.printed, "\n") + "\n" + f
 }
 
 func newDriver(t testing.TB, width, height int, color bool) *driver {
 	return newDriverWith(t, width, height, color, nil)
 }
 
+// newInlineDriver is newDriver drawing inline: what the model prints
+// into the scrollback is collected in printed, at once.
+func newInlineDriver(t testing.TB, width, height int, color bool) *driver {
+	return newDriverOpts(t, width, height, color, true, nil)
+}
+
 // newDriverWith is newDriver with the fake session adjusted before the UI
 // opens on it.
 func newDriverWith(t testing.TB, width, height int, color bool, adjust func(*fakeSession)) *driver {
+	return newDriverOpts(t, width, height, color, false, adjust)
+}
+
+func newDriverOpts(t testing.TB, width, height int, color, inline bool, adjust func(*fakeSession)) *driver {
 	u := New(Options{})
 	f := newFake(u)
 	if adjust != nil {
@@ -50,6 +73,13 @@ func newDriverWith(t testing.TB, width, height int, color bool, adjust func(*fak
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	d.m = newModel(ctx, f, u.q, color)
+	if inline {
+		d.m.inline = true
+		d.m.print = func(text string) tea.Cmd {
+			d.printed = append(d.printed, text)
+			return nil
+		}
+	}
 	d.m.Update(tea.WindowSizeMsg{Width: width, Height: height})
 	return d
 }
@@ -389,6 +419,33 @@ var scenarios = []struct {
 		d.press("ctrl+j")
 		d.typeText("third")
 	}},
+}
+
+// TestGoldenFramesInline: the same scenarios drawn inline; each golden
+// holds what was printed into the scrollback followed by the live frame,
+// which fits the screen less a line.
+func TestGoldenFramesInline(t *testing.T) {
+	for _, sc := range scenarios {
+		for _, width := range []int{60, 100} {
+			for _, color := range []bool{true, false} {
+				name := fmt.Sprintf("inline-%s-w%d", sc.name, width)
+				if !color {
+					name += "-nocolor"
+				}
+				t.Run(name, func(t *testing.T) {
+					d := newInlineDriver(t, width, sc.height, color)
+					sc.drive(d)
+					f := d.frame()
+					if n := strings.Count(f, "\n") + 1; n > sc.height-1 {
+						t.Errorf("the live frame has %d lines on a screen of %d", n, sc.height)
+					}
+					all := d.terminal()
+					checkFrame(t, all, width, strings.Count(all, "\n")+1, color)
+					golden(t, name, all)
+				})
+			}
+		}
+	}
 }
 
 func TestGoldenFrames(t *testing.T) {
