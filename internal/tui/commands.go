@@ -13,23 +13,63 @@ import (
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
-// commandHelp lists the slash commands in the order /help shows them.
-var commandHelp = [][2]string{
-	{"/help", "this list"},
-	{"/model [NAME]", "show the model, or switch to NAME for the next turns"},
-	{"/surface [NAME]", "show the tool surface, or switch to NAME"},
-	{"/sandbox [MODE]", "show the sandbox mode, or switch to MODE"},
-	{"/compact", "summarise the older turns now to free the context"},
-	{"/cost", "tokens and cost of this session so far"},
-	{"/diff", "the workspace's changes since the session began"},
-	{"/check", "run the project's checks now (edits start them in the background)"},
-	{"/ledger", "verify this session's ledger and show its root"},
-	{"/resume [N|ID]", "list this directory's earlier sessions, or continue one"},
-	{"/new", "start a new session in this directory"},
-	{"/quit", "save and exit (also Ctrl-D)"},
+// commandSpec is one slash command: /help lists the table, the menu that
+// completes a command name is drawn from it, and a command typed while a
+// turn runs either runs at once or waits its turn by it.
+type commandSpec struct {
+	name  string // without the slash: "model"
+	args  string // the argument it takes, as /help writes it ("[NAME]"), or ""
+	about string // what it does, in one line
+	// idle: the command talks to the session, which runs one thing at a
+	// time, so while a turn runs it is queued and runs when the session is
+	// idle. show: without an argument it only shows what the status line
+	// already holds, which runs at once.
+	idle, show bool
 }
 
-const keyHelp = `Keys: Enter sends · Alt+Enter or Ctrl+J adds a line · Up/Down history · Esc or Ctrl-C cancels the turn · Ctrl-D exits · PgUp/PgDn scroll · Ctrl+O shows/hides diffs · Ctrl+T shows/hides thinking · @path attaches a file`
+// commandTable lists the slash commands in the order /help and the menu
+// show them. It is never modified.
+var commandTable = []commandSpec{
+	{name: "help", about: "the commands and keys"},
+	{name: "model", args: "[N|NAME]", about: "list the models, or switch to the Nth or to NAME for the next turns", idle: true, show: true},
+	{name: "surface", args: "[NAME]", about: "show the tool surface, or switch to NAME", idle: true, show: true},
+	{name: "sandbox", args: "[MODE]", about: "show the sandbox mode, or switch to MODE", idle: true, show: true},
+	{name: "compact", about: "summarise the older turns now to free the context", idle: true},
+	{name: "cost", about: "tokens and cost of this session so far"},
+	{name: "diff", about: "the workspace's changes since the session began", idle: true},
+	{name: "check", about: "run the project's checks now (edits start them in the background)", idle: true},
+	{name: "ledger", about: "verify this session's ledger and show its root", idle: true},
+	{name: "resume", args: "[N|ID]", about: "list this directory's earlier sessions, or continue one", idle: true},
+	{name: "new", about: "start a new session in this directory", idle: true},
+	{name: "quit", about: "save and exit (also /exit, Ctrl-D)"},
+}
+
+// lookupCommand returns the command named name ("exit" and "?" are
+// aliases of quit and help).
+func lookupCommand(name string) (commandSpec, bool) {
+	switch name {
+	case "exit":
+		name = "quit"
+	case "?":
+		name = "help"
+	}
+	for _, c := range commandTable {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return commandSpec{}, false
+}
+
+// usage writes a command as /help lists it: "/model [N|NAME]".
+func (c commandSpec) usage() string {
+	if c.args == "" {
+		return "/" + c.name
+	}
+	return "/" + c.name + " " + c.args
+}
+
+const keyHelp = `Keys: Enter sends (while a turn runs: queues) · Tab completes /commands and @paths · Alt+Enter or Ctrl+J adds a line · Up/Down history (Up on an empty input takes back a queued message) · Esc or Ctrl-C cancels the turn, then the queue is sent · Ctrl-D exits · PgUp/PgDn scroll · Ctrl+O shows/hides diffs · Ctrl+T shows/hides thinking · @path attaches a file`
 
 // errUnsupported says that the session lacks a command's capability.
 var errUnsupported = errors.New("not available in this session")
@@ -74,8 +114,8 @@ func (m *uiModel) command(text string) tea.Cmd {
 	switch name {
 	case "help", "?":
 		var b strings.Builder
-		for _, c := range commandHelp {
-			fmt.Fprintf(&b, "%-16s %s\n", c[0], c[1])
+		for _, c := range commandTable {
+			fmt.Fprintf(&b, "%-17s %s\n", c.usage(), c.about)
 		}
 		b.WriteString(keyHelp)
 		m.add(blockNote, b.String())
@@ -96,12 +136,35 @@ func (m *uiModel) command(text string) tea.Cmd {
 	}
 	switch name {
 	case "model":
+		lister, canList := m.sess.(ModelLister)
+		if arg == "" && !canList {
+			m.add(blockNote, "Model: "+termsafe.Line(st.Model)+"\n/model NAME switches to NAME for the next turns (this session cannot list its provider's models).")
+			return nil
+		}
 		if arg == "" {
-			return show("Model", st.Model)
+			current := st.Model
+			run = func(ctx context.Context) cmdDoneMsg {
+				names, err := lister.Models(ctx)
+				if err != nil {
+					return cmdDoneMsg{err: err}
+				}
+				if len(names) == 0 {
+					return cmdDoneMsg{report: "The provider lists no models; /model NAME switches to NAME."}
+				}
+				return cmdDoneMsg{report: modelsText(names, current), models: names}
+			}
+			break
+		}
+		if n, err := strconv.Atoi(arg); err == nil {
+			if n < 1 || n > len(m.models) {
+				m.add(blockError, fmt.Sprintf("No model %d: /model lists the models to choose from.", n))
+				return nil
+			}
+			arg = m.models[n-1]
 		}
 		if s, ok := m.sess.(ModelSwitcher); ok {
 			run = func(ctx context.Context) cmdDoneMsg {
-				return cmdDoneMsg{report: "Model: " + arg, err: s.SetModel(ctx, arg)}
+				return cmdDoneMsg{report: "Model: " + termsafe.Line(arg), err: s.SetModel(ctx, arg)}
 			}
 		}
 	case "surface":
@@ -188,7 +251,7 @@ func (m *uiModel) command(text string) tea.Cmd {
 				if err != nil {
 					return cmdDoneMsg{err: err}
 				}
-				return cmdDoneMsg{clear: true, items: items, report: "Resumed."}
+				return cmdDoneMsg{clear: true, title: "session " + termsafe.Line(arg), items: items, report: "Resumed."}
 			}
 		}
 	case "new":
@@ -197,7 +260,7 @@ func (m *uiModel) command(text string) tea.Cmd {
 				if err := s.NewSession(ctx); err != nil {
 					return cmdDoneMsg{err: err}
 				}
-				return cmdDoneMsg{clear: true, report: "New session."}
+				return cmdDoneMsg{clear: true, title: "new session", report: "New session."}
 			}
 		}
 	default:
@@ -209,7 +272,8 @@ func (m *uiModel) command(text string) tea.Cmd {
 		return nil
 	}
 	if m.busy != "" {
-		m.add(blockNote, fmt.Sprintf("/%s waits for the turn to end; press Esc to cancel it.", name))
+		// mustWait queues such a command; this is a safety net.
+		m.add(blockNote, fmt.Sprintf("/%s waits for the session to be idle; send it again then.", name))
 		return nil
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
@@ -242,11 +306,11 @@ func (m *uiModel) finishCommand(msg cmdDoneMsg) {
 	if msg.choices != nil {
 		m.choices = msg.choices
 	}
+	if msg.models != nil {
+		m.models = msg.models
+	}
 	if msg.clear {
-		m.blocks = nil
-		m.calls = make(map[string]*block)
-		m.curText, m.curReason = nil, nil
-		m.scroll = 0
+		m.separator(msg.title)
 		m.replay(msg.items)
 	}
 	if msg.report != "" {
@@ -256,6 +320,21 @@ func (m *uiModel) finishCommand(msg cmdDoneMsg) {
 		}
 		m.add(kind, termsafe.String(msg.report))
 	}
+}
+
+// modelsText lists the provider's models, numbered for /model N, the
+// current one marked.
+func modelsText(names []string, current string) string {
+	var b strings.Builder
+	b.WriteString("Models of the provider (/model N or /model NAME switches):\n")
+	for i, n := range names {
+		mark, note := "  ", ""
+		if n == current {
+			mark, note = "● ", "  (current)"
+		}
+		fmt.Fprintf(&b, "%s%3d  %s%s\n", mark, i+1, termsafe.Line(n), note)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // choicesText lists sessions to resume, numbered, most recent first:

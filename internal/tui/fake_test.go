@@ -38,6 +38,9 @@ type fakeSession struct {
 	resumed bool
 	// sandbox is the mode SetSandbox was last given.
 	sandbox string
+	// gate holds a "gated" task until it is closed (or the task is
+	// cancelled), then the task runs as an edit.
+	gate chan struct{}
 }
 
 // SetSandbox implements SandboxSwitcher.
@@ -57,6 +60,7 @@ func newFake(u *UI) *fakeSession {
 			SessionID: "s-1", ContextWindow: 200_000,
 		},
 		toolOutput: "ok  \texample.com/calc\t0.012s\n",
+		gate:       make(chan struct{}),
 	}
 }
 
@@ -111,6 +115,12 @@ func (f *fakeSession) Run(ctx context.Context, task string) (agent.Outcome, erro
 	}()
 	f.emit(agent.Event{Type: agent.EventUser, Items: []model.Item{{Kind: model.KindUser, Text: task}}})
 	switch {
+	case strings.Contains(task, "gated"):
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			return f.end(agent.Outcome{Status: agent.StatusCanceled, Reason: "cancelled by the user"})
+		}
 	case strings.Contains(task, "stream"):
 		return f.runStreaming(ctx)
 	case strings.Contains(task, "slow"):

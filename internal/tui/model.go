@@ -28,9 +28,12 @@ type (
 		report string
 		err    error
 		items  []model.Item // a resumed session's transcript
-		clear  bool         // the transcript starts anew
+		clear  bool         // the transcript starts anew, under title (inline)
+		title  string
 		// choices are the sessions /resume listed, which /resume N picks.
 		choices []ResumeChoice
+		// models are the models /model listed, which /model N picks.
+		models []string
 	}
 )
 
@@ -51,19 +54,41 @@ type uiModel struct {
 
 	width, height int
 	blocks        []*block
-	// choices are the sessions the last /resume listed (/resume N).
+	// choices are the sessions the last /resume listed (/resume N);
+	// models the models the last /model listed (/model N).
 	choices []ResumeChoice
+	models  []string
 	scroll  int // lines scrolled up from the bottom
 
 	ta   textarea.Model
 	hist history
+	// menu completes what is typed at the input's end (nil: not shown);
+	// comp tracks the lookups of @paths.
+	menu *menu
+	comp completion
 
 	spin     spinner.Model
 	spinning bool // a tick is on its way
 
 	busy     string             // what runs ("" when idle): "turn" or a command's name
-	cancel   context.CancelFunc // cancels what runs
-	quitting bool
+	cancel   context.CancelFunc // cancels what runs; nil once cancelled
+	quitting bool               // quit once nothing runs
+	quitNow  bool               // quit once the transcript is printed (output)
+	ended    bool               // quit: the last frame is empty (inline)
+
+	// inline: the transcript goes into the terminal's scrollback, the
+	// view is only its live part (inline.go); else the whole screen is
+	// the view (the alternate screen). print prints text above the view
+	// (tea.Println; a nil command means it was printed at once), printing
+	// counts the blocks whose print is on its way.
+	inline   bool
+	print    func(text string) tea.Cmd
+	printing int
+
+	// queued holds what was sent while the session was busy (tasks, and
+	// commands that talk to the session), oldest first; it is sent when
+	// the session is idle again (see sendQueued), and dropped on quit.
+	queued []string
 
 	status    Status
 	approvals []*approval
@@ -102,6 +127,12 @@ func newModel(ctx context.Context, s Session, q *queue, color bool) *uiModel {
 		fly:   newInflight(),
 		r:     renderer{st: newStyles(color), md: markdown{color: color}, showDiffs: true},
 		calls: make(map[string]*block),
+		print: func(text string) tea.Cmd {
+			if text == "" {
+				text = " " // Bubble Tea prints nothing for ""
+			}
+			return tea.Println(text)
+		},
 	}
 	// A start header: where, which session, and how it runs.
 	if st := s.Status(); st.SessionID != "" || st.Workspace != "" {
@@ -146,7 +177,7 @@ func newModel(ctx context.Context, s Session, q *queue, color bool) *uiModel {
 }
 
 // Init implements tea.Model.
-func (m *uiModel) Init() tea.Cmd { return m.next() }
+func (m *uiModel) Init() tea.Cmd { return tea.Batch(m.next(), m.output()) }
 
 // next waits for what the session reports.
 func (m *uiModel) next() tea.Cmd {
@@ -159,8 +190,22 @@ func (m *uiModel) next() tea.Cmd {
 	}
 }
 
-// Update implements tea.Model.
+// Update implements tea.Model. After every message, what was queued is
+// sent if the session became idle, and the spinner is started if
+// something runs.
 func (m *uiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	if m.busy == "" {
+		cmd = tea.Batch(cmd, m.sendQueued())
+	}
+	if m.busy != "" && !m.spinning {
+		m.spinning = true
+		cmd = tea.Batch(cmd, m.spin.Tick)
+	}
+	return m, tea.Batch(cmd, m.output())
+}
+
+func (m *uiModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -172,21 +217,28 @@ func (m *uiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case turnDoneMsg:
 		m.apply(m.q.drain())
 		m.busy, m.cancel = "", nil
+		// Run has returned: nothing it started still streams or runs.
+		m.endStream()
+		for id, b := range m.calls {
+			b.tool.done, b.tool.failed, b.tool.result = true, true, "(no result)"
+			b.touch()
+			delete(m.calls, id)
+		}
 		if msg.err != nil && !errors.Is(msg.err, context.Canceled) {
 			m.add(blockError, termsafe.String(msg.err.Error()))
 		}
 		m.status = m.sess.Status()
-		if m.quitting {
-			return m, tea.Quit
-		}
+		m.quitNow = m.quitting
 		return m, nil
 	case cmdDoneMsg:
 		m.busy, m.cancel = "", nil
 		m.finishCommand(msg)
 		m.status = m.sess.Status()
-		if m.quitting {
-			return m, tea.Quit
-		}
+		m.quitNow = m.quitting
+		return m, nil
+	case printedMsg:
+		m.dropPrinted(msg.n)
+		m.printing = 0
 		return m, nil
 	case spinner.TickMsg:
 		if m.busy == "" {
@@ -199,7 +251,10 @@ func (m *uiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.PasteMsg:
 		var cmd tea.Cmd
 		m.ta, cmd = m.ta.Update(msg)
-		return m, cmd
+		return m, tea.Batch(cmd, m.refreshMenu())
+	case filesMsg:
+		m.gotFiles(msg)
+		return m, nil
 	case tea.KeyPressMsg:
 		return m.key(msg)
 	}
@@ -229,9 +284,16 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
+	if m.menu != nil {
+		if cmd, took := m.menuKey(s); took {
+			return m, cmd
+		}
+	}
 	switch s {
+	case "tab":
+		return m, nil
 	case "esc":
-		m.interrupt()
+		m.escape()
 		return m, nil
 	case "ctrl+c":
 		switch {
@@ -248,14 +310,11 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return m, m.quit()
 		}
 	case "enter":
-		cmd := m.submit()
-		if cmd != nil && m.busy != "" && !m.spinning {
-			m.spinning = true
-			cmd = tea.Batch(cmd, m.spin.Tick)
-		}
-		return m, cmd
+		return m, m.submit()
 	case "pgup":
-		m.scroll += max(m.regionHeight()/2, 1)
+		if !m.inline { // inline, the terminal scrolls its scrollback
+			m.scroll += max(m.regionHeight()/2, 1)
+		}
 		return m, nil
 	case "pgdown":
 		m.scroll = max(m.scroll-max(m.regionHeight()/2, 1), 0)
@@ -269,9 +328,18 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.r.gen++
 		return m, nil
 	case "up":
+		if n := len(m.queued); n > 0 && m.ta.Value() == "" {
+			// The last queued message comes back to be edited (Enter
+			// queues it again) or removed (Ctrl+U, then Enter on nothing).
+			m.ta.SetValue(m.queued[n-1])
+			m.queued = m.queued[:n-1]
+			m.menu = nil
+			return m, nil
+		}
 		if m.ta.Line() == 0 {
 			if v, ok := m.hist.prev(m.ta.Value()); ok {
 				m.ta.SetValue(v)
+				m.menu = nil
 				return m, nil
 			}
 		}
@@ -279,21 +347,50 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if m.ta.Line() == m.ta.LineCount()-1 {
 			if v, ok := m.hist.next(); ok {
 				m.ta.SetValue(v)
+				m.menu = nil
 				return m, nil
 			}
 		}
 	}
+	// The menu follows what is typed (not what history recalls), and
+	// closes when the cursor leaves the input's end.
+	before := m.ta.Value()
 	var cmd tea.Cmd
 	m.ta, cmd = m.ta.Update(k)
+	if m.ta.Value() != before || m.menu != nil {
+		cmd = tea.Batch(cmd, m.refreshMenu())
+	}
 	return m, cmd
 }
 
-// interrupt cancels what runs.
+// interrupt cancels what runs; what is queued is sent when it has ended.
 func (m *uiModel) interrupt() {
 	if m.cancel != nil {
 		m.cancel()
-		m.add(blockNote, "Cancelling…")
+		if len(m.queued) > 0 {
+			m.add(blockNote, "Cancelling… what is queued is sent when it has ended.")
+		} else {
+			m.add(blockNote, "Cancelling…")
+		}
 		m.cancel = nil
+	}
+}
+
+// escape is Esc: it cancels what runs (interrupt), so that what is queued
+// is sent at once (steering the session). Pressed again before the
+// cancelled turn has ended (Esc-Esc), it queues what the input holds too,
+// so that it is sent at once.
+func (m *uiModel) escape() {
+	if m.cancel != nil {
+		m.interrupt()
+		return
+	}
+	raw := m.ta.Value()
+	if text := strings.TrimSpace(raw); m.busy != "" && text != "" && !strings.HasPrefix(text, "/") {
+		m.hist.add(raw)
+		m.ta.Reset()
+		m.menu = nil
+		m.queued = append(m.queued, text)
 	}
 }
 
@@ -302,7 +399,8 @@ func (m *uiModel) interrupt() {
 func (m *uiModel) quit() tea.Cmd {
 	m.quitting = true
 	if m.busy == "" {
-		return tea.Quit
+		m.quitNow = true // output quits once the transcript is printed
+		return nil
 	}
 	m.interrupt()
 	return nil
@@ -315,28 +413,75 @@ func (m *uiModel) answer(d Decision) {
 	m.add(blockApproval, fmt.Sprintf("%s → %s", approvalSubject(a.req), d))
 }
 
-// submit sends the input: a slash command, or a task.
+// submit sends the input: a slash command, or a task. While the session
+// is busy a task, and a command that talks to the session, is queued
+// instead (mustWait).
 func (m *uiModel) submit() tea.Cmd {
 	raw := m.ta.Value()
 	text := strings.TrimSpace(raw)
 	if text == "" {
 		return nil
 	}
-	if strings.HasPrefix(text, "/") {
-		m.hist.add(raw)
-		m.ta.Reset()
-		m.scroll = 0
-		m.add(blockUser, termsafe.String(text))
-		return m.command(text)
-	}
-	if m.busy != "" {
-		m.add(blockNote, "Wait for the turn to end, or press Esc to cancel it.")
-		return nil
-	}
 	m.hist.add(raw)
 	m.ta.Reset()
+	m.menu = nil
 	m.scroll = 0
+	if m.busy != "" && m.mustWait(text) {
+		m.queued = append(m.queued, text)
+		return nil
+	}
+	return m.send(text)
+}
+
+// mustWait reports whether text, sent while the session is busy, waits
+// until it is idle: a task does, and a command that talks to the session;
+// /help, /cost, /quit, an unknown command, and /surface or /sandbox
+// without an argument (which show the status) are answered at once, as is
+// /model without an argument when the session cannot list its models.
+func (m *uiModel) mustWait(text string) bool {
+	if !strings.HasPrefix(text, "/") {
+		return true
+	}
+	name, arg := parseCommand(text)
+	c, ok := lookupCommand(name)
+	if !ok || !c.idle {
+		return false
+	}
+	if arg == "" && c.show {
+		_, lists := m.sess.(ModelLister)
+		return c.name == "model" && lists
+	}
+	return true
+}
+
+// sendQueued sends what was queued, the session being idle: the queued
+// messages up to the first command, joined by blank lines, as one task;
+// or, when a command comes first, that command. A command that ends at
+// once (or a task that could not start) is followed by the next.
+func (m *uiModel) sendQueued() tea.Cmd {
+	for m.busy == "" && !m.quitting && len(m.queued) > 0 {
+		n := 1
+		if !strings.HasPrefix(m.queued[0], "/") {
+			for n < len(m.queued) && !strings.HasPrefix(m.queued[n], "/") {
+				n++
+			}
+		}
+		text := strings.Join(m.queued[:n], "\n\n")
+		m.queued = m.queued[n:]
+		if cmd := m.send(text); cmd != nil {
+			return cmd
+		}
+	}
+	return nil
+}
+
+// send draws text as the user's and runs it: a slash command, or a task.
+// The session must be idle for a task.
+func (m *uiModel) send(text string) tea.Cmd {
 	m.add(blockUser, termsafe.String(text))
+	if strings.HasPrefix(text, "/") {
+		return m.command(text)
+	}
 	paths := attachments(text)
 	att, canAttach := m.sess.(Attacher)
 	if len(paths) > 0 && !canAttach {
@@ -494,14 +639,45 @@ func (m *uiModel) endStream() {
 
 // regionHeight is how many lines the transcript gets.
 func (m *uiModel) regionHeight() int {
-	return max(m.height-m.ta.Height()-2-len(m.approvalLines()), 1)
+	return max(m.height-m.ta.Height()-2-len(m.approvalLines())-len(m.queuedLines())-len(m.menuLines()), 1)
+}
+
+// maxQueuedShown bounds the queued messages drawn, one line each.
+const maxQueuedShown = 4
+
+// queuedLines draws what is queued, under the transcript: one line per
+// message (its first line), and a line that says how to change it.
+func (m *uiModel) queuedLines() []string {
+	if len(m.queued) == 0 {
+		return nil
+	}
+	st := &m.r.st
+	var out []string
+	for i, q := range m.queued {
+		if i == maxQueuedShown {
+			out = append(out, st.paint(st.dim, fmt.Sprintf("  … %d more queued", len(m.queued)-i)))
+			break
+		}
+		out = append(out, trunc(st.paint(st.dim, "  queued ")+st.paint(st.user, "› ")+termsafe.Line(firstLine(q)), m.width))
+	}
+	hint := "  sent when the turn ends · esc: now · ↑ takes it back"
+	if m.busy != "" && m.cancel == nil {
+		hint = "  sent when the turn has ended · ↑ takes it back"
+	}
+	return append(out, st.paint(st.dim, trunc(hint, m.width)))
 }
 
 // View implements tea.Model.
 func (m *uiModel) View() tea.View {
-	content, cursorY := m.render()
+	var content string
+	var cursorY int
+	if !m.inline {
+		content, cursorY = m.render()
+	} else {
+		content, cursorY = m.renderInline()
+	}
 	v := tea.NewView(content)
-	v.AltScreen = true
+	v.AltScreen = !m.inline
 	if c := m.ta.Cursor(); c != nil && len(m.approvals) == 0 {
 		c.Position.Y += cursorY
 		v.Cursor = c
@@ -542,6 +718,7 @@ func (m *uiModel) render() (string, int) {
 		lines = append(lines, "")
 	}
 	lines = append(lines, all[start:end]...)
+	lines = append(lines, m.queuedLines()...)
 	lines = append(lines, appr...)
 	rule := strings.Repeat("─", w)
 	if m.scroll > 0 {
@@ -550,11 +727,18 @@ func (m *uiModel) render() (string, int) {
 	lines = append(lines, m.r.st.paint(m.r.st.dim, rule))
 	inputY := len(lines)
 	lines = append(lines, m.input()...)
-	if k := (statusKey{m.status, m.busy, m.spin.View(), w}); k != m.statusKey || m.statusText == "" {
+	lines = append(lines, m.menuLines()...)
+	lines = append(lines, m.statusLineCached())
+	return strings.Join(lines, "\n"), inputY
+}
+
+// statusLineCached is statusLine, drawn again only when what it shows
+// changed.
+func (m *uiModel) statusLineCached() string {
+	if k := (statusKey{m.status, m.busy, m.spin.View(), m.width}); k != m.statusKey || m.statusText == "" {
 		m.statusKey, m.statusText = k, m.statusLine()
 	}
-	lines = append(lines, m.statusText)
-	return strings.Join(lines, "\n"), inputY
+	return m.statusText
 }
 
 // input draws the input box, each line at most the width.
@@ -591,7 +775,11 @@ func (m *uiModel) approvalCard() (out []string, cut bool) {
 	w := m.width
 	r := m.approvals[0].req
 	bar := st.paint(st.approval, "│ ")
-	out = []string{st.paint(st.approval, trunc("╭─ Allow this command? "+strings.Repeat("─", w), w))}
+	title, always := "╭─ Allow this command? ", " always (this session)"
+	if r.Edit {
+		title, always = "╭─ Allow this edit? ", " always (every edit, this session)"
+	}
+	out = []string{st.paint(st.approval, trunc(title+strings.Repeat("─", w), w))}
 	var body []string
 	add := func(s string) {
 		for _, l := range wrap(s, w-2) {
@@ -616,23 +804,41 @@ func (m *uiModel) approvalCard() (out []string, cut bool) {
 	if r.Reason != "" {
 		add("why: " + r.Reason)
 	}
-	keys := st.paint(st.key, "y") + " yes  " + st.paint(st.key, "n") + " no  " + st.paint(st.key, "a") + " always (this session)"
+	keys := st.paint(st.key, "y") + " yes  " + st.paint(st.key, "n") + " no  " + st.paint(st.key, "a") + always
 	if n := len(m.approvals) - 1; n > 0 {
 		keys += fmt.Sprintf("  · %d more waiting", n)
 	}
 	// Room for the card: the screen less the input, the rule, the status
 	// line and one line of the transcript, less the card's frame and keys.
-	room := m.height - m.ta.Height() - 3 - 3
+	room := m.height - m.ta.Height() - 3 - 3 - len(m.queuedLines())
 	if len(body) > room {
 		cut = true
 		hidden := len(body) - max(room-1, 0)
 		body = append(body[:max(room-1, 0)], bar+st.paint(st.key, fmt.Sprintf("⋮ %d more lines do not fit: enlarge the terminal to allow it whole, or n to refuse", hidden)))
 		keys = st.paint(st.key, "n") + " no"
+	} else if diff := strings.TrimRight(r.Diff, "\n"); diff != "" {
+		// The proposed change, coloured as the transcript's diffs, cut to
+		// what fits (at most maxApprovalDiff lines) with a count of the
+		// rest. Only a preview: the edit is what the command line says.
+		ls := strings.Split(diff, "\n")
+		fit := min(maxApprovalDiff, room-len(body)-1)
+		if len(ls) <= fit+1 {
+			fit = len(ls)
+		}
+		for _, l := range ls[:max(fit, 0)] {
+			body = append(body, bar+m.r.diffLine(l, "", w-2))
+		}
+		if n := len(ls) - max(fit, 0); n > 0 {
+			body = append(body, bar+st.paint(st.dim, fmt.Sprintf("⋮ %d more lines of the diff", n)))
+		}
 	}
 	out = append(out, body...)
 	out = append(out, bar+keys, st.paint(st.approval, trunc("╰"+strings.Repeat("─", w), w)))
 	return out, cut
 }
+
+// maxApprovalDiff bounds the diff lines an edit's approval card shows.
+const maxApprovalDiff = 16
 
 // statusLine shows what runs, the model, surface, sandbox, approval
 // policy, tokens, cost and how full the context is. When the width is

@@ -25,6 +25,7 @@ const (
 	blockDiff     // a unified diff shown by /diff
 	blockApproval // an answered approval request
 	blockChild    // a sub-agent's call or end
+	blockRule     // where a new or resumed session starts (inline)
 )
 
 // block is one entry of the transcript. Its text is already sanitised.
@@ -185,6 +186,9 @@ func (r *renderer) draw(b *block, width int) []string {
 		for _, l := range strings.Split(strings.TrimSuffix(b.text.String(), "\n"), "\n") {
 			out = append(out, r.diffLine(l, "  ", width))
 		}
+	case blockRule:
+		head := trunc("── "+b.text.String()+" ", width)
+		out = append(out, "", st.paint(st.dim, head+strings.Repeat("─", max(width-ansi.StringWidth(head), 0))))
 	case blockApproval:
 		out = append(out, "")
 		for i, l := range wrap(b.text.String(), width-2) {

@@ -59,6 +59,27 @@ type ModelSwitcher interface {
 	SetModel(ctx context.Context, name string) error
 }
 
+// ModelLister lists the models the session's provider offers (/model
+// without an argument), in the order /model N numbers them. Like every
+// command method it is called only while no turn runs.
+type ModelLister interface {
+	Models(ctx context.Context) ([]string, error)
+}
+
+// FileLister lists workspace files for @path completion: the paths,
+// relative to the workspace and with "/" as separator, that begin with
+// prefix (a directory's with a trailing "/"), at most MaxFiles of them, in
+// the order the menu shows them. Unlike the command methods it may be
+// called while a turn runs (off the UI's goroutine, as the user types), so
+// it must be safe to call concurrently with Run; ctx ends when the answer
+// is no longer wanted.
+type FileLister interface {
+	Files(ctx context.Context, prefix string) ([]string, error)
+}
+
+// MaxFiles bounds the paths a FileLister returns; the UI ignores the rest.
+const MaxFiles = 50
+
 // SurfaceSwitcher switches the tool surface for the next turns
 // (/surface NAME).
 type SurfaceSwitcher interface {
@@ -136,8 +157,15 @@ type Attacher interface {
 }
 
 // ApprovalRequest asks the user to let a command do more than the sandbox
-// allows.
+// allows, or (Edit) to let a file operation change files.
 type ApprovalRequest struct {
+	// Edit marks a request to change files (the card asks "Allow this
+	// edit?"; AllowAlways then allows every edit for the rest of the
+	// session). Diff is the proposed change as a unified diff ("" when it
+	// is not known); the card shows its first lines, coloured.
+	Edit bool
+	Diff string
+
 	// Tool is the surface's tool name the call came through; Command the
 	// command line (or, for a file operation, what it does).
 	Tool    string
@@ -157,7 +185,7 @@ type Decision int
 const (
 	Deny        Decision = iota // do not run it (n, Esc)
 	Allow                       // run it this once (y)
-	AllowAlways                 // run it and every like request for the rest of the session (a)
+	AllowAlways                 // run it and every like request for the rest of the session (a); for an edit, every edit
 )
 
 func (d Decision) String() string {

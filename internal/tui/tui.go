@@ -48,6 +48,13 @@ type Options struct {
 	Env []string
 	// Width and Height fix the size when Output is not a terminal.
 	Width, Height int
+	// AltScreen draws the session on the terminal's alternate screen, the
+	// whole transcript scrolled with PgUp/PgDn and gone when the program
+	// exits. By default (false) it is drawn inline on the normal screen:
+	// each part of the transcript, once finished, is printed into the
+	// terminal's scrollback, where it stays after the program exits, and
+	// only what still changes is redrawn under it.
+	AltScreen bool
 	// History is the input history to start with, oldest first (Up
 	// recalls the newest); UI.History returns it with this session's
 	// inputs added, for the caller to keep.
@@ -140,7 +147,8 @@ func (u *UI) Child(name string) agent.Observer {
 }
 
 // Approve asks the user whether a command may do more than the sandbox
-// allows and blocks until they answer or ctx ends (then it returns Deny
+// allows (or, req.Edit, whether an edit may be made, its diff shown) and
+// blocks until they answer or ctx ends (then it returns Deny
 // and ctx's error, and the card is withdrawn). Requests made while another
 // is pending wait their turn. It returns ErrClosed once Run has ended.
 func (u *UI) Approve(ctx context.Context, req ApprovalRequest) (Decision, error) {
@@ -152,6 +160,7 @@ func (u *UI) Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
 	req.Tool = termsafe.Line(req.Tool)
 	req.Command = termsafe.String(req.Command)
 	req.Reason = termsafe.String(req.Reason)
+	req.Diff = termsafe.String(req.Diff)
 	paths := make([]string, len(req.Paths))
 	for i, p := range req.Paths {
 		paths[i] = termsafe.Line(p)
@@ -201,6 +210,7 @@ func (u *UI) Run(ctx context.Context, s Session) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	m := newModel(runCtx, s, u.q, color)
+	m.inline = !u.opts.AltScreen
 	for _, h := range u.opts.History {
 		m.hist.add(h)
 	}

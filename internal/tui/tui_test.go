@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,24 +28,58 @@ type driver struct {
 	f    *fakeSession
 	m    *uiModel
 	msgs chan tea.Msg
+	// side carries the messages settle applies as they come (a
+	// completion's answer), not waited for one by one.
+	side chan tea.Msg
+	quit atomic.Bool // the model quit
+	// printed is what an inline model printed into the scrollback, a
+	// print a string.
+	printed []string
+}
+
+// terminal is what an inline model leaves in the terminal: what it
+// printed into the scrollback, then the live frame.
+func (d *driver) terminal() string {
+	f := d.frame()
+	if len(d.printed) == 0 {
+		return f
+	}
+	return strings.Join(d.printed, "\n") + "\n" + f
 }
 
 func newDriver(t testing.TB, width, height int, color bool) *driver {
 	return newDriverWith(t, width, height, color, nil)
 }
 
+// newInlineDriver is newDriver drawing inline: what the model prints
+// into the scrollback is collected in printed, at once.
+func newInlineDriver(t testing.TB, width, height int, color bool) *driver {
+	return newDriverOpts(t, width, height, color, true, nil)
+}
+
 // newDriverWith is newDriver with the fake session adjusted before the UI
 // opens on it.
 func newDriverWith(t testing.TB, width, height int, color bool, adjust func(*fakeSession)) *driver {
+	return newDriverOpts(t, width, height, color, false, adjust)
+}
+
+func newDriverOpts(t testing.TB, width, height int, color, inline bool, adjust func(*fakeSession)) *driver {
 	u := New(Options{})
 	f := newFake(u)
 	if adjust != nil {
 		adjust(f)
 	}
-	d := &driver{t: t, u: u, f: f, msgs: make(chan tea.Msg, 16)}
+	d := &driver{t: t, u: u, f: f, msgs: make(chan tea.Msg, 16), side: make(chan tea.Msg, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	d.m = newModel(ctx, f, u.q, color)
+	if inline {
+		d.m.inline = true
+		d.m.print = func(text string) tea.Cmd {
+			d.printed = append(d.printed, text)
+			return nil
+		}
+	}
 	d.m.Update(tea.WindowSizeMsg{Width: width, Height: height})
 	return d
 }
@@ -56,6 +91,8 @@ func keyOf(name string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyEnter}
 	case "esc":
 		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
 	case "up":
 		return tea.KeyPressMsg{Code: tea.KeyUp}
 	case "down":
@@ -75,7 +112,7 @@ func keyOf(name string) tea.KeyPressMsg {
 // press sends a key; a command it starts runs in the background.
 func (d *driver) press(name string) {
 	_, cmd := d.m.Update(keyOf(name))
-	if cmd != nil && (name == "enter" || name == "ctrl+d") {
+	if cmd != nil {
 		d.run(cmd)
 	}
 }
@@ -92,15 +129,21 @@ func (d *driver) run(cmd tea.Cmd) {
 				}
 			}
 		case spinner.TickMsg:
+		case tea.QuitMsg:
+			d.quit.Store(true)
+		case filesMsg:
+			d.side <- msg
 		default:
 			d.msgs <- msg
 		}
 	}()
 }
 
+// typeText types s key by key; a command a key starts (a completion's
+// lookup) runs in the background.
 func (d *driver) typeText(s string) {
 	for _, r := range s {
-		d.m.Update(keyOf(string(r)))
+		d.press(string(r))
 	}
 }
 
@@ -116,7 +159,9 @@ func (d *driver) wait() tea.Msg {
 	d.t.Helper()
 	select {
 	case msg := <-d.msgs:
-		d.m.Update(msg)
+		if _, cmd := d.m.Update(msg); cmd != nil {
+			d.run(cmd)
+		}
 		return msg
 	case <-time.After(10 * time.Second):
 		d.t.Fatal("no command finished")
@@ -143,6 +188,43 @@ func (d *driver) waitApproval() {
 	d.waitFor("an approval request", func() bool { return len(d.m.approvals) > 0 })
 }
 
+// askEdit asks to approve an edit of calc.go whose diff is diff, as the
+// session does, and waits for the card; the request is withdrawn when
+// the test ends.
+func (d *driver) askEdit(diff string) chan Decision {
+	d.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d.t.Cleanup(cancel)
+	got := make(chan Decision, 1)
+	go func() {
+		dec, _ := d.u.Approve(ctx, ApprovalRequest{Tool: "edit_file", Command: "edit calc.go", Edit: true, Diff: diff,
+			Reason: "to make Add add"})
+		got <- dec
+	}()
+	d.waitApproval()
+	return got
+}
+
+// editDiff is a unified diff of calc.go with n changed functions.
+func editDiff(n int) string {
+	var b strings.Builder
+	b.WriteString("--- a/calc.go\n+++ b/calc.go\n")
+	for i := range n {
+		fmt.Fprintf(&b, "@@ -%d,4 +%d,4 @@\n // F%d returns a result.\n func F%d(a, b int) int {\n-\treturn a - b\n+\treturn a + b\n }\n", 3+6*i, 3+6*i, i, i)
+	}
+	return b.String()
+}
+
+// waitTask waits until the session runs a task.
+func (d *driver) waitTask() {
+	d.t.Helper()
+	d.waitFor("a running task", func() bool {
+		d.f.mu.Lock()
+		defer d.f.mu.Unlock()
+		return d.f.active > 0
+	})
+}
+
 // waitCall applies reports until a call is running.
 func (d *driver) waitCall() {
 	d.t.Helper()
@@ -162,8 +244,12 @@ func (d *driver) waitLive(want string) {
 	})
 }
 
-// settle applies what the session reported.
+// settle applies what the session reported, and the answers to
+// completions.
 func (d *driver) settle() {
+	for len(d.side) > 0 {
+		d.m.Update(<-d.side)
+	}
 	if its := d.u.q.drain(); len(its) > 0 {
 		d.m.Update(batchMsg(its))
 	}
@@ -303,6 +389,29 @@ var scenarios = []struct {
 		d.send("/check")
 		d.wait()
 	}},
+	{"queued", 16, func(d *driver) {
+		d.send("gated: fix the failing test")
+		d.waitTask()
+		d.send("then add a test for negative numbers")
+		d.send("/diff")
+	}},
+	{"menu-commands", 16, func(d *driver) {
+		d.typeText("/s")
+		d.press("down")
+	}},
+	{"menu-files", 16, func(d *driver) {
+		d.m.sess = &fileSession{fakeSession: d.f}
+		d.typeText("explain @internal/t")
+		d.waitFor("the files", func() bool { return d.m.menu != nil })
+	}},
+	{"approval-edit", 30, func(d *driver) {
+		d.askEdit(editDiff(3))
+	}},
+	{"models", 16, func(d *driver) {
+		d.m.sess = &modelSession{fakeSession: d.f}
+		d.send("/model")
+		d.wait()
+	}},
 	{"multiline", 12, func(d *driver) {
 		d.typeText("first line")
 		d.press("alt+enter")
@@ -310,6 +419,33 @@ var scenarios = []struct {
 		d.press("ctrl+j")
 		d.typeText("third")
 	}},
+}
+
+// TestGoldenFramesInline: the same scenarios drawn inline; each golden
+// holds what was printed into the scrollback followed by the live frame,
+// which fits the screen less a line.
+func TestGoldenFramesInline(t *testing.T) {
+	for _, sc := range scenarios {
+		for _, width := range []int{60, 100} {
+			for _, color := range []bool{true, false} {
+				name := fmt.Sprintf("inline-%s-w%d", sc.name, width)
+				if !color {
+					name += "-nocolor"
+				}
+				t.Run(name, func(t *testing.T) {
+					d := newInlineDriver(t, width, sc.height, color)
+					sc.drive(d)
+					f := d.frame()
+					if n := strings.Count(f, "\n") + 1; n > sc.height-1 {
+						t.Errorf("the live frame has %d lines on a screen of %d", n, sc.height)
+					}
+					all := d.terminal()
+					checkFrame(t, all, width, strings.Count(all, "\n")+1, color)
+					golden(t, name, all)
+				})
+			}
+		}
+	}
 }
 
 func TestGoldenFrames(t *testing.T) {

@@ -633,3 +633,55 @@ func TestSandboxFullAsksFirst(t *testing.T) {
 		t.Errorf("after the confirmation the sandbox is %q", d.f.sandbox)
 	}
 }
+
+// TestApprovalCardForAnEdit: an edit's card asks "Allow this edit?",
+// shows the diff coloured, cut to what fits with a count of the rest, says
+// that always means every edit, and y, n, a answer it (a cut diff does
+// not stop y: the diff is a preview of the edit named on the card).
+func TestApprovalCardForAnEdit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		height int
+		diff   string
+		key    string
+		want   Decision
+		has    []string
+		hasnt  []string
+	}{
+		{"whole", 40, editDiff(2), "a", AllowAlways,
+			[]string{"╭─ Allow this edit? ", "│ edit_file · edit calc.go", "│ -    return a - b", "│ +    return a + b", "a always (every edit, this session)"},
+			[]string{"more lines of the diff"}},
+		{"cut to the bound", 60, editDiff(10), "y", Allow,
+			[]string{fmt.Sprintf("⋮ %d more lines of the diff", 2+10*6-maxApprovalDiff)}, nil},
+		{"cut to the screen", 24, editDiff(10), "y", Allow,
+			[]string{"more lines of the diff", "y yes"}, nil},
+		{"no diff", 24, "", "n", Deny, []string{"Allow this edit?"}, []string{"@@"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, color := range []bool{false, true} {
+				d := newDriver(t, 80, tc.height, color)
+				got := d.askEdit(tc.diff)
+				f := d.frame()
+				checkFrame(t, f, 80, tc.height, color)
+				if !color {
+					for _, w := range tc.has {
+						if !strings.Contains(f, w) {
+							t.Errorf("the card lacks %q:\n%s", w, f)
+						}
+					}
+					for _, w := range tc.hasnt {
+						if strings.Contains(f, w) {
+							t.Errorf("the card holds %q:\n%s", w, f)
+						}
+					}
+				} else if tc.diff != "" && !strings.Contains(f, "\x1b[32m│") && !strings.Contains(f, "\x1b[32m+") {
+					t.Errorf("the diff is not coloured:\n%s", visibleEsc(f))
+				}
+				d.press(tc.key)
+				if dec := <-got; dec != tc.want {
+					t.Errorf("%s: %v, want %v", tc.key, dec, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -71,6 +71,21 @@ func (term *Terminal) Screen() string {
 	return term.emu.String()
 }
 
+// Scrollback returns the lines that scrolled off the top of the main
+// screen (not the alternate screen's), oldest first, one a row, without
+// trailing spaces; Scrollback followed by Screen is all a person can
+// scroll back through.
+func (term *Terminal) Scrollback() string {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	var b strings.Builder
+	for _, l := range term.emu.Scrollback().Lines() {
+		b.WriteString(strings.TrimRight(l.String(), " "))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // Output returns every byte the program has written so far.
 func (term *Terminal) Output() string {
 	term.mu.Lock()
@@ -105,14 +120,27 @@ func (term *Terminal) WaitFor(want ...string) {
 	term.WaitWithin(Timeout, want...)
 }
 
+// WaitForText is WaitFor on what the terminal holds: its scrollback and
+// its screen, for a program that prints what is done above its live part
+// (which then scrolls off the screen as it goes on).
+func (term *Terminal) WaitForText(want ...string) {
+	term.t.Helper()
+	term.wait(Timeout, func() string { return term.Scrollback() + term.Screen() }, want)
+}
+
 // WaitWithin is WaitFor with a bound of its own, for a wait on real work
 // (a cold build) that takes longer than a screen update. The bound only
 // ends a test that would hang; it measures nothing.
 func (term *Terminal) WaitWithin(bound time.Duration, want ...string) {
 	term.t.Helper()
+	term.wait(bound, term.Screen, want)
+}
+
+func (term *Terminal) wait(bound time.Duration, text func() string, want []string) {
+	term.t.Helper()
 	deadline := time.Now().Add(bound)
 	for {
-		scr := term.Screen()
+		scr := text()
 		missing := ""
 		for _, w := range want {
 			if !strings.Contains(scr, w) {
