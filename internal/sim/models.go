@@ -100,7 +100,9 @@ func (s *Server) listStatus(rec, code int) {
 }
 
 // ModelRequests returns a copy of the model list requests received (each
-// page is one), with their query and the status answered.
+// page is one), with their query and the status answered; their Dialect
+// is the list's API (APIAnthropic, APIOpenAI, APIOllama). They are not
+// among Requests, which are the model turns.
 func (s *Server) ModelRequests() []Recorded {
 	s.mu.Lock()
 	defer s.mu.Unlock()
