@@ -42,6 +42,13 @@ type Script struct {
 	// Compaction answers the requests that ask for a summary of the
 	// conversation (a compaction), with or without it set; see Compaction.
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// Models are the models the server's model lists name (GET /v1/models
+	// in Anthropic's and OpenAI's shapes, GET /api/tags in Ollama's);
+	// DefaultModels when there are none.
+	Models []Model `json:"models,omitempty"`
+	// ModelFaults fail the first model list requests (each page is one),
+	// in order: status faults only.
+	ModelFaults []Fault `json:"model_faults,omitempty"`
 }
 
 // Compaction is how the simulated model answers a summary request: a
@@ -186,6 +193,9 @@ func ParseScript(b []byte) (*Script, error) {
 }
 
 func (s *Script) check(where string) error {
+	if err := s.checkModels(where); err != nil {
+		return err
+	}
 	for key, sub := range s.Agents {
 		if key == "" || sub == nil {
 			return fmt.Errorf("sim script%s: an agent script needs a non-empty key and steps", where)

@@ -15,10 +15,12 @@ import (
 
 // Recorded is one request the server received.
 type Recorded struct {
-	Dialect string      `json:"dialect"`
-	Path    string      `json:"path"`
-	Header  http.Header `json:"header"`
-	Body    []byte      `json:"body"`
+	Dialect string `json:"dialect"`
+	Path    string `json:"path"`
+	// Query is the request's raw query (a model list's pagination).
+	Query  string      `json:"query,omitempty"`
+	Header http.Header `json:"header"`
+	Body   []byte      `json:"body"`
 	// Agent is the key of the agent script that answered, "" for the main one.
 	Agent   string `json:"agent,omitempty"`
 	Step    int    `json:"step"`    // 0-based step the request asked for
@@ -61,7 +63,10 @@ type Server struct {
 	// stored holds the stored Responses by id (for previous_response_id).
 	stored   map[string]storedResponse
 	requests []Recorded
-	mux      *http.ServeMux
+	// lists are the model list requests, listAttempts their number.
+	lists        []Recorded
+	listAttempts int
+	mux          *http.ServeMux
 }
 
 // New returns a server for a script.
@@ -78,6 +83,9 @@ func New(s *Script) *Server {
 	srv.mux.HandleFunc("POST /v1/messages", srv.messages)
 	srv.mux.HandleFunc("POST /v1/responses", srv.responses)
 	srv.mux.HandleFunc("POST /responses", srv.responses)
+	srv.mux.HandleFunc("GET /v1/models", srv.models)
+	srv.mux.HandleFunc("GET /models", srv.openaiModels)
+	srv.mux.HandleFunc("GET /api/tags", srv.ollamaTags)
 	return srv
 }
 

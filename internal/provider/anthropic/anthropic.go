@@ -71,6 +71,7 @@ const ContextManagementBeta = "context-management-2025-06-27"
 // Client is a Messages adapter.
 type Client struct {
 	cfg    Config
+	base   string // the base URL in use
 	client sdk.Client
 	cache  provider.MessageCache
 	heads  provider.HeadCache
@@ -83,6 +84,7 @@ func New(cfg Config) *Client {
 	if base == "" {
 		base = DefaultBaseURL
 	}
+	c.base = base
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base),
@@ -588,4 +590,29 @@ func classify(ctx context.Context, err error) error {
 		return &provider.Error{Provider: "anthropic", Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
 	}
 	return &provider.Error{Provider: "anthropic", Kind: provider.ErrProtocol, Err: err, Message: err.Error()}
+}
+
+// Models implements provider.ModelLister: GET /v1/models through the SDK's
+// auto-pager (pages of the API's default size, followed by after_id while
+// has_more), newest first as the API lists them, at most
+// provider.MaxModels. A page that repeats a model already listed ends the
+// list with a protocol error rather than paging forever.
+func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+	pager := c.client.Models.ListAutoPaging(ctx, sdk.ModelListParams{})
+	var out []provider.ModelInfo
+	seen := map[string]bool{}
+	for len(out) < provider.MaxModels && pager.Next() {
+		m := pager.Current()
+		if seen[m.ID] {
+			return nil, &provider.Error{Provider: "anthropic", Kind: provider.ErrProtocol,
+				Message: fmt.Sprintf("GET %s: the list repeats %q (the server's pagination loops)", provider.EndpointPath(c.base, "v1/models"), m.ID)}
+		}
+		seen[m.ID] = true
+		out = append(out, provider.ModelInfo{ID: m.ID, DisplayName: m.DisplayName,
+			Created: provider.ModelTime(m.CreatedAt), ContextWindow: max(m.MaxInputTokens, 0)})
+	}
+	if err := pager.Err(); err != nil {
+		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "v1/models"), classify(ctx, err))
+	}
+	return out, nil
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -324,4 +325,51 @@ func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
 		return nil, err
 	}
 	return json.Marshal(p.Tools)
+}
+
+// Models implements provider.ModelLister: GET {base}/models through the
+// SDK, the Chat Completions servers' model list in OpenAI's shape, in the
+// server's order, at most provider.MaxModels. What OpenAI's shape lacks is
+// read from the members compatible servers add (modelExtras). A server
+// without the endpoint (404, 405, 501) gives an error that matches
+// provider.ErrNotSupported.
+func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+	page, err := c.client.Models.List(ctx)
+	if err != nil {
+		return nil, provider.ModelsError("GET", provider.EndpointPath(c.cfg.BaseURL, "models"), classify(ctx, err))
+	}
+	var out []provider.ModelInfo
+	for _, m := range page.Data[:min(len(page.Data), provider.MaxModels)] {
+		name, window := modelExtras([]byte(m.RawJSON()))
+		out = append(out, provider.ModelInfo{ID: m.ID, DisplayName: name,
+			Created: provider.ModelTime(time.Unix(m.Created, 0)), ContextWindow: window})
+	}
+	return out, nil
+}
+
+// modelExtras reads what compatible servers add to a model object: a
+// display name ("name": OpenRouter) and the context window the server
+// takes ("max_model_len": vLLM; "context_length": OpenRouter, Together;
+// "context_window": Groq), the first positive one. llama.cpp's
+// meta.n_ctx_train is the window the model was trained on, not the one
+// the server was started with, and is not read. Members of another type
+// are ignored; a window is 0 when none is given.
+func modelExtras(raw []byte) (name string, window int64) {
+	var m struct {
+		Name          json.RawMessage `json:"name"`
+		MaxModelLen   json.RawMessage `json:"max_model_len"`
+		ContextLength json.RawMessage `json:"context_length"`
+		ContextWindow json.RawMessage `json:"context_window"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return "", 0
+	}
+	json.Unmarshal(m.Name, &name)
+	for _, v := range []json.RawMessage{m.MaxModelLen, m.ContextLength, m.ContextWindow} {
+		var n float64 // some servers send 131072.0
+		if json.Unmarshal(v, &n) == nil && n >= 1 && n <= 1<<40 {
+			return name, int64(n)
+		}
+	}
+	return name, 0
 }

@@ -8,6 +8,7 @@ package ollama
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -399,4 +400,83 @@ func (c *Client) ContextLength(ctx context.Context, modelName string) (int, erro
 		}
 	}
 	return 0, fmt.Errorf("ollama: show %s: model_info has no context_length", modelName)
+}
+
+// Models implements provider.ModelLister: GET /api/tags, the models pulled
+// on the server, in its order, at most provider.MaxModels. Created is a
+// model's modified_at (when it was pulled or last changed there); Ollama
+// says no context window here (ContextLength asks for one model's). An
+// answer that is not Ollama's (a 404 without its error body) is
+// provider.ErrNotAPI: every Ollama has /api/tags.
+func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, HostURL(c.Host)+"/api/tags", nil)
+	if err != nil {
+		return nil, fmt.Errorf("ollama: list models: %w", err)
+	}
+	hreq.Header.Set("Accept", "application/json")
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	hresp, err := hc.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrUnreachable, Err: err,
+			Message: fmt.Sprintf("cannot reach Ollama at %s (%v); start it with `ollama serve` or set OLLAMA_HOST", HostURL(c.Host), rootCause(err))}
+	}
+	defer hresp.Body.Close()
+	if hresp.StatusCode != http.StatusOK {
+		pe := httpError(hreq, hresp)
+		if pe.Kind == provider.ErrNotAPI {
+			return nil, pe
+		}
+		return nil, provider.ModelsError(http.MethodGet, "/api/tags", pe)
+	}
+	b, err := io.ReadAll(io.LimitReader(hresp.Body, 64<<20))
+	if err != nil {
+		return nil, provider.TransportError(ctx, "ollama", "check OLLAMA_HOST", err)
+	}
+	models, err := parseTags(b)
+	if err != nil {
+		return nil, provider.NotAPI("ollama", "Ollama", hreq, hresp.StatusCode, b, notOllamaHint)
+	}
+	return models, nil
+}
+
+// parseTags reads the body of GET /api/tags: {"models": [{"name",
+// "model", "modified_at", ...}]}, at most provider.MaxModels. A model is
+// named by "model", else "name" (older servers send only "name"); one
+// with neither is left out. It fails when the body is not that object.
+func parseTags(b []byte) ([]provider.ModelInfo, error) {
+	var tags struct {
+		Models *[]struct {
+			Name       string `json:"name"`
+			Model      string `json:"model"`
+			ModifiedAt string `json:"modified_at"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal(b, &tags); err != nil {
+		return nil, fmt.Errorf("ollama: the model list: %w", err)
+	}
+	if tags.Models == nil {
+		return nil, errors.New(`ollama: the model list has no "models"`)
+	}
+	var out []provider.ModelInfo
+	for _, m := range *tags.Models {
+		if len(out) == provider.MaxModels {
+			break
+		}
+		id := cmp.Or(m.Model, m.Name)
+		if id == "" {
+			continue
+		}
+		info := provider.ModelInfo{ID: id}
+		if t, err := time.Parse(time.RFC3339Nano, m.ModifiedAt); err == nil {
+			info.Created = provider.ModelTime(t)
+		}
+		out = append(out, info)
+	}
+	return out, nil
 }

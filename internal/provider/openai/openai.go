@@ -83,6 +83,7 @@ type Config struct {
 // Client is a Responses adapter.
 type Client struct {
 	cfg    Config
+	base   string // the base URL in use
 	client sdk.Client
 	cache  provider.MessageCache
 	heads  provider.HeadCache
@@ -95,6 +96,7 @@ func New(cfg Config) *Client {
 	if base == "" {
 		base = DefaultBaseURL
 	}
+	c.base = base
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
 		option.WithAPIKey(cfg.APIKey),
@@ -708,4 +710,19 @@ func classify(ctx context.Context, err error) error {
 		return provider.HTTPError(Dialect, apierr.StatusCode, apierr.Code, msg, h, err)
 	}
 	return provider.TransportError(ctx, Dialect, "check the network or OPENAI_BASE_URL", err)
+}
+
+// Models implements provider.ModelLister: GET /v1/models through the SDK
+// (one page: the API does not paginate it), in the server's order, at most
+// provider.MaxModels. The API gives no display name or context window.
+func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+	page, err := c.client.Models.List(ctx)
+	if err != nil {
+		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "models"), classify(ctx, err))
+	}
+	var out []provider.ModelInfo
+	for _, m := range page.Data[:min(len(page.Data), provider.MaxModels)] {
+		out = append(out, provider.ModelInfo{ID: m.ID, Created: provider.ModelTime(time.Unix(m.Created, 0))})
+	}
+	return out, nil
 }

@@ -1,0 +1,75 @@
+package harness
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/trussdev/truss/internal/provider"
+)
+
+// ModelsTimeout bounds one Session.Models call.
+const ModelsTimeout = 30 * time.Second
+
+// Models lists the models the session's provider serves, for a model
+// picker (the interactive /model): the models the server dates newest
+// first, then the undated ones by ID; each ID once, at most
+// provider.MaxModels. It asks the server on every call, once (no retries),
+// for at most ModelsTimeout.
+//
+// It fails with ErrClosed after Close. When the session has no model
+// (Options.NoModel), its adapter cannot list models (it is no
+// provider.ModelLister) or the server has no model list, the error matches
+// provider.ErrNotSupported; a failed answer is a *provider.Error (an
+// unknown key, a rate limit, ...). It reads only what Open set and the
+// adapter, so it may be called while a run is in progress.
+func (s *Session) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	if s.prov == nil {
+		return nil, fmt.Errorf("harness: this session has no model to list models from: %w", provider.ErrNotSupported)
+	}
+	ml, ok := s.prov.(provider.ModelLister)
+	if !ok {
+		return nil, fmt.Errorf("harness: the %s adapter cannot list models: %w", s.prov.Name(), provider.ErrNotSupported)
+	}
+	lctx, cancel := context.WithTimeout(ctx, ModelsTimeout)
+	defer cancel()
+	ms, err := ml.Models(lctx)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("harness: list the models: the server did not answer within %s: %w", ModelsTimeout, err)
+		}
+		return nil, fmt.Errorf("harness: list the models: %w", err)
+	}
+	return pickerOrder(ms), nil
+}
+
+// pickerOrder returns ms in a picker's order: dated models newest first,
+// then undated ones; ties by ID. A model without an ID, or whose ID came
+// before, is dropped, and the list is cut at provider.MaxModels.
+func pickerOrder(ms []provider.ModelInfo) []provider.ModelInfo {
+	seen := make(map[string]bool, len(ms))
+	out := make([]provider.ModelInfo, 0, min(len(ms), provider.MaxModels))
+	for _, m := range ms {
+		if m.ID == "" || seen[m.ID] {
+			continue
+		}
+		seen[m.ID] = true
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b provider.ModelInfo) int {
+		if az, bz := a.Created.IsZero(), b.Created.IsZero(); az != bz {
+			if az {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Or(b.Created.Compare(a.Created), cmp.Compare(a.ID, b.ID))
+	})
+	return out[:min(len(out), provider.MaxModels)]
+}

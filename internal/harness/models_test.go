@@ -1,0 +1,91 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
+)
+
+// TestSessionModels lists the simulated model's models through a session
+// in two dialects, in the picker's order; a session without a model, an
+// adapter that cannot list and a closed session say so.
+func TestSessionModels(t *testing.T) {
+	for _, c := range []struct {
+		dialect, script, want string
+	}{
+		{"chat", `{"steps": [{"say": "hi"}], "models": [
+		  {"id": "b-undated"}, {"id": "old", "created": "2024-01-01T00:00:00Z"}, {"id": "a-undated"},
+		  {"id": "new", "created": "2025-12-01T00:00:00Z"}, {"id": "claude-only", "apis": ["anthropic"]}]}`,
+			"new old a-undated b-undated"},
+		{"anthropic", `{"steps": [{"say": "hi"}]}`, "sim-claude"},
+		{"ollama", `{"steps": [{"say": "hi"}]}`, "sim-coder:latest"},
+	} {
+		t.Run(c.dialect, func(t *testing.T) {
+			o := fixture(t, c.script)
+			o.SimDialect = c.dialect
+			o.Validation.Off = true
+			ctx := context.Background()
+			s, err := Open(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ms, err := s.Models(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, m := range ms {
+				ids = append(ids, m.ID)
+			}
+			if got := strings.Join(ids, " "); got != c.want {
+				t.Errorf("models %s, want %s", got, c.want)
+			}
+			s.Close()
+			if _, err := s.Models(ctx); !errors.Is(err, ErrClosed) {
+				t.Errorf("after Close: %v", err)
+			}
+		})
+	}
+	if _, err := (&Session{}).Models(context.Background()); !errors.Is(err, provider.ErrNotSupported) {
+		t.Errorf("no model: %v", err)
+	}
+	if _, err := (&Session{prov: turnOnly{}}).Models(context.Background()); !errors.Is(err, provider.ErrNotSupported) || !strings.Contains(err.Error(), "the fake adapter cannot list models") {
+		t.Errorf("an adapter that cannot list: %v", err)
+	}
+}
+
+// turnOnly is an adapter without a model list.
+type turnOnly struct{}
+
+func (turnOnly) Name() string { return "fake" }
+func (turnOnly) Turn(context.Context, *model.Request, func(model.Delta)) (*model.Response, error) {
+	return nil, errors.New("no turns")
+}
+
+func TestPickerOrder(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2025, 1, d, 0, 0, 0, 0, time.UTC) }
+	ms := []provider.ModelInfo{
+		{ID: "z"}, {ID: "a", Created: day(1)}, {ID: ""}, {ID: "b", Created: day(3)}, {ID: "a", Created: day(9)},
+		{ID: "c", Created: day(3)}, {ID: "y"},
+	}
+	var ids []string
+	for _, m := range pickerOrder(ms) {
+		ids = append(ids, m.ID)
+	}
+	if got := strings.Join(ids, " "); got != "b c a y z" {
+		t.Errorf("order %s", got)
+	}
+	many := make([]provider.ModelInfo, provider.MaxModels+5)
+	for i := range many {
+		many[i].ID = string(rune('a'+i%26)) + strings.Repeat("x", i/26)
+	}
+	if n := len(pickerOrder(many)); n != provider.MaxModels {
+		t.Errorf("%d models kept", n)
+	}
+}

@@ -1,0 +1,92 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ModelInfo describes one model a provider's server serves.
+type ModelInfo struct {
+	// ID is the name a request gives as its model ("claude-sonnet-4-5",
+	// "gpt-5.2", "qwen3-coder:30b").
+	ID string
+	// DisplayName is the server's human-readable name, "" when it gives
+	// none.
+	DisplayName string
+	// Created is when the model was released (Anthropic's created_at),
+	// created (OpenAI's created) or last pulled (Ollama's modified_at); the
+	// zero time when the server does not say (an epoch value included).
+	Created time.Time
+	// ContextWindow is the longest input the server takes for the model,
+	// in tokens; 0 when it does not say.
+	ContextWindow int64
+}
+
+// ModelLister is a Provider that can list the models its server serves.
+// It is optional: callers detect it by type assertion.
+type ModelLister interface {
+	// Models lists the server's models in the order it gives them, at
+	// most MaxModels of them (a longer list is cut there). It makes one
+	// attempt per page, without retries: a person is waiting for it. A
+	// failure is a *Error classified from the answer (its Kind and Status
+	// say an unknown key, a rate limit, a server down); when the server
+	// has no model list (it answers 404, 405 or 501), the error also
+	// matches ErrNotSupported.
+	Models(ctx context.Context) ([]ModelInfo, error)
+}
+
+// ErrNotSupported is matched (errors.Is) by the error of an optional
+// capability the provider, or the server behind it, does not have: a
+// server without a model list.
+var ErrNotSupported = errors.New("not supported")
+
+// MaxModels is the most models a ModelLister returns.
+const MaxModels = 1000
+
+// ModelsError is the error of a failed model list: err as the adapter
+// classified it, with what was asked (method and path) said in its
+// message, and the wait the server asked for after a rate limit. When the
+// status says the server has no model list (404, 405, 501), the result
+// also matches ErrNotSupported, and errors.As still finds the *Error. An
+// error that is not a *Error (a cancelled context) is returned as it is.
+func ModelsError(method, path string, err error) error {
+	var pe *Error
+	if !errors.As(err, &pe) {
+		return err
+	}
+	e := *pe
+	e.Message = fmt.Sprintf("%s %s: %s", method, path, pe.Message)
+	if e.Kind == ErrRateLimited && e.RetryAfter > 0 {
+		e.Message += fmt.Sprintf(" (the server asks to wait %s)", e.RetryAfter.Round(time.Second))
+	}
+	switch e.Status {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return fmt.Errorf("%w; the server has no model list (%w)", &e, ErrNotSupported)
+	}
+	return &e
+}
+
+// ModelTime returns a model's creation time in UTC, or the zero time when
+// t is at or before the Unix epoch: servers send the epoch (or 0) for a
+// date they do not know.
+func ModelTime(t time.Time) time.Time {
+	if t.Unix() <= 0 {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// EndpointPath is the path of the endpoint rel ("models") below a base URL
+// ("https://api.openai.com/v1" gives "/v1/models"), for error messages.
+func EndpointPath(base, rel string) string {
+	p := ""
+	if u, err := url.Parse(base); err == nil {
+		p = strings.TrimSuffix(u.Path, "/")
+	}
+	return p + "/" + strings.TrimPrefix(rel, "/")
+}
