@@ -140,3 +140,69 @@ func TestReadAttachmentFlip(t *testing.T) {
 		t.Errorf("err = %v, want hostfs.ErrLink", err)
 	}
 }
+
+// TestFiles lists what @path completion offers: names under the prefix's
+// directory that begin with its rest, directories with a "/", dot files
+// only when asked for, no link (not even one that stays inside) and no
+// FIFO, nothing outside the workspace, at most max.
+func TestFiles(t *testing.T) {
+	o := fixture(t, twoRuns)
+	o.Validation.Off = true
+	root := o.Root
+	for _, d := range []string{"src/inner", "secret", ".hidden"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"src/main.go", "src/main_test.go", "src/util.go", ".env", "secret/key"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := t.TempDir()
+	must(t, os.Symlink(outside, filepath.Join(root, "src", "outlink")))
+	must(t, os.Symlink("main.go", filepath.Join(root, "src", "mainlink")))
+	must(t, os.Symlink(filepath.Join(root, "src"), filepath.Join(root, "srclink")))
+	must(t, syscall.Mkfifo(filepath.Join(root, "src", "mainpipe"), 0o644))
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		prefix string
+		max    int
+		want   []string
+		err    string
+	}{
+		{"", 50, []string{"a.txt", "secret/", "src/"}, ""},
+		{"s", 50, []string{"secret/", "src/"}, ""},
+		{"src/", 50, []string{"src/inner/", "src/main.go", "src/main_test.go", "src/util.go"}, ""},
+		{"src/ma", 50, []string{"src/main.go", "src/main_test.go"}, ""},
+		{"src/ma", 1, []string{"src/main.go"}, ""},
+		{".", 50, []string{".env", ".hidden/"}, ""},
+		{"nothing", 50, nil, ""},
+		{"srclink/", 50, nil, "link"},
+		{"../", 50, nil, "not a path inside the workspace"},
+		{"/etc/", 50, nil, "not a path inside the workspace"},
+		{"src/outlink/", 50, nil, "link"},
+	} {
+		got, err := s.Files(context.Background(), tc.prefix, tc.max)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Files(%q) = %q, %v; want an error with %q", tc.prefix, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("Files(%q, %d) = %q, %v; want %q", tc.prefix, tc.max, got, err, tc.want)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

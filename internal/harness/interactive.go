@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -301,4 +304,52 @@ func (s *Session) Resumable() ([]session.Meta, error) {
 		}
 	}
 	return out, nil
+}
+
+// Files lists workspace paths that begin with prefix, for completing an
+// attachment's path (@path): prefix is slash-separated and relative to
+// the workspace's root; the listing is of the directory it names (its
+// part up to the last "/"), the entries whose names begin with the rest.
+// Directories end in "/". Only regular files and directories are listed
+// (a link is not, as ReadFile refuses links), names beginning with "."
+// only when the rest does, and at most max, sorted. The directory is read
+// through a strict hostfs.Root: no link is followed on the way to it, and
+// nothing is opened but directories. It is safe to call while a task
+// runs; ctx ends the listing early.
+func (s *Session) Files(ctx context.Context, prefix string, max int) ([]string, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	dir, base := path.Split(prefix)
+	if path.IsAbs(dir) || slices.Contains(strings.Split(dir, "/"), "..") {
+		return nil, fmt.Errorf("%q is not a path inside the workspace", prefix)
+	}
+	root, err := hostfs.OpenRoot(s.w.ws.Dir())
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	if d := strings.TrimSuffix(dir, "/"); d != "" {
+		sub, err := root.OpenDir(d)
+		if err != nil {
+			return nil, err
+		}
+		defer sub.Close()
+		root = sub
+	}
+	var out []string
+	err = root.ReadDirFunc(nil, func(name string, info hostfs.Info) {
+		switch {
+		case len(out) >= max || ctx.Err() != nil:
+		case !strings.HasPrefix(name, base), strings.HasPrefix(name, ".") && !strings.HasPrefix(base, "."):
+		case info.IsDir():
+			out = append(out, dir+name+"/")
+		case info.IsRegular():
+			out = append(out, dir+name)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, ctx.Err()
 }

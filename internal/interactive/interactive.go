@@ -105,8 +105,20 @@ func askUser(ctx context.Context, q *approval.Queue, u *tui.UI) {
 	}
 }
 
-// approvalRequest is how the UI shows r.
+// approvalRequest is how the UI shows r: an edit with its preview diff
+// (or, without one, its arguments and why there is no diff), a command
+// with what it would be given.
 func approvalRequest(r approval.Request) tui.ApprovalRequest {
+	if r.Kind == approval.KindEdit {
+		req := tui.ApprovalRequest{Tool: r.Tool, Command: r.Summary, Edit: true, Diff: r.Diff}
+		if r.Diff == "" {
+			req.Command = r.Summary + "\n" + r.Detail
+			if r.PreviewError != "" {
+				req.Reason = "no preview of this edit: " + r.PreviewError
+			}
+		}
+		return req
+	}
 	req := tui.ApprovalRequest{Tool: r.Tool, Command: r.Command, Reason: r.Justification}
 	if r.Kind == approval.KindEscalation {
 		// An escalated command runs with the network and full access.
@@ -228,7 +240,11 @@ func (is *session) Status() tui.Status {
 	s, tasks, check := is.s, is.tasks, is.check
 	is.mu.Unlock()
 	info, st := s.Info(), s.Stats()
-	ts := tui.Status{Model: info.Model, Surface: info.Surface, Sandbox: sandboxMode(info.Sandbox), Approval: string(s.Approval()),
+	policy := string(s.Approval())
+	if s.ApprovalEdits() == approval.EditsAsk {
+		policy += ", edits asked"
+	}
+	ts := tui.Status{Model: info.Model, Surface: info.Surface, Sandbox: sandboxMode(info.Sandbox), Approval: policy,
 		SessionID: info.SessionID, Workspace: info.Workspace, Usage: st.Usage, ContextTokens: st.ContextTokens, ContextWindow: st.ContextWindow, Turns: tasks}
 	if check != nil && check.Running() {
 		ts.Checking = "checks"
@@ -358,6 +374,25 @@ func (is *session) Resumable(ctx context.Context) ([]tui.ResumeChoice, error) {
 		cs[i] = tui.ResumeChoice{ID: m.ID, Updated: m.Updated, Task: m.Task, Provider: m.Provider, Model: m.Model}
 	}
 	return cs, ctx.Err()
+}
+
+// Models implements tui.ModelLister: the provider's models, in the order
+// harness.Session.Models gives them.
+func (is *session) Models(ctx context.Context) ([]string, error) {
+	ms, err := is.session().Models(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return ids, nil
+}
+
+// Files implements tui.FileLister: workspace paths for @path completion.
+func (is *session) Files(ctx context.Context, prefix string) ([]string, error) {
+	return is.session().Files(ctx, prefix, tui.MaxFiles)
 }
 
 // NewSession implements tui.Renewer.

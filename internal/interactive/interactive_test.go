@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -74,7 +75,19 @@ func TestInteractiveSessionCommands(t *testing.T) {
 		tui.Resumer
 		tui.Renewer
 		tui.Attacher
+		tui.ModelLister
+		tui.FileLister
+		tui.Checker
+		tui.ResumeLister
+		tui.Transcripter
 	} = is
+
+	if fs, err := is.Files(ctx, "no"); err != nil || strings.Join(fs, " ") != "notes.txt" {
+		t.Errorf("Files(no) = %q, %v", fs, err)
+	}
+	if ms, err := is.Models(ctx); err != nil || len(ms) == 0 {
+		t.Errorf("Models = %q, %v", ms, err)
+	}
 
 	if rep, err := is.Attach(ctx, "notes.txt"); err != nil || rep != "notes.txt, 2 lines" {
 		t.Fatalf("Attach = %q, %v", rep, err)
@@ -145,4 +158,29 @@ func TestInteractiveSessionCommands(t *testing.T) {
 func itemsText(items []model.Item) string {
 	b, _ := json.Marshal(items)
 	return string(b)
+}
+
+// TestApprovalRequest: an edit's question reaches the card as an edit
+// with its diff, or without one with its arguments and why; a command's
+// as before.
+func TestApprovalRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   approval.Request
+		want tui.ApprovalRequest
+	}{
+		{"edit", approval.Request{Kind: approval.KindEdit, Tool: "edit_file", Summary: "replace text in a.go", Diff: "--- a/a.go\n+++ b/a.go\n"},
+			tui.ApprovalRequest{Edit: true, Tool: "edit_file", Command: "replace text in a.go", Diff: "--- a/a.go\n+++ b/a.go\n"}},
+		{"edit without a preview", approval.Request{Kind: approval.KindEdit, Tool: "apply_patch", Summary: "apply a patch", Detail: "*** Begin Patch", PreviewError: "no such file"},
+			tui.ApprovalRequest{Edit: true, Tool: "apply_patch", Command: "apply a patch\n*** Begin Patch", Reason: "no preview of this edit: no such file"}},
+		{"escalation", approval.Request{Kind: approval.KindEscalation, Tool: "shell", Command: "curl x", Dir: "sub", Justification: "fetch"},
+			tui.ApprovalRequest{Tool: "shell", Command: "(in sub) curl x", Reason: "fetch", Network: true, Paths: []string{"the whole file system"}}},
+		{"command", approval.Request{Kind: approval.KindCommand, Tool: "shell", Command: "rm -rf build"},
+			tui.ApprovalRequest{Tool: "shell", Command: "rm -rf build"}},
+	} {
+		got := approvalRequest(tc.in)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
 }
