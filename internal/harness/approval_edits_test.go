@@ -142,7 +142,7 @@ func TestApprovalEditsNeedSomebody(t *testing.T) {
 		edits    approval.EditPolicy
 		user     string // the user's config.toml
 		approver approval.Approver
-		want     []string // "" opens
+		want     []string            // "" opens
 		policyIs approval.EditPolicy // when it opens: its edit policy, if set
 	}{
 		{"headless", approval.OnRequest, approval.EditsAsk, "", approval.Headless{}, []string{"--approval-edits ask", "nobody can answer", "--approval-edits accept"}, ""},
