@@ -110,7 +110,7 @@ func TestInteractiveSession(t *testing.T) {
 	cmd := exec.Command(bin, "--provider", "sim", "--script", script, "--sim-dialect", "chat", "--surface", "generic", "--no-validate")
 	cmd.Dir, cmd.Env = root, interactiveEnv(home)
 	term := tuitest.Start(t, cmd, 100, 40)
-	term.WaitFor("on-request", "generic")
+	term.WaitForText("on-request", "generic")
 	// send types a line once no turn runs (the status line then no
 	// longer offers to cancel one).
 	send := func(line string) {
@@ -120,12 +120,12 @@ func TestInteractiveSession(t *testing.T) {
 	}
 
 	send("change the greeting")
-	term.WaitFor("ran-in-sandbox", "+hello two", "The greeting says two.")
+	term.WaitForText("ran-in-sandbox", "+hello two", "The greeting says two.")
 
 	send("fetch it")
-	term.WaitFor("Allow this command?", "fetching outside the workspace")
+	term.WaitForText("Allow this command?", "fetching outside the workspace")
 	term.Type("y")
-	term.WaitFor("escalated-ok", "Fetched.")
+	term.WaitForText("escalated-ok", "Fetched.")
 	if b, err := os.ReadFile(target); err != nil || string(b) != "fetched\n" {
 		t.Fatalf("the approved escalation did not write outside the workspace: %q, %v", b, err)
 	}
@@ -133,21 +133,21 @@ func TestInteractiveSession(t *testing.T) {
 	send("run the long one")
 	// Its output is shown while it runs (the command line itself does
 	// not hold the words).
-	term.WaitFor("┊ long-started", "running…")
+	term.WaitForText("┊ long-started", "running…")
 	term.Type("\x1b")
-	term.WaitFor("canceled")
+	term.WaitForText("canceled")
 
 	send("/diff")
-	term.WaitFor("-hello one", "+hello two")
+	term.WaitForText("-hello one", "+hello two")
 	send("/ledger")
-	term.WaitFor("The ledger verifies")
+	term.WaitForText("The ledger verifies")
 	send("/quit")
 	if code := term.Exit(); code != 0 {
-		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Screen())
+		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Text())
 	}
 	m := regexp.MustCompile(`Session (\S+) saved\.`).FindStringSubmatch(term.Output())
 	if m == nil {
-		t.Fatalf("no session id printed after the UI exited:\n%s", term.Screen())
+		t.Fatalf("no session id printed after the UI exited:\n%s", term.Text())
 	}
 	id := m[1]
 
@@ -221,43 +221,43 @@ func TestInteractiveChecks(t *testing.T) {
 		"--test-cmd", "if [ -e slow ]; then sleep 120; fi; grep -q 'hello two' greeting.txt")
 	cmd.Dir, cmd.Env = root, interactiveEnv(home)
 	term := tuitest.Start(t, cmd, 100, 40)
-	term.WaitFor("on-request", "generic")
+	term.WaitForText("on-request", "generic")
 	idle := func() { t.Helper(); waitIdle(t, term) }
 
 	term.Type("hi\r")
-	term.WaitFor("Hello.", "✓ completed")
+	term.WaitForText("Hello.", "✓ completed")
 	idle()
-	if sc := term.Screen(); strings.Contains(sc, "checks") || strings.Contains(sc, "validation") {
+	if sc := term.Text(); strings.Contains(sc, "checks") || strings.Contains(sc, "validation") {
 		t.Fatalf("an answer that changed nothing ran the checks:\n%s", sc)
 	}
 
 	term.Type("change it\r")
-	term.WaitFor("Changed, slowly.", "checks running")
+	term.WaitForText("Changed, slowly.", "checks running")
 	idle()
 	// The checks run; the next task is taken at once, and cancels them.
 	term.Type("hi again\r")
-	term.WaitFor("Hello again.", "cancelled before they ended")
-	if strings.Contains(term.Screen(), "Wait for the turn to end") {
-		t.Fatalf("a task typed while the checks ran was refused:\n%s", term.Screen())
+	term.WaitForText("Hello again.", "cancelled before they ended")
+	if strings.Contains(term.Text(), "Wait for the turn to end") {
+		t.Fatalf("a task typed while the checks ran was refused:\n%s", term.Text())
 	}
 	idle()
 
 	term.Type("make it fast\r")
-	term.WaitFor("Fast again.", "checks (run by truss): validation passed")
+	term.WaitForText("Fast again.", "checks (run by truss): validation passed")
 	idle()
 	term.Type("/check\r")
-	for deadline := time.Now().Add(tuitest.Timeout); strings.Count(term.Screen(), "validation passed") < 2; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(tuitest.Timeout); strings.Count(term.Text(), "validation passed") < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("/check reported no verdict; the screen shows:\n%s", term.Screen())
+			t.Fatalf("/check reported no verdict; the screen shows:\n%s", term.Text())
 		}
 	}
 	term.Type("/quit\r")
 	if code := term.Exit(); code != 0 {
-		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Screen())
+		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Text())
 	}
 	m := regexp.MustCompile(`Session (\S+) saved\.`).FindStringSubmatch(term.Output())
 	if m == nil {
-		t.Fatalf("no session id printed after the UI exited:\n%s", term.Screen())
+		t.Fatalf("no session id printed after the UI exited:\n%s", term.Text())
 	}
 	c := exec.Command(bin, "ledger", "show", m[1])
 	c.Dir, c.Env = root, interactiveEnv(home)
@@ -300,17 +300,17 @@ func TestInteractiveResume(t *testing.T) {
 	cmd := exec.Command(bin, "--resume", ids[0], "--no-validate")
 	cmd.Dir, cmd.Env = root, interactiveEnv(home)
 	term := tuitest.Start(t, cmd, 100, 40)
-	term.WaitFor("the first task", "Answer one.", "Resumed session "+ids[0])
+	term.WaitForText("the first task", "Answer one.", "Resumed session "+ids[0])
 	term.Type("/resume\r")
-	term.WaitFor("most recent first", "the second task", "/resume N continues")
-	if strings.Contains(term.Screen(), "Resumed.") {
-		t.Fatalf("/resume switched without asking:\n%s", term.Screen())
+	term.WaitForText("most recent first", "the second task", "/resume N continues")
+	if strings.Contains(term.Text(), "Resumed.") {
+		t.Fatalf("/resume switched without asking:\n%s", term.Text())
 	}
 	term.Type("/resume 1\r")
-	term.WaitFor("the second task", "Resumed.")
+	term.WaitForText("the second task", "Resumed.")
 	term.Type("/quit\r")
 	if code := term.Exit(); code != 0 {
-		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Screen())
+		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Text())
 	}
 	if out := term.Output(); !strings.Contains(out, "Session "+ids[1]+" saved.") || strings.Contains(out, "nothing was saved") {
 		t.Errorf("after quitting a resumed session:\n%s", out)
@@ -327,17 +327,17 @@ func TestDemoInteractive(t *testing.T) {
 	cmd := exec.Command(bin, "demo", "--interactive")
 	cmd.Dir, cmd.Env = t.TempDir(), interactiveEnv(home)
 	term := tuitest.Start(t, cmd, 110, 60)
-	term.WaitFor("Ask Truss to do something")
+	term.WaitForText("Ask Truss to do something")
 	term.Type("fix the failing test\r")
 	// The tests build in the sandbox's own cache, cold on a new machine.
-	term.WaitWithin(5*time.Minute, "s[n/2-1] + s[n/2]", "--- PASS: TestMedian", "checks (run by truss): validation passed")
+	term.WaitWithinText(5*time.Minute, "s[n/2-1] + s[n/2]", "--- PASS: TestMedian", "checks (run by truss): validation passed")
 	term.Type("what else?\r")
-	term.WaitFor("Allow this command?", "outside the sandbox")
+	term.WaitForText("Allow this command?", "outside the sandbox")
 	term.Type("y")
-	term.WaitFor("That was the approval card")
+	term.WaitForText("That was the approval card")
 	term.Type("/quit\r")
 	if code := term.Exit(); code != 0 {
-		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Screen())
+		t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Text())
 	}
 	if out := term.Output(); !strings.Contains(out, "saved.") {
 		t.Errorf("after quitting:\n%s", out)
@@ -375,5 +375,54 @@ func TestExecRefusesEscalation(t *testing.T) {
 				t.Errorf("the model did not read the refusal (%s):\n%s", want, out)
 			}
 		})
+	}
+}
+
+// TestInteractiveEditsAndCompletion: with --approval-edits ask an edit
+// waits for its card, which shows the diff before anything is written,
+// and "y" makes it; @path completes from the workspace with Tab; /model
+// lists the provider's models and /model N switches to one.
+func TestInteractiveEditsAndCompletion(t *testing.T) {
+	bin := buildBinary(t)
+	home, root := t.TempDir(), t.TempDir()
+	for name, data := range map[string]string{"counter.txt": "one\n", "notes.txt": "a note\n"} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := writeScript(t, home,
+		map[string]any{"say": "Counting up.", "actions": []map[string]any{{"kind": "replace", "path": "counter.txt", "old": "one", "new": "two"}}},
+		map[string]any{"say": "Counted."},
+	)
+	cmd := exec.Command(bin, "--provider", "sim", "--script", script, "--sim-dialect", "chat", "--surface", "generic", "--no-validate", "--approval-edits", "ask")
+	cmd.Dir, cmd.Env = root, interactiveEnv(home)
+	term := tuitest.Start(t, cmd, 100, 40)
+	term.WaitForText("edits asked")
+
+	term.Type("count up, see @no")
+	term.WaitFor("notes.txt")
+	term.Type("\t")
+	term.WaitFor("see @notes.txt")
+	term.Type("\r")
+	term.WaitForText("Allow this edit?", "-one", "+two")
+	if b, _ := os.ReadFile(filepath.Join(root, "counter.txt")); string(b) != "one\n" {
+		t.Fatalf("the edit was made before it was allowed: %q", b)
+	}
+	term.Type("y")
+	term.WaitForText("Counted.")
+	waitIdle(t, term)
+	if b, _ := os.ReadFile(filepath.Join(root, "counter.txt")); string(b) != "two\n" {
+		t.Fatalf("the allowed edit was not made: %q", b)
+	}
+
+	term.Type("/model\r")
+	term.WaitForText("Models of the provider", "sim-coder")
+	waitIdle(t, term)
+	term.Type("/model 1\r")
+	term.WaitFor("sim-gpt ·")
+	waitIdle(t, term)
+	term.Type("/quit\r")
+	if code := term.Exit(); code != 0 {
+		t.Fatalf("exit status %d; the terminal holds:\n%s", code, term.Text())
 	}
 }

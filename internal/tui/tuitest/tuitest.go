@@ -125,8 +125,17 @@ func (term *Terminal) WaitFor(want ...string) {
 // (which then scrolls off the screen as it goes on).
 func (term *Terminal) WaitForText(want ...string) {
 	term.t.Helper()
-	term.wait(Timeout, func() string { return term.Scrollback() + term.Screen() }, want)
+	term.wait(Timeout, term.Text, want)
 }
+
+// WaitWithinText is WaitForText with a bound of its own (WaitWithin).
+func (term *Terminal) WaitWithinText(bound time.Duration, want ...string) {
+	term.t.Helper()
+	term.wait(bound, term.Text, want)
+}
+
+// Text is all a person can scroll back through: Scrollback, then Screen.
+func (term *Terminal) Text() string { return term.Scrollback() + term.Screen() }
 
 // WaitWithin is WaitFor with a bound of its own, for a wait on real work
 // (a cold build) that takes longer than a screen update. The bound only
