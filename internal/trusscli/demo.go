@@ -69,7 +69,7 @@ the ledger verified.`)
 	}
 	o := harness.Options{Version: version, Provider: "sim", Surface: *surfaceName, SimDialect: *dialect, Model: *modelName, Script: f.script,
 		Sandbox: sb, CacheName: "demo", // one cache for every demo, though each has a new directory
-		ShellTimeout: 2 * time.Minute, Budget: agent.Budget{MaxTurns: 20}, MaxResultChars: 30000}
+		ShellTimeout: demoShellTimeout, Budget: agent.Budget{MaxTurns: 20}, MaxResultChars: 30000}
 	if err := harness.Check(o); err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func goTest(ctx context.Context, dir string, sb harness.SandboxOptions, stderr i
 		return -1, err.Error() + "\n"
 	}
 	s, err := harness.Open(ctx, harness.Options{Version: version, NoModel: true, NoSession: true, NoLedger: true, Root: dir, Tools: set,
-		Sandbox: sb, CacheName: "demo", ShellTimeout: 2 * time.Minute, Validation: harness.ValidationOptions{Off: true},
+		Sandbox: sb, CacheName: "demo", ShellTimeout: demoShellTimeout, Validation: harness.ValidationOptions{Off: true},
 		MCP: harness.MCPOptions{Off: true}, OnWarning: warner(stderr)})
 	if err != nil {
 		return -1, err.Error() + "\n"
@@ -275,7 +275,7 @@ func demoInteractive(fset *flag.FlagSet, f *runFlags, dialect, modelName, surfac
 	}
 	o := harness.Options{Version: version, Provider: "sim", Surface: surfaceName, SimDialect: dialect, Model: modelName, Script: f.script,
 		Sandbox: sb, CacheName: "demo", Approval: approval.OnRequest,
-		ShellTimeout: 2 * time.Minute, Budget: agent.Budget{MaxTurns: 20}, MaxResultChars: 30000}
+		ShellTimeout: demoShellTimeout, Budget: agent.Budget{MaxTurns: 20}, MaxResultChars: 30000}
 	if f.script == "" {
 		o.Script = harness.DemoInteractiveScript
 	}
@@ -299,3 +299,9 @@ func demoInteractive(fset *flag.FlagSet, f *runFlags, dialect, modelName, surfac
 	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s; the simulated model plays a scripted session.\n", dir)
 	return openInteractive(o, stdout)
 }
+
+// demoShellTimeout bounds each command of the demos: the first go test in
+// the sandbox compiles the test's dependencies into a cache of its own,
+// which takes minutes on a cold, busy machine (a bound that killed it
+// would fail the demo for nothing the model did).
+const demoShellTimeout = 10 * time.Minute
