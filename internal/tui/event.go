@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -57,6 +58,9 @@ type event struct {
 	// the UI's goroutine, never on the agent loop's, and the contents
 	// dropped once they are (the executor never modifies them).
 	changes []tool.FileChange
+	// output marks a call whose result is output to show (a command's),
+	// beside its changes; an editor's result only says what its diff shows.
+	output bool
 
 	usage   model.Usage
 	outcome *agent.Outcome
@@ -136,6 +140,7 @@ func convert(ev agent.Event) *event {
 			}
 			e.result = termsafe.String(text)
 			e.failed = ev.Result != nil && ev.Result.IsError
+			e.output = slices.ContainsFunc(ev.Ops, func(c tool.Call) bool { return c.Op == tool.OpExec })
 			for _, r := range ev.Results {
 				if r.Err != nil {
 					e.failed = true

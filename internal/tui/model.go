@@ -598,7 +598,7 @@ func (m *uiModel) event(e *event) bool {
 		}
 		delete(m.calls, e.callID)
 		c := b.tool
-		c.done, c.failed, c.result, c.lines, c.live = true, e.failed, e.result, e.lines, nil
+		c.done, c.failed, c.output, c.result, c.lines, c.live = true, e.failed, e.output, e.result, e.lines, nil
 		for _, ch := range e.changes {
 			c.diffs = append(c.diffs, diffOf(ch))
 		}

@@ -52,6 +52,7 @@ type card struct {
 	id, name, summary, result string
 	lines                     int // the whole result's lines, when result was cut
 	done, failed              bool
+	output                    bool // its result is output shown beside its diffs (a command's)
 	diffs                     []fileDiff
 	// live is the tail of a running command's output (at most
 	// liveBytes), drawn under it until its result replaces it.
@@ -209,7 +210,7 @@ const (
 	resultTail = 3
 )
 
-func (r *renderer) drawCard(c *card, width int) []string {
+func (r *renderer) drawCard(c *card, width int) (out []string) {
 	st := &r.st
 	mark := st.paint(st.dim, "○")
 	switch {
@@ -222,21 +223,28 @@ func (r *renderer) drawCard(c *card, width int) []string {
 	if rest, ok := strings.CutPrefix(head, c.name); ok && c.name != "" {
 		head = st.paint(st.toolName, c.name) + rest
 	}
-	out := []string{trunc(mark+" "+head, width)}
+	out = []string{trunc(mark+" "+head, width)}
 	if !c.done {
 		for _, l := range c.liveTail() {
 			out = append(out, st.paint(st.dim, trunc("  ┊ "+l, width)))
 		}
 		return append(out, st.paint(st.dim, "  ⎿ running…"))
 	}
-	if len(c.diffs) > 0 && !c.failed {
-		for _, d := range c.diffs {
-			out = append(out, r.drawFileDiff(d, width)...)
-		}
-		return out
+	var diffs []string
+	for _, d := range c.diffs {
+		diffs = append(diffs, r.drawFileDiff(d, width)...)
 	}
+	if len(diffs) > 0 && !c.failed && !c.output {
+		return append(out, diffs...) // an edit: its diff says it all
+	}
+	// A command's output, then the changes it made (a failed edit's
+	// error, then any change it made all the same).
+	defer func() { out = append(out, diffs...) }()
 	text := strings.TrimRight(c.result, "\n")
 	if text == "" {
+		if len(diffs) > 0 {
+			return out
+		}
 		return append(out, st.paint(st.dim, "  ⎿ (no output)"))
 	}
 	ls := strings.Split(expandTabs(text), "\n")

@@ -685,3 +685,45 @@ func TestApprovalCardForAnEdit(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandShowsOutputAndChanges: a command that changes files shows
+// its output and then its diffs, whether it succeeded or failed; an edit
+// shows only its diff (its result says no more than the diff).
+func TestCommandShowsOutputAndChanges(t *testing.T) {
+	change := []tool.Result{{Changes: []tool.FileChange{{Path: "f3.txt", Kind: tool.ChangeAdd, After: "d", AfterData: []byte("y\n")}}}}
+	for _, tc := range []struct {
+		name   string
+		op     tool.Op
+		failed bool
+		want   []string
+		not    []string
+	}{
+		{"command", tool.OpExec, false, []string{"HELLO-OUTPUT-1", "HELLO-OUTPUT-2", "added f3.txt"}, nil},
+		{"failed command", tool.OpExec, true, []string{"HELLO-OUTPUT-1", "exit 3", "added f3.txt"}, nil},
+		{"edit", tool.OpCreate, false, []string{"added f3.txt"}, []string{"HELLO-OUTPUT-1"}},
+	} {
+		d := newDriver(t, 100, 40, false)
+		d.u.Observe(agent.Event{Type: agent.EventTurnStarted, Turn: 1})
+		out := "HELLO-OUTPUT-1\nHELLO-OUTPUT-2\n"
+		if tc.failed {
+			out += "exit 3\n"
+		}
+		d.u.Observe(agent.Event{Type: agent.EventCallCompleted, Turn: 1,
+			Call: &model.ToolCall{ID: "c1", Name: "bash"}, Ops: []tool.Call{{Op: tc.op}},
+			Results: change, Result: &model.ToolResult{Text: out, IsError: tc.failed}})
+		frame := d.frame()
+		for _, w := range tc.want {
+			if !strings.Contains(frame, w) {
+				t.Errorf("%s: the frame lacks %q:\n%s", tc.name, w, frame)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(frame, w) {
+				t.Errorf("%s: the frame holds %q:\n%s", tc.name, w, frame)
+			}
+		}
+		if strings.Index(frame, "HELLO-OUTPUT-1") > strings.Index(frame, "added f3.txt") && tc.op == tool.OpExec {
+			t.Errorf("%s: the diff comes before the output:\n%s", tc.name, frame)
+		}
+	}
+}
