@@ -592,7 +592,7 @@ func (s *Session) contextLimit() int64 {
 
 // Info describes the session.
 func (s *Session) Info() Info {
-	i := Info{Provider: s.opts.Provider, Model: s.opts.Model, Dialect: s.dialect, Surface: s.set.Surface,
+	i := Info{Provider: s.opts.Provider, Model: s.opts.Model, Dialect: s.dialect, Surface: s.set.Surface, Script: s.opts.Script,
 		ProfileGuess: s.prof.Guess, SessionID: s.sessionID, Workspace: s.w.root, Sandbox: s.w.enforced(),
 		Validation: s.w.runner != nil, Environment: s.w.envDescription()}
 	if s.lw != nil {

@@ -280,6 +280,9 @@ type Verdict struct {
 // Info describes an open session.
 type Info struct {
 	Provider, Model, Dialect, Surface string
+	// Script is the simulated model's script (provider sim): the option,
+	// or the one a resumed session saved.
+	Script string
 	// ProfileGuess reports that the model has no profile: default limits.
 	ProfileGuess bool
 	SessionID    string

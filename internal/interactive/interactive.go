@@ -408,7 +408,14 @@ func (is *session) replace(ctx context.Context, id string) error {
 	is.mu.Unlock()
 	o.Resume = id
 	if id == "" {
-		o.Model = cur.Info().Model
+		// A new session of what is open now: its provider, model and
+		// workspace, which a session resumed at the start took from what
+		// it saved, not from the options.
+		i := cur.Info()
+		o.Provider, o.Model, o.Root = i.Provider, i.Model, i.Workspace
+		if i.Provider == "sim" {
+			o.Script, o.SimDialect = i.Script, i.Dialect
+		}
 	}
 	s, err := harness.Open(ctx, o)
 	if err != nil {

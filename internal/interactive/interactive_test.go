@@ -184,3 +184,45 @@ func TestApprovalRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestNewAfterResume: /new in a session opened by its id alone (truss
+// --resume ID: no provider, script or workspace given) opens a new session
+// of the same provider, script and workspace, as the resumed one had.
+func TestNewAfterResume(t *testing.T) {
+	home, root := t.TempDir(), t.TempDir()
+	t.Setenv("TRUSS_HOME", home)
+	script := writeScript(t, home, map[string]any{"say": "One."}, map[string]any{"say": "Two."})
+	o := harness.Options{Version: "test", Provider: "sim", Script: script, SimDialect: "chat", Surface: "generic", Root: root,
+		Validation: harness.ValidationOptions{Off: true}, MCP: harness.MCPOptions{Off: true}, Approval: approval.OnRequest,
+		Approver: approval.Headless{}, Sandbox: harness.SandboxOptions{Fallback: sandbox.FallbackNone}}
+	ctx := context.Background()
+	first, err := harness.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Run(ctx, "a task"); err != nil {
+		t.Fatal(err)
+	}
+	id := first.Info().SessionID
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	byID := o
+	byID.Provider, byID.Script, byID.SimDialect, byID.Root, byID.Resume = "", "", "", "", id
+	s, err := harness.Open(ctx, byID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := &session{opts: byID, s: s, log: &harness.ChangeLog{}, notify: func(msg string) { t.Log(msg) }}
+	defer is.close()
+	if err := is.NewSession(ctx); err != nil {
+		t.Fatalf("/new after a resume by id: %v", err)
+	}
+	st := is.Status()
+	if st.SessionID == id || st.Workspace != root {
+		t.Errorf("/new: session %s in %s (resumed %s in %s)", st.SessionID, st.Workspace, id, root)
+	}
+	if out, err := is.Run(ctx, "go on"); err != nil || out.Status != agent.StatusCompleted {
+		t.Errorf("the new session does not run: %+v, %v", out, err)
+	}
+}
