@@ -57,12 +57,13 @@ func openTerminalSession(f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return openInteractive(o, stdout)
+	return openInteractive(o, stdout, true)
 }
 
 // openInteractive runs the interactive session with o until the user
-// quits, then says what was saved.
-func openInteractive(o harness.Options, stdout io.Writer) error {
+// quits, then says what was saved and, when its workspace stays
+// (kept), how to resume it.
+func openInteractive(o harness.Options, stdout io.Writer, kept bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	c, err := interactive.Run(ctx, o, tui.Options{})
@@ -73,6 +74,8 @@ func openInteractive(o harness.Options, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "The session was not saved (--no-session).")
 	case !c.Saved:
 		fmt.Fprintln(stdout, "No task reached the model; nothing was saved.")
+	case !kept:
+		fmt.Fprintf(stdout, "Session %s saved.\n  ledger:      truss ledger verify %s\n", c.ID, c.ID)
 	default:
 		fmt.Fprintf(stdout, "Session %s saved.\n  resume with: truss --resume %s\n  ledger:      truss ledger verify %s\n", c.ID, c.ID, c.ID)
 	}
