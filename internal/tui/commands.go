@@ -2,13 +2,16 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/termsafe"
 )
@@ -360,7 +363,11 @@ func (m *uiModel) replay(items []model.Item) {
 	for _, it := range items {
 		switch it.Kind {
 		case model.KindUser:
-			m.add(blockUser, termsafe.String(it.Text))
+			if rest, ok := strings.CutPrefix(it.Text, compact.SummaryPrefix); ok {
+				m.add(blockNote, fmt.Sprintf("⋯ the earlier conversation, compacted into a summary of %d lines", strings.Count(strings.TrimRight(rest, "\n"), "\n")+1))
+				continue
+			}
+			m.add(blockUser, termsafe.String(foldAttachments(it.Text)))
 		case model.KindAssistant:
 			if strings.TrimSpace(it.Text) != "" {
 				m.add(blockAssistant, termsafe.String(it.Text)).done = true
@@ -374,7 +381,7 @@ func (m *uiModel) replay(items []model.Item) {
 				continue
 			}
 			name := termsafe.Line(it.Call.Name)
-			b := &block{kind: blockTool, tool: &card{id: it.Call.ID, name: name, summary: name + " " + termsafe.Line(firstLine(it.Call.Input))}}
+			b := &block{kind: blockTool, tool: &card{id: it.Call.ID, name: name, summary: name + " · " + termsafe.Line(replaySummary(it.Call.Input))}}
 			m.blocks = append(m.blocks, b)
 			cards[it.Call.ID] = b
 		case model.KindToolResult:
@@ -389,6 +396,63 @@ func (m *uiModel) replay(items []model.Item) {
 	for _, b := range cards {
 		b.tool.done = true
 	}
+}
+
+// attachedFile is an attachment as a task carries it (internal/interactive).
+var attachedFile = regexp.MustCompile(`(?s)\n*<attached_file path="((?:[^"\\]|\\.)*)">\n.*?</attached_file>`)
+
+// foldAttachments replaces each file attached to a task by its name, as
+// the task was shown when it was sent.
+func foldAttachments(task string) string {
+	return attachedFile.ReplaceAllStringFunc(task, func(a string) string {
+		p := attachedFile.FindStringSubmatch(a)[1]
+		if u, err := strconv.Unquote(`"` + p + `"`); err == nil {
+			p = u
+		}
+		return "\n(attached " + p + ")"
+	})
+}
+
+// replaySummary is what a resumed call did, from its input alone (the
+// surface's decoding is not at hand): a command, else a path with what
+// was done to it, else the input's first line.
+func replaySummary(input string) string {
+	var in map[string]any
+	if json.Unmarshal([]byte(input), &in) != nil {
+		return firstLine(input)
+	}
+	str := func(k string) string {
+		switch v := in[k].(type) {
+		case string:
+			return v
+		case []any: // an argv (Codex's shell)
+			var parts []string
+			for _, a := range v {
+				if s, ok := a.(string); ok {
+					parts = append(parts, s)
+				}
+			}
+			return strings.Join(parts, " ")
+		}
+		return ""
+	}
+	p := str("path")
+	if p == "" {
+		p = str("file_path")
+	}
+	switch c := str("command"); {
+	case p != "" && c != "":
+		return c + " " + p // the text editor's command and its file
+	case c != "":
+		return "$ " + firstLine(c)
+	case str("cmd") != "":
+		return "$ " + firstLine(str("cmd"))
+	case p != "":
+		return p
+	case str("input") != "":
+		return firstLine(str("input")) // a freeform patch
+	}
+	return firstLine(input)
 }
 
 // costText is /cost's report.

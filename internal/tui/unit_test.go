@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -725,5 +726,44 @@ func TestCommandShowsOutputAndChanges(t *testing.T) {
 		if strings.Index(frame, "HELLO-OUTPUT-1") > strings.Index(frame, "added f3.txt") && tc.op == tool.OpExec {
 			t.Errorf("%s: the diff comes before the output:\n%s", tc.name, frame)
 		}
+	}
+}
+
+// TestReplaySummaries: a resumed call is summarized from its input (a
+// command, an editor's command and file, a patch), an attached file is
+// folded to its name, and a compaction's summary is one line, not a task.
+func TestReplaySummaries(t *testing.T) {
+	for _, tc := range []struct{ input, want string }{
+		{`{"command":"go test ./... 2>&1"}`, "$ go test ./... 2>&1"},
+		{`{"command":"str_replace","path":"stats.go","old_str":"a","new_str":"b"}`, "str_replace stats.go"},
+		{`{"command":["bash","-lc","ls -la"]}`, "$ bash -lc ls -la"},
+		{`{"cmd":"make"}`, "$ make"},
+		{`{"file_path":"a.go"}`, "a.go"},
+		{`{"input":"*** Begin Patch\n*** Add File: x"}`, "*** Begin Patch …"},
+		{`not json`, "not json"},
+	} {
+		if got := replaySummary(tc.input); got != tc.want {
+			t.Errorf("replaySummary(%s) = %q, want %q", tc.input, got, tc.want)
+		}
+	}
+	task := "explain this\n\n<attached_file path=\"a \\\"b\\\".go\">\npackage a\n</attached_file>\n\n<attached_file path=\"c.go\">\nx\n</attached_file>"
+	if got, want := foldAttachments(task), "explain this\n(attached a \"b\".go)\n(attached c.go)"; got != want {
+		t.Errorf("foldAttachments = %q, want %q", got, want)
+	}
+	u := New(Options{AltScreen: true})
+	m := newModel(context.Background(), newFake(u), u.q, true)
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 40})
+	m.replay([]model.Item{
+		{Kind: model.KindUser, Text: compact.SummaryPrefix + "We fixed A.\nThen B."},
+		{Kind: model.KindUser, Text: task},
+	})
+	frame, _ := m.render()
+	for _, w := range []string{"compacted into a summary of 2 lines", "(attached c.go)"} {
+		if !strings.Contains(frame, w) {
+			t.Errorf("the replayed frame lacks %q:\n%s", w, frame)
+		}
+	}
+	if strings.Contains(frame, "package a") || strings.Contains(frame, "We fixed A") {
+		t.Errorf("the replay shows an attachment's or the summary's text:\n%s", frame)
 	}
 }
