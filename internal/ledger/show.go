@@ -120,7 +120,11 @@ func summary(typ string, d map[string]any) string {
 		return s
 	case "model.response":
 		u, _ := d["usage"].(map[string]any)
-		return fmt.Sprintf("turn %s · %s · in %s out %s cache-read %s", str(d, "turn"), str(d, "stop_reason"), str(u, "input_tokens"), str(u, "output_tokens"), str(u, "cache_read_tokens"))
+		s := fmt.Sprintf("turn %s · %s · in %s out %s", str(d, "turn"), str(d, "stop_reason"), str(u, "input_tokens"), str(u, "output_tokens"))
+		if cr := str(u, "cache_read_tokens"); cr != "" {
+			s += " cache-read " + cr // omitted when the provider reported none
+		}
+		return s
 	case "tool.call":
 		var ops []string
 		if l, ok := d["ops"].([]any); ok {
@@ -153,7 +157,11 @@ func summary(typ string, d map[string]any) string {
 					s += fmt.Sprintf(" · mcp %s/%s", str(mc, "server"), str(mc, "tool"))
 				}
 				if ap, ok := m["approval"].(map[string]any); ok {
-					s += fmt.Sprintf(" · %s %s by %s (%s)", str(ap, "kind"), str(ap, "decision"), str(ap, "by"), str(ap, "policy"))
+					s += fmt.Sprintf(" · %s %s", str(ap, "kind"), str(ap, "decision"))
+					if by := str(ap, "by"); by != "" {
+						s += " by " + by // an unanswered question has no one it was decided by
+					}
+					s += fmt.Sprintf(" (%s)", str(ap, "policy"))
 				}
 				if chs, ok := m["changes"].([]any); ok {
 					for _, ch := range chs {

@@ -39,7 +39,7 @@ var commandTable = []commandSpec{
 	{name: "sandbox", args: "[MODE]", about: "show the sandbox mode, or switch to MODE", idle: true, show: true},
 	{name: "compact", about: "summarise the older turns now to free the context", idle: true},
 	{name: "cost", about: "tokens and cost of this session so far"},
-	{name: "diff", about: "the workspace's changes since the session began", idle: true},
+	{name: "diff", about: "the workspace's changes since truss started", idle: true},
 	{name: "check", about: "run the project's checks now (edits start them in the background)", idle: true},
 	{name: "ledger", about: "verify this session's ledger and show its root", idle: true},
 	{name: "resume", args: "[N|ID]", about: "list this directory's earlier sessions, or continue one", idle: true},
@@ -208,7 +208,7 @@ func (m *uiModel) command(text string) tea.Cmd {
 			run = func(ctx context.Context) cmdDoneMsg {
 				d, err := s.Diff(ctx)
 				if err == nil && strings.TrimSpace(d) == "" {
-					return cmdDoneMsg{report: "No changes since the session began."}
+					return cmdDoneMsg{report: "No changes since truss started."}
 				}
 				return cmdDoneMsg{kind: blockDiff, report: d, err: err}
 			}

@@ -321,7 +321,7 @@ func outcomeText(o *agent.Outcome) string {
 	if u.CostUSD > 0.00005 {
 		s += fmt.Sprintf(" · $%.4f", u.CostUSD)
 	}
-	if o.Reason != "" && o.Status != agent.StatusCompleted {
+	if o.Reason != "" && o.Status != agent.StatusCompleted && o.Reason != string(o.Status) {
 		s += " · " + o.Reason
 	}
 	return s

@@ -116,7 +116,7 @@ func (p *Printer) Observe(ev agent.Event) {
 		if o.Status != agent.StatusCompleted {
 			mark = "■"
 		}
-		p.printf("\n%s %s after %d turns and %d tool calls · %d input / %d output tokens", mark, o.Status, o.Turns, o.Calls, o.Usage.InputTokens+o.Usage.CacheReadTokens, o.Usage.OutputTokens)
+		p.printf("\n%s %s after %s and %s · %d input / %d output tokens", mark, o.Status, counted(o.Turns, "turn"), counted(o.Calls, "tool call"), o.Usage.InputTokens+o.Usage.CacheReadTokens, o.Usage.OutputTokens)
 		if o.Usage.CostUSD > 0 {
 			p.printf(" · $%.4f", o.Usage.CostUSD)
 		}
@@ -147,7 +147,7 @@ func (p *Printer) Child(name string) agent.Observer {
 			p.printf("  ↳ [%s] ✗ %v\n", name, ev.Err)
 		case agent.EventRunCompleted:
 			o := ev.Outcome
-			p.printf("  ↳ [%s] %s after %d turns and %d tool calls\n", name, o.Status, o.Turns, o.Calls)
+			p.printf("  ↳ [%s] %s after %s and %s\n", name, o.Status, counted(o.Turns, "turn"), counted(o.Calls, "tool call"))
 		}
 	})
 }
@@ -319,4 +319,12 @@ func firstLine(s string) string {
 		l += " …"
 	}
 	return l
+}
+
+// counted is n things, singular for one.
+func counted(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
