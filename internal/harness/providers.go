@@ -298,6 +298,9 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		}
 		var err error
 		if sc, err = sim.ParseScript(script); err != nil {
+			if o.Script != DemoScript && o.Script != DemoInteractiveScript {
+				return nil, configErrorf("--script %s: %v", o.Script, err)
+			}
 			return nil, configErrorf("%v", err)
 		}
 	}

@@ -23,8 +23,11 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -184,12 +187,39 @@ func ParseScript(b []byte) (*Script, error) {
 	dec := json.NewDecoder(bytesReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("sim script: %w", err)
+		return nil, fmt.Errorf("sim script: %s%w", position(b, err), err)
 	}
 	if err := s.check(""); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// position says where in b a decoding error is ("line 3, column 7: "),
+// or "" when the error does not say; an input that ends too early is at
+// its end.
+func position(b []byte, err error) string {
+	var off int64
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset - 1 // the offset is after the byte at fault
+	case errors.As(err, &typ):
+		off = typ.Offset - 1
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		off = int64(len(b))
+	default:
+		return ""
+	}
+	off = min(max(off, 0), int64(len(b)))
+	before := b[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Sprintf("line %d, column %d: the script ends before a bracket or string is closed: ", line, col)
+	}
+	return fmt.Sprintf("line %d, column %d: ", line, col)
 }
 
 func (s *Script) check(where string) error {
