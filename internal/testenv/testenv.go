@@ -42,6 +42,9 @@ func Run(m M) int {
 		return 1
 	}
 	code := m.Run()
+	if root == "" {
+		return code // a test binary re-executed by a test: its parent's directories
+	}
 	if err := RemoveAll(root); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: the tests' directories were not removed:", err)
 		if code == 0 {
@@ -51,9 +54,19 @@ func Run(m M) int {
 	return code
 }
 
+// Marker is set in the environment of a test binary under Run, to the
+// root: a test binary that a test re-executes (a helper, a process it
+// kills) inherits it and keeps its parent's directories, so that what it
+// leaves is where its parent looks, and removed with the parent's.
+const Marker = "TRUSS_TESTENV_ROOT"
+
 // Setup makes the root and points the process's environment at it, as
-// Run does, and returns the root; the caller removes it.
+// Run does, and returns the root; the caller removes it. Under Marker it
+// changes nothing and returns "".
 func Setup() (string, error) {
+	if os.Getenv(Marker) != "" {
+		return "", nil
+	}
 	if err := pinGo(); err != nil {
 		return "", err
 	}
@@ -73,6 +86,7 @@ func Setup() (string, error) {
 		}
 		os.Setenv(env, d)
 	}
+	os.Setenv(Marker, root)
 	os.Unsetenv("TRUSS_HOME")
 	os.Unsetenv("TRUSS_SANDBOX_CACHE")
 	return root, nil
