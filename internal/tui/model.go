@@ -281,6 +281,9 @@ func (m *uiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		case "ctrl+c":
 			m.answer(Deny)
 			m.interrupt()
+		case "ctrl+d": // quits, as everywhere: the question is denied first
+			m.answer(Deny)
+			return m, m.quit()
 		}
 		return m, nil
 	}

@@ -767,3 +767,22 @@ func TestReplaySummaries(t *testing.T) {
 		t.Errorf("the replay shows an attachment's or the summary's text:\n%s", frame)
 	}
 }
+
+// TestCtrlDWhileAnApprovalWaits: Ctrl-D on an approval card denies it and
+// quits, as it quits everywhere else.
+func TestCtrlDWhileAnApprovalWaits(t *testing.T) {
+	d := newDriver(t, 80, 24, false)
+	got := make(chan Decision, 1)
+	go func() {
+		dec, _ := d.u.Approve(context.Background(), ApprovalRequest{Tool: "bash", Command: "curl example.com", Network: true})
+		got <- dec
+	}()
+	d.waitApproval()
+	d.m.Update(keyOf("ctrl+d"))
+	if dec := <-got; dec != Deny {
+		t.Errorf("Ctrl-D answered %v", dec)
+	}
+	if !d.m.quitting {
+		t.Error("Ctrl-D on an approval card did not quit")
+	}
+}
