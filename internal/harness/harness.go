@@ -568,6 +568,9 @@ func (s *Session) observers() agent.Observer {
 			case agent.EventRunCompleted:
 				o := ev.Outcome
 				sess.Meta.Status, sess.Meta.Turns = string(o.Status), sess.Meta.Turns+o.Turns
+				// What it last ran on (a resume goes on with it; a
+				// session re-opened with another model lists that one).
+				sess.Meta.Provider, sess.Meta.Model, sess.Meta.Surface = s.opts.Provider, s.opts.Model, s.set.Surface
 				sess.Meta.Usage.Add(o.RunUsage) // o.Usage is every Run's of this opening
 				if err := sess.SaveMeta(); err != nil && s.persist == nil {
 					s.persist = err

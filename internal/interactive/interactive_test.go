@@ -133,6 +133,11 @@ func TestInteractiveSessionCommands(t *testing.T) {
 	if err := is.NewSession(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The first session lists the model it last ran on.
+	if cs, err := is.Resumable(ctx); err != nil || len(cs) == 0 || cs[0].ID != first || cs[0].Model != "sim-other" {
+		t.Errorf("after /model, a task and /new, /resume lists %+v, %v", cs, err)
+	}
+
 	if id := is.Status().SessionID; id == first || len(is.session().Transcript()) != 0 {
 		t.Fatalf("/new: session %s with %d items", id, len(is.session().Transcript()))
 	}
