@@ -1,3 +1,8 @@
+//go:build heavy
+
+// The heavy tier (go test -tags heavy; .ci/run runs it): the binary built
+// and driven in pseudo-terminals, the demo compiling in the sandbox.
+
 // Package tty_test drives the truss binary in a pseudo-terminal: the
 // interactive session as a person uses it, against the simulated model.
 package tty_test

@@ -1,4 +1,10 @@
-// Package bench_test runs the truss command's scripts about the benchmark runner through truss bench: runs, grading, the work queue, images
+//go:build heavy
+
+// The heavy tier (go test -tags heavy; .ci/run runs it): benchmark runs
+// and grading through real sandboxes, queues and images.
+
+// Package bench_test runs the truss command's scripts about the benchmark
+// runner through truss bench: runs, grading, the work queue, images
 // (testdata/script; internal/trusscli/clitest has their commands).
 package bench_test
 

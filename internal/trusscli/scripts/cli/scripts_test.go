@@ -1,4 +1,5 @@
-// Package cli_test runs the truss command's scripts about the command line itself: help, flags, configuration errors, tools, tool call, trust
+// Package cli_test runs the truss command's scripts about the command line
+// itself: help, flags, configuration errors, tools, tool call, trust
 // (testdata/script; internal/trusscli/clitest has their commands).
 package cli_test
 

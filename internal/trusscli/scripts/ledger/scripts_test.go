@@ -1,4 +1,5 @@
-// Package ledger_test runs the truss command's scripts about the ledger commands: verify, show, prove, export, a crash, an unsealed tail
+// Package ledger_test runs the truss command's scripts about the ledger
+// commands: verify, show, prove, export, a crash, an unsealed tail
 // (testdata/script; internal/trusscli/clitest has their commands).
 package ledger_test
 

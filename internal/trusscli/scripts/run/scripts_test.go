@@ -1,4 +1,6 @@
-// Package run_test runs the truss command's scripts about truss run and exec on the simulated model in each dialect: faults, resume, validation, live output, closed output
+// Package run_test runs the truss command's scripts about truss run and
+// exec on the simulated model in each dialect: faults, resume, validation,
+// live output, closed output
 // (testdata/script; internal/trusscli/clitest has their commands).
 package run_test
 

@@ -1,4 +1,11 @@
-// Package sandbox_test runs the truss command's scripts about the sandbox and what it confines: caches, hostile git, MCP servers, escapes, task images
+//go:build heavy
+
+// The heavy tier (go test -tags heavy; .ci/run runs it): sandboxed builds,
+// task images and MCP servers.
+
+// Package sandbox_test runs the truss command's scripts about the sandbox
+// and what it confines: caches, hostile git, MCP servers, escapes, task
+// images
 // (testdata/script; internal/trusscli/clitest has their commands).
 package sandbox_test
 
