@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"path"
 	"path/filepath"
 	"slices"
@@ -182,6 +183,9 @@ func readAttachment(p fs.Resolved) ([]byte, error) {
 // attachErr words a hostfs error of reading p for the user.
 func attachErr(p fs.Resolved, err error) error {
 	var he *hostfs.Error
+	if hostfs.IsNotExist(err) {
+		return fmt.Errorf("%s: no such file in the workspace (%w)", p.Display(), iofs.ErrNotExist)
+	}
 	if !hostfs.Refused(err) || !errors.As(err, &he) {
 		return fmt.Errorf("%s: %w", p.Display(), err)
 	}

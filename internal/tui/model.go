@@ -504,7 +504,11 @@ func (m *uiModel) send(text string) tea.Cmd {
 		for _, p := range paths {
 			rep, err := att.Attach(ctx, p)
 			if err != nil {
-				return turnDoneMsg{err: fmt.Errorf("attach %s: %w; the task was not sent", p, err)}
+				named := p + ": " // unless the error names the path itself
+				if strings.HasPrefix(err.Error(), p) {
+					named = ""
+				}
+				return turnDoneMsg{err: fmt.Errorf("attach %s%w; the task was not sent", named, err)}
 			}
 			q.push(item{note: "Attached " + rep})
 		}
