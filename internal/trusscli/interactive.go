@@ -48,7 +48,7 @@ func cmdInteractive(args []string, stdout, stderr io.Writer) error {
 // runs it until the user quits. It needs a terminal.
 func openTerminalSession(f *runFlags, stdout, stderr io.Writer) error {
 	if !onTerminal() {
-		return cli.Usagef("the interactive session needs a terminal (standard input and output); to run a task without one: truss run \"task\" or truss exec \"task\"")
+		return cli.Usagef("the interactive session needs a terminal (standard input and output); to run a task without one: truss run \"task\" or truss exec \"task\"; truss --help lists the commands")
 	}
 	if f.approval == "" {
 		f.approval = string(approval.OnRequest)

@@ -66,8 +66,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			// truss on a terminal: the interactive session.
 			return exitCode(cmdInteractive(nil, stdout, stderr), stderr)
 		}
-		fmt.Fprint(stderr, usage())
-		return 2
+		// As truss with flags says without a terminal: one line, not the
+		// whole help.
+		return exitCode(cmdInteractive(nil, stdout, stderr), stderr)
 	}
 	asked := cli.WantsHelp(args[1:])
 	diag := stderr // diagnostics, even when help is asked for
