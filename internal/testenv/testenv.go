@@ -70,14 +70,15 @@ func Setup() (string, error) {
 	if err := pinGo(); err != nil {
 		return "", err
 	}
-	root, err := os.MkdirTemp("", "truss-t")
+	root, err := os.MkdirTemp("", "t")
 	if err != nil {
 		return "", err
 	}
-	// Short names: sockets made under TMPDIR must fit in 108 bytes.
+	// Short names: sockets made under TMPDIR must fit in 108 bytes, so
+	// TMPDIR is the root itself, one short name below the outer one.
 	for env, name := range map[string]string{
 		"HOME": "h", "XDG_CONFIG_HOME": "h/.config", "XDG_CACHE_HOME": "h/.cache",
-		"XDG_DATA_HOME": "h/.local/share", "XDG_STATE_HOME": "h/.local/state", "TMPDIR": "t",
+		"XDG_DATA_HOME": "h/.local/share", "XDG_STATE_HOME": "h/.local/state", "TMPDIR": ".",
 	} {
 		d := filepath.Join(root, name)
 		if err := os.MkdirAll(d, 0o700); err != nil {
