@@ -380,20 +380,20 @@ func (m *uiModel) interrupt() {
 }
 
 // escape is Esc: it cancels what runs (interrupt), so that what is queued
-// is sent at once (steering the session). Pressed again before the
-// cancelled turn has ended (Esc-Esc), it queues what the input holds too,
-// so that it is sent at once.
+// is sent at once (steering the session), and what the input holds (a
+// task, not a command) goes with it: typed while a turn runs, Esc sends
+// it now instead of after the turn. Pressed again before the cancelled
+// turn has ended, it does the same with what was typed since.
 func (m *uiModel) escape() {
-	if m.cancel != nil {
-		m.interrupt()
-		return
-	}
 	raw := m.ta.Value()
 	if text := strings.TrimSpace(raw); m.busy != "" && text != "" && !strings.HasPrefix(text, "/") {
 		m.hist.add(raw)
 		m.ta.Reset()
 		m.menu = nil
 		m.queued = append(m.queued, text)
+	}
+	if m.cancel != nil {
+		m.interrupt()
 	}
 }
 

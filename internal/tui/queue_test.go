@@ -45,6 +45,18 @@ func TestQueueWhileATurnRuns(t *testing.T) {
 			d.wait() // the cancelled turn
 			d.wait() // the queued message
 		}, []string{"no, fix calc.go instead"}, []string{"■ canceled", "› no, fix calc.go instead", "✓ completed"}},
+		{"esc sends the draft", func(d *driver) {
+			d.typeText("use the other test")
+			d.press("esc")
+			if v := d.m.ta.Value(); v != "" {
+				t.Errorf("Esc left %q in the input", v)
+			}
+			if f := d.frame(); !strings.Contains(f, "what is queued is sent when it has ended") {
+				t.Errorf("Esc with a draft does not say it will be sent:\n%s", f)
+			}
+			d.wait()
+			d.wait()
+		}, []string{"use the other test"}, []string{"■ canceled", "› use the other test"}},
 		{"esc esc sends the draft", func(d *driver) {
 			d.typeText("use the other test")
 			d.press("esc")
