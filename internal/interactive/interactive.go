@@ -437,7 +437,11 @@ func (is *session) Attach(ctx context.Context, path string) (string, error) {
 	is.mu.Lock()
 	is.attached = append(is.attached, attachment{path: rel, data: data})
 	is.mu.Unlock()
-	return fmt.Sprintf("%s, %d lines", termsafe.String(rel), strings.Count(string(data), "\n")), ctx.Err()
+	n, unit := strings.Count(string(data), "\n"), "lines"
+	if n == 1 {
+		unit = "line"
+	}
+	return fmt.Sprintf("%s, %d %s", termsafe.String(rel), n, unit), ctx.Err()
 }
 
 // close closes the open session, which saves it, and says which it was

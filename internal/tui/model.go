@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/spinner"
 	"charm.land/bubbles/v2/textarea"
@@ -786,7 +787,7 @@ func (m *uiModel) approvalCard() (out []string, cut bool) {
 	if r.Edit {
 		title, always = "╭─ Allow this edit? ", " always (every edit, this session)"
 	}
-	out = []string{st.paint(st.approval, trunc(title+strings.Repeat("─", w), w))}
+	out = []string{st.paint(st.approval, trunc(title+strings.Repeat("─", max(w-utf8.RuneCountInString(title), 0)), w))}
 	var body []string
 	add := func(s string) {
 		for _, l := range wrap(s, w-2) {
@@ -840,7 +841,7 @@ func (m *uiModel) approvalCard() (out []string, cut bool) {
 		}
 	}
 	out = append(out, body...)
-	out = append(out, bar+keys, st.paint(st.approval, trunc("╰"+strings.Repeat("─", w), w)))
+	out = append(out, bar+keys, st.paint(st.approval, trunc("╰"+strings.Repeat("─", max(w-1, 0)), w)))
 	return out, cut
 }
 
