@@ -289,6 +289,9 @@ func (is *session) reopen(ctx context.Context, change func(*harness.Options)) er
 	is.mu.Lock()
 	is.s, is.opts = s, o
 	is.mu.Unlock()
+	if err == nil && resume == "" {
+		is.notify(fmt.Sprintf("No task had reached the model, so this is a new session: %s.", s.Info().SessionID))
+	}
 	return err
 }
 
