@@ -110,7 +110,7 @@ func askUser(ctx context.Context, q *approval.Queue, u *tui.UI) {
 // with what it would be given.
 func approvalRequest(r approval.Request) tui.ApprovalRequest {
 	if r.Kind == approval.KindEdit {
-		req := tui.ApprovalRequest{Tool: r.Tool, Command: r.Summary, Edit: true, Diff: r.Diff}
+		req := tui.ApprovalRequest{CallID: r.CallID, Tool: r.Tool, Command: r.Summary, Edit: true, Diff: r.Diff}
 		if r.Diff == "" {
 			req.Command = r.Summary + "\n" + r.Detail
 			if r.PreviewError != "" {
@@ -119,7 +119,7 @@ func approvalRequest(r approval.Request) tui.ApprovalRequest {
 		}
 		return req
 	}
-	req := tui.ApprovalRequest{Tool: r.Tool, Command: r.Command, Reason: r.Justification}
+	req := tui.ApprovalRequest{CallID: r.CallID, Tool: r.Tool, Command: r.Command, Reason: r.Justification}
 	if r.Kind == approval.KindEscalation {
 		// An escalated command runs with the network and full access.
 		req.Network, req.Paths = true, []string{"the whole file system"}

@@ -178,8 +178,8 @@ func TestApprovalRequest(t *testing.T) {
 			tui.ApprovalRequest{Edit: true, Tool: "edit_file", Command: "replace text in a.go", Diff: "--- a/a.go\n+++ b/a.go\n"}},
 		{"edit without a preview", approval.Request{Kind: approval.KindEdit, Tool: "apply_patch", Summary: "apply a patch", Detail: "*** Begin Patch", PreviewError: "no such file"},
 			tui.ApprovalRequest{Edit: true, Tool: "apply_patch", Command: "apply a patch\n*** Begin Patch", Reason: "no preview of this edit: no such file"}},
-		{"escalation", approval.Request{Kind: approval.KindEscalation, Tool: "shell", Command: "curl x", Dir: "sub", Justification: "fetch"},
-			tui.ApprovalRequest{Tool: "shell", Command: "(in sub) curl x", Reason: "fetch", Network: true, Paths: []string{"the whole file system"}}},
+		{"escalation", approval.Request{Kind: approval.KindEscalation, CallID: "call_7", Tool: "shell", Command: "curl x", Dir: "sub", Justification: "fetch"},
+			tui.ApprovalRequest{CallID: "call_7", Tool: "shell", Command: "(in sub) curl x", Reason: "fetch", Network: true, Paths: []string{"the whole file system"}}},
 		{"command", approval.Request{Kind: approval.KindCommand, Tool: "shell", Command: "rm -rf build"},
 			tui.ApprovalRequest{Tool: "shell", Command: "rm -rf build"}},
 	} {

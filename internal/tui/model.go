@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -414,7 +415,17 @@ func (m *uiModel) answer(d Decision) {
 	a := m.approvals[0]
 	m.approvals = m.approvals[1:]
 	a.reply <- d
-	m.add(blockApproval, fmt.Sprintf("%s → %s", approvalSubject(a.req), d))
+	b := &block{kind: blockApproval}
+	b.text.WriteString(fmt.Sprintf("%s → %s", approvalSubject(a.req), d))
+	// Before the card of the call that asked, which is still running (so
+	// not printed yet): the answer comes before what the call did.
+	if c := m.calls[a.req.CallID]; a.req.CallID != "" && c != nil {
+		if i := slices.Index(m.blocks, c); i >= m.printing {
+			m.blocks = slices.Insert(m.blocks, i, b)
+			return
+		}
+	}
+	m.blocks = append(m.blocks, b)
 }
 
 // submit sends the input: a slash command, or a task. While the session

@@ -166,6 +166,9 @@ type ApprovalRequest struct {
 	Edit bool
 	Diff string
 
+	// CallID is the call that asks, when known: the answer is drawn with
+	// its card, before what the call then does.
+	CallID string
 	// Tool is the surface's tool name the call came through; Command the
 	// command line (or, for a file operation, what it does).
 	Tool    string

@@ -786,3 +786,22 @@ func TestCtrlDWhileAnApprovalWaits(t *testing.T) {
 		t.Error("Ctrl-D on an approval card did not quit")
 	}
 }
+
+// TestApprovalAnswerBeforeItsCall: the answer to a call's question is
+// drawn before that call's card (which then shows what the call did), not
+// after it.
+func TestApprovalAnswerBeforeItsCall(t *testing.T) {
+	d := newDriver(t, 100, 30, false)
+	d.send("slow")
+	d.waitCall()
+	go d.u.Approve(context.Background(), ApprovalRequest{CallID: "call_s", Tool: "bash", Command: "sleep 600", Network: true})
+	d.waitApproval()
+	d.press("y")
+	f := d.frame()
+	answer, card := strings.Index(f, "→ yes"), strings.Index(f, "bash · $ sleep 600")
+	if answer < 0 || card < 0 || answer > card {
+		t.Errorf("the answer is not drawn before its call's card:\n%s", f)
+	}
+	d.press("esc")
+	d.wait()
+}
