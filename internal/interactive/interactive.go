@@ -242,7 +242,7 @@ func (is *session) Status() tui.Status {
 	info, st := s.Info(), s.Stats()
 	policy := string(s.Approval())
 	if s.ApprovalEdits() == approval.EditsAsk {
-		policy += ", edits asked"
+		policy += " + ask before edits"
 	}
 	ts := tui.Status{Model: info.Model, Surface: info.Surface, Sandbox: sandboxMode(info.Sandbox), Approval: policy,
 		SessionID: info.SessionID, Workspace: info.Workspace, Usage: st.Usage, ContextTokens: st.ContextTokens, ContextWindow: st.ContextWindow, Turns: tasks}

@@ -403,7 +403,7 @@ func TestInteractiveEditsAndCompletion(t *testing.T) {
 	cmd := exec.Command(bin, "--provider", "sim", "--script", script, "--sim-dialect", "chat", "--surface", "generic", "--no-validate", "--approval-edits", "ask")
 	cmd.Dir, cmd.Env = root, interactiveEnv(home)
 	term := tuitest.Start(t, cmd, 100, 40)
-	term.WaitForText("edits asked")
+	term.WaitForText("on-request + ask before edits")
 
 	term.Type("count up, see @no")
 	term.WaitFor("notes.txt")
