@@ -411,10 +411,20 @@ func (m *uiModel) quit() tea.Cmd {
 	return nil
 }
 
+// waiting marks the card of call id (if it is drawn) as waiting for the
+// user's answer, or no longer.
+func (m *uiModel) waiting(id string, on bool) {
+	if b := m.calls[id]; id != "" && b != nil {
+		b.tool.waiting = on
+		b.touch()
+	}
+}
+
 func (m *uiModel) answer(d Decision) {
 	a := m.approvals[0]
 	m.approvals = m.approvals[1:]
 	a.reply <- d
+	m.waiting(a.req.CallID, false)
 	b := &block{kind: blockApproval}
 	b.text.WriteString(fmt.Sprintf("%s → %s", approvalSubject(a.req), d))
 	// Before the card of the call that asked, which is still running (so
@@ -548,10 +558,12 @@ func (m *uiModel) apply(its []item) {
 			}
 		case it.approval != nil:
 			m.approvals = append(m.approvals, it.approval)
+			m.waiting(it.approval.req.CallID, true)
 		case it.withdrawn != 0:
 			for i, a := range m.approvals {
 				if a.id == it.withdrawn {
 					m.approvals = append(m.approvals[:i], m.approvals[i+1:]...)
+					m.waiting(a.req.CallID, false)
 					m.add(blockApproval, approvalSubject(a.req)+" → withdrawn")
 					break
 				}

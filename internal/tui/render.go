@@ -53,6 +53,7 @@ type card struct {
 	lines                     int // the whole result's lines, when result was cut
 	done, failed              bool
 	output                    bool // its result is output shown beside its diffs (a command's)
+	waiting                   bool // its approval question waits for the user's answer
 	diffs                     []fileDiff
 	// live is the tail of a running command's output (at most
 	// liveBytes), drawn under it until its result replaces it.
@@ -227,6 +228,9 @@ func (r *renderer) drawCard(c *card, width int) (out []string) {
 	if !c.done {
 		for _, l := range c.liveTail() {
 			out = append(out, st.paint(st.dim, trunc("  ┊ "+l, width)))
+		}
+		if c.waiting {
+			return append(out, st.paint(st.approval, "  ⎿ waiting for your answer…"))
 		}
 		return append(out, st.paint(st.dim, "  ⎿ running…"))
 	}

@@ -796,8 +796,14 @@ func TestApprovalAnswerBeforeItsCall(t *testing.T) {
 	d.waitCall()
 	go d.u.Approve(context.Background(), ApprovalRequest{CallID: "call_s", Tool: "bash", Command: "sleep 600", Network: true})
 	d.waitApproval()
+	if f := d.frame(); !strings.Contains(f, "⎿ waiting for your answer…") || strings.Contains(f, "running…") {
+		t.Errorf("the call whose question waits does not say so:\n%s", f)
+	}
 	d.press("y")
 	f := d.frame()
+	if !strings.Contains(f, "running…") {
+		t.Errorf("the answered call is not running again:\n%s", f)
+	}
 	answer, card := strings.Index(f, "→ yes"), strings.Index(f, "bash · $ sleep 600")
 	if answer < 0 || card < 0 || answer > card {
 		t.Errorf("the answer is not drawn before its call's card:\n%s", f)
