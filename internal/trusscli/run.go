@@ -369,9 +369,13 @@ truss ledger verify ID.`)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tTURNS\tPROVIDER/MODEL\tWORKSPACE\tTASK")
 	for _, m := range ms {
-		task := oneLine(m.Task)
-		if len(task) > 48 {
-			task = task[:48] + "…"
+		// Its first line, as /resume shows it (an attached file follows
+		// the task's own words), cut at a rune, not a byte.
+		task, rest, _ := strings.Cut(strings.TrimSpace(m.Task), "\n")
+		if r := []rune(task); len(r) > 48 {
+			task = string(r[:48]) + "…"
+		} else if strings.TrimSpace(rest) != "" {
+			task += " …"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), m.Status, m.Turns, m.Provider, m.Model, termsafe.Line(m.Workspace), termsafe.Line(task))
 	}
