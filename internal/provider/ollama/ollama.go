@@ -181,14 +181,10 @@ func argsObject(input string) json.RawMessage {
 	return b
 }
 
-func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
-	start := time.Now()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, HostURL(c.Host)+"/api/chat", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/x-ndjson")
+// send sends hreq with the client's HTTP client; a server it cannot
+// reach is a provider.ErrUnreachable saying how to start one, a cancelled
+// ctx its error.
+func (c *Client) send(ctx context.Context, hreq *http.Request) (*http.Response, error) {
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -200,6 +196,21 @@ func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta
 		}
 		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrUnreachable, Err: err,
 			Message: fmt.Sprintf("cannot reach Ollama at %s (%v); start it with `ollama serve` or set OLLAMA_HOST", HostURL(c.Host), rootCause(err))}
+	}
+	return hresp, nil
+}
+
+func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
+	start := time.Now()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, HostURL(c.Host)+"/api/chat", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/x-ndjson")
+	hresp, err := c.send(ctx, hreq)
+	if err != nil {
+		return nil, err
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
@@ -414,17 +425,9 @@ func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 		return nil, fmt.Errorf("ollama: list models: %w", err)
 	}
 	hreq.Header.Set("Accept", "application/json")
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	hresp, err := hc.Do(hreq)
+	hresp, err := c.send(ctx, hreq)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrUnreachable, Err: err,
-			Message: fmt.Sprintf("cannot reach Ollama at %s (%v); start it with `ollama serve` or set OLLAMA_HOST", HostURL(c.Host), rootCause(err))}
+		return nil, err
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
