@@ -14,6 +14,7 @@ import (
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/sim/simtest"
 	"github.com/trussdev/truss/internal/testenv"
 	"github.com/trussdev/truss/internal/tui"
 )
@@ -23,20 +24,6 @@ func TestMain(m *testing.M) {
 		sandbox.RunHelper() // the sandbox re-executes this binary as its helper
 	}
 	os.Exit(testenv.Run(m))
-}
-
-// writeScript writes a simulated model's script of steps into dir.
-func writeScript(t *testing.T, dir string, steps ...map[string]any) string {
-	t.Helper()
-	b, err := json.Marshal(map[string]any{"steps": steps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "script.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // TestInteractiveSessionCommands: the session behind the UI switches the
@@ -50,7 +37,7 @@ func TestInteractiveSessionCommands(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("first line\nsecond line\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := writeScript(t, home,
+	script := simtest.WriteScript(t, home,
 		map[string]any{"say": "One."}, map[string]any{"say": "Two."}, map[string]any{"say": "Three."}, map[string]any{"say": "Four."})
 	o := harness.Options{Version: "test", Provider: "sim", Script: script, SimDialect: "chat", Surface: "generic", Root: root,
 		Validation: harness.ValidationOptions{Off: true}, MCP: harness.MCPOptions{Off: true}, Approval: approval.OnRequest,
@@ -196,7 +183,7 @@ func TestApprovalRequest(t *testing.T) {
 func TestNewAfterResume(t *testing.T) {
 	home, root := t.TempDir(), t.TempDir()
 	t.Setenv("TRUSS_HOME", home)
-	script := writeScript(t, home, map[string]any{"say": "One."}, map[string]any{"say": "Two."})
+	script := simtest.WriteScript(t, home, map[string]any{"say": "One."}, map[string]any{"say": "Two."})
 	o := harness.Options{Version: "test", Provider: "sim", Script: script, SimDialect: "chat", Surface: "generic", Root: root,
 		Validation: harness.ValidationOptions{Off: true}, MCP: harness.MCPOptions{Off: true}, Approval: approval.OnRequest,
 		Approver: approval.Headless{}, Sandbox: harness.SandboxOptions{Fallback: sandbox.FallbackNone}}

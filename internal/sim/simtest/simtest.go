@@ -5,6 +5,11 @@
 package simtest
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
 	"github.com/trussdev/truss/internal/apispec"
 	"github.com/trussdev/truss/internal/sim"
 )
@@ -15,4 +20,19 @@ func New(s *sim.Script) *sim.Server {
 	srv := sim.New(s)
 	srv.Spec = apispec.Checker{}
 	return srv
+}
+
+// WriteScript writes a script of steps (each a step's JSON as a map) to
+// dir/script.json for a truss that reads --script, and returns its path.
+func WriteScript(t testing.TB, dir string, steps ...map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"steps": steps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "script.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/sim/simtest"
 	"github.com/trussdev/truss/internal/testenv"
 	"github.com/trussdev/truss/internal/tui/tuitest"
 )
@@ -75,19 +76,6 @@ func waitIdle(t *testing.T, term *tuitest.Terminal) {
 	}
 }
 
-func writeScript(t *testing.T, dir string, steps ...map[string]any) string {
-	t.Helper()
-	b, err := json.Marshal(map[string]any{"steps": steps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "script.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestInteractiveSession drives the real binary in a pseudo-terminal
 // against the simulated model: a task that edits a file and runs a
 // command, an escalation approved, a long command whose output shows while
@@ -102,7 +90,7 @@ func TestInteractiveSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := filepath.Join(outside, "fetched.txt")
-	script := writeScript(t, home,
+	script := simtest.WriteScript(t, home,
 		map[string]any{"say": "Changing the greeting.", "actions": []map[string]any{
 			{"kind": "replace", "path": "greeting.txt", "old": "hello one", "new": "hello two"},
 			{"kind": "run", "command": "echo ran-in-sandbox"}}},
@@ -212,7 +200,7 @@ func TestInteractiveChecks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "greeting.txt"), []byte("hello one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := writeScript(t, home,
+	script := simtest.WriteScript(t, home,
 		map[string]any{"say": "Hello."},
 		map[string]any{"actions": []map[string]any{
 			{"kind": "create", "path": "slow", "content": "x\n"},
@@ -287,7 +275,7 @@ func TestInteractiveChecks(t *testing.T) {
 func TestInteractiveResume(t *testing.T) {
 	bin := buildBinary(t)
 	home, root := t.TempDir(), t.TempDir()
-	script := writeScript(t, home, map[string]any{"say": "Answer one."})
+	script := simtest.WriteScript(t, home, map[string]any{"say": "Answer one."})
 	ids := make([]string, 2)
 	for i, task := range []string{"the first task", "the second task"} {
 		c := exec.Command(bin, "run", "--provider", "sim", "--script", script, "--no-validate", task)
@@ -357,7 +345,7 @@ func TestExecRefusesEscalation(t *testing.T) {
 	bin := buildBinary(t)
 	home, root, outside := t.TempDir(), t.TempDir(), t.TempDir()
 	target := filepath.Join(outside, "fetched.txt")
-	script := writeScript(t, home,
+	script := simtest.WriteScript(t, home,
 		map[string]any{"actions": []map[string]any{escalatedRun(t, "echo fetched > "+target, "Do you allow it?")}},
 		map[string]any{"say": "It was refused.", "on_result": map[string]any{"unattended": map[string]any{"say": "refused-unattended"}}},
 	)
@@ -396,7 +384,7 @@ func TestInteractiveEditsAndCompletion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	script := writeScript(t, home,
+	script := simtest.WriteScript(t, home,
 		map[string]any{"say": "Counting up.", "actions": []map[string]any{{"kind": "replace", "path": "counter.txt", "old": "one", "new": "two"}}},
 		map[string]any{"say": "Counted."},
 	)
