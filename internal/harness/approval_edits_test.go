@@ -12,7 +12,6 @@ import (
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/approval"
-	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -88,14 +87,7 @@ func TestApprovalEdits(t *testing.T) {
 			// The signed ledger keeps the question and the answer with the
 			// result, and verifies.
 			s.Close()
-			_, vkey, err := ledger.LoadOrCreateKey(o.KeyDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, entries, err := ledger.Verify(out.LedgerDir, vkey)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, entries := verified(t, o.KeyDir, out.LedgerDir)
 			var recorded []string
 			for _, e := range entries {
 				if e.Type != "tool.result" {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/trussdev/truss/internal/agent"
-	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/session"
 )
 
@@ -48,14 +47,7 @@ func TestCancelledBeforeTheFirstAnswerIsSaved(t *testing.T) {
 		if len(ms) != 1 || ms[0].ID != out.SessionID || ms[0].Status != string(agent.StatusCanceled) {
 			t.Fatalf("sessions %+v, want %s, canceled", ms, out.SessionID)
 		}
-		_, vkey, err := ledger.LoadOrCreateKey(o.KeyDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, entries, err := ledger.Verify(filepath.Join(o.SessionDir, out.SessionID, "ledger"), vkey)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, entries := verified(t, o.KeyDir, filepath.Join(o.SessionDir, out.SessionID, "ledger"))
 		if r.Unsealed != 0 || len(entries) == 0 || entries[len(entries)-1].Type != "session.end" {
 			t.Errorf("%d unsealed entries, %d in all, the last not session.end: %+v", r.Unsealed, len(entries), entries)
 		}

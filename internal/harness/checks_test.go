@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/session"
 )
 
@@ -77,14 +76,7 @@ func TestValidationBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	_, vkey, err := ledger.LoadOrCreateKey(o.KeyDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, entries, err := ledger.Verify(out.LedgerDir, vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, entries := verified(t, o.KeyDir, out.LedgerDir)
 	var got []string
 	for _, e := range entries {
 		if e.Type != "validation" {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/compact"
-	"github.com/trussdev/truss/internal/ledger"
 )
 
 // TestSessionCompacts runs a session longer than its context (a 4,000
@@ -67,14 +66,7 @@ func TestSessionCompacts(t *testing.T) {
 	if len(kept) != compacted {
 		t.Errorf("%d replaced transcripts kept for %d compactions: %v", len(kept), compacted, kept)
 	}
-	_, vkey, err := ledger.LoadOrCreateKey(o.KeyDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, entries, err := ledger.Verify(out.LedgerDir, vkey)
-	if err != nil {
-		t.Fatalf("the ledger does not verify: %v", err)
-	}
+	_, entries := verified(t, o.KeyDir, out.LedgerDir)
 	n := 0
 	for _, e := range entries {
 		if e.Type == "context.compact" {

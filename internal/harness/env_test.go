@@ -17,7 +17,6 @@ import (
 	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/container/containertest"
-	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -154,14 +153,7 @@ func TestImageSession(t *testing.T) {
 	}
 	noContainers(t, e, session)
 
-	_, vkey, err := ledger.LoadOrCreateKey(o.KeyDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, entries, err := ledger.Verify(out.LedgerDir, vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, entries := verified(t, o.KeyDir, out.LedgerDir)
 	var startEnv, boundaryEnv map[string]any
 	for _, en := range entries {
 		d, _ := en.Data.(map[string]any)

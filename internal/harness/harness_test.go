@@ -26,6 +26,21 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m))
 }
 
+// verified verifies the ledger in dir with the installation key in
+// keyDir, failing the test when it does not verify.
+func verified(t *testing.T, keyDir, dir string) (*ledger.Report, []ledger.Entry) {
+	t.Helper()
+	_, vkey, err := ledger.LoadOrCreateKey(keyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, entries, err := ledger.Verify(dir, vkey)
+	if err != nil {
+		t.Fatalf("the ledger %s does not verify: %v", dir, err)
+	}
+	return r, entries
+}
+
 // twoRuns is a script for two tasks: the first views a file, the second
 // edits it through the editor and creates another.
 const twoRuns = `{"steps": [
@@ -123,14 +138,7 @@ func TestRunTwiceContinuesTheSession(t *testing.T) {
 		t.Errorf("a run after Close: %v, want ErrClosed", err)
 	}
 
-	_, vkey, err := ledger.LoadOrCreateKey(o.KeyDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, entries, err := ledger.Verify(second.LedgerDir, vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, entries := verified(t, o.KeyDir, second.LedgerDir)
 	if r.Sealed != second.LedgerSize || string(r.Root) != string(second.LedgerRoot) {
 		t.Errorf("the ledger's last checkpoint signs %d entries, the outcome says %d", r.Sealed, second.LedgerSize)
 	}
@@ -296,14 +304,7 @@ func TestLedgerWithoutSessionStore(t *testing.T) {
 	if _, err := os.Stat(o.SessionDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a session store was made: %v", err)
 	}
-	_, vkey, err := ledger.LoadOrCreateKey(o.KeyDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _, err := ledger.Verify(o.LedgerDir, vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := verified(t, o.KeyDir, o.LedgerDir)
 	if r.Sealed != out.LedgerSize || string(r.Root) != string(out.LedgerRoot) {
 		t.Errorf("the ledger's last checkpoint signs %d entries, the outcome says %d", r.Sealed, out.LedgerSize)
 	}

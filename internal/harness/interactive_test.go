@@ -3,9 +3,10 @@ package harness
 import (
 	"context"
 	"errors"
-	"github.com/trussdev/truss/internal/compact"
 	"strings"
 	"testing"
+
+	"github.com/trussdev/truss/internal/compact"
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/tool"
