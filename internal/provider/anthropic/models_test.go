@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/provider"
-	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
@@ -43,18 +42,8 @@ func TestModels(t *testing.T) {
 			kind: provider.ErrNotFound, status: 404, msg: "the server has no model list", unsup: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := sim.ParseScript([]byte(c.script))
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := simtest.New(s)
-			srv.APIKey = "sim"
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			base, err := srv.Listen(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv, base := simtest.Serve(t, c.script, "sim")
+			ctx := t.Context()
 			var _ provider.ModelLister = (*Client)(nil)
 			ms, err := New(Config{BaseURL: base, APIKey: c.key}).Models(ctx)
 			if c.kind != "" {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/provider"
-	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
@@ -37,17 +36,8 @@ func TestModels(t *testing.T) {
 			kind: provider.ErrNotFound, msg: "the server has no model list", unsup: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := sim.ParseScript([]byte(c.script))
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := simtest.New(s)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			base, err := srv.Listen(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, base := simtest.Serve(t, c.script, "")
+			ctx := t.Context()
 			ms, err := (&Client{Host: base}).Models(ctx)
 			if c.kind != "" {
 				var pe *provider.Error

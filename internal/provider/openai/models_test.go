@@ -1,14 +1,12 @@
 package openai
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trussdev/truss/internal/provider"
-	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
@@ -37,18 +35,8 @@ func TestModels(t *testing.T) {
 			kind: provider.ErrNotFound, status: 404, msg: "Invalid URL (GET /v1/models); the server has no model list", unsup: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := sim.ParseScript([]byte(c.script))
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := simtest.New(s)
-			srv.APIKey = "sim"
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			base, err := srv.Listen(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, base := simtest.Serve(t, c.script, "sim")
+			ctx := t.Context()
 			ms, err := New(Config{BaseURL: base + "/v1", APIKey: c.key}).Models(ctx)
 			if c.kind != "" {
 				var pe *provider.Error

@@ -36,3 +36,21 @@ func WriteScript(t testing.TB, dir string, steps ...map[string]any) string {
 	}
 	return p
 }
+
+// Serve parses script and serves it (New: validated against the OpenAPI
+// descriptions) on a loopback port until the test ends, requiring apiKey
+// when it is not "". It returns the server and its base URL.
+func Serve(t testing.TB, script, apiKey string) (*sim.Server, string) {
+	t.Helper()
+	s, err := sim.ParseScript([]byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(s)
+	srv.APIKey = apiKey
+	base, err := srv.Listen(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, base
+}
