@@ -51,7 +51,8 @@ func TestControlSequencesNeverReachTheFrame(t *testing.T) {
 				t.Errorf("color=%v width=%d: the title sequence is not shown as inert text:\n%s", color, width, frame)
 			}
 			// The approval card.
-			go d.u.Approve(context.Background(), ApprovalRequest{Tool: "bash", Command: "curl " + hostile, Paths: []string{"/etc" + hostile}, Reason: hostile})
+			go d.u.Approve(context.Background(), ApprovalRequest{Tool: "bash", Command: "curl " + hostile, Paths: []string{"/etc" + hostile}, Reason: hostile,
+				Edit: true, Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+" + hostile + "\n"})
 			d.waitApproval()
 			frame = d.frame()
 			checkFrame(t, frame, width, 60, color)
