@@ -184,11 +184,7 @@ func (is *session) Run(ctx context.Context, task string) (agent.Outcome, error) 
 		var b strings.Builder
 		b.WriteString(task)
 		for _, a := range att {
-			fmt.Fprintf(&b, "\n\n<attached_file path=%q>\n%s", a.path, a.data)
-			if !strings.HasSuffix(string(a.data), "\n") {
-				b.WriteString("\n")
-			}
-			b.WriteString("</attached_file>")
+			b.WriteString(tui.AttachedFile(a.path, a.data))
 		}
 		task = b.String()
 	}

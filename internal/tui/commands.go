@@ -398,7 +398,19 @@ func (m *uiModel) replay(items []model.Item) {
 	}
 }
 
-// attachedFile is an attachment as a task carries it (internal/interactive).
+// AttachedFile is a file attached to a task as the task carries it to the
+// model, after the task's own words: the session appends it, and a
+// resumed conversation's drawing folds it back to the file's name
+// (foldAttachments).
+func AttachedFile(path string, data []byte) string {
+	s := fmt.Sprintf("\n\n<attached_file path=%q>\n%s", path, data)
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return s + "</attached_file>"
+}
+
+// attachedFile matches what AttachedFile makes.
 var attachedFile = regexp.MustCompile(`(?s)\n*<attached_file path="((?:[^"\\]|\\.)*)">\n.*?</attached_file>`)
 
 // foldAttachments replaces each file attached to a task by its name, as

@@ -747,7 +747,7 @@ func TestReplaySummaries(t *testing.T) {
 			t.Errorf("replaySummary(%s) = %q, want %q", tc.input, got, tc.want)
 		}
 	}
-	task := "explain this\n\n<attached_file path=\"a \\\"b\\\".go\">\npackage a\n</attached_file>\n\n<attached_file path=\"c.go\">\nx\n</attached_file>"
+	task := "explain this" + AttachedFile(`a "b".go`, []byte("package a\n")) + AttachedFile("c.go", []byte("x"))
 	if got, want := foldAttachments(task), "explain this\n(attached a \"b\".go)\n(attached c.go)"; got != want {
 		t.Errorf("foldAttachments = %q, want %q", got, want)
 	}
