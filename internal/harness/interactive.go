@@ -342,10 +342,12 @@ func (s *Session) Files(ctx context.Context, prefix string, max int) ([]string, 
 		root = sub
 	}
 	var out []string
-	err = root.ReadDirFunc(nil, func(name string, info hostfs.Info) {
+	keep := func(name string) bool {
+		return strings.HasPrefix(name, base) && (!strings.HasPrefix(name, ".") || strings.HasPrefix(base, "."))
+	}
+	err = root.ReadDirMatching(keep, func(name string, info hostfs.Info) {
 		switch {
 		case len(out) >= max || ctx.Err() != nil:
-		case !strings.HasPrefix(name, base), strings.HasPrefix(name, ".") && !strings.HasPrefix(base, "."):
 		case info.IsDir():
 			out = append(out, dir+name+"/")
 		case info.IsRegular():

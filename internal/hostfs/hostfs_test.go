@@ -294,3 +294,32 @@ func FuzzClean(f *testing.F) {
 		}
 	})
 }
+
+// TestReadDirMatching lists only the names keep accepts, sorted, each
+// with what it is.
+func TestReadDirMatching(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"main.go", "main_test.go", "util.go"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "mainpkg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got []string
+	err = r.ReadDirMatching(func(n string) bool { return strings.HasPrefix(n, "main") }, func(n string, i Info) {
+		if i.IsDir() {
+			n += "/"
+		}
+		got = append(got, n)
+	})
+	if err != nil || strings.Join(got, " ") != "main.go main_test.go mainpkg/" {
+		t.Errorf("ReadDirMatching = %q, %v", got, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -301,6 +302,17 @@ func (r *Root) ReadDir() ([]Entry, error) {
 // upper bound of fn's calls: a name removed meanwhile is skipped), so
 // that the caller allocates once.
 func (r *Root) ReadDirFunc(size func(n int), fn func(name string, info Info)) error {
+	return r.readDir(nil, size, fn)
+}
+
+// ReadDirMatching is ReadDirFunc for the names keep accepts, which it is
+// asked before anything is read of them: a listing for a few names of a
+// large directory stats only those.
+func (r *Root) ReadDirMatching(keep func(name string) bool, fn func(name string, info Info)) error {
+	return r.readDir(keep, nil, fn)
+}
+
+func (r *Root) readDir(keep func(string) bool, size func(n int), fn func(name string, info Info)) error {
 	// A second descriptor of the same directory, so that listings of one
 	// Root at once do not share an offset.
 	fd, err := unix.Openat(r.fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
@@ -311,6 +323,9 @@ func (r *Root) ReadDirFunc(size func(n int), fn func(name string, info Info)) er
 	names, err := readNames(fd)
 	if err != nil {
 		return &Error{"list", r.path, err}
+	}
+	if keep != nil {
+		names = slices.DeleteFunc(names, func(n string) bool { return !keep(n) })
 	}
 	sort.Strings(names)
 	if size != nil {
