@@ -374,8 +374,11 @@ type richSession struct {
 }
 
 func (r *richSession) Attach(ctx context.Context, path string) (string, error) {
-	if path == "missing.go" {
+	switch path {
+	case "missing.go":
 		return "", errors.New("open missing.go: no such file")
+	case "gone.go": // an error that names the path itself, as the harness's do
+		return "", errors.New("gone.go: no such file in the workspace")
 	}
 	r.attached = append(r.attached, path)
 	return path + ", 3 lines", nil
@@ -426,6 +429,11 @@ func TestAttach(t *testing.T) {
 	}
 	if f := d.frame(); !strings.Contains(f, "attach missing.go: open missing.go: no such file; the task was not sent") {
 		t.Errorf("the failed attachment is not reported:\n%s", f)
+	}
+	d.send("explain @gone.go")
+	d.wait()
+	if f := d.frame(); !strings.Contains(f, "attach gone.go: no such file in the workspace; the task was not sent") {
+		t.Errorf("a failed attachment's error that names the path is not reported once:\n%s", f)
 	}
 }
 
