@@ -211,7 +211,7 @@ const (
 	resultTail = 3
 )
 
-func (r *renderer) drawCard(c *card, width int) (out []string) {
+func (r *renderer) drawCard(c *card, width int) []string {
 	st := &r.st
 	mark := st.paint(st.dim, "○")
 	switch {
@@ -224,7 +224,7 @@ func (r *renderer) drawCard(c *card, width int) (out []string) {
 	if rest, ok := strings.CutPrefix(head, c.name); ok && c.name != "" {
 		head = st.paint(st.toolName, c.name) + rest
 	}
-	out = []string{trunc(mark+" "+head, width)}
+	out := []string{trunc(mark+" "+head, width)}
 	if !c.done {
 		for _, l := range c.liveTail() {
 			out = append(out, st.paint(st.dim, trunc("  ┊ "+l, width)))
@@ -243,14 +243,20 @@ func (r *renderer) drawCard(c *card, width int) (out []string) {
 	}
 	// A command's output, then the changes it made (a failed edit's
 	// error, then any change it made all the same).
-	defer func() { out = append(out, diffs...) }()
 	text := strings.TrimRight(c.result, "\n")
-	if text == "" {
-		if len(diffs) > 0 {
-			return out
-		}
+	if text == "" && len(diffs) == 0 {
 		return append(out, st.paint(st.dim, "  ⎿ (no output)"))
 	}
+	return append(append(out, r.resultLines(c, text, width)...), diffs...)
+}
+
+// resultLines draws a call's result text: its first and last lines with
+// how many were left out between them.
+func (r *renderer) resultLines(c *card, text string, width int) []string {
+	if text == "" {
+		return nil
+	}
+	st := &r.st
 	ls := strings.Split(expandTabs(text), "\n")
 	if len(ls) > resultHead+resultTail+1 {
 		cut := max(len(ls), c.lines) - resultHead - resultTail // the whole's, not what was kept of it
@@ -261,6 +267,7 @@ func (r *renderer) drawCard(c *card, width int) (out []string) {
 	if c.failed {
 		resultStyle = st.fail
 	}
+	out := make([]string, 0, len(ls))
 	for i, l := range ls {
 		p := "    "
 		if i == 0 {
