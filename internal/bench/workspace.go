@@ -103,6 +103,10 @@ type Templates struct {
 
 	mu sync.Mutex
 	m  map[[2]string]*template
+	// spares are the checkouts Plan's builders made or are making, not
+	// yet taken; plans the plans not yet withdrawn. Both under mu.
+	spares []*spare
+	plans  []*plan
 }
 
 type template struct {
@@ -119,6 +123,9 @@ type template struct {
 
 // Checkout makes dst a checkout of commit from repo, like the package's
 // Checkout, through a template; with a nil t, by the package's Checkout.
+// A checkout planned with Plan and made ahead is moved into place (when
+// dst is under the Want's Near and does not exist or is empty): one
+// rename.
 func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (string, error) {
 	if t == nil {
 		return Checkout(ctx, repo, commit, dst)
@@ -127,6 +134,38 @@ func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (str
 	if err != nil {
 		return "", err
 	}
+	if head, ok := t.takeSpare(ctx, abs, commit, dst); ok {
+		return head, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return t.checkout(ctx, abs, commit, dst)
+}
+
+// checkout makes dst a checkout of commit from the repository at abs
+// through its template.
+func (t *Templates) checkout(ctx context.Context, abs, commit, dst string) (string, error) {
+	head, g, err := t.template(ctx, abs, commit)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.CopyFS(filepath.Join(dst, ".git"), os.DirFS(filepath.Join(g.Dir, ".git"))); err != nil {
+		return "", fmt.Errorf("checkout: %w", err)
+	}
+	g.Dir = dst
+	if _, err := g.Output(ctx, parallelCheckout("reset", "-q", "--hard", head)...); err != nil {
+		return "", fmt.Errorf("checkout of %s: %w", commit, err)
+	}
+	return head, nil
+}
+
+// template returns the template of (abs, commit), fetching it on first
+// use: the commit's id and git pinned in the template's directory.
+func (t *Templates) template(ctx context.Context, abs, commit string) (string, gitsafe.Git, error) {
 	t.mu.Lock()
 	if t.m == nil {
 		t.m = map[[2]string]*template{}
@@ -139,6 +178,7 @@ func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (str
 	}
 	t.mu.Unlock()
 	tp.mu.Lock()
+	defer tp.mu.Unlock()
 	if !tp.done {
 		head, err := fetchTemplate(ctx, abs, commit, tp.dir)
 		if err == nil {
@@ -148,27 +188,11 @@ func (t *Templates) Checkout(ctx context.Context, repo, commit, dst string) (str
 			// Cut short by this caller's context: not the template's
 			// failure, so the next caller fetches it again.
 			os.RemoveAll(tp.dir)
-			tp.mu.Unlock()
-			return "", err
+			return "", gitsafe.Git{}, err
 		}
 		tp.head, tp.err, tp.done = head, err, true
 	}
-	head, terr, g := tp.head, tp.err, tp.git
-	tp.mu.Unlock()
-	if terr != nil {
-		return "", terr
-	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.CopyFS(filepath.Join(dst, ".git"), os.DirFS(filepath.Join(tp.dir, ".git"))); err != nil {
-		return "", fmt.Errorf("checkout: %w", err)
-	}
-	g.Dir = dst
-	if _, err := g.Output(ctx, parallelCheckout("reset", "-q", "--hard", head)...); err != nil {
-		return "", fmt.Errorf("checkout of %s: %w", commit, err)
-	}
-	return head, nil
+	return tp.head, tp.git, tp.err
 }
 
 // fetchTemplate fetches commit from repo into a new repository at dir,

@@ -320,7 +320,15 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			return nil, err
 		}
 	}
-	sh, err := shells.Open(ws, []string{"TRUSS_BENCH_JUNIT=" + junit})
+	var sh validate.Shell
+	envs := []string{"TRUSS_BENCH_JUNIT=" + junit}
+	if hs, ok := shells.(HidingShells); ok {
+		// Checkouts made ahead hold other tasks' trees, perhaps a later
+		// commit's with this task's fix.
+		sh, err = hs.OpenHiding(ws, envs, p.g.Checkouts.Private())
+	} else {
+		sh, err = shells.Open(ws, envs)
+	}
 	if err != nil {
 		return nil, err
 	}

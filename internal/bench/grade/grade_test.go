@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/bench/benchtest"
 	"github.com/trussdev/truss/internal/bench/grade"
+	"github.com/trussdev/truss/internal/validate"
 )
 
 var (
@@ -187,5 +189,60 @@ func TestGradePatchFallbackConfig(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Fatal("the filter the model's patch defined ran")
+	}
+}
+
+// openOnly hides the Sandboxed's HidingShells: a grader sees only Open.
+type openOnly struct{ s *grade.Sandboxed }
+
+func (o openOnly) Open(dir string, env []string) (validate.Shell, error) { return o.s.Open(dir, env) }
+
+// Checkouts made ahead hold other tasks' trees (a later commit's may hold
+// this task's fix): the graded commands do not see them.
+func TestGradeHidesCheckoutsMadeAhead(t *testing.T) {
+	set := generated(t)
+	ctx := context.Background()
+	// Not under /tmp, which a grading's sandbox replaces with its own:
+	// a --work directory on a disk.
+	work, err := os.MkdirTemp(".", ".ahead-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	if work, err = filepath.Abs(work); err != nil {
+		t.Fatal(err)
+	}
+	tp := &bench.Templates{Dir: t.TempDir()}
+	other := set.Tasks[1]
+	withdraw := tp.Plan(ctx, []bench.Want{{Repo: other.RepoDir, Commit: other.BaseCommit, Near: work}}, 1)
+	defer withdraw()
+	priv := tp.Private()
+	if len(priv) != 1 {
+		t.Fatalf("Private() = %v", priv)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(priv[0], "*", "repo", ".git", "index")); len(m) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing made ahead")
+		}
+	}
+	task := set.Tasks[0]
+	// The tests pass only where the checkout made ahead cannot be read.
+	task.TestCmd = "if ls -A " + priv[0] + " | grep -q .; then exit 1; fi; go test ./... >/dev/null"
+	for _, tc := range []struct {
+		name   string
+		shells grade.Shells
+		hidden bool
+	}{{"hiding", &grade.Sandboxed{}, true}, {"open only", openOnly{&grade.Sandboxed{}}, false}} {
+		g := &grade.Grader{Shells: tc.shells, Dir: t.TempDir(), Checkouts: tp}
+		v, err := g.Grade(ctx, &task, task.Patch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Resolved != tc.hidden {
+			t.Fatalf("%s: resolved %v, want %v\n%s", tc.name, v.Resolved, tc.hidden, v.Log)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package grade
 
 import (
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,14 @@ type Shells interface {
 	// Open starts a fresh shell whose working directory is dir, with env
 	// (NAME=VALUE) set. Closing the shell releases everything Open made.
 	Open(dir string, env []string) (validate.Shell, error)
+}
+
+// HidingShells is a Shells that can hide paths from one shell's commands
+// besides those it always hides. The grader passes the checkouts its
+// templates made ahead (other tasks' trees); a Shells whose commands see
+// no host path (a container) need not implement it.
+type HidingShells interface {
+	OpenHiding(dir string, env, hidden []string) (validate.Shell, error)
 }
 
 // TaskShells is a Shells whose environment depends on the task graded
@@ -79,8 +88,13 @@ func (s *Sandboxed) Private() []string {
 // Open implements Shells: harness.OpenGradingShell, which composes the
 // sandbox as a session's commands' is.
 func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
+	return s.OpenHiding(dir, env, nil)
+}
+
+// OpenHiding implements HidingShells: Open, with hidden hidden too.
+func (s *Sandboxed) OpenHiding(dir string, env, hidden []string) (validate.Shell, error) {
 	s.once.Do(func() { s.host = sandbox.Probe() })
-	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: s.Hidden,
+	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: append(slices.Clip(s.Hidden), hidden...),
 		Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
 	if !s.Layered {
 		d, err := s.cacheDir()

@@ -38,6 +38,12 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 			return err
 		}
 	}
+	if !r.RemoteOnly {
+		// This process's worker takes the jobs about in the order they
+		// are published: their checkouts are made ahead of their runs.
+		withdraw := r.Checkouts.Plan(ctx, r.wants(jobs), 2*max(r.Parallel, 1))
+		defer withdraw()
+	}
 	hidden := r.hidden()
 	byID := map[string]job{}
 	var qjobs []queue.Job
@@ -217,4 +223,20 @@ func (r *Runner) accepted(qr queue.Result, j job, ver *Verifier) (bench.Result, 
 	}
 	res.Worker, res.Deliveries = qr.Worker, qr.Deliveries
 	return res, patch, nil
+}
+
+// wants are the checkouts jobs will ask r.Checkouts for, in order: each
+// run's workspace (under WorkDir), then its grading checkout (under the
+// grader's directory) when the grader makes it from the same templates.
+func (r *Runner) wants(jobs []job) []bench.Want {
+	var out []bench.Want
+	for _, j := range jobs {
+		if !j.grade {
+			out = append(out, bench.Want{Repo: j.task.RepoDir, Commit: j.task.BaseCommit, Near: r.WorkDir})
+		}
+		if r.Grader != nil && r.Grader.Checkouts == r.Checkouts {
+			out = append(out, bench.Want{Repo: j.task.RepoDir, Commit: j.task.BaseCommit, Near: r.Grader.Dir})
+		}
+	}
+	return out
 }

@@ -274,6 +274,10 @@ func (r *Runner) hidden() []string {
 			add(p)
 		}
 	}
+	// Checkouts made ahead, of this and other tasks.
+	for _, p := range r.Checkouts.Private() {
+		add(p)
+	}
 	return out
 }
 

@@ -138,7 +138,13 @@ func (f *fake) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome,
 		if out, _ := g.Output(ctx, "grep", "-l", "Test"+strings.TrimPrefix(fixedName(task), "Test"), "--all"); out != "" {
 			found = append(found, "grep: "+out)
 		}
-		for _, h := range []string{task.RepoDir, f.set.TaskFile} {
+		// Checkouts made ahead of later runs (of other tasks too) lie
+		// beside the workspace's directory: hidden.
+		ahead, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(spec.Workspace)), ".truss-ahead-*"))
+		if len(ahead) == 0 {
+			found = append(found, "no checkouts made ahead beside the workspace")
+		}
+		for _, h := range append([]string{task.RepoDir, f.set.TaskFile}, ahead...) {
 			abs, _ := filepath.Abs(h)
 			if !slices.Contains(spec.Hidden, abs) {
 				found = append(found, "not hidden: "+abs)
