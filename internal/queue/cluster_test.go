@@ -48,9 +48,10 @@ func startCluster(t *testing.T) []*server.Server {
 	return nodes
 }
 
-// TestClusterNodeLost: on a three-node cluster with three replicas, the
-// work goes on when a node is shut down halfway, and every job still has
-// exactly one result.
+// TestClusterNodeLost: on a three-node cluster, a queue declared with the
+// default settings has three replicas of everything, checked; the node
+// that leads the jobs stream is shut down for good halfway, and the work
+// goes on: every job has exactly one result.
 func TestClusterNodeLost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
@@ -68,12 +69,27 @@ func TestClusterNodeLost(t *testing.T) {
 	defer nc.Close()
 	var q *Queue
 	// The cluster elects its JetStream meta leader after it has formed.
-	eventually(t, "the queue declared with three replicas", func() bool {
+	eventually(t, "the queue declared", func() bool {
 		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		q, err = Open(octx, nc, "cluster", Config{AckWait: time.Second, Replicas: 3})
+		q, err = Open(octx, nc, "cluster", Config{AckWait: time.Second})
 		return err == nil
 	})
+	if q.Config().Replicas != 3 {
+		t.Fatalf("declared with %d replicas on a three-node cluster, want 3 by default", q.Config().Replicas)
+	}
+	pl, err := q.CheckPlacement(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl) != 6 {
+		t.Errorf("placement of %d streams and consumers, want 6: %+v", len(pl), pl)
+	}
+	for _, p := range pl {
+		if len(p.Peers) != 3 {
+			t.Errorf("%s on %v, want three servers", p.Name, p.Peers)
+		}
+	}
 	wnc, err := Connect(ctx, strings.Join(urls, ","), ConnectOptions{Name: "worker"})
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +116,12 @@ func TestClusterNodeLost(t *testing.T) {
 		defer col.mu.Unlock()
 		return len(col.results) >= 5
 	})
-	// Lose the node the worker is connected to.
-	lost := wnc.ConnectedServerName()
+	// Lose, for good, the node that leads the jobs stream.
+	info, err := q.jobs.Info(ctx)
+	if err != nil || info.Cluster == nil || info.Cluster.Leader == "" {
+		t.Fatalf("the jobs stream's leader: %+v, %v", info, err)
+	}
+	lost := info.Cluster.Leader
 	shut := false
 	for _, ns := range nodes {
 		if ns.Name() == lost {
@@ -112,9 +132,37 @@ func TestClusterNodeLost(t *testing.T) {
 	if !shut {
 		t.Fatalf("no node named %q", lost)
 	}
-	t.Logf("shut down %s", lost)
-	if err := <-res; err != nil {
-		t.Fatal(err)
+	t.Logf("shut down %s, the jobs stream's leader", lost)
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		col.mu.Lock()
+		t.Fatalf("%d of %d results two minutes after the node was lost", len(col.results), len(jobs))
 	}
 	col.exactlyOne(t, jobs)
+}
+
+// TestReplicasCannotBePlaced: asking a single server for three replicas
+// is refused with an error that says so.
+func TestReplicasCannotBePlaced(t *testing.T) {
+	srv, err := StartServer(context.Background(), ServerConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if r := DefaultReplicas(nc); r != 1 {
+		t.Errorf("default replicas on one server: %d", r)
+	}
+	_, err = Open(context.Background(), nc, "three", Config{Replicas: 3})
+	if err == nil || !strings.Contains(err.Error(), "cannot place 3 replicas") {
+		t.Errorf("Open with 3 replicas on one server: %v", err)
+	}
 }
