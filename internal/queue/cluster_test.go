@@ -67,14 +67,13 @@ func TestClusterNodeLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	var q *Queue
-	// The cluster elects its JetStream meta leader after it has formed.
-	eventually(t, "the queue declared", func() bool {
-		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		q, err = Open(octx, nc, "cluster", Config{AckWait: time.Second})
-		return err == nil
-	})
+	// The cluster elects its JetStream meta leader after it has formed:
+	// until then JetStream answers that it is unavailable, or not at all,
+	// and Open retries.
+	q, err := Open(ctx, nc, "cluster", Config{AckWait: time.Second})
+	if err != nil {
+		t.Fatalf("Open on a cluster just started: %v", err)
+	}
 	if q.Config().Replicas != 3 {
 		t.Fatalf("declared with %d replicas on a three-node cluster, want 3 by default", q.Config().Replicas)
 	}

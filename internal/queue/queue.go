@@ -58,6 +58,11 @@ const (
 	advisoryMaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 )
 
+// ProtocolVersion is the version of the queue's messages and streams (the
+// subjects, headers and the coordinator's reading of them). It changes
+// only when a message's meaning would; the bench's workers state theirs.
+const ProtocolVersion = 2
+
 // Defaults of Config.
 const (
 	DefaultAckWait         = 30 * time.Second
@@ -210,11 +215,26 @@ func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, 
 		return nil, err
 	}
 	q.cfg = cfg
+	// Every call is idempotent: a transient failure (a leader election, a
+	// server restarting, a timeout) is retried from the start.
+	if err := startRetry(ctx, func() error { return q.declare(ctx) }); err != nil {
+		return nil, err
+	}
+	if _, err := q.CheckPlacement(ctx); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// declare creates or updates the queue's streams, consumer and buckets.
+func (q *Queue) declare(ctx context.Context) error {
+	cfg, name := q.cfg, q.name
 	storage := jetstream.FileStorage
 	kvStorage := jetstream.FileStorage
 	if cfg.Memory {
 		storage, kvStorage = jetstream.MemoryStorage, jetstream.MemoryStorage
 	}
+	var err error
 	q.jobs, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        q.streamJobs,
 		Description: "truss work queue " + name + ": jobs",
@@ -225,7 +245,7 @@ func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, 
 		Duplicates:  cfg.DuplicateWindow,
 	})
 	if err != nil {
-		return nil, q.placeErr("jobs stream", err)
+		return q.placeErr("jobs stream", err)
 	}
 	if _, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        q.streamRes,
@@ -236,7 +256,7 @@ func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, 
 		Replicas:    cfg.Replicas,
 		Duplicates:  cfg.DuplicateWindow,
 	}); err != nil {
-		return nil, q.placeErr("results stream", err)
+		return q.placeErr("results stream", err)
 	}
 	// The advisories must be captured before the consumer can emit one.
 	if _, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
@@ -247,7 +267,7 @@ func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, 
 		Storage:     storage,
 		Replicas:    cfg.Replicas,
 	}); err != nil {
-		return nil, q.placeErr("advisories stream", err)
+		return q.placeErr("advisories stream", err)
 	}
 	q.cons, err = q.js.CreateOrUpdateConsumer(ctx, q.streamJobs, jetstream.ConsumerConfig{
 		Durable:       consumerName,
@@ -261,7 +281,7 @@ func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, 
 		Metadata:      map[string]string{metaMaxDeliv: strconv.Itoa(cfg.MaxDeliver)},
 	})
 	if err != nil {
-		return nil, q.placeErr("workers' consumer", err)
+		return q.placeErr("workers' consumer", err)
 	}
 	q.kv, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      q.bucketStatus,
@@ -270,17 +290,41 @@ func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, 
 		Replicas:    cfg.Replicas,
 	})
 	if err != nil {
-		return nil, q.placeErr("status bucket", err)
+		return q.placeErr("status bucket", err)
 	}
 	// The coordinator makes the artifact store: workers need not be
 	// allowed to make streams.
 	if _, err := q.objectStore(ctx, true); err != nil {
-		return nil, q.placeErr("artifact store", err)
+		return q.placeErr("artifact store", err)
 	}
-	if _, err := q.CheckPlacement(ctx); err != nil {
-		return nil, err
+	return nil
+}
+
+// startRetry runs op with retry's backoff, startAttempts times at most,
+// until it succeeds or fails for a reason a retry cannot mend: the
+// server refused the configuration (400) or cannot place the replicas.
+func startRetry(ctx context.Context, op func() error) error {
+	var final error
+	err := retry(ctx, startAttempts, func() error {
+		err := op()
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			switch apiErr.ErrorCode {
+			case 10005, 10023, 10074:
+				final = err
+				return nil
+			}
+			if apiErr.Code == 400 {
+				final = err
+				return nil
+			}
+		}
+		return err
+	})
+	if final != nil {
+		return final
 	}
-	return q, nil
+	return err
 }
 
 // placeErr explains an error of the server's that says it cannot place

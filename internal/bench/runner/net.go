@@ -32,6 +32,9 @@ type Net struct {
 	Auth   queue.Auth
 	// AckWait is the queue's ack wait (0: queue.DefaultAckWait).
 	AckWait time.Duration
+	// Replicas is the copies of the queue's streams (0:
+	// queue.DefaultReplicas of the deployment).
+	Replicas int
 }
 
 // QueueInfo is DIR/queue.json, written by the coordinator: where its
@@ -86,7 +89,7 @@ func OpenQueue(ctx context.Context, n Net, out string) (q *queue.Queue, close fu
 	if err != nil {
 		return nil, close, err
 	}
-	q, err = queue.Open(ctx, nc, queue.NameFor(abs), queue.Config{AckWait: n.AckWait})
+	q, err = queue.Open(ctx, nc, queue.NameFor(abs), queue.Config{AckWait: n.AckWait, Replicas: n.Replicas})
 	if err != nil {
 		return nil, close, err
 	}
