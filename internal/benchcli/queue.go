@@ -49,6 +49,7 @@ type queueFlags struct {
 	ackWait      time.Duration
 	replicas     int
 	mixed        bool
+	workerNKeys  cli.Multi
 	trust        cli.Multi
 	keys         []string // the trusted keys, read by check
 }
@@ -63,6 +64,7 @@ func (q *queueFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&q.localWorkers, "local-workers", -1, "runs this process works on at once (default --parallel; 0: remote workers only)")
 	fs.DurationVar(&q.ackWait, "ack-wait", queue.DefaultAckWait, "how long a run may go without a worker's heartbeat before it is delivered again")
 	fs.IntVar(&q.replicas, "replicas", 0, "copies of each of the queue's streams, consumers and buckets (default: 3 on a NATS cluster of three servers or more, else 1)")
+	fs.Var(&q.workerNKeys, "nats-worker-nkey", "a public user NKey (U…) the embedded server admits with a worker's permissions only (pull jobs, publish results); repeatable")
 	fs.BoolVar(&q.mixed, "allow-mixed-versions", false, "accept results of workers whose grader or queue-protocol version differs from this binary's (each result line records its worker's version); without it they are refused")
 	fs.Var(&q.trust, "trust-key", "a worker's ledger verifier key (as `truss ledger key` prints it, or @FILE); repeatable")
 }
@@ -75,6 +77,9 @@ func (q *queueFlags) check() error {
 	}
 	if q.localWorkers < -1 {
 		return cli.Usagef("--local-workers must be at least 0")
+	}
+	if q.token != "" && len(q.workerNKeys) > 0 && q.url == "" {
+		return cli.Usagef("--nats-token and --nats-worker-nkey exclude each other: the token admits every client with every permission")
 	}
 	if q.replicas < 0 || q.replicas > 5 {
 		return cli.Usagef("--replicas must be 1 to 5")
@@ -107,6 +112,9 @@ func (q *queueFlags) apply(r *runner.Runner, stderr io.Writer) {
 	r.Net = runner.Net{URL: q.url, Connect: q.options("truss bench coordinator"), Listen: q.listen, AckWait: q.ackWait, Replicas: q.replicas}
 	if q.url == "" && q.token != "" {
 		r.Net.Auth = queue.Auth{Token: q.token}
+	}
+	if q.url == "" && len(q.workerNKeys) > 0 {
+		r.Net.Auth.NKeys = q.workerNKeys
 	}
 	// Workers elsewhere may not share this machine's file system.
 	r.Bundles = q.url != "" || q.listen != ""

@@ -726,3 +726,105 @@ func TestDelete(t *testing.T) {
 		t.Errorf("Join after Delete: %v", err)
 	}
 }
+
+// TestWorkerPermissions: a worker that presents an NKey of an embedded
+// server restricted to its queue runs jobs and publishes results, and can
+// do nothing else a coordinator does: publish a job, forge the server's
+// advisory, purge or delete the jobs, read the results.
+func TestWorkerPermissions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	seedFile := filepath.Join(t.TempDir(), "worker.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := StartServer(ctx, ServerConfig{Dir: t.TempDir(), Auth: Auth{NKeys: []string{pub}}, Queue: "perm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	in, err := srv.Connect("coordinator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	q, err := Open(ctx, in, "perm", Config{AckWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.PutArtifact(ctx, "repo/x", strings.NewReader("bundle")); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var violations []string
+	wnc, err := Connect(ctx, srv.URL(), ConnectOptions{CredsFile: seedFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wnc.Close()
+	wnc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		violations = append(violations, err.Error())
+	})
+	wq, err := Join(ctx, wnc, "perm")
+	if err != nil {
+		t.Fatalf("a worker joins: %v", err)
+	}
+	runWorker(t, wq, WorkerConfig{}, func(ctx context.Context, j Job, progress func(string)) ([]byte, error) {
+		progress("reading the bundle")
+		var b bytes.Buffer
+		if _, err := wq.GetArtifact(ctx, "repo/x", &b); err != nil {
+			return nil, err
+		}
+		if _, err := wq.PutArtifact(ctx, "ledger/"+j.ID, strings.NewReader("ledger")); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	})
+	col := newCollector()
+	jobs := []Job{{ID: "a"}, {ID: "b"}}
+	if _, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done}); err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range col.exactlyOne(t, jobs) {
+		if r.Error != "" || string(r.Payload) != "bundle" {
+			t.Errorf("%s: %+v", id, r)
+		}
+	}
+	// What a worker may not do.
+	for _, subj := range []string{
+		q.jobSubject("c"),
+		advisoryMaxDeliveries + "." + q.streamJobs + "." + consumerName,
+		"$JS.API.STREAM.PURGE." + q.streamJobs,
+		"$JS.API.STREAM.DELETE." + q.streamRes,
+		"$JS.API.STREAM.MSG.DELETE." + q.streamJobs,
+		"$JS.API.CONSUMER.CREATE." + q.streamRes,
+	} {
+		if err := wnc.Publish(subj, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := wnc.SubscribeSync(q.subjResults); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "seven permission violations", func() bool {
+		_ = wnc.Flush()
+		mu.Lock()
+		defer mu.Unlock()
+		return len(violations) >= 7
+	})
+	mu.Lock()
+	for _, v := range violations {
+		if !strings.Contains(v, "Permissions Violation") {
+			t.Errorf("not a permission violation: %s", v)
+		}
+	}
+	mu.Unlock()
+	if pending, err := q.Pending(ctx); err != nil || len(pending) != 0 {
+		t.Errorf("jobs in the queue after the worker's attempts: %v, %v", pending, err)
+	}
+}
