@@ -188,6 +188,7 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 
 	rejects := map[string]int{} // by job and source
 	suspects := map[string]bool{}
+	settling := map[string]time.Time{} // accepted, by when
 	tick := time.NewTicker(min(q.cfg.AckWait/2, time.Second))
 	defer tick.Stop()
 	accept := func(r Result) error {
@@ -210,10 +211,16 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		if err := retry(ctx, 3, func() error { _, err := q.putStatus(ctx, st, false); return err }); err != nil {
 			statusErr(fmt.Errorf("status of %s: %w", r.JobID, err))
 		}
-		// A delivery of it still in the queue (a worker stalled past the
-		// ack wait, a job given up) is not run again.
-		if err := retry(ctx, 3, func() error { return q.purgeJob(ctx, r.JobID) }); err != nil {
-			logf("queue: removing the accepted job %s from the queue: %v", r.JobID, err)
+		// A delivery of it left in the queue (a worker stalled past the
+		// ack wait, an ack lost, a job given up) is removed at the next
+		// recheck, so that it is not run again; the worker that sent the
+		// result has acknowledged it by then (removing it at once would
+		// race its ack, and costs the server a deletion per job).
+		settling[r.JobID] = time.Now()
+		if r.GaveUp {
+			if err := retry(ctx, 3, func() error { return q.purgeJob(ctx, r.JobID) }); err != nil {
+				logf("queue: removing the given-up job %s from the queue: %v", r.JobID, err)
+			}
 		}
 		return nil
 	}
@@ -249,6 +256,17 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	// no delivery is left in the queue.
 	published := false // rechecks wait for the first publication
 	recheck := func() error {
+		for id, at := range settling {
+			if time.Since(at) < q.cfg.AckWait/2 {
+				continue
+			}
+			delete(settling, id)
+			if queued, err := q.queued(ctx, id); err == nil && queued {
+				if err := retry(ctx, 3, func() error { return q.purgeJob(ctx, id) }); err != nil {
+					logf("queue: removing the accepted job %s from the queue: %v", id, err)
+				}
+			}
+		}
 		if !published {
 			return nil
 		}

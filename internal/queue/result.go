@@ -109,18 +109,28 @@ func parseResultHeaders(h nats.Header, data []byte) (Result, error) {
 // publishResult stores r in the results stream, retrying through a lost
 // connection, a leader election or a server down for any length of time
 // (the message id makes a retry of a stored result a no-op), until the
-// stream acknowledges it or ctx ends. logf is told of the first failure
-// and then every minute.
-func (q *Queue) publishResult(ctx context.Context, r Result, logf func(string, ...any)) error {
+// stream acknowledges it or ctx ends — or, when goneWait is positive,
+// until the connection has been down for goneWait: then the job, not
+// acknowledged, is delivered again if the server ever comes back. logf
+// is told of the first failure and then every minute.
+func (q *Queue) publishResult(ctx context.Context, r Result, goneWait time.Duration, logf func(string, ...any)) error {
 	backoff := 50 * time.Millisecond
 	start := time.Now()
-	var told time.Time
+	var told, down time.Time
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := q.js.PublishMsg(pctx, r.msg(q.subjResults), jetstream.WithMsgID(r.msgID()), jetstream.WithExpectStream(q.streamRes))
 		cancel()
 		if err == nil {
 			return nil
+		}
+		if q.nc.IsConnected() {
+			down = time.Time{}
+		} else if down.IsZero() {
+			down = time.Now()
+		}
+		if goneWait > 0 && !down.IsZero() && time.Since(down) >= goneWait {
+			return fmt.Errorf("queue: publish result of %s: the server has been unreachable for %v: %w", r.JobID, goneWait, err)
 		}
 		if time.Since(told) >= time.Minute {
 			told = time.Now()

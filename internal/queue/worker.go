@@ -57,12 +57,14 @@ type WorkerConfig struct {
 	ExitWhenIdle bool
 	// IdleWait defaults to PollWait.
 	IdleWait time.Duration
-	// GoneWait is how long a lost server is waited for with no job in
-	// hand (default 30 s): with ExitWhenIdle, Run ends once the server has
-	// been unreachable that long, as when the coordinator that embedded
-	// it has finished. A finished job's result is kept and retried until
-	// the results stream stores it, however long the server is away (or
-	// until Run's context ends).
+	// GoneWait matters with ExitWhenIdle only (default 30 s): Run ends
+	// once the server has been unreachable that long with no job in hand,
+	// as when the coordinator that embedded it has finished, and a
+	// finished job's result is given up (the job is delivered again if
+	// the server comes back) once the connection has been down that long.
+	// Without ExitWhenIdle a result is kept and retried until the results
+	// stream stores it, however long the server or the stream's leader is
+	// away (or until Run's context ends).
 	GoneWait time.Duration
 	// PollWait is how long one pull waits for a job (default 1 s); it
 	// bounds how late Drain and the idle check are noticed.
@@ -349,7 +351,14 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	}
 	// The result is stored before the ack: a worker lost in between has
 	// its job delivered again, and the coordinator keeps the first result.
-	if err := w.q.publishResult(ctx, r, w.logf); err != nil {
+	// A worker that exits when idle gives a result up once the server
+	// has been unreachable for GoneWait (its coordinator may have
+	// finished); any other keeps it as long as it runs.
+	var goneWait time.Duration
+	if w.cfg.ExitWhenIdle {
+		goneWait = w.cfg.GoneWait
+	}
+	if err := w.q.publishResult(ctx, r, goneWait, w.logf); err != nil {
 		w.logf("queue: worker %s: %v", w.cfg.ID, err)
 		_ = msg.Nak()
 		return
