@@ -1,3 +1,8 @@
+//go:build heavy
+
+// The cluster tests start three servers each and take 10–25 s: the heavy
+// tier (go test -tags heavy).
+
 package queue
 
 import (
@@ -165,24 +170,41 @@ func TestClusterNodeLost(t *testing.T) {
 	t.Logf("%d results after the loss, the longest wait for one %v, all in %v", after, stall.Round(time.Millisecond), last.Sub(killed).Round(time.Millisecond))
 }
 
-// TestReplicasCannotBePlaced: asking a single server for three replicas
-// is refused with an error that says so.
-func TestReplicasCannotBePlaced(t *testing.T) {
-	srv, err := StartServer(context.Background(), ServerConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+// TestClusterGiveUp: on a cluster, the server's advisory of a job
+// delivered MaxDeliver times reaches the coordinator through the queue's
+// replicated advisories stream, whichever node leads the consumer.
+func TestClusterGiveUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
 	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect("t")
+	nodes := startCluster(t)
+	var urls []string
+	for _, ns := range nodes {
+		urls = append(urls, ns.ClientURL())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, err := Connect(ctx, strings.Join(urls, ","), ConnectOptions{Name: "coordinator"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	if r := DefaultReplicas(nc); r != 1 {
-		t.Errorf("default replicas on one server: %d", r)
+	q, err := Open(ctx, nc, "giveup", Config{AckWait: time.Second, MaxDeliver: 2})
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err = Open(context.Background(), nc, "three", Config{Replicas: 3})
-	if err == nil || !strings.Contains(err.Error(), "cannot place 3 replicas") {
-		t.Errorf("Open with 3 replicas on one server: %v", err)
+	runWorker(t, q, WorkerConfig{}, testHandler)
+	col := newCollector()
+	jobs := []Job{{ID: "poison", Payload: payload(testPayload{Panic: true})}, {ID: "fine", Payload: payload(testPayload{})}}
+	sum, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := col.exactlyOne(t, jobs)
+	if p := got["poison"]; !p.GaveUp || !strings.Contains(p.Error, "given up after 2 deliveries") {
+		t.Errorf("poison result %+v", p)
+	}
+	if sum.GaveUp != 1 || sum.Failed != 1 {
+		t.Errorf("summary %+v", sum)
 	}
 }

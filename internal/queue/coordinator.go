@@ -172,7 +172,7 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	// published again; this is read before the results so that a job
 	// acknowledged in between has its result in the stream already.
 	var pending map[string]bool
-	if err := retry(ctx, startAttempts, func() (err error) { pending, err = q.Pending(ctx); return err }); err != nil {
+	if err := startRetry(ctx, func(ctx context.Context) (err error) { pending, err = q.Pending(ctx); return err }); err != nil {
 		return sum, err
 	}
 	cctx, stop := context.WithCancel(ctx)
@@ -464,8 +464,8 @@ type deliveryExceeded struct {
 // messages when the reading started.
 func (q *Queue) follow(ctx context.Context, stream, what string) (<-chan delivery, bool, error) {
 	var cons jetstream.Consumer
-	err := retry(ctx, startAttempts, func() (err error) {
-		cons, err = q.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	err := startRetry(ctx, func(actx context.Context) (err error) {
+		cons, err = q.js.OrderedConsumer(actx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 		return err
 	})
 	if err != nil {
@@ -480,7 +480,7 @@ func (q *Queue) follow(ctx context.Context, stream, what string) (<-chan deliver
 		backlog = ci.NumPending > 0
 	} else {
 		var s jetstream.Stream
-		if err := retry(ctx, startAttempts, func() (err error) { s, err = q.js.Stream(ctx, stream); return err }); err != nil {
+		if err := startRetry(ctx, func(ctx context.Context) (err error) { s, err = q.js.Stream(ctx, stream); return err }); err != nil {
 			it.Stop()
 			return nil, false, fmt.Errorf("queue: %s stream: %w", what, err)
 		}

@@ -217,7 +217,7 @@ func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, 
 	q.cfg = cfg
 	// Every call is idempotent: a transient failure (a leader election, a
 	// server restarting, a timeout) is retried from the start.
-	if err := startRetry(ctx, func() error { return q.declare(ctx) }); err != nil {
+	if err := startRetry(ctx, q.declare); err != nil {
 		return nil, err
 	}
 	if _, err := q.CheckPlacement(ctx); err != nil {
@@ -300,13 +300,22 @@ func (q *Queue) declare(ctx context.Context) error {
 	return nil
 }
 
+// attemptTimeout bounds one attempt of a call retried at start: a
+// request sent while a cluster has no leader may get no answer at all,
+// and with a deadline of the caller's the client would wait for all of
+// it.
+const attemptTimeout = 10 * time.Second
+
 // startRetry runs op with retry's backoff, startAttempts times at most,
-// until it succeeds or fails for a reason a retry cannot mend: the
-// server refused the configuration (400) or cannot place the replicas.
-func startRetry(ctx context.Context, op func() error) error {
+// each attempt bounded by attemptTimeout, until it succeeds or fails for
+// a reason a retry cannot mend: the server refused the configuration
+// (400) or cannot place the replicas.
+func startRetry(ctx context.Context, op func(context.Context) error) error {
 	var final error
 	err := retry(ctx, startAttempts, func() error {
-		err := op()
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		defer cancel()
+		err := op(actx)
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) {
 			switch apiErr.ErrorCode {

@@ -828,3 +828,25 @@ func TestWorkerPermissions(t *testing.T) {
 		t.Errorf("jobs in the queue after the worker's attempts: %v, %v", pending, err)
 	}
 }
+
+// TestReplicasCannotBePlaced: asking a single server for three replicas
+// is refused with an error that says so.
+func TestReplicasCannotBePlaced(t *testing.T) {
+	srv, err := StartServer(context.Background(), ServerConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if r := DefaultReplicas(nc); r != 1 {
+		t.Errorf("default replicas on one server: %d", r)
+	}
+	_, err = Open(context.Background(), nc, "three", Config{Replicas: 3})
+	if err == nil || !strings.Contains(err.Error(), "cannot place 3 replicas") {
+		t.Errorf("Open with 3 replicas on one server: %v", err)
+	}
+}
