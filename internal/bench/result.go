@@ -59,6 +59,10 @@ type Result struct {
 	// before the queue existed).
 	Worker     string `json:"worker,omitempty"`
 	Deliveries int    `json:"deliveries,omitempty"`
+	// WorkerVersion is the version of the worker that made the run, as
+	// its signed verdict states it: build version and revision, grader
+	// and queue-protocol versions (scale-out).
+	WorkerVersion string `json:"worker_version,omitempty"`
 
 	// Error is set only when the run itself failed for a reason other
 	// than the model's work (a repository that cannot be checked out, a

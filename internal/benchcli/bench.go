@@ -42,7 +42,8 @@ const benchUsage = `usage: truss bench run|grade|import|report|worker|status [fl
   truss bench import humanevalfix|multi-swe-bench FILE --out DIR
   truss bench report DIR [--html FILE]
   truss bench worker --nats URL [--parallel N] [--exit-when-idle]
-  truss bench status DIR|--nats URL`
+  truss bench status DIR|--nats URL
+  truss bench version`
 
 // Main runs `truss bench ARGS` (args without "bench") and returns its exit
 // status: 0 when every run finished (resolved or not) or help was asked
@@ -81,6 +82,11 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		return cmdBenchWorker(args[1:], stdout, stderr)
 	case "status":
 		return cmdBenchStatus(args[1:], stdout, stderr)
+	case "version", "--version":
+		// The build (version and VCS revision) and the grader and
+		// queue-protocol versions a coordinator compares.
+		_, err := fmt.Fprintf(stdout, "truss-bench %s\n", runner.ThisVersion())
+		return err
 	case "-h", "-help", "--help":
 		return cli.Usagef("%s", benchUsage)
 	}

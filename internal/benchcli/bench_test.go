@@ -57,6 +57,8 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "grade", "--tasks", "x", "--logs", "l", "--predictions", "p", "--out", "o"}, 2, "cannot go together"},
 		{[]string{"bench", "import", "multi-swe-bench", "f"}, 2, "--out is required"},
 		{[]string{"bench", "worker"}, 2, "--nats URL (or NATS_URL) is required"},
+		{[]string{"bench", "version"}, 0, " grader/"},
+		{[]string{"bench", "run", "--arm", "a=sim:m", "--replicas", "7", "--tasks", "x", "--out", "o"}, 2, "--replicas must be 1 to 5"},
 		{[]string{"bench", "worker", "--nats", "nats://127.0.0.1:1", "--parallel", "0"}, 2, "--parallel must be at least 1"},
 		{[]string{"bench", "status"}, 2, "usage: truss bench status DIR|--nats URL"},
 		{[]string{"bench", "status", t.TempDir()}, 1, "has no queue description"},
@@ -203,5 +205,24 @@ func TestMakeWorkDir(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	if err := makeWorkDir(file); err == nil {
 		t.Errorf("a file: no error")
+	}
+}
+
+// bench status answers within its timeout from what it can read: the
+// results file's record, and that the queue could not be reached.
+func TestBenchStatusUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	qi, _ := json.Marshal(map[string]string{"url": "nats://127.0.0.1:1", "name": "bench-x"})
+	if err := os.WriteFile(filepath.Join(dir, "queue.json"), qi, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := json.Marshal(bench.Result{InstanceID: "i", Arm: "a", Repeat: 1, Error: "boom"})
+	if err := os.WriteFile(filepath.Join(dir, bench.ResultsName), append(line, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"bench", "status", dir, "--timeout", "2s"}, &out, &errb)
+	if code != 1 || !strings.Contains(out.String(), "results: 1 recorded in results.jsonl (1 failed)") || !strings.Contains(errb.String(), "the queue") {
+		t.Errorf("status: %d %q %q", code, out.String(), errb.String())
 	}
 }

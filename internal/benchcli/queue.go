@@ -1,7 +1,10 @@
 package benchcli
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/trussdev/truss/internal/cli"
@@ -44,6 +47,9 @@ type queueFlags struct {
 	listen       string
 	localWorkers int
 	ackWait      time.Duration
+	replicas     int
+	mixed        bool
+	workerNKeys  cli.Multi
 	trust        cli.Multi
 	keys         []string // the trusted keys, read by check
 }
@@ -57,6 +63,9 @@ func (q *queueFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.listen, "nats-listen", "", "expose the embedded server on ADDR (host:port) so that workers elsewhere join; a non-loopback address needs --nats-token")
 	fs.IntVar(&q.localWorkers, "local-workers", -1, "runs this process works on at once (default --parallel; 0: remote workers only)")
 	fs.DurationVar(&q.ackWait, "ack-wait", queue.DefaultAckWait, "how long a run may go without a worker's heartbeat before it is delivered again")
+	fs.IntVar(&q.replicas, "replicas", 0, "copies of each of the queue's streams, consumers and buckets (default: 3 on a NATS cluster of three servers or more, else 1)")
+	fs.Var(&q.workerNKeys, "nats-worker-nkey", "a public user NKey (U…) the embedded server admits with a worker's permissions only (pull jobs, publish results); repeatable")
+	fs.BoolVar(&q.mixed, "allow-mixed-versions", false, "accept results of workers whose grader or queue-protocol version differs from this binary's (each result line records its worker's version); without it they are refused")
 	fs.Var(&q.trust, "trust-key", "a worker's ledger verifier key (as `truss ledger key` prints it, or @FILE); repeatable")
 }
 
@@ -68,6 +77,12 @@ func (q *queueFlags) check() error {
 	}
 	if q.localWorkers < -1 {
 		return cli.Usagef("--local-workers must be at least 0")
+	}
+	if q.token != "" && len(q.workerNKeys) > 0 && q.url == "" {
+		return cli.Usagef("--nats-token and --nats-worker-nkey exclude each other: the token admits every client with every permission")
+	}
+	if q.replicas < 0 || q.replicas > 5 {
+		return cli.Usagef("--replicas must be 1 to 5")
 	}
 	q.keys = nil
 	for _, k := range q.trust {
@@ -94,13 +109,17 @@ func (q *queueFlags) apply(r *runner.Runner, stderr io.Writer) {
 	} else if q.localWorkers > 0 {
 		r.Parallel = q.localWorkers
 	}
-	r.Net = runner.Net{URL: q.url, Connect: q.options("truss bench coordinator"), Listen: q.listen, AckWait: q.ackWait}
+	r.Net = runner.Net{URL: q.url, Connect: q.options("truss bench coordinator"), Listen: q.listen, AckWait: q.ackWait, Replicas: q.replicas}
 	if q.url == "" && q.token != "" {
 		r.Net.Auth = queue.Auth{Token: q.token}
+	}
+	if q.url == "" && len(q.workerNKeys) > 0 {
+		r.Net.Auth.NKeys = q.workerNKeys
 	}
 	// Workers elsewhere may not share this machine's file system.
 	r.Bundles = q.url != "" || q.listen != ""
 	r.TrustKeys = q.keys
+	r.AllowMixedVersions = q.mixed
 	var mu sync.Mutex
 	r.Logf = func(format string, args ...any) {
 		mu.Lock()
@@ -212,7 +231,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "truss: worker %s on queue %s, %d at once\n", w.ID(), q.Name(), parallel)
+	fmt.Fprintf(stderr, "truss: worker %s (%s) on queue %s, %d at once\n", w.ID(), runner.ThisVersion(), q.Name(), parallel)
 	// The first signal drains (the runs in hand finish, no new one
 	// starts); the second stops at once.
 	sigs := make(chan os.Signal, 2)
@@ -234,7 +253,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	}()
 	err = w.Run(ctx)
 	st := w.Stats()
-	fmt.Fprintf(stdout, "worker %s: %d runs, %d handed back, %d given up, %d skipped\n", w.ID(), st.Ran, st.Retried, st.GaveUp, st.Skipped)
+	fmt.Fprintf(stdout, "worker %s: %d runs, %d handed back\n", w.ID(), st.Ran, st.Retried)
 	return err
 }
 
@@ -243,8 +262,10 @@ func cmdBenchStatus(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("bench status", stderr)
 	var n natsFlags
 	var name string
+	var timeout time.Duration
 	n.register(fs)
 	fs.StringVar(&name, "queue", "", "the benchmark's queue (default: DIR's, else the only one)")
+	fs.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the queue before answering with what could be read")
 	dir, ok, err := cli.ParseArg(fs, args)
 	if err != nil {
 		return err
@@ -252,6 +273,9 @@ func cmdBenchStatus(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return cli.Usagef("usage: truss bench status DIR|--nats URL [--queue NAME]")
 	}
+	// The results file is the coordinator's record: what it holds is
+	// done, whatever the status bucket (which any worker writes) says.
+	var recorded map[string]bench.Result
 	if dir != "" {
 		qi, err := runner.ReadQueueInfo(dir)
 		if err != nil {
@@ -263,36 +287,65 @@ func cmdBenchStatus(args []string, stdout, stderr io.Writer) error {
 		if name == "" {
 			name = qi.Name
 		}
+		recorded, err = readRecorded(filepath.Join(dir, bench.ResultsName))
+		if err != nil {
+			fmt.Fprintf(stdout, "results: cannot read %s: %v\n", bench.ResultsName, err)
+		} else {
+			failed := 0
+			for _, r := range recorded {
+				if r.Error != "" {
+					failed++
+				}
+			}
+			fmt.Fprintf(stdout, "results: %d recorded in %s (%d failed)\n", len(recorded), bench.ResultsName, failed)
+		}
 	}
 	if n.url == "" {
 		return cli.Usagef("usage: truss bench status DIR|--nats URL [--queue NAME]")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	o := n.options("truss bench status")
-	o.ConnectTimeout = 3 * time.Second
+	o.ConnectTimeout = min(3*time.Second, timeout)
 	nc, err := queue.Connect(ctx, n.url, o)
 	if err != nil {
-		return fmt.Errorf("%w (an embedded server runs only while its truss bench run does)", err)
+		return fmt.Errorf("the queue: %w (an embedded server runs only while its truss bench run does)", err)
 	}
 	defer nc.Close()
 	q, err := runner.JoinQueue(ctx, nc, name)
 	if err != nil {
-		return err
+		return fmt.Errorf("the queue (within %v): %w", timeout, err)
 	}
 	sts, err := q.Status(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("the queue's status bucket (within %v): %w", timeout, err)
 	}
 	count := map[queue.State]int{}
 	var running []queue.JobStatus
-	for _, s := range sts {
+	unrecorded := 0
+	for i := range sts {
+		s := &sts[i]
+		if recorded != nil {
+			if r, ok := recorded[s.ID]; ok {
+				s.State = queue.Done
+				if r.Error != "" {
+					s.State, s.Error = queue.Failed, r.Error
+				}
+			} else if s.State == queue.Done || s.State == queue.Failed {
+				// Claimed finished by the bucket, not by the record.
+				unrecorded++
+				s.State = queue.Queued
+			}
+		}
 		count[s.State]++
 		if s.State == queue.Running {
-			running = append(running, s)
+			running = append(running, *s)
 		}
 	}
 	fmt.Fprintf(stdout, "queue %s: %d queued, %d running, %d done, %d failed\n", q.Name(), count[queue.Queued], count[queue.Running], count[queue.Done], count[queue.Failed])
+	if unrecorded > 0 {
+		fmt.Fprintf(stdout, "  %d status entries say done or failed with no line in %s: counted as queued (entries are advisory)\n", unrecorded, bench.ResultsName)
+	}
 	slices.SortFunc(running, func(a, b queue.JobStatus) int { return a.Started.Compare(b.Started) })
 	for _, s := range running {
 		fmt.Fprintf(stdout, "  running %s on %s for %s (delivery %d)%s\n", s.ID, s.Worker, time.Since(s.Started).Round(time.Second), s.Deliveries, noteOf(s.Note))
@@ -303,6 +356,29 @@ func cmdBenchStatus(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// readRecorded reads a results file's lines by job id; a line that does
+// not parse (a crash mid-write) is skipped.
+func readRecorded(path string) (map[string]bench.Result, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]bench.Result{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]bench.Result{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var r bench.Result
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.InstanceID != "" {
+			out[runner.JobID(r.Key())] = r
+		}
+	}
+	return out, sc.Err()
 }
 
 func noteOf(s string) string {

@@ -2,44 +2,65 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 // CoordinatorConfig is what Coordinate calls back.
 type CoordinatorConfig struct {
 	// Done reports whether a job already has an accepted result recorded
 	// (a line in the results file). It is consulted for every job at the
-	// start and for every result that arrives; nil means none is.
+	// start and for every result that arrives; nil means none is. It is
+	// the coordinator's own record: the status bucket, which any worker
+	// writes, decides nothing.
 	Done func(id string) bool
-	// Verify checks a result before it is accepted (a run's signed ledger
-	// against trusted keys). An error rejects the result: Rejected is told,
-	// and the job is delivered again, up to MaxRejects times, after which
-	// it is accepted as failed with the rejection as its error. Nil
-	// accepts every result. Error results come here too, among them those
-	// of jobs given up (GaveUp), which carry no payload: they claim no
-	// success, and rejecting them sends a job that crashes workers out
-	// again, so a Verify should pass them.
-	Verify func(ctx context.Context, r Result) error
+	// Verify checks a result a worker published before it is accepted,
+	// whatever the result says of itself (success, an error): the result
+	// must prove that it is this job's. It returns the result's source,
+	// the key that signed it. An error rejects the result: Rejected is
+	// told, and the job goes on (published again if no delivery of it is
+	// left in the queue). A rejection with an empty source — a result
+	// that is unsigned, signed by no trusted key, or proof of some other
+	// job (a replay) — is counted against one anonymous source that can
+	// fail no job. A rejection with a source counts against that source
+	// for this job: after MaxRejects of them the job is accepted as
+	// failed with the last reason. Nil accepts every result (its source
+	// is then its worker's id), error results included.
+	Verify func(ctx context.Context, r Result) (source string, err error)
 	// Accept records an accepted result. It is called at most once per job
 	// id in a run of Coordinate, and never for an id Done reports; so with
 	// Done reflecting what Accept recorded, exactly once over restarts. An
-	// error stops Coordinate with it. Required.
+	// error stops Coordinate with it: it should fail only for what a
+	// restart can mend (a full disk), never for what a result holds,
+	// which Verify refuses. Required.
+	//
+	// Results the coordinator decides itself have Seq 0: a job given up
+	// (GaveUp; the server counted its deliveries) and a job whose
+	// results one source had rejected MaxRejects times.
 	Accept func(ctx context.Context, r Result) error
-	// Rejected, when set, is told of each rejected result.
-	Rejected func(r Result, err error)
-	// MaxRejects is how many rejected results a job may have before it
-	// fails (default 2).
+	// Rejected, when set, is told of each rejected result and its source
+	// ("" for the anonymous one).
+	Rejected func(r Result, source string, err error)
+	// MaxRejects is how many rejected results one source may have for a
+	// job before the job fails (default 2).
 	MaxRejects int
 	// Logf, when set, receives what Coordinate does not return: a status
 	// entry it could not write (statuses are for display; the results are
-	// the record).
+	// the record), a message on the results stream that is not a result
+	// (skipped).
 	Logf func(format string, args ...any)
 }
+
+// Anonymous is the source of rejected results that prove nothing
+// (unsigned, signed by no trusted key, a replay of another job's) in
+// Summary.RejectedBy.
+const Anonymous = "(anonymous)"
 
 // Summary counts what Coordinate did.
 type Summary struct {
@@ -47,10 +68,18 @@ type Summary struct {
 	// start; Pending those found still in the queue (not republished);
 	// Published those sent (Deduplicated of which the server already had).
 	Jobs, Skipped, Pending, Published, Deduplicated int
-	// Accepted counts results accepted (Failed of them with an error);
-	// Duplicates results of jobs already accepted; Rejected results Verify
-	// refused; Unknown results of jobs not in the list.
-	Accepted, Failed, Duplicates, Rejected, Unknown int
+	// Accepted counts results accepted (Failed of them with an error,
+	// GaveUp of those given up for too many deliveries); Duplicates
+	// results of jobs already accepted; Rejected results Verify refused;
+	// Unknown results of jobs not in the list; Unreadable messages on the
+	// results stream that are not results (skipped and logged).
+	Accepted, Failed, GaveUp, Duplicates, Rejected, Unknown, Unreadable int
+	// RejectedBy counts rejected results by source (Anonymous for those
+	// that name none).
+	RejectedBy map[string]int
+	// Republished counts jobs published again after a rejected result
+	// left none of their deliveries in the queue.
+	Republished int
 	// StatusErrors counts status entries that could not be written.
 	StatusErrors int
 }
@@ -76,13 +105,21 @@ func retry(ctx context.Context, attempts int, op func() error) error {
 // Coordinate runs jobs through the queue: it publishes the jobs that have
 // no result yet and are not in the queue already, reads the results
 // stream from its start (taking up results that arrived while no
-// coordinator was running), verifies and accepts exactly one result per
-// job, and returns once every job has one. A coordinator stopped at any
-// point and started again with the same jobs and a Done that reflects
-// Accept resumes where it was; no job runs twice because of the restart
-// except one whose worker was lost in the meantime.
+// coordinator was running) and the server's advisories of jobs delivered
+// MaxDeliver times, verifies and accepts exactly one result per job, and
+// returns once every job has one. A coordinator stopped at any point and
+// started again with the same jobs and a Done that reflects Accept
+// resumes where it was; no job runs twice because of the restart except
+// one whose worker was lost in the meantime.
+//
+// Nothing a worker publishes is taken at its word: a result counts only
+// once Verify accepts it, a job is given up only when the server says it
+// was delivered MaxDeliver times, and the status bucket is display. A
+// message that is not a result is skipped and logged, never read again
+// within the run (a restart reads the stream from its start again, and
+// skips it again).
 func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfig) (Summary, error) {
-	var sum Summary
+	sum := Summary{RejectedBy: map[string]int{}}
 	if cfg.Accept == nil {
 		return sum, errors.New("queue: the coordinator needs an Accept callback")
 	}
@@ -123,68 +160,38 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	if len(open) == 0 {
 		return sum, nil
 	}
+	// This run's publications have message ids of their own: a job a
+	// previous run published (and a worker then took) within the
+	// duplicate window is published again when it is missing, not
+	// dropped as a duplicate; a retry within this run stores nothing
+	// twice.
+	nonce := nuid.Next()
+	republished := map[string]int{}
 
 	// Jobs still in the queue (queued, or in a worker's hands) are not
 	// published again; this is read before the results so that a job
 	// acknowledged in between has its result in the stream already.
-	pending, err := q.Pending(ctx)
+	var pending map[string]bool
+	if err := startRetry(ctx, func(ctx context.Context) (err error) { pending, err = q.Pending(ctx); return err }); err != nil {
+		return sum, err
+	}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	results, resBacklog, err := q.follow(cctx, q.streamRes, "results")
 	if err != nil {
 		return sum, err
 	}
-	cons, err := q.js.OrderedConsumer(ctx, q.streamRes, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	events, evBacklog, err := q.follow(cctx, q.streamEvents, "advisories")
 	if err != nil {
-		return sum, fmt.Errorf("queue: results consumer: %w", err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return sum, fmt.Errorf("queue: results consumer: %w", err)
-	}
-	defer it.Stop()
-	// The results already in the stream when the consumer started.
-	var backlog bool
-	if ci := cons.CachedInfo(); ci != nil {
-		backlog = ci.NumPending > 0
-	} else {
-		res, err := q.js.Stream(ctx, q.streamRes)
-		if err != nil {
-			return sum, fmt.Errorf("queue: results stream: %w", err)
-		}
-		backlog = res.CachedInfo().State.Msgs > 0
+		return sum, err
 	}
 
-	rejects := map[string]int{}
-	handle := func(r Result) error {
-		if _, ok := byID[r.JobID]; !ok {
-			sum.Unknown++
-			return nil
-		}
-		if !open[r.JobID] || done(r.JobID) {
-			sum.Duplicates++
-			return nil
-		}
-		if cfg.Verify != nil {
-			if verr := cfg.Verify(ctx, r); verr != nil {
-				sum.Rejected++
-				if cfg.Rejected != nil {
-					cfg.Rejected(r, verr)
-				}
-				rejects[r.JobID]++
-				if n := rejects[r.JobID]; n < cfg.MaxRejects {
-					j := byID[r.JobID]
-					if err := q.putStatusAsync(ctx, []JobStatus{{ID: j.ID, State: Queued, Error: "result rejected: " + verr.Error()}}); err != nil {
-						statusErr(err)
-					}
-					return retry(ctx, 6, func() error {
-						_, err := q.publish(ctx, []Job{j}, func(j Job) string { return j.ID + "#rejected-" + strconv.Itoa(n) })
-						return err
-					})
-				}
-				r = Result{
-					JobID: r.JobID, Worker: r.Worker, Deliveries: r.Deliveries,
-					Error: fmt.Sprintf("result rejected %d times; last: %v", cfg.MaxRejects, verr),
-				}
-			}
-		}
+	rejects := map[string]int{} // by job and source
+	suspects := map[string]bool{}
+	settling := map[string]time.Time{} // accepted, by when
+	tick := time.NewTicker(min(q.cfg.AckWait/2, time.Second))
+	defer tick.Stop()
+	accept := func(r Result) error {
 		if err := cfg.Accept(ctx, r); err != nil {
 			return fmt.Errorf("queue: accept result of %s: %w", r.JobID, err)
 		}
@@ -195,48 +202,199 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 			sum.Failed++
 			st.State, st.Error = Failed, r.Error
 		}
+		if r.GaveUp {
+			sum.GaveUp++
+		}
 		if !r.Started.IsZero() {
 			st.Heartbeat = r.Started.Add(r.Duration)
 		}
 		if err := retry(ctx, 3, func() error { _, err := q.putStatus(ctx, st, false); return err }); err != nil {
 			statusErr(fmt.Errorf("status of %s: %w", r.JobID, err))
 		}
+		// A delivery of it left in the queue (a worker stalled past the
+		// ack wait, an ack lost, a job given up) is removed at the next
+		// recheck, so that it is not run again; the worker that sent the
+		// result has acknowledged it by then (removing it at once would
+		// race its ack, and costs the server a deletion per job).
+		settling[r.JobID] = time.Now()
+		if r.GaveUp {
+			if err := retry(ctx, 3, func() error { return q.purgeJob(ctx, r.JobID) }); err != nil {
+				logf("queue: removing the given-up job %s from the queue: %v", r.JobID, err)
+			}
+		}
 		return nil
 	}
-	// next returns the next result and how many messages followed it in
-	// the stream when it was delivered; ok is false for a message that is
-	// not a result this package wrote.
-	next := func() (r Result, following uint64, ok bool, err error) {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			if ctx.Err() != nil {
-				return r, 0, false, ctx.Err()
-			}
-			return r, 0, false, fmt.Errorf("queue: results: %w", err)
+	reject := func(r Result, source string, verr error) error {
+		sum.Rejected++
+		key := source
+		if key == "" {
+			key = Anonymous
 		}
-		if md, err := m.Metadata(); err == nil {
+		sum.RejectedBy[key]++
+		if cfg.Rejected != nil {
+			cfg.Rejected(r, source, verr)
+		}
+		if source != "" {
+			k := r.JobID + "\x00" + source
+			rejects[k]++
+			if n := rejects[k]; n >= cfg.MaxRejects {
+				return accept(Result{
+					JobID: r.JobID, Worker: r.Worker, Deliveries: r.Deliveries,
+					Error: fmt.Sprintf("%d results signed by %s rejected; last: %v", n, source, verr),
+				})
+			}
+		}
+		// The job goes on. Its delivery may still be in the queue (a
+		// result forged while a worker runs it): nothing to do. Or the
+		// worker that sent this result acknowledged it (or is about to):
+		// then it is published again. Which it is, the next rechecks
+		// tell.
+		suspects[r.JobID] = true
+		return nil
+	}
+	// recheck publishes again the jobs with a rejected result of which
+	// no delivery is left in the queue.
+	published := false // rechecks wait for the first publication
+	recheck := func() error {
+		for id, at := range settling {
+			if time.Since(at) < q.cfg.AckWait/2 {
+				continue
+			}
+			delete(settling, id)
+			if queued, err := q.queued(ctx, id); err == nil && queued {
+				if err := retry(ctx, 3, func() error { return q.purgeJob(ctx, id) }); err != nil {
+					logf("queue: removing the accepted job %s from the queue: %v", id, err)
+				}
+			}
+		}
+		if !published {
+			return nil
+		}
+		for id := range suspects {
+			if !open[id] {
+				delete(suspects, id)
+				continue
+			}
+			queued, err := q.queued(ctx, id)
+			if err != nil {
+				logf("queue: is %s still in the queue? %v", id, err)
+				continue
+			}
+			if queued {
+				continue
+			}
+			delete(suspects, id)
+			j := byID[id]
+			if err := q.putStatusAsync(ctx, []JobStatus{{ID: j.ID, State: Queued, Error: "a result was rejected"}}); err != nil {
+				statusErr(err)
+			}
+			republished[j.ID]++
+			n := republished[j.ID]
+			sum.Republished++
+			err = retry(ctx, startAttempts, func() error {
+				_, err := q.publish(ctx, []Job{j}, func(j Job) string { return j.ID + "#" + nonce + "-" + strconv.Itoa(n) })
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	handle := func(r Result) error {
+		if _, ok := byID[r.JobID]; !ok {
+			sum.Unknown++
+			return nil
+		}
+		if !open[r.JobID] || done(r.JobID) {
+			sum.Duplicates++
+			return nil
+		}
+		if cfg.Verify != nil {
+			source, verr := q.verify(ctx, cfg.Verify, r)
+			if verr != nil {
+				return reject(r, source, verr)
+			}
+		}
+		return accept(r)
+	}
+	giveUp := func(m jetstream.Msg) error {
+		var adv deliveryExceeded
+		if err := json.Unmarshal(m.Data(), &adv); err != nil || adv.Stream != q.streamJobs || adv.Consumer != consumerName {
+			sum.Unreadable++
+			logf("queue: an advisory that is not this queue's delivery limit: %.200q", m.Data())
+			return nil
+		}
+		var jm *jetstream.RawStreamMsg
+		err := retry(ctx, startAttempts, func() error {
+			var err error
+			jm, err = q.jobs.GetMsg(ctx, adv.StreamSeq)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("queue: the job given up at sequence %d: %w", adv.StreamSeq, err)
+		}
+		if jm == nil {
+			return nil // acknowledged (with a result) or removed since
+		}
+		id := jm.Header.Get(hdrJob)
+		if _, ok := byID[id]; !ok || !open[id] || done(id) {
+			return nil
+		}
+		return accept(Result{
+			JobID: id, Deliveries: int(adv.Deliveries), GaveUp: true,
+			Error: fmt.Sprintf("given up after %d deliveries without a result (the job failed, crashed or lost its worker each time)", q.cfg.MaxDeliver),
+		})
+	}
+	// step handles the next message of either stream; it reports which
+	// stream it came from and whether more were waiting behind it.
+	step := func() (fromResults bool, following uint64, err error) {
+		var d delivery
+		select {
+		case d = <-results:
+			fromResults = true
+		case d = <-events:
+		case <-tick.C:
+			return false, 1, recheck()
+		case <-ctx.Done():
+			return false, 0, ctx.Err()
+		}
+		if d.err != nil {
+			if ctx.Err() != nil {
+				return fromResults, 0, ctx.Err()
+			}
+			return fromResults, 0, d.err
+		}
+		if md, err := d.m.Metadata(); err == nil {
 			following = md.NumPending
 		}
-		r, err = parseResult(m)
-		if err != nil {
-			sum.Unknown++
-			return r, following, false, nil
+		if !fromResults {
+			return false, following, giveUp(d.m)
 		}
-		return r, following, true, nil
+		r, err := parseResult(d.m)
+		if err != nil {
+			sum.Unreadable++
+			logf("queue: skipped a message on the results stream that is not a result: %v", err)
+			return true, following, nil
+		}
+		return true, following, handle(r)
 	}
 
-	// Take up the results already in the stream.
-	for more := backlog; more && len(open) > 0; {
-		r, following, ok, err := next()
+	// Take up what is already in the streams.
+	for (resBacklog || evBacklog) && len(open) > 0 {
+		fromResults, following, err := step()
 		if err != nil {
 			return sum, err
 		}
-		more = following > 0
-		if !ok {
-			continue
-		}
-		if err := handle(r); err != nil {
-			return sum, err
+		if following == 0 {
+			if fromResults {
+				resBacklog = false
+			} else {
+				evBacklog = false
+			}
 		}
 	}
 
@@ -261,9 +419,9 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		// Publication is idempotent: a retry after a partial failure
 		// stores only what is missing.
 		var dups int
-		err := retry(ctx, 6, func() error {
+		err := retry(ctx, startAttempts, func() error {
 			var err error
-			dups, err = q.Publish(ctx, publish...)
+			dups, err = q.publish(ctx, publish, func(j Job) string { return j.ID + "#" + nonce })
 			return err
 		})
 		if err != nil {
@@ -271,18 +429,91 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		}
 		sum.Published, sum.Deduplicated = len(publish), dups
 	}
+	published = true
 
 	for len(open) > 0 {
-		r, _, ok, err := next()
-		if err != nil {
-			return sum, err
-		}
-		if !ok {
-			continue
-		}
-		if err := handle(r); err != nil {
+		if _, _, err := step(); err != nil {
 			return sum, err
 		}
 	}
 	return sum, nil
+}
+
+// startAttempts bounds the retries of a JetStream call the coordinator
+// cannot go on without (with retry's backoff, about 20 s).
+const startAttempts = 8
+
+// delivery is a message of a stream the coordinator follows, or the
+// error that ended the following.
+type delivery struct {
+	m   jetstream.Msg
+	err error
+}
+
+// deliveryExceeded is the server's advisory of a message delivered
+// MaxDeliver times (JSConsumerDeliveryExceededAdvisory).
+type deliveryExceeded struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// follow reads stream from its start on a goroutine until ctx ends. The
+// channel is unbuffered; backlog reports whether the stream held
+// messages when the reading started.
+func (q *Queue) follow(ctx context.Context, stream, what string) (<-chan delivery, bool, error) {
+	var cons jetstream.Consumer
+	err := startRetry(ctx, func(actx context.Context) (err error) {
+		cons, err = q.js.OrderedConsumer(actx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("queue: %s consumer: %w", what, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, false, fmt.Errorf("queue: %s consumer: %w", what, err)
+	}
+	var backlog bool
+	if ci := cons.CachedInfo(); ci != nil {
+		backlog = ci.NumPending > 0
+	} else {
+		var s jetstream.Stream
+		if err := startRetry(ctx, func(ctx context.Context) (err error) { s, err = q.js.Stream(ctx, stream); return err }); err != nil {
+			it.Stop()
+			return nil, false, fmt.Errorf("queue: %s stream: %w", what, err)
+		}
+		backlog = s.CachedInfo().State.Msgs > 0
+	}
+	out := make(chan delivery)
+	go func() {
+		defer it.Stop()
+		for {
+			m, err := it.Next(jetstream.NextContext(ctx))
+			if err != nil && ctx.Err() == nil {
+				err = fmt.Errorf("queue: %s: %w", what, err)
+			}
+			select {
+			case out <- delivery{m: m, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out, backlog, nil
+}
+
+// verify calls Verify, turning a panic into an anonymous rejection: a
+// message that crashes the verifier is reported, not read forever.
+func (q *Queue) verify(ctx context.Context, f func(context.Context, Result) (string, error), r Result) (source string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			source, err = "", fmt.Errorf("verifying it panicked: %v", p)
+		}
+	}()
+	return f(ctx, r)
 }

@@ -245,7 +245,7 @@ func TestPoisonJobCrashesWorkers(t *testing.T) {
 	}
 	got := col.exactlyOne(t, jobs)
 	p := got["poison"]
-	if !p.GaveUp || p.Deliveries != 3 || !strings.Contains(p.Error, "given up after 2 deliveries") {
+	if !p.GaveUp || p.Seq != 0 || !strings.Contains(p.Error, "given up after 2 deliveries") {
 		t.Errorf("poison result %+v", p)
 	}
 	if sum.Failed != 1 || sum.Accepted != 9 {

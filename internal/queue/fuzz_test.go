@@ -10,7 +10,8 @@ import (
 )
 
 // FuzzResultHeaders: a result survives its encoding as message headers,
-// and no header value makes the parser panic.
+// no header value makes the parser panic, and no message claims a job
+// given up (the coordinator decides that from the server's count).
 func FuzzResultHeaders(f *testing.F) {
 	f.Add("inst/arm/1", "w1", 2, "boom\nline two", true, []byte("payload"), "5ms", "2026-12-03T10:00:00Z")
 	f.Add("", "", 0, "", false, []byte(nil), "x", "y")
@@ -24,7 +25,10 @@ func FuzzResultHeaders(f *testing.F) {
 		h.Set(hdrError, errText)
 		h.Set(hdrDuration, dur)
 		h.Set(hdrStarted, started)
-		_, _ = parseResultHeaders(h, data)
+		h.Set("Truss-Gave-Up", "true")
+		if got, err := parseResultHeaders(h, data); err == nil && got.GaveUp {
+			t.Fatalf("a message made itself a give-up: %+v", got)
+		}
 
 		// A result this package encodes reads back the same.
 		if id == "" {
@@ -38,7 +42,7 @@ func FuzzResultHeaders(f *testing.F) {
 			t.Fatalf("round trip of %+v: %v", r, err)
 		}
 		if got.JobID != r.JobID || got.Worker != r.Worker || got.Deliveries != r.Deliveries || got.Error != r.Error ||
-			got.GaveUp != r.GaveUp || !bytes.Equal(got.Payload, r.Payload) || !got.Started.Equal(r.Started) || got.Duration != r.Duration {
+			got.GaveUp || !bytes.Equal(got.Payload, r.Payload) || !got.Started.Equal(r.Started) || got.Duration != r.Duration {
 			t.Fatalf("round trip: %+v, want %+v", got, r)
 		}
 	})

@@ -7,11 +7,16 @@
 //
 // One queue is, in JetStream terms:
 //
-//   - a work-queue stream of jobs (subject truss.NAME.jobs), each message
-//     a job's opaque payload with its id in the Nats-Msg-Id header, so a
-//     job published twice within the duplicate window is stored once;
-//   - one durable pull consumer shared by every worker, with explicit acks
-//     and an ack wait that heartbeats (InProgress) extend;
+//   - a work-queue stream of jobs (subjects truss.NAME.jobs.KEY, one per
+//     job), each message a job's opaque payload with a message id in the
+//     Nats-Msg-Id header, so a job published twice by one coordinator
+//     within the duplicate window is stored once;
+//   - one durable pull consumer shared by every worker, with explicit acks,
+//     an ack wait that heartbeats (InProgress) extend and the delivery
+//     limit (MaxDeliver), past which the server gives the job up;
+//   - a stream of the server's advisories of jobs given up, which the
+//     coordinator reads (a worker's word that a job was given up counts
+//     for nothing);
 //   - a stream of results (truss.NAME.results), kept until removed;
 //   - a key-value bucket of each job's status (queued, running on which
 //     worker since when, done, failed);
@@ -43,11 +48,20 @@ const (
 	hdrWorker     = "Truss-Worker"
 	hdrDeliveries = "Truss-Deliveries"
 	hdrError      = "Truss-Error"
-	hdrGaveUp     = "Truss-Gave-Up"
 	hdrStarted    = "Truss-Started"
 	hdrDuration   = "Truss-Duration"
 	metaMaxDeliv  = "truss_max_deliver"
+	// consumerName is the workers' durable consumer.
+	consumerName = "workers"
+	// advisoryMaxDeliveries is the subject prefix of the server's
+	// advisories of messages delivered MaxDeliver times.
+	advisoryMaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 )
+
+// ProtocolVersion is the version of the queue's messages and streams (the
+// subjects, headers and the coordinator's reading of them). It changes
+// only when a message's meaning would; the bench's workers state theirs.
+const ProtocolVersion = 2
 
 // Defaults of Config.
 const (
@@ -67,18 +81,34 @@ type Config struct {
 	// third of it, so a slow job is kept while a dead worker's job comes
 	// back within AckWait.
 	AckWait time.Duration
-	// MaxDeliver is how many deliveries a job gets; the next delivery
-	// gives it up with an error result (default 3).
+	// MaxDeliver is how many deliveries a job gets (default 3): the
+	// server delivers it no more and advises the coordinator, which
+	// records the job as given up.
 	MaxDeliver int
 	// DuplicateWindow is how long a job id is remembered for deduplication
 	// (default 1 h). The coordinator's resume does not depend on it.
 	DuplicateWindow time.Duration
-	// Replicas is the number of copies of each stream and bucket (1; 3 on
-	// a three-node cluster).
+	// Replicas is the number of copies of each stream, consumer and
+	// bucket; 0 is DefaultReplicas of the deployment (3 on a cluster of
+	// three servers or more, else 1). Open checks that the cluster placed
+	// them all.
 	Replicas int
 	// Memory keeps jobs, results and statuses in memory instead of files
 	// (tests and benchmarks of the dispatch path only).
 	Memory bool
+}
+
+// DefaultReplicas is the replicas a queue on nc gets by default: 3 when
+// the server nc reaches is in a cluster that has at least three servers
+// (as the server's INFO tells the client), else 1.
+func DefaultReplicas(nc *nats.Conn) int {
+	if nc.ConnectedClusterName() == "" {
+		return 1
+	}
+	if len(nc.Servers()) >= 3 {
+		return 3
+	}
+	return 1
 }
 
 func (c *Config) defaults() error {
@@ -144,6 +174,7 @@ type Queue struct {
 
 	subjJobs, subjResults string
 	streamJobs, streamRes string
+	streamEvents          string
 	bucketStatus, objects string
 }
 
@@ -163,6 +194,7 @@ func newQueue(nc *nats.Conn, name string) (*Queue, error) {
 		subjResults:  "truss." + name + ".results",
 		streamJobs:   "TRUSS_" + name + "_JOBS",
 		streamRes:    "TRUSS_" + name + "_RESULTS",
+		streamEvents: "TRUSS_" + name + "_EVENTS",
 		bucketStatus: "TRUSS_" + name + "_STATUS",
 		objects:      "TRUSS_" + name + "_ARTIFACTS",
 	}, nil
@@ -172,6 +204,9 @@ func newQueue(nc *nats.Conn, name string) (*Queue, error) {
 // streams, consumer and buckets, and returns a handle. The coordinator
 // opens; workers Join.
 func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, error) {
+	if cfg.Replicas == 0 {
+		cfg.Replicas = DefaultReplicas(nc)
+	}
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -180,22 +215,37 @@ func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, 
 		return nil, err
 	}
 	q.cfg = cfg
+	// Every call is idempotent: a transient failure (a leader election, a
+	// server restarting, a timeout) is retried from the start.
+	if err := startRetry(ctx, q.declare); err != nil {
+		return nil, err
+	}
+	if _, err := q.CheckPlacement(ctx); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// declare creates or updates the queue's streams, consumer and buckets.
+func (q *Queue) declare(ctx context.Context) error {
+	cfg, name := q.cfg, q.name
 	storage := jetstream.FileStorage
 	kvStorage := jetstream.FileStorage
 	if cfg.Memory {
 		storage, kvStorage = jetstream.MemoryStorage, jetstream.MemoryStorage
 	}
+	var err error
 	q.jobs, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        q.streamJobs,
 		Description: "truss work queue " + name + ": jobs",
-		Subjects:    []string{q.subjJobs},
+		Subjects:    []string{q.subjJobs + ".*"},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     storage,
 		Replicas:    cfg.Replicas,
 		Duplicates:  cfg.DuplicateWindow,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("queue: jobs stream: %w", err)
+		return q.placeErr("jobs stream", err)
 	}
 	if _, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        q.streamRes,
@@ -206,21 +256,32 @@ func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, 
 		Replicas:    cfg.Replicas,
 		Duplicates:  cfg.DuplicateWindow,
 	}); err != nil {
-		return nil, fmt.Errorf("queue: results stream: %w", err)
+		return q.placeErr("results stream", err)
+	}
+	// The advisories must be captured before the consumer can emit one.
+	if _, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        q.streamEvents,
+		Description: "truss work queue " + name + ": the server's advisories of jobs delivered too often",
+		Subjects:    []string{advisoryMaxDeliveries + "." + q.streamJobs + "." + consumerName},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     storage,
+		Replicas:    cfg.Replicas,
+	}); err != nil {
+		return q.placeErr("advisories stream", err)
 	}
 	q.cons, err = q.js.CreateOrUpdateConsumer(ctx, q.streamJobs, jetstream.ConsumerConfig{
-		Durable:       "workers",
+		Durable:       consumerName,
 		Description:   "the workers of truss work queue " + name,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cfg.AckWait,
-		MaxDeliver:    -1, // a worker gives a job up itself, with a result
+		MaxDeliver:    cfg.MaxDeliver,
 		MaxAckPending: -1,
 		MaxWaiting:    4096,
 		Replicas:      cfg.Replicas,
 		Metadata:      map[string]string{metaMaxDeliv: strconv.Itoa(cfg.MaxDeliver)},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("queue: workers' consumer: %w", err)
+		return q.placeErr("workers' consumer", err)
 	}
 	q.kv, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      q.bucketStatus,
@@ -229,9 +290,122 @@ func Open(ctx context.Context, nc *nats.Conn, name string, cfg Config) (*Queue, 
 		Replicas:    cfg.Replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("queue: status bucket: %w", err)
+		return q.placeErr("status bucket", err)
 	}
-	return q, nil
+	// The coordinator makes the artifact store: workers need not be
+	// allowed to make streams.
+	if _, err := q.objectStore(ctx, true); err != nil {
+		return q.placeErr("artifact store", err)
+	}
+	return nil
+}
+
+// attemptTimeout bounds one attempt of a call retried at start: a
+// request sent while a cluster has no leader may get no answer at all,
+// and with a deadline of the caller's the client would wait for all of
+// it.
+const attemptTimeout = 10 * time.Second
+
+// startRetry runs op with retry's backoff, startAttempts times at most,
+// each attempt bounded by attemptTimeout, until it succeeds or fails for
+// a reason a retry cannot mend: the server refused the configuration
+// (400) or cannot place the replicas.
+func startRetry(ctx context.Context, op func(context.Context) error) error {
+	var final error
+	err := retry(ctx, startAttempts, func() error {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		defer cancel()
+		err := op(actx)
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			switch apiErr.ErrorCode {
+			case 10005, 10023, 10074:
+				final = err
+				return nil
+			}
+			if apiErr.Code == 400 {
+				final = err
+				return nil
+			}
+		}
+		return err
+	})
+	if final != nil {
+		return final
+	}
+	return err
+}
+
+// placeErr explains an error of the server's that says it cannot place
+// the replicas asked for.
+func (q *Queue) placeErr(what string, err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case 10005, 10023, 10074: // no suitable peers, insufficient resources, replicas on a single server
+			return fmt.Errorf("queue: %s: the deployment cannot place %d replicas (%w): give --replicas at most the number of its JetStream servers", what, q.cfg.Replicas, err)
+		}
+	}
+	return fmt.Errorf("queue: %s: %w", what, err)
+}
+
+// Placement is where one of the queue's streams (or its consumer) is kept.
+type Placement struct {
+	// Name is the stream's (or "STREAM/CONSUMER").
+	Name string
+	// Replicas is how many copies the queue asked for; Peers the servers
+	// holding one, Leader first when it has one.
+	Replicas int
+	Peers    []string
+	Leader   string
+}
+
+// CheckPlacement reads where the queue's streams, buckets and consumer
+// are kept, and returns an error naming the first that has fewer copies
+// than the queue's Replicas. A cluster places them as it creates them;
+// the check waits a few seconds for a leader to be elected.
+func (q *Queue) CheckPlacement(ctx context.Context) ([]Placement, error) {
+	var out []Placement
+	err := retry(ctx, 6, func() error {
+		out = out[:0]
+		for _, s := range []string{q.streamJobs, q.streamRes, q.streamEvents, "KV_" + q.bucketStatus, "OBJ_" + q.objects} {
+			st, err := q.js.Stream(ctx, s)
+			if err != nil {
+				return fmt.Errorf("queue: stream %s: %w", s, err)
+			}
+			out = append(out, placement(s, q.cfg.Replicas, st.CachedInfo().Cluster))
+		}
+		ci, err := q.cons.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("queue: workers' consumer: %w", err)
+		}
+		out = append(out, placement(q.streamJobs+"/"+consumerName, q.cfg.Replicas, ci.Cluster))
+		for _, p := range out {
+			if len(p.Peers) < p.Replicas || p.Leader == "" {
+				return fmt.Errorf("queue: %s has %d of %d replicas (peers %v, leader %q)", p.Name, len(p.Peers), p.Replicas, p.Peers, p.Leader)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func placement(name string, want int, ci *jetstream.ClusterInfo) Placement {
+	p := Placement{Name: name, Replicas: want}
+	if ci == nil {
+		p.Peers, p.Leader = []string{"(this server)"}, "(this server)"
+		return p
+	}
+	p.Leader = ci.Leader
+	if ci.Leader != "" {
+		p.Peers = append(p.Peers, ci.Leader)
+	}
+	for _, r := range ci.Replicas {
+		if r != nil {
+			p.Peers = append(p.Peers, r.Name)
+		}
+	}
+	return p
 }
 
 // Join attaches to a queue a coordinator declared, with its settings. It
@@ -246,25 +420,28 @@ func Join(ctx context.Context, nc *nats.Conn, name string) (*Queue, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNoQueue, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("queue: jobs stream: %w", err)
+		return nil, q.placeErr("jobs stream", err)
 	}
-	q.cons, err = q.js.Consumer(ctx, q.streamJobs, "workers")
+	q.cons, err = q.js.Consumer(ctx, q.streamJobs, consumerName)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrNoQueue, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("queue: workers' consumer: %w", err)
+		return nil, q.placeErr("workers' consumer", err)
 	}
 	q.kv, err = q.js.KeyValue(ctx, q.bucketStatus)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrNoQueue, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("queue: status bucket: %w", err)
+		return nil, q.placeErr("status bucket", err)
 	}
 	ci := q.cons.CachedInfo()
 	q.cfg.AckWait = ci.Config.AckWait
-	q.cfg.MaxDeliver, _ = strconv.Atoi(ci.Config.Metadata[metaMaxDeliv])
+	q.cfg.MaxDeliver = ci.Config.MaxDeliver
+	if q.cfg.MaxDeliver < 1 {
+		q.cfg.MaxDeliver, _ = strconv.Atoi(ci.Config.Metadata[metaMaxDeliv])
+	}
 	if q.cfg.MaxDeliver < 1 {
 		q.cfg.MaxDeliver = DefaultMaxDeliver
 	}
@@ -291,7 +468,7 @@ func (q *Queue) Config() Config { return q.cfg }
 // Delete removes the queue's streams, consumer and buckets.
 func (q *Queue) Delete(ctx context.Context) error {
 	var errs []error
-	for _, s := range []string{q.streamJobs, q.streamRes} {
+	for _, s := range []string{q.streamJobs, q.streamRes, q.streamEvents} {
 		if err := q.js.DeleteStream(ctx, s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			errs = append(errs, err)
 		}
@@ -337,7 +514,7 @@ func (q *Queue) publish(ctx context.Context, jobs []Job, msgID func(Job) string)
 		return nil
 	}
 	for _, j := range jobs {
-		m := &nats.Msg{Subject: q.subjJobs, Data: j.Payload, Header: nats.Header{}}
+		m := &nats.Msg{Subject: q.jobSubject(j.ID), Data: j.Payload, Header: nats.Header{}}
 		m.Header.Set(hdrJob, j.ID)
 		f, err := q.js.PublishMsgAsync(m, jetstream.WithMsgID(msgID(j)), jetstream.WithExpectStream(q.streamJobs))
 		if err != nil {
@@ -353,12 +530,44 @@ func (q *Queue) publish(ctx context.Context, jobs []Job, msgID func(Job) string)
 	return dups, wait()
 }
 
+// jobSubject is the subject of a job's messages.
+func (q *Queue) jobSubject(id string) string { return q.subjJobs + "." + statusKey(id) }
+
+// queued reports whether a message of the job is in the jobs stream
+// (queued, or delivered and not acknowledged).
+func (q *Queue) queued(ctx context.Context, id string) (bool, error) {
+	_, err := q.jobs.GetLastMsgForSubject(ctx, q.jobSubject(id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// purgeJob removes every message of the job from the jobs stream, one by
+// one: a purge of the subject would make the workers' consumer forget
+// the deliveries of other jobs in hand.
+func (q *Queue) purgeJob(ctx context.Context, id string) error {
+	for range 16 {
+		m, err := q.jobs.GetLastMsgForSubject(ctx, q.jobSubject(id))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := q.jobs.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return err
+		}
+	}
+	return fmt.Errorf("queue: job %s is published again faster than it is removed", id)
+}
+
 // Pending lists the ids of the jobs in the queue's stream: queued or
 // delivered and not yet acknowledged.
 func (q *Queue) Pending(ctx context.Context) (map[string]bool, error) {
 	info, err := q.jobs.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("queue: jobs stream: %w", err)
+		return nil, q.placeErr("jobs stream", err)
 	}
 	ids := map[string]bool{}
 	st := info.State

@@ -146,7 +146,8 @@ func TestConfigAndNames(t *testing.T) {
 }
 
 // TestPanickingJobGivenUp: a handler that panics on every delivery has its
-// job given up after MaxDeliver deliveries, reported as an error result.
+// job given up after MaxDeliver deliveries: the server stops delivering it
+// and advises the coordinator, which records the error result itself.
 func TestPanickingJobGivenUp(t *testing.T) {
 	_, q := startLoopback(t, "panic", Config{AckWait: time.Second, MaxDeliver: 3})
 	jobs := append(testJobs(3, testPayload{MS: 10}), Job{ID: "poison", Payload: payload(testPayload{Panic: true})})
@@ -159,16 +160,13 @@ func TestPanickingJobGivenUp(t *testing.T) {
 	}
 	got := col.exactlyOne(t, jobs)
 	p := got["poison"]
-	if !p.GaveUp || p.Deliveries != 4 || p.Worker != "solo" || !strings.Contains(p.Error, "given up after 3 deliveries") {
+	if !p.GaveUp || p.Seq != 0 || p.Worker != "" || !strings.Contains(p.Error, "given up after 3 deliveries") {
 		t.Errorf("poison result %+v", p)
 	}
-	// The worker counts a job after its result is stored, which the
-	// coordinator may see first.
-	eventually(t, "the worker's stats", func() bool { return w.Stats().GaveUp == 1 })
-	if st := w.Stats(); st.Retried != 3 || st.GaveUp != 1 || st.Ran != 3 {
+	if st := w.Stats(); st.Retried != 3 || st.Ran != 3 {
 		t.Errorf("worker stats %+v", st)
 	}
-	if sum.Failed != 1 {
+	if sum.Failed != 1 || sum.GaveUp != 1 {
 		t.Errorf("summary %+v", sum)
 	}
 	if logs.Load() == 0 {
@@ -219,49 +217,59 @@ func TestRetryRedelivers(t *testing.T) {
 }
 
 // TestVerifyRejects: a rejected result is reported and the job delivered
-// again; a job whose results are always rejected fails after MaxRejects.
+// again; a job whose results one trusted source keeps getting wrong fails
+// after MaxRejects of them; unsigned results fail nothing.
 func TestVerifyRejects(t *testing.T) {
 	_, q := startLoopback(t, "verify", Config{AckWait: time.Second})
 	var runs sync.Map
 	h := func(ctx context.Context, j Job, _ func(string)) ([]byte, error) {
 		n, _ := runs.LoadOrStore(j.ID, new(atomic.Int32))
 		c := n.(*atomic.Int32).Add(1)
-		if j.ID == "forged" || c == 1 {
+		switch {
+		case j.ID == "miscounted":
+			return []byte("signed by k1, wrong"), nil
+		case c <= 3:
 			return []byte("unsigned"), nil
 		}
-		return []byte("signed"), nil
+		return []byte("signed by k1"), nil
 	}
 	runWorker(t, q, WorkerConfig{Parallel: 2}, h)
 	var rejected []string
 	var mu sync.Mutex
 	col := newCollector()
-	jobs := []Job{{ID: "honest"}, {ID: "forged"}}
+	jobs := []Job{{ID: "honest"}, {ID: "miscounted"}}
 	sum, err := q.Coordinate(context.Background(), jobs, CoordinatorConfig{
 		Accept: col.accept, Done: col.done, MaxRejects: 3,
-		Verify: func(_ context.Context, r Result) error {
-			if !bytes.Equal(r.Payload, []byte("signed")) {
-				return errors.New("ledger signature does not verify")
+		Verify: func(_ context.Context, r Result) (string, error) {
+			switch string(r.Payload) {
+			case "signed by k1":
+				return "k1", nil
+			case "signed by k1, wrong":
+				return "k1", errors.New("the verdict is not the result's")
 			}
-			return nil
+			return "", errors.New("ledger signature does not verify")
 		},
-		Rejected: func(r Result, err error) {
+		Rejected: func(r Result, source string, err error) {
 			mu.Lock()
 			defer mu.Unlock()
-			rejected = append(rejected, r.JobID)
+			rejected = append(rejected, r.JobID+"@"+source)
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := col.exactlyOne(t, jobs)
-	if r := got["honest"]; string(r.Payload) != "signed" || r.Error != "" {
+	if r := got["honest"]; string(r.Payload) != "signed by k1" || r.Error != "" {
 		t.Errorf("honest result %+v", r)
 	}
-	if r := got["forged"]; r.Error == "" || !strings.Contains(r.Error, "rejected 3 times") || r.Payload != nil {
-		t.Errorf("forged result %+v", r)
+	if r := got["miscounted"]; r.Error == "" || !strings.Contains(r.Error, "3 results signed by k1 rejected") || r.Payload != nil || r.Seq != 0 {
+		t.Errorf("miscounted result %+v", r)
 	}
-	if sum.Rejected != 4 || len(rejected) != 4 || sum.Failed != 1 {
-		t.Errorf("summary %+v, rejected %v; want 4 rejections (1 honest, 3 forged)", sum, rejected)
+	if sum.Rejected != 6 || len(rejected) != 6 || sum.Failed != 1 || sum.RejectedBy[Anonymous] != 3 || sum.RejectedBy["k1"] != 3 {
+		t.Errorf("summary %+v, rejected %v; want 3 anonymous rejections of honest, 3 of k1 for miscounted", sum, rejected)
+	}
+	if sum.Republished != 5 {
+		t.Errorf("republished %d, want 5 (each rejected result's job had been acknowledged, but the last)", sum.Republished)
 	}
 }
 
@@ -429,27 +437,28 @@ func TestStatus(t *testing.T) {
 	}
 }
 
-// TestDoneJobSkipped: a delivery of a job the coordinator has accepted is
-// acknowledged without running it.
-func TestDoneJobSkipped(t *testing.T) {
+// TestForgedDoneStatusRuns: the status bucket is display. A "done" entry
+// a worker wrote for a job the coordinator has not accepted makes no
+// worker skip it: it runs, and its result is accepted.
+func TestForgedDoneStatusRuns(t *testing.T) {
 	_, q := startLoopback(t, "skip", Config{AckWait: time.Second})
-	ctx := context.Background()
-	if _, err := q.putStatus(ctx, JobStatus{ID: "old", State: Done, Worker: "earlier"}, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := q.Publish(ctx, Job{ID: "old"}); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := q.putStatus(ctx, JobStatus{ID: "old", State: Done, Worker: "rogue"}, false); err != nil {
 		t.Fatal(err)
 	}
 	var ran atomic.Bool
-	w, errc := runWorker(t, q, WorkerConfig{ExitWhenIdle: true, IdleWait: 100 * time.Millisecond}, func(context.Context, Job, func(string)) ([]byte, error) {
+	runWorker(t, q, WorkerConfig{}, func(context.Context, Job, func(string)) ([]byte, error) {
 		ran.Store(true)
-		return nil, nil
+		return []byte("ran"), nil
 	})
-	if err := <-errc; err != nil {
+	col := newCollector()
+	jobs := []Job{{ID: "old"}}
+	if _, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done}); err != nil {
 		t.Fatal(err)
 	}
-	if ran.Load() || w.Stats().Skipped != 1 {
-		t.Errorf("ran %v, stats %+v", ran.Load(), w.Stats())
+	if r := col.exactlyOne(t, jobs)["old"]; !ran.Load() || string(r.Payload) != "ran" {
+		t.Errorf("ran %v, result %+v", ran.Load(), r)
 	}
 }
 
@@ -715,5 +724,129 @@ func TestDelete(t *testing.T) {
 	defer nc.Close()
 	if _, err := Join(ctx, nc, "gone"); !errors.Is(err, ErrNoQueue) {
 		t.Errorf("Join after Delete: %v", err)
+	}
+}
+
+// TestWorkerPermissions: a worker that presents an NKey of an embedded
+// server restricted to its queue runs jobs and publishes results, and can
+// do nothing else a coordinator does: publish a job, forge the server's
+// advisory, purge or delete the jobs, read the results.
+func TestWorkerPermissions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	seedFile := filepath.Join(t.TempDir(), "worker.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := StartServer(ctx, ServerConfig{Dir: t.TempDir(), Auth: Auth{NKeys: []string{pub}}, Queue: "perm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	in, err := srv.Connect("coordinator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	q, err := Open(ctx, in, "perm", Config{AckWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.PutArtifact(ctx, "repo/x", strings.NewReader("bundle")); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var violations []string
+	wnc, err := Connect(ctx, srv.URL(), ConnectOptions{CredsFile: seedFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wnc.Close()
+	wnc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		violations = append(violations, err.Error())
+	})
+	wq, err := Join(ctx, wnc, "perm")
+	if err != nil {
+		t.Fatalf("a worker joins: %v", err)
+	}
+	runWorker(t, wq, WorkerConfig{}, func(ctx context.Context, j Job, progress func(string)) ([]byte, error) {
+		progress("reading the bundle")
+		var b bytes.Buffer
+		if _, err := wq.GetArtifact(ctx, "repo/x", &b); err != nil {
+			return nil, err
+		}
+		if _, err := wq.PutArtifact(ctx, "ledger/"+j.ID, strings.NewReader("ledger")); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	})
+	col := newCollector()
+	jobs := []Job{{ID: "a"}, {ID: "b"}}
+	if _, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done}); err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range col.exactlyOne(t, jobs) {
+		if r.Error != "" || string(r.Payload) != "bundle" {
+			t.Errorf("%s: %+v", id, r)
+		}
+	}
+	// What a worker may not do.
+	for _, subj := range []string{
+		q.jobSubject("c"),
+		advisoryMaxDeliveries + "." + q.streamJobs + "." + consumerName,
+		"$JS.API.STREAM.PURGE." + q.streamJobs,
+		"$JS.API.STREAM.DELETE." + q.streamRes,
+		"$JS.API.STREAM.MSG.DELETE." + q.streamJobs,
+		"$JS.API.CONSUMER.CREATE." + q.streamRes,
+	} {
+		if err := wnc.Publish(subj, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := wnc.SubscribeSync(q.subjResults); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "seven permission violations", func() bool {
+		_ = wnc.Flush()
+		mu.Lock()
+		defer mu.Unlock()
+		return len(violations) >= 7
+	})
+	mu.Lock()
+	for _, v := range violations {
+		if !strings.Contains(v, "Permissions Violation") {
+			t.Errorf("not a permission violation: %s", v)
+		}
+	}
+	mu.Unlock()
+	if pending, err := q.Pending(ctx); err != nil || len(pending) != 0 {
+		t.Errorf("jobs in the queue after the worker's attempts: %v, %v", pending, err)
+	}
+}
+
+// TestReplicasCannotBePlaced: asking a single server for three replicas
+// is refused with an error that says so.
+func TestReplicasCannotBePlaced(t *testing.T) {
+	srv, err := StartServer(context.Background(), ServerConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if r := DefaultReplicas(nc); r != 1 {
+		t.Errorf("default replicas on one server: %d", r)
+	}
+	_, err = Open(context.Background(), nc, "three", Config{Replicas: 3})
+	if err == nil || !strings.Contains(err.Error(), "cannot place 3 replicas") {
+		t.Errorf("Open with 3 replicas on one server: %v", err)
 	}
 }

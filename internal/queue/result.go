@@ -21,18 +21,20 @@ type Result struct {
 	Deliveries int
 	// Payload is the handler's output, opaque to the queue.
 	Payload []byte
-	// Error is the handler's error, or why the job was given up; empty on
-	// success.
+	// Error is the handler's error (as the worker says: a Verify decides
+	// whether to believe it), or why the coordinator failed the job;
+	// empty on success.
 	Error string
-	// GaveUp is set when the job was delivered more than MaxDeliver times
-	// without a result and no worker ran it again.
+	// GaveUp is set on the coordinator's own result for a job the server
+	// delivered MaxDeliver times without a result; no message sets it.
 	GaveUp bool
 	// Started is when the worker started the job; Duration how long the
 	// handler ran.
 	Started  time.Time
 	Duration time.Duration
 	// Seq is the result's sequence number in the results stream (0 for a
-	// result the coordinator made itself).
+	// result the coordinator decided itself: given up, or rejected too
+	// often).
 	Seq uint64
 
 	// jobSeq is the job message's sequence number in the jobs stream: a
@@ -47,9 +49,6 @@ func (r Result) msg(subject string) *nats.Msg {
 	m.Header.Set(hdrDeliveries, strconv.Itoa(r.Deliveries))
 	if r.Error != "" {
 		m.Header.Set(hdrError, strconv.Quote(r.Error))
-	}
-	if r.GaveUp {
-		m.Header.Set(hdrGaveUp, "true")
 	}
 	if !r.Started.IsZero() {
 		m.Header.Set(hdrStarted, r.Started.UTC().Format(time.RFC3339Nano))
@@ -81,7 +80,6 @@ func parseResultHeaders(h nats.Header, data []byte) (Result, error) {
 		JobID:   h.Get(hdrJob),
 		Worker:  h.Get(hdrWorker),
 		Payload: data,
-		GaveUp:  h.Get(hdrGaveUp) == "true",
 	}
 	if r.JobID == "" {
 		return r, fmt.Errorf("queue: result without a %s header", hdrJob)
@@ -109,12 +107,16 @@ func parseResultHeaders(h nats.Header, data []byte) (Result, error) {
 }
 
 // publishResult stores r in the results stream, retrying through a lost
-// connection (the message id makes a retry of a stored result a no-op)
-// until ctx ends or the server has been unreachable for patience: then
-// the job, not acknowledged, is delivered again once the server is back.
-func (q *Queue) publishResult(ctx context.Context, r Result, patience time.Duration) error {
+// connection, a leader election or a server down for any length of time
+// (the message id makes a retry of a stored result a no-op), until the
+// stream acknowledges it or ctx ends — or, when goneWait is positive,
+// until the connection has been down for goneWait: then the job, not
+// acknowledged, is delivered again if the server ever comes back. logf
+// is told of the first failure and then every minute.
+func (q *Queue) publishResult(ctx context.Context, r Result, goneWait time.Duration, logf func(string, ...any)) error {
 	backoff := 50 * time.Millisecond
 	start := time.Now()
+	var told, down time.Time
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := q.js.PublishMsg(pctx, r.msg(q.subjResults), jetstream.WithMsgID(r.msgID()), jetstream.WithExpectStream(q.streamRes))
@@ -122,8 +124,17 @@ func (q *Queue) publishResult(ctx context.Context, r Result, patience time.Durat
 		if err == nil {
 			return nil
 		}
-		if time.Since(start) >= patience {
-			return fmt.Errorf("queue: publish result of %s: gave up after %v: %w", r.JobID, patience, err)
+		if q.nc.IsConnected() {
+			down = time.Time{}
+		} else if down.IsZero() {
+			down = time.Now()
+		}
+		if goneWait > 0 && !down.IsZero() && time.Since(down) >= goneWait {
+			return fmt.Errorf("queue: publish result of %s: the server has been unreachable for %v: %w", r.JobID, goneWait, err)
+		}
+		if time.Since(told) >= time.Minute {
+			told = time.Now()
+			logf("queue: the result of %s is kept until the results stream takes it (unstored for %v): %v", r.JobID, time.Since(start).Round(time.Second), err)
 		}
 		select {
 		case <-ctx.Done():

@@ -66,6 +66,11 @@ type ServerConfig struct {
 	TLS *tls.Config
 	// Name is the server's name (default "truss").
 	Name string
+	// Queue, when set, restricts the clients that present one of
+	// Auth.NKeys to what a worker of that queue needs
+	// (WorkerPermissions): the process's own connections, and a token or
+	// user, keep every permission.
+	Queue string
 	// Logf, when set, receives the server's notices and errors.
 	Logf func(format string, args ...any)
 }
@@ -143,8 +148,15 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			s.internal = kp
 			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: pub})
 		}
+		var perms *server.Permissions
+		if cfg.Queue != "" {
+			if !nameRE.MatchString(cfg.Queue) {
+				return nil, fmt.Errorf("queue: name %q: letters, digits, '-' and '_' only, at most 64", cfg.Queue)
+			}
+			perms = WorkerPermissions(cfg.Queue)
+		}
 		for _, k := range cfg.Auth.NKeys {
-			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k})
+			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k, Permissions: perms})
 		}
 	}
 	if cfg.TLS != nil {
@@ -171,6 +183,41 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// WorkerPermissions are what a worker of the queue name needs, and
+// nothing more: pull jobs from the workers' consumer and acknowledge them
+// (heartbeats, hand-backs), publish results, read the queue's settings,
+// write its advisory status entries, read artifacts and add new ones. A
+// worker cannot publish or remove jobs, write the server's advisories,
+// create, change, purge or delete a stream or a consumer (but the
+// short-lived ones that read an artifact), nor read the results.
+func WorkerPermissions(name string) *server.Permissions {
+	jobs, kv, obj := "TRUSS_"+name+"_JOBS", "KV_TRUSS_"+name+"_STATUS", "OBJ_TRUSS_"+name+"_ARTIFACTS"
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{
+			"truss." + name + ".results",
+			"$JS.API.INFO",
+			"$JS.API.STREAM.NAMES",
+			"$JS.API.STREAM.INFO." + jobs,
+			"$JS.API.CONSUMER.INFO." + jobs + "." + consumerName,
+			"$JS.API.CONSUMER.MSG.NEXT." + jobs + "." + consumerName,
+			"$JS.ACK." + jobs + "." + consumerName + ".>",
+			"$KV.TRUSS_" + name + "_STATUS.>",
+			"$JS.API.STREAM.INFO." + kv,
+			"$JS.API.DIRECT.GET." + kv + ".>",
+			"$JS.API.STREAM.MSG.GET." + kv,
+			"$JS.API.STREAM.INFO." + obj,
+			"$JS.API.DIRECT.GET." + obj + ".>",
+			"$JS.API.STREAM.MSG.GET." + obj,
+			"$JS.API.CONSUMER.CREATE." + obj,
+			"$JS.API.CONSUMER.CREATE." + obj + ".>",
+			"$JS.API.CONSUMER.DELETE." + obj + ".>",
+			"$JS.FC." + obj + ".>",
+			"$O.TRUSS_" + name + "_ARTIFACTS.>",
+		}},
+		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+	}
 }
 
 func isLoopback(host string) bool {

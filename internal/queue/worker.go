@@ -25,7 +25,8 @@ import (
 // An error ends the job with an error result, which is final; wrap it
 // with Retry for a transient failure that another delivery may not have.
 // A panic is recovered and treated as a transient failure: a job that
-// panics on every delivery is given up after MaxDeliver of them.
+// panics on every delivery is given up (by the server and the
+// coordinator) after MaxDeliver of them.
 type Handler func(ctx context.Context, job Job, progress func(note string)) ([]byte, error)
 
 // Retry marks err as transient: the job is delivered again (to any
@@ -56,11 +57,14 @@ type WorkerConfig struct {
 	ExitWhenIdle bool
 	// IdleWait defaults to PollWait.
 	IdleWait time.Duration
-	// GoneWait is how long a lost server is waited for (default 30 s): a
-	// finished job's result is retried that long, then the job is left to
-	// be delivered again; and with ExitWhenIdle, Run ends once the server
-	// has been unreachable that long with no job in hand, as when the
-	// coordinator that embedded it has finished.
+	// GoneWait matters with ExitWhenIdle only (default 30 s): Run ends
+	// once the server has been unreachable that long with no job in hand,
+	// as when the coordinator that embedded it has finished, and a
+	// finished job's result is given up (the job is delivered again if
+	// the server comes back) once the connection has been down that long.
+	// Without ExitWhenIdle a result is kept and retried until the results
+	// stream stores it, however long the server or the stream's leader is
+	// away (or until Run's context ends).
 	GoneWait time.Duration
 	// PollWait is how long one pull waits for a job (default 1 s); it
 	// bounds how late Drain and the idle check are noticed.
@@ -81,9 +85,6 @@ type WorkerStats struct {
 	// Ran counts jobs whose handler returned and whose result was
 	// published; Retried those it asked to be delivered again.
 	Ran, Retried int64
-	// GaveUp counts jobs given up for too many deliveries; Skipped
-	// deliveries of jobs that already had an accepted result.
-	GaveUp, Skipped int64
 }
 
 // Worker pulls jobs from a queue and runs them.
@@ -94,7 +95,7 @@ type Worker struct {
 	drain chan struct{}
 	once  sync.Once
 
-	ran, retried, gaveUp, skipped atomic.Int64
+	ran, retried atomic.Int64
 }
 
 // NewWorker makes a worker of q running h.
@@ -141,7 +142,7 @@ func (w *Worker) ID() string { return w.cfg.ID }
 
 // Stats is what the worker did so far.
 func (w *Worker) Stats() WorkerStats {
-	return WorkerStats{Ran: w.ran.Load(), Retried: w.retried.Load(), GaveUp: w.gaveUp.Load(), Skipped: w.skipped.Load()}
+	return WorkerStats{Ran: w.ran.Load(), Retried: w.retried.Load()}
 }
 
 // Drain makes Run take no new job and return once the jobs in hand are
@@ -286,47 +287,33 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	deliveries := int(md.NumDelivered)
+	// The status entry is display: whatever it says (a worker may have
+	// written "done"), the job runs. A job whose result the coordinator
+	// accepted is no longer in the queue.
 	st, err := w.q.getStatus(ctx, id)
 	if err != nil {
 		w.logf("queue: worker %s: status of %s: %v", w.cfg.ID, id, err)
 		st = JobStatus{ID: id}
 	}
-	if st.State.terminal() {
-		// A redelivery of a job whose result was already accepted.
-		w.skipped.Add(1)
-		_ = msg.Ack()
-		return
-	}
-	if deliveries > w.q.cfg.MaxDeliver {
-		r := Result{
-			JobID: id, Worker: w.cfg.ID, Deliveries: deliveries, GaveUp: true, jobSeq: md.Sequence.Stream,
-			Error: fmt.Sprintf("given up after %d deliveries without a result (the job failed, crashed or lost its worker each time)", deliveries-1),
-		}
-		if err := w.q.publishResult(ctx, r, w.cfg.GoneWait); err != nil {
-			w.logf("queue: worker %s: %v", w.cfg.ID, err)
-			return
-		}
-		w.gaveUp.Add(1)
-		_ = msg.Ack()
-		return
-	}
-
 	started := time.Now()
 	run := &running{w: w, msg: msg, st: JobStatus{
 		ID: id, State: Running, Worker: w.cfg.ID, Started: started, Heartbeat: started,
 		Deliveries: deliveries, rev: st.rev,
 	}}
-	if !run.writeStatus(ctx) {
-		w.skipped.Add(1)
-		_ = msg.Ack()
-		return
-	}
+	run.writeStatus(ctx)
+	// Heartbeats go on until the result is stored: a worker waiting out an
+	// outage keeps its job.
+	hbCtx, stopBeats := context.WithCancel(ctx)
 	jobCtx, cancelJob := context.WithCancel(ctx)
 	beat := make(chan struct{}, 1)
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)
-		run.heartbeats(jobCtx, beat)
+		run.heartbeats(hbCtx, beat)
+	}()
+	defer func() {
+		stopBeats()
+		<-hbDone
 	}()
 	progress := func(note string) {
 		run.mu.Lock()
@@ -339,7 +326,6 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	}
 	payload, herr := w.call(jobCtx, Job{ID: id, Payload: msg.Data()}, progress)
 	cancelJob()
-	<-hbDone
 	dur := time.Since(started)
 
 	if ctx.Err() != nil {
@@ -348,6 +334,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if IsRetry(herr) {
+		stopBeats()
+		<-hbDone
 		w.retried.Add(1)
 		w.logf("queue: worker %s: job %s (delivery %d): %v", w.cfg.ID, id, deliveries, herr)
 		run.mu.Lock()
@@ -363,8 +351,16 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	}
 	// The result is stored before the ack: a worker lost in between has
 	// its job delivered again, and the coordinator keeps the first result.
-	if err := w.q.publishResult(ctx, r, w.cfg.GoneWait); err != nil {
+	// A worker that exits when idle gives a result up once the server
+	// has been unreachable for GoneWait (its coordinator may have
+	// finished); any other keeps it as long as it runs.
+	var goneWait time.Duration
+	if w.cfg.ExitWhenIdle {
+		goneWait = w.cfg.GoneWait
+	}
+	if err := w.q.publishResult(ctx, r, goneWait, w.logf); err != nil {
 		w.logf("queue: worker %s: %v", w.cfg.ID, err)
+		_ = msg.Nak()
 		return
 	}
 	w.ran.Add(1)
@@ -387,8 +383,9 @@ type running struct {
 	msg jetstream.Msg
 	mu  sync.Mutex
 	st  JobStatus
-	// gone is set when the entry turned terminal under us: the job's
-	// result was accepted elsewhere, and this run no longer writes it.
+	// gone is set when the entry turned terminal under us (the job's
+	// result accepted elsewhere, or so a worker wrote): this run no
+	// longer writes it, but runs on.
 	gone bool
 }
 
@@ -412,8 +409,7 @@ func (r *running) heartbeats(ctx context.Context, beat <-chan struct{}) {
 
 // writeStatus writes the run's status entry over the revision it last
 // saw; if another writer came between, it takes the entry over unless the
-// job is already done or failed. It reports whether the job is still
-// this run's to do.
+// entry says done or failed. It reports whether it still writes it.
 func (r *running) writeStatus(ctx context.Context) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +29,11 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		}
 		defer closeQ()
 	}
+	if r.Logf != nil && (r.Net.URL != "" || q.Config().Replicas > 1) {
+		if pl, err := q.CheckPlacement(ctx); err == nil && len(pl) > 0 {
+			r.Logf("truss: queue %s: %d replicas of each stream (jobs on %s)", q.Name(), pl[0].Replicas, strings.Join(pl[0].Peers, ", "))
+		}
+	}
 	tmp, err := os.MkdirTemp("", "truss-bench-queue-")
 	if err != nil {
 		return err
@@ -46,6 +53,7 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 	}
 	hidden := r.hidden()
 	byID := map[string]job{}
+	expect := map[string]ExpectedRun{}
 	var qjobs []queue.Job
 	for _, j := range jobs {
 		if j.arm.Provider == "sim" {
@@ -66,6 +74,11 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		}
 		id := JobID(bench.RunKey{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat})
 		byID[id] = j
+		exp := ExpectedRun{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat, JobDigest: JobDigest(b)}
+		if j.grade {
+			exp.Repeat = 1
+		}
+		expect[id] = exp
 		qjobs = append(qjobs, queue.Job{ID: id, Payload: b})
 	}
 	if len(qjobs) == 0 {
@@ -93,7 +106,8 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		}()
 		defer stop() // the worker stops before the wait above
 	}
-	ver := &Verifier{Queue: q, Keys: append([]string{r.VKey}, r.TrustKeys...), Incoming: filepath.Join(tmp, "incoming")}
+	ver := &Verifier{Queue: q, Keys: append([]string{r.VKey}, r.TrustKeys...), Incoming: filepath.Join(tmp, "incoming"), Runs: expect,
+		AllowMixed: r.AllowMixedVersions}
 	var mu sync.Mutex
 	started := time.Now()
 	if r.Progress != nil {
@@ -174,9 +188,9 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		},
 		Verify: ver.Verify,
 		Accept: accept,
-		Rejected: func(qr queue.Result, err error) {
+		Rejected: func(qr queue.Result, source string, err error) {
 			if r.Logf != nil {
-				r.Logf("truss: the result of %s from worker %s is rejected: %v", qr.JobID, qr.Worker, err)
+				r.Logf("truss: the result of %s from worker %q is rejected (signed by %s): %v", qr.JobID, qr.Worker, cmp.Or(source, "no trusted key for this run"), err)
 			}
 		},
 		Logf: r.Logf,
@@ -194,11 +208,11 @@ func (r *Runner) accepted(qr queue.Result, j job, ver *Verifier) (bench.Result, 
 	res := bench.Result{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat, Tests: map[string]string{},
 		ToolCalls: map[string]int{}, CapabilityCalls: map[string]int{}}
 	var patch string
-	if qr.Error != "" || qr.GaveUp {
-		res.Error = qr.Error
-		if res.Error == "" {
-			res.Error = "given up"
-		}
+	if qr.Seq == 0 {
+		// The coordinator's own decision: given up, or rejected too
+		// often. A worker's result always comes from the stream, and
+		// its error, if any, from its verified verdict.
+		res.Error = cmp.Or(qr.Error, "given up")
 	} else {
 		var p ResultPayload
 		if err := json.Unmarshal(qr.Payload, &p); err != nil {

@@ -3,7 +3,9 @@ package runner
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -72,6 +74,24 @@ const inlineLedger = 512 << 10
 // JobID is the queue's id of a run.
 func JobID(k bench.RunKey) string { return fmt.Sprintf("%s/%s/r%d", k.InstanceID, k.Arm, k.Repeat) }
 
+// RunIdentity is what a run's signed verdict names besides its instance,
+// arm and repeat, so that the verdict proves one run of one benchmark and
+// nothing else: the benchmark (its queue's name), the run (its job id)
+// and the digest of the job as the coordinator published it (the task,
+// the arm's settings, the budgets, the prediction graded).
+type RunIdentity struct {
+	Bench, Run, JobDigest string
+	// Version is the worker's.
+	Version Version
+}
+
+// JobDigest is the digest a verdict names of a job's payload: SHA-256,
+// hex.
+func JobDigest(payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return hex.EncodeToString(sum[:])
+}
+
 // Exec runs the jobs of a queue on a worker: each a run of its own, in a
 // fresh workspace, graded, its verdict signed into its ledger.
 type Exec struct {
@@ -91,6 +111,9 @@ type Exec struct {
 	// ProviderCap bounds the runs of a provider in the agent loop at
 	// once on this worker (absent: no bound beyond the worker's slots).
 	ProviderCap map[string]int
+	// Version is what the verdicts say of this worker (zero:
+	// ThisVersion()).
+	Version Version
 
 	mu    sync.Mutex
 	gates map[string]*Gate
@@ -115,14 +138,82 @@ func (e *Exec) gate(provider string) *Gate {
 	return g
 }
 
-// Handle is the queue.Handler of a benchmark's runs.
+// Handle is the queue.Handler of a benchmark's runs. Every result it
+// returns carries a ledger signed with the worker's key whose verdict
+// names the run (RunIdentity): a run's error too, for a coordinator
+// believes no error it cannot verify. Only a transient failure (Retry)
+// returns without one.
 func (e *Exec) Handle(ctx context.Context, qj queue.Job, progress func(string)) ([]byte, error) {
+	id := RunIdentity{Bench: e.Queue.Name(), Run: qj.ID, JobDigest: JobDigest(qj.Payload), Version: e.Version}
+	if id.Version == (Version{}) {
+		id.Version = ThisVersion()
+	}
 	var p JobPayload
-	if err := json.Unmarshal(qj.Payload, &p); err != nil {
-		return nil, fmt.Errorf("job %s: %w", qj.ID, err)
+	jerr := json.Unmarshal(qj.Payload, &p)
+	out, err := e.handle(ctx, qj, id, &p, jerr, progress)
+	if err == nil || queue.IsRetry(err) {
+		return out, err
+	}
+	return e.signedError(ctx, qj, id, &p, err)
+}
+
+// signedError is the result of a run that ended in err before it had a
+// ledger: a ledger of its own holding the verdict with the error, signed.
+func (e *Exec) signedError(ctx context.Context, qj queue.Job, id RunIdentity, p *JobPayload, runErr error) ([]byte, error) {
+	dir, err := os.MkdirTemp(e.Scratch, "error-")
+	if err != nil {
+		return nil, queue.Retry(fmt.Errorf("%w (and no directory to sign it in: %v)", runErr, err))
+	}
+	defer os.RemoveAll(dir)
+	res := bench.Result{InstanceID: p.Task.InstanceID, Arm: p.Arm.Name, Repeat: p.Repeat, Error: runErr.Error(),
+		Tests: map[string]string{}, ToolCalls: map[string]int{}, CapabilityCalls: map[string]int{}}
+	if p.Grade {
+		res.Repeat = 1
+	}
+	ldir := filepath.Join(dir, "ledger")
+	lw, err := ledger.Create(ldir, "bench.error."+safeName(qj.ID), e.Signer)
+	if err != nil {
+		return nil, queue.Retry(fmt.Errorf("%w (and its ledger: %v)", runErr, err))
+	}
+	root, err := RecordVerdict(lw, id, res, nil, "")
+	lw.Close()
+	if err != nil {
+		return nil, queue.Retry(fmt.Errorf("%w (and its ledger: %v)", runErr, err))
+	}
+	res.Ledger.Root = root
+	res.Ledger.Dir = ldir
+	return e.pack(ctx, qj, id, ResultPayload{Result: res})
+}
+
+// pack archives the result's ledger into it (inline, or in the artifact
+// store when large) and encodes it.
+func (e *Exec) pack(ctx context.Context, qj queue.Job, id RunIdentity, out ResultPayload) ([]byte, error) {
+	out.Result.WorkerVersion = id.Version.String()
+	if out.Result.Ledger.Dir != "" {
+		archive, err := tarDir(out.Result.Ledger.Dir)
+		if err != nil {
+			return nil, queue.Retry(fmt.Errorf("packing the run's ledger: %w", err))
+		}
+		if len(archive) <= inlineLedger {
+			out.Ledger = archive
+		} else {
+			name := "ledger/" + qj.ID + "/" + out.Result.Ledger.Root
+			if _, err := e.Queue.PutArtifact(ctx, name, bytes.NewReader(archive)); err != nil {
+				return nil, queue.Retry(err)
+			}
+			out.LedgerArtifact = name
+		}
+		out.Result.Ledger.Dir = ""
+	}
+	return json.Marshal(out)
+}
+
+func (e *Exec) handle(ctx context.Context, qj queue.Job, id RunIdentity, p *JobPayload, jerr error, progress func(string)) ([]byte, error) {
+	if jerr != nil {
+		return nil, fmt.Errorf("job %s: %w", qj.ID, jerr)
 	}
 	task := p.Task
-	repo, err := e.repo(ctx, &p)
+	repo, err := e.repo(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +235,7 @@ func (e *Exec) Handle(ctx context.Context, qj queue.Job, progress func(string)) 
 		gr = &g
 	}
 	r := &Runner{Out: dir, WorkDir: e.WorkDir, Agent: e.Agent, Grader: gr, Checkouts: e.Checkouts, Signer: e.Signer,
-		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints}
+		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints, ident: id}
 	hidden := append([]string{e.Scratch, task.RepoDir}, p.Hidden...)
 	if e.Grader != nil {
 		hidden = append(hidden, e.Grader.Private()...) // other runs' gradings (see Runner.hidden)
@@ -166,24 +257,11 @@ func (e *Exec) Handle(ctx context.Context, qj queue.Job, progress func(string)) 
 	if !keep {
 		return nil, queue.Retry(fmt.Errorf("run %s cut short: %w", qj.ID, context.Cause(ctx)))
 	}
-	out := ResultPayload{Result: res, Patch: patch}
-	if res.Ledger.Dir != "" {
-		archive, err := tarDir(res.Ledger.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("packing the run's ledger: %w", err)
-		}
-		if len(archive) <= inlineLedger {
-			out.Ledger = archive
-		} else {
-			name := "ledger/" + qj.ID + "/" + res.Ledger.Root
-			if _, err := e.Queue.PutArtifact(ctx, name, bytes.NewReader(archive)); err != nil {
-				return nil, queue.Retry(err)
-			}
-			out.LedgerArtifact = name
-		}
-		out.Result.Ledger.Dir = ""
+	if res.Ledger.Dir == "" {
+		// Ended before its ledger was made: the error is signed alone.
+		return nil, errors.New(cmp.Or(res.Error, "the run ended without a ledger"))
 	}
-	return json.Marshal(out)
+	return e.pack(ctx, qj, id, ResultPayload{Result: res, Patch: patch})
 }
 
 // repo is the task's repository as this worker sees it: the coordinator's
@@ -256,10 +334,12 @@ func PutBundles(ctx context.Context, q *queue.Queue, tasks []bench.Task, tmp str
 	return out, nil
 }
 
-// Verifier checks a worker's result before the coordinator accepts it:
-// the run's ledger verifies against one of the trusted keys, its last
-// entry is the grader's verdict of that very run, and its root is the one
-// the result names.
+// Verifier checks a worker's result before the coordinator accepts it.
+// A result of any kind — resolved, not, an error — is accepted only with
+// the run's ledger, verifying against one of the trusted keys and sealed,
+// whose last entry is the grader's verdict naming this benchmark, this
+// run (job id, instance, arm, repeat) and this job's digest, and only as
+// the result agrees with that verdict (resolved, error, root).
 type Verifier struct {
 	Queue *queue.Queue
 	// Keys are the trusted verifier keys (the installation's and
@@ -267,46 +347,83 @@ type Verifier struct {
 	Keys []string
 	// Incoming is where verified ledgers wait to be accepted.
 	Incoming string
+	// Runs are the runs the coordinator published, by job id: what a
+	// verdict must name.
+	Runs map[string]ExpectedRun
+	// Version is the coordinator's (zero: ThisVersion()): a verdict of a
+	// worker whose grader or protocol version differs is refused, unless
+	// AllowMixed, when it is accepted and its version recorded.
+	Version    Version
+	AllowMixed bool
 }
 
-// Verify implements the coordinator's Verify: results without a payload
-// (a job given up, a handler's error) claim nothing and pass.
-func (v *Verifier) Verify(ctx context.Context, r queue.Result) error {
-	if r.Error != "" || r.GaveUp {
-		return nil
+// ExpectedRun is what the coordinator published as one job.
+type ExpectedRun struct {
+	InstanceID string
+	Arm        string
+	Repeat     int
+	// JobDigest is JobDigest of the job's payload.
+	JobDigest string
+}
+
+// Verify implements the coordinator's Verify. It returns the signing
+// key's name as the source of a result whose verdict names this very
+// run, and no source for one that proves nothing about it (unsigned,
+// signed by no trusted key, unsealed, another run's verdict replayed):
+// only a trusted worker's own verdict of the run can count against the
+// run.
+func (v *Verifier) Verify(ctx context.Context, r queue.Result) (string, error) {
+	exp, ok := v.Runs[r.JobID]
+	if !ok {
+		return "", fmt.Errorf("result of %s: no such run in this benchmark", r.JobID)
 	}
 	var p ResultPayload
 	if err := json.Unmarshal(r.Payload, &p); err != nil {
-		return fmt.Errorf("result of %s: %w", r.JobID, err)
+		return "", fmt.Errorf("result of %s: %w", r.JobID, err)
 	}
-	if p.Result.Error != "" && len(p.Ledger) == 0 && p.LedgerArtifact == "" {
-		return nil
+	if len(p.Ledger) == 0 && p.LedgerArtifact == "" {
+		return "", fmt.Errorf("result of %s carries no signed ledger", r.JobID)
 	}
 	archive := p.Ledger
 	if p.LedgerArtifact != "" {
 		var b bytes.Buffer
 		if _, err := v.Queue.GetArtifact(ctx, p.LedgerArtifact, &b); err != nil {
-			return err
+			return "", fmt.Errorf("result of %s: its ledger: %w", r.JobID, err)
 		}
 		archive = b.Bytes()
 	}
 	dir := v.incoming(r)
 	os.RemoveAll(dir)
 	if err := untar(archive, dir); err != nil {
-		return fmt.Errorf("the run's ledger: %w", err)
-	}
-	if err := v.check(dir, &p.Result); err != nil {
 		os.RemoveAll(dir)
-		return err
+		return "", fmt.Errorf("the run's ledger: %w", err)
 	}
-	return nil
+	source, err := v.check(dir, r.JobID, exp, &p.Result)
+	if err != nil {
+		os.RemoveAll(dir)
+		return source, err
+	}
+	return source, nil
 }
 
 func (v *Verifier) incoming(r queue.Result) string {
 	return filepath.Join(v.Incoming, fmt.Sprintf("%d", r.Seq))
 }
 
-func (v *Verifier) check(dir string, res *bench.Result) error {
+// verdictData is what Verifier reads of a bench.verdict entry.
+type verdictData struct {
+	Bench      string  `json:"bench"`
+	Run        string  `json:"run"`
+	JobDigest  string  `json:"job_digest"`
+	InstanceID string  `json:"instance_id"`
+	Arm        string  `json:"arm"`
+	Repeat     int     `json:"repeat"`
+	Resolved   bool    `json:"resolved"`
+	Error      string  `json:"error"`
+	Worker     Version `json:"worker_version"`
+}
+
+func (v *Verifier) check(dir, runID string, exp ExpectedRun, res *bench.Result) (string, error) {
 	var errs []error
 	for _, k := range v.Keys {
 		rep, entries, err := ledger.Verify(dir, k)
@@ -317,28 +434,59 @@ func (v *Verifier) check(dir string, res *bench.Result) error {
 		// Only what a checkpoint signs counts: a verdict appended after
 		// the last one proves nothing.
 		if err := rep.CheckSealed(); err != nil {
-			return fmt.Errorf("the run's ledger: %w", err)
+			return "", fmt.Errorf("the run's ledger: %w", err)
 		}
 		if len(entries) == 0 || entries[len(entries)-1].Type != "bench.verdict" {
-			return errors.New("the run's ledger does not end with the grader's verdict")
+			return "", errors.New("the run's ledger does not end with the grader's verdict")
 		}
 		d, _ := json.Marshal(entries[len(entries)-1].Data)
-		var got struct {
-			InstanceID string `json:"instance_id"`
-			Arm        string `json:"arm"`
-			Repeat     int    `json:"repeat"`
-			Resolved   bool   `json:"resolved"`
+		var got verdictData
+		if err := json.Unmarshal(d, &got); err != nil {
+			return "", fmt.Errorf("the run's verdict: %w", err)
 		}
-		json.Unmarshal(d, &got)
-		if got.InstanceID != res.InstanceID || got.Arm != res.Arm || got.Repeat != res.Repeat || got.Resolved != res.Resolved {
-			return fmt.Errorf("the ledger's verdict (%s %s r%d resolved %t) is not the result's", got.InstanceID, got.Arm, got.Repeat, got.Resolved)
+		want := verdictData{Bench: v.Queue.Name(), Run: runID, JobDigest: exp.JobDigest, InstanceID: exp.InstanceID, Arm: exp.Arm, Repeat: exp.Repeat}
+		if got.Bench != want.Bench || got.Run != want.Run || got.JobDigest != want.JobDigest ||
+			got.InstanceID != want.InstanceID || got.Arm != want.Arm || got.Repeat != want.Repeat {
+			return "", fmt.Errorf("the ledger's verdict is of another run (benchmark %q, run %q, %s %s r%d, job %.12s), not of %s (job %.12s)",
+				got.Bench, got.Run, got.InstanceID, got.Arm, got.Repeat, got.JobDigest, runID, exp.JobDigest)
+		}
+		own := v.Version
+		if own == (Version{}) {
+			own = ThisVersion()
+		}
+		if !own.Compatible(got.Worker) && !v.AllowMixed {
+			// Refused, but not held against the run: a worker of the
+			// right version may make it.
+			return "", fmt.Errorf("the worker's version (%s) is not this coordinator's (%s): its grader or protocol differs (--allow-mixed-versions records such results)", got.Worker, own)
+		}
+		// From here on the verdict is the signer's word on this run: a
+		// result that disagrees with it counts against the signer.
+		source := KeyName(k)
+		if res.WorkerVersion != got.Worker.String() {
+			return source, fmt.Errorf("the result names worker version %q, its verdict %q", res.WorkerVersion, got.Worker)
+		}
+		if res.InstanceID != exp.InstanceID || res.Arm != exp.Arm || res.Repeat != exp.Repeat {
+			return source, fmt.Errorf("the result names %s %s r%d, its verdict %s %s r%d", res.InstanceID, res.Arm, res.Repeat, got.InstanceID, got.Arm, got.Repeat)
+		}
+		if got.Resolved != res.Resolved || got.Error != res.Error {
+			return source, fmt.Errorf("the ledger's verdict (resolved %t, error %q) is not the result's (resolved %t, error %q)", got.Resolved, got.Error, res.Resolved, res.Error)
 		}
 		if root := hex.EncodeToString(rep.Root); root != res.Ledger.Root {
-			return fmt.Errorf("the ledger's root %s is not the result's %s", root, res.Ledger.Root)
+			return source, fmt.Errorf("the ledger's root %s is not the result's %s", root, res.Ledger.Root)
 		}
-		return nil
+		return source, nil
 	}
-	return fmt.Errorf("the run's ledger verifies against no trusted key: %w", errors.Join(errs...))
+	return "", fmt.Errorf("the run's ledger verifies against no trusted key: %w", errors.Join(errs...))
+}
+
+// KeyName is a verifier key's name and hash (name+hash), without the key
+// itself: how results' sources are reported.
+func KeyName(vkey string) string {
+	parts := strings.SplitN(vkey, "+", 3)
+	if len(parts) < 3 {
+		return vkey
+	}
+	return parts[0] + "+" + parts[1]
 }
 
 // tarDir archives the regular files and directories under dir.

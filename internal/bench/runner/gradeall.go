@@ -135,7 +135,7 @@ func (r *Runner) gradeOne(ctx context.Context, t *bench.Task, name, patch string
 		res.HarnessS = v.PrepareS
 	}
 	res.WallS = time.Since(start).Seconds()
-	root, err := RecordVerdict(lw, res, v, patch)
+	root, err := RecordVerdict(lw, r.ident, res, v, patch)
 	if err != nil && res.Error == "" {
 		res.Error = "ledger: " + err.Error()
 	}

@@ -32,6 +32,9 @@ type Net struct {
 	Auth   queue.Auth
 	// AckWait is the queue's ack wait (0: queue.DefaultAckWait).
 	AckWait time.Duration
+	// Replicas is the copies of the queue's streams (0:
+	// queue.DefaultReplicas of the deployment).
+	Replicas int
 }
 
 // QueueInfo is DIR/queue.json, written by the coordinator: where its
@@ -62,10 +65,17 @@ func OpenQueue(ctx context.Context, n Net, out string) (q *queue.Queue, close fu
 			close()
 		}
 	}()
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return nil, close, err
+	}
+	name := queue.NameFor(abs)
 	var nc *nats.Conn
 	url := n.URL
 	if url == "" {
-		srv, err := queue.StartServer(ctx, queue.ServerConfig{Dir: filepath.Join(out, "queue"), Listen: n.Listen, Auth: n.Auth})
+		// Workers presenting an NKey may do what a worker of this queue
+		// needs, nothing more.
+		srv, err := queue.StartServer(ctx, queue.ServerConfig{Dir: filepath.Join(out, "queue"), Listen: n.Listen, Auth: n.Auth, Queue: name})
 		if err != nil {
 			return nil, close, err
 		}
@@ -82,11 +92,7 @@ func OpenQueue(ctx context.Context, n Net, out string) (q *queue.Queue, close fu
 		}
 	}
 	closers = append(closers, nc.Close)
-	abs, err := filepath.Abs(out)
-	if err != nil {
-		return nil, close, err
-	}
-	q, err = queue.Open(ctx, nc, queue.NameFor(abs), queue.Config{AckWait: n.AckWait})
+	q, err = queue.Open(ctx, nc, name, queue.Config{AckWait: n.AckWait, Replicas: n.Replicas})
 	if err != nil {
 		return nil, close, err
 	}

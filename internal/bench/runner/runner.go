@@ -43,6 +43,9 @@ type Runner struct {
 
 	// janitor removes the runs' workspaces in the background.
 	janitor bench.Janitor
+	// ident is what the verdicts of a worker's runs name: the benchmark,
+	// the run and its job (set by Exec).
+	ident RunIdentity
 	// Signer signs the runs' ledgers; VKey verifies them when the
 	// behaviour is read back.
 	Signer note.Signer
@@ -83,6 +86,10 @@ type Runner struct {
 	TrustKeys []string
 	// WorkerID names this process's worker ("" for the queue's default).
 	WorkerID string
+	// AllowMixedVersions accepts results of workers whose grader or
+	// protocol version differs from this binary's (each result line
+	// records its worker's version); without it they are refused.
+	AllowMixedVersions bool
 	// Logf, when set, receives what the queue reports without failing: a
 	// rejected result, a status it could not write.
 	Logf func(format string, args ...any)
@@ -492,7 +499,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 // finish appends the run's verdict (or its error) to its ledger and seals
 // it.
 func (r *Runner) finish(ctx context.Context, lw *ledger.Writer, res bench.Result, v *grade.Verdict, patch string) (bench.Result, string, bool) {
-	root, err := RecordVerdict(lw, res, v, patch)
+	root, err := RecordVerdict(lw, r.ident, res, v, patch)
 	if err != nil && res.Error == "" {
 		res.Error = fmt.Sprintf("ledger: %v", err)
 		res.Resolved = false
@@ -501,12 +508,16 @@ func (r *Runner) finish(ctx context.Context, lw *ledger.Writer, res bench.Result
 	return res, patch, true
 }
 
-// RecordVerdict appends a "bench.verdict" entry — the run's key, the
-// verdict (nil when there is none) or the run's error, the patch and the
-// tests' log as payloads — seals the ledger and returns its root hash
-// (hex).
-func RecordVerdict(lw *ledger.Writer, res bench.Result, v *grade.Verdict, patch string) (string, error) {
+// RecordVerdict appends a "bench.verdict" entry — the run's key and
+// identity (the benchmark, the run, the job's digest), the verdict (nil
+// when there is none) or the run's error, the patch and the tests' log as
+// payloads — seals the ledger and returns its root hash (hex).
+func RecordVerdict(lw *ledger.Writer, id RunIdentity, res bench.Result, v *grade.Verdict, patch string) (string, error) {
 	data := map[string]any{"instance_id": res.InstanceID, "arm": res.Arm, "repeat": res.Repeat, "resolved": res.Resolved}
+	if id.Bench != "" {
+		data["bench"], data["run"], data["job_digest"] = id.Bench, id.Run, id.JobDigest
+		data["worker_version"] = id.Version
+	}
 	payloads := map[string]string{}
 	if patch != "" {
 		d, err := lw.Put([]byte(patch))
