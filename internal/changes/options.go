@@ -122,6 +122,12 @@ type Options struct {
 	// MaxFile the size of a file whose contents are kept and reported
 	// (default 32 MiB; a larger file's change has digests only).
 	MaxStore, MaxFile int64
+	// IndexMemory bounds the entries of the stat index held in memory
+	// (default DefaultIndexMemory, about 4 MB): the index is kept on disk,
+	// beside the content store, and the directories changed since it was
+	// last written are merged into it when they hold more entries than
+	// this.
+	IndexMemory int
 	// Workers is the number of goroutines that walk and read (default 4
 	// per CPU: stat calls wait on the kernel).
 	Workers int

@@ -44,6 +44,10 @@ func (e *StoreError) Unwrap() error { return e.Err }
 type store struct {
 	f   *os.File
 	max int64
+	// dfd is the private directory, held open: the stat index's segments
+	// are made in it too (tmpFile).
+	dfd int
+	dir string
 
 	mu   sync.Mutex
 	used int64
@@ -60,11 +64,22 @@ func newStore(dir string, max int64) (*store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	defer unix.Close(dfd)
+	f, err := tmpFile(dfd, dir, "contents")
+	if err != nil {
+		unix.Close(dfd)
+		return nil, err
+	}
+	return &store{f: f, dfd: dfd, dir: dir, max: max, at: map[[32]byte]span{}}, nil
+}
+
+// tmpFile makes a file with no name in the directory dir (dfd, held
+// open): O_TMPFILE, else a new file unlinked as soon as it is made. Only
+// the descriptor returned reaches it, and it is gone when that is closed.
+func tmpFile(dfd int, dir, kind string) (*os.File, error) {
 	fd, err := unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		// No O_TMPFILE on this file system: a new file, unlinked at once.
@@ -72,7 +87,7 @@ func newStore(dir string, max int64) (*store, error) {
 		if _, err := rand.Read(rnd[:]); err != nil {
 			return nil, err
 		}
-		name := "contents-" + hex.EncodeToString(rnd[:]) + ".pack"
+		name := kind + "-" + hex.EncodeToString(rnd[:]) + ".tmp"
 		fd, err = unix.Openat(dfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			return nil, &os.PathError{Op: "create", Path: filepath.Join(dir, name), Err: err}
@@ -82,7 +97,7 @@ func newStore(dir string, max int64) (*store, error) {
 			return nil, &os.PathError{Op: "unlink", Path: filepath.Join(dir, name), Err: err}
 		}
 	}
-	return &store{f: os.NewFile(uintptr(fd), filepath.Join(dir, "(contents)")), max: max, at: map[[32]byte]span{}}, nil
+	return os.NewFile(uintptr(fd), filepath.Join(dir, "("+kind+")")), nil
 }
 
 // put keeps b under its digest sum and reports whether it is kept (now or
@@ -137,4 +152,10 @@ func (s *store) get(sum [32]byte) ([]byte, bool, error) {
 }
 
 // close closes the pack, which, having no name, is gone with it.
-func (s *store) close() error { return s.f.Close() }
+func (s *store) close() error {
+	unix.Close(s.dfd)
+	return s.f.Close()
+}
+
+// tmpFile makes a file with no name in the store's directory.
+func (s *store) tmpFile(kind string) (*os.File, error) { return tmpFile(s.dfd, s.dir, kind) }

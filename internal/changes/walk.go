@@ -26,6 +26,7 @@ type entry struct {
 	ctime int64 // ns
 	ino   uint64
 	dev   uint64
+	link  string // a symlink's target, as last read
 	// sum is the content's SHA-256 when src is srcSHA, or its git object
 	// id (20 or 32 bytes) when src is srcGit.
 	sum  [32]byte
@@ -144,8 +145,11 @@ type walked struct {
 	// newLink: an entry has a name more than the index knew; the other
 	// may be in a directory this scan does not read.
 	newLink bool
-	ents    []entry
-	diffs   []diff
+	// same: the directory is as the index has it (ents is nil: nothing
+	// to install but linked).
+	same  bool
+	ents  []entry
+	diffs []diff
 	// gone lists the subdirectories of the index that are no longer
 	// directories: what was under them is removed.
 	gone []string
@@ -153,11 +157,18 @@ type walked struct {
 }
 
 // walk reads directories with a pool of workers and compares each with
-// the index, which it does not change: it returns the directories as read.
-// It starts with jobs and reads the subdirectories of each directory read:
-// all of them when full, else only those new to the index. racyFrom is
-// the time (ns) from which a stat is too recent to be trusted.
-func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
+// the index. It starts with jobs and reads the subdirectories of each
+// directory read: all of them when full, else only those new to the
+// index. racyFrom is the time (ns) from which a stat is too recent to be
+// trusted.
+//
+// It returns the directories that differ from the index and those that
+// failed, and does not change the index, except that install (the
+// baseline: an empty index, nothing to compare) installs each directory
+// as it is read and returns only failures. A directory as the index has
+// it only updates the root's linked set: a walk of a tree where nothing
+// changed holds nothing per directory, whatever the tree holds.
+func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool) []walked {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
@@ -187,7 +198,20 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
 				w, sub := t.readDir(j, full, racyFrom)
 
 				mu.Lock()
-				results = append(results, w)
+				switch {
+				case install:
+					j.r.install(w)
+					if err := j.r.idx.maybeMerge(); err != nil && w.err == nil {
+						w.err = err
+					}
+					if w.err != nil {
+						results = append(results, walked{r: w.r, rel: w.rel, err: w.err, same: true})
+					}
+				case w.same && w.err == nil:
+					j.r.install(w)
+				default:
+					results = append(results, w)
+				}
 				for _, s := range sub {
 					queue = append(queue, dirJob{r: j.r, rel: s})
 				}
@@ -205,7 +229,14 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
 // the index; it returns the subdirectories to read.
 func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string) {
 	w := walked{r: j.r, rel: j.rel}
-	old := j.r.dirs[j.rel] // read only: the index is not written during a walk
+	// Read only: the walk installs what it read only in the baseline,
+	// where every directory is read once and the index is empty.
+	old, _, ierr := j.r.idx.get(j.rel)
+	if ierr != nil {
+		// The index cannot say what was here: it keeps what it had.
+		w.err, w.same = fmt.Errorf("index of %s: %w", j.r.abspath(j.rel), ierr), true
+		return w, nil
+	}
 	if t.watch != nil {
 		t.watch.ensure(j.r, j.rel) // before reading: no change in it is missed
 	}
@@ -243,7 +274,10 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 		} else {
 			// Unreadable: nothing is known, the index keeps what it had.
 			w.err = fmt.Errorf("list %s: %w", j.r.abspath(j.rel), err)
-			w.ents = old
+			w.ents, w.same = old, true
+			for i := range old {
+				w.linked = w.linked || old[i].linked
+			}
 			if !full {
 				return w, nil
 			}
@@ -292,7 +326,7 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 		case cur != nil && prev != nil && cur.isDir() && prev.isDir():
 			continue
 		case cur != nil && prev != nil && sameStat(cur, prev) && !prev.racy:
-			cur.sum, cur.src, cur.kept = prev.sum, prev.src, prev.kept
+			cur.sum, cur.src, cur.kept, cur.link = prev.sum, prev.src, prev.kept, prev.link
 			continue
 		}
 		changed = true
@@ -310,7 +344,7 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 		}
 	}
 	if !changed && old != nil {
-		ents = old // nothing differs: keep the index's slice
+		ents, w.same = old, true // nothing differs: the index keeps its own
 	}
 	w.ents = ents
 	for i := range ents {
@@ -322,6 +356,9 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 				}
 			}
 		}
+	}
+	if w.same {
+		w.ents = nil
 	}
 	return w, sub
 }
