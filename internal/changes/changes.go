@@ -492,8 +492,8 @@ func (t *Tracker) learnChunk(ctx context.Context, r *root, hash []*entry, hashRe
 		}
 		e.sum, e.src = c.sum, srcSHA
 		if c.data != nil {
-			kept, err := t.store.put(c.sum, c.data)
-			e.kept = kept
+			at, kept, err := t.store.put(c.sum, c.data)
+			e.at, e.kept = at, kept
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
@@ -768,6 +768,7 @@ type side struct {
 	reg    bool
 	known  bool // reg: sum is known
 	kept   bool // reg, known: the content is in the store
+	at     span // kept: where
 	sum    [32]byte
 	data   []byte // reg: the content, nil when not held
 	held   int64  // bytes of the budget data holds
@@ -829,8 +830,8 @@ func (t *Tracker) examine(ctx context.Context, d *diff, keep bool) (f found, err
 			default:
 				f.cur.known, f.cur.sum, f.cur.size, f.cur.mode = true, got.sum, got.size, got.mode
 				if !f.inBulk && got.data != nil {
-					kept, perr := t.store.put(got.sum, got.data)
-					f.cur.kept = kept
+					at, kept, perr := t.store.put(got.sum, got.data)
+					f.cur.at, f.cur.kept = at, kept
 					if perr != nil {
 						err = perr
 					}
@@ -877,7 +878,7 @@ func (t *Tracker) examine(ctx context.Context, d *diff, keep bool) (f found, err
 			f.old.reg = true
 			switch o.src {
 			case srcSHA:
-				f.old.known, f.old.sum, f.old.kept = true, o.sum, o.kept
+				f.old.known, f.old.sum, f.old.kept, f.old.at = true, o.sum, o.kept, o.at
 			case srcGit:
 				if o.size > t.maxFile {
 					f.old.missing = fmt.Sprintf("not read: %d bytes, past the per-file cap", o.size)
@@ -937,19 +938,19 @@ func (t *Tracker) apply(d *diff, f *found) bool {
 	if f.same {
 		switch {
 		case f.cur.reg && !f.cur.known:
-			t.settle(*d, [32]byte{}, srcNone, false)
+			t.settle(*d, [32]byte{}, srcNone, false, span{})
 		case d.old.src == srcNone:
-			t.settle(*d, f.cur.sum, srcSHA, f.cur.kept)
+			t.settle(*d, f.cur.sum, srcSHA, f.cur.kept, f.cur.at)
 		default:
-			t.settle(*d, d.old.sum, d.old.src, d.old.kept)
+			t.settle(*d, d.old.sum, d.old.src, d.old.kept, d.old.at)
 		}
 		return false
 	}
 	if d.cur != nil && d.cur.isReg() {
 		if f.cur.known {
-			t.settle(*d, f.cur.sum, srcSHA, f.cur.kept)
+			t.settle(*d, f.cur.sum, srcSHA, f.cur.kept, f.cur.at)
 		} else {
-			t.settle(*d, [32]byte{}, srcNone, false)
+			t.settle(*d, [32]byte{}, srcNone, false, span{})
 		}
 	}
 	if d.cur == nil {
@@ -1189,7 +1190,7 @@ func (t *Tracker) change(p string, o, c side, held *int64) tool.FileChange {
 			ch.BeforeUnavailable = fmt.Sprintf("not kept: %d bytes, past the memory budget of one scan", o.size)
 			break
 		}
-		b, ok, err := t.store.get(o.sum)
+		b, ok, err := t.store.get(o.sum, o.at)
 		switch {
 		case err != nil:
 			t.hold.give(o.size)
@@ -1384,9 +1385,9 @@ func inGone(gone map[watched]bool, r *root, rel string) bool {
 
 // settle records in the index what is now known of a diff's current
 // regular file.
-func (t *Tracker) settle(d diff, sum [32]byte, src uint8, kept bool) {
+func (t *Tracker) settle(d diff, sum [32]byte, src uint8, kept bool, at span) {
 	if e := d.r.lookupEdit(d.rel); e != nil && e.isReg() {
-		e.sum, e.src, e.kept = sum, src, kept
+		e.sum, e.src, e.kept, e.at = sum, src, kept, at
 	}
 }
 
@@ -1612,7 +1613,7 @@ func (t *Tracker) note(changes []tool.FileChange) {
 				copy(e.sum[:], sum)
 				e.src = srcSHA
 				if ch.AfterData != nil && sha256.Sum256(ch.AfterData) == e.sum {
-					e.kept, _ = t.store.put(e.sum, ch.AfterData)
+					e.at, e.kept, _ = t.store.put(e.sum, ch.AfterData)
 				}
 				if !e.isReg() { // not what the tool wrote any more
 					e.mode, e.ino, e.size = unix.S_IFREG|0o644, 0, -1
@@ -1647,7 +1648,7 @@ func (t *Tracker) gap(r *root, rel string, ch tool.FileChange) {
 		if e.sum == before {
 			return
 		}
-		old.sum, old.kept = e.sum, e.kept
+		old.sum, old.kept, old.at = e.sum, e.kept, e.at
 	case srcGit:
 		if ch.BeforeData == nil || r.repo == nil {
 			return

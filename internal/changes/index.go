@@ -304,6 +304,7 @@ func (x *index) read(dir string, decode bool) ([]entry, bool, error) {
 //
 //	uvarint len(name) | name | mode u32 | size, mtime, ctime i64 |
 //	ino, dev u64 | src u8 | flags u8 | sum [32] (src ≠ srcNone) |
+//	uvarint offset, uvarint length in the store (flagKept) |
 //	uvarint len(link) | link (flagLink)
 //
 // little-endian. The segment is Truss's own and no command can reach it,
@@ -346,6 +347,10 @@ func appendEntries(b []byte, ents []entry) []byte {
 		b = append(b, e.src, fl)
 		if e.src != srcNone {
 			b = append(b, e.sum[:]...)
+		}
+		if e.kept {
+			b = binary.AppendUvarint(b, uint64(e.at.off))
+			b = binary.AppendUvarint(b, uint64(e.at.n))
 		}
 		if e.link != "" {
 			b = binary.AppendUvarint(b, uint64(len(e.link)))
@@ -394,6 +399,17 @@ func decodeEntries(b []byte) ([]entry, error) {
 			}
 			copy(e.sum[:], b)
 			b = b[32:]
+		}
+		if e.kept {
+			off, k := binary.Uvarint(b)
+			if k <= 0 {
+				return nil, errSegment
+			}
+			n, m := binary.Uvarint(b[k:])
+			if m <= 0 || off > 1<<62 || n > 1<<62 {
+				return nil, errSegment
+			}
+			e.at, b = span{off: int64(off), n: int64(n)}, b[k+m:]
 		}
 		if fl&flagLink != 0 {
 			if e.link, ok = str(); !ok {

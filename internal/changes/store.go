@@ -51,7 +51,11 @@ type store struct {
 
 	mu   sync.Mutex
 	used int64
-	at   map[[32]byte]span
+	// recent are the contents kept lately (recentMax at most), so that a
+	// content put again is not kept twice. Where each content is kept is
+	// remembered by the index entry that names it, not here: the store's
+	// memory does not grow with the contents it keeps.
+	recent map[[32]byte]span
 }
 
 // emptySum is the SHA-256 of no bytes.
@@ -73,7 +77,7 @@ func newStore(dir string, max int64) (*store, error) {
 		unix.Close(dfd)
 		return nil, err
 	}
-	return &store{f: f, dfd: dfd, dir: dir, max: max, at: map[[32]byte]span{}}, nil
+	return &store{f: f, dfd: dfd, dir: dir, max: max, recent: map[[32]byte]span{}}, nil
 }
 
 // tmpFile makes a file with no name in the directory dir (dfd, held
@@ -100,45 +104,50 @@ func tmpFile(dfd int, dir, kind string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), filepath.Join(dir, "("+kind+")")), nil
 }
 
-// put keeps b under its digest sum and reports whether it is kept (now or
-// before). An empty content is always "kept": it needs no bytes.
-func (s *store) put(sum [32]byte, b []byte) (bool, error) {
+// recentMax bounds the digests the store remembers to keep a content
+// once: past it they are forgotten, and a content written again may be
+// kept twice (within max).
+const recentMax = 4096
+
+// put keeps b under its digest sum and reports whether and where it is
+// kept (now or before). An empty content is always "kept": it needs no
+// bytes. Where a content is kept is its entry's to remember (get).
+func (s *store) put(sum [32]byte, b []byte) (span, bool, error) {
 	if len(b) == 0 {
-		return true, nil
+		return span{}, true, nil
 	}
 	s.mu.Lock()
-	if _, ok := s.at[sum]; ok {
+	if sp, ok := s.recent[sum]; ok {
 		s.mu.Unlock()
-		return true, nil
+		return sp, true, nil
 	}
 	if s.used+int64(len(b)) > s.max {
 		s.mu.Unlock()
-		return false, nil
+		return span{}, false, nil
 	}
 	sp := span{off: s.used, n: int64(len(b))}
 	s.used += sp.n // reserved; the bytes are written outside the lock
 	s.mu.Unlock()
 	if _, err := s.f.WriteAt(b, sp.off); err != nil {
-		return false, fmt.Errorf("content store: %w", err)
+		return span{}, false, fmt.Errorf("content store: %w", err)
 	}
 	s.mu.Lock()
-	if _, ok := s.at[sum]; !ok {
-		s.at[sum] = sp
+	if len(s.recent) >= recentMax {
+		clear(s.recent)
 	}
+	s.recent[sum] = sp
 	s.mu.Unlock()
-	return true, nil
+	return sp, true, nil
 }
 
-// get returns the content kept under sum, re-hashed: ok is false when it
-// is not kept; a content that does not hash to sum is ErrStoreAltered.
-func (s *store) get(sum [32]byte) ([]byte, bool, error) {
+// get returns the content kept under sum at sp, re-hashed: ok is false
+// when it is not kept; a content that does not hash to sum is
+// ErrStoreAltered.
+func (s *store) get(sum [32]byte, sp span) ([]byte, bool, error) {
 	if sum == emptySum {
 		return []byte{}, true, nil
 	}
-	s.mu.Lock()
-	sp, ok := s.at[sum]
-	s.mu.Unlock()
-	if !ok {
+	if sp.n <= 0 {
 		return nil, false, nil
 	}
 	b := make([]byte, sp.n)

@@ -32,6 +32,7 @@ type entry struct {
 	sum  [32]byte
 	src  uint8
 	kept bool // srcSHA: the content is in the store
+	at   span // kept: where
 	// linked: a regular file with more than one name. A write through
 	// another name sends its inotify event to that name's directory only,
 	// so a scan reads this entry's directory every time.
@@ -326,7 +327,7 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 		case cur != nil && prev != nil && cur.isDir() && prev.isDir():
 			continue
 		case cur != nil && prev != nil && sameStat(cur, prev) && !prev.racy:
-			cur.sum, cur.src, cur.kept, cur.link = prev.sum, prev.src, prev.kept, prev.link
+			cur.sum, cur.src, cur.kept, cur.at, cur.link = prev.sum, prev.src, prev.kept, prev.at, prev.link
 			continue
 		}
 		changed = true
