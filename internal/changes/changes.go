@@ -86,7 +86,7 @@ type root struct {
 // other names, when it is as the index had it).
 func (r *root) install(w walked) {
 	if !w.same {
-		r.idx.set(w.rel, w.ents)
+		r.idx.set(w.rel, w.ents, true)
 	}
 	if w.linked {
 		r.linked[w.rel] = true
@@ -1460,7 +1460,7 @@ func (r *root) remove(rel string) {
 	if ents[i].isDir() {
 		r.dropDir(rel)
 	}
-	r.idx.set(dir, slices.Delete(ents, i, i+1))
+	r.idx.set(dir, slices.Delete(ents, i, i+1), false)
 }
 
 func (r *root) dropDir(rel string) {
@@ -1491,7 +1491,7 @@ func (r *root) put(rel string, e entry) {
 		ents[i] = e
 		return
 	}
-	r.idx.set(dir, slices.Insert(ents, i, e))
+	r.idx.set(dir, slices.Insert(ents, i, e), false)
 }
 
 // ensureDir makes the directory rel known to the index, with its parents;
@@ -1500,7 +1500,7 @@ func (r *root) put(rel string, e entry) {
 func (r *root) ensureDir(rel string) {
 	if rel == "" || r.idx.has(rel) {
 		if rel == "" && !r.idx.has("") {
-			r.idx.set("", []entry{})
+			r.idx.set("", []entry{}, false)
 		}
 		return
 	}
@@ -1509,7 +1509,7 @@ func (r *root) ensureDir(rel string) {
 		e = fromInfo("", i)
 	}
 	r.put(rel, e)
-	r.idx.set(rel, []entry{})
+	r.idx.set(rel, []entry{}, false)
 	if r.watch != nil {
 		// What is in it that nobody reported (it may have been moved here
 		// whole) is read by the next scan.

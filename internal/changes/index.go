@@ -60,10 +60,13 @@ type mark struct {
 }
 
 // odir is a directory of the overlay: its entries, or gone when it was
-// removed from the index since the segment was written.
+// removed from the index since the segment was written. shared entries
+// (a walk's, which its diffs point into) are copied before they are
+// edited.
 type odir struct {
-	ents []entry
-	gone bool
+	ents   []entry
+	gone   bool
+	shared bool
 }
 
 // segBlock is the segment's block: the sparse table has one mark per
@@ -152,6 +155,9 @@ func (x *index) edit(dir string) ([]entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if o, ok := x.over[dir]; ok {
+		if o.shared {
+			o.ents, o.shared = slices.Clone(o.ents), false
+		}
 		return o.ents, !o.gone
 	}
 	ents, ok, err := x.read(dir, true)
@@ -163,16 +169,18 @@ func (x *index) edit(dir string) ([]entry, bool) {
 	return ents, true
 }
 
-// set makes ents the entries of dir.
-func (x *index) set(dir string, ents []entry) {
+// set makes ents the entries of dir. With shared, the index never
+// modifies ents (edit copies them first): the caller may keep pointers
+// into them.
+func (x *index) set(dir string, ents []entry, shared bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if o, ok := x.over[dir]; ok {
 		x.overN += len(ents) - len(o.ents)
-		o.ents, o.gone = ents, false
+		o.ents, o.gone, o.shared = ents, false, shared
 		return
 	}
-	x.over[dir] = &odir{ents: ents}
+	x.over[dir] = &odir{ents: ents, shared: shared}
 	x.overN += len(ents) + 1
 }
 
@@ -182,7 +190,7 @@ func (x *index) del(dir string) {
 	defer x.mu.Unlock()
 	if o, ok := x.over[dir]; ok {
 		x.overN -= len(o.ents)
-		o.ents, o.gone = nil, true
+		o.ents, o.gone, o.shared = nil, true, false
 		return
 	}
 	x.over[dir] = &odir{gone: true}

@@ -337,8 +337,9 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 			d.old = &p
 		}
 		if cur != nil && !cur.isDir() {
-			c := *cur
-			d.cur = &c
+			// The walk's entries become the index's as they are
+			// (index.set with shared), never modified in place.
+			d.cur = cur
 		}
 		if d.old != nil || d.cur != nil {
 			w.diffs = append(w.diffs, d)
