@@ -5,7 +5,6 @@ package changes
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -62,8 +61,6 @@ func storeHolds(tr *Tracker) bool {
 	}
 	return bytes.Contains(pack, b(secret))
 }
-
-func sum(s string) [32]byte { return sha256.Sum256(b(s)) }
 
 // TestAttackSwapDirForLink: a command flips a directory the tracker lists
 // for a symlink to a directory outside the workspace that holds a file of
