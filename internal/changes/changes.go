@@ -353,7 +353,7 @@ func (t *Tracker) learn(ctx context.Context, r *root, index map[string]indexEntr
 		return err
 	}
 	w := newSegWriter(f)
-	rd := newSegReader(x.seg, 0, x.size)
+	rd := newSegReader(x.seg, 0, x.size, nil)
 	type dir struct {
 		rel  string
 		ents []entry

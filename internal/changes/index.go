@@ -50,6 +50,8 @@ type index struct {
 	sparse     []mark
 	over       map[string]*odir
 	overN      int // entries (and directories) the overlay holds
+
+	bufs sync.Pool // of *[]byte, segBlock long: lookups' read buffers
 }
 
 // mark is an entry of the sparse table: the first directory that starts
@@ -126,15 +128,24 @@ func (x *index) commit(w *segWriter) {
 // get returns the entries of dir and whether the index knows it. The
 // slice is shared: the caller does not modify it.
 func (x *index) get(dir string) ([]entry, bool, error) {
+	ents, _, ok, err := x.getInto(dir, nil)
+	return ents, ok, err
+}
+
+// getInto is get, decoding entries read from the segment into buf's
+// array when it is large enough (decoded then says so): a caller that
+// reads many directories reuses one buffer.
+func (x *index) getInto(dir string, buf []entry) (ents []entry, decoded, ok bool, err error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if o, ok := x.over[dir]; ok {
 		if o.gone {
-			return nil, false, nil
+			return nil, false, false, nil
 		}
-		return o.ents, true, nil
+		return o.ents, false, true, nil
 	}
-	return x.read(dir, true)
+	ents, ok, err = x.read(dir, true, buf)
+	return ents, ok && len(ents) > 0 && cap(buf) >= len(ents) && &buf[:1][0] == &ents[0], ok, err
 }
 
 // has reports whether the index knows dir.
@@ -144,7 +155,7 @@ func (x *index) has(dir string) bool {
 	if o, ok := x.over[dir]; ok {
 		return !o.gone
 	}
-	_, ok, err := x.read(dir, false)
+	_, ok, err := x.read(dir, false, nil)
 	return ok && err == nil
 }
 
@@ -160,7 +171,7 @@ func (x *index) edit(dir string) ([]entry, bool) {
 		}
 		return o.ents, !o.gone
 	}
-	ents, ok, err := x.read(dir, true)
+	ents, ok, err := x.read(dir, true, nil)
 	if err != nil || !ok {
 		return nil, false
 	}
@@ -224,7 +235,7 @@ func (x *index) merge() error {
 	}
 	slices.Sort(keys)
 	w := newSegWriter(f)
-	rd := newSegReader(x.seg, 0, x.size)
+	rd := newSegReader(x.seg, 0, x.size, nil)
 	var cur string
 	var body []byte
 	have := false
@@ -268,9 +279,9 @@ func (x *index) merge() error {
 	return nil
 }
 
-// read finds dir in the segment; with decode, its entries are returned.
-// The caller holds mu.
-func (x *index) read(dir string, decode bool) ([]entry, bool, error) {
+// read finds dir in the segment; with decode, its entries are returned,
+// in buf's array when it is large enough. The caller holds mu (read).
+func (x *index) read(dir string, decode bool, buf []entry) ([]entry, bool, error) {
 	if x.size == 0 {
 		return nil, false, nil
 	}
@@ -278,7 +289,17 @@ func (x *index) read(dir string, decode bool) ([]entry, bool, error) {
 	if i < 0 {
 		return nil, false, nil
 	}
-	rd := newSegReader(x.seg, x.sparse[i].off, x.size)
+	b, _ := x.bufs.Get().(*[]byte)
+	if b == nil {
+		b = new([]byte)
+	}
+	rd := newSegReader(x.seg, x.sparse[i].off, x.size, *b)
+	defer func() {
+		if cap(rd.buf) == segBlock {
+			*b = rd.buf
+			x.bufs.Put(b)
+		}
+	}()
 	for {
 		d, n, ok, err := rd.header()
 		if err != nil || !ok {
@@ -293,7 +314,7 @@ func (x *index) read(dir string, decode bool) ([]entry, bool, error) {
 			if err != nil {
 				return nil, false, err
 			}
-			ents, err := decodeEntries(body)
+			ents, err := decodeEntriesInto(body, buf)
 			return ents, err == nil, err
 		case d > dir:
 			return nil, false, nil
@@ -368,13 +389,22 @@ func appendEntries(b []byte, ents []entry) []byte {
 	return b
 }
 
-func decodeEntries(b []byte) ([]entry, error) {
+func decodeEntries(b []byte) ([]entry, error) { return decodeEntriesInto(b, nil) }
+
+// decodeEntriesInto decodes into buf's array when it is large enough.
+func decodeEntriesInto(b []byte, buf []entry) ([]entry, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)) {
 		return nil, errSegment
 	}
 	b = b[k:]
-	ents := make([]entry, n)
+	var ents []entry
+	if uint64(cap(buf)) >= n {
+		ents = buf[:n]
+		clear(ents)
+	} else {
+		ents = make([]entry, n)
+	}
 	str := func() (string, bool) {
 		l, k := binary.Uvarint(b)
 		if k <= 0 || l > uint64(len(b)-k) {
@@ -481,8 +511,12 @@ type segReader struct {
 	i, n int
 }
 
-func newSegReader(f io.ReaderAt, off, end int64) *segReader {
-	return &segReader{f: f, off: off, end: end, buf: make([]byte, segBlock)}
+// newSegReader reads f from off to end, in buf when it holds a block.
+func newSegReader(f io.ReaderAt, off, end int64, buf []byte) *segReader {
+	if cap(buf) < segBlock {
+		buf = make([]byte, segBlock)
+	}
+	return &segReader{f: f, off: off, end: end, buf: buf[:segBlock]}
 }
 
 // fill makes at least k bytes available from i, if the segment has them.

@@ -181,6 +181,7 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool) [
 	var wg sync.WaitGroup
 	for range t.workers {
 		wg.Go(func() {
+			var scratch []entry // the index's entries of each directory, decoded
 			for {
 				mu.Lock()
 				for len(queue) == 0 && active > 0 {
@@ -196,7 +197,7 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool) [
 				active++
 				mu.Unlock()
 
-				w, sub := t.readDir(j, full, racyFrom)
+				w, sub := t.readDir(j, full, racyFrom, &scratch)
 
 				mu.Lock()
 				switch {
@@ -227,12 +228,19 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool) [
 }
 
 // readDir reads one directory, stats its entries and compares them with
-// the index; it returns the subdirectories to read.
-func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string) {
+// the index; it returns the subdirectories to read. The index's entries
+// are decoded into *scratch, which the caller passes again for the next
+// directory: nothing returned points into it.
+func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry) (walked, []string) {
 	w := walked{r: j.r, rel: j.rel}
 	// Read only: the walk installs what it read only in the baseline,
 	// where every directory is read once and the index is empty.
-	old, _, ierr := j.r.idx.get(j.rel)
+	old, decoded, _, ierr := j.r.idx.getInto(j.rel, *scratch)
+	if decoded {
+		*scratch = old[:0]
+	} else if cap(old) > cap(*scratch) && len(old) <= 1024 {
+		*scratch = make([]entry, 0, cap(old)) // large enough next time
+	}
 	if ierr != nil {
 		// The index cannot say what was here: it keeps what it had.
 		w.err, w.same = fmt.Errorf("index of %s: %w", j.r.abspath(j.rel), ierr), true
@@ -275,7 +283,7 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 		} else {
 			// Unreadable: nothing is known, the index keeps what it had.
 			w.err = fmt.Errorf("list %s: %w", j.r.abspath(j.rel), err)
-			w.ents, w.same = old, true
+			w.same = true
 			for i := range old {
 				w.linked = w.linked || old[i].linked
 			}
