@@ -33,5 +33,6 @@ func main() {
 	if sandbox.IsHelper() {
 		sandbox.RunHelper() // never returns
 	}
+	trusscli.LimitMemory()
 	os.Exit(trusscli.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/shell"
@@ -67,11 +69,13 @@ func BenchmarkScan(b *testing.B) {
 					files := []string{"m00/p00/d00/f00.go", "m00/p01/d02/f03.go", "m00/p00/d07/f19.go"}
 					b.Run("none", func(b *testing.B) {
 						b.ReportAllocs()
+						c0 := cpuTime()
 						for b.Loop() {
 							if got, err := tr.Scan(context.Background()); err != nil || len(got) != 0 {
 								b.Fatal(got, err)
 							}
 						}
+						reportCPU(b, c0)
 						b.ReportMetric(index, "index-MB")
 					})
 					b.Run("edit3", func(b *testing.B) {
@@ -108,6 +112,8 @@ func BenchmarkBaseline(b *testing.B) {
 			sh(b, root, `git init -q . && git add -A && git -c user.email=t@t -c user.name=t commit -qm base`)
 		}
 		b.Run(map[bool]string{false: "kind=plain", true: "kind=git"}[git], func(b *testing.B) {
+			c0 := cpuTime()
+			defer reportCPU(b, c0)
 			for b.Loop() {
 				tr, err := Open(context.Background(), []string{root}, Options{StoreDir: b.TempDir()})
 				if err != nil {
@@ -156,4 +162,21 @@ func BenchmarkShellCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cpuTime is the CPU time (user and system) the process has used: on a
+// machine shared with other work, a walk's CPU varies far less than its
+// wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the process's CPU time per iteration since c0
+// (cpu-ms/op), the benchmark's workers included.
+func reportCPU(b *testing.B, c0 time.Duration) {
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N)/1e6, "cpu-ms/op")
 }

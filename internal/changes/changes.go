@@ -70,10 +70,9 @@ type root struct {
 	// name prefixes the paths of this root's files: "" for the first root
 	// (the workspace: paths are relative to it), else its absolute path,
 	// '/'-separated.
-	name  string
-	dirs  map[string][]entry // directory (relative, "" for the root) → its entries by name
-	links map[string]string  // symlink → target
-	repo  *repo
+	name string
+	idx  *index // the stat index, mostly on disk
+	repo *repo
 	// dotGit is the .git recorded for the root at Open (the zero Repo:
 	// none, or none git may be run on).
 	dotGit gitsafe.Repo
@@ -83,9 +82,12 @@ type root struct {
 	linked map[string]bool
 }
 
-// install puts a directory as read into the index.
+// install puts a directory as read into the index (only its links to
+// other names, when it is as the index had it).
 func (r *root) install(w walked) {
-	r.dirs[w.rel] = w.ents
+	if !w.same {
+		r.idx.set(w.rel, w.ents, true)
+	}
 	if w.linked {
 		r.linked[w.rel] = true
 	} else {
@@ -190,7 +192,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("changes: root %s is not a directory: %w", p, err)
 		}
-		r := &root{abs: abs, fs: rfs, dirs: map[string][]entry{}, links: map[string]string{}, watch: t.watch, linked: map[string]bool{}}
+		r := &root{abs: abs, fs: rfs, watch: t.watch, linked: map[string]bool{}}
 		if !t.noGit {
 			// Recorded now, with lstat only: the baseline and every later
 			// use of git check that the .git found is still this one.
@@ -239,6 +241,20 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		}
 		return nil, &StoreError{Dir: dir, Err: err}
 	}
+	for _, r := range t.roots {
+		if r.idx, err = newIndex(t.store, opts.IndexMemory); err != nil {
+			for _, r := range t.roots {
+				if r.idx != nil {
+					r.idx.close()
+				}
+			}
+			t.store.close()
+			if t.tmpStore != "" {
+				os.RemoveAll(t.tmpStore)
+			}
+			return nil, &StoreError{Dir: dir, Err: err}
+		}
+	}
 	ok = true
 	ctx, t.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	t.mu.Lock() // held until the baseline is taken
@@ -278,6 +294,7 @@ func (t *Tracker) Close() error {
 			r.repo.close()
 		}
 		r.fs.Close()
+		r.idx.close()
 	}
 	err := t.store.close()
 	if t.tmpStore != "" {
@@ -289,19 +306,19 @@ func (t *Tracker) Close() error {
 // baseline builds the index: the stat of every entry, then what is known
 // of each regular file's content.
 func (t *Tracker) baseline(ctx context.Context) error {
-	ws := t.walk(t.rootJobs(), true, time.Now().Add(-RacyWindow).UnixNano())
 	var errs []error
-	for _, w := range ws {
-		w.r.install(w)
+	// The stat walk installs each directory as it is read, and the index
+	// goes to disk as its overlay fills.
+	for _, w := range t.walk(t.rootJobs(), true, time.Now().Add(-RacyWindow).UnixNano(), true) {
 		if w.err != nil {
 			errs = append(errs, w.err)
 		}
 	}
-	var hash []*entry
-	var hashRel []string
-	var hashRoot []*root
-	var hashOID [][]byte // the index's blob of a file whose stat does not prove it clean; nil: none
 	for _, r := range t.roots {
+		if err := r.idx.merge(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		var index map[string]indexEntry
 		if !t.noGit {
 			repo, idx, err := openRepo(ctx, r.abs, r.dotGit, t.gitPath)
@@ -310,69 +327,149 @@ func (t *Tracker) baseline(ctx context.Context) error {
 			}
 			r.repo, index = repo, idx
 		}
-		var clean []*entry
-		var cleanRel []string
-		var cleanOID [][]byte
-		for dir, ents := range r.dirs {
-			for i := range ents {
-				e := &ents[i]
-				rel := path.Join(dir, e.name)
-				switch {
-				case e.isLink():
-					if target, err := r.fs.Readlink(rel); err == nil {
-						r.links[rel] = target
-					}
-				case e.isReg():
-					if _, ok := t.bulk.bulkDir(rel); ok {
-						continue // recorded by digest only: no copy, and no hash yet
-					}
-					ie, ok := index[rel]
-					exec := e.mode&0o100 != 0
-					switch {
-					case ok && ie.mode != 0o120000 && statClean(e, ie):
-						clean, cleanRel = append(clean, e), append(cleanRel, rel)
-						cleanOID = append(cleanOID, ie.oid)
-					case ok && ie.mode != 0o120000 && (ie.mode == 0o100755) == exec:
-						// Clean only if its content hashes to the index's
-						// blob, which the copy below computes.
-						hash, hashRel, hashRoot = append(hash, e), append(hashRel, rel), append(hashRoot, r)
-						hashOID = append(hashOID, ie.oid)
-					default:
-						hash, hashRel, hashRoot = append(hash, e), append(hashRel, rel), append(hashRoot, r)
-						hashOID = append(hashOID, nil)
-					}
-				}
-			}
-		}
-		if len(clean) > 0 {
-			// A clean file is its index blob unless the repository converts
-			// line endings or expands keywords: those change the size.
-			sizes, err := r.repo.sizes(ctx, cleanOID)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			for i, e := range clean {
-				if err == nil && sizes[i] == e.size {
-					e.src = srcGit
-					copy(e.sum[:], cleanOID[i])
-					continue
-				}
-				hash, hashRel, hashRoot = append(hash, e), append(hashRel, cleanRel[i]), append(hashRoot, r)
-				hashOID = append(hashOID, nil)
-			}
+		if err := t.learn(ctx, r, index); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	// Copy the rest into the store, in parallel; a file whose content is
-	// its index blob is taken from the repository instead.
+	return errors.Join(errs...)
+}
+
+// learnChunk is how many regular files the baseline reads at once.
+const learnChunk = 16384
+
+// learn completes the index of r, which is all in its segment: it reads
+// each link's target, and learns what is known of each regular file's
+// content (its index blob, when the repository's index proves it clean;
+// else its SHA-256 as it is copied into the store). It rewrites the
+// segment as it reads it, a chunk of files at a time, so what it holds is
+// a chunk, whatever the root holds.
+func (t *Tracker) learn(ctx context.Context, r *root, index map[string]indexEntry) error {
+	x := r.idx
+	if x.size == 0 {
+		return nil
+	}
+	f, err := x.begin()
+	if err != nil {
+		return err
+	}
+	w := newSegWriter(f)
+	rd := newSegReader(x.seg, 0, x.size, nil)
+	type dir struct {
+		rel  string
+		ents []entry
+	}
+	var (
+		errs  []error
+		dirs  []dir
+		files int
+		// The files to hash, with the index's blob of a file whose stat
+		// does not prove it clean (nil: none).
+		hash    []*entry
+		hashRel []string
+		hashOID [][]byte
+		// The files whose stat proves them clean.
+		clean    []*entry
+		cleanRel []string
+		cleanOID [][]byte
+	)
+	flush := func() {
+		errs = append(errs, t.learnChunk(ctx, r, hash, hashRel, hashOID, clean, cleanRel, cleanOID)...)
+		for _, d := range dirs {
+			if err := w.dir(d.rel, d.ents); err != nil {
+				errs = append(errs, fmt.Errorf("index: %w", err))
+			}
+		}
+		dirs, files = dirs[:0], 0
+		hash, hashRel, hashOID = hash[:0], hashRel[:0], hashOID[:0]
+		clean, cleanRel, cleanOID = clean[:0], cleanRel[:0], cleanOID[:0]
+	}
+	for {
+		d, body, ok, err := rd.record()
+		if err != nil {
+			return errors.Join(append(errs, fmt.Errorf("index: %w", err))...)
+		}
+		if !ok {
+			break
+		}
+		ents, err := decodeEntries(body)
+		if err != nil {
+			return errors.Join(append(errs, fmt.Errorf("index: %w", err))...)
+		}
+		dirs = append(dirs, dir{rel: d, ents: ents})
+		for i := range ents {
+			e := &ents[i]
+			rel := path.Join(d, e.name)
+			switch {
+			case e.isLink():
+				if target, err := r.fs.Readlink(rel); err == nil {
+					e.link = target
+				}
+			case e.isReg():
+				if _, ok := t.bulk.bulkDir(rel); ok {
+					continue // recorded by digest only: no copy, and no hash yet
+				}
+				files++
+				ie, ok := index[rel]
+				exec := e.mode&0o100 != 0
+				switch {
+				case ok && ie.mode != 0o120000 && statClean(e, ie):
+					clean, cleanRel, cleanOID = append(clean, e), append(cleanRel, rel), append(cleanOID, ie.oid)
+				case ok && ie.mode != 0o120000 && (ie.mode == 0o100755) == exec:
+					// Clean only if its content hashes to the index's
+					// blob, which the copy computes.
+					hash, hashRel, hashOID = append(hash, e), append(hashRel, rel), append(hashOID, ie.oid)
+				default:
+					hash, hashRel, hashOID = append(hash, e), append(hashRel, rel), append(hashOID, nil)
+				}
+			}
+		}
+		if files >= learnChunk {
+			flush()
+		}
+	}
+	flush()
+	if err := w.flush(); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("index: %w", err))...)
+	}
+	x.mu.Lock()
+	x.commit(w)
+	x.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// learnChunk learns the contents of a chunk of the baseline's files:
+// clean ones are their index blob when the blob's size is the file's
+// (the repository converts no line endings, expands no keywords); the
+// rest are read, hashed and copied into the store, in parallel, and a
+// file whose content is its index blob is taken from the repository
+// instead.
+func (t *Tracker) learnChunk(ctx context.Context, r *root, hash []*entry, hashRel []string, hashOID [][]byte,
+	clean []*entry, cleanRel []string, cleanOID [][]byte) []error {
+	var errs []error
+	if len(clean) > 0 {
+		sizes, err := r.repo.sizes(ctx, cleanOID)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for i, e := range clean {
+			if err == nil && sizes[i] == e.size {
+				e.src = srcGit
+				copy(e.sum[:], cleanOID[i])
+				continue
+			}
+			hash, hashRel = append(hash, e), append(hashRel, cleanRel[i])
+			hashOID = append(hashOID, nil)
+		}
+	}
 	var mu sync.Mutex
 	var verified []int // of hash: found to be their index blob
 	t.parallel(len(hash), func(i int) {
 		e := hash[i]
 		var g *repo
 		if hashOID[i] != nil {
-			g = hashRoot[i].repo
+			g = r.repo
 		}
-		c, err := t.read(hashRoot[i], hashRel[i], e, g, true)
+		c, err := t.read(r, hashRel[i], e, g, true)
 		if err == nil && c.size == e.size && c.gid != nil && bytes.Equal(c.gid, hashOID[i]) {
 			e.src = srcGit
 			copy(e.sum[:], c.gid)
@@ -395,8 +492,8 @@ func (t *Tracker) baseline(ctx context.Context) error {
 		}
 		e.sum, e.src = c.sum, srcSHA
 		if c.data != nil {
-			kept, err := t.store.put(c.sum, c.data)
-			e.kept = kept
+			at, kept, err := t.store.put(c.sum, c.data)
+			e.at, e.kept = at, kept
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
@@ -406,29 +503,25 @@ func (t *Tracker) baseline(ctx context.Context) error {
 		t.hold.give(c.held)
 	})
 	// A file is its index blob only if the repository has that object
-	// (an intent-to-add entry, or a partial clone's, may not): one check
-	// per root. One it lacks is unknown, compared by content at the first
-	// scan.
-	byRoot := map[*root][]int{}
-	for _, i := range verified {
-		byRoot[hashRoot[i]] = append(byRoot[hashRoot[i]], i)
-	}
-	for r, is := range byRoot {
-		oids := make([][]byte, len(is))
-		for k, i := range is {
+	// (an intent-to-add entry, or a partial clone's, may not). One it
+	// lacks is unknown, compared by content at the first scan.
+	if len(verified) > 0 {
+		slices.Sort(verified)
+		oids := make([][]byte, len(verified))
+		for k, i := range verified {
 			oids[k] = hashOID[i]
 		}
 		sizes, err := r.repo.sizes(ctx, oids)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		for k, i := range is {
+		for k, i := range verified {
 			if err != nil || sizes[k] != hash[i].size {
 				hash[i].src, hash[i].racy = srcNone, true
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // parallel runs f(0..n-1) on the tracker's workers.
@@ -652,7 +745,7 @@ func (t *Tracker) jobs(all bool) ([]dirJob, bool) {
 	var jobs []dirJob
 	seen := map[watched]bool{}
 	for _, k := range dirty {
-		if _, ok := k.r.dirs[k.rel]; ok && !seen[k] {
+		if !seen[k] && k.r.idx.has(k.rel) {
 			seen[k] = true
 			jobs = append(jobs, dirJob(k))
 		}
@@ -675,6 +768,7 @@ type side struct {
 	reg    bool
 	known  bool // reg: sum is known
 	kept   bool // reg, known: the content is in the store
+	at     span // kept: where
 	sum    [32]byte
 	data   []byte // reg: the content, nil when not held
 	held   int64  // bytes of the budget data holds
@@ -736,8 +830,8 @@ func (t *Tracker) examine(ctx context.Context, d *diff, keep bool) (f found, err
 			default:
 				f.cur.known, f.cur.sum, f.cur.size, f.cur.mode = true, got.sum, got.size, got.mode
 				if !f.inBulk && got.data != nil {
-					kept, perr := t.store.put(got.sum, got.data)
-					f.cur.kept = kept
+					at, kept, perr := t.store.put(got.sum, got.data)
+					f.cur.at, f.cur.kept = at, kept
 					if perr != nil {
 						err = perr
 					}
@@ -779,12 +873,12 @@ func (t *Tracker) examine(ctx context.Context, d *diff, keep bool) (f found, err
 		f.old = side{exists: true, ino: o.ino, mtime: o.mtime, mode: o.mode, size: o.size, typ: o.typeName()}
 		switch {
 		case o.isLink():
-			f.old.link = d.r.links[d.rel]
+			f.old.link = o.link
 		case o.isReg():
 			f.old.reg = true
 			switch o.src {
 			case srcSHA:
-				f.old.known, f.old.sum, f.old.kept = true, o.sum, o.kept
+				f.old.known, f.old.sum, f.old.kept, f.old.at = true, o.sum, o.kept, o.at
 			case srcGit:
 				if o.size > t.maxFile {
 					f.old.missing = fmt.Sprintf("not read: %d bytes, past the per-file cap", o.size)
@@ -844,28 +938,28 @@ func (t *Tracker) apply(d *diff, f *found) bool {
 	if f.same {
 		switch {
 		case f.cur.reg && !f.cur.known:
-			t.settle(*d, [32]byte{}, srcNone, false)
+			t.settle(*d, [32]byte{}, srcNone, false, span{})
 		case d.old.src == srcNone:
-			t.settle(*d, f.cur.sum, srcSHA, f.cur.kept)
+			t.settle(*d, f.cur.sum, srcSHA, f.cur.kept, f.cur.at)
 		default:
-			t.settle(*d, d.old.sum, d.old.src, d.old.kept)
+			t.settle(*d, d.old.sum, d.old.src, d.old.kept, d.old.at)
 		}
 		return false
 	}
 	if d.cur != nil && d.cur.isReg() {
 		if f.cur.known {
-			t.settle(*d, f.cur.sum, srcSHA, f.cur.kept)
+			t.settle(*d, f.cur.sum, srcSHA, f.cur.kept, f.cur.at)
 		} else {
-			t.settle(*d, [32]byte{}, srcNone, false)
+			t.settle(*d, [32]byte{}, srcNone, false, span{})
 		}
 	}
 	if d.cur == nil {
 		t.drop(*d)
 	}
 	if d.cur != nil && d.cur.isLink() {
-		d.r.links[d.rel] = f.cur.link
-	} else {
-		delete(d.r.links, d.rel)
+		if e := d.r.lookupEdit(d.rel); e != nil && e.isLink() {
+			e.link = f.cur.link
+		}
 	}
 	o, c := f.old, f.cur
 	switch {
@@ -880,6 +974,26 @@ func (t *Tracker) apply(d *diff, f *found) bool {
 }
 
 func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error) {
+	out, err := t.scanOnce(ctx, all)
+	if cerrs := t.compact(); len(cerrs) > 0 {
+		err = errors.Join(append([]error{err}, cerrs...)...)
+	}
+	return out, err
+}
+
+// compact merges each root's index overlay into its segment when it has
+// passed its budget. It is called where no entry of the overlay is held.
+func (t *Tracker) compact() []error {
+	var errs []error
+	for _, r := range t.roots {
+		if err := r.idx.maybeMerge(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, error) {
 	if t.closed {
 		return nil, errors.New("changes: the tracker is closed")
 	}
@@ -887,7 +1001,7 @@ func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error)
 	if full {
 		t.fullScans++
 	}
-	ws := t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano())
+	ws := t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano(), false)
 	var diffs []diff
 	var errs []error
 	goneDirs := map[watched]bool{}
@@ -911,6 +1025,9 @@ func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error)
 		t.rescan = t.rescan || w.newLink
 	}
 	ws = nil
+	// The diffs hold copies of their entries: what was installed may go
+	// to disk now.
+	errs = append(errs, t.compact()...)
 	if len(diffs) == 0 && len(t.pending) == 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -1073,7 +1190,7 @@ func (t *Tracker) change(p string, o, c side, held *int64) tool.FileChange {
 			ch.BeforeUnavailable = fmt.Sprintf("not kept: %d bytes, past the memory budget of one scan", o.size)
 			break
 		}
-		b, ok, err := t.store.get(o.sum)
+		b, ok, err := t.store.get(o.sum, o.at)
 		switch {
 		case err != nil:
 			t.hold.give(o.size)
@@ -1242,6 +1359,7 @@ func (t *Tracker) scanBulk(ctx context.Context, diffs []diff) ([]tool.FileChange
 			t.release(f)
 			fs[i] = found{}
 		}
+		errs = append(errs, t.compact()...)
 	}
 	var out []tool.FileChange
 	for _, b := range bulks {
@@ -1267,9 +1385,9 @@ func inGone(gone map[watched]bool, r *root, rel string) bool {
 
 // settle records in the index what is now known of a diff's current
 // regular file.
-func (t *Tracker) settle(d diff, sum [32]byte, src uint8, kept bool) {
-	if e := d.r.lookup(d.rel); e != nil && e.isReg() {
-		e.sum, e.src, e.kept = sum, src, kept
+func (t *Tracker) settle(d diff, sum [32]byte, src uint8, kept bool, at span) {
+	if e := d.r.lookupEdit(d.rel); e != nil && e.isReg() {
+		e.sum, e.src, e.kept, e.at = sum, src, kept, at
 	}
 }
 
@@ -1284,11 +1402,11 @@ func (t *Tracker) drop(d diff) {
 // gone adds to diffs a removal for each file the index holds under the
 // directory rel, which is no longer one, and drops them from the index.
 func (t *Tracker) gone(r *root, rel string, diffs []diff) []diff {
-	ents, ok := r.dirs[rel]
-	if !ok {
+	ents, ok, err := r.idx.get(rel)
+	if err != nil || !ok {
 		return diffs
 	}
-	delete(r.dirs, rel)
+	r.idx.del(rel)
 	delete(r.linked, rel)
 	if r.watch != nil {
 		r.watch.remove(r, rel)
@@ -1314,17 +1432,27 @@ func lookupIn(ents []entry, name string) *entry {
 	return &ents[i]
 }
 
-// lookup returns the index entry of rel, or nil.
+// lookup returns the index entry of rel, or nil. It is not to be
+// modified (lookupEdit's is).
 func (r *root) lookup(rel string) *entry {
 	dir, name := splitRel(rel)
-	return lookupIn(r.dirs[dir], name)
+	ents, _, _ := r.idx.get(dir)
+	return lookupIn(ents, name)
+}
+
+// lookupEdit returns the index entry of rel, which the caller may modify
+// until the index is next merged, or nil.
+func (r *root) lookupEdit(rel string) *entry {
+	dir, name := splitRel(rel)
+	ents, _ := r.idx.edit(dir)
+	return lookupIn(ents, name)
 }
 
 // remove drops rel (and, for a directory, everything under it) from the
 // index.
 func (r *root) remove(rel string) {
 	dir, name := splitRel(rel)
-	ents := r.dirs[dir]
+	ents, _ := r.idx.edit(dir)
 	i, ok := slices.BinarySearchFunc(ents, name, func(e entry, n string) int { return strings.Compare(e.name, n) })
 	if !ok {
 		return
@@ -1332,21 +1460,20 @@ func (r *root) remove(rel string) {
 	if ents[i].isDir() {
 		r.dropDir(rel)
 	}
-	r.dirs[dir] = slices.Delete(ents, i, i+1)
-	delete(r.links, rel)
+	r.idx.set(dir, slices.Delete(ents, i, i+1), false)
 }
 
 func (r *root) dropDir(rel string) {
 	if r.watch != nil {
 		r.watch.remove(r, rel)
 	}
-	for _, e := range r.dirs[rel] {
+	ents, _, _ := r.idx.get(rel)
+	for _, e := range ents {
 		if e.isDir() {
 			r.dropDir(path.Join(rel, e.name))
 		}
-		delete(r.links, path.Join(rel, e.name))
 	}
-	delete(r.dirs, rel)
+	r.idx.del(rel)
 	delete(r.linked, rel)
 }
 
@@ -1355,7 +1482,7 @@ func (r *root) put(rel string, e entry) {
 	dir, name := splitRel(rel)
 	r.ensureDir(dir)
 	e.name = name
-	ents := r.dirs[dir]
+	ents, _ := r.idx.edit(dir)
 	i, ok := slices.BinarySearchFunc(ents, name, func(x entry, n string) int { return strings.Compare(x.name, n) })
 	if ok {
 		if ents[i].isDir() && !e.isDir() {
@@ -1364,16 +1491,16 @@ func (r *root) put(rel string, e entry) {
 		ents[i] = e
 		return
 	}
-	r.dirs[dir] = slices.Insert(ents, i, e)
+	r.idx.set(dir, slices.Insert(ents, i, e), false)
 }
 
 // ensureDir makes the directory rel known to the index, with its parents;
 // a directory new to the index is taken as empty, so what is in it that
 // nobody reported is found by the next scan.
 func (r *root) ensureDir(rel string) {
-	if _, ok := r.dirs[rel]; ok || rel == "" {
-		if rel == "" && r.dirs[""] == nil {
-			r.dirs[""] = []entry{}
+	if rel == "" || r.idx.has(rel) {
+		if rel == "" && !r.idx.has("") {
+			r.idx.set("", []entry{}, false)
 		}
 		return
 	}
@@ -1382,7 +1509,7 @@ func (r *root) ensureDir(rel string) {
 		e = fromInfo("", i)
 	}
 	r.put(rel, e)
-	r.dirs[rel] = []entry{}
+	r.idx.set(rel, []entry{}, false)
 	if r.watch != nil {
 		// What is in it that nobody reported (it may have been moved here
 		// whole) is read by the next scan.
@@ -1448,6 +1575,7 @@ func (t *Tracker) Note(changes []tool.FileChange) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.note(changes)
+	t.compact() // a failure leaves the overlay in memory, still right
 }
 
 func (t *Tracker) note(changes []tool.FileChange) {
@@ -1485,7 +1613,7 @@ func (t *Tracker) note(changes []tool.FileChange) {
 				copy(e.sum[:], sum)
 				e.src = srcSHA
 				if ch.AfterData != nil && sha256.Sum256(ch.AfterData) == e.sum {
-					e.kept, _ = t.store.put(e.sum, ch.AfterData)
+					e.at, e.kept, _ = t.store.put(e.sum, ch.AfterData)
 				}
 				if !e.isReg() { // not what the tool wrote any more
 					e.mode, e.ino, e.size = unix.S_IFREG|0o644, 0, -1
@@ -1494,7 +1622,7 @@ func (t *Tracker) note(changes []tool.FileChange) {
 		}
 		if e.isLink() {
 			if target, err := r.fs.Readlink(rel); err == nil {
-				r.links[rel] = target
+				e.link = target
 			}
 		}
 		r.put(rel, e)
@@ -1520,7 +1648,7 @@ func (t *Tracker) gap(r *root, rel string, ch tool.FileChange) {
 		if e.sum == before {
 			return
 		}
-		old.sum, old.kept = e.sum, e.kept
+		old.sum, old.kept, old.at = e.sum, e.kept, e.at
 	case srcGit:
 		if ch.BeforeData == nil || r.repo == nil {
 			return

@@ -126,8 +126,15 @@ func show(cs []tool.FileChange) string {
 	return sb.String()
 }
 
+// open opens a tracker on roots and waits for its baseline. Unless the
+// test sets IndexMemory, the index's overlay holds a single
+// entry: every scan and Note writes the index to disk and reads it back,
+// so every test runs through the on-disk index.
 func open(t testing.TB, roots []string, opts Options) *Tracker {
 	t.Helper()
+	if opts.IndexMemory == 0 {
+		opts.IndexMemory = 1
+	}
 	tr, err := Open(context.Background(), roots, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -409,7 +416,7 @@ func TestRacy(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(root, "f"), b("two\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		e := tr.roots[0].lookup("f")
+		e := tr.roots[0].lookupEdit("f")
 		if !e.racy {
 			t.Fatal("a file written just before the baseline is not racy")
 		}

@@ -66,6 +66,13 @@
 // after digests are equal. Directories are not recorded: an empty
 // directory created or removed is no change.
 //
+// Memory does not grow with the roots: the stat index is kept on disk,
+// beside the content store (an unnamed file sorted by directory, with a
+// sparse table of offsets in memory), and only the directories changed
+// since it was written are held in memory, up to Options.IndexMemory
+// entries; the baseline learns contents a chunk of files at a time, and
+// where each content sits in the store is its entry's to remember.
+//
 // Cost is bounded: contents held in memory at once are at most
 // Options.MaxHeld bytes (past it a change has digests only), and a scan
 // that finds more than Options.BulkThreshold entries changed records one
@@ -122,6 +129,12 @@ type Options struct {
 	// MaxFile the size of a file whose contents are kept and reported
 	// (default 32 MiB; a larger file's change has digests only).
 	MaxStore, MaxFile int64
+	// IndexMemory bounds the entries of the stat index held in memory
+	// (default DefaultIndexMemory, about 4 MB): the index is kept on disk,
+	// beside the content store, and the directories changed since it was
+	// last written are merged into it when they hold more entries than
+	// this.
+	IndexMemory int
 	// Workers is the number of goroutines that walk and read (default 4
 	// per CPU: stat calls wait on the kernel).
 	Workers int

@@ -44,10 +44,18 @@ func (e *StoreError) Unwrap() error { return e.Err }
 type store struct {
 	f   *os.File
 	max int64
+	// dfd is the private directory, held open: the stat index's segments
+	// are made in it too (tmpFile).
+	dfd int
+	dir string
 
 	mu   sync.Mutex
 	used int64
-	at   map[[32]byte]span
+	// recent are the contents kept lately (recentMax at most), so that a
+	// content put again is not kept twice. Where each content is kept is
+	// remembered by the index entry that names it, not here: the store's
+	// memory does not grow with the contents it keeps.
+	recent map[[32]byte]span
 }
 
 // emptySum is the SHA-256 of no bytes.
@@ -60,11 +68,22 @@ func newStore(dir string, max int64) (*store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	defer unix.Close(dfd)
+	f, err := tmpFile(dfd, dir, "contents")
+	if err != nil {
+		unix.Close(dfd)
+		return nil, err
+	}
+	return &store{f: f, dfd: dfd, dir: dir, max: max, recent: map[[32]byte]span{}}, nil
+}
+
+// tmpFile makes a file with no name in the directory dir (dfd, held
+// open): O_TMPFILE, else a new file unlinked as soon as it is made. Only
+// the descriptor returned reaches it, and it is gone when that is closed.
+func tmpFile(dfd int, dir, kind string) (*os.File, error) {
 	fd, err := unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		// No O_TMPFILE on this file system: a new file, unlinked at once.
@@ -72,7 +91,7 @@ func newStore(dir string, max int64) (*store, error) {
 		if _, err := rand.Read(rnd[:]); err != nil {
 			return nil, err
 		}
-		name := "contents-" + hex.EncodeToString(rnd[:]) + ".pack"
+		name := kind + "-" + hex.EncodeToString(rnd[:]) + ".tmp"
 		fd, err = unix.Openat(dfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			return nil, &os.PathError{Op: "create", Path: filepath.Join(dir, name), Err: err}
@@ -82,48 +101,53 @@ func newStore(dir string, max int64) (*store, error) {
 			return nil, &os.PathError{Op: "unlink", Path: filepath.Join(dir, name), Err: err}
 		}
 	}
-	return &store{f: os.NewFile(uintptr(fd), filepath.Join(dir, "(contents)")), max: max, at: map[[32]byte]span{}}, nil
+	return os.NewFile(uintptr(fd), filepath.Join(dir, "("+kind+")")), nil
 }
 
-// put keeps b under its digest sum and reports whether it is kept (now or
-// before). An empty content is always "kept": it needs no bytes.
-func (s *store) put(sum [32]byte, b []byte) (bool, error) {
+// recentMax bounds the digests the store remembers to keep a content
+// once: past it they are forgotten, and a content written again may be
+// kept twice (within max).
+const recentMax = 4096
+
+// put keeps b under its digest sum and reports whether and where it is
+// kept (now or before). An empty content is always "kept": it needs no
+// bytes. Where a content is kept is its entry's to remember (get).
+func (s *store) put(sum [32]byte, b []byte) (span, bool, error) {
 	if len(b) == 0 {
-		return true, nil
+		return span{}, true, nil
 	}
 	s.mu.Lock()
-	if _, ok := s.at[sum]; ok {
+	if sp, ok := s.recent[sum]; ok {
 		s.mu.Unlock()
-		return true, nil
+		return sp, true, nil
 	}
 	if s.used+int64(len(b)) > s.max {
 		s.mu.Unlock()
-		return false, nil
+		return span{}, false, nil
 	}
 	sp := span{off: s.used, n: int64(len(b))}
 	s.used += sp.n // reserved; the bytes are written outside the lock
 	s.mu.Unlock()
 	if _, err := s.f.WriteAt(b, sp.off); err != nil {
-		return false, fmt.Errorf("content store: %w", err)
+		return span{}, false, fmt.Errorf("content store: %w", err)
 	}
 	s.mu.Lock()
-	if _, ok := s.at[sum]; !ok {
-		s.at[sum] = sp
+	if len(s.recent) >= recentMax {
+		clear(s.recent)
 	}
+	s.recent[sum] = sp
 	s.mu.Unlock()
-	return true, nil
+	return sp, true, nil
 }
 
-// get returns the content kept under sum, re-hashed: ok is false when it
-// is not kept; a content that does not hash to sum is ErrStoreAltered.
-func (s *store) get(sum [32]byte) ([]byte, bool, error) {
+// get returns the content kept under sum at sp, re-hashed: ok is false
+// when it is not kept; a content that does not hash to sum is
+// ErrStoreAltered.
+func (s *store) get(sum [32]byte, sp span) ([]byte, bool, error) {
 	if sum == emptySum {
 		return []byte{}, true, nil
 	}
-	s.mu.Lock()
-	sp, ok := s.at[sum]
-	s.mu.Unlock()
-	if !ok {
+	if sp.n <= 0 {
 		return nil, false, nil
 	}
 	b := make([]byte, sp.n)
@@ -137,4 +161,10 @@ func (s *store) get(sum [32]byte) ([]byte, bool, error) {
 }
 
 // close closes the pack, which, having no name, is gone with it.
-func (s *store) close() error { return s.f.Close() }
+func (s *store) close() error {
+	unix.Close(s.dfd)
+	return s.f.Close()
+}
+
+// tmpFile makes a file with no name in the store's directory.
+func (s *store) tmpFile(kind string) (*os.File, error) { return tmpFile(s.dfd, s.dir, kind) }

@@ -26,11 +26,13 @@ type entry struct {
 	ctime int64 // ns
 	ino   uint64
 	dev   uint64
+	link  string // a symlink's target, as last read
 	// sum is the content's SHA-256 when src is srcSHA, or its git object
 	// id (20 or 32 bytes) when src is srcGit.
 	sum  [32]byte
 	src  uint8
 	kept bool // srcSHA: the content is in the store
+	at   span // kept: where
 	// linked: a regular file with more than one name. A write through
 	// another name sends its inotify event to that name's directory only,
 	// so a scan reads this entry's directory every time.
@@ -144,8 +146,11 @@ type walked struct {
 	// newLink: an entry has a name more than the index knew; the other
 	// may be in a directory this scan does not read.
 	newLink bool
-	ents    []entry
-	diffs   []diff
+	// same: the directory is as the index has it (ents is nil: nothing
+	// to install but linked).
+	same  bool
+	ents  []entry
+	diffs []diff
 	// gone lists the subdirectories of the index that are no longer
 	// directories: what was under them is removed.
 	gone []string
@@ -153,11 +158,18 @@ type walked struct {
 }
 
 // walk reads directories with a pool of workers and compares each with
-// the index, which it does not change: it returns the directories as read.
-// It starts with jobs and reads the subdirectories of each directory read:
-// all of them when full, else only those new to the index. racyFrom is
-// the time (ns) from which a stat is too recent to be trusted.
-func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
+// the index. It starts with jobs and reads the subdirectories of each
+// directory read: all of them when full, else only those new to the
+// index. racyFrom is the time (ns) from which a stat is too recent to be
+// trusted.
+//
+// It returns the directories that differ from the index and those that
+// failed, and does not change the index, except that install (the
+// baseline: an empty index, nothing to compare) installs each directory
+// as it is read and returns only failures. A directory as the index has
+// it only updates the root's linked set: a walk of a tree where nothing
+// changed holds nothing per directory, whatever the tree holds.
+func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool) []walked {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
@@ -169,6 +181,7 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
 	var wg sync.WaitGroup
 	for range t.workers {
 		wg.Go(func() {
+			var scratch []entry // the index's entries of each directory, decoded
 			for {
 				mu.Lock()
 				for len(queue) == 0 && active > 0 {
@@ -184,10 +197,23 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
 				active++
 				mu.Unlock()
 
-				w, sub := t.readDir(j, full, racyFrom)
+				w, sub := t.readDir(j, full, racyFrom, &scratch)
 
 				mu.Lock()
-				results = append(results, w)
+				switch {
+				case install:
+					j.r.install(w)
+					if err := j.r.idx.maybeMerge(); err != nil && w.err == nil {
+						w.err = err
+					}
+					if w.err != nil {
+						results = append(results, walked{r: w.r, rel: w.rel, err: w.err, same: true})
+					}
+				case w.same && w.err == nil:
+					j.r.install(w)
+				default:
+					results = append(results, w)
+				}
 				for _, s := range sub {
 					queue = append(queue, dirJob{r: j.r, rel: s})
 				}
@@ -202,10 +228,24 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64) []walked {
 }
 
 // readDir reads one directory, stats its entries and compares them with
-// the index; it returns the subdirectories to read.
-func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string) {
+// the index; it returns the subdirectories to read. The index's entries
+// are decoded into *scratch, which the caller passes again for the next
+// directory: nothing returned points into it.
+func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry) (walked, []string) {
 	w := walked{r: j.r, rel: j.rel}
-	old := j.r.dirs[j.rel] // read only: the index is not written during a walk
+	// Read only: the walk installs what it read only in the baseline,
+	// where every directory is read once and the index is empty.
+	old, decoded, _, ierr := j.r.idx.getInto(j.rel, *scratch)
+	if decoded {
+		*scratch = old[:0]
+	} else if cap(old) > cap(*scratch) && len(old) <= 1024 {
+		*scratch = make([]entry, 0, cap(old)) // large enough next time
+	}
+	if ierr != nil {
+		// The index cannot say what was here: it keeps what it had.
+		w.err, w.same = fmt.Errorf("index of %s: %w", j.r.abspath(j.rel), ierr), true
+		return w, nil
+	}
 	if t.watch != nil {
 		t.watch.ensure(j.r, j.rel) // before reading: no change in it is missed
 	}
@@ -243,7 +283,10 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 		} else {
 			// Unreadable: nothing is known, the index keeps what it had.
 			w.err = fmt.Errorf("list %s: %w", j.r.abspath(j.rel), err)
-			w.ents = old
+			w.same = true
+			for i := range old {
+				w.linked = w.linked || old[i].linked
+			}
 			if !full {
 				return w, nil
 			}
@@ -292,7 +335,7 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 		case cur != nil && prev != nil && cur.isDir() && prev.isDir():
 			continue
 		case cur != nil && prev != nil && sameStat(cur, prev) && !prev.racy:
-			cur.sum, cur.src, cur.kept = prev.sum, prev.src, prev.kept
+			cur.sum, cur.src, cur.kept, cur.at, cur.link = prev.sum, prev.src, prev.kept, prev.at, prev.link
 			continue
 		}
 		changed = true
@@ -302,15 +345,16 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 			d.old = &p
 		}
 		if cur != nil && !cur.isDir() {
-			c := *cur
-			d.cur = &c
+			// The walk's entries become the index's as they are
+			// (index.set with shared), never modified in place.
+			d.cur = cur
 		}
 		if d.old != nil || d.cur != nil {
 			w.diffs = append(w.diffs, d)
 		}
 	}
 	if !changed && old != nil {
-		ents = old // nothing differs: keep the index's slice
+		ents, w.same = old, true // nothing differs: the index keeps its own
 	}
 	w.ents = ents
 	for i := range ents {
@@ -322,6 +366,9 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64) (walked, []string
 				}
 			}
 		}
+	}
+	if w.same {
+		w.ents = nil
 	}
 	return w, sub
 }
