@@ -10,6 +10,7 @@ import (
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/compact"
+	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
@@ -140,6 +141,14 @@ type ProviderDef struct {
 	Detect, DetectNote string
 	// DefaultModel is used when no model is named ("" requires one).
 	DefaultModel string
+	// Env are the variables the provider's configuration and credentials
+	// live in: names or path.Match globs ("ANTHROPIC_*"). No command Truss
+	// starts gets them (WithheldEnv).
+	Env []string
+	// CredentialFiles are the provider's credential files and directories
+	// below the home directory ("~/.aws"), hidden from every command
+	// (CredentialFiles).
+	CredentialFiles []string
 }
 
 // Providers returns the table of the providers of this build, in the
@@ -150,13 +159,13 @@ var providers = []ProviderDef{
 	{Name: "chat", Aliases: []string{"openai-compatible"}, Dialect: "chat", Title: "an OpenAI-compatible server",
 		Note: "vLLM, LM Studio, llama.cpp, Ollama /v1", KeyEnv: "OPENAI_API_KEY",
 		BaseURLEnv: "OPENAI_BASE_URL", BaseURLRequired: true, BaseURLHint: "the server's /v1 URL (for example http://127.0.0.1:8000/v1)",
-		Detect: "OPENAI_BASE_URL", DetectNote: "an OpenAI-compatible server"},
+		Detect: "OPENAI_BASE_URL", DetectNote: "an OpenAI-compatible server", Env: []string{"OPENAI_*"}},
 	{Name: "openai", Dialect: openaiprov.Dialect, Title: "OpenAI's Responses API", KeyEnv: "OPENAI_API_KEY", KeyRequired: true,
-		BaseURLEnv: "OPENAI_BASE_URL", Detect: "OPENAI_API_KEY", DetectNote: "OpenAI", DefaultModel: "gpt-5.2"},
+		BaseURLEnv: "OPENAI_BASE_URL", Detect: "OPENAI_API_KEY", DetectNote: "OpenAI", DefaultModel: "gpt-5.2", Env: []string{"OPENAI_*"}},
 	{Name: "ollama", Dialect: "ollama", Title: "Ollama's native API", BaseURLEnv: "OLLAMA_HOST", DefaultBaseURL: ollama.DefaultHost,
-		Detect: "OLLAMA_HOST", DetectNote: "Ollama"},
+		Detect: "OLLAMA_HOST", DetectNote: "Ollama", Env: []string{"OLLAMA_*"}},
 	{Name: "anthropic", Dialect: "anthropic", Title: "Anthropic's Messages API", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true,
-		BaseURLEnv: "ANTHROPIC_BASE_URL", Detect: "ANTHROPIC_API_KEY", DetectNote: "Anthropic; ANTHROPIC_BASE_URL optional", DefaultModel: "claude-sonnet-4-5"},
+		BaseURLEnv: "ANTHROPIC_BASE_URL", Detect: "ANTHROPIC_API_KEY", DetectNote: "Anthropic; ANTHROPIC_BASE_URL optional", DefaultModel: "claude-sonnet-4-5", Env: []string{"ANTHROPIC_*"}},
 	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
 }
 
@@ -218,6 +227,55 @@ func detectProvider(getenv func(string) string) (string, error) {
 	return "", configErrorf("no model provider configured: set %s, and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none", orList(vars))
 }
 
+// WithheldEnv are the variables of every provider of the table (names
+// and path.Match globs), which no command Truss starts gets: a shell's
+// WithholdEnv.
+func WithheldEnv() []string {
+	var out []string
+	for _, p := range providers {
+		for _, e := range p.Env {
+			if !slices.Contains(out, e) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// CredentialFiles are the credential files and directories of every
+// provider of the table below home, hidden from every command.
+func CredentialFiles(home string) []string {
+	if home == "" {
+		return nil
+	}
+	var out []string
+	for _, p := range providers {
+		for _, f := range p.CredentialFiles {
+			if abs := config.ExpandHome(f, home); !slices.Contains(out, abs) {
+				out = append(out, abs)
+			}
+		}
+	}
+	return out
+}
+
+// ProviderList are the names of the providers (not their aliases), in
+// the table's order.
+func ProviderList() []string {
+	names := make([]string, 0, len(providers))
+	for _, p := range providers {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// IsProvider reports whether name names a provider of the table or one
+// of its aliases.
+func IsProvider(name string) bool {
+	_, ok := lookupProvider(name)
+	return ok
+}
+
 // orList joins names as "a, b or c".
 func orList(names []string) string {
 	if len(names) < 2 {
@@ -227,13 +285,7 @@ func orList(names []string) string {
 }
 
 // ProviderNames lists the providers: "chat, openai, ollama, anthropic or sim".
-func ProviderNames() string {
-	var names []string
-	for _, p := range providers {
-		names = append(names, p.Name)
-	}
-	return orList(names)
-}
+func ProviderNames() string { return orList(ProviderList()) }
 
 // endpoint reads a provider's variables: its base URL and key, checked.
 func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err error) {
@@ -319,4 +371,11 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 // declarer is an adapter that can show its wire form of tool declarations.
 type declarer interface {
 	DeclareTools([]model.ToolSpec) (json.RawMessage, error)
+}
+
+// withheldEnv are the variables no command gets: every provider's of the
+// table (WithheldEnv).
+func withheldEnv(u *config.User) []string {
+	_ = u
+	return WithheldEnv()
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -81,4 +82,40 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestProviderVariablesWithheld: every variable of the provider table
+// (those that look like no secret too: a base URL, a host) is withheld
+// from commands, and the user's configuration passes one by name.
+func TestProviderVariablesWithheld(t *testing.T) {
+	var names []string
+	for _, pat := range WithheldEnv() {
+		name := strings.ReplaceAll(pat, "*", "SETTING")
+		t.Setenv(name, "plain-4711")
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		t.Fatal("the provider table withholds no variable")
+	}
+	o := fixture(t, `{"steps": [`+runStep(t, "env", nil)+`, {"say": "Done."}]}`)
+	o.Validation.Off = true
+	o.AllowEnv = []string{names[0]}
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Run(context.Background(), "env"); err != nil {
+		t.Fatal(err)
+	}
+	out := (*rs)[0].Stdout
+	for _, n := range names[1:] {
+		if strings.Contains(out, n+"=") {
+			t.Errorf("%s reached the command", n)
+		}
+	}
+	if !strings.Contains(out, names[0]+"=plain-4711") {
+		t.Errorf("%s, allowed, did not reach the command", names[0])
+	}
 }
