@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -28,6 +30,9 @@ type Endpoint struct {
 	APIKey  string
 	Model   string
 	Retry   provider.RetryPolicy
+	// HTTP is the client of the adapter (nil: its default): a named
+	// provider's adds its headers.
+	HTTP *http.Client
 	// Settings are the session's model settings; a constructor may fill in
 	// what the server reports (Ollama's context length, when ProbeContext).
 	Settings     *provider.Settings
@@ -56,22 +61,22 @@ func Dialects() []Dialect { return slices.Clone(dialects) }
 
 var dialects = []Dialect{
 	{Name: "anthropic", New: func(_ context.Context, e Endpoint) provider.Provider {
-		return anthropicprov.New(anthropicprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, ServerTools: e.ServerTools,
+		return anthropicprov.New(anthropicprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, ServerTools: e.ServerTools,
 			ThinkingBudget: int64(settings(e).ThinkingTokens), ContextManagement: e.ContextManagement})
 	}},
 	{Name: openaiprov.Dialect, SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
 		s := settings(e)
-		return openaiprov.New(openaiprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, Stateful: e.Stateful,
+		return openaiprov.New(openaiprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, Stateful: e.Stateful,
 			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey})
 	}},
 	{Name: "chat", SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
-		return chatcompat.New(chatcompat.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, ReasoningEffort: settings(e).ReasoningEffort})
+		return chatcompat.New(chatcompat.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, ReasoningEffort: settings(e).ReasoningEffort})
 	}},
 	{Name: "ollama", New: func(ctx context.Context, e Endpoint) provider.Provider {
 		// Without a context from the options or the profile, the server is
 		// asked what the model supports (at most surface.MaxNumCtx), so
 		// that the first request is not cut to Ollama's small default.
-		c := &ollama.Client{Host: e.BaseURL, Retry: e.Retry}
+		c := &ollama.Client{Host: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry}
 		s := settings(e)
 		if s.ContextTokens == 0 && e.ProbeContext {
 			if n, err := c.ContextLength(ctx, e.Model); err == nil {
@@ -149,6 +154,13 @@ type ProviderDef struct {
 	// below the home directory ("~/.aws"), hidden from every command
 	// (CredentialFiles).
 	CredentialFiles []string
+	// Headers are more headers of every request; EnvHeaders more whose
+	// values are variables' (header name to variable name). A named
+	// provider of the user's configuration has them.
+	Headers, EnvHeaders map[string]string
+	// Named is set for a provider of the user's configuration
+	// ([providers.NAME]).
+	Named bool
 }
 
 // Providers returns the table of the providers of this build, in the
@@ -209,6 +221,7 @@ func ProviderHelp() string {
 		}
 		fmt.Fprintf(&sb, "  --provider %-10s %s\n", p.Name, line)
 	}
+	fmt.Fprintf(&sb, "  --provider %-10s %s\n", "NAME", "a provider of the user's configuration: [providers.NAME] in "+config.UserFile+" (docs/providers.md)")
 	return sb.String()
 }
 
@@ -269,11 +282,15 @@ func ProviderList() []string {
 	return names
 }
 
-// IsProvider reports whether name names a provider of the table or one
-// of its aliases.
+// IsProvider reports whether name names a provider: one of the table
+// (or an alias) or of the user's configuration (LoadUser's, in Truss's
+// directory).
 func IsProvider(name string) bool {
-	_, ok := lookupProvider(name)
-	return ok
+	if _, ok := lookupProvider(name); ok {
+		return true
+	}
+	_, err := (&Session{}).providerDef(name)
+	return err == nil
 }
 
 // orList joins names as "a, b or c".
@@ -295,7 +312,7 @@ func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err
 	if base == "" && p.BaseURLRequired {
 		return "", "", configErrorf("provider %s needs %s, %s", p.Name, p.BaseURLEnv, p.BaseURLHint)
 	}
-	if p.Name == "ollama" {
+	if p.Dialect == "ollama" && !p.Named {
 		base = ollama.HostURL(base)
 	} else if base == "" {
 		base = p.DefaultBaseURL
@@ -307,6 +324,63 @@ func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err
 		return "", "", configErrorf("provider %s needs %s", p.Name, p.KeyEnv)
 	}
 	return base, key, nil
+}
+
+// header is the provider's extra headers, with the values of EnvHeaders
+// read; a variable of EnvHeaders that is not set is an error.
+func (p ProviderDef) header(getenv func(string) string) (http.Header, error) {
+	h := http.Header{}
+	for k, v := range p.Headers {
+		h.Set(k, v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.EnvHeaders)) {
+		v := getenv(p.EnvHeaders[k])
+		if v == "" {
+			return nil, configErrorf("provider %s needs %s (the %s header)", p.Name, p.EnvHeaders[k], k)
+		}
+		h.Set(k, v)
+	}
+	return h, nil
+}
+
+// namedProvider makes the definition of a provider of the user's
+// configuration.
+func namedProvider(name string, c config.Provider) (ProviderDef, error) {
+	if _, ok := dialect(c.Wire); !ok {
+		return ProviderDef{}, configErrorf("providers.%s in the user's configuration: wire %s is not in this build (it has %s)", name, c.Wire, DialectNames())
+	}
+	return ProviderDef{Name: name, Dialect: c.Wire, Title: "the user's provider at " + c.BaseURL, KeyEnv: c.EnvKey, KeyRequired: c.EnvKey != "",
+		DefaultBaseURL: c.BaseURL, DefaultModel: c.Model, Env: c.Vars(), Headers: c.Headers, EnvHeaders: c.EnvHeaders, Named: true}, nil
+}
+
+// providerDef returns the provider named name: the table's, else the
+// user's configuration's (read now when the session has not yet).
+func (s *Session) providerDef(name string) (ProviderDef, error) {
+	if s.user == nil {
+		if err := s.loadUser(); err != nil {
+			return ProviderDef{}, err
+		}
+	}
+	if s.user != nil {
+		for _, n := range slices.Sorted(maps.Keys(s.user.Providers)) {
+			if _, ok := lookupProvider(n); ok {
+				return ProviderDef{}, configErrorf("providers.%s in the user's configuration: %s is a built-in provider; give yours another name", n, n)
+			}
+		}
+	}
+	if def, ok := lookupProvider(name); ok {
+		return def, nil
+	}
+	if s.user != nil {
+		if c, ok := s.user.Providers[name]; ok {
+			return namedProvider(name, c)
+		}
+	}
+	names := ProviderList()
+	if s.user != nil {
+		names = append(names, slices.Sorted(maps.Keys(s.user.Providers))...)
+	}
+	return ProviderDef{}, configErrorf("unknown provider %q: choose %s", name, orList(names))
 }
 
 // DemoScript names the bundled demo fix as a simulated model's script;
@@ -325,13 +399,20 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		_, memory := s.set.Lookup("memory")
 		e.ContextManagement = compact.DefaultContextEditing(int(s.contextLimit()), memory).ContextManagement()
 	}
-	def, _ := lookupProvider(o.Provider)
+	def, err := s.providerDef(o.Provider)
+	if err != nil {
+		return nil, err
+	}
 	if def.Name != "sim" {
 		d, _ := dialect(def.Dialect)
-		var err error
 		if e.BaseURL, e.APIKey, err = def.endpoint(os.Getenv); err != nil {
 			return nil, err
 		}
+		h, err := def.header(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		e.HTTP = provider.HeaderClient(h)
 		return d.New(ctx, e), nil
 	}
 	sc := o.SimScript
@@ -348,7 +429,6 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 			}
 			script = b
 		}
-		var err error
 		if sc, err = sim.ParseScript(script); err != nil {
 			if o.Script != DemoScript && o.Script != DemoInteractiveScript {
 				return nil, configErrorf("--script %s: %v", o.Script, err)
@@ -374,8 +454,28 @@ type declarer interface {
 }
 
 // withheldEnv are the variables no command gets: every provider's of the
-// table (WithheldEnv).
+// table (WithheldEnv) and of the user's configuration (its key's and its
+// headers' variables).
 func withheldEnv(u *config.User) []string {
-	_ = u
-	return WithheldEnv()
+	out := WithheldEnv()
+	if u == nil {
+		return out
+	}
+	for _, name := range slices.Sorted(maps.Keys(u.Providers)) {
+		for _, v := range u.Providers[name].Vars() {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// userWithheldEnv is withheldEnv of the user's configuration in Truss's
+// directory (the table's alone when there is none or it cannot be read:
+// the session that reads it reports that).
+func userWithheldEnv() []string {
+	s := &Session{}
+	_ = s.loadUser()
+	return withheldEnv(s.user)
 }
