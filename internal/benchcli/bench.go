@@ -32,6 +32,7 @@ import (
 	"github.com/trussdev/truss/internal/bench/runner"
 	"github.com/trussdev/truss/internal/bench/swebench"
 	"github.com/trussdev/truss/internal/container"
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
 )
 
@@ -536,11 +537,9 @@ func firstFew(names []string) string {
 	return s
 }
 
-// The providers and surfaces an arm may name.
-var (
-	benchProviders = []string{"sim", "ollama", "chat", "openai", "anthropic"}
-	benchSurfaces  = []string{"auto", "generic", "anthropic", "openai", "codex"}
-)
+// The surfaces an arm may name; its provider is one of the harness's
+// table (harness.IsProvider).
+var benchSurfaces = []string{"auto", "generic", "anthropic", "openai", "codex"}
 
 func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("bench run", stderr)
@@ -604,8 +603,8 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	}
 	seen := map[string]bool{}
 	for _, a := range as {
-		if !slices.Contains(benchProviders, a.Provider) {
-			return cli.Usagef("arm %s: unknown provider %q (%s)", a.Name, a.Provider, strings.Join(benchProviders, ", "))
+		if !harness.IsProvider(a.Provider) {
+			return cli.Usagef("arm %s: unknown provider %q (%s)", a.Name, a.Provider, strings.Join(harness.ProviderList(), ", "))
 		}
 		if a.Surface != "" && !slices.Contains(benchSurfaces, a.Surface) {
 			return cli.Usagef("arm %s: unknown surface %q (%s)", a.Name, a.Surface, strings.Join(benchSurfaces, ", "))
@@ -619,7 +618,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	for _, c := range caps {
 		p, n, ok := strings.Cut(c, "=")
 		v, err := strconv.Atoi(n)
-		if !ok || err != nil || v < 1 || !slices.Contains(benchProviders, p) {
+		if !ok || err != nil || v < 1 || !harness.IsProvider(p) {
 			return cli.Usagef("--provider-cap %q: want PROVIDER=N with N at least 1", c)
 		}
 		capMap[p] = v

@@ -22,6 +22,7 @@ import (
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/bench/grade"
 	"github.com/trussdev/truss/internal/bench/runner"
+	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/queue"
 	"github.com/trussdev/truss/internal/sandbox"
 )
@@ -177,7 +178,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	for _, c := range caps {
 		p, v, ok := strings.Cut(c, "=")
 		var k int
-		if _, err := fmt.Sscan(v, &k); !ok || err != nil || k < 1 || !slices.Contains(benchProviders, p) {
+		if _, err := fmt.Sscan(v, &k); !ok || err != nil || k < 1 || !harness.IsProvider(p) {
 			return cli.Usagef("--provider-cap %q: want PROVIDER=N with N at least 1", c)
 		}
 		capMap[p] = k

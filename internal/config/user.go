@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -45,6 +48,37 @@ type User struct {
 		Hidden  []string `toml:"hidden"`
 		Release []string `toml:"release"`
 	} `toml:"sandbox"`
+	// Providers are the user's named providers ([providers.NAME]), which
+	// --provider NAME uses: a server of one of Truss's API dialects at a
+	// URL of the user's choosing. A key is never written here: EnvKey
+	// names the variable that holds it.
+	Providers map[string]Provider `toml:"providers"`
+}
+
+// Provider is a named provider of the user's configuration.
+type Provider struct {
+	// BaseURL is the API's base URL (http or https, no user or password
+	// in it), as the dialect's adapter takes it: with /v1 for the OpenAI
+	// dialects ("https://openrouter.ai/api/v1").
+	BaseURL string `toml:"base_url"`
+	// Wire is the API dialect it speaks, by the name the harness gives it
+	// ("anthropic", "responses", "chat", "ollama"); the harness checks
+	// that its build has it.
+	Wire string `toml:"wire"`
+	// EnvKey names the variable holding the API key ("" for a server
+	// that takes none); the variable must be set when the provider is
+	// used, and no command gets it.
+	EnvKey string `toml:"env_key"`
+	// Headers are more HTTP headers of every request, with their
+	// values; a header that carries a credential (Authorization,
+	// X-Api-Key, a name with KEY, TOKEN, SECRET or AUTH) belongs in
+	// EnvHeaders.
+	Headers map[string]string `toml:"headers"`
+	// EnvHeaders are more headers whose values come from variables:
+	// header name to variable name. No command gets those variables.
+	EnvHeaders map[string]string `toml:"env_headers"`
+	// Model is the model used when none is named.
+	Model string `toml:"model"`
 }
 
 // UserDir is the directory of the user's configuration: $TRUSS_HOME, else
@@ -64,13 +98,22 @@ func UserDir() (string, error) {
 // zero User. The file is read from no link and no FIFO; an unknown key or
 // a bad value is an error naming the file.
 func LoadUser(file string) (*User, error) {
-	var u User
 	b, err := hostfs.ReadFile(file, MaxFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &u, nil
+		return &User{}, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	return ParseUser(file, b)
+}
+
+// ParseUser parses the user's configuration b, read from file (which
+// errors name).
+func ParseUser(file string, b []byte) (*User, error) {
+	var u User
+	if err := keysInFile(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	dec := toml.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -92,7 +135,129 @@ func LoadUser(file string) (*User, error) {
 			return nil, fmt.Errorf("%s: shell_environment: bad pattern %q: %w", file, g, err)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(u.Providers)) {
+		if err := u.Providers[name].check(name); err != nil {
+			return nil, fmt.Errorf("%s: providers.%s: %w", file, name, err)
+		}
+	}
 	return &u, nil
+}
+
+// keysInFile refuses a named provider's setting that would hold a key
+// (api_key, token, ...): only the name of its variable belongs in the
+// file.
+func keysInFile(b []byte) error {
+	var m map[string]any
+	if toml.Unmarshal(b, &m) != nil {
+		return nil // the strict decode reports it
+	}
+	ps, _ := m["providers"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(ps)) {
+		p, _ := ps[name].(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(p)) {
+			if k != "env_key" && credentialName(k) {
+				return fmt.Errorf("providers.%s.%s: a key's value does not belong in a file; set env_key to the name of the variable that holds it", name, k)
+			}
+		}
+	}
+	return nil
+}
+
+// credentialName reports whether a setting's or a header's name says it
+// carries a credential.
+func credentialName(n string) bool {
+	l := strings.ToLower(n)
+	for _, w := range []string{"key", "token", "secret", "password", "passwd", "auth", "bearer", "cookie", "credential"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// check validates a named provider.
+func (p Provider) check(name string) error {
+	if !validName(name) {
+		return fmt.Errorf("a provider's name is letters, digits, - and _, starting with a letter or digit")
+	}
+	if p.BaseURL == "" {
+		return fmt.Errorf("base_url is missing: the API's URL (for example https://openrouter.ai/api/v1)")
+	}
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("base_url %q is not an http or https URL", p.BaseURL)
+	}
+	if u.User != nil {
+		return fmt.Errorf("base_url holds a user or password: a key's value does not belong in a file; set env_key")
+	}
+	if !validName(p.Wire) {
+		return fmt.Errorf("wire is missing: the API dialect the server speaks (anthropic, responses, chat, ollama)")
+	}
+	if p.EnvKey != "" && !validVar(p.EnvKey) {
+		return fmt.Errorf("env_key %q is not a variable's name: it names the variable that holds the key, never the key", p.EnvKey)
+	}
+	for _, h := range slices.Sorted(maps.Keys(p.Headers)) {
+		if !validHeader(h) || strings.ContainsAny(p.Headers[h], "\r\n\x00") {
+			return fmt.Errorf("headers: %q is not a header", h)
+		}
+		if credentialName(h) || strings.EqualFold(h, "Authorization") {
+			return fmt.Errorf("headers: %s carries a credential, whose value does not belong in a file: name its variable in env_headers", h)
+		}
+	}
+	for _, h := range slices.Sorted(maps.Keys(p.EnvHeaders)) {
+		if !validHeader(h) {
+			return fmt.Errorf("env_headers: %q is not a header", h)
+		}
+		if !validVar(p.EnvHeaders[h]) {
+			return fmt.Errorf("env_headers: %s: %q is not a variable's name", h, p.EnvHeaders[h])
+		}
+	}
+	return nil
+}
+
+// validName reports whether s is a provider's name.
+func validName(s string) bool {
+	for i, r := range s {
+		ok := 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || i > 0 && (r == '-' || r == '_')
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// validVar reports whether s is an environment variable's name.
+func validVar(s string) bool {
+	for i, r := range s {
+		ok := 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || r == '_' || i > 0 && '0' <= r && r <= '9'
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// validHeader reports whether s is an HTTP header's name (an RFC 9110
+// token).
+func validHeader(s string) bool {
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Vars are the variables a named provider reads: its key's and its
+// headers', each once.
+func (p Provider) Vars() []string {
+	var out []string
+	for _, v := range append([]string{p.EnvKey}, slices.Sorted(maps.Values(p.EnvHeaders))...) {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // tomlError is err with its line and column, or the unknown key, when
@@ -126,7 +291,7 @@ func userOnly(b []byte) error {
 		return nil // the strict decode reports it
 	}
 	var keys []string
-	for _, k := range []string{"approval", "approval_edits", "shell_environment"} {
+	for _, k := range []string{"approval", "approval_edits", "shell_environment", "providers"} {
 		if _, ok := m[k]; ok {
 			keys = append(keys, k)
 		}

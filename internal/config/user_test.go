@@ -59,3 +59,84 @@ func TestProjectCannotSetUserSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestNamedProviders: [providers.NAME] is read with its settings, and a
+// key's value in the file, a bad URL, wire, variable or header is refused.
+func TestNamedProviders(t *testing.T) {
+	const good = `
+[providers.openrouter]
+base_url = "https://openrouter.ai/api/v1"
+wire = "chat"
+env_key = "OPENROUTER_API_KEY"
+model = "anthropic/claude-sonnet-4.5"
+headers = { "HTTP-Referer" = "https://example.org", "X-Title" = "truss" }
+env_headers = { "X-Org-Token" = "ORG_TOKEN" }
+
+[providers.local]
+base_url = "http://127.0.0.1:8080/v1"
+wire = "chat"
+`
+	u, err := ParseUser("config.toml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	or := u.Providers["openrouter"]
+	if or.Wire != "chat" || or.EnvKey != "OPENROUTER_API_KEY" || or.Model != "anthropic/claude-sonnet-4.5" || or.Headers["X-Title"] != "truss" || or.EnvHeaders["X-Org-Token"] != "ORG_TOKEN" {
+		t.Errorf("openrouter: %+v", or)
+	}
+	if got := strings.Join(or.Vars(), " "); got != "OPENROUTER_API_KEY ORG_TOKEN" {
+		t.Errorf("Vars: %q", got)
+	}
+	if l := u.Providers["local"]; l.EnvKey != "" || len(l.Vars()) != 0 {
+		t.Errorf("local: %+v", l)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"[providers.x]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\napi_key = \"sk-abc\"\n", "providers.x.api_key: a key's value does not belong in a file; set env_key"},
+		{"[providers.x]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\ntoken = \"abc\"\n", "providers.x.token: a key's value"},
+		{"[providers.x]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\nenv_key = \"sk-or-v1-abcdef\"\n", "env_key \"sk-or-v1-abcdef\" is not a variable's name"},
+		{"[providers.x]\nbase_url = \"https://user:pw@h/v1\"\nwire = \"chat\"\n", "base_url holds a user or password"},
+		{"[providers.x]\nwire = \"chat\"\n", "base_url is missing"},
+		{"[providers.x]\nbase_url = \"ftp://h\"\nwire = \"chat\"\n", "is not an http or https URL"},
+		{"[providers.x]\nbase_url = \"https://h\"\n", "wire is missing: the API dialect"},
+		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nheaders = { Authorization = \"Bearer sk\" }\n", "headers: Authorization carries a credential"},
+		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nheaders = { \"X-Api-Key\" = \"k\" }\n", "headers: X-Api-Key carries a credential"},
+		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nheaders = { \"a b\" = \"v\" }\n", "headers: \"a b\" is not a header"},
+		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nheaders = { \"X-A\" = \"v\\r\\nX-B: w\" }\n", "headers: \"X-A\" is not a header"},
+		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nenv_headers = { Authorization = \"Bearer x\" }\n", "env_headers: Authorization: \"Bearer x\" is not a variable's name"},
+		{"[providers.\"a/b\"]\nbase_url = \"https://h\"\nwire = \"chat\"\n", "providers.a/b: a provider's name is"},
+		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nmodle = \"m\"\n", "unknown setting \"providers.x.modle\""},
+	} {
+		_, err := ParseUser("config.toml", []byte(tc.body))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "config.toml: ") {
+			t.Errorf("%q: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	// A project's configuration never names a provider, trusted or not:
+	// base_url and env_key would send the user's key to its server.
+	_, err = Parse(t.TempDir(), []byte(good))
+	if err == nil || !strings.Contains(err.Error(), "providers belongs in the user's configuration") {
+		t.Errorf("a project's providers: %v", err)
+	}
+}
+
+func FuzzParseUser(f *testing.F) {
+	f.Add([]byte("[providers.x]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\nenv_key = \"K\"\nheaders = { A = \"b\" }\n"))
+	f.Add([]byte("approval = \"never\"\n[sandbox]\nhidden = [\"~/x\"]\n"))
+	f.Add([]byte("[providers.x]\napi_key = 1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, err := ParseUser("f", b)
+		if err != nil {
+			return
+		}
+		for name, p := range u.Providers {
+			if p.check(name) != nil {
+				t.Fatalf("accepted a provider that fails its check: %s %+v", name, p)
+			}
+			for h, v := range p.Headers {
+				if credentialName(h) || strings.ContainsAny(v, "\r\n") {
+					t.Fatalf("accepted header %q: %q", h, v)
+				}
+			}
+		}
+	})
+}

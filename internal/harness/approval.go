@@ -237,7 +237,7 @@ func (e *escalatedShell) start() {
 		e.err = err
 		return
 	}
-	sh := shell.New(shell.Config{Dir: e.dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv,
+	sh := shell.New(shell.Config{Dir: e.dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv, OwnEnv: w.ownEnv,
 		Env: os.Environ(), SetEnv: append([]string{"TMPDIR=" + tmp, "PATH=" + w.hostPath}, w.cfg.Validate.EnvList()...),
 		TmpDir: own, Launcher: sb, Guard: sb.Guard, Bash: w.bash})
 	e.sb, e.sh = sb, &ownedShell{Session: sh, dir: own}

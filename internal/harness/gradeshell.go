@@ -89,7 +89,7 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 		sb.Close()
 		return fail(err)
 	}
-	sh := shell.New(shell.Config{Dir: g.Dir, Timeout: cmp.Or(g.Timeout, 30*time.Minute), Env: os.Environ(),
+	sh := shell.New(shell.Config{Dir: g.Dir, Timeout: cmp.Or(g.Timeout, 30*time.Minute), Env: os.Environ(), OwnEnv: userWithheldEnv(),
 		SetEnv:    append(append([]string{"TMPDIR=" + tmp}, caches.Env...), g.Env...),
 		MaxOutput: g.MaxOutput, TmpDir: own, Launcher: sb, Guard: sb.Guard})
 	return &SandboxShell{Session: sh, sb: sb, tmp: tmp, enforced: plan.Enforced()}, nil

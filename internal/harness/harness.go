@@ -330,9 +330,9 @@ func (s *Session) resolve() error {
 		}
 		o.Provider = p
 	}
-	def, ok := lookupProvider(o.Provider)
-	if !ok {
-		return configErrorf("unknown provider %q: choose %s", o.Provider, ProviderNames())
+	def, err := s.providerDef(o.Provider)
+	if err != nil {
+		return err
 	}
 	s.dialect = def.Dialect
 	if def.Name == "sim" {

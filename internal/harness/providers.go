@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/compact"
+	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
@@ -27,6 +30,9 @@ type Endpoint struct {
 	APIKey  string
 	Model   string
 	Retry   provider.RetryPolicy
+	// HTTP is the client of the adapter (nil: its default): a named
+	// provider's adds its headers.
+	HTTP *http.Client
 	// Settings are the session's model settings; a constructor may fill in
 	// what the server reports (Ollama's context length, when ProbeContext).
 	Settings     *provider.Settings
@@ -55,22 +61,22 @@ func Dialects() []Dialect { return slices.Clone(dialects) }
 
 var dialects = []Dialect{
 	{Name: "anthropic", New: func(_ context.Context, e Endpoint) provider.Provider {
-		return anthropicprov.New(anthropicprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, ServerTools: e.ServerTools,
+		return anthropicprov.New(anthropicprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, ServerTools: e.ServerTools,
 			ThinkingBudget: int64(settings(e).ThinkingTokens), ContextManagement: e.ContextManagement})
 	}},
 	{Name: openaiprov.Dialect, SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
 		s := settings(e)
-		return openaiprov.New(openaiprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, Stateful: e.Stateful,
+		return openaiprov.New(openaiprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, Stateful: e.Stateful,
 			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey})
 	}},
 	{Name: "chat", SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
-		return chatcompat.New(chatcompat.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Retry: e.Retry, ReasoningEffort: settings(e).ReasoningEffort})
+		return chatcompat.New(chatcompat.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, ReasoningEffort: settings(e).ReasoningEffort})
 	}},
 	{Name: "ollama", New: func(ctx context.Context, e Endpoint) provider.Provider {
 		// Without a context from the options or the profile, the server is
 		// asked what the model supports (at most surface.MaxNumCtx), so
 		// that the first request is not cut to Ollama's small default.
-		c := &ollama.Client{Host: e.BaseURL, Retry: e.Retry}
+		c := &ollama.Client{Host: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry}
 		s := settings(e)
 		if s.ContextTokens == 0 && e.ProbeContext {
 			if n, err := c.ContextLength(ctx, e.Model); err == nil {
@@ -140,6 +146,21 @@ type ProviderDef struct {
 	Detect, DetectNote string
 	// DefaultModel is used when no model is named ("" requires one).
 	DefaultModel string
+	// Env are the variables the provider's configuration and credentials
+	// live in: names or path.Match globs ("ANTHROPIC_*"). No command Truss
+	// starts gets them (WithheldEnv).
+	Env []string
+	// CredentialFiles are the provider's credential files and directories
+	// below the home directory ("~/.aws"), hidden from every command
+	// (CredentialFiles).
+	CredentialFiles []string
+	// Headers are more headers of every request; EnvHeaders more whose
+	// values are variables' (header name to variable name). A named
+	// provider of the user's configuration has them.
+	Headers, EnvHeaders map[string]string
+	// Named is set for a provider of the user's configuration
+	// ([providers.NAME]).
+	Named bool
 }
 
 // Providers returns the table of the providers of this build, in the
@@ -150,13 +171,13 @@ var providers = []ProviderDef{
 	{Name: "chat", Aliases: []string{"openai-compatible"}, Dialect: "chat", Title: "an OpenAI-compatible server",
 		Note: "vLLM, LM Studio, llama.cpp, Ollama /v1", KeyEnv: "OPENAI_API_KEY",
 		BaseURLEnv: "OPENAI_BASE_URL", BaseURLRequired: true, BaseURLHint: "the server's /v1 URL (for example http://127.0.0.1:8000/v1)",
-		Detect: "OPENAI_BASE_URL", DetectNote: "an OpenAI-compatible server"},
+		Detect: "OPENAI_BASE_URL", DetectNote: "an OpenAI-compatible server", Env: []string{"OPENAI_*"}},
 	{Name: "openai", Dialect: openaiprov.Dialect, Title: "OpenAI's Responses API", KeyEnv: "OPENAI_API_KEY", KeyRequired: true,
-		BaseURLEnv: "OPENAI_BASE_URL", Detect: "OPENAI_API_KEY", DetectNote: "OpenAI", DefaultModel: "gpt-5.2"},
+		BaseURLEnv: "OPENAI_BASE_URL", Detect: "OPENAI_API_KEY", DetectNote: "OpenAI", DefaultModel: "gpt-5.2", Env: []string{"OPENAI_*"}},
 	{Name: "ollama", Dialect: "ollama", Title: "Ollama's native API", BaseURLEnv: "OLLAMA_HOST", DefaultBaseURL: ollama.DefaultHost,
-		Detect: "OLLAMA_HOST", DetectNote: "Ollama"},
+		Detect: "OLLAMA_HOST", DetectNote: "Ollama", Env: []string{"OLLAMA_*"}},
 	{Name: "anthropic", Dialect: "anthropic", Title: "Anthropic's Messages API", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true,
-		BaseURLEnv: "ANTHROPIC_BASE_URL", Detect: "ANTHROPIC_API_KEY", DetectNote: "Anthropic; ANTHROPIC_BASE_URL optional", DefaultModel: "claude-sonnet-4-5"},
+		BaseURLEnv: "ANTHROPIC_BASE_URL", Detect: "ANTHROPIC_API_KEY", DetectNote: "Anthropic; ANTHROPIC_BASE_URL optional", DefaultModel: "claude-sonnet-4-5", Env: []string{"ANTHROPIC_*"}},
 	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
 }
 
@@ -200,6 +221,7 @@ func ProviderHelp() string {
 		}
 		fmt.Fprintf(&sb, "  --provider %-10s %s\n", p.Name, line)
 	}
+	fmt.Fprintf(&sb, "  --provider %-10s %s\n", "NAME", "a provider of the user's configuration: [providers.NAME] in "+config.UserFile+" (docs/providers.md)")
 	return sb.String()
 }
 
@@ -218,6 +240,59 @@ func detectProvider(getenv func(string) string) (string, error) {
 	return "", configErrorf("no model provider configured: set %s, and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none", orList(vars))
 }
 
+// WithheldEnv are the variables of every provider of the table (names
+// and path.Match globs), which no command Truss starts gets: a shell's
+// WithholdEnv.
+func WithheldEnv() []string {
+	var out []string
+	for _, p := range providers {
+		for _, e := range p.Env {
+			if !slices.Contains(out, e) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// CredentialFiles are the credential files and directories of every
+// provider of the table below home, hidden from every command.
+func CredentialFiles(home string) []string {
+	if home == "" {
+		return nil
+	}
+	var out []string
+	for _, p := range providers {
+		for _, f := range p.CredentialFiles {
+			if abs := config.ExpandHome(f, home); !slices.Contains(out, abs) {
+				out = append(out, abs)
+			}
+		}
+	}
+	return out
+}
+
+// ProviderList are the names of the providers (not their aliases), in
+// the table's order.
+func ProviderList() []string {
+	names := make([]string, 0, len(providers))
+	for _, p := range providers {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// IsProvider reports whether name names a provider: one of the table
+// (or an alias) or of the user's configuration (LoadUser's, in Truss's
+// directory).
+func IsProvider(name string) bool {
+	if _, ok := lookupProvider(name); ok {
+		return true
+	}
+	_, err := (&Session{}).providerDef(name)
+	return err == nil
+}
+
 // orList joins names as "a, b or c".
 func orList(names []string) string {
 	if len(names) < 2 {
@@ -227,13 +302,7 @@ func orList(names []string) string {
 }
 
 // ProviderNames lists the providers: "chat, openai, ollama, anthropic or sim".
-func ProviderNames() string {
-	var names []string
-	for _, p := range providers {
-		names = append(names, p.Name)
-	}
-	return orList(names)
-}
+func ProviderNames() string { return orList(ProviderList()) }
 
 // endpoint reads a provider's variables: its base URL and key, checked.
 func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err error) {
@@ -243,7 +312,7 @@ func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err
 	if base == "" && p.BaseURLRequired {
 		return "", "", configErrorf("provider %s needs %s, %s", p.Name, p.BaseURLEnv, p.BaseURLHint)
 	}
-	if p.Name == "ollama" {
+	if p.Dialect == "ollama" && !p.Named {
 		base = ollama.HostURL(base)
 	} else if base == "" {
 		base = p.DefaultBaseURL
@@ -255,6 +324,63 @@ func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err
 		return "", "", configErrorf("provider %s needs %s", p.Name, p.KeyEnv)
 	}
 	return base, key, nil
+}
+
+// header is the provider's extra headers, with the values of EnvHeaders
+// read; a variable of EnvHeaders that is not set is an error.
+func (p ProviderDef) header(getenv func(string) string) (http.Header, error) {
+	h := http.Header{}
+	for k, v := range p.Headers {
+		h.Set(k, v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.EnvHeaders)) {
+		v := getenv(p.EnvHeaders[k])
+		if v == "" {
+			return nil, configErrorf("provider %s needs %s (the %s header)", p.Name, p.EnvHeaders[k], k)
+		}
+		h.Set(k, v)
+	}
+	return h, nil
+}
+
+// namedProvider makes the definition of a provider of the user's
+// configuration.
+func namedProvider(name string, c config.Provider) (ProviderDef, error) {
+	if _, ok := dialect(c.Wire); !ok {
+		return ProviderDef{}, configErrorf("providers.%s in the user's configuration: wire %s is not in this build (it has %s)", name, c.Wire, DialectNames())
+	}
+	return ProviderDef{Name: name, Dialect: c.Wire, Title: "the user's provider at " + c.BaseURL, KeyEnv: c.EnvKey, KeyRequired: c.EnvKey != "",
+		DefaultBaseURL: c.BaseURL, DefaultModel: c.Model, Env: c.Vars(), Headers: c.Headers, EnvHeaders: c.EnvHeaders, Named: true}, nil
+}
+
+// providerDef returns the provider named name: the table's, else the
+// user's configuration's (read now when the session has not yet).
+func (s *Session) providerDef(name string) (ProviderDef, error) {
+	if s.user == nil {
+		if err := s.loadUser(); err != nil {
+			return ProviderDef{}, err
+		}
+	}
+	if s.user != nil {
+		for _, n := range slices.Sorted(maps.Keys(s.user.Providers)) {
+			if _, ok := lookupProvider(n); ok {
+				return ProviderDef{}, configErrorf("providers.%s in the user's configuration: %s is a built-in provider; give yours another name", n, n)
+			}
+		}
+	}
+	if def, ok := lookupProvider(name); ok {
+		return def, nil
+	}
+	if s.user != nil {
+		if c, ok := s.user.Providers[name]; ok {
+			return namedProvider(name, c)
+		}
+	}
+	names := ProviderList()
+	if s.user != nil {
+		names = append(names, slices.Sorted(maps.Keys(s.user.Providers))...)
+	}
+	return ProviderDef{}, configErrorf("unknown provider %q: choose %s", name, orList(names))
 }
 
 // DemoScript names the bundled demo fix as a simulated model's script;
@@ -273,13 +399,20 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		_, memory := s.set.Lookup("memory")
 		e.ContextManagement = compact.DefaultContextEditing(int(s.contextLimit()), memory).ContextManagement()
 	}
-	def, _ := lookupProvider(o.Provider)
+	def, err := s.providerDef(o.Provider)
+	if err != nil {
+		return nil, err
+	}
 	if def.Name != "sim" {
 		d, _ := dialect(def.Dialect)
-		var err error
 		if e.BaseURL, e.APIKey, err = def.endpoint(os.Getenv); err != nil {
 			return nil, err
 		}
+		h, err := def.header(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		e.HTTP = provider.HeaderClient(h)
 		return d.New(ctx, e), nil
 	}
 	sc := o.SimScript
@@ -296,7 +429,6 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 			}
 			script = b
 		}
-		var err error
 		if sc, err = sim.ParseScript(script); err != nil {
 			if o.Script != DemoScript && o.Script != DemoInteractiveScript {
 				return nil, configErrorf("--script %s: %v", o.Script, err)
@@ -319,4 +451,31 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 // declarer is an adapter that can show its wire form of tool declarations.
 type declarer interface {
 	DeclareTools([]model.ToolSpec) (json.RawMessage, error)
+}
+
+// withheldEnv are the variables no command gets: every provider's of the
+// table (WithheldEnv) and of the user's configuration (its key's and its
+// headers' variables).
+func withheldEnv(u *config.User) []string {
+	out := WithheldEnv()
+	if u == nil {
+		return out
+	}
+	for _, name := range slices.Sorted(maps.Keys(u.Providers)) {
+		for _, v := range u.Providers[name].Vars() {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// userWithheldEnv is withheldEnv of the user's configuration in Truss's
+// directory (the table's alone when there is none or it cannot be read:
+// the session that reads it reports that).
+func userWithheldEnv() []string {
+	s := &Session{}
+	_ = s.loadUser()
+	return withheldEnv(s.user)
 }

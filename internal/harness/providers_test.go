@@ -1,8 +1,13 @@
 package harness
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trussdev/truss/internal/sim"
 )
 
 // TestProviderTable checks the texts the provider table makes: the help,
@@ -81,4 +86,140 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestProviderVariablesWithheld: every variable of the provider table
+// (those that look like no secret too: a base URL, a host) is withheld
+// from commands, and the user's configuration passes one by name.
+func TestProviderVariablesWithheld(t *testing.T) {
+	var names []string
+	for _, pat := range WithheldEnv() {
+		name := strings.ReplaceAll(pat, "*", "SETTING")
+		t.Setenv(name, "plain-4711")
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		t.Fatal("the provider table withholds no variable")
+	}
+	o := fixture(t, `{"steps": [`+runStep(t, "env", nil)+`, {"say": "Done."}]}`)
+	o.Validation.Off = true
+	o.AllowEnv = []string{names[0]}
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Run(context.Background(), "env"); err != nil {
+		t.Fatal(err)
+	}
+	out := (*rs)[0].Stdout
+	for _, n := range names[1:] {
+		if strings.Contains(out, n+"=") {
+			t.Errorf("%s reached the command", n)
+		}
+	}
+	if !strings.Contains(out, names[0]+"=plain-4711") {
+		t.Errorf("%s, allowed, did not reach the command", names[0])
+	}
+}
+
+// TestNamedProvider: a provider of the user's configuration is used by
+// name: its wire's adapter at its base URL, the key from its variable,
+// its headers (the fixed ones and the variables'), its default model;
+// its variables reach no command. A missing variable, a built-in's name
+// and an unknown name are clear errors.
+func TestNamedProvider(t *testing.T) {
+	o := fixture(t, `{"steps": [`+runStep(t, "env", nil)+`, {"say": "Done."}]}`)
+	o.Validation.Off = true
+	sc, err := sim.ParseScript([]byte(`{"steps": [` + runStep(t, "env", nil) + `, {"say": "Done."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sim.New(sc)
+	srv.APIKey = "k-4711"
+	srv.Spec = simSpec()
+	base, err := srv.Listen(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(o.KeyDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	user := `
+[providers.mine]
+base_url = "` + base + `/v1"
+wire = "chat"
+env_key = "MINE_K"
+model = "sim-coder"
+headers = { "X-Title" = "truss" }
+env_headers = { "X-Org" = "MINE_ORG" }
+`
+	if err := os.WriteFile(filepath.Join(o.KeyDir, "config.toml"), []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o.Provider, o.Script, o.SimDialect, o.Model = "mine", "", "", ""
+	o.Surface = ""
+	_, err = Open(context.Background(), o)
+	if err == nil || err.Error() != "provider mine needs MINE_K" {
+		t.Fatalf("without the key's variable: %v", err)
+	}
+	t.Setenv("MINE_K", "k-4711")
+	_, err = Open(context.Background(), o)
+	if err == nil || err.Error() != "provider mine needs MINE_ORG (the X-Org header)" {
+		t.Fatalf("without the header's variable: %v", err)
+	}
+	t.Setenv("MINE_ORG", "org-1")
+	rs := shellResults(&o)
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Run(context.Background(), "env"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no request reached the provider")
+	}
+	h := reqs[0].Header
+	if h.Get("Authorization") != "Bearer k-4711" || h.Get("X-Title") != "truss" || h.Get("X-Org") != "org-1" || reqs[0].Dialect != "chat" {
+		t.Errorf("the request: %s %v", reqs[0].Dialect, h)
+	}
+	if !strings.Contains(string(reqs[0].Body), `"model":"sim-coder"`) {
+		t.Errorf("the default model was not sent: %s", reqs[0].Body)
+	}
+	out := (*rs)[0].Stdout
+	for _, v := range []string{"MINE_K=", "MINE_ORG="} {
+		if strings.Contains(out, v) {
+			t.Errorf("%s reached the command", v)
+		}
+	}
+	o.Provider = "theirs"
+	if _, err := Open(context.Background(), o); err == nil || err.Error() != `unknown provider "theirs": choose chat, openai, ollama, anthropic, sim or mine` {
+		t.Errorf("an unknown name: %v", err)
+	}
+	// IsProvider reads the user's configuration in Truss's directory.
+	if err := os.WriteFile(filepath.Join(os.Getenv("TRUSS_HOME"), "config.toml"), []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !IsProvider("mine") || !IsProvider("openai-compatible") || IsProvider("theirs") {
+		t.Error("IsProvider does not know the user's provider")
+	}
+	user += "\n[providers.openai]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\n"
+	if err := os.WriteFile(filepath.Join(o.KeyDir, "config.toml"), []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.openai in the user's configuration: openai is a built-in provider; give yours another name" {
+		t.Errorf("a built-in's name: %v", err)
+	}
+	user = "[providers.mine]\nbase_url = \"https://h/v1\"\nwire = \"grpc\"\n"
+	if err := os.WriteFile(filepath.Join(o.KeyDir, "config.toml"), []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o.Provider = "mine"
+	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.mine in the user's configuration: wire grpc is not in this build (it has anthropic, responses, chat or ollama)" {
+		t.Errorf("an unknown wire: %v", err)
+	}
 }

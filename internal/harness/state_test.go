@@ -138,7 +138,7 @@ func TestUserConfiguration(t *testing.T) {
 
 // shellEnv is what the session's commands would get of env.
 func shellEnv(s *Session, env []string) []string {
-	return shell.ScrubEnvWith(env, s.w.allowEnv, s.w.withholdEnv)
+	return shell.ScrubEnvOwn(env, s.w.allowEnv, s.w.withholdEnv, s.w.ownEnv)
 }
 
 // TestWarnsOfNewRepository: a .git a command made during the session (in

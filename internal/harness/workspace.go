@@ -59,8 +59,11 @@ type workspace struct {
 	// withholdEnv are the variables the user's configuration withholds
 	// besides Truss's rule.
 	withholdEnv []string
-	undo        bool // the editor keeps an edit history
-	extra       []fs.RootSpec
+	// ownEnv are the model providers' variables (withheldEnv), which
+	// commands get only when allowEnv names them.
+	ownEnv []string
+	undo   bool // the editor keeps an edit history
+	extra  []fs.RootSpec
 
 	// envc is the task environment chosen; envs its containers when it is
 	// an image (nil on the host).
@@ -100,7 +103,8 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 	if err != nil {
 		return nil, err
 	}
-	w = &workspace{ws: ws, locks: locks, extra: extra, warn: s.warn, timeout: cmp.Or(o.ShellTimeout, shell.DefaultTimeout), allowEnv: o.AllowEnv}
+	w = &workspace{ws: ws, locks: locks, extra: extra, warn: s.warn, timeout: cmp.Or(o.ShellTimeout, shell.DefaultTimeout), allowEnv: o.AllowEnv,
+		ownEnv: withheldEnv(s.user)}
 	if s.user != nil {
 		w.allowEnv = append(append([]string(nil), o.AllowEnv...), s.user.ShellEnvironment.Include...)
 		w.withholdEnv = s.user.ShellEnvironment.Exclude
@@ -414,8 +418,8 @@ func privateDir(root string, extra []fs.RootSpec) (string, error) {
 }
 
 // hiddenCredentials are the credential paths hidden from commands: the
-// default ones less those the user's configuration releases, and those
-// it adds.
+// default ones and the providers' (CredentialFiles) less those the user's
+// configuration releases, and those it adds.
 func (s *Session) hiddenCredentials() []string {
 	home, _ := os.UserHomeDir()
 	var out, release []string
@@ -428,8 +432,8 @@ func (s *Session) hiddenCredentials() []string {
 		}
 	}
 	if home != "" {
-		for _, c := range sandbox.DefaultHiddenCredentials(home) {
-			if !slices.Contains(release, filepath.Clean(c)) {
+		for _, c := range append(sandbox.DefaultHiddenCredentials(home), CredentialFiles(home)...) {
+			if !slices.Contains(release, filepath.Clean(c)) && !slices.Contains(out, c) {
 				out = append(out, c)
 			}
 		}
@@ -488,7 +492,7 @@ func (w *workspace) shellIn(b box, dir, own string, extra ...string) *shell.Sess
 	if w.envs != nil {
 		return w.envShellIn(dir)
 	}
-	return shell.New(shell.Config{Dir: dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv,
+	return shell.New(shell.Config{Dir: dir, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv, OwnEnv: w.ownEnv,
 		Env: os.Environ(), SetEnv: append(append(append([]string{"TMPDIR=" + b.tmp}, w.cacheEnv...), extra...), w.cfg.Validate.EnvList()...),
 		TmpDir: own, Launcher: b.sb, Guard: b.sb.Guard, Bash: w.bash})
 }

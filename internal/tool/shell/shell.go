@@ -79,9 +79,14 @@ type Config struct {
 	Dir string
 	// Env is the base environment (os.Environ() when nil). The variables
 	// Withheld names — the harness's own configuration and secret-looking
-	// names — are removed from it unless named in AllowEnv.
+	// names — and those OwnEnv names are removed from it unless named in
+	// AllowEnv.
 	Env      []string
 	AllowEnv []string
+	// OwnEnv names (or globs) the variables of the model providers the
+	// harness talks to (ANTHROPIC_*, AWS_*, ...), withheld as Withheld's
+	// are: a name or glob in AllowEnv passes one.
+	OwnEnv []string
 	// WithholdEnv names (or globs) more variables to remove, those of
 	// the user's configuration; an exact name in AllowEnv still passes.
 	WithholdEnv []string
@@ -328,7 +333,7 @@ func (s *Session) start() error {
 	if base == nil {
 		base = os.Environ()
 	}
-	cmd.Env = append(append(ScrubEnvWith(base, s.cfg.AllowEnv, s.cfg.WithholdEnv), s.cfg.SetEnv...), "PS1=", "PS2=", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "HISTFILE=")
+	cmd.Env = append(append(ScrubEnvOwn(base, s.cfg.AllowEnv, s.cfg.WithholdEnv, s.cfg.OwnEnv), s.cfg.SetEnv...), "PS1=", "PS2=", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "HISTFILE=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The shell must answer before it is used: a command's timeout then
 	// counts the command, not the shell's start (a sandboxed shell starts
@@ -401,6 +406,13 @@ func ScrubEnv(env, allow []string) []string { return ScrubEnvWith(env, allow, ni
 // ScrubEnvWith is ScrubEnv that also withholds the variables exclude names
 // (names or globs), unless allow names them exactly.
 func ScrubEnvWith(env, allow, exclude []string) []string {
+	return ScrubEnvOwn(env, allow, exclude, nil)
+}
+
+// ScrubEnvOwn is ScrubEnvWith that also withholds the variables own names
+// (upper-case names or globs, which a name matches in any case) as
+// Withheld's are: unless allow names or globs them.
+func ScrubEnvOwn(env, allow, exclude, own []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
@@ -408,7 +420,7 @@ func ScrubEnvWith(env, allow, exclude []string) []string {
 			out = append(out, kv)
 			continue
 		}
-		if matches(exclude, name) || (Withheld(name) || WithheldValue(value)) && !matches(allow, name) {
+		if matches(exclude, name) || (Withheld(name) || matches(own, strings.ToUpper(name)) || WithheldValue(value)) && !matches(allow, name) {
 			continue
 		}
 		out = append(out, kv)
@@ -431,8 +443,8 @@ func matches(pats []string, name string) bool {
 // between underscores (and other characters that are not letters or
 // digits). Withheld are:
 //
-//   - the configuration of Truss and of the model providers it talks to:
-//     names starting with ANTHROPIC_, OPENAI_, OLLAMA_ or TRUSS_;
+//   - the configuration of Truss: names starting with TRUSS_ (the model
+//     providers' variables are the harness's to name: Config.OwnEnv);
 //   - names containing KEY, SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE or
 //     CREDENTIAL anywhere (APIKEY, DBPASSWORD, GOOGLE_CREDENTIALS);
 //   - names with a word PASS, PWD, PW, PAT, AUTH, AUTHORIZATION, BEARER,
@@ -446,10 +458,8 @@ func matches(pats []string, name string) bool {
 // SESSION_MANAGER, DESKTOP_SESSION and XDG_SESSION_*.
 func Withheld(name string) bool {
 	u := strings.ToUpper(name)
-	for _, p := range [...]string{"ANTHROPIC_", "OPENAI_", "OLLAMA_", "TRUSS_"} {
-		if strings.HasPrefix(u, p) {
-			return true
-		}
+	if strings.HasPrefix(u, "TRUSS_") {
+		return true
 	}
 	switch {
 	case u == "PWD", u == "OLDPWD", u == "DBUS_SESSION_BUS_ADDRESS", u == "SESSION_MANAGER",

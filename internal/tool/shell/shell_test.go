@@ -186,7 +186,8 @@ func TestScrubEnv(t *testing.T) {
 		name string
 		kept bool
 	}{
-		// The harness's own configuration, secrets or not.
+		// The harness's own configuration, secrets or not (the
+		// providers' through OwnEnv).
 		{"ANTHROPIC_BASE_URL", false},
 		{"ANTHROPIC_API_KEY", false},
 		{"ANTHROPIC_AUTH_TOKEN", false},
@@ -257,15 +258,27 @@ func TestScrubEnv(t *testing.T) {
 	for _, tt := range tests {
 		env = append(env, tt.name+"=v")
 	}
+	own := []string{"ANTHROPIC_*", "OPENAI_*", "OLLAMA_*"}
 	got := map[string]bool{}
-	for _, kv := range ScrubEnv(env, nil) {
+	for _, kv := range ScrubEnvOwn(env, nil, nil, own) {
 		name, _, _ := strings.Cut(kv, "=")
 		got[name] = true
 	}
 	for _, tt := range tests {
-		if got[tt.name] != tt.kept || Withheld(tt.name) == tt.kept {
-			t.Errorf("%s: kept %v, Withheld %v; want kept %v", tt.name, got[tt.name], Withheld(tt.name), tt.kept)
+		withheld := Withheld(tt.name) || matches(own, strings.ToUpper(tt.name))
+		if got[tt.name] != tt.kept || withheld == tt.kept {
+			t.Errorf("%s: kept %v, withheld %v; want kept %v", tt.name, got[tt.name], withheld, tt.kept)
 		}
+	}
+	// Without OwnEnv, a provider's variable that looks like no secret
+	// passes: the shell knows no provider.
+	if got := ScrubEnv([]string{"OLLAMA_HOST=h"}, nil); len(got) != 1 {
+		t.Errorf("ScrubEnv without OwnEnv withheld %q", got)
+	}
+	// A glob in AllowEnv passes what OwnEnv withholds; WithholdEnv wins
+	// over a glob.
+	if got := strings.Join(ScrubEnvOwn([]string{"OPENAI_BASE_URL=u", "OLLAMA_HOST=h"}, []string{"OPENAI_*"}, []string{"OLLAMA_*"}, own), " "); got != "OPENAI_BASE_URL=u" {
+		t.Errorf("allow and withhold globs: %q", got)
 	}
 }
 
@@ -304,11 +317,12 @@ func TestWithheldValue(t *testing.T) {
 func TestAllowEnv(t *testing.T) {
 	env := []string{"PATH=/bin", "HOME=/h", "OPENAI_BASE_URL=http://x", "OPENAI_API_KEY=sk", "ALLOWED_TOKEN=ok", "OLLAMA_HOST=h"}
 	allow := []string{"ALLOWED_TOKEN", "OLLAMA_HOST"}
-	got := strings.Join(ScrubEnv(env, allow), " ")
+	own := []string{"OPENAI_*", "OLLAMA_*"}
+	got := strings.Join(ScrubEnvOwn(env, allow, nil, own), " ")
 	if got != "PATH=/bin HOME=/h ALLOWED_TOKEN=ok OLLAMA_HOST=h" {
 		t.Fatalf("got %q", got)
 	}
-	s := newSession(t, Config{Env: env, AllowEnv: allow, SetEnv: []string{"ANTHROPIC_BASE_URL=set"}})
+	s := newSession(t, Config{Env: env, AllowEnv: allow, OwnEnv: own, SetEnv: []string{"ANTHROPIC_BASE_URL=set"}})
 	r := run(t, s, "echo \"[$OPENAI_API_KEY][$OPENAI_BASE_URL][$HOME][$OLLAMA_HOST][$ANTHROPIC_BASE_URL]\"")
 	if r.Stdout != "[][][/h][h][set]\n" {
 		t.Fatalf("shell env: %q", r.Stdout)

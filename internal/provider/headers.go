@@ -1,0 +1,37 @@
+package provider
+
+import "net/http"
+
+// HeaderTransport adds Header to every request it sends through Base
+// (http.DefaultTransport when nil), replacing what the request had under
+// those names: the extra headers of a named provider.
+type HeaderTransport struct {
+	Base   http.RoundTripper
+	Header http.Header
+}
+
+// RoundTrip implements http.RoundTripper. The request is cloned, as a
+// RoundTripper must not change its argument.
+func (t HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if len(t.Header) == 0 {
+		return base.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	for k, vs := range t.Header {
+		r.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	return base.RoundTrip(r)
+}
+
+// HeaderClient is an HTTP client that adds h to every request, or nil
+// (the adapter's default client) when h is empty.
+func HeaderClient(h http.Header) *http.Client {
+	if len(h) == 0 {
+		return nil
+	}
+	return &http.Client{Transport: HeaderTransport{Header: h}}
+}
