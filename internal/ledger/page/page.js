@@ -230,7 +230,9 @@
 
   // ---- keys and signed notes ----
   async function parseVKey(vkey) {
-    const parts = String(vkey).trim().split("+");
+    const t = String(vkey).trim();
+    const a = t.indexOf("+"), b = a < 0 ? -1 : t.indexOf("+", a + 1);
+    const parts = a < 0 || b < 0 ? [] : [t.slice(0, a), t.slice(a + 1, b), t.slice(b + 1)];
     if (parts.length !== 3 || !/^[0-9a-f]{8}$/.test(parts[1]) || parts[0] === "" || /\s/.test(parts[0])) throw new Error("a verifier key is name+8 hex digits+base64 key");
     let raw;
     try { raw = unb64(parts[2]); } catch (e) { throw new Error("the verifier key's key is not base64"); }
@@ -403,7 +405,7 @@
       const lk = links[j];
       const a = agents[j];
       if (!isObj(a) || a.entry !== lk.entry || a.dir !== lk.dir || !a.ledger) fail(where.concat("entry " + lk.entry), "sub-agent ledger " + lk.dir + " is not on the page");
-      const child = await verifyLedger(a.ledger, k, where.concat("sub-agent " + lk.dir), lk);
+      const child = await verifyLedger(a.ledger, k, where.concat("entry " + lk.entry, "sub-agent ledger " + lk.dir), lk);
       child.entry = lk.entry;
       child.dir = lk.dir;
       kids.push(child);

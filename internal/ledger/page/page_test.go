@@ -37,7 +37,7 @@ func write(t testing.TB, doc *page.Doc) []byte {
 }
 
 func TestRoundTrip(t *testing.T) {
-	dir, vkey := session(t, 3, true)
+	dir, vkey := sample(t, 3, true)
 	doc := build(t, dir, vkey, page.Options{})
 	html := write(t, doc)
 	res, err := page.Verify(html, "")
@@ -84,7 +84,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestLimitAndRedact(t *testing.T) {
-	dir, vkey := session(t, 2, false)
+	dir, vkey := sample(t, 2, false)
 	doc := build(t, dir, vkey, page.Options{MaxPayload: 100, Redact: []*regexp.Regexp{regexp.MustCompile(`sk-secret-[0-9]+`)}})
 	html := write(t, doc)
 	if bytes.Contains(html, []byte("sk-secret")) {
@@ -216,7 +216,7 @@ func mutated(t testing.TB, dir, vkey string, m mutation) []byte {
 }
 
 func TestMutations(t *testing.T) {
-	dir, vkey := session(t, 3, true)
+	dir, vkey := sample(t, 3, true)
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
 			_, err := page.Verify(mutated(t, dir, vkey, m), vkey)
@@ -233,7 +233,7 @@ func TestMutations(t *testing.T) {
 // TestChangedByte: one byte changed anywhere in the embedded ledger's
 // entries, checkpoints or payloads makes the page fail verification.
 func TestChangedByte(t *testing.T) {
-	dir, vkey := session(t, 2, false)
+	dir, vkey := sample(t, 2, false)
 	html := write(t, build(t, dir, vkey, page.Options{}))
 	for _, target := range []string{`Fix the \u003cb\u003ebug`, `"surface\":\"anthropic`, `println(1)`, "\u2014 truss/test "} {
 		i := bytes.Index(html, []byte(target))
@@ -264,7 +264,7 @@ func TestParseRefuses(t *testing.T) {
 }
 
 func FuzzVerify(f *testing.F) {
-	dir, vkey := session(f, 1, true)
+	dir, vkey := sample(f, 1, true)
 	f.Add(write(f, build(f, dir, vkey, page.Options{})))
 	f.Add([]byte(`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/1","runs":[{"entries":["{}"],"checkpoints":{"1":"x"}}]}</script>`))
 	f.Fuzz(func(t *testing.T, html []byte) {

@@ -51,7 +51,7 @@ func sse(text, reasoning string) string {
 // response, an edit of main.go and a command; with agent, the first turn
 // also spawns a sub-agent whose ledger the spawn's result links. It
 // returns the ledger's directory and the verifier key.
-func session(t testing.TB, turns int, agent bool) (string, string) {
+func sample(t testing.TB, turns int, agent bool) (string, string) {
 	t.Helper()
 	s, vkey := newKey(t, "truss/test")
 	dir := filepath.Join(t.TempDir(), "ledger")

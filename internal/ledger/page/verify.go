@@ -63,7 +63,8 @@ type Result struct {
 type RunResult struct {
 	Dir    string
 	Report *ledger.Report
-	// Checked are the payloads embedded and matching their digest.
+	// Checked are the payloads embedded and matching their digest (each
+	// once, however many entries name it).
 	Checked int
 	// Omitted are the payloads left out for their size; Redacted those
 	// shown redacted, whose bytes are not on the page; NotEmbedded those
@@ -141,7 +142,7 @@ func verifyLedger(l *Ledger, vkey string, parent *link) (*RunResult, error) {
 		return nil, &ledger.Error{Entry: int64(r.Sealed), Reason: fmt.Sprintf("%d entries after the last checkpoint (size %d): a page holds sealed entries only", r.Unsealed, r.Sealed)}
 	}
 	rr := &RunResult{Dir: l.Dir, Report: r}
-	used := map[string]bool{}
+	used, checked := map[string]bool{}, map[string]bool{}
 	for i, e := range entries {
 		for _, name := range slices.Sorted(maps.Keys(e.Payloads)) {
 			d := e.Payloads[name]
@@ -160,7 +161,9 @@ func verifyLedger(l *Ledger, vkey string, parent *link) (*RunResult, error) {
 				rr.Omitted = append(rr.Omitted, where)
 			case p.Redacted != nil:
 				rr.Redacted = append(rr.Redacted, where)
+			case checked[d]:
 			default:
+				checked[d] = true
 				b, err := p.bytes()
 				if err != nil {
 					return nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s: %v", name, err)}
