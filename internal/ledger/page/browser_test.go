@@ -518,3 +518,29 @@ func jsonText(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
 }
+
+// BenchmarkRenderInChromium measures how long Chromium takes to open the
+// page of a 200-turn session, verify it and draw it: from navigation to
+// the verdict, in one tab per load.
+func BenchmarkRenderInChromium(b *testing.B) {
+	dir, vkey := sample(b, 200, true)
+	doc, err := page.Build([]string{dir}, page.Options{VKey: vkey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := page.Write(&buf, doc); err != nil {
+		b.Fatal(err)
+	}
+	path := writeFile(b, buf.Bytes())
+	ctx := browser(b)
+	u := (&url.URL{Scheme: "file", Path: path}).String()
+	for b.Loop() {
+		tab, cancel := chromedp.NewContext(ctx)
+		if err := chromedp.Do(tab, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#verdict.ok"))); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+	}
+	b.ReportMetric(float64(buf.Len()), "page-bytes")
+}

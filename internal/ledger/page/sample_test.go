@@ -70,7 +70,12 @@ func sample(t testing.TB, turns int, agent bool) (string, string) {
 		"workspace": "/work/repo", "truss": "test", "tools": []any{map[string]any{"name": "bash", "kind": "typed", "type": "bash_20250124"}}}, nil)
 	w.Append("user", map[string]any{"chars": 17}, map[string]string{"text": put(w, "Fix the <b>bug</b>.")})
 	w.Checkpoint()
-	content := "package main\n\nfunc main() {\n\tprintln(0)\n}\n"
+	// A file of about 6 KB, as a real edit's is.
+	var filler strings.Builder
+	for i := range 120 {
+		fmt.Fprintf(&filler, "// line %03d of the file's comment, which is as long as a line of code is.\n", i)
+	}
+	content := "package main\n\n" + filler.String() + "func main() {\n\tprintln(0)\n}\n"
 	for turn := 1; turn <= turns; turn++ {
 		text := fmt.Sprintf("Turn %d: I will edit main.go <script>alert(1)</script>.", turn)
 		w.Append("model.response", map[string]any{"turn": turn, "id": fmt.Sprintf("msg_%d", turn), "model": "sim-claude", "stop_reason": "tool_use",
