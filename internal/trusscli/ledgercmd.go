@@ -24,6 +24,7 @@ const ledgerUsage = `usage: truss ledger COMMAND
   prove PATH --entry N                  an inclusion proof of one entry
   export PATH --in-toto                 in-toto provenance of the session, in a DSSE envelope
   export PATH --html FILE [--redact RE] the session as one self-verifying HTML page
+  serve [--addr 127.0.0.1:PORT]         browse the saved sessions' pages (loopback only, read-only)
 
 PATH is a session id, a session directory or a ledger directory; verify
 also takes a page that export --html wrote (FILE.html).
@@ -136,6 +137,8 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		_, err = stdout.Write(b)
 		return err
+	case "serve":
+		return cmdLedgerServe(args[1:], stdout, stderr)
 	case "export":
 		if wantsHTML(args[1:]) {
 			return cmdExportHTML(args[1:], stdout, stderr)
@@ -222,7 +225,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return cli.Usagef("unknown ledger command %q: use key, verify, show, prove or export", args[0])
+	return cli.Usagef("unknown ledger command %q: use key, verify, show, prove, export or serve", args[0])
 }
 
 // sealSummary says how many of a verified ledger's entries its checkpoints

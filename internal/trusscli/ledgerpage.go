@@ -2,17 +2,25 @@ package trusscli
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/trussdev/truss/internal/cli"
 	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/ledger/page"
+	"github.com/trussdev/truss/internal/session"
 )
 
 // redactFlags collects --redact patterns.
@@ -136,4 +144,55 @@ func printPageRun(w io.Writer, r page.RunResult, indent string) {
 	for _, a := range r.Agents {
 		printPageRun(w, a, indent+"  ")
 	}
+}
+
+// cmdLedgerServe is `truss ledger serve`: the saved sessions, each as its
+// page, on a loopback address, read-only, until interrupted.
+func cmdLedgerServe(args []string, stdout, stderr io.Writer) error {
+	fset := cli.NewFlagSet("ledger serve", stderr)
+	addr := fset.String("addr", "127.0.0.1:0", "the loopback address to listen on (port 0: any free port)")
+	key := fset.String("key", "", "the verifier key the sessions' ledgers are verified with (default: this installation's)")
+	maxPayload := fset.Int("max-payload", page.DefaultMaxPayload, "leave out, by digest, payloads larger than this many bytes")
+	if err := cli.Parse(fset, args); err != nil {
+		return err
+	}
+	if fset.NArg() > 0 {
+		return cli.Usagef("usage: truss ledger serve [--addr 127.0.0.1:PORT] [--key VKEY]")
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return cli.Usagef("--addr %q: %v", *addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return cli.Usagef("--addr %q is not a loopback address: truss ledger serve listens on this machine only (127.0.0.1, ::1 or localhost)", *addr)
+	}
+	vkey := *key
+	if vkey == "" {
+		if _, vkey, err = ledger.InstallationKey(); err != nil {
+			return err
+		}
+	}
+	dir, err := session.DefaultDir()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: &page.Server{Store: session.Store{Dir: dir}, VKey: vkey, Options: page.Options{MaxPayload: *maxPayload}},
+		ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	fmt.Fprintf(stdout, "serving the sessions of %s at http://%s/ (read-only; Ctrl-C stops)\n", dir, ln.Addr())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

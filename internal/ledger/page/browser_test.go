@@ -5,8 +5,8 @@ package page_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"net/url"
@@ -27,6 +27,7 @@ import (
 
 	"github.com/trussdev/truss/internal/ledger/page"
 	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/toolcache"
 	"github.com/trussdev/truss/internal/trusscli"
 )
 
@@ -360,6 +361,10 @@ func demo(t *testing.T, args ...string) []byte {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv("TRUSS_HOME", home)
+	// The demos' sandboxed go test share one build cache, kept for the
+	// test binary (testenv.Run removes its temporary directory).
+	t.Setenv(toolcache.SharedEnv, filepath.Join(os.TempDir(), "sandbox-cache"))
+	t.Setenv("GOTOOLCHAIN", "local")
 	var out bytes.Buffer
 	if code := trusscli.Main(append([]string{"demo"}, args...), &out, &out); code != 0 {
 		t.Fatalf("truss demo %v: exit %d\n%s", args, code, out.String())
