@@ -133,7 +133,7 @@ func verifyPage(stdout io.Writer, path, vkey string) error {
 
 func printPageRun(w io.Writer, r page.RunResult, indent string) {
 	rep := r.Report
-	fmt.Fprintf(w, "%spage ledger %s verified: %d entries, %d sealed by %d checkpoints, root %s\n", indent, r.Dir, rep.Entries, rep.Sealed, rep.Checkpoints, ledger.FormatRoot(rep.Root))
+	fmt.Fprintf(w, "%sledger %s on the page verified: %d entries, %d sealed by %d checkpoints, root %s\n", indent, r.Dir, rep.Entries, rep.Sealed, rep.Checkpoints, ledger.FormatRoot(rep.Root))
 	fmt.Fprintf(w, "%s  payloads: %d checked, %d left out for their size, %d redacted (unverified), %d not on the page\n", indent, r.Checked, len(r.Omitted), len(r.Redacted), len(r.NotEmbedded))
 	for _, s := range r.Omitted {
 		fmt.Fprintf(w, "%s    left out: %s\n", indent, s)
