@@ -43,29 +43,28 @@
     const raw = {};
     const ws = () => { while (i < s.length && " \t\n\r".includes(s[i])) i++; };
     const err = (m) => { throw new Error(m + " at character " + i); };
+    // A string: its end found by the quotes and backslashes alone, its
+    // escapes decoded by the browser's own JSON reader.
+    const quoteOrEscape = /["\\]/g;
+    const control = /[\u0000-\u001f]/;
     function str() {
       if (s[i] !== '"') err("a string expected");
-      i++;
-      let out = "";
+      const start = i;
+      let j = i + 1;
+      let escaped = false;
       for (;;) {
-        if (i >= s.length) err("an unterminated string");
-        const c = s[i];
-        if (c === '"') { i++; return out; }
-        if (c < " ") err("a control character in a string");
-        if (c === "\\") {
-          const e = s[i + 1];
-          const m = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" }[e];
-          if (m !== undefined) { out += m; i += 2; continue; }
-          if (e === "u" && /^[0-9a-fA-F]{4}$/.test(s.substr(i + 2, 4))) {
-            out += String.fromCharCode(parseInt(s.substr(i + 2, 4), 16));
-            i += 6;
-            continue;
-          }
-          err("a bad escape");
-        }
-        out += c;
-        i++;
+        quoteOrEscape.lastIndex = j;
+        const m = quoteOrEscape.exec(s);
+        if (!m) { i = s.length; err("an unterminated string"); }
+        if (m[0] === '"') { j = m.index; break; }
+        escaped = true;
+        j = m.index + 2;
       }
+      const body = s.slice(start + 1, j);
+      if (control.test(body)) { i = start; err("a control character in a string"); }
+      i = j + 1;
+      if (!escaped) return body;
+      try { return JSON.parse(s.slice(start, j + 1)); } catch (x) { i = start; err("a bad escape"); }
     }
     function value(depth) {
       ws();
@@ -284,62 +283,82 @@
   // ---- the tree ----
   const leafHash = (line) => sha256(concat(new Uint8Array([0]), enc.encode(line)));
   const nodeHash = (l, r) => sha256(concat(new Uint8Array([1]), l, r));
-  // Compact range: the perfect subtrees of the leaves so far, largest first.
-  async function rootOf(stack) {
-    if (stack.length === 0) return sha256(new Uint8Array(0));
-    let r = stack[stack.length - 1].h;
-    for (let i = stack.length - 2; i >= 0; i--) r = await nodeHash(stack[i].h, r);
-    return r;
-  }
-
   // ---- verification of one ledger ----
   // It returns {entries, leaves, report} or throws a Fail naming the part.
   async function verifyLedger(L, k, where, parentLink) {
     if (!L || !Array.isArray(L.entries) || !isObj(L.checkpoints) || !isObj(L.payloads)) fail(where, "the page's ledger is not complete");
-    const entries = [];
-    const leaves = [];
-    const roots = new Map();
     const cpSizes = Object.keys(L.checkpoints).map((s) => {
       if (!/^(0|[1-9][0-9]*)$/.test(s)) fail(where, "checkpoint " + show(s) + ": not keyed by a tree size");
       return Number(s);
     }).sort((a, b) => a - b);
-    const wanted = new Set(cpSizes);
-    const stack = [];
-    if (wanted.has(0)) roots.set(0, await rootOf(stack));
-    for (let i = 0; i < L.entries.length; i++) {
+    // Every entry is read first, up to the first that breaks a rule; the
+    // hashes are computed at once (WebCrypto works in parallel); then the
+    // entries are checked in order, so that the failure named is the one
+    // a verifier reading line by line meets first.
+    const entries = [];
+    let bad = null;
+    for (let i = 0; i < L.entries.length && !bad; i++) {
       const line = L.entries[i];
-      if (typeof line !== "string") fail(where.concat("entry " + i), "not a line");
-      let e;
-      try { e = parseEntry(line); } catch (x) { fail(where.concat("entry " + i), x.message); }
-      if (e.v !== 1) fail(where.concat("entry " + i), "format version " + e.v + ", want 1");
-      if (e.seq !== i) fail(where.concat("entry " + i), "sequence number " + e.seq + ", want " + i + " (entries reordered, deleted or duplicated)");
-      if (i > 0 && e.session !== entries[0].session) fail(where.concat("entry " + i), "session " + show(e.session) + ", want " + show(entries[0].session));
-      const want = i > 0 ? hex(leaves[i - 1]) : "";
-      if (e.prev !== want) fail(where.concat("entry " + (i - 1)), "the entry was changed: its leaf hash no longer matches the next entry's prev link");
-      const leaf = await leafHash(line);
-      entries.push(e);
-      leaves.push(leaf);
-      stack.push({ n: 1, h: leaf });
-      while (stack.length > 1 && stack[stack.length - 1].n === stack[stack.length - 2].n) {
-        const r = stack.pop();
-        const l = stack.pop();
-        stack.push({ n: l.n * 2, h: await nodeHash(l.h, r.h) });
+      try {
+        if (typeof line !== "string") throw new Error("not a line");
+        const e = parseEntry(line);
+        if (e.v !== 1) throw new Error("format version " + e.v + ", want 1");
+        if (e.seq !== i) throw new Error("sequence number " + e.seq + ", want " + i + " (entries reordered, deleted or duplicated)");
+        if (i > 0 && e.session !== entries[0].session) throw new Error("session " + show(e.session) + ", want " + show(entries[0].session));
+        entries.push(e);
+      } catch (x) {
+        bad = { i, reason: x.message };
       }
-      if (wanted.has(i + 1)) roots.set(i + 1, await rootOf(stack));
     }
+    const leaves = await Promise.all(entries.map((e, i) => leafHash(L.entries[i])));
+    for (let i = 0; i < entries.length; i++) {
+      if (entries[i].prev !== (i > 0 ? hex(leaves[i - 1]) : "")) {
+        fail(i > 0 ? where.concat("entry " + (i - 1)) : where, "the entry was changed: its leaf hash no longer matches the next entry's prev link");
+      }
+    }
+    if (bad) fail(where.concat("entry " + bad.i), bad.reason);
     const n = entries.length;
+    // The tree: every perfect, aligned subtree, a level at a time.
+    const levels = [leaves];
+    while (levels[levels.length - 1].length > 1) {
+      const below = levels[levels.length - 1];
+      const pairs = [];
+      for (let j = 0; j + 1 < below.length; j += 2) pairs.push(nodeHash(below[j], below[j + 1]));
+      levels.push(await Promise.all(pairs));
+    }
+    // The root of the first size leaves: its perfect subtrees, largest
+    // first, folded from the right.
+    const rootAt = async (size) => {
+      if (size === 0) return sha256(new Uint8Array(0));
+      const parts = [];
+      let start = 0;
+      for (let lvl = Math.floor(Math.log2(size)); lvl >= 0; lvl--) {
+        const w = 2 ** lvl;
+        if (start + w <= size) { parts.push(levels[lvl][start / w]); start += w; }
+      }
+      let r = parts[parts.length - 1];
+      for (let i = parts.length - 2; i >= 0; i--) r = await nodeHash(parts[i], r);
+      return r;
+    };
     const session = n > 0 ? entries[0].session : "";
     const origin = k.name + "/session/" + session;
+    // Signatures and roots, all at once; checked in order of size.
+    const checked = await Promise.all(cpSizes.map(async (size) => {
+      const note = L.checkpoints[String(size)];
+      if (typeof note !== "string") return { err: "not a signed note" };
+      let text;
+      try { text = await openNote(note, k); } catch (x) { return { err: "failed to verify signatures on checkpoint: " + x.message }; }
+      return { note, text, root: size <= n ? await rootAt(size) : null };
+    }));
     let sealed = 0;
     let last = null;
     let count = 0;
-    for (const size of cpSizes) {
+    for (let c = 0; c < cpSizes.length; c++) {
+      const size = cpSizes[c];
       const cw = where.concat("checkpoint " + size);
-      const note = L.checkpoints[String(size)];
-      if (typeof note !== "string") fail(cw, "not a signed note");
-      let text;
-      try { text = await openNote(note, k); } catch (x) { fail(cw, "failed to verify signatures on checkpoint: " + x.message); }
-      const lines = text.split("\n");
+      const r = checked[c];
+      if (r.err) fail(cw, r.err);
+      const lines = r.text.split("\n");
       if (lines.length < 4) fail(cw, "invalid checkpoint - too few newlines");
       if (lines[0] === "") fail(cw, "invalid checkpoint - empty origin");
       if (!/^[0-9]+$/.test(lines[1])) fail(cw, "invalid checkpoint - size invalid");
@@ -348,12 +367,12 @@
       if (lines[0] !== origin) fail(cw, "got Origin " + show(lines[0]) + " but expected " + show(origin));
       if (Number(lines[1]) !== size) fail(cw, "it is a checkpoint of size " + lines[1]);
       if (size > n) fail(where.concat("entry " + n), "checkpoint " + size + " covers " + size + " entries, but only " + n + " exist (entries deleted or truncated)");
-      if (!eq(root, roots.get(size))) {
+      if (!eq(root, r.root)) {
         const first = sealed < size ? sealed : 0;
         fail(where.concat("entry " + first), "checkpoint " + size + "'s root hash does not match the entries (an entry was changed, inserted or removed at or after entry " + first + ")");
       }
       sealed = size;
-      last = { note, root };
+      last = { note: r.note, root };
       count++;
     }
     if (count === 0) fail(where, "no signed checkpoint: none of the " + n + " entries is sealed");
@@ -362,6 +381,15 @@
     const used = new Set();
     const rep = { entries: n, checkpoints: count, root: last.root, checked: 0, omitted: [], redacted: [], notEmbedded: [], session };
     const bytesOf = new Map();
+    const sums = new Map();
+    await Promise.all(Object.keys(L.payloads).map(async (d) => {
+      const p = L.payloads[d];
+      if (!isObj(p) || p.omitted || typeof p.redacted === "string") return;
+      try {
+        const b = typeof p.text === "string" ? enc.encode(p.text) : typeof p.base64 === "string" && p.base64 !== "" ? unb64(p.base64) : new Uint8Array(0);
+        sums.set(d, { b, sum: hex(await sha256(b)) });
+      } catch (x) { sums.set(d, { err: x.message }); }
+    }));
     for (let i = 0; i < n; i++) {
       const e = entries[i];
       for (const name of Object.keys(e.payloads).sort()) {
@@ -378,12 +406,10 @@
         if (p.omitted) { rep.omitted.push(label); continue; }
         if (typeof p.redacted === "string") { rep.redacted.push(label); continue; }
         if (bytesOf.has(d)) continue;
-        let b;
-        try {
-          b = typeof p.text === "string" ? enc.encode(p.text) : typeof p.base64 === "string" && p.base64 !== "" ? unb64(p.base64) : new Uint8Array(0);
-        } catch (x) { fail(where.concat("entry " + i), "payload " + name + ": " + x.message); }
-        if (hex(await sha256(b)) !== d) fail(where.concat("entry " + i), "payload " + name + ": content does not match its digest " + d);
-        bytesOf.set(d, b);
+        const got = sums.get(d);
+        if (got.err) fail(where.concat("entry " + i), "payload " + name + ": " + got.err);
+        if (got.sum !== d) fail(where.concat("entry " + i), "payload " + name + ": content does not match its digest " + d);
+        bytesOf.set(d, got.b);
         rep.checked++;
       }
     }
@@ -861,6 +887,7 @@
       document.title = "NOT VERIFIED · Truss session";
       return;
     }
+    performance.mark("truss-verified");
     const count = (v) => v.rep.entries + v.kids.reduce((n, c) => n + count(c), 0);
     const all = (v, f) => f(v).concat(...v.kids.map((c) => all(c, f)));
     const n = runs.reduce((s, v) => s + count(v), 0);
@@ -881,6 +908,7 @@
       main.append(draw(runs[i], 0));
       if (doc.runs[i].unsealed) main.append(el("p", { class: "note" }, doc.runs[i].unsealed + " entries after the last checkpoint were left out: no signature covers them."));
     }
+    performance.mark("truss-drawn");
   }
 
   // The key the reader trusts: ?key=, or the field.

@@ -95,9 +95,9 @@ func TestLimitAndRedact(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res.Runs[0]
-	// Both commands' output and stdout are redacted; the responses (SSE,
-	// over 100 bytes) are left out; the edits' contents are kept.
-	if len(r.Redacted) != 4 || len(r.Omitted) != 3 {
+	// Both commands' output and stdout are redacted; the responses (SSE)
+	// and the edits' contents (6 KB files), over 100 bytes, are left out.
+	if len(r.Redacted) != 4 || len(r.Omitted) != 7 {
 		t.Errorf("redacted %v, omitted %v", r.Redacted, r.Omitted)
 	}
 	for _, p := range doc.Runs[0].Payloads {
