@@ -159,7 +159,7 @@ const inspect = `(() => {
 
 // load opens the page file in a new tab, waits for its verdict and
 // returns what it shows, what it reported and a screenshot of the verdict
-// and of the first diff (nil when there is none).
+// and of the first diff that removes lines (nil when there is none).
 func load(t *testing.T, ctx context.Context, path, query string) (shown, []string, []string, []byte, []byte) {
 	t.Helper()
 	tab, cancel := chromedp.NewContext(ctx)
@@ -179,8 +179,8 @@ func load(t *testing.T, ctx context.Context, path, query string) (shown, []strin
 		t.Fatal(err)
 	}
 	var diffShot []byte
-	if s.Diffs > 0 {
-		if diffShot, err = chromedp.Run(tab, chromedp.Screenshot(chromedp.CSS("pre.diff"))); err != nil {
+	if s.Dels > 0 { // the first diff that removes a line as well as adding one
+		if diffShot, err = chromedp.Run(tab, chromedp.Screenshot(chromedp.CSS("pre.diff:has(span.del)"))); err != nil {
 			t.Fatal(err)
 		}
 	}
