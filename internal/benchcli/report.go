@@ -17,7 +17,9 @@ Wilson 95 % interval, cost and turns, tool mix, edit channels, validation and
 errors; per pair of arms of the same model the paired table, an exact McNemar
 p-value and the difference in resolved rate with a bootstrap 95 % interval
 over tasks; per task each run with its ledger. --html also writes the report
-as a self-contained HTML page with charts.
+as a self-contained HTML page with charts; with --pages, each run's session
+page (truss ledger export --html) is written beside it, in REPORT-pages/, and
+the report links every run to its page.
 
 Flags:
 `
@@ -28,6 +30,8 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) error {
 	htmlPath := fset.String("html", "", "also write the report as a self-contained HTML page to `FILE`")
 	seed := fset.Uint64("seed", report.DefaultSeed, "the bootstrap's seed (the same seed gives the same intervals)")
 	resamples := fset.Int("resamples", report.DefaultResamples, "the bootstrap's number of resamples")
+	pages := fset.Bool("pages", false, "with --html, also write each run's self-verifying session page beside the report and link the runs to them")
+	key := fset.String("key", "", "with --pages, the verifier key the runs' ledgers are verified with (default: this installation's)")
 	fset.Usage = func() {
 		fmt.Fprint(fset.Output(), benchReportUsage)
 		fset.PrintDefaults()
@@ -56,6 +60,8 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("--resamples must be at least 1")
 	case *seed == 0:
 		return cli.Usagef("--seed must not be 0")
+	case *pages && *htmlPath == "":
+		return cli.Usagef("--pages writes the session pages beside the HTML report: give --html FILE")
 	}
 
 	data, err := report.Load(dir)
@@ -63,6 +69,13 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep := report.Analyze(data, report.Options{Seed: *seed, Resamples: *resamples})
+	if *pages {
+		n, err := writePages(rep, *htmlPath, *key)
+		if err != nil {
+			return fmt.Errorf("writing the session pages: %w", err)
+		}
+		fmt.Fprintf(stderr, "wrote %d session pages beside %s\n", n, *htmlPath)
+	}
 	if err := rep.Markdown(stdout); err != nil {
 		return err
 	}

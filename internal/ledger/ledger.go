@@ -720,6 +720,34 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read entries: %w", err)
 	}
+	r, entries, err := verifyTree(data, func() (map[uint64][]byte, error) { return readCheckpoints(dir) }, v)
+	if err != nil {
+		return r, entries, err
+	}
+	return r, entries, verifyPayloads(dir, r, entries)
+}
+
+// VerifyEntries verifies a ledger held in memory, without its payloads:
+// data is the bytes of its entries.jsonl and checkpoints its signed
+// checkpoints by tree size (each the record's bytes). It checks what
+// Verify checks first — every entry, the prev links, every checkpoint's
+// signature with vkey and root — and fails as Verify does; whoever holds
+// the payloads checks each against the digest an entry names.
+func VerifyEntries(data []byte, checkpoints map[uint64][]byte, vkey string) (*Report, []Entry, error) {
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verifier key: %w", err)
+	}
+	return verifyTree(data, func() (map[uint64][]byte, error) { return checkpoints, nil }, v)
+}
+
+// Checkpoints returns the signed checkpoints of the ledger in dir by tree
+// size, as stored (a torn last record left out), without verifying them.
+func Checkpoints(dir string) (map[uint64][]byte, error) { return readCheckpoints(dir) }
+
+// verifyTree is steps 1 and 2 of Verify: the entries of data, then the
+// checkpoints cps returns, read only once every entry is checked.
+func verifyTree(data []byte, cps func() (map[uint64][]byte, error), v note.Verifier) (*Report, []Entry, error) {
 	r := &Report{}
 	var entries []Entry
 	var leaves [][]byte
@@ -770,7 +798,7 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 		rng.Append(l, nil)
 		roots[i+1], _ = rng.GetRootHash(nil)
 	}
-	cps, err := readCheckpoints(dir)
+	cpsRead, err := cps()
 	if err != nil {
 		return r, entries, err
 	}
@@ -778,8 +806,8 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 	if r.Session != "" {
 		origin = Origin(v.Name(), r.Session)
 	}
-	for _, n := range slices.Sorted(maps.Keys(cps)) {
-		b := cps[n]
+	for _, n := range slices.Sorted(maps.Keys(cpsRead)) {
+		b := cpsRead[n]
 		cp, _, _, err := log.ParseCheckpoint(b, origin, v)
 		if err != nil {
 			return r, entries, bad(-1, "checkpoint %d: %v", n, err)
@@ -802,10 +830,16 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 		// Without a checkpoint nothing is signed, not even by whom.
 		return r, entries, bad(-1, "no signed checkpoint: none of the %d entries is sealed", r.Entries)
 	}
+	return r, entries, nil
+}
+
+// verifyPayloads is step 3 of Verify: every payload a sealed entry of the
+// ledger in dir names, and every part a request_parts manifest names.
+func verifyPayloads(dir string, r *Report, entries []Entry) error {
 	// Payloads, and the parts a request_parts manifest names.
 	store, err := openPayloads(dir)
 	if err != nil {
-		return r, entries, err
+		return err
 	}
 	seen := map[string]bool{}
 	check := func(i int, name, d string) error {
@@ -826,7 +860,7 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 		for _, name := range slices.Sorted(maps.Keys(e.Payloads)) {
 			d := e.Payloads[name]
 			if err := check(i, name, d); err != nil {
-				return r, entries, err
+				return err
 			}
 			if name != "request_parts" {
 				continue
@@ -837,17 +871,17 @@ func Verify(dir, vkey string) (*Report, []Entry, error) {
 			}
 			var parts []string
 			if err := json.Unmarshal(b, &parts); err != nil {
-				return r, entries, bad(int64(i), "payload request_parts is not a list of digests: %v", err)
+				return bad(int64(i), "payload request_parts is not a list of digests: %v", err)
 			}
 			for k, pd := range parts {
 				if err := check(i, fmt.Sprintf("request part %d", k), pd); err != nil {
-					return r, entries, err
+					return err
 				}
 			}
 		}
 	}
 	r.Payloads = len(seen)
-	return r, entries, nil
+	return nil
 }
 
 // firstDiverging names the first entry a root mismatch can lie in: past

@@ -23,8 +23,11 @@ const ledgerUsage = `usage: truss ledger COMMAND
   show PATH [--agents] [--payload NAME] the timeline of a session's runs, verified (or one payload)
   prove PATH --entry N                  an inclusion proof of one entry
   export PATH --in-toto                 in-toto provenance of the session, in a DSSE envelope
+  export PATH --html FILE [--redact RE] the session as one self-verifying HTML page
+  serve [--addr 127.0.0.1:PORT]         browse the saved sessions' pages (loopback only, read-only)
 
-PATH is a session id, a session directory or a ledger directory.
+PATH is a session id, a session directory or a ledger directory; verify
+also takes a page that export --html wrote (FILE.html).
 Run "truss ledger COMMAND -h" for a command's flags.
 `
 
@@ -67,6 +70,12 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		if path == "" {
 			return cli.Usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR] [--strict]")
+		}
+		if isPage(path) {
+			if *ws != "" {
+				return cli.Usagef("--workspace checks a ledger, not a page")
+			}
+			return verifyPage(stdout, path, *key)
 		}
 		dirs, vkey, err := resolveLedgers(path, *key)
 		if err != nil {
@@ -128,7 +137,12 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		_, err = stdout.Write(b)
 		return err
+	case "serve":
+		return cmdLedgerServe(args[1:], stdout, stderr)
 	case "export":
+		if wantsHTML(args[1:]) {
+			return cmdExportHTML(args[1:], stdout, stderr)
+		}
 		fset := cli.NewFlagSet("ledger export", stderr)
 		intoto := fset.Bool("in-toto", false, "an in-toto Statement v1 with an SLSA Provenance v1 predicate, in a DSSE envelope")
 		path, rest := splitPath(args[1:])
@@ -136,7 +150,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if path == "" || !*intoto {
-			return cli.Usagef("usage: truss ledger export PATH --in-toto")
+			return cli.Usagef("usage: truss ledger export PATH --in-toto | --html FILE")
 		}
 		dir, vkey, err := resolveLedger(path, "")
 		if err != nil {
@@ -211,7 +225,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return cli.Usagef("unknown ledger command %q: use key, verify, show, prove or export", args[0])
+	return cli.Usagef("unknown ledger command %q: use key, verify, show, prove, export or serve", args[0])
 }
 
 // sealSummary says how many of a verified ledger's entries its checkpoints

@@ -34,9 +34,9 @@ Usage:
   truss tools [flags]               print the exact tool declarations a request would carry
   truss tool call [flags]           execute one tool call locally and print what the model sees
   truss sessions                    list saved sessions (resume one with truss run --resume ID)
-  truss ledger key|verify|show|prove|export
+  truss ledger key|verify|show|prove|export|serve
                                     the signed ledger every run writes: key, verification, timeline,
-                                    inclusion proofs, in-toto provenance
+                                    inclusion proofs, in-toto provenance, a self-verifying HTML page
   truss sandbox check               what this host can enforce, and the sandbox a run would get
   truss env check                   which container engine works here for --env image:REF, and the settings chosen
   truss trust [--status|--revoke] [DIR]  trust the project's configuration (.truss): until then it cannot widen the sandbox or start programs

@@ -51,6 +51,10 @@ type Report struct {
 	Warnings  []string
 	Resamples int
 	Seed      uint64
+	// Pages are the runs' session pages (truss ledger export --html) by
+	// ledger directory, each a path relative to the HTML report; a run
+	// with a page is linked to it rather than to its ledger directory.
+	Pages map[string]string
 }
 
 // ArmStats are one arm's figures over its finished runs (runs without an

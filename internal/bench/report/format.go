@@ -112,6 +112,13 @@ func ledgerURL(dir string) string {
 	return linkSafe.Replace(s)
 }
 
+// pageURL is a relative link to a session page beside the report (a
+// '/'-separated relative path), percent-encoded as ledgerURL's.
+func pageURL(rel string) string {
+	u := url.URL{Path: rel}
+	return linkSafe.Replace(u.String())
+}
+
 // linkSafe encodes the sub-delimiters url.URL leaves as they are and that
 // matter in a Markdown link destination.
 var linkSafe = strings.NewReplacer("(", "%28", ")", "%29", "[", "%5B", "]", "%5D", "'", "%27", "*", "%2A", "!", "%21")

@@ -199,7 +199,7 @@ func (r *Report) tables() []table {
 		for i, c := range task.Cells {
 			mc := cell{Own: true, Text: "—"}
 			for _, run := range c.Runs {
-				mc.Marks = append(mc.Marks, markCell{Mark: mark(run), Link: ledgerURL(run.Ledger.Dir), Class: markClass(run),
+				mc.Marks = append(mc.Marks, markCell{Mark: mark(run), Link: r.runURL(run), Class: markClass(run),
 					Tip: fmt.Sprintf("%s · %s · repeat %d: %s · ledger %s", task.InstanceID, r.Arms[i].Name, run.Repeat, outcome(run), cmpOr(run.Ledger.Root, "—"))})
 			}
 			row = append(row, mc)
@@ -210,6 +210,10 @@ func (r *Report) tables() []table {
 
 	t = table{ID: "runs", Title: "Runs and ledgers", Note: "Verify a run's ledger with truss ledger verify LEDGER.",
 		Head: []string{"task", "arm", "repeat", "result", "turns", "cost", "ledger", "root"}}
+	if len(r.Pages) > 0 {
+		t.Note = "Verify a run's ledger with truss ledger verify LEDGER, and its page (which shows the session and verifies itself in the browser) with truss ledger verify PAGE."
+		t.Head = append(t.Head, "page")
+	}
 	for _, task := range r.Tasks {
 		for i, c := range task.Cells {
 			for _, run := range c.Runs {
@@ -217,8 +221,16 @@ func (r *Report) tables() []table {
 				if run.Ledger.Dir != "" {
 					ledger = cell{Text: run.Ledger.Dir, Link: ledgerURL(run.Ledger.Dir)}
 				}
-				t.Rows = append(t.Rows, []cell{name(task.InstanceID), name(r.Arms[i].Name), ownf("%d", run.Repeat),
-					{Text: outcome(run), Own: run.Error == "", Class: markClass(run)}, ownf("%d", run.Turns), own(usd(run.CostUSD)), ledger, hash(dash(run.Ledger.Root))})
+				row := []cell{name(task.InstanceID), name(r.Arms[i].Name), ownf("%d", run.Repeat),
+					{Text: outcome(run), Own: run.Error == "", Class: markClass(run)}, ownf("%d", run.Turns), own(usd(run.CostUSD)), ledger, hash(dash(run.Ledger.Root))}
+				if len(r.Pages) > 0 {
+					pg := own("—")
+					if p, ok := r.Pages[run.Ledger.Dir]; ok && run.Ledger.Dir != "" {
+						pg = cell{Text: p, Link: pageURL(p)}
+					}
+					row = append(row, pg)
+				}
+				t.Rows = append(t.Rows, row)
 			}
 		}
 	}
@@ -257,4 +269,13 @@ func markClass(run RunRef) string {
 	default:
 		return "no"
 	}
+}
+
+// runURL is the link of a run's mark: its session page when the report
+// has one, else its ledger directory.
+func (r *Report) runURL(run RunRef) string {
+	if p, ok := r.Pages[run.Ledger.Dir]; ok && run.Ledger.Dir != "" {
+		return pageURL(p)
+	}
+	return ledgerURL(run.Ledger.Dir)
 }

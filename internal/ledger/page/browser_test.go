@@ -1,0 +1,570 @@
+//go:build heavy
+
+package page_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/trussdev/truss/internal/ledger/page"
+	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/toolcache"
+	"github.com/trussdev/truss/internal/trusscli"
+)
+
+// chromium finds a Chromium to drive (Debian's package); without one the
+// browser tests skip, except under CI, where its absence is a failure.
+func chromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no Chromium on PATH under CI")
+	}
+	t.Skip("no Chromium on PATH (apt-get install chromium): session pages are not checked in a browser")
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile and returns a
+// context for it.
+func browser(t testing.TB) context.Context {
+	exe := chromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 1400),
+	)
+	// A bound on a hung browser, not a performance assertion.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	return bctx
+}
+
+// pageLog collects what a page says went wrong and every URL it requested.
+type pageLog struct {
+	mu       sync.Mutex
+	problems []string
+	requests []string
+}
+
+func (l *pageLog) add(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.problems = append(l.problems, fmt.Sprintf(format, args...))
+}
+
+func (l *pageLog) listen(t *testing.T, ctx context.Context) {
+	t.Helper()
+	err := chromedp.Listen(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				l.add("console.%s: %s", ev.Type, strings.Join(args, " "))
+			}
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			desc := ""
+			if d.Exception != nil {
+				desc = d.Exception.Description
+			}
+			l.add("exception: %s %s", d.Text, desc)
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
+				l.add("log %s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
+			}
+		case *network.EventLoadingFailed:
+			l.add("request failed: %s", ev.ErrorText)
+		case *network.EventRequestWillBeSent:
+			l.mu.Lock()
+			l.requests = append(l.requests, ev.Request.URL)
+			l.mu.Unlock()
+		case *cdppage.EventJavascriptDialogOpening:
+			l.add("dialog %s: %s", ev.Type, ev.Message)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (l *pageLog) snapshot() (problems, requests []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.problems...), append([]string(nil), l.requests...)
+}
+
+// shown is what a loaded page shows.
+type shown struct {
+	Verdict string `json:"verdict"`
+	Class   string `json:"class"`
+	Title   string `json:"title"`
+	Turns   int    `json:"turns"`
+	Calls   int    `json:"calls"`
+	Diffs   int    `json:"diffs"`
+	Adds    int    `json:"adds"`
+	Dels    int    `json:"dels"`
+	Agents  int    `json:"agents"`
+	Bars    int    `json:"bars"`
+	Text    string `json:"text"`
+	Scripts int    `json:"scripts"`
+}
+
+const inspect = `(() => {
+  const v = document.getElementById('verdict');
+  return {verdict: v.textContent, class: v.className, title: document.title,
+    turns: document.querySelectorAll('section.turn').length, calls: document.querySelectorAll('div.call').length,
+    diffs: document.querySelectorAll('pre.diff').length, adds: document.querySelectorAll('pre.diff span.add').length,
+    dels: document.querySelectorAll('pre.diff span.del').length, agents: document.querySelectorAll('div.agent').length,
+    bars: [...document.querySelectorAll('#timeline rect.bar')].filter(r => r.getBBox().width > 0).length,
+    text: document.getElementById('session').textContent, scripts: document.scripts.length};
+})()`
+
+// load opens the page file in a new tab, waits for its verdict and
+// returns what it shows, what it reported and a screenshot of the verdict
+// and of the first diff that removes lines (nil when there is none).
+func load(t *testing.T, ctx context.Context, path, query string) (shown, []string, []string, []byte, []byte) {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	var log pageLog
+	log.listen(t, tab)
+	u := (&url.URL{Scheme: "file", Path: path, RawQuery: query}).String()
+	if err := chromedp.Do(tab, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#verdict.ok, #verdict.bad"))); err != nil {
+		t.Fatal(err)
+	}
+	s, err := chromedp.Run(tab, chromedp.Evaluate[shown](inspect))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdictShot, err := chromedp.Run(tab, chromedp.Screenshot(chromedp.CSS("#verdict")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diffShot []byte
+	if s.Dels > 0 { // the first diff that removes a line as well as adding one
+		if diffShot, err = chromedp.Run(tab, chromedp.Screenshot(chromedp.CSS("pre.diff:has(span.del)"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = chromedp.Do(tab, chromedp.Sleep(100*time.Millisecond)) // late console messages
+	problems, requests := log.snapshot()
+	var others []string
+	for _, r := range requests {
+		if r != u {
+			others = append(others, r)
+		}
+	}
+	return s, problems, others, verdictShot, diffShot
+}
+
+// pixels counts a screenshot's pixels that are clearly green (g above r
+// and b) and clearly red.
+func pixels(t *testing.T, shot []byte) (green, red int) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			green, red = count(img, x, y, green, red)
+		}
+	}
+	return green, red
+}
+
+func count(img image.Image, x, y, green, red int) (int, int) {
+	r, g, b, _ := img.At(x, y).RGBA()
+	r, g, b = r>>8, g>>8, b>>8
+	switch {
+	case int(g)-int(r) > 40 && int(g)-int(b) > 20:
+		green++
+	case int(r)-int(g) > 40 && int(r)-int(b) > 20:
+		red++
+	}
+	return green, red
+}
+
+func writeFile(t testing.TB, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "session.html")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var entryRE = regexp.MustCompile(`entry (\d+)`)
+
+// named is the entry a verdict or an error names first, or "none".
+func named(s string) string {
+	if m := entryRE.FindStringSubmatch(s); m != nil {
+		return m[1]
+	}
+	return "none"
+}
+
+// checkVerified checks a page that must verify: its verdict, no problem,
+// no request, and the screenshots' content.
+func checkVerified(t *testing.T, ctx context.Context, path string, entries uint64, withDiff bool) shown {
+	t.Helper()
+	s, problems, requests, vshot, dshot := load(t, ctx, path, "")
+	for _, p := range problems {
+		t.Errorf("the page reported: %s", p)
+	}
+	for _, r := range requests {
+		t.Errorf("the page requested %s", r)
+	}
+	want := fmt.Sprintf("verified: %d entries, signed by ", entries)
+	if s.Class != "ok" || !strings.HasPrefix(s.Verdict, want) {
+		t.Fatalf("verdict %q (%s), want %q", s.Verdict, s.Class, want)
+	}
+	if !strings.HasPrefix(s.Title, "Truss session ") || s.Turns == 0 || s.Calls == 0 || s.Bars == 0 {
+		t.Errorf("page shows %+v", s)
+	}
+	if g, _ := pixels(t, vshot); g < 500 {
+		t.Errorf("the verdict's screenshot has %d green pixels", g)
+	}
+	if withDiff {
+		if s.Diffs == 0 || s.Adds == 0 || s.Dels == 0 {
+			t.Fatalf("no coloured diff: %+v", s)
+		}
+		if g, r := pixels(t, dshot); g < 200 || r < 200 {
+			t.Errorf("the diff's screenshot has %d green and %d red pixels", g, r)
+		}
+	}
+	return s
+}
+
+// checkFails checks a page that must not verify: its verdict names the
+// part that fails, and its screenshot is red.
+func checkFails(t *testing.T, ctx context.Context, path, want string) shown {
+	t.Helper()
+	s, problems, requests, vshot, _ := load(t, ctx, path, "")
+	for _, p := range problems {
+		t.Errorf("the page reported: %s", p)
+	}
+	for _, r := range requests {
+		t.Errorf("the page requested %s", r)
+	}
+	if s.Class != "bad" || !strings.HasPrefix(s.Verdict, "NOT VERIFIED") || !strings.Contains(s.Verdict, want) {
+		t.Errorf("verdict %q (%s), want NOT VERIFIED naming %q", s.Verdict, s.Class, want)
+	}
+	if s.Text != "" {
+		t.Errorf("a page that does not verify shows the session: %.200q", s.Text)
+	}
+	if _, r := pixels(t, vshot); r < 300 {
+		t.Errorf("the failing verdict's screenshot has %d red pixels", r)
+	}
+	return s
+}
+
+// TestSyntheticInChromium: a session with a sub-agent verifies in the
+// browser and shows its parts; every mutation of TestMutations fails in
+// the browser too, naming the same entry as the Go verifier; a key the
+// reader trusts is checked.
+func TestSyntheticInChromium(t *testing.T) {
+	ctx := browser(t)
+	dir, vkey := sample(t, 3, true)
+	doc := build(t, dir, vkey, page.Options{})
+	html := write(t, doc)
+	path := writeFile(t, html)
+	s := checkVerified(t, ctx, path, 27, true)
+	if s.Agents != 1 || !strings.Contains(s.Text, "CHILD writes notes.txt") || !strings.Contains(s.Text, "Thinking about turn 2") {
+		t.Errorf("the sub-agent or the reasoning is not shown: %+v", s)
+	}
+	// Markup in model text is text.
+	if !strings.Contains(s.Text, "<script>alert(1)</script>") || s.Scripts != 2 {
+		t.Errorf("model text with markup: %d scripts, text %.300q", s.Scripts, s.Text)
+	}
+
+	t.Run("trusted key", func(t *testing.T) {
+		s, _, _, _, _ := load(t, ctx, path, "key="+url.QueryEscape(vkey))
+		if s.Class != "ok" || !strings.Contains(s.Verdict, "against the key you gave") {
+			t.Errorf("with the right key: %q", s.Verdict)
+		}
+		_, other := newKey(t, "truss/test")
+		s, _, _, _, _ = load(t, ctx, path, "key="+url.QueryEscape(other))
+		if s.Class != "bad" || !strings.Contains(s.Verdict, "checkpoint") {
+			t.Errorf("with another key: %q", s.Verdict)
+		}
+	})
+
+	for _, m := range mutations {
+		t.Run(m.name, func(t *testing.T) {
+			b := mutated(t, dir, vkey, m)
+			_, goErr := page.Verify(b, vkey)
+			if goErr == nil {
+				t.Fatal("the Go verifier accepts the mutation")
+			}
+			s := checkFails(t, ctx, writeFile(t, b), "")
+			if g, js := named(goErr.Error()), named(s.Verdict); g != js {
+				t.Errorf("the page names entry %s, truss ledger verify entry %s:\npage: %s\ngo:   %v", js, g, s.Verdict, goErr)
+			}
+		})
+	}
+
+	t.Run("redacted and left out", func(t *testing.T) {
+		doc := build(t, dir, vkey, page.Options{MaxPayload: 300, Redact: []*regexp.Regexp{regexp.MustCompile(`sk-secret-[0-9]+`)}})
+		s, problems, _, _, _ := load(t, ctx, writeFile(t, write(t, doc)), "")
+		if len(problems) > 0 || s.Class != "ok" || !strings.Contains(s.Verdict, "redacted, so not verified") || !strings.Contains(s.Verdict, "left out for their size") {
+			t.Errorf("verdict %q, problems %v", s.Verdict, problems)
+		}
+		if !strings.Contains(s.Text, "redacted, unverified") || strings.Contains(s.Text, "sk-secret") {
+			t.Errorf("the redacted output is not shown as such: %.400q", s.Text)
+		}
+	})
+}
+
+// demo runs truss demo on a dialect (and a script) in this process, in a
+// Truss home of its own, and returns the session's page.
+func demo(t *testing.T, args ...string) []byte {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("TRUSS_HOME", home)
+	// The demos' sandboxed go test share one build cache, kept for the
+	// test binary (testenv.Run removes its temporary directory).
+	t.Setenv(toolcache.SharedEnv, filepath.Join(os.TempDir(), "sandbox-cache"))
+	t.Setenv("GOTOOLCHAIN", "local")
+	var out bytes.Buffer
+	if code := trusscli.Main(append([]string{"demo"}, args...), &out, &out); code != 0 {
+		t.Fatalf("truss demo %v: exit %d\n%s", args, code, out.String())
+	}
+	sd, err := session.DefaultDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(sd)
+	var ids []os.DirEntry
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".") { // the change tracker's store
+			ids = append(ids, e)
+		}
+	}
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("sessions: %v %v", ents, err)
+	}
+	file := filepath.Join(t.TempDir(), "demo.html")
+	out.Reset()
+	if code := trusscli.Main([]string{"ledger", "export", ids[0].Name(), "--html", file}, &out, &out); code != 0 {
+		t.Fatalf("truss ledger export: exit %d\n%s", code, out.String())
+	}
+	out.Reset()
+	if code := trusscli.Main([]string{"ledger", "verify", file}, &out, &out); code != 0 || !strings.Contains(out.String(), "verified") {
+		t.Fatalf("truss ledger verify %s: exit %d\n%s", file, code, out.String())
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const spawnScript = `{"steps":[
+  {"say":"Two sub-tasks.","actions":[{"kind":"spawn","content":"CHILD-A: write notes.txt"}]},
+  {"say":"Now the fix.","actions":[{"kind":"replace","path":"stats.go","old":"\treturn (s[n/2] + s[n/2+1]) / 2\n","new":"\treturn (s[n/2-1] + s[n/2]) / 2\n"}]},
+  {"say":"The child wrote its notes; the median is fixed."}],
+ "agents":{
+  "CHILD-A":{"steps":[
+    {"actions":[{"kind":"run","command":"ls"}]},
+    {"actions":[{"kind":"create","path":"notes.txt","content":"reviewed\n"}]},
+    {"say":"Wrote notes.txt."}]}}}`
+
+// TestDemoInChromium: the demo's page on every dialect, and a session
+// with a sub-agent, verifies in the browser; one changed byte in an
+// entry, a payload, a checkpoint's signature and the shown diff makes
+// each page say which part fails, as truss ledger verify does.
+func TestDemoInChromium(t *testing.T) {
+	ctx := browser(t)
+	script := filepath.Join(t.TempDir(), "spawn.json")
+	if err := os.WriteFile(script, []byte(spawnScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		diff bool
+	}{
+		{"anthropic", []string{"--sim-dialect", "anthropic"}, true},
+		{"responses", []string{"--sim-dialect", "responses"}, true},
+		{"chat", []string{"--sim-dialect", "chat"}, true},
+		{"ollama", []string{"--sim-dialect", "ollama"}, true},
+		{"sub-agent", []string{"--script", script}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			html := demo(t, c.args...)
+			res, err := page.Verify(html, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n uint64
+			for _, r := range res.Runs {
+				n += r.Entries()
+			}
+			s := checkVerified(t, ctx, writeFile(t, html), n, c.diff)
+			if c.name == "sub-agent" && (s.Agents == 0 || !strings.Contains(s.Text, "Wrote notes.txt.")) {
+				t.Errorf("the sub-agent is not shown: %+v", s)
+			}
+			if !strings.Contains(s.Text, "Verification boundary: passed") {
+				t.Errorf("no verification boundary: %.500q", s.Text)
+			}
+			doc, err := page.Parse(html)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range byteChanges(t, doc, c.diff) {
+				t.Run(m.name, func(t *testing.T) {
+					b := bytes.Clone(html)
+					i := m.at(b)
+					if b[i] == 'a' {
+						b[i] = 'b'
+					} else {
+						b[i] = 'a'
+					}
+					_, goErr := page.Verify(b, "")
+					if goErr == nil || !strings.Contains(goErr.Error(), m.want) {
+						t.Fatalf("truss ledger verify: %v, want %q", goErr, m.want)
+					}
+					checkFails(t, ctx, writeFile(t, b), m.want)
+				})
+			}
+		})
+	}
+}
+
+// change is one byte changed in a page's source.
+type change struct {
+	name string
+	at   func(html []byte) int // the byte to change
+	want string
+}
+
+// byteChanges finds in a demo's page an entry, a payload, a checkpoint's
+// signature and (with diff) the content the first diff is drawn from, as
+// the page's source holds them, and changes one byte of each.
+func byteChanges(t *testing.T, doc *page.Doc, diff bool) []change {
+	t.Helper()
+	run := doc.Runs[0]
+	find := func(html []byte, anchor, then string) int {
+		i := bytes.Index(html, []byte(anchor))
+		if i < 0 {
+			t.Fatalf("no %.80q in the page", anchor)
+		}
+		j := bytes.Index(html[i:], []byte(then))
+		if j < 0 {
+			t.Fatalf("no %q after %.80q in the page", then, anchor)
+		}
+		return i + j
+	}
+	payloadAt := func(d string) string { return `"` + d + `":{"text":"` }
+	var out []change
+	// An entry: the model named in session.start.
+	out = append(out, change{"entry", func(h []byte) int { return find(h, jsonText(run.Entries[0]), "sim-") + 1 }, "entry 0"})
+	// A payload: the task's text.
+	d := regexp.MustCompile(`"text":"([0-9a-f]{64})"`).FindStringSubmatch(run.Entries[1])[1]
+	out = append(out, change{"payload", func(h []byte) int { return find(h, payloadAt(d), "tests") + 2 }, "entry 1: payload text: content does not match"})
+	// A checkpoint's signature: a base64 digit of a checkpoint.
+	var cp string
+	for _, c := range run.Checkpoints {
+		cp = c
+		break
+	}
+	out = append(out, change{"checkpoint signature", func(h []byte) int { return find(h, jsonText(cp), "\u2014 ") + 20 }, "checkpoint "})
+	if diff {
+		// The diff: the new line of the fix, in the after content.
+		for i, e := range run.Entries {
+			m := regexp.MustCompile(`"after":"([0-9a-f]{64})"`).FindStringSubmatch(e)
+			if m == nil || !strings.Contains(e, `"kind":"update"`) {
+				continue
+			}
+			want := fmt.Sprintf("entry %d: payload content.", i)
+			out = append(out, change{"shown diff", func(h []byte) int { return find(h, payloadAt(m[1]), "n/2-1") + 4 }, want})
+			break
+		}
+	}
+	return out
+}
+
+// jsonText is s as the page's JSON writes it, without its quotes.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// BenchmarkRenderInChromium measures how long Chromium takes to open the
+// page of a 200-turn session, verify it and draw it: from navigation to
+// the verdict, in one tab per load.
+func BenchmarkRenderInChromium(b *testing.B) {
+	dir, vkey := sample(b, 200, true)
+	doc, err := page.Build([]string{dir}, page.Options{VKey: vkey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := page.Write(&buf, doc); err != nil {
+		b.Fatal(err)
+	}
+	path := writeFile(b, buf.Bytes())
+	ctx := browser(b)
+	u := (&url.URL{Scheme: "file", Path: path}).String()
+	// The page marks when its check ended and when it had drawn the
+	// session (performance.mark), from the navigation's start.
+	type marks struct{ Verified, Drawn float64 }
+	var sum marks
+	for b.Loop() {
+		tab, cancel := chromedp.NewContext(ctx)
+		if err := chromedp.Do(tab, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#verdict.ok"))); err != nil {
+			b.Fatal(err)
+		}
+		m, err := chromedp.Run(tab, chromedp.Evaluate[marks](`({verified: performance.getEntriesByName("truss-verified")[0].startTime, drawn: performance.getEntriesByName("truss-drawn")[0].startTime})`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum.Verified += m.Verified
+		sum.Drawn += m.Drawn
+		cancel()
+	}
+	b.ReportMetric(float64(buf.Len()), "page-bytes")
+	b.ReportMetric(sum.Verified/float64(b.N), "ms-to-verified")
+	b.ReportMetric(sum.Drawn/float64(b.N), "ms-to-drawn")
+}

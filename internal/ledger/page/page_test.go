@@ -1,0 +1,278 @@
+package page_test
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/ledger/page"
+)
+
+// build verifies the ledger in dir and returns its page's document.
+func build(t testing.TB, dir, vkey string, opts page.Options) *page.Doc {
+	t.Helper()
+	opts.VKey = vkey
+	doc, err := page.Build([]string{dir}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func write(t testing.TB, doc *page.Doc) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := page.Write(&b, doc); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestRoundTrip(t *testing.T) {
+	dir, vkey := sample(t, 3, true)
+	doc := build(t, dir, vkey, page.Options{})
+	html := write(t, doc)
+	res, err := page.Verify(html, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Runs[0]
+	if res.VKey != vkey || r.Report.Entries != 22 || r.Report.Sealed != 22 || len(r.Agents) != 1 || r.Agents[0].Report.Entries != 5 || r.Entries() != 27 {
+		t.Fatalf("result %+v, run %+v", res, r)
+	}
+	// The request bodies are not shown, so not embedded; everything else is.
+	if len(r.NotEmbedded) != 3 || len(r.Omitted) != 0 || len(r.Redacted) != 0 || r.Checked == 0 {
+		t.Errorf("payloads: checked %d, not embedded %v, omitted %v, redacted %v", r.Checked, r.NotEmbedded, r.Omitted, r.Redacted)
+	}
+	// With the right key given, and with another.
+	if _, err := page.Verify(html, vkey); err != nil {
+		t.Errorf("with the key: %v", err)
+	}
+	_, other := newKey(t, "truss/test")
+	if _, err := page.Verify(html, other); err == nil || !strings.Contains(err.Error(), "checkpoint") {
+		t.Errorf("with another key: %v", err)
+	}
+	// The page is one document: its own script and style only, allowed by
+	// hash; no URL anywhere in its markup.
+	s := string(html)
+	for _, want := range []string{"default-src 'none'", "script-src 'sha256-", "connect-src 'none'", `<script type="application/json" id="truss-ledger">`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if n := strings.Count(s, "<script"); n != 2 {
+		t.Errorf("%d script elements, want the ledger and the script", n)
+	}
+	// (The SVG namespace is a name, not a request.)
+	for _, bad := range []string{"http://", "https://", " src=", " href="} {
+		if strings.Contains(strings.ReplaceAll(s, `"http://www.w3.org/2000/svg"`, ""), bad) {
+			t.Errorf("the page holds %q", bad)
+		}
+	}
+	// Model text with markup stays inside the JSON element.
+	if strings.Contains(s, "<b>bug</b>") || strings.Contains(s, "<script>alert") {
+		t.Error("a payload's markup appears in the page as markup")
+	}
+}
+
+func TestLimitAndRedact(t *testing.T) {
+	dir, vkey := sample(t, 2, false)
+	doc := build(t, dir, vkey, page.Options{MaxPayload: 100, Redact: []*regexp.Regexp{regexp.MustCompile(`sk-secret-[0-9]+`)}})
+	html := write(t, doc)
+	if bytes.Contains(html, []byte("sk-secret")) {
+		t.Error("a redacted secret is on the page")
+	}
+	res, err := page.Verify(html, vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Runs[0]
+	// Both commands' output and stdout are redacted; the responses (SSE)
+	// and the edits' contents (6 KB files), over 100 bytes, are left out.
+	if len(r.Redacted) != 4 || len(r.Omitted) != 7 {
+		t.Errorf("redacted %v, omitted %v", r.Redacted, r.Omitted)
+	}
+	for _, p := range doc.Runs[0].Payloads {
+		if p.Redacted != nil && !strings.Contains(*p.Redacted, page.Redacted) {
+			t.Errorf("redacted payload %q", *p.Redacted)
+		}
+	}
+	// A pattern that matches an entry cannot be honoured.
+	_, err = page.Build([]string{dir}, page.Options{VKey: vkey, Redact: []*regexp.Regexp{regexp.MustCompile(`go test`)}})
+	if !errors.Is(err, page.ErrRedactEntry) {
+		t.Errorf("redacting an entry: %v", err)
+	}
+}
+
+// mutation changes a page's document as the ledger's own tests change a
+// ledger's files.
+type mutation struct {
+	name   string
+	mutate func(t testing.TB, d *page.Doc)
+	want   string // what the Go verifier's error says
+}
+
+func edit(d *page.Doc, i int, old, new string) {
+	l := d.Runs[0].Entries
+	if !strings.Contains(l[i], old) {
+		panic("entry " + strconv.Itoa(i) + " has no " + old)
+	}
+	l[i] = strings.Replace(l[i], old, new, 1)
+}
+
+func lastCheckpoint(d *page.Doc) string {
+	sizes := slices.Collect(maps.Keys(d.Runs[0].Checkpoints))
+	slices.SortFunc(sizes, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
+	return sizes[len(sizes)-1]
+}
+
+// payloadOf returns the digest of the named payload of entry i.
+func payloadOf(d *page.Doc, i int, name string) string {
+	m := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":"([0-9a-f]{64})"`).FindStringSubmatch(d.Runs[0].Entries[i])
+	return m[1]
+}
+
+var mutations = []mutation{
+	{"flip a byte in an entry's data", func(t testing.TB, d *page.Doc) { edit(d, 2, `"input_tokens":1001`, `"input_tokens":9001`) }, "entry 2: the entry was changed"},
+	{"flip a byte in the last entry", func(t testing.TB, d *page.Doc) { edit(d, len(d.Runs[0].Entries)-1, `"passed":1`, `"passed":7`) }, "root hash does not match the entries"},
+	{"re-encode an entry", func(t testing.TB, d *page.Doc) { edit(d, 0, `"v":1,`, `"v": 1,`) }, "entry 0: the entry was changed"},
+	{"delete an entry", func(t testing.TB, d *page.Doc) {
+		l := d.Runs[0].Entries
+		d.Runs[0].Entries = append(l[:2:2], l[3:]...)
+	}, "entry 2: sequence number 3, want 2"},
+	{"reorder entries", func(t testing.TB, d *page.Doc) { l := d.Runs[0].Entries; l[3], l[4] = l[4], l[3] }, "entry 3: sequence number 4, want 3"},
+	{"duplicate an entry", func(t testing.TB, d *page.Doc) {
+		l := d.Runs[0].Entries
+		d.Runs[0].Entries = append(l[:3:3], append([]string{l[2]}, l[3:]...)...)
+	}, "entry 3: sequence number 2, want 3"},
+	{"truncate the entries", func(t testing.TB, d *page.Doc) { d.Runs[0].Entries = d.Runs[0].Entries[:4] }, "covers"},
+	{"a member twice", func(t testing.TB, d *page.Doc) { edit(d, 1, `"data":{`, `"data":{"chars":1,`) }, "entry 1: not a JSON entry: an object has the member \"chars\" twice"},
+	{"a member entries do not have", func(t testing.TB, d *page.Doc) { edit(d, 1, `"v":1,`, `"v":1,"x":0,`) }, `entry 1: a member "x" that entries do not have`},
+	{"seq not an integer", func(t testing.TB, d *page.Doc) { edit(d, 1, `"seq":1,`, `"seq":1.0,`) }, `entry 1: member "seq" is 1.0, not an integer`},
+	{"a time that is no date", func(t testing.TB, d *page.Doc) {
+		l := d.Runs[0].Entries
+		l[1] = regexp.MustCompile(`"time":"[0-9]{4}-[0-9]{2}-[0-9]{2}`).ReplaceAllString(l[1], `"time":"2026-02-30`)
+	}, "entry 1: time \"2026-02-30"},
+	{"a payload digest in upper case", func(t testing.TB, d *page.Doc) {
+		dg := payloadOf(d, 1, "text")
+		edit(d, 1, dg, strings.ToUpper(dg))
+	}, "entry 1: payloads: \"text\" is"},
+	{"a change path leaving the workspace", func(t testing.TB, d *page.Doc) { edit(d, 4, `"path":"main.go"`, `"path":"../main.go"`) }, "entry 4: data.results[0].changes[0]: path"},
+	{"flip a byte in a payload", func(t testing.TB, d *page.Doc) {
+		p := d.Runs[0].Payloads[payloadOf(d, 1, "text")]
+		s := strings.Replace(*p.Text, "bug", "bag", 1)
+		p.Text = &s
+	}, "entry 1: payload text: content does not match its digest"},
+	{"flip a byte in the shown diff", func(t testing.TB, d *page.Doc) {
+		dg := payloadOf(d, 4, "content."+regexp.MustCompile(`"after":"([0-9a-f]{16})`).FindStringSubmatch(d.Runs[0].Entries[4])[1])
+		p := d.Runs[0].Payloads[dg]
+		s := strings.Replace(*p.Text, "println(1)", "println(7)", 1)
+		p.Text = &s
+	}, "entry 4: payload content."},
+	{"delete a payload", func(t testing.TB, d *page.Doc) { delete(d.Runs[0].Payloads, payloadOf(d, 1, "text")) }, "entry 1: payload text"},
+	{"flip a byte in a checkpoint's root", func(t testing.TB, d *page.Doc) {
+		cp := d.Runs[0].Checkpoints["2"]
+		l := strings.SplitN(cp, "\n", 4)
+		l[2] = string(l[2][0]^'A'^'B') + l[2][1:]
+		d.Runs[0].Checkpoints["2"] = strings.Join(l, "\n")
+	}, "checkpoint 2: "},
+	{"flip a byte in a checkpoint's signature", func(t testing.TB, d *page.Doc) {
+		k := lastCheckpoint(d)
+		b := []byte(d.Runs[0].Checkpoints[k])
+		i := bytes.LastIndexByte(b, ' ') + 8
+		b[i] = map[bool]byte{true: 'B', false: 'A'}[b[i] == 'A']
+		d.Runs[0].Checkpoints[k] = string(b)
+	}, "checkpoint "},
+	{"sign with another key", func(t testing.TB, d *page.Doc) {
+		s, _ := newKey(t, "truss/test")
+		k := lastCheckpoint(d)
+		cp := d.Runs[0].Checkpoints[k]
+		signed, _ := note.Sign(&note.Note{Text: cp[:strings.Index(cp, "\n\n")+1]}, s)
+		d.Runs[0].Checkpoints[k] = string(signed)
+	}, "checkpoint "},
+	{"change the session", func(t testing.TB, d *page.Doc) { edit(d, 3, `"session":"S1"`, `"session":"S2"`) }, `entry 3: session "S2", want "S1"`},
+	{"remove every checkpoint", func(t testing.TB, d *page.Doc) { clear(d.Runs[0].Checkpoints) }, "no signed checkpoint"},
+	{"remove the last checkpoint", func(t testing.TB, d *page.Doc) { delete(d.Runs[0].Checkpoints, lastCheckpoint(d)) }, "after the last checkpoint"},
+	{"change a sub-agent's entry", func(t testing.TB, d *page.Doc) {
+		a := d.Runs[0].Agents[0].Ledger
+		a.Entries[3] = strings.Replace(a.Entries[3], `"file.create"`, `"file.delete"`, 1)
+	}, "sub-agent ledger: agents/call_1_3 does not verify"},
+	{"drop a sub-agent's ledger", func(t testing.TB, d *page.Doc) { d.Runs[0].Agents = nil }, "the entries link 1 sub-agent ledgers, the page holds 0"},
+}
+
+// mutated returns the page of the sample session with one mutation.
+func mutated(t testing.TB, dir, vkey string, m mutation) []byte {
+	doc := build(t, dir, vkey, page.Options{})
+	m.mutate(t, doc)
+	return write(t, doc)
+}
+
+func TestMutations(t *testing.T) {
+	dir, vkey := sample(t, 3, true)
+	for _, m := range mutations {
+		t.Run(m.name, func(t *testing.T) {
+			_, err := page.Verify(mutated(t, dir, vkey, m), vkey)
+			if err == nil {
+				t.Fatal("the mutation was not detected")
+			}
+			if !strings.Contains(err.Error(), m.want) {
+				t.Fatalf("error %q, want it to say %q", err, m.want)
+			}
+		})
+	}
+}
+
+// TestChangedByte: one byte changed anywhere in the embedded ledger's
+// entries, checkpoints or payloads makes the page fail verification.
+func TestChangedByte(t *testing.T) {
+	dir, vkey := sample(t, 2, false)
+	html := write(t, build(t, dir, vkey, page.Options{}))
+	for _, target := range []string{`Fix the \u003cb\u003ebug`, `"surface\":\"anthropic`, `println(1)`, "\u2014 truss/test "} {
+		i := bytes.Index(html, []byte(target))
+		if i < 0 {
+			t.Fatalf("no %q in the page", target)
+		}
+		b := bytes.Clone(html)
+		j := i + len(target) - 1
+		b[j] ^= 0x01
+		if _, err := page.Verify(b, vkey); err == nil {
+			t.Errorf("a byte of %q changed: the page still verifies", target)
+		}
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, html := range []string{
+		"<html>no ledger</html>",
+		`<script type="application/json" id="truss-ledger">{"format":"other","runs":[{}]}</script>`,
+		`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/1","runs":[]}</script>`,
+		`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/1","runs":[{}],"x":1}</script>`,
+		`<script type="application/json" id="truss-ledger">{`,
+	} {
+		if _, err := page.Parse([]byte(html)); err == nil {
+			t.Errorf("Parse(%q) accepted it", html)
+		}
+	}
+}
+
+func FuzzVerify(f *testing.F) {
+	dir, vkey := sample(f, 1, true)
+	f.Add(write(f, build(f, dir, vkey, page.Options{})))
+	f.Add([]byte(`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/1","runs":[{"entries":["{}"],"checkpoints":{"1":"x"}}]}</script>`))
+	f.Fuzz(func(t *testing.T, html []byte) {
+		res, err := page.Verify(html, vkey)
+		if err == nil && (len(res.Runs) == 0 || res.Runs[0].Report.Checkpoints == 0) {
+			t.Fatalf("verified without a checkpoint: %+v", res)
+		}
+	})
+}
+
+var _ = ledger.Version

@@ -1,0 +1,86 @@
+package page_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/ledger/page"
+	"github.com/trussdev/truss/internal/session"
+)
+
+func TestServer(t *testing.T) {
+	dir, vkey := sample(t, 2, true)
+	store := t.TempDir()
+	sd := filepath.Join(store, "S1")
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir, filepath.Join(sd, "ledger")); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := json.Marshal(session.Meta{ID: "S1", Updated: time.Now(), Model: "sim-claude", Provider: "sim", Task: "Fix the <b>bug</b>.", Status: "completed", Turns: 3})
+	if err := os.WriteFile(filepath.Join(sd, "meta.json"), meta, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&page.Server{Store: session.Store{Dir: store}, VKey: vkey})
+	defer srv.Close()
+	get := func(method, path, host string) (int, http.Header, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	code, h, body := get("GET", "/", "")
+	if code != 200 || !strings.Contains(body, `href="/session/S1"`) || strings.Contains(body, "<b>bug") || !strings.Contains(body, "&lt;b&gt;bug") ||
+		!strings.Contains(h.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Errorf("listing: %d %v\n%s", code, h, body)
+	}
+	code, h, body = get("GET", "/session/S1", "localhost:80")
+	if code != 200 || !strings.Contains(body, `id="truss-ledger"`) || h.Get("Content-Security-Policy") == "" {
+		t.Errorf("session page: %d %v", code, h)
+	}
+	if res, err := page.Verify([]byte(body), vkey); err != nil || res.Runs[0].Report.Entries != 17 {
+		t.Errorf("the served page: %v", err)
+	}
+	for _, tt := range []struct {
+		method, path, host string
+		code               int
+	}{
+		{"POST", "/", "", http.StatusMethodNotAllowed},
+		{"DELETE", "/session/S1", "", http.StatusMethodNotAllowed},
+		{"GET", "/", "attacker.example:80", http.StatusMisdirectedRequest},
+		{"GET", "/session/S2", "", http.StatusNotFound},
+		{"GET", "/session/..", "", http.StatusNotFound},
+		{"GET", "/session/S1/../../x", "", http.StatusNotFound},
+		{"GET", "/other", "", http.StatusNotFound},
+	} {
+		if code, _, _ := get(tt.method, tt.path, tt.host); code != tt.code {
+			t.Errorf("%s %s (Host %q): %d, want %d", tt.method, tt.path, tt.host, code, tt.code)
+		}
+	}
+	// A session whose ledger no longer verifies is refused, saying why.
+	entries := filepath.Join(sd, "ledger", "entries.jsonl")
+	b, _ := os.ReadFile(entries)
+	os.WriteFile(entries, []byte(strings.Replace(string(b), `"sim-claude"`, `"sim-claudE"`, 1)), 0o600)
+	if code, _, body := get("GET", "/session/S1", ""); code != http.StatusUnprocessableEntity || !strings.Contains(body, "NOT VERIFIED: ledger") {
+		t.Errorf("a changed ledger: %d %s", code, body)
+	}
+}

@@ -1,0 +1,274 @@
+package page
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/trussdev/truss/internal/ledger"
+)
+
+const (
+	openTag  = `<script type="application/json" id="truss-ledger">`
+	closeTag = `</script>`
+)
+
+// Parse returns the ledger document a page embeds.
+func Parse(html []byte) (*Doc, error) {
+	i := bytes.Index(html, []byte(openTag))
+	if i < 0 {
+		return nil, errors.New("not a Truss session page: no embedded ledger")
+	}
+	if bytes.Count(html, []byte(openTag)) != 1 {
+		return nil, errors.New("the page embeds more than one ledger")
+	}
+	rest := html[i+len(openTag):]
+	j := bytes.Index(rest, []byte(closeTag))
+	if j < 0 {
+		return nil, errors.New("the page's embedded ledger is not closed")
+	}
+	dec := json.NewDecoder(bytes.NewReader(rest[:j]))
+	dec.DisallowUnknownFields()
+	var doc Doc
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("the page's embedded ledger is not valid: %w", err)
+	}
+	if doc.Format != Format {
+		return nil, fmt.Errorf("the page's ledger has format %q, want %q", doc.Format, Format)
+	}
+	if len(doc.Runs) == 0 {
+		return nil, errors.New("the page's ledger has no run")
+	}
+	return &doc, nil
+}
+
+// Result is what a page's verification found.
+type Result struct {
+	// VKey is the key the signatures verified with.
+	VKey string
+	// Runs are the reports of the session's runs, in order.
+	Runs []RunResult
+}
+
+// RunResult is one verified ledger of a page: its report, the payloads
+// the page holds and checks, and those it does not.
+type RunResult struct {
+	Dir    string
+	Report *ledger.Report
+	// Checked are the payloads embedded and matching their digest (each
+	// once, however many entries name it).
+	Checked int
+	// Omitted are the payloads left out for their size; Redacted those
+	// shown redacted, whose bytes are not on the page; NotEmbedded those
+	// the page does not show (request bodies). Each is by "entry N name".
+	Omitted, Redacted, NotEmbedded []string
+	Agents                         []RunResult
+}
+
+// Entries is how many entries the result's ledgers hold, sub-agents'
+// included.
+func (r RunResult) Entries() uint64 {
+	n := r.Report.Entries
+	for _, a := range r.Agents {
+		n += a.Entries()
+	}
+	return n
+}
+
+// Verify verifies the ledger a page embeds, with vkey (a verifier key
+// the reader trusts) or, when vkey is "", with the key the page names:
+// every run's entries, checkpoints and embedded payloads, and its
+// sub-agents' ledgers and their links, by the rules of docs/ledger.md.
+// A payload that is left out or redacted is not a failure; the result
+// lists it. The page's script makes the same checks.
+func Verify(html []byte, vkey string) (*Result, error) {
+	doc, err := Parse(html)
+	if err != nil {
+		return nil, err
+	}
+	if vkey == "" {
+		vkey = doc.VKey
+	}
+	res := &Result{VKey: vkey}
+	for i, l := range doc.Runs {
+		rr, err := verifyLedger(l, vkey, nil)
+		if err != nil {
+			return nil, fmt.Errorf("run %d (%s): %w", i+1, l.Dir, err)
+		}
+		res.Runs = append(res.Runs, *rr)
+	}
+	return res, nil
+}
+
+// link is what a parent's entry says of a sub-agent's ledger.
+type link struct {
+	entry         uint64
+	session, call string
+	dir           string
+	size          uint64
+	root          string
+	checkpoint    string
+}
+
+// verifyLedger verifies one embedded ledger (and, when parent is set,
+// that it is the ledger the parent's link names).
+func verifyLedger(l *Ledger, vkey string, parent *link) (*RunResult, error) {
+	var data bytes.Buffer
+	for _, e := range l.Entries {
+		data.WriteString(e)
+		data.WriteByte('\n')
+	}
+	cps := map[uint64][]byte{}
+	for k, v := range l.Checkpoints {
+		n, err := strconv.ParseUint(k, 10, 64)
+		if err != nil || strconv.FormatUint(n, 10) != k {
+			return nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("checkpoint %q: not keyed by a tree size", k)}
+		}
+		cps[n] = []byte(v)
+	}
+	r, entries, err := ledger.VerifyEntries(data.Bytes(), cps, vkey)
+	if err != nil {
+		return nil, err
+	}
+	if r.Unsealed != 0 || r.TornBytes != 0 {
+		return nil, &ledger.Error{Entry: int64(r.Sealed), Reason: fmt.Sprintf("%d entries after the last checkpoint (size %d): a page holds sealed entries only", r.Unsealed, r.Sealed)}
+	}
+	rr := &RunResult{Dir: l.Dir, Report: r}
+	used, checked := map[string]bool{}, map[string]bool{}
+	for i, e := range entries {
+		for _, name := range slices.Sorted(maps.Keys(e.Payloads)) {
+			d := e.Payloads[name]
+			where := fmt.Sprintf("entry %d %s", i, name)
+			p, ok := l.Payloads[d]
+			if !ok {
+				if shown(name) {
+					return nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s (%s) is not on the page", name, d)}
+				}
+				rr.NotEmbedded = append(rr.NotEmbedded, where)
+				continue
+			}
+			used[d] = true
+			switch {
+			case p.Omitted != "":
+				rr.Omitted = append(rr.Omitted, where)
+			case p.Redacted != nil:
+				rr.Redacted = append(rr.Redacted, where)
+			case checked[d]:
+			default:
+				checked[d] = true
+				b, err := p.bytes()
+				if err != nil {
+					return nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s: %v", name, err)}
+				}
+				sum := sha256.Sum256(b)
+				if hex.EncodeToString(sum[:]) != d {
+					return nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s: content does not match its digest %s", name, d)}
+				}
+				rr.Checked++
+			}
+		}
+	}
+	for d := range l.Payloads {
+		if !used[d] {
+			return nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("payload %s: no entry names it", d)}
+		}
+	}
+	if parent != nil {
+		if err := checkLink(parent, r, entries); err != nil {
+			return nil, err
+		}
+	}
+	links := links(entries)
+	if len(links) != len(l.Agents) {
+		return nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("the entries link %d sub-agent ledgers, the page holds %d", len(links), len(l.Agents))}
+	}
+	for k, lk := range links {
+		a := l.Agents[k]
+		if a.Entry != lk.entry || a.Dir != lk.dir || a.Ledger == nil {
+			return nil, &ledger.Error{Entry: int64(lk.entry), Reason: fmt.Sprintf("sub-agent ledger %s is not on the page", lk.dir)}
+		}
+		ar, err := verifyLedger(a.Ledger, vkey, &lk)
+		if err != nil {
+			return nil, &ledger.Error{Entry: int64(lk.entry), Reason: fmt.Sprintf("sub-agent ledger: %s does not verify: %v", lk.dir, err)}
+		}
+		rr.Agents = append(rr.Agents, *ar)
+	}
+	return rr, nil
+}
+
+// bytes are the payload's bytes as embedded.
+func (p *Payload) bytes() ([]byte, error) {
+	switch {
+	case p.Text != nil:
+		return []byte(*p.Text), nil
+	case p.Base64 != "":
+		return base64.StdEncoding.DecodeString(p.Base64)
+	}
+	return nil, nil
+}
+
+// links returns the sub-agent links of a ledger's sealed tool.result
+// entries, in order.
+func links(entries []ledger.Entry) []link {
+	var out []link
+	for i, e := range entries {
+		if e.Type != "tool.result" {
+			continue
+		}
+		d, _ := e.Data.(map[string]any)
+		results, _ := d["results"].([]any)
+		callID, _ := d["call_id"].(string)
+		for _, r := range results {
+			rm, _ := r.(map[string]any)
+			ag, _ := rm["agent"].(map[string]any)
+			lk, _ := ag["ledger"].(map[string]any)
+			if lk == nil {
+				continue
+			}
+			size, _ := strconv.ParseUint(fmt.Sprint(lk["size"]), 10, 64)
+			dir, _ := lk["dir"].(string)
+			root, _ := lk["root"].(string)
+			cp, _ := lk["checkpoint"].(string)
+			out = append(out, link{entry: uint64(i), session: e.Session, call: callID, dir: dir, size: size, root: root, checkpoint: cp})
+		}
+	}
+	return out
+}
+
+// checkLink checks a sub-agent's verified ledger against its parent's
+// link, as ledger.VerifyLinks does for a directory.
+func checkLink(lk *link, r *ledger.Report, entries []ledger.Entry) error {
+	if lk.dir == "" || strings.HasPrefix(lk.dir, "/") || slices.Contains(strings.Split(lk.dir, "/"), "..") {
+		return &ledger.Error{Entry: -1, Reason: fmt.Sprintf("the link's directory %q is not inside the ledger", lk.dir)}
+	}
+	if lk.size != r.Sealed {
+		return &ledger.Error{Entry: -1, Reason: fmt.Sprintf("the link names a tree of %d entries, but its last checkpoint covers %d", lk.size, r.Sealed)}
+	}
+	if want, err := base64.StdEncoding.DecodeString(lk.root); err != nil || !bytes.Equal(want, r.Root) {
+		return &ledger.Error{Entry: -1, Reason: "its root hash is not the one the link names"}
+	}
+	sum := sha256.Sum256(r.Checkpoint)
+	if lk.checkpoint != hex.EncodeToString(sum[:]) {
+		return &ledger.Error{Entry: -1, Reason: "its last checkpoint is not the one the link names"}
+	}
+	if len(entries) == 0 || entries[0].Type != "session.start" {
+		return &ledger.Error{Entry: 0, Reason: "it does not begin with session.start"}
+	}
+	sd, _ := entries[0].Data.(map[string]any)
+	p, _ := sd["parent"].(map[string]any)
+	if s, _ := p["session"].(string); s != lk.session {
+		return &ledger.Error{Entry: 0, Reason: fmt.Sprintf("its session.start names parent session %q, not %q", s, lk.session)}
+	}
+	if c, _ := p["call_id"].(string); c != lk.call {
+		return &ledger.Error{Entry: 0, Reason: fmt.Sprintf("its session.start names spawn call %q, not %q", c, lk.call)}
+	}
+	return nil
+}
