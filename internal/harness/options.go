@@ -168,6 +168,9 @@ type Options struct {
 
 	// failAt makes Open fail at the named step (tests of the error paths).
 	failAt string
+	// sequentialStart prepares the ledger before Open returns, as before
+	// the first request left first (the tests' comparison; prepare.go).
+	sequentialStart bool
 }
 
 // SandboxOptions configure the sandbox of the session's commands.
