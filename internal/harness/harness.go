@@ -542,11 +542,19 @@ func repoState(ctx context.Context, dir string, at gitsafe.Repo) func() *ledger.
 func (s *Session) observers(hold *heldObserver) agent.Observer {
 	// The shell (through the sandbox helper) starts while the model's
 	// first answer streams, not while the first request is being built
-	// and sent.
+	// and sent; and not before the session's preparation is done: the
+	// helper hides the signing key only if the key exists when it starts
+	// (a first session creates it).
 	var prewarm sync.Once
 	first := agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type == agent.EventDelta || ev.Type == agent.EventResponse {
-			prewarm.Do(s.w.shell.Prewarm)
+			prewarm.Do(func() {
+				go func() {
+					if s.prepared(s.life) == nil {
+						s.w.shell.Prewarm()
+					}
+				}()
+			})
 		}
 	})
 	var obs agent.Observers

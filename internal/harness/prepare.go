@@ -47,6 +47,9 @@ func (s *Session) prepare(hold *heldObserver) error {
 	s.ledgerDir = s.plannedLedgerDir()
 	run := func() {
 		defer close(p.done)
+		if s.opts.prepGate != nil {
+			<-s.opts.prepGate
+		}
 		if p.err = s.openLedger(s.ledgerDir); p.err != nil {
 			hold.drop()
 			return
