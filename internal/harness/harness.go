@@ -643,8 +643,9 @@ func (s *Session) Reached() bool { return s.contact.Answered() }
 
 // Run adds task as a user message and runs the agent loop until it ends,
 // then, unless validation is off or on demand, the verification boundary.
-// The error is the harness's own (a closed session, no model); how the run
-// ended is in the outcome.
+// The error is the harness's own (a closed session, no model, or the
+// failure of the session's preparation, which cancels the run: see
+// prepare.go); how the run ended is in the outcome.
 func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	if s.isClosed() {
 		return Outcome{}, ErrClosed
