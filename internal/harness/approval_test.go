@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/approval"
@@ -122,6 +123,54 @@ func TestApprovalPolicies(t *testing.T) {
 	}
 }
 
+// TestFirstSessionHidesTheKey: in a first session the signing key is
+// created while the first request is on its way; the model's shell, started
+// while the answer streams, still cannot read it.
+func TestFirstSessionHidesTheKey(t *testing.T) {
+	o := fixture(t, twoRuns)
+	// Out of /tmp, which the sandbox replaces with its own: commands see
+	// the key's directory as it is on the host.
+	kd, err := os.MkdirTemp("/var/tmp", "truss-key-")
+	if err != nil {
+		t.Skip("no /var/tmp:", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(kd) })
+	o.KeyDir = filepath.Join(kd, "key")
+	key := filepath.Join(o.KeyDir, "ledger.key")
+	script, _ := json.Marshal(map[string]any{"steps": []any{
+		map[string]any{"actions": []any{map[string]any{"kind": "run", "command": "cat '" + key + "' | wc -c"}}},
+		map[string]any{"say": "Done."}}})
+	if err := os.WriteFile(o.Script, script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.Validation.Off = true
+	rs := shellResults(&o)
+	// The preparation is held until the answer has had time to arrive
+	// (and the shell to be started early, were it not to wait).
+	o.prepGate = make(chan struct{})
+	time.AfterFunc(time.Second, func() { close(o.prepGate) })
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.w.sandbox.Plan().Mechanisms.Namespaces {
+		t.Skip("the session's sandbox uses no namespaces on this host: nothing is hidden")
+	}
+	if _, err := s.Run(context.Background(), "read the key"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(key); err != nil || fi.Size() == 0 {
+		t.Fatalf("no signing key at %s: %v", key, err)
+	}
+	if len(*rs) != 1 {
+		t.Fatalf("%d shell results, want 1", len(*rs))
+	}
+	if got := strings.TrimSpace((*rs)[0].Stdout); got != "0" {
+		t.Errorf("the command read %s bytes of the signing key, want 0 (stderr %q)", got, (*rs)[0].Stderr)
+	}
+}
+
 // TestEscalatedShellHidesTheKey: an escalated command reads and writes
 // everywhere, but the signing key stays hidden where the session's
 // sandbox hides it.
@@ -139,13 +188,15 @@ func TestEscalatedShellHidesTheKey(t *testing.T) {
 	if !s.escalatedPlan().Active() {
 		t.Skip("the session's sandbox uses no namespaces on this host: nothing is hidden")
 	}
+	// The session creates the key while its first request is on its
+	// way; the command runs after.
 	key := filepath.Join(o.KeyDir, "ledger.key")
-	if fi, err := os.Stat(key); err != nil || fi.Size() == 0 {
-		t.Fatalf("no signing key at %s: %v", key, err)
-	}
 	t.Setenv("KEYFILE", key)
 	if _, err := s.Run(context.Background(), "read the key"); err != nil {
 		t.Fatal(err)
+	}
+	if fi, err := os.Stat(key); err != nil || fi.Size() == 0 {
+		t.Fatalf("no signing key at %s: %v", key, err)
 	}
 	if len(*rs) != 1 {
 		t.Fatalf("%d shell results, want 1", len(*rs))

@@ -93,6 +93,12 @@ type Session struct {
 	lw      *ledger.Writer
 	rec     *ledger.Recorder
 	persist error // the first error saving the session
+	// prep is the preparation the first request does not wait for (the
+	// ledger; prepare.go); ledgerDir the ledger's directory, decided
+	// before it ("" when none is written). lw and rec are read only once
+	// prep is done.
+	prep      *preparation
+	ledgerDir string
 
 	agent *agent.Agent
 	ran   bool
@@ -205,7 +211,8 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	}
 	s.exec = s.compose(&s.w.mux, s.w.ws.Dir())
 	if o.NoModel {
-		return s, s.openLedger()
+		s.ledgerDir = s.plannedLedgerDir()
+		return s, s.openLedger(s.ledgerDir)
 	}
 	if s.settings, err = s.modelSettings(); err != nil {
 		return s, err
@@ -222,7 +229,11 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	if err := s.addSpawn(); err != nil {
 		return s, err
 	}
-	if err := s.openLedger(); err != nil {
+	// The ledger is prepared while the first request is on its way; the
+	// loop's events wait for it in hold (prepare.go).
+	hold := &heldObserver{}
+	observer := s.observers(hold)
+	if err := s.prepare(hold); err != nil {
 		return s, err
 	}
 	if err := s.step("agent"); err != nil {
@@ -235,13 +246,13 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	compactor := &compact.Compactor{Provider: s.prov, Model: o.Model, System: system, Tools: s.set.Specs, Window: int(s.contextLimit())}
 	s.agent = agent.New(agent.Config{
 		Compactor: compactor,
-		Provider:  s.prov, Tools: s.set, Exec: s.exec, Model: o.Model,
+		Provider:  s.prov, Tools: s.set, Exec: preparedExec{s.exec, s}, Model: o.Model,
 		System:         system,
 		Budget:         o.Budget,
 		Prices:         s.prof.Prices,
 		MaxTokens:      s.prof.MaxOutput,
 		MaxResultChars: o.MaxResultChars,
-		Observer:       s.observers(),
+		Observer:       observer,
 	}, s.history)
 	return s, nil
 }
@@ -409,19 +420,28 @@ func (s *Session) createSession() error {
 	return nil
 }
 
-// openLedger starts the session's ledger, when one is written.
-func (s *Session) openLedger() error {
+// plannedLedgerDir is the directory of the session's ledger: the open
+// writer's, a new one in the saved session, or the options'; "" when no
+// ledger is written.
+func (s *Session) plannedLedgerDir() string {
 	o := &s.opts
-	var dir string
 	switch {
 	case o.NoLedger:
-		return nil
+		return ""
 	case o.Ledger != nil:
+		return o.Ledger.Dir()
 	case s.sess != nil:
-		dir = s.sess.LedgerDir(time.Now())
-	case o.LedgerDir != "":
-		dir = o.LedgerDir
-	default:
+		return s.sess.LedgerDir(time.Now())
+	}
+	return o.LedgerDir
+}
+
+// openLedger starts the session's ledger in dir (plannedLedgerDir), when
+// one is written: the key, the ledger's files, and session.start with the
+// repository's state (which waits for git).
+func (s *Session) openLedger(dir string) error {
+	o := &s.opts
+	if dir == "" {
 		return nil
 	}
 	kd, err := s.keyDir()
@@ -515,22 +535,30 @@ func repoState(ctx context.Context, dir string, at gitsafe.Repo) func() *ledger.
 	}
 }
 
-// observers are the session's own observers, then the options'.
-func (s *Session) observers() agent.Observer {
-	var obs agent.Observers
-	if s.rec != nil {
-		obs = append(obs, s.rec)
-	}
+// observers are the agent's observer: the shell's prewarming, then hold,
+// which holds the events until the session's preparation is done and
+// gives them to the ledger's recorder (prepare.go), then to the session's
+// own observers, then to the options'.
+func (s *Session) observers(hold *heldObserver) agent.Observer {
 	// The shell (through the sandbox helper) starts while the model's
 	// first answer streams, not while the first request is being built
-	// and sent.
+	// and sent; and not before the session's preparation is done: the
+	// helper hides the signing key only if the key exists when it starts
+	// (a first session creates it).
 	var prewarm sync.Once
-	obs = append(obs, s.statsObserver())
-	obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+	first := agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type == agent.EventDelta || ev.Type == agent.EventResponse {
-			prewarm.Do(s.w.shell.Prewarm)
+			prewarm.Do(func() {
+				go func() {
+					if s.prepared(s.life) == nil {
+						s.w.shell.Prewarm()
+					}
+				}()
+			})
 		}
-	}))
+	})
+	var obs agent.Observers
+	obs = append(obs, s.statsObserver())
 	// A .git below the workspace's top that commands changed is warned of
 	// at the end of the run (warnNewRepository).
 	obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
@@ -554,6 +582,13 @@ func (s *Session) observers() agent.Observer {
 	if s.sess != nil {
 		sess := s.sess
 		obs = append(obs, agent.ObserverFunc(func(ev agent.Event) {
+			if ev.Type == agent.EventUser && s.created && sess.Meta.Task == "" && len(ev.Items) > 0 {
+				// A new session is named by its first task.
+				sess.Meta.Task = ev.Items[0].Text
+				if err := sess.SaveMeta(); err != nil && s.persist == nil {
+					s.persist = err
+				}
+			}
 			switch ev.Type {
 			case agent.EventUser, agent.EventTurnCompleted:
 				if err := sess.Append(ev.Items...); err != nil && s.persist == nil {
@@ -578,7 +613,8 @@ func (s *Session) observers() agent.Observer {
 			}
 		}))
 	}
-	return append(obs, s.opts.Observers...)
+	hold.rest = append(obs, s.opts.Observers...)
+	return agent.Observers{first, hold}
 }
 
 // contextLimit is the context window the server gives a request: the one
@@ -598,9 +634,7 @@ func (s *Session) Info() Info {
 	i := Info{Provider: s.opts.Provider, Model: s.opts.Model, Dialect: s.dialect, Surface: s.set.Surface, Script: s.opts.Script,
 		ProfileGuess: s.prof.Guess, SessionID: s.sessionID, Workspace: s.w.root, Sandbox: s.w.enforced(),
 		Validation: s.w.runner != nil, Environment: s.w.envDescription()}
-	if s.lw != nil {
-		i.LedgerDir = s.lw.Dir()
-	}
+	i.LedgerDir = s.ledgerDir
 	return i
 }
 
@@ -609,8 +643,9 @@ func (s *Session) Reached() bool { return s.contact.Answered() }
 
 // Run adds task as a user message and runs the agent loop until it ends,
 // then, unless validation is off or on demand, the verification boundary.
-// The error is the harness's own (a closed session, no model); how the run
-// ended is in the outcome.
+// The error is the harness's own (a closed session, no model, or the
+// failure of the session's preparation, which cancels the run: see
+// prepare.go); how the run ended is in the outcome.
 func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	if s.isClosed() {
 		return Outcome{}, ErrClosed
@@ -618,18 +653,30 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	if s.agent == nil {
 		return Outcome{}, errors.New("harness: the session has no model (NoModel)")
 	}
-	if s.created && !s.ran && s.sess.Meta.Task == "" {
-		s.sess.Meta.Task = task
-		if err := s.sess.SaveMeta(); err != nil && s.persist == nil {
-			s.persist = err
-		}
-	}
 	s.ran = true
 	// A new task cancels a background check: its commands would change
 	// the tree the check reads.
 	s.stopCheck()
 	before := s.changed.Load()
-	out := s.agent.Run(ctx, task)
+	// The first request leaves while the session's preparation runs; when
+	// it fails, the run is cancelled and the failure is Run's error.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if p := s.prep; p != nil {
+		go func() {
+			select {
+			case <-p.done:
+				if p.err != nil {
+					cancel()
+				}
+			case <-rctx.Done():
+			}
+		}()
+	}
+	out := s.agent.Run(rctx, task)
+	if err := s.prepared(context.WithoutCancel(ctx)); err != nil {
+		return Outcome{}, err
+	}
 	res := Outcome{Agent: *out, SessionID: s.sessionID, Usage: s.agent.Usage(), Changed: int(s.changed.Load() - before)}
 	if !s.recording() { // changes are tracked only for a ledger
 		res.Changed = -1
@@ -756,6 +803,9 @@ func (s *Session) Validate(ctx context.Context) (*Verdict, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
+	if err := s.prepared(ctx); err != nil {
+		return nil, err
+	}
 	s.stopCheck()
 	return s.boundary(ctx, "on demand"), nil
 }
@@ -771,6 +821,9 @@ func (s *Session) Compact(ctx context.Context) (*compact.Record, error) {
 	}
 	if s.agent == nil {
 		return nil, errors.New("harness: the session has no model (NoModel)")
+	}
+	if err := s.prepared(ctx); err != nil {
+		return nil, err
 	}
 	rec, err := s.agent.Compact(ctx)
 	if s.rec != nil {
@@ -853,6 +906,9 @@ func (s *Session) isClosed() bool {
 // unless the session is this Session's own, its model never answered and
 // no run ended otherwise than unreached (or it saves none).
 func (s *Session) Saved() bool {
+	if s.prepFailed() {
+		return false // as when Open fails
+	}
 	return s.sess != nil && !(s.created && !s.opts.NoModel && !s.contact.Answered() && !s.kept)
 }
 
@@ -871,6 +927,9 @@ func (s *Session) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.stopCheck() // recorded as cancelled before the ledger closes
+	if s.prep != nil {
+		<-s.prep.done // the ledger is being opened
+	}
 	var err error
 	if s.rec != nil {
 		if cerr := s.rec.Close(); cerr != nil {

@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,25 +215,60 @@ func TestValidationOnDemand(t *testing.T) {
 // runs a whole session, and checks that nothing is left running or open:
 // no goroutine (the ledger's writer and recorder, the simulated model's
 // server, the shell's), no file, no temporary directory, and no session
-// that never reached the model.
+// that never reached the model. The ledger is prepared while the first
+// request is on its way: a failure there is Run's error, the run cancelled
+// and the session removed as when Open fails; with a sequential start it
+// is Open's, as before.
 func TestEveryPathReleasesWhatItOpened(t *testing.T) {
-	for _, step := range []string{"resolve", "workspace", "session", "provider", "ledger", "recorder", "agent", ""} {
-		name := step
+	for _, tc := range []struct {
+		step       string
+		sequential bool
+		atRun      bool // the failure is Run's, not Open's
+	}{
+		{step: "resolve"}, {step: "workspace"}, {step: "session"}, {step: "provider"},
+		{step: "ledger", atRun: true}, {step: "recorder", atRun: true},
+		{step: "ledger", sequential: true}, {step: "recorder", sequential: true},
+		{step: "agent"}, {step: ""}, {step: "", sequential: true},
+	} {
+		name := tc.step
 		if name == "" {
 			name = "none"
 		}
+		if tc.sequential {
+			name += "/sequential"
+		}
 		t.Run(name, func(t *testing.T) {
-			o := fixture(t, twoRuns)
-			o.failAt = step
+			script := twoRuns
+			if tc.atRun {
+				// The model's first answer writes a file: the call
+				// must not run.
+				script = `{"steps": [{"actions": [{"kind": "create", "path": "c.txt", "content": "c\n"}]}, {"say": "Done."}]}`
+			}
+			o := fixture(t, script)
+			o.failAt, o.sequentialStart = tc.step, tc.sequential
 			tmp := os.Getenv("TMPDIR")
 			goroutines, fds := settle(t, 0, 0)
 			ctx := context.Background()
 			s, err := Open(ctx, o)
-			if step != "" {
-				if err == nil || !strings.Contains(err.Error(), "injected failure at "+step) {
+			switch {
+			case tc.step != "" && !tc.atRun:
+				if err == nil || !strings.Contains(err.Error(), "injected failure at "+tc.step) {
 					t.Fatalf("Open: %v, want the injected failure", err)
 				}
-			} else {
+			case tc.atRun:
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Run(ctx, "Look at a.txt."); err == nil || !strings.Contains(err.Error(), "injected failure at "+tc.step) {
+					t.Fatalf("Run: %v, want the injected failure", err)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.Stat(filepath.Join(o.Root, "c.txt")); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the cancelled run's call ran: %v", err)
+				}
+			default:
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -245,7 +284,7 @@ func TestEveryPathReleasesWhatItOpened(t *testing.T) {
 				t.Errorf("left in the temporary directory: %v", ents)
 			}
 			ms, _ := session.Store{Dir: o.SessionDir}.List()
-			if want := map[bool]int{true: 0, false: 1}[step != ""]; len(ms) != want {
+			if want := map[bool]int{true: 0, false: 1}[tc.step != ""]; len(ms) != want {
 				t.Errorf("%d sessions kept, want %d", len(ms), want)
 			}
 		})
@@ -308,4 +347,104 @@ func TestLedgerWithoutSessionStore(t *testing.T) {
 	if r.Sealed != out.LedgerSize || string(r.Root) != string(out.LedgerRoot) {
 		t.Errorf("the ledger's last checkpoint signs %d entries, the outcome says %d", r.Sealed, out.LedgerSize)
 	}
+}
+
+// TestPipelinedStartLedger runs the same two tasks in a git repository
+// with the ledger prepared while the first request is on its way and with
+// it prepared before Open returns: both ledgers verify and hold the same
+// entries in the same order — session.start with the repository's state
+// first, then every user message, response, call and validation — the
+// same but for what differs from one session to another (ids, times,
+// paths, durations).
+func TestPipelinedStartLedger(t *testing.T) {
+	run := func(sequential bool) []ledger.Entry {
+		o := fixture(t, twoRuns)
+		gitRepo(t, o.Root)
+		o.sequentialStart = sequential
+		ctx := context.Background()
+		s, err := Open(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out Outcome
+		for _, task := range []string{"Look at a.txt.", "Now change it."} {
+			if out, err = s.Run(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, entries := verified(t, o.KeyDir, out.LedgerDir)
+		for i := range entries {
+			entries[i].Data = normalized(t, entries[i].Data, o.Root, out.SessionID)
+		}
+		return entries
+	}
+	seq, pipe := run(true), run(false)
+	if len(seq) != len(pipe) {
+		t.Fatalf("%d entries pipelined, %d sequential", len(pipe), len(seq))
+	}
+	for i := range seq {
+		a, b := seq[i], pipe[i]
+		ja, _ := json.Marshal(a.Data)
+		jb, _ := json.Marshal(b.Data)
+		if a.Type != b.Type || !bytes.Equal(ja, jb) || !slices.Equal(slices.Sorted(maps.Keys(a.Payloads)), slices.Sorted(maps.Keys(b.Payloads))) {
+			t.Errorf("entry %d:\nsequential %s %s %v\npipelined  %s %s %v", i, a.Type, ja, a.Payloads, b.Type, jb, b.Payloads)
+		}
+	}
+	if start := seq[0]; start.Type != "session.start" || !strings.Contains(fmt.Sprint(start.Data), "head") {
+		t.Errorf("the first entry is %s %v, want session.start with the repository's state", start.Type, start.Data)
+	}
+}
+
+// gitRepo makes dir a git repository with one commit.
+func gitRepo(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// volatile are the fields of ledger entries that differ from one session
+// to another of the same script.
+var volatile = map[string]bool{"duration_ns": true, "id": true, "head": true}
+
+// normalized is an entry's data as JSON values with the workspace's root
+// and the session's id replaced and the volatile fields left out.
+func normalized(t *testing.T, data any, root, id string) any {
+	t.Helper()
+	b, err := json.Marshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.ReplaceAll(bytes.ReplaceAll(b, []byte(root), []byte("ROOT")), []byte(id), []byte("SESSION"))
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k := range x {
+				if volatile[k] {
+					x[k] = "…"
+				} else {
+					x[k] = walk(x[k])
+				}
+			}
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		}
+		return v
+	}
+	return walk(v)
 }

@@ -102,6 +102,9 @@ func (s *Session) VerifyLedger(ctx context.Context) (LedgerState, error) {
 	if s.isClosed() {
 		return LedgerState{}, ErrClosed
 	}
+	if err := s.prepared(ctx); err != nil {
+		return LedgerState{}, err
+	}
 	if s.lw == nil {
 		return LedgerState{}, errors.New("this session writes no ledger")
 	}

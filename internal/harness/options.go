@@ -168,6 +168,12 @@ type Options struct {
 
 	// failAt makes Open fail at the named step (tests of the error paths).
 	failAt string
+	// sequentialStart prepares the ledger before Open returns, as before
+	// the first request left first (the tests' comparison; prepare.go).
+	sequentialStart bool
+	// prepGate, when set, holds the preparation until it is closed (tests
+	// of what must wait for it).
+	prepGate chan struct{}
 }
 
 // SandboxOptions configure the sandbox of the session's commands.

@@ -53,8 +53,12 @@ func serve(b *testing.B, script string) (*sim.Server, string, func()) {
 	return srv, base, cancel
 }
 
-// BenchmarkFirstRequest measures the time from starting `truss run` to the
-// simulated model receiving its first request.
+// BenchmarkFirstRequest measures the time from starting a program to the
+// simulated model receiving its first request, in the demo repository
+// made a git repository: `truss run` without a session (bare), with the
+// session, the signed ledger, the sandbox and change tracking (ledger),
+// and, side by side, the bare loop of testdata/bareloop (a Chat
+// Completions loop with one bash tool and nothing else: the floor).
 func BenchmarkFirstRequest(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -62,20 +66,57 @@ func BenchmarkFirstRequest(b *testing.B) {
 	}{
 		{"bare", []string{"--no-session", "--no-validate"}},
 		{"ledger", []string{"--no-validate"}},
+		{"loop", nil},
 	} {
-		b.Run(bc.name, func(b *testing.B) { benchFirstRequest(b, bc.args) })
+		b.Run(bc.name, func(b *testing.B) {
+			if bc.args == nil {
+				benchFirstRequest(b, buildBareLoop(b), nil)
+				return
+			}
+			benchFirstRequest(b, buildTruss(b), append([]string{"run", "--provider", "chat", "--model", "sim-coder"}, bc.args...))
+		})
 	}
 }
 
-func benchFirstRequest(b *testing.B, extra []string) {
-	bin := buildTruss(b)
+// buildBareLoop builds testdata/bareloop.
+func buildBareLoop(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "bareloop")
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/bareloop")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// gitInit makes dir a git repository with one commit, as a user's
+// checkout is: the session records its state.
+func gitInit(b *testing.B, dir string) {
+	b.Helper()
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "start"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// benchFirstRequest runs bin with args (the bare loop's when nil) and the
+// task in the demo repository, against a fresh simulated model each time.
+func benchFirstRequest(b *testing.B, bin string, args []string) {
 	dir := b.TempDir()
 	home := b.TempDir()
 	examples.Unpack(examples.DemoRepo, dir)
+	gitInit(b, dir)
+	if args == nil {
+		args = []string{"sim-coder"}
+	}
 	var total time.Duration
 	for b.Loop() {
 		srv, base, stop := serve(b, `{"steps": [{"say": "done"}]}`)
-		args := append([]string{"run", "--provider", "chat", "--model", "sim-coder"}, extra...)
 		cmd := exec.Command(bin, append(args, "go")...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+base+"/v1", "HOME="+home, "XDG_DATA_HOME="+home+"/.local/share", "XDG_CONFIG_HOME="+home+"/.config")

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/trussdev/truss/internal/tool"
 	tfs "github.com/trussdev/truss/internal/tool/fs"
@@ -397,7 +398,7 @@ func seekPasses(lines, pattern []string, start int, eof bool, n int) int {
 var passes = []func(a, b string) bool{
 	func(a, b string) bool { return a == b },
 	func(a, b string) bool {
-		return strings.TrimRight(a, " \t\r\n\v\f") == strings.TrimRight(b, " \t\r\n\v\f")
+		return strings.TrimRightFunc(a, unicode.IsSpace) == strings.TrimRightFunc(b, unicode.IsSpace)
 	},
 	func(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) },
 	func(a, b string) bool { return normalize(a) == normalize(b) },

@@ -1,9 +1,10 @@
 package patch
 
 import (
-	"bytes"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/tool"
@@ -11,20 +12,23 @@ import (
 
 // The Responses API's apply_patch tool sends one operation per call —
 // create_file, update_file or delete_file — with a V4A diff without the
-// envelope. Its semantics are those of OpenAI's reference applier, which
-// differ from Codex's envelope on purpose:
+// envelope. Its semantics are those of OpenAI's reference applier
+// (apply_diff.py in openai-agents-python), which differ from Codex's
+// envelope on purpose:
 //
 //   - a create diff is "+" lines joined with the diff's newline, the empty
 //     element after a final newline dropped: "+a\n" and "+a" both create
 //     "a", and a final bare "+" gives the file its trailing newline;
 //   - an update diff is "@@ [anchor]" sections; anchors may be stacked (each
 //     found after the previous); a single anchor that is not found is
-//     advisory, a partly found stack is an error;
+//     advisory, a stack with one that is not found is an error;
 //   - lines match exactly, then without trailing whitespace, then trimmed
 //     (no punctuation pass); a section without context inserts after its
-//     anchors;
-//   - the result uses CRLF when the input had any, else LF, and ends with a
-//     newline.
+//     anchors; "*** End of File" anchors a section at the end;
+//   - the file is the lines between its newlines: a file without a final
+//     newline keeps having none, one with it keeps it; the result uses
+//     CRLF when the file had any, else LF, and a file without any newline
+//     takes the diff's.
 
 // OpCreate, OpUpdate and OpDelete are the operation types.
 const (
@@ -122,97 +126,265 @@ func sectionStart(l string) bool {
 	return false
 }
 
-type section struct {
-	anchors []string
-	ops     []Op
+// updateChunk is one change of an update diff: at line origIndex of the
+// file (after the file's CRLFs became LFs), del lines are replaced by ins.
+type updateChunk struct {
+	origIndex int
+	del, ins  []string
 }
 
-func parseSections(diff string) ([]section, error) {
-	var out []section
-	for _, l := range strings.Split(strings.TrimSuffix(diff, "\n"), "\n") {
-		l = strings.TrimSuffix(l, "\r")
-		switch {
-		case l == "@@" || strings.HasPrefix(l, "@@ "):
-			if len(out) == 0 || len(out[len(out)-1].ops) > 0 {
-				out = append(out, section{})
-			}
-			if a := strings.TrimPrefix(strings.TrimPrefix(l, "@@"), " "); a != "" {
-				out[len(out)-1].anchors = append(out[len(out)-1].anchors, a)
-			}
-		default:
-			if len(out) == 0 {
-				out = append(out, section{})
-			}
-			o := Op{Kind: Context}
-			if l != "" {
-				switch l[0] {
-				case ' ', '+', '-':
-					o = Op{Kind: OpKind(l[0]), Text: l[1:]}
-				default:
-					return nil, &Error{fmt.Sprintf("Invalid Line: %s", l)}
-				}
-			}
-			out[len(out)-1].ops = append(out[len(out)-1].ops, o)
-		}
+// diffLines splits a diff into lines as the reference applier does: on CRLF
+// or LF, every trailing carriage return dropped, and the empty element
+// after a final newline dropped.
+func diffLines(diff string) []string {
+	lines := strings.Split(diff, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, "\r")
 	}
-	return out, nil
+	if n := len(lines); n > 0 && lines[n-1] == "" {
+		lines = lines[:n-1]
+	}
+	return lines
 }
 
-// UpdateContent applies an update_file diff to content.
+// UpdateContent applies an update_file diff to content, as the reference
+// applier's default mode does. The content is split at its newlines (CRLF
+// read as LF) without dropping the empty element after a final one, so the
+// result ends with a newline exactly when the content did, unless the diff
+// itself edits that last, empty element. The lines are joined again with
+// CRLF when the content has any CRLF, with LF when it has other newlines,
+// and with the diff's newline (CRLF when the diff has any) when the content
+// has none. A diff that does not apply is an *Error; content is never
+// partly changed.
 func UpdateContent(content, diff string) (string, error) {
 	nl := "\n"
-	if strings.Contains(content, "\r\n") {
+	if strings.Contains(content, "\n") {
+		if strings.Contains(content, "\r\n") {
+			nl = "\r\n"
+		}
+	} else if strings.Contains(diff, "\r\n") {
 		nl = "\r\n"
 	}
 	lines := strings.Split(strings.ReplaceAll(content, "\r\n", "\n"), "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	secs, err := parseSections(diff)
+	chunks, err := parseUpdate(append(diffLines(diff), endPatch), lines)
 	if err != nil {
 		return "", err
 	}
-	var out []string
-	cursor, copied := 0, 0 // where the search resumes; how far lines were copied
-	for _, sec := range secs {
-		for _, a := range sec.anchors {
-			idx := seekPasses(lines, []string{a}, cursor, false, 3)
-			switch {
-			case idx >= 0:
-				cursor = idx + 1
-			case len(sec.anchors) > 1:
-				return "", &Error{fmt.Sprintf("Invalid Anchor: %s", a)}
-			}
+	out := make([]string, 0, len(lines)+8)
+	cursor := 0
+	for _, c := range chunks {
+		if c.origIndex > len(lines) {
+			return "", &Error{fmt.Sprintf("applyDiff: chunk.origIndex %d > input length %d", c.origIndex, len(lines))}
 		}
-		at := cursor
-		if old := (Chunk{Ops: sec.ops}).Old(); len(old) > 0 {
-			if at = seekPasses(lines, old, cursor, false, 3); at < 0 {
-				return "", &Error{fmt.Sprintf("Invalid Context:\n%s", strings.Join(old, "\n"))}
-			}
+		if cursor > c.origIndex {
+			return "", &Error{fmt.Sprintf("applyDiff: overlapping chunk at %d (cursor %d)", c.origIndex, cursor)}
 		}
-		out = append(out, lines[copied:at]...)
-		j := at
-		for _, o := range sec.ops {
-			switch o.Kind {
-			case Context:
-				out = append(out, lines[j])
-				j++
-			case Remove:
-				j++
-			case Insert:
-				out = append(out, o.Text)
-			}
-		}
-		cursor, copied = j, j
+		out = append(out, lines[cursor:c.origIndex]...)
+		out = append(out, c.ins...)
+		cursor = c.origIndex + len(c.del)
 	}
-	out = append(out, lines[copied:]...)
-	var buf bytes.Buffer
-	for _, l := range out {
-		buf.WriteString(l)
-		buf.WriteString(nl)
+	if cursor < len(lines) {
+		out = append(out, lines[cursor:]...)
 	}
-	return buf.String(), nil
+	return strings.Join(out, nl), nil
 }
+
+// sectionEnds are the lines that end the update diff when a section would
+// start.
+var sectionEnds = []string{endPatch, "*** Update File:", "*** Delete File:", "*** Add File:", endOfFile}
+
+// parseUpdate reads the sections of an update diff (its lines, ending with
+// "*** End Patch") and finds each in the file's lines.
+func parseUpdate(dl, lines []string) ([]updateChunk, error) {
+	var chunks []updateChunk
+	i, cursor := 0, 0
+	for i < len(dl) && !hasAnyPrefix(dl[i], sectionEnds) {
+		var anchors []string
+		count := 0
+		for i < len(dl) {
+			if a, ok := strings.CutPrefix(dl[i], "@@ "); ok {
+				if strings.TrimFunc(a, pyspace) != "" {
+					anchors = append(anchors, a)
+				}
+			} else if dl[i] != "@@" {
+				break
+			}
+			count++
+			i++
+		}
+		if count == 0 && cursor != 0 {
+			return nil, &Error{fmt.Sprintf("Invalid Line:\n%s", dl[i])}
+		}
+		for k, a := range anchors {
+			var found bool
+			cursor, found = seekAnchor(lines, a, cursor, k > 0)
+			if !found && count > 1 {
+				return nil, &Error{fmt.Sprintf("Invalid Anchor:\n%s", a)}
+			}
+		}
+		sec, err := readSection(dl, i)
+		if err != nil {
+			return nil, err
+		}
+		at := findContext(lines, sec.context, cursor, sec.eof)
+		if at < 0 {
+			if sec.eof {
+				return nil, &Error{fmt.Sprintf("Invalid EOF Context:\n%s", strings.Join(sec.context, "\n"))}
+			}
+			return nil, &Error{fmt.Sprintf("Invalid Context:\n%s", strings.Join(sec.context, "\n"))}
+		}
+		cursor = at + len(sec.context)
+		i = sec.end
+		for _, c := range sec.chunks {
+			c.origIndex += at
+			chunks = append(chunks, c)
+		}
+	}
+	return chunks, nil
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// seekAnchor moves the cursor past the anchor's line: the first at or
+// after the cursor equal to it, else the first equal to it trimmed. The
+// first anchor of a section that equals a line before the cursor is found
+// where it is, and the cursor stays (a later section may name the class an
+// earlier one was in); the anchors stacked after it are searched forward
+// only.
+func seekAnchor(lines []string, anchor string, cursor int, forward bool) (int, bool) {
+	for _, eq := range []func(a, b string) bool{
+		func(a, b string) bool { return a == b },
+		func(a, b string) bool { return pyTrim(a) == pyTrim(b) },
+	} {
+		if !forward && slices.ContainsFunc(lines[:cursor], func(l string) bool { return eq(l, anchor) }) {
+			return cursor, true
+		}
+		for i := cursor; i < len(lines); i++ {
+			if eq(lines[i], anchor) {
+				return i + 1, true
+			}
+		}
+	}
+	return cursor, false
+}
+
+// section is one "@@" section of an update diff: the lines it expects
+// (context and removed), its changes relative to them, where the diff goes
+// on, and whether "*** End of File" anchors it at the end.
+type section struct {
+	context []string
+	chunks  []updateChunk
+	end     int
+	eof     bool
+}
+
+// readSection reads the section's lines from dl[start:]. An empty line is
+// an empty context line.
+func readSection(dl []string, start int) (section, error) {
+	var s section
+	var del, ins []string
+	mode, i := byte(' '), start
+	flush := func() {
+		if len(del) > 0 || len(ins) > 0 {
+			s.chunks = append(s.chunks, updateChunk{origIndex: len(s.context) - len(del), del: del, ins: ins})
+			del, ins = nil, nil
+		}
+	}
+	for ; i < len(dl); i++ {
+		raw := dl[i]
+		if strings.HasPrefix(raw, "@@") || hasAnyPrefix(raw, sectionEnds) || raw == "***" {
+			break
+		}
+		if strings.HasPrefix(raw, "***") {
+			return s, &Error{fmt.Sprintf("Invalid Line: %s", raw)}
+		}
+		line := raw
+		if line == "" {
+			line = " "
+		}
+		last := mode
+		switch mode = line[0]; mode {
+		case '+', '-', ' ':
+		default:
+			return s, &Error{fmt.Sprintf("Invalid Line: %s", line)}
+		}
+		if mode == ' ' && last != ' ' {
+			flush()
+		}
+		switch mode {
+		case '-':
+			del = append(del, line[1:])
+			s.context = append(s.context, line[1:])
+		case '+':
+			ins = append(ins, line[1:])
+		default:
+			s.context = append(s.context, line[1:])
+		}
+	}
+	flush()
+	if i < len(dl) && dl[i] == endOfFile {
+		s.end, s.eof = i+1, true
+		return s, nil
+	}
+	if i == start {
+		next := ""
+		if i < len(dl) {
+			next = dl[i]
+		}
+		return s, &Error{fmt.Sprintf("Nothing in this section - index=%d %s", i, next)}
+	}
+	s.end = i
+	return s, nil
+}
+
+// findContext returns where context starts in lines, at or after start;
+// with eof it tries the end of the file first. -1 when it is not found.
+func findContext(lines, context []string, start int, eof bool) int {
+	if eof {
+		if at := findContextAt(lines, context, max(0, len(lines)-len(context))); at >= 0 {
+			return at
+		}
+	}
+	return findContextAt(lines, context, start)
+}
+
+// findContextAt tries the reference applier's three passes in order, each
+// over every position: exact, trailing whitespace dropped, trimmed.
+func findContextAt(lines, context []string, start int) int {
+	if len(context) == 0 {
+		return start
+	}
+	for _, f := range []func(string) string{
+		func(s string) string { return s },
+		func(s string) string { return strings.TrimRightFunc(s, pyspace) },
+		pyTrim,
+	} {
+	positions:
+		for i := start; i+len(context) <= len(lines); i++ {
+			for k, c := range context {
+				if f(lines[i+k]) != f(c) {
+					continue positions
+				}
+			}
+			return i
+		}
+	}
+	return -1
+}
+
+// pyspace reports whether Python's str.strip would strip r: Unicode white
+// space and the information separators U+001C to U+001F.
+func pyspace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
+
+// pyTrim is Python's str.strip().
+func pyTrim(s string) string { return strings.TrimFunc(s, pyspace) }
 
 // kindOf returns the kind of an error that passes through as it is: a
 // confinement error, or the workspace's refusal of a file it does not

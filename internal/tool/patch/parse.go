@@ -20,6 +20,11 @@
 // which leaves the hunks before the failure applied). Line endings are
 // preserved: context lines keep their bytes, added lines take the file's
 // first line ending (LF when it has none), and every line ends with one.
+//
+// The Responses API's single operations (PlanOperation) share the plan and
+// Apply, but compute a file's content by OpenAI's reference applier's rules
+// instead (CreateContent, UpdateContent): among other differences, an
+// updated file keeps the final newline it had, or its absence.
 package patch
 
 import (
