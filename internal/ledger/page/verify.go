@@ -105,8 +105,26 @@ func Verify(html []byte, vkey string) (*Result, error) {
 		}
 		res.Runs = append(res.Runs, *rr)
 	}
+	// What the browser shows is the whole file, not only the ledger this
+	// reads: the page must be byte for byte the one Write makes of it.
+	// Anything else — markup or a script added or changed, a second
+	// element of the ledger's id, a member the browser reads that Go's
+	// case-insensitive decoding folded away — is refused.
+	var b bytes.Buffer
+	if err := Write(&b, doc); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(b.Bytes(), html) {
+		return nil, ErrNotCanonical
+	}
 	return res, nil
 }
+
+// ErrNotCanonical is Verify's error for a page whose ledger verifies but
+// whose file is not the page Write makes of that ledger: something outside
+// the signed ledger (markup, style, script, the ledger's JSON form) was
+// changed, or another version of Truss wrote it.
+var ErrNotCanonical = errors.New("the page is not the page its ledger makes: something outside the signed ledger (markup, style, script or the ledger's JSON form) was changed, or another version of Truss wrote it")
 
 // link is what a parent's entry says of a sub-agent's ledger.
 type link struct {
