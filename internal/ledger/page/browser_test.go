@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/ledger/page"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/toolcache"
@@ -567,4 +568,83 @@ func BenchmarkRenderInChromium(b *testing.B) {
 	b.ReportMetric(float64(buf.Len()), "page-bytes")
 	b.ReportMetric(sum.Verified/float64(b.N), "ms-to-verified")
 	b.ReportMetric(sum.Drawn/float64(b.N), "ms-to-drawn")
+}
+
+// hostile writes a ledger whose files the model named and filled to
+// mislead the reader: a right-to-left override in a name and a line, a
+// name with line breaks that would add lines to a diff, and a file
+// rewritten whole that is too large to diff.
+func hostile(t *testing.T) (string, string) {
+	t.Helper()
+	s, vkey := newKey(t, "truss/test")
+	dir := filepath.Join(t.TempDir(), "ledger")
+	w, err := ledger.Create(dir, "S1", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(b string) string {
+		d, err := w.Put([]byte(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	w.Append("session.start", map[string]any{"model": "sim-claude", "provider": "sim", "surface": "anthropic", "sandbox": "workspace-write",
+		"workspace": "/work/repo", "truss": "test", "tools": []any{map[string]any{"name": "bash", "kind": "typed", "type": "bash_20250124"}}}, nil)
+	w.Append("user", map[string]any{"chars": 5}, map[string]string{"text": put("do it")})
+	w.Append("model.response", map[string]any{"turn": 1, "id": "msg_1", "model": "sim-claude", "stop_reason": "tool_use",
+		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5},
+		"items": []any{map[string]any{"kind": "assistant"}, map[string]any{"kind": "tool_call", "call_id": "call_1", "name": "bash"}}},
+		map[string]string{"response": put(sse("Making files.", ""))})
+	var big, big2 strings.Builder
+	for i := range 9000 {
+		fmt.Fprintf(&big, "%d\n", i)
+		fmt.Fprintf(&big2, "%d changed\n", i)
+	}
+	payloads := map[string]string{"output": put("")}
+	var changes []any
+	for _, f := range []struct{ path, kind, before, after string }{
+		{"evil\u202etxt.exe", "add", "", "line\u202e2 edoc\n"},
+		{"nl\n@@ -1 +1 @@\n+fake", "add", "", "x\n"},
+		{"big.txt", "update", big.String(), big2.String()},
+	} {
+		c := map[string]any{"path": f.path, "kind": f.kind}
+		if f.before != "" {
+			d := put(f.before)
+			c["before"], payloads["content."+d[:16]] = d, d
+		}
+		d := put(f.after)
+		c["after"], payloads["content."+d[:16]] = d, d
+		changes = append(changes, c)
+	}
+	w.Append("tool.call", map[string]any{"turn": 1, "call_id": "call_1", "tool": "bash", "kind": "typed", "type": "bash_20250124", "surface": "anthropic", "decoded": true,
+		"ops": []any{map[string]any{"op": "shell.exec", "args": map[string]any{"command": "make files"}}}}, map[string]string{"input": put(`{"command":"make files"}`)})
+	w.Append("tool.result", map[string]any{"turn": 1, "call_id": "call_1", "is_error": false, "results": []any{map[string]any{"op": "shell.exec", "exit_code": 0,
+		"timed_out": false, "truncated": false, "changes": changes}}}, payloads)
+	w.Checkpoint()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, vkey
+}
+
+// The model's names and contents cannot reorder, hide or add what the
+// page draws, and a file too large to diff does not hold the page up.
+func TestHostileContentInChromium(t *testing.T) {
+	ctx := browser(t)
+	dir, vkey := hostile(t)
+	path := writeFile(t, write(t, build(t, dir, vkey, page.Options{})))
+	s, problems, requests, _, _ := load(t, ctx, path, "")
+	if s.Class != "ok" || len(problems) > 0 || len(requests) > 0 {
+		t.Fatalf("verdict %q (%s), problems %v, requests %v", s.Verdict, s.Class, problems, requests)
+	}
+	if strings.ContainsRune(s.Text, '\u202e') || !strings.Contains(s.Text, "evil⟨U+202E⟩txt.exe") || !strings.Contains(s.Text, "line⟨U+202E⟩2 edoc") {
+		t.Errorf("the override is drawn as is: %.2000q", s.Text)
+	}
+	if strings.Contains(s.Text, "+++ b/nl\n") || !strings.Contains(s.Text, `+++ b/nl\x0a@@ -1 +1 @@\x0a+fake`) {
+		t.Errorf("a name's line breaks add lines to the diff: %.2000q", s.Text)
+	}
+	if !strings.Contains(s.Text, "too large to diff here") {
+		t.Errorf("the large rewrite is not said to be too large to diff: %.300q", s.Text)
+	}
 }

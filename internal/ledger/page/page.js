@@ -463,15 +463,26 @@
     }
     for (const c of kids.flat(Infinity)) {
       if (c === null || c === undefined || c === false) continue;
-      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+      e.append(c instanceof Node ? c : document.createTextNode(visible(String(c))));
     }
     return e;
+  }
+  // visible shows the characters that reorder or hide text (bidirectional
+  // controls, marks, zero-width characters) as their code points, so that
+  // no text of the model's can reverse or hide what is drawn beside it.
+  function visible(s) {
+    return s.replace(/[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g, (c) => "\u27e8U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e9");
+  }
+  // oneLine shows a name's line breaks and other controls escaped, for a
+  // line of its own (a diff's header).
+  function oneLine(s) {
+    return String(s).replace(/[\u0000-\u001f\u007f]/g, (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"));
   }
   const SVG = "http://www.w3.org/2000/svg";
   function svg(tag, attrs, ...kids) {
     const e = document.createElementNS(SVG, tag);
     for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
-    for (const c of kids.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    for (const c of kids.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(visible(String(c))));
     return e;
   }
 
@@ -579,12 +590,17 @@
   }
 
   // ---- unified diff (Myers) ----
+  // MAX_EDITS bounds the script (d) the diff looks for: its trace keeps
+  // a copy of the frontier at every step, so time and memory grow with the
+  // square of d. A file added or deleted whole is all one side, at once.
+  const MAX_EDITS = 1000;
   function diffLines(a, b) {
     const n = a.length, m = b.length, max = n + m;
-    if (n * m > 4e6 && max > 20000) return null;
+    if (n === 0) return b.map((l) => ["+", l]);
+    if (m === 0) return a.map((l) => ["-", l]);
     const v = new Map([[1, 0]]);
     const trace = [];
-    for (let d = 0; d <= max; d++) {
+    for (let d = 0; d <= Math.min(max, MAX_EDITS); d++) {
       trace.push(new Map(v));
       for (let k = -d; k <= d; k += 2) {
         let x = k === -d || (k !== d && v.get(k - 1) < v.get(k + 1)) ? v.get(k + 1) : v.get(k - 1) + 1;
@@ -662,8 +678,8 @@
     if (!hunks) { box.append(el("div", { class: "note" }, "too large to diff here")); return box; }
     if (hunks.length === 0) { box.append(el("div", { class: "note" }, ch.moved_to ? "content unchanged" : "no change in content")); return box; }
     const pre = el("pre", { class: "diff" });
-    pre.append(el("span", { class: "dh" }, "--- " + (ch.kind === "add" ? "/dev/null" : "a/" + ch.path) + "\n"));
-    pre.append(el("span", { class: "dh" }, "+++ " + (ch.kind === "delete" ? "/dev/null" : "b/" + (ch.moved_to || ch.path)) + "\n"));
+    pre.append(el("span", { class: "dh" }, "--- " + (ch.kind === "add" ? "/dev/null" : "a/" + oneLine(ch.path)) + "\n"));
+    pre.append(el("span", { class: "dh" }, "+++ " + (ch.kind === "delete" ? "/dev/null" : "b/" + oneLine(ch.moved_to || ch.path)) + "\n"));
     for (const h of hunks) {
       pre.append(el("span", { class: "hunk" }, "@@ -" + (h.a + 1) + "," + h.na + " +" + (h.b + 1) + "," + h.nb + " @@\n"));
       for (const [op, line] of h.lines) pre.append(el("span", { class: op === "+" ? "add" : op === "-" ? "del" : "ctx" }, op + line + "\n"));
