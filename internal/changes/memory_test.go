@@ -29,6 +29,9 @@ func TestTrackerMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 100,000 files")
 	}
+	if raceDetector {
+		t.Skip("measures memory, which the race detector distorts (.ci/run runs it without)")
+	}
 	trackerMemory(t, 100_000)
 }
 
