@@ -573,7 +573,8 @@ func BenchmarkRenderInChromium(b *testing.B) {
 // hostile writes a ledger whose files the model named and filled to
 // mislead the reader: a right-to-left override in a name and a line, a
 // name with line breaks that would add lines to a diff, and a file
-// rewritten whole that is too large to diff.
+// rewritten whole that is too large to diff; and a number longer than
+// the page's reader once read.
 func hostile(t *testing.T) (string, string) {
 	t.Helper()
 	s, vkey := newKey(t, "truss/test")
@@ -618,7 +619,9 @@ func hostile(t *testing.T) (string, string) {
 		changes = append(changes, c)
 	}
 	w.Append("tool.call", map[string]any{"turn": 1, "call_id": "call_1", "tool": "bash", "kind": "typed", "type": "bash_20250124", "surface": "anthropic", "decoded": true,
-		"ops": []any{map[string]any{"op": "shell.exec", "args": map[string]any{"command": "make files"}}}}, map[string]string{"input": put(`{"command":"make files"}`)})
+		"ops": []any{map[string]any{"op": "shell.exec", "args": map[string]any{"command": "make files",
+			// A number of 600 digits: JSON, and Go's verifier reads it.
+			"n": json.Number(strings.Repeat("9", 600))}}}}, map[string]string{"input": put(`{"command":"make files"}`)})
 	w.Append("tool.result", map[string]any{"turn": 1, "call_id": "call_1", "is_error": false, "results": []any{map[string]any{"op": "shell.exec", "exit_code": 0,
 		"timed_out": false, "truncated": false, "changes": changes}}}, payloads)
 	w.Checkpoint()

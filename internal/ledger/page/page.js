@@ -66,6 +66,8 @@
       if (!escaped) return body;
       try { return JSON.parse(s.slice(start, j + 1)); } catch (x) { i = start; err("a bad escape"); }
     }
+    // A number of any length, read where the reader is (sticky).
+    const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
     function value(depth) {
       ws();
       const start = i;
@@ -110,7 +112,8 @@
         }
       }
       if (c === '"') return str();
-      const m = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/.exec(s.slice(i, i + 400));
+      NUMBER.lastIndex = i;
+      const m = NUMBER.exec(s);
       if (m && m[0].length > 0 && m[0] !== "-") { i += m[0].length; return Number(m[0]); }
       for (const [w, x] of [["true", true], ["false", false], ["null", null]]) {
         if (s.startsWith(w, i)) { i += w.length; return x; }
