@@ -29,10 +29,34 @@ type Child struct {
 // followed. Errors name the parent's entry.
 func VerifyLinks(dir, vkey string, entries []Entry, sealed uint64) ([]Child, error) {
 	var out []Child
-	for i, e := range entries {
-		if uint64(i) >= sealed {
-			break
+	for _, lk := range Links(entries, sealed) {
+		c, err := verifyChild(dir, vkey, lk)
+		if err != nil {
+			return out, bad(int64(lk.Entry), "sub-agent ledger: %v", err)
 		}
+		c.Entry = lk.Entry
+		out = append(out, *c)
+	}
+	return out, nil
+}
+
+// ChildLink is a sub-agent ledger's link, as a tool.result entry states it.
+type ChildLink struct {
+	// Entry is the tool.result entry's index; Session its session, Call
+	// the spawn call's id.
+	Entry         uint64
+	Session, Call string
+	// Dir is the child ledger's directory relative to the parent's;
+	// Size (decimal), Root (base64) and Checkpoint (hex SHA-256) name its
+	// last checkpoint. Each is as the entry wrote it, unchecked.
+	Dir, Size, Root, Checkpoint string
+}
+
+// Links returns the sub-agent links of entries' first sealed entries
+// (tool.result entries with a results[].agent.ledger), in order.
+func Links(entries []Entry, sealed uint64) []ChildLink {
+	var out []ChildLink
+	for i, e := range entries[:min(uint64(len(entries)), sealed)] {
 		if e.Type != "tool.result" {
 			continue
 		}
@@ -42,23 +66,21 @@ func VerifyLinks(dir, vkey string, entries []Entry, sealed uint64) ([]Child, err
 		for _, r := range results {
 			rm, _ := r.(map[string]any)
 			ag, _ := rm["agent"].(map[string]any)
-			link, _ := ag["ledger"].(map[string]any)
-			if link == nil {
+			lk, _ := ag["ledger"].(map[string]any)
+			if lk == nil {
 				continue
 			}
-			c, err := verifyChild(dir, vkey, e, callID, link)
-			if err != nil {
-				return out, bad(int64(i), "sub-agent ledger: %v", err)
-			}
-			c.Entry = uint64(i)
-			out = append(out, *c)
+			dir, _ := lk["dir"].(string)
+			root, _ := lk["root"].(string)
+			cp, _ := lk["checkpoint"].(string)
+			out = append(out, ChildLink{Entry: uint64(i), Session: e.Session, Call: callID, Dir: dir, Size: fmt.Sprint(lk["size"]), Root: root, Checkpoint: cp})
 		}
 	}
-	return out, nil
+	return out
 }
 
-func verifyChild(dir, vkey string, parent Entry, callID string, link map[string]any) (*Child, error) {
-	rel, _ := link["dir"].(string)
+func verifyChild(dir, vkey string, link ChildLink) (*Child, error) {
+	rel := link.Dir
 	if rel == "" || !filepath.IsLocal(rel) {
 		return nil, fmt.Errorf("the link's directory %q is not inside the ledger", rel)
 	}
@@ -67,19 +89,18 @@ func verifyChild(dir, vkey string, parent Entry, callID string, link map[string]
 	if err != nil {
 		return nil, fmt.Errorf("%s does not verify: %w", rel, err)
 	}
-	size, err := strconv.ParseUint(fmt.Sprint(link["size"]), 10, 64)
+	size, err := strconv.ParseUint(link.Size, 10, 64)
 	if err != nil {
-		return nil, fmt.Errorf("%s: the link's size %v is not a tree size", rel, link["size"])
+		return nil, fmt.Errorf("%s: the link's size %v is not a tree size", rel, link.Size)
 	}
 	if size != rep.Sealed || rep.Unsealed != 0 || rep.TornBytes != 0 {
 		return nil, fmt.Errorf("%s: the link names a tree of %d entries, but its last checkpoint covers %d of %d", rel, size, rep.Sealed, rep.Entries)
 	}
-	root, _ := link["root"].(string)
-	if want, err := base64.StdEncoding.DecodeString(root); err != nil || !bytes.Equal(want, rep.Root) {
+	if want, err := base64.StdEncoding.DecodeString(link.Root); err != nil || !bytes.Equal(want, rep.Root) {
 		return nil, fmt.Errorf("%s: its root hash is not the one the link names", rel)
 	}
 	sum := sha256.Sum256(rep.Checkpoint)
-	if cp, _ := link["checkpoint"].(string); cp != hex.EncodeToString(sum[:]) {
+	if link.Checkpoint != hex.EncodeToString(sum[:]) {
 		return nil, fmt.Errorf("%s: its last checkpoint is not the one the link names", rel)
 	}
 	if len(entries) == 0 || entries[0].Type != "session.start" {
@@ -87,11 +108,11 @@ func verifyChild(dir, vkey string, parent Entry, callID string, link map[string]
 	}
 	sd, _ := entries[0].Data.(map[string]any)
 	p, _ := sd["parent"].(map[string]any)
-	if s, _ := p["session"].(string); s != parent.Session {
-		return nil, fmt.Errorf("%s: its session.start names parent session %q, not %q", rel, s, parent.Session)
+	if s, _ := p["session"].(string); s != link.Session {
+		return nil, fmt.Errorf("%s: its session.start names parent session %q, not %q", rel, s, link.Session)
 	}
-	if c, _ := p["call_id"].(string); c != callID {
-		return nil, fmt.Errorf("%s: its session.start names spawn call %q, not %q", rel, c, callID)
+	if c, _ := p["call_id"].(string); c != link.Call {
+		return nil, fmt.Errorf("%s: its session.start names spawn call %q, not %q", rel, c, link.Call)
 	}
 	kids, err := VerifyLinks(cdir, vkey, entries, rep.Sealed)
 	if err != nil {

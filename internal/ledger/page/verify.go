@@ -126,19 +126,9 @@ func Verify(html []byte, vkey string) (*Result, error) {
 // changed, or another version of Truss wrote it.
 var ErrNotCanonical = errors.New("the page is not the page its ledger makes: something outside the signed ledger (markup, style, script or the ledger's JSON form) was changed, or another version of Truss wrote it")
 
-// link is what a parent's entry says of a sub-agent's ledger.
-type link struct {
-	entry         uint64
-	session, call string
-	dir           string
-	size          uint64
-	root          string
-	checkpoint    string
-}
-
 // verifyLedger verifies one embedded ledger (and, when parent is set,
 // that it is the ledger the parent's link names).
-func verifyLedger(l *Ledger, vkey string, parent *link) (*RunResult, error) {
+func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult, error) {
 	var data bytes.Buffer
 	for _, e := range l.Entries {
 		data.WriteString(e)
@@ -204,18 +194,18 @@ func verifyLedger(l *Ledger, vkey string, parent *link) (*RunResult, error) {
 			return nil, err
 		}
 	}
-	links := links(entries)
+	links := ledger.Links(entries, uint64(len(entries)))
 	if len(links) != len(l.Agents) {
 		return nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("the entries link %d sub-agent ledgers, the page holds %d", len(links), len(l.Agents))}
 	}
 	for k, lk := range links {
 		a := l.Agents[k]
-		if a.Entry != lk.entry || a.Dir != lk.dir || a.Ledger == nil {
-			return nil, &ledger.Error{Entry: int64(lk.entry), Reason: fmt.Sprintf("sub-agent ledger %s is not on the page", lk.dir)}
+		if a.Entry != lk.Entry || a.Dir != lk.Dir || a.Ledger == nil {
+			return nil, &ledger.Error{Entry: int64(lk.Entry), Reason: fmt.Sprintf("sub-agent ledger %s is not on the page", lk.Dir)}
 		}
 		ar, err := verifyLedger(a.Ledger, vkey, &lk)
 		if err != nil {
-			return nil, &ledger.Error{Entry: int64(lk.entry), Reason: fmt.Sprintf("sub-agent ledger: %s does not verify: %v", lk.dir, err)}
+			return nil, &ledger.Error{Entry: int64(lk.Entry), Reason: fmt.Sprintf("sub-agent ledger: %s does not verify: %v", lk.Dir, err)}
 		}
 		rr.Agents = append(rr.Agents, *ar)
 	}
@@ -233,48 +223,20 @@ func (p *Payload) bytes() ([]byte, error) {
 	return nil, nil
 }
 
-// links returns the sub-agent links of a ledger's sealed tool.result
-// entries, in order.
-func links(entries []ledger.Entry) []link {
-	var out []link
-	for i, e := range entries {
-		if e.Type != "tool.result" {
-			continue
-		}
-		d, _ := e.Data.(map[string]any)
-		results, _ := d["results"].([]any)
-		callID, _ := d["call_id"].(string)
-		for _, r := range results {
-			rm, _ := r.(map[string]any)
-			ag, _ := rm["agent"].(map[string]any)
-			lk, _ := ag["ledger"].(map[string]any)
-			if lk == nil {
-				continue
-			}
-			size, _ := strconv.ParseUint(fmt.Sprint(lk["size"]), 10, 64)
-			dir, _ := lk["dir"].(string)
-			root, _ := lk["root"].(string)
-			cp, _ := lk["checkpoint"].(string)
-			out = append(out, link{entry: uint64(i), session: e.Session, call: callID, dir: dir, size: size, root: root, checkpoint: cp})
-		}
-	}
-	return out
-}
-
 // checkLink checks a sub-agent's verified ledger against its parent's
 // link, as ledger.VerifyLinks does for a directory.
-func checkLink(lk *link, r *ledger.Report, entries []ledger.Entry) error {
-	if lk.dir == "" || strings.HasPrefix(lk.dir, "/") || slices.Contains(strings.Split(lk.dir, "/"), "..") {
-		return &ledger.Error{Entry: -1, Reason: fmt.Sprintf("the link's directory %q is not inside the ledger", lk.dir)}
+func checkLink(lk *ledger.ChildLink, r *ledger.Report, entries []ledger.Entry) error {
+	if lk.Dir == "" || strings.HasPrefix(lk.Dir, "/") || slices.Contains(strings.Split(lk.Dir, "/"), "..") {
+		return &ledger.Error{Entry: -1, Reason: fmt.Sprintf("the link's directory %q is not inside the ledger", lk.Dir)}
 	}
-	if lk.size != r.Sealed {
-		return &ledger.Error{Entry: -1, Reason: fmt.Sprintf("the link names a tree of %d entries, but its last checkpoint covers %d", lk.size, r.Sealed)}
+	if size, err := strconv.ParseUint(lk.Size, 10, 64); err != nil || size != r.Sealed {
+		return &ledger.Error{Entry: -1, Reason: fmt.Sprintf("the link names a tree of %s entries, but its last checkpoint covers %d", lk.Size, r.Sealed)}
 	}
-	if want, err := base64.StdEncoding.DecodeString(lk.root); err != nil || !bytes.Equal(want, r.Root) {
+	if want, err := base64.StdEncoding.DecodeString(lk.Root); err != nil || !bytes.Equal(want, r.Root) {
 		return &ledger.Error{Entry: -1, Reason: "its root hash is not the one the link names"}
 	}
 	sum := sha256.Sum256(r.Checkpoint)
-	if lk.checkpoint != hex.EncodeToString(sum[:]) {
+	if lk.Checkpoint != hex.EncodeToString(sum[:]) {
 		return &ledger.Error{Entry: -1, Reason: "its last checkpoint is not the one the link names"}
 	}
 	if len(entries) == 0 || entries[0].Type != "session.start" {
@@ -282,11 +244,11 @@ func checkLink(lk *link, r *ledger.Report, entries []ledger.Entry) error {
 	}
 	sd, _ := entries[0].Data.(map[string]any)
 	p, _ := sd["parent"].(map[string]any)
-	if s, _ := p["session"].(string); s != lk.session {
-		return &ledger.Error{Entry: 0, Reason: fmt.Sprintf("its session.start names parent session %q, not %q", s, lk.session)}
+	if s, _ := p["session"].(string); s != lk.Session {
+		return &ledger.Error{Entry: 0, Reason: fmt.Sprintf("its session.start names parent session %q, not %q", s, lk.Session)}
 	}
-	if c, _ := p["call_id"].(string); c != lk.call {
-		return &ledger.Error{Entry: 0, Reason: fmt.Sprintf("its session.start names spawn call %q, not %q", c, lk.call)}
+	if c, _ := p["call_id"].(string); c != lk.Call {
+		return &ledger.Error{Entry: 0, Reason: fmt.Sprintf("its session.start names spawn call %q, not %q", c, lk.Call)}
 	}
 	return nil
 }
