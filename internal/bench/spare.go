@@ -260,8 +260,8 @@ func moveInto(src, dst string) error {
 		if !errors.Is(err, os.ErrExist) {
 			return err
 		}
-		// An existing empty directory: rename(2) replaces it, but Go
-		// reports some kernels' EEXIST/ENOTEMPTY as is.
+		// An existing directory: rename(2) would replace it were it
+		// empty, but os.Rename refuses any directory as the new name.
 		if err := os.Remove(dst); err != nil {
 			return err
 		}

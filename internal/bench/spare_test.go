@@ -54,6 +54,20 @@ func checkTree(t *testing.T, dir, commit string) {
 	}
 }
 
+// fixture is a repository of n files at root/src, its last commit, a
+// directory root/work to make checkouts near, and templates in root.
+func fixture(t *testing.T, n int) (repo, commit, near string, tp *Templates) {
+	t.Helper()
+	root := t.TempDir()
+	repo = filepath.Join(root, "src")
+	commit = makeSourceRepo(context.Background(), t, repo, n)
+	near = filepath.Join(root, "work")
+	if err := os.Mkdir(near, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return repo, commit, near, &Templates{Dir: filepath.Join(root, "templates")}
+}
+
 func TestPlanMakesCheckoutsAhead(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
@@ -120,12 +134,7 @@ func TestPlanMakesCheckoutsAhead(t *testing.T) {
 
 func TestPlanWithdrawRemovesWhatWasNotTaken(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	repo := filepath.Join(root, "src")
-	commit := makeSourceRepo(ctx, t, repo, 20)
-	near := filepath.Join(root, "work")
-	os.Mkdir(near, 0o755)
-	tp := &Templates{Dir: filepath.Join(root, "templates")}
+	repo, commit, near, tp := fixture(t, 20)
 	w := Want{Repo: repo, Commit: commit, Near: near}
 	withdraw := tp.Plan(ctx, []Want{w, w, w, w}, 3)
 	made(t, tp.Private()[0], 3)
@@ -141,12 +150,7 @@ func TestPlanWithdrawRemovesWhatWasNotTaken(t *testing.T) {
 // is the caller's.
 func TestPlanFailureIsTheCallers(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	repo := filepath.Join(root, "src")
-	makeSourceRepo(ctx, t, repo, 10)
-	near := filepath.Join(root, "work")
-	os.Mkdir(near, 0o755)
-	tp := &Templates{Dir: filepath.Join(root, "templates")}
+	repo, _, near, tp := fixture(t, 10)
 	missing := strings.Repeat("1", 40)
 	withdraw := tp.Plan(ctx, []Want{{Repo: repo, Commit: missing, Near: near}}, 1)
 	defer withdraw()
@@ -160,12 +164,7 @@ func TestPlanFailureIsTheCallers(t *testing.T) {
 // once; the checkout is removed, and withdraw leaves nothing.
 func TestPlanTakerCancelled(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	repo := filepath.Join(root, "src")
-	commit := makeSourceRepo(ctx, t, repo, 200)
-	near := filepath.Join(root, "work")
-	os.Mkdir(near, 0o755)
-	tp := &Templates{Dir: filepath.Join(root, "templates")}
+	repo, commit, near, tp := fixture(t, 200)
 	withdraw := tp.Plan(ctx, []Want{{Repo: repo, Commit: commit, Near: near}}, 1)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
