@@ -33,20 +33,7 @@ func TestExecBundleAndVerify(t *testing.T) {
 	set := setup(t)
 	f := &fake{set: set, seen: map[string][]string{}}
 	coord := newRunner(t, set, f, filepath.Join(t.TempDir(), "out"), "patcher")
-	srv, err := queue.StartServer(ctx, queue.ServerConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	q, err := queue.Open(ctx, nc, "test", queue.Config{Memory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, _ := memQueue(ctx, t, "test")
 	bundles, err := runner.PutBundles(ctx, q, set.Tasks[:1], t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -213,20 +200,7 @@ func TestForgedResultsRefused(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	r := newRunner(t, set, f, out, "editor")
 	r.Tasks = set.Tasks[:1]
-	srv, err := queue.StartServer(ctx, queue.ServerConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	q, err := queue.Open(ctx, nc, "forged", queue.Config{Memory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, nc := memQueue(ctx, t, "forged")
 	r.Queue = q
 	var logs []string
 	r.Logf = func(format string, args ...any) {
@@ -287,4 +261,26 @@ func TestForgedResultsRefused(t *testing.T) {
 			t.Errorf("no rejection reported with %q:\n%s", want, joined)
 		}
 	}
+}
+
+// memQueue opens a queue named name, in memory, on an embedded server of
+// its own; the test's end closes both. It returns the queue's connection
+// too, for a test that talks to JetStream itself.
+func memQueue(ctx context.Context, t *testing.T, name string) (*queue.Queue, *nats.Conn) {
+	t.Helper()
+	srv, err := queue.StartServer(ctx, queue.ServerConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	q, err := queue.Open(ctx, nc, name, queue.Config{Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, nc
 }

@@ -50,20 +50,7 @@ func TestMissingImageIsTheRunsError(t *testing.T) {
 	}
 
 	// A worker: the same row, sent as the run's result.
-	srv, err := queue.StartServer(ctx, queue.ServerConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	q, err := queue.Open(ctx, nc, "test", queue.Config{Memory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, _ := memQueue(ctx, t, "test")
 	g := newGrader()
 	ex := &runner.Exec{Queue: q, Agent: f, Grader: g, Checkouts: g.Checkouts, Signer: r.Signer, VKey: r.VKey,
 		Scratch: t.TempDir(), WorkDir: t.TempDir()}
