@@ -211,6 +211,9 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 	}
 	s.exec = s.compose(&s.w.mux, s.w.ws.Dir())
 	if o.NoModel {
+		if err := s.saveMeta(); err != nil {
+			return s, err
+		}
 		s.ledgerDir = s.plannedLedgerDir()
 		return s, s.openLedger(s.ledgerDir)
 	}
@@ -413,11 +416,22 @@ func (s *Session) createSession() error {
 	if o.Provider == "sim" {
 		meta.Script, meta.SimDialect = o.Script, o.SimDialect
 	}
-	if s.sess, err = s.store.Create(meta); err != nil {
+	// Its meta.json is written by the preparation (saveMeta), off the
+	// first request's path.
+	if s.sess, err = s.store.Begin(meta); err != nil {
 		return err
 	}
 	s.created, s.sessionID = true, s.sess.Meta.ID
 	return nil
+}
+
+// saveMeta writes a session this Session created its first meta.json,
+// before its ledger: the session is listed from then on.
+func (s *Session) saveMeta() error {
+	if !s.created {
+		return nil
+	}
+	return s.sess.SaveMeta()
 }
 
 // plannedLedgerDir is the directory of the session's ledger: the open

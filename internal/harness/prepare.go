@@ -13,10 +13,11 @@ import (
 // project's instructions read safely, the trust decision made), the tool
 // declarations (MCP tools and the container's details included) and the
 // provider's client; Open prepares those before it returns. What the
-// request does not carry — the signing key, the ledger's files and its
-// session.start entry, which waits for the repository's state from git —
-// is prepared in the background while the request is on its way and the
-// model thinks (preparation). Until the preparation is done:
+// request does not carry — the session's meta.json, the signing key, the
+// ledger's files and its session.start entry, which waits for the
+// repository's state from git — is prepared in the background while the
+// request is on its way and the model thinks (preparation). Until the
+// preparation is done:
 //
 //   - every event of the loop is held, in order, and given to the
 //     session's observers (the ledger's recorder first, the transcript,
@@ -50,7 +51,10 @@ func (s *Session) prepare(hold *heldObserver) error {
 		if s.opts.prepGate != nil {
 			<-s.opts.prepGate
 		}
-		if p.err = s.openLedger(s.ledgerDir); p.err != nil {
+		if p.err = s.saveMeta(); p.err == nil {
+			p.err = s.openLedger(s.ledgerDir)
+		}
+		if p.err != nil {
 			hold.drop()
 			return
 		}

@@ -79,8 +79,22 @@ type Session struct {
 // ErrNotFound is returned for an unknown session id.
 var ErrNotFound = errors.New("session not found")
 
-// Create creates a new session with a fresh id.
+// Create creates a new session with a fresh id: its directory, its
+// transcript and its meta.json.
 func (s Store) Create(m Meta) (*Session, error) {
+	sess, err := s.Begin(m)
+	if err != nil {
+		return nil, err
+	}
+	return sess, sess.SaveMeta()
+}
+
+// Begin creates a new session with a fresh id, its directory and its
+// transcript, but not its meta.json: the caller writes it with SaveMeta,
+// and List shows the session from then on. A run's first request carries
+// the id (the prompt's cache key) and need not wait for the write and its
+// fsync.
+func (s Store) Begin(m Meta) (*Session, error) {
 	var b [3]byte
 	rand.Read(b[:])
 	now := time.Now().UTC()
@@ -94,7 +108,7 @@ func (s Store) Create(m Meta) (*Session, error) {
 	if err := sess.open(); err != nil {
 		return nil, err
 	}
-	return sess, sess.SaveMeta()
+	return sess, nil
 }
 
 // Open opens an existing session and returns it with its transcript.
