@@ -39,10 +39,22 @@ import (
 	"github.com/trussdev/truss/internal/trusscli"
 )
 
+// CacheEnv names a directory that, when set, is the build and package
+// cache of the sandboxed commands of every package's scripts (.ci/run
+// gives the script packages one, so that the standard library is compiled
+// once for all of them, not once per package); the caller makes and
+// removes it.
+const CacheEnv = "TRUSS_TEST_SANDBOX_CACHE"
+
 // scriptCache is the build and package cache the sandboxed commands of
-// all the scripts of one test binary share: under its temporary directory
-// (testenv.Run), removed when the tests end.
-func scriptCache() string { return filepath.Join(os.TempDir(), "sandbox-cache") }
+// all the scripts of one test binary share: CacheEnv's, else one under the
+// binary's temporary directory (testenv.Run), removed when the tests end.
+func scriptCache() string {
+	if d := os.Getenv(CacheEnv); filepath.IsAbs(d) {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "sandbox-cache")
+}
 
 // Main is the TestMain of a package of scripts: the sandbox's helper when
 // the binary is re-executed as one; truss and truss-bench when a script
