@@ -505,7 +505,7 @@ func TestListenRefusedWithoutAuth(t *testing.T) {
 		{"0.0.0.0:0", Auth{Token: "s3cret"}, ""},
 		{"0.0.0.0:0", Auth{User: "bench", Password: "pw"}, ""},
 		{"0.0.0.0:0", Auth{NKeys: []string{pub}}, ""},
-		{"127.0.0.1:0", Auth{Token: "t", User: "u", Password: "p"}, "excludes"},
+		{"127.0.0.1:0", Auth{Token: "t", User: "u", Password: "p", NKeys: []string{pub}}, ""},
 		{"127.0.0.1:0", Auth{User: "u"}, "needs a password"},
 		{"127.0.0.1:0", Auth{NKeys: []string{"SUAXYZ"}}, "public user NKey"},
 		{"127.0.0.1", Auth{}, "missing port"},
@@ -727,12 +727,14 @@ func TestDelete(t *testing.T) {
 	}
 }
 
-// TestWorkerPermissions: a worker that presents an NKey of an embedded
-// server restricted to its queue runs jobs and publishes results, and can
-// do nothing else a coordinator does: publish a job, forge the server's
-// advisory, purge or delete the jobs, read the results.
+// TestWorkerPermissions: a worker of an embedded server restricted to
+// its queue — whether it presents an NKey, the shared token, or the user
+// and password, all admitted at once — runs jobs, publishes results and
+// reads the status entries, and can do nothing else a coordinator does:
+// publish a job, forge the server's advisory, purge or delete the jobs,
+// read the results. The process's own connection keeps every right.
 func TestWorkerPermissions(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kp, _ := nkeys.CreateUser()
 	pub, _ := kp.PublicKey()
@@ -741,7 +743,8 @@ func TestWorkerPermissions(t *testing.T) {
 	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := StartServer(ctx, ServerConfig{Dir: t.TempDir(), Auth: Auth{NKeys: []string{pub}}, Queue: "perm"})
+	auth := Auth{Token: "s3cret", User: "bench", Password: "pw", NKeys: []string{pub}}
+	srv, err := StartServer(ctx, ServerConfig{Dir: t.TempDir(), Auth: auth, Queue: "perm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -758,74 +761,128 @@ func TestWorkerPermissions(t *testing.T) {
 	if _, err := q.PutArtifact(ctx, "repo/x", strings.NewReader("bundle")); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var violations []string
-	wnc, err := Connect(ctx, srv.URL(), ConnectOptions{CredsFile: seedFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wnc.Close()
-	wnc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		violations = append(violations, err.Error())
-	})
-	wq, err := Join(ctx, wnc, "perm")
-	if err != nil {
-		t.Fatalf("a worker joins: %v", err)
-	}
-	runWorker(t, wq, WorkerConfig{}, func(ctx context.Context, j Job, progress func(string)) ([]byte, error) {
-		progress("reading the bundle")
-		var b bytes.Buffer
-		if _, err := wq.GetArtifact(ctx, "repo/x", &b); err != nil {
-			return nil, err
-		}
-		if _, err := wq.PutArtifact(ctx, "ledger/"+j.ID, strings.NewReader("ledger")); err != nil {
-			return nil, err
-		}
-		return b.Bytes(), nil
-	})
-	col := newCollector()
-	jobs := []Job{{ID: "a"}, {ID: "b"}}
-	if _, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done}); err != nil {
-		t.Fatal(err)
-	}
-	for id, r := range col.exactlyOne(t, jobs) {
-		if r.Error != "" || string(r.Payload) != "bundle" {
-			t.Errorf("%s: %+v", id, r)
-		}
-	}
-	// What a worker may not do.
-	for _, subj := range []string{
-		q.jobSubject("c"),
-		advisoryMaxDeliveries + "." + q.streamJobs + "." + consumerName,
-		"$JS.API.STREAM.PURGE." + q.streamJobs,
-		"$JS.API.STREAM.DELETE." + q.streamRes,
-		"$JS.API.STREAM.MSG.DELETE." + q.streamJobs,
-		"$JS.API.CONSUMER.CREATE." + q.streamRes,
+	for _, tc := range []struct {
+		name string
+		opts ConnectOptions
+		url  func(string) string
+	}{
+		{"nkey", ConnectOptions{CredsFile: seedFile}, nil},
+		{"token", ConnectOptions{Token: "s3cret"}, nil},
+		{"token in url", ConnectOptions{}, func(u string) string { return strings.Replace(u, "nats://", "nats://s3cret@", 1) }},
+		{"user", ConnectOptions{User: "bench", Password: "pw"}, nil},
 	} {
-		if err := wnc.Publish(subj, []byte("{}")); err != nil {
-			t.Fatal(err)
+		t.Run(tc.name, func(t *testing.T) {
+			url := srv.URL()
+			if tc.url != nil {
+				url = tc.url(url)
+			}
+			var mu sync.Mutex
+			var violations []string
+			wnc, err := Connect(ctx, url, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wnc.Close()
+			wnc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				violations = append(violations, err.Error())
+			})
+			wq, err := Join(ctx, wnc, "perm")
+			if err != nil {
+				t.Fatalf("a worker joins: %v", err)
+			}
+			w, err := wq.NewWorker(WorkerConfig{ID: tc.name, PollWait: 100 * time.Millisecond, Logf: t.Logf}, func(ctx context.Context, j Job, progress func(string)) ([]byte, error) {
+				progress("reading the bundle")
+				var b bytes.Buffer
+				if _, err := wq.GetArtifact(ctx, "repo/x", &b); err != nil {
+					return nil, err
+				}
+				if _, err := wq.PutArtifact(ctx, "ledger/"+j.ID, strings.NewReader("ledger")); err != nil {
+					return nil, err
+				}
+				return b.Bytes(), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wdone := make(chan error, 1)
+			go func() { wdone <- w.Run(ctx) }()
+			col := newCollector()
+			jobs := []Job{{ID: tc.name + "/a"}, {ID: tc.name + "/b"}}
+			if _, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done}); err != nil {
+				t.Fatal(err)
+			}
+			for id, r := range col.exactlyOne(t, jobs) {
+				if r.Error != "" || string(r.Payload) != "bundle" || r.Worker != tc.name {
+					t.Errorf("%s: %+v", id, r)
+				}
+			}
+			w.Drain()
+			if err := <-wdone; err != nil {
+				t.Errorf("worker: %v", err)
+			}
+			// What `truss bench status` reads.
+			sts, err := wq.Status(ctx)
+			if err != nil {
+				t.Errorf("the status entries: %v", err)
+			} else if c := Counts(sts); c[Done] < 2 {
+				t.Errorf("status entries %v", c)
+			}
+			// What a worker may not do.
+			for _, subj := range []string{
+				q.jobSubject("c"),
+				advisoryMaxDeliveries + "." + q.streamJobs + "." + consumerName,
+				"$JS.API.STREAM.PURGE." + q.streamJobs,
+				"$JS.API.STREAM.DELETE." + q.streamRes,
+				"$JS.API.STREAM.MSG.DELETE." + q.streamJobs,
+				"$JS.API.CONSUMER.CREATE." + q.streamRes,
+				"$JS.API.CONSUMER.DELETE." + q.streamJobs + "." + consumerName,
+			} {
+				if err := wnc.Publish(subj, []byte("{}")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := wnc.SubscribeSync(q.subjResults); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "eight permission violations", func() bool {
+				_ = wnc.Flush()
+				mu.Lock()
+				defer mu.Unlock()
+				return len(violations) >= 8
+			})
+			mu.Lock()
+			for _, v := range violations {
+				if !strings.Contains(v, "Permissions Violation") {
+					t.Errorf("not a permission violation: %s", v)
+				}
+			}
+			mu.Unlock()
+			if pending, err := q.Pending(ctx); err != nil || len(pending) != 0 {
+				t.Errorf("jobs in the queue after the worker's attempts: %v, %v", pending, err)
+			}
+			if _, err := q.cons.Info(ctx); err != nil {
+				t.Errorf("the workers' consumer after the worker's attempts: %v", err)
+			}
+		})
+	}
+	// A wrong token, password or key is refused.
+	for _, o := range []ConnectOptions{{Token: "wrong"}, {User: "bench", Password: "wrong"}, {User: "other", Password: "pw"}} {
+		if nc, err := Connect(ctx, srv.URL(), o); err == nil {
+			nc.Close()
+			t.Errorf("%+v: connected", o)
 		}
 	}
-	if _, err := wnc.SubscribeSync(q.subjResults); err != nil {
+	other, _ := nkeys.CreateUser()
+	oseed, _ := other.Seed()
+	ofile := filepath.Join(t.TempDir(), "other.nk")
+	if err := os.WriteFile(ofile, oseed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "seven permission violations", func() bool {
-		_ = wnc.Flush()
-		mu.Lock()
-		defer mu.Unlock()
-		return len(violations) >= 7
-	})
-	mu.Lock()
-	for _, v := range violations {
-		if !strings.Contains(v, "Permissions Violation") {
-			t.Errorf("not a permission violation: %s", v)
-		}
-	}
-	mu.Unlock()
-	if pending, err := q.Pending(ctx); err != nil || len(pending) != 0 {
-		t.Errorf("jobs in the queue after the worker's attempts: %v, %v", pending, err)
+	if nc, err := Connect(ctx, srv.URL(), ConnectOptions{CredsFile: ofile}); err == nil {
+		nc.Close()
+		t.Error("an NKey not admitted connected")
 	}
 }
 
