@@ -80,6 +80,12 @@ type Summary struct {
 	// Republished counts jobs published again after a rejected result
 	// left none of their deliveries in the queue.
 	Republished int
+	// Refuted counts advisories of a job given up that the server's own
+	// state refuted: the job's message was acknowledged or removed before
+	// the consumer's state bore the advisory out (an advisory written by a
+	// client, not the server; or one the server wrote, of a job whose
+	// late result was accepted first).
+	Refuted int
 	// StatusErrors counts status entries that could not be written.
 	StatusErrors int
 }
@@ -113,8 +119,11 @@ func retry(ctx context.Context, attempts int, op func() error) error {
 // one whose worker was lost in the meantime.
 //
 // Nothing a worker publishes is taken at its word: a result counts only
-// once Verify accepts it, a job is given up only when the server says it
-// was delivered MaxDeliver times, and the status bucket is display. A
+// once Verify accepts it, a job is given up only when the server's
+// advisory says it was delivered MaxDeliver times and the consumer's own
+// state bears that out (an advisory is a message any client allowed to
+// publish on its subject could write; see giveUps), and the status bucket
+// is display. A
 // message that is not a result is skipped and logged, never read again
 // within the run (a restart reads the stream from its start again, and
 // skips it again).
@@ -252,10 +261,40 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		suspects[r.JobID] = true
 		return nil
 	}
+	// An advisory is a claim the server's state must bear out (giveUps).
+	claims := newGiveUps(q)
+	checkClaims := func() error {
+		given, refuted, err := claims.check(ctx)
+		if err != nil {
+			logf("%v (the advisories of jobs given up are checked again)", err)
+			return nil
+		}
+		for _, id := range refuted {
+			sum.Refuted++
+			logf("queue: an advisory said %s was given up, but the server's state does not bear it out (the job was acknowledged or removed since): ignored", id)
+		}
+		for _, id := range given {
+			if !open[id] || done(id) {
+				continue
+			}
+			if err := accept(Result{
+				JobID: id, Deliveries: q.cfg.MaxDeliver, GaveUp: true,
+				Error: fmt.Sprintf("given up after %d deliveries without a result (the job failed, crashed or lost its worker each time)", q.cfg.MaxDeliver),
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	// recheck publishes again the jobs with a rejected result of which
 	// no delivery is left in the queue.
 	published := false // rechecks wait for the first publication
 	recheck := func() error {
+		if claims.pending() {
+			if err := checkClaims(); err != nil {
+				return err
+			}
+		}
 		for id, at := range settling {
 			if time.Since(at) < q.cfg.AckWait/2 {
 				continue
@@ -344,10 +383,8 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		if _, ok := byID[id]; !ok || !open[id] || done(id) {
 			return nil
 		}
-		return accept(Result{
-			JobID: id, Deliveries: int(adv.Deliveries), GaveUp: true,
-			Error: fmt.Sprintf("given up after %d deliveries without a result (the job failed, crashed or lost its worker each time)", q.cfg.MaxDeliver),
-		})
+		claims.add(adv.StreamSeq, id)
+		return checkClaims()
 	}
 	// step handles the next message of either stream; it reports which
 	// stream it came from and whether more were waiting behind it.
