@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,7 +44,8 @@ type CoordinatorConfig struct {
 	//
 	// Results the coordinator decides itself have Seq 0: a job given up
 	// (GaveUp; the server counted its deliveries) and a job whose
-	// results one source had rejected MaxRejects times.
+	// results one source had rejected MaxRejects times, or that had no
+	// provable result after MaxRepublish publications again.
 	Accept func(ctx context.Context, r Result) error
 	// Rejected, when set, is told of each rejected result and its source
 	// ("" for the anonymous one).
@@ -50,12 +53,25 @@ type CoordinatorConfig struct {
 	// MaxRejects is how many rejected results one source may have for a
 	// job before the job fails (default 2).
 	MaxRejects int
+	// MaxRepublish is how many times a job is published again after its
+	// results were all rejected and no delivery of it is left (default
+	// DefaultMaxRepublish). Once it has been, the next such rejection
+	// fails the job, "no provable result", naming the sources refused:
+	// workers that take a job and return what proves nothing (a key the
+	// coordinator does not trust, another version) would otherwise have it
+	// published without end.
+	MaxRepublish int
 	// Logf, when set, receives what Coordinate does not return: a status
 	// entry it could not write (statuses are for display; the results are
 	// the record), a message on the results stream that is not a result
 	// (skipped).
 	Logf func(format string, args ...any)
 }
+
+// DefaultMaxRepublish is CoordinatorConfig.MaxRepublish's default: a
+// job is published at most four times in all while every result of it is
+// rejected.
+const DefaultMaxRepublish = 3
 
 // Anonymous is the source of rejected results that prove nothing
 // (unsigned, signed by no trusted key, a replay of another job's) in
@@ -86,6 +102,9 @@ type Summary struct {
 	// client, not the server; or one the server wrote, of a job whose
 	// late result was accepted first).
 	Refuted int
+	// Unprovable counts jobs failed for having no provable result after
+	// MaxRepublish publications again.
+	Unprovable int
 	// StatusErrors counts status entries that could not be written.
 	StatusErrors int
 }
@@ -134,6 +153,9 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	}
 	if cfg.MaxRejects <= 0 {
 		cfg.MaxRejects = 2
+	}
+	if cfg.MaxRepublish <= 0 {
+		cfg.MaxRepublish = DefaultMaxRepublish
 	}
 	logf := cfg.Logf
 	if logf == nil {
@@ -195,7 +217,8 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		return sum, err
 	}
 
-	rejects := map[string]int{} // by job and source
+	rejects := map[string]int{}            // by job and source
+	refused := map[string]map[string]int{} // by job, then source
 	suspects := map[string]bool{}
 	settling := map[string]time.Time{} // accepted, by when
 	tick := time.NewTicker(min(q.cfg.AckWait/2, time.Second))
@@ -240,6 +263,10 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 			key = Anonymous
 		}
 		sum.RejectedBy[key]++
+		if refused[r.JobID] == nil {
+			refused[r.JobID] = map[string]int{}
+		}
+		refused[r.JobID][key]++
 		if cfg.Rejected != nil {
 			cfg.Rejected(r, source, verr)
 		}
@@ -324,6 +351,13 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 			}
 			delete(suspects, id)
 			j := byID[id]
+			if republished[j.ID] >= cfg.MaxRepublish {
+				sum.Unprovable++
+				if err := accept(Result{JobID: j.ID, Error: noProvableResult(republished[j.ID]+1, refused[j.ID])}); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := q.putStatusAsync(ctx, []JobStatus{{ID: j.ID, State: Queued, Error: "a result was rejected"}}); err != nil {
 				statusErr(err)
 			}
@@ -474,6 +508,22 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		}
 	}
 	return sum, nil
+}
+
+// noProvableResult is the error of a job whose results, over its
+// publications, were all rejected: how many, from which sources.
+func noProvableResult(publications int, by map[string]int) string {
+	sources := make([]string, 0, len(by))
+	n := 0
+	for k := range by {
+		sources = append(sources, k)
+	}
+	slices.Sort(sources)
+	for i, k := range sources {
+		n += by[k]
+		sources[i] = fmt.Sprintf("%s %d", k, by[k])
+	}
+	return fmt.Sprintf("no provable result after %d publications of the run: %d results refused (by source: %s)", publications, n, strings.Join(sources, ", "))
 }
 
 // startAttempts bounds the retries of a JetStream call the coordinator

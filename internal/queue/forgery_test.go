@@ -291,3 +291,42 @@ func TestGiveUpWhileOthersRun(t *testing.T) {
 		t.Errorf("held: %+v", r)
 	}
 }
+
+// TestRepublishBounded: a job whose every result is refused (its only
+// worker signs with no trusted key) is published again MaxRepublish
+// times, then recorded as failed with no provable result, naming the
+// sources refused; the coordinator finishes.
+func TestRepublishBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		maxRepublish int
+		republished  int
+	}{
+		{"default", 0, DefaultMaxRepublish},
+		{"one", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, q := startLoopback(t, "bounded-"+tc.name, Config{AckWait: time.Second})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			w, _ := runWorker(t, q, WorkerConfig{ID: "untrusted"}, func(context.Context, Job, func(string)) ([]byte, error) {
+				return []byte("unsigned"), nil
+			})
+			col := newCollector()
+			jobs := []Job{{ID: "x"}}
+			sum, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done, Verify: signedVerify, MaxRepublish: tc.maxRepublish})
+			if err != nil {
+				t.Fatalf("Coordinate: %v (summary %+v)", err, sum)
+			}
+			r := col.exactlyOne(t, jobs)["x"]
+			want := fmt.Sprintf("no provable result after %d publications of the run: %d results refused (by source: %s %d)", tc.republished+1, tc.republished+1, Anonymous, tc.republished+1)
+			if r.Seq != 0 || r.Error != want {
+				t.Errorf("result %+v, want the coordinator's failure %q", r, want)
+			}
+			if sum.Republished != tc.republished || sum.Rejected != tc.republished+1 || sum.Unprovable != 1 || sum.Failed != 1 {
+				t.Errorf("summary %+v", sum)
+			}
+			eventually(t, "the worker has run each publication", func() bool { return w.Stats().Ran == int64(tc.republished+1) })
+		})
+	}
+}
