@@ -776,95 +776,7 @@ func TestWorkerPermissions(t *testing.T) {
 			if tc.url != nil {
 				url = tc.url(url)
 			}
-			var mu sync.Mutex
-			var violations []string
-			wnc, err := Connect(ctx, url, tc.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer wnc.Close()
-			wnc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				violations = append(violations, err.Error())
-			})
-			wq, err := Join(ctx, wnc, "perm")
-			if err != nil {
-				t.Fatalf("a worker joins: %v", err)
-			}
-			w, err := wq.NewWorker(WorkerConfig{ID: tc.name, PollWait: 100 * time.Millisecond, Logf: t.Logf}, func(ctx context.Context, j Job, progress func(string)) ([]byte, error) {
-				progress("reading the bundle")
-				var b bytes.Buffer
-				if _, err := wq.GetArtifact(ctx, "repo/x", &b); err != nil {
-					return nil, err
-				}
-				if _, err := wq.PutArtifact(ctx, "ledger/"+j.ID, strings.NewReader("ledger")); err != nil {
-					return nil, err
-				}
-				return b.Bytes(), nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			wdone := make(chan error, 1)
-			go func() { wdone <- w.Run(ctx) }()
-			col := newCollector()
-			jobs := []Job{{ID: tc.name + "/a"}, {ID: tc.name + "/b"}}
-			if _, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done}); err != nil {
-				t.Fatal(err)
-			}
-			for id, r := range col.exactlyOne(t, jobs) {
-				if r.Error != "" || string(r.Payload) != "bundle" || r.Worker != tc.name {
-					t.Errorf("%s: %+v", id, r)
-				}
-			}
-			w.Drain()
-			if err := <-wdone; err != nil {
-				t.Errorf("worker: %v", err)
-			}
-			// What `truss bench status` reads.
-			sts, err := wq.Status(ctx)
-			if err != nil {
-				t.Errorf("the status entries: %v", err)
-			} else if c := Counts(sts); c[Done] < 2 {
-				t.Errorf("status entries %v", c)
-			}
-			// What a worker may not do.
-			for _, subj := range []string{
-				q.jobSubject("c"),
-				advisoryMaxDeliveries + "." + q.streamJobs + "." + consumerName,
-				"$JS.API.STREAM.PURGE." + q.streamJobs,
-				"$JS.API.STREAM.DELETE." + q.streamRes,
-				"$JS.API.STREAM.MSG.DELETE." + q.streamJobs,
-				"$JS.API.CONSUMER.CREATE." + q.streamRes,
-				"$JS.API.CONSUMER.DELETE." + q.streamJobs + "." + consumerName,
-			} {
-				if err := wnc.Publish(subj, []byte("{}")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := wnc.SubscribeSync(q.subjResults); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, "eight permission violations", func() bool {
-				_ = wnc.Flush()
-				mu.Lock()
-				defer mu.Unlock()
-				return len(violations) >= 8
-			})
-			mu.Lock()
-			for _, v := range violations {
-				if !strings.Contains(v, "Permissions Violation") {
-					t.Errorf("not a permission violation: %s", v)
-				}
-			}
-			mu.Unlock()
-			if pending, err := q.Pending(ctx); err != nil || len(pending) != 0 {
-				t.Errorf("jobs in the queue after the worker's attempts: %v, %v", pending, err)
-			}
-			if _, err := q.cons.Info(ctx); err != nil {
-				t.Errorf("the workers' consumer after the worker's attempts: %v", err)
-			}
+			checkWorker(ctx, t, q, url, tc.opts, tc.name)
 		})
 	}
 	// A wrong token, password or key is refused.
@@ -883,6 +795,106 @@ func TestWorkerPermissions(t *testing.T) {
 	if nc, err := Connect(ctx, srv.URL(), ConnectOptions{CredsFile: ofile}); err == nil {
 		nc.Close()
 		t.Error("an NKey not admitted connected")
+	}
+}
+
+// checkWorker checks that a worker connecting to url with o, as id, runs
+// q's jobs (reading the artifact "repo/x", which holds "bundle", and
+// adding its own) and reads its status entries, and is refused
+// everything else a coordinator does: publish a job, forge the server's
+// advisory, purge or delete the jobs, read the results.
+func checkWorker(ctx context.Context, t *testing.T, q *Queue, url string, o ConnectOptions, id string) {
+	t.Helper()
+	var mu sync.Mutex
+	var violations []string
+	wnc, err := Connect(ctx, url, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wnc.Close()
+	wnc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		violations = append(violations, err.Error())
+	})
+	wq, err := Join(ctx, wnc, q.Name())
+	if err != nil {
+		t.Fatalf("a worker joins: %v", err)
+	}
+	w, err := wq.NewWorker(WorkerConfig{ID: id, PollWait: 100 * time.Millisecond, Logf: t.Logf}, func(ctx context.Context, j Job, progress func(string)) ([]byte, error) {
+		progress("reading the bundle")
+		var b bytes.Buffer
+		if _, err := wq.GetArtifact(ctx, "repo/x", &b); err != nil {
+			return nil, err
+		}
+		if _, err := wq.PutArtifact(ctx, "ledger/"+j.ID, strings.NewReader("ledger")); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wdone := make(chan error, 1)
+	go func() { wdone <- w.Run(ctx) }()
+	col := newCollector()
+	jobs := []Job{{ID: id + "/a"}, {ID: id + "/b"}}
+	if _, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done}); err != nil {
+		t.Fatal(err)
+	}
+	for job, r := range col.exactlyOne(t, jobs) {
+		if r.Error != "" || string(r.Payload) != "bundle" || r.Worker != id {
+			t.Errorf("%s: %+v", job, r)
+		}
+	}
+	w.Drain()
+	if err := <-wdone; err != nil {
+		t.Errorf("worker: %v", err)
+	}
+	// What `truss bench status` reads.
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	sts, err := wq.Status(sctx)
+	if err != nil {
+		t.Errorf("the status entries: %v", err)
+	} else if c := Counts(sts); c[Done] < 2 {
+		t.Errorf("status entries %v", c)
+	}
+	// What a worker may not do.
+	for _, subj := range []string{
+		q.jobSubject("c"),
+		advisoryMaxDeliveries + "." + q.streamJobs + "." + consumerName,
+		"$JS.API.STREAM.PURGE." + q.streamJobs,
+		"$JS.API.STREAM.DELETE." + q.streamRes,
+		"$JS.API.STREAM.MSG.DELETE." + q.streamJobs,
+		"$JS.API.CONSUMER.CREATE." + q.streamRes,
+		"$JS.API.CONSUMER.DELETE." + q.streamJobs + "." + consumerName,
+	} {
+		if err := wnc.Publish(subj, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := wnc.SubscribeSync(q.subjResults); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "eight permission violations", func() bool {
+		_ = wnc.Flush()
+		mu.Lock()
+		defer mu.Unlock()
+		return len(violations) >= 8
+	})
+	mu.Lock()
+	for _, v := range violations {
+		if !strings.Contains(v, "Permissions Violation") {
+			t.Errorf("not a permission violation: %s", v)
+		}
+	}
+	mu.Unlock()
+	if pending, err := q.Pending(ctx); err != nil || len(pending) != 0 {
+		t.Errorf("jobs in the queue after the worker's attempts: %v, %v", pending, err)
+	}
+	if _, err := q.cons.Info(ctx); err != nil {
+		t.Errorf("the workers' consumer after the worker's attempts: %v", err)
 	}
 }
 
