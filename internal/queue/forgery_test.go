@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,7 +264,11 @@ func TestGiveUpWhileOthersRun(t *testing.T) {
 	defer cancel()
 	jobs := []Job{{ID: "held", Payload: payload(testPayload{})}, {ID: "poison", Payload: payload(testPayload{Panic: true})}}
 	release := make(chan struct{})
+	var lastPoison atomic.Int64 // when the poison job last reached the worker
 	runWorker(t, q, WorkerConfig{ID: "w", Parallel: 2}, func(ctx context.Context, j Job, p func(string)) ([]byte, error) {
+		if j.ID == "poison" {
+			lastPoison.Store(time.Now().UnixNano())
+		}
 		if j.ID == "held" {
 			select {
 			case <-release:
@@ -276,6 +281,7 @@ func TestGiveUpWhileOthersRun(t *testing.T) {
 	col := newCollector()
 	_, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Done: col.done, Accept: func(ctx context.Context, r Result) error {
 		if r.JobID == "poison" {
+			t.Logf("given up %v after the job's last delivery", time.Since(time.Unix(0, lastPoison.Load())).Round(time.Millisecond))
 			close(release)
 		}
 		return col.accept(ctx, r)
