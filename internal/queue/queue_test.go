@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -795,6 +796,41 @@ func TestWorkerPermissions(t *testing.T) {
 	if nc, err := Connect(ctx, srv.URL(), ConnectOptions{CredsFile: ofile}); err == nil {
 		nc.Close()
 		t.Error("an NKey not admitted connected")
+	}
+	// The process's own key, presented without its seed.
+	ipub, _ := srv.internal.PublicKey()
+	if nc, err := nats.Connect(srv.URL(), nats.Nkey(ipub, other.Sign)); err == nil {
+		nc.Close()
+		t.Error("a client presenting the process's public key with another key's signature connected")
+	}
+}
+
+func TestSignedNonce(t *testing.T) {
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	other, _ := nkeys.CreateUser()
+	nonce := []byte("nonce-from-the-server")
+	sig, _ := kp.Sign(nonce)
+	osig, _ := other.Sign(nonce)
+	for _, tc := range []struct {
+		name  string
+		pub   string
+		sig   string
+		nonce []byte
+		want  bool
+	}{
+		{"raw url", pub, base64.RawURLEncoding.EncodeToString(sig), nonce, true},
+		{"standard", pub, base64.StdEncoding.EncodeToString(sig), nonce, true},
+		{"another key's", pub, base64.RawURLEncoding.EncodeToString(osig), nonce, false},
+		{"another nonce", pub, base64.RawURLEncoding.EncodeToString(sig), []byte("other"), false},
+		{"no nonce", pub, base64.RawURLEncoding.EncodeToString(sig), nil, false},
+		{"no signature", pub, "", nonce, false},
+		{"not base64", pub, "!!!", nonce, false},
+		{"not a key", "UNOTAKEY", base64.RawURLEncoding.EncodeToString(sig), nonce, false},
+	} {
+		if got := signedNonce(tc.pub, tc.sig, tc.nonce); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 
