@@ -142,10 +142,10 @@ func retry(ctx context.Context, attempts int, op func() error) error {
 // advisory says it was delivered MaxDeliver times and the consumer's own
 // state bears that out (an advisory is a message any client allowed to
 // publish on its subject could write; see giveUps), and the status bucket
-// is display. A
-// message that is not a result is skipped and logged, never read again
-// within the run (a restart reads the stream from its start again, and
-// skips it again).
+// is display. A message that is not a result is skipped and logged, never
+// read again within the run (a restart reads the stream from its start
+// again, and skips it again). A job whose results are all rejected is
+// published again at most MaxRepublish times.
 func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfig) (Summary, error) {
 	sum := Summary{RejectedBy: map[string]int{}}
 	if cfg.Accept == nil {
