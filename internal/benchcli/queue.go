@@ -35,7 +35,7 @@ type natsFlags struct {
 func (n *natsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.url, "nats", os.Getenv("NATS_URL"), "a NATS deployment with JetStream (default $NATS_URL; none: an embedded server)")
 	fs.StringVar(&n.creds, "nats-creds", "", "a NATS credentials file (.creds) or NKey seed")
-	fs.StringVar(&n.token, "nats-token", os.Getenv("NATS_TOKEN"), "a NATS token (default $NATS_TOKEN); with --nats-listen, the token the embedded server requires")
+	fs.StringVar(&n.token, "nats-token", os.Getenv("NATS_TOKEN"), "a NATS token (default $NATS_TOKEN); with --nats-listen, the token the embedded server requires, which admits a worker's permissions only")
 }
 
 func (n *natsFlags) options(name string) queue.ConnectOptions {
@@ -78,9 +78,6 @@ func (q *queueFlags) check() error {
 	}
 	if q.localWorkers < -1 {
 		return cli.Usagef("--local-workers must be at least 0")
-	}
-	if q.token != "" && len(q.workerNKeys) > 0 && q.url == "" {
-		return cli.Usagef("--nats-token and --nats-worker-nkey exclude each other: the token admits every client with every permission")
 	}
 	if q.replicas < 0 || q.replicas > 5 {
 		return cli.Usagef("--replicas must be 1 to 5")

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,7 +44,8 @@ type CoordinatorConfig struct {
 	//
 	// Results the coordinator decides itself have Seq 0: a job given up
 	// (GaveUp; the server counted its deliveries) and a job whose
-	// results one source had rejected MaxRejects times.
+	// results one source had rejected MaxRejects times, or that had no
+	// provable result after MaxRepublish publications again.
 	Accept func(ctx context.Context, r Result) error
 	// Rejected, when set, is told of each rejected result and its source
 	// ("" for the anonymous one).
@@ -50,12 +53,25 @@ type CoordinatorConfig struct {
 	// MaxRejects is how many rejected results one source may have for a
 	// job before the job fails (default 2).
 	MaxRejects int
+	// MaxRepublish is how many times a job is published again after its
+	// results were all rejected and no delivery of it is left (default
+	// DefaultMaxRepublish). Once it has been, the next such rejection
+	// fails the job, "no provable result", naming the sources refused:
+	// workers that take a job and return what proves nothing (a key the
+	// coordinator does not trust, another version) would otherwise have it
+	// published without end.
+	MaxRepublish int
 	// Logf, when set, receives what Coordinate does not return: a status
 	// entry it could not write (statuses are for display; the results are
 	// the record), a message on the results stream that is not a result
 	// (skipped).
 	Logf func(format string, args ...any)
 }
+
+// DefaultMaxRepublish is CoordinatorConfig.MaxRepublish's default: a
+// job is published at most four times in all while every result of it is
+// rejected.
+const DefaultMaxRepublish = 3
 
 // Anonymous is the source of rejected results that prove nothing
 // (unsigned, signed by no trusted key, a replay of another job's) in
@@ -80,6 +96,15 @@ type Summary struct {
 	// Republished counts jobs published again after a rejected result
 	// left none of their deliveries in the queue.
 	Republished int
+	// Refuted counts advisories of a job given up that the server's own
+	// state refuted: the job's message was acknowledged or removed before
+	// the consumer's state bore the advisory out (an advisory written by a
+	// client, not the server; or one the server wrote, of a job whose
+	// late result was accepted first).
+	Refuted int
+	// Unprovable counts jobs failed for having no provable result after
+	// MaxRepublish publications again.
+	Unprovable int
 	// StatusErrors counts status entries that could not be written.
 	StatusErrors int
 }
@@ -113,11 +138,14 @@ func retry(ctx context.Context, attempts int, op func() error) error {
 // one whose worker was lost in the meantime.
 //
 // Nothing a worker publishes is taken at its word: a result counts only
-// once Verify accepts it, a job is given up only when the server says it
-// was delivered MaxDeliver times, and the status bucket is display. A
-// message that is not a result is skipped and logged, never read again
-// within the run (a restart reads the stream from its start again, and
-// skips it again).
+// once Verify accepts it, a job is given up only when the server's
+// advisory says it was delivered MaxDeliver times and the consumer's own
+// state bears that out (an advisory is a message any client allowed to
+// publish on its subject could write; see giveUps), and the status bucket
+// is display. A message that is not a result is skipped and logged, never
+// read again within the run (a restart reads the stream from its start
+// again, and skips it again). A job whose results are all rejected is
+// published again at most MaxRepublish times.
 func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfig) (Summary, error) {
 	sum := Summary{RejectedBy: map[string]int{}}
 	if cfg.Accept == nil {
@@ -125,6 +153,9 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	}
 	if cfg.MaxRejects <= 0 {
 		cfg.MaxRejects = 2
+	}
+	if cfg.MaxRepublish <= 0 {
+		cfg.MaxRepublish = DefaultMaxRepublish
 	}
 	logf := cfg.Logf
 	if logf == nil {
@@ -186,7 +217,8 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		return sum, err
 	}
 
-	rejects := map[string]int{} // by job and source
+	rejects := map[string]int{}            // by job and source
+	refused := map[string]map[string]int{} // by job, then source
 	suspects := map[string]bool{}
 	settling := map[string]time.Time{} // accepted, by when
 	tick := time.NewTicker(min(q.cfg.AckWait/2, time.Second))
@@ -231,6 +263,10 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 			key = Anonymous
 		}
 		sum.RejectedBy[key]++
+		if refused[r.JobID] == nil {
+			refused[r.JobID] = map[string]int{}
+		}
+		refused[r.JobID][key]++
 		if cfg.Rejected != nil {
 			cfg.Rejected(r, source, verr)
 		}
@@ -252,10 +288,40 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		suspects[r.JobID] = true
 		return nil
 	}
+	// An advisory is a claim the server's state must bear out (giveUps).
+	claims := newGiveUps(q)
+	checkClaims := func() error {
+		given, refuted, err := claims.check(ctx)
+		if err != nil {
+			logf("%v (the advisories of jobs given up are checked again)", err)
+			return nil
+		}
+		for _, id := range refuted {
+			sum.Refuted++
+			logf("queue: an advisory said %s was given up, but the server's state does not bear it out (the job was acknowledged or removed since): ignored", id)
+		}
+		for _, id := range given {
+			if !open[id] || done(id) {
+				continue
+			}
+			if err := accept(Result{
+				JobID: id, Deliveries: q.cfg.MaxDeliver, GaveUp: true,
+				Error: fmt.Sprintf("given up after %d deliveries without a result (the job failed, crashed or lost its worker each time)", q.cfg.MaxDeliver),
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	// recheck publishes again the jobs with a rejected result of which
 	// no delivery is left in the queue.
 	published := false // rechecks wait for the first publication
 	recheck := func() error {
+		if claims.pending() {
+			if err := checkClaims(); err != nil {
+				return err
+			}
+		}
 		for id, at := range settling {
 			if time.Since(at) < q.cfg.AckWait/2 {
 				continue
@@ -285,6 +351,13 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 			}
 			delete(suspects, id)
 			j := byID[id]
+			if republished[j.ID] >= cfg.MaxRepublish {
+				sum.Unprovable++
+				if err := accept(Result{JobID: j.ID, Error: noProvableResult(republished[j.ID]+1, refused[j.ID])}); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := q.putStatusAsync(ctx, []JobStatus{{ID: j.ID, State: Queued, Error: "a result was rejected"}}); err != nil {
 				statusErr(err)
 			}
@@ -344,10 +417,8 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		if _, ok := byID[id]; !ok || !open[id] || done(id) {
 			return nil
 		}
-		return accept(Result{
-			JobID: id, Deliveries: int(adv.Deliveries), GaveUp: true,
-			Error: fmt.Sprintf("given up after %d deliveries without a result (the job failed, crashed or lost its worker each time)", q.cfg.MaxDeliver),
-		})
+		claims.add(adv.StreamSeq, id)
+		return checkClaims()
 	}
 	// step handles the next message of either stream; it reports which
 	// stream it came from and whether more were waiting behind it.
@@ -437,6 +508,22 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		}
 	}
 	return sum, nil
+}
+
+// noProvableResult is the error of a job whose results, over its
+// publications, were all rejected: how many, from which sources.
+func noProvableResult(publications int, by map[string]int) string {
+	sources := make([]string, 0, len(by))
+	n := 0
+	for k := range by {
+		sources = append(sources, k)
+	}
+	slices.Sort(sources)
+	for i, k := range sources {
+		n += by[k]
+		sources[i] = fmt.Sprintf("%s %d", k, by[k])
+	}
+	return fmt.Sprintf("no provable result after %d publications of the run: %d results refused (by source: %s)", publications, n, strings.Join(sources, ", "))
 }
 
 // startAttempts bounds the retries of a JetStream call the coordinator

@@ -2,9 +2,12 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,5 +161,178 @@ func TestPoisonResultSkipped(t *testing.T) {
 	}
 	if sum.Rejected != 1 || len(rejected) != 1 || !strings.Contains(rejected[0], "panicked") {
 		t.Errorf("summary %+v, rejected %q", sum, rejected)
+	}
+}
+
+// forgeAdvisory publishes, as a client with every right could, the
+// server's advisory that the job at the jobs stream's sequence seq was
+// delivered MaxDeliver times.
+func forgeAdvisory(t *testing.T, q *Queue, seq uint64) {
+	t.Helper()
+	b, _ := json.Marshal(deliveryExceeded{Stream: q.streamJobs, Consumer: consumerName, StreamSeq: seq, Deliveries: uint64(q.cfg.MaxDeliver)})
+	if err := q.nc.Publish(advisoryMaxDeliveries+"."+q.streamJobs+"."+consumerName, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestForgedAdvisoryGivesNothingUp: advisories of jobs given up, forged
+// by a privileged client for a job a worker is running and for a
+// sequence the stream does not hold, give nothing up; a job the server
+// does give up meanwhile (it panics on every delivery) is given up, once
+// the consumer's state bears its advisory out despite the forged claim
+// beside it; the running job's honest result is accepted.
+func TestForgedAdvisoryGivesNothingUp(t *testing.T) {
+	_, q := startLoopback(t, "advforged", Config{AckWait: time.Second, MaxDeliver: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	jobs := []Job{
+		{ID: "held", Payload: payload(testPayload{})},
+		{ID: "poison", Payload: payload(testPayload{Panic: true})},
+		{ID: "quick", Payload: payload(testPayload{})},
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	runWorker(t, q, WorkerConfig{ID: "honest", Parallel: 2}, func(ctx context.Context, j Job, p func(string)) ([]byte, error) {
+		if j.ID == "held" {
+			close(started)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return testHandler(ctx, j, p)
+	})
+	col := newCollector()
+	go func() {
+		<-started
+		// "held" is the stream's first message and runs; nothing is at
+		// sequence 99.
+		forgeAdvisory(t, q, 1)
+		forgeAdvisory(t, q, 99)
+		// The poison job is given up meanwhile; the held job's forged
+		// claim keeps the count from matching, so its give-up waits
+		// for the held job's acknowledgement.
+		time.Sleep(3 * time.Second)
+		col.mu.Lock()
+		held := len(col.results["held"])
+		col.mu.Unlock()
+		if held != 0 {
+			t.Errorf("the held job has a result before it finished: %+v", col.results["held"])
+		}
+		close(release)
+	}()
+	var logs []string
+	var mu sync.Mutex
+	sum, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done, Logf: func(f string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs = append(logs, fmt.Sprintf(f, a...))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := col.exactlyOne(t, jobs)
+	if r := got["held"]; r.GaveUp || r.Error != "" || string(r.Payload) != "ok held" {
+		t.Errorf("held: %+v, want its worker's result", r)
+	}
+	if r := got["quick"]; r.GaveUp || string(r.Payload) != "ok quick" {
+		t.Errorf("quick: %+v", r)
+	}
+	if r := got["poison"]; !r.GaveUp || r.Deliveries != 3 || !strings.Contains(r.Error, "given up after 3 deliveries") {
+		t.Errorf("poison: %+v, want given up", r)
+	}
+	if sum.GaveUp != 1 || sum.Refuted != 1 {
+		t.Errorf("summary %+v, want one job given up and one advisory refuted", sum)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(strings.Join(logs, "\n"), "an advisory said held was given up") {
+		t.Errorf("the refuted advisory was not reported: %q", logs)
+	}
+}
+
+// TestGiveUpWhileOthersRun: a job the server gives up is given up while
+// a job delivered before it still runs (the consumer's acknowledgement
+// floor stays below both until then): the running job is released only
+// once the give-up is recorded.
+func TestGiveUpWhileOthersRun(t *testing.T) {
+	_, q := startLoopback(t, "giveupearly", Config{AckWait: time.Second, MaxDeliver: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	jobs := []Job{{ID: "held", Payload: payload(testPayload{})}, {ID: "poison", Payload: payload(testPayload{Panic: true})}}
+	release := make(chan struct{})
+	var lastPoison atomic.Int64 // when the poison job last reached the worker
+	runWorker(t, q, WorkerConfig{ID: "w", Parallel: 2}, func(ctx context.Context, j Job, p func(string)) ([]byte, error) {
+		if j.ID == "poison" {
+			lastPoison.Store(time.Now().UnixNano())
+		}
+		if j.ID == "held" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return testHandler(ctx, j, p)
+	})
+	col := newCollector()
+	_, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Done: col.done, Accept: func(ctx context.Context, r Result) error {
+		if r.JobID == "poison" {
+			t.Logf("given up %v after the job's last delivery", time.Since(time.Unix(0, lastPoison.Load())).Round(time.Millisecond))
+			close(release)
+		}
+		return col.accept(ctx, r)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := col.exactlyOne(t, jobs)
+	if r := got["poison"]; !r.GaveUp || r.Deliveries != 2 {
+		t.Errorf("poison: %+v", r)
+	}
+	if r := got["held"]; r.GaveUp || string(r.Payload) != "ok held" {
+		t.Errorf("held: %+v", r)
+	}
+}
+
+// TestRepublishBounded: a job whose every result is refused (its only
+// worker signs with no trusted key) is published again MaxRepublish
+// times, then recorded as failed with no provable result, naming the
+// sources refused; the coordinator finishes.
+func TestRepublishBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		maxRepublish int
+		republished  int
+	}{
+		{"default", 0, DefaultMaxRepublish},
+		{"one", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, q := startLoopback(t, "bounded-"+tc.name, Config{AckWait: time.Second})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			w, _ := runWorker(t, q, WorkerConfig{ID: "untrusted"}, func(context.Context, Job, func(string)) ([]byte, error) {
+				return []byte("unsigned"), nil
+			})
+			col := newCollector()
+			jobs := []Job{{ID: "x"}}
+			sum, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done, Verify: signedVerify, MaxRepublish: tc.maxRepublish})
+			if err != nil {
+				t.Fatalf("Coordinate: %v (summary %+v)", err, sum)
+			}
+			r := col.exactlyOne(t, jobs)["x"]
+			want := fmt.Sprintf("no provable result after %d publications of the run: %d results refused (by source: %s %d)", tc.republished+1, tc.republished+1, Anonymous, tc.republished+1)
+			if r.Seq != 0 || r.Error != want {
+				t.Errorf("result %+v, want the coordinator's failure %q", r, want)
+			}
+			if sum.Republished != tc.republished || sum.Rejected != tc.republished+1 || sum.Unprovable != 1 || sum.Failed != 1 {
+				t.Errorf("summary %+v", sum)
+			}
+			eventually(t, "the worker has run each publication", func() bool { return w.Stats().Ran == int64(tc.republished+1) })
+		})
 	}
 }

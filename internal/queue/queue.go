@@ -15,8 +15,9 @@
 //     an ack wait that heartbeats (InProgress) extend and the delivery
 //     limit (MaxDeliver), past which the server gives the job up;
 //   - a stream of the server's advisories of jobs given up, which the
-//     coordinator reads (a worker's word that a job was given up counts
-//     for nothing);
+//     coordinator reads and checks against the consumer's state before
+//     giving a job up (a worker's word that a job was given up counts for
+//     nothing, and so does an advisory the state does not bear out);
 //   - a stream of results (truss.NAME.results), kept until removed;
 //   - a key-value bucket of each job's status (queued, running on which
 //     worker since when, done, failed);

@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -505,7 +506,7 @@ func TestListenRefusedWithoutAuth(t *testing.T) {
 		{"0.0.0.0:0", Auth{Token: "s3cret"}, ""},
 		{"0.0.0.0:0", Auth{User: "bench", Password: "pw"}, ""},
 		{"0.0.0.0:0", Auth{NKeys: []string{pub}}, ""},
-		{"127.0.0.1:0", Auth{Token: "t", User: "u", Password: "p"}, "excludes"},
+		{"127.0.0.1:0", Auth{Token: "t", User: "u", Password: "p", NKeys: []string{pub}}, ""},
 		{"127.0.0.1:0", Auth{User: "u"}, "needs a password"},
 		{"127.0.0.1:0", Auth{NKeys: []string{"SUAXYZ"}}, "public user NKey"},
 		{"127.0.0.1", Auth{}, "missing port"},
@@ -727,12 +728,14 @@ func TestDelete(t *testing.T) {
 	}
 }
 
-// TestWorkerPermissions: a worker that presents an NKey of an embedded
-// server restricted to its queue runs jobs and publishes results, and can
-// do nothing else a coordinator does: publish a job, forge the server's
-// advisory, purge or delete the jobs, read the results.
+// TestWorkerPermissions: a worker of an embedded server restricted to
+// its queue — whether it presents an NKey, the shared token, or the user
+// and password, all admitted at once — runs jobs, publishes results and
+// reads the status entries, and can do nothing else a coordinator does:
+// publish a job, forge the server's advisory, purge or delete the jobs,
+// read the results. The process's own connection keeps every right.
 func TestWorkerPermissions(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kp, _ := nkeys.CreateUser()
 	pub, _ := kp.PublicKey()
@@ -741,7 +744,8 @@ func TestWorkerPermissions(t *testing.T) {
 	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := StartServer(ctx, ServerConfig{Dir: t.TempDir(), Auth: Auth{NKeys: []string{pub}}, Queue: "perm"})
+	auth := Auth{Token: "s3cret", User: "bench", Password: "pw", NKeys: []string{pub}}
+	srv, err := StartServer(ctx, ServerConfig{Dir: t.TempDir(), Auth: auth, Queue: "perm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -758,9 +762,88 @@ func TestWorkerPermissions(t *testing.T) {
 	if _, err := q.PutArtifact(ctx, "repo/x", strings.NewReader("bundle")); err != nil {
 		t.Fatal(err)
 	}
+	for _, tc := range []struct {
+		name string
+		opts ConnectOptions
+		url  func(string) string
+	}{
+		{"nkey", ConnectOptions{CredsFile: seedFile}, nil},
+		{"token", ConnectOptions{Token: "s3cret"}, nil},
+		{"token in url", ConnectOptions{}, func(u string) string { return strings.Replace(u, "nats://", "nats://s3cret@", 1) }},
+		{"user", ConnectOptions{User: "bench", Password: "pw"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := srv.URL()
+			if tc.url != nil {
+				url = tc.url(url)
+			}
+			checkWorker(ctx, t, q, url, tc.opts, tc.name)
+		})
+	}
+	// A wrong token, password or key is refused.
+	for _, o := range []ConnectOptions{{Token: "wrong"}, {User: "bench", Password: "wrong"}, {User: "other", Password: "pw"}} {
+		if nc, err := Connect(ctx, srv.URL(), o); err == nil {
+			nc.Close()
+			t.Errorf("%+v: connected", o)
+		}
+	}
+	other, _ := nkeys.CreateUser()
+	oseed, _ := other.Seed()
+	ofile := filepath.Join(t.TempDir(), "other.nk")
+	if err := os.WriteFile(ofile, oseed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := Connect(ctx, srv.URL(), ConnectOptions{CredsFile: ofile}); err == nil {
+		nc.Close()
+		t.Error("an NKey not admitted connected")
+	}
+	// The process's own key, presented without its seed.
+	ipub, _ := srv.internal.PublicKey()
+	if nc, err := nats.Connect(srv.URL(), nats.Nkey(ipub, other.Sign)); err == nil {
+		nc.Close()
+		t.Error("a client presenting the process's public key with another key's signature connected")
+	}
+}
+
+func TestSignedNonce(t *testing.T) {
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	other, _ := nkeys.CreateUser()
+	nonce := []byte("nonce-from-the-server")
+	sig, _ := kp.Sign(nonce)
+	osig, _ := other.Sign(nonce)
+	for _, tc := range []struct {
+		name  string
+		pub   string
+		sig   string
+		nonce []byte
+		want  bool
+	}{
+		{"raw url", pub, base64.RawURLEncoding.EncodeToString(sig), nonce, true},
+		{"standard", pub, base64.StdEncoding.EncodeToString(sig), nonce, true},
+		{"another key's", pub, base64.RawURLEncoding.EncodeToString(osig), nonce, false},
+		{"another nonce", pub, base64.RawURLEncoding.EncodeToString(sig), []byte("other"), false},
+		{"no nonce", pub, base64.RawURLEncoding.EncodeToString(sig), nil, false},
+		{"no signature", pub, "", nonce, false},
+		{"not base64", pub, "!!!", nonce, false},
+		{"not a key", "UNOTAKEY", base64.RawURLEncoding.EncodeToString(sig), nonce, false},
+	} {
+		if got := signedNonce(tc.pub, tc.sig, tc.nonce); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// checkWorker checks that a worker connecting to url with o, as id, runs
+// q's jobs (reading the artifact "repo/x", which holds "bundle", and
+// adding its own) and reads its status entries, and is refused
+// everything else a coordinator does: publish a job, forge the server's
+// advisory, purge or delete the jobs, read the results.
+func checkWorker(ctx context.Context, t *testing.T, q *Queue, url string, o ConnectOptions, id string) {
+	t.Helper()
 	var mu sync.Mutex
 	var violations []string
-	wnc, err := Connect(ctx, srv.URL(), ConnectOptions{CredsFile: seedFile})
+	wnc, err := Connect(ctx, url, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -770,11 +853,11 @@ func TestWorkerPermissions(t *testing.T) {
 		defer mu.Unlock()
 		violations = append(violations, err.Error())
 	})
-	wq, err := Join(ctx, wnc, "perm")
+	wq, err := Join(ctx, wnc, q.Name())
 	if err != nil {
 		t.Fatalf("a worker joins: %v", err)
 	}
-	runWorker(t, wq, WorkerConfig{}, func(ctx context.Context, j Job, progress func(string)) ([]byte, error) {
+	w, err := wq.NewWorker(WorkerConfig{ID: id, PollWait: 100 * time.Millisecond, Logf: t.Logf}, func(ctx context.Context, j Job, progress func(string)) ([]byte, error) {
 		progress("reading the bundle")
 		var b bytes.Buffer
 		if _, err := wq.GetArtifact(ctx, "repo/x", &b); err != nil {
@@ -785,15 +868,33 @@ func TestWorkerPermissions(t *testing.T) {
 		}
 		return b.Bytes(), nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wdone := make(chan error, 1)
+	go func() { wdone <- w.Run(ctx) }()
 	col := newCollector()
-	jobs := []Job{{ID: "a"}, {ID: "b"}}
+	jobs := []Job{{ID: id + "/a"}, {ID: id + "/b"}}
 	if _, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done}); err != nil {
 		t.Fatal(err)
 	}
-	for id, r := range col.exactlyOne(t, jobs) {
-		if r.Error != "" || string(r.Payload) != "bundle" {
-			t.Errorf("%s: %+v", id, r)
+	for job, r := range col.exactlyOne(t, jobs) {
+		if r.Error != "" || string(r.Payload) != "bundle" || r.Worker != id {
+			t.Errorf("%s: %+v", job, r)
 		}
+	}
+	w.Drain()
+	if err := <-wdone; err != nil {
+		t.Errorf("worker: %v", err)
+	}
+	// What `truss bench status` reads.
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	sts, err := wq.Status(sctx)
+	if err != nil {
+		t.Errorf("the status entries: %v", err)
+	} else if c := Counts(sts); c[Done] < 2 {
+		t.Errorf("status entries %v", c)
 	}
 	// What a worker may not do.
 	for _, subj := range []string{
@@ -803,6 +904,7 @@ func TestWorkerPermissions(t *testing.T) {
 		"$JS.API.STREAM.DELETE." + q.streamRes,
 		"$JS.API.STREAM.MSG.DELETE." + q.streamJobs,
 		"$JS.API.CONSUMER.CREATE." + q.streamRes,
+		"$JS.API.CONSUMER.DELETE." + q.streamJobs + "." + consumerName,
 	} {
 		if err := wnc.Publish(subj, []byte("{}")); err != nil {
 			t.Fatal(err)
@@ -811,11 +913,11 @@ func TestWorkerPermissions(t *testing.T) {
 	if _, err := wnc.SubscribeSync(q.subjResults); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "seven permission violations", func() bool {
+	eventually(t, "eight permission violations", func() bool {
 		_ = wnc.Flush()
 		mu.Lock()
 		defer mu.Unlock()
-		return len(violations) >= 7
+		return len(violations) >= 8
 	})
 	mu.Lock()
 	for _, v := range violations {
@@ -826,6 +928,9 @@ func TestWorkerPermissions(t *testing.T) {
 	mu.Unlock()
 	if pending, err := q.Pending(ctx); err != nil || len(pending) != 0 {
 		t.Errorf("jobs in the queue after the worker's attempts: %v, %v", pending, err)
+	}
+	if _, err := q.cons.Info(ctx); err != nil {
+		t.Errorf("the workers' consumer after the worker's attempts: %v", err)
 	}
 }
 

@@ -22,9 +22,13 @@ var ErrInsecureListen = errors.New("queue: refusing to listen on a non-loopback 
 
 // Auth is the authentication an embedded server requires of its clients.
 // The zero value requires none, which StartServer allows on loopback only.
+// Its kinds combine: a server may admit a token, a user and NKeys at once.
+// With ServerConfig.Queue set, every one of them admits a client with a
+// worker's permissions only; the process's own connections (Connect)
+// present a key no client holds and keep every right.
 type Auth struct {
 	// Token is a shared secret clients present (nats.Token, NATS_URL's
-	// "nats://TOKEN@host:port"). It excludes the other fields.
+	// "nats://TOKEN@host:port").
 	Token string
 	// User and Password admit one named user.
 	User, Password string
@@ -36,9 +40,6 @@ type Auth struct {
 func (a Auth) set() bool { return a.Token != "" || a.User != "" || len(a.NKeys) > 0 }
 
 func (a Auth) validate() error {
-	if a.Token != "" && (a.User != "" || len(a.NKeys) > 0) {
-		return errors.New("queue: a token excludes user/password and NKeys")
-	}
 	if (a.User == "") != (a.Password == "") {
 		return errors.New("queue: a user needs a password and a password a user")
 	}
@@ -66,10 +67,10 @@ type ServerConfig struct {
 	TLS *tls.Config
 	// Name is the server's name (default "truss").
 	Name string
-	// Queue, when set, restricts the clients that present one of
-	// Auth.NKeys to what a worker of that queue needs
-	// (WorkerPermissions): the process's own connections, and a token or
-	// user, keep every permission.
+	// Queue, when set, restricts every client Auth admits — by token,
+	// user and password, or NKey — to what a worker of that queue needs
+	// (WorkerPermissions). The process's own connections (Connect) keep
+	// every right. Without Queue, Auth's clients have every right.
 	Queue string
 	// Logf, when set, receives the server's notices and errors.
 	Logf func(format string, args ...any)
@@ -77,10 +78,10 @@ type ServerConfig struct {
 
 // Server is a NATS server with JetStream running in this process.
 type Server struct {
-	ns   *server.Server
-	auth Auth
-	// internal is the NKey seed the process's own connections use when
-	// the server admits NKeys only.
+	ns *server.Server
+	// internal is the key the process's own connections present when
+	// the server requires authentication: generated at start, held by
+	// this process only, the one credential with every right.
 	internal nkeys.KeyPair
 }
 
@@ -131,23 +132,8 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		// coordinator's resume covers by republishing.
 		SyncInterval: 10 * time.Second,
 	}
-	s := &Server{auth: cfg.Auth}
-	switch {
-	case cfg.Auth.Token != "":
-		opts.Authorization = cfg.Auth.Token
-	case cfg.Auth.set():
-		if cfg.Auth.User != "" {
-			opts.Users = []*server.User{{Username: cfg.Auth.User, Password: cfg.Auth.Password}}
-		}
-		if cfg.Auth.User == "" {
-			kp, err := nkeys.CreateUser()
-			if err != nil {
-				return nil, fmt.Errorf("queue: internal NKey: %w", err)
-			}
-			pub, _ := kp.PublicKey()
-			s.internal = kp
-			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: pub})
-		}
+	s := &Server{}
+	if cfg.Auth.set() {
 		var perms *server.Permissions
 		if cfg.Queue != "" {
 			if !nameRE.MatchString(cfg.Queue) {
@@ -155,9 +141,20 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			}
 			perms = WorkerPermissions(cfg.Queue)
 		}
-		for _, k := range cfg.Auth.NKeys {
-			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k, Permissions: perms})
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return nil, fmt.Errorf("queue: internal NKey: %w", err)
 		}
+		s.internal = kp
+		a, err := newAuthenticator(cfg.Auth, kp, perms)
+		if err != nil {
+			return nil, err
+		}
+		// The server's own token, user and NKey checks give a token or a
+		// user every right; this one gives every kind of credential the
+		// permissions asked for.
+		opts.CustomClientAuthentication = a
+		opts.AlwaysEnableNonce = true
 	}
 	if cfg.TLS != nil {
 		opts.TLSConfig = cfg.TLS
@@ -188,10 +185,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 // WorkerPermissions are what a worker of the queue name needs, and
 // nothing more: pull jobs from the workers' consumer and acknowledge them
 // (heartbeats, hand-backs), publish results, read the queue's settings,
-// write its advisory status entries, read artifacts and add new ones. A
+// read and write the advisory status entries (`truss bench status` reads
+// them with a worker's credentials), read artifacts and add new ones. A
 // worker cannot publish or remove jobs, write the server's advisories,
 // create, change, purge or delete a stream or a consumer (but the
-// short-lived ones that read an artifact), nor read the results.
+// short-lived ones that read the status entries or an artifact), nor read
+// the results.
 func WorkerPermissions(name string) *server.Permissions {
 	jobs, kv, obj := "TRUSS_"+name+"_JOBS", "KV_TRUSS_"+name+"_STATUS", "OBJ_TRUSS_"+name+"_ARTIFACTS"
 	return &server.Permissions{
@@ -207,6 +206,10 @@ func WorkerPermissions(name string) *server.Permissions {
 			"$JS.API.STREAM.INFO." + kv,
 			"$JS.API.DIRECT.GET." + kv + ".>",
 			"$JS.API.STREAM.MSG.GET." + kv,
+			"$JS.API.CONSUMER.CREATE." + kv,
+			"$JS.API.CONSUMER.CREATE." + kv + ".>",
+			"$JS.API.CONSUMER.DELETE." + kv + ".>",
+			"$JS.FC." + kv + ".>",
 			"$JS.API.STREAM.INFO." + obj,
 			"$JS.API.DIRECT.GET." + obj + ".>",
 			"$JS.API.STREAM.MSG.GET." + obj,
@@ -235,16 +238,12 @@ func (s *Server) URL() string { return s.ns.ClientURL() }
 // Addr is the listener's address.
 func (s *Server) Addr() net.Addr { return s.ns.Addr() }
 
-// Connect opens an in-process connection to the server (no socket), with
-// the credentials the server requires.
+// Connect opens an in-process connection to the server (no socket). It
+// presents the process's own key, so it has every right whatever the
+// permissions of the clients Auth admits.
 func (s *Server) Connect(name string) (*nats.Conn, error) {
 	opts := []nats.Option{nats.InProcessServer(s.ns), nats.Name(name), nats.MaxReconnects(-1)}
-	switch {
-	case s.auth.Token != "":
-		opts = append(opts, nats.Token(s.auth.Token))
-	case s.auth.User != "":
-		opts = append(opts, nats.UserInfo(s.auth.User, s.auth.Password))
-	case s.internal != nil:
+	if s.internal != nil {
 		pub, _ := s.internal.PublicKey()
 		opts = append(opts, nats.Nkey(pub, s.internal.Sign))
 	}
