@@ -332,3 +332,29 @@ func TestNoProvableResult(t *testing.T) {
 		}
 	}
 }
+
+// TestLateResultsRepublishNothing: honest workers acknowledge each job
+// once its result is stored, long before a slow coordinator reads that
+// result; the jobs gone from the queue meanwhile are not taken for jobs
+// acknowledged with no result, and none is published again.
+func TestLateResultsRepublishNothing(t *testing.T) {
+	_, q := startLoopback(t, "late", Config{AckWait: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runWorker(t, q, WorkerConfig{ID: "honest", Parallel: 4}, func(_ context.Context, j Job, _ func(string)) ([]byte, error) {
+		return []byte("signed " + j.ID), nil
+	})
+	jobs := testJobs(150, testPayload{})
+	col := newCollector()
+	sum, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Done: col.done, Verify: signedVerify, Accept: func(ctx context.Context, r Result) error {
+		time.Sleep(15 * time.Millisecond) // a slow disk: the results pile up behind the acknowledgements
+		return col.accept(ctx, r)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col.exactlyOne(t, jobs)
+	if sum.Lost != 0 || sum.Republished != 0 || sum.Duplicates != 0 {
+		t.Errorf("summary %+v, want nothing published again", sum)
+	}
+}

@@ -583,8 +583,7 @@ func (q *Queue) Pending(ctx context.Context) (map[string]bool, error) {
 }
 
 // pendingSeqs lists the messages in the jobs stream by job id: the
-// sequence of each of a job's messages (a job has one, but for a
-// publication again that raced a late delivery's removal).
+// sequence of each of a job's messages (normally one).
 func (q *Queue) pendingSeqs(ctx context.Context) (map[string][]uint64, error) {
 	info, err := q.jobs.Info(ctx)
 	if err != nil {
