@@ -463,12 +463,12 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		}
 		if md, err := d.m.Metadata(); err == nil {
 			following = md.NumPending
+			if fromResults {
+				handled = md.Sequence.Stream
+			}
 		}
 		if !fromResults {
 			return false, following, giveUp(d.m)
-		}
-		if md, err := d.m.Metadata(); err == nil {
-			handled = md.Sequence.Stream
 		}
 		r, err := parseResult(d.m)
 		if err != nil {
