@@ -3,7 +3,8 @@
 // report progress and publish results, and the coordinator accepts exactly
 // one result per job whatever fails in between — a worker killed mid-job,
 // a duplicate delivery, the coordinator itself restarted, a job that
-// crashes every worker it reaches.
+// crashes every worker it reaches, a job acknowledged by a client that
+// sent no result (published again, a bounded number of times).
 //
 // One queue is, in JetStream terms:
 //
