@@ -118,3 +118,41 @@ func runWorkerB(b *testing.B, srv *Server, q *Queue, cfg WorkerConfig, h Handler
 		<-done
 	})
 }
+
+// BenchmarkWatch measures one recheck of the runs without an accepted
+// result (watch.check): a reading of the jobs stream with the sequences
+// deleted in it, and the lookup of each watched run's message. N runs
+// are watched, each still queued, between N messages removed (the worst
+// case of the deleted sequences the reading carries: every other
+// message acknowledged out of order).
+func BenchmarkWatch(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("runs=%d", n), func(b *testing.B) {
+			_, q := startLoopbackB(b, "watch")
+			jobs := make([]Job, 2*n)
+			for i := range jobs {
+				jobs[i] = Job{ID: fmt.Sprintf("instance-%d/arm/1", i)}
+			}
+			seqs, _, err := q.publish(ctx, jobs, func(j Job) string { return j.ID })
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := newWatch(q)
+			for i, j := range jobs {
+				if i%2 == 0 {
+					w.set(j.ID, seqs[i])
+				} else if err := q.jobs.DeleteMsg(ctx, seqs[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			open := func(string) bool { return true }
+			for b.Loop() {
+				lost, err := w.check(ctx, open, 0)
+				if err != nil || len(lost) != 0 || len(w.missing) != 0 {
+					b.Fatalf("check: %v, %v, %d missing", lost, err, len(w.missing))
+				}
+			}
+		})
+	}
+}

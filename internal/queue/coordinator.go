@@ -53,13 +53,17 @@ type CoordinatorConfig struct {
 	// MaxRejects is how many rejected results one source may have for a
 	// job before the job fails (default 2).
 	MaxRejects int
-	// MaxRepublish is how many times a job is published again after its
-	// results were all rejected and no delivery of it is left (default
-	// DefaultMaxRepublish). Once it has been, the next such rejection
-	// fails the job, "no provable result", naming the sources refused:
-	// workers that take a job and return what proves nothing (a key the
-	// coordinator does not trust, another version) would otherwise have it
-	// published without end.
+	// MaxRepublish is how many times a job is published again once no
+	// delivery of it is left in the queue and it has no accepted result:
+	// its results were all rejected, or its message was acknowledged with
+	// no result (by a worker that took it and sent none, or a client that
+	// acknowledged another worker's delivery). Default
+	// DefaultMaxRepublish. Once it has been, the next such publication
+	// fails the job, "no provable result", naming the sources refused and
+	// the publications acknowledged with no result: workers that take a
+	// job and return what proves nothing (a key the coordinator does not
+	// trust, another version), or acknowledge it away, would otherwise
+	// have it published without end.
 	MaxRepublish int
 	// Logf, when set, receives what Coordinate does not return: a status
 	// entry it could not write (statuses are for display; the results are
@@ -69,8 +73,8 @@ type CoordinatorConfig struct {
 }
 
 // DefaultMaxRepublish is CoordinatorConfig.MaxRepublish's default: a
-// job is published at most four times in all while every result of it is
-// rejected.
+// job is published at most four times in all while each publication
+// leaves the queue without a result that is accepted.
 const DefaultMaxRepublish = 3
 
 // Anonymous is the source of rejected results that prove nothing
@@ -93,9 +97,12 @@ type Summary struct {
 	// RejectedBy counts rejected results by source (Anonymous for those
 	// that name none).
 	RejectedBy map[string]int
-	// Republished counts jobs published again after a rejected result
-	// left none of their deliveries in the queue.
-	Republished int
+	// Republished counts publications again of jobs of which no
+	// delivery was left in the queue and no result accepted; Lost counts
+	// the publications that left the queue with no result at all (their
+	// message acknowledged by a client that sent none), whether the job
+	// was then published again or failed.
+	Republished, Lost int
 	// Refuted counts advisories of a job given up that the server's own
 	// state refuted: the job's message was acknowledged or removed before
 	// the consumer's state bore the advisory out (an advisory written by a
@@ -103,7 +110,8 @@ type Summary struct {
 	// late result was accepted first).
 	Refuted int
 	// Unprovable counts jobs failed for having no provable result after
-	// MaxRepublish publications again.
+	// MaxRepublish publications again (results refused, or publications
+	// acknowledged with no result).
 	Unprovable int
 	// StatusErrors counts status entries that could not be written.
 	StatusErrors int
@@ -132,7 +140,10 @@ func retry(ctx context.Context, attempts int, op func() error) error {
 // stream from its start (taking up results that arrived while no
 // coordinator was running) and the server's advisories of jobs delivered
 // MaxDeliver times, verifies and accepts exactly one result per job, and
-// returns once every job has one. A coordinator stopped at any point and
+// returns once every job has one. A job that leaves the queue with no
+// accepted result (its results refused, or its message acknowledged by a
+// client that sent no result: see watch) is published again, at most
+// MaxRepublish times. A coordinator stopped at any point and
 // started again with the same jobs and a Done that reflects Accept
 // resumes where it was; no job runs twice because of the restart except
 // one whose worker was lost in the meantime.
@@ -144,8 +155,7 @@ func retry(ctx context.Context, attempts int, op func() error) error {
 // publish on its subject could write; see giveUps), and the status bucket
 // is display. A message that is not a result is skipped and logged, never
 // read again within the run (a restart reads the stream from its start
-// again, and skips it again). A job whose results are all rejected is
-// published again at most MaxRepublish times.
+// again, and skips it again).
 func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfig) (Summary, error) {
 	sum := Summary{RejectedBy: map[string]int{}}
 	if cfg.Accept == nil {
@@ -202,8 +212,8 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	// Jobs still in the queue (queued, or in a worker's hands) are not
 	// published again; this is read before the results so that a job
 	// acknowledged in between has its result in the stream already.
-	var pending map[string]bool
-	if err := startRetry(ctx, func(ctx context.Context) (err error) { pending, err = q.Pending(ctx); return err }); err != nil {
+	var pending map[string][]uint64
+	if err := startRetry(ctx, func(ctx context.Context) (err error) { pending, err = q.pendingSeqs(ctx); return err }); err != nil {
 		return sum, err
 	}
 	cctx, stop := context.WithCancel(ctx)
@@ -219,7 +229,14 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 
 	rejects := map[string]int{}            // by job and source
 	refused := map[string]map[string]int{} // by job, then source
-	suspects := map[string]bool{}
+	// refusedNow marks the jobs with a result refused since their last
+	// publication; acked counts, by job, publications that left the
+	// queue with no result at all.
+	refusedNow := map[string]bool{}
+	acked := map[string]int{}
+	// handled is the last sequence of the results stream handled.
+	var handled uint64
+	watched := newWatch(q)
 	settling := map[string]time.Time{} // accepted, by when
 	tick := time.NewTicker(min(q.cfg.AckWait/2, time.Second))
 	defer tick.Stop()
@@ -283,9 +300,9 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		// The job goes on. Its delivery may still be in the queue (a
 		// result forged while a worker runs it): nothing to do. Or the
 		// worker that sent this result acknowledged it (or is about to):
-		// then it is published again. Which it is, the next rechecks
-		// tell.
-		suspects[r.JobID] = true
+		// then it is published again. Which it is, the rechecks tell
+		// (watch).
+		refusedNow[r.JobID] = true
 		return nil
 	}
 	// An advisory is a claim the server's state must bear out (giveUps).
@@ -313,8 +330,8 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		}
 		return nil
 	}
-	// recheck publishes again the jobs with a rejected result of which
-	// no delivery is left in the queue.
+	// recheck publishes again the jobs of which no delivery is left in
+	// the queue and no result accepted.
 	published := false // rechecks wait for the first publication
 	recheck := func() error {
 		if claims.pending() {
@@ -336,41 +353,46 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		if !published {
 			return nil
 		}
-		for id := range suspects {
-			if !open[id] {
-				delete(suspects, id)
-				continue
-			}
-			queued, err := q.queued(ctx, id)
-			if err != nil {
-				logf("queue: is %s still in the queue? %v", id, err)
-				continue
-			}
-			if queued {
-				continue
-			}
-			delete(suspects, id)
+		gone, err := watched.check(ctx, func(id string) bool { return open[id] && !done(id) }, handled)
+		if err != nil {
+			logf("%v (the jobs left without a result are checked again)", err)
+			return nil
+		}
+		for _, id := range gone {
 			j := byID[id]
-			if republished[j.ID] >= cfg.MaxRepublish {
+			n := republished[id] + 1 // this publication's number
+			if !refusedNow[id] {
+				acked[id]++
+				sum.Lost++
+				logf("queue: publication %d of %s was acknowledged with no result (a client took it off the queue and sent none)", n, id)
+			}
+			delete(refusedNow, id)
+			if republished[id] >= cfg.MaxRepublish {
 				sum.Unprovable++
-				if err := accept(Result{JobID: j.ID, Error: noProvableResult(republished[j.ID]+1, refused[j.ID])}); err != nil {
+				if err := accept(Result{JobID: id, Error: noProvableResult(n, refused[id], acked[id])}); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := q.putStatusAsync(ctx, []JobStatus{{ID: j.ID, State: Queued, Error: "a result was rejected"}}); err != nil {
+			note := "a result was rejected"
+			if acked[id] > 0 && len(refused[id]) == 0 {
+				note = "acknowledged with no result"
+			}
+			if err := q.putStatusAsync(ctx, []JobStatus{{ID: id, State: Queued, Error: note}}); err != nil {
 				statusErr(err)
 			}
-			republished[j.ID]++
-			n := republished[j.ID]
+			republished[id] = n
 			sum.Republished++
+			var seqs []uint64
 			err = retry(ctx, startAttempts, func() error {
-				_, err := q.publish(ctx, []Job{j}, func(j Job) string { return j.ID + "#" + nonce + "-" + strconv.Itoa(n) })
+				var err error
+				seqs, _, err = q.publish(ctx, []Job{j}, func(j Job) string { return j.ID + "#" + nonce + "-" + strconv.Itoa(n) })
 				return err
 			})
 			if err != nil {
 				return err
 			}
+			watched.set(id, seqs...)
 		}
 		return nil
 	}
@@ -441,6 +463,9 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		}
 		if md, err := d.m.Metadata(); err == nil {
 			following = md.NumPending
+			if fromResults {
+				handled = md.Sequence.Stream
+			}
 		}
 		if !fromResults {
 			return false, following, giveUp(d.m)
@@ -476,8 +501,9 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		if !open[j.ID] {
 			continue
 		}
-		if pending[j.ID] {
+		if seqs, ok := pending[j.ID]; ok {
 			sum.Pending++
+			watched.set(j.ID, seqs...)
 			continue
 		}
 		publish = append(publish, j)
@@ -490,15 +516,19 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		// Publication is idempotent: a retry after a partial failure
 		// stores only what is missing.
 		var dups int
+		var seqs []uint64
 		err := retry(ctx, startAttempts, func() error {
 			var err error
-			dups, err = q.publish(ctx, publish, func(j Job) string { return j.ID + "#" + nonce })
+			seqs, dups, err = q.publish(ctx, publish, func(j Job) string { return j.ID + "#" + nonce })
 			return err
 		})
 		if err != nil {
 			return sum, err
 		}
 		sum.Published, sum.Deduplicated = len(publish), dups
+		for i, j := range publish {
+			watched.set(j.ID, seqs[i])
+		}
 	}
 	published = true
 
@@ -510,20 +540,29 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	return sum, nil
 }
 
-// noProvableResult is the error of a job whose results, over its
-// publications, were all rejected: how many, from which sources.
-func noProvableResult(publications int, by map[string]int) string {
-	sources := make([]string, 0, len(by))
-	n := 0
-	for k := range by {
-		sources = append(sources, k)
+// noProvableResult is the error of a job none of whose publications
+// brought a result that was accepted: how many results were refused, from
+// which sources, and how many publications were acknowledged with no
+// result at all.
+func noProvableResult(publications int, by map[string]int, acked int) string {
+	var parts []string
+	if len(by) > 0 {
+		sources := make([]string, 0, len(by))
+		n := 0
+		for k := range by {
+			sources = append(sources, k)
+		}
+		slices.Sort(sources)
+		for i, k := range sources {
+			n += by[k]
+			sources[i] = fmt.Sprintf("%s %d", k, by[k])
+		}
+		parts = append(parts, fmt.Sprintf("%d results refused (by source: %s)", n, strings.Join(sources, ", ")))
 	}
-	slices.Sort(sources)
-	for i, k := range sources {
-		n += by[k]
-		sources[i] = fmt.Sprintf("%s %d", k, by[k])
+	if acked > 0 {
+		parts = append(parts, fmt.Sprintf("%d acknowledged with no result (taken off the queue by a client that sent none)", acked))
 	}
-	return fmt.Sprintf("no provable result after %d publications of the run: %d results refused (by source: %s)", publications, n, strings.Join(sources, ", "))
+	return fmt.Sprintf("no provable result after %d publications of the run: %s", publications, strings.Join(parts, "; "))
 }
 
 // startAttempts bounds the retries of a JetStream call the coordinator

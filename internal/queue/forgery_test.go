@@ -320,16 +320,18 @@ func TestRepublishBounded(t *testing.T) {
 			})
 			col := newCollector()
 			jobs := []Job{{ID: "x"}}
+			start := time.Now()
 			sum, err := q.Coordinate(ctx, jobs, CoordinatorConfig{Accept: col.accept, Done: col.done, Verify: signedVerify, MaxRepublish: tc.maxRepublish})
 			if err != nil {
 				t.Fatalf("Coordinate: %v (summary %+v)", err, sum)
 			}
+			t.Logf("failed %v after the start", time.Since(start).Round(time.Millisecond))
 			r := col.exactlyOne(t, jobs)["x"]
 			want := fmt.Sprintf("no provable result after %d publications of the run: %d results refused (by source: %s %d)", tc.republished+1, tc.republished+1, Anonymous, tc.republished+1)
 			if r.Seq != 0 || r.Error != want {
 				t.Errorf("result %+v, want the coordinator's failure %q", r, want)
 			}
-			if sum.Republished != tc.republished || sum.Rejected != tc.republished+1 || sum.Unprovable != 1 || sum.Failed != 1 {
+			if sum.Republished != tc.republished || sum.Rejected != tc.republished+1 || sum.Unprovable != 1 || sum.Failed != 1 || sum.Lost != 0 {
 				t.Errorf("summary %+v", sum)
 			}
 			eventually(t, "the worker has run each publication", func() bool { return w.Stats().Ran == int64(tc.republished+1) })

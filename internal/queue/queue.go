@@ -3,7 +3,8 @@
 // report progress and publish results, and the coordinator accepts exactly
 // one result per job whatever fails in between — a worker killed mid-job,
 // a duplicate delivery, the coordinator itself restarted, a job that
-// crashes every worker it reaches.
+// crashes every worker it reaches, a job acknowledged by a client that
+// sent no result (published again, a bounded number of times).
 //
 // One queue is, in JetStream terms:
 //
@@ -487,17 +488,21 @@ func (q *Queue) Delete(ctx context.Context) error {
 // duplicate window is not stored again; duplicates counts them. Publishing
 // is pipelined: all jobs are sent, then all acknowledgements awaited.
 func (q *Queue) Publish(ctx context.Context, jobs ...Job) (duplicates int, err error) {
-	return q.publish(ctx, jobs, func(j Job) string { return j.ID })
+	_, duplicates, err = q.publish(ctx, jobs, func(j Job) string { return j.ID })
+	return duplicates, err
 }
 
-func (q *Queue) publish(ctx context.Context, jobs []Job, msgID func(Job) string) (int, error) {
+// publish adds jobs with the message ids msgID gives them and returns,
+// in the jobs' order, the sequence of each one's message in the jobs
+// stream (for a duplicate, the message stored before).
+func (q *Queue) publish(ctx context.Context, jobs []Job, msgID func(Job) string) (seqs []uint64, dups int, err error) {
 	for _, j := range jobs {
 		if err := j.validate(); err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 	}
-	futures := make([]jetstream.PubAckFuture, 0, len(jobs))
-	dups := 0
+	seqs = make([]uint64, 0, len(jobs))
+	futures := make([]jetstream.PubAckFuture, 0, min(len(jobs), 1024))
 	wait := func() error {
 		for _, f := range futures {
 			select {
@@ -505,6 +510,7 @@ func (q *Queue) publish(ctx context.Context, jobs []Job, msgID func(Job) string)
 				if pa.Duplicate {
 					dups++
 				}
+				seqs = append(seqs, pa.Sequence)
 			case err := <-f.Err():
 				return fmt.Errorf("queue: publish job %s: %w", f.Msg().Header.Get(hdrJob), err)
 			case <-ctx.Done():
@@ -519,16 +525,16 @@ func (q *Queue) publish(ctx context.Context, jobs []Job, msgID func(Job) string)
 		m.Header.Set(hdrJob, j.ID)
 		f, err := q.js.PublishMsgAsync(m, jetstream.WithMsgID(msgID(j)), jetstream.WithExpectStream(q.streamJobs))
 		if err != nil {
-			return dups, fmt.Errorf("queue: publish job %s: %w", j.ID, err)
+			return seqs, dups, fmt.Errorf("queue: publish job %s: %w", j.ID, err)
 		}
 		futures = append(futures, f)
 		if len(futures) == 1024 {
 			if err := wait(); err != nil {
-				return dups, err
+				return seqs, dups, err
 			}
 		}
 	}
-	return dups, wait()
+	return seqs, dups, wait()
 }
 
 // jobSubject is the subject of a job's messages.
@@ -566,11 +572,25 @@ func (q *Queue) purgeJob(ctx context.Context, id string) error {
 // Pending lists the ids of the jobs in the queue's stream: queued or
 // delivered and not yet acknowledged.
 func (q *Queue) Pending(ctx context.Context) (map[string]bool, error) {
+	seqs, err := q.pendingSeqs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]bool, len(seqs))
+	for id := range seqs {
+		ids[id] = true
+	}
+	return ids, nil
+}
+
+// pendingSeqs lists the messages in the jobs stream by job id: the
+// sequence of each of a job's messages (normally one).
+func (q *Queue) pendingSeqs(ctx context.Context) (map[string][]uint64, error) {
 	info, err := q.jobs.Info(ctx)
 	if err != nil {
 		return nil, q.placeErr("jobs stream", err)
 	}
-	ids := map[string]bool{}
+	ids := map[string][]uint64{}
 	st := info.State
 	if st.Msgs == 0 {
 		return ids, nil
@@ -586,7 +606,7 @@ func (q *Queue) Pending(ctx context.Context) (map[string]bool, error) {
 		}
 		found++
 		if id := m.Header.Get(hdrJob); id != "" {
-			ids[id] = true
+			ids[id] = append(ids[id], seq)
 		}
 	}
 	return ids, nil
