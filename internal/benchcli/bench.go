@@ -103,7 +103,7 @@ type benchFlags struct {
 	fallback          string
 	testTimeout       time.Duration
 	rules             string
-	layered           bool
+	caches            string
 	env               envFlags
 }
 
@@ -229,7 +229,7 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.network, "grade-network", false, "let the graded setup and tests use the network")
 	fs.StringVar(&b.fallback, "sandbox-fallback", "", "accept a weaker sandbox for grading when this host cannot enforce it: landlock-only or none")
 	fs.DurationVar(&b.testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
-	fs.BoolVar(&b.layered, "grade-own-caches", false, "give each grading build and package caches of its own over the host's, read-only (overlayfs), instead of one cache every grading shares: no graded patch can plant what a later grading builds, at the price of copying up each host cache entry a grading uses")
+	fs.StringVar(&b.caches, "grade-cache", "", "each grading's build and package caches: own (the default, or shared when TRUSS_SANDBOX_CACHE is set: caches of its own over the host's, read-only; Go's through a cache program), overlay (own, with Go's build cache an overlay too) or shared (one writable cache every grading shares, which a graded patch can write)")
 	fs.StringVar(&b.rules, "rules", "", "the SWE-bench harness release whose rules grade SWE-bench records (those without test_cmd): "+rulesList()+" (default: "+string(grade.LiveRules)+" when grading live; with grade --logs, each log's own, from its markers)")
 	b.env.register(fs)
 	b.env.registerImages(fs)
@@ -251,6 +251,10 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 	}
 	if err := b.env.check(); err != nil {
 		return nil, nil, nil, err
+	}
+	caches, err := grade.ParseCacheMode(b.caches)
+	if err != nil {
+		return nil, nil, nil, cli.UsageError{Msg: err.Error()}
 	}
 	var rules swebench.Rules
 	if b.rules != "" {
@@ -296,7 +300,7 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 		return nil, nil, nil, err
 	}
 	jan := &bench.Janitor{}
-	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Layered: b.layered}, Timeout: b.testTimeout,
+	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Caches: caches}, Timeout: b.testTimeout,
 		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan, Rules: rules}
 	if sh, err := b.env.shells(b.network, b.testTimeout); err != nil {
 		os.RemoveAll(tmp)

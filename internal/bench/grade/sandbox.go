@@ -1,6 +1,7 @@
 package grade
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -35,20 +36,47 @@ type TaskShells interface {
 	ForTask(task *bench.Task) (Shells, error)
 }
 
+// CacheMode is how a grading's build and package caches are made.
+type CacheMode string
+
+// The cache modes.
+const (
+	// CacheDefault is CacheOwn, or CacheShared when toolcache.SharedEnv
+	// names one cache for every sandboxed command.
+	CacheDefault CacheMode = ""
+	// CacheOwn gives each grading caches of its own over trusted ones
+	// (toolcache.Programmed): Go's build cache through a cache program
+	// that reads the host user's build cache (and Truss's warm one, see
+	// WarmGo) in place, read-only, pip's and npm's as overlays of the
+	// host's. Warm, and no grading can plant what another builds.
+	CacheOwn CacheMode = "own"
+	// CacheOverlay is CacheOwn with Go's build cache an overlay too
+	// (toolcache.Layered): each host entry Go touches is copied up.
+	CacheOverlay CacheMode = "overlay"
+	// CacheShared gives every grading one writable cache (Sandboxed's
+	// CacheDir, else toolcache.DirFor("bench")), which starts empty and
+	// which a graded patch can write.
+	CacheShared CacheMode = "shared"
+)
+
+// ParseCacheMode reads a --grade-cache value.
+func ParseCacheMode(s string) (CacheMode, error) {
+	switch m := CacheMode(s); m {
+	case CacheDefault, CacheOwn, CacheOverlay, CacheShared:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown grading cache %q: choose own, overlay or shared", s)
+}
+
 // Sandboxed starts each shell in a sandbox of its own, composed by the
 // harness as a session's commands' is (harness.OpenGradingShell): the
 // network off unless Network is set, the ledger's signing key, the saved
 // sessions, the user's credentials, other projects' data and Hidden
-// hidden, at the default CPU weight. Its build and package caches are
-// CacheDir's, shared by every grading (toolcache.For; "" means
-// toolcache.DirFor("bench")), or with Layered each grading's own over
-// the host's (toolcache.Layered): then no grading can plant what a later
-// one builds, at the price of copying up each host cache entry a grading
-// uses (Go's build cache touches the entries it uses). It is what `truss
-// bench` grades with.
+// hidden, at the default CPU weight, with the caches Caches says (a
+// CacheDir makes them CacheShared). It is what `truss bench` grades with.
 type Sandboxed struct {
+	Caches   CacheMode
 	CacheDir string
-	Layered  bool
 	Network  bool
 	// Fallback is the weaker sandbox accepted when this host cannot
 	// enforce the policy ("" refuses).
@@ -63,6 +91,19 @@ type Sandboxed struct {
 	host sandbox.Host
 }
 
+// mode is the cache mode in effect.
+func (s *Sandboxed) mode() CacheMode {
+	switch {
+	case s.CacheDir != "":
+		return CacheShared
+	case s.Caches == CacheDefault && os.Getenv(toolcache.SharedEnv) != "":
+		return CacheShared
+	case s.Caches == CacheDefault:
+		return CacheOwn
+	}
+	return s.Caches
+}
+
 // cacheDir is the graded commands' shared cache directory.
 func (s *Sandboxed) cacheDir() (string, error) {
 	if s.CacheDir != "" {
@@ -73,10 +114,10 @@ func (s *Sandboxed) cacheDir() (string, error) {
 
 // Private implements Private: the shared caches the graded commands
 // write, which the agents must not read — unless toolcache.SharedEnv makes
-// one cache of every sandboxed command's. Layered caches are in each
-// grading's temporary directory, in the grader's own.
+// one cache of every sandboxed command's. A grading's own caches are in
+// its temporary directory, in the grader's own.
 func (s *Sandboxed) Private() []string {
-	if s.Layered || s.CacheDir == "" && os.Getenv(toolcache.SharedEnv) != "" {
+	if s.mode() != CacheShared || s.CacheDir == "" && os.Getenv(toolcache.SharedEnv) != "" {
 		return nil
 	}
 	if d, err := s.cacheDir(); err == nil {
@@ -96,12 +137,15 @@ func (s *Sandboxed) OpenHiding(dir string, env, hidden []string) (validate.Shell
 	s.once.Do(func() { s.host = sandbox.Probe() })
 	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: append(slices.Clip(s.Hidden), hidden...),
 		Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
-	if !s.Layered {
+	switch s.mode() {
+	case CacheShared:
 		d, err := s.cacheDir()
 		if err != nil {
 			return nil, err
 		}
 		g.CacheDir = d
+	case CacheOverlay:
+		g.Overlay = true
 	}
 	return harness.OpenGradingShell(g, s.host)
 }
