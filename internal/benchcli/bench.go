@@ -235,6 +235,20 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	b.env.registerImages(fs)
 }
 
+// warmGo warms Truss's own Go build cache before the first grading when
+// the gradings would otherwise each compile the standard library
+// (grade.Sandboxed.WarmGo); a failure leaves them cold, and says so.
+func warmGo(ctx context.Context, g *grade.Grader, stderr io.Writer) {
+	s, ok := g.Shells.(*grade.Sandboxed)
+	if !ok || !s.WarmsGo() {
+		return
+	}
+	fmt.Fprintln(stderr, "truss bench: no Go build cache of the user's: building the standard library into Truss's own, once, so that gradings start warm")
+	if _, err := s.WarmGo(ctx); err != nil {
+		fmt.Fprintf(stderr, "truss bench: %v; gradings start cold\n", err)
+	}
+}
+
 // load checks the shared flags and loads the tasks. The grader's
 // checkouts come from templates in a temporary directory and are removed
 // in the background; done removes them all.
@@ -443,6 +457,7 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	if !qf.remoteOnly() {
 		b.env.prefetch(ctx, tasks, stderr)
+		warmGo(ctx, g, stderr)
 	}
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
 	gr := &runner.Grading{Tasks: tasks, Predictions: preds, Out: b.out, Grader: g, Signer: signer, VKey: vkey, Parallel: qr.Parallel,
@@ -653,6 +668,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	if !qf.remoteOnly() {
 		b.env.prefetch(ctx, tasks, stderr)
+		warmGo(ctx, g, stderr)
 	}
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
 	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work,

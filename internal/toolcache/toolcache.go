@@ -202,23 +202,28 @@ func within(root, p string) bool {
 
 // WarmGoDir is Truss's own warm Go build cache, written only by a
 // trusted warm-up (the standard library built with no repository in
-// sight) and read as a lower cache by Programmed's commands: go-warm
+// sight, in a sandbox whose caches are For(filepath.Dir(WarmGoDir())))
+// and read as a lower cache by Programmed's commands: go-warm/go-build
 // under Base.
 func WarmGoDir() (string, error) {
 	base, err := Base()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(base, "go-warm"), nil
+	return filepath.Join(base, "go-warm", "go-build"), nil
 }
 
+// HostGoCache is the host user's Go build cache (go env GOCACHE:
+// $GOCACHE, else go-build in the user's cache directory) when it is a
+// directory, else "".
+func HostGoCache() string { return hostCaches()["GOCACHE"] }
+
 // GoLowers are the trusted Go build caches Programmed's commands read, in
-// order: the host user's own (go env GOCACHE: $GOCACHE, else go-build in
-// the user's cache directory), which no sandboxed command writes, and
-// then WarmGoDir; each where it is a directory.
+// order: the host user's own (HostGoCache), which no sandboxed command
+// writes, and then WarmGoDir; each where it is a directory.
 func GoLowers() []string {
 	var out []string
-	if d := hostCaches()["GOCACHE"]; d != "" {
+	if d := HostGoCache(); d != "" {
 		out = append(out, d)
 	}
 	if d, err := WarmGoDir(); err == nil {

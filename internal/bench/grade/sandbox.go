@@ -1,9 +1,13 @@
 package grade
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -152,3 +156,62 @@ func (s *Sandboxed) OpenHiding(dir string, env, hidden []string) (validate.Shell
 
 // maxLog caps each stream of a test command kept for its verdicts.
 const maxLog = 64 << 20
+
+// WarmGo fills Truss's warm Go build cache (toolcache.WarmGoDir), the
+// lower cache of CacheOwn's gradings on a host whose user has no Go build
+// cache of their own, so that they do not each compile the standard
+// library: `go build std` (the testing packages included), run by the
+// host in a sandbox of the gradings' kind whose only writable places are
+// an empty directory and that cache, with no repository and nothing a
+// model wrote in it. It does nothing, and returns false, where the
+// gradings are not CacheOwn, the host has a Go build cache, or there is
+// no go command; a cache already warm takes a second or two.
+func (s *Sandboxed) WarmGo(ctx context.Context) (bool, error) {
+	if !s.WarmsGo() {
+		return false, nil
+	}
+	warm, err := toolcache.WarmGoDir()
+	if err != nil {
+		return false, err
+	}
+	s.once.Do(func() { s.host = sandbox.Probe() })
+	tmp, err := os.MkdirTemp("", "truss-go-warm-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	empty := filepath.Join(tmp, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		return false, err
+	}
+	sh, err := harness.OpenGradingShell(harness.GradingShell{Dir: empty, Fallback: s.Fallback, Hidden: s.Hidden,
+		CacheDir: filepath.Dir(warm), Timeout: 30 * time.Minute, MaxOutput: 1 << 20,
+		Env: []string{"GOFLAGS=", "GOTOOLCHAIN=local"}}, s.host)
+	if err != nil {
+		return false, fmt.Errorf("warming the Go build cache: %w", err)
+	}
+	defer sh.Close()
+	r := sh.Run(ctx, "go build std", 30*time.Minute)
+	if r.ExitCode == nil || *r.ExitCode != 0 {
+		return false, fmt.Errorf("warming the Go build cache: go build std failed: %s", tail(r.Stderr+r.Output, 2000))
+	}
+	return true, nil
+}
+
+// WarmsGo reports whether WarmGo would build anything.
+func (s *Sandboxed) WarmsGo() bool {
+	if s.mode() != CacheOwn || toolcache.HostGoCache() != "" {
+		return false
+	}
+	_, err := exec.LookPath("go")
+	return err == nil
+}
+
+// tail is the last n bytes of s at most.
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return s
+}
