@@ -125,6 +125,15 @@ func gradingCaches(g GradingShell, tmp string) (*toolcache.Caches, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the Go build cache program: %w", err)
 	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	// The sandbox puts a /tmp and a /dev/shm of its own in place of the
+	// host's, keeping directories under /tmp it is told of: /tmp itself,
+	// or /dev/shm, cannot be kept without the host's whole directory.
+	if d := filepath.Dir(exe); d == "/" || d == "/tmp" || within(d, "/dev/shm") {
+		return nil, fmt.Errorf("the Go build cache program %s is directly in %s, which a grading's sandbox replaces with its own: install truss in a directory of its own, or grade with --grade-cache overlay or shared", exe, d)
+	}
 	var lowers []string
 	for _, l := range toolcache.GoLowers() {
 		if !slices.ContainsFunc(writable, func(w string) bool { return within(w, l) || within(l, w) }) {
