@@ -103,7 +103,7 @@ type benchFlags struct {
 	fallback          string
 	testTimeout       time.Duration
 	rules             string
-	layered           bool
+	caches            string
 	env               envFlags
 }
 
@@ -229,10 +229,24 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.network, "grade-network", false, "let the graded setup and tests use the network")
 	fs.StringVar(&b.fallback, "sandbox-fallback", "", "accept a weaker sandbox for grading when this host cannot enforce it: landlock-only or none")
 	fs.DurationVar(&b.testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
-	fs.BoolVar(&b.layered, "grade-own-caches", false, "give each grading build and package caches of its own over the host's, read-only (overlayfs), instead of one cache every grading shares: no graded patch can plant what a later grading builds, at the price of copying up each host cache entry a grading uses")
+	fs.StringVar(&b.caches, "grade-cache", "", "each grading's build and package caches: own (the default, or shared when TRUSS_SANDBOX_CACHE is set: caches of its own over the host's, read-only; Go's through a cache program), overlay (own, with Go's build cache an overlay too) or shared (one writable cache every grading shares, which a graded patch can write)")
 	fs.StringVar(&b.rules, "rules", "", "the SWE-bench harness release whose rules grade SWE-bench records (those without test_cmd): "+rulesList()+" (default: "+string(grade.LiveRules)+" when grading live; with grade --logs, each log's own, from its markers)")
 	b.env.register(fs)
 	b.env.registerImages(fs)
+}
+
+// warmGo warms Truss's own Go build cache before the first grading when
+// the gradings would otherwise each compile the standard library
+// (grade.Sandboxed.WarmGo); a failure leaves them cold, and says so.
+func warmGo(ctx context.Context, g *grade.Grader, stderr io.Writer) {
+	s, ok := g.Shells.(*grade.Sandboxed)
+	if !ok || !s.WarmsGo() {
+		return
+	}
+	fmt.Fprintln(stderr, "truss bench: no Go build cache of the user's: building the standard library into Truss's own, once, so that gradings start warm")
+	if _, err := s.WarmGo(ctx); err != nil {
+		fmt.Fprintf(stderr, "truss bench: %v; gradings start cold\n", err)
+	}
 }
 
 // load checks the shared flags and loads the tasks. The grader's
@@ -251,6 +265,10 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 	}
 	if err := b.env.check(); err != nil {
 		return nil, nil, nil, err
+	}
+	caches, err := grade.ParseCacheMode(b.caches)
+	if err != nil {
+		return nil, nil, nil, cli.UsageError{Msg: err.Error()}
 	}
 	var rules swebench.Rules
 	if b.rules != "" {
@@ -296,7 +314,7 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 		return nil, nil, nil, err
 	}
 	jan := &bench.Janitor{}
-	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Layered: b.layered}, Timeout: b.testTimeout,
+	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Caches: caches}, Timeout: b.testTimeout,
 		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan, Rules: rules}
 	if sh, err := b.env.shells(b.network, b.testTimeout); err != nil {
 		os.RemoveAll(tmp)
@@ -439,6 +457,7 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	if !qf.remoteOnly() {
 		b.env.prefetch(ctx, tasks, stderr)
+		warmGo(ctx, g, stderr)
 	}
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
 	gr := &runner.Grading{Tasks: tasks, Predictions: preds, Out: b.out, Grader: g, Signer: signer, VKey: vkey, Parallel: qr.Parallel,
@@ -649,6 +668,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	if !qf.remoteOnly() {
 		b.env.prefetch(ctx, tasks, stderr)
+		warmGo(ctx, g, stderr)
 	}
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
 	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work,

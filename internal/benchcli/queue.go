@@ -149,6 +149,8 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&network, "grade-network", false, "let the graded setup and tests use the network")
 	fs.StringVar(&fallback, "sandbox-fallback", "", "accept a weaker sandbox when this host cannot enforce it: landlock-only or none")
 	fs.DurationVar(&testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
+	var cacheMode string
+	fs.StringVar(&cacheMode, "grade-cache", "", "each grading's build and package caches: own (the default), overlay or shared, as for bench run")
 	fs.Var(&caps, "provider-cap", "PROVIDER=N: at most N runs of that provider at once (repeatable)")
 	var env envFlags
 	env.register(fs)
@@ -168,6 +170,10 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("--parallel must be at least 1")
 	}
 	fb, err := sandbox.ParseFallback(fallback)
+	if err != nil {
+		return cli.UsageError{Msg: err.Error()}
+	}
+	caches, err := grade.ParseCacheMode(cacheMode)
 	if err != nil {
 		return cli.UsageError{Msg: err.Error()}
 	}
@@ -209,13 +215,14 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	jan := &bench.Janitor{}
 	defer jan.Wait()
 	tmpl := &bench.Templates{Dir: filepath.Join(scratch, "templates")}
-	g := &grade.Grader{Shells: &grade.Sandboxed{Network: network, Fallback: fb, Hidden: []string{scratch}}, Timeout: testTimeout,
+	g := &grade.Grader{Shells: &grade.Sandboxed{Network: network, Fallback: fb, Hidden: []string{scratch}, Caches: caches}, Timeout: testTimeout,
 		Checkouts: tmpl, Janitor: jan, Dir: gradeDir}
 	if sh, err := env.shells(network, testTimeout); err != nil {
 		return err
 	} else if sh != nil {
 		g.Shells = sh
 	}
+	warmGo(ctx, g, stderr)
 	ag := benchAgent(fb, stderr)
 	env.agentImages(ag)
 	ex := &runner.Exec{Queue: q, Agent: ag, Grader: g, Checkouts: tmpl, Signer: signer, VKey: vkey,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/trussdev/truss/internal/container"
@@ -21,8 +22,10 @@ import (
 // user's credentials as the user's configuration has them, other projects'
 // memories and caches; the same private /tmp and loopback with the network
 // off), but at the default CPU weight, with build and package caches of
-// its own over the host's (toolcache.Layered) unless CacheDir names one
-// every grading shares.
+// its own over the host's (toolcache.Programmed: Go's build cache through
+// a cache program over toolcache.GoLowers, bound read-only; pip's and
+// npm's as overlays), or all as overlays (Overlay, toolcache.Layered), or
+// the one CacheDir every grading shares.
 type GradingShell struct {
 	// Dir is the grading checkout: the shell's working directory and its
 	// only writable root besides its temporary directory and caches.
@@ -33,6 +36,9 @@ type GradingShell struct {
 	// task file, other repositories).
 	Hidden   []string
 	CacheDir string
+	// Overlay puts Go's build cache, like pip's and npm's, under an
+	// overlay instead of a cache program (ignored with CacheDir).
+	Overlay bool
 	// Timeout is each command's (0: 30 minutes); MaxOutput caps each
 	// stream kept; Env (NAME=VALUE) is set in the shell.
 	Timeout   time.Duration
@@ -53,9 +59,9 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	caches := toolcache.Layered(filepath.Join(tmp, "cache"), g.Network)
-	if g.CacheDir != "" {
-		caches = toolcache.For(g.CacheDir, g.Network)
+	caches, err := gradingCaches(g, tmp)
+	if err != nil {
+		return fail(err)
 	}
 	if err := caches.Make(); err != nil {
 		return fail(err)
@@ -70,6 +76,11 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 		p.Overlays = append(p.Overlays, sandbox.Overlay{Target: l.Dir, Lower: l.Lower, Upper: l.Upper, Work: l.Work})
 	}
 	p.Readable = append(p.Readable, caches.ReadOnly...)
+	if caches.GoProgram != "" {
+		// The program's directory stays visible where the sandbox puts a
+		// /tmp of its own (a test binary's), read-only.
+		p.Readable = append(p.Readable, filepath.Dir(caches.GoProgram))
+	}
 	s := &Session{}
 	if err := s.loadUser(); err != nil {
 		return fail(err)
@@ -93,6 +104,43 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 		SetEnv:    append(append([]string{"TMPDIR=" + tmp}, caches.Env...), g.Env...),
 		MaxOutput: g.MaxOutput, TmpDir: own, Launcher: sb, Guard: sb.Guard})
 	return &SandboxShell{Session: sh, sb: sb, tmp: tmp, enforced: plan.Enforced()}, nil
+}
+
+// gradingCaches are g's caches, the grading's own in tmp unless g names
+// a shared one. The Go cache program is the binary the sandbox would run
+// as its helper (sandbox.ChooseHelper: never one the commands can
+// replace; every such binary is also the program); a lower cache that a
+// writable root holds, or that holds one, is dropped (the commands could
+// write it), leaving that grading colder.
+func gradingCaches(g GradingShell, tmp string) (*toolcache.Caches, error) {
+	dir := filepath.Join(tmp, "cache")
+	switch {
+	case g.CacheDir != "":
+		return toolcache.For(g.CacheDir, g.Network), nil
+	case g.Overlay:
+		return toolcache.Layered(dir, g.Network), nil
+	}
+	writable := []string{g.Dir, tmp}
+	exe, err := sandbox.ChooseHelper(writable)
+	if err != nil {
+		return nil, fmt.Errorf("the Go build cache program: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	// The sandbox puts a /tmp and a /dev/shm of its own in place of the
+	// host's, keeping directories under /tmp it is told of: /tmp itself,
+	// or /dev/shm, cannot be kept without the host's whole directory.
+	if d := filepath.Dir(exe); d == "/" || d == "/tmp" || within(d, "/dev/shm") {
+		return nil, fmt.Errorf("the Go build cache program %s is directly in %s, which a grading's sandbox replaces with its own: install truss in a directory of its own, or grade with --grade-cache overlay or shared", exe, d)
+	}
+	var lowers []string
+	for _, l := range toolcache.GoLowers() {
+		if !slices.ContainsFunc(writable, func(w string) bool { return within(w, l) || within(l, w) }) {
+			lowers = append(lowers, l)
+		}
+	}
+	return toolcache.Programmed(dir, g.Network, exe, lowers)
 }
 
 // SandboxShell is a shell with a sandbox and a temporary directory of its

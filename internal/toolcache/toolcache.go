@@ -23,7 +23,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/trussdev/truss/internal/cacheprog"
 )
 
 // Caches are the caches of one workspace's sandboxed commands.
@@ -40,6 +43,12 @@ type Caches struct {
 	// Layers are the caches that are the host's seen through a layer of
 	// the commands' own (Layered): the sandbox mounts each as an overlay.
 	Layers []Layer `json:"layers,omitempty"`
+	// GoLowers are the Go build caches a Go cache program reads under
+	// the commands' own (Programmed); they are in ReadOnly too.
+	GoLowers []string `json:"go_lowers,omitempty"`
+	// GoProgram is the executable GOCACHEPROG runs (Programmed): the
+	// sandbox must let the commands run it.
+	GoProgram string `json:"go_program,omitempty"`
 }
 
 // Layer is a cache of commands' own over the host's: Dir (what the
@@ -148,6 +157,81 @@ func Layered(dir string, network bool) *Caches {
 		}
 	}
 	return c
+}
+
+// Programmed returns the caches of commands that must neither write a
+// cache another run reads nor start cold (a benchmark's gradings), with
+// Go's build cache read through a cache program (package cacheprog, run
+// from exe): GOCACHE is dir's own go-build, which the program writes,
+// over lowers (GoLowers: Go build caches in the go command's layout),
+// which it reads in place, never writing or touching them. pip's and
+// npm's caches are Layered's, overlays of the host's (their tools do not
+// touch what they read); the module cache is For's. A lower in dir, or
+// holding it, is an error: the commands could write it.
+func Programmed(dir string, network bool, exe string, lowers []string) (*Caches, error) {
+	c := Layered(dir, network)
+	gocache := filepath.Join(dir, "go-build")
+	for i, l := range c.Layers {
+		if l.Dir == gocache {
+			c.Layers = slices.Delete(c.Layers, i, i+1)
+			c.Writable = slices.DeleteFunc(c.Writable, func(w string) bool { return w == l.Upper || w == l.Work })
+			break
+		}
+	}
+	for _, l := range lowers {
+		if within(dir, l) || within(l, dir) {
+			return nil, fmt.Errorf("the Go build cache %s and the commands' own cache %s overlap: the commands could write it", l, dir)
+		}
+	}
+	prog, err := cacheprog.Command(exe, gocache, lowers...)
+	if err != nil {
+		return nil, err
+	}
+	c.Env = append(c.Env, "GOCACHEPROG="+prog)
+	c.GoLowers = slices.Clone(lowers)
+	c.ReadOnly = append(c.ReadOnly, lowers...)
+	c.GoProgram = exe
+	return c, nil
+}
+
+// within reports whether p is root or under it.
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// WarmGoDir is Truss's own warm Go build cache, written only by a
+// trusted warm-up (the standard library built with no repository in
+// sight, in a sandbox whose caches are For(filepath.Dir(WarmGoDir())))
+// and read as a lower cache by Programmed's commands: go-warm/go-build
+// under Base.
+func WarmGoDir() (string, error) {
+	base, err := Base()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "go-warm", "go-build"), nil
+}
+
+// HostGoCache is the host user's Go build cache (go env GOCACHE:
+// $GOCACHE, else go-build in the user's cache directory) when it is a
+// directory, else "".
+func HostGoCache() string { return hostCaches()["GOCACHE"] }
+
+// GoLowers are the trusted Go build caches Programmed's commands read, in
+// order: the host user's own (HostGoCache), which no sandboxed command
+// writes, and then WarmGoDir; each where it is a directory.
+func GoLowers() []string {
+	var out []string
+	if d := HostGoCache(); d != "" {
+		out = append(out, d)
+	}
+	if d, err := WarmGoDir(); err == nil {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // hostCaches are the host's own caches that Layered puts under a run's,

@@ -109,3 +109,64 @@ func TestLayered(t *testing.T) {
 		t.Error("the host's cache is writable")
 	}
 }
+
+// TestProgrammed: Go's build cache is the run's own directory, read
+// through the program over the lower caches, which are read-only and not
+// overlaid; pip's stays an overlay; a lower that overlaps the run's
+// directory is refused.
+func TestProgrammed(t *testing.T) {
+	host := t.TempDir()
+	gocache, pip := filepath.Join(host, "go-build"), filepath.Join(host, "pip")
+	os.MkdirAll(gocache, 0o755)
+	os.MkdirAll(pip, 0o755)
+	t.Setenv("GOCACHE", gocache)
+	t.Setenv("PIP_CACHE_DIR", pip)
+	t.Setenv("npm_config_cache", "relative")
+	run := t.TempDir()
+	warm := filepath.Join(host, "warm dir")
+	c, err := Programmed(run, false, "/bin/truss", []string{gocache, warm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := envOf(c)
+	private := filepath.Join(run, "go-build")
+	if env["GOCACHE"] != private || env["GOCACHEPROG"] != "/bin/truss __go-cache-prog "+private+" "+gocache+" '"+warm+"'" {
+		t.Errorf("env %v", c.Env)
+	}
+	if len(c.Layers) != 1 || c.Layers[0].Lower != pip {
+		t.Errorf("layers %+v, want pip's alone", c.Layers)
+	}
+	if !slices.Contains(c.Writable, private) || slices.Contains(c.Writable, private+".upper") || slices.Contains(c.Writable, gocache) {
+		t.Errorf("writable %v", c.Writable)
+	}
+	if !slices.Contains(c.ReadOnly, gocache) || !slices.Contains(c.ReadOnly, warm) || !slices.Equal(c.GoLowers, []string{gocache, warm}) || c.GoProgram != "/bin/truss" {
+		t.Errorf("read-only %v, lowers %v, program %q", c.ReadOnly, c.GoLowers, c.GoProgram)
+	}
+	for _, bad := range []string{run, filepath.Join(run, "go-build"), filepath.Dir(run)} {
+		if _, err := Programmed(run, false, "/bin/truss", []string{bad}); err == nil {
+			t.Errorf("the lower %s, overlapping %s, was taken", bad, run)
+		}
+	}
+}
+
+// TestGoLowers: the host's Go build cache, then Truss's warm one, where
+// each is a directory.
+func TestGoLowers(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("TRUSS_HOME", home)
+	gocache := filepath.Join(home, "host-go-build")
+	t.Setenv("GOCACHE", gocache)
+	if got := GoLowers(); len(got) != 0 {
+		t.Errorf("lowers %v, want none", got)
+	}
+	warm, _ := WarmGoDir()
+	os.MkdirAll(warm, 0o700)
+	os.MkdirAll(gocache, 0o700)
+	if got := GoLowers(); !slices.Equal(got, []string{gocache, warm}) {
+		t.Errorf("lowers %v", got)
+	}
+	t.Setenv("GOCACHE", "off")
+	if got := GoLowers(); !slices.Equal(got, []string{warm}) {
+		t.Errorf("lowers %v with GOCACHE=off", got)
+	}
+}

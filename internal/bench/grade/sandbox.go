@@ -1,8 +1,13 @@
 package grade
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,20 +40,47 @@ type TaskShells interface {
 	ForTask(task *bench.Task) (Shells, error)
 }
 
+// CacheMode is how a grading's build and package caches are made.
+type CacheMode string
+
+// The cache modes.
+const (
+	// CacheDefault is CacheOwn, or CacheShared when toolcache.SharedEnv
+	// names one cache for every sandboxed command.
+	CacheDefault CacheMode = ""
+	// CacheOwn gives each grading caches of its own over trusted ones
+	// (toolcache.Programmed): Go's build cache through a cache program
+	// that reads the host user's build cache (and Truss's warm one, see
+	// WarmGo) in place, read-only, pip's and npm's as overlays of the
+	// host's. Warm, and no grading can plant what another builds.
+	CacheOwn CacheMode = "own"
+	// CacheOverlay is CacheOwn with Go's build cache an overlay too
+	// (toolcache.Layered): each host entry Go touches is copied up.
+	CacheOverlay CacheMode = "overlay"
+	// CacheShared gives every grading one writable cache (Sandboxed's
+	// CacheDir, else toolcache.DirFor("bench")), which starts empty and
+	// which a graded patch can write.
+	CacheShared CacheMode = "shared"
+)
+
+// ParseCacheMode reads a --grade-cache value.
+func ParseCacheMode(s string) (CacheMode, error) {
+	switch m := CacheMode(s); m {
+	case CacheDefault, CacheOwn, CacheOverlay, CacheShared:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown grading cache %q: choose own, overlay or shared", s)
+}
+
 // Sandboxed starts each shell in a sandbox of its own, composed by the
 // harness as a session's commands' is (harness.OpenGradingShell): the
 // network off unless Network is set, the ledger's signing key, the saved
 // sessions, the user's credentials, other projects' data and Hidden
-// hidden, at the default CPU weight. Its build and package caches are
-// CacheDir's, shared by every grading (toolcache.For; "" means
-// toolcache.DirFor("bench")), or with Layered each grading's own over
-// the host's (toolcache.Layered): then no grading can plant what a later
-// one builds, at the price of copying up each host cache entry a grading
-// uses (Go's build cache touches the entries it uses). It is what `truss
-// bench` grades with.
+// hidden, at the default CPU weight, with the caches Caches says (a
+// CacheDir makes them CacheShared). It is what `truss bench` grades with.
 type Sandboxed struct {
+	Caches   CacheMode
 	CacheDir string
-	Layered  bool
 	Network  bool
 	// Fallback is the weaker sandbox accepted when this host cannot
 	// enforce the policy ("" refuses).
@@ -63,6 +95,19 @@ type Sandboxed struct {
 	host sandbox.Host
 }
 
+// mode is the cache mode in effect.
+func (s *Sandboxed) mode() CacheMode {
+	switch {
+	case s.CacheDir != "":
+		return CacheShared
+	case s.Caches == CacheDefault && os.Getenv(toolcache.SharedEnv) != "":
+		return CacheShared
+	case s.Caches == CacheDefault:
+		return CacheOwn
+	}
+	return s.Caches
+}
+
 // cacheDir is the graded commands' shared cache directory.
 func (s *Sandboxed) cacheDir() (string, error) {
 	if s.CacheDir != "" {
@@ -73,10 +118,10 @@ func (s *Sandboxed) cacheDir() (string, error) {
 
 // Private implements Private: the shared caches the graded commands
 // write, which the agents must not read — unless toolcache.SharedEnv makes
-// one cache of every sandboxed command's. Layered caches are in each
-// grading's temporary directory, in the grader's own.
+// one cache of every sandboxed command's. A grading's own caches are in
+// its temporary directory, in the grader's own.
 func (s *Sandboxed) Private() []string {
-	if s.Layered || s.CacheDir == "" && os.Getenv(toolcache.SharedEnv) != "" {
+	if s.mode() != CacheShared || s.CacheDir == "" && os.Getenv(toolcache.SharedEnv) != "" {
 		return nil
 	}
 	if d, err := s.cacheDir(); err == nil {
@@ -96,15 +141,77 @@ func (s *Sandboxed) OpenHiding(dir string, env, hidden []string) (validate.Shell
 	s.once.Do(func() { s.host = sandbox.Probe() })
 	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: append(slices.Clip(s.Hidden), hidden...),
 		Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
-	if !s.Layered {
+	switch s.mode() {
+	case CacheShared:
 		d, err := s.cacheDir()
 		if err != nil {
 			return nil, err
 		}
 		g.CacheDir = d
+	case CacheOverlay:
+		g.Overlay = true
 	}
 	return harness.OpenGradingShell(g, s.host)
 }
 
 // maxLog caps each stream of a test command kept for its verdicts.
 const maxLog = 64 << 20
+
+// WarmGo fills Truss's warm Go build cache (toolcache.WarmGoDir), the
+// lower cache of CacheOwn's gradings on a host whose user has no Go build
+// cache of their own, so that they do not each compile the standard
+// library: `go build std` (the testing packages included), run by the
+// host in a sandbox of the gradings' kind whose only writable places are
+// an empty directory and that cache, with no repository and nothing a
+// model wrote in it. It does nothing, and returns false, where the
+// gradings are not CacheOwn, the host has a Go build cache, or there is
+// no go command; a cache already warm takes a second or two.
+func (s *Sandboxed) WarmGo(ctx context.Context) (bool, error) {
+	if !s.WarmsGo() {
+		return false, nil
+	}
+	warm, err := toolcache.WarmGoDir()
+	if err != nil {
+		return false, err
+	}
+	s.once.Do(func() { s.host = sandbox.Probe() })
+	tmp, err := os.MkdirTemp("", "truss-go-warm-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	empty := filepath.Join(tmp, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		return false, err
+	}
+	sh, err := harness.OpenGradingShell(harness.GradingShell{Dir: empty, Fallback: s.Fallback, Hidden: s.Hidden,
+		CacheDir: filepath.Dir(warm), Timeout: 30 * time.Minute, MaxOutput: 1 << 20,
+		Env: []string{"GOFLAGS=", "GOTOOLCHAIN=local"}}, s.host)
+	if err != nil {
+		return false, fmt.Errorf("warming the Go build cache: %w", err)
+	}
+	defer sh.Close()
+	r := sh.Run(ctx, "go build std", 30*time.Minute)
+	if r.ExitCode == nil || *r.ExitCode != 0 {
+		return false, fmt.Errorf("warming the Go build cache: go build std failed: %s", tail(r.Stderr+r.Output, 2000))
+	}
+	return true, nil
+}
+
+// WarmsGo reports whether WarmGo would build anything.
+func (s *Sandboxed) WarmsGo() bool {
+	if s.mode() != CacheOwn || toolcache.HostGoCache() != "" {
+		return false
+	}
+	_, err := exec.LookPath("go")
+	return err == nil
+}
+
+// tail is the last n bytes of s at most.
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return s
+}

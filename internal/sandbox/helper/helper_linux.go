@@ -35,6 +35,7 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/trussdev/truss/internal/cacheprog"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -138,13 +139,22 @@ type Limits struct {
 	Nice int `json:"nice,omitempty"`
 }
 
-// IsHelper reports whether this process was started as the helper.
-func IsHelper() bool { return len(os.Args) > 1 && os.Args[1] == Arg }
+// IsHelper reports whether this process was started as the helper, or as
+// the Go build cache program (cacheprog.Arg), which every binary that can
+// be the helper also is: the program runs inside a sandbox, started by a
+// sandboxed go command, from the binary the sandbox chose as its helper.
+func IsHelper() bool {
+	return len(os.Args) > 1 && (os.Args[1] == Arg || os.Args[1] == cacheprog.Arg)
+}
 
 // Run is the helper's whole life: it reads its spec, confines itself, and
 // executes the sandboxed program. It never returns; on a failure it prints
-// why and exits with status 126, running nothing.
+// why and exits with status 126, running nothing. Started as the cache
+// program, it is that program (cacheprog.Main) instead.
 func Run() {
+	if len(os.Args) > 1 && os.Args[1] == cacheprog.Arg {
+		os.Exit(cacheprog.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	runtime.LockOSThread() // never unlocked: the exec happens on this thread
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "truss sandbox: %v\n", err)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package grade_test
+
+const raceEnabled = false

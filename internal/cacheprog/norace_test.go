@@ -1,0 +1,5 @@
+//go:build !race
+
+package cacheprog_test
+
+const raceEnabled = false
