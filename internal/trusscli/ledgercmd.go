@@ -33,7 +33,7 @@ Run "truss ledger COMMAND -h" for a command's flags.
 
 func cmdLedger(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return cli.Usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] [--strict] | show PATH | prove PATH --entry N | export PATH --in-toto")
+		return cli.Usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] [--strict] [--require-end] | show PATH | prove PATH --entry N | export PATH --in-toto")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
