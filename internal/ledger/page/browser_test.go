@@ -11,20 +11,15 @@ import (
 	"image/png"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
-	cdppage "github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/trussdev/truss/internal/browsertest"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/ledger/page"
 	"github.com/trussdev/truss/internal/session"
@@ -32,104 +27,10 @@ import (
 	"github.com/trussdev/truss/internal/trusscli"
 )
 
-// chromium finds a Chromium to drive (Debian's package); without one the
-// browser tests skip, except under CI, where its absence is a failure.
-func chromium(t testing.TB) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no Chromium on PATH under CI")
-	}
-	t.Skip("no Chromium on PATH (apt-get install chromium): session pages are not checked in a browser")
-	return ""
-}
-
 // browser starts a headless Chromium with a fresh profile and returns a
 // context for it.
 func browser(t testing.TB) context.Context {
-	exe := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 1400),
-	)
-	// A bound on a hung browser, not a performance assertion.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx)
-	t.Cleanup(bcancel)
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-	return bctx
-}
-
-// pageLog collects what a page says went wrong and every URL it requested.
-type pageLog struct {
-	mu       sync.Mutex
-	problems []string
-	requests []string
-}
-
-func (l *pageLog) add(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.problems = append(l.problems, fmt.Sprintf(format, args...))
-}
-
-func (l *pageLog) listen(t *testing.T, ctx context.Context) {
-	t.Helper()
-	err := chromedp.Listen(ctx, func(ev any) {
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-				var args []string
-				for _, a := range ev.Args {
-					args = append(args, string(a.Value)+a.Description)
-				}
-				l.add("console.%s: %s", ev.Type, strings.Join(args, " "))
-			}
-		case *runtime.EventExceptionThrown:
-			d := ev.ExceptionDetails
-			desc := ""
-			if d.Exception != nil {
-				desc = d.Exception.Description
-			}
-			l.add("exception: %s %s", d.Text, desc)
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
-				l.add("log %s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
-			}
-		case *network.EventLoadingFailed:
-			l.add("request failed: %s", ev.ErrorText)
-		case *network.EventRequestWillBeSent:
-			l.mu.Lock()
-			l.requests = append(l.requests, ev.Request.URL)
-			l.mu.Unlock()
-		case *cdppage.EventJavascriptDialogOpening:
-			l.add("dialog %s: %s", ev.Type, ev.Message)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (l *pageLog) snapshot() (problems, requests []string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.problems...), append([]string(nil), l.requests...)
+	return browsertest.Start(t, browsertest.Options{Width: 1200, Height: 1400, Timeout: 10 * time.Minute})
 }
 
 // shown is what a loaded page shows.
@@ -165,8 +66,8 @@ func load(t *testing.T, ctx context.Context, path, query string) (shown, []strin
 	t.Helper()
 	tab, cancel := chromedp.NewContext(ctx)
 	defer cancel()
-	var log pageLog
-	log.listen(t, tab)
+	var log browsertest.Log
+	log.Listen(t, tab)
 	u := (&url.URL{Scheme: "file", Path: path, RawQuery: query}).String()
 	if err := chromedp.Do(tab, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#verdict.ok, #verdict.bad"))); err != nil {
 		t.Fatal(err)
@@ -186,7 +87,7 @@ func load(t *testing.T, ctx context.Context, path, query string) (shown, []strin
 		}
 	}
 	_ = chromedp.Do(tab, chromedp.Sleep(100*time.Millisecond)) // late console messages
-	problems, requests := log.snapshot()
+	problems, requests := log.Snapshot()
 	var others []string
 	for _, r := range requests {
 		if r != u {
