@@ -2,7 +2,6 @@ package trusscli
 
 import (
 	"bytes"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,11 +60,9 @@ func truss(args ...string) (int, string, string) {
 // one chain, says on stdout (and warns on stderr) that a run did not end,
 // and fails on it with --require-end, for a session and for its page.
 func TestLedgerVerifyRuns(t *testing.T) {
-	skey, vkey, err := note.GenerateKey(rand.Reader, "truss/test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := note.NewSigner(skey)
+	// The installation's key (in the test binary's own home): show takes
+	// no other.
+	s, vkey, err := ledger.InstallationKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +79,12 @@ func TestLedgerVerifyRuns(t *testing.T) {
 	}
 	if code, out, errs = truss("ledger", "verify", dirs[0], "--require-end", "--key", vkey); code != 0 || strings.Contains(out, "NOT ENDED") {
 		t.Errorf("verify --require-end of an ended run: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+
+	// show says the same.
+	code, out, errs = truss("ledger", "show", sd)
+	if code != 0 || !strings.Contains(out, notEnded) {
+		t.Errorf("show: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 
 	// The page says the same, and fails the same with --require-end.
@@ -114,6 +117,9 @@ func TestLedgerVerifyRuns(t *testing.T) {
 	}
 	if code, out, errs = truss("ledger", "verify", sd, "--key", vkey); code != 1 || !strings.Contains(errs, `run 2 (ledger-102): entry 0: it continues the run of ledger "ledger-101", but the run before it is "ledger"`) {
 		t.Errorf("verify without the middle run: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if code, out, errs = truss("ledger", "show", sd); code != 1 || !strings.Contains(out, `NOT VERIFIED: run 2 (ledger-102): entry 0: it continues the run of ledger "ledger-101"`) {
+		t.Errorf("show without the middle run: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	if err := os.RemoveAll(dirs[0]); err != nil {
 		t.Fatal(err)

@@ -203,6 +203,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		var prev ledger.Run
 		for i, dir := range dirs {
 			if len(dirs) > 1 {
 				if i > 0 {
@@ -211,6 +212,11 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, "── run %d of %d: %s ──\n", i+1, len(dirs), dir)
 			}
 			r, entries, verr := ledger.Verify(dir, vkey)
+			if verr == nil {
+				run := ledger.Run{Name: filepath.Base(dir), Report: r, Entries: entries}
+				verr = checkRun(prev, run, i, isSession(path))
+				prev = run
+			}
 			if verr == nil && r.Unsealed > 0 {
 				ledger.Show(stdout, entries[:r.Sealed])
 				fmt.Fprintln(stdout, "── unsealed: no checkpoint covers the entries below ──")
@@ -233,6 +239,9 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout)
 			if err := r.CheckSealed(); err != nil {
 				warnUnsealed(stderr, dir, err)
+			}
+			if err := ledger.CheckEnded(entries, r.Sealed); err != nil {
+				notEnded(stdout, stderr, "ledger "+dir, err, false)
 			}
 			if *agents {
 				showChildren(stdout, dir, vkey, kids, "  ")
