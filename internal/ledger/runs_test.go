@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -225,4 +226,44 @@ func TestContinuesRefusesMalformed(t *testing.T) {
 			t.Errorf("previous %v: %+v, %v", prev, p, err)
 		}
 	}
+}
+
+// FuzzContinues: whatever a session.start's data holds, Continues returns
+// a Previous, nil or an error naming entry 0, and a Previous it returns
+// reads back the same from a session.start that Truss writes of it.
+func FuzzContinues(f *testing.F) {
+	f.Add(`{"previous":{"dir":"ledger","size":3,"root":"AAAA","checkpoint":"ab"}}`)
+	f.Add(`{"previous":null}`)
+	f.Add(`{"previous":{"dir":"ledger","size":1e3,"root":"","checkpoint":""}}`)
+	f.Add(`{"previous":[1]}`)
+	entry := func(data string) (Entry, error) {
+		return parseEntry([]byte(`{"v":1,"seq":0,"time":"2026-12-02T14:44:32Z","session":"S","type":"session.start","prev":"","data":` + data + `,"payloads":{}}`))
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		e, err := entry(data)
+		if err != nil {
+			return
+		}
+		p, err := Continues([]Entry{e})
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "entry 0: ") {
+				t.Fatalf("error %q names no entry", err)
+			}
+			return
+		}
+		if p == nil {
+			return
+		}
+		b, err := json.Marshal(Start{Previous: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e2, err := entry(string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q, err := Continues([]Entry{e2}); err != nil || q == nil || *q != *p {
+			t.Fatalf("Continues = %+v; written and read back: %+v, %v", *p, q, err)
+		}
+	})
 }
