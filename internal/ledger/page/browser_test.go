@@ -28,9 +28,11 @@ import (
 )
 
 // browser starts a headless Chromium with a fresh profile and returns a
-// context for it.
+// context for it. Its bound on a hung browser covers the demo runs a
+// test makes while the browser is open (five sandboxed demos, each with
+// its go test, take ten minutes on a loaded machine).
 func browser(t testing.TB) context.Context {
-	return browsertest.Start(t, browsertest.Options{Width: 1200, Height: 1400, Timeout: 10 * time.Minute})
+	return browsertest.Start(t, browsertest.Options{Width: 1200, Height: 1400, Timeout: 30 * time.Minute})
 }
 
 // shown is what a loaded page shows.
