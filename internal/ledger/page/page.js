@@ -340,15 +340,6 @@
   // It returns {entries, leaves, report} or throws a Fail naming the part.
   async function verifyLedger(L, k, where, parentLink) {
     if (!L || !Array.isArray(L.entries) || !isObj(L.checkpoints) || !isObj(L.payloads)) fail(where, "the page's ledger is not complete");
-    // unsealed: absent, or how many entries after the last checkpoint
-    // the page left out (a positive integer); never a sub-agent's.
-    let unsealed = 0;
-    if ("unsealed" in L) {
-      const u = L.unsealed;
-      if (parentLink) fail(where, "a sub-agent's ledger has no unsealed entries (its link names its last checkpoint), but the page says it has");
-      if (typeof u !== "number" || !Number.isInteger(u) || u <= 0 || u > Number.MAX_SAFE_INTEGER) fail(where, "unsealed " + show(u) + " is not a positive count of entries");
-      unsealed = u;
-    }
     const cpSizes = Object.keys(L.checkpoints).map((s) => {
       if (!/^(0|[1-9][0-9]*)$/.test(s)) fail(where, "checkpoint " + show(s) + ": not keyed by a tree size");
       return Number(s);
@@ -439,6 +430,16 @@
     }
     if (count === 0) fail(where, "no signed checkpoint: none of the " + n + " entries is sealed");
     if (sealed !== n) fail(where.concat("entry " + sealed), (n - sealed) + " entries after the last checkpoint (size " + sealed + "): a page holds sealed entries only");
+    // unsealed, checked where the Go verifier checks it: absent, or how
+    // many entries after the last checkpoint the page left out (a
+    // positive integer); never a sub-agent's.
+    let unsealed = 0;
+    if ("unsealed" in L) {
+      const u = L.unsealed;
+      if (parentLink) fail(where, "a sub-agent's ledger has no unsealed entries (its link names its last checkpoint), but the page says it has");
+      if (typeof u !== "number" || !Number.isInteger(u) || u <= 0 || u > Number.MAX_SAFE_INTEGER) fail(where, "unsealed " + show(u) + " is not a positive count of entries");
+      unsealed = u;
+    }
     // Payloads.
     const used = new Set();
     const rep = { entries: n, checkpoints: count, root: last.root, note: last.note, checked: 0, omitted: [], redacted: [], notEmbedded: [], session, unsealed };
