@@ -470,6 +470,12 @@ func (s *Session) openLedger(dir string) error {
 	if err := s.step("ledger"); err != nil {
 		return err
 	}
+	var prev *ledger.Previous
+	if o.Ledger == nil && s.sess != nil {
+		if prev, err = previousRun(s.sess.Dir(), dir); err != nil {
+			return err
+		}
+	}
 	if o.Ledger != nil {
 		s.lw = o.Ledger
 	} else if s.lw, err = ledger.Create(dir, id, signer); err != nil {
@@ -480,7 +486,7 @@ func (s *Session) openLedger(dir string) error {
 	}
 	start := ledger.Start{Truss: o.Version, Provider: o.Provider, Model: o.Model, Surface: s.set.Surface,
 		Tools: toolDecls(s.set), Sandbox: s.w.enforced(), Workspace: s.w.root, Repo: s.repo(), Config: s.runConfig(),
-		Environment: s.w.envFacts()}
+		Environment: s.w.envFacts(), Previous: prev}
 	if o.Serve != "" {
 		var decls []ledger.ToolDecl
 		for _, n := range serveTools(s.w.runner != nil) {
@@ -497,6 +503,22 @@ func (s *Session) openLedger(dir string) error {
 		s.children.setLedger(s.lw.Dir(), signer)
 	}
 	return nil
+}
+
+// previousRun names the ledger of the run before the one whose ledger
+// will be dir, in the session directory sessDir: the last of the
+// session's ledgers other than dir, by its last checkpoint; nil for the
+// session's first run.
+func previousRun(sessDir, dir string) (*ledger.Previous, error) {
+	dirs, err := session.Ledgers(sessDir)
+	if err != nil {
+		return nil, fmt.Errorf("the session's ledgers: %w", err)
+	}
+	dirs = slices.DeleteFunc(dirs, func(d string) bool { return filepath.Clean(d) == filepath.Clean(dir) })
+	if len(dirs) == 0 {
+		return nil, nil
+	}
+	return ledger.PreviousOf(dirs[len(dirs)-1])
 }
 
 // runConfig is the configuration session.start records.

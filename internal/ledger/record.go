@@ -26,6 +26,10 @@ type Start struct {
 	Repo      *RepoState        `json:"repo,omitempty"`
 	Config    map[string]string `json:"config,omitempty"`
 	Parent    *Link             `json:"parent,omitempty"`
+	// Previous is a resumed run's: the ledger of the session's run
+	// before it, by its last checkpoint when this run began; nil for a
+	// session's first run (runs.go).
+	Previous *Previous `json:"previous,omitempty"`
 	// Environment is where the session's commands ran when not on the
 	// host: the task environment's facts (container.Facts: the image
 	// reference, its ID and repository digests, the engine and its

@@ -18,7 +18,7 @@ import (
 const ledgerUsage = `usage: truss ledger COMMAND
 
   key                                   this installation's verifier key
-  verify PATH [--key VKEY] [--workspace DIR] [--strict]
+  verify PATH [--key VKEY] [--workspace DIR] [--strict] [--require-end]
                                         verify a session's ledgers (every run), or one ledger
   show PATH [--agents] [--payload NAME] the timeline of a session's runs, verified (or one payload)
   prove PATH --entry N                  an inclusion proof of one entry
@@ -33,7 +33,7 @@ Run "truss ledger COMMAND -h" for a command's flags.
 
 func cmdLedger(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return cli.Usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] [--strict] | show PATH | prove PATH --entry N | export PATH --in-toto")
+		return cli.Usagef("usage: truss ledger key | verify PATH [--key VKEY] [--workspace DIR] [--strict] [--require-end] | show PATH | prove PATH --entry N | export PATH --in-toto")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -61,6 +61,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		key := fset.String("key", "", "the verifier key (default: this installation's, see truss ledger key)")
 		ws := fset.String("workspace", "", "also check that the files the session changed hold what it left in them")
 		strict := fset.Bool("strict", false, "fail on an unsealed tail (entries after the last checkpoint, or a torn last line), which no signature covers; without it the tail is a warning")
+		requireEnd := fset.Bool("require-end", false, "fail on a run whose sealed entries do not end with session.end (cut short, or still running); without it that is a warning")
 		path, rest := splitPath(args[1:])
 		if err := cli.Parse(fset, rest); err != nil {
 			return err
@@ -69,19 +70,20 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			path = fset.Arg(0)
 		}
 		if path == "" {
-			return cli.Usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR] [--strict]")
+			return cli.Usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR] [--strict] [--require-end]")
 		}
 		if isPage(path) {
 			if *ws != "" {
 				return cli.Usagef("--workspace checks a ledger, not a page")
 			}
-			return verifyPage(stdout, path, *key)
+			return verifyPage(stdout, stderr, path, *key, *requireEnd)
 		}
 		dirs, vkey, err := resolveLedgers(path, *key)
 		if err != nil {
 			return err
 		}
-		var tails []error // each run's unsealed tail
+		var tails []error // each run's unsealed tail, and with --require-end each run not ended
+		var prev ledger.Run
 		for i, dir := range dirs {
 			if len(dirs) > 1 {
 				fmt.Fprintf(stdout, "run %d of %d:\n", i+1, len(dirs))
@@ -94,6 +96,14 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("ledger %s does not verify: %w", dir, err)
 			}
+			// A session's runs are chained: each resumed run's
+			// session.start names the run before it by its last
+			// checkpoint, and the first names none.
+			run := ledger.Run{Name: filepath.Base(dir), Report: r, Entries: entries}
+			if err := checkRun(prev, run, i, isSession(path)); err != nil {
+				return fmt.Errorf("session %s does not verify: %w", path, err)
+			}
+			prev = run
 			// The workspace holds what the last run left in it, as its
 			// sealed entries say: an unsealed session.end proves nothing.
 			if *ws != "" && i == len(dirs)-1 {
@@ -109,6 +119,11 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 					tails = append(tails, fmt.Errorf("ledger %s does not verify with --strict: %w", dir, err))
 				} else {
 					warnUnsealed(stderr, dir, err)
+				}
+			}
+			if err := ledger.CheckEnded(entries, r.Sealed); err != nil {
+				if e := notEnded(stdout, stderr, "ledger "+dir, err, *requireEnd); e != nil {
+					tails = append(tails, e)
 				}
 			}
 		}
@@ -188,6 +203,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		var prev ledger.Run
 		for i, dir := range dirs {
 			if len(dirs) > 1 {
 				if i > 0 {
@@ -196,6 +212,11 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, "── run %d of %d: %s ──\n", i+1, len(dirs), dir)
 			}
 			r, entries, verr := ledger.Verify(dir, vkey)
+			if verr == nil {
+				run := ledger.Run{Name: filepath.Base(dir), Report: r, Entries: entries}
+				verr = checkRun(prev, run, i, isSession(path))
+				prev = run
+			}
 			if verr == nil && r.Unsealed > 0 {
 				ledger.Show(stdout, entries[:r.Sealed])
 				fmt.Fprintln(stdout, "── unsealed: no checkpoint covers the entries below ──")
@@ -219,6 +240,9 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			if err := r.CheckSealed(); err != nil {
 				warnUnsealed(stderr, dir, err)
 			}
+			if err := ledger.CheckEnded(entries, r.Sealed); err != nil {
+				notEnded(stdout, stderr, "ledger "+dir, err, false)
+			}
 			if *agents {
 				showChildren(stdout, dir, vkey, kids, "  ")
 			}
@@ -226,6 +250,44 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return cli.Usagef("unknown ledger command %q: use key, verify, show, prove, export or serve", args[0])
+}
+
+// checkRun checks that run, the i-th (0-based) of the runs verified
+// together, follows prev, the one before it (ledger.CheckNext); a first
+// run that continues an earlier one fails when the runs are a whole
+// session's (session), where that earlier run is missing.
+func checkRun(prev, run ledger.Run, i int, session bool) error {
+	if i > 0 {
+		return ledger.CheckNext(prev, run, i+1)
+	}
+	p, err := ledger.Continues(run.Entries)
+	if err != nil {
+		return &ledger.RunError{Run: 1, Name: run.Name, Reason: err.Error()}
+	}
+	if p != nil && session {
+		return &ledger.RunError{Run: 1, Name: run.Name, Reason: fmt.Sprintf("entry 0: it continues the run of ledger %q, which is not in the session: a run was removed", p.Dir)}
+	}
+	return nil
+}
+
+// isSession reports whether a verify PATH names a whole session (a
+// session directory or id) rather than one ledger directory.
+func isSession(path string) bool {
+	_, err := os.Stat(filepath.Join(path, "entries.jsonl"))
+	return err != nil
+}
+
+// notEnded reports err, a run that did not end (ledger.CheckEnded), of
+// what (a ledger, a page's run): on stdout beside the verdict, where it
+// cannot be missed, and as a warning on stderr. With require it returns
+// the failure instead of warning.
+func notEnded(stdout, stderr io.Writer, what string, err error, require bool) error {
+	fmt.Fprintf(stdout, "NOT ENDED: %s: %v\n", what, err)
+	if require {
+		return fmt.Errorf("%s does not verify with --require-end: %w", what, err)
+	}
+	fmt.Fprintf(stderr, "warning: %s: %v (truss ledger verify --require-end fails on it)\n", what, err)
+	return nil
 }
 
 // sealSummary says how many of a verified ledger's entries its checkpoints
@@ -256,7 +318,13 @@ func splitPath(args []string) (string, []string) {
 	return "", args
 }
 
-func isBoolFlag(f string) bool { return f == "--strict" || f == "-strict" }
+func isBoolFlag(f string) bool {
+	switch f {
+	case "--strict", "-strict", "--require-end", "-require-end":
+		return true
+	}
+	return false
+}
 
 // resolveLedger resolves the ledger a command names and the verifier key
 // (vkey, else this installation's).

@@ -108,7 +108,9 @@ const maxPage = 1 << 30
 
 // verifyPage is `truss ledger verify page.html`: the ledger the page
 // embeds, verified with the Go verifier (not the page's script).
-func verifyPage(stdout io.Writer, path, vkey string) error {
+// A run that did not end (no session.end) is said on stdout and warned
+// of; with requireEnd it is a failure.
+func verifyPage(stdout, stderr io.Writer, path, vkey string, requireEnd bool) error {
 	b, err := hostfs.ReadFile(path, maxPage)
 	if err != nil {
 		return err
@@ -117,18 +119,29 @@ func verifyPage(stdout io.Writer, path, vkey string) error {
 	if err != nil {
 		return fmt.Errorf("page %s does not verify: %w", path, err)
 	}
+	if p := res.Continues; p != nil {
+		fmt.Fprintf(stdout, "the page begins at a resumed run: the runs before it (the last of them %s, of %d entries) are not on the page\n", p.Dir, p.Size)
+	}
+	var fails []error
 	for i, r := range res.Runs {
+		what := "the page's run"
 		if len(res.Runs) > 1 {
 			fmt.Fprintf(stdout, "run %d of %d (%s):\n", i+1, len(res.Runs), r.Dir)
+			what = fmt.Sprintf("the page's run %d (%s)", i+1, r.Dir)
 		}
 		printPageRun(stdout, r, "")
+		if r.NotEnded != nil {
+			if err := notEnded(stdout, stderr, what, r.NotEnded, requireEnd); err != nil {
+				fails = append(fails, err)
+			}
+		}
 	}
 	who := "the key the page names (--key checks it against a key you trust)"
 	if vkey != "" {
 		who = "the key given"
 	}
 	fmt.Fprintf(stdout, "signed by %s: %s\n", who, res.VKey)
-	return nil
+	return errors.Join(fails...)
 }
 
 func printPageRun(w io.Writer, r page.RunResult, indent string) {
@@ -140,6 +153,9 @@ func printPageRun(w io.Writer, r page.RunResult, indent string) {
 	}
 	for _, s := range r.Redacted {
 		fmt.Fprintf(w, "%s    redacted: %s\n", indent, s)
+	}
+	if r.Unsealed > 0 {
+		fmt.Fprintf(w, "%s  %d entries after the last checkpoint are not on this page: unsealed\n", indent, r.Unsealed)
 	}
 	for _, a := range r.Agents {
 		printPageRun(w, a, indent+"  ")

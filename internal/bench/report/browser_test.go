@@ -9,123 +9,21 @@ import (
 	"math"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-)
 
-// chromium finds a Chromium to drive; without one the browser tests skip,
-// except under CI (CI=true), where Chromium is installed and its absence is
-// a failure.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no Chromium on PATH under CI (.ci/run installs Debian's chromium package)")
-	}
-	t.Skip("no Chromium on PATH (apt-get install chromium): the report's page is not checked in a browser")
-	return ""
-}
+	"github.com/trussdev/truss/internal/browsertest"
+)
 
 // browser starts a headless Chromium with a fresh profile and returns a
 // context for its first tab.
 func browser(t *testing.T) context.Context {
-	exe := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1100, 1400),
-	)
-	// A bound on a hung browser, not a performance assertion.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx)
-	t.Cleanup(bcancel)
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-	return bctx
-}
-
-// pageLog collects what a page says went wrong: console errors and
-// warnings, uncaught exceptions, log entries of level error or warning
-// (failed loads, refused resources), failed requests, dialogs, and every
-// URL the page requested.
-type pageLog struct {
-	mu       sync.Mutex
-	problems []string
-	requests []string
-}
-
-func (l *pageLog) add(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.problems = append(l.problems, fmt.Sprintf(format, args...))
-}
-
-func (l *pageLog) listen(t *testing.T, ctx context.Context) {
-	t.Helper()
-	err := chromedp.Listen(ctx, func(ev any) {
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-				var args []string
-				for _, a := range ev.Args {
-					args = append(args, string(a.Value)+a.Description)
-				}
-				l.add("console.%s: %s", ev.Type, strings.Join(args, " "))
-			}
-		case *runtime.EventExceptionThrown:
-			d := ev.ExceptionDetails
-			desc := ""
-			if d.Exception != nil {
-				desc = d.Exception.Description
-			}
-			l.add("exception: %s %s (%s:%d)", d.Text, desc, d.URL, d.LineNumber)
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
-				l.add("log %s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
-			}
-		case *network.EventLoadingFailed:
-			l.add("request failed: %s", ev.ErrorText)
-		case *network.EventRequestWillBeSent:
-			l.mu.Lock()
-			l.requests = append(l.requests, ev.Request.URL)
-			l.mu.Unlock()
-		case *page.EventJavascriptDialogOpening:
-			l.add("dialog %s: %s", ev.Type, ev.Message)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (l *pageLog) snapshot() (problems, requests []string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.problems...), append([]string(nil), l.requests...)
+	return browsertest.Start(t, browsertest.Options{Width: 1100, Height: 1400, Timeout: 2 * time.Minute})
 }
 
 // chartInfo is what the page reports about one rendered chart.
@@ -188,8 +86,8 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Run(scheme, func(t *testing.T) {
 			tab, cancel := chromedp.NewContext(ctx)
 			defer cancel()
-			var log pageLog
-			log.listen(t, tab)
+			var log browsertest.Log
+			log.Listen(t, tab)
 			if _, err := chromedp.Call(tab, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
 				t.Fatal(err)
@@ -211,7 +109,7 @@ func TestHTMLInChromium(t *testing.T) {
 			}
 			// Let late console messages arrive before reading the log.
 			_ = chromedp.Do(tab, chromedp.Sleep(200*time.Millisecond))
-			problems, requests := log.snapshot()
+			problems, requests := log.Snapshot()
 			for _, p := range problems {
 				t.Errorf("the page reported: %s", p)
 			}
@@ -289,14 +187,14 @@ func TestBrowserCheckFails(t *testing.T) {
 	}
 	tab, cancel := chromedp.NewContext(ctx)
 	defer cancel()
-	var log pageLog
-	log.listen(t, tab)
+	var log browsertest.Log
+	log.Listen(t, tab)
 	for _, p := range []string{path, path2} {
 		if err := chromedp.Do(tab, chromedp.Navigate((&url.URL{Scheme: "file", Path: p}).String()), chromedp.Sleep(300*time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	problems, requests := log.snapshot()
+	problems, requests := log.Snapshot()
 	all := strings.Join(problems, "\n")
 	t.Logf("the broken pages reported:\n%s", all)
 	for _, want := range []string{"Content Security Policy", "console.error", "noSuchFunction", "missing.png"} {

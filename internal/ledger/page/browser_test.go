@@ -11,20 +11,15 @@ import (
 	"image/png"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
-	cdppage "github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/trussdev/truss/internal/browsertest"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/ledger/page"
 	"github.com/trussdev/truss/internal/session"
@@ -32,104 +27,12 @@ import (
 	"github.com/trussdev/truss/internal/trusscli"
 )
 
-// chromium finds a Chromium to drive (Debian's package); without one the
-// browser tests skip, except under CI, where its absence is a failure.
-func chromium(t testing.TB) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no Chromium on PATH under CI")
-	}
-	t.Skip("no Chromium on PATH (apt-get install chromium): session pages are not checked in a browser")
-	return ""
-}
-
 // browser starts a headless Chromium with a fresh profile and returns a
-// context for it.
+// context for it. Its bound on a hung browser covers the demo runs a
+// test makes while the browser is open (five sandboxed demos, each with
+// its go test, take ten minutes on a loaded machine).
 func browser(t testing.TB) context.Context {
-	exe := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 1400),
-	)
-	// A bound on a hung browser, not a performance assertion.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx)
-	t.Cleanup(bcancel)
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-	return bctx
-}
-
-// pageLog collects what a page says went wrong and every URL it requested.
-type pageLog struct {
-	mu       sync.Mutex
-	problems []string
-	requests []string
-}
-
-func (l *pageLog) add(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.problems = append(l.problems, fmt.Sprintf(format, args...))
-}
-
-func (l *pageLog) listen(t *testing.T, ctx context.Context) {
-	t.Helper()
-	err := chromedp.Listen(ctx, func(ev any) {
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-				var args []string
-				for _, a := range ev.Args {
-					args = append(args, string(a.Value)+a.Description)
-				}
-				l.add("console.%s: %s", ev.Type, strings.Join(args, " "))
-			}
-		case *runtime.EventExceptionThrown:
-			d := ev.ExceptionDetails
-			desc := ""
-			if d.Exception != nil {
-				desc = d.Exception.Description
-			}
-			l.add("exception: %s %s", d.Text, desc)
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
-				l.add("log %s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
-			}
-		case *network.EventLoadingFailed:
-			l.add("request failed: %s", ev.ErrorText)
-		case *network.EventRequestWillBeSent:
-			l.mu.Lock()
-			l.requests = append(l.requests, ev.Request.URL)
-			l.mu.Unlock()
-		case *cdppage.EventJavascriptDialogOpening:
-			l.add("dialog %s: %s", ev.Type, ev.Message)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (l *pageLog) snapshot() (problems, requests []string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.problems...), append([]string(nil), l.requests...)
+	return browsertest.Start(t, browsertest.Options{Width: 1200, Height: 1400, Timeout: 30 * time.Minute})
 }
 
 // shown is what a loaded page shows.
@@ -165,8 +68,8 @@ func load(t *testing.T, ctx context.Context, path, query string) (shown, []strin
 	t.Helper()
 	tab, cancel := chromedp.NewContext(ctx)
 	defer cancel()
-	var log pageLog
-	log.listen(t, tab)
+	var log browsertest.Log
+	log.Listen(t, tab)
 	u := (&url.URL{Scheme: "file", Path: path, RawQuery: query}).String()
 	if err := chromedp.Do(tab, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#verdict.ok, #verdict.bad"))); err != nil {
 		t.Fatal(err)
@@ -186,7 +89,7 @@ func load(t *testing.T, ctx context.Context, path, query string) (shown, []strin
 		}
 	}
 	_ = chromedp.Do(tab, chromedp.Sleep(100*time.Millisecond)) // late console messages
-	problems, requests := log.snapshot()
+	problems, requests := log.Snapshot()
 	var others []string
 	for _, r := range requests {
 		if r != u {
@@ -621,9 +524,15 @@ func hostile(t *testing.T) (string, string) {
 	w.Append("tool.call", map[string]any{"turn": 1, "call_id": "call_1", "tool": "bash", "kind": "typed", "type": "bash_20250124", "surface": "anthropic", "decoded": true,
 		"ops": []any{map[string]any{"op": "shell.exec", "args": map[string]any{"command": "make files",
 			// A number of 600 digits: JSON, and Go's verifier reads it.
-			"n": json.Number(strings.Repeat("9", 600))}}}}, map[string]string{"input": put(`{"command":"make files"}`)})
+			"n": json.Number(strings.Repeat("9", 600)),
+			// Arrays nested so that the line nests 5,000 levels (the
+			// entry, data, ops, the operation and args are 5).
+			"deep": json.RawMessage(nest(4995))}}}}, map[string]string{"input": put(`{"command":"make files"}`)})
 	w.Append("tool.result", map[string]any{"turn": 1, "call_id": "call_1", "is_error": false, "results": []any{map[string]any{"op": "shell.exec", "exit_code": 0,
 		"timed_out": false, "truncated": false, "changes": changes}}}, payloads)
+	// A line nested 10,000 levels deep, as deep as Go's encoding/json
+	// reads (the entry and data are 2).
+	w.Append("note", map[string]any{"deep": json.RawMessage(nest(9998))}, nil)
 	w.Checkpoint()
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -649,5 +558,92 @@ func TestHostileContentInChromium(t *testing.T) {
 	}
 	if !strings.Contains(s.Text, "too large to diff here") {
 		t.Errorf("the large rewrite is not said to be too large to diff: %.300q", s.Text)
+	}
+	// The lines nested 5,000 and 10,000 levels deep are read and drawn;
+	// the session has no session.end, which the verdict says.
+	if !strings.Contains(s.Text, `"deep": [`) || !strings.Contains(s.Text, "[[[[[[[[]]]]]]]]") {
+		t.Errorf("the deep arguments are not drawn: %.300q", s.Text)
+	}
+	if !strings.Contains(s.Verdict, "NOT ENDED — the run ends at entry 5 (note) without session.end") {
+		t.Errorf("verdict %q does not say the run did not end", s.Verdict)
+	}
+	// One level more: both verifiers refuse the line, naming it.
+	doc := build(t, dir, vkey, page.Options{})
+	doc.Runs[0].Entries[5] = strings.Replace(doc.Runs[0].Entries[5], nest(9998), nest(9999), 1)
+	b := write(t, doc)
+	_, goErr := page.Verify(b, vkey)
+	if goErr == nil || !strings.Contains(goErr.Error(), "entry 5: not a JSON object") {
+		t.Fatalf("10,001 levels: truss ledger verify says %v", goErr)
+	}
+	checkFails(t, ctx, writeFile(t, b), "entry 5: not a JSON entry: exceeded max depth")
+}
+
+var runRE = regexp.MustCompile(`run (\d+)`)
+
+// TestRunsInChromium: a page of a session's three runs verifies in the
+// browser; runs spliced from another session, reordered, dropped or cut
+// short fail there as in Go, naming the same run and entry; a run that
+// did not end and entries left out unsealed are said beside the verdict;
+// an unsealed count that is not a positive integer is refused.
+func TestRunsInChromium(t *testing.T) {
+	ctx := browser(t)
+	doc, _, vkey := runsDoc(t)
+	s := checkVerified(t, ctx, writeFile(t, write(t, doc)), 18, false)
+	if strings.Contains(s.Verdict, "NOT ENDED") || strings.Count(s.Text, "Run ") < 3 {
+		t.Errorf("verdict %q, text %.300q", s.Verdict, s.Text)
+	}
+	for _, m := range runMutations {
+		t.Run(m.name, func(t *testing.T) {
+			d, o, vkey := runsDoc(t)
+			m.mutate(d, o)
+			b := write(t, d)
+			_, goErr := page.Verify(b, vkey)
+			if goErr == nil {
+				t.Fatal("the Go verifier accepts the mutation")
+			}
+			s := checkFails(t, ctx, writeFile(t, b), "entry 0: ")
+			gr, jr := runRE.FindString(goErr.Error()), runRE.FindString(s.Verdict)
+			if g, js := named(goErr.Error()), named(s.Verdict); g != js || gr != jr {
+				t.Errorf("the page names %s entry %s, truss ledger verify %s entry %s:\npage: %s\ngo:   %v", jr, js, gr, g, s.Verdict, goErr)
+			}
+		})
+	}
+
+	t.Run("not ended, unsealed, not the first run", func(t *testing.T) {
+		sg, vkey := newKey(t, "truss/test")
+		dirs := runsSample(t, sg, "S1", 2, false)
+		doc, err := page.Build(dirs[1:], page.Options{VKey: vkey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := uint64(3)
+		doc.Runs[0].Unsealed = &u
+		s := checkVerified(t, ctx, writeFile(t, write(t, doc)), 5, false)
+		for _, want := range []string{"NOT ENDED — the run ends at entry 4 (tool.result) without session.end: it was cut short, or is still running",
+			"UNSEALED — 3 entries after the last checkpoint are not on this page: unsealed",
+			"NOT THE WHOLE SESSION — this page begins at a resumed run"} {
+			if !strings.Contains(s.Verdict, want) {
+				t.Errorf("verdict %q does not say %q", s.Verdict, want)
+			}
+		}
+	})
+
+	dir, vkey := sample(t, 1, true)
+	for _, tc := range []struct {
+		name, member, want string
+		agent              bool
+	}{
+		{"unsealed 0", `"unsealed":0,`, "unsealed 0 is not a positive count of entries", false},
+		{"unsealed 1.5", `"unsealed":1.5,`, "unsealed 1.5 is not a positive count of entries", false},
+		{"unsealed too large", `"unsealed":9007199254740992,`, "is not a positive count of entries", false},
+		{"unsealed on a sub-agent", `"unsealed":2,`, "a sub-agent's ledger has no unsealed entries", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := unsealedPage(t, dir, vkey, tc.member, tc.agent)
+			if _, err := page.Verify(b, vkey); err == nil {
+				t.Fatal("the Go verifier accepts it")
+			}
+			checkFails(t, ctx, writeFile(t, b), tc.want)
+		})
 	}
 }

@@ -69,8 +69,10 @@ type Ledger struct {
 	// first Sealed of them: exactly the bytes the tree is over.
 	Entries []string `json:"entries"`
 	// Unsealed is how many entries after the last checkpoint were left
-	// out (no signature covers them).
-	Unsealed uint64 `json:"unsealed,omitempty"`
+	// out (no signature covers them); nil when none were. A page that
+	// holds it holds a positive integer, and never in a sub-agent's
+	// ledger (a link names a ledger without an unsealed tail).
+	Unsealed *uint64 `json:"unsealed,omitempty"`
 	// Checkpoints are the signed notes by tree size (decimal).
 	Checkpoints map[string]string `json:"checkpoints"`
 	// Payloads are the embedded payloads by hex SHA-256.
@@ -140,11 +142,21 @@ func Build(dirs []string, opts Options) (*Doc, error) {
 		opts.MaxPayload = DefaultMaxPayload
 	}
 	doc := &Doc{Format: Format, VKey: opts.VKey, MaxPayload: int64(opts.MaxPayload)}
-	for _, dir := range dirs {
+	var prev ledger.Run
+	for i, dir := range dirs {
 		r, entries, err := ledger.Verify(dir, opts.VKey)
 		if err != nil {
 			return nil, fmt.Errorf("ledger %s does not verify: %w", dir, err)
 		}
+		run := ledger.Run{Name: filepath.Base(dir), Report: r, Entries: entries}
+		if i > 0 {
+			if err := ledger.CheckNext(prev, run, i+1); err != nil {
+				return nil, fmt.Errorf("the session does not verify: %w", err)
+			}
+		} else if _, err := ledger.Continues(entries); err != nil {
+			return nil, fmt.Errorf("ledger %s does not verify: %w", dir, err)
+		}
+		prev = run
 		kids, err := ledger.VerifyLinks(dir, opts.VKey, entries, r.Sealed)
 		if err != nil {
 			return nil, fmt.Errorf("ledger %s does not verify: %w", dir, err)
@@ -169,7 +181,11 @@ func build(dir string, r *ledger.Report, kids []ledger.Child, opts Options) (*Le
 	if uint64(len(lines)) < r.Sealed {
 		return nil, fmt.Errorf("page: %s changed while it was read", dir)
 	}
-	l := &Ledger{Unsealed: r.Unsealed, Checkpoints: map[string]string{}, Payloads: map[string]*Payload{}}
+	l := &Ledger{Checkpoints: map[string]string{}, Payloads: map[string]*Payload{}}
+	if r.Unsealed > 0 {
+		u := r.Unsealed
+		l.Unsealed = &u
+	}
 	all, err := ledger.Payloads(dir)
 	if err != nil {
 		return nil, fmt.Errorf("page: %w", err)

@@ -35,6 +35,10 @@
   const fail = (where, reason) => { throw new Fail(where, reason); };
 
   // ---- a strict JSON reader: RFC 8259, no member twice in an object ----
+  // Objects and arrays nest at most this deep: the limit of Go's
+  // encoding/json, so that truss ledger verify and the page refuse the
+  // same lines.
+  const MAX_DEPTH = 10000;
   // It returns the value; for the outermost object it also keeps each
   // member's source text (raw), which is how an entry's v and seq are
   // checked to be integers as written.
@@ -68,50 +72,9 @@
     }
     // A number of any length, read where the reader is (sticky).
     const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
-    function value(depth) {
-      ws();
+    function scalar() {
       const start = i;
-      const c = s[i];
-      let v;
-      if (c === "{") {
-        i++;
-        v = {};
-        const seen = new Set();
-        ws();
-        if (s[i] === "}") { i++; return v; }
-        for (;;) {
-          ws();
-          const k = str();
-          if (seen.has(k)) err("an object has the member " + JSON.stringify(k) + " twice (a duplicate member)");
-          seen.add(k);
-          ws();
-          if (s[i] !== ":") err("':' expected");
-          i++;
-          ws();
-          const vs = i;
-          const x = value(depth + 1);
-          if (depth === 0) raw[k] = s.slice(vs, i);
-          Object.defineProperty(v, k, { value: x, enumerable: true, writable: true, configurable: true });
-          ws();
-          if (s[i] === ",") { i++; continue; }
-          if (s[i] === "}") { i++; return v; }
-          err("',' or '}' expected");
-        }
-      }
-      if (c === "[") {
-        i++;
-        v = [];
-        ws();
-        if (s[i] === "]") { i++; return v; }
-        for (;;) {
-          v.push(value(depth + 1));
-          ws();
-          if (s[i] === ",") { i++; continue; }
-          if (s[i] === "]") { i++; return v; }
-          err("',' or ']' expected");
-        }
-      }
-      if (c === '"') return str();
+      if (s[i] === '"') return str();
       NUMBER.lastIndex = i;
       const m = NUMBER.exec(s);
       if (m && m[0].length > 0 && m[0] !== "-") { i += m[0].length; return Number(m[0]); }
@@ -121,7 +84,65 @@
       i = start;
       err("a value expected");
     }
-    const v = value(0);
+    // key reads an object's next member name and its ':'.
+    function key(f) {
+      ws();
+      const k = str();
+      if (f.seen.has(k)) err("an object has the member " + JSON.stringify(k) + " twice (a duplicate member)");
+      f.seen.add(k);
+      ws();
+      if (s[i] !== ":") err("':' expected");
+      i++;
+      ws();
+      f.key = k;
+      f.vs = i;
+    }
+    // value reads one value without recursion: the objects and arrays it
+    // is inside are a stack of their own, at most MAX_DEPTH deep (as Go's
+    // encoding/json), so no nesting can exhaust the script's stack.
+    function value() {
+      const stack = [];
+      for (;;) {
+        ws();
+        let v;
+        const c = s[i];
+        if (c === "{" || c === "[") {
+          if (stack.length >= MAX_DEPTH) err("exceeded max depth (" + MAX_DEPTH + " nested objects and arrays)");
+          i++;
+          ws();
+          if (c === "{") {
+            const f = { obj: true, v: {}, seen: new Set(), key: "", vs: 0 };
+            if (s[i] !== "}") { stack.push(f); key(f); continue; }
+            i++;
+            v = f.v;
+          } else {
+            const f = { obj: false, v: [] };
+            if (s[i] !== "]") { stack.push(f); continue; }
+            i++;
+            v = f.v;
+          }
+        } else {
+          v = scalar();
+        }
+        // v is complete: it goes into the container it is in, which
+        // then takes its next value or is complete itself.
+        for (;;) {
+          if (stack.length === 0) return v;
+          const f = stack[stack.length - 1];
+          if (f.obj) {
+            if (stack.length === 1) raw[f.key] = s.slice(f.vs, i);
+            Object.defineProperty(f.v, f.key, { value: v, enumerable: true, writable: true, configurable: true });
+          } else {
+            f.v.push(v);
+          }
+          ws();
+          if (s[i] === ",") { i++; if (f.obj) key(f); break; }
+          if (s[i] === (f.obj ? "}" : "]")) { i++; stack.pop(); v = f.v; continue; }
+          err(f.obj ? "',' or '}' expected" : "',' or ']' expected");
+        }
+      }
+    }
+    const v = value();
     ws();
     if (i !== s.length) throw new Error("bytes after the entry's object");
     return { v, raw };
@@ -144,7 +165,36 @@
     return s === "" ? "." : s;
   }
   const fileDigest = (v) => typeof v === "string" && (v === "" || DIGEST.test(v));
-  const show = (v) => (typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v === undefined ? null : v));
+  // toJSON writes v as JSON text, as JSON.stringify(v, null, indent)
+  // does (up to 32 levels of indentation), without recursion: the browser's JSON.stringify recurses, and a
+  // model's arguments nested a few thousand deep would exhaust its stack.
+  function toJSON(v, indent) {
+    const out = [];
+    // (indented at most 32 levels, so that deep nesting does not draw
+    // indentation quadratic in its depth)
+    const nl = (d) => (indent ? "\n" + " ".repeat(indent * Math.min(d, 32)) : "");
+    const todo = [{ x: v, d: 0 }]; // values to write and text to emit, last first
+    while (todo.length) {
+      const t = todo.pop();
+      if (typeof t === "string") { out.push(t); continue; }
+      const { x, d } = t;
+      const arr = Array.isArray(x);
+      if (!arr && !isObj(x)) { out.push(x === undefined ? "null" : JSON.stringify(x)); continue; }
+      const keys = arr ? null : Object.keys(x);
+      const n = arr ? x.length : keys.length;
+      if (n === 0) { out.push(arr ? "[]" : "{}"); continue; }
+      out.push(arr ? "[" : "{");
+      const parts = [];
+      for (let j = 0; j < n; j++) {
+        parts.push((j ? "," : "") + nl(d + 1) + (arr ? "" : JSON.stringify(keys[j]) + (indent ? ": " : ":")));
+        parts.push({ x: arr ? x[j] : x[keys[j]], d: d + 1 });
+      }
+      parts.push(nl(d) + (arr ? "]" : "}"));
+      for (let j = parts.length - 1; j >= 0; j--) todo.push(parts[j]);
+    }
+    return out.join("");
+  }
+  const show = (v) => toJSON(v, 0);
 
   function checkTime(s) {
     const m = /^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?Z$/.exec(s);
@@ -380,9 +430,19 @@
     }
     if (count === 0) fail(where, "no signed checkpoint: none of the " + n + " entries is sealed");
     if (sealed !== n) fail(where.concat("entry " + sealed), (n - sealed) + " entries after the last checkpoint (size " + sealed + "): a page holds sealed entries only");
+    // unsealed, checked where the Go verifier checks it: absent, or how
+    // many entries after the last checkpoint the page left out (a
+    // positive integer); never a sub-agent's.
+    let unsealed = 0;
+    if ("unsealed" in L) {
+      const u = L.unsealed;
+      if (parentLink) fail(where, "a sub-agent's ledger has no unsealed entries (its link names its last checkpoint), but the page says it has");
+      if (typeof u !== "number" || !Number.isInteger(u) || u <= 0 || u > Number.MAX_SAFE_INTEGER) fail(where, "unsealed " + show(u) + " is not a positive count of entries");
+      unsealed = u;
+    }
     // Payloads.
     const used = new Set();
-    const rep = { entries: n, checkpoints: count, root: last.root, checked: 0, omitted: [], redacted: [], notEmbedded: [], session };
+    const rep = { entries: n, checkpoints: count, root: last.root, note: last.note, checked: 0, omitted: [], redacted: [], notEmbedded: [], session, unsealed };
     const bytesOf = new Map();
     const sums = new Map();
     await Promise.all(Object.keys(L.payloads).map(async (d) => {
@@ -454,6 +514,48 @@
     const p = isObj(entries[0].data.parent) ? entries[0].data.parent : {};
     if (p.session !== lk.session) fail(where.concat("entry 0"), "its session.start names parent session " + show(p.session) + ", not " + show(lk.session));
     if (p.call_id !== lk.call) fail(where.concat("entry 0"), "its session.start names spawn call " + show(p.call_id) + ", not " + show(lk.call));
+  }
+
+  // ---- a session's runs: one chain, each ended ----
+  // previousOf returns what a run's session.start names as the run
+  // before it (null for a first run), as the Go verifier reads it.
+  function previousOf(entries, where) {
+    if (entries.length === 0 || entries[0].type !== "session.start") return null;
+    const p = entries[0].data.previous;
+    if (p === undefined || p === null) return null;
+    if (!isObj(p) || typeof p.dir !== "string" || typeof p.root !== "string" || typeof p.checkpoint !== "string" ||
+        typeof p.size !== "number" || !Number.isInteger(p.size) || p.size < 0) {
+      fail(where.concat("entry 0"), "its session.start's previous is not {dir, size, root, checkpoint}");
+    }
+    return p;
+  }
+
+  // checkNext checks that run cur (the i-th, 1-based) follows prev: the
+  // same session, and cur's session.start names prev's ledger by its
+  // name and its last checkpoint (size, root, the SHA-256 of its bytes).
+  async function checkNext(prev, prevDir, cur, curDir, i) {
+    const where = ["run " + i + " (" + curDir + ")", "entry 0"];
+    if (cur.rep.session !== prev.rep.session) fail(where, "session " + show(cur.rep.session) + ", but run " + (i - 1) + "'s is " + show(prev.rep.session) + ": the runs are not of one session");
+    const p = previousOf(cur.entries, where.slice(0, 1));
+    if (!p) fail(where, "its session.start names no previous run, but it follows run " + (i - 1) + " (" + prevDir + "): runs spliced or reordered, or a session resumed by a version of Truss that did not chain its runs");
+    if (p.dir !== prevDir) fail(where, "it continues the run of ledger " + show(p.dir) + ", but the run before it is " + show(prevDir) + ": a run dropped, reordered or spliced");
+    if (p.size !== prev.rep.entries) fail(where, "it continues " + p.dir + " at its checkpoint of size " + p.size + ", but " + prevDir + "'s last checkpoint is of size " + prev.rep.entries + ": that run was cut short or changed");
+    let root;
+    try { root = unb64(p.root); } catch (x) { root = new Uint8Array(0); }
+    if (!eq(root, prev.rep.root)) fail(where, "it continues " + p.dir + " at a root hash that is not its last checkpoint's");
+    if (p.checkpoint !== hex(await sha256(enc.encode(prev.rep.note)))) fail(where, "it continues " + p.dir + " at a checkpoint that is not its last");
+  }
+
+  // notEnded says why a run's sealed entries do not end with session.end
+  // (followed only by what is written after a run ends: the verification
+  // boundary's validation, a benchmark's bench.verdict); null when they do.
+  function notEnded(entries) {
+    if (entries.length === 0) return "the run has no sealed entry";
+    let i = entries.length - 1;
+    while (i >= 0 && (entries[i].type === "validation" || entries[i].type === "bench.verdict")) i--;
+    if (i >= 0 && entries[i].type === "session.end") return null;
+    const last = entries.length - 1;
+    return "the run ends at entry " + last + " (" + entries[last].type + ") without session.end: it was cut short, or is still running";
   }
 
   // ---- drawing: elements and text nodes only ----
@@ -740,7 +842,7 @@
           card.append(el("div", { class: "callhead" }, el("code", { class: "tool" }, d.tool), " ",
             el("span", { class: "meta" }, (d.kind || "") + (d.type ? " " + d.type : "") + " · surface " + (d.surface || "–") + " · " + d.call_id + (d.decoded === false ? " · NOT DECODED" : ""))));
           card.append(el("div", { class: "ops" }, el("div", { class: "plabel" }, "as Truss understood it"),
-            ops.map((o) => el("div", { class: "op" }, el("code", { class: "opname" }, o.op), " ", el("pre", { class: "args" }, JSON.stringify(o.args, null, 1))))));
+            ops.map((o) => el("div", { class: "op" }, el("code", { class: "opname" }, o.op), " ", el("pre", { class: "args" }, toJSON(o.args, 1))))));
           const inp = payload(V, e, "input");
           if (inp) card.append(payloadView(inp, "as the model sent it", 6));
           // The ledger writes a call's entry when it completes: the call
@@ -830,7 +932,7 @@
           break;
         }
         default:
-          root.append(el("div", { class: "other" }, el("code", {}, e.type), " ", el("pre", { class: "args" }, JSON.stringify(d))));
+          root.append(el("div", { class: "other" }, el("code", {}, e.type), " ", el("pre", { class: "args" }, toJSON(d, 0))));
       }
       if (isFinite(t)) prevTime = t;
     });
@@ -897,8 +999,15 @@
     try {
       if (doc.format !== "truss-session-page/1" || !Array.isArray(doc.runs) || doc.runs.length === 0) fail([], "not a Truss session page of a known format");
       for (let i = 0; i < doc.runs.length; i++) {
-        const where = doc.runs.length > 1 ? ["run " + (i + 1)] : [];
-        runs.push(await verifyLedger(doc.runs[i], k, where, null));
+        const dir = String(doc.runs[i].dir);
+        const where = doc.runs.length > 1 ? ["run " + (i + 1) + " (" + dir + ")"] : [];
+        const v = await verifyLedger(doc.runs[i], k, where, null);
+        // The runs are one session's, in order: each resumed run names
+        // the run before it by its last checkpoint.
+        if (i > 0) await checkNext(runs[i - 1], String(doc.runs[i - 1].dir), v, dir, i + 1);
+        else v.continues = previousOf(v.entries, where);
+        v.notEnded = notEnded(v.entries);
+        runs.push(v);
       }
     } catch (e) {
       const where = e instanceof Fail && e.where.length ? e.where.join(", ") + ": " : "";
@@ -915,7 +1024,17 @@
     const notEmb = [].concat(...runs.map((v) => all(v, (x) => x.rep.notEmbedded)));
     const checked = runs.reduce((s, v) => s + all(v, (x) => [x.rep.checked]).reduce((a, b) => a + b, 0), 0);
     const byTrusted = trusted && trusted.trim() !== "";
+    // What the proof does not cover, beside the verdict: a run that did
+    // not end, entries left out unsealed, runs before the first.
+    const notices = [];
+    runs.forEach((v, i) => {
+      const which = runs.length > 1 ? "run " + (i + 1) + ": " : "";
+      if (v.notEnded) notices.push(el("div", { class: "notice notended" }, el("strong", {}, "NOT ENDED"), " — " + which + v.notEnded));
+      if (v.rep.unsealed) notices.push(el("div", { class: "notice" }, el("strong", {}, "UNSEALED"), " — " + which + v.rep.unsealed + " entries after the last checkpoint are not on this page: unsealed"));
+    });
+    if (runs[0].continues) notices.unshift(el("div", { class: "notice" }, el("strong", {}, "NOT THE WHOLE SESSION"), " — this page begins at a resumed run: the runs before it (the last of them " + runs[0].continues.dir + ") are not on this page"));
     setVerdict(true, el("strong", { id: "verdict-text" }, "verified: " + n + " entries, signed by " + k.text),
+      notices.length ? el("div", { id: "verdict-notices" }, notices) : null,
       el("div", { class: "sub" }, byTrusted ? "against the key you gave" : "against the key this page names (give the key you trust to check that it is theirs)",
         " · " + checked + " payloads checked · root " + b64(runs[runs.length - 1].rep.root)),
       listOf("payloads left out for their size (their digests are in the proof)", omitted),
@@ -925,7 +1044,8 @@
     for (let i = 0; i < runs.length; i++) {
       if (runs.length > 1) main.append(el("h2", { class: "run" }, "Run " + (i + 1) + " of " + runs.length));
       main.append(draw(runs[i], 0));
-      if (doc.runs[i].unsealed) main.append(el("p", { class: "note" }, doc.runs[i].unsealed + " entries after the last checkpoint were left out: no signature covers them."));
+      if (runs[i].rep.unsealed) main.append(el("p", { class: "note" }, runs[i].rep.unsealed + " entries after the last checkpoint are not on this page: unsealed (no signature covers them)."));
+      if (runs[i].notEnded) main.append(el("p", { class: "note notended" }, "NOT ENDED: " + runs[i].notEnded + "."));
     }
     performance.mark("truss-drawn");
   }

@@ -206,6 +206,10 @@ var mutations = []mutation{
 		a.Entries[3] = strings.Replace(a.Entries[3], `"file.create"`, `"file.delete"`, 1)
 	}, "sub-agent ledger: agents/call_1_3 does not verify"},
 	{"drop a sub-agent's ledger", func(t testing.TB, d *page.Doc) { d.Runs[0].Agents = nil }, "the entries link 1 sub-agent ledgers, the page holds 0"},
+	// Nesting: 5,000 levels are read (the changed entry is named by the
+	// next one's prev link), 10,001 refused as Go's encoding/json does.
+	{"nest 5,000 levels deep", func(t testing.TB, d *page.Doc) { edit(d, 1, `"data":{`, `"data":{"deep":`+nest(4998)+`,`) }, "entry 1: the entry was changed"},
+	{"nest 10,001 levels deep", func(t testing.TB, d *page.Doc) { edit(d, 1, `"data":{`, `"data":{"deep":`+nest(9999)+`,`) }, "entry 1: not a JSON object"},
 }
 
 // mutated returns the page of the sample session with one mutation.

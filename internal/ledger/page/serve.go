@@ -18,7 +18,11 @@ import (
 // verified with VKey before the page is made; the page verifies itself
 // again in the browser). It answers GET and HEAD only, and only requests
 // whose Host is a loopback address or localhost, so that no other site's
-// page can reach it through a name that resolves to this machine.
+// page can reach it through a name that resolves to this machine; and it
+// refuses (403) a request whose Sec-Fetch-Site is present and neither
+// same-origin nor none, so that a page of another site that a browser
+// sends to it (by its loopback address) can neither load a session nor
+// time its answer.
 type Server struct {
 	Store session.Store
 	VKey  string
@@ -45,6 +49,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !loopbackHost(r.Host) {
 		http.Error(w, "this server answers requests for localhost only", http.StatusMisdirectedRequest)
+		return
+	}
+	// A browser says where a request comes from: a page of another site
+	// (or another port) must not load the sessions, nor time how long a
+	// session id takes to answer.
+	if site, ok := r.Header["Sec-Fetch-Site"]; ok && (len(site) != 1 || site[0] != "same-origin" && site[0] != "none") {
+		http.Error(w, "this server answers its own pages and addresses typed or opened by the user only (Sec-Fetch-Site same-origin or none)", http.StatusForbidden)
 		return
 	}
 	switch {

@@ -31,7 +31,7 @@ func TestServer(t *testing.T) {
 	}
 	srv := httptest.NewServer(&page.Server{Store: session.Store{Dir: store}, VKey: vkey})
 	defer srv.Close()
-	get := func(method, path, host string) (int, http.Header, string) {
+	get := func(method, path, host string, site ...string) (int, http.Header, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, srv.URL+path, nil)
 		if err != nil {
@@ -39,6 +39,9 @@ func TestServer(t *testing.T) {
 		}
 		if host != "" {
 			req.Host = host
+		}
+		for _, s := range site {
+			req.Header.Add("Sec-Fetch-Site", s)
 		}
 		resp, err := srv.Client().Do(req)
 		if err != nil {
@@ -74,6 +77,26 @@ func TestServer(t *testing.T) {
 	} {
 		if code, _, _ := get(tt.method, tt.path, tt.host); code != tt.code {
 			t.Errorf("%s %s (Host %q): %d, want %d", tt.method, tt.path, tt.host, code, tt.code)
+		}
+	}
+	// What a browser says of a request's origin: its own pages and an
+	// address the user opened are answered, another site's are not.
+	for _, tt := range []struct {
+		site []string
+		code int
+	}{
+		{[]string{"same-origin"}, http.StatusOK},
+		{[]string{"none"}, http.StatusOK},
+		{[]string{"cross-site"}, http.StatusForbidden},
+		{[]string{"same-site"}, http.StatusForbidden},
+		{[]string{""}, http.StatusForbidden},
+		{[]string{"Same-Origin"}, http.StatusForbidden},
+		{[]string{"none", "cross-site"}, http.StatusForbidden},
+	} {
+		for _, path := range []string{"/", "/session/S1", "/session/S2"} {
+			if code, _, _ := get("GET", path, "", tt.site...); code != tt.code && (tt.code != http.StatusOK || path != "/session/S2") {
+				t.Errorf("GET %s with Sec-Fetch-Site %q: %d, want %d", path, tt.site, code, tt.code)
+			}
 		}
 	}
 	// A session whose ledger no longer verifies is refused, saying why.

@@ -56,6 +56,10 @@ type Result struct {
 	VKey string
 	// Runs are the reports of the session's runs, in order.
 	Runs []RunResult
+	// Continues is what the first run's session.start names as the run
+	// before it: nil when the page begins with the session's first run;
+	// else the runs before it are not on the page.
+	Continues *ledger.Previous
 }
 
 // RunResult is one verified ledger of a page: its report, the payloads
@@ -71,6 +75,13 @@ type RunResult struct {
 	// the page does not show (request bodies). Each is by "entry N name".
 	Omitted, Redacted, NotEmbedded []string
 	Agents                         []RunResult
+	// Unsealed is how many entries after the last checkpoint the page
+	// left out (its ledger's unsealed member; 0 when absent).
+	Unsealed uint64
+	// NotEnded is a run's (not a sub-agent's) *ledger.NotEndedError when
+	// its entries do not end with session.end: cut short, or still
+	// running when the page was written.
+	NotEnded error
 }
 
 // Entries is how many entries the result's ledgers hold, sub-agents'
@@ -98,10 +109,25 @@ func Verify(html []byte, vkey string) (*Result, error) {
 		vkey = doc.VKey
 	}
 	res := &Result{VKey: vkey}
+	var prev ledger.Run
 	for i, l := range doc.Runs {
-		rr, err := verifyLedger(l, vkey, nil)
+		rr, entries, err := verifyLedger(l, vkey, nil)
 		if err != nil {
 			return nil, fmt.Errorf("run %d (%s): %w", i+1, l.Dir, err)
+		}
+		// The runs are one session's, in order: each resumed run names
+		// the run before it by its last checkpoint.
+		run := ledger.Run{Name: l.Dir, Report: rr.Report, Entries: entries}
+		if i > 0 {
+			if err := ledger.CheckNext(prev, run, i+1); err != nil {
+				return nil, err
+			}
+		} else if res.Continues, err = ledger.Continues(entries); err != nil {
+			return nil, fmt.Errorf("run %d (%s): %w", i+1, l.Dir, err)
+		}
+		prev = run
+		if err := ledger.CheckEnded(entries, rr.Report.Sealed); err != nil {
+			rr.NotEnded = err
 		}
 		res.Runs = append(res.Runs, *rr)
 	}
@@ -126,9 +152,15 @@ func Verify(html []byte, vkey string) (*Result, error) {
 // changed, or another version of Truss wrote it.
 var ErrNotCanonical = errors.New("the page is not the page its ledger makes: something outside the signed ledger (markup, style, script or the ledger's JSON form) was changed, or another version of Truss wrote it")
 
+// maxUnsealed is the largest unsealed count a page may hold: the largest
+// integer a browser's number holds exactly, so that both verifiers read
+// the same count.
+const maxUnsealed = 1<<53 - 1
+
 // verifyLedger verifies one embedded ledger (and, when parent is set,
-// that it is the ledger the parent's link names).
-func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult, error) {
+// that it is the ledger the parent's link names) and returns its result
+// and its entries.
+func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult, []ledger.Entry, error) {
 	var data bytes.Buffer
 	for _, e := range l.Entries {
 		data.WriteString(e)
@@ -138,18 +170,27 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult,
 	for k, v := range l.Checkpoints {
 		n, err := strconv.ParseUint(k, 10, 64)
 		if err != nil || strconv.FormatUint(n, 10) != k {
-			return nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("checkpoint %q: not keyed by a tree size", k)}
+			return nil, nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("checkpoint %q: not keyed by a tree size", k)}
 		}
 		cps[n] = []byte(v)
 	}
 	r, entries, err := ledger.VerifyEntries(data.Bytes(), cps, vkey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.Unsealed != 0 || r.TornBytes != 0 {
-		return nil, &ledger.Error{Entry: int64(r.Sealed), Reason: fmt.Sprintf("%d entries after the last checkpoint (size %d): a page holds sealed entries only", r.Unsealed, r.Sealed)}
+		return nil, nil, &ledger.Error{Entry: int64(r.Sealed), Reason: fmt.Sprintf("%d entries after the last checkpoint (size %d): a page holds sealed entries only", r.Unsealed, r.Sealed)}
 	}
 	rr := &RunResult{Dir: l.Dir, Report: r}
+	if u := l.Unsealed; u != nil {
+		switch {
+		case parent != nil:
+			return nil, nil, &ledger.Error{Entry: -1, Reason: "a sub-agent's ledger has no unsealed entries (its link names its last checkpoint), but the page says it has"}
+		case *u == 0 || *u > maxUnsealed:
+			return nil, nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("unsealed %d is not a positive count of entries", *u)}
+		}
+		rr.Unsealed = *u
+	}
 	used, checked := map[string]bool{}, map[string]bool{}
 	for i, e := range entries {
 		for _, name := range slices.Sorted(maps.Keys(e.Payloads)) {
@@ -158,7 +199,7 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult,
 			p, ok := l.Payloads[d]
 			if !ok {
 				if shown(name) {
-					return nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s (%s) is not on the page", name, d)}
+					return nil, nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s (%s) is not on the page", name, d)}
 				}
 				rr.NotEmbedded = append(rr.NotEmbedded, where)
 				continue
@@ -174,11 +215,11 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult,
 				checked[d] = true
 				b, err := p.bytes()
 				if err != nil {
-					return nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s: %v", name, err)}
+					return nil, nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s: %v", name, err)}
 				}
 				sum := sha256.Sum256(b)
 				if hex.EncodeToString(sum[:]) != d {
-					return nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s: content does not match its digest %s", name, d)}
+					return nil, nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s: content does not match its digest %s", name, d)}
 				}
 				rr.Checked++
 			}
@@ -186,30 +227,30 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult,
 	}
 	for d := range l.Payloads {
 		if !used[d] {
-			return nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("payload %s: no entry names it", d)}
+			return nil, nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("payload %s: no entry names it", d)}
 		}
 	}
 	if parent != nil {
 		if err := checkLink(parent, r, entries); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	links := ledger.Links(entries, uint64(len(entries)))
 	if len(links) != len(l.Agents) {
-		return nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("the entries link %d sub-agent ledgers, the page holds %d", len(links), len(l.Agents))}
+		return nil, nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("the entries link %d sub-agent ledgers, the page holds %d", len(links), len(l.Agents))}
 	}
 	for k, lk := range links {
 		a := l.Agents[k]
 		if a.Entry != lk.Entry || a.Dir != lk.Dir || a.Ledger == nil {
-			return nil, &ledger.Error{Entry: int64(lk.Entry), Reason: fmt.Sprintf("sub-agent ledger %s is not on the page", lk.Dir)}
+			return nil, nil, &ledger.Error{Entry: int64(lk.Entry), Reason: fmt.Sprintf("sub-agent ledger %s is not on the page", lk.Dir)}
 		}
-		ar, err := verifyLedger(a.Ledger, vkey, &lk)
+		ar, _, err := verifyLedger(a.Ledger, vkey, &lk)
 		if err != nil {
-			return nil, &ledger.Error{Entry: int64(lk.Entry), Reason: fmt.Sprintf("sub-agent ledger: %s does not verify: %v", lk.Dir, err)}
+			return nil, nil, &ledger.Error{Entry: int64(lk.Entry), Reason: fmt.Sprintf("sub-agent ledger: %s does not verify: %v", lk.Dir, err)}
 		}
 		rr.Agents = append(rr.Agents, *ar)
 	}
-	return rr, nil
+	return rr, entries, nil
 }
 
 // bytes are the payload's bytes as embedded.
