@@ -89,19 +89,6 @@ var dialects = []Dialect{
 		return openaiprov.New(openaiprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, Stateful: e.Stateful,
 			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey})
 	}},
-	{Name: "azure", Wire: openaiprov.Dialect, New: func(_ context.Context, e Endpoint) provider.Provider {
-		c, err := openaiprov.NewAzure(azureConfig(e))
-		if err != nil {
-			return failing{name: openaiprov.Dialect, err: &ConfigError{Msg: err.Error()}}
-		}
-		return c
-	}, Check: func(e Endpoint) error {
-		_, err := openaiprov.NewAzure(azureConfig(e))
-		if err != nil {
-			return &ConfigError{Msg: err.Error()}
-		}
-		return nil
-	}},
 	{Name: "chat", SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
 		return chatcompat.New(chatcompat.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, ReasoningEffort: settings(e).ReasoningEffort})
 	}},
@@ -118,6 +105,19 @@ var dialects = []Dialect{
 		}
 		c.NumCtx = s.ContextTokens
 		return c
+	}},
+	{Name: "azure", Wire: openaiprov.Dialect, New: func(_ context.Context, e Endpoint) provider.Provider {
+		c, err := openaiprov.NewAzure(azureConfig(e))
+		if err != nil {
+			return failing{name: openaiprov.Dialect, err: &ConfigError{Msg: err.Error()}}
+		}
+		return c
+	}, Check: func(e Endpoint) error {
+		_, err := openaiprov.NewAzure(azureConfig(e))
+		if err != nil {
+			return &ConfigError{Msg: err.Error()}
+		}
+		return nil
 	}},
 }
 
