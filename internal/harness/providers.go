@@ -160,7 +160,7 @@ func dialect(name string) (Dialect, bool) {
 	return Dialect{}, false
 }
 
-// DialectNames lists the dialects: "anthropic, responses, chat or ollama".
+// DialectNames lists the dialects: "anthropic, responses, chat, ollama or azure".
 func DialectNames() string {
 	var names []string
 	for _, d := range dialects {
@@ -368,7 +368,7 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// ProviderNames lists the providers: "chat, openai, ollama, anthropic or sim".
+// ProviderNames lists the providers: "chat, openai, ollama, anthropic, azure or sim".
 func ProviderNames() string { return orList(ProviderList()) }
 
 // endpoint reads a provider's variables: its base URL and key, checked.
