@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
@@ -115,4 +118,56 @@ func azurePost(t *testing.T, url, body, model string, header map[string]string) 
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// FuzzAzureRequest sends arbitrary versions, credentials and bodies to the
+// Azure routes: every request is answered, with a stream or a JSON error
+// whose shape is Azure's (401, 404) or the Responses API's (400).
+func FuzzAzureRequest(f *testing.F) {
+	f.Add("/openai/v1/responses", "", "k", fmt.Sprintf(responsesReq, "true"))
+	f.Add("/openai/responses", "2025-04-01-preview", "", `{"model":"gpt-5.2","input":"hi"}`)
+	f.Add("/openai/responses", "v1", "k", `{"model":`)
+	f.Add("/openai/v1/responses", "preview", "k", `{"model":"other","input":[{"type":"function_call_output","call_id":"x","output":"y"}]}`)
+	f.Fuzz(func(t *testing.T, path, version, key, body string) {
+		if path != "/openai/v1/responses" {
+			path = "/openai/responses"
+		}
+		s, err := sim.ParseScript([]byte(`{"steps": [{"say": "Hi."}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := sim.New(s)
+		srv.APIKey, srv.Deployments = "k", []string{"gpt-5.2"}
+		req := httptest.NewRequest("POST", path, strings.NewReader(body))
+		if version != "" {
+			req.URL.RawQuery = url.Values{"api-version": {version}}.Encode()
+		}
+		req.Header.Set("Api-Key", key)
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		switch w.Code {
+		case 200:
+		case 401, 404:
+			var e struct {
+				Error struct {
+					Code    string `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(w.Body.Bytes(), &e) != nil || e.Error.Code == "" || e.Error.Message == "" {
+				t.Fatalf("%d answered %s", w.Code, w.Body)
+			}
+		case 400:
+			var e struct {
+				Error struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(w.Body.Bytes(), &e) != nil || e.Error.Message == "" {
+				t.Fatalf("400 answered %s", w.Body)
+			}
+		default:
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	})
 }
