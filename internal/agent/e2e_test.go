@@ -50,6 +50,13 @@ var dialects = []dialect{
 	{"responses", func(u string) provider.Provider {
 		return openaiprov.New(openaiprov.Config{BaseURL: u + "/v1", APIKey: "sk-test", Retry: fastRetry})
 	}},
+	{"azure", func(u string) provider.Provider {
+		c, err := openaiprov.NewAzure(openaiprov.AzureConfig{Endpoint: u, APIKey: "sk-test", Config: openaiprov.Config{Retry: fastRetry}})
+		if err != nil {
+			panic(err)
+		}
+		return c
+	}},
 }
 
 type env struct {
@@ -169,7 +176,7 @@ func checkSpec(t *testing.T, dialect string, i int, body []byte) {
 	case "anthropic":
 		doc, err = apispec.Anthropic()
 		path = "/v1/messages"
-	case "responses":
+	case "responses", "azure": // Azure's body is OpenAI's
 		doc, err = apispec.OpenAI()
 		path = "/responses"
 	default:

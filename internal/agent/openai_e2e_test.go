@@ -29,6 +29,18 @@ func responsesDialect(t *testing.T) dialect {
 	return dialect{}
 }
 
+// responsesWires are the dialects that speak the Responses API: OpenAI's
+// and Azure OpenAI's routes.
+func responsesWires() []dialect {
+	var out []dialect
+	for _, d := range dialects {
+		if d.name == "responses" || d.name == "azure" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // withSurface puts a surface's bindings for a model in place of the generic
 // tools.
 func withSurface(name, modelName string, bindings func(surface.Profile) []surface.Binding) func(*agent.Config) {
@@ -294,7 +306,12 @@ func pad(i int) string { return fmt.Sprintf("%02d", i) }
 // runs, each is answered once as cut off, and the model goes on — on the
 // typed, codex and generic surfaces.
 func TestResponsesIncompleteCallsAreNotRun(t *testing.T) {
-	d := responsesDialect(t)
+	for _, d := range responsesWires() {
+		t.Run(d.name, func(t *testing.T) { incompleteCallsAreNotRun(t, d) })
+	}
+}
+
+func incompleteCallsAreNotRun(t *testing.T, d dialect) {
 	script := `{"steps": [
 	  {"say": "Cleaning.", "stop": "max_tokens", "actions": [{"kind": "run", "command": "touch ran-1.txt"}, {"kind": "run", "command": "touch ran-2.txt"}]},
 	  {"say": "Shorter then."}]}`
@@ -338,7 +355,12 @@ func TestResponsesIncompleteCallsAreNotRun(t *testing.T) {
 // once, no command runs twice, every request passes the strict simulator,
 // and the run finishes.
 func TestResponsesFaults(t *testing.T) {
-	d := responsesDialect(t)
+	for _, d := range responsesWires() {
+		t.Run(d.name, func(t *testing.T) { responsesFaults(t, d) })
+	}
+}
+
+func responsesFaults(t *testing.T, d dialect) {
 	run := func(cmd string) map[string]any { return map[string]any{"kind": "run", "command": cmd} }
 	for name, cfg := range map[string]func(*agent.Config){
 		"openai":  withSurface(openaisurf.Name, "gpt-5.2", openaisurf.Bindings),

@@ -348,7 +348,7 @@ func (s *Session) resolve() error {
 	if err != nil {
 		return err
 	}
-	s.dialect = def.Dialect
+	s.dialect = wire(def.Dialect)
 	if def.Name == "sim" {
 		if o.SimDialect == "" {
 			o.SimDialect = "anthropic"
@@ -356,7 +356,7 @@ func (s *Session) resolve() error {
 		if _, ok := dialect(o.SimDialect); !ok {
 			return configErrorf("--sim-dialect must be %s, not %q", DialectNames(), o.SimDialect)
 		}
-		s.dialect = o.SimDialect
+		s.dialect = wire(o.SimDialect)
 		if o.Script != DemoScript && o.Script != DemoInteractiveScript && o.Script != "" {
 			if abs, err := filepath.Abs(o.Script); err == nil {
 				o.Script = abs
@@ -369,7 +369,7 @@ func (s *Session) resolve() error {
 	if o.Model == "" {
 		o.Model = def.DefaultModel
 		if def.Name == "sim" {
-			o.Model = cmpOr(simModels[o.SimDialect], "sim-coder")
+			o.Model = simModel(o.SimDialect)
 		}
 	}
 	if o.Model == "" {

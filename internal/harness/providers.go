@@ -42,6 +42,10 @@ type Endpoint struct {
 	// ContextManagement is the Anthropic request's context_management
 	// (Options.ContextEditing); nil for none.
 	ContextManagement json.RawMessage
+	// Token is a bearer token that replaces the key (an Entra ID token
+	// for Azure), APIVersion the API version a versioned API is asked
+	// for; both from the provider's TokenEnv and VersionEnv.
+	Token, APIVersion string
 }
 
 // Dialect is one API dialect an adapter speaks.
@@ -52,8 +56,24 @@ type Dialect struct {
 	// SimPath is what follows the simulated model's base URL for this
 	// dialect ("/v1" for the OpenAI dialects).
 	SimPath string
+	// Wire is the dialect whose requests, items, surfaces and model
+	// profiles this one shares when it differs only in routes and
+	// credentials ("responses" for Azure's); "" for none.
+	Wire string
 	// New returns the adapter on an endpoint.
 	New func(ctx context.Context, e Endpoint) provider.Provider
+	// Check, when set, reports an endpoint New cannot use, before any
+	// work (a malformed Azure endpoint).
+	Check func(e Endpoint) error
+}
+
+// wire returns the dialect whose requests, items, surfaces and profiles
+// the dialect named name speaks: its Wire, else itself.
+func wire(name string) string {
+	if d, ok := dialect(name); ok && d.Wire != "" {
+		return d.Wire
+	}
+	return name
 }
 
 // Dialects returns the API dialects of this build.
@@ -86,6 +106,41 @@ var dialects = []Dialect{
 		c.NumCtx = s.ContextTokens
 		return c
 	}},
+	{Name: "azure", Wire: openaiprov.Dialect, New: func(_ context.Context, e Endpoint) provider.Provider {
+		c, err := openaiprov.NewAzure(azureConfig(e))
+		if err != nil {
+			return failing{name: openaiprov.Dialect, err: &ConfigError{Msg: err.Error()}}
+		}
+		return c
+	}, Check: func(e Endpoint) error {
+		_, err := openaiprov.NewAzure(azureConfig(e))
+		if err != nil {
+			return &ConfigError{Msg: err.Error()}
+		}
+		return nil
+	}},
+}
+
+// azureConfig is an endpoint's Azure OpenAI configuration: the endpoint
+// its base URL, the key or the Entra ID token, the API version.
+func azureConfig(e Endpoint) openaiprov.AzureConfig {
+	s := settings(e)
+	return openaiprov.AzureConfig{Endpoint: e.BaseURL, APIKey: e.APIKey, Token: e.Token, APIVersion: e.APIVersion,
+		Config: openaiprov.Config{HTTP: e.HTTP, Retry: e.Retry, Stateful: e.Stateful,
+			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey}}
+}
+
+// failing is an adapter that could not be made: every turn fails with
+// why.
+type failing struct {
+	name string
+	err  error
+}
+
+func (f failing) Name() string { return f.name }
+
+func (f failing) Turn(context.Context, *model.Request, func(model.Delta)) (*model.Response, error) {
+	return nil, f.err
 }
 
 func settings(e Endpoint) *provider.Settings {
@@ -105,7 +160,7 @@ func dialect(name string) (Dialect, bool) {
 	return Dialect{}, false
 }
 
-// DialectNames lists the dialects: "anthropic, responses, chat or ollama".
+// DialectNames lists the dialects: "anthropic, responses, chat, ollama or azure".
 func DialectNames() string {
 	var names []string
 	for _, d := range dialects {
@@ -133,6 +188,10 @@ type ProviderDef struct {
 	// KeyEnv names the API key's variable; KeyRequired makes it required.
 	KeyEnv      string
 	KeyRequired bool
+	// TokenEnv names a bearer token's variable that, when set, is used
+	// instead of the key (one of the two is then required); VersionEnv
+	// names the API version's variable.
+	TokenEnv, VersionEnv string
 	// BaseURLEnv names the base URL's variable; BaseURLRequired makes it
 	// required, BaseURLHint says what it is in the error when it is
 	// missing, DefaultBaseURL is used when it is not set.
@@ -178,11 +237,19 @@ var providers = []ProviderDef{
 		Detect: "OLLAMA_HOST", DetectNote: "Ollama", Env: []string{"OLLAMA_*"}},
 	{Name: "anthropic", Dialect: "anthropic", Title: "Anthropic's Messages API", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true,
 		BaseURLEnv: "ANTHROPIC_BASE_URL", Detect: "ANTHROPIC_API_KEY", DetectNote: "Anthropic; ANTHROPIC_BASE_URL optional", DefaultModel: "claude-sonnet-4-5", Env: []string{"ANTHROPIC_*"}},
+	{Name: "azure", Dialect: "azure", Title: "Azure OpenAI's Responses API", Note: "AZURE_OPENAI_API_KEY or an Entra ID token in AZURE_OPENAI_AD_TOKEN; --model names the deployment",
+		KeyEnv: "AZURE_OPENAI_API_KEY", TokenEnv: "AZURE_OPENAI_AD_TOKEN", VersionEnv: "AZURE_OPENAI_API_VERSION",
+		BaseURLEnv: "AZURE_OPENAI_ENDPOINT", BaseURLRequired: true, BaseURLHint: "the resource's address (https://RESOURCE.openai.azure.com)",
+		Detect: "AZURE_OPENAI_ENDPOINT", DetectNote: "Azure OpenAI", Env: []string{"AZURE_*"}, CredentialFiles: []string{"~/.azure"}},
 	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
 }
 
 // simModels are the simulated model's default model names by dialect.
 var simModels = map[string]string{"anthropic": "sim-claude", openaiprov.Dialect: "sim-gpt"}
+
+// simModel is the simulated model's default name for a dialect (its
+// wire's).
+func simModel(dialect string) string { return cmpOr(simModels[wire(dialect)], "sim-coder") }
 
 // lookupProvider returns the provider named name (or one of its aliases).
 func lookupProvider(name string) (ProviderDef, bool) {
@@ -301,7 +368,7 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// ProviderNames lists the providers: "chat, openai, ollama, anthropic or sim".
+// ProviderNames lists the providers: "chat, openai, ollama, anthropic, azure or sim".
 func ProviderNames() string { return orList(ProviderList()) }
 
 // endpoint reads a provider's variables: its base URL and key, checked.
@@ -322,6 +389,9 @@ func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err
 	}
 	if key == "" && p.KeyRequired {
 		return "", "", configErrorf("provider %s needs %s", p.Name, p.KeyEnv)
+	}
+	if key == "" && p.TokenEnv != "" && getenv(p.TokenEnv) == "" {
+		return "", "", configErrorf("provider %s needs %s, or a token in %s", p.Name, p.KeyEnv, p.TokenEnv)
 	}
 	return base, key, nil
 }
@@ -408,11 +478,22 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		if e.BaseURL, e.APIKey, err = def.endpoint(os.Getenv); err != nil {
 			return nil, err
 		}
+		if def.TokenEnv != "" {
+			e.Token = os.Getenv(def.TokenEnv)
+		}
+		if def.VersionEnv != "" {
+			e.APIVersion = os.Getenv(def.VersionEnv)
+		}
 		h, err := def.header(os.Getenv)
 		if err != nil {
 			return nil, err
 		}
 		e.HTTP = provider.HeaderClient(h)
+		if d.Check != nil {
+			if err := d.Check(e); err != nil {
+				return nil, err
+			}
+		}
 		return d.New(ctx, e), nil
 	}
 	sc := o.SimScript
@@ -443,7 +524,7 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 	if err != nil {
 		return nil, err
 	}
-	d, _ := dialect(s.dialect)
+	d, _ := dialect(o.SimDialect)
 	e.BaseURL, e.APIKey = base+d.SimPath, "sim"
 	return d.New(ctx, e), nil
 }

@@ -20,6 +20,7 @@ func TestProviderTable(t *testing.T) {
 		"  --provider chat       an OpenAI-compatible server at OPENAI_BASE_URL (vLLM, LM Studio, llama.cpp, Ollama /v1)\n",
 		"  --provider openai     OpenAI's Responses API with OPENAI_API_KEY (OPENAI_BASE_URL optional)\n",
 		"  --provider anthropic  Anthropic's Messages API with ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional)\n",
+		"  --provider azure      Azure OpenAI's Responses API at AZURE_OPENAI_ENDPOINT (AZURE_OPENAI_API_KEY or an Entra ID token in AZURE_OPENAI_AD_TOKEN; --model names the deployment)\n",
 		"  --provider sim        the simulated model in-process, playing --script (no key, no network)\n",
 	} {
 		if !strings.Contains(help, want) {
@@ -31,11 +32,13 @@ func TestProviderTable(t *testing.T) {
 		env  map[string]string
 		want string // the provider, or the error
 	}{
-		{"none", nil, "no model provider configured: set OPENAI_BASE_URL (an OpenAI-compatible server), OPENAI_API_KEY (OpenAI), OLLAMA_HOST (Ollama) or ANTHROPIC_API_KEY (Anthropic; ANTHROPIC_BASE_URL optional), and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none"},
+		{"none", nil, "no model provider configured: set OPENAI_BASE_URL (an OpenAI-compatible server), OPENAI_API_KEY (OpenAI), OLLAMA_HOST (Ollama), ANTHROPIC_API_KEY (Anthropic; ANTHROPIC_BASE_URL optional) or AZURE_OPENAI_ENDPOINT (Azure OpenAI), and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none"},
 		{"base url first", map[string]string{"OPENAI_BASE_URL": "http://x/v1", "OPENAI_API_KEY": "k"}, "chat"},
 		{"openai", map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, "openai"},
 		{"ollama", map[string]string{"OLLAMA_HOST": "h"}, "ollama"},
 		{"anthropic", map[string]string{"ANTHROPIC_API_KEY": "k"}, "anthropic"},
+		{"azure", map[string]string{"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com", "AZURE_OPENAI_API_KEY": "k"}, "azure"},
+		{"an Azure key alone selects nothing", map[string]string{"AZURE_OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, "anthropic"},
 	} {
 		got, err := detectProvider(func(k string) string { return tc.env[k] })
 		if err != nil {
@@ -61,6 +64,10 @@ func TestProviderTable(t *testing.T) {
 		{"ollama", nil, "http://127.0.0.1:11434", ""},
 		{"ollama", map[string]string{"OLLAMA_HOST": "10.0.0.1:1234"}, "http://10.0.0.1:1234", ""},
 		{"anthropic", map[string]string{"ANTHROPIC_API_KEY": "k"}, "", ""},
+		{"azure", nil, "", "provider azure needs AZURE_OPENAI_ENDPOINT, the resource's address (https://RESOURCE.openai.azure.com)"},
+		{"azure", map[string]string{"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com"}, "", "provider azure needs AZURE_OPENAI_API_KEY, or a token in AZURE_OPENAI_AD_TOKEN"},
+		{"azure", map[string]string{"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com", "AZURE_OPENAI_API_KEY": "k"}, "https://r.openai.azure.com", ""},
+		{"azure", map[string]string{"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com", "AZURE_OPENAI_AD_TOKEN": "t"}, "https://r.openai.azure.com", ""},
 	} {
 		def, ok := lookupProvider(tc.provider)
 		if !ok {
@@ -197,7 +204,7 @@ env_headers = { "X-Org" = "MINE_ORG" }
 		}
 	}
 	o.Provider = "theirs"
-	if _, err := Open(context.Background(), o); err == nil || err.Error() != `unknown provider "theirs": choose chat, openai, ollama, anthropic, sim or mine` {
+	if _, err := Open(context.Background(), o); err == nil || err.Error() != `unknown provider "theirs": choose chat, openai, ollama, anthropic, azure, sim or mine` {
 		t.Errorf("an unknown name: %v", err)
 	}
 	// IsProvider reads the user's configuration in Truss's directory.
@@ -219,7 +226,7 @@ env_headers = { "X-Org" = "MINE_ORG" }
 		t.Fatal(err)
 	}
 	o.Provider = "mine"
-	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.mine in the user's configuration: wire grpc is not in this build (it has anthropic, responses, chat or ollama)" {
+	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.mine in the user's configuration: wire grpc is not in this build (it has anthropic, responses, chat, ollama or azure)" {
 		t.Errorf("an unknown wire: %v", err)
 	}
 }

@@ -82,6 +82,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		chatError(w, 401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
 		return
 	}
+	s.respond(w, r, "responses", body, received)
+}
+
+// respond answers a Responses request whose route and credentials the
+// dialect ("responses" or "azure") has checked: the body's rules, the
+// step, its fault (in the dialect's error shape) and the stream.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, dialect string, body []byte, received time.Time) {
 	if !json.Valid(body) {
 		responsesError(w, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)", "", "")
 		return
@@ -154,7 +161,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	t := s.begin("responses", r, body, received, turns)
+	t := s.begin(dialect, r, body, received, turns)
 	if req.Previous != "" {
 		s.mu.Lock()
 		for _, c := range prev.calls {
@@ -185,6 +192,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if t.fault != nil && t.fault.Kind == FaultStatus {
 		s.status(t, t.fault.Status)
 		retryHeaders(w, t.fault)
+		if dialect == azureDialect {
+			azureFault(w, t.fault)
+			return
+		}
 		typ, code := chatErrorType(t.fault.Status)
 		chatError(w, t.fault.Status, typ, code, faultMessage(t.fault))
 		return

@@ -57,6 +57,10 @@ type Server struct {
 	// Spec, when set, validates request bodies against the providers'
 	// OpenAPI descriptions (the tests set internal/apispec's Checker).
 	Spec SpecChecker
+	// Deployments, when set, are the Azure resource's deployments: a
+	// request of the azure dialect whose model names another is answered
+	// 404 DeploymentNotFound. Nil: every name is deployed.
+	Deployments []string
 
 	mu       sync.Mutex
 	attempts map[attemptKey]int
@@ -83,6 +87,8 @@ func New(s *Script) *Server {
 	srv.mux.HandleFunc("POST /v1/messages", srv.messages)
 	srv.mux.HandleFunc("POST /v1/responses", srv.responses)
 	srv.mux.HandleFunc("POST /responses", srv.responses)
+	srv.mux.HandleFunc("POST /openai/v1/responses", srv.azureResponses)
+	srv.mux.HandleFunc("POST /openai/responses", srv.azureResponses)
 	srv.mux.HandleFunc("GET /v1/models", srv.models)
 	srv.mux.HandleFunc("GET /models", srv.openaiModels)
 	srv.mux.HandleFunc("GET /api/tags", srv.ollamaTags)
@@ -444,7 +450,7 @@ func (r Recorded) ToolCalls() (calls, results []string, err error) {
 	if err := json.Unmarshal(r.Body, &m); err != nil {
 		return nil, nil, fmt.Errorf("request body: %w", err)
 	}
-	if r.Dialect == "responses" {
+	if r.Dialect == "responses" || r.Dialect == azureDialect {
 		var req struct {
 			Input []inputItem `json:"input"`
 		}

@@ -87,22 +87,25 @@ type Client struct {
 	client sdk.Client
 	cache  provider.MessageCache
 	heads  provider.HeadCache
+	// hint is what a transport error tells the user to check.
+	hint string
 }
 
 // New returns a client.
 func New(cfg Config) *Client {
-	c := &Client{cfg: cfg}
 	base := cfg.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	c.base = base
-	opts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithAPIKey(cfg.APIKey),
-		option.WithMaxRetries(0),
-		option.WithMiddleware(provider.CaptureMiddleware),
-	}
+	return newClient(cfg, base, option.WithBaseURL(base), option.WithAPIKey(cfg.APIKey))
+}
+
+// newClient returns a client on base whose SDK client has the options
+// route (where requests go and how they authenticate), the adapter's own
+// after them: no SDK retries, each attempt's bytes captured as sent.
+func newClient(cfg Config, base string, route ...option.RequestOption) *Client {
+	c := &Client{cfg: cfg, base: base, hint: "check the network or OPENAI_BASE_URL"}
+	opts := append(route, option.WithMaxRetries(0), option.WithMiddleware(provider.CaptureMiddleware))
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
 	}
@@ -527,7 +530,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, classify(ctx, err)
+		return nil, classify(ctx, err, c.hint)
 	}
 	if st.final == nil {
 		return nil, &provider.Error{Provider: Dialect, Kind: provider.ErrStream, Message: "the stream ended before response.completed"}
@@ -693,7 +696,7 @@ func failed(code, message, what string) error {
 }
 
 // classify maps an SDK error to a *provider.Error.
-func classify(ctx context.Context, err error) error {
+func classify(ctx context.Context, err error, hint string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -709,7 +712,7 @@ func classify(ctx context.Context, err error) error {
 		}
 		return provider.HTTPError(Dialect, apierr.StatusCode, apierr.Code, msg, h, err)
 	}
-	return provider.TransportError(ctx, Dialect, "check the network or OPENAI_BASE_URL", err)
+	return provider.TransportError(ctx, Dialect, hint, err)
 }
 
 // Models implements provider.ModelLister: GET /v1/models through the SDK
@@ -718,7 +721,7 @@ func classify(ctx context.Context, err error) error {
 func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 	page, err := c.client.Models.List(ctx)
 	if err != nil {
-		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "models"), classify(ctx, err))
+		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "models"), classify(ctx, err, c.hint))
 	}
 	var out []provider.ModelInfo
 	for _, m := range page.Data[:min(len(page.Data), provider.MaxModels)] {

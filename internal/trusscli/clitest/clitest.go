@@ -152,11 +152,12 @@ func sandboxCondition(cond string) (bool, error) {
 // simserve DIALECT SCRIPT|demo [ROOT]: serves the simulated model for the
 // rest of the script and points the dialect's environment variable at it
 // (OLLAMA_HOST for ollama, OPENAI_BASE_URL for chat, ANTHROPIC_BASE_URL and
-// ANTHROPIC_API_KEY for anthropic). ROOT is the workspace the model names
+// ANTHROPIC_API_KEY for anthropic, AZURE_OPENAI_ENDPOINT and
+// AZURE_OPENAI_API_KEY for azure). ROOT is the workspace the model names
 // files in by absolute path.
 func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 && len(args) != 3 {
-		ts.Fatalf("usage: simserve ollama|chat|anthropic|responses SCRIPT|demo [ROOT]")
+		ts.Fatalf("usage: simserve ollama|chat|anthropic|responses|azure SCRIPT|demo [ROOT]")
 	}
 	b := examples.DemoScript
 	if args[1] != "demo" {
@@ -170,7 +171,7 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	switch args[0] {
 	case "anthropic":
 		srv.APIKey = "sk-ant-test" // before the server starts
-	case "responses":
+	case "responses", "azure":
 		srv.APIKey = "sk-test"
 	}
 	if len(args) == 3 {
@@ -193,6 +194,9 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	case "anthropic":
 		ts.Setenv("ANTHROPIC_BASE_URL", base)
 		ts.Setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+	case "azure":
+		ts.Setenv("AZURE_OPENAI_ENDPOINT", base)
+		ts.Setenv("AZURE_OPENAI_API_KEY", "sk-test")
 	default:
 		ts.Fatalf("unknown dialect %q", args[0])
 	}
@@ -270,7 +274,10 @@ func simCheck(ts *testscript.TestScript, neg bool, args []string) {
 			if err := doc.RequestBody("/chat/completions", "POST", r.Body); err != nil {
 				ts.Fatalf("request %d does not match the API description: %v", i, err)
 			}
-		case "responses":
+		case "responses", "azure": // Azure's body is OpenAI's
+			if r.Dialect != dialect {
+				ts.Fatalf("request %d came to the %s routes, not %s's", i, r.Dialect, dialect)
+			}
 			if err := doc.RequestBody("/responses", "POST", r.Body); err != nil {
 				ts.Fatalf("request %d does not match the API description: %v", i, err)
 			}
