@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -153,7 +154,7 @@ func TestAttackLinksAndFIFOs(t *testing.T) {
 				if len(got) != 1 || got[0].Path != "." || got[0].Files != 5 {
 					t.Fatalf("got %s", show(got))
 				}
-				m := string(got[0].AfterData)
+				m := string(manifestOf(t, got[0]))
 				for _, line := range []string{
 					`update fifo ` + tool.Digest(b("alpha\n")) + ` - 0 "a.txt"`,
 					`add link - - ` + fmt.Sprint(len(out)) + ` "dirlink" -> "` + out + `"`,
@@ -307,27 +308,33 @@ func TestAttackUnreadable(t *testing.T) {
 }
 
 // TestBulk: more changes than the threshold are one bulk change per root,
-// listing every file by digest; below it they are reported one by one.
+// listing every file by digest; below it they are reported one by one. A
+// manifest past SpoolManifest (here: 1 byte, "spooled") is the same bytes
+// in a file (AfterFile) instead of memory.
 func TestBulk(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		script string
-		files  int
-		bulk   bool
+		name    string
+		script  string
+		files   int
+		bulk    bool
+		spoolAt int
 	}{
-		{"below", `for i in $(seq 1 10); do echo $i > f$i; done`, 10, false},
-		{"above", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true},
-		{"deletes above", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true},
+		{"below", `for i in $(seq 1 10); do echo $i > f$i; done`, 10, false, SpoolManifest},
+		{"above", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true, SpoolManifest},
+		{"deletes above", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true, SpoolManifest},
+		{"above, spooled", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true, 1},
+		{"deletes above, spooled", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			tr := open(t, []string{root}, Options{BulkThreshold: 10})
+			tr.spoolAt = tc.spoolAt
 			sh(t, root, tc.script)
 			got, err := tr.Scan(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.name == "deletes above" {
+			if strings.HasPrefix(tc.name, "deletes above") {
 				sh(t, root, `rm f*`)
 				if got, err = tr.Scan(context.Background()); err != nil {
 					t.Fatal(err)
@@ -339,16 +346,18 @@ func TestBulk(t *testing.T) {
 				}
 				return
 			}
-			if len(got) != 1 || got[0].Path != "." || got[0].Files != tc.files || got[0].After != tool.Digest(got[0].AfterData) {
+			m := manifestOf(t, got[0])
+			if len(got) != 1 || got[0].Path != "." || got[0].Files != tc.files || got[0].After != tool.Digest(m) ||
+				(got[0].AfterFile != nil) != (tc.spoolAt == 1) {
 				t.Fatalf("got %s", show(got))
 			}
-			lines := strings.Split(strings.TrimSuffix(string(got[0].AfterData), "\n"), "\n")
+			lines := strings.Split(strings.TrimSuffix(string(m), "\n"), "\n")
 			want := `add file - ` + tool.Digest(b("1\n")) + ` 2 "f1"`
-			if tc.name == "deletes above" {
+			if strings.HasPrefix(tc.name, "deletes above") {
 				want = `delete file ` + tool.Digest(b("1\n")) + ` - 2 "f1"`
 			}
 			if len(lines) != tc.files || lines[0] != want {
-				t.Fatalf("manifest:\n%s", got[0].AfterData)
+				t.Fatalf("manifest:\n%s", m)
 			}
 		})
 	}
@@ -450,8 +459,34 @@ func TestBulkCost(t *testing.T) {
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
 	t.Logf("scan of %d new files: %v, peak heap %.1f MB (%.1f MB above the baseline's), one change, manifest %.1f MB",
-		n, took.Round(time.Millisecond), float64(peak)/(1<<20), float64(peak-m0.HeapAlloc)/(1<<20), float64(len(got[0].AfterData))/(1<<20))
+		n, took.Round(time.Millisecond), float64(peak)/(1<<20), float64(peak-m0.HeapAlloc)/(1<<20), float64(got[0].AfterSize())/(1<<20))
 	if peak > 64<<20 {
 		t.Errorf("peak heap %.1f MB, past 64 MB", float64(peak)/(1<<20))
 	}
+}
+
+// manifestOf reads a bulk change's manifest, from memory or its file; the
+// file's, read twice, is the same bytes.
+func manifestOf(t *testing.T, ch tool.FileChange) []byte {
+	t.Helper()
+	var reads [][]byte
+	for range 2 {
+		r, err := ch.OpenAfter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(b)) != ch.AfterSize() {
+			t.Fatalf("%s: read %d bytes of a manifest of %d", ch.Path, len(b), ch.AfterSize())
+		}
+		reads = append(reads, b)
+	}
+	if !bytes.Equal(reads[0], reads[1]) {
+		t.Fatalf("%s: the manifest read twice differs", ch.Path)
+	}
+	return reads[0]
 }

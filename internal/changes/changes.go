@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -39,6 +40,7 @@ type Tracker struct {
 	store     *store
 	hold      *budget // content bytes held in memory at once
 	bulkAt    int     // more changes than this in one scan are one bulk change
+	spoolAt   int     // a bulk change's manifest past this many bytes is kept on disk
 	tmpStore  string
 	workers   int
 	maxFile   int64
@@ -151,6 +153,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	if t.bulkAt <= 0 {
 		t.bulkAt = DefaultBulkThreshold
 	}
+	t.spoolAt = SpoolManifest
 	held := opts.MaxHeld
 	if held <= 0 {
 		held = DefaultMaxHeld
@@ -1077,7 +1080,7 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		o, c := f.old, f.cur
 		if f.inBulk {
 			dir, _ := t.bulk.bulkDir(d.rel)
-			bulks = addBulk(bulks, d.r, dir, d.rel, o, c)
+			bulks = t.addBulk(bulks, d.r, dir, d.rel, o, c)
 			t.release(f)
 			continue
 		}
@@ -1095,7 +1098,11 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 	t.hold.give(outHeld)
 	changes = pairRenames(changes, sides, dels, adds)
 	for _, b := range bulks {
-		changes = append(changes, b.change())
+		ch, err := b.change()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		changes = append(changes, ch)
 	}
 	slices.SortFunc(changes, func(a, b tool.FileChange) int { return strings.Compare(a.Path, b.Path) })
 	out := append(t.pending, changes...)
@@ -1217,18 +1224,40 @@ func (t *Tracker) change(p string, o, c side, held *int64) tool.FileChange {
 }
 
 // bulkChange gathers the changes beneath one directory into one change
-// whose content is their manifest.
+// whose content is their manifest. The manifest is hashed as it is
+// written, and held in memory only up to the tracker's spoolAt bytes:
+// past that it goes on to a file with no name in the content store's
+// directory (spool), so a change of any number of files holds a chunk
+// of its manifest, not the whole.
 type bulkChange struct {
 	r     *root
 	dir   string // relative to the root; "" for the root itself
 	files int
 	bytes int64
-	list  bytes.Buffer
+	// list is the manifest while it is held in memory, else the lines
+	// not yet written to spool.
+	list    bytes.Buffer
+	line    []byte // the line being made
+	sum     hash.Hash
+	size    int64
+	st      *store
+	spoolAt int
+	spool   *os.File // nil while the manifest is in memory
+	written int64    // bytes of the manifest in spool
+}
+
+// spoolChunk is how many bytes of a spooled manifest are gathered before
+// they are written.
+const spoolChunk = 64 << 10
+
+// newBulk makes the bulk change of dir (relative to r).
+func (t *Tracker) newBulk(r *root, dir string) *bulkChange {
+	return &bulkChange{r: r, dir: dir, sum: sha256.New(), st: t.store, spoolAt: t.spoolAt}
 }
 
 // addBulk adds the change of rel (beneath dir of r) to its bulk change in
 // bs, making it when it is the first.
-func addBulk(bs []*bulkChange, r *root, dir, rel string, o, c side) []*bulkChange {
+func (t *Tracker) addBulk(bs []*bulkChange, r *root, dir, rel string, o, c side) []*bulkChange {
 	var b *bulkChange
 	for _, x := range bs {
 		if x.r == r && x.dir == dir {
@@ -1236,7 +1265,7 @@ func addBulk(bs []*bulkChange, r *root, dir, rel string, o, c side) []*bulkChang
 		}
 	}
 	if b == nil {
-		b = &bulkChange{r: r, dir: dir}
+		b = t.newBulk(r, dir)
 		bs = append(bs, b)
 	}
 	b.add(r.path(rel), o, c)
@@ -1270,47 +1299,124 @@ func (b *bulkChange) add(p string, o, c side) {
 	default:
 		typ = "link"
 	}
-	l := &b.list
-	l.WriteString(string(kind))
-	l.WriteByte(' ')
-	l.WriteString(typ)
+	l := b.line[:0]
+	l = append(l, kind...)
+	l = append(l, ' ')
+	l = append(l, typ...)
 	for _, s := range []side{o, c} {
-		l.WriteByte(' ')
+		l = append(l, ' ')
 		if s.reg && s.known {
-			var h [64]byte
-			hex.Encode(h[:], s.sum[:])
-			l.Write(h[:])
+			l = hex.AppendEncode(l, s.sum[:])
 		} else {
-			l.WriteByte('-')
+			l = append(l, '-')
 		}
 	}
-	var num [24]byte
-	l.WriteByte(' ')
-	l.Write(strconv.AppendInt(num[:0], last.size, 10))
-	l.WriteByte(' ')
-	l.Write(strconv.AppendQuote(l.AvailableBuffer(), p))
+	l = append(l, ' ')
+	l = strconv.AppendInt(l, last.size, 10)
+	l = append(l, ' ')
+	l = strconv.AppendQuote(l, p)
 	if typ == "link" {
-		l.WriteString(" -> ")
-		l.Write(strconv.AppendQuote(l.AvailableBuffer(), last.link))
+		l = append(l, " -> "...)
+		l = strconv.AppendQuote(l, last.link)
 	}
-	l.WriteByte('\n')
+	l = append(l, '\n')
+	b.line = l
+	b.write(l)
 	b.files++
 	if c.exists {
 		b.bytes += c.size
 	}
 }
 
+// write appends line to the manifest: to memory while the manifest is
+// within spoolAt, else to spool a chunk at a time. When no spool can be
+// made or written, the manifest goes on in memory (what was written read
+// back): it is then held whole, but never incomplete.
+func (b *bulkChange) write(line []byte) {
+	b.sum.Write(line)
+	b.size += int64(len(line))
+	b.list.Write(line)
+	if b.spool == nil && (b.size <= int64(b.spoolAt) || b.st == nil) {
+		return
+	}
+	if b.spool == nil {
+		f, err := b.st.tmpFile("manifest")
+		if err != nil {
+			b.st = nil // held in memory
+			return
+		}
+		b.spool = f
+	}
+	if b.list.Len() >= spoolChunk {
+		b.flush()
+	}
+}
+
+// flush writes what list holds to spool; on a failure it reads the
+// spooled part back and keeps the whole manifest in memory.
+func (b *bulkChange) flush() {
+	if b.spool == nil || b.list.Len() == 0 {
+		return
+	}
+	n, err := b.spool.WriteAt(b.list.Bytes(), b.written)
+	if err == nil {
+		b.written += int64(n)
+		b.list.Reset()
+		return
+	}
+	head := make([]byte, b.written, b.size)
+	if _, rerr := b.spool.ReadAt(head, 0); rerr != nil {
+		// Neither written nor read back: the manifest is lost, which
+		// change reports.
+		b.list.Reset()
+		b.written = -1
+		return
+	}
+	rest := b.list.Bytes()
+	b.list = *bytes.NewBuffer(append(head, rest...))
+	b.spool.Close()
+	b.spool, b.st, b.written = nil, nil, 0
+}
+
 // change is the bulk change: Path the directory ("." for the workspace
-// root), After the digest of the manifest, AfterData the manifest.
-func (b *bulkChange) change() tool.FileChange {
-	data := b.list.Bytes()
+// root), After the digest of the manifest, AfterData the manifest, or
+// AfterFile when it was spooled. An error is a manifest that could be
+// neither written nor kept.
+func (b *bulkChange) change() (tool.FileChange, error) {
+	b.flush()
 	p := b.r.path(b.dir)
 	if p == "" {
 		p = "."
 	}
-	return tool.FileChange{Path: p, Kind: tool.ChangeUpdate, After: tool.Digest(data), AfterData: data,
+	ch := tool.FileChange{Path: p, Kind: tool.ChangeUpdate, After: hex.EncodeToString(b.sum.Sum(nil)),
 		Files: b.files, Bytes: b.bytes}
+	switch {
+	case b.written < 0:
+		ch.AfterUnavailable = "the manifest could not be written to the content store's directory"
+		return ch, fmt.Errorf("manifest of %s: lost writing it to the content store's directory", p)
+	case b.spool != nil:
+		ch.AfterFile = &spooled{f: b.spool, n: b.written}
+	default:
+		ch.AfterData = b.list.Bytes()
+	}
+	return ch, nil
 }
+
+// spooled is a manifest in a file with no name (tmpFile): only its
+// descriptor reaches it, and it is gone once nothing references it (the
+// descriptor is closed with the os.File).
+type spooled struct {
+	f *os.File
+	n int64
+}
+
+// Open implements tool.Content.
+func (s *spooled) Open() (io.ReadCloser, error) {
+	return io.NopCloser(io.NewSectionReader(s.f, 0, s.n)), nil
+}
+
+// Size implements tool.Content.
+func (s *spooled) Size() int64 { return s.n }
 
 // bulkChunk is how many diffs a bulk scan reads at once.
 const bulkChunk = 1024
@@ -1323,20 +1429,11 @@ const bulkChunk = 1024
 func (t *Tracker) scanBulk(ctx context.Context, diffs []diff) ([]tool.FileChange, error) {
 	var errs []error
 	var emu sync.Mutex
-	// One per root, sized for its lines (about 100 bytes each), so that
-	// the manifest is not copied as it grows.
+	// One per root; each manifest goes to disk past spoolAt.
 	var bulks []*bulkChange
 	for _, r := range t.roots {
-		b := &bulkChange{r: r}
-		n := 0
-		for i := range diffs {
-			if diffs[i].r == r {
-				n++
-			}
-		}
-		if n > 0 {
-			b.list.Grow(n * (100 + len(r.name)))
-			bulks = append(bulks, b)
+		if slices.ContainsFunc(diffs, func(d diff) bool { return d.r == r }) {
+			bulks = append(bulks, t.newBulk(r, ""))
 		}
 	}
 	fs := make([]found, min(bulkChunk, len(diffs)))
@@ -1354,7 +1451,7 @@ func (t *Tracker) scanBulk(ctx context.Context, diffs []diff) ([]tool.FileChange
 		for i := range chunk {
 			d, f := &chunk[i], &fs[i]
 			if t.apply(d, f) {
-				bulks = addBulk(bulks, d.r, "", d.rel, f.old, f.cur)
+				bulks = t.addBulk(bulks, d.r, "", d.rel, f.old, f.cur)
 			}
 			t.release(f)
 			fs[i] = found{}
@@ -1364,7 +1461,11 @@ func (t *Tracker) scanBulk(ctx context.Context, diffs []diff) ([]tool.FileChange
 	var out []tool.FileChange
 	for _, b := range bulks {
 		if b.files > 0 {
-			out = append(out, b.change())
+			ch, err := b.change()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			out = append(out, ch)
 		}
 	}
 	return out, errors.Join(errs...)
