@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -124,6 +126,45 @@ func newBulkSession(files int) bulkSession {
 	return s
 }
 
+// fileContent is a content in a file, read from it anew at each Open.
+type fileContent struct {
+	path string
+	size int64
+}
+
+func (c fileContent) Open() (io.ReadCloser, error) { return os.Open(c.path) }
+func (c fileContent) Size() int64                  { return c.size }
+
+// inFiles is s with each bulk change's manifest in a file (AfterFile)
+// instead of memory, as the change tracker passes a large one.
+func (s bulkSession) inFiles(t *testing.T) bulkSession {
+	dir := t.TempDir()
+	out := bulkSession{settle: s.settle}
+	for i, ev := range s.events {
+		if ev.Results != nil {
+			res := slices.Clone(ev.Results)
+			for k := range res {
+				chs := slices.Clone(res[k].Changes)
+				for c := range chs {
+					if chs[c].Files == 0 {
+						continue
+					}
+					p := filepath.Join(dir, fmt.Sprintf("manifest-%d-%d-%d", i, k, c))
+					if err := os.WriteFile(p, chs[c].AfterData, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					chs[c].AfterFile = fileContent{p, int64(len(chs[c].AfterData))}
+					chs[c].AfterData = nil
+				}
+				res[k].Changes = chs
+			}
+			ev.Results = res
+		}
+		out.events = append(out.events, ev)
+	}
+	return out
+}
+
 // record writes s to a new ledger in dir, its clock starting at a fixed
 // time and advancing a millisecond an entry, and returns the ledger's
 // directory.
@@ -184,13 +225,22 @@ func TestRecordBulkGolden(t *testing.T) {
 	}
 	s := newBulkSession(100_000)
 	golden := filepath.Join("testdata", "bulk_session.golden")
+	spill := func(r *Recorder) { r.final.max = 1000 } // 100 runs, merged every 16
 	for _, v := range []struct {
-		name string
-		tune func(*Recorder)
+		name   string
+		tune   func(*Recorder)
+		inFile bool
 	}{
-		{"in memory", nil},
+		{"in memory", nil, false},
+		{"manifests in files", nil, true},
+		{"final digests spilled", spill, false},
+		{"manifests in files, final digests spilled", spill, true},
 	} {
 		t.Run(v.name, func(t *testing.T) {
+			s := s
+			if v.inFile {
+				s = s.inFiles(t)
+			}
 			dir, vkey := s.record(t, t.TempDir(), v.tune)
 			got := fileDigests(t, dir)
 			rep, entries, err := Verify(dir, vkey)
