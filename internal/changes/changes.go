@@ -4,7 +4,6 @@ package changes
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -41,6 +40,7 @@ type Tracker struct {
 	hold      *budget // content bytes held in memory at once
 	bulkAt    int     // more changes than this in one scan are one bulk change
 	spoolAt   int     // a bulk change's manifest past this many bytes is kept on disk
+	spillRun  int     // a scan's diffs past this many are spilled in sorted runs (0: spillRun)
 	tmpStore  string
 	workers   int
 	maxFile   int64
@@ -312,7 +312,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	var errs []error
 	// The stat walk installs each directory as it is read, and the index
 	// goes to disk as its overlay fills.
-	for _, w := range t.walk(t.rootJobs(), true, time.Now().Add(-RacyWindow).UnixNano(), true) {
+	for _, w := range t.walk(t.rootJobs(), true, time.Now().Add(-RacyWindow).UnixNano(), true, nil) {
 		if w.err != nil {
 			errs = append(errs, w.err)
 		}
@@ -750,7 +750,16 @@ func (t *Tracker) jobs(all bool) ([]dirJob, bool) {
 	for _, k := range dirty {
 		if !seen[k] && k.r.idx.has(k.rel) {
 			seen[k] = true
-			jobs = append(jobs, dirJob(k))
+			jobs = append(jobs, dirJob{r: k.r, rel: k.rel})
+		}
+	}
+	// A job below another may be under a directory the other's reading
+	// finds gone: what it finds is held to the walk's end.
+	for i := range jobs {
+		j := &jobs[i]
+		for rel := j.rel; rel != "" && !j.held; {
+			rel, _ = splitRel(rel)
+			j.held = seen[watched{j.r, rel}]
 		}
 	}
 	return jobs, false
@@ -1004,17 +1013,45 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 	if full {
 		t.fullScans++
 	}
-	ws := t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano(), false)
-	var diffs []diff
+	col := t.newDiffSpill()
+	defer col.close()
 	var errs []error
 	goneDirs := map[watched]bool{}
+	// A directory read from a job that is not held is installed as it is
+	// read, and its diffs gathered (spilled to disk past a run): no
+	// directory of the walk can be found gone after it (see dirJob.held),
+	// and what the walk read is not held whole. Called by one worker at
+	// a time.
+	take := func(w walked) {
+		if w.err != nil {
+			errs = append(errs, w.err)
+		}
+		for _, g := range w.gone {
+			goneDirs[watched{w.r, g}] = true
+			t.gone(w.r, g, col.add)
+		}
+		if w.vanished {
+			return
+		}
+		w.r.install(w)
+		for _, d := range w.diffs {
+			col.add(d)
+		}
+		t.rescan = t.rescan || w.newLink
+		if err := w.r.idx.maybeMerge(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ws := t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano(), false, take)
+	// The held directories: all that were found gone first, then the
+	// rest installed.
 	for _, w := range ws {
 		if w.err != nil {
 			errs = append(errs, w.err)
 		}
 		for _, g := range w.gone {
 			goneDirs[watched{w.r, g}] = true
-			diffs = t.gone(w.r, g, diffs)
+			t.gone(w.r, g, col.add)
 		}
 	}
 	for _, w := range ws {
@@ -1024,14 +1061,16 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 			continue
 		}
 		w.r.install(w)
-		diffs = append(diffs, w.diffs...)
+		for _, d := range w.diffs {
+			col.add(d)
+		}
 		t.rescan = t.rescan || w.newLink
 	}
 	ws = nil
 	// The diffs hold copies of their entries: what was installed may go
 	// to disk now.
 	errs = append(errs, t.compact()...)
-	if len(diffs) == 0 && len(t.pending) == 0 {
+	if col.n == 0 && len(t.pending) == 0 {
 		return nil, errors.Join(errs...)
 	}
 	var emu sync.Mutex
@@ -1040,11 +1079,8 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		errs = append(errs, err)
 		emu.Unlock()
 	}
-	if len(diffs) > t.bulkAt {
-		slices.SortFunc(diffs, func(a, b diff) int {
-			return cmp.Or(strings.Compare(a.r.abs, b.r.abs), strings.Compare(a.rel, b.rel))
-		})
-		ch, err := t.scanBulk(ctx, diffs)
+	if col.n > t.bulkAt {
+		ch, err := t.scanBulk(ctx, col.iter())
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -1052,10 +1088,9 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		t.pending = nil
 		return out, errors.Join(errs...)
 	}
+	diffs := col.mem // all of them: a run is more than the bulk threshold
 
-	slices.SortFunc(diffs, func(a, b diff) int {
-		return cmp.Or(strings.Compare(a.r.abs, b.r.abs), strings.Compare(a.rel, b.rel))
-	})
+	col.sortMem()
 	// Read what is there now, and what was there before, in parallel.
 	fs := make([]found, len(diffs))
 	t.parallel(len(diffs), func(i int) {
@@ -1422,23 +1457,30 @@ func (s *spooled) Size() int64 { return s.n }
 const bulkChunk = 1024
 
 // scanBulk records more diffs than one scan reports one by one: a bulk
-// change per root, its manifest listing every file changed, read in
-// chunks so that what is held at once stays bounded. Contents are hashed
-// and kept in the store (for the next change's before side) but not
-// reported; renames are not paired.
-func (t *Tracker) scanBulk(ctx context.Context, diffs []diff) ([]tool.FileChange, error) {
+// change per root, its manifest listing every file changed, read from
+// next (sorted by root and path) in chunks so that what is held at once
+// stays bounded. Contents are hashed and kept in the store (for the next
+// change's before side) but not reported; renames are not paired.
+func (t *Tracker) scanBulk(ctx context.Context, next func() (diff, bool, error)) ([]tool.FileChange, error) {
 	var errs []error
 	var emu sync.Mutex
 	// One per root; each manifest goes to disk past spoolAt.
 	var bulks []*bulkChange
-	for _, r := range t.roots {
-		if slices.ContainsFunc(diffs, func(d diff) bool { return d.r == r }) {
-			bulks = append(bulks, t.newBulk(r, ""))
+	chunk := make([]diff, 0, bulkChunk)
+	fs := make([]found, bulkChunk)
+	for more := true; more; {
+		chunk = chunk[:0]
+		for len(chunk) < bulkChunk {
+			d, ok, err := next()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("changes: %w", err))
+			}
+			if !ok {
+				more = false
+				break
+			}
+			chunk = append(chunk, d)
 		}
-	}
-	fs := make([]found, min(bulkChunk, len(diffs)))
-	for at := 0; at < len(diffs); at += bulkChunk {
-		chunk := diffs[at:min(at+bulkChunk, len(diffs))]
 		t.parallel(len(chunk), func(i int) {
 			f, err := t.examine(ctx, &chunk[i], false)
 			if err != nil {
@@ -1456,6 +1498,7 @@ func (t *Tracker) scanBulk(ctx context.Context, diffs []diff) ([]tool.FileChange
 			t.release(f)
 			fs[i] = found{}
 		}
+		clear(chunk)
 		errs = append(errs, t.compact()...)
 	}
 	var out []tool.FileChange
@@ -1500,12 +1543,12 @@ func (t *Tracker) drop(d diff) {
 	}
 }
 
-// gone adds to diffs a removal for each file the index holds under the
-// directory rel, which is no longer one, and drops them from the index.
-func (t *Tracker) gone(r *root, rel string, diffs []diff) []diff {
+// gone adds a removal for each file the index holds under the directory
+// rel, which is no longer one, and drops them from the index.
+func (t *Tracker) gone(r *root, rel string, add func(diff)) {
 	ents, ok, err := r.idx.get(rel)
 	if err != nil || !ok {
-		return diffs
+		return
 	}
 	r.idx.del(rel)
 	delete(r.linked, rel)
@@ -1516,12 +1559,11 @@ func (t *Tracker) gone(r *root, rel string, diffs []diff) []diff {
 		e := ents[i]
 		p := path.Join(rel, e.name)
 		if e.isDir() {
-			diffs = t.gone(r, p, diffs)
+			t.gone(r, p, add)
 			continue
 		}
-		diffs = append(diffs, diff{r: r, rel: p, old: &e})
+		add(diff{r: r, rel: p, old: &e})
 	}
-	return diffs
 }
 
 // lookupIn returns the entry named name of a directory's entries, or nil.

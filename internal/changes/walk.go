@@ -132,6 +132,11 @@ type diff struct {
 type dirJob struct {
 	r   *root
 	rel string
+	// held: what the walk finds from this job is held until the walk
+	// ends, not handed on as read (see walk's take): the job is below
+	// another of the scan's first jobs, whose reading may find a
+	// directory on the way to it gone. The jobs it leads to inherit it.
+	held bool
 }
 
 // walked is a directory as read.
@@ -169,7 +174,11 @@ type walked struct {
 // as it is read and returns only failures. A directory as the index has
 // it only updates the root's linked set: a walk of a tree where nothing
 // changed holds nothing per directory, whatever the tree holds.
-func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool) []walked {
+//
+// take, when set, is given each directory that differs from the index,
+// or failed, as it is read, from a job that is not held; it is not
+// returned. It is called by one worker at a time.
+func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool, take func(walked)) []walked {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
@@ -211,11 +220,13 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool) [
 					}
 				case w.same && w.err == nil:
 					j.r.install(w)
+				case take != nil && !j.held:
+					take(w)
 				default:
 					results = append(results, w)
 				}
 				for _, s := range sub {
-					queue = append(queue, dirJob{r: j.r, rel: s})
+					queue = append(queue, dirJob{r: j.r, rel: s, held: j.held})
 				}
 				active--
 				mu.Unlock()
