@@ -28,7 +28,9 @@ type diffSpill struct {
 	f    *os.File
 	runs []span
 	end  int64
-	buf  []byte
+	buf  []byte  // a record, reused
+	body []byte  // a record's body, reused
+	ents []entry // a record's entries, reused
 	// noSpill: no run could be written; the diffs stay in memory.
 	noSpill bool
 }
@@ -107,12 +109,11 @@ const (
 
 func (s *diffSpill) appendDiff(b []byte, d *diff) []byte {
 	ri := slices.Index(s.t.roots, d.r)
-	var body []byte
-	body = binary.AppendUvarint(body, uint64(ri))
+	body := binary.AppendUvarint(s.body[:0], uint64(ri))
 	body = binary.AppendUvarint(body, uint64(len(d.rel)))
 	body = append(body, d.rel...)
 	var sides byte
-	var ents []entry
+	ents := s.ents[:0]
 	if d.old != nil {
 		sides |= sideOld
 		ents = append(ents, *d.old)
@@ -123,6 +124,8 @@ func (s *diffSpill) appendDiff(b []byte, d *diff) []byte {
 	}
 	body = append(body, sides)
 	body = appendEntries(body, ents)
+	clear(ents)
+	s.body, s.ents = body, ents
 	b = binary.AppendUvarint(b, uint64(len(body)))
 	return append(b, body...)
 }
