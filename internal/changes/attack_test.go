@@ -409,12 +409,34 @@ func TestBulkCost(t *testing.T) {
 	if raceDetector {
 		t.Skip("measures memory, which the race detector distorts (.ci/run runs it without)")
 	}
+	// In new directories; and in directories that were there, below
+	// another that changed too, so that each waits for its reading (a
+	// scan's held directories).
+	for _, existing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) { bulkCost(t, existing) })
+	}
+}
+
+func bulkCost(t *testing.T, existing bool) {
 	root := t.TempDir()
-	tr := open(t, []string{root}, Options{})
 	const n = 100_000
+	dirOf := func(d int) string { return filepath.Join(root, "sub", fmt.Sprintf("d%03d", d)) }
+	if existing {
+		for d := range n / 1000 {
+			if err := os.MkdirAll(dirOf(d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tr := open(t, []string{root}, Options{})
+	if existing {
+		if err := os.WriteFile(filepath.Join(root, "sub", "x"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for d := range n / 1000 {
-		dir := filepath.Join(root, fmt.Sprintf("d%03d", d))
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		dir := dirOf(d)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 1000 {
@@ -456,7 +478,11 @@ func TestBulkCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Files != n {
+	want := n
+	if existing {
+		want++ // sub/x
+	}
+	if len(got) != 1 || got[0].Files != want {
 		t.Fatalf("got %d changes", len(got))
 	}
 	var m1 runtime.MemStats

@@ -724,7 +724,7 @@ func (t *Tracker) ScanAll(ctx context.Context) ([]tool.FileChange, error) {
 func (t *Tracker) rootJobs() []dirJob {
 	var jobs []dirJob
 	for _, r := range t.roots {
-		jobs = append(jobs, dirJob{r: r, rel: ""})
+		jobs = append(jobs, dirJob{r: r, rel: "", first: true})
 	}
 	return jobs
 }
@@ -757,6 +757,7 @@ func (t *Tracker) jobs(all bool) ([]dirJob, bool) {
 	// finds gone: what it finds is held to the walk's end.
 	for i := range jobs {
 		j := &jobs[i]
+		j.first = true
 		for rel := j.rel; rel != "" && !j.held; {
 			rel, _ = splitRel(rel)
 			j.held = seen[watched{j.r, rel}]
@@ -1017,14 +1018,33 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 	defer col.close()
 	var errs []error
 	goneDirs := map[watched]bool{}
-	// A directory read from a job that is not held is installed as it is
-	// read, and its diffs gathered (spilled to disk past a run): no
-	// directory of the walk can be found gone after it (see dirJob.held),
-	// and what the walk read is not held whole. Called by one worker at
-	// a time.
-	take := func(w walked) {
-		if w.err != nil {
-			errs = append(errs, w.err)
+	// Each directory is installed as soon as it is read, and its diffs
+	// gathered (spilled to disk past a run), unless a first job above it
+	// is still to be read: that one's reading may find a directory on
+	// the way to it gone (a process removed it meanwhile), and then what
+	// was read below is not installed — the removal covers it. Those wait
+	// in held until the jobs above them are read. So what the walk holds
+	// at once is a run of diffs and the directories waiting, not a diff
+	// per file changed.
+	unread := map[watched]bool{} // first jobs not read yet
+	for _, j := range jobs {
+		unread[watched{j.r, j.rel}] = true
+	}
+	waits := func(w walked) bool {
+		for rel := w.rel; rel != ""; {
+			rel, _ = splitRel(rel)
+			if unread[watched{w.r, rel}] {
+				return true
+			}
+		}
+		return false
+	}
+	var held []walked
+	process := func(w walked) {
+		if len(goneDirs) > 0 && inGone(goneDirs, w.r, w.rel) {
+			// Read before its parent found it gone: the parent's
+			// reading has the removal.
+			return
 		}
 		for _, g := range w.gone {
 			goneDirs[watched{w.r, g}] = true
@@ -1042,31 +1062,35 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 			errs = append(errs, err)
 		}
 	}
-	ws := t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano(), false, take)
-	// The held directories: all that were found gone first, then the
-	// rest installed.
-	for _, w := range ws {
+	take := func(j dirJob, w walked) {
 		if w.err != nil {
 			errs = append(errs, w.err)
 		}
-		for _, g := range w.gone {
-			goneDirs[watched{w.r, g}] = true
-			t.gone(w.r, g, col.add)
+		if j.held && waits(w) {
+			held = append(held, w)
+		} else {
+			process(w)
 		}
+		if !j.first {
+			return
+		}
+		delete(unread, watched{j.r, j.rel})
+		kept := held[:0]
+		for _, h := range held {
+			if waits(h) {
+				kept = append(kept, h)
+			} else {
+				process(h)
+			}
+		}
+		clear(held[len(kept):])
+		held = kept
 	}
-	for _, w := range ws {
-		if w.vanished || (len(goneDirs) > 0 && inGone(goneDirs, w.r, w.rel)) {
-			// Read before its parent found it gone (a process removed it
-			// meanwhile): the parent's reading has the removal.
-			continue
-		}
-		w.r.install(w)
-		for _, d := range w.diffs {
-			col.add(d)
-		}
-		t.rescan = t.rescan || w.newLink
+	t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano(), false, take)
+	for _, w := range held { // none: every first job has been read
+		process(w)
 	}
-	ws = nil
+	held = nil
 	// The diffs hold copies of their entries: what was installed may go
 	// to disk now.
 	errs = append(errs, t.compact()...)

@@ -132,10 +132,13 @@ type diff struct {
 type dirJob struct {
 	r   *root
 	rel string
-	// held: what the walk finds from this job is held until the walk
-	// ends, not handed on as read (see walk's take): the job is below
-	// another of the scan's first jobs, whose reading may find a
-	// directory on the way to it gone. The jobs it leads to inherit it.
+	// first: the job is one the walk began with, not a subdirectory it
+	// found.
+	first bool
+	// held: the job is below another of the walk's first jobs, whose
+	// reading may find a directory on the way to it gone; what is found
+	// from it waits until that one is read (see Tracker.scanOnce). The
+	// jobs it leads to inherit it.
 	held bool
 }
 
@@ -175,10 +178,10 @@ type walked struct {
 // it only updates the root's linked set: a walk of a tree where nothing
 // changed holds nothing per directory, whatever the tree holds.
 //
-// take, when set, is given each directory that differs from the index,
-// or failed, as it is read, from a job that is not held; it is not
-// returned. It is called by one worker at a time.
-func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool, take func(walked)) []walked {
+// take, when set (and not install), is given every directory as it is
+// read, with its job, in place of the above: the walk then returns
+// nothing. It is called by one worker at a time.
+func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool, take func(dirJob, walked)) []walked {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
@@ -218,10 +221,10 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool, t
 					if w.err != nil {
 						results = append(results, walked{r: w.r, rel: w.rel, err: w.err, same: true})
 					}
+				case take != nil:
+					take(j, w)
 				case w.same && w.err == nil:
 					j.r.install(w)
-				case take != nil && !j.held:
-					take(w)
 				default:
 					results = append(results, w)
 				}
