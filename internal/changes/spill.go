@@ -59,9 +59,6 @@ func (s *diffSpill) add(d diff) {
 	}
 }
 
-// spilled reports whether some diffs are in runs.
-func (s *diffSpill) spilled() bool { return len(s.runs) > 0 }
-
 func compareDiffs(a, b *diff) int {
 	return cmp.Or(strings.Compare(a.r.abs, b.r.abs), strings.Compare(a.rel, b.rel))
 }
