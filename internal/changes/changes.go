@@ -1014,6 +1014,9 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 	if full {
 		t.fullScans++
 	}
+	if len(jobs) == 0 && len(t.pending) == 0 {
+		return nil, errors.Join(t.compact()...) // nothing to read, nothing to report
+	}
 	col := t.newDiffSpill()
 	defer col.close()
 	var errs []error
