@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
@@ -223,5 +224,33 @@ func FuzzBulkManifest(f *testing.F) {
 				t.Fatalf("%q: %q is not a digest", p, d)
 			}
 		}
+	})
+}
+
+// FuzzFinalRun: a spilled run of final digests that is not as written
+// reads back as an error or as records, never a panic.
+func FuzzFinalRun(f *testing.F) {
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	writeRun(w, memIter(map[string]finalDigest{"a": {sum: [32]byte{1}}, "b/c": {removed: true}}))
+	f.Add(buf.Bytes())
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "run")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		file, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		next := runIter(file, span64{0, int64(len(b))})
+		for range len(b) + 1 {
+			if _, ok, err := next(); err != nil || !ok {
+				return
+			}
+		}
+		t.Fatal("more records than bytes")
 	})
 }
