@@ -763,7 +763,18 @@ func (t *Tracker) jobs(all bool) ([]dirJob, bool) {
 			j.held = seen[watched{j.r, rel}]
 		}
 	}
+	// The walk takes its jobs from the end: the shallowest first, so that
+	// a held job's directory waits only while the one above it is read.
+	slices.SortStableFunc(jobs, func(a, b dirJob) int { return depth(b.rel) - depth(a.rel) })
 	return jobs, false
+}
+
+// depth is how many names rel has: 0 for a root itself.
+func depth(rel string) int {
+	if rel == "" {
+		return 0
+	}
+	return strings.Count(rel, "/") + 1
 }
 
 func (t *Tracker) baselineDone() bool {
