@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -153,7 +155,7 @@ func TestAttackLinksAndFIFOs(t *testing.T) {
 				if len(got) != 1 || got[0].Path != "." || got[0].Files != 5 {
 					t.Fatalf("got %s", show(got))
 				}
-				m := string(got[0].AfterData)
+				m := string(manifestOf(t, got[0]))
 				for _, line := range []string{
 					`update fifo ` + tool.Digest(b("alpha\n")) + ` - 0 "a.txt"`,
 					`add link - - ` + fmt.Sprint(len(out)) + ` "dirlink" -> "` + out + `"`,
@@ -307,27 +309,33 @@ func TestAttackUnreadable(t *testing.T) {
 }
 
 // TestBulk: more changes than the threshold are one bulk change per root,
-// listing every file by digest; below it they are reported one by one.
+// listing every file by digest; below it they are reported one by one. A
+// manifest past SpoolManifest (here: 1 byte, "spooled") is the same bytes
+// in a file (AfterFile) instead of memory.
 func TestBulk(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		script string
-		files  int
-		bulk   bool
+		name    string
+		script  string
+		files   int
+		bulk    bool
+		spoolAt int
 	}{
-		{"below", `for i in $(seq 1 10); do echo $i > f$i; done`, 10, false},
-		{"above", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true},
-		{"deletes above", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true},
+		{"below", `for i in $(seq 1 10); do echo $i > f$i; done`, 10, false, SpoolManifest},
+		{"above", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true, SpoolManifest},
+		{"deletes above", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true, SpoolManifest},
+		{"above, spooled", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true, 1},
+		{"deletes above, spooled", `for i in $(seq 1 11); do echo $i > f$i; done`, 11, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			tr := open(t, []string{root}, Options{BulkThreshold: 10})
+			tr.spoolAt = tc.spoolAt
 			sh(t, root, tc.script)
 			got, err := tr.Scan(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.name == "deletes above" {
+			if strings.HasPrefix(tc.name, "deletes above") {
 				sh(t, root, `rm f*`)
 				if got, err = tr.Scan(context.Background()); err != nil {
 					t.Fatal(err)
@@ -339,16 +347,18 @@ func TestBulk(t *testing.T) {
 				}
 				return
 			}
-			if len(got) != 1 || got[0].Path != "." || got[0].Files != tc.files || got[0].After != tool.Digest(got[0].AfterData) {
+			m := manifestOf(t, got[0])
+			if len(got) != 1 || got[0].Path != "." || got[0].Files != tc.files || got[0].After != tool.Digest(m) ||
+				(got[0].AfterFile != nil) != (tc.spoolAt == 1) {
 				t.Fatalf("got %s", show(got))
 			}
-			lines := strings.Split(strings.TrimSuffix(string(got[0].AfterData), "\n"), "\n")
+			lines := strings.Split(strings.TrimSuffix(string(m), "\n"), "\n")
 			want := `add file - ` + tool.Digest(b("1\n")) + ` 2 "f1"`
-			if tc.name == "deletes above" {
+			if strings.HasPrefix(tc.name, "deletes above") {
 				want = `delete file ` + tool.Digest(b("1\n")) + ` - 2 "f1"`
 			}
 			if len(lines) != tc.files || lines[0] != want {
-				t.Fatalf("manifest:\n%s", got[0].AfterData)
+				t.Fatalf("manifest:\n%s", m)
 			}
 		})
 	}
@@ -389,7 +399,9 @@ func TestMemoryBudget(t *testing.T) {
 }
 
 // TestBulkCost: a command that creates 100,000 empty files costs the host
-// a bounded heap, one change and a manifest of a few MB.
+// one change, a manifest of a few MB (on disk), and a heap bounded as the
+// tracker's is whatever the workspace holds (memoryBound): the scan's
+// diffs go to disk in sorted runs, the manifest to a file.
 func TestBulkCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 100,000 files")
@@ -397,12 +409,34 @@ func TestBulkCost(t *testing.T) {
 	if raceDetector {
 		t.Skip("measures memory, which the race detector distorts (.ci/run runs it without)")
 	}
+	// In new directories; and in directories that were there, below
+	// another that changed too, so that each waits for its reading (a
+	// scan's held directories).
+	for _, existing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) { bulkCost(t, existing) })
+	}
+}
+
+func bulkCost(t *testing.T, existing bool) {
 	root := t.TempDir()
-	tr := open(t, []string{root}, Options{})
 	const n = 100_000
+	dirOf := func(d int) string { return filepath.Join(root, "sub", fmt.Sprintf("d%03d", d)) }
+	if existing {
+		for d := range n / 1000 {
+			if err := os.MkdirAll(dirOf(d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tr := open(t, []string{root}, Options{})
+	if existing {
+		if err := os.WriteFile(filepath.Join(root, "sub", "x"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for d := range n / 1000 {
-		dir := filepath.Join(root, fmt.Sprintf("d%03d", d))
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		dir := dirOf(d)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 1000 {
@@ -444,14 +478,96 @@ func TestBulkCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Files != n {
+	want := n
+	if existing {
+		want++ // sub/x
+	}
+	if len(got) != 1 || got[0].Files != want {
 		t.Fatalf("got %d changes", len(got))
 	}
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
 	t.Logf("scan of %d new files: %v, peak heap %.1f MB (%.1f MB above the baseline's), one change, manifest %.1f MB",
-		n, took.Round(time.Millisecond), float64(peak)/(1<<20), float64(peak-m0.HeapAlloc)/(1<<20), float64(len(got[0].AfterData))/(1<<20))
-	if peak > 64<<20 {
-		t.Errorf("peak heap %.1f MB, past 64 MB", float64(peak)/(1<<20))
+		n, took.Round(time.Millisecond), float64(peak)/(1<<20), float64(peak-m0.HeapAlloc)/(1<<20), float64(got[0].AfterSize())/(1<<20))
+	if got[0].AfterFile == nil {
+		t.Error("the manifest is held in memory")
+	}
+	if peak > m0.HeapAlloc+memoryBound {
+		t.Errorf("peak heap %.1f MB above the baseline's, past %d MB", float64(peak-m0.HeapAlloc)/(1<<20), memoryBound>>20)
+	}
+}
+
+// manifestOf reads a bulk change's manifest, from memory or its file; the
+// file's, read twice, is the same bytes.
+func manifestOf(t *testing.T, ch tool.FileChange) []byte {
+	t.Helper()
+	var reads [][]byte
+	for range 2 {
+		r, err := ch.OpenAfter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(b)) != ch.AfterSize() {
+			t.Fatalf("%s: read %d bytes of a manifest of %d", ch.Path, len(b), ch.AfterSize())
+		}
+		reads = append(reads, b)
+	}
+	if !bytes.Equal(reads[0], reads[1]) {
+		t.Fatalf("%s: the manifest read twice differs", ch.Path)
+	}
+	return reads[0]
+}
+
+// TestBulkSpilled: a scan whose diffs are spilled to disk in sorted runs
+// (here runs of 11, the least a bulk threshold of 10 allows) reports the
+// same bulk changes, byte for byte, as one that holds them in memory, and
+// leaves the index the same: made, changed, removed (a directory gone
+// whole, a file become a directory) and then nothing, with inotify and
+// with full walks.
+func TestBulkSpilled(t *testing.T) {
+	steps := []string{
+		`mkdir -p a/x b c/deep/er; for i in $(seq 1 30); do echo $i > a/f$i; echo b$i > b/g$i; : > c/deep/er/e$i; done; ln -s a/f1 l1; mkfifo c/p; echo top > z`,
+		`rm -r b; for i in $(seq 1 12); do echo again$i > a/f$i; done; rm c/deep/er/e3; mkdir c/deep/er/e3; echo n > c/deep/er/e3/n; chmod 600 z; ln -sf z l1; mkdir b; echo new > b/new`,
+		`true`,
+	}
+	for _, noWatch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("nowatch=%v", noWatch), func(t *testing.T) {
+			roots := []string{t.TempDir(), t.TempDir()}
+			var trs []*Tracker
+			for i, r := range roots {
+				tr := open(t, []string{r}, Options{BulkThreshold: 10, NoWatch: noWatch})
+				if i == 1 {
+					tr.spillRun = 3
+				}
+				trs = append(trs, tr)
+			}
+			for k, step := range steps {
+				var got [2][]string
+				for i, r := range roots {
+					sh(t, r, step)
+					chs, err := trs[i].Scan(context.Background())
+					if err != nil {
+						t.Fatalf("step %d: %v", k, err)
+					}
+					for _, ch := range chs {
+						got[i] = append(got[i], fmt.Sprintf("%s %s files=%d\n%s", ch.Path, ch.Kind, ch.Files, manifestOf(t, ch)))
+					}
+				}
+				if !slices.Equal(got[0], got[1]) {
+					t.Fatalf("step %d: in memory:\n%s\nspilled:\n%s", k, strings.Join(got[0], "\n"), strings.Join(got[1], "\n"))
+				}
+				if k < 2 && (len(got[1]) != 1 || !strings.Contains(got[1][0], "files=")) {
+					t.Fatalf("step %d: not one bulk change: %q", k, got[1])
+				}
+				if k == 2 && len(got[1]) != 0 {
+					t.Fatalf("nothing changed, yet: %q", got[1])
+				}
+			}
+		})
 	}
 }

@@ -4,12 +4,12 @@ package changes
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -39,6 +39,8 @@ type Tracker struct {
 	store     *store
 	hold      *budget // content bytes held in memory at once
 	bulkAt    int     // more changes than this in one scan are one bulk change
+	spoolAt   int     // a bulk change's manifest past this many bytes is kept on disk
+	spillRun  int     // a scan's diffs past this many are spilled in sorted runs (0: spillRun)
 	tmpStore  string
 	workers   int
 	maxFile   int64
@@ -151,6 +153,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	if t.bulkAt <= 0 {
 		t.bulkAt = DefaultBulkThreshold
 	}
+	t.spoolAt = SpoolManifest
 	held := opts.MaxHeld
 	if held <= 0 {
 		held = DefaultMaxHeld
@@ -309,7 +312,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	var errs []error
 	// The stat walk installs each directory as it is read, and the index
 	// goes to disk as its overlay fills.
-	for _, w := range t.walk(t.rootJobs(), true, time.Now().Add(-RacyWindow).UnixNano(), true) {
+	for _, w := range t.walk(t.rootJobs(), true, time.Now().Add(-RacyWindow).UnixNano(), true, nil) {
 		if w.err != nil {
 			errs = append(errs, w.err)
 		}
@@ -721,7 +724,7 @@ func (t *Tracker) ScanAll(ctx context.Context) ([]tool.FileChange, error) {
 func (t *Tracker) rootJobs() []dirJob {
 	var jobs []dirJob
 	for _, r := range t.roots {
-		jobs = append(jobs, dirJob{r: r, rel: ""})
+		jobs = append(jobs, dirJob{r: r, rel: "", first: true})
 	}
 	return jobs
 }
@@ -747,10 +750,31 @@ func (t *Tracker) jobs(all bool) ([]dirJob, bool) {
 	for _, k := range dirty {
 		if !seen[k] && k.r.idx.has(k.rel) {
 			seen[k] = true
-			jobs = append(jobs, dirJob(k))
+			jobs = append(jobs, dirJob{r: k.r, rel: k.rel})
 		}
 	}
+	// A job below another may be under a directory the other's reading
+	// finds gone: what it finds is held to the walk's end.
+	for i := range jobs {
+		j := &jobs[i]
+		j.first = true
+		for rel := j.rel; rel != "" && !j.held; {
+			rel, _ = splitRel(rel)
+			j.held = seen[watched{j.r, rel}]
+		}
+	}
+	// The walk takes its jobs from the end: the shallowest first, so that
+	// a held job's directory waits only while the one above it is read.
+	slices.SortStableFunc(jobs, func(a, b dirJob) int { return depth(b.rel) - depth(a.rel) })
 	return jobs, false
+}
+
+// depth is how many names rel has: 0 for a root itself.
+func depth(rel string) int {
+	if rel == "" {
+		return 0
+	}
+	return strings.Count(rel, "/") + 1
 }
 
 func (t *Tracker) baselineDone() bool {
@@ -1001,34 +1025,90 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 	if full {
 		t.fullScans++
 	}
-	ws := t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano(), false)
-	var diffs []diff
+	if len(jobs) == 0 && len(t.pending) == 0 {
+		return nil, errors.Join(t.compact()...) // nothing to read, nothing to report
+	}
+	col := t.newDiffSpill()
+	defer col.close()
 	var errs []error
 	goneDirs := map[watched]bool{}
-	for _, w := range ws {
-		if w.err != nil {
-			errs = append(errs, w.err)
+	// Each directory is installed as soon as it is read, and its diffs
+	// gathered (spilled to disk past a run), unless a first job above it
+	// is still to be read: that one's reading may find a directory on
+	// the way to it gone (a process removed it meanwhile), and then what
+	// was read below is not installed — the removal covers it. Those wait
+	// in held until the jobs above them are read. So what the walk holds
+	// at once is a run of diffs and the directories waiting, not a diff
+	// per file changed.
+	unread := map[watched]bool{} // first jobs not read yet
+	for _, j := range jobs {
+		unread[watched{j.r, j.rel}] = true
+	}
+	waits := func(w walked) bool {
+		for rel := w.rel; rel != ""; {
+			rel, _ = splitRel(rel)
+			if unread[watched{w.r, rel}] {
+				return true
+			}
+		}
+		return false
+	}
+	var held []walked
+	process := func(w walked) {
+		if len(goneDirs) > 0 && inGone(goneDirs, w.r, w.rel) {
+			// Read before its parent found it gone: the parent's
+			// reading has the removal.
+			return
 		}
 		for _, g := range w.gone {
 			goneDirs[watched{w.r, g}] = true
-			diffs = t.gone(w.r, g, diffs)
+			t.gone(w.r, g, col.add)
 		}
-	}
-	for _, w := range ws {
-		if w.vanished || (len(goneDirs) > 0 && inGone(goneDirs, w.r, w.rel)) {
-			// Read before its parent found it gone (a process removed it
-			// meanwhile): the parent's reading has the removal.
-			continue
+		if w.vanished {
+			return
 		}
 		w.r.install(w)
-		diffs = append(diffs, w.diffs...)
+		for _, d := range w.diffs {
+			col.add(d)
+		}
 		t.rescan = t.rescan || w.newLink
+		if err := w.r.idx.maybeMerge(); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	ws = nil
+	take := func(j dirJob, w walked) {
+		if w.err != nil {
+			errs = append(errs, w.err)
+		}
+		if j.held && waits(w) {
+			held = append(held, w)
+		} else {
+			process(w)
+		}
+		if !j.first {
+			return
+		}
+		delete(unread, watched{j.r, j.rel})
+		kept := held[:0]
+		for _, h := range held {
+			if waits(h) {
+				kept = append(kept, h)
+			} else {
+				process(h)
+			}
+		}
+		clear(held[len(kept):])
+		held = kept
+	}
+	t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano(), false, take)
+	for _, w := range held { // none: every first job has been read
+		process(w)
+	}
+	held = nil
 	// The diffs hold copies of their entries: what was installed may go
 	// to disk now.
 	errs = append(errs, t.compact()...)
-	if len(diffs) == 0 && len(t.pending) == 0 {
+	if col.n == 0 && len(t.pending) == 0 {
 		return nil, errors.Join(errs...)
 	}
 	var emu sync.Mutex
@@ -1037,11 +1117,8 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		errs = append(errs, err)
 		emu.Unlock()
 	}
-	if len(diffs) > t.bulkAt {
-		slices.SortFunc(diffs, func(a, b diff) int {
-			return cmp.Or(strings.Compare(a.r.abs, b.r.abs), strings.Compare(a.rel, b.rel))
-		})
-		ch, err := t.scanBulk(ctx, diffs)
+	if col.n > t.bulkAt {
+		ch, err := t.scanBulk(ctx, col.iter())
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -1049,10 +1126,9 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		t.pending = nil
 		return out, errors.Join(errs...)
 	}
+	diffs := col.mem // all of them: a run is more than the bulk threshold
 
-	slices.SortFunc(diffs, func(a, b diff) int {
-		return cmp.Or(strings.Compare(a.r.abs, b.r.abs), strings.Compare(a.rel, b.rel))
-	})
+	col.sortMem()
 	// Read what is there now, and what was there before, in parallel.
 	fs := make([]found, len(diffs))
 	t.parallel(len(diffs), func(i int) {
@@ -1077,7 +1153,7 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		o, c := f.old, f.cur
 		if f.inBulk {
 			dir, _ := t.bulk.bulkDir(d.rel)
-			bulks = addBulk(bulks, d.r, dir, d.rel, o, c)
+			bulks = t.addBulk(bulks, d.r, dir, d.rel, o, c)
 			t.release(f)
 			continue
 		}
@@ -1095,7 +1171,11 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 	t.hold.give(outHeld)
 	changes = pairRenames(changes, sides, dels, adds)
 	for _, b := range bulks {
-		changes = append(changes, b.change())
+		ch, err := b.change()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		changes = append(changes, ch)
 	}
 	slices.SortFunc(changes, func(a, b tool.FileChange) int { return strings.Compare(a.Path, b.Path) })
 	out := append(t.pending, changes...)
@@ -1217,18 +1297,40 @@ func (t *Tracker) change(p string, o, c side, held *int64) tool.FileChange {
 }
 
 // bulkChange gathers the changes beneath one directory into one change
-// whose content is their manifest.
+// whose content is their manifest. The manifest is hashed as it is
+// written, and held in memory only up to the tracker's spoolAt bytes:
+// past that it goes on to a file with no name in the content store's
+// directory (spool), so a change of any number of files holds a chunk
+// of its manifest, not the whole.
 type bulkChange struct {
 	r     *root
 	dir   string // relative to the root; "" for the root itself
 	files int
 	bytes int64
-	list  bytes.Buffer
+	// list is the manifest while it is held in memory, else the lines
+	// not yet written to spool.
+	list    bytes.Buffer
+	line    []byte // the line being made
+	sum     hash.Hash
+	size    int64
+	st      *store
+	spoolAt int
+	spool   *os.File // nil while the manifest is in memory
+	written int64    // bytes of the manifest in spool
+}
+
+// spoolChunk is how many bytes of a spooled manifest are gathered before
+// they are written.
+const spoolChunk = 64 << 10
+
+// newBulk makes the bulk change of dir (relative to r).
+func (t *Tracker) newBulk(r *root, dir string) *bulkChange {
+	return &bulkChange{r: r, dir: dir, sum: sha256.New(), st: t.store, spoolAt: t.spoolAt}
 }
 
 // addBulk adds the change of rel (beneath dir of r) to its bulk change in
 // bs, making it when it is the first.
-func addBulk(bs []*bulkChange, r *root, dir, rel string, o, c side) []*bulkChange {
+func (t *Tracker) addBulk(bs []*bulkChange, r *root, dir, rel string, o, c side) []*bulkChange {
 	var b *bulkChange
 	for _, x := range bs {
 		if x.r == r && x.dir == dir {
@@ -1236,7 +1338,7 @@ func addBulk(bs []*bulkChange, r *root, dir, rel string, o, c side) []*bulkChang
 		}
 	}
 	if b == nil {
-		b = &bulkChange{r: r, dir: dir}
+		b = t.newBulk(r, dir)
 		bs = append(bs, b)
 	}
 	b.add(r.path(rel), o, c)
@@ -1270,78 +1372,153 @@ func (b *bulkChange) add(p string, o, c side) {
 	default:
 		typ = "link"
 	}
-	l := &b.list
-	l.WriteString(string(kind))
-	l.WriteByte(' ')
-	l.WriteString(typ)
+	l := b.line[:0]
+	l = append(l, kind...)
+	l = append(l, ' ')
+	l = append(l, typ...)
 	for _, s := range []side{o, c} {
-		l.WriteByte(' ')
+		l = append(l, ' ')
 		if s.reg && s.known {
-			var h [64]byte
-			hex.Encode(h[:], s.sum[:])
-			l.Write(h[:])
+			l = hex.AppendEncode(l, s.sum[:])
 		} else {
-			l.WriteByte('-')
+			l = append(l, '-')
 		}
 	}
-	var num [24]byte
-	l.WriteByte(' ')
-	l.Write(strconv.AppendInt(num[:0], last.size, 10))
-	l.WriteByte(' ')
-	l.Write(strconv.AppendQuote(l.AvailableBuffer(), p))
+	l = append(l, ' ')
+	l = strconv.AppendInt(l, last.size, 10)
+	l = append(l, ' ')
+	l = strconv.AppendQuote(l, p)
 	if typ == "link" {
-		l.WriteString(" -> ")
-		l.Write(strconv.AppendQuote(l.AvailableBuffer(), last.link))
+		l = append(l, " -> "...)
+		l = strconv.AppendQuote(l, last.link)
 	}
-	l.WriteByte('\n')
+	l = append(l, '\n')
+	b.line = l
+	b.write(l)
 	b.files++
 	if c.exists {
 		b.bytes += c.size
 	}
 }
 
+// write appends line to the manifest: to memory while the manifest is
+// within spoolAt, else to spool a chunk at a time. When no spool can be
+// made or written, the manifest goes on in memory (what was written read
+// back): it is then held whole, but never incomplete.
+func (b *bulkChange) write(line []byte) {
+	b.sum.Write(line)
+	b.size += int64(len(line))
+	b.list.Write(line)
+	if b.spool == nil && (b.size <= int64(b.spoolAt) || b.st == nil) {
+		return
+	}
+	if b.spool == nil {
+		f, err := b.st.tmpFile("manifest")
+		if err != nil {
+			b.st = nil // held in memory
+			return
+		}
+		b.spool = f
+	}
+	if b.list.Len() >= spoolChunk {
+		b.flush()
+	}
+}
+
+// flush writes what list holds to spool; on a failure it reads the
+// spooled part back and keeps the whole manifest in memory.
+func (b *bulkChange) flush() {
+	if b.spool == nil || b.list.Len() == 0 {
+		return
+	}
+	n, err := b.spool.WriteAt(b.list.Bytes(), b.written)
+	if err == nil {
+		b.written += int64(n)
+		b.list.Reset()
+		return
+	}
+	head := make([]byte, b.written, b.size)
+	if _, rerr := b.spool.ReadAt(head, 0); rerr != nil {
+		// Neither written nor read back: the manifest is lost, which
+		// change reports.
+		b.list.Reset()
+		b.written = -1
+		return
+	}
+	rest := b.list.Bytes()
+	b.list = *bytes.NewBuffer(append(head, rest...))
+	b.spool.Close()
+	b.spool, b.st, b.written = nil, nil, 0
+}
+
 // change is the bulk change: Path the directory ("." for the workspace
-// root), After the digest of the manifest, AfterData the manifest.
-func (b *bulkChange) change() tool.FileChange {
-	data := b.list.Bytes()
+// root), After the digest of the manifest, AfterData the manifest, or
+// AfterFile when it was spooled. An error is a manifest that could be
+// neither written nor kept.
+func (b *bulkChange) change() (tool.FileChange, error) {
+	b.flush()
 	p := b.r.path(b.dir)
 	if p == "" {
 		p = "."
 	}
-	return tool.FileChange{Path: p, Kind: tool.ChangeUpdate, After: tool.Digest(data), AfterData: data,
+	ch := tool.FileChange{Path: p, Kind: tool.ChangeUpdate, After: hex.EncodeToString(b.sum.Sum(nil)),
 		Files: b.files, Bytes: b.bytes}
+	switch {
+	case b.written < 0:
+		ch.AfterUnavailable = "the manifest could not be written to the content store's directory"
+		return ch, fmt.Errorf("manifest of %s: lost writing it to the content store's directory", p)
+	case b.spool != nil:
+		ch.AfterFile = &spooled{f: b.spool, n: b.written}
+	default:
+		ch.AfterData = b.list.Bytes()
+	}
+	return ch, nil
 }
+
+// spooled is a manifest in a file with no name (tmpFile): only its
+// descriptor reaches it, and it is gone once nothing references it (the
+// descriptor is closed with the os.File).
+type spooled struct {
+	f *os.File
+	n int64
+}
+
+// Open implements tool.Content.
+func (s *spooled) Open() (io.ReadCloser, error) {
+	return io.NopCloser(io.NewSectionReader(s.f, 0, s.n)), nil
+}
+
+// Size implements tool.Content.
+func (s *spooled) Size() int64 { return s.n }
 
 // bulkChunk is how many diffs a bulk scan reads at once.
 const bulkChunk = 1024
 
 // scanBulk records more diffs than one scan reports one by one: a bulk
-// change per root, its manifest listing every file changed, read in
-// chunks so that what is held at once stays bounded. Contents are hashed
-// and kept in the store (for the next change's before side) but not
-// reported; renames are not paired.
-func (t *Tracker) scanBulk(ctx context.Context, diffs []diff) ([]tool.FileChange, error) {
+// change per root, its manifest listing every file changed, read from
+// next (sorted by root and path) in chunks so that what is held at once
+// stays bounded. Contents are hashed and kept in the store (for the next
+// change's before side) but not reported; renames are not paired.
+func (t *Tracker) scanBulk(ctx context.Context, next func() (diff, bool, error)) ([]tool.FileChange, error) {
 	var errs []error
 	var emu sync.Mutex
-	// One per root, sized for its lines (about 100 bytes each), so that
-	// the manifest is not copied as it grows.
+	// One per root; each manifest goes to disk past spoolAt.
 	var bulks []*bulkChange
-	for _, r := range t.roots {
-		b := &bulkChange{r: r}
-		n := 0
-		for i := range diffs {
-			if diffs[i].r == r {
-				n++
+	chunk := make([]diff, 0, bulkChunk)
+	fs := make([]found, bulkChunk)
+	for more := true; more; {
+		chunk = chunk[:0]
+		for len(chunk) < bulkChunk {
+			d, ok, err := next()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("changes: %w", err))
 			}
+			if !ok {
+				more = false
+				break
+			}
+			chunk = append(chunk, d)
 		}
-		if n > 0 {
-			b.list.Grow(n * (100 + len(r.name)))
-			bulks = append(bulks, b)
-		}
-	}
-	fs := make([]found, min(bulkChunk, len(diffs)))
-	for at := 0; at < len(diffs); at += bulkChunk {
-		chunk := diffs[at:min(at+bulkChunk, len(diffs))]
 		t.parallel(len(chunk), func(i int) {
 			f, err := t.examine(ctx, &chunk[i], false)
 			if err != nil {
@@ -1354,17 +1531,22 @@ func (t *Tracker) scanBulk(ctx context.Context, diffs []diff) ([]tool.FileChange
 		for i := range chunk {
 			d, f := &chunk[i], &fs[i]
 			if t.apply(d, f) {
-				bulks = addBulk(bulks, d.r, "", d.rel, f.old, f.cur)
+				bulks = t.addBulk(bulks, d.r, "", d.rel, f.old, f.cur)
 			}
 			t.release(f)
 			fs[i] = found{}
 		}
+		clear(chunk)
 		errs = append(errs, t.compact()...)
 	}
 	var out []tool.FileChange
 	for _, b := range bulks {
 		if b.files > 0 {
-			out = append(out, b.change())
+			ch, err := b.change()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			out = append(out, ch)
 		}
 	}
 	return out, errors.Join(errs...)
@@ -1399,12 +1581,12 @@ func (t *Tracker) drop(d diff) {
 	}
 }
 
-// gone adds to diffs a removal for each file the index holds under the
-// directory rel, which is no longer one, and drops them from the index.
-func (t *Tracker) gone(r *root, rel string, diffs []diff) []diff {
+// gone adds a removal for each file the index holds under the directory
+// rel, which is no longer one, and drops them from the index.
+func (t *Tracker) gone(r *root, rel string, add func(diff)) {
 	ents, ok, err := r.idx.get(rel)
 	if err != nil || !ok {
-		return diffs
+		return
 	}
 	r.idx.del(rel)
 	delete(r.linked, rel)
@@ -1415,12 +1597,11 @@ func (t *Tracker) gone(r *root, rel string, diffs []diff) []diff {
 		e := ents[i]
 		p := path.Join(rel, e.name)
 		if e.isDir() {
-			diffs = t.gone(r, p, diffs)
+			t.gone(r, p, add)
 			continue
 		}
-		diffs = append(diffs, diff{r: r, rel: p, old: &e})
+		add(diff{r: r, rel: p, old: &e})
 	}
-	return diffs
 }
 
 // lookupIn returns the entry named name of a directory's entries, or nil.

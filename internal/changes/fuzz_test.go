@@ -3,7 +3,10 @@
 package changes
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/hex"
+	"errors"
 	"path"
 	"strings"
 	"testing"
@@ -71,6 +74,57 @@ func FuzzGitOutput(f *testing.F) {
 		o, _ := hex.DecodeString(oid)
 		if sizes, err := parseBatchCheck(check, [][]byte{o}); err == nil && len(sizes) != 1 {
 			t.Fatalf("batch-check gave %d sizes for one object", len(sizes))
+		}
+	})
+}
+
+// FuzzDiffRun: a run of spilled diffs that is not as written reads back
+// as errRun (or as diffs) — never a panic — and one written reads back
+// as the diffs written.
+func FuzzDiffRun(f *testing.F) {
+	t0 := &Tracker{roots: []*root{{abs: "/r"}}}
+	s := &diffSpill{t: t0}
+	old := entry{name: "a", mode: 0o100644, size: 3, src: srcSHA, kept: true, at: span{1, 3}}
+	cur := entry{name: "a", mode: 0o120777, link: "target"}
+	var seed []byte
+	for _, d := range []diff{{r: t0.roots[0], rel: "x/a", old: &old, cur: &cur}, {r: t0.roots[0], rel: "y", cur: &cur}} {
+		seed = s.appendDiff(seed, &d)
+	}
+	rr := &runReader{t: t0, r: bufio.NewReader(bytes.NewReader(seed))}
+	var back []byte
+	for {
+		d, ok, err := rr.next()
+		if err != nil {
+			f.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		back = s.appendDiff(back, &d)
+	}
+	if !bytes.Equal(back, seed) {
+		f.Fatalf("the run read back and written again differs:\n%q\n%q", back, seed)
+	}
+	f.Add(seed)
+	f.Add([]byte{3, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rr := &runReader{t: t0, r: bufio.NewReader(bytes.NewReader(b))}
+		for range len(b) + 1 {
+			d, ok, err := rr.next()
+			if err != nil && !errors.Is(err, errRun) {
+				t.Fatalf("%v, not errRun", err)
+			}
+			if err != nil || !ok {
+				return
+			}
+			if d.r != t0.roots[0] {
+				t.Fatalf("a diff of no root: %+v", d)
+			}
+			var again []byte
+			again = s.appendDiff(again, &d)
+			if len(again) == 0 {
+				t.Fatal("a diff read does not encode")
+			}
 		}
 	})
 }

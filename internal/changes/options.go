@@ -177,4 +177,8 @@ const (
 	DefaultMaxFile       = 32 << 20
 	DefaultMaxHeld       = 32 << 20
 	DefaultBulkThreshold = 1000
+	// SpoolManifest is the size past which a bulk change's manifest is
+	// kept in a file with no name in the content store's directory
+	// (tool.FileChange.AfterFile) instead of memory.
+	SpoolManifest = 1 << 20
 )

@@ -132,6 +132,14 @@ type diff struct {
 type dirJob struct {
 	r   *root
 	rel string
+	// first: the job is one the walk began with, not a subdirectory it
+	// found.
+	first bool
+	// held: the job is below another of the walk's first jobs, whose
+	// reading may find a directory on the way to it gone; what is found
+	// from it waits until that one is read (see Tracker.scanOnce). The
+	// jobs it leads to inherit it.
+	held bool
 }
 
 // walked is a directory as read.
@@ -169,7 +177,11 @@ type walked struct {
 // as it is read and returns only failures. A directory as the index has
 // it only updates the root's linked set: a walk of a tree where nothing
 // changed holds nothing per directory, whatever the tree holds.
-func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool) []walked {
+//
+// take, when set (and not install), is given every directory as it is
+// read, with its job, in place of the above: the walk then returns
+// nothing. It is called by one worker at a time.
+func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool, take func(dirJob, walked)) []walked {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
@@ -209,13 +221,15 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool) [
 					if w.err != nil {
 						results = append(results, walked{r: w.r, rel: w.rel, err: w.err, same: true})
 					}
+				case take != nil:
+					take(j, w)
 				case w.same && w.err == nil:
 					j.r.install(w)
 				default:
 					results = append(results, w)
 				}
 				for _, s := range sub {
-					queue = append(queue, dirJob{r: j.r, rel: s})
+					queue = append(queue, dirJob{r: j.r, rel: s, held: j.held})
 				}
 				active--
 				mu.Unlock()

@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -739,6 +740,43 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	return res, nil
 }
 
+// gitMarks are what a bulk change's manifest holds where one of its files
+// is in, or is, a git directory.
+var gitMarks = [][]byte{[]byte("/.git/"), []byte("/HEAD\""), []byte("/.git\"")}
+
+// manifestNamesGit reports whether a bulk change's manifest (in memory
+// or in a file) names a file in or of a git directory, reading a file's
+// a chunk at a time. A manifest that cannot be read counts as naming one:
+// the end of the run then asks for a review it may not need.
+func manifestNamesGit(ch tool.FileChange) bool {
+	r, err := ch.OpenAfter()
+	if err != nil {
+		return true
+	}
+	defer r.Close()
+	const keep = 8 // longer than every mark: one cut by a chunk's end is found in the next
+	buf := make([]byte, keep+64<<10)
+	have := 0
+	for {
+		n, err := r.Read(buf[have:])
+		have += n
+		for _, m := range gitMarks {
+			if bytes.Contains(buf[:have], m) {
+				return true
+			}
+		}
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			return true
+		}
+		if have > keep {
+			have = copy(buf, buf[have-keep:have])
+		}
+	}
+}
+
 // noteNestedGit keeps the repositories below the workspace's top whose
 // git directory the results' changes touched: a path through a .git
 // directory, a .git file (a "gitdir:" pointer to a directory elsewhere),
@@ -756,7 +794,7 @@ func (s *Session) noteNestedGit(results []tool.Result) {
 	for _, r := range results {
 		for _, ch := range r.Changes {
 			paths := []string{ch.Path, ch.MovedTo}
-			if ch.Files > 0 && (bytes.Contains(ch.AfterData, []byte("/.git/")) || bytes.Contains(ch.AfterData, []byte("/HEAD\"")) || bytes.Contains(ch.AfterData, []byte("/.git\""))) {
+			if ch.Files > 0 && manifestNamesGit(ch) {
 				paths = append(paths, ch.Path+"/.git/") // a bulk change: a repository is among its files
 			}
 			for _, p := range paths {

@@ -78,7 +78,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -142,9 +144,13 @@ type Writer struct {
 type job struct {
 	payload []byte
 	digest  string
-	size    uint64 // a checkpoint of this size and root, when root is set
-	root    []byte
-	ack     chan []byte // receives the signed checkpoint, when set
+	// from, when set, is the payload's source in place of payload: n
+	// bytes, read as they are appended (PutFrom).
+	from func() (io.ReadCloser, error)
+	n    int64
+	size uint64 // a checkpoint of this size and root, when root is set
+	root []byte
+	ack  chan []byte // receives the signed checkpoint, when set
 }
 
 var rf = &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
@@ -309,6 +315,12 @@ func (w *Writer) seal() {
 		var signed [][]byte
 		for i, j := range jobs {
 			if j.root == nil {
+				if j.from != nil {
+					w.writePack(buf)
+					buf = buf[:0]
+					w.fail(w.copyPayload(j))
+					continue
+				}
 				if len(j.payload) > maxBuffered {
 					// Written as it is, not copied into the batch.
 					buf = appendHeader(buf, j.digest, len(j.payload))
@@ -367,6 +379,49 @@ func (w *Writer) writePack(parts ...[]byte) {
 			return
 		}
 	}
+}
+
+// copyPayload appends the record of a payload read from its source (a
+// job of PutFrom): the header, the bytes as they are read, hashed on the
+// way, and the newline. A source that fails, or whose bytes are not the
+// size and digest given, leaves no record: the pack is cut back to where
+// the record began.
+func (w *Writer) copyPayload(j job) error {
+	st, err := w.pack.Stat()
+	if err != nil {
+		return fmt.Errorf("ledger: append payload %s: %w", j.digest, err)
+	}
+	start := st.Size()
+	err = func() error {
+		r, err := j.from()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		w.packNew = true
+		if _, err := w.pack.Write(appendHeader(nil, j.digest, int(j.n))); err != nil {
+			return err
+		}
+		h := sha256.New()
+		n, err := io.CopyBuffer(w.pack, io.TeeReader(io.LimitReader(r, j.n), h), make([]byte, 64<<10))
+		switch {
+		case err != nil:
+			return err
+		case n != j.n:
+			return fmt.Errorf("its source ended after %d of %d bytes", n, j.n)
+		case hex.EncodeToString(h.Sum(nil)) != j.digest:
+			return errors.New("its source's bytes do not hash to its digest")
+		}
+		_, err = w.pack.Write([]byte{'\n'})
+		return err
+	}()
+	if err != nil {
+		if terr := w.pack.Truncate(start); terr != nil {
+			err = errors.Join(err, terr)
+		}
+		return fmt.Errorf("ledger: append payload %s: %w", j.digest, err)
+	}
+	return nil
 }
 
 // writeCheckpoints makes the payloads and entries written so far durable,
@@ -440,6 +495,24 @@ func (w *Writer) PutKnown(digest string, b []byte) {
 	}
 	w.stored[digest] = true
 	w.queue.push(job{payload: b, digest: digest})
+}
+
+// PutFrom stores a payload of size bytes that open reads, whose hex
+// SHA-256 the caller computed, without holding it in memory: the sealer
+// calls open once, in the background, and copies the bytes into the pack
+// as they are read, before any later checkpoint. The pack's record is the
+// one Put writes of the same bytes. What open reads must stay readable
+// and unchanged until then; bytes that are not size long or do not hash
+// to digest are not stored, and fail the writer (Err). A payload already
+// stored is not stored again, and open is then never called.
+func (w *Writer) PutFrom(digest string, size int64, open func() (io.ReadCloser, error)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stored[digest] {
+		return
+	}
+	w.stored[digest] = true
+	w.queue.push(job{digest: digest, from: open, n: size})
 }
 
 // Append appends an entry of the given type and returns its sequence number.

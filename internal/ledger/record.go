@@ -1,11 +1,12 @@
 package ledger
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -67,8 +68,9 @@ type Recorder struct {
 	W   *Writer
 	mu  sync.Mutex
 	err error
-	// final is each changed file's last digest (zero when deleted).
-	final finalFiles
+	// final is each changed file's last digest (zero when deleted),
+	// spilled to disk past its budget.
+	final *finalFiles
 
 	// Settle, when set (before the first Observe), is called once, just
 	// before session.end is written: the changes it returns — a last
@@ -97,7 +99,7 @@ const Defer = 2 * time.Millisecond
 
 // NewRecorder returns a recorder writing to w, after a session.start entry.
 func NewRecorder(w *Writer, start Start) (*Recorder, error) {
-	r := &Recorder{W: w, final: finalFiles{}, done: make(chan struct{})}
+	r := &Recorder{W: w, final: newFinalFiles(w.Dir()), done: make(chan struct{})}
 	r.cond = sync.NewCond(&r.qmu)
 	r.timer = time.AfterFunc(time.Hour, r.wake)
 	r.timer.Stop()
@@ -267,19 +269,54 @@ func (r *Recorder) record(ev agent.Event) {
 			r.settle()
 		}
 		o := ev.Outcome
-		files := r.final.json()
 		p := map[string]string{}
-		r.put(p, "final_files", files)
 		data := map[string]any{"status": o.Status, "reason": o.Reason, "turns": o.Turns, "calls": o.Calls, "usage": o.Usage}
-		if len(r.final) <= InlineFiles {
-			data["files"] = json.RawMessage(files)
-		} else {
-			data["files_count"] = len(r.final)
-		}
+		r.fail(r.finalFiles(p, data))
 		_, err := r.W.Append("session.end", data, p)
 		r.fail(err)
 		r.fail(r.W.Checkpoint())
 	}
+}
+
+// finalFiles names the final_files payload in p and sets session.end's
+// data.files (at most InlineFiles files) or data.files_count. A short
+// list is built in memory; a longer one is written to a spill file as it
+// is merged and stored from there, never whole in memory.
+func (r *Recorder) finalFiles(p map[string]string, data map[string]any) error {
+	defer r.final.close()
+	files, small, err := r.final.json()
+	if err != nil {
+		return err
+	}
+	if !small {
+		f, size, digest, count, err := r.final.spooled()
+		if err != nil {
+			return err
+		}
+		if count > InlineFiles {
+			// The sealer reads it after this, and closes it (or, when
+			// the same list was stored before, the collector does).
+			r.W.PutFrom(digest, size, func() (io.ReadCloser, error) {
+				return struct {
+					io.Reader
+					io.Closer
+				}{io.NewSectionReader(f, 0, size), f}, nil
+			})
+			p["final_files"] = digest
+			data["files_count"] = count
+			return nil
+		}
+		// Removals left few: the list is read back, to be inlined.
+		files = make([]byte, size)
+		_, err = f.ReadAt(files, 0)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("final files: %w", err)
+		}
+	}
+	r.put(p, "final_files", files)
+	data["files"] = json.RawMessage(files)
+	return nil
 }
 
 // compacted writes a context.compact entry: what the compaction replaced
@@ -417,10 +454,19 @@ func (r *Recorder) call(ev agent.Event) {
 func (r *Recorder) changes(payloads map[string]string, changes []tool.FileChange) {
 	for _, ch := range changes {
 		r.contents(payloads, ch.Before, ch.BeforeData)
-		r.contents(payloads, ch.After, ch.AfterData)
+		if ch.AfterFile != nil {
+			r.contentsFrom(payloads, ch.After, ch.AfterFile)
+		} else {
+			r.contents(payloads, ch.After, ch.AfterData)
+		}
 		if ch.Files > 0 {
 			// A bulk change: its manifest names each file's change.
-			r.bulk(ch.AfterData)
+			if m, err := ch.OpenAfter(); err != nil {
+				r.fail(fmt.Errorf("ledger: the manifest of %s: %w", ch.Path, err))
+			} else {
+				r.fail(r.bulk(m))
+				m.Close()
+			}
 			continue
 		}
 		path := ch.Path
@@ -432,42 +478,61 @@ func (r *Recorder) changes(payloads map[string]string, changes []tool.FileChange
 		case ch.Kind == tool.ChangeDelete:
 			r.final.set(path, "")
 		case ch.After == "" || !r.final.set(path, ch.After):
-			delete(r.final, path)
+			r.final.remove(path)
 		}
 	}
 }
 
 // bulk applies a bulk change's manifest (docs/ledger.md, "Bulk changes":
 // a line per file, KIND TYPE BEFORE AFTER SIZE "PATH"[ -> "TARGET"]) to
-// the final digests, as changes does one change. A line it cannot read
-// leaves that path out: the workspace check then does not compare it.
-func (r *Recorder) bulk(manifest []byte) {
-	for len(manifest) > 0 {
-		line := manifest
-		if i := bytes.IndexByte(manifest, '\n'); i >= 0 {
-			line, manifest = manifest[:i], manifest[i+1:]
-		} else {
-			manifest = nil
-		}
-		f := bytes.SplitN(line, []byte(" "), 6)
-		if len(f) < 6 {
+// the final digests, as changes does one change, reading it a line at a
+// time. A line it cannot read leaves that path out: the workspace check
+// then does not compare it. The error is a manifest that could not be
+// read to its end.
+func (r *Recorder) bulk(manifest io.Reader) error {
+	br := bufio.NewReaderSize(manifest, 64<<10)
+	var long []byte // a line longer than the reader's buffer
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, line...)
 			continue
 		}
-		quoted, err := strconv.QuotedPrefix(string(f[5]))
+		if long != nil {
+			line, long = append(long, line...), nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if len(line) > 0 {
+			r.bulkLine(line)
+		}
+		if err == io.EOF {
+			return nil
+		}
 		if err != nil {
-			continue
+			return fmt.Errorf("ledger: a bulk change's manifest: %w", err)
 		}
-		path, err := strconv.Unquote(quoted)
-		if err != nil {
-			continue
-		}
-		path = strings.Clone(path) // not the manifest line it may be cut from
-		switch {
-		case string(f[0]) == string(tool.ChangeDelete):
-			r.final.set(path, "")
-		case string(f[3]) == "-" || !r.final.set(path, string(f[3])):
-			delete(r.final, path)
-		}
+	}
+}
+
+// bulkLine applies one line of a manifest.
+func (r *Recorder) bulkLine(line []byte) {
+	f := bytes.SplitN(line, []byte(" "), 6)
+	if len(f) < 6 {
+		return
+	}
+	quoted, err := strconv.QuotedPrefix(string(f[5]))
+	if err != nil {
+		return
+	}
+	path, err := strconv.Unquote(quoted)
+	if err != nil {
+		return
+	}
+	switch {
+	case string(f[0]) == string(tool.ChangeDelete):
+		r.final.set(path, "")
+	case string(f[3]) == "-" || !r.final.set(path, string(f[3])):
+		r.final.remove(path)
 	}
 }
 
@@ -492,6 +557,17 @@ func (r *Recorder) settle() {
 	}
 	_, werr := r.W.Append("workspace.changes", data, p)
 	r.fail(werr)
+}
+
+// contentsFrom stores a content held outside memory (a bulk change's
+// manifest) as contents does one in memory, copied into the ledger from
+// its reader.
+func (r *Recorder) contentsFrom(payloads map[string]string, d string, c tool.Content) {
+	if len(d) < 16 || c.Size() == 0 {
+		return
+	}
+	r.W.PutFrom(d, c.Size(), c.Open)
+	payloads["content."+d[:16]] = d
 }
 
 // contents stores a changed file's content, as the result carries it,

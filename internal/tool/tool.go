@@ -10,12 +10,14 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/trussdev/truss/internal/model"
@@ -473,8 +475,43 @@ type FileChange struct {
 	// change instead of one each. After is then the SHA-256 of AfterData,
 	// a manifest with a line per file (kind, digests before and after,
 	// size, quoted path), and Bytes their total size after the change.
+	// A large manifest is in AfterFile instead, AfterData nil.
 	Files int   `json:"files,omitempty"`
 	Bytes int64 `json:"bytes,omitempty"`
+	// AfterFile, when set, holds the after content outside memory, in
+	// place of AfterData (which is then nil): a bulk change's manifest,
+	// which grows with the files the change lists. Its bytes are those
+	// After digests. Like AfterData it is not serialized.
+	AfterFile Content `json:"-"`
+}
+
+// Content is a content kept outside memory. It never changes: every
+// reader it opens reads the same Size bytes, and it stays readable for as
+// long as it is referenced.
+type Content interface {
+	// Open returns a reader of the content from its first byte; each
+	// call returns a reader of its own.
+	Open() (io.ReadCloser, error)
+	// Size is the content's length in bytes.
+	Size() int64
+}
+
+// OpenAfter returns a reader of the change's after content, from
+// AfterFile or AfterData (nil AfterData: no bytes).
+func (c FileChange) OpenAfter() (io.ReadCloser, error) {
+	if c.AfterFile != nil {
+		return c.AfterFile.Open()
+	}
+	return io.NopCloser(bytes.NewReader(c.AfterData)), nil
+}
+
+// AfterSize is the length of the change's after content as held:
+// AfterFile's size, else AfterData's.
+func (c FileChange) AfterSize() int64 {
+	if c.AfterFile != nil {
+		return c.AfterFile.Size()
+	}
+	return int64(len(c.AfterData))
 }
 
 // Digest returns the hex SHA-256 of b, the form FileChange uses.
