@@ -17,7 +17,7 @@ import (
 // (naming prev), a turn sealed by a checkpoint, session.end and the
 // verification boundary's verdict, each sealed. Without end it stops
 // after the turn, as a run still running does.
-func writeRun(t *testing.T, dir, session string, s note.Signer, prev *Previous, end bool) {
+func writeSessionRun(t *testing.T, dir, session string, s note.Signer, prev *Previous, end bool) {
 	t.Helper()
 	w, err := Create(dir, session, s)
 	if err != nil {
@@ -53,7 +53,7 @@ func session(t *testing.T, id string, s note.Signer, runs int) string {
 		if i > 0 {
 			dir = fmt.Sprintf("%s-%d", dir, 1000+i)
 		}
-		writeRun(t, dir, id, s, prev, true)
+		writeSessionRun(t, dir, id, s, prev, true)
 		p, err := PreviousOf(dir)
 		if err != nil {
 			t.Fatal(err)
