@@ -550,10 +550,17 @@ func (w *Writer) Append(typ string, data any, payloads map[string]string) (uint6
 
 // canonical re-encodes v with object keys sorted at every depth and numbers
 // as written.
+// An entry's data nested deeper than MaxDataDepth is refused: its line,
+// one level deeper, would pass the 10,000 levels of nesting that Go's
+// encoding/json (and the session page's reader) read, and no verifier
+// could read the ledger.
 func canonical(v any) (json.RawMessage, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
+	}
+	if d := Depth(b); d > MaxDataDepth {
+		return nil, fmt.Errorf("%w: %d levels", ErrTooDeep, d)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -568,6 +575,39 @@ func canonical(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// MaxDataDepth is the deepest nesting of arrays and objects an entry's
+// data may have: its line nests one level more, and Go's encoding/json
+// reads 10,000 levels and no more.
+const MaxDataDepth = 9999
+
+// ErrTooDeep is Append's error for data nested deeper than MaxDataDepth.
+var ErrTooDeep = errors.New("ledger: data nested too deep for a verifier to read")
+
+// Depth returns how deeply the arrays and objects of the JSON text b
+// nest (0 for a scalar), counting only brackets outside strings.
+func Depth(b []byte) int {
+	depth, most, in, esc := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case in && esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case in && c == '"':
+			in = false
+		case in:
+		case c == '"':
+			in = true
+		case c == '[' || c == '{':
+			depth++
+			most = max(most, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return most
 }
 
 // marshal encodes an entry as its one line.

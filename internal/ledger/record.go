@@ -382,6 +382,21 @@ func (r *Recorder) response(ev agent.Event) {
 	}
 }
 
+// MaxArgsDepth is the deepest nesting of a call's decoded arguments that
+// tool.call records as they are: deeper ones (the model's to choose, up
+// to what would make the entry unreadable, MaxDataDepth) are recorded as
+// omitted, and the call's input payload holds them as the model sent them.
+const MaxArgsDepth = 1000
+
+// recordedArgs is what tool.call records of a call's arguments.
+func recordedArgs(args any) any {
+	b, err := json.Marshal(args)
+	if err != nil || Depth(b) <= MaxArgsDepth {
+		return args
+	}
+	return map[string]any{"omitted": fmt.Sprintf("the arguments nest %d levels deep, more than the %d recorded here; the call's input payload holds them", Depth(b), MaxArgsDepth)}
+}
+
 func (r *Recorder) call(ev agent.Event) {
 	c := ev.Call
 	p := map[string]string{}
@@ -389,7 +404,7 @@ func (r *Recorder) call(ev agent.Event) {
 	var ops []map[string]any
 	surface := ""
 	for _, op := range ev.Ops {
-		ops = append(ops, map[string]any{"op": op.Op, "args": op.Args})
+		ops = append(ops, map[string]any{"op": op.Op, "args": recordedArgs(op.Args)})
 		surface = op.Surface
 	}
 	_, err := r.W.Append("tool.call", map[string]any{"turn": ev.Turn, "call_id": c.ID, "tool": c.Name, "kind": c.Kind,
