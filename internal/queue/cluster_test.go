@@ -17,6 +17,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// clusterURL is every node's client URL, as a client is given them.
+func clusterURL(nodes []*server.Server) string {
+	var urls []string
+	for _, ns := range nodes {
+		urls = append(urls, ns.ClientURL())
+	}
+	return strings.Join(urls, ",")
+}
+
 // startCluster starts a three-node JetStream cluster in this process, on
 // loopback, and returns its servers.
 func startCluster(t *testing.T) []*server.Server {
@@ -64,12 +73,9 @@ func TestClusterNodeLost(t *testing.T) {
 		t.Skip("starts a three-node cluster")
 	}
 	nodes := startCluster(t)
-	var urls []string
-	for _, ns := range nodes {
-		urls = append(urls, ns.ClientURL())
-	}
+	url := clusterURL(nodes)
 	ctx := context.Background()
-	nc, err := Connect(ctx, strings.Join(urls, ","), ConnectOptions{Name: "coordinator"})
+	nc, err := Connect(ctx, url, ConnectOptions{Name: "coordinator"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +102,7 @@ func TestClusterNodeLost(t *testing.T) {
 			t.Errorf("%s on %v, want three servers", p.Name, p.Peers)
 		}
 	}
-	wnc, err := Connect(ctx, strings.Join(urls, ","), ConnectOptions{Name: "worker"})
+	wnc, err := Connect(ctx, url, ConnectOptions{Name: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,13 +193,10 @@ func TestClusterGiveUp(t *testing.T) {
 		t.Skip("starts a three-node cluster")
 	}
 	nodes := startCluster(t)
-	var urls []string
-	for _, ns := range nodes {
-		urls = append(urls, ns.ClientURL())
-	}
+	url := clusterURL(nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nc, err := Connect(ctx, strings.Join(urls, ","), ConnectOptions{Name: "coordinator"})
+	nc, err := Connect(ctx, url, ConnectOptions{Name: "coordinator"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,13 +230,10 @@ func TestClusterAckedAway(t *testing.T) {
 		t.Skip("starts a three-node cluster")
 	}
 	nodes := startCluster(t)
-	var urls []string
-	for _, ns := range nodes {
-		urls = append(urls, ns.ClientURL())
-	}
+	url := clusterURL(nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nc, err := Connect(ctx, strings.Join(urls, ","), ConnectOptions{Name: "coordinator"})
+	nc, err := Connect(ctx, url, ConnectOptions{Name: "coordinator"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestClusterAckedAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rnc, err := Connect(ctx, strings.Join(urls, ","), ConnectOptions{Name: "rogue"})
+	rnc, err := Connect(ctx, url, ConnectOptions{Name: "rogue"})
 	if err != nil {
 		t.Fatal(err)
 	}
