@@ -38,20 +38,7 @@ func startGuarded(t *testing.T, name string, cfg Config) guarded {
 	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := StartServer(context.Background(), ServerConfig{Dir: t.TempDir(), Auth: Auth{Token: "s3cret", NKeys: []string{pub}}, Queue: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect("test coordinator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	q, err := Open(context.Background(), nc, name, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, q := startServerQueue(t, ServerConfig{Dir: t.TempDir(), Auth: Auth{Token: "s3cret", NKeys: []string{pub}}, Queue: name}, name, cfg)
 	return guarded{srv: srv, q: q, token: ConnectOptions{Token: "s3cret"}, nkey: ConnectOptions{CredsFile: seedFile}}
 }
 

@@ -15,7 +15,14 @@ import (
 // temporary directory and returns it with an in-process connection's queue.
 func startLoopback(t *testing.T, name string, cfg Config) (*Server, *Queue) {
 	t.Helper()
-	srv, err := StartServer(context.Background(), ServerConfig{Dir: t.TempDir()})
+	return startServerQueue(t, ServerConfig{Dir: t.TempDir()}, name, cfg)
+}
+
+// startServerQueue starts the embedded server sc configures and returns
+// it with an in-process connection's queue.
+func startServerQueue(t *testing.T, sc ServerConfig, name string, cfg Config) (*Server, *Queue) {
+	t.Helper()
+	srv, err := StartServer(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
