@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,8 +21,9 @@ import (
 )
 
 // The test binary doubles as a stdio MCP server (the fixture) when
-// TRUSS_MCP_FIXTURE is set: "ok" serves at once, "slow" after a second,
-// "exit" writes to stderr and exits before answering.
+// TRUSS_MCP_FIXTURE is set: "ok" serves at once, "slow" once the file
+// named by TRUSS_MCP_GATE exists, "exit" writes to stderr and exits before
+// answering.
 func TestMain(m *testing.M) {
 	switch os.Getenv("TRUSS_MCP_FIXTURE") {
 	case "":
@@ -30,7 +32,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "fixture: missing API token")
 		os.Exit(3)
 	case "slow":
-		time.Sleep(time.Second)
+		for {
+			if _, err := os.Stat(os.Getenv("TRUSS_MCP_GATE")); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	case "hang":
 		fmt.Fprintln(os.Stderr, "fixture: waiting for a database")
 		time.Sleep(time.Hour)
@@ -120,13 +127,31 @@ func TestManager(t *testing.T) {
 	var log strings.Builder
 	readyCh := make(chan string, 4)
 	ok := fixtureServer("ok", "ok")
-	ok.ToolTimeout = 300 * time.Millisecond
+	ok.ToolTimeout = time.Second
 	ok.Disabled = []string{"image"}
-	m := Start(context.Background(), []ServerConfig{ok, fixtureServer("slow", "slow"), fixtureServer("broken", "exit")},
+	gate := filepath.Join(t.TempDir(), "gate")
+	slow := fixtureServer("slow", "slow")
+	slow.Env = append(slow.Env, "TRUSS_MCP_GATE="+gate)
+	m := Start(context.Background(), []ServerConfig{ok, slow, fixtureServer("broken", "exit")},
 		Options{Log: writerFunc(func(p []byte) { mu.Lock(); log.Write(p); mu.Unlock() }), OnReady: func(s *Server) { readyCh <- s.Name() }})
 	defer m.Close()
 
-	pending := m.Wait(context.Background(), 500*time.Millisecond)
+	// The ok server becomes ready and the broken one fails; the slow one
+	// waits for its gate, so a bounded Wait reports it, and only it.
+	select {
+	case n := <-readyCh:
+		if n != "ok" {
+			t.Fatalf("ready first: %s", n)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the ok server never became ready")
+	}
+	select {
+	case <-m.byName["broken"].ready:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the broken server never settled")
+	}
+	pending := m.Wait(context.Background(), 50*time.Millisecond)
 	if len(pending) != 1 || pending[0].Name() != "slow" {
 		t.Fatalf("pending after the wait: %v", names(pending))
 	}
@@ -163,7 +188,7 @@ func TestManager(t *testing.T) {
 		{"ok", "fail", `{}`, tool.ErrTool, "the disk is full"},
 		{"ok", "echo", `{"text":5}`, tool.ErrTool, "validating"},
 		{"ok", "nope", `{}`, tool.ErrTool, "refused the call of nope"},
-		{"ok", "sleep", `{"ms":5000}`, tool.ErrTimeout, "did not answer the call of sleep within 300ms"},
+		{"ok", "sleep", `{"ms":60000}`, tool.ErrTimeout, "did not answer the call of sleep within 1s"},
 		{"ok", "echo", `{"text":"still here"}`, "", "still here"},
 		{"slow", "echo", `{"text":"x"}`, tool.ErrUnavailable, "still starting"},
 		{"broken", "echo", `{}`, tool.ErrUnavailable, "is not available (connect: "},
@@ -180,6 +205,9 @@ func TestManager(t *testing.T) {
 	}
 
 	// The slow server joins when it is ready.
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case n := <-readyCh:
 		for n == "ok" {
