@@ -392,6 +392,9 @@ func appendEntries(b []byte, ents []entry) []byte {
 func decodeEntries(b []byte) ([]entry, error) { return decodeEntriesInto(b, nil) }
 
 // decodeEntriesInto decodes into buf's array when it is large enough.
+// With a non-nil buf the entries' strings share one copy of b: a caller
+// that keeps one beyond the next directory clones it (strings.Clone), or
+// it keeps the whole record alive.
 func decodeEntriesInto(b []byte, buf []entry) ([]entry, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)) {
@@ -405,12 +408,27 @@ func decodeEntriesInto(b []byte, buf []entry) ([]entry, error) {
 	} else {
 		ents = make([]entry, n)
 	}
+	// A caller that passes buf reads many directories and keeps none of
+	// their entries: its names are views of one copy of the record, made
+	// here, instead of an allocation per name. Other callers get names of
+	// their own.
+	var record string
+	if buf != nil {
+		record = string(b)
+	}
+	size := len(b)
 	str := func() (string, bool) {
 		l, k := binary.Uvarint(b)
 		if k <= 0 || l > uint64(len(b)-k) {
 			return "", false
 		}
-		s := string(b[k : k+int(l)])
+		var s string
+		if record != "" {
+			at := size - len(b) + k
+			s = record[at : at+int(l)]
+		} else {
+			s = string(b[k : k+int(l)])
+		}
 		b = b[k+int(l):]
 		return s, true
 	}

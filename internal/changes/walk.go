@@ -244,7 +244,9 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool, t
 // readDir reads one directory, stats its entries and compares them with
 // the index; it returns the subdirectories to read. The index's entries
 // are decoded into *scratch, which the caller passes again for the next
-// directory: nothing returned points into it.
+// directory: nothing returned points into it, nor into the one copy of
+// the index's record that their strings share (what is kept of them is
+// cloned).
 func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry) (walked, []string) {
 	w := walked{r: j.r, rel: j.rel}
 	// Read only: the walk installs what it read only in the baseline,
@@ -333,8 +335,11 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 			name = prev.name
 		}
 		rel := name
-		if j.rel != "" {
+		switch {
+		case j.rel != "":
 			rel = j.rel + "/" + name
+		case cur == nil:
+			rel = strings.Clone(name) // the index's: a view of its record
 		}
 		if cur != nil && cur.isDir() && (full || prev == nil || !prev.isDir()) {
 			sub = append(sub, rel)
@@ -356,6 +361,7 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 		d := diff{r: j.r, rel: rel}
 		if prev != nil && !prev.isDir() {
 			p := *prev
+			p.name, p.link = strings.Clone(p.name), strings.Clone(p.link)
 			d.old = &p
 		}
 		if cur != nil && !cur.isDir() {
@@ -387,12 +393,13 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 	return w, sub
 }
 
-// subdirs lists the directories among ents, as paths under rel.
+// subdirs lists the directories among ents, as paths under rel, in
+// strings of their own (ents may be views of an index record).
 func subdirs(rel string, ents []entry) []string {
 	var out []string
 	for i := range ents {
 		if ents[i].isDir() {
-			out = append(out, path.Join(rel, ents[i].name))
+			out = append(out, strings.Clone(path.Join(rel, ents[i].name)))
 		}
 	}
 	return out
