@@ -66,7 +66,7 @@ const (
 // ProtocolVersion is the version of the queue's messages and streams (the
 // subjects, headers and the coordinator's reading of them). It changes
 // only when a message's meaning would; the bench's workers state theirs.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // Defaults of Config.
 const (
