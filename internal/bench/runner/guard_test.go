@@ -267,7 +267,9 @@ func TestLedgerUploadGuarded(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&after)
-	if grew := (after.TotalAlloc - before.TotalAlloc) >> 20; grew > 32 {
-		t.Errorf("the refusals allocated %d MiB", grew)
+	grew := after.TotalAlloc - before.TotalAlloc
+	if grew > 32<<20 {
+		t.Errorf("the refusals allocated %d MiB", grew>>20)
 	}
+	t.Logf("the five refusals allocated %d KiB in all", grew>>10)
 }
