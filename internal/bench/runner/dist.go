@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -399,7 +400,8 @@ func PutBundles(ctx context.Context, q *queue.Queue, tasks []bench.Task, tmp str
 			return nil, err
 		}
 		b := Bundle{Name: "repo/" + sum, SHA256: sum}
-		if _, err := q.StatArtifact(ctx, b.Name); err != nil {
+		raw, _ := hex.DecodeString(sum)
+		if a, err := q.StatArtifact(ctx, b.Name); err != nil || a.Digest != "SHA-256="+base64.URLEncoding.EncodeToString(raw) {
 			r, err := os.Open(f)
 			if err != nil {
 				return nil, err
