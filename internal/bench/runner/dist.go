@@ -442,6 +442,9 @@ func ResolveBase(ctx context.Context, t *bench.Task) (string, error) {
 	if IsFullObjectID(t.BaseCommit) {
 		return t.BaseCommit, nil
 	}
+	if t.RepoDir == "" {
+		return "", fmt.Errorf("instance %s: base_commit %q is not a full object id, and the task has no repository to resolve it in", t.InstanceID, t.BaseCommit)
+	}
 	out, err := (gitsafe.Git{Dir: t.RepoDir}).Output(ctx, "rev-parse", "--verify", "--quiet", t.BaseCommit+"^{commit}")
 	id := strings.TrimSpace(out)
 	if err != nil || !IsFullObjectID(id) {

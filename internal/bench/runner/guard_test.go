@@ -81,14 +81,22 @@ func TestBundleGuarded(t *testing.T) {
 	gitOut(t, task.RepoDir, "branch", "-f", "release", task.BaseCommit)
 
 	// A revision name is resolved to the full id it names.
-	for _, tc := range []struct{ rev, want, err string }{
+	for _, tc := range []struct {
+		rev, want, err string
+		noRepo         bool
+	}{
 		{rev: task.BaseCommit, want: task.BaseCommit},
 		{rev: "release", want: task.BaseCommit},
 		{rev: task.BaseCommit[:10], want: task.BaseCommit},
 		{rev: "no-such-branch", err: "names no commit"},
+		{rev: "release", noRepo: true, err: "no repository"},
+		{rev: task.BaseCommit, noRepo: true, want: task.BaseCommit},
 	} {
 		tt := task
 		tt.BaseCommit = tc.rev
+		if tc.noRepo {
+			tt.RepoDir = ""
+		}
 		got, err := runner.ResolveBase(ctx, &tt)
 		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("ResolveBase(%q) = %q, %v; want %q, %q", tc.rev, got, err, tc.want, tc.err)
