@@ -52,8 +52,10 @@ func (q *Queue) objectStore(ctx context.Context, create bool) (jetstream.ObjectS
 	return store, nil
 }
 
-// PutArtifact stores r's content under name (a run's ledger export, a git
-// bundle of a repository), replacing what was there. Objects are chunked,
+// PutArtifact stores r's content under name (a git bundle of a
+// repository), replacing what was there. Only the coordinator may: a
+// worker's permissions allow it to read the store, not write it (its
+// large files go to PutUpload). Objects are chunked,
 // so their size is not bounded by the message size.
 func (q *Queue) PutArtifact(ctx context.Context, name string, r io.Reader) (Artifact, error) {
 	if name == "" {

@@ -19,10 +19,15 @@
 //     coordinator reads and checks against the consumer's state before
 //     giving a job up (a worker's word that a job was given up counts for
 //     nothing, and so does an advisory the state does not bear out);
-//   - a stream of results (truss.NAME.results), kept until removed;
+//   - a stream of results (truss.NAME.results), kept until removed, that
+//     refuses rollups and deletions (workers publish on it);
+//   - a stream of the workers' uploads (truss.NAME.uploads.UPLOAD), large
+//     results' parts, which workers may add to and not read, and which
+//     refuses rollups, purges and deletions (PutUpload, GetUpload);
 //   - a key-value bucket of each job's status (queued, running on which
-//     worker since when, done, failed);
-//   - an object store for artifacts too large for a message.
+//     worker since when, done, failed): display only;
+//   - an object store of the coordinator's artifacts too large for a
+//     message (repository bundles), which workers may only read.
 //
 // The server may be embedded (StartServer) or any NATS deployment with
 // JetStream (Connect); the code path is the same.
