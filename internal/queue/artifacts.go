@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -49,8 +52,10 @@ func (q *Queue) objectStore(ctx context.Context, create bool) (jetstream.ObjectS
 	return store, nil
 }
 
-// PutArtifact stores r's content under name (a run's ledger export, a git
-// bundle of a repository), replacing what was there. Objects are chunked,
+// PutArtifact stores r's content under name (a git bundle of a
+// repository), replacing what was there. Only the coordinator may: a
+// worker's permissions allow it to read the store, not write it (its
+// large files go to PutUpload). Objects are chunked,
 // so their size is not bounded by the message size.
 func (q *Queue) PutArtifact(ctx context.Context, name string, r io.Reader) (Artifact, error) {
 	if name == "" {
@@ -83,32 +88,50 @@ func (q *Queue) StatArtifact(ctx context.Context, name string) (Artifact, error)
 	return Artifact{Name: info.Name, Size: info.Size, Digest: info.Digest}, nil
 }
 
-// GetArtifact writes the artifact name to w. The store checks the
-// content against its digest; a mismatch is an error.
+// GetArtifact writes the artifact name to w, checking its size and its
+// SHA-256 against the store's record of it; a mismatch is an error (what
+// was written to w is then not the artifact). It reads the store's
+// stream with batched direct gets and makes no consumer, so that a client
+// with a worker's permissions may: a worker may create no consumer, whose
+// delivery subject the server would not check against its permissions.
 func (q *Queue) GetArtifact(ctx context.Context, name string, w io.Writer) (Artifact, error) {
 	store, err := q.objectStore(ctx, false)
 	if err != nil {
 		return Artifact{}, err
 	}
-	res, err := store.Get(ctx, name)
+	info, err := store.GetInfo(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return Artifact{}, fmt.Errorf("%w: %s", ErrNoArtifact, name)
 	}
 	if err != nil {
 		return Artifact{}, fmt.Errorf("queue: get artifact %s: %w", name, err)
 	}
-	defer func() { _ = res.Close() }()
-	info, err := res.Info()
+	a := Artifact{Name: info.Name, Size: info.Size, Digest: info.Digest}
+	h := sha256.New()
+	var n uint64
+	var chunks uint32
+	err = q.directRead(ctx, "OBJ_"+q.objects, "$O."+q.objects+".C."+info.NUID, 1, func(m *nats.Msg, _ uint64) (bool, error) {
+		n += uint64(len(m.Data))
+		chunks++
+		if n > info.Size || chunks > info.Chunks {
+			return false, fmt.Errorf("queue: get artifact %s: more than its %d bytes in %d chunks", name, info.Size, info.Chunks)
+		}
+		h.Write(m.Data)
+		if _, err := w.Write(m.Data); err != nil {
+			return false, err
+		}
+		return chunks < info.Chunks, nil
+	})
 	if err != nil {
 		return Artifact{}, fmt.Errorf("queue: get artifact %s: %w", name, err)
 	}
-	if _, err := io.Copy(w, res); err != nil {
-		return Artifact{}, fmt.Errorf("queue: get artifact %s: %w", name, err)
+	if n != info.Size {
+		return Artifact{}, fmt.Errorf("queue: get artifact %s: %d of its %d bytes", name, n, info.Size)
 	}
-	if res.Error() != nil {
-		return Artifact{}, fmt.Errorf("queue: get artifact %s: %w", name, res.Error())
+	if got := "SHA-256=" + base64.URLEncoding.EncodeToString(h.Sum(nil)); got != info.Digest {
+		return Artifact{}, fmt.Errorf("queue: get artifact %s: its content's digest %s is not the store's %s", name, got, info.Digest)
 	}
-	return Artifact{Name: info.Name, Size: info.Size, Digest: info.Digest}, nil
+	return a, nil
 }
 
 // ArtifactCache keeps artifacts on a worker's disk, fetched once: each

@@ -94,8 +94,8 @@ func TestClusterNodeLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pl) != 6 {
-		t.Errorf("placement of %d streams and consumers, want 6: %+v", len(pl), pl)
+	if len(pl) != 7 {
+		t.Errorf("placement of %d streams and consumers, want 7: %+v", len(pl), pl)
 	}
 	for _, p := range pl {
 		if len(p.Peers) != 3 {

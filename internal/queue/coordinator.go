@@ -307,6 +307,9 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 	}
 	// An advisory is a claim the server's state must bear out (giveUps).
 	claims := newGiveUps(q)
+	// naked holds the jobs stream's messages handed back, by when the
+	// coordinator read the advisory (see heartbeatHandedBack).
+	naked := map[uint64]time.Time{}
 	checkClaims := func() error {
 		given, refuted, err := claims.check(ctx)
 		if err != nil {
@@ -337,6 +340,15 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		if claims.pending() {
 			if err := checkClaims(); err != nil {
 				return err
+			}
+		}
+		for seq, at := range naked {
+			if time.Since(at) < q.cfg.AckWait {
+				continue
+			}
+			delete(naked, seq)
+			if err := q.heartbeatHandedBack(ctx, seq, func(id string) bool { return open[id] && !done(id) }); err != nil {
+				logf("queue: the job handed back at sequence %d: %v", seq, err)
 			}
 		}
 		for id, at := range settling {
@@ -414,6 +426,18 @@ func (q *Queue) Coordinate(ctx context.Context, jobs []Job, cfg CoordinatorConfi
 		return accept(r)
 	}
 	giveUp := func(m jetstream.Msg) error {
+		if strings.HasPrefix(m.Subject(), advisoryNak+".") {
+			var adv deliveryExceeded
+			if err := json.Unmarshal(m.Data(), &adv); err != nil || adv.Stream != q.streamJobs || adv.Consumer != consumerName {
+				sum.Unreadable++
+				logf("queue: an advisory that is not this queue's hand-back: %.200q", m.Data())
+				return nil
+			}
+			if _, ok := naked[adv.StreamSeq]; !ok {
+				naked[adv.StreamSeq] = time.Now()
+			}
+			return nil
+		}
 		var adv deliveryExceeded
 		if err := json.Unmarshal(m.Data(), &adv); err != nil || adv.Stream != q.streamJobs || adv.Consumer != consumerName {
 			sum.Unreadable++
@@ -642,4 +666,34 @@ func (q *Queue) verify(ctx context.Context, f func(context.Context, Result) (str
 		}
 	}()
 	return f(ctx, r)
+}
+
+// heartbeatHandedBack bounds how long a job handed back stays out of
+// reach. A worker hands a job back with a delay of its choosing (a
+// negative acknowledgement with a delay), and the server keeps the job
+// pending, delivered to no one, until the delay ends: a client with a
+// worker's rights that hands a job back with a delay of a thousand hours
+// and goes away would keep it from every worker for that long, and the
+// benchmark from ending. An honest worker asks at most the ack wait
+// (WorkerConfig.RetryDelay). So the coordinator, an ack wait after it
+// read the advisory of a job handed back, sends the job's message a
+// heartbeat of its own (open reports whether the job still needs a
+// result; a message no longer in the stream is left alone): the server
+// then delivers it again at the latest an ack wait later, whatever delay
+// was asked. A job a worker took again in the meantime is only
+// heartbeated, as its worker does; one whose honest, shorter delay is not
+// over waits at most an ack wait more.
+func (q *Queue) heartbeatHandedBack(ctx context.Context, seq uint64, open func(string) bool) error {
+	m, err := q.jobs.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !open(m.Header.Get(hdrJob)) {
+		return nil
+	}
+	subj := "$JS.ACK." + q.streamJobs + "." + consumerName + ".1." + strconv.FormatUint(seq, 10) + ".1.0.0"
+	return q.nc.Publish(subj, []byte("+WPI"))
 }

@@ -19,10 +19,15 @@
 //     coordinator reads and checks against the consumer's state before
 //     giving a job up (a worker's word that a job was given up counts for
 //     nothing, and so does an advisory the state does not bear out);
-//   - a stream of results (truss.NAME.results), kept until removed;
+//   - a stream of results (truss.NAME.results), kept until removed, that
+//     refuses rollups and deletions (workers publish on it);
+//   - a stream of the workers' uploads (truss.NAME.uploads.UPLOAD), large
+//     results' parts, which workers may add to and not read, and which
+//     refuses rollups, purges and deletions (PutUpload, GetUpload);
 //   - a key-value bucket of each job's status (queued, running on which
-//     worker since when, done, failed);
-//   - an object store for artifacts too large for a message.
+//     worker since when, done, failed): display only;
+//   - an object store of the coordinator's artifacts too large for a
+//     message (repository bundles), which workers may only read.
 //
 // The server may be embedded (StartServer) or any NATS deployment with
 // JetStream (Connect); the code path is the same.
@@ -58,12 +63,15 @@ const (
 	// advisoryMaxDeliveries is the subject prefix of the server's
 	// advisories of messages delivered MaxDeliver times.
 	advisoryMaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
+	// advisoryNak is the subject prefix of the server's advisories of
+	// messages handed back (negatively acknowledged).
+	advisoryNak = "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED"
 )
 
 // ProtocolVersion is the version of the queue's messages and streams (the
 // subjects, headers and the coordinator's reading of them). It changes
 // only when a message's meaning would; the bench's workers state theirs.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // Defaults of Config.
 const (
@@ -177,6 +185,8 @@ type Queue struct {
 	subjJobs, subjResults string
 	streamJobs, streamRes string
 	streamEvents          string
+	subjUploads           string
+	streamUploads         string
 	bucketStatus, objects string
 }
 
@@ -192,13 +202,15 @@ func newQueue(nc *nats.Conn, name string) (*Queue, error) {
 	}
 	return &Queue{
 		name: name, nc: nc, js: js,
-		subjJobs:     "truss." + name + ".jobs",
-		subjResults:  "truss." + name + ".results",
-		streamJobs:   "TRUSS_" + name + "_JOBS",
-		streamRes:    "TRUSS_" + name + "_RESULTS",
-		streamEvents: "TRUSS_" + name + "_EVENTS",
-		bucketStatus: "TRUSS_" + name + "_STATUS",
-		objects:      "TRUSS_" + name + "_ARTIFACTS",
+		subjJobs:      "truss." + name + ".jobs",
+		subjResults:   "truss." + name + ".results",
+		streamJobs:    "TRUSS_" + name + "_JOBS",
+		streamRes:     "TRUSS_" + name + "_RESULTS",
+		streamEvents:  "TRUSS_" + name + "_EVENTS",
+		subjUploads:   "truss." + name + ".uploads",
+		streamUploads: "TRUSS_" + name + "_UPLOADS",
+		bucketStatus:  "TRUSS_" + name + "_STATUS",
+		objects:       "TRUSS_" + name + "_ARTIFACTS",
 	}, nil
 }
 
@@ -257,17 +269,39 @@ func (q *Queue) declare(ctx context.Context) error {
 		Storage:     storage,
 		Replicas:    cfg.Replicas,
 		Duplicates:  cfg.DuplicateWindow,
+		// Workers publish here: what they publish can only add to the
+		// stream (no rollup header is obeyed; permissions cannot filter
+		// headers). Purging is an API call no worker may make.
+		AllowRollup: false,
+		DenyDelete:  true,
 	}); err != nil {
 		return q.placeErr("results stream", err)
+	}
+	if _, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        q.streamUploads,
+		Description: "truss work queue " + name + ": workers' uploads (write-only for workers)",
+		Subjects:    []string{q.subjUploads + ".*"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     storage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  cfg.DuplicateWindow,
+		AllowRollup: false,
+		DenyDelete:  true,
+		DenyPurge:   true,
+	}); err != nil {
+		return q.placeErr("uploads stream", err)
 	}
 	// The advisories must be captured before the consumer can emit one.
 	if _, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        q.streamEvents,
-		Description: "truss work queue " + name + ": the server's advisories of jobs delivered too often",
-		Subjects:    []string{advisoryMaxDeliveries + "." + q.streamJobs + "." + consumerName},
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     storage,
-		Replicas:    cfg.Replicas,
+		Description: "truss work queue " + name + ": the server's advisories of jobs delivered too often or handed back",
+		Subjects: []string{
+			advisoryMaxDeliveries + "." + q.streamJobs + "." + consumerName,
+			advisoryNak + "." + q.streamJobs + "." + consumerName,
+		},
+		Retention: jetstream.LimitsPolicy,
+		Storage:   storage,
+		Replicas:  cfg.Replicas,
 	}); err != nil {
 		return q.placeErr("advisories stream", err)
 	}
@@ -370,7 +404,7 @@ func (q *Queue) CheckPlacement(ctx context.Context) ([]Placement, error) {
 	var out []Placement
 	err := retry(ctx, 6, func() error {
 		out = out[:0]
-		for _, s := range []string{q.streamJobs, q.streamRes, q.streamEvents, "KV_" + q.bucketStatus, "OBJ_" + q.objects} {
+		for _, s := range []string{q.streamJobs, q.streamRes, q.streamEvents, q.streamUploads, "KV_" + q.bucketStatus, "OBJ_" + q.objects} {
 			st, err := q.js.Stream(ctx, s)
 			if err != nil {
 				return fmt.Errorf("queue: stream %s: %w", s, err)
@@ -470,7 +504,7 @@ func (q *Queue) Config() Config { return q.cfg }
 // Delete removes the queue's streams, consumer and buckets.
 func (q *Queue) Delete(ctx context.Context) error {
 	var errs []error
-	for _, s := range []string{q.streamJobs, q.streamRes, q.streamEvents} {
+	for _, s := range []string{q.streamJobs, q.streamRes, q.streamEvents, q.streamUploads} {
 		if err := q.js.DeleteStream(ctx, s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			errs = append(errs, err)
 		}
@@ -709,34 +743,36 @@ func (q *Queue) putStatusAsync(ctx context.Context, ss []JobStatus) error {
 	return nil
 }
 
-// Status reads every job's status entry, in no particular order.
+// Status reads every job's status entry, in no particular order. It
+// reads the bucket's stream with batched direct gets, making no consumer,
+// so that a client with a worker's permissions may.
 func (q *Queue) Status(ctx context.Context) ([]JobStatus, error) {
-	w, err := q.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	prefix := "$KV." + q.bucketStatus + "."
+	latest := map[string]JobStatus{}
+	err := q.directRead(ctx, "KV_"+q.bucketStatus, prefix+">", 1, func(m *nats.Msg, seq uint64) (bool, error) {
+		key := m.Header.Get("Nats-Subject")
+		switch m.Header.Get("KV-Operation") {
+		case "DEL", "PURGE":
+			delete(latest, key)
+			return true, nil
+		}
+		var s JobStatus
+		if err := json.Unmarshal(m.Data, &s); err != nil {
+			return false, fmt.Errorf("queue: status entry %s: %w", key, err)
+		}
+		s.rev = seq
+		s.Updated, _ = time.Parse(time.RFC3339Nano, m.Header.Get("Nats-Time-Stamp"))
+		latest[key] = s
+		return true, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("queue: status: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
-	var out []JobStatus
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return out, nil
-			}
-			if e == nil { // the initial values are all in
-				return out, nil
-			}
-			var s JobStatus
-			if err := json.Unmarshal(e.Value(), &s); err != nil {
-				return nil, fmt.Errorf("queue: status entry %s: %w", e.Key(), err)
-			}
-			s.rev = e.Revision()
-			s.Updated = e.Created()
-			out = append(out, s)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	out := make([]JobStatus, 0, len(latest))
+	for _, s := range latest {
+		out = append(out, s)
 	}
+	return out, nil
 }
 
 // WatchStatus calls fn with each status entry written after it returns

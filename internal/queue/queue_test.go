@@ -3,7 +3,9 @@ package queue
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -863,7 +865,7 @@ func checkWorker(ctx context.Context, t *testing.T, q *Queue, url string, o Conn
 		if _, err := wq.GetArtifact(ctx, "repo/x", &b); err != nil {
 			return nil, err
 		}
-		if _, err := wq.PutArtifact(ctx, "ledger/"+j.ID, strings.NewReader("ledger")); err != nil {
+		if _, err := wq.PutUpload(ctx, "ledger-"+statusKey(j.ID), []byte("ledger of "+j.ID)); err != nil {
 			return nil, err
 		}
 		return b.Bytes(), nil
@@ -887,6 +889,16 @@ func checkWorker(ctx context.Context, t *testing.T, q *Queue, url string, o Conn
 	if err := <-wdone; err != nil {
 		t.Errorf("worker: %v", err)
 	}
+	// The coordinator reads what the worker uploaded.
+	for _, j := range jobs {
+		data := []byte("ledger of " + j.ID)
+		sum := sha256.Sum256(data)
+		var b bytes.Buffer
+		u := Upload{Name: "ledger-" + statusKey(j.ID), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+		if err := q.GetUpload(ctx, u, &b); err != nil || b.String() != string(data) {
+			t.Errorf("the upload of %s: %q, %v", j.ID, b.String(), err)
+		}
+	}
 	// What `truss bench status` reads.
 	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
 	defer scancel()
@@ -905,6 +917,10 @@ func checkWorker(ctx context.Context, t *testing.T, q *Queue, url string, o Conn
 		"$JS.API.STREAM.MSG.DELETE." + q.streamJobs,
 		"$JS.API.CONSUMER.CREATE." + q.streamRes,
 		"$JS.API.CONSUMER.DELETE." + q.streamJobs + "." + consumerName,
+		"$O." + q.objects + ".C.x",
+		"$JS.API.CONSUMER.CREATE.KV_" + q.bucketStatus,
+		"$JS.API.CONSUMER.CREATE.OBJ_" + q.objects,
+		"$JS.API.DIRECT.GET." + q.streamUploads,
 	} {
 		if err := wnc.Publish(subj, []byte("{}")); err != nil {
 			t.Fatal(err)
@@ -913,11 +929,11 @@ func checkWorker(ctx context.Context, t *testing.T, q *Queue, url string, o Conn
 	if _, err := wnc.SubscribeSync(q.subjResults); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "eight permission violations", func() bool {
+	eventually(t, "twelve permission violations", func() bool {
 		_ = wnc.Flush()
 		mu.Lock()
 		defer mu.Unlock()
-		return len(violations) >= 8
+		return len(violations) >= 12
 	})
 	mu.Lock()
 	for _, v := range violations {

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -117,9 +119,17 @@ func (q *Queue) publishResult(ctx context.Context, r Result, goneWait time.Durat
 	backoff := 50 * time.Millisecond
 	start := time.Now()
 	var told, down time.Time
+	// The message id ends in a nonce made once for this result, so that
+	// its retries are deduplicated and no other client can guess it: with
+	// an id made only of what a worker can learn (the job's sequence, the
+	// delivery, the worker's name), a forged result sent first under it
+	// made the stream drop the honest one as its duplicate.
+	var nonce [12]byte
+	rand.Read(nonce[:])
+	id := r.msgID() + ":" + hex.EncodeToString(nonce[:])
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := q.js.PublishMsg(pctx, r.msg(q.subjResults), jetstream.WithMsgID(r.msgID()), jetstream.WithExpectStream(q.streamRes))
+		_, err := q.js.PublishMsg(pctx, r.msg(q.subjResults), jetstream.WithMsgID(id), jetstream.WithExpectStream(q.streamRes))
 		cancel()
 		if err == nil {
 			return nil

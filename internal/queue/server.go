@@ -184,18 +184,22 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 
 // WorkerPermissions are what a worker of the queue name needs, and
 // nothing more: pull jobs from the workers' consumer and acknowledge them
-// (heartbeats, hand-backs), publish results, read the queue's settings,
-// read and write the advisory status entries (`truss bench status` reads
-// them with a worker's credentials), read artifacts and add new ones. A
-// worker cannot publish or remove jobs, write the server's advisories,
-// create, change, purge or delete a stream or a consumer (but the
-// short-lived ones that read the status entries or an artifact), nor read
-// the results.
+// (heartbeats, hand-backs), publish results and uploads (a large ledger),
+// read the queue's settings, read and write the advisory status entries
+// (`truss bench status` reads them with a worker's credentials), and read
+// the coordinator's artifacts (repository bundles). A worker cannot
+// publish or remove jobs, write the server's advisories, write, replace
+// or remove an artifact, read an upload (its own or another's), create,
+// change, purge or delete a stream or a consumer of any kind, nor read
+// the results. It reads the status entries and the artifacts with direct
+// gets: a consumer it could create would deliver where its creator asks,
+// which no subject permission checks.
 func WorkerPermissions(name string) *server.Permissions {
 	jobs, kv, obj := "TRUSS_"+name+"_JOBS", "KV_TRUSS_"+name+"_STATUS", "OBJ_TRUSS_"+name+"_ARTIFACTS"
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
 			"truss." + name + ".results",
+			"truss." + name + ".uploads.*",
 			"$JS.API.INFO",
 			"$JS.API.STREAM.NAMES",
 			"$JS.API.STREAM.INFO." + jobs,
@@ -204,20 +208,11 @@ func WorkerPermissions(name string) *server.Permissions {
 			"$JS.ACK." + jobs + "." + consumerName + ".>",
 			"$KV.TRUSS_" + name + "_STATUS.>",
 			"$JS.API.STREAM.INFO." + kv,
+			"$JS.API.DIRECT.GET." + kv,
 			"$JS.API.DIRECT.GET." + kv + ".>",
-			"$JS.API.STREAM.MSG.GET." + kv,
-			"$JS.API.CONSUMER.CREATE." + kv,
-			"$JS.API.CONSUMER.CREATE." + kv + ".>",
-			"$JS.API.CONSUMER.DELETE." + kv + ".>",
-			"$JS.FC." + kv + ".>",
 			"$JS.API.STREAM.INFO." + obj,
+			"$JS.API.DIRECT.GET." + obj,
 			"$JS.API.DIRECT.GET." + obj + ".>",
-			"$JS.API.STREAM.MSG.GET." + obj,
-			"$JS.API.CONSUMER.CREATE." + obj,
-			"$JS.API.CONSUMER.CREATE." + obj + ".>",
-			"$JS.API.CONSUMER.DELETE." + obj + ".>",
-			"$JS.FC." + obj + ".>",
-			"$O.TRUSS_" + name + "_ARTIFACTS.>",
 		}},
 		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
 	}

@@ -39,7 +39,19 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	var bundles map[string]string
+	// A job names exactly one commit: a revision name is resolved here,
+	// in the coordinator's repository, before the job is published.
+	for _, j := range jobs {
+		if IsFullObjectID(j.task.BaseCommit) {
+			continue
+		}
+		id, err := ResolveBase(ctx, j.task)
+		if err != nil {
+			return err
+		}
+		j.task.BaseCommit = id
+	}
+	var bundles map[string]Bundle
 	if r.Bundles {
 		if bundles, err = PutBundles(ctx, q, r.Tasks, tmp); err != nil {
 			return err
@@ -63,7 +75,8 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 			}
 			j.script = sc
 		}
-		p := JobPayload{Task: *j.task, RepoDir: j.task.RepoDir, RepoBundle: bundles[j.task.RepoDir], Arm: j.arm, Repeat: j.repeat,
+		bundle := bundles[j.task.RepoDir]
+		p := JobPayload{Task: *j.task, RepoDir: j.task.RepoDir, RepoBundle: bundle.Name, RepoBundleSHA256: bundle.SHA256, Arm: j.arm, Repeat: j.repeat,
 			Budgets: r.Budgets, ShowHints: r.ShowHints, Script: j.script, Hidden: hidden, Grade: j.grade, Patch: j.patch}
 		if r.Grader != nil {
 			p.Rules = string(r.Grader.Rules)

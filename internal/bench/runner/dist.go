@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -35,13 +36,18 @@ type JobPayload struct {
 	Task bench.Task `json:"task"`
 	// RepoDir is the task's repository on the coordinator's machine, used
 	// when the worker sees it (a shared path); RepoBundle, when set, is
-	// the artifact holding a git bundle of it, for workers that do not.
-	RepoDir    string    `json:"repo_dir"`
-	RepoBundle string    `json:"repo_bundle,omitempty"`
-	Arm        bench.Arm `json:"arm"`
-	Repeat     int       `json:"repeat"`
-	Budgets    Budgets   `json:"budgets"`
-	ShowHints  bool      `json:"show_hints,omitempty"`
+	// the artifact holding a git bundle of it, for workers that do not,
+	// and RepoBundleSHA256 the bundle's SHA-256 (hex): the job's digest,
+	// which the verdict names, covers it, and a worker checks the bundle
+	// against it before cloning. Task.BaseCommit is a full object id (the
+	// coordinator resolves a revision name before publishing: ResolveBase).
+	RepoDir          string    `json:"repo_dir"`
+	RepoBundle       string    `json:"repo_bundle,omitempty"`
+	RepoBundleSHA256 string    `json:"repo_bundle_sha256,omitempty"`
+	Arm              bench.Arm `json:"arm"`
+	Repeat           int       `json:"repeat"`
+	Budgets          Budgets   `json:"budgets"`
+	ShowHints        bool      `json:"show_hints,omitempty"`
 	// Script is the simulated model's script (sim arms): the coordinator
 	// reads --sim-scripts.
 	Script *sim.Script `json:"script,omitempty"`
@@ -60,16 +66,44 @@ type JobPayload struct {
 
 // ResultPayload is a worker's result of one run: the result line, the
 // model's patch and the run's signed ledger, as a tar archive inline or,
-// when large, in the queue's artifact store.
+// when large, uploaded (queue.PutUpload, under LedgerUploadName of the
+// run and the ledger's root), with the archive's size and SHA-256 here.
 type ResultPayload struct {
-	Result         bench.Result `json:"result"`
-	Patch          string       `json:"patch"`
-	Ledger         []byte       `json:"ledger,omitempty"`
-	LedgerArtifact string       `json:"ledger_artifact,omitempty"`
+	Result bench.Result `json:"result"`
+	Patch  string       `json:"patch"`
+	Ledger []byte       `json:"ledger,omitempty"`
+	// LedgerSize and LedgerSHA256 (hex) state the uploaded archive: the
+	// coordinator reads exactly that many bytes of the upload with that
+	// digest, at most Verifier.MaxLedger, and refuses anything else.
+	LedgerSize   int64  `json:"ledger_size,omitempty"`
+	LedgerSHA256 string `json:"ledger_sha256,omitempty"`
 }
 
 // inlineLedger is the largest ledger archive sent inside a result message.
 const inlineLedger = 512 << 10
+
+// DefaultMaxLedger is Verifier.MaxLedger's default: the largest uploaded
+// ledger archive the coordinator reads.
+const DefaultMaxLedger = 1 << 30
+
+// LedgerUploadName is the upload name of a run's ledger: derived from
+// the run's id and the ledger's root, so a result can name no other
+// upload, and no client but the ledger's maker knows it before the
+// coordinator reads it (the root is the hash of entries it alone wrote).
+func LedgerUploadName(runID, root string) string {
+	sum := sha256.Sum256([]byte(runID))
+	return "ledger-" + hex.EncodeToString(sum[:16]) + "-" + root
+}
+
+// validRoot reports whether root is a ledger root as a result states it:
+// hex, 64 digits.
+func validRoot(root string) bool {
+	if len(root) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(root)
+	return err == nil
+}
 
 // JobID is the queue's id of a run.
 func JobID(k bench.RunKey) string { return fmt.Sprintf("%s/%s/r%d", k.InstanceID, k.Arm, k.Repeat) }
@@ -117,7 +151,10 @@ type Exec struct {
 
 	mu    sync.Mutex
 	gates map[string]*Gate
-	repos map[string]string // bundle artifact → local clone
+	repos map[string]string // bundle artifact@SHA-256 → local clone
+	// inline is the largest ledger archive sent inside a result (0:
+	// inlineLedger); the tests lower it.
+	inline int
 }
 
 func (e *Exec) gate(provider string) *Gate {
@@ -194,14 +231,14 @@ func (e *Exec) pack(ctx context.Context, qj queue.Job, id RunIdentity, out Resul
 		if err != nil {
 			return nil, queue.Retry(fmt.Errorf("packing the run's ledger: %w", err))
 		}
-		if len(archive) <= inlineLedger {
+		if len(archive) <= cmp.Or(e.inline, inlineLedger) {
 			out.Ledger = archive
 		} else {
-			name := "ledger/" + qj.ID + "/" + out.Result.Ledger.Root
-			if _, err := e.Queue.PutArtifact(ctx, name, bytes.NewReader(archive)); err != nil {
+			u, err := e.Queue.PutUpload(ctx, LedgerUploadName(qj.ID, out.Result.Ledger.Root), archive)
+			if err != nil {
 				return nil, queue.Retry(err)
 			}
-			out.LedgerArtifact = name
+			out.LedgerSize, out.LedgerSHA256 = u.Size, u.SHA256
 		}
 		out.Result.Ledger.Dir = ""
 	}
@@ -264,8 +301,17 @@ func (e *Exec) handle(ctx context.Context, qj queue.Job, id RunIdentity, p *JobP
 	return e.pack(ctx, qj, id, ResultPayload{Result: res, Patch: patch})
 }
 
+// ErrBundleMismatch is the error of a job whose repository bundle, as the
+// artifact store holds it, is not the one the job names (its SHA-256
+// differs). It is final, not retried: the bundle is the coordinator's,
+// stored once under its digest, and a delivery elsewhere would read the
+// same store; the worker signs it, so the run is recorded as failed with
+// the reason rather than run on a repository the coordinator did not send.
+var ErrBundleMismatch = errors.New("the repository bundle is not the one the job names")
+
 // repo is the task's repository as this worker sees it: the coordinator's
-// path when it is here, else a clone of its bundle, made once.
+// path when it is here, else a clone of its bundle, made once, after the
+// bundle's SHA-256 is found to be the one the job names.
 func (e *Exec) repo(ctx context.Context, p *JobPayload) (string, error) {
 	if fi, err := os.Stat(p.RepoDir); err == nil && fi.IsDir() {
 		return p.RepoDir, nil
@@ -273,16 +319,28 @@ func (e *Exec) repo(ctx context.Context, p *JobPayload) (string, error) {
 	if p.RepoBundle == "" {
 		return "", fmt.Errorf("the repository %s is not on this machine and the coordinator sent no bundle of it", p.RepoDir)
 	}
+	if len(p.RepoBundleSHA256) != 64 {
+		return "", fmt.Errorf("%w: the job names bundle %s without its SHA-256", ErrBundleMismatch, p.RepoBundle)
+	}
+	key := p.RepoBundle + "@" + p.RepoBundleSHA256
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if d, ok := e.repos[p.RepoBundle]; ok {
+	if d, ok := e.repos[key]; ok {
 		return d, nil
 	}
 	path, err := e.Queue.NewArtifactCache(filepath.Join(e.Scratch, "artifacts")).Path(ctx, p.RepoBundle)
 	if err != nil {
 		return "", queue.Retry(err)
 	}
-	dst := filepath.Join(e.Scratch, "repos", filepath.Base(path))
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return "", queue.Retry(err)
+	}
+	if sum != p.RepoBundleSHA256 {
+		os.Remove(path) // fetched again by the next job that names it
+		return "", fmt.Errorf("%w: %s has SHA-256 %s, the job names %s", ErrBundleMismatch, p.RepoBundle, sum, p.RepoBundleSHA256)
+	}
+	dst := filepath.Join(e.Scratch, "repos", "sha256-"+sum)
 	if _, err := os.Stat(dst); err != nil {
 		os.RemoveAll(dst + ".tmp")
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -298,15 +356,37 @@ func (e *Exec) repo(ctx context.Context, p *JobPayload) (string, error) {
 	if e.repos == nil {
 		e.repos = map[string]string{}
 	}
-	e.repos[p.RepoBundle] = dst
+	e.repos[key] = dst
 	return dst, nil
+}
+
+// fileSHA256 is the hex SHA-256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Bundle is a repository's git bundle in the queue's artifact store: its
+// name there ("repo/" and its SHA-256, so a bundle once stored is never
+// replaced, and jobs published earlier keep theirs) and its SHA-256.
+type Bundle struct {
+	Name, SHA256 string
 }
 
 // PutBundles puts a git bundle of each task's repository in the queue's
 // artifact store (for workers that do not share the coordinator's file
-// system) and returns the artifact's name by repository directory.
-func PutBundles(ctx context.Context, q *queue.Queue, tasks []bench.Task, tmp string) (map[string]string, error) {
-	out := map[string]string{}
+// system; workers may read the store, not write it) and returns each by
+// repository directory.
+func PutBundles(ctx context.Context, q *queue.Queue, tasks []bench.Task, tmp string) (map[string]Bundle, error) {
+	out := map[string]Bundle{}
 	for _, t := range tasks {
 		if _, ok := out[t.RepoDir]; ok {
 			continue
@@ -315,23 +395,62 @@ func PutBundles(ctx context.Context, q *queue.Queue, tasks []bench.Task, tmp str
 		if _, err := (gitsafe.Git{Dir: t.RepoDir}).Output(ctx, "bundle", "create", "-q", f, "--all"); err != nil {
 			return nil, fmt.Errorf("bundling %s: %w", t.RepoDir, err)
 		}
-		b, err := os.Open(f)
+		sum, err := fileSHA256(f)
 		if err != nil {
 			return nil, err
 		}
-		name := "repo/" + hex.EncodeToString([]byte(t.RepoDir))
-		if len(name) > 200 {
-			name = name[:200]
+		b := Bundle{Name: "repo/" + sum, SHA256: sum}
+		raw, _ := hex.DecodeString(sum)
+		if a, err := q.StatArtifact(ctx, b.Name); err != nil || a.Digest != "SHA-256="+base64.URLEncoding.EncodeToString(raw) {
+			r, err := os.Open(f)
+			if err != nil {
+				return nil, err
+			}
+			_, err = q.PutArtifact(ctx, b.Name, r)
+			r.Close()
+			if err != nil {
+				return nil, err
+			}
 		}
-		_, err = q.PutArtifact(ctx, name, b)
-		b.Close()
 		os.Remove(f)
-		if err != nil {
-			return nil, err
-		}
-		out[t.RepoDir] = name
+		out[t.RepoDir] = b
 	}
 	return out, nil
+}
+
+// IsFullObjectID reports whether rev is a full git object id (40 or 64
+// lower-case hex digits), which names one commit whatever a repository's
+// branches and tags say.
+func IsFullObjectID(rev string) bool {
+	if len(rev) != 40 && len(rev) != 64 {
+		return false
+	}
+	for _, c := range rev {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ResolveBase returns the full object id of the commit t.BaseCommit
+// names in t.RepoDir (t.BaseCommit itself when it is one already), so
+// that a job names exactly one commit: a revision name (a branch, a tag,
+// an abbreviated id) means whatever the repository a worker is handed
+// says it means.
+func ResolveBase(ctx context.Context, t *bench.Task) (string, error) {
+	if IsFullObjectID(t.BaseCommit) {
+		return t.BaseCommit, nil
+	}
+	if t.RepoDir == "" {
+		return "", fmt.Errorf("instance %s: base_commit %q is not a full object id, and the task has no repository to resolve it in", t.InstanceID, t.BaseCommit)
+	}
+	out, err := (gitsafe.Git{Dir: t.RepoDir}).Output(ctx, "rev-parse", "--verify", "--quiet", t.BaseCommit+"^{commit}")
+	id := strings.TrimSpace(out)
+	if err != nil || !IsFullObjectID(id) {
+		return "", fmt.Errorf("instance %s: base_commit %q names no commit of %s (the coordinator resolves it to a full id before publishing): %v", t.InstanceID, t.BaseCommit, t.RepoDir, err)
+	}
+	return id, nil
 }
 
 // Verifier checks a worker's result before the coordinator accepts it.
@@ -355,6 +474,10 @@ type Verifier struct {
 	// AllowMixed, when it is accepted and its version recorded.
 	Version    Version
 	AllowMixed bool
+	// MaxLedger bounds the size of an uploaded ledger archive the
+	// verifier reads (0: DefaultMaxLedger); a result stating a larger one
+	// is refused before anything is read.
+	MaxLedger int64
 }
 
 // ExpectedRun is what the coordinator published as one job.
@@ -381,16 +504,17 @@ func (v *Verifier) Verify(ctx context.Context, r queue.Result) (string, error) {
 	if err := json.Unmarshal(r.Payload, &p); err != nil {
 		return "", fmt.Errorf("result of %s: %w", r.JobID, err)
 	}
-	if len(p.Ledger) == 0 && p.LedgerArtifact == "" {
+	if len(p.Ledger) == 0 && p.LedgerSHA256 == "" {
 		return "", fmt.Errorf("result of %s carries no signed ledger", r.JobID)
 	}
-	archive := p.Ledger
-	if p.LedgerArtifact != "" {
-		var b bytes.Buffer
-		if _, err := v.Queue.GetArtifact(ctx, p.LedgerArtifact, &b); err != nil {
+	var archive io.Reader = bytes.NewReader(p.Ledger)
+	if len(p.Ledger) == 0 {
+		f, err := v.upload(ctx, r.JobID, &p)
+		if err != nil {
 			return "", fmt.Errorf("result of %s: its ledger: %w", r.JobID, err)
 		}
-		archive = b.Bytes()
+		defer func() { f.Close(); os.Remove(f.Name()) }()
+		archive = f
 	}
 	dir := v.incoming(r)
 	os.RemoveAll(dir)
@@ -404,6 +528,45 @@ func (v *Verifier) Verify(ctx context.Context, r queue.Result) (string, error) {
 		return source, err
 	}
 	return source, nil
+}
+
+// upload reads the ledger archive a result states it uploaded into a
+// temporary file (rewound): the upload named after the run and the
+// result's ledger root (no other), of the size and SHA-256 the result
+// states, the size at most MaxLedger, checked before anything is read,
+// and streamed, so a result naming a huge upload costs its size in disk,
+// within the bound, not memory.
+func (v *Verifier) upload(ctx context.Context, runID string, p *ResultPayload) (*os.File, error) {
+	limit := v.MaxLedger
+	if limit <= 0 {
+		limit = DefaultMaxLedger
+	}
+	switch {
+	case !validRoot(p.Result.Ledger.Root):
+		return nil, fmt.Errorf("the result states no ledger root (%q)", p.Result.Ledger.Root)
+	case p.LedgerSize <= 0 || p.LedgerSize > limit:
+		return nil, fmt.Errorf("the result states an archive of %d bytes (at most %d are read)", p.LedgerSize, limit)
+	case len(p.LedgerSHA256) != 64:
+		return nil, fmt.Errorf("the result states no SHA-256 of its archive (%q)", p.LedgerSHA256)
+	}
+	if err := os.MkdirAll(v.Incoming, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(v.Incoming, ".upload-*")
+	if err != nil {
+		return nil, err
+	}
+	u := queue.Upload{Name: LedgerUploadName(runID, p.Result.Ledger.Root), Size: p.LedgerSize, SHA256: p.LedgerSHA256}
+	err = v.Queue.GetUpload(ctx, u, f)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
 }
 
 func (v *Verifier) incoming(r queue.Result) string {
@@ -535,11 +698,11 @@ func tarDir(dir string) ([]byte, error) {
 
 // untar unpacks regular files and directories into dir, refusing any
 // name that leaves it.
-func untar(archive []byte, dir string) error {
+func untar(archive io.Reader, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tr := tar.NewReader(bytes.NewReader(archive))
+	tr := tar.NewReader(archive)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {

@@ -45,8 +45,8 @@ func TestExecBundleAndVerify(t *testing.T) {
 	}
 	ex := &runner.Exec{Queue: q, Agent: f, Grader: coord.Grader, Checkouts: &bench.Templates{Dir: t.TempDir()}, Signer: wsigner, VKey: wkey,
 		Scratch: t.TempDir(), WorkDir: t.TempDir()}
-	p := runner.JobPayload{Task: task, RepoDir: "/nonexistent/" + task.InstanceID, RepoBundle: bundles[task.RepoDir],
-		Arm: coord.Arms[0], Repeat: 1, Script: runner.DefaultScript()}
+	p := runner.JobPayload{Task: task, RepoDir: "/nonexistent/" + task.InstanceID, RepoBundle: bundles[task.RepoDir].Name,
+		RepoBundleSHA256: bundles[task.RepoDir].SHA256, Arm: coord.Arms[0], Repeat: 1, Script: runner.DefaultScript()}
 	b, _ := json.Marshal(p)
 	id := runner.JobID(bench.RunKey{InstanceID: task.InstanceID, Arm: "patcher", Repeat: 1})
 	out, err := ex.Handle(ctx, queue.Job{ID: id, Payload: b}, func(string) {})
