@@ -314,7 +314,13 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 		return nil, nil, nil, err
 	}
 	jan := &bench.Janitor{}
-	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Caches: caches}, Timeout: b.testTimeout,
+	// The output directory holds every run's prediction and verdict: a
+	// graded patch that read it could copy another's passing patch in.
+	out, err := filepath.Abs(b.out)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Covered: []string{out}, Caches: caches}, Timeout: b.testTimeout,
 		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan, Rules: rules}
 	if sh, err := b.env.shells(b.network, b.testTimeout); err != nil {
 		os.RemoveAll(tmp)
@@ -427,6 +433,13 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
+	// Every prediction's patch is in the file: no graded patch reads
+	// another's.
+	if s, ok := g.Shells.(*grade.Sandboxed); ok {
+		if abs, err := filepath.Abs(predictions); err == nil {
+			s.Hidden = append(s.Hidden, abs)
+		}
+	}
 	pf, err := os.Open(predictions)
 	if err != nil {
 		return err
@@ -655,6 +668,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		done()
 		return err
 	}
+	coverWork(g, work)
 	defer func() { done(); os.RemoveAll(g.Dir) }()
 	signer, vkey, err := ledger.InstallationKey()
 	if err != nil {
@@ -796,6 +810,21 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// coverWork covers --work's directory from the graded commands when g
+// grades in a sandbox of the host's: it holds every run's workspace, an
+// agent's work in progress (the agents' own sandboxes cover it too,
+// runner.RunSpec.Covered). The grading directory in it is covered anyway
+// (grade.HidingShells).
+func coverWork(g *grade.Grader, work string) {
+	s, ok := g.Shells.(*grade.Sandboxed)
+	if !ok || work == "" {
+		return
+	}
+	if abs, err := filepath.Abs(work); err == nil {
+		s.Covered = append(s.Covered, abs)
+	}
 }
 
 // gradingDir makes the directory of a benchmark's grading checkouts where

@@ -222,6 +222,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	} else if sh != nil {
 		g.Shells = sh
 	}
+	coverWork(g, work)
 	warmGo(ctx, g, stderr)
 	ag := benchAgent(fb, stderr)
 	env.agentImages(ag)

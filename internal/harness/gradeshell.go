@@ -34,7 +34,13 @@ type GradingShell struct {
 	Fallback sandbox.Fallback
 	// Hidden are further paths the graded commands must not read (the
 	// task file, other repositories).
-	Hidden   []string
+	Hidden []string
+	// Covered are directories the graded commands see empty but for what
+	// the sandbox keeps in them (Dir, the temporary directory and the
+	// caches, bound back): the grader's directory of every grading's
+	// checkout, a benchmark's workspaces and its output
+	// (sandbox.Policy.Covered).
+	Covered  []string
 	CacheDir string
 	// Overlay puts Go's build cache, like pip's and npm's, under an
 	// overlay instead of a cache program (ignored with CacheDir).
@@ -87,6 +93,13 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 	}
 	p.Hidden = append(p.Hidden, s.hiddenFromCommands(g.Dir, caches)...) // its own caches excepted
 	p.Hidden = append(p.Hidden, g.Hidden...)
+	for _, c := range g.Covered {
+		abs, err := filepath.Abs(c)
+		if err != nil {
+			return fail(err)
+		}
+		p.Covered = append(p.Covered, abs)
+	}
 	plan, err := sandbox.MakePlan(p, host, g.Fallback)
 	if err != nil {
 		return fail(fmt.Errorf("the grading sandbox: %w", err))

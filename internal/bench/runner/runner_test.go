@@ -144,6 +144,11 @@ func (f *fake) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome,
 		if len(ahead) == 0 {
 			found = append(found, "no checkouts made ahead beside the workspace")
 		}
+		// The directory of every run's workspace is covered: other runs'
+		// agents work there.
+		if runs := filepath.Dir(filepath.Dir(spec.Workspace)); !slices.Contains(spec.Covered, runs) {
+			found = append(found, "not covered: "+runs)
+		}
 		for _, h := range append([]string{task.RepoDir, f.set.TaskFile}, ahead...) {
 			abs, _ := filepath.Abs(h)
 			if !slices.Contains(spec.Hidden, abs) {
