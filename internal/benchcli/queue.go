@@ -223,6 +223,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 		g.Shells = sh
 	}
 	coverWork(g, work)
+	warnShared(cacheMode, stderr)
 	warmGo(ctx, g, stderr)
 	ag := benchAgent(fb, stderr)
 	env.agentImages(ag)

@@ -49,8 +49,10 @@ type CacheMode string
 
 // The cache modes.
 const (
-	// CacheDefault is CacheOwn, or CacheShared when toolcache.SharedEnv
-	// names one cache for every sandboxed command.
+	// CacheDefault is CacheOwn. toolcache.SharedEnv, which names one
+	// cache for every agent's sandboxed commands, does not change it: the
+	// agents write that cache, and a grading must not read what they
+	// (or an earlier graded patch) planted.
 	CacheDefault CacheMode = ""
 	// CacheOwn gives each grading caches of its own over trusted ones
 	// (toolcache.Programmed): Go's build cache through a cache program
@@ -62,8 +64,12 @@ const (
 	// (toolcache.Layered): each host entry Go touches is copied up.
 	CacheOverlay CacheMode = "overlay"
 	// CacheShared gives every grading one writable cache (Sandboxed's
-	// CacheDir, else toolcache.DirFor("bench")), which starts empty and
-	// which a graded patch can write.
+	// CacheDir, else the "bench" workspace cache under toolcache.Base,
+	// never toolcache.SharedEnv's), which starts empty and which a graded
+	// patch can write: Go trusts a build cache entry whose output has the
+	// size it records, so a patch that rewrites an entry under the key of
+	// an honest build changes what every later grading builds and tests
+	// (a failing test passes). Only for patches trusted not to.
 	CacheShared CacheMode = "shared"
 )
 
@@ -110,28 +116,31 @@ func (s *Sandboxed) mode() CacheMode {
 	switch {
 	case s.CacheDir != "":
 		return CacheShared
-	case s.Caches == CacheDefault && os.Getenv(toolcache.SharedEnv) != "":
-		return CacheShared
 	case s.Caches == CacheDefault:
 		return CacheOwn
 	}
 	return s.Caches
 }
 
-// cacheDir is the graded commands' shared cache directory.
+// cacheDir is the graded commands' shared cache directory: CacheDir, else
+// the "bench" workspace cache under toolcache.Base — not the one
+// toolcache.SharedEnv names, which the agents write.
 func (s *Sandboxed) cacheDir() (string, error) {
 	if s.CacheDir != "" {
 		return s.CacheDir, nil
 	}
-	return toolcache.DirFor("bench")
+	base, err := toolcache.Base()
+	if err != nil {
+		return "", err
+	}
+	return toolcache.WorkspaceDir(base, "bench"), nil
 }
 
-// Private implements Private: the shared caches the graded commands
-// write, which the agents must not read — unless toolcache.SharedEnv makes
-// one cache of every sandboxed command's. A grading's own caches are in
+// Private implements Private: the shared cache the graded commands
+// write, which the agents must not read. A grading's own caches are in
 // its temporary directory, in the grader's own.
 func (s *Sandboxed) Private() []string {
-	if s.mode() != CacheShared || s.CacheDir == "" && os.Getenv(toolcache.SharedEnv) != "" {
+	if s.mode() != CacheShared {
 		return nil
 	}
 	if d, err := s.cacheDir(); err == nil {
