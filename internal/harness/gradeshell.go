@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/trussdev/truss/internal/container"
@@ -131,7 +132,16 @@ func gradingCaches(g GradingShell, tmp string) (*toolcache.Caches, error) {
 	case g.CacheDir != "":
 		return toolcache.For(g.CacheDir, g.Network), nil
 	case g.Overlay:
-		return toolcache.Layered(dir, g.Network), nil
+		c := toolcache.Layered(dir, g.Network)
+		if slices.ContainsFunc(c.Layers, func(l toolcache.Layer) bool { return l.Dir == filepath.Join(dir, "go-build") }) {
+			// The host's build cache holds the user's test results, which
+			// go test would report as its own ("(cached)"), computed
+			// outside the grading: -count=1 runs every test (the cache
+			// program refuses a lower's test results instead). A task's
+			// own GOFLAGS replaces this.
+			c.Env = append(c.Env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -count=1"))
+		}
+		return c, nil
 	}
 	writable := []string{g.Dir, tmp}
 	exe, err := sandbox.ChooseHelper(writable)
