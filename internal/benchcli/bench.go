@@ -229,10 +229,23 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.network, "grade-network", false, "let the graded setup and tests use the network")
 	fs.StringVar(&b.fallback, "sandbox-fallback", "", "accept a weaker sandbox for grading when this host cannot enforce it: landlock-only or none")
 	fs.DurationVar(&b.testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
-	fs.StringVar(&b.caches, "grade-cache", "", "each grading's build and package caches: own (the default, or shared when TRUSS_SANDBOX_CACHE is set: caches of its own over the host's, read-only; Go's through a cache program), overlay (own, with Go's build cache an overlay too) or shared (one writable cache every grading shares, which a graded patch can write)")
+	fs.StringVar(&b.caches, "grade-cache", "", "each grading's build and package caches: own (the default, whatever TRUSS_SANDBOX_CACHE says: caches of its own over the host's, read-only; Go's through a cache program), overlay (own, with Go's build cache an overlay too) or shared (one writable cache every grading shares, which a graded patch can poison for later gradings: only for trusted patches)")
 	fs.StringVar(&b.rules, "rules", "", "the SWE-bench harness release whose rules grade SWE-bench records (those without test_cmd): "+rulesList()+" (default: "+string(grade.LiveRules)+" when grading live; with grade --logs, each log's own, from its markers)")
 	b.env.register(fs)
 	b.env.registerImages(fs)
+}
+
+// sharedWarning is what --grade-cache shared gives up, said before any
+// grading starts.
+const sharedWarning = "truss bench: warning: --grade-cache shared gives every grading, and every graded patch, one writable build cache: " +
+	"Go trusts a cached build whose output has the recorded size, so a patch can rewrite an honest build's entry and a later grading then builds its code (a failing test passes). " +
+	"Use it only for patches you trust; own, the default, keeps what each grading writes its own"
+
+// warnShared says sharedWarning when the gradings share a cache.
+func warnShared(caches string, stderr io.Writer) {
+	if grade.CacheMode(caches) == grade.CacheShared {
+		fmt.Fprintln(stderr, sharedWarning)
+	}
 }
 
 // warmGo warms Truss's own Go build cache before the first grading when
@@ -314,7 +327,13 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 		return nil, nil, nil, err
 	}
 	jan := &bench.Janitor{}
-	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Caches: caches}, Timeout: b.testTimeout,
+	// The output directory holds every run's prediction and verdict: a
+	// graded patch that read it could copy another's passing patch in.
+	out, err := filepath.Abs(b.out)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Covered: []string{out}, Caches: caches}, Timeout: b.testTimeout,
 		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan, Rules: rules}
 	if sh, err := b.env.shells(b.network, b.testTimeout); err != nil {
 		os.RemoveAll(tmp)
@@ -427,6 +446,14 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
+	warnShared(b.caches, stderr)
+	// Every prediction's patch is in the file: no graded patch reads
+	// another's.
+	if s, ok := g.Shells.(*grade.Sandboxed); ok {
+		if abs, err := filepath.Abs(predictions); err == nil {
+			s.Hidden = append(s.Hidden, abs)
+		}
+	}
 	pf, err := os.Open(predictions)
 	if err != nil {
 		return err
@@ -655,6 +682,8 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		done()
 		return err
 	}
+	coverWork(g, work)
+	warnShared(b.caches, stderr)
 	defer func() { done(); os.RemoveAll(g.Dir) }()
 	signer, vkey, err := ledger.InstallationKey()
 	if err != nil {
@@ -796,6 +825,21 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// coverWork covers --work's directory from the graded commands when g
+// grades in a sandbox of the host's: it holds every run's workspace, an
+// agent's work in progress (the agents' own sandboxes cover it too,
+// runner.RunSpec.Covered). The grading directory in it is covered anyway
+// (grade.HidingShells).
+func coverWork(g *grade.Grader, work string) {
+	s, ok := g.Shells.(*grade.Sandboxed)
+	if !ok || work == "" {
+		return
+	}
+	if abs, err := filepath.Abs(work); err == nil {
+		s.Covered = append(s.Covered, abs)
+	}
 }
 
 // gradingDir makes the directory of a benchmark's grading checkouts where

@@ -78,7 +78,9 @@ func TestBenchUsage(t *testing.T) {
 func TestBenchImportAndGrade(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TRUSS_HOME", filepath.Join(dir, "home"))
-	t.Setenv(toolcache.SharedEnv, scriptCache()) // a warm build cache
+	// The agents' cache: the gradings keep their own all the same (over
+	// the host's warm build cache), and say nothing of sharing.
+	t.Setenv(toolcache.SharedEnv, scriptCache())
 	var out, errb bytes.Buffer
 	set := filepath.Join(dir, "set")
 	if code := run([]string{"bench", "import", "humanevalfix", "../../internal/bench/humanevalfix/testdata/sample.jsonl", "--out", set, "--only", "Go/0,Go/12"}, &out, &errb); code != 0 {
@@ -122,6 +124,9 @@ func TestBenchImportAndGrade(t *testing.T) {
 	if !strings.Contains(errb.String(), "[5/5]") || !strings.Contains(errb.String(), "not resolved: patch failed") {
 		t.Fatalf("progress %q", errb.String())
 	}
+	if strings.Contains(errb.String(), "--grade-cache shared") {
+		t.Fatalf("own caches warned of sharing: %q", errb.String())
+	}
 	b, _ := os.ReadFile(filepath.Join(res, bench.ResultsName))
 	var n int
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
@@ -160,9 +165,13 @@ func TestBenchImportAndGrade(t *testing.T) {
 		}
 	}
 	out.Reset()
-	code = run([]string{"bench", "grade", "--tasks", filepath.Join(set, "tasks.jsonl"), "--predictions", pf, "--out", res}, &out, &errb)
+	errb.Reset()
+	code = run([]string{"bench", "grade", "--tasks", filepath.Join(set, "tasks.jsonl"), "--predictions", pf, "--out", res, "--grade-cache", "shared"}, &out, &errb)
 	if code != 1 || !strings.Contains(out.String(), "(0 now, 5 before)") {
 		t.Fatalf("again: %d %q", code, out.String())
+	}
+	if !strings.Contains(errb.String(), "warning: --grade-cache shared") || !strings.Contains(errb.String(), "a failing test passes") {
+		t.Fatalf("shared caches without a warning: %q", errb.String())
 	}
 }
 

@@ -222,6 +222,8 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	} else if sh != nil {
 		g.Shells = sh
 	}
+	coverWork(g, work)
+	warnShared(cacheMode, stderr)
 	warmGo(ctx, g, stderr)
 	ag := benchAgent(fb, stderr)
 	env.agentImages(ag)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/trussdev/truss/internal/container"
@@ -34,7 +35,13 @@ type GradingShell struct {
 	Fallback sandbox.Fallback
 	// Hidden are further paths the graded commands must not read (the
 	// task file, other repositories).
-	Hidden   []string
+	Hidden []string
+	// Covered are directories the graded commands see empty but for what
+	// the sandbox keeps in them (Dir, the temporary directory and the
+	// caches, bound back): the grader's directory of every grading's
+	// checkout, a benchmark's workspaces and its output
+	// (sandbox.Policy.Covered).
+	Covered  []string
 	CacheDir string
 	// Overlay puts Go's build cache, like pip's and npm's, under an
 	// overlay instead of a cache program (ignored with CacheDir).
@@ -87,6 +94,13 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 	}
 	p.Hidden = append(p.Hidden, s.hiddenFromCommands(g.Dir, caches)...) // its own caches excepted
 	p.Hidden = append(p.Hidden, g.Hidden...)
+	for _, c := range g.Covered {
+		abs, err := filepath.Abs(c)
+		if err != nil {
+			return fail(err)
+		}
+		p.Covered = append(p.Covered, abs)
+	}
 	plan, err := sandbox.MakePlan(p, host, g.Fallback)
 	if err != nil {
 		return fail(fmt.Errorf("the grading sandbox: %w", err))
@@ -118,7 +132,16 @@ func gradingCaches(g GradingShell, tmp string) (*toolcache.Caches, error) {
 	case g.CacheDir != "":
 		return toolcache.For(g.CacheDir, g.Network), nil
 	case g.Overlay:
-		return toolcache.Layered(dir, g.Network), nil
+		c := toolcache.Layered(dir, g.Network)
+		if slices.ContainsFunc(c.Layers, func(l toolcache.Layer) bool { return l.Dir == filepath.Join(dir, "go-build") }) {
+			// The host's build cache holds the user's test results, which
+			// go test would report as its own ("(cached)"), computed
+			// outside the grading: -count=1 runs every test (the cache
+			// program refuses a lower's test results instead). A task's
+			// own GOFLAGS replaces this.
+			c.Env = append(c.Env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -count=1"))
+		}
+		return c, nil
 	}
 	writable := []string{g.Dir, tmp}
 	exe, err := sandbox.ChooseHelper(writable)

@@ -53,6 +53,17 @@ func TestGradingCaches(t *testing.T) {
 	if c, err := gradingCaches(GradingShell{Dir: t.TempDir(), Overlay: true}, t.TempDir()); err != nil || c.GoProgram != "" || len(c.Layers) == 0 {
 		t.Errorf("overlay: %+v, %v", c, err)
 	}
+	// Over the host's build cache, go test runs every test: the user's
+	// cached results are not the grading's. The host's GOFLAGS stay.
+	t.Setenv("GOFLAGS", "-mod=mod")
+	if c, err := gradingCaches(GradingShell{Dir: t.TempDir(), Overlay: true}, t.TempDir()); err != nil || !slices.Contains(c.Env, "GOFLAGS=-mod=mod -count=1") {
+		t.Errorf("overlay over the host's build cache: env %v, %v", c.Env, err)
+	}
+	t.Setenv("GOCACHE", filepath.Join(host, "none"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(host, "none"))
+	if c, err := gradingCaches(GradingShell{Dir: t.TempDir(), Overlay: true}, t.TempDir()); err != nil || slices.ContainsFunc(c.Env, func(kv string) bool { return strings.HasPrefix(kv, "GOFLAGS=") }) {
+		t.Errorf("overlay with no host build cache: env %v, %v", c.Env, err)
+	}
 	if c, err := gradingCaches(GradingShell{Dir: t.TempDir(), CacheDir: host}, t.TempDir()); err != nil || c.Dir != host || c.GoProgram != "" {
 		t.Errorf("shared: %+v, %v", c, err)
 	}

@@ -193,6 +193,11 @@ type SandboxOptions struct {
 	// (sandbox.Policy.Hidden): a benchmark's hidden tests, its task file
 	// and its results.
 	Hidden []string
+	// Covered are further directories commands see empty but for what the
+	// sandbox keeps in them, the workspace and its caches, bound back
+	// (sandbox.Policy.Covered): a benchmark's directory of every run's
+	// workspace, where a run sees only its own.
+	Covered []string
 }
 
 // ValidationOptions configure the project's checks.

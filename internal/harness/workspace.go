@@ -236,6 +236,13 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 		}
 		p.Hidden = append(p.Hidden, abs)
 	}
+	for _, c := range so.Covered {
+		abs, err := filepath.Abs(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.Covered = append(p.Covered, abs)
+	}
 	p.Writable = append(p.Writable, cfg.Sandbox.Writable...)
 	for _, d := range s.opts.WritableDirs {
 		abs, err := filepath.Abs(d)

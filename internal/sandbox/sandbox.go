@@ -124,6 +124,15 @@ type Policy struct {
 	// taken off by any command, an escalation's included (seccomp refuses
 	// every unmount and mount). Only with namespaces.
 	Hidden []string `json:"hidden,omitempty"`
+	// Covered are directories commands see empty and read-only but for
+	// the paths the policy keeps visible in them — the workspace, the
+	// writable and the readable roots — bound back at their places, as
+	// the private /tmp keeps them (their symbolic links to places outside
+	// them are made again): a directory of many runs' workspaces, of which
+	// each run's commands must see their own and no other's. A missing
+	// one, or one under the private /tmp, is skipped. Like Hidden, only
+	// with namespaces, and no command can take a cover off.
+	Covered []string `json:"covered,omitempty"`
 	// Overlays are directories in writable roots that commands see as a
 	// read-only lower layer (a trusted cache of the host's) with what they
 	// write going to an upper layer of their own: warm, and no command

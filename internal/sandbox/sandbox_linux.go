@@ -434,6 +434,7 @@ func (s *Sandbox) spec(argv []string) helper.Spec {
 				sp.Sockets = append(sp.Sockets, agent)
 			}
 		}
+		sp.Cover = append(sp.Cover, pl.Policy.Covered...)
 	}
 	return sp
 }

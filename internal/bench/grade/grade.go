@@ -324,8 +324,10 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	envs := []string{"TRUSS_BENCH_JUNIT=" + junit}
 	if hs, ok := shells.(HidingShells); ok {
 		// Checkouts made ahead hold other tasks' trees, perhaps a later
-		// commit's with this task's fix.
-		sh, err = hs.OpenHiding(ws, envs, p.g.Checkouts.Private())
+		// commit's with this task's fix; the grader's directory holds
+		// every other grading's checkout (a patch that resolves it, its
+		// caches) and this one's patches.
+		sh, err = hs.OpenHiding(ws, envs, p.g.Checkouts.Private(), []string{filepath.Dir(dir)})
 	} else {
 		sh, err = shells.Open(ws, envs)
 	}

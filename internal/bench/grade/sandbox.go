@@ -26,11 +26,15 @@ type Shells interface {
 }
 
 // HidingShells is a Shells that can hide paths from one shell's commands
-// besides those it always hides. The grader passes the checkouts its
-// templates made ahead (other tasks' trees); a Shells whose commands see
-// no host path (a container) need not implement it.
+// besides those it always hides: hidden (files and directories the
+// commands cannot read at all) and covered (directories they see empty
+// but for the shell's own: dir, its temporary directory and caches). The
+// grader hides the checkouts its templates made ahead (other tasks'
+// trees) and covers its own directory (every grading's checkout). A
+// Shells whose commands see no host path (a container) need not
+// implement it.
 type HidingShells interface {
-	OpenHiding(dir string, env, hidden []string) (validate.Shell, error)
+	OpenHiding(dir string, env, hidden, covered []string) (validate.Shell, error)
 }
 
 // TaskShells is a Shells whose environment depends on the task graded
@@ -45,8 +49,10 @@ type CacheMode string
 
 // The cache modes.
 const (
-	// CacheDefault is CacheOwn, or CacheShared when toolcache.SharedEnv
-	// names one cache for every sandboxed command.
+	// CacheDefault is CacheOwn. toolcache.SharedEnv, which names one
+	// cache for every agent's sandboxed commands, does not change it: the
+	// agents write that cache, and a grading must not read what they
+	// (or an earlier graded patch) planted.
 	CacheDefault CacheMode = ""
 	// CacheOwn gives each grading caches of its own over trusted ones
 	// (toolcache.Programmed): Go's build cache through a cache program
@@ -58,8 +64,12 @@ const (
 	// (toolcache.Layered): each host entry Go touches is copied up.
 	CacheOverlay CacheMode = "overlay"
 	// CacheShared gives every grading one writable cache (Sandboxed's
-	// CacheDir, else toolcache.DirFor("bench")), which starts empty and
-	// which a graded patch can write.
+	// CacheDir, else the "bench" workspace cache under toolcache.Base,
+	// never toolcache.SharedEnv's), which starts empty and which a graded
+	// patch can write: Go trusts a build cache entry whose output has the
+	// size it records, so a patch that rewrites an entry under the key of
+	// an honest build changes what every later grading builds and tests
+	// (a failing test passes). Only for patches trusted not to.
 	CacheShared CacheMode = "shared"
 )
 
@@ -76,8 +86,9 @@ func ParseCacheMode(s string) (CacheMode, error) {
 // harness as a session's commands' is (harness.OpenGradingShell): the
 // network off unless Network is set, the ledger's signing key, the saved
 // sessions, the user's credentials, other projects' data and Hidden
-// hidden, at the default CPU weight, with the caches Caches says (a
-// CacheDir makes them CacheShared). It is what `truss bench` grades with.
+// hidden, Covered covered, at the default CPU weight, with the caches
+// Caches says (a CacheDir makes them CacheShared). It is what `truss
+// bench` grades with.
 type Sandboxed struct {
 	Caches   CacheMode
 	CacheDir string
@@ -88,6 +99,11 @@ type Sandboxed struct {
 	// Hidden are further paths the graded commands must not read (the
 	// task file, other repositories).
 	Hidden []string
+	// Covered are directories the graded commands see empty but for the
+	// shell's own checkout, temporary directory and caches (bound back):
+	// the benchmark's workspaces (--work) and output directory (--out),
+	// which hold other runs' patches and verdicts.
+	Covered []string
 	// Timeout is each command's timeout; 0 means 30 minutes.
 	Timeout time.Duration
 
@@ -100,28 +116,31 @@ func (s *Sandboxed) mode() CacheMode {
 	switch {
 	case s.CacheDir != "":
 		return CacheShared
-	case s.Caches == CacheDefault && os.Getenv(toolcache.SharedEnv) != "":
-		return CacheShared
 	case s.Caches == CacheDefault:
 		return CacheOwn
 	}
 	return s.Caches
 }
 
-// cacheDir is the graded commands' shared cache directory.
+// cacheDir is the graded commands' shared cache directory: CacheDir, else
+// the "bench" workspace cache under toolcache.Base — not the one
+// toolcache.SharedEnv names, which the agents write.
 func (s *Sandboxed) cacheDir() (string, error) {
 	if s.CacheDir != "" {
 		return s.CacheDir, nil
 	}
-	return toolcache.DirFor("bench")
+	base, err := toolcache.Base()
+	if err != nil {
+		return "", err
+	}
+	return toolcache.WorkspaceDir(base, "bench"), nil
 }
 
-// Private implements Private: the shared caches the graded commands
-// write, which the agents must not read — unless toolcache.SharedEnv makes
-// one cache of every sandboxed command's. A grading's own caches are in
+// Private implements Private: the shared cache the graded commands
+// write, which the agents must not read. A grading's own caches are in
 // its temporary directory, in the grader's own.
 func (s *Sandboxed) Private() []string {
-	if s.mode() != CacheShared || s.CacheDir == "" && os.Getenv(toolcache.SharedEnv) != "" {
+	if s.mode() != CacheShared {
 		return nil
 	}
 	if d, err := s.cacheDir(); err == nil {
@@ -133,14 +152,15 @@ func (s *Sandboxed) Private() []string {
 // Open implements Shells: harness.OpenGradingShell, which composes the
 // sandbox as a session's commands' is.
 func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
-	return s.OpenHiding(dir, env, nil)
+	return s.OpenHiding(dir, env, nil, nil)
 }
 
-// OpenHiding implements HidingShells: Open, with hidden hidden too.
-func (s *Sandboxed) OpenHiding(dir string, env, hidden []string) (validate.Shell, error) {
+// OpenHiding implements HidingShells: Open, with hidden hidden and
+// covered covered too.
+func (s *Sandboxed) OpenHiding(dir string, env, hidden, covered []string) (validate.Shell, error) {
 	s.once.Do(func() { s.host = sandbox.Probe() })
 	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: append(slices.Clip(s.Hidden), hidden...),
-		Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
+		Covered: append(slices.Clip(s.Covered), covered...), Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
 	switch s.mode() {
 	case CacheShared:
 		d, err := s.cacheDir()
@@ -184,7 +204,7 @@ func (s *Sandboxed) WarmGo(ctx context.Context) (bool, error) {
 	if err := os.Mkdir(empty, 0o700); err != nil {
 		return false, err
 	}
-	sh, err := harness.OpenGradingShell(harness.GradingShell{Dir: empty, Fallback: s.Fallback, Hidden: s.Hidden,
+	sh, err := harness.OpenGradingShell(harness.GradingShell{Dir: empty, Fallback: s.Fallback, Hidden: s.Hidden, Covered: s.Covered,
 		CacheDir: filepath.Dir(warm), Timeout: 30 * time.Minute, MaxOutput: 1 << 20,
 		Env: []string{"GOFLAGS=", "GOTOOLCHAIN=local"}}, s.host)
 	if err != nil {

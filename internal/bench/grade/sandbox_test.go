@@ -18,6 +18,7 @@ import (
 	"github.com/trussdev/truss/internal/bench/grade"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/toolcache"
 )
 
 // TestGradingCachesOwn: each grading's build cache shows the host's, warm,
@@ -26,14 +27,29 @@ import (
 // reaches neither the host's cache nor a later grading's. By default
 // (CacheOwn) Go's build cache is read through the cache program, which
 // the graded commands can run themselves: it answers from the host's
-// cache in place, and what one grading put is gone for the next.
+// cache in place, and what one grading put is gone for the next. A cache
+// toolcache.SharedEnv names for the agents' commands changes none of it:
+// the gradings neither read nor write it.
 func TestGradingCachesOwn(t *testing.T) {
 	host := sandbox.Probe()
 	if !host.UserNS || host.LandlockABI < 1 || !host.Seccomp {
 		t.Skip("this host cannot enforce the sandbox")
 	}
-	for name, mode := range map[string]grade.CacheMode{"own": grade.CacheDefault, "overlay": grade.CacheOverlay} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		mode      grade.CacheMode
+		sharedEnv bool
+	}{
+		{"own", grade.CacheDefault, false},
+		{"own with the agents' shared cache set", grade.CacheDefault, true},
+		{"overlay", grade.CacheOverlay, false},
+	} {
+		mode := tc.mode
+		t.Run(tc.name, func(t *testing.T) {
+			shared := t.TempDir()
+			if tc.sharedEnv {
+				t.Setenv(toolcache.SharedEnv, shared)
+			}
 			hostCache := t.TempDir()
 			os.MkdirAll(filepath.Join(hostCache, "ab"), 0o755)
 			os.WriteFile(filepath.Join(hostCache, "ab", "std-d"), []byte("warm-4711"), 0o644)
@@ -77,6 +93,9 @@ echo x > %[3]s/direct 2>/dev/null; mkdir -p %[3]s/%[1]s 2>/dev/null; cp "$GOCACH
 			}
 			if strings.Contains(r2.Stdout, "planted") || strings.Contains(r2.Stdout, "new-d") {
 				t.Errorf("a later grading sees what an earlier one wrote: %q", r2.Stdout)
+			}
+			if ents, _ := os.ReadDir(shared); len(ents) > 0 {
+				t.Errorf("a grading wrote the agents' shared cache: %v", ents)
 			}
 			if mode == grade.CacheOverlay {
 				if !strings.Contains(r1.Stdout, "warm-4711") || !strings.Contains(r2.Stdout, "warm-4711") {

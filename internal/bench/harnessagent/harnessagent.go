@@ -67,7 +67,8 @@ var _ runner.Agent = (*Agent)(nil)
 
 // Options returns the harness options of one run: the arm's provider,
 // model and surface on spec.Workspace, no session store, spec.Ledger as
-// the session's ledger, spec.Hidden hidden from every command, spec's
+// the session's ledger, spec.Hidden hidden from every command and
+// spec.Covered covered (all but the run's own workspace), spec's
 // budgets and environment, no MCP servers and a memory directory of the
 // run's own (memoryDir). It is exported for tests and for callers that
 // run a session themselves.
@@ -84,7 +85,7 @@ func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options 
 		// The runs share build caches (content-addressed), not one per
 		// workspace path.
 		CacheName: "truss-bench",
-		Sandbox:   harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: spec.Hidden},
+		Sandbox:   harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: spec.Hidden, Covered: spec.Covered},
 		Budget: agent.Budget{MaxTurns: spec.Budgets.MaxTurns, MaxTokens: spec.Budgets.MaxTokens,
 			MaxCost: spec.Budgets.MaxCostUSD, MaxWall: spec.Budgets.WallTime},
 		NoSession: true,

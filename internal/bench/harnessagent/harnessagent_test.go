@@ -233,3 +233,59 @@ func TestEnsuresImage(t *testing.T) {
 		}
 	}
 }
+
+// An agent sees its own workspace and no other run's: the directory of
+// every run's workspace (a --work on a disk, outside /tmp) is covered, its
+// own workspace bound back writable.
+func TestRunSeesOnlyItsOwnWorkspace(t *testing.T) {
+	if !hides() {
+		t.Skip("this host cannot hide paths (no namespaces)")
+	}
+	home := t.TempDir()
+	t.Setenv("TRUSS_HOME", home)
+	work, err := os.MkdirTemp(".", ".work-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	if work, err = filepath.Abs(work); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(work, "truss-bench-run-1", "repo")
+	other := filepath.Join(work, "truss-bench-run-2", "repo", "fix.go")
+	for p, data := range map[string]string{filepath.Join(ws, "notes.txt"): "one\n", other: "FORTY-TWO\n"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lw, err := ledger.Create(filepath.Join(t.TempDir(), "ledger"), "bench.x.a.r1", mustSigner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	script := &sim.Script{Steps: []sim.Step{
+		{Say: "Reading.", Actions: []sim.Action{{Kind: sim.ActRun, Command: "cat " + other + "; ls " + filepath.Dir(other) + "; echo done"}}},
+		{Say: "Editing.", Actions: []sim.Action{{Kind: sim.ActReplace, Path: "notes.txt", Old: "one", New: "two"}},
+			OnResult: map[string]*sim.Step{"FORTY-TWO": {Say: "Leaked.", Actions: []sim.Action{{Kind: sim.ActCreate, Path: "LEAKED", Content: "x\n"}}}}},
+		{Say: "Done."},
+	}}
+	a := &Agent{KeyDir: filepath.Join(home, "key")}
+	spec := runner.RunSpec{InstanceID: "x", Repeat: 1, Arm: bench.Arm{Name: "a", Provider: "sim", Model: "sim-claude", Surface: "anthropic"},
+		Workspace: ws, Task: "Change one to two.", Budgets: runner.Budgets{MaxTurns: 10}, Covered: []string{work},
+		Ledger: lw, Session: "bench.x.a.r1", Script: script}
+	if _, err := a.Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "two\n" {
+		t.Errorf("notes.txt: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "LEAKED")); err == nil {
+		t.Error("the agent read another run's workspace")
+	}
+	if b, err := os.ReadFile(other); err != nil || string(b) != "FORTY-TWO\n" {
+		t.Errorf("the other workspace: %q, %v", b, err)
+	}
+}

@@ -60,6 +60,11 @@ type RunSpec struct {
 	// history may hold the fix), the benchmark's output directory and
 	// the simulator's scripts.
 	Hidden []string
+	// Covered are directories the agent's commands see empty but for the
+	// run's own workspace and caches (sandbox.Policy.Covered): the
+	// directory of every run's workspace (the runner's WorkDir, or the
+	// temporary directory), where other runs' agents work.
+	Covered []string
 	// Ledger is the run's ledger, created by the runner, with Session
 	// its session id. The agent records its whole session into it
 	// (ledger.NewRecorder(Ledger, start) as an observer of the loop:

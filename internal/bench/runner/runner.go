@@ -420,9 +420,12 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		return r.finish(ctx, lw, res, nil, "")
 	}
 	close(wsDone)
+	// The directory of every run's workspace (WorkDir, or the temporary
+	// directory), where other runs' agents work: the agent sees its own.
+	runs := filepath.Dir(ws)
 	spec := RunSpec{InstanceID: j.task.InstanceID, Repeat: j.repeat, Arm: j.arm, Workspace: repo, BaseCommit: base,
 		Task: TaskText(j.task, r.ShowHints), Budgets: r.Budgets, TestCmd: j.task.TestCmd, SetupCmd: j.task.SetupCmd,
-		Image: j.task.Image, Workdir: j.task.Workdir, Hidden: hidden, Ledger: lw, Session: session, RateLimit: gate}
+		Image: j.task.Image, Workdir: j.task.Workdir, Hidden: hidden, Covered: []string{runs}, Ledger: lw, Session: session, RateLimit: gate}
 	if j.arm.Provider == "sim" {
 		spec.Script = j.script
 	}

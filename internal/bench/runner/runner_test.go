@@ -144,6 +144,11 @@ func (f *fake) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome,
 		if len(ahead) == 0 {
 			found = append(found, "no checkouts made ahead beside the workspace")
 		}
+		// The directory of every run's workspace is covered: other runs'
+		// agents work there.
+		if runs := filepath.Dir(filepath.Dir(spec.Workspace)); !slices.Contains(spec.Covered, runs) {
+			found = append(found, "not covered: "+runs)
+		}
 		for _, h := range append([]string{task.RepoDir, f.set.TaskFile}, ahead...) {
 			abs, _ := filepath.Abs(h)
 			if !slices.Contains(spec.Hidden, abs) {
@@ -578,8 +583,8 @@ func TestRunRemovesPreparedGrading(t *testing.T) {
 // The grader's directory and its commands' caches are hidden from the
 // agents' commands: with runs in parallel, another run of the same task
 // may be graded there, its hidden tests applied, while this run's agent
-// works. A cache every sandboxed command shares (toolcache.SharedEnv) is
-// the agents' own too, and stays.
+// works. The agents' cache (toolcache.SharedEnv) is not the gradings':
+// it stays the agents', and a shared grading cache is hidden all the same.
 func TestGradingDirHidden(t *testing.T) {
 	dir, cache := t.TempDir(), t.TempDir()
 	r := &runner.Runner{Grader: &grade.Grader{Dir: dir, Shells: &grade.Sandboxed{CacheDir: cache}}}
@@ -589,6 +594,11 @@ func TestGradingDirHidden(t *testing.T) {
 	t.Setenv(toolcache.SharedEnv, cache)
 	r = &runner.Runner{Grader: &grade.Grader{Dir: dir, Shells: &grade.Sandboxed{}}}
 	if h := r.HiddenPaths(); !slices.Contains(h, dir) || slices.Contains(h, cache) {
-		t.Errorf("with a shared cache, hidden %v", h)
+		t.Errorf("with the agents' shared cache, hidden %v", h)
+	}
+	r = &runner.Runner{Grader: &grade.Grader{Dir: dir, Shells: &grade.Sandboxed{Caches: grade.CacheShared}}}
+	h := r.HiddenPaths()
+	if slices.Contains(h, cache) || len(h) != 2 {
+		t.Errorf("shared gradings with the agents' shared cache set: hidden %v, want the grading directory and a cache of the gradings' own", h)
 	}
 }
