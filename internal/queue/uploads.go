@@ -27,7 +27,9 @@ import (
 // coordinator) takes, of the messages on that subject, the parts with the
 // digest it was told, in order, up to the size it was told, and checks
 // the digest of what it read. Parts another client adds under the same
-// name, with another digest, are skipped; a client that knows the name
+// name, with another digest, are skipped, up to the size told plus one
+// part (past it the upload is refused, so a result naming a small upload
+// cannot make the reader read an unbounded stream); a client that knows the name
 // and the digest before the reader reads can at worst make the upload
 // unreadable — and neither is known to a client other than the uploader
 // when the name derives from what the upload holds (a ledger's root).
@@ -94,7 +96,8 @@ func (q *Queue) PutUpload(ctx context.Context, name string, data []byte) (Upload
 }
 
 // GetUpload writes the upload u to w: of the parts on u's subject, those
-// carrying u's digest, in order, up to u.Size bytes, streamed. It returns
+// carrying u's digest, in order, up to u.Size bytes, streamed; it reads
+// at most u.Size plus one part's bytes of other parts on the way. It returns
 // an error when they do not make up u.Size bytes whose SHA-256 is u's
 // (what was written to w is then not the upload). It reads the stream
 // from its leader (a reader must be allowed to make a consumer: the
@@ -123,7 +126,7 @@ func (q *Queue) GetUpload(ctx context.Context, u Upload, w io.Writer) error {
 		return fmt.Errorf("queue: upload %s: %w", u.Name, err)
 	}
 	h := sha256.New()
-	var n int64
+	var n, skipped int64
 	next := 0
 	for n < u.Size || next == 0 {
 		m, err := cons.Next(jetstream.FetchMaxWait(directTimeout))
@@ -148,6 +151,10 @@ func (q *Queue) GetUpload(ctx context.Context, u Upload, w io.Writer) error {
 			if n == u.Size {
 				break
 			}
+		} else if skipped += int64(len(m.Data())); skipped > u.Size+uploadPart {
+			// Whoever added them cannot make the reader read more
+			// than about twice what the upload states.
+			return fmt.Errorf("queue: upload %s: more than %d bytes of other parts before its own", u.Name, u.Size+uploadPart)
 		}
 		if md.NumPending == 0 {
 			return fmt.Errorf("queue: upload %s: %d of its %d bytes in the stream", u.Name, n, u.Size)

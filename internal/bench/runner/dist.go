@@ -478,6 +478,13 @@ type Verifier struct {
 	// verifier reads (0: DefaultMaxLedger); a result stating a larger one
 	// is refused before anything is read.
 	MaxLedger int64
+
+	mu sync.Mutex
+	// refused holds the uploads (name, size and SHA-256) read whole and
+	// refused: another result stating one of them is refused without
+	// reading it again, so a flood of small forged results naming one
+	// large upload costs its reading once.
+	refused map[queue.Upload]error
 }
 
 // ExpectedRun is what the coordinator published as one job.
@@ -508,23 +515,48 @@ func (v *Verifier) Verify(ctx context.Context, r queue.Result) (string, error) {
 		return "", fmt.Errorf("result of %s carries no signed ledger", r.JobID)
 	}
 	var archive io.Reader = bytes.NewReader(p.Ledger)
+	var up *queue.Upload
 	if len(p.Ledger) == 0 {
+		u := queue.Upload{Name: LedgerUploadName(r.JobID, p.Result.Ledger.Root), Size: p.LedgerSize, SHA256: p.LedgerSHA256}
+		v.mu.Lock()
+		prev, seen := v.refused[u]
+		v.mu.Unlock()
+		if seen {
+			return "", fmt.Errorf("result of %s: its ledger, already read and refused: %w", r.JobID, prev)
+		}
 		f, err := v.upload(ctx, r.JobID, &p)
 		if err != nil {
 			return "", fmt.Errorf("result of %s: its ledger: %w", r.JobID, err)
 		}
 		defer func() { f.Close(); os.Remove(f.Name()) }()
-		archive = f
+		archive, up = f, &u
+	}
+	// An upload read whole and refused is refused for good: what it holds
+	// cannot change (its SHA-256 was checked), so neither can the verdict
+	// on it.
+	refuse := func(err error) {
+		if up != nil {
+			v.mu.Lock()
+			if v.refused == nil {
+				v.refused = map[queue.Upload]error{}
+			}
+			v.refused[*up] = err
+			v.mu.Unlock()
+		}
 	}
 	dir := v.incoming(r)
 	os.RemoveAll(dir)
 	if err := untar(archive, dir); err != nil {
 		os.RemoveAll(dir)
+		refuse(err)
 		return "", fmt.Errorf("the run's ledger: %w", err)
 	}
 	source, err := v.check(dir, r.JobID, exp, &p.Result)
 	if err != nil {
 		os.RemoveAll(dir)
+		if source == "" {
+			refuse(err)
+		}
 		return source, err
 	}
 	return source, nil
