@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // The labels every container of a session carries.
@@ -229,7 +231,7 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	}
 	workdir = path.Clean(workdir)
 	// --mount splits its value at commas.
-	for _, p := range []string{ws, workdir, os.TempDir()} {
+	for _, p := range []string{ws, workdir} {
 		if strings.Contains(p, ",") {
 			return nil, fmt.Errorf("the path %q contains a comma, which a bind mount cannot name", p)
 		}
@@ -238,7 +240,7 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	state, err := os.MkdirTemp("", "truss-env-")
+	state, err := makeStateDir(ws)
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +382,68 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		return nil, err
 	}
 	return env, nil
+}
+
+// makeStateDir makes the session's state directory in the first of the
+// system's temporary directory and $XDG_RUNTIME_DIR that lies outside the
+// workspace ws — by path, links resolved, and by identity (device and
+// inode), so that a bind mount of it is found too. The container reaches
+// the workspace read-write: a state directory inside it would let
+// commands plant the files and links the host later reads and removes
+// there. A path with a comma (which a bind mount cannot name) is skipped.
+func makeStateDir(ws string) (string, error) {
+	var tried []string
+	for _, base := range []string{os.TempDir(), os.Getenv("XDG_RUNTIME_DIR")} {
+		if base == "" {
+			continue
+		}
+		if strings.Contains(base, ",") || inside(base, ws) {
+			tried = append(tried, base)
+			continue
+		}
+		d, err := os.MkdirTemp(base, "truss-env-")
+		if err != nil {
+			tried = append(tried, base)
+			continue
+		}
+		if inside(d, ws) { // the base changed under us
+			os.Remove(d)
+			tried = append(tried, base)
+			continue
+		}
+		return d, nil
+	}
+	return "", fmt.Errorf("no directory outside the workspace %s for the container's state (tried %s): set TMPDIR to one", ws, strings.Join(tried, ", "))
+}
+
+// inside reports whether p is dir or lies below it: by path, links
+// resolved, or because p or one of its existing ancestors is dir itself.
+func inside(p, dir string) bool {
+	rp, rd := hostfs.Resolve(absPath(p)), hostfs.Resolve(absPath(dir))
+	if rel, err := filepath.Rel(rd, rp); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return true
+	}
+	di, err := os.Stat(rd)
+	if err != nil {
+		return false
+	}
+	for a := rp; ; {
+		if fi, err := os.Stat(a); err == nil && os.SameFile(fi, di) {
+			return true
+		}
+		up := filepath.Dir(a)
+		if up == a {
+			return false
+		}
+		a = up
+	}
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // settingsFailure tells whether a failed run may succeed with other

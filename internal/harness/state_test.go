@@ -15,8 +15,9 @@ import (
 
 // TestStateOutsideWritableRoots: a workspace or an extra root that holds
 // Truss's own state (a workspace that is $HOME, an --add-dir above
-// ~/.config/truss, a link to it) is refused before anything runs, with
-// the way out; one beside the state opens.
+// ~/.config/truss, a link to it, a bind mount of it, a directory inside
+// the state) is refused before anything runs, with the way out; one
+// beside the state opens.
 func TestStateOutsideWritableRoots(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -38,13 +39,23 @@ func TestStateOutsideWritableRoots(t *testing.T) {
 	if err := os.Symlink(home, link); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
+	// A bind mount of HOME is another path to it that no link shows.
+	bound := filepath.Join(t.TempDir(), "b")
+	if err := os.Mkdir(bound, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounted := exec.Command("mount", "--bind", home, bound).Run() == nil
+	if mounted {
+		t.Cleanup(func() { exec.Command("umount", bound).Run() })
+	}
+	type stateCase = struct {
 		name     string
 		root     string
 		writable []string
 		readOnly []string
 		refused  string
-	}{
+	}
+	cases := []stateCase{
 		{"workspace is HOME", home, nil, nil, home},
 		{"workspace is a link to HOME", link, nil, nil, "own state"},
 		{"workspace is the config directory", filepath.Join(home, ".config"), nil, nil, ".config"},
@@ -52,7 +63,17 @@ func TestStateOutsideWritableRoots(t *testing.T) {
 		{"add-dir-ro of the data directory's parent", proj, nil, []string{filepath.Join(home, ".local")}, ".local"},
 		{"a project beside the state", proj, nil, nil, ""},
 		{"TRUSS_HOME elsewhere, HOME with credentials", home, nil, nil, "credentials"},
-	} {
+		{"workspace inside the config directory", filepath.Join(home, ".config", "truss"), nil, nil, ".config"},
+	}
+	if mounted {
+		cases = append(cases,
+			stateCase{"workspace is a bind mount of HOME", bound, nil, nil, "own state"},
+			stateCase{"add-dir is a bind mount of HOME", proj, []string{bound}, nil, "own state"},
+			stateCase{"a project beside the bind mount's state", filepath.Join(bound, "proj"), nil, nil, ""})
+	} else {
+		t.Log("mount --bind is not permitted here: the bind mount cases are left out")
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.refused == "credentials" {
 				t.Setenv("TRUSS_HOME", t.TempDir())

@@ -332,9 +332,11 @@ func (s *Session) loadUser() error {
 // store, its caches, TRUSS_HOME — or is one of them: the file tools could
 // read the signing key there, and commands could plant a trust store, a
 // key, a cache root that is a link, or rename the directory around the
-// covers the sandbox puts on what they hold. Paths are compared with
-// their symbolic links resolved (the nearest existing ancestor's, for a
-// directory not made yet).
+// covers the sandbox puts on what they hold; nor may a root lie inside
+// one of them. Paths are compared with their symbolic links resolved (the
+// nearest existing ancestor's, for a directory not made yet), and
+// directories by identity (device and inode), so that a bind mount of
+// $HOME elsewhere is refused as $HOME is.
 func (s *Session) stateOutside(root string, extra []fs.RootSpec) error {
 	var state []string
 	add := func(d string, err error) {
@@ -359,9 +361,8 @@ func (s *Session) stateOutside(root string, extra []fs.RootSpec) error {
 		roots = append(roots, e.Path)
 	}
 	for _, r := range roots {
-		rr := resolveExisting(r)
 		for _, d := range state {
-			if within(resolveExisting(d), rr) {
+			if reaches(r, d) {
 				return configErrorf("%s holds Truss's own state (%s), which commands and the file tools must not reach: run Truss on a directory that does not contain it, or set TRUSS_HOME (and XDG_CACHE_HOME) to a directory outside it", r, d)
 			}
 		}
@@ -372,9 +373,8 @@ func (s *Session) stateOutside(root string, extra []fs.RootSpec) error {
 		if _, err := os.Lstat(c); err != nil {
 			continue
 		}
-		rc := resolveExisting(c)
 		for _, r := range roots {
-			if within(rc, resolveExisting(r)) {
+			if reaches(r, c) {
 				return configErrorf("%s holds the user's credentials (%s), which the file tools must not reach: run Truss on a directory that does not contain them (or release the path in the user's configuration, [sandbox] release)", r, c)
 			}
 		}
@@ -469,6 +469,56 @@ func (s *Session) sessionDir() (string, error) {
 		return s.opts.SessionDir, nil
 	}
 	return session.DefaultDir()
+}
+
+// reaches reports whether the tree at root holds p or lies inside it:
+// by path, links resolved, or by identity, when root or one of its
+// ancestors is the directory p or one of p's (the nearest existing
+// one's, for a path not made yet) — a bind mount is another path to the
+// same directory.
+func reaches(root, p string) bool {
+	rr, rp := resolveExisting(root), resolveExisting(p)
+	if within(rp, rr) || within(rr, rp) {
+		return true
+	}
+	ri, err := os.Stat(rr)
+	if err != nil {
+		return false
+	}
+	// p below root: an ancestor of p is root.
+	for _, a := range existingAncestors(rp) {
+		if os.SameFile(a, ri) {
+			return true
+		}
+	}
+	// root below p: an ancestor of root is p, when p exists.
+	pi, err := os.Stat(rp)
+	if err != nil {
+		return false
+	}
+	for _, a := range existingAncestors(rr) {
+		if os.SameFile(a, pi) {
+			return true
+		}
+	}
+	return false
+}
+
+// existingAncestors returns the file information of the nearest existing
+// directory at or above the absolute path p and of each of its ancestors
+// up to the file system's root.
+func existingAncestors(p string) []os.FileInfo {
+	var out []os.FileInfo
+	for {
+		if fi, err := os.Stat(p); err == nil {
+			out = append(out, fi)
+		}
+		up := filepath.Dir(p)
+		if up == p {
+			return out
+		}
+		p = up
+	}
 }
 
 // within reports whether path is dir or below it.

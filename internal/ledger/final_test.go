@@ -113,7 +113,8 @@ func TestFinalFilesSpill(t *testing.T) {
 // TestPutFrom: a payload stored from a reader is the record Put writes of
 // the same bytes; one stored already is not read again; a source that
 // fails, ends short or is not the bytes of its digest leaves no record
-// and fails the writer, and the payloads after it are stored.
+// and fails the writer, and the payloads after it are stored, that same
+// payload too; a payload queued twice is written once.
 func TestPutFrom(t *testing.T) {
 	payload := bytes.Repeat([]byte("manifest line\n"), 10_000) // past maxBuffered's share of a batch
 	d := tool.Digest(payload)
@@ -173,6 +174,22 @@ func TestPutFrom(t *testing.T) {
 				return io.NopCloser(io.MultiReader(bytes.NewReader(payload[:70_000]), iotest.ErrReader(errors.New("disk gone")))), nil
 			})
 		}, wantNone, "disk gone"},
+		{"failed, then from a good reader", func(w *Writer) {
+			w.PutFrom(d, int64(len(payload)), open(payload[:1000]))
+			w.PutFrom(d, int64(len(payload)), open(payload))
+		}, want, "ended after 1000"},
+		{"failed, then put", func(w *Writer) {
+			w.PutFrom(d, int64(len(payload)), func() (io.ReadCloser, error) { return nil, errors.New("no such manifest") })
+			w.Put(payload)
+		}, want, "no such manifest"},
+		{"twice from a reader, stored once", func(w *Writer) {
+			w.PutFrom(d, int64(len(payload)), open(payload))
+			w.PutFrom(d, int64(len(payload)), open(payload))
+		}, want, ""},
+		{"put, then from a reader", func(w *Writer) {
+			w.PutFrom(d, int64(len(payload)), open(payload))
+			w.Put(payload)
+		}, want, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := pack(t, tc.put)

@@ -294,6 +294,10 @@ func (w *Writer) seal() {
 	var last []byte // the last checkpoint signed
 	lastSize := ^uint64(0)
 	var sealed time.Time // when the last seal began
+	// written holds the payloads this loop has appended: Put marks a
+	// payload stored when it queues it, PutFrom only once its copy
+	// succeeded, so a payload may be queued twice and is written once.
+	written := map[string]bool{}
 	for {
 		jobs := w.queue.popAll(spare)
 		if len(jobs) == 0 {
@@ -315,12 +319,23 @@ func (w *Writer) seal() {
 		var signed [][]byte
 		for i, j := range jobs {
 			if j.root == nil {
+				if written[j.digest] {
+					continue
+				}
 				if j.from != nil {
 					w.writePack(buf)
 					buf = buf[:0]
-					w.fail(w.copyPayload(j))
+					err := w.copyPayload(j)
+					w.fail(err)
+					if err == nil {
+						written[j.digest] = true
+						w.mu.Lock()
+						w.stored[j.digest] = true
+						w.mu.Unlock()
+					}
 					continue
 				}
+				written[j.digest] = true
 				if len(j.payload) > maxBuffered {
 					// Written as it is, not copied into the batch.
 					buf = appendHeader(buf, j.digest, len(j.payload))
@@ -503,15 +518,15 @@ func (w *Writer) PutKnown(digest string, b []byte) {
 // as they are read, before any later checkpoint. The pack's record is the
 // one Put writes of the same bytes. What open reads must stay readable
 // and unchanged until then; bytes that are not size long or do not hash
-// to digest are not stored, and fail the writer (Err). A payload already
-// stored is not stored again, and open is then never called.
+// to digest are not stored, and fail the writer (Err); a later Put or
+// PutFrom of that digest still stores it. A payload already stored is not
+// stored again, and open is then never called.
 func (w *Writer) PutFrom(digest string, size int64, open func() (io.ReadCloser, error)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stored[digest] {
 		return
 	}
-	w.stored[digest] = true
 	w.queue.push(job{digest: digest, from: open, n: size})
 }
 

@@ -115,9 +115,8 @@ func (e *Executor) note(changes []tool.FileChange) {
 	}
 }
 
-// noteView records the content a view read.
-func (e *Executor) noteView(p Resolved, b []byte) {
-	d := tool.Digest(b)
+// noteDigest records the digest of the content a view read.
+func (e *Executor) noteDigest(p Resolved, d string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.seen == nil {

@@ -21,6 +21,10 @@ import (
 type Options struct {
 	// MaxFileBytes is the largest file a view or edit reads; 0 means 256 MiB.
 	MaxFileBytes int64
+	// MaxViewBytes bounds the content one view returns; 0 means
+	// DefaultMaxViewBytes. A longer selection is cut there and the result
+	// is marked Truncated; the line count stays the file's.
+	MaxViewBytes int64
 	// MaxEntries bounds a directory listing; 0 means 10,000 entries.
 	MaxEntries int
 	// FileMode and DirMode are the modes of new files and directories;
@@ -178,19 +182,27 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 		}
 		return e.List(&tool.ListArgs{Path: a.Path, Depth: 2})
 	}
-	b, _, err := e.read(p, a.Path)
-	if err != nil {
-		return tool.Result{}, err
+	if fi.Size() > e.maxBytes() {
+		return tool.Result{}, tool.Errorf(tool.ErrInvalidInput, "the file %s is %d bytes, more than the %d bytes a tool reads", a.Path, fi.Size(), e.maxBytes())
 	}
-	e.noteView(p, b)
-	if bin := Sniff(b); bin != nil {
-		return tool.Result{File: &tool.FileView{Path: a.Path, Binary: bin}}, nil
-	}
-	total := CountLines(b)
 	start, end := a.Start, a.End
 	if start == 0 && end == 0 {
 		start, end = 1, -1
 	}
+	limit := e.Opts.MaxViewBytes
+	if limit <= 0 {
+		limit = DefaultMaxViewBytes
+	}
+	sc, err := p.scanFile(start, end, limit)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	e.noteDigest(p, sc.digest)
+	if bin := Sniff(sc.head); bin != nil {
+		bin.Size = sc.size
+		return tool.Result{File: &tool.FileView{Path: a.Path, Binary: bin}}, nil
+	}
+	total := sc.total
 	// The checks and their order are the reference editor's.
 	rangeErr := func(reason, msg string) error {
 		return &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: total, Reason: reason, Message: msg}
@@ -203,9 +215,9 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 	case end != -1 && end < start:
 		return tool.Result{}, rangeErr("end_before", fmt.Sprintf("the end line %d is before the start line %d", end, start))
 	}
-	content := selectLines(b, start, end)
-	return tool.Result{Output: content, File: &tool.FileView{Path: a.Path, Content: content, StartLine: start, TotalLines: total,
-		FinalNewline: len(b) > 0 && b[len(b)-1] == '\n'}}, nil
+	content := string(sc.content)
+	return tool.Result{Output: content, Truncated: sc.truncated, File: &tool.FileView{Path: a.Path, Content: content, StartLine: start, TotalLines: total,
+		FinalNewline: sc.finalNL}}, nil
 }
 
 // Sniff returns what makes b, a whole file, binary — a NUL byte or invalid
@@ -237,31 +249,6 @@ func Sniff(b []byte) *tool.Binary {
 	}
 	mt, _, _ := strings.Cut(http.DetectContentType(b), ";")
 	return &tool.Binary{Size: int64(len(b)), MediaType: mt, Reason: reason}
-}
-
-// selectLines returns lines start..end (1-based, end -1 = last) of b joined
-// by '\n', without the separator after the last selected line.
-func selectLines(b []byte, start, end int) string {
-	off := 0
-	for i := 1; i < start; i++ {
-		j := bytes.IndexByte(b[off:], '\n')
-		off += j + 1
-	}
-	if end == -1 {
-		return string(b[off:])
-	}
-	stop := off
-	for i := start; i <= end; i++ {
-		j := bytes.IndexByte(b[stop:], '\n')
-		if j < 0 {
-			return string(b[off:])
-		}
-		if i == end {
-			return string(b[off : stop+j])
-		}
-		stop += j + 1
-	}
-	return string(b[off:stop])
 }
 
 // Write creates (mustNotExist) or overwrites a file.
