@@ -57,6 +57,9 @@ func (r *Root) Close() error { return r.dir.Close() }
 
 func (r *Root) fd() int { return int(r.dir.Fd()) }
 
+// Fd returns the descriptor of r's directory, valid until r is closed.
+func (r *Root) Fd() int { return r.fd() }
+
 func (r *Root) display(name string) string {
 	if name == "." || name == "" {
 		return r.path
