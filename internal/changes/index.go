@@ -54,7 +54,7 @@ type index struct {
 	// overlay: the next merge waits for budget entries more than that,
 	// so that a directory larger than the budget, edited chunk after
 	// chunk, is read into the overlay once, not once per chunk.
-	slack int
+	slack  int
 	merges int // merges done (read by tests)
 
 	bufs sync.Pool // of *[]byte, segBlock long: lookups' read buffers
