@@ -24,10 +24,11 @@ func FuzzIgnore(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !m.ignored("", ".git") {
+		own := &root{ownGit: [2]uint64{1, 2}, hasGit: true}
+		if !own.ignores(m, "", ".git", 1, 2) {
 			t.Fatalf("%q does not ignore the root's .git", pattern)
 		}
-		m.ignored(dir, name)
+		own.ignores(m, dir, name, 3, 4)
 		m.bulkDir(path.Join(dir, name))
 	})
 }

@@ -280,7 +280,7 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 			t.watch.ensureOpen(j.r, j.rel, d)
 		}
 		err = d.ReadDirFunc(func(n int) { ents = make([]entry, 0, n) }, func(name string, info hostfs.Info) {
-			if !t.ign.ignored(j.rel, name) {
+			if !j.r.ignores(t.ign, j.rel, name, info.Dev, info.Ino) {
 				ents = append(ents, fromInfo(name, info))
 			}
 		})
