@@ -4,6 +4,7 @@ package changes
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -180,7 +181,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	t := &Tracker{ign: ign, bulk: bulk, workers: opts.Workers, maxFile: opts.MaxFile, noGit: opts.NoGit, gitPath: opts.GitPath,
 		scanAfter: opts.ScanAfter, bulkAt: opts.BulkThreshold, ready: make(chan struct{})}
 	if !opts.NoWatch {
-		if w, err := newWatcher(); err == nil {
+		if w, err := newWatcher(cmp.Or(max(opts.MaxWatches, 0), DefaultMaxWatches)); err == nil {
 			t.watch = w // else (no inotify, too many instances) full walks
 		}
 	}

@@ -30,7 +30,9 @@ import (
 // the next one walk everything, to find the other names. What inotify does not see: a write through a
 // memory mapping (no event until the file's times change, which the stat
 // comparison of a later full walk finds). Options.NoWatch makes every
-// scan a full walk.
+// scan a full walk. At most Options.MaxWatches watches are held (the
+// kernel's limit is per user, shared with the user's editors): while a
+// directory is left unwatched for that cap, every scan is a full walk.
 type watcher struct {
 	fd int
 
@@ -41,6 +43,10 @@ type watcher struct {
 	byDir  map[watched]int32
 	dirty  map[watched]bool
 	broken bool // the next scan walks everything
+	// max bounds the watches held; unwatched holds the directories not
+	// watched for it, each of which makes every scan a full walk.
+	max       int
+	unwatched map[watched]bool
 }
 
 // watched names a directory: its root and its path relative to it.
@@ -54,12 +60,13 @@ const watchMask = unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE | unix.I
 	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
 	unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
-func newWatcher() (*watcher, error) {
+func newWatcher(maxWatches int) (*watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
-	return &watcher{fd: fd, wds: map[int32][]watched{}, byDir: map[watched]int32{}, dirty: map[watched]bool{}}, nil
+	return &watcher{fd: fd, wds: map[int32][]watched{}, byDir: map[watched]int32{}, dirty: map[watched]bool{},
+		max: maxWatches, unwatched: map[watched]bool{}}, nil
 }
 
 // ensure watches a directory not watched yet, opening it from the root
@@ -122,6 +129,16 @@ func (w *watcher) mark(r *root, rel string) {
 // When the kernel returns a descriptor that already serves another name
 // (the same directory moved, or reached again), the watch serves both.
 func (w *watcher) add(r *root, rel string, fd int) {
+	k := watched{r, rel}
+	w.mu.Lock()
+	full := len(w.wds) >= w.max
+	if full {
+		w.unwatched[k] = true
+	}
+	w.mu.Unlock()
+	if full {
+		return
+	}
 	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
 	if err != nil {
 		w.failed(err)
@@ -129,7 +146,7 @@ func (w *watcher) add(r *root, rel string, fd int) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	k := watched{r, rel}
+	delete(w.unwatched, k)
 	if old, ok := w.byDir[k]; ok && old != int32(wd) {
 		w.unname(old, k)
 	}
@@ -158,6 +175,7 @@ func (w *watcher) remove(r *root, rel string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := watched{r, rel}
+	delete(w.unwatched, k)
 	wd, ok := w.byDir[k]
 	if !ok {
 		return
@@ -211,7 +229,7 @@ func (w *watcher) drain() (dirty []watched, full bool) {
 			}
 		}
 	}
-	full = w.broken
+	full = w.broken || len(w.unwatched) > 0
 	if !full {
 		for k := range w.dirty {
 			dirty = append(dirty, k)
