@@ -1781,7 +1781,7 @@ func (t *Tracker) resolve(p string) (*root, string, bool) {
 		if t.ign.match(dir, el) {
 			return nil, "", false
 		}
-		if dir == "" && el == AlwaysIgnored {
+		if dir == "" && el == AlwaysIgnored && r.hasGit {
 			if i, err := r.fs.Lstat(el); err == nil && r.ignores(t.ign, dir, el, i.Dev, i.Ino) {
 				return nil, "", false
 			}
