@@ -140,12 +140,14 @@ func (w *watcher) add(r *root, rel string, fd int) {
 		return
 	}
 	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
-	if err != nil {
-		w.failed(err)
-		return
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err != nil {
+		// The directory is open: any failure (the kernel's limit, no
+		// /proc) leaves it unwatched, so the next scan walks everything.
+		w.broken = true
+		return
+	}
 	delete(w.unwatched, k)
 	if old, ok := w.byDir[k]; ok && old != int32(wd) {
 		w.unname(old, k)
