@@ -180,3 +180,43 @@ func cpuTime() time.Duration {
 func reportCPU(b *testing.B, c0 time.Duration) {
 	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N)/1e6, "cpu-ms/op")
 }
+
+// BenchmarkBigDir measures the scan after a command that made n empty
+// files in one new directory (a bulk change): its cost must grow with n,
+// not with n squared.
+func BenchmarkBigDir(b *testing.B) {
+	for _, n := range []int{40_000, 80_000, 160_000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			b.StopTimer()
+			for range b.N {
+				root := b.TempDir()
+				tr, err := Open(context.Background(), []string{root}, Options{StoreDir: b.TempDir(), NoGit: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tr.Ready(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				big := filepath.Join(root, "big")
+				if err := os.Mkdir(big, 0o755); err != nil {
+					b.Fatal(err)
+				}
+				for i := range n {
+					fd, err := syscall.Open(filepath.Join(big, fmt.Sprintf("f%07d", i)), syscall.O_CREAT|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o644)
+					if err != nil {
+						b.Fatal(err)
+					}
+					syscall.Close(fd)
+				}
+				b.StartTimer()
+				ch, err := tr.Scan(context.Background())
+				b.StopTimer()
+				if err != nil || len(ch) != 1 {
+					b.Fatalf("scan: %d changes, %v", len(ch), err)
+				}
+				tr.Close()
+				os.RemoveAll(root)
+			}
+		})
+	}
+}

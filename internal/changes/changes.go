@@ -4,6 +4,7 @@ package changes
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -78,6 +79,13 @@ type root struct {
 	// dotGit is the .git recorded for the root at Open (the zero Repo:
 	// none, or none git may be run on).
 	dotGit gitsafe.Repo
+	// ownGit is the device and inode of the root's ".git" at Open
+	// (hasGit false: there was none): that entry alone is not tracked.
+	// gitFD holds it open (O_PATH), so that its inode cannot be reused
+	// by a ".git" a command makes in its place.
+	ownGit [2]uint64
+	hasGit bool
+	gitFD  int
 	watch  *watcher
 	// linked are the directories holding a file with another name, read
 	// by every scan (see entry.linked).
@@ -95,6 +103,39 @@ func (r *root) install(w walked) {
 	} else {
 		delete(r.linked, w.rel)
 	}
+}
+
+// recordGit records the root's ".git", if it has one, and holds it open.
+func (r *root) recordGit() {
+	r.gitFD = -1
+	fd, err := unix.Openat(r.fs.Fd(), AlwaysIgnored, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		unix.Close(fd)
+		return
+	}
+	r.gitFD, r.ownGit, r.hasGit = fd, [2]uint64{uint64(st.Dev), st.Ino}, true
+}
+
+func (r *root) closeGit() {
+	if r.gitFD >= 0 {
+		unix.Close(r.gitFD)
+		r.gitFD = -1
+	}
+}
+
+// ignores reports whether the entry name of the directory dir (device
+// dev, inode ino) is not tracked: the root's own ".git", the one recorded
+// at Open (a ".git" made or replaced since is tracked like any other
+// directory), or an entry the patterns of m match.
+func (r *root) ignores(m *matcher, dir, name string, dev, ino uint64) bool {
+	if m.match(dir, name) {
+		return true
+	}
+	return dir == "" && name == AlwaysIgnored && r.hasGit && r.ownGit == [2]uint64{dev, ino}
 }
 
 func (r *root) path(rel string) string {
@@ -140,7 +181,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	t := &Tracker{ign: ign, bulk: bulk, workers: opts.Workers, maxFile: opts.MaxFile, noGit: opts.NoGit, gitPath: opts.GitPath,
 		scanAfter: opts.ScanAfter, bulkAt: opts.BulkThreshold, ready: make(chan struct{})}
 	if !opts.NoWatch {
-		if w, err := newWatcher(); err == nil {
+		if w, err := newWatcher(cmp.Or(max(opts.MaxWatches, 0), DefaultMaxWatches)); err == nil {
 			t.watch = w // else (no inotify, too many instances) full walks
 		}
 	}
@@ -166,6 +207,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	defer func() {
 		if !ok {
 			for _, r := range t.roots {
+				r.closeGit()
 				r.fs.Close()
 			}
 			if t.watch != nil {
@@ -196,6 +238,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 			return nil, fmt.Errorf("changes: root %s is not a directory: %w", p, err)
 		}
 		r := &root{abs: abs, fs: rfs, watch: t.watch, linked: map[string]bool{}}
+		r.recordGit()
 		if !t.noGit {
 			// Recorded now, with lstat only: the baseline and every later
 			// use of git check that the .git found is still this one.
@@ -296,6 +339,7 @@ func (t *Tracker) Close() error {
 		if r.repo != nil {
 			r.repo.close()
 		}
+		r.closeGit()
 		r.fs.Close()
 		r.idx.close()
 	}
@@ -1734,8 +1778,13 @@ func (t *Tracker) resolve(p string) (*root, string, bool) {
 	}
 	dir := ""
 	for el := range strings.SplitSeq(rel, "/") {
-		if t.ign.ignored(dir, el) {
+		if t.ign.match(dir, el) {
 			return nil, "", false
+		}
+		if dir == "" && el == AlwaysIgnored && r.hasGit {
+			if i, err := r.fs.Lstat(el); err == nil && r.ignores(t.ign, dir, el, i.Dev, i.Ino) {
+				return nil, "", false
+			}
 		}
 		dir = path.Join(dir, el)
 	}

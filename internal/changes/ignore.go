@@ -22,9 +22,11 @@ func DefaultBulk() []string {
 
 // AlwaysIgnored is the entry never tracked at the top of a root: the
 // repository's object store and index, which the sandbox keeps read-only
-// to commands and which change with every git command of Truss's own. A
-// ".git" anywhere else (a repository a command made, or a directory of
-// that name planted among the sources) is tracked like any other.
+// to commands and which change with every git command of Truss's own.
+// Only the one there at Open (the same device and inode) is not tracked:
+// a ".git" a command makes at the top during the session, or one anywhere
+// else (a repository a command made, or a directory of that name planted
+// among the sources), is tracked like any other.
 const AlwaysIgnored = ".git"
 
 // matcher decides which entries of a root are not tracked.
@@ -78,16 +80,6 @@ func parseIgnore(patterns []string) (*matcher, error) {
 func CheckIgnore(patterns []string) error {
 	_, err := parseIgnore(patterns)
 	return err
-}
-
-// ignored reports whether the entry name in the directory dir
-// ('/'-separated, relative to its root, "" for the root) is not tracked:
-// the root's own ".git", or an entry the patterns match.
-func (m *matcher) ignored(dir, name string) bool {
-	if dir == "" && name == AlwaysIgnored {
-		return true
-	}
-	return m.match(dir, name)
 }
 
 // match reports whether the entry name in dir matches one of the

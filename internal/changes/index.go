@@ -50,6 +50,12 @@ type index struct {
 	sparse     []mark
 	over       map[string]*odir
 	overN      int // entries (and directories) the overlay holds
+	// slack is the largest directory the last merge wrote from the
+	// overlay: the next merge waits for budget entries more than that,
+	// so that a directory larger than the budget, edited chunk after
+	// chunk, is read into the overlay once, not once per chunk.
+	slack  int
+	merges int // merges done (read by tests)
 
 	bufs sync.Pool // of *[]byte, segBlock long: lookups' read buffers
 }
@@ -209,12 +215,13 @@ func (x *index) del(dir string) {
 }
 
 // maybeMerge merges the overlay into a new segment when it holds more
-// than its budget. The caller holds no slice edit returned.
+// than its budget (plus the slack of a directory larger than the budget,
+// which a single directory read whole costs anyway). The caller holds no slice edit returned.
 func (x *index) maybeMerge() error {
 	x.mu.RLock()
 	n := x.overN
 	x.mu.RUnlock()
-	if n <= x.budget {
+	if n <= x.budget+x.slack {
 		return nil
 	}
 	return x.merge()
@@ -230,8 +237,10 @@ func (x *index) merge() error {
 		return err
 	}
 	keys := make([]string, 0, len(x.over))
-	for k := range x.over {
+	largest := 0
+	for k, o := range x.over {
 		keys = append(keys, k)
+		largest = max(largest, len(o.ents))
 	}
 	slices.Sort(keys)
 	w := newSegWriter(f)
@@ -274,8 +283,14 @@ func (x *index) merge() error {
 		return fmt.Errorf("index: %w", err)
 	}
 	x.commit(w)
+	x.merges++
 	clear(x.over)
 	x.overN = 0
+	if largest > x.budget {
+		x.slack = largest
+	} else {
+		x.slack = 0
+	}
 	return nil
 }
 

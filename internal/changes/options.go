@@ -160,6 +160,11 @@ type Options struct {
 	// kernel's inotify events say which directories changed, and a scan
 	// reads only those (a full walk when events were lost).
 	NoWatch bool
+	// MaxWatches bounds the inotify watches the tracker holds (default
+	// DefaultMaxWatches): the kernel's limit is per user, shared with
+	// the user's editors and tools. Past it, the directories not watched
+	// make every scan a full walk until enough are gone.
+	MaxWatches int
 }
 
 // DefaultScanAfter returns the operations that run commands: the shell and
@@ -177,6 +182,7 @@ const (
 	DefaultMaxFile       = 32 << 20
 	DefaultMaxHeld       = 32 << 20
 	DefaultBulkThreshold = 1000
+	DefaultMaxWatches    = 8192
 	// SpoolManifest is the size past which a bulk change's manifest is
 	// kept in a file with no name in the content store's directory
 	// (tool.FileChange.AfterFile) instead of memory.

@@ -262,9 +262,6 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 		w.err, w.same = fmt.Errorf("index of %s: %w", j.r.abspath(j.rel), ierr), true
 		return w, nil
 	}
-	if t.watch != nil {
-		t.watch.ensure(j.r, j.rel) // before reading: no change in it is missed
-	}
 	// Opened from the root's descriptor, refusing every link on the way:
 	// a directory swapped for a link since its parent was read is gone.
 	name := j.rel
@@ -276,8 +273,14 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 	var ents []entry
 	d, err := j.r.fs.OpenDir(name)
 	if err == nil {
+		if t.watch != nil {
+			// Watched through the descriptor just opened, before reading:
+			// no change in it is missed, and no link leads the watch
+			// elsewhere.
+			t.watch.ensureOpen(j.r, j.rel, d)
+		}
 		err = d.ReadDirFunc(func(n int) { ents = make([]entry, 0, n) }, func(name string, info hostfs.Info) {
-			if !t.ign.ignored(j.rel, name) {
+			if !j.r.ignores(t.ign, j.rel, name, info.Dev, info.Ino) {
 				ents = append(ents, fromInfo(name, info))
 			}
 		})

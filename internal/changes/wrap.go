@@ -3,6 +3,7 @@ package changes
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -64,9 +65,14 @@ func (w *wrapped) Execute(ctx context.Context, call tool.Call) tool.Result {
 		res := w.e.Execute(ctx, call)
 		// The command ran even when the call was cancelled: what it
 		// changed is recorded all the same.
-		found, _ := t.Scan(context.WithoutCancel(ctx))
+		found, err := t.Scan(context.WithoutCancel(ctx))
 		if len(found) > 0 {
 			res.Changes = append(slices.Clip(res.Changes), found...)
+		}
+		if err != nil {
+			// What could not be looked at is said where the model and
+			// the user read the command's output.
+			res.Stderr = scanNote(res.Stderr, err)
 		}
 		return res
 	case slices.Contains(fileOps, call.Op):
@@ -85,4 +91,20 @@ func (w *wrapped) Execute(ctx context.Context, call tool.Call) tool.Result {
 		}
 		return res
 	}
+}
+
+// maxScanNote bounds the text a scan's error adds to a command's stderr.
+const maxScanNote = 2048
+
+// scanNote appends to stderr a line saying that the changes of the
+// command may be incomplete, and why (cut to maxScanNote bytes).
+func scanNote(stderr string, err error) string {
+	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	if len(msg) > maxScanNote {
+		msg = strings.ToValidUTF8(msg[:maxScanNote], "") + " …"
+	}
+	if stderr != "" && !strings.HasSuffix(stderr, "\n") {
+		stderr += "\n"
+	}
+	return stderr + "truss: the changes this command made may be incomplete: " + msg + "\n"
 }

@@ -57,6 +57,9 @@ func (r *Root) Close() error { return r.dir.Close() }
 
 func (r *Root) fd() int { return int(r.dir.Fd()) }
 
+// Fd returns the descriptor of r's directory, valid until r is closed.
+func (r *Root) Fd() int { return r.fd() }
+
 func (r *Root) display(name string) string {
 	if name == "." || name == "" {
 		return r.path
@@ -80,6 +83,10 @@ func errnoErr(err error) error {
 	return err
 }
 
+// maxPart is the longest name openat passes to the kernel in one call,
+// below PATH_MAX (4,096 bytes with its NUL).
+const maxPart = 4000
+
 // dirErr explains ENOTDIR from opening name beneath dirfd as a directory:
 // a link in its place is ErrLink, anything else ErrNotRegular.
 func dirErr(dirfd int, name string, err error) error {
@@ -96,7 +103,23 @@ func dirErr(dirfd int, name string, err error) error {
 // openat opens name beneath dirfd with flags (O_CLOEXEC, O_NONBLOCK and
 // O_NOCTTY are added), never following a link outside the root nor, for a
 // strict root, any link.
+//
+// A name longer than the kernel takes in one call (PATH_MAX) is opened a
+// part at a time, each part from the descriptor of the directory the
+// part before it names, with the same rules at every part.
 func (r *Root) openat(dirfd int, name string, flags int, mode uint32) (int, error) {
+	if len(name) > maxPart {
+		cut := strings.LastIndexByte(name[:maxPart], '/')
+		if cut <= 0 {
+			return -1, unix.ENAMETOOLONG // one component longer than NAME_MAX
+		}
+		d, err := r.openat(dirfd, name[:cut], unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return -1, err
+		}
+		defer unix.Close(d)
+		return r.openat(d, name[cut+1:], flags, mode)
+	}
 	flags |= unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
 	if fd, ok, err := openat2(dirfd, name, flags, mode, r.beneath); ok {
 		return fd, err
