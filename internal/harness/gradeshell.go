@@ -41,7 +41,11 @@ type GradingShell struct {
 	// caches, bound back): the grader's directory of every grading's
 	// checkout, a benchmark's workspaces and its output
 	// (sandbox.Policy.Covered).
-	Covered  []string
+	Covered []string
+	// Writable are further directories the graded commands may write,
+	// bound back inside a covered one (the grading's report directory,
+	// where a test command writes its JUnit report).
+	Writable []string
 	CacheDir string
 	// Overlay puts Go's build cache, like pip's and npm's, under an
 	// overlay instead of a cache program (ignored with CacheDir).
@@ -79,6 +83,7 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 	// agent's commands get (under load, a suite took 16 times longer).
 	p.Limits.CPUWeight = 100
 	p.Writable = append(p.Writable, caches.Writable...)
+	p.Writable = append(p.Writable, g.Writable...)
 	for _, l := range caches.Layers {
 		p.Overlays = append(p.Overlays, sandbox.Overlay{Target: l.Dir, Lower: l.Lower, Upper: l.Upper, Work: l.Work})
 	}

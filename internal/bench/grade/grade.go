@@ -24,12 +24,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/bench/swebench"
 	"github.com/trussdev/truss/internal/gitsafe"
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/validate"
 )
 
@@ -305,7 +307,14 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
 		}
 	}
-	junit := filepath.Join(dir, "junit.xml")
+	// The grading's own report directory: the one place beside the
+	// checkout its commands may write, bound back in the covered
+	// grader's directory, so no other grading sees it.
+	reports := filepath.Join(dir, "report")
+	if err := os.Mkdir(reports, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("the grading's report directory: %w", err)
+	}
+	junit := filepath.Join(reports, junitName)
 	var env validate.Env
 	var err error
 	if p.live != nil {
@@ -327,7 +336,7 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		// commit's with this task's fix; the grader's directory holds
 		// every other grading's checkout (a patch that resolves it, its
 		// caches) and this one's patches.
-		sh, err = hs.OpenHiding(ws, envs, p.g.Checkouts.Private(), []string{filepath.Dir(dir)})
+		sh, err = hs.OpenHiding(ws, envs, p.g.Checkouts.Private(), []string{filepath.Dir(dir)}, []string{reports})
 	} else {
 		sh, err = shells.Open(ws, envs)
 	}
@@ -364,8 +373,12 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		// The shell itself failed (it could not start, a sandbox limit).
 		return nil, fmt.Errorf("running the tests: %s", res.Err.Message)
 	}
-	verdicts, source := readVerdicts(res.Stdout+"\n"+res.Stderr, junit)
+	expected := strings.Contains(strings.Join(append(slices.Clip(env.Setup), env.Test), "\n"), "TRUSS_BENCH_JUNIT")
+	verdicts, source, note := readVerdicts(res.Stdout+"\n"+res.Stderr, reports, expected)
 	v.Source = source
+	if note != "" {
+		v.Source += " (" + note + ")"
+	}
 	for _, name := range task.Tests() {
 		switch {
 		case v.SetupFailed != "":
@@ -390,22 +403,50 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	return v, nil
 }
 
-// readVerdicts reads per-test verdicts from a JUnit report when the
-// command wrote one, else from go test -json or pytest output; with none
-// of them, the source is the whole command's exit status.
-func readVerdicts(out, junit string) (Verdicts, string) {
-	if doc, err := os.ReadFile(junit); err == nil {
-		if v, ok, err := ParseJUnit(doc); err == nil && ok {
-			return v, "junit"
+// junitName is the report's name in the grading's report directory, and
+// maxJUnit the largest report read (past it, the verdicts come from the
+// output).
+const (
+	junitName = "junit.xml"
+	maxJUnit  = 64 << 20
+)
+
+// readVerdicts reads per-test verdicts from the JUnit report the command
+// wrote in reports, else from go test -json or pytest output; with none
+// of them, the source is the whole command's exit status. The report is
+// read as the graded commands left it, through hostfs: a symbolic link,
+// a FIFO or a report over maxJUnit is refused, and note says why the
+// report was not used when one was there, or when expected (the commands
+// name $TRUSS_BENCH_JUNIT) and there was none.
+func readVerdicts(out, reports string, expected bool) (v Verdicts, source, note string) {
+	doc, err := hostfs.ReadFileIn(reports, junitName, maxJUnit)
+	switch {
+	case err == nil:
+		pv, ok, perr := ParseJUnit(doc)
+		switch {
+		case perr != nil:
+			note = "the JUnit report is unreadable: " + perr.Error()
+		case !ok:
+			note = "the JUnit report holds no test case"
+		default:
+			return pv, "junit", ""
 		}
+	case hostfs.IsNotExist(err):
+		if expected {
+			note = "no JUnit report was written to $TRUSS_BENCH_JUNIT"
+		}
+	case errors.Is(err, hostfs.ErrTooLarge):
+		note = fmt.Sprintf("the JUnit report is larger than %d MiB, not read", maxJUnit>>20)
+	default:
+		note = "the JUnit report was refused: " + err.Error()
 	}
 	if v, ok := ParseGoTestJSON([]byte(out)); ok {
-		return v, "go test -json"
+		return v, "go test -json", note
 	}
 	if v, ok := ParsePytest([]byte(out)); ok {
-		return v, "pytest"
+		return v, "pytest", note
 	}
-	return nil, "exit status"
+	return nil, "exit status", note
 }
 
 // testEnv is the task's setup and test commands: its own, else those

@@ -56,8 +56,9 @@ func (s *InImage) ForTask(task *bench.Task) (Shells, error) {
 }
 
 // Open implements Shells. env's variables are set in the container; a
-// variable naming a host path (TRUSS_BENCH_JUNIT) points outside the mount
-// there, so verdicts come from the test runner's output. The image is
+// variable naming a host path (TRUSS_BENCH_JUNIT, in the grading's report
+// directory beside the checkout) points outside the mount there, so
+// verdicts come from the test runner's output. The image is
 // ensured first (see InImage); Shells.Open takes no context, so a pull
 // it starts runs to its end (a benchmark's prefetch and its agents'
 // starts have mostly pulled the image before its first grading).

@@ -207,7 +207,7 @@ func TestCoveredKeepsOwnDirectories(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sh validate.Shell
-	if sh, err = (&grade.Sandboxed{}).OpenHiding(repo, nil, nil, []string{filepath.Join(base, "g")}); err != nil {
+	if sh, err = (&grade.Sandboxed{}).OpenHiding(repo, nil, nil, []string{filepath.Join(base, "g")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer sh.Close()

@@ -28,13 +28,14 @@ type Shells interface {
 // HidingShells is a Shells that can hide paths from one shell's commands
 // besides those it always hides: hidden (files and directories the
 // commands cannot read at all) and covered (directories they see empty
-// but for the shell's own: dir, its temporary directory and caches). The
+// but for the shell's own: dir, its temporary directory and caches, and
+// writable, further directories the commands may write). The
 // grader hides the checkouts its templates made ahead (other tasks'
 // trees) and covers its own directory (every grading's checkout). A
 // Shells whose commands see no host path (a container) need not
 // implement it.
 type HidingShells interface {
-	OpenHiding(dir string, env, hidden, covered []string) (validate.Shell, error)
+	OpenHiding(dir string, env, hidden, covered, writable []string) (validate.Shell, error)
 }
 
 // TaskShells is a Shells whose environment depends on the task graded
@@ -152,15 +153,15 @@ func (s *Sandboxed) Private() []string {
 // Open implements Shells: harness.OpenGradingShell, which composes the
 // sandbox as a session's commands' is.
 func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
-	return s.OpenHiding(dir, env, nil, nil)
+	return s.OpenHiding(dir, env, nil, nil, nil)
 }
 
-// OpenHiding implements HidingShells: Open, with hidden hidden and
-// covered covered too.
-func (s *Sandboxed) OpenHiding(dir string, env, hidden, covered []string) (validate.Shell, error) {
+// OpenHiding implements HidingShells: Open, with hidden hidden, covered
+// covered and writable writable too.
+func (s *Sandboxed) OpenHiding(dir string, env, hidden, covered, writable []string) (validate.Shell, error) {
 	s.once.Do(func() { s.host = sandbox.Probe() })
 	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: append(slices.Clip(s.Hidden), hidden...),
-		Covered: append(slices.Clip(s.Covered), covered...), Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
+		Covered: append(slices.Clip(s.Covered), covered...), Writable: writable, Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
 	switch s.mode() {
 	case CacheShared:
 		d, err := s.cacheDir()
