@@ -555,10 +555,11 @@ func BenchmarkRenderInChromium(b *testing.B) {
 	path := writeFile(b, buf.Bytes())
 	ctx := browser(b)
 	u := (&url.URL{Scheme: "file", Path: path}).String()
-	// The page marks when its check ended, when it had drawn the first
+	// The page marks when its script began (the page read), when its
+	// check ended, when it had drawn the first
 	// screen, and when the frame after that was painted
 	// (performance.mark), from the navigation's start.
-	type marks struct{ Verified, Drawn, Painted float64 }
+	type marks struct{ Script, Verified, Drawn, Painted float64 }
 	var sum marks
 	for b.Loop() {
 		tab, cancel := chromedp.NewContext(ctx)
@@ -568,17 +569,19 @@ func BenchmarkRenderInChromium(b *testing.B) {
 		if _, err := chromedp.Run(tab, chromedp.Poll[bool](`performance.getEntriesByName("truss-painted").length > 0`)); err != nil {
 			b.Fatal(err)
 		}
-		m, err := chromedp.Run(tab, chromedp.Evaluate[marks](`({verified: performance.getEntriesByName("truss-verified")[0].startTime,
+		m, err := chromedp.Run(tab, chromedp.Evaluate[marks](`({script: performance.getEntriesByName("truss-start")[0].startTime, verified: performance.getEntriesByName("truss-verified")[0].startTime,
 			drawn: performance.getEntriesByName("truss-drawn")[0].startTime, painted: performance.getEntriesByName("truss-painted")[0].startTime})`))
 		if err != nil {
 			b.Fatal(err)
 		}
+		sum.Script += m.Script
 		sum.Verified += m.Verified
 		sum.Drawn += m.Drawn
 		sum.Painted += m.Painted
 		cancel()
 	}
 	b.ReportMetric(float64(buf.Len()), "page-bytes")
+	b.ReportMetric(sum.Script/float64(b.N), "ms-to-script")
 	b.ReportMetric(sum.Verified/float64(b.N), "ms-to-verified")
 	b.ReportMetric(sum.Drawn/float64(b.N), "ms-to-drawn")
 	b.ReportMetric(sum.Painted/float64(b.N), "ms-to-painted")
