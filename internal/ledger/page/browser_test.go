@@ -35,12 +35,13 @@ func browser(t testing.TB) context.Context {
 	return browsertest.Start(t, browsertest.Options{Width: 1200, Height: 1400, Timeout: 30 * time.Minute})
 }
 
-// shown is what a loaded page shows.
+// shown is what a loaded page shows, every folded part opened.
 type shown struct {
 	Verdict string `json:"verdict"`
 	Class   string `json:"class"`
 	Title   string `json:"title"`
 	Turns   int    `json:"turns"`
+	Folded  int    `json:"folded"`
 	Calls   int    `json:"calls"`
 	Diffs   int    `json:"diffs"`
 	Adds    int    `json:"adds"`
@@ -51,18 +52,33 @@ type shown struct {
 	Scripts int    `json:"scripts"`
 }
 
-const inspect = `(() => {
+// openAll opens every folded part of the page, and every part that
+// opening one draws, until none is left closed.
+const openAll = `(async () => {
+  for (let quiet = 0; quiet < 2;) {
+    const closed = [...document.querySelectorAll('details:not([open])')];
+    closed.forEach((d) => { d.open = true; });
+    quiet = closed.length ? 0 : quiet + 1;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+})()`
+
+// inspect says what the page shows: how many turns it drew folded, then,
+// every folded part opened, everything.
+const inspect = `(async () => {
+  const folded = document.querySelectorAll('details.turnbody:not([open])').length;
+  await ` + openAll + `;
   const v = document.getElementById('verdict');
   return {verdict: v.textContent, class: v.className, title: document.title,
-    turns: document.querySelectorAll('section.turn').length, calls: document.querySelectorAll('div.call').length,
+    turns: document.querySelectorAll('section.turn').length, folded, calls: document.querySelectorAll('div.call').length,
     diffs: document.querySelectorAll('pre.diff').length, adds: document.querySelectorAll('pre.diff span.add').length,
-    dels: document.querySelectorAll('pre.diff span.del').length, agents: document.querySelectorAll('div.agent').length,
+    dels: document.querySelectorAll('pre.diff span.del').length, agents: document.querySelectorAll('details.agent').length,
     bars: [...document.querySelectorAll('#timeline rect.bar')].filter(r => r.getBBox().width > 0).length,
     text: document.getElementById('session').textContent, scripts: document.scripts.length};
 })()`
 
-// load opens the page file in a new tab, waits for its verdict and
-// returns what it shows, what it reported and a screenshot of the verdict
+// load opens the page file in a new tab, waits for its verdict, opens
+// every folded part and returns what it shows, what it reported and a screenshot of the verdict
 // and of the first diff that removes lines (nil when there is none).
 func load(t *testing.T, ctx context.Context, path, query string) (shown, []string, []string, []byte, []byte) {
 	t.Helper()
@@ -74,7 +90,7 @@ func load(t *testing.T, ctx context.Context, path, query string) (shown, []strin
 	if err := chromedp.Do(tab, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#verdict.ok, #verdict.bad"))); err != nil {
 		t.Fatal(err)
 	}
-	s, err := chromedp.Run(tab, chromedp.Evaluate[shown](inspect))
+	s, err := chromedp.Run(tab, chromedp.Evaluate[shown](inspect, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,6 +451,94 @@ func jsonText(s string) string {
 	return string(b[1 : len(b)-1])
 }
 
+// TestFoldedInChromium: a session longer than the first screen draws its
+// first turns open and the others folded; a folded turn opened after
+// load draws its calls and diff from the verified ledger; a changed byte
+// that only a folded turn shows fails the whole page at load, as truss
+// ledger verify does, before anything is drawn.
+func TestFoldedInChromium(t *testing.T) {
+	ctx := browser(t)
+	dir, vkey := sample(t, 12, false)
+	doc := build(t, dir, vkey, page.Options{})
+	html := write(t, doc)
+	tab, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	var log browsertest.Log
+	log.Listen(t, tab)
+	u := (&url.URL{Scheme: "file", Path: writeFile(t, html)}).String()
+	if err := chromedp.Do(tab, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#verdict.ok"))); err != nil {
+		t.Fatal(err)
+	}
+	type screen struct {
+		Turns, Open, Diffs, Calls10 int
+		Text10                      string
+	}
+	look := func() screen {
+		t.Helper()
+		s, err := chromedp.Run(tab, chromedp.Evaluate[screen](`({turns: document.querySelectorAll('section.turn').length,
+			open: document.querySelectorAll('details.turnbody[open]').length, diffs: document.querySelectorAll('pre.diff').length,
+			calls10: document.querySelectorAll('#turn-10 div.call').length, text10: document.getElementById('turn-10').textContent})`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// 12 turns and the last response's; the first five drawn open, each
+	// with its edit's diff.
+	s := look()
+	if s.Turns != 13 || s.Open != 5 || s.Diffs != 5 || s.Calls10 != 0 {
+		t.Errorf("first screen: %+v, want 13 turns, 5 open, 5 diffs, turn 10 not drawn", s)
+	}
+	if !strings.Contains(s.Text10, "Turn 10") || !strings.Contains(s.Text10, "2 calls: str_replace_based_edit_tool, bash") ||
+		!strings.Contains(s.Text10, "Turn 10: I will edit main.go <script>alert(1)</script>.") || strings.Contains(s.Text10, "println") {
+		t.Errorf("folded turn 10 shows %q", s.Text10)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS("#turn-10 > details > summary")), chromedp.WaitVisible(chromedp.CSS("#turn-10 pre.diff"))); err != nil {
+		t.Fatal(err)
+	}
+	s = look()
+	for _, want := range []string{"-\tprintln(9)\n", "+\tprintln(10)\n", "Reasoning summary", "go test ./...", "exit status 0", "The file main.go has been edited."} {
+		if !strings.Contains(s.Text10, want) {
+			t.Errorf("opened turn 10 does not show %q: %.1000q", want, s.Text10)
+		}
+	}
+	if s.Calls10 != 2 || s.Open != 6 || s.Diffs != 6 {
+		t.Errorf("after opening turn 10: %+v", s)
+	}
+	if n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.scripts.length`)); err != nil || n != 2 {
+		t.Errorf("%d scripts after opening (%v)", n, err)
+	}
+	if problems, requests := log.Snapshot(); len(problems) > 0 || len(requests) > 1 {
+		t.Errorf("problems %v, requests %v", problems, requests)
+	}
+
+	// The content turn 10's diff is drawn from, changed in the file.
+	var d string
+	for _, e := range doc.Runs[0].Entries {
+		if strings.Contains(e, `"type":"tool.result"`) && strings.Contains(e, `"call_id":"call_10_1"`) {
+			d = regexp.MustCompile(`"after":"([0-9a-f]{64})"`).FindStringSubmatch(e)[1]
+		}
+	}
+	b := bytes.Clone(html)
+	i := bytes.Index(b, []byte(`"`+d+`":{"text":"`))
+	j := bytes.Index(b[i:], []byte("println(10)"))
+	if i < 0 || j < 0 {
+		t.Fatal("turn 10's content is not in the page")
+	}
+	b[i+j+len("println(1")] = '7'
+	_, goErr := page.Verify(b, vkey)
+	if goErr == nil || !strings.Contains(goErr.Error(), ": payload content."+d[:16]+": content does not match") {
+		t.Fatalf("truss ledger verify: %v", goErr)
+	}
+	f := checkFails(t, ctx, writeFile(t, b), "payload content."+d[:16]+": content does not match its digest")
+	if g, js := named(goErr.Error()), named(f.Verdict); g != js {
+		t.Errorf("the page names entry %s, truss ledger verify entry %s", js, g)
+	}
+	if f.Turns != 0 {
+		t.Errorf("a page that does not verify draws %d turns", f.Turns)
+	}
+}
+
 // BenchmarkRenderInChromium measures how long Chromium takes to open the
 // page of a 200-turn session, verify it and draw it: from navigation to
 // the verdict, in one tab per load.
@@ -451,26 +555,36 @@ func BenchmarkRenderInChromium(b *testing.B) {
 	path := writeFile(b, buf.Bytes())
 	ctx := browser(b)
 	u := (&url.URL{Scheme: "file", Path: path}).String()
-	// The page marks when its check ended and when it had drawn the
-	// session (performance.mark), from the navigation's start.
-	type marks struct{ Verified, Drawn float64 }
+	// The page marks when its script began (the page read), when its
+	// check ended, when it had drawn the first
+	// screen, and when the frame after that was painted
+	// (performance.mark), from the navigation's start.
+	type marks struct{ Script, Verified, Drawn, Painted float64 }
 	var sum marks
 	for b.Loop() {
 		tab, cancel := chromedp.NewContext(ctx)
 		if err := chromedp.Do(tab, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#verdict.ok"))); err != nil {
 			b.Fatal(err)
 		}
-		m, err := chromedp.Run(tab, chromedp.Evaluate[marks](`({verified: performance.getEntriesByName("truss-verified")[0].startTime, drawn: performance.getEntriesByName("truss-drawn")[0].startTime})`))
+		if _, err := chromedp.Run(tab, chromedp.Poll[bool](`performance.getEntriesByName("truss-painted").length > 0`)); err != nil {
+			b.Fatal(err)
+		}
+		m, err := chromedp.Run(tab, chromedp.Evaluate[marks](`({script: performance.getEntriesByName("truss-start")[0].startTime, verified: performance.getEntriesByName("truss-verified")[0].startTime,
+			drawn: performance.getEntriesByName("truss-drawn")[0].startTime, painted: performance.getEntriesByName("truss-painted")[0].startTime})`))
 		if err != nil {
 			b.Fatal(err)
 		}
+		sum.Script += m.Script
 		sum.Verified += m.Verified
 		sum.Drawn += m.Drawn
+		sum.Painted += m.Painted
 		cancel()
 	}
 	b.ReportMetric(float64(buf.Len()), "page-bytes")
+	b.ReportMetric(sum.Script/float64(b.N), "ms-to-script")
 	b.ReportMetric(sum.Verified/float64(b.N), "ms-to-verified")
 	b.ReportMetric(sum.Drawn/float64(b.N), "ms-to-drawn")
+	b.ReportMetric(sum.Painted/float64(b.N), "ms-to-painted")
 }
 
 // hostile writes a ledger whose files the model named and filled to

@@ -10,7 +10,12 @@
   const subtle = globalThis.crypto && globalThis.crypto.subtle;
 
   // ---- small helpers ----
-  const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  const HEX = Array.from({ length: 256 }, (_, x) => x.toString(16).padStart(2, "0"));
+  const hex = (b) => {
+    let s = "";
+    for (let i = 0; i < b.length; i++) s += HEX[b[i]];
+    return s;
+  };
   const unb64 = (s) => {
     if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(s)) throw new Error("not base64");
     const bin = atob(s);
@@ -148,6 +153,61 @@
     return { v, raw };
   }
 
+  // parseFast reads what parseStrict reads, the same value and the same
+  // raw members, faster: the browser's JSON.parse (RFC 8259, as
+  // parseStrict's grammar) makes the value, and one pass over the
+  // tokens of what it accepted finds what JSON.parse does not refuse (a
+  // member twice, nesting deeper than MAX_DEPTH) and the outermost
+  // members' source text. It returns null for anything it does not
+  // accept, and parseStrict then reads the line and names what is wrong.
+  const TOKEN = /"[^"\\]*(?:\\.[^"\\]*)*"|[{}[\],:]|[^"{}[\],:]+/y;
+  function parseFast(s) {
+    let v;
+    try { v = JSON.parse(s); } catch (e) { return null; }
+    const raw = {};
+    const stack = []; // each open object's member names, or null for an array
+    let name = false; // the next string is a member's name
+    let member = null; // the outermost object's member being read,
+    let vs = 0; // and where its value begins
+    TOKEN.lastIndex = 0;
+    while (TOKEN.lastIndex < s.length) {
+      const at = TOKEN.lastIndex;
+      const m = TOKEN.exec(s);
+      if (!m) return null;
+      const t = m[0];
+      switch (t) {
+        case "{":
+        case "[":
+          if (stack.length >= MAX_DEPTH) return null;
+          stack.push(t === "{" ? new Set() : null);
+          name = t === "{";
+          break;
+        case "}":
+        case "]":
+          if (stack.length === 1 && member !== null) raw[member] = s.slice(vs, at).trim();
+          stack.pop();
+          break;
+        case ",":
+          if (stack.length === 1 && member !== null) raw[member] = s.slice(vs, at).trim();
+          name = stack[stack.length - 1] !== null;
+          break;
+        case ":":
+          if (stack.length === 1) vs = TOKEN.lastIndex;
+          break;
+        default:
+          if (name && t[0] === '"') {
+            const k = t.includes("\\") ? JSON.parse(t) : t.slice(1, -1);
+            const seen = stack[stack.length - 1];
+            if (seen.has(k)) return null;
+            seen.add(k);
+            name = false;
+            if (stack.length === 1) member = k;
+          }
+      }
+    }
+    return stack.length === 0 ? { v, raw } : null;
+  }
+
   // ---- what every entry must be (docs/ledger.md) ----
   const MEMBERS = ["v", "seq", "time", "session", "type", "prev", "data", "payloads"];
   const DIGEST = /^[0-9a-f]{64}$/;
@@ -256,7 +316,7 @@
   // does not check v's value, seq's or prev's (the caller does).
   function parseEntry(line) {
     let p;
-    try { p = parseStrict(line); } catch (e) { throw new Error("not a JSON entry: " + e.message); }
+    try { p = parseFast(line) || parseStrict(line); } catch (e) { throw new Error("not a JSON entry: " + e.message); }
     const m = p.v;
     if (!isObj(m)) throw new Error("not a JSON object");
     for (const k of MEMBERS) if (!(k in m)) throw new Error("no member " + show(k));
@@ -334,11 +394,37 @@
   }
 
   // ---- the tree ----
-  const leafHash = (line) => sha256(concat(new Uint8Array([0]), enc.encode(line)));
-  const nodeHash = (l, r) => sha256(concat(new Uint8Array([1]), l, r));
+  // What a leaf or a node hashes is written into one buffer, used again
+  // for the next: digest copies its input when it is called.
+  let scratch = new Uint8Array(1 << 16);
+  const room = (n) => {
+    if (scratch.length < n) scratch = new Uint8Array(Math.max(n, 2 * scratch.length));
+    return scratch;
+  };
+  // hashText hashes text's UTF-8 bytes after the bytes of prefix.
+  const hashText = (prefix, text) => {
+    const b = room(prefix.length + 3 * text.length);
+    b.set(prefix);
+    const { written } = enc.encodeInto(text, b.subarray(prefix.length));
+    return sha256(b.subarray(0, prefix.length + written));
+  };
+  const LEAF = new Uint8Array([0]);
+  const NONE = new Uint8Array(0);
+  const leafHash = (line) => hashText(LEAF, line);
+  const node = new Uint8Array(65);
+  const nodeHash = (l, r) => {
+    node[0] = 1;
+    node.set(l, 1);
+    node.set(r, 33);
+    return sha256(node);
+  };
   // ---- verification of one ledger ----
   // It returns {entries, leaves, report} or throws a Fail naming the part.
   async function verifyLedger(L, k, where, parentLink) {
+    // M marks the end of each step of the outermost ledgers' check
+    // (performance.mark "truss-parsed", …), which the browser benchmark
+    // reports.
+    const M = (n) => { if (!parentLink) performance.mark("truss-" + n); };
     if (!L || !Array.isArray(L.entries) || !isObj(L.checkpoints) || !isObj(L.payloads)) fail(where, "the page's ledger is not complete");
     const cpSizes = Object.keys(L.checkpoints).map((s) => {
       if (!/^(0|[1-9][0-9]*)$/.test(s)) fail(where, "checkpoint " + show(s) + ": not keyed by a tree size");
@@ -363,7 +449,9 @@
         bad = { i, reason: x.message };
       }
     }
+    M("parsed");
     const leaves = await Promise.all(entries.map((e, i) => leafHash(L.entries[i])));
+    M("leaves");
     for (let i = 0; i < entries.length; i++) {
       if (entries[i].prev !== (i > 0 ? hex(leaves[i - 1]) : "")) {
         fail(i > 0 ? where.concat("entry " + (i - 1)) : where, "the entry was changed: its leaf hash no longer matches the next entry's prev link");
@@ -379,6 +467,7 @@
       for (let j = 0; j + 1 < below.length; j += 2) pairs.push(nodeHash(below[j], below[j + 1]));
       levels.push(await Promise.all(pairs));
     }
+    M("tree");
     // The root of the first size leaves: its perfect subtrees, largest
     // first, folded from the right.
     const rootAt = async (size) => {
@@ -403,6 +492,7 @@
       try { text = await openNote(note, k); } catch (x) { return { err: "failed to verify signatures on checkpoint: " + x.message }; }
       return { note, text, root: size <= n ? await rootAt(size) : null };
     }));
+    M("checkpoints");
     let sealed = 0;
     let last = null;
     let count = 0;
@@ -443,16 +533,25 @@
     // Payloads.
     const used = new Set();
     const rep = { entries: n, checkpoints: count, root: last.root, note: last.note, checked: 0, omitted: [], redacted: [], notEmbedded: [], session, unsealed };
+    // A verified payload is kept as its text, when it is well-formed
+    // text (its UTF-8 bytes are exactly what was hashed, and decode to
+    // it), else as its bytes, decoded when shown.
+    const textOf = new Map();
     const bytesOf = new Map();
     const sums = new Map();
     await Promise.all(Object.keys(L.payloads).map(async (d) => {
       const p = L.payloads[d];
       if (!isObj(p) || p.omitted || typeof p.redacted === "string") return;
       try {
+        if (typeof p.text === "string" && typeof p.text.isWellFormed === "function" && p.text.isWellFormed()) {
+          sums.set(d, { text: p.text, sum: hex(await hashText(NONE, p.text)) });
+          return;
+        }
         const b = typeof p.text === "string" ? enc.encode(p.text) : typeof p.base64 === "string" && p.base64 !== "" ? unb64(p.base64) : new Uint8Array(0);
         sums.set(d, { b, sum: hex(await sha256(b)) });
       } catch (x) { sums.set(d, { err: x.message }); }
     }));
+    M("payloads");
     for (let i = 0; i < n; i++) {
       const e = entries[i];
       for (const name of Object.keys(e.payloads).sort()) {
@@ -468,11 +567,12 @@
         if (!isObj(p)) fail(where.concat("entry " + i), "payload " + name + ": not a payload");
         if (p.omitted) { rep.omitted.push(label); continue; }
         if (typeof p.redacted === "string") { rep.redacted.push(label); continue; }
-        if (bytesOf.has(d)) continue;
+        if (textOf.has(d) || bytesOf.has(d)) continue;
         const got = sums.get(d);
         if (got.err) fail(where.concat("entry " + i), "payload " + name + ": " + got.err);
         if (got.sum !== d) fail(where.concat("entry " + i), "payload " + name + ": content does not match its digest " + d);
-        bytesOf.set(d, got.b);
+        if (got.b) bytesOf.set(d, got.b);
+        else textOf.set(d, got.text);
         rep.checked++;
       }
     }
@@ -487,6 +587,7 @@
         if (lk) links.push({ entry: i, session: e.session, call: e.data.call_id, dir: lk.dir, size: lk.size, root: lk.root, checkpoint: lk.checkpoint });
       }
     });
+    M("own");
     const agents = Array.isArray(L.agents) ? L.agents : [];
     if (links.length !== agents.length) fail(where, "the entries link " + links.length + " sub-agent ledgers, the page holds " + agents.length);
     const kids = [];
@@ -499,7 +600,7 @@
       child.dir = lk.dir;
       kids.push(child);
     }
-    return { entries, payloads: L.payloads, bytesOf, rep, kids };
+    return { entries, payloads: L.payloads, bytesOf, textOf, rep, kids };
   }
 
   async function checkLink(lk, rep, last, entries, where) {
@@ -591,7 +692,10 @@
     return e;
   }
 
-  const fmtInt = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "–");
+  // One formatter for every count: toLocaleString makes a new one per
+  // call, which drawing a long session pays thousands of times.
+  const intFormat = new Intl.NumberFormat("en-US");
+  const fmtInt = (n) => (typeof n === "number" ? intFormat.format(n) : "–");
   const fmtDur = (ms) => (ms < 1 ? ms.toFixed(2) + " ms" : ms < 1000 ? ms.toFixed(0) + " ms" : (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s");
   const fmtCost = (c) => (typeof c === "number" ? "$" + c.toFixed(c < 0.01 ? 5 : 4) : "–");
   const ms = (t) => {
@@ -610,8 +714,38 @@
     if (!p) return { missing: "not on this page", d };
     if (p.omitted) return { missing: "left out: " + p.omitted + " (" + fmtInt(p.size) + " bytes)", d };
     if (typeof p.redacted === "string") return { text: p.redacted, redacted: true, d };
-    const b = V.bytesOf.get(d);
-    return { text: dec.decode(b), d, size: b.length };
+    // The verified text, or bytes decoded once however often they are
+    // shown.
+    let text = V.textOf.get(d);
+    if (text === undefined) {
+      text = dec.decode(V.bytesOf.get(d));
+      V.textOf.set(d, text);
+    }
+    return { text, d };
+  }
+
+  // lazy makes box (a <details>) draw its content the first time it is
+  // open: at once when it is drawn open, else when the reader opens it.
+  // build draws from the verified ledger its closure holds, never from
+  // the page: what it draws is as verified as what is drawn at first.
+  function lazy(box, build) {
+    let built = false;
+    const fill = () => {
+      if (built || !box.open) return;
+      built = true;
+      build(box);
+    };
+    box.addEventListener("toggle", fill);
+    fill();
+    return box;
+  }
+
+  // countLines counts a text's lines as split("\n") would, without
+  // making the pieces.
+  function countLines(text) {
+    let n = 1;
+    for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) n++;
+    return n;
   }
 
   function payloadView(pl, label, foldLines) {
@@ -620,12 +754,13 @@
     if (pl.missing) return el("div", { class: "payload missing" }, head, " — ", pl.missing);
     const badge = pl.redacted ? el("span", { class: "badge bad" }, "redacted, unverified") : el("span", { class: "badge ok" }, "verified");
     const text = pl.text;
-    const lines = text.split("\n").length;
-    const pre = el("pre", { class: "out" }, text);
+    const lines = countLines(text);
+    // A long payload is folded, and drawn when opened.
     if (lines > (foldLines || 12) || text.length > 4000) {
-      return el("details", { class: "payload" }, el("summary", {}, head, " ", badge, " ", lines + " lines, " + fmtInt(text.length) + " characters"), pre);
+      return lazy(el("details", { class: "payload" }, el("summary", {}, head, " ", badge, " ", lines + " lines, " + fmtInt(text.length) + " characters")),
+        (box) => box.append(el("pre", { class: "out" }, text)));
     }
-    return el("div", { class: "payload" }, head, " ", badge, pre);
+    return el("div", { class: "payload" }, head, " ", badge, el("pre", { class: "out" }, text));
   }
 
   // The model's text and reasoning summary, read from the response body
@@ -759,6 +894,8 @@
     return hunks;
   }
 
+  // A diff of more lines than FOLD_DIFF is folded.
+  const FOLD_DIFF = 80;
   function changeView(V, e, ch) {
     const before = ch.before ? payload(V, e, "content." + ch.before.slice(0, 16)) : null;
     const after = ch.after ? payload(V, e, "content." + ch.after.slice(0, 16)) : null;
@@ -782,162 +919,250 @@
     const hunks = unified(bt, at, 3);
     if (!hunks) { box.append(el("div", { class: "note" }, "too large to diff here")); return box; }
     if (hunks.length === 0) { box.append(el("div", { class: "note" }, ch.moved_to ? "content unchanged" : "no change in content")); return box; }
-    const pre = el("pre", { class: "diff" });
-    pre.append(el("span", { class: "dh" }, "--- " + (ch.kind === "add" ? "/dev/null" : "a/" + oneLine(ch.path)) + "\n"));
-    pre.append(el("span", { class: "dh" }, "+++ " + (ch.kind === "delete" ? "/dev/null" : "b/" + oneLine(ch.moved_to || ch.path)) + "\n"));
-    for (const h of hunks) {
-      pre.append(el("span", { class: "hunk" }, "@@ -" + (h.a + 1) + "," + h.na + " +" + (h.b + 1) + "," + h.nb + " @@\n"));
-      for (const [op, line] of h.lines) pre.append(el("span", { class: op === "+" ? "add" : op === "-" ? "del" : "ctx" }, op + line + "\n"));
+    const diff = () => {
+      const pre = el("pre", { class: "diff" });
+      pre.append(el("span", { class: "dh" }, "--- " + (ch.kind === "add" ? "/dev/null" : "a/" + oneLine(ch.path)) + "\n"));
+      pre.append(el("span", { class: "dh" }, "+++ " + (ch.kind === "delete" ? "/dev/null" : "b/" + oneLine(ch.moved_to || ch.path)) + "\n"));
+      for (const h of hunks) {
+        pre.append(el("span", { class: "hunk" }, "@@ -" + (h.a + 1) + "," + h.na + " +" + (h.b + 1) + "," + h.nb + " @@\n"));
+        for (const [op, line] of h.lines) pre.append(el("span", { class: op === "+" ? "add" : op === "-" ? "del" : "ctx" }, op + line + "\n"));
+      }
+      return pre;
+    };
+    // A long diff is folded, and drawn when opened.
+    const lines = hunks.reduce((n, h) => n + h.lines.length, 0);
+    if (lines > FOLD_DIFF) {
+      const adds = hunks.reduce((n, h) => n + h.lines.filter((l) => l[0] === "+").length, 0);
+      const dels = hunks.reduce((n, h) => n + h.lines.filter((l) => l[0] === "-").length, 0);
+      box.append(lazy(el("details", { class: "difffold" }, el("summary", {}, "diff: " + fmtInt(lines) + " lines, +" + fmtInt(adds) + " −" + fmtInt(dels) + " in " + fmtInt(hunks.length) + (hunks.length === 1 ? " hunk" : " hunks"))),
+        (x) => x.append(diff())));
+    } else {
+      box.append(diff());
     }
-    box.append(pre);
     return box;
   }
 
   const kv = (pairs) => el("dl", { class: "kv" }, pairs.filter((p) => p[1] !== undefined && p[1] !== null && p[1] !== "").map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
 
-  // draw renders one verified ledger; depth > 0 is a sub-agent's.
+  // OPEN_TURNS turns of each ledger are drawn open, the first screen;
+  // the others are folded and drawn when the reader opens them.
+  const OPEN_TURNS = 5;
+
+  // draw renders one verified ledger; depth > 0 is a sub-agent's. It
+  // first reads the entries (no drawing): which turn each belongs to,
+  // the timeline's spans and each entry's duration; then it draws the
+  // entries outside turns, each turn's heading, and the bodies of the
+  // first OPEN_TURNS turns. A folded turn's body, a folded payload, a
+  // long diff and a sub-agent's ledger are drawn when opened, from the
+  // same verified ledger.
   function draw(V, depth) {
     const root = el("div", { class: "ledger" });
-    const calls = new Map();
     const spans = [];
+    const prevOf = []; // the time of the entry before each: when what it records began
+    const top = { items: [] }; // what root shows, in order: entries' indices and turns
+    const callIn = new Map(); // a call's id: its entry and the block it is in
     let turn = null;
     let prevTime = NaN;
-    const kidsByEntry = new Map(V.kids.map((c) => [c.entry, c]));
     V.entries.forEach((e, i) => {
       const d = e.data;
       const t = ms(e.time);
+      prevOf.push(prevTime);
+      const here = turn || top;
       switch (e.type) {
-        case "session.start": {
-          const tools = Array.isArray(d.tools) ? d.tools.map((x) => x.name + (x.type ? " (" + x.type + ")" : "")).join(", ") : "";
-          root.append(el("section", { class: "start" }, el("h2", {}, depth ? "Sub-agent " + e.session : "Session " + e.session),
-            kv([["model", d.model], ["provider", d.provider], ["surface", d.surface], ["tools", tools], ["sandbox", d.sandbox], ["workspace", d.workspace],
-              ["repository", isObj(d.repo) ? d.repo.head + (d.repo.dirty ? " (dirty)" : "") : ""], ["truss", d.truss], ["started", e.time],
-              ["spawned by", isObj(d.parent) ? d.parent.session + " / " + d.parent.call_id : ""]])));
+        case "model.response":
+          if (isFinite(t - prevTime)) spans.push({ kind: "model", start: prevTime, end: t, label: "turn " + d.turn });
+          turn = { i, items: [], calls: 0, errors: 0, tools: [] };
+          top.items.push(turn);
           break;
-        }
-        case "user": {
-          const pl = payload(V, e, "text");
-          root.append(el("section", { class: "task" }, el("h3", {}, "Task"), pl && !pl.missing ? el("pre", { class: "prose" }, pl.text) : payloadView(pl, "text"), pl && pl.redacted ? el("span", { class: "badge bad" }, "redacted, unverified") : null));
+        case "tool.call":
+          here.items.push(i);
+          callIn.set(d.call_id, { i, block: here });
+          if (turn) {
+            turn.calls++;
+            if (!turn.tools.includes(d.tool)) turn.tools.push(d.tool);
+          }
           break;
-        }
-        case "model.response": {
-          const u = isObj(d.usage) ? d.usage : {};
-          const took = t - prevTime;
-          if (isFinite(took)) spans.push({ kind: "model", start: prevTime, end: t, label: "turn " + d.turn });
-          const pl = payload(V, e, "response");
-          const r = pl && !pl.missing && !pl.redacted ? readResponse(pl.text) : null;
-          turn = el("section", { class: "turn", id: (depth ? "a" + depth + "-" : "") + "turn-" + d.turn });
-          turn.append(el("h3", {}, "Turn " + d.turn, el("span", { class: "meta" }, " · " + d.stop_reason + " · " + (isFinite(took) ? fmtDur(took) : "") +
-            " · in " + fmtInt(u.input_tokens) + " · out " + fmtInt(u.output_tokens) + (u.cache_read_tokens ? " · cache read " + fmtInt(u.cache_read_tokens) : "") +
-            (u.reasoning_tokens ? " · reasoning " + fmtInt(u.reasoning_tokens) : "") + " · " + fmtCost(u.cost_usd))));
-          if (r && r.reasoning) turn.append(el("details", { class: "reasoning" }, el("summary", {}, "Reasoning summary"), el("pre", { class: "prose" }, r.reasoning)));
-          if (r && r.text) turn.append(el("pre", { class: "prose model" }, r.text));
-          if (!r) turn.append(payloadView(pl, "response"));
-          root.append(turn);
-          break;
-        }
-        case "tool.call": {
-          const card = el("div", { class: "call" });
-          const ops = Array.isArray(d.ops) ? d.ops : [];
-          card.append(el("div", { class: "callhead" }, el("code", { class: "tool" }, d.tool), " ",
-            el("span", { class: "meta" }, (d.kind || "") + (d.type ? " " + d.type : "") + " · surface " + (d.surface || "–") + " · " + d.call_id + (d.decoded === false ? " · NOT DECODED" : ""))));
-          card.append(el("div", { class: "ops" }, el("div", { class: "plabel" }, "as Truss understood it"),
-            ops.map((o) => el("div", { class: "op" }, el("code", { class: "opname" }, o.op), " ", el("pre", { class: "args" }, toJSON(o.args, 1))))));
-          const inp = payload(V, e, "input");
-          if (inp) card.append(payloadView(inp, "as the model sent it", 6));
-          // The ledger writes a call's entry when it completes: the call
-          // ran from the entry before it to its result.
-          calls.set(d.call_id, { card, time: prevTime, ops });
-          (turn || root).append(card);
-          break;
-        }
         case "tool.result": {
-          const c = calls.get(d.call_id);
-          const card = c ? c.card : el("div", { class: "call" }, el("div", { class: "callhead" }, "result of " + d.call_id));
-          if (!c) (turn || root).append(card);
-          const took = c ? t - c.time : NaN;
-          if (c && isFinite(took)) spans.push({ kind: "tool", start: c.time, end: t, label: d.call_id });
-          const results = Array.isArray(d.results) ? d.results : [];
-          const status = el("div", { class: "status " + (d.is_error ? "err" : "okk") }, d.is_error ? "error" : "ok", isFinite(took) ? " · " + fmtDur(took) : "");
-          results.forEach((r, k) => {
-            if (!isObj(r)) return;
-            const bits = [r.op];
-            if ("exit_code" in r) bits.push("exit status " + r.exit_code);
-            if (r.timed_out) bits.push("timed out");
-            if (r.error_kind) bits.push(r.error_kind);
-            if (r.truncated) bits.push("truncated for the model");
-            status.append(el("div", { class: "opres" }, bits.join(" · ")));
-            if (isObj(r.approval)) status.append(el("div", { class: "note" }, "approval: " + [r.approval.kind, r.approval.decision, r.approval.by ? "by " + r.approval.by : "", "(" + r.approval.policy + ")"].filter(Boolean).join(" ")));
-            if (isObj(r.mcp)) status.append(el("div", { class: "note" }, "MCP " + r.mcp.server + "/" + r.mcp.tool));
-            for (const s of ["stdout", "stderr"]) { const pl = payload(V, e, s + "." + k); if (pl) status.append(payloadView(pl, s)); }
-          });
-          card.append(status);
-          card.append(payloadView(payload(V, e, "output"), "result"));
-          const mo = payload(V, e, "model_output");
-          if (mo) card.append(payloadView(mo, "what the model read"));
-          results.forEach((r, k) => {
-            if (!isObj(r)) return;
-            for (const ch of Array.isArray(r.changes) ? r.changes : []) card.append(changeView(V, e, ch));
-            const diff = payload(V, e, "diff." + k);
-            if (diff) card.append(payloadView(diff, "the isolated sub-agent's diff"));
-            if (isObj(r.agent)) {
-              const a = r.agent;
-              const u = isObj(a.usage) ? a.usage : {};
-              const box = el("div", { class: "agent" }, el("div", { class: "plabel" }, "sub-agent " + a.session + " · " + a.status + " · " + a.turns + " turns · " + a.calls + " calls · in " + fmtInt(u.input_tokens) + " out " + fmtInt(u.output_tokens) + " · " + fmtCost(u.cost_usd)));
-              const kid = kidsByEntry.get(i);
-              if (kid) {
-                box.append(el("div", { class: "badge ok" }, "ledger " + kid.dir + " verified: " + kid.rep.entries + " entries, linked by its last checkpoint"));
-                box.append(draw(kid, depth + 1));
-              }
-              card.append(box);
-            }
-          });
+          // A result is drawn in its call's card, wherever that is.
+          const c = callIn.get(d.call_id);
+          if (c && isFinite(t - prevOf[c.i])) spans.push({ kind: "tool", start: prevOf[c.i], end: t, label: d.call_id });
+          const block = c ? c.block : here;
+          block.items.push(i);
+          if (d.is_error && block !== top) block.errors++;
           break;
         }
         case "provider_tool":
-          (turn || root).append(el("div", { class: "call unverified" }, el("span", { class: "badge bad" }, "UNVERIFIED"), " executed by the provider: " + d.block, payloadView(payload(V, e, "block"), "block")));
-          break;
         case "model.error":
-          (turn || root).append(el("div", { class: "call err" }, "turn " + d.turn + " failed: " + d.error));
+          here.items.push(i);
           break;
-        case "context.compact":
-          root.append(el("section", { class: "compact" }, el("h3", {}, "Context compacted (" + d.reason + ")"), el("p", {}, d.replaced + " items replaced by a summary · ~" + fmtInt(d.tokens_before) + " → ~" + fmtInt(d.tokens_after) + " tokens"), el("details", {}, el("summary", {}, "summary"), el("pre", { class: "prose" }, d.summary))));
-          break;
-        case "workspace.changes": {
-          const box = el("section", { class: "wchanges" }, el("h3", {}, "Changes found after the last call"));
-          for (const r of Array.isArray(d.results) ? d.results : []) for (const ch of (isObj(r) && Array.isArray(r.changes)) ? r.changes : []) box.append(changeView(V, e, ch));
-          root.append(box);
-          break;
-        }
-        case "session.end": {
-          const u = isObj(d.usage) ? d.usage : {};
-          const files = isObj(d.files) ? Object.keys(d.files).sort().map((p) => el("li", {}, el("code", {}, p), " ", d.files[p] ? d.files[p].slice(0, 16) + "…" : "deleted")) : [];
-          root.append(el("section", { class: "end" }, el("h3", {}, "Session ended: " + d.status), kv([["reason", d.reason], ["turns", d.turns], ["calls", d.calls],
-            ["tokens", "in " + fmtInt(u.input_tokens) + " · out " + fmtInt(u.output_tokens) + (u.cache_read_tokens ? " · cache read " + fmtInt(u.cache_read_tokens) : "")], ["cost", fmtCost(u.cost_usd)],
-            ["files left", d.files_count ? fmtInt(d.files_count) + " files" : files.length ? el("ul", {}, files) : "none"]])));
-          break;
-        }
         case "validation": {
-          const s = isObj(d.summary) ? d.summary : {};
-          const verdict = s.cancelled ? "CANCELLED (concludes nothing)" : s.ok ? "passed" : "FAILED";
-          const dur = typeof s.duration_ns === "number" ? s.duration_ns / 1e6 : NaN;
+          const sm = isObj(d.summary) ? d.summary : {};
+          const dur = typeof sm.duration_ns === "number" ? sm.duration_ns / 1e6 : NaN;
           if (isFinite(dur)) spans.push({ kind: "validation", start: t - dur, end: t, label: "validation" });
-          const box = el("section", { class: "validation " + (s.ok ? "pass" : "fail") }, el("h3", {}, (d.boundary ? "Verification boundary: " : "Validation: ") + verdict),
-            kv([["by", d.boundary ? "Truss itself, after the session" + (d.when ? " (" + d.when + ")" : "") : "the model"], ["command", s.command], ["exit status", s.exit_code],
-              [s.unit || "tests", fmtInt(s.passed) + " passed, " + fmtInt(s.failed) + " failed" + (s.skipped ? ", " + fmtInt(s.skipped) + " skipped" : "")],
-              ["failures", Array.isArray(s.failures) ? s.failures.join(", ") : ""], ["duration", isFinite(dur) ? fmtDur(dur) : ""], ["setup failed", s.setup],
-              ["environment", isObj(d.environment) ? d.environment.image + " " + (d.environment.image_id || "") : ""]]));
-          box.append(payloadView(payload(V, e, "log"), "log"));
-          root.append(box);
+          top.items.push(i);
           break;
         }
         default:
-          root.append(el("div", { class: "other" }, el("code", {}, e.type), " ", el("pre", { class: "args" }, toJSON(d, 0))));
+          top.items.push(i);
       }
       if (isFinite(t)) prevTime = t;
     });
+    const cx = { V, depth, prevOf, kids: new Map(V.kids.map((c) => [c.entry, c])) };
+    const calls = new Map();
+    let turns = 0;
+    for (const b of top.items) {
+      if (typeof b === "number") drawEntry(cx, b, root, calls);
+      else root.append(drawTurn(cx, b, turns++ < OPEN_TURNS));
+    }
     if (depth === 0) root.prepend(timeline(spans));
     return root;
+  }
+
+  // drawTurn draws a turn: its heading, with a line of the model's text
+  // when folded, and (when open) its body: the model's text and
+  // reasoning, and its calls with their results.
+  function drawTurn(cx, b, open) {
+    const { V, depth, prevOf } = cx;
+    const e = V.entries[b.i];
+    const d = e.data;
+    const u = isObj(d.usage) ? d.usage : {};
+    const took = ms(e.time) - prevOf[b.i];
+    const pl = payload(V, e, "response");
+    const r = pl && !pl.missing && !pl.redacted ? readResponse(pl.text) : null;
+    const first = r && r.text ? r.text.trim().split("\n", 1)[0] : "";
+    const sec = el("section", { class: "turn", id: (depth ? "a" + depth + "-" : "") + "turn-" + d.turn });
+    const head = el("h3", {}, "Turn " + d.turn, el("span", { class: "meta" }, " · " + d.stop_reason + " · " + (isFinite(took) ? fmtDur(took) : "") +
+      " · in " + fmtInt(u.input_tokens) + " · out " + fmtInt(u.output_tokens) + (u.cache_read_tokens ? " · cache read " + fmtInt(u.cache_read_tokens) : "") +
+      (u.reasoning_tokens ? " · reasoning " + fmtInt(u.reasoning_tokens) : "") + " · " + fmtCost(u.cost_usd) +
+      (b.calls ? " · " + b.calls + (b.calls === 1 ? " call: " : " calls: ") + b.tools.join(", ") : "") + (b.errors ? " · " + b.errors + (b.errors === 1 ? " error" : " errors") : "")));
+    const box = el("details", { class: "turnbody", open }, el("summary", {}, head, first ? el("div", { class: "excerpt" }, first.length > 200 ? first.slice(0, 200) + "…" : first) : null));
+    sec.append(lazy(box, (box) => {
+      if (r && r.reasoning) box.append(lazy(el("details", { class: "reasoning" }, el("summary", {}, "Reasoning summary")), (x) => x.append(el("pre", { class: "prose" }, r.reasoning))));
+      if (r && r.text) box.append(el("pre", { class: "prose model" }, r.text));
+      if (!r) box.append(payloadView(pl, "response"));
+      const calls = new Map();
+      for (const i of b.items) drawEntry(cx, i, box, calls);
+    }));
+    return sec;
+  }
+
+  // drawEntry draws entry i (not a model.response) into box: a call's
+  // card (kept in calls by its id), a result into its call's card.
+  function drawEntry(cx, i, box, calls) {
+    const { V, depth, prevOf } = cx;
+    const e = V.entries[i];
+    const d = e.data;
+    const t = ms(e.time);
+    switch (e.type) {
+      case "session.start": {
+        const tools = Array.isArray(d.tools) ? d.tools.map((x) => x.name + (x.type ? " (" + x.type + ")" : "")).join(", ") : "";
+        box.append(el("section", { class: "start" }, el("h2", {}, depth ? "Sub-agent " + e.session : "Session " + e.session),
+          kv([["model", d.model], ["provider", d.provider], ["surface", d.surface], ["tools", tools], ["sandbox", d.sandbox], ["workspace", d.workspace],
+            ["repository", isObj(d.repo) ? d.repo.head + (d.repo.dirty ? " (dirty)" : "") : ""], ["truss", d.truss], ["started", e.time],
+            ["spawned by", isObj(d.parent) ? d.parent.session + " / " + d.parent.call_id : ""]])));
+        break;
+      }
+      case "user": {
+        const pl = payload(V, e, "text");
+        box.append(el("section", { class: "task" }, el("h3", {}, "Task"), pl && !pl.missing ? el("pre", { class: "prose" }, pl.text) : payloadView(pl, "text"), pl && pl.redacted ? el("span", { class: "badge bad" }, "redacted, unverified") : null));
+        break;
+      }
+      case "tool.call": {
+        const card = el("div", { class: "call" });
+        const ops = Array.isArray(d.ops) ? d.ops : [];
+        card.append(el("div", { class: "callhead" }, el("code", { class: "tool" }, d.tool), " ",
+          el("span", { class: "meta" }, (d.kind || "") + (d.type ? " " + d.type : "") + " · surface " + (d.surface || "–") + " · " + d.call_id + (d.decoded === false ? " · NOT DECODED" : ""))));
+        card.append(el("div", { class: "ops" }, el("div", { class: "plabel" }, "as Truss understood it"),
+          ops.map((o) => el("div", { class: "op" }, el("code", { class: "opname" }, o.op), " ", el("pre", { class: "args" }, toJSON(o.args, 1))))));
+        const inp = payload(V, e, "input");
+        if (inp) card.append(payloadView(inp, "as the model sent it", 6));
+        // The ledger writes a call's entry when it completes: the call
+        // ran from the entry before it to its result.
+        calls.set(d.call_id, { card, time: prevOf[i] });
+        box.append(card);
+        break;
+      }
+      case "tool.result": {
+        const c = calls.get(d.call_id);
+        const card = c ? c.card : el("div", { class: "call" }, el("div", { class: "callhead" }, "result of " + d.call_id));
+        if (!c) box.append(card);
+        const took = c ? t - c.time : NaN;
+        const results = Array.isArray(d.results) ? d.results : [];
+        const status = el("div", { class: "status " + (d.is_error ? "err" : "okk") }, d.is_error ? "error" : "ok", isFinite(took) ? " · " + fmtDur(took) : "");
+        results.forEach((r, k) => {
+          if (!isObj(r)) return;
+          const bits = [r.op];
+          if ("exit_code" in r) bits.push("exit status " + r.exit_code);
+          if (r.timed_out) bits.push("timed out");
+          if (r.error_kind) bits.push(r.error_kind);
+          if (r.truncated) bits.push("truncated for the model");
+          status.append(el("div", { class: "opres" }, bits.join(" · ")));
+          if (isObj(r.approval)) status.append(el("div", { class: "note" }, "approval: " + [r.approval.kind, r.approval.decision, r.approval.by ? "by " + r.approval.by : "", "(" + r.approval.policy + ")"].filter(Boolean).join(" ")));
+          if (isObj(r.mcp)) status.append(el("div", { class: "note" }, "MCP " + r.mcp.server + "/" + r.mcp.tool));
+          for (const s of ["stdout", "stderr"]) { const pl = payload(V, e, s + "." + k); if (pl) status.append(payloadView(pl, s)); }
+        });
+        card.append(status);
+        card.append(payloadView(payload(V, e, "output"), "result"));
+        const mo = payload(V, e, "model_output");
+        if (mo) card.append(payloadView(mo, "what the model read"));
+        results.forEach((r, k) => {
+          if (!isObj(r)) return;
+          for (const ch of Array.isArray(r.changes) ? r.changes : []) card.append(changeView(V, e, ch));
+          const diff = payload(V, e, "diff." + k);
+          if (diff) card.append(payloadView(diff, "the isolated sub-agent's diff"));
+          if (isObj(r.agent)) {
+            const a = r.agent;
+            const u = isObj(a.usage) ? a.usage : {};
+            const kid = cx.kids.get(i);
+            // The sub-agent's ledger is folded under its spawn call, and
+            // drawn when opened.
+            const sub = el("details", { class: "agent" }, el("summary", {}, el("span", { class: "plabel" }, "sub-agent " + a.session + " · " + a.status + " · " + a.turns + " turns · " + a.calls + " calls · in " + fmtInt(u.input_tokens) + " out " + fmtInt(u.output_tokens) + " · " + fmtCost(u.cost_usd)),
+              kid ? [" ", el("span", { class: "badge ok" }, "ledger " + kid.dir + " verified: " + kid.rep.entries + " entries, linked by its last checkpoint")] : null));
+            card.append(kid ? lazy(sub, (x) => x.append(draw(kid, depth + 1))) : sub);
+          }
+        });
+        break;
+      }
+      case "provider_tool":
+        box.append(el("div", { class: "call unverified" }, el("span", { class: "badge bad" }, "UNVERIFIED"), " executed by the provider: " + d.block, payloadView(payload(V, e, "block"), "block")));
+        break;
+      case "model.error":
+        box.append(el("div", { class: "call err" }, "turn " + d.turn + " failed: " + d.error));
+        break;
+      case "context.compact":
+        box.append(el("section", { class: "compact" }, el("h3", {}, "Context compacted (" + d.reason + ")"), el("p", {}, d.replaced + " items replaced by a summary · ~" + fmtInt(d.tokens_before) + " → ~" + fmtInt(d.tokens_after) + " tokens"),
+          lazy(el("details", {}, el("summary", {}, "summary")), (x) => x.append(el("pre", { class: "prose" }, d.summary)))));
+        break;
+      case "workspace.changes": {
+        const w = el("section", { class: "wchanges" }, el("h3", {}, "Changes found after the last call"));
+        for (const r of Array.isArray(d.results) ? d.results : []) for (const ch of (isObj(r) && Array.isArray(r.changes)) ? r.changes : []) w.append(changeView(V, e, ch));
+        box.append(w);
+        break;
+      }
+      case "session.end": {
+        const u = isObj(d.usage) ? d.usage : {};
+        const files = isObj(d.files) ? Object.keys(d.files).sort().map((p) => el("li", {}, el("code", {}, p), " ", d.files[p] ? d.files[p].slice(0, 16) + "…" : "deleted")) : [];
+        box.append(el("section", { class: "end" }, el("h3", {}, "Session ended: " + d.status), kv([["reason", d.reason], ["turns", d.turns], ["calls", d.calls],
+          ["tokens", "in " + fmtInt(u.input_tokens) + " · out " + fmtInt(u.output_tokens) + (u.cache_read_tokens ? " · cache read " + fmtInt(u.cache_read_tokens) : "")], ["cost", fmtCost(u.cost_usd)],
+          ["files left", d.files_count ? fmtInt(d.files_count) + " files" : files.length ? el("ul", {}, files) : "none"]])));
+        break;
+      }
+      case "validation": {
+        const s = isObj(d.summary) ? d.summary : {};
+        const verdict = s.cancelled ? "CANCELLED (concludes nothing)" : s.ok ? "passed" : "FAILED";
+        const dur = typeof s.duration_ns === "number" ? s.duration_ns / 1e6 : NaN;
+        const v = el("section", { class: "validation " + (s.ok ? "pass" : "fail") }, el("h3", {}, (d.boundary ? "Verification boundary: " : "Validation: ") + verdict),
+          kv([["by", d.boundary ? "Truss itself, after the session" + (d.when ? " (" + d.when + ")" : "") : "the model"], ["command", s.command], ["exit status", s.exit_code],
+            [s.unit || "tests", fmtInt(s.passed) + " passed, " + fmtInt(s.failed) + " failed" + (s.skipped ? ", " + fmtInt(s.skipped) + " skipped" : "")],
+            ["failures", Array.isArray(s.failures) ? s.failures.join(", ") : ""], ["duration", isFinite(dur) ? fmtDur(dur) : ""], ["setup failed", s.setup],
+            ["environment", isObj(d.environment) ? d.environment.image + " " + (d.environment.image_id || "") : ""]]));
+        v.append(payloadView(payload(V, e, "log"), "log"));
+        box.append(v);
+        break;
+      }
+      default:
+        box.append(el("div", { class: "other" }, el("code", {}, e.type), " ", el("pre", { class: "args" }, toJSON(d, 0))));
+    }
   }
 
   // timeline draws where the time went: model, tools, validation.
@@ -985,8 +1210,10 @@
   async function run(trusted) {
     main.replaceChildren();
     let doc;
+    performance.mark("truss-start"); // the script runs: the page has been read
     try {
       doc = JSON.parse(document.getElementById("truss-ledger").textContent);
+      performance.mark("truss-json");
     } catch (e) {
       setVerdict(false, el("strong", {}, "NOT VERIFIED"), ": the page's embedded ledger is not valid JSON (" + e.message + ")");
       return;
@@ -1048,6 +1275,9 @@
       if (runs[i].notEnded) main.append(el("p", { class: "note notended" }, "NOT ENDED: " + runs[i].notEnded + "."));
     }
     performance.mark("truss-drawn");
+    // The first frame after the drawing has been styled, laid out and
+    // painted when a task queued from its animation frame runs.
+    requestAnimationFrame(() => setTimeout(() => performance.mark("truss-painted"), 0));
   }
 
   // The key the reader trusts: ?key=, or the field.
