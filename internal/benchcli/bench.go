@@ -447,6 +447,7 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	}
 	defer done()
 	warnShared(b.caches, stderr)
+	hideFromRuns(g, nil, qf.secrets())
 	// Every prediction's patch is in the file: no graded patch reads
 	// another's.
 	if s, ok := g.Shells.(*grade.Sandboxed); ok {
@@ -693,6 +694,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	fb, _ := sandbox.ParseFallback(b.fallback) // checked by load
 	agent := benchAgent(fb, stderr)
 	b.env.agentImages(agent)
+	hideFromRuns(g, agent, qf.secrets())
 	ctx, stop := cli.SignalContext(stderr)
 	defer stop()
 	if !qf.remoteOnly() {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/bench/grade"
+	"github.com/trussdev/truss/internal/bench/harnessagent"
 	"github.com/trussdev/truss/internal/bench/runner"
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/queue"
@@ -40,6 +41,41 @@ func (n *natsFlags) register(fs *flag.FlagSet) {
 
 func (n *natsFlags) options(name string) queue.ConnectOptions {
 	return queue.ConnectOptions{Name: name, CredsFile: n.creds, Token: n.token}
+}
+
+// secrets are the files of the queue's credentials this process reads
+// (--nats-creds: a .creds file or an NKey seed), absolute, and the file
+// a link names: no graded command and no agent may read them, or a model
+// would hold the queue's credentials.
+func (n *natsFlags) secrets() []string {
+	if n.creds == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(n.creds)
+	if err != nil {
+		return nil
+	}
+	out := []string{abs}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		out = append(out, real)
+	}
+	return out
+}
+
+// hideFromRuns hides paths from every run's agent and grading: the
+// grader's sandbox (when it is the host's) and the agent's.
+func hideFromRuns(g *grade.Grader, ag *harnessagent.Agent, paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	if g != nil {
+		if s, ok := g.Shells.(*grade.Sandboxed); ok {
+			s.Hidden = append(s.Hidden, paths...)
+		}
+	}
+	if ag != nil {
+		ag.Hidden = append(ag.Hidden, paths...)
+	}
 }
 
 // queueFlags are bench run's flags of the queue.
@@ -227,6 +263,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	warmGo(ctx, g, stderr)
 	ag := benchAgent(fb, stderr)
 	env.agentImages(ag)
+	hideFromRuns(g, ag, n.secrets())
 	ex := &runner.Exec{Queue: q, Agent: ag, Grader: g, Checkouts: tmpl, Signer: signer, VKey: vkey,
 		Scratch: scratch, WorkDir: work, ProviderCap: capMap}
 	var mu sync.Mutex

@@ -3,11 +3,15 @@ package benchcli
 import (
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/nats-io/nkeys"
 
+	"github.com/trussdev/truss/internal/bench/grade"
+	"github.com/trussdev/truss/internal/bench/harnessagent"
 	"github.com/trussdev/truss/internal/bench/runner"
 )
 
@@ -45,6 +49,44 @@ func TestQueueFlagsAuth(t *testing.T) {
 			q.apply(&r, io.Discard)
 			if r.Net.Auth.Token != tc.token || !slices.Equal(r.Net.Auth.NKeys, tc.nkeys) || r.Net.Connect.Token != tc.clientTok {
 				t.Errorf("server auth %+v, client %+v", r.Net.Auth, r.Net.Connect)
+			}
+		})
+	}
+}
+
+// TestQueueSecretsHidden: --nats-creds (a .creds file or an NKey seed,
+// and the file a link to it names) is hidden from the runs' gradings and
+// agents; without it nothing is added.
+func TestQueueSecretsHidden(t *testing.T) {
+	dir := t.TempDir()
+	seed := filepath.Join(dir, "worker.nk")
+	if err := os.WriteFile(seed, []byte("SUAFAKE\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.nk")
+	if err := os.Symlink(seed, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		name  string
+		creds string
+		want  []string
+	}{
+		{"none", "", nil},
+		{"relative", "worker.nk", []string{seed}},
+		{"link", link, []string{link, seed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := natsFlags{creds: tc.creds}
+			g := &grade.Grader{Shells: &grade.Sandboxed{Hidden: []string{"/tasks"}}}
+			ag := &harnessagent.Agent{}
+			hideFromRuns(g, ag, n.secrets())
+			if got := g.Shells.(*grade.Sandboxed).Hidden; !slices.Equal(got, append([]string{"/tasks"}, tc.want...)) {
+				t.Errorf("the grading hides %q, want /tasks and %q", got, tc.want)
+			}
+			if !slices.Equal(ag.Hidden, tc.want) {
+				t.Errorf("the agent hides %q, want %q", ag.Hidden, tc.want)
 			}
 		})
 	}

@@ -381,7 +381,7 @@ func TestCredentialsHidden(t *testing.T) {
 		}
 	}
 	hidden := sandbox.DefaultHiddenCredentials(home)
-	for _, rel := range []string{".ssh", ".aws", ".netrc", ".docker/config.json", ".config/gh", ".kube", ".pgpass"} {
+	for _, rel := range []string{".ssh", ".aws", ".netrc", ".docker/config.json", ".config/gh", ".kube", ".pgpass", ".nkeys", ".local/share/nats", ".config/nats"} {
 		if !slices.Contains(hidden, filepath.Join(home, rel)) {
 			t.Errorf("DefaultHiddenCredentials does not list ~/%s", rel)
 		}

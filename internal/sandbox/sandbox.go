@@ -293,6 +293,8 @@ var credentialPaths = []string{
 	".npmrc", ".yarnrc.yml", ".pypirc", ".gem/credentials", ".cargo/credentials", ".cargo/credentials.toml",
 	".m2/settings-security.xml", ".terraform.d/credentials.tfrc.json", ".vault-token",
 	".pgpass", ".my.cnf", ".s3cfg", ".boto", ".config/rclone/rclone.conf",
+	// NATS: nsc's NKey seeds and credentials, the nats CLI's contexts.
+	".nkeys", ".local/share/nats", ".config/nats",
 	// Other agents' and assistants' sign-ins.
 	".claude/.credentials.json", ".codex/auth.json", ".config/op",
 	".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".config/github-copilot", ".codeium",

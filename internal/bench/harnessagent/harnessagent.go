@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,10 @@ type Agent struct {
 	// *container.MissingImageError: "image X: not found locally and the
 	// pull failed: …") is the run's.
 	Images Ensurer
+	// Hidden are paths hidden from every run's commands besides the
+	// run's own spec.Hidden: the files of the process's own secrets (a
+	// worker's queue credentials).
+	Hidden []string
 }
 
 // Ensurer makes sure an image is in the container engine's store
@@ -68,7 +73,7 @@ var _ runner.Agent = (*Agent)(nil)
 // Options returns the harness options of one run: the arm's provider,
 // model and surface on spec.Workspace, no session store, spec.Ledger as
 // the session's ledger, spec.Hidden hidden from every command and
-// spec.Covered covered (all but the run's own workspace), spec's
+// spec.Covered covered (all but the run's own workspace), a.Hidden hidden too, spec's
 // budgets and environment, no MCP servers and a memory directory of the
 // run's own (memoryDir). It is exported for tests and for callers that
 // run a session themselves.
@@ -85,7 +90,7 @@ func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options 
 		// The runs share build caches (content-addressed), not one per
 		// workspace path.
 		CacheName: "truss-bench",
-		Sandbox:   harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: spec.Hidden, Covered: spec.Covered},
+		Sandbox:   harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: slices.Concat(spec.Hidden, a.Hidden), Covered: spec.Covered},
 		Budget: agent.Budget{MaxTurns: spec.Budgets.MaxTurns, MaxTokens: spec.Budgets.MaxTokens,
 			MaxCost: spec.Budgets.MaxCostUSD, MaxWall: spec.Budgets.WallTime},
 		NoSession: true,

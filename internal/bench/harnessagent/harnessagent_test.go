@@ -289,3 +289,53 @@ func TestRunSeesOnlyItsOwnWorkspace(t *testing.T) {
 		t.Errorf("the other workspace: %q, %v", b, err)
 	}
 }
+
+// A run's commands cannot read the agent's own hidden paths (a worker's
+// queue credentials), which are outside every run's spec.Hidden.
+func TestRunHidesAgentHidden(t *testing.T) {
+	if !hides() {
+		t.Skip("this host cannot hide paths (no namespaces)")
+	}
+	home := t.TempDir()
+	t.Setenv("TRUSS_HOME", home)
+	work, err := os.MkdirTemp(".", ".work-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	if work, err = filepath.Abs(work); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(work, "run", "repo")
+	creds := filepath.Join(work, "worker.creds")
+	for p, data := range map[string]string{filepath.Join(ws, "notes.txt"): "one\n", creds: "SUAFAKE-SEED-OF-THE-WORKER\n"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lw, err := ledger.Create(filepath.Join(t.TempDir(), "ledger"), "bench.x.a.r1", mustSigner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	script := &sim.Script{Steps: []sim.Step{
+		{Say: "Reading.", Actions: []sim.Action{{Kind: sim.ActRun, Command: "cat " + creds + "; echo done"}},
+			OnResult: map[string]*sim.Step{"SUAFAKE-SEED": {Say: "Leaked.", Actions: []sim.Action{{Kind: sim.ActCreate, Path: "LEAKED", Content: "x\n"}}}}},
+		{Say: "Done."},
+	}}
+	a := &Agent{KeyDir: filepath.Join(home, "key"), Hidden: []string{creds}}
+	spec := runner.RunSpec{InstanceID: "x", Repeat: 1, Arm: bench.Arm{Name: "a", Provider: "sim", Model: "sim-claude", Surface: "anthropic"},
+		Workspace: ws, Task: "Read.", Budgets: runner.Budgets{MaxTurns: 10}, Ledger: lw, Session: "bench.x.a.r1", Script: script}
+	if o := a.Options(&spec, t.TempDir()); !slices.Contains(o.Sandbox.Hidden, creds) {
+		t.Errorf("the session's hidden paths %q lack the agent's", o.Sandbox.Hidden)
+	}
+	if _, err := a.Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "LEAKED")); err == nil {
+		t.Error("the run's commands read the agent's hidden credentials")
+	}
+}
