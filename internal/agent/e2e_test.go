@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2"
+
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/apispec"
@@ -49,6 +51,14 @@ var dialects = []dialect{
 	}},
 	{"responses", func(u string) provider.Provider {
 		return openaiprov.New(openaiprov.Config{BaseURL: u + "/v1", APIKey: "sk-test", Retry: fastRetry})
+	}},
+	// The Messages API through Google Vertex AI: the model in the URL,
+	// Vertex's version in the body, an access token (the simulated model
+	// records the request as the API's, which checkSpec validates); the
+	// server's key is the access token it takes.
+	{"vertex", func(u string) provider.Provider {
+		return anthropicprov.New(anthropicprov.Config{BaseURL: u, Retry: fastRetry,
+			Vertex: &anthropicprov.Vertex{Region: "us-east5", Project: "sim-project", Token: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "sk-test"})}})
 	}},
 	{"azure", func(u string) provider.Provider {
 		c, err := openaiprov.NewAzure(openaiprov.AzureConfig{Endpoint: u, APIKey: "sk-test", Config: openaiprov.Config{Retry: fastRetry}})
@@ -173,7 +183,7 @@ func checkSpec(t *testing.T, dialect string, i int, body []byte) {
 	case "chat":
 		doc, err = apispec.OpenAI()
 		path = "/chat/completions"
-	case "anthropic":
+	case "anthropic", "vertex": // Vertex's request is the API's once the route is read
 		doc, err = apispec.Anthropic()
 		path = "/v1/messages"
 	case "responses", "azure": // Azure's body is OpenAI's

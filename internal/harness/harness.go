@@ -354,6 +354,11 @@ func (s *Session) resolve() error {
 		if o.SimDialect == "" {
 			o.SimDialect = "anthropic"
 		}
+	}
+	if err := def.checkFlags(o); err != nil {
+		return err
+	}
+	if def.Name == "sim" {
 		if _, ok := dialect(o.SimDialect); !ok {
 			return configErrorf("--sim-dialect must be %s, not %q", DialectNames(), o.SimDialect)
 		}

@@ -48,6 +48,11 @@ type Options struct {
 	// previous_response_id.
 	ServerTools []string
 	Stateful    bool
+	// Region and Project are a cloud platform's (Vertex AI's) location
+	// and project, before its variables; APIVersion the API version of a
+	// versioned API (Azure OpenAI's), before AZURE_OPENAI_API_VERSION.
+	// A provider that takes none of them refuses them.
+	Region, Project, APIVersion string
 	// ContextEditing asks Anthropic's API to clear old tool results
 	// itself as the context fills (context management,
 	// clear_tool_uses; the memory tool's results are kept), on top of

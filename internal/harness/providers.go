@@ -44,8 +44,16 @@ type Endpoint struct {
 	ContextManagement json.RawMessage
 	// Token is a bearer token that replaces the key (an Entra ID token
 	// for Azure), APIVersion the API version a versioned API is asked
-	// for; both from the provider's TokenEnv and VersionEnv.
+	// for; both from the provider's TokenEnv and VersionEnv (APIVersion
+	// from Options.APIVersion first).
 	Token, APIVersion string
+	// Region and Project are a cloud platform's location and project
+	// (Vertex AI's), from Options.Region and Options.Project or the
+	// provider's RegionEnv and ProjectEnv.
+	Region, Project string
+	// Sim is set for the simulated model: a platform's adapter takes
+	// credentials of its own, none of the user's.
+	Sim bool
 }
 
 // Dialect is one API dialect an adapter speaks.
@@ -65,6 +73,10 @@ type Dialect struct {
 	// Check, when set, reports an endpoint New cannot use, before any
 	// work (a malformed Azure endpoint).
 	Check func(e Endpoint) error
+	// Platform is set for a cloud platform's route whose credentials are
+	// the platform's (Vertex AI's application-default credentials), not
+	// a key: it is no wire of a named provider.
+	Platform bool
 }
 
 // wire returns the dialect whose requests, items, surfaces and profiles
@@ -105,6 +117,16 @@ var dialects = []Dialect{
 		}
 		c.NumCtx = s.ContextTokens
 		return c
+	}},
+	{Name: "vertex", Wire: "anthropic", Platform: true, New: func(ctx context.Context, e Endpoint) provider.Provider {
+		c, err := vertexConfig(ctx, e)
+		if err != nil {
+			return failing{name: "anthropic", err: err}
+		}
+		return anthropicprov.New(c)
+	}, Check: func(e Endpoint) error {
+		_, err := vertexConfig(context.Background(), e)
+		return err
 	}},
 	{Name: "azure", Wire: openaiprov.Dialect, New: func(_ context.Context, e Endpoint) provider.Provider {
 		c, err := openaiprov.NewAzure(azureConfig(e))
@@ -190,8 +212,13 @@ type ProviderDef struct {
 	KeyRequired bool
 	// TokenEnv names a bearer token's variable that, when set, is used
 	// instead of the key (one of the two is then required); VersionEnv
-	// names the API version's variable.
+	// names the API version's variable (--api-version comes first).
 	TokenEnv, VersionEnv string
+	// RegionEnv and ProjectEnv name the variables a cloud platform's
+	// region and project are read from, the first set of each, when
+	// --region and --project do not give them; a provider without them
+	// takes neither flag.
+	RegionEnv, ProjectEnv []string
 	// BaseURLEnv names the base URL's variable; BaseURLRequired makes it
 	// required, BaseURLHint says what it is in the error when it is
 	// missing, DefaultBaseURL is used when it is not set.
@@ -237,6 +264,13 @@ var providers = []ProviderDef{
 		Detect: "OLLAMA_HOST", DetectNote: "Ollama", Env: []string{"OLLAMA_*"}},
 	{Name: "anthropic", Dialect: "anthropic", Title: "Anthropic's Messages API", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true,
 		BaseURLEnv: "ANTHROPIC_BASE_URL", Detect: "ANTHROPIC_API_KEY", DetectNote: "Anthropic; ANTHROPIC_BASE_URL optional", DefaultModel: "claude-sonnet-4-5", Env: []string{"ANTHROPIC_*"}},
+	{Name: "vertex", Dialect: "vertex", Title: "Anthropic's models on Google Vertex AI",
+		Note:       "Google application-default credentials; --region or CLOUD_ML_REGION, --project or ANTHROPIC_VERTEX_PROJECT_ID",
+		BaseURLEnv: "ANTHROPIC_VERTEX_BASE_URL", RegionEnv: []string{"CLOUD_ML_REGION"},
+		ProjectEnv: []string{"ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT"},
+		Detect:     "ANTHROPIC_VERTEX_PROJECT_ID", DetectNote: "Anthropic's models on Vertex AI", DefaultModel: "claude-sonnet-4-5@20250929",
+		Env:             []string{"ANTHROPIC_*", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_*"},
+		CredentialFiles: []string{"~/.config/gcloud"}},
 	{Name: "azure", Dialect: "azure", Title: "Azure OpenAI's Responses API", Note: "AZURE_OPENAI_API_KEY or an Entra ID token in AZURE_OPENAI_AD_TOKEN; --model names the deployment",
 		KeyEnv: "AZURE_OPENAI_API_KEY", TokenEnv: "AZURE_OPENAI_AD_TOKEN", VersionEnv: "AZURE_OPENAI_API_VERSION",
 		BaseURLEnv: "AZURE_OPENAI_ENDPOINT", BaseURLRequired: true, BaseURLHint: "the resource's address (https://RESOURCE.openai.azure.com)",
@@ -273,6 +307,8 @@ func ProviderHelp() string {
 	for _, p := range providers {
 		line := p.Title
 		switch {
+		case len(p.RegionEnv) > 0:
+			line += " (" + p.Note + ")"
 		case p.KeyEnv != "" && p.KeyRequired:
 			line += " with " + p.KeyEnv
 			if p.BaseURLEnv != "" {
@@ -371,6 +407,41 @@ func orList(names []string) string {
 // ProviderNames lists the providers: "chat, openai, ollama, anthropic, azure or sim".
 func ProviderNames() string { return orList(ProviderList()) }
 
+// firstEnv is the value of the first of names that is set.
+func firstEnv(names []string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// checkFlags refuses the platform options a provider does not take
+// (--region, --project, --api-version), naming those that do.
+func (p ProviderDef) checkFlags(o *Options) error {
+	takes := func(f func(ProviderDef) bool) string {
+		var names []string
+		for _, q := range providers {
+			if f(q) {
+				names = append(names, q.Name)
+			}
+		}
+		return orList(names)
+	}
+	platform := func(q ProviderDef) bool { return len(q.RegionEnv) > 0 }
+	versioned := func(q ProviderDef) bool { return q.VersionEnv != "" }
+	// The simulated model takes them for the dialect it speaks.
+	sim := p.Name == "sim"
+	switch {
+	case (o.Region != "" || o.Project != "") && !platform(p) && !(sim && slices.ContainsFunc(providers, func(q ProviderDef) bool { return platform(q) && q.Dialect == o.SimDialect })):
+		return configErrorf("--region and --project are for provider %s, not %s", takes(platform), p.Name)
+	case o.APIVersion != "" && !versioned(p) && !(sim && slices.ContainsFunc(providers, func(q ProviderDef) bool { return versioned(q) && q.Dialect == o.SimDialect })):
+		return configErrorf("--api-version is for provider %s, not %s", takes(versioned), p.Name)
+	}
+	return nil
+}
+
 // endpoint reads a provider's variables: its base URL and key, checked.
 func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err error) {
 	if p.BaseURLEnv != "" {
@@ -416,8 +487,14 @@ func (p ProviderDef) header(getenv func(string) string) (http.Header, error) {
 // namedProvider makes the definition of a provider of the user's
 // configuration.
 func namedProvider(name string, c config.Provider) (ProviderDef, error) {
-	if _, ok := dialect(c.Wire); !ok {
-		return ProviderDef{}, configErrorf("providers.%s in the user's configuration: wire %s is not in this build (it has %s)", name, c.Wire, DialectNames())
+	if d, ok := dialect(c.Wire); !ok || d.Platform {
+		var wires []string
+		for _, d := range dialects {
+			if !d.Platform {
+				wires = append(wires, d.Name)
+			}
+		}
+		return ProviderDef{}, configErrorf("providers.%s in the user's configuration: wire %s is not in this build (it has %s)", name, c.Wire, orList(wires))
 	}
 	return ProviderDef{Name: name, Dialect: c.Wire, Title: "the user's provider at " + c.BaseURL, KeyEnv: c.EnvKey, KeyRequired: c.EnvKey != "",
 		DefaultBaseURL: c.BaseURL, DefaultModel: c.Model, Env: c.Vars(), Headers: c.Headers, EnvHeaders: c.EnvHeaders, Named: true}, nil
@@ -482,8 +559,9 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 			e.Token = os.Getenv(def.TokenEnv)
 		}
 		if def.VersionEnv != "" {
-			e.APIVersion = os.Getenv(def.VersionEnv)
+			e.APIVersion = cmpOr(o.APIVersion, os.Getenv(def.VersionEnv))
 		}
+		e.Region, e.Project = cmpOr(o.Region, firstEnv(def.RegionEnv)), cmpOr(o.Project, firstEnv(def.ProjectEnv))
 		h, err := def.header(os.Getenv)
 		if err != nil {
 			return nil, err
@@ -525,7 +603,8 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		return nil, err
 	}
 	d, _ := dialect(o.SimDialect)
-	e.BaseURL, e.APIKey = base+d.SimPath, "sim"
+	e.BaseURL, e.APIKey, e.Sim = base+d.SimPath, "sim", true
+	e.Region, e.Project, e.APIVersion = o.Region, o.Project, o.APIVersion
 	return d.New(ctx, e), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ---- Anthropic Messages ----
@@ -62,6 +63,14 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		messagesError(w, 401, "authentication_error", "invalid x-api-key")
 		return
 	}
+	s.messagesOn("anthropic", w, r, body, received)
+}
+
+// messagesOn answers a Messages request of dialect ("anthropic", or
+// "vertex" for a platform's request made into the API's) whose route and
+// credentials the dialect has checked, and whose body was read at
+// received.
+func (s *Server) messagesOn(dialect string, w http.ResponseWriter, r *http.Request, body []byte, received time.Time) {
 	if r.Header.Get("Anthropic-Version") == "" {
 		messagesError(w, 400, "invalid_request_error", "anthropic-version: header is required")
 		return
@@ -77,7 +86,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.Lenient {
 		if msg := s.checkMessagesAt(operation(r), body); msg != "" {
-			t := s.begin("anthropic", r, body, received, assistantTurns(body))
+			t := s.begin(dialect, r, body, received, assistantTurns(body))
 			s.status(t, 400)
 			messagesError(w, 400, "invalid_request_error", msg)
 			return
@@ -89,7 +98,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			assistant++
 		}
 	}
-	t := s.begin("anthropic", r, body, received, assistant)
+	t := s.begin(dialect, r, body, received, assistant)
 	var tools []declared
 	for _, td := range req.Tools {
 		kind := td.Type
@@ -107,6 +116,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if t.fault != nil && t.fault.Kind == FaultStatus {
 		s.status(t, t.fault.Status)
 		retryHeaders(w, t.fault)
+		if dialect == vertexDialect {
+			vertexFault(w, t.fault)
+			return
+		}
 		messagesError(w, t.fault.Status, messagesErrorType(t.fault.Status), faultMessage(t.fault))
 		return
 	}

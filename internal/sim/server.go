@@ -61,8 +61,15 @@ type Server struct {
 	// request of the azure dialect whose model names another is answered
 	// 404 DeploymentNotFound. Nil: every name is deployed.
 	Deployments []string
+	// VertexProject, when set, is the only Google Cloud project whose
+	// Vertex routes answer (another is a 403); VertexModels, when set, the
+	// publisher models there are (another is a 404).
+	VertexProject string
+	VertexModels  []string
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// issued are the access tokens the token endpoint issued.
+	issued   map[string]bool
 	attempts map[attemptKey]int
 	// stored holds the stored Responses by id (for previous_response_id).
 	stored   map[string]storedResponse
@@ -89,6 +96,8 @@ func New(s *Script) *Server {
 	srv.mux.HandleFunc("POST /responses", srv.responses)
 	srv.mux.HandleFunc("POST /openai/v1/responses", srv.azureResponses)
 	srv.mux.HandleFunc("POST /openai/responses", srv.azureResponses)
+	srv.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}", srv.vertexPredict)
+	srv.mux.HandleFunc("POST /token", srv.token)
 	srv.mux.HandleFunc("GET /v1/models", srv.models)
 	srv.mux.HandleFunc("GET /models", srv.openaiModels)
 	srv.mux.HandleFunc("GET /api/tags", srv.ollamaTags)

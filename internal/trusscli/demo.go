@@ -42,6 +42,7 @@ It prints the transcript, the diff, the checks Truss runs after the session, and
 the ledger verified.`)
 	var f runFlags
 	dialect := fset.String("sim-dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses (as run's --sim-dialect): "+strings.Join(demoDialects(), ", "))
+	fset.StringVar(dialect, "dialect", "anthropic", "the same as --sim-dialect")
 	modelName := fset.String("model", "", "the simulated model's name, which picks its profile (sim-gpt-codex: the codex surface on the responses dialect)")
 	surfaceName := fset.String("surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
@@ -263,7 +264,7 @@ func demoInteractive(fset *flag.FlagSet, f *runFlags, dialect, modelName, surfac
 	}
 	set := map[string]bool{}
 	fset.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if !set["sim-dialect"] {
+	if !set["sim-dialect"] && !set["dialect"] {
 		dialect = "chat"
 	}
 	if !set["surface"] {

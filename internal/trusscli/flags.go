@@ -26,6 +26,9 @@ type providerFlags struct {
 	serverTools cli.Multi
 	stateful    bool // responses: chain turns with previous_response_id
 	ctxEdit     bool // anthropic: context editing (clear old tool results)
+	// A cloud platform's region and project (vertex), a versioned API's
+	// version (azure).
+	region, project, apiVersion string
 }
 
 func (p *providerFlags) register(fs *flag.FlagSet) {
@@ -36,6 +39,9 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks ("+harness.DialectNames()+")")
 	fs.BoolVar(&p.stateful, "stateful", false, "with the Responses API: chain turns with previous_response_id (the server stores them) instead of replaying the conversation")
 	fs.BoolVar(&p.ctxEdit, "context-editing", false, "with Anthropic's API: let the server clear old tool results as the context fills (context management; the memory tool's are kept), besides Truss's own compaction")
+	fs.StringVar(&p.region, "region", "", "with --provider vertex: the Google Cloud region (default: $CLOUD_ML_REGION)")
+	fs.StringVar(&p.project, "project", "", "with --provider vertex: the Google Cloud project (default: $ANTHROPIC_VERTEX_PROJECT_ID, $GOOGLE_CLOUD_PROJECT, or the credential file's)")
+	fs.StringVar(&p.apiVersion, "api-version", "", "with --provider azure: the API version (v1, preview, or a dated one for the route of resources without the v1 API; default: $AZURE_OPENAI_API_VERSION, else v1)")
 	fs.Var(&p.serverTools, "server-tool", "enable a provider-executed tool (anthropic: web_search, web_fetch, code_execution); recorded as unverified (repeatable)")
 }
 
@@ -43,6 +49,7 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 func (p *providerFlags) options(o *harness.Options) {
 	o.Provider, o.Model, o.Surface, o.Script, o.SimDialect = p.provider, p.model, p.surface, p.script, p.simDialect
 	o.ServerTools, o.Stateful, o.ContextEditing = p.serverTools, p.stateful, p.ctxEdit
+	o.Region, o.Project, o.APIVersion = p.region, p.project, p.apiVersion
 }
 
 // workspaceFlags configure the workspace and its tools.

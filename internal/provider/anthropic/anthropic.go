@@ -63,6 +63,10 @@ type Config struct {
 	// Messages API: such requests go through the SDK's beta client
 	// (POST /v1/messages?beta=true) with the ContextManagementBeta beta.
 	ContextManagement json.RawMessage
+	// Vertex, when set, reaches the Messages API through Google Vertex AI
+	// (see Vertex): BaseURL, when set, replaces the region's address;
+	// APIKey is not sent.
+	Vertex *Vertex
 }
 
 // ContextManagementBeta is the beta the context_management field needs.
@@ -75,22 +79,34 @@ type Client struct {
 	client sdk.Client
 	cache  provider.MessageCache
 	heads  provider.HeadCache
+	// hint is what a transport error tells the user to check.
+	hint string
 }
 
 // New returns a client.
 func New(cfg Config) *Client {
-	c := &Client{cfg: cfg}
+	c := &Client{cfg: cfg, hint: "check the network or ANTHROPIC_BASE_URL"}
 	base := cfg.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
+		if cfg.Vertex != nil {
+			base = VertexBaseURL(cfg.Vertex.Region)
+		}
 	}
 	c.base = base
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base),
-		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
 		option.WithMiddleware(provider.CaptureMiddleware),
+	}
+	if cfg.Vertex != nil {
+		// After the capture, so that a turn's wire bytes are the API's
+		// request, as on every platform.
+		opts = append(opts, option.WithMiddleware(cfg.Vertex.middleware()))
+		c.hint = "check the network, CLOUD_ML_REGION or ANTHROPIC_VERTEX_BASE_URL"
+	} else {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
@@ -466,7 +482,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, classify(ctx, err)
+		return nil, c.classify(ctx, err)
 	}
 	if !stopped {
 		return nil, &provider.Error{Provider: "anthropic", Kind: provider.ErrStream, Message: "the stream ended before message_stop"}
@@ -550,14 +566,23 @@ func stopReason(r sdk.StopReason) model.StopReason {
 }
 
 // classify maps an SDK error to a *provider.Error.
-func classify(ctx context.Context, err error) error {
+func (c *Client) classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	var te *tokenError
+	if errors.As(err, &te) {
+		return &provider.Error{Provider: "anthropic", Kind: provider.ErrAuth, Err: err, Message: te.Error()}
 	}
 	var apierr *sdk.Error
 	if errors.As(err, &apierr) {
 		typ := string(apierr.Type())
 		msg := apierr.Message
+		if status, gmsg, ok := googleError([]byte(apierr.RawJSON())); ok && typ == "" {
+			// Google Cloud's own error (Vertex AI's credentials, quota,
+			// project or model), not the Messages API's.
+			typ, msg = status, gmsg
+		}
 		if msg == "" {
 			msg = strings.TrimSpace(string(apierr.RawJSON()))
 		}
@@ -584,7 +609,7 @@ func classify(ctx context.Context, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ne) || errors.As(err, &ue) {
 		return &provider.Error{Provider: "anthropic", Kind: provider.ErrUnreachable, Err: err,
-			Message: fmt.Sprintf("cannot reach the Anthropic API (%v); check the network or ANTHROPIC_BASE_URL", err)}
+			Message: fmt.Sprintf("cannot reach the Anthropic API (%v); %s", err, c.hint)}
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return &provider.Error{Provider: "anthropic", Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
@@ -598,6 +623,11 @@ func classify(ctx context.Context, err error) error {
 // provider.MaxModels. A page that repeats a model already listed ends the
 // list with a protocol error rather than paging forever.
 func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+	if c.cfg.Vertex != nil {
+		// Vertex AI lists its publisher models in the Model Garden's API,
+		// another API than the Messages API's routes.
+		return nil, fmt.Errorf("anthropic: Vertex AI's Messages routes have no model list: %w", provider.ErrNotSupported)
+	}
 	pager := c.client.Models.ListAutoPaging(ctx, sdk.ModelListParams{})
 	var out []provider.ModelInfo
 	seen := map[string]bool{}
@@ -612,7 +642,7 @@ func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 			Created: provider.ModelTime(m.CreatedAt), ContextWindow: max(m.MaxInputTokens, 0)})
 	}
 	if err := pager.Err(); err != nil {
-		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "v1/models"), classify(ctx, err))
+		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "v1/models"), c.classify(ctx, err))
 	}
 	return out, nil
 }

@@ -153,11 +153,15 @@ func sandboxCondition(cond string) (bool, error) {
 // rest of the script and points the dialect's environment variable at it
 // (OLLAMA_HOST for ollama, OPENAI_BASE_URL for chat, ANTHROPIC_BASE_URL and
 // ANTHROPIC_API_KEY for anthropic, AZURE_OPENAI_ENDPOINT and
-// AZURE_OPENAI_API_KEY for azure). ROOT is the workspace the model names
-// files in by absolute path.
+// AZURE_OPENAI_API_KEY for azure; for vertex ANTHROPIC_VERTEX_BASE_URL,
+// CLOUD_ML_REGION, ANTHROPIC_VERTEX_PROJECT_ID and
+// GOOGLE_APPLICATION_CREDENTIALS, a user's credential file in $WORK whose
+// token URI is the simulated model's token endpoint, whose tokens alone
+// the Vertex routes take). ROOT is the workspace the model names files in
+// by absolute path.
 func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 && len(args) != 3 {
-		ts.Fatalf("usage: simserve ollama|chat|anthropic|responses|azure SCRIPT|demo [ROOT]")
+		ts.Fatalf("usage: simserve ollama|chat|anthropic|responses|azure|vertex SCRIPT|demo [ROOT]")
 	}
 	b := examples.DemoScript
 	if args[1] != "demo" {
@@ -173,6 +177,9 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 		srv.APIKey = "sk-ant-test" // before the server starts
 	case "responses", "azure":
 		srv.APIKey = "sk-test"
+	case "vertex":
+		srv.APIKey = "sk-no-token-but-issued-ones"
+		srv.VertexProject = "sim-project"
 	}
 	if len(args) == 3 {
 		srv.Root, err = filepath.EvalSymlinks(ts.MkAbs(args[2]))
@@ -197,6 +204,16 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	case "azure":
 		ts.Setenv("AZURE_OPENAI_ENDPOINT", base)
 		ts.Setenv("AZURE_OPENAI_API_KEY", "sk-test")
+	case "vertex":
+		adc := ts.MkAbs("application_default_credentials.json")
+		b, err := json.Marshal(map[string]string{"type": "authorized_user", "client_id": "sim.apps.googleusercontent.com",
+			"client_secret": "sim-secret", "refresh_token": "1//sim-refresh", "token_uri": base + "/token"})
+		ts.Check(err)
+		ts.Check(os.WriteFile(adc, b, 0o600))
+		ts.Setenv("ANTHROPIC_VERTEX_BASE_URL", base)
+		ts.Setenv("CLOUD_ML_REGION", "us-east5")
+		ts.Setenv("ANTHROPIC_VERTEX_PROJECT_ID", "sim-project")
+		ts.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
 	default:
 		ts.Fatalf("unknown dialect %q", args[0])
 	}
@@ -281,7 +298,10 @@ func simCheck(ts *testscript.TestScript, neg bool, args []string) {
 			if err := doc.RequestBody("/responses", "POST", r.Body); err != nil {
 				ts.Fatalf("request %d does not match the API description: %v", i, err)
 			}
-		case "anthropic":
+		case "anthropic", "vertex": // Vertex's request is the API's once the route is read
+			if r.Dialect != dialect {
+				ts.Fatalf("request %d came to the %s routes, not %s's", i, r.Dialect, dialect)
+			}
 			adoc, err := apispec.Anthropic()
 			ts.Check(err)
 			if err := adoc.RequestBody("/v1/messages", "POST", r.Body); err != nil {
