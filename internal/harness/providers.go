@@ -404,7 +404,7 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// ProviderNames lists the providers: "chat, openai, ollama, anthropic, azure or sim".
+// ProviderNames lists the providers: "chat, openai, ollama, anthropic, vertex, azure or sim".
 func ProviderNames() string { return orList(ProviderList()) }
 
 // firstEnv is the value of the first of names that is set.
