@@ -243,14 +243,7 @@ func TestRunSeesOnlyItsOwnWorkspace(t *testing.T) {
 	}
 	home := t.TempDir()
 	t.Setenv("TRUSS_HOME", home)
-	work, err := os.MkdirTemp(".", ".work-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(work) })
-	if work, err = filepath.Abs(work); err != nil {
-		t.Fatal(err)
-	}
+	work := diskWork(t)
 	ws := filepath.Join(work, "truss-bench-run-1", "repo")
 	other := filepath.Join(work, "truss-bench-run-2", "repo", "fix.go")
 	for p, data := range map[string]string{filepath.Join(ws, "notes.txt"): "one\n", other: "FORTY-TWO\n"} {
@@ -298,14 +291,7 @@ func TestRunHidesAgentHidden(t *testing.T) {
 	}
 	home := t.TempDir()
 	t.Setenv("TRUSS_HOME", home)
-	work, err := os.MkdirTemp(".", ".work-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(work) })
-	if work, err = filepath.Abs(work); err != nil {
-		t.Fatal(err)
-	}
+	work := diskWork(t)
 	ws := filepath.Join(work, "run", "repo")
 	creds := filepath.Join(work, "worker.creds")
 	for p, data := range map[string]string{filepath.Join(ws, "notes.txt"): "one\n", creds: "SUAFAKE-SEED-OF-THE-WORKER\n"} {
@@ -338,4 +324,21 @@ func TestRunHidesAgentHidden(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "LEAKED")); err == nil {
 		t.Error("the run's commands read the agent's hidden credentials")
 	}
+}
+
+// diskWork is a directory for runs' workspaces outside /tmp (as a --work
+// on a disk is), which the sandbox's private /tmp would hide anyway;
+// removed when the test ends.
+func diskWork(t *testing.T) string {
+	t.Helper()
+	work, err := os.MkdirTemp(".", ".work-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	abs, err := filepath.Abs(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
 }

@@ -39,12 +39,7 @@ func TestExecBundleAndVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := set.Tasks[0]
-	wsigner, wkey, err := ledger.LoadOrCreateKey(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex := &runner.Exec{Queue: q, Agent: f, Grader: coord.Grader, Checkouts: &bench.Templates{Dir: t.TempDir()}, Signer: wsigner, VKey: wkey,
-		Scratch: t.TempDir(), WorkDir: t.TempDir()}
+	ex, wkey := honestExec(t, q, f, coord)
 	p := runner.JobPayload{Task: task, RepoDir: "/nonexistent/" + task.InstanceID, RepoBundle: bundles[task.RepoDir].Name,
 		RepoBundleSHA256: bundles[task.RepoDir].SHA256, Arm: coord.Arms[0], Repeat: 1, Script: runner.DefaultScript()}
 	b, _ := json.Marshal(p)
@@ -283,4 +278,16 @@ func memQueue(ctx context.Context, t *testing.T, name string) (*queue.Queue, *na
 		t.Fatal(err)
 	}
 	return q, nc
+}
+
+// honestExec is a worker of q with a signing key of its own (returned as
+// its verifier key), coord's grader and private directories.
+func honestExec(t *testing.T, q *queue.Queue, a runner.Agent, coord *runner.Runner) (*runner.Exec, string) {
+	t.Helper()
+	wsigner, wkey, err := ledger.LoadOrCreateKey(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runner.Exec{Queue: q, Agent: a, Grader: coord.Grader, Checkouts: &bench.Templates{Dir: t.TempDir()}, Signer: wsigner, VKey: wkey,
+		Scratch: t.TempDir(), WorkDir: t.TempDir()}, wkey
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/bench/runner"
-	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/queue"
 )
 
@@ -142,12 +141,7 @@ func TestBundleGuarded(t *testing.T) {
 	if _, err := q.PutArtifact(ctx, b.Name, bytes.NewReader(evilBundle)); err != nil {
 		t.Fatal(err)
 	}
-	wsigner, wkey, err := ledger.LoadOrCreateKey(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex := &runner.Exec{Queue: join(), Agent: f, Grader: coord.Grader, Checkouts: &bench.Templates{Dir: t.TempDir()}, Signer: wsigner, VKey: wkey,
-		Scratch: t.TempDir(), WorkDir: t.TempDir()}
+	ex, wkey := honestExec(t, join(), f, coord)
 	p := runner.JobPayload{Task: task, RepoDir: "/nonexistent/" + task.InstanceID, RepoBundle: b.Name, RepoBundleSHA256: b.SHA256,
 		Arm: coord.Arms[0], Repeat: 1, Script: runner.DefaultScript()}
 	pb, _ := json.Marshal(p)
@@ -193,12 +187,7 @@ func TestLedgerUploadGuarded(t *testing.T) {
 	coord := newRunner(t, set, f, filepath.Join(t.TempDir(), "out"), "patcher")
 	task := set.Tasks[0]
 	q, join := guardedQueue(ctx, t, "ledgers")
-	wsigner, wkey, err := ledger.LoadOrCreateKey(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex := &runner.Exec{Queue: join(), Agent: f, Grader: coord.Grader, Checkouts: &bench.Templates{Dir: t.TempDir()}, Signer: wsigner, VKey: wkey,
-		Scratch: t.TempDir(), WorkDir: t.TempDir()}
+	ex, wkey := honestExec(t, join(), f, coord)
 	runner.SetInlineLedger(ex, 1) // every ledger is uploaded
 	p := runner.JobPayload{Task: task, RepoDir: task.RepoDir, Arm: coord.Arms[0], Repeat: 1, Script: runner.DefaultScript()}
 	pb, _ := json.Marshal(p)
