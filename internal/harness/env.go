@@ -215,6 +215,15 @@ func (v *envState) envFor(dir string) (*container.Env, error) {
 	return env, nil
 }
 
+// stopEnv kills every process in the session's container but its init
+// and supervisor (container.Env.StopAll); nil on the host.
+func (w *workspace) stopEnv(ctx context.Context) error {
+	if w.envs == nil {
+		return nil
+	}
+	return w.envs.env.StopAll(ctx)
+}
+
 // closeChild removes the container of an isolated sub-agent's copy.
 func (v *envState) closeChild(dir string) {
 	v.mu.Lock()

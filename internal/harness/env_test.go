@@ -378,3 +378,33 @@ func TestImageEscalationStaysInContainer(t *testing.T) {
 		t.Errorf("the escalated command did not run in the container: %q %q", r.Stdout, r.Stderr)
 	}
 }
+
+// TestImageBoundaryRunsAlone: a command leaves a detached process in the
+// task environment's container that keeps writing to the workspace (as
+// one that forges the checks' answer or changes files under them would).
+// The verification boundary kills it first: its check, which fails when
+// the file grows while it reads it, passes, and the process is gone.
+func TestImageBoundaryRunsAlone(t *testing.T) {
+	e, ref := testImage(t)
+	o := fixture(t, `{"steps": [
+ {"actions": [{"kind": "run", "command": "busybox setsid sh -c 'while :; do echo x >>ticks; busybox usleep 5000; done' >/dev/null 2>&1 </dev/null & busybox usleep 50000; echo started"}]},
+ {"say": "Done."}
+]}`)
+	o.SimDialect, o.Surface, o.SimRoot = "anthropic", "", "/testbed"
+	o.Env = "image:" + ref
+	o.Validation.TestCmd = `a=$(busybox wc -c <ticks); busybox usleep 300000; b=$(busybox wc -c <ticks); echo "ticks $a then $b"; [ "$a" = "$b" ]`
+	ctx := context.Background()
+	s, err := Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noContainers(t, e, s.Info().SessionID)
+	defer s.Close()
+	out, err := s.Run(ctx, "Start the ticker.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verdict == nil || !out.Verdict.OK {
+		t.Fatalf("a process the model left ran during the boundary's checks: %+v", out.Verdict)
+	}
+}

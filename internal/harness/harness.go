@@ -50,6 +50,7 @@ import (
 	"github.com/trussdev/truss/internal/surface/generic"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/trust"
+	"github.com/trussdev/truss/internal/validate"
 )
 
 // Session is one open session. Its methods are not safe for concurrent
@@ -920,8 +921,10 @@ func (s *Session) Compact(ctx context.Context) (*compact.Record, error) {
 // "after the task", "in the background" after it, or "on demand".
 // Nothing the model started runs during it: the model's shell and the
 // escalated ones are killed with everything they started (background
-// jobs and daemons too), so no process of the model's can change the
-// workspace while the checks read it. The next command starts a new
+// jobs and daemons too), and in a task environment every process in the
+// container but its init and supervisor, so no process of the model's
+// can change the workspace while the checks read it, nor answer for the
+// checks' shell. When that fails, no check runs and the verdict fails. The next command starts a new
 // shell, with the saved directory and variables.
 func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 	r := s.w.runner
@@ -930,8 +933,18 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 	}
 	s.w.stopCommands()
 	s.escalated.stop()
-	sum, res := r.Run(ctx)
-	log := res.Stdout + res.Stderr
+	var sum validate.Summary
+	var log string
+	if err := s.w.stopEnv(ctx); err != nil {
+		// A process the model left could answer for the checks' shell:
+		// no check runs, and the verdict is a failure that says why.
+		sum = validate.Summary{Command: r.Env.Test, Unit: "tests", ExitCode: -1, Setup: "stop the processes left in the task environment"}
+		log = err.Error()
+	} else {
+		var res tool.Result
+		sum, res = r.Run(ctx)
+		log = res.Stdout + res.Stderr
+	}
 	if s.rec != nil {
 		v := map[string]any{"boundary": true, "when": when, "env": r.Env, "summary": sum}
 		if f := s.w.envFacts(); f != nil {
