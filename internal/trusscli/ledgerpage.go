@@ -3,6 +3,8 @@ package trusscli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -196,7 +198,12 @@ func cmdLedgerServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: &page.Server{Store: session.Store{Dir: dir}, VKey: vkey, Options: page.Options{MaxPayload: *maxPayload}},
+	// Any process of this machine can connect to the port: the sessions
+	// are served only with the token in the address printed below.
+	var tok [16]byte
+	rand.Read(tok[:])
+	token := hex.EncodeToString(tok[:])
+	srv := &http.Server{Handler: &page.Server{Store: session.Store{Dir: dir}, VKey: vkey, Token: token, Options: page.Options{MaxPayload: *maxPayload}},
 		ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -206,7 +213,7 @@ func cmdLedgerServe(args []string, stdout, stderr io.Writer) error {
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	fmt.Fprintf(stdout, "serving the sessions of %s at http://%s/ (read-only; Ctrl-C stops)\n", dir, ln.Addr())
+	fmt.Fprintf(stdout, "serving the sessions of %s at http://%s/?token=%s (read-only; the token keeps other processes out; Ctrl-C stops)\n", dir, ln.Addr(), token)
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -2,6 +2,7 @@ package page
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"fmt"
 	"html"
 	"net"
@@ -23,9 +24,18 @@ import (
 // same-origin nor none, so that a page of another site that a browser
 // sends to it (by its loopback address) can neither load a session nor
 // time its answer.
+//
+// When Token is set, every request must carry it, so that no other
+// process of the machine (a sandboxed command with the network on, any
+// other user) can read the sessions by connecting to the port: as the
+// query parameter token (the address `truss ledger serve` prints), which
+// the server answers with an HttpOnly, SameSite=Strict cookie and a
+// redirect to the same address without it, or as that cookie. Anything
+// else is refused (401) before the store is read.
 type Server struct {
 	Store session.Store
 	VKey  string
+	Token string
 	// Options are the pages' (MaxPayload, Redact); VKey is the server's.
 	Options Options
 }
@@ -58,6 +68,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this server answers its own pages and addresses typed or opened by the user only (Sec-Fetch-Site same-origin or none)", http.StatusForbidden)
 		return
 	}
+	if s.Token != "" && !s.authorized(w, r) {
+		return
+	}
 	switch {
 	case r.URL.Path == "/":
 		s.list(w)
@@ -66,6 +79,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// tokenCookie is the cookie that carries the server's token.
+const tokenCookie = "truss-ledger-token"
+
+// authorized reports whether r carries the server's token; when it does
+// not, or carries it in the query (then the cookie is set and the
+// browser sent to the address without it), it has answered already.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	same := func(t string) bool { return subtle.ConstantTimeCompare([]byte(t), []byte(s.Token)) == 1 }
+	if q := r.URL.Query(); q.Has("token") {
+		if !same(q.Get("token")) {
+			http.Error(w, "wrong token: open the address truss ledger serve printed", http.StatusUnauthorized)
+			return false
+		}
+		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		q.Del("token")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return false
+	}
+	if c, err := r.Cookie(tokenCookie); err == nil && same(c.Value) {
+		return true
+	}
+	http.Error(w, "this server needs its token: open the address truss ledger serve printed (with ?token=…)", http.StatusUnauthorized)
+	return false
 }
 
 // loopbackHost reports whether a request's Host names this machine's

@@ -107,3 +107,75 @@ func TestServer(t *testing.T) {
 		t.Errorf("a changed ledger: %d %s", code, body)
 	}
 }
+
+// TestServerToken: with a token, a request without it (any process of the
+// machine connecting to the port) reads nothing; the printed address
+// sets a cookie and sends the browser on without the token, and the
+// cookie alone then opens the listing and the pages.
+func TestServerToken(t *testing.T) {
+	dir, vkey := sample(t, 1, true)
+	store := t.TempDir()
+	sd := filepath.Join(store, "S1")
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir, filepath.Join(sd, "ledger")); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := json.Marshal(session.Meta{ID: "S1", Updated: time.Now(), Task: "secret-task", Status: "completed"})
+	if err := os.WriteFile(filepath.Join(sd, "meta.json"), meta, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const token = "0123456789abcdef0123456789abcdef"
+	srv := httptest.NewServer(&page.Server{Store: session.Store{Dir: store}, VKey: vkey, Token: token})
+	defer srv.Close()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string, cookie *http.Cookie) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, tt := range []struct {
+		path   string
+		cookie *http.Cookie
+	}{
+		{"/", nil},
+		{"/session/S1", nil},
+		{"/?token=wrong", nil},
+		{"/session/S1", &http.Cookie{Name: "truss-ledger-token", Value: "wrong"}},
+		{"/", &http.Cookie{Name: "other", Value: token}},
+	} {
+		resp, body := get(tt.path, tt.cookie)
+		if resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "secret-task") || strings.Contains(body, "truss-ledger\"") {
+			t.Errorf("GET %s with %v: %d, want 401 and nothing of the sessions: %.200s", tt.path, tt.cookie, resp.StatusCode, body)
+		}
+	}
+	resp, _ := get("/session/S1?token="+token, nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/session/S1" {
+		t.Fatalf("the printed address: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "truss-ledger-token" {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("the cookie: %+v", cookie)
+	}
+	if resp, body := get("/", cookie); resp.StatusCode != 200 || !strings.Contains(body, "secret-task") {
+		t.Errorf("the listing with the cookie: %d", resp.StatusCode)
+	}
+	if resp, body := get("/session/S1", cookie); resp.StatusCode != 200 || !strings.Contains(body, `id="truss-ledger"`) {
+		t.Errorf("the page with the cookie: %d", resp.StatusCode)
+	}
+}
