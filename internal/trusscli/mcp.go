@@ -2,12 +2,13 @@ package trusscli
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trussdev/truss/internal/cli"
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/termsafe"
 )
@@ -78,22 +80,14 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	v.registerChecks(fset)
 	addr := fset.String("http", "", "serve streamable HTTP on this address (host:port; port 0 picks a free one, printed at start) instead of stdio")
 	stateless := fset.Bool("stateless", false, "with --http: serve statelessly (protocol 2026-07-28 and later; no sessions)")
-	tokenEnv := fset.String("token-env", "", "with --http: require this environment variable's value as a bearer token (needed to serve on a non-loopback address)")
+	tokenEnv := fset.String("token-env", "", "with --http: require this environment variable's value as a bearer token (default on loopback: a new random token, printed at start; required on a non-loopback address)")
 	noLedger := fset.Bool("no-ledger", false, "do not record the calls in a signed ledger")
 	if err := cli.Parse(fset, args[1:]); err != nil {
 		return err
 	}
-	if *tokenEnv != "" && *addr == "" {
-		return cli.Usagef("--token-env protects --http; a stdio server has no other client than the process that started it")
-	}
-	var token string
-	if *tokenEnv != "" {
-		if token = os.Getenv(*tokenEnv); token == "" {
-			return cli.Usagef("--token-env names %s, which is not set", *tokenEnv)
-		}
-	}
-	if *addr != "" && !loopback(*addr) && token == "" {
-		return cli.Usagef("--http %s is not a loopback address: anyone who reaches it could run commands in this workspace; give --token-env VAR to require a bearer token", *addr)
+	token, made, err := serveToken(*addr, *tokenEnv)
+	if err != nil {
+		return err
 	}
 	o := harness.Options{Version: version, NoLedger: *noLedger, NoSession: *noLedger, Validation: v.options(), OnWarning: warner(stderr), Serve: "stdio"}
 	if err := w.options(&o); err != nil {
@@ -103,7 +97,6 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	where := "stdio"
 	if *addr != "" {
 		o.Serve = "http " + *addr
-		var err error
 		if ln, err = net.Listen("tcp", *addr); err != nil {
 			return err
 		}
@@ -119,6 +112,9 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer s.Close()
 	info := s.Info()
 	fmt.Fprintf(stderr, "truss %s · mcp server on %s · workspace %s\nsandbox: %s\n", version, where, info.Workspace, info.Sandbox)
+	if made {
+		fmt.Fprintf(stderr, "bearer token: %s (every request needs Authorization: Bearer and it; --token-env VAR chooses one)\n", token)
+	}
 	if info.LedgerDir != "" {
 		fmt.Fprintf(stderr, "ledger: %s\n", info.LedgerDir)
 	}
@@ -136,6 +132,33 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "truss: served %d calls; ledger %s (%d entries; truss ledger verify %s)\n", out.Agent.Calls, info.LedgerDir, out.LedgerSize, info.SessionID)
 	}
 	return err
+}
+
+// serveToken is the bearer token an MCP server on addr ("" for stdio)
+// wants: the value of the variable tokenEnv names or, without one, a new
+// random token (made): any process of this machine can connect to a
+// loopback port (a sandboxed command of another session with the network
+// on, another user), so an HTTP server always wants one. A non-loopback
+// address needs tokenEnv.
+func serveToken(addr, tokenEnv string) (token string, made bool, err error) {
+	if tokenEnv != "" && addr == "" {
+		return "", false, cli.Usagef("--token-env protects --http; a stdio server has no other client than the process that started it")
+	}
+	if tokenEnv != "" {
+		if token = os.Getenv(tokenEnv); token == "" {
+			return "", false, cli.Usagef("--token-env names %s, which is not set", tokenEnv)
+		}
+		return token, false, nil
+	}
+	if addr == "" {
+		return "", false, nil
+	}
+	if !loopback(addr) {
+		return "", false, cli.Usagef("--http %s is not a loopback address: anyone who reaches it could run commands in this workspace; give --token-env VAR to require a bearer token", addr)
+	}
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:]), true, nil
 }
 
 // serveHTTP serves srv as streamable HTTP on ln (any path) until ctx ends;
