@@ -53,6 +53,29 @@ type User struct {
 	// URL of the user's choosing. A key is never written here: EnvKey
 	// names the variable that holds it.
 	Providers map[string]Provider `toml:"providers"`
+	// MCP holds what the user lets a project's MCP servers have.
+	// TokenEnv lists the variables (names or globs) whose values a
+	// project's [mcp.servers.NAME] bearer_token_env may send to its
+	// server: a project's configuration names the URL, so without the
+	// user's word it could send any of Truss's variables to any server.
+	// A model provider's key is never sent, listed or not.
+	MCP struct {
+		TokenEnv []string `toml:"token_env"`
+	} `toml:"mcp"`
+}
+
+// MCPTokenAllowed reports whether the user's configuration lets a
+// project's MCP server be sent the variable name as its bearer token.
+func (u *User) MCPTokenAllowed(name string) bool {
+	if u == nil {
+		return false
+	}
+	for _, g := range u.MCP.TokenEnv {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Provider is a named provider of the user's configuration.
@@ -130,9 +153,9 @@ func ParseUser(file string, b []byte) (*User, error) {
 	default:
 		return nil, fmt.Errorf("%s: approval_edits %q: use ask (ask before every file edit, showing its diff) or accept (make edits without asking)", file, u.ApprovalEdits)
 	}
-	for _, g := range append(append([]string(nil), u.ShellEnvironment.Include...), u.ShellEnvironment.Exclude...) {
+	for _, g := range slices.Concat(u.ShellEnvironment.Include, u.ShellEnvironment.Exclude, u.MCP.TokenEnv) {
 		if _, err := path.Match(g, ""); err != nil {
-			return nil, fmt.Errorf("%s: shell_environment: bad pattern %q: %w", file, g, err)
+			return nil, fmt.Errorf("%s: bad pattern %q (shell_environment or mcp.token_env): %w", file, g, err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(u.Providers)) {
@@ -301,6 +324,11 @@ func userOnly(b []byte) error {
 			if _, ok := sb[k]; ok {
 				keys = append(keys, "sandbox."+k)
 			}
+		}
+	}
+	if mcp, ok := m["mcp"].(map[string]any); ok {
+		if _, ok := mcp["token_env"]; ok {
+			keys = append(keys, "mcp.token_env")
 		}
 	}
 	if len(keys) == 0 {

@@ -52,6 +52,7 @@ func TestProjectCannotSetUserSettings(t *testing.T) {
 		"[shell_environment]\ninclude = [\"*\"]\n",
 		"[sandbox]\nrelease = [\"~/.ssh\"]\n",
 		"[sandbox]\nhidden = []\n",
+		"[mcp]\ntoken_env = [\"*\"]\n",
 	} {
 		_, err := Parse(t.TempDir(), []byte(body))
 		if err == nil || !strings.Contains(err.Error(), "user's configuration") || !strings.Contains(err.Error(), "a project cannot set") {

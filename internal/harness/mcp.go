@@ -2,10 +2,12 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -30,6 +32,7 @@ func MCPConfigs(cfg *config.Config, o MCPOptions) ([]client.ServerConfig, error)
 		return nil, nil
 	}
 	byName := map[string]client.ServerConfig{}
+	var user *config.User // read when a server wants a token
 	for name, s := range cfg.MCP.Servers {
 		if s.Enabled != nil && !*s.Enabled {
 			continue
@@ -46,6 +49,9 @@ func MCPConfigs(cfg *config.Config, o MCPOptions) ([]client.ServerConfig, error)
 				sc.Headers[k] = v
 			}
 			if s.BearerTokenEnv != "" {
+				if err := tokenEnvAllowed(name, s.BearerTokenEnv, &user); err != nil {
+					return nil, err
+				}
 				tok := os.Getenv(s.BearerTokenEnv)
 				if tok == "" {
 					return nil, fmt.Errorf("%s: [mcp.servers.%s] bearer_token_env names %s, which is not set", config.Path, name, s.BearerTokenEnv)
@@ -64,6 +70,29 @@ func MCPConfigs(cfg *config.Config, o MCPOptions) ([]client.ServerConfig, error)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// tokenEnvAllowed refuses a project's server the variable name as its
+// bearer token unless the user's configuration lets it have it
+// ([mcp] token_env), and always when it is a model provider's key: the
+// project's configuration names the server's URL, so it could otherwise
+// send any of Truss's variables anywhere. *user is the user's
+// configuration, read on first use.
+func tokenEnvAllowed(server, name string, user **config.User) error {
+	if *user == nil {
+		s := &Session{}
+		if err := s.loadUser(); err != nil {
+			return err
+		}
+		*user = cmp.Or(s.user, &config.User{})
+	}
+	if slices.ContainsFunc(withheldEnv(*user), func(g string) bool { ok, _ := path.Match(g, name); return ok || g == name }) {
+		return &ConfigError{Msg: fmt.Sprintf("%s: [mcp.servers.%s] bearer_token_env names %s, a model provider's key, which Truss sends to its provider only", config.Path, server, name)}
+	}
+	if !(*user).MCPTokenAllowed(name) {
+		return &ConfigError{Msg: fmt.Sprintf("%s: [mcp.servers.%s] bearer_token_env names %s, which the user's configuration does not let a project's server have: a project's configuration names the server's URL; to send it, add token_env = [%q] under [mcp] in %s in Truss's directory (~/.config/truss or $TRUSS_HOME)", config.Path, server, name, name, config.UserFile)}
+	}
+	return nil
 }
 
 // mcpSession is the MCP servers of one session.
