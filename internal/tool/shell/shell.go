@@ -449,9 +449,11 @@ func matches(pats []string, name string) bool {
 //     CREDENTIAL anywhere (APIKEY, DBPASSWORD, GOOGLE_CREDENTIALS);
 //   - names with a word PASS, PWD, PW, PAT, AUTH, AUTHORIZATION, BEARER,
 //     CREDS, DSN, COOKIE, SESSION, PRIVATE, JWT, WEBHOOK, SK, MNEMONIC,
-//     OTP, TOTP or MFA (PGPASS, MYSQL_PWD, GITHUB_PAT, NPM_AUTH,
+//     OTP, TOTP, MFA, OAUTH, OAUTH2, PASSCODE or SAS, or a word ending in
+//     PASS (PGPASS, XPASS, MYSQL_PWD, GITHUB_PAT, NPM_AUTH, T_OAUTH,
 //     SENTRY_DSN, SESSION_COOKIE, WALLET_MNEMONIC), which as mere
-//     substrings would take PATH, PYTHONPATH or COMPASS too;
+//     substrings would take PATH, PYTHONPATH or COMPASS too (COMPASS,
+//     BYPASS, SURPASS, PASSTHROUGH pass);
 //
 // except the few well-known names with such a word that hold no secret:
 // PWD and OLDPWD (the working directory), DBUS_SESSION_BUS_ADDRESS,
@@ -476,7 +478,13 @@ func Withheld(name string) bool {
 	}) {
 		switch w {
 		case "PASS", "PWD", "PW", "PAT", "AUTH", "AUTHORIZATION", "BEARER", "CREDS", "DSN", "COOKIE", "SESSION", "PRIVATE", "JWT", "WEBHOOK", "SK",
-			"MNEMONIC", "OTP", "TOTP", "MFA":
+			"MNEMONIC", "OTP", "TOTP", "MFA", "OAUTH", "OAUTH2", "PASSCODE", "SAS":
+			return true
+		case "COMPASS", "BYPASS", "SURPASS", "PASSTHROUGH", "PASSTHRU":
+			continue
+		}
+		// PASS fused with its system's name: PGPASS, XPASS, SMTPPASS.
+		if strings.HasSuffix(w, "PASS") {
 			return true
 		}
 	}
@@ -489,9 +497,9 @@ func Withheld(name string) bool {
 // credential recognizable by its form (an API key or access token of a
 // known service, a JWT, a private key, an Azure account key: secretForm),
 // a URL with a password (postgres://user:pw@host/db, redis://:pw@host),
-// a password parameter of a URL's query or a connection string
-// (?password=p, Password=p;). Such a variable is withheld whatever its
-// name.
+// a password, key, token, secret or signature parameter of a URL's
+// query or a connection string (?password=p, ?api_key=k, &sig=s,
+// Password=p;). Such a variable is withheld whatever its name.
 func WithheldValue(v string) bool {
 	if secretForm(v) {
 		return true
@@ -499,7 +507,8 @@ func WithheldValue(v string) bool {
 	l := strings.ToLower(v)
 	// A password given as a parameter: a URL's query (libpq, JDBC:
 	// ?user=u&password=p) or a connection string (Password=p;).
-	for _, k := range [...]string{"password=", "passwd=", "pwd="} {
+	for _, k := range [...]string{"password=", "passwd=", "pwd=", "api_key=", "apikey=", "api-key=", "access_token=", "token=",
+		"secret=", "client_secret=", "key=", "sig=", "auth=", "private_token="} {
 		if i := strings.Index(l, k); i >= 0 && (i == 0 || strings.ContainsRune("?&; ", rune(l[i-1]))) {
 			return true
 		}
