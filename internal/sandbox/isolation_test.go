@@ -436,6 +436,23 @@ func TestFallocatePastBudget(t *testing.T) {
 	os.Remove(filepath.Join(b.ws, "posix.bin"))
 }
 
+// TestEmptyFilesPastBudget: inodes that take (almost) no blocks and
+// write no bytes still use up the session's budget (each takes a block
+// of it), so a command cannot exhaust the file system's inodes. One
+// touch makes them all: a process per file is slow on a loaded host.
+func TestEmptyFilesPastBudget(t *testing.T) {
+	b := limitBox(t, sandbox.Limits{Pids: 256, FileSize: 1 << 30, DiskBudget: 32 << 20})
+	if b.sb.Plan().Mechanisms.Cgroup == "" {
+		t.Skip("no cgroup to account the budget by on this host")
+	}
+	r := b.run(t, "mkdir many && cd many && touch $(seq -f f%g 1 16000); sleep 3; echo finished", 90*time.Second)
+	var le *sandbox.LimitError
+	if r.Err == nil || !errors.As(r.Err.Err, &le) || le.Limit != "disk" || strings.Contains(r.Stdout, "finished") {
+		t.Errorf("16,000 empty files under a budget of 32 MiB: %+v %q %q", r.Err, r.Stdout, r.Stderr)
+	}
+	os.RemoveAll(filepath.Join(b.ws, "many"))
+}
+
 // TestSSHAgentCover: the SSH agent's directory is covered when it holds
 // nothing else the sandbox needs; in home, or above a kept path, only its
 // socket is.

@@ -38,6 +38,15 @@ import (
 // session began (a process cannot set a ctime back) and of every file
 // deleted but held open by a process of the sandbox. The budget is
 // broken when either measure passes it.
+//
+// Files count as well as bytes: every inode a command takes is space the
+// file system cannot give again, and a command can make millions of
+// empty files that take no blocks and write no bytes, until no file can
+// be made on the file system that holds the user's home. So each file
+// the walk counts takes at least fileCost bytes of the budget (a block,
+// 4 KiB, or more when the budget is large for the file system's free
+// inodes: a budget that half the free inodes reach), and the free space
+// watched is the free blocks plus the free inodes at that cost.
 
 // spaceWalkCost bounds the time spent walking: a walk that took d waits
 // spaceWalkCost×d before the next (a tenth of a core at most, when the
@@ -56,6 +65,7 @@ type space struct {
 	since time.Time // files changed since count
 	fs    []fsFree
 
+	fileCost int64  // the least a file takes of the budget
 	held     int64  // what the last walk found
 	unread   string // a directory it could not read, "" for none
 	nextWalk time.Time
@@ -69,17 +79,28 @@ type fsFree struct {
 	high int64 // the most free space since the last walk
 }
 
+// minFileCost is the least a file takes of the disk budget: a block.
+const minFileCost = 4096
+
 // newSpace watches the file systems of the writable roots, and of the
-// mounts below them.
-func newSpace(roots []string) *space {
-	s := &space{since: time.Now().Add(-time.Second)}
+// mounts below them, for a session whose budget is budget bytes.
+func newSpace(roots []string, budget int64) *space {
+	s := &space{since: time.Now().Add(-time.Second), fileCost: minFileCost}
 	seen := map[uint64]bool{}
 	watch := func(p string) {
 		var st unix.Stat_t
 		if unix.Stat(p, &st) != nil || seen[st.Dev] {
 			return
 		}
-		if free, ok := freeBlocks(p); ok {
+		if len(s.fs) == 0 {
+			// The first root's file system sets the cost: half its
+			// free inodes take the whole budget, or a block each.
+			var sf unix.Statfs_t
+			if unix.Statfs(p, &sf) == nil && sf.Ffree > 0 {
+				s.fileCost = max(minFileCost, 2*budget/int64(sf.Ffree))
+			}
+		}
+		if free, ok := s.freeBlocks(p); ok {
 			seen[st.Dev] = true
 			s.fs = append(s.fs, fsFree{path: p, dev: st.Dev, high: free})
 		}
@@ -129,13 +150,14 @@ func mountPoints() []string {
 
 // freeBlocks is the free space of path's file system, the blocks kept
 // for root included (a process root in its user namespace is not root
-// to the file system, but the host's may be).
-func freeBlocks(path string) (int64, bool) {
+// to the file system, but the host's may be), plus its free inodes at
+// fileCost each (file systems without an inode count report none).
+func (s *space) freeBlocks(path string) (int64, bool) {
 	var st unix.Statfs_t
 	if unix.Statfs(path, &st) != nil {
 		return 0, false
 	}
-	return int64(st.Bfree) * st.Bsize, true
+	return int64(st.Bfree)*st.Bsize + int64(st.Ffree)*s.fileCost, true
 }
 
 // fall is how much free space the file systems lost since they last
@@ -146,7 +168,7 @@ func (s *space) fall(reset bool) int64 {
 	var d int64
 	for i := range s.fs {
 		f := &s.fs[i]
-		free, ok := freeBlocks(f.path)
+		free, ok := s.freeBlocks(f.path)
 		if !ok {
 			continue
 		}
@@ -226,7 +248,7 @@ func (s *space) walk(pids []int) (held int64, unread string) {
 				k := key{info.Dev, info.Ino}
 				if !counted[k] {
 					counted[k] = true
-					held += info.Blocks * 512
+					held += max(info.Blocks*512, s.fileCost)
 				}
 			}
 			return nil

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestSpaceWalk(t *testing.T) {
 	fill("old.bin", 4<<20)
 	// Change times come from a clock that lags by up to a tick.
 	time.Sleep(100 * time.Millisecond)
-	s := newSpace([]string{dir})
+	s := newSpace([]string{dir}, 64<<20)
 	s.since = time.Now().Add(-40 * time.Millisecond)
 	if len(s.fs) != 1 {
 		t.Fatalf("file systems: %+v", s.fs)
@@ -63,6 +64,32 @@ func TestSpaceWalk(t *testing.T) {
 	prev := s.held
 	if held := s.rewalk(5<<20, nil); s.unread != sub || held < prev+5<<20 {
 		t.Errorf("an unreadable directory: unread %q, held %s", s.unread, FormatSize(held))
+	}
+}
+
+// TestSpaceCountsFiles: files that take no blocks (empty ones) still
+// take the budget, a block each at least: a command cannot use up the
+// file system's inodes for free.
+func TestSpaceCountsFiles(t *testing.T) {
+	dir := t.TempDir()
+	s := newSpace([]string{dir}, 64<<20)
+	s.since = time.Now().Add(-time.Second)
+	if s.fileCost < minFileCost {
+		t.Fatalf("fileCost %d", s.fileCost)
+	}
+	const n = 5000
+	for i := range n {
+		f, err := os.Create(filepath.Join(dir, "e"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if fall := s.fall(false); fall < (n-100)*s.fileCost {
+		t.Errorf("the free space watched fell by %s after %d new inodes, want %s or more", FormatSize(fall), n, FormatSize((n-100)*s.fileCost))
+	}
+	if held := s.rewalk(0, nil); held < n*s.fileCost {
+		t.Errorf("the walk counts %s for %d empty files, want at least %s", FormatSize(held), n, FormatSize(n*s.fileCost))
 	}
 }
 

@@ -69,7 +69,7 @@ type watcher struct {
 func newWatcher(groups []*group, lim Limits, writable []string, kill func()) *watcher {
 	w := &watcher{lim: lim, kill: kill, perPid: map[int]int64{}}
 	if lim.DiskBudget > 0 {
-		w.space = newSpace(writable)
+		w.space = newSpace(writable, lim.DiskBudget)
 	}
 	for _, g := range groups {
 		if g.has(ctrlPids) {
