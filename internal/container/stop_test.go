@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,4 +84,27 @@ func waitFor(t *testing.T, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("the condition never held")
+}
+
+// TestLockedDown: the container's processes cannot gain privileges by
+// exec (no_new_privs) and have no CAP_MKNOD or CAP_NET_RAW.
+func TestLockedDown(t *testing.T) {
+	_, env := startEnv(t, Config{})
+	out := mustRun(t, newShell(t, env), `busybox grep -E '^(NoNewPrivs|CapEff)' /proc/self/status`)
+	if !strings.Contains(out, "NoNewPrivs:\t1") {
+		t.Errorf("no_new_privs is not set: %q", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:\t"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, bit := range map[string]uint{"CAP_MKNOD": 27, "CAP_NET_RAW": 13, "CAP_AUDIT_WRITE": 29} {
+				if caps&(1<<bit) != 0 {
+					t.Errorf("the container's processes have %s: CapEff %s", name, v)
+				}
+			}
+		}
+	}
 }
