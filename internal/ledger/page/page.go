@@ -28,6 +28,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/trussdev/truss/internal/ledger"
@@ -271,12 +272,14 @@ func embed(b []byte, opts Options) *Payload {
 // Write writes the page of doc: the HTML document, its style sheet and
 // script inline and allowed by their hashes in a Content-Security-Policy
 // that allows nothing else (no request, no other script, no frame, no
-// form), and doc as the JSON of its ledger element.
+// form), and doc as the JSON of its ledger element, in ASCII alone (every
+// other character as its \u escape).
 func Write(w io.Writer, doc *Doc) error {
 	js, err := json.Marshal(doc) // escapes <, > and &: the element cannot be ended from inside
 	if err != nil {
 		return fmt.Errorf("page: %w", err)
 	}
+	js = asciiJSON(js)
 	var b bytes.Buffer
 	b.Grow(len(js) + len(pageJS) + len(pageCSS) + 2048)
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
@@ -291,6 +294,44 @@ func Write(w io.Writer, doc *Doc) error {
 	b.WriteString("</script>\n<script>" + pageJS + "</script>\n</body>\n</html>\n")
 	_, err = w.Write(b.Bytes())
 	return err
+}
+
+// asciiJSON returns js, a JSON text that is valid UTF-8 (as
+// json.Marshal writes it), with every character outside ASCII written
+// as its \u escape (a pair of them above U+FFFF): the same JSON value in
+// ASCII alone. Chromium holds a text that has one character outside
+// Latin-1 in two bytes a character, and every signed note has one (the
+// em dash of its signature lines), so without this the browser decoded,
+// tokenized and read the page's whole ledger at twice the width.
+func asciiJSON(js []byte) []byte {
+	n := 0
+	for _, c := range js {
+		if c >= utf8.RuneSelf {
+			n++
+		}
+	}
+	if n == 0 {
+		return js
+	}
+	const hexDigits = "0123456789abcdef"
+	out := make([]byte, 0, len(js)+5*n)
+	for i := 0; i < len(js); {
+		if c := js[i]; c < utf8.RuneSelf {
+			out = append(out, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(js[i:])
+		i += size
+		units := []rune{r}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			units = []rune{r1, r2}
+		}
+		for _, u := range units {
+			out = append(out, '\\', 'u', hexDigits[u>>12&0xf], hexDigits[u>>8&0xf], hexDigits[u>>4&0xf], hexDigits[u&0xf])
+		}
+	}
+	return out
 }
 
 // CSP is the page's Content-Security-Policy: nothing may load (no

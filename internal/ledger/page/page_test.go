@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -239,7 +241,7 @@ func TestMutations(t *testing.T) {
 func TestChangedByte(t *testing.T) {
 	dir, vkey := sample(t, 2, false)
 	html := write(t, build(t, dir, vkey, page.Options{}))
-	for _, target := range []string{`Fix the \u003cb\u003ebug`, `"surface\":\"anthropic`, `println(1)`, "\u2014 truss/test "} {
+	for _, target := range []string{`Fix the \u003cb\u003ebug`, `"surface\":\"anthropic`, `println(1)`, `\u2014 truss/test `} {
 		i := bytes.Index(html, []byte(target))
 		if i < 0 {
 			t.Fatalf("no %q in the page", target)
@@ -310,4 +312,79 @@ func TestOnlyTheWrittenPageVerifies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The ledger element is ASCII whatever the ledger holds (a browser reads
+// a text with one wider character at twice the width), and it is the
+// same JSON value: Parse returns the document that was written.
+func TestLedgerElementIsASCII(t *testing.T) {
+	for _, s := range []string{
+		"plain",
+		"\u2014 truss/test signature line",
+		"caf\u00e9 \u00ff",
+		"a face \U0001F600 and \U0010FFFF",
+		"line\u2028para\u2029",
+		"<\u200e/script> & \u202e",
+		"\ufffd\ufeff",
+	} {
+		t.Run(strconv.QuoteToASCII(s), func(t *testing.T) {
+			doc := asciiDoc(s)
+			html := write(t, doc)
+			if el := ledgerElement(t, html); strings.IndexFunc(el, func(r rune) bool { return r >= 0x80 }) >= 0 {
+				t.Errorf("the ledger element holds a character outside ASCII: %q", el)
+			}
+			got, err := page.Parse(html)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, doc) {
+				t.Errorf("Parse returned %+v, want %+v", got, doc)
+			}
+		})
+	}
+}
+
+// asciiDoc is a page's document whose entry, checkpoint, payload and
+// directory name hold s.
+func asciiDoc(s string) *page.Doc {
+	return &page.Doc{Format: page.Format, VKey: "k" + s, MaxPayload: 1, Runs: []*page.Ledger{{
+		Dir: s, Entries: []string{`{"x":"` + s + `"}`}, Checkpoints: map[string]string{"1": s},
+		Payloads: map[string]*page.Payload{s: {Text: &s}},
+	}}}
+}
+
+func ledgerElement(t testing.TB, html []byte) string {
+	t.Helper()
+	const open = `<script type="application/json" id="truss-ledger">`
+	i := bytes.Index(html, []byte(open))
+	j := bytes.Index(html[i+len(open):], []byte("</script>"))
+	if i < 0 || j < 0 {
+		t.Fatal("no ledger element")
+	}
+	return string(html[i+len(open) : i+len(open)+j])
+}
+
+func FuzzLedgerElementIsASCII(f *testing.F) {
+	for _, s := range []string{"", "\u2014", "\U0001F600", "\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return // Build refuses a ledger that is not UTF-8
+		}
+		doc := asciiDoc(s)
+		html := write(t, doc)
+		for _, c := range []byte(ledgerElement(t, html)) {
+			if c >= 0x80 {
+				t.Fatalf("byte %#x in the ledger element", c)
+			}
+		}
+		got, err := page.Parse(html)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, doc) {
+			t.Fatalf("Parse returned %+v, want %+v", got, doc)
+		}
+	})
 }
