@@ -50,6 +50,8 @@ type Tracker struct {
 	noGit      bool
 	scanAfter  []tool.Op
 	watch      *watcher // nil: every scan is a full walk
+	// bigDir is the walk's one turn for reading a large directory.
+	bigDir chan struct{}
 	// life is done when Close is called: it cuts the baseline and any
 	// scan under way (cancel ends it).
 	life   context.Context
@@ -184,7 +186,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		return nil, fmt.Errorf("changes: bulk: %w", err)
 	}
 	t := &Tracker{ign: ign, bulk: bulk, workers: opts.Workers, maxFile: opts.MaxFile, noGit: opts.NoGit, gitPath: opts.GitPath,
-		scanAfter: opts.ScanAfter, bulkAt: opts.BulkThreshold, ready: make(chan struct{})}
+		scanAfter: opts.ScanAfter, bulkAt: opts.BulkThreshold, ready: make(chan struct{}), bigDir: make(chan struct{}, 1)}
 	if !opts.NoWatch {
 		if w, err := newWatcher(cmp.Or(max(opts.MaxWatches, 0), DefaultMaxWatches)); err == nil {
 			t.watch = w // else (no inotify, too many instances) full walks
