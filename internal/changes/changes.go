@@ -97,6 +97,57 @@ type root struct {
 	// linked are the directories holding a file with another name, read
 	// by every scan (see entry.linked).
 	linked map[string]bool
+	// unlisted are the directories recorded as unlistable and not listed
+	// since, so that one is recorded once, not by every scan that meets
+	// it; unlistedBytes bounds their paths (past maxUnlisted a directory
+	// is recorded each time a scan meets it).
+	unlisted      map[string]bool
+	unlistedBytes int
+}
+
+// maxUnlistedScan bounds the unlistable directories one scan records, and
+// maxWalkErrs the errors of its walk it keeps (the rest are counted): a
+// command that makes 100,000 directories unlistable costs a scan neither
+// a change nor an error each.
+const (
+	maxUnlistedScan = 256
+	maxWalkErrs     = 64
+)
+
+// maxUnlisted bounds the bytes of the paths a root remembers as recorded
+// unlistable.
+const maxUnlisted = 1 << 20
+
+// unlistable returns the change that records w's directory as one the
+// scan could not list, with its metadata, or false when it was recorded
+// already and has not been listed since.
+func (r *root) unlistable(w walked) (tool.FileChange, bool) {
+	if r.unlisted[w.rel] {
+		return tool.FileChange{}, false
+	}
+	if r.unlistedBytes+len(w.rel) <= maxUnlisted {
+		if r.unlisted == nil {
+			r.unlisted = map[string]bool{}
+		}
+		r.unlisted[w.rel] = true
+		r.unlistedBytes += len(w.rel)
+	}
+	p := r.name
+	if w.rel != "" {
+		p = r.path(w.rel)
+	} else if p == "" {
+		p = "."
+	}
+	return tool.FileChange{Path: p, Kind: tool.ChangeUpdate, Type: "unlistable",
+		Mode: fmt.Sprintf("%04o", w.unlistMode&0o7777), AfterUnavailable: "unlistable: " + w.err.Error()}, true
+}
+
+// listed forgets that rel was recorded unlistable: it was listed.
+func (r *root) listed(rel string) {
+	if r.unlisted[rel] {
+		delete(r.unlisted, rel)
+		r.unlistedBytes -= len(rel)
+	}
 }
 
 // install puts a directory as read into the index (only its links to
@@ -1133,6 +1184,9 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		return false
 	}
 	var held []walked
+	// Directories the scan could not list, recorded with their metadata
+	// rather than skipped (their entries keep what the index had).
+	var unlisted []tool.FileChange
 	process := func(w walked) {
 		if len(goneDirs) > 0 && inGone(goneDirs, w.r, w.rel) {
 			// Read before its parent found it gone: the parent's
@@ -1146,6 +1200,15 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		if w.vanished {
 			return
 		}
+		if w.unlistable && len(unlisted) < maxUnlistedScan {
+			// Past the cap, one is left unmarked: a later scan that
+			// meets it records it.
+			if ch, ok := w.r.unlistable(w); ok {
+				unlisted = append(unlisted, ch)
+			}
+		} else if w.err == nil {
+			w.r.listed(w.rel)
+		}
 		w.r.install(w)
 		for _, d := range w.diffs {
 			col.add(d)
@@ -1155,9 +1218,13 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 			errs = append(errs, err)
 		}
 	}
+	walkErrs := 0 // the walk's errors, of which maxWalkErrs are kept
 	take := func(j dirJob, w walked) {
 		if w.err != nil {
-			errs = append(errs, w.err)
+			if walkErrs < maxWalkErrs {
+				errs = append(errs, w.err)
+			}
+			walkErrs++
 		}
 		if j.held && waits(w) {
 			held = append(held, w)
@@ -1192,6 +1259,10 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		}
 	}
 	held = nil
+	t.pending = append(t.pending, unlisted...)
+	if walkErrs > maxWalkErrs {
+		errs = append(errs, fmt.Errorf("and %d more directories could not be read", walkErrs-maxWalkErrs))
+	}
 	// The diffs hold copies of their entries: what was installed may go
 	// to disk now.
 	errs = append(errs, t.compact()...)

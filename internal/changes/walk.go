@@ -194,6 +194,10 @@ type walked struct {
 	// newLink: an entry has a name more than the index knew; the other
 	// may be in a directory this scan does not read.
 	newLink bool
+	// unlistable: listing the directory was refused (EACCES, EPERM);
+	// unlistMode is its st_mode then.
+	unlistable bool
+	unlistMode uint32
 	// big: the directory is large (bigDirBytes), and its reader holds
 	// the walk's one turn for large directories (Tracker.bigDir) until
 	// the directory is taken.
@@ -370,6 +374,14 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 			// Unreadable: nothing is known, the index keeps what it had.
 			w.err = fmt.Errorf("list %s: %w", j.r.abspath(j.rel), err)
 			w.same = true
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+				// Recorded as unlistable, with its mode: a command
+				// that hides a directory from Truss is seen doing so.
+				w.unlistable = true
+				if i, serr := j.r.fs.Lstat(name); serr == nil {
+					w.unlistMode = unixMode(i.Mode)
+				}
+			}
 			for i := range old {
 				w.linked = w.linked || old[i].linked
 			}
