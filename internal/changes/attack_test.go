@@ -571,3 +571,44 @@ func TestBulkSpilled(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackUnlistable: a directory a command makes unlistable (chmod
+// 000) is recorded as such, with its mode, once — its files are not taken
+// as deleted — and again when it becomes unlistable after being listed.
+func TestAttackUnlistable(t *testing.T) {
+	for _, watch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("watch=%v", watch), func(t *testing.T) {
+			root := t.TempDir()
+			for _, d := range []string{filepath.Dir(root), root} {
+				os.Chmod(d, 0o755)
+			}
+			layout(t, root, map[string]string{"sub/x.txt": "x\n", "a.txt": "a\n"})
+			tr := open(t, []string{root}, Options{NoWatch: !watch})
+			defer os.Chmod(filepath.Join(root, "sub"), 0o755)
+			scan := func() (got []tool.FileChange, err error) {
+				asNobody(t, func() { got, err = tr.Scan(context.Background()) })
+				return got, err
+			}
+			sh(t, root, `chmod 000 sub`)
+			got, err := scan()
+			if len(got) != 1 || got[0].Path != "sub" || got[0].Type != "unlistable" || got[0].Mode != "0000" ||
+				got[0].Kind != tool.ChangeUpdate || !strings.HasPrefix(got[0].AfterUnavailable, "unlistable: ") {
+				t.Fatalf("a directory made unlistable: %s", show(got))
+			}
+			if err == nil {
+				t.Error("the scan does not say a directory could not be listed")
+			}
+			if again, _ := scan(); len(again) != 0 {
+				t.Errorf("an unlistable directory recorded again: %s", show(again))
+			}
+			sh(t, root, `chmod 755 sub`)
+			if got, err := scan(); len(got) != 0 || err != nil {
+				t.Errorf("listable again: %s, %v", show(got), err)
+			}
+			sh(t, root, `chmod 000 sub`)
+			if got, _ := scan(); len(got) != 1 || got[0].Type != "unlistable" {
+				t.Errorf("unlistable a second time: %s", show(got))
+			}
+		})
+	}
+}

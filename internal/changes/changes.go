@@ -33,22 +33,29 @@ import (
 // A Tracker finds the changes made in a set of roots. One Tracker serves
 // every agent that works in those roots; it is safe for concurrent use.
 type Tracker struct {
-	roots     []*root
-	gitPath   string // gitsafe.Git's Path
-	ign       *matcher
-	bulk      *matcher // directories whose changes are one bulk change
-	store     *store
-	hold      *budget // content bytes held in memory at once
-	bulkAt    int     // more changes than this in one scan are one bulk change
-	spoolAt   int     // a bulk change's manifest past this many bytes is kept on disk
-	spillRun  int     // a scan's diffs past this many are spilled in sorted runs (0: spillRun)
-	tmpStore  string
-	workers   int
-	maxFile   int64
-	noGit     bool
-	scanAfter []tool.Op
-	watch     *watcher // nil: every scan is a full walk
-	cancel    context.CancelFunc
+	roots      []*root
+	gitPath    string // gitsafe.Git's Path
+	ign        *matcher
+	bulk       *matcher // directories whose changes are one bulk change
+	store      *store
+	hold       *budget // content bytes held in memory at once
+	bulkAt     int     // more changes than this in one scan are one bulk change
+	bulkBytes  int     // changes whose paths and targets pass this many bytes are one bulk change
+	spoolAt    int     // a bulk change's manifest past this many bytes is kept on disk
+	spillRun   int     // a scan's diffs past this many are spilled in sorted runs (0: spillRun)
+	spillBytes int     // a scan's diffs past this many bytes in memory are spilled (0: spillBytes)
+	tmpStore   string
+	workers    int
+	maxFile    int64
+	noGit      bool
+	scanAfter  []tool.Op
+	watch      *watcher // nil: every scan is a full walk
+	// bigDir is the walk's one turn for reading a large directory.
+	bigDir chan struct{}
+	// life is done when Close is called: it cuts the baseline and any
+	// scan under way (cancel ends it).
+	life   context.Context
+	cancel context.CancelFunc
 
 	ready chan struct{}
 	err   error // the baseline's failure, set before ready closes
@@ -90,6 +97,57 @@ type root struct {
 	// linked are the directories holding a file with another name, read
 	// by every scan (see entry.linked).
 	linked map[string]bool
+	// unlisted are the directories recorded as unlistable and not listed
+	// since, so that one is recorded once, not by every scan that meets
+	// it; unlistedBytes bounds their paths (past maxUnlisted a directory
+	// is recorded each time a scan meets it).
+	unlisted      map[string]bool
+	unlistedBytes int
+}
+
+// maxUnlistedScan bounds the unlistable directories one scan records, and
+// maxWalkErrs the errors of its walk it keeps (the rest are counted): a
+// command that makes 100,000 directories unlistable costs a scan neither
+// a change nor an error each.
+const (
+	maxUnlistedScan = 256
+	maxWalkErrs     = 64
+)
+
+// maxUnlisted bounds the bytes of the paths a root remembers as recorded
+// unlistable.
+const maxUnlisted = 1 << 20
+
+// unlistable returns the change that records w's directory as one the
+// scan could not list, with its metadata, or false when it was recorded
+// already and has not been listed since.
+func (r *root) unlistable(w walked) (tool.FileChange, bool) {
+	if r.unlisted[w.rel] {
+		return tool.FileChange{}, false
+	}
+	if r.unlistedBytes+len(w.rel) <= maxUnlisted {
+		if r.unlisted == nil {
+			r.unlisted = map[string]bool{}
+		}
+		r.unlisted[w.rel] = true
+		r.unlistedBytes += len(w.rel)
+	}
+	p := r.name
+	if w.rel != "" {
+		p = r.path(w.rel)
+	} else if p == "" {
+		p = "."
+	}
+	return tool.FileChange{Path: p, Kind: tool.ChangeUpdate, Type: "unlistable",
+		Mode: fmt.Sprintf("%04o", w.unlistMode&0o7777), AfterUnavailable: "unlistable: " + w.err.Error()}, true
+}
+
+// listed forgets that rel was recorded unlistable: it was listed.
+func (r *root) listed(rel string) {
+	if r.unlisted[rel] {
+		delete(r.unlisted, rel)
+		r.unlistedBytes -= len(rel)
+	}
 }
 
 // install puts a directory as read into the index (only its links to
@@ -179,7 +237,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		return nil, fmt.Errorf("changes: bulk: %w", err)
 	}
 	t := &Tracker{ign: ign, bulk: bulk, workers: opts.Workers, maxFile: opts.MaxFile, noGit: opts.NoGit, gitPath: opts.GitPath,
-		scanAfter: opts.ScanAfter, bulkAt: opts.BulkThreshold, ready: make(chan struct{})}
+		scanAfter: opts.ScanAfter, bulkAt: opts.BulkThreshold, ready: make(chan struct{}), bigDir: make(chan struct{}, 1)}
 	if !opts.NoWatch {
 		if w, err := newWatcher(cmp.Or(max(opts.MaxWatches, 0), DefaultMaxWatches)); err == nil {
 			t.watch = w // else (no inotify, too many instances) full walks
@@ -194,6 +252,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	if t.bulkAt <= 0 {
 		t.bulkAt = DefaultBulkThreshold
 	}
+	t.bulkBytes = cmp.Or(max(opts.BulkBytes, 0), DefaultBulkBytes)
 	t.spoolAt = SpoolManifest
 	held := opts.MaxHeld
 	if held <= 0 {
@@ -303,6 +362,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	}
 	ok = true
 	ctx, t.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	t.life = ctx
 	t.mu.Lock() // held until the baseline is taken
 	go func() {
 		defer close(t.ready)
@@ -324,6 +384,7 @@ func (t *Tracker) Ready(ctx context.Context) error {
 
 // Close stops the tracker and removes a temporary content store.
 func (t *Tracker) Close() error {
+	t.cancel() // the baseline and a scan under way stop at their next directory
 	<-t.ready
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -331,7 +392,6 @@ func (t *Tracker) Close() error {
 		return nil
 	}
 	t.closed = true
-	t.cancel()
 	if t.watch != nil {
 		t.watch.close()
 	}
@@ -356,10 +416,14 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	var errs []error
 	// The stat walk installs each directory as it is read, and the index
 	// goes to disk as its overlay fills.
-	for _, w := range t.walk(t.rootJobs(), true, time.Now().Add(-RacyWindow).UnixNano(), true, nil) {
+	walked, cut := t.walk(ctx, t.rootJobs(), true, time.Now().Add(-RacyWindow).UnixNano(), true, nil)
+	for _, w := range walked {
 		if w.err != nil {
 			errs = append(errs, w.err)
 		}
+	}
+	if cut {
+		return &CutError{Err: ctx.Err()}
 	}
 	for _, r := range t.roots {
 		if err := r.idx.merge(); err != nil {
@@ -872,7 +936,13 @@ type found struct {
 // directories goes into the store, for the before side of its next
 // change.
 func (t *Tracker) examine(ctx context.Context, d *diff, keep bool) (f found, err error) {
-	_, f.inBulk = t.bulk.bulkDir(d.rel)
+	if ctx.Err() != nil {
+		// The scan is cut: the diff is left for the next one, which
+		// walks everything (see scanOnce).
+		f.replaced = true
+		return f, nil
+	}
+	_, f.inBulk = t.bulk.bulkDir(d.rel())
 	keep = keep && !f.inBulk
 	var g *repo
 	if d.old != nil && d.old.isReg() && d.old.src == srcGit {
@@ -883,7 +953,7 @@ func (t *Tracker) examine(ctx context.Context, d *diff, keep bool) (f found, err
 		switch {
 		case c.isReg():
 			f.cur.reg = true
-			got, rerr := t.read(d.r, d.rel, c, g, !f.inBulk)
+			got, rerr := t.read(d.r, d.rel(), c, g, !f.inBulk)
 			switch {
 			case errors.Is(rerr, errGone):
 				d.cur, f.cur = nil, side{} // gone since the walk: as if not seen
@@ -929,7 +999,7 @@ func (t *Tracker) examine(ctx context.Context, d *diff, keep bool) (f found, err
 				}
 			}
 		case c.isLink():
-			target, lerr := d.r.fs.Readlink(d.rel)
+			target, lerr := d.r.fs.Readlink(d.rel())
 			if lerr != nil {
 				d.cur, f.cur = nil, side{}
 				break
@@ -959,7 +1029,7 @@ func (t *Tracker) examine(ctx context.Context, d *diff, keep bool) (f found, err
 				b, berr := d.r.repo.blob(ctx, o.sum[:n])
 				if berr != nil {
 					f.old.missing = "the repository's copy could not be read: " + berr.Error()
-					err = errors.Join(err, fmt.Errorf("%s: before content: %w", d.r.path(d.rel), berr))
+					err = errors.Join(err, fmt.Errorf("%s: before content: %w", d.r.path(d.rel()), berr))
 					break
 				}
 				f.old.known, f.old.sum = true, sha256.Sum256(b)
@@ -996,9 +1066,9 @@ func (t *Tracker) apply(d *diff, f *found) bool {
 	if f.replaced {
 		// Read again by the next scan, from what the index held.
 		if d.old != nil {
-			d.r.put(d.rel, *d.old)
+			d.r.put(d.rel(), *d.old)
 		} else {
-			d.r.remove(d.rel)
+			d.r.remove(d.rel())
 		}
 		t.rescan = true
 		return false
@@ -1025,7 +1095,7 @@ func (t *Tracker) apply(d *diff, f *found) bool {
 		t.drop(*d)
 	}
 	if d.cur != nil && d.cur.isLink() {
-		if e := d.r.lookupEdit(d.rel); e != nil && e.isLink() {
+		if e := d.r.lookupEdit(d.rel()); e != nil && e.isLink() {
 			e.link = f.cur.link
 		}
 	}
@@ -1041,8 +1111,24 @@ func (t *Tracker) apply(d *diff, f *found) bool {
 	return true
 }
 
+// The scan is cut when ctx is done or the tracker is closed: its walk
+// reads no further directory, the diffs it has not examined are left as
+// the index had them, and the error is a *CutError; the next scan walks
+// everything.
 func (t *Tracker) scan(ctx context.Context, all bool) ([]tool.FileChange, error) {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	defer context.AfterFunc(t.life, func() { stop(errors.New("the tracker is closed")) })()
 	out, err := t.scanOnce(ctx, all)
+	if ctx.Err() != nil {
+		if ce := (*CutError)(nil); !errors.As(err, &ce) {
+			// Cut after the walk: the diffs not examined were put back
+			// as the index had them, for the next scan (which walks
+			// everything).
+			t.rescan = true
+			err = errors.Join(err, &CutError{Err: ctx.Err()})
+		}
+	}
 	if cerrs := t.compact(); len(cerrs) > 0 {
 		err = errors.Join(append([]error{err}, cerrs...)...)
 	}
@@ -1098,6 +1184,9 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		return false
 	}
 	var held []walked
+	// Directories the scan could not list, recorded with their metadata
+	// rather than skipped (their entries keep what the index had).
+	var unlisted []tool.FileChange
 	process := func(w walked) {
 		if len(goneDirs) > 0 && inGone(goneDirs, w.r, w.rel) {
 			// Read before its parent found it gone: the parent's
@@ -1111,6 +1200,15 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		if w.vanished {
 			return
 		}
+		if w.unlistable && len(unlisted) < maxUnlistedScan {
+			// Past the cap, one is left unmarked: a later scan that
+			// meets it records it.
+			if ch, ok := w.r.unlistable(w); ok {
+				unlisted = append(unlisted, ch)
+			}
+		} else if w.err == nil {
+			w.r.listed(w.rel)
+		}
 		w.r.install(w)
 		for _, d := range w.diffs {
 			col.add(d)
@@ -1120,9 +1218,13 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 			errs = append(errs, err)
 		}
 	}
+	walkErrs := 0 // the walk's errors, of which maxWalkErrs are kept
 	take := func(j dirJob, w walked) {
 		if w.err != nil {
-			errs = append(errs, w.err)
+			if walkErrs < maxWalkErrs {
+				errs = append(errs, w.err)
+			}
+			walkErrs++
 		}
 		if j.held && waits(w) {
 			held = append(held, w)
@@ -1144,11 +1246,23 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		clear(held[len(kept):])
 		held = kept
 	}
-	t.walk(jobs, full, time.Now().Add(-RacyWindow).UnixNano(), false, take)
-	for _, w := range held { // none: every first job has been read
-		process(w)
+	if _, cut := t.walk(ctx, jobs, full, time.Now().Add(-RacyWindow).UnixNano(), false, take); cut {
+		// Directories were left unread, and the marks that led to them
+		// are drained: the next scan walks everything. What this one
+		// read is reported; what waits below a first job left unread
+		// is not installed (the next scan reads it again).
+		t.rescan = true
+		errs = append(errs, &CutError{Err: ctx.Err()})
+	} else {
+		for _, w := range held { // none: every first job has been read
+			process(w)
+		}
 	}
 	held = nil
+	t.pending = append(t.pending, unlisted...)
+	if walkErrs > maxWalkErrs {
+		errs = append(errs, fmt.Errorf("and %d more directories could not be read", walkErrs-maxWalkErrs))
+	}
 	// The diffs hold copies of their entries: what was installed may go
 	// to disk now.
 	errs = append(errs, t.compact()...)
@@ -1161,7 +1275,7 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		errs = append(errs, err)
 		emu.Unlock()
 	}
-	if col.n > t.bulkAt {
+	if col.n > t.bulkAt || col.pathBytes > t.bulkBytes || len(col.runs) > 0 {
 		ch, err := t.scanBulk(ctx, col.iter())
 		if err != nil {
 			errs = append(errs, err)
@@ -1170,7 +1284,7 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		t.pending = nil
 		return out, errors.Join(errs...)
 	}
-	diffs := col.mem // all of them: a run is more than the bulk threshold
+	diffs := col.mem // all of them: none was spilled
 
 	col.sortMem()
 	// Read what is there now, and what was there before, in parallel.
@@ -1196,8 +1310,8 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		}
 		o, c := f.old, f.cur
 		if f.inBulk {
-			dir, _ := t.bulk.bulkDir(d.rel)
-			bulks = t.addBulk(bulks, d.r, dir, d.rel, o, c)
+			dir, _ := t.bulk.bulkDir(d.rel())
+			bulks = t.addBulk(bulks, d.r, dir, d.rel(), o, c)
 			t.release(f)
 			continue
 		}
@@ -1207,7 +1321,7 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		case !o.exists && c.exists && c.reg && c.known:
 			adds = append(adds, len(changes))
 		}
-		changes = append(changes, t.change(d.r.path(d.rel), o, c, &outHeld))
+		changes = append(changes, t.change(d.r.path(d.rel()), o, c, &outHeld))
 		o.data, c.data = nil, nil
 		sides = append(sides, [2]side{o, c})
 		outHeld += f.old.held + f.cur.held // given back when the scan returns
@@ -1552,7 +1666,9 @@ func (t *Tracker) scanBulk(ctx context.Context, next func() (diff, bool, error))
 	fs := make([]found, bulkChunk)
 	for more := true; more; {
 		chunk = chunk[:0]
-		for len(chunk) < bulkChunk {
+		// A chunk is bounded by bytes too, whatever the paths' length.
+		size := 0
+		for len(chunk) < bulkChunk && size < spillBytes {
 			d, ok, err := next()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("changes: %w", err))
@@ -1561,6 +1677,9 @@ func (t *Tracker) scanBulk(ctx context.Context, next func() (diff, bool, error))
 				more = false
 				break
 			}
+			// Each diff's full path is made as it is examined, and
+			// kept until the chunk is done.
+			size += diffBytes + d.pathBytes() + len(d.dir) + 1
 			chunk = append(chunk, d)
 		}
 		t.parallel(len(chunk), func(i int) {
@@ -1575,7 +1694,7 @@ func (t *Tracker) scanBulk(ctx context.Context, next func() (diff, bool, error))
 		for i := range chunk {
 			d, f := &chunk[i], &fs[i]
 			if t.apply(d, f) {
-				bulks = t.addBulk(bulks, d.r, "", d.rel, f.old, f.cur)
+				bulks = t.addBulk(bulks, d.r, "", d.rel(), f.old, f.cur)
 			}
 			t.release(f)
 			fs[i] = found{}
@@ -1612,7 +1731,7 @@ func inGone(gone map[watched]bool, r *root, rel string) bool {
 // settle records in the index what is now known of a diff's current
 // regular file.
 func (t *Tracker) settle(d diff, sum [32]byte, src uint8, kept bool, at span) {
-	if e := d.r.lookupEdit(d.rel); e != nil && e.isReg() {
+	if e := d.r.lookupEdit(d.rel()); e != nil && e.isReg() {
 		e.sum, e.src, e.kept, e.at = sum, src, kept, at
 	}
 }
@@ -1620,8 +1739,8 @@ func (t *Tracker) settle(d diff, sum [32]byte, src uint8, kept bool, at span) {
 // drop removes a diff's path from the index, when it was found gone after
 // the walk had listed it.
 func (t *Tracker) drop(d diff) {
-	if e := d.r.lookup(d.rel); e != nil && !e.isDir() {
-		d.r.remove(d.rel)
+	if e := d.r.lookup(d.rel()); e != nil && !e.isDir() {
+		d.r.remove(d.rel())
 	}
 }
 
@@ -1639,12 +1758,11 @@ func (t *Tracker) gone(r *root, rel string, add func(diff)) {
 	}
 	for i := range ents {
 		e := ents[i]
-		p := path.Join(rel, e.name)
 		if e.isDir() {
-			t.gone(r, p, add)
+			t.gone(r, path.Join(rel, e.name), add)
 			continue
 		}
-		add(diff{r: r, rel: p, old: &e})
+		add(diff{r: r, dir: rel, name: e.name, old: &e})
 	}
 }
 

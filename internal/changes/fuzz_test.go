@@ -89,7 +89,7 @@ func FuzzDiffRun(f *testing.F) {
 	old := entry{name: "a", mode: 0o100644, size: 3, src: srcSHA, kept: true, at: span{1, 3}}
 	cur := entry{name: "a", mode: 0o120777, link: "target"}
 	var seed []byte
-	for _, d := range []diff{{r: t0.roots[0], rel: "x/a", old: &old, cur: &cur}, {r: t0.roots[0], rel: "y", cur: &cur}} {
+	for _, d := range []diff{{r: t0.roots[0], dir: "x", name: "a", old: &old, cur: &cur}, {r: t0.roots[0], dir: "y", name: "a", cur: &cur}, {r: t0.roots[0], name: "a", old: &old}} {
 		seed = s.appendDiff(seed, &d)
 	}
 	rr := &runReader{t: t0, r: bufio.NewReader(bytes.NewReader(seed))}

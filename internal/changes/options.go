@@ -120,6 +120,12 @@ type Options struct {
 	// BulkThreshold: a scan that finds more entries changed than this
 	// records them as one bulk change per root (default 1000).
 	BulkThreshold int
+	// BulkBytes: a scan whose changes' paths and link targets add up to
+	// more bytes than this records them as one bulk change per root too
+	// (default DefaultBulkBytes), so that a command's record is bounded
+	// by bytes, not only by count: a few hundred files with paths of
+	// 4 KiB are a manifest, not a record of megabytes.
+	BulkBytes int
 	// MaxHeld bounds the bytes of file contents the tracker holds in
 	// memory at once, over all its workers and the changes a scan returns
 	// (default 32 MiB); a content past it is recorded by digest only, its
@@ -182,9 +188,23 @@ const (
 	DefaultMaxFile       = 32 << 20
 	DefaultMaxHeld       = 32 << 20
 	DefaultBulkThreshold = 1000
+	DefaultBulkBytes     = 256 << 10
 	DefaultMaxWatches    = 8192
 	// SpoolManifest is the size past which a bulk change's manifest is
 	// kept in a file with no name in the content store's directory
 	// (tool.FileChange.AfterFile) instead of memory.
 	SpoolManifest = 1 << 20
 )
+
+// CutError is a scan stopped by its context (the command's or the
+// session's) before it read every directory or examined every entry that
+// differed: the changes it returns are those it finished, and the next
+// scan walks every directory, so nothing it left is lost, only recorded
+// later.
+type CutError struct{ Err error }
+
+func (e *CutError) Error() string {
+	return "the scan was cut before it read everything: " + e.Err.Error()
+}
+
+func (e *CutError) Unwrap() error { return e.Err }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // diffSpill gathers the diffs of one scan. It holds them in memory up to
@@ -21,16 +22,24 @@ import (
 // memory, not a diff per file. next then merges the runs in the order a
 // scan reports changes: by root, then path.
 type diffSpill struct {
-	t    *Tracker
-	max  int
-	mem  []diff
-	n    int // diffs gathered, in memory and in runs
-	f    *os.File
-	runs []span
-	end  int64
-	buf  []byte  // a record, reused
-	body []byte  // a record's body, reused
-	ents []entry // a record's entries, reused
+	t   *Tracker
+	max int
+	mem []diff
+	// memBytes is what the diffs in memory hold (their structs, entries,
+	// names, targets, and each directory's string once), maxBytes the
+	// most before a run is written: a run is bounded by bytes as well as
+	// by count, whatever the paths' length.
+	memBytes, maxBytes int
+	n                  int // diffs gathered, in memory and in runs
+	// pathBytes is the bytes of every diff's full path and link targets,
+	// in memory and in runs: what a record of them one by one would hold.
+	pathBytes int
+	f         *os.File
+	runs      []span
+	end       int64
+	buf       []byte  // a record, reused
+	body      []byte  // a record's body, reused
+	ents      []entry // a record's entries, reused
 	// noSpill: no run could be written; the diffs stay in memory.
 	noSpill bool
 }
@@ -40,19 +49,32 @@ type diffSpill struct {
 // scan that reports changes one by one never spills).
 const spillRun = 16384
 
+// spillBytes is how many bytes of diffs a scan holds in memory before it
+// writes them as a run.
+const spillBytes = 4 << 20
+
+// diffBytes is what a diff held in memory costs besides its strings.
+const diffBytes = int(unsafe.Sizeof(diff{}) + 2*unsafe.Sizeof(entry{}))
+
 func (t *Tracker) newDiffSpill() *diffSpill {
 	run := t.spillRun
 	if run <= 0 {
 		run = spillRun
 	}
-	return &diffSpill{t: t, max: max(run, t.bulkAt+1)}
+	return &diffSpill{t: t, max: max(run, t.bulkAt+1), maxBytes: cmp.Or(t.spillBytes, spillBytes)}
 }
 
 // add gathers d.
 func (s *diffSpill) add(d diff) {
+	own := d.pathBytes()
+	s.pathBytes += own + len(d.dir) + 1
+	s.memBytes += diffBytes + own
+	if k := len(s.mem); k == 0 || s.mem[k-1].dir != d.dir || s.mem[k-1].r != d.r {
+		s.memBytes += len(d.dir)
+	}
 	s.mem = append(s.mem, d)
 	s.n++
-	if len(s.mem) >= s.max && !s.noSpill {
+	if (len(s.mem) >= s.max || s.memBytes >= s.maxBytes) && !s.noSpill {
 		if err := s.spill(); err != nil {
 			s.noSpill = true // kept in memory: never a diff lost
 		}
@@ -60,7 +82,49 @@ func (s *diffSpill) add(d diff) {
 }
 
 func compareDiffs(a, b *diff) int {
-	return cmp.Or(strings.Compare(a.r.abs, b.r.abs), strings.Compare(a.rel, b.rel))
+	return cmp.Or(strings.Compare(a.r.abs, b.r.abs), comparePaths(a.dir, a.name, b.dir, b.name))
+}
+
+// comparePaths compares two paths given as directory and name, as
+// strings.Compare compares the paths they make, without making them.
+func comparePaths(adir, aname, bdir, bname string) int {
+	if adir == bdir {
+		return strings.Compare(aname, bname)
+	}
+	var as, bs [3]string
+	ap, bp := pathParts(&as, adir, aname), pathParts(&bs, bdir, bname)
+	for {
+		for len(ap) > 0 && ap[0] == "" {
+			ap = ap[1:]
+		}
+		for len(bp) > 0 && bp[0] == "" {
+			bp = bp[1:]
+		}
+		switch {
+		case len(ap) == 0 && len(bp) == 0:
+			return 0
+		case len(ap) == 0:
+			return -1
+		case len(bp) == 0:
+			return 1
+		}
+		n := min(len(ap[0]), len(bp[0]))
+		if c := strings.Compare(ap[0][:n], bp[0][:n]); c != 0 {
+			return c
+		}
+		ap[0], bp[0] = ap[0][n:], bp[0][n:]
+	}
+}
+
+// pathParts are the strings whose concatenation is the path of dir and
+// name, in buf.
+func pathParts(buf *[3]string, dir, name string) []string {
+	if dir == "" {
+		buf[0] = name
+		return buf[:1]
+	}
+	buf[0], buf[1], buf[2] = dir, "/", name
+	return buf[:3]
 }
 
 // sortMem sorts the diffs in memory.
@@ -92,13 +156,14 @@ func (s *diffSpill) spill() error {
 	s.end += n
 	clear(s.mem)
 	s.mem = s.mem[:0]
+	s.memBytes = 0
 	return nil
 }
 
 // A run's record is its length (uvarint), then the root's index
-// (uvarint), the path (uvarint length and bytes), a byte saying which
-// sides follow (1: old, 2: cur) and those entries as the index encodes
-// a directory's.
+// (uvarint), the directory (uvarint length and bytes), a byte saying
+// which sides follow (1: old, 2: cur) and those entries as the index
+// encodes a directory's; the diff's name is its entries'.
 const (
 	sideOld = 1 << iota
 	sideCur
@@ -107,8 +172,8 @@ const (
 func (s *diffSpill) appendDiff(b []byte, d *diff) []byte {
 	ri := slices.Index(s.t.roots, d.r)
 	body := binary.AppendUvarint(s.body[:0], uint64(ri))
-	body = binary.AppendUvarint(body, uint64(len(d.rel)))
-	body = append(body, d.rel...)
+	body = binary.AppendUvarint(body, uint64(len(d.dir)))
+	body = append(body, d.dir...)
 	var sides byte
 	ents := s.ents[:0]
 	if d.old != nil {
@@ -135,6 +200,7 @@ type runReader struct {
 	t   *Tracker
 	r   *bufio.Reader
 	buf []byte
+	dir string // the last record's directory, shared by the next ones of it
 }
 
 func (rr *runReader) next() (diff, bool, error) {
@@ -161,7 +227,10 @@ func (rr *runReader) next() (diff, bool, error) {
 	if k <= 0 || l >= uint64(len(b)-k) {
 		return diff{}, false, errRun
 	}
-	d := diff{r: rr.t.roots[ri], rel: string(b[k : k+int(l)])}
+	if dir := b[k : k+int(l)]; string(dir) != rr.dir {
+		rr.dir = string(dir)
+	}
+	d := diff{r: rr.t.roots[ri], dir: rr.dir}
 	b = b[k+int(l):]
 	sides := b[0]
 	ents, err := decodeEntries(b[1:])
@@ -171,14 +240,16 @@ func (rr *runReader) next() (diff, bool, error) {
 			want++
 		}
 	}
-	if err != nil || len(ents) != want || sides&^(sideOld|sideCur) != 0 {
+	if err != nil || want == 0 || len(ents) != want || sides&^(sideOld|sideCur) != 0 {
 		return diff{}, false, errRun
 	}
+	d.name = ents[0].name
 	if sides&sideOld != 0 {
 		d.old, ents = &ents[0], ents[1:]
 	}
 	if sides&sideCur != 0 {
 		d.cur = &ents[0]
+		d.name = d.cur.name
 	}
 	return d, true, nil
 }

@@ -3,6 +3,7 @@
 package changes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -121,11 +122,46 @@ func unixMode(m fs.FileMode) uint32 {
 
 // diff is one entry of a directory that differs from the index: added
 // (old nil), removed (cur nil), or changed in stat or type.
+//
+// Its path is held as its directory and its name: every diff of one
+// directory shares that directory's string, and the name is its entry's,
+// so a directory of many files with a long path costs a path once, not
+// once per file. rel makes the full path when one is needed.
 type diff struct {
-	r   *root
-	rel string // the entry's path relative to its root
-	old *entry
-	cur *entry
+	r    *root
+	dir  string // the entry's directory relative to its root ("" for the root)
+	name string
+	old  *entry
+	cur  *entry
+	// full is the path rel made, kept while the diff is examined and
+	// applied (not while it is gathered: see diffSpill).
+	full string
+}
+
+// rel is the entry's path relative to its root.
+func (d *diff) rel() string {
+	switch {
+	case d.full != "":
+	case d.dir == "":
+		d.full = d.name
+	default:
+		d.full = d.dir + "/" + d.name
+	}
+	return d.full
+}
+
+// pathBytes is how many bytes the diff's strings hold that are its own
+// (its name, and the link targets of its entries); the directory, shared,
+// is counted by whoever holds it.
+func (d *diff) pathBytes() int {
+	n := len(d.name)
+	if d.old != nil {
+		n += len(d.old.link)
+	}
+	if d.cur != nil {
+		n += len(d.cur.link)
+	}
+	return n
 }
 
 // dirJob is a directory to read.
@@ -142,6 +178,10 @@ type dirJob struct {
 	held bool
 }
 
+// bigDirBytes is the size (st_size) past which a directory is large: on
+// ext4 about 10,000 entries of short names, on tmpfs 13,000.
+const bigDirBytes = 256 << 10
+
 // walked is a directory as read.
 type walked struct {
 	r   *root
@@ -154,6 +194,14 @@ type walked struct {
 	// newLink: an entry has a name more than the index knew; the other
 	// may be in a directory this scan does not read.
 	newLink bool
+	// unlistable: listing the directory was refused (EACCES, EPERM);
+	// unlistMode is its st_mode then.
+	unlistable bool
+	unlistMode uint32
+	// big: the directory is large (bigDirBytes), and its reader holds
+	// the walk's one turn for large directories (Tracker.bigDir) until
+	// the directory is taken.
+	big bool
 	// same: the directory is as the index has it (ents is nil: nothing
 	// to install but linked).
 	same  bool
@@ -181,7 +229,11 @@ type walked struct {
 // take, when set (and not install), is given every directory as it is
 // read, with its job, in place of the above: the walk then returns
 // nothing. It is called by one worker at a time.
-func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool, take func(dirJob, walked)) []walked {
+//
+// When ctx is done the workers read no further directory: the walk ends
+// once the directories being read are read, what is still queued is not
+// read, and cut says so.
+func (t *Tracker) walk(ctx context.Context, jobs []dirJob, full bool, racyFrom int64, install bool, take func(dirJob, walked)) (_ []walked, cut bool) {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
@@ -198,6 +250,11 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool, t
 				mu.Lock()
 				for len(queue) == 0 && active > 0 {
 					cond.Wait()
+				}
+				if len(queue) > 0 && ctx.Err() != nil {
+					cut = true
+					clear(queue)
+					queue = queue[:0]
 				}
 				if len(queue) == 0 {
 					mu.Unlock()
@@ -234,11 +291,17 @@ func (t *Tracker) walk(jobs []dirJob, full bool, racyFrom int64, install bool, t
 				active--
 				mu.Unlock()
 				cond.Broadcast()
+				if w.big {
+					// Given back once the directory is taken: its
+					// entries are then the index's, its diffs the
+					// scan's (spilled past their budget).
+					<-t.bigDir
+				}
 			}
 		})
 	}
 	wg.Wait()
-	return results
+	return results, cut
 }
 
 // readDir reads one directory, stats its entries and compares them with
@@ -273,6 +336,14 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 	var ents []entry
 	d, err := j.r.fs.OpenDir(name)
 	if err == nil {
+		// Large directories are read one at a time: each costs its
+		// entries and a diff per entry while it is read and taken, and
+		// several at once (one per worker) would add those up.
+		var st unix.Stat_t
+		if unix.Fstat(d.Fd(), &st) == nil && st.Size > bigDirBytes {
+			t.bigDir <- struct{}{}
+			w.big = true
+		}
 		if t.watch != nil {
 			// Watched through the descriptor just opened, before reading:
 			// no change in it is missed, and no link leads the watch
@@ -303,6 +374,14 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 			// Unreadable: nothing is known, the index keeps what it had.
 			w.err = fmt.Errorf("list %s: %w", j.r.abspath(j.rel), err)
 			w.same = true
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+				// Recorded as unlistable, with its mode: a command
+				// that hides a directory from Truss is seen doing so.
+				w.unlistable = true
+				if i, serr := j.r.fs.Lstat(name); serr == nil {
+					w.unlistMode = unixMode(i.Mode)
+				}
+			}
 			for i := range old {
 				w.linked = w.linked || old[i].linked
 			}
@@ -337,18 +416,22 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 		} else {
 			name = prev.name
 		}
-		rel := name
-		switch {
-		case j.rel != "":
-			rel = j.rel + "/" + name
-		case cur == nil:
-			rel = strings.Clone(name) // the index's: a view of its record
+		// A subdirectory's path, made only for a subdirectory: a file's
+		// diff holds its directory's string and its name.
+		rel := func() string {
+			switch {
+			case j.rel != "":
+				return j.rel + "/" + name
+			case cur == nil:
+				return strings.Clone(name) // the index's: a view of its record
+			}
+			return name
 		}
 		if cur != nil && cur.isDir() && (full || prev == nil || !prev.isDir()) {
-			sub = append(sub, rel)
+			sub = append(sub, rel())
 		}
 		if prev != nil && prev.isDir() && (cur == nil || !cur.isDir()) {
-			w.gone = append(w.gone, rel)
+			w.gone = append(w.gone, rel())
 		}
 		if cur != nil && !cur.isDir() && (cur.mtime >= racyFrom || cur.ctime >= racyFrom) {
 			cur.racy = true
@@ -361,11 +444,17 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 			continue
 		}
 		changed = true
-		d := diff{r: j.r, rel: rel}
+		d := diff{r: j.r, dir: j.rel}
+		if cur != nil {
+			d.name = cur.name
+		}
 		if prev != nil && !prev.isDir() {
 			p := *prev
 			p.name, p.link = strings.Clone(p.name), strings.Clone(p.link)
 			d.old = &p
+			if cur == nil {
+				d.name = p.name
+			}
 		}
 		if cur != nil && !cur.isDir() {
 			// The walk's entries become the index's as they are

@@ -63,9 +63,15 @@ func (w *wrapped) Execute(ctx context.Context, call tool.Call) tool.Result {
 	case slices.Contains(t.scanAfter, call.Op):
 		t.Ready(ctx)
 		res := w.e.Execute(ctx, call)
-		// The command ran even when the call was cancelled: what it
-		// changed is recorded all the same.
-		found, err := t.Scan(context.WithoutCancel(ctx))
+		// The command ran even when the call was cancelled (a timeout):
+		// what it changed is recorded all the same. A call cancelled
+		// while the scan runs cuts it (the changes it left are the
+		// next scan's), as closing the tracker does.
+		sctx := ctx
+		if ctx.Err() != nil {
+			sctx = context.WithoutCancel(ctx)
+		}
+		found, err := t.Scan(sctx)
 		if len(found) > 0 {
 			res.Changes = append(slices.Clip(res.Changes), found...)
 		}

@@ -459,7 +459,8 @@ type FileChange struct {
 	// command saw it last (after the change, or before a deletion): Type
 	// is "fifo", "socket" or "device" for a file that is none of a
 	// regular file, a directory or a symlink (never opened, so without
-	// digests), else empty; Mode its permission bits in octal ("0644");
+	// digests), "unlistable" for a directory whose listing was refused,
+	// else empty; Mode its permission bits in octal ("0644");
 	// Size its size in bytes.
 	Type string `json:"type,omitempty"`
 	Mode string `json:"mode,omitempty"`
