@@ -612,3 +612,39 @@ func TestAttackUnlistable(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackSparse: a command makes files of a huge apparent size that
+// take no blocks (truncate). A scan reads no more than its budget to
+// hash them: the files past it are recorded with their size and no
+// digest, saying why, and the next scan, with a budget of its own,
+// neither reads them again nor reports them while they are unchanged.
+func TestAttackSparse(t *testing.T) {
+	root := t.TempDir()
+	tr := open(t, []string{root}, Options{HashBytes: 96 << 20, MaxFile: 1 << 20})
+	sh(t, root, `for i in 1 2 3 4 5 6; do truncate -s 64M sp$i; done`)
+	start := time.Now()
+	got, err := tr.Scan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 6 {
+		t.Fatalf("got %s", show(got))
+	}
+	hashed, skipped := 0, 0
+	for _, c := range got {
+		switch {
+		case c.After != "" && c.Size == 64<<20:
+			hashed++
+		case c.After == "" && c.Size == 64<<20 && strings.HasPrefix(c.AfterUnavailable, "not hashed: 67108864 bytes"):
+			skipped++
+		default:
+			t.Errorf("a sparse file: %+v", c)
+		}
+	}
+	if hashed != 1 || skipped != 5 {
+		t.Errorf("%d hashed and %d not, want 1 within the budget of 96 MiB and 5 past it (%s)", hashed, skipped, time.Since(start))
+	}
+	if again, err := tr.Scan(context.Background()); err != nil || len(again) != 0 {
+		t.Errorf("unchanged files reported again: %s %v", show(again), err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -47,6 +48,8 @@ type Tracker struct {
 	tmpStore   string
 	workers    int
 	maxFile    int64
+	hashBytes  int64        // what one scan may read to hash (Options.HashBytes)
+	hashLeft   atomic.Int64 // what the scan under way may still read
 	noGit      bool
 	scanAfter  []tool.Op
 	watch      *watcher // nil: every scan is a full walk
@@ -253,6 +256,8 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		t.bulkAt = DefaultBulkThreshold
 	}
 	t.bulkBytes = cmp.Or(max(opts.BulkBytes, 0), DefaultBulkBytes)
+	t.hashBytes = cmp.Or(max(opts.HashBytes, 0), DefaultHashBytes)
+	t.hashLeft.Store(t.hashBytes)
 	t.spoolAt = SpoolManifest
 	held := opts.MaxHeld
 	if held <= 0 {
@@ -594,7 +599,7 @@ func (t *Tracker) learnChunk(ctx context.Context, r *root, hash []*entry, hashRe
 			// Changed, gone or unreadable while the baseline was taken:
 			// unknown, and compared by content at the first scan.
 			e.racy = true
-			if err != nil && !errors.Is(err, errGone) && !errors.Is(err, errUnreadable) {
+			if err != nil && !errors.Is(err, errGone) && !errors.Is(err, errUnreadable) && !errors.Is(err, errNotHashed) {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -685,6 +690,8 @@ var (
 	errUnreadable = errors.New("unreadable")
 	// errReplaced: the file opened is not the one listed.
 	errReplaced = errors.New("replaced while read")
+	// errNotHashed: the scan's budget of bytes read to hash is spent.
+	errNotHashed = errors.New("not hashed")
 )
 
 // read reads the regular file rel of r through the root's descriptor,
@@ -743,8 +750,14 @@ func (t *Tracker) read(r *root, rel string, want *entry, g *repo, keep bool) (co
 			return c, err
 		}
 	}
-	// Not kept: hash it as it streams. Git's object id needs the size
-	// first; the size read must agree with it.
+	// Not kept: hash it as it streams, from what the scan may still
+	// read. Git's object id needs the size first; the size read must
+	// agree with it.
+	if t.hashLeft.Add(-size) < 0 {
+		t.hashLeft.Add(size)
+		c.size = size
+		return c, fmt.Errorf("%w: %d bytes, past what is left of the scan's budget of %d bytes read to hash", errNotHashed, size, t.hashBytes)
+	}
 	h := sha256.New()
 	var gh interface {
 		io.Writer
@@ -962,6 +975,8 @@ func (t *Tracker) examine(ctx context.Context, d *diff, keep bool) (f found, err
 				return f, nil
 			case errors.Is(rerr, errUnreadable):
 				f.cur.missing = "unreadable: " + strings.TrimPrefix(rerr.Error(), errUnreadable.Error()+": ")
+			case errors.Is(rerr, errNotHashed):
+				f.cur.missing = rerr.Error()
 			case rerr != nil:
 				f.cur.missing = "unreadable: " + rerr.Error()
 				err = rerr
@@ -1155,6 +1170,7 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 	if full {
 		t.fullScans++
 	}
+	t.hashLeft.Store(t.hashBytes)
 	if len(jobs) == 0 && len(t.pending) == 0 {
 		return nil, errors.Join(t.compact()...) // nothing to read, nothing to report
 	}

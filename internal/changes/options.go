@@ -126,6 +126,14 @@ type Options struct {
 	// by bytes, not only by count: a few hundred files with paths of
 	// 4 KiB are a manifest, not a record of megabytes.
 	BulkBytes int
+	// HashBytes bounds the bytes of file contents one scan reads to hash
+	// them (default DefaultHashBytes): a file past what is left is
+	// recorded with its size and metadata and no digest, its side's
+	// Unavailable saying so. A command can make files of any apparent
+	// size at no cost (truncate makes a sparse 4 GiB file in no blocks),
+	// and every byte of them would be read: the host's time per command
+	// is bounded by this, not by what the command chose.
+	HashBytes int64
 	// MaxHeld bounds the bytes of file contents the tracker holds in
 	// memory at once, over all its workers and the changes a scan returns
 	// (default 32 MiB); a content past it is recorded by digest only, its
@@ -189,6 +197,7 @@ const (
 	DefaultMaxHeld       = 32 << 20
 	DefaultBulkThreshold = 1000
 	DefaultBulkBytes     = 256 << 10
+	DefaultHashBytes     = 8 << 30
 	DefaultMaxWatches    = 8192
 	// SpoolManifest is the size past which a bulk change's manifest is
 	// kept in a file with no name in the content store's directory
