@@ -197,7 +197,7 @@ const (
 	DefaultMaxHeld       = 32 << 20
 	DefaultBulkThreshold = 1000
 	DefaultBulkBytes     = 256 << 10
-	DefaultHashBytes     = 8 << 30
+	DefaultHashBytes     = 2 << 30
 	DefaultMaxWatches    = 8192
 	// SpoolManifest is the size past which a bulk change's manifest is
 	// kept in a file with no name in the content store's directory
