@@ -115,7 +115,7 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 			w = nil
 		}
 	}()
-	if w.tmp, err = os.MkdirTemp("", "truss-session-"); err != nil {
+	if w.tmp, err = os.MkdirTemp(o.TempDir, "truss-session-"); err != nil {
 		return w, err
 	}
 	w.root, _ = filepath.Abs(ws.Dir())
@@ -210,20 +210,6 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 			p.Protected = append(p.Protected, st.Path)
 		}
 	}
-	// Commands write caches of their own, never the host's.
-	var caches *toolcache.Caches
-	if mode != sandbox.FullAccess {
-		dir := filepath.Join(tmp, "caches") // read-only: the session's own
-		if d, err := toolcache.DirFor(cmp.Or(s.opts.CacheName, root)); err == nil && mode == sandbox.WorkspaceWrite {
-			dir = d
-		}
-		caches = toolcache.For(dir, network)
-		p.Writable = append([]string(nil), caches.Writable...)
-		// The host's caches commands read in place stay visible where the
-		// sandbox replaces what holds them (a module cache in /tmp).
-		p.Readable = append(p.Readable, caches.ReadOnly...)
-	}
-	p.Hidden = append(p.Hidden, s.hiddenFromCommands(root, caches)...)
 	for _, d := range s.opts.ReadOnlyDirs {
 		if abs, err := filepath.Abs(d); err == nil {
 			p.Readable = append(p.Readable, abs)
@@ -254,6 +240,29 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 		// the workspace does: the user's git there would obey it.
 		p.Protected = append(p.Protected, sandbox.GitPaths(abs)...)
 	}
+	// Commands write caches of their own, never the host's.
+	var caches *toolcache.Caches
+	switch {
+	case mode == sandbox.FullAccess:
+	case s.opts.PrivateCaches && mode == sandbox.WorkspaceWrite:
+		c, err := ownCaches(filepath.Join(tmp, "caches"), network, false, slices.Concat([]string{root, tmp}, p.Writable))
+		if err != nil {
+			return nil, nil, err
+		}
+		caches = c
+		withCaches(&p, caches)
+	default:
+		dir := filepath.Join(tmp, "caches") // read-only: the session's own
+		if d, err := toolcache.DirFor(cmp.Or(s.opts.CacheName, root)); err == nil && mode == sandbox.WorkspaceWrite {
+			dir = d
+		}
+		caches = toolcache.For(dir, network)
+		p.Writable = append(p.Writable, caches.Writable...)
+		// The host's caches commands read in place stay visible where the
+		// sandbox replaces what holds them (a module cache in /tmp).
+		p.Readable = append(p.Readable, caches.ReadOnly...)
+	}
+	p.Hidden = append(p.Hidden, s.hiddenFromCommands(root, caches)...)
 	pl, err := sandbox.MakePlan(p, sandbox.Probe(), so.Fallback)
 	return pl, caches, err
 }

@@ -87,10 +87,10 @@ func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options 
 		Env:  env(a.Env, spec.Image), Engine: a.Engine, EnvWorkdir: a.workdir(spec),
 		ShellTimeout: a.ShellTimeout,
 		MemoryDir:    memoryDir,
-		// The runs share build caches (content-addressed), not one per
-		// workspace path.
-		CacheName: "truss-bench",
-		Sandbox:   harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: slices.Concat(spec.Hidden, a.Hidden), Covered: spec.Covered},
+		// Each run's commands write caches of their own over the trusted
+		// ones: no run reads what another (or a graded patch) wrote.
+		PrivateCaches: true,
+		Sandbox:       harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: slices.Concat(spec.Hidden, a.Hidden), Covered: spec.Covered},
 		Budget: agent.Budget{MaxTurns: spec.Budgets.MaxTurns, MaxTokens: spec.Budgets.MaxTokens,
 			MaxCost: spec.Budgets.MaxCostUSD, MaxWall: spec.Budgets.WallTime},
 		NoSession: true,
