@@ -92,8 +92,8 @@ type Options struct {
 	// CacheName is then unused.
 	PrivateCaches bool
 	// TempDir is the directory the session makes its temporary directory
-	// in ("" for os.TempDir): a directory of a benchmark's own, which the
-	// sandbox of every other run covers.
+	// and its private directory in ("" for os.TempDir): a directory of a
+	// benchmark's own, which the sandbox of every other run covers.
 	TempDir string
 	// Sandbox is what commands may do.
 	Sandbox SandboxOptions

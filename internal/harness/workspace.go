@@ -122,7 +122,7 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 	if err := s.stateOutside(w.root, extra); err != nil {
 		return w, err
 	}
-	if w.priv, err = privateDir(w.root, extra); err != nil {
+	if w.priv, err = privateDir(w.root, o.TempDir, extra); err != nil {
 		return w, err
 	}
 	if w.cfg, err = config.Load(w.root); err != nil {
@@ -392,12 +392,13 @@ func (s *Session) stateOutside(root string, extra []fs.RootSpec) error {
 }
 
 // privateDir makes the session's private directory, mode 0700, in the
-// first of the system's temporary directory, $XDG_RUNTIME_DIR and Truss's
+// first of tempDir (Options.TempDir, "" for the system's temporary
+// directory), $XDG_RUNTIME_DIR and Truss's
 // data directory that lies outside the workspace and every extra root,
 // so that no sandboxed command can write it, nor rename it or what holds
 // it (under the sandbox's private /tmp, commands do not even see it).
 // Truss keeps there what it later reads, copies, diffs or sources.
-func privateDir(root string, extra []fs.RootSpec) (string, error) {
+func privateDir(root, tempDir string, extra []fs.RootSpec) (string, error) {
 	roots := []string{resolveExisting(root)}
 	for _, e := range extra {
 		roots = append(roots, resolveExisting(e.Path))
@@ -412,7 +413,7 @@ func privateDir(root string, extra []fs.RootSpec) (string, error) {
 		return true
 	}
 	var tried []string
-	bases := []string{os.TempDir(), os.Getenv("XDG_RUNTIME_DIR")}
+	bases := []string{cmp.Or(tempDir, os.TempDir()), os.Getenv("XDG_RUNTIME_DIR")}
 	if d := dataDir(); d != "" {
 		bases = append(bases, filepath.Join(d, "tmp"))
 	}
