@@ -105,6 +105,10 @@ type benchFlags struct {
 	rules             string
 	caches            string
 	env               envFlags
+	// scratch is the benchmark's private directory (load's): every
+	// directory it makes for its runs is in it, and every agent's and
+	// grading's sandbox covers it.
+	scratch string
 }
 
 // envFlags choose the task environment of a benchmark's agents and its
@@ -322,10 +326,18 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 	for _, t := range tasks {
 		hidden = append(hidden, t.RepoDir)
 	}
+	// The benchmark's private directory: the templates, the runs'
+	// sessions and memories, the queue's bundles and, without --work,
+	// the workspaces and the gradings. Every agent's and grading's
+	// sandbox covers it, binding back only what is the run's own.
 	tmp, err := os.MkdirTemp("", "truss-bench-")
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if tmp, err = filepath.Abs(tmp); err != nil {
+		return nil, nil, nil, err
+	}
+	b.scratch = tmp
 	jan := &bench.Janitor{}
 	// The output directory holds every run's prediction and verdict: a
 	// graded patch that read it could copy another's passing patch in.
@@ -333,8 +345,8 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Covered: []string{out}, Caches: caches}, Timeout: b.testTimeout,
-		Checkouts: &bench.Templates{Dir: tmp}, Janitor: jan, Rules: rules}
+	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Covered: []string{out, tmp}, Caches: caches}, Timeout: b.testTimeout,
+		Checkouts: &bench.Templates{Dir: filepath.Join(tmp, "templates")}, Janitor: jan, Rules: rules}
 	if sh, err := b.env.shells(b.network, b.testTimeout); err != nil {
 		os.RemoveAll(tmp)
 		return nil, nil, nil, err
@@ -446,6 +458,9 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
+	if g.Dir, err = gradingDir(b.scratch); err != nil {
+		return err
+	}
 	warnShared(b.caches, stderr)
 	hideFromRuns(g, nil, qf.secrets())
 	// Every prediction's patch is in the file: no graded patch reads
@@ -679,7 +694,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if g.Dir, err = gradingDir(work); err != nil {
+	if g.Dir, err = gradingDir(cmp.Or(work, b.scratch)); err != nil {
 		done()
 		return err
 	}
@@ -693,6 +708,10 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	budgets := runner.Budgets{MaxTurns: maxTurns, MaxTokens: maxTokens, MaxCostUSD: maxCost, WallTime: wall}
 	fb, _ := sandbox.ParseFallback(b.fallback) // checked by load
 	agent := benchAgent(fb, stderr)
+	agent.TempDir, agent.Covered = filepath.Join(b.scratch, "agents"), []string{b.scratch}
+	if err := os.Mkdir(agent.TempDir, 0o700); err != nil {
+		return err
+	}
 	b.env.agentImages(agent)
 	hideFromRuns(g, agent, qf.secrets())
 	ctx, stop := cli.SignalContext(stderr)
@@ -702,7 +721,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		warmGo(ctx, g, stderr)
 	}
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
-	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work,
+	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work, TempDir: b.scratch,
 		Agent: agent, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey, Budgets: budgets, CostBudget: budget,
 		Parallel: b.parallel, ProviderCap: capMap, ShowHints: hints, Progress: pp.print}
 	if simScripts != "" {
@@ -844,9 +863,10 @@ func coverWork(g *grade.Grader, work string) {
 	}
 }
 
-// gradingDir makes the directory of a benchmark's grading checkouts where
-// its workspaces go (work, else the temporary directory): one of their
-// own, which the runner hides from the runs' agents (grade.Grader.Private).
+// gradingDir makes the directory of a benchmark's grading checkouts in
+// work (--work, else the benchmark's private directory, else the
+// temporary directory): one of their own, which the runner hides from the
+// runs' agents (grade.Grader.Private).
 func gradingDir(work string) (string, error) {
 	if work != "" {
 		if err := makeWorkDir(work); err != nil {

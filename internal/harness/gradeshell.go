@@ -82,17 +82,8 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 	// A grading measures tests: the default CPU weight, not the tenth an
 	// agent's commands get (under load, a suite took 16 times longer).
 	p.Limits.CPUWeight = 100
-	p.Writable = append(p.Writable, caches.Writable...)
+	withCaches(&p, caches)
 	p.Writable = append(p.Writable, g.Writable...)
-	for _, l := range caches.Layers {
-		p.Overlays = append(p.Overlays, sandbox.Overlay{Target: l.Dir, Lower: l.Lower, Upper: l.Upper, Work: l.Work})
-	}
-	p.Readable = append(p.Readable, caches.ReadOnly...)
-	if caches.GoProgram != "" {
-		// The program's directory stays visible where the sandbox puts a
-		// /tmp of its own (a test binary's), read-only.
-		p.Readable = append(p.Readable, filepath.Dir(caches.GoProgram))
-	}
 	s := &Session{}
 	if err := s.loadUser(); err != nil {
 		return fail(err)
@@ -126,29 +117,39 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 }
 
 // gradingCaches are g's caches, the grading's own in tmp unless g names
-// a shared one. The Go cache program is the binary the sandbox would run
-// as its helper (sandbox.ChooseHelper: never one the commands can
-// replace; every such binary is also the program); a lower cache that a
-// writable root holds, or that holds one, is dropped (the commands could
-// write it), leaving that grading colder.
+// a shared one (ownCaches).
 func gradingCaches(g GradingShell, tmp string) (*toolcache.Caches, error) {
-	dir := filepath.Join(tmp, "cache")
-	switch {
-	case g.CacheDir != "":
+	if g.CacheDir != "" {
 		return toolcache.For(g.CacheDir, g.Network), nil
-	case g.Overlay:
-		c := toolcache.Layered(dir, g.Network)
+	}
+	return ownCaches(filepath.Join(tmp, "cache"), g.Network, g.Overlay, slices.Concat([]string{g.Dir, tmp}, g.Writable))
+}
+
+// ownCaches are the build and package caches of commands that must
+// neither write a cache another run reads nor start cold (a grading's, a
+// session's with Options.PrivateCaches): their own in dir, which is in
+// their temporary directory and goes with it, over the trusted ones,
+// read-only (toolcache.Programmed: Go's build cache through a cache
+// program over toolcache.GoLowers; pip's and npm's as overlays; with
+// overlay, Go's as an overlay too, toolcache.Layered). writable are the
+// commands' other writable roots. The Go cache program is the binary the
+// sandbox would run as its helper (sandbox.ChooseHelper: never one the
+// commands can replace; every such binary is also the program); a lower
+// cache that a writable root holds, or that holds one, is dropped (the
+// commands could write it), leaving those commands colder.
+func ownCaches(dir string, network, overlay bool, writable []string) (*toolcache.Caches, error) {
+	if overlay {
+		c := toolcache.Layered(dir, network)
 		if slices.ContainsFunc(c.Layers, func(l toolcache.Layer) bool { return l.Dir == filepath.Join(dir, "go-build") }) {
 			// The host's build cache holds the user's test results, which
 			// go test would report as its own ("(cached)"), computed
-			// outside the grading: -count=1 runs every test (the cache
+			// outside the sandbox: -count=1 runs every test (the cache
 			// program refuses a lower's test results instead). A task's
 			// own GOFLAGS replaces this.
 			c.Env = append(c.Env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -count=1"))
 		}
 		return c, nil
 	}
-	writable := []string{g.Dir, tmp}
 	exe, err := sandbox.ChooseHelper(writable)
 	if err != nil {
 		return nil, fmt.Errorf("the Go build cache program: %w", err)
@@ -160,7 +161,7 @@ func gradingCaches(g GradingShell, tmp string) (*toolcache.Caches, error) {
 	// host's, keeping directories under /tmp it is told of: /tmp itself,
 	// or /dev/shm, cannot be kept without the host's whole directory.
 	if d := filepath.Dir(exe); d == "/" || d == "/tmp" || within(d, "/dev/shm") {
-		return nil, fmt.Errorf("the Go build cache program %s is directly in %s, which a grading's sandbox replaces with its own: install truss in a directory of its own, or grade with --grade-cache overlay or shared", exe, d)
+		return nil, fmt.Errorf("the Go build cache program %s is directly in %s, which the sandbox replaces with its own: install truss in a directory of its own, or grade with --grade-cache overlay or shared", exe, d)
 	}
 	var lowers []string
 	for _, l := range toolcache.GoLowers() {
@@ -168,7 +169,22 @@ func gradingCaches(g GradingShell, tmp string) (*toolcache.Caches, error) {
 			lowers = append(lowers, l)
 		}
 	}
-	return toolcache.Programmed(dir, g.Network, exe, lowers)
+	return toolcache.Programmed(dir, network, exe, lowers)
+}
+
+// withCaches lets p's commands use c: its writable directories, its
+// overlays, the host's caches it reads in place and the Go cache
+// program's directory (read-only, kept where the sandbox puts a /tmp of
+// its own, as a test binary's).
+func withCaches(p *sandbox.Policy, c *toolcache.Caches) {
+	p.Writable = append(p.Writable, c.Writable...)
+	for _, l := range c.Layers {
+		p.Overlays = append(p.Overlays, sandbox.Overlay{Target: l.Dir, Lower: l.Lower, Upper: l.Upper, Work: l.Work})
+	}
+	p.Readable = append(p.Readable, c.ReadOnly...)
+	if c.GoProgram != "" {
+		p.Readable = append(p.Readable, filepath.Dir(c.GoProgram))
+	}
 }
 
 // SandboxShell is a shell with a sandbox and a temporary directory of its

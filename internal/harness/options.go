@@ -80,6 +80,21 @@ type Options struct {
 	// CacheName names the workspace's build caches instead of its path
 	// (one cache for every demo, though each has a new directory).
 	CacheName string
+	// PrivateCaches gives the commands of a workspace-write session build
+	// and package caches of its own instead of the workspace's (or
+	// CacheName's), which every session of it shares: a writable layer in
+	// the session's temporary directory, removed with the session, over
+	// the trusted caches read-only (Go's build cache through a cache
+	// program reading the user's Go build cache and Truss's warm one in
+	// place; pip's and npm's as overlays of the user's). Nothing a command
+	// writes to a cache — a planted Go build cache entry included — is
+	// seen by another session, and the trusted caches are never written.
+	// CacheName is then unused.
+	PrivateCaches bool
+	// TempDir is the directory the session makes its temporary directory
+	// and its private directory in ("" for os.TempDir): a directory of a
+	// benchmark's own, which the sandbox of every other run covers.
+	TempDir string
 	// Sandbox is what commands may do.
 	Sandbox SandboxOptions
 

@@ -115,14 +115,14 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 			w = nil
 		}
 	}()
-	if w.tmp, err = os.MkdirTemp("", "truss-session-"); err != nil {
+	if w.tmp, err = os.MkdirTemp(o.TempDir, "truss-session-"); err != nil {
 		return w, err
 	}
 	w.root, _ = filepath.Abs(ws.Dir())
 	if err := s.stateOutside(w.root, extra); err != nil {
 		return w, err
 	}
-	if w.priv, err = privateDir(w.root, extra); err != nil {
+	if w.priv, err = privateDir(w.root, o.TempDir, extra); err != nil {
 		return w, err
 	}
 	if w.cfg, err = config.Load(w.root); err != nil {
@@ -210,20 +210,6 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 			p.Protected = append(p.Protected, st.Path)
 		}
 	}
-	// Commands write caches of their own, never the host's.
-	var caches *toolcache.Caches
-	if mode != sandbox.FullAccess {
-		dir := filepath.Join(tmp, "caches") // read-only: the session's own
-		if d, err := toolcache.DirFor(cmp.Or(s.opts.CacheName, root)); err == nil && mode == sandbox.WorkspaceWrite {
-			dir = d
-		}
-		caches = toolcache.For(dir, network)
-		p.Writable = append([]string(nil), caches.Writable...)
-		// The host's caches commands read in place stay visible where the
-		// sandbox replaces what holds them (a module cache in /tmp).
-		p.Readable = append(p.Readable, caches.ReadOnly...)
-	}
-	p.Hidden = append(p.Hidden, s.hiddenFromCommands(root, caches)...)
 	for _, d := range s.opts.ReadOnlyDirs {
 		if abs, err := filepath.Abs(d); err == nil {
 			p.Readable = append(p.Readable, abs)
@@ -254,6 +240,29 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 		// the workspace does: the user's git there would obey it.
 		p.Protected = append(p.Protected, sandbox.GitPaths(abs)...)
 	}
+	// Commands write caches of their own, never the host's.
+	var caches *toolcache.Caches
+	switch {
+	case mode == sandbox.FullAccess:
+	case s.opts.PrivateCaches && mode == sandbox.WorkspaceWrite:
+		c, err := ownCaches(filepath.Join(tmp, "caches"), network, false, slices.Concat([]string{root, tmp}, p.Writable))
+		if err != nil {
+			return nil, nil, err
+		}
+		caches = c
+		withCaches(&p, caches)
+	default:
+		dir := filepath.Join(tmp, "caches") // read-only: the session's own
+		if d, err := toolcache.DirFor(cmp.Or(s.opts.CacheName, root)); err == nil && mode == sandbox.WorkspaceWrite {
+			dir = d
+		}
+		caches = toolcache.For(dir, network)
+		p.Writable = append(p.Writable, caches.Writable...)
+		// The host's caches commands read in place stay visible where the
+		// sandbox replaces what holds them (a module cache in /tmp).
+		p.Readable = append(p.Readable, caches.ReadOnly...)
+	}
+	p.Hidden = append(p.Hidden, s.hiddenFromCommands(root, caches)...)
 	pl, err := sandbox.MakePlan(p, sandbox.Probe(), so.Fallback)
 	return pl, caches, err
 }
@@ -383,12 +392,13 @@ func (s *Session) stateOutside(root string, extra []fs.RootSpec) error {
 }
 
 // privateDir makes the session's private directory, mode 0700, in the
-// first of the system's temporary directory, $XDG_RUNTIME_DIR and Truss's
+// first of tempDir (Options.TempDir, "" for the system's temporary
+// directory), $XDG_RUNTIME_DIR and Truss's
 // data directory that lies outside the workspace and every extra root,
 // so that no sandboxed command can write it, nor rename it or what holds
 // it (under the sandbox's private /tmp, commands do not even see it).
 // Truss keeps there what it later reads, copies, diffs or sources.
-func privateDir(root string, extra []fs.RootSpec) (string, error) {
+func privateDir(root, tempDir string, extra []fs.RootSpec) (string, error) {
 	roots := []string{resolveExisting(root)}
 	for _, e := range extra {
 		roots = append(roots, resolveExisting(e.Path))
@@ -403,7 +413,7 @@ func privateDir(root string, extra []fs.RootSpec) (string, error) {
 		return true
 	}
 	var tried []string
-	bases := []string{os.TempDir(), os.Getenv("XDG_RUNTIME_DIR")}
+	bases := []string{cmp.Or(tempDir, os.TempDir()), os.Getenv("XDG_RUNTIME_DIR")}
 	if d := dataDir(); d != "" {
 		bases = append(bases, filepath.Join(d, "tmp"))
 	}

@@ -60,6 +60,16 @@ type Agent struct {
 	// run's own spec.Hidden: the files of the process's own secrets (a
 	// worker's queue credentials).
 	Hidden []string
+	// TempDir, when set, is where each run's session makes its temporary
+	// directory and its memory directory ("" for os.TempDir): the
+	// benchmark's private directory, which every other run's sandbox
+	// covers (RunSpec.Covered), so that no run reads another's.
+	TempDir string
+	// Covered are directories every run's commands see covered besides
+	// spec.Covered, their own workspace, temporary directory and caches
+	// bound back: the benchmark's private directory, which holds every
+	// run's session (TempDir).
+	Covered []string
 }
 
 // Ensurer makes sure an image is in the container engine's store
@@ -87,10 +97,11 @@ func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options 
 		Env:  env(a.Env, spec.Image), Engine: a.Engine, EnvWorkdir: a.workdir(spec),
 		ShellTimeout: a.ShellTimeout,
 		MemoryDir:    memoryDir,
-		// The runs share build caches (content-addressed), not one per
-		// workspace path.
-		CacheName: "truss-bench",
-		Sandbox:   harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: slices.Concat(spec.Hidden, a.Hidden), Covered: spec.Covered},
+		// Each run's commands write caches of their own over the trusted
+		// ones: no run reads what another (or a graded patch) wrote.
+		PrivateCaches: true,
+		TempDir:       a.TempDir,
+		Sandbox:       harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: slices.Concat(spec.Hidden, a.Hidden), Covered: slices.Concat(spec.Covered, a.Covered)},
 		Budget: agent.Budget{MaxTurns: spec.Budgets.MaxTurns, MaxTokens: spec.Budgets.MaxTokens,
 			MaxCost: spec.Budgets.MaxCostUSD, MaxWall: spec.Budgets.WallTime},
 		NoSession: true,
@@ -141,7 +152,7 @@ func (a *Agent) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome
 			return runner.RunOutcome{}, err
 		}
 	}
-	mem, err := os.MkdirTemp("", "truss-bench-memory-")
+	mem, err := os.MkdirTemp(a.TempDir, "truss-bench-memory-")
 	if err != nil {
 		return runner.RunOutcome{}, err
 	}

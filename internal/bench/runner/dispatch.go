@@ -34,7 +34,7 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 			r.Logf("truss: queue %s: %d replicas of each stream (jobs on %s)", q.Name(), pl[0].Replicas, strings.Join(pl[0].Peers, ", "))
 		}
 	}
-	tmp, err := os.MkdirTemp("", "truss-bench-queue-")
+	tmp, err := os.MkdirTemp(r.TempDir, "truss-bench-queue-")
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 	parallel := max(r.Parallel, 1)
 	if !r.RemoteOnly {
 		ex := &Exec{Queue: q, Agent: r.Agent, Grader: r.Grader, Checkouts: r.Checkouts, Signer: r.Signer, VKey: r.VKey,
-			Scratch: filepath.Join(tmp, "worker"), WorkDir: r.WorkDir, ProviderCap: r.ProviderCap}
+			Scratch: filepath.Join(tmp, "worker"), WorkDir: r.runsDir(), ProviderCap: r.ProviderCap}
 		if err := os.MkdirAll(ex.Scratch, 0o700); err != nil {
 			return err
 		}
@@ -259,7 +259,7 @@ func (r *Runner) wants(jobs []job) []bench.Want {
 	var out []bench.Want
 	for _, j := range jobs {
 		if !j.grade {
-			out = append(out, bench.Want{Repo: j.task.RepoDir, Commit: j.task.BaseCommit, Near: r.WorkDir})
+			out = append(out, bench.Want{Repo: j.task.RepoDir, Commit: j.task.BaseCommit, Near: r.runsDir()})
 		}
 		if r.Grader != nil && r.Grader.Checkouts == r.Checkouts {
 			out = append(out, bench.Want{Repo: j.task.RepoDir, Commit: j.task.BaseCommit, Near: r.Grader.Dir})

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -34,6 +35,12 @@ type Runner struct {
 	// WorkDir is where the runs' workspaces are made (and removed); ""
 	// means the system's temporary directory. It must not be under Out.
 	WorkDir string
+	// TempDir, when set, is the benchmark's private directory, where it
+	// makes what its runs need besides their workspaces (the queue's
+	// bundles): every run's agent sees it covered (RunSpec.Covered), its
+	// own workspace, temporary directory and caches bound back, and
+	// TempDir/runs is the workspaces' directory when WorkDir is "".
+	TempDir string
 	Agent   Agent
 	Grader  *grade.Grader
 	// Checkouts, when set, makes the runs' workspaces from templates,
@@ -404,7 +411,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		return res, "", false
 	}
 
-	ws, err := os.MkdirTemp(r.WorkDir, "truss-bench-run-")
+	ws, err := os.MkdirTemp(r.runsDir(), "truss-bench-run-")
 	if err != nil {
 		fail("workspace: %v", err)
 		return r.finish(ctx, lw, res, nil, "")
@@ -425,7 +432,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 	runs := filepath.Dir(ws)
 	spec := RunSpec{InstanceID: j.task.InstanceID, Repeat: j.repeat, Arm: j.arm, Workspace: repo, BaseCommit: base,
 		Task: TaskText(j.task, r.ShowHints), Budgets: r.Budgets, TestCmd: j.task.TestCmd, SetupCmd: j.task.SetupCmd,
-		Image: j.task.Image, Workdir: j.task.Workdir, Hidden: hidden, Covered: []string{runs}, Ledger: lw, Session: session, RateLimit: gate}
+		Image: j.task.Image, Workdir: j.task.Workdir, Hidden: hidden, Covered: r.covered(runs), Ledger: lw, Session: session, RateLimit: gate}
 	if j.arm.Provider == "sim" {
 		spec.Script = j.script
 	}
@@ -560,4 +567,28 @@ func setAside(dir string) error {
 		return nil
 	}
 	return os.Rename(dir, fmt.Sprintf("%s.incomplete-%d", dir, time.Now().UnixNano()))
+}
+
+// runsDir is the directory of the runs' workspaces: WorkDir, else
+// TempDir/runs (made on first use), else the system's temporary
+// directory.
+func (r *Runner) runsDir() string {
+	if r.WorkDir != "" || r.TempDir == "" {
+		return r.WorkDir
+	}
+	d := filepath.Join(r.TempDir, "runs")
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return r.TempDir
+	}
+	return d
+}
+
+// covered are the directories a run's agent sees covered: the directory
+// of every run's workspace and the benchmark's private one.
+func (r *Runner) covered(runs string) []string {
+	out := []string{runs}
+	if r.TempDir != "" && r.TempDir != runs {
+		out = append(out, r.TempDir)
+	}
+	return out
 }
