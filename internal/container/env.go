@@ -86,6 +86,11 @@ type Config struct {
 	// an empty file over a file. A path outside the workspace or missing is
 	// left out (the container sees nothing of the host outside its mounts).
 	Hidden []string
+	// Extra are more host directories mounted in the container (a
+	// grading's report directory), each at its Target, after the
+	// workspace's mounts. A Source that is not a directory (a link
+	// included) or a Target that is not absolute is an error.
+	Extra []Mount
 	// User overrides the user the container runs as ("UID:GID"); "" means
 	// the host user, so that files written in the workspace are the host
 	// user's (rootless Podman: --userns=keep-id; rootless Docker: the
@@ -289,6 +294,14 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 			hidden = append(hidden, "type=bind,src=/dev/null,dst="+cp+",ro")
 			hiddenMounts = append(hiddenMounts, Mount{Source: "/dev/null", Target: cp, ReadOnly: true})
 		}
+	}
+	for _, m := range cfg.Extra {
+		fi, err := os.Lstat(m.Source)
+		if err != nil || !fi.IsDir() || !filepath.IsAbs(m.Source) || !path.IsAbs(m.Target) || strings.Contains(m.Source+m.Target, ",") {
+			os.RemoveAll(state)
+			return nil, fmt.Errorf("a container's extra mount %s at %s: not an absolute directory and target (a link is refused): %v", m.Source, m.Target, err)
+		}
+		mounts = append(mounts, Mount{Source: filepath.Clean(m.Source), Target: path.Clean(m.Target), ReadOnly: m.ReadOnly})
 	}
 	for _, p := range cfg.Protected {
 		fi, err := os.Lstat(p)

@@ -222,15 +222,26 @@ type GradingContainer struct {
 	Timeout   time.Duration
 	MaxOutput int
 	Env       []string
+	// Reports, when set, is a host directory of the grading's own
+	// mounted writable at ReportsTarget (the test runner's reports:
+	// JUnit XML), which the host reads back after the tests.
+	Reports string
 }
+
+// ReportsTarget is where a grading container sees its Reports directory.
+const ReportsTarget = "/truss-reports"
 
 // OpenGradingContainer starts g's container on eng and a shell in it. The
 // image must be in the engine's store (Engine.Ensure). Closing the shell
 // removes the container.
 func OpenGradingContainer(ctx context.Context, eng *container.Engine, g GradingContainer) (*ContainerShell, error) {
 	lim := container.Limits{CPUs: float64(runtime.NumCPU()), Memory: sandbox.DefaultMemory, Pids: sandbox.DefaultPids, OpenFiles: sandbox.DefaultOpenFiles}
+	var extra []container.Mount
+	if g.Reports != "" {
+		extra = append(extra, container.Mount{Source: g.Reports, Target: ReportsTarget})
+	}
 	e, err := eng.Start(ctx, container.Config{Image: g.Image, Workspace: g.Dir, Workdir: g.Workdir, Network: g.Network,
-		Limits: lim, Session: g.Session, Protected: sandbox.GitPaths(g.Dir)})
+		Limits: lim, Session: g.Session, Protected: sandbox.GitPaths(g.Dir), Extra: extra})
 	if err != nil {
 		return nil, fmt.Errorf("the grading container: %w", err)
 	}

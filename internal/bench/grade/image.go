@@ -7,6 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/trussdev/truss/internal/bench"
@@ -55,10 +59,11 @@ func (s *InImage) ForTask(task *bench.Task) (Shells, error) {
 	return &c, nil
 }
 
-// Open implements Shells. env's variables are set in the container; a
-// variable naming a host path (TRUSS_BENCH_JUNIT, in the grading's report
-// directory beside the checkout) points outside the mount there, so
-// verdicts come from the test runner's output. The image is
+// Open implements Shells. env's variables are set in the container; the
+// grading's report directory (TRUSS_BENCH_JUNIT's) is mounted there at
+// harness.ReportsTarget, writable, and the variable names the report
+// there, so a test runner's JUnit report reaches the grader as in a
+// sandboxed grading. The image is
 // ensured first (see InImage); Shells.Open takes no context, so a pull
 // it starts runs to its end (a benchmark's prefetch and its agents'
 // starts have mostly pulled the image before its first grading).
@@ -75,6 +80,17 @@ func (s *InImage) Open(dir string, env []string) (validate.Shell, error) {
 	}
 	id := make([]byte, 6)
 	rand.Read(id)
+	// The grading's report directory is mounted in the container, and
+	// the variable names the report there; the host reads it back where
+	// it is (through hostfs, as a sandboxed grading's).
+	var reports string
+	env = slices.Clone(env)
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TRUSS_BENCH_JUNIT="); ok && filepath.IsAbs(v) {
+			reports = filepath.Dir(v)
+			env[i] = "TRUSS_BENCH_JUNIT=" + path.Join(harness.ReportsTarget, filepath.Base(v))
+		}
+	}
 	return harness.OpenGradingContainer(ctx, s.Engine, harness.GradingContainer{Image: s.Image, Dir: dir, Workdir: s.Workdir,
-		Session: "grade-" + hex.EncodeToString(id), Network: s.Network, Timeout: s.Timeout, MaxOutput: maxLog, Env: env})
+		Session: "grade-" + hex.EncodeToString(id), Network: s.Network, Timeout: s.Timeout, MaxOutput: maxLog, Env: env, Reports: reports})
 }

@@ -179,3 +179,46 @@ func TestForTaskWorkdir(t *testing.T) {
 		t.Error("a task without an image: no error")
 	}
 }
+
+// TestGradeInImageReadsItsJUnitReport: a grading in an image writes its
+// JUnit report where $TRUSS_BENCH_JUNIT says, in the container; the
+// grader reads it (the verdict's source is the report, which says one of
+// the two tests failed although the log says both passed).
+func TestGradeInImageReadsItsJUnitReport(t *testing.T) {
+	ref, err := testImage()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("needs a working container engine under CI: %v", err)
+		}
+		t.Skipf("skipped: %v", err)
+	}
+	e, err := container.Find(context.Background(), os.Getenv("TRUSS_TEST_ENGINE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.email=t@t", "-c", "user.name=t"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const report = `<?xml version="1.0"?><testsuites><testsuite name="s">` +
+		`<testcase classname="c" name="TestOne"/>` +
+		`<testcase classname="c" name="TestTwo"><failure message="no"/></testcase>` +
+		`</testsuite></testsuites>`
+	task := &bench.Task{InstanceID: "img-junit", Repo: repo, RepoDir: repo, BaseCommit: strings.TrimSpace(string(head)),
+		TestCmd: `printf '%s' '` + report + `' > "$TRUSS_BENCH_JUNIT" && printf '%s\n' '{"Action":"pass","Test":"TestOne"}' '{"Action":"pass","Test":"TestTwo"}'`,
+		FailToPass: bench.TestList{"TestOne"}, PassToPass: bench.TestList{"TestTwo"}}
+	g := &grade.Grader{Shells: &grade.InImage{Engine: e, Image: ref, Timeout: time.Minute}, Dir: t.TempDir()}
+	v, err := g.Grade(context.Background(), task, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Source != "junit" || v.Tests["TestOne"] != bench.TestPassed || v.Tests["TestTwo"] != bench.TestFailed {
+		t.Errorf("source %q, verdicts %v; want the report's (TestTwo failed)\n%s", v.Source, v.Tests, v.Log)
+	}
+}
