@@ -278,12 +278,17 @@ var providers = []ProviderDef{
 	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
 }
 
-// simModels are the simulated model's default model names by dialect.
-var simModels = map[string]string{"anthropic": "sim-claude", openaiprov.Dialect: "sim-gpt"}
-
 // simModel is the simulated model's default name for a dialect (its
 // wire's).
-func simModel(dialect string) string { return cmpOr(simModels[wire(dialect)], "sim-coder") }
+func simModel(dialect string) string {
+	switch wire(dialect) {
+	case "anthropic":
+		return "sim-claude"
+	case openaiprov.Dialect:
+		return "sim-gpt"
+	}
+	return "sim-coder"
+}
 
 // lookupProvider returns the provider named name (or one of its aliases).
 func lookupProvider(name string) (ProviderDef, bool) {
