@@ -1,11 +1,12 @@
 package approval
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/trussdev/truss/internal/lazyre"
 )
 
 // ReadOnly reports whether a shell command is known to only read: it
@@ -154,49 +155,62 @@ func literal(w *syntax.Word) (string, bool) {
 	return sb.String(), true
 }
 
-// readOnlyPrograms maps each program of the set to the check of its
-// arguments (nil: any literal arguments).
-var readOnlyPrograms = map[string]func(args []string) bool{
-	"ls": nil, "cat": nil, "head": nil, "tail": nil, "wc": nil, "nl": nil, "pwd": nil, "cd": nil,
-	"echo": nil, "printf": nil, "true": nil, "false": nil, "which": nil, "basename": nil,
-	"dirname": nil, "realpath": nil, "readlink": nil, "stat": nil, "file": nil, "du": nil,
-	"df": nil, "cut": nil, "tr": nil, "diff": nil, "cmp": nil, "comm": nil,
-	"grep": nil, "egrep": nil, "fgrep": nil,
-	"uniq": func(args []string) bool { return len(operands(args)) <= 1 },
-	"tree": func(args []string) bool { return !anyFlag(args, "-o", "-R") },
-	"sort": func(args []string) bool { return !anyFlag(args, "-o", "--output") },
-	"rg":   func(args []string) bool { return !anyFlag(args, "--pre", "--pre-glob") },
-	"find": func(args []string) bool {
-		for _, a := range args {
-			switch a {
-			case "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls":
+// readOnlyProgram returns, for a program of the set, the check of its
+// arguments (nil: any literal arguments); ok is false for any other
+// program. (A switch, not a map: a map literal is built at every start of
+// the program.)
+func readOnlyProgram(name string) (check func(args []string) bool, ok bool) {
+	switch name {
+	case "ls", "cat", "head", "tail", "wc", "nl", "pwd", "cd",
+		"echo", "printf", "true", "false", "which", "basename",
+		"dirname", "realpath", "readlink", "stat", "file", "du",
+		"df", "cut", "tr", "diff", "cmp", "comm",
+		"grep", "egrep", "fgrep":
+		return nil, true
+	case "uniq":
+		return func(args []string) bool { return len(operands(args)) <= 1 }, true
+	case "tree":
+		return func(args []string) bool { return !anyFlag(args, "-o", "-R") }, true
+	case "sort":
+		return func(args []string) bool { return !anyFlag(args, "-o", "--output") }, true
+	case "rg":
+		return func(args []string) bool { return !anyFlag(args, "--pre", "--pre-glob") }, true
+	case "find":
+		return func(args []string) bool {
+			for _, a := range args {
+				switch a {
+				case "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls":
+					return false
+				}
+			}
+			return true
+		}, true
+	case "sed":
+		return func(args []string) bool {
+			// sed -n 'Np' or sed -n 'M,Np' [file...]: prints lines, nothing
+			// else; no other option (-e, -f, -i) anywhere.
+			if len(args) < 2 || args[0] != "-n" || !sedPrint.Get().MatchString(args[1]) {
 				return false
 			}
-		}
-		return true
-	},
-	"sed": func(args []string) bool {
-		// sed -n 'Np' or sed -n 'M,Np' [file...]: prints lines, nothing
-		// else; no other option (-e, -f, -i) anywhere.
-		if len(args) < 2 || args[0] != "-n" || !sedPrint.MatchString(args[1]) {
-			return false
-		}
-		for _, a := range args[2:] {
-			if strings.HasPrefix(a, "-") && a != "-" {
+			for _, a := range args[2:] {
+				if strings.HasPrefix(a, "-") && a != "-" {
+					return false
+				}
+			}
+			return true
+		}, true
+	case "git":
+		return func(args []string) bool {
+			if len(args) == 0 || !slices.Contains([]string{"status", "diff", "log", "show", "ls-files", "rev-parse", "blame"}, args[0]) {
 				return false
 			}
-		}
-		return true
-	},
-	"git": func(args []string) bool {
-		if len(args) == 0 || !slices.Contains([]string{"status", "diff", "log", "show", "ls-files", "rev-parse", "blame"}, args[0]) {
-			return false
-		}
-		return !anyFlag(args[1:], "--output", "--ext-diff", "--textconv")
-	},
+			return !anyFlag(args[1:], "--output", "--ext-diff", "--textconv")
+		}, true
+	}
+	return nil, false
 }
 
-var sedPrint = regexp.MustCompile(`^[0-9]+(,[0-9]+)?p$`)
+var sedPrint = lazyre.Regexp{Expr: `^[0-9]+(,[0-9]+)?p$`}
 
 // anyFlag reports whether args hold one of flags, alone, with "=value",
 // or (a one-letter flag) with its value attached ("-ofile").
@@ -249,7 +263,7 @@ func callReadOnly(c *syntax.CallExpr) bool {
 		}
 		words[i] = s
 	}
-	check, ok := readOnlyPrograms[words[0]]
+	check, ok := readOnlyProgram(words[0])
 	if !ok {
 		return false
 	}

@@ -150,7 +150,7 @@ func envScript(dir string, env, argv []string) string {
 	fmt.Fprintf(&b, "cd -- %s || exit 126\n", shellQuote(dir))
 	for _, kv := range env {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || hostOnly[name] || !validName(name) {
+		if !ok || hostOnly(name) || !validName(name) {
 			continue
 		}
 		fmt.Fprintf(&b, "export %s=%s\n", name, shellQuote(val))

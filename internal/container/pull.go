@@ -184,7 +184,7 @@ func (e *Engine) pull(ctx context.Context, ref string) (string, error) {
 // short-name resolution (registries.conf, a prompt) chooses another
 // registry than Docker's.
 func Qualified(ref string) string {
-	if imageIDRE().MatchString(ref) {
+	if imageIDRE.Get().MatchString(ref) {
 		return ref
 	}
 	first, rest, ok := strings.Cut(ref, "/")

@@ -43,13 +43,18 @@ func (v *Env) ExecLauncher() shell.Starter { return &launcher{env: v} }
 
 type launcher struct{ env *Env }
 
-// hostOnly are variables of the host's environment that the container's
-// image defines for itself.
-var hostOnly = map[string]bool{
-	"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true, "PWD": true, "OLDPWD": true,
-	"SHLVL": true, "TMPDIR": true, "HOSTNAME": true, "_": true, "MAIL": true, "XDG_RUNTIME_DIR": true,
-	"DBUS_SESSION_BUS_ADDRESS": true, "SSH_AUTH_SOCK": true, "DISPLAY": true, "GOROOT": true, "GOPATH": true,
-	"VIRTUAL_ENV": true, "CONDA_PREFIX": true, "PYTHONPATH": true, "LD_LIBRARY_PATH": true,
+// hostOnly reports whether name is a variable of the host's environment
+// that the container's image defines for itself. (A switch, not a map: a
+// map literal is built at every start of the program.)
+func hostOnly(name string) bool {
+	switch name {
+	case "PATH", "HOME", "USER", "LOGNAME", "SHELL", "PWD", "OLDPWD",
+		"SHLVL", "TMPDIR", "HOSTNAME", "_", "MAIL", "XDG_RUNTIME_DIR",
+		"DBUS_SESSION_BUS_ADDRESS", "SSH_AUTH_SOCK", "DISPLAY", "GOROOT", "GOPATH",
+		"VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH", "LD_LIBRARY_PATH":
+		return true
+	}
+	return false
 }
 
 // execArgs are the engine's arguments that run argv in the container with
@@ -60,7 +65,7 @@ func (l *launcher) execArgs(cmd *exec.Cmd, script string) []string {
 	args = append(args, "-w", l.dir(cmd.Dir))
 	for _, kv := range cmd.Env {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "" || hostOnly[name] {
+		if name == "" || hostOnly(name) {
 			continue
 		}
 		args = append(args, "--env", kv)

@@ -2,9 +2,9 @@ package container
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
+
+	"github.com/trussdev/truss/internal/lazyre"
 )
 
 // Spec is a session's environment as the user names it: the host (the
@@ -44,17 +44,18 @@ func ParseSpec(s string) (Spec, error) {
 // The reference grammar of the OCI distribution's reference package:
 // [domain/]path[:tag][@digest], path components of lower-case letters
 // and digits joined by '.', '_', '__' or dashes.
-var (
+const (
 	refComponent = `[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*`
 	refDomain    = `(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?`
 	refTag       = `[\w][\w.-]{0,127}`
 	refDigest    = `[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}`
-	// Compiled on first use, not at every start of truss (most
-	// sessions name no image).
-	referenceRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(?:(` + refDomain + `)/)?(` + refComponent + `(?:/` + refComponent + `)*)(?::(` + refTag + `))?(?:@(` + refDigest + `))?$`)
-	})
-	imageIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:sha256:[0-9a-f]{64}|[0-9a-f]{12,64})$`) })
+)
+
+// Compiled on first use, not at every start of truss (most sessions name
+// no image).
+var (
+	referenceRE = lazyre.Regexp{Expr: `^(?:(` + refDomain + `)/)?(` + refComponent + `(?:/` + refComponent + `)*)(?::(` + refTag + `))?(?:@(` + refDigest + `))?$`}
+	imageIDRE   = lazyre.Regexp{Expr: `^(?:sha256:[0-9a-f]{64}|[0-9a-f]{12,64})$`}
 )
 
 // maxNameLength bounds a reference's name (domain and path), as the
@@ -85,10 +86,10 @@ func ValidateReference(ref string) error {
 	case strings.ContainsFunc(ref, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		return &ReferenceError{ref, "it contains a space or a control character"}
 	}
-	if imageIDRE().MatchString(ref) {
+	if imageIDRE.Get().MatchString(ref) {
 		return nil
 	}
-	m := referenceRE().FindStringSubmatch(ref)
+	m := referenceRE.Get().FindStringSubmatch(ref)
 	if m == nil {
 		if strings.ToLower(ref) != ref && !strings.ContainsAny(ref, "/:@") {
 			return &ReferenceError{ref, "repository names are lower case"}

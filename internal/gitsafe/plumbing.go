@@ -24,6 +24,12 @@ import (
 // could read a work tree file or run a program the repository names.
 var ErrNotPlumbing = errors.New("is not one of the git commands that run no program of the repository")
 
+// plumbingCommand is a command Plumbing runs and the flags it may take.
+type plumbingCommand struct {
+	command string
+	flags   []string
+}
+
 // plumbingFlags are, for each command Plumbing runs, the flags it may
 // take (a flag ending in "=" takes a value after it; "-p" and "-m" of
 // commit-tree take the next argument). These commands read and write only
@@ -32,19 +38,19 @@ var ErrNotPlumbing = errors.New("is not one of the git commands that run no prog
 // a hook once hooks are off, whatever the repository's configuration —
 // conditional includes and all — says. That is what makes them safe, not
 // the settings Command adds.
-var plumbingFlags = map[string][]string{
-	"rev-parse":    {"--verify", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format", "--is-inside-work-tree", "--show-prefix", "-q", "--quiet"},
-	"ls-files":     {"--stage", "-s", "-z", "--full-name", "--debug"},
-	"ls-tree":      {"-r", "-z", "--full-tree", "--full-name", "-t"},
-	"read-tree":    {"--empty"},
-	"update-index": {"-z", "--index-info"},
-	"write-tree":   {},
-	"commit-tree":  {"-p", "-m"},
-	"update-ref":   {"--no-deref", "-d"},
-	"diff-tree":    {"-r", "-p", "--binary", "--full-index", "--no-renames", "--no-color", "-z", "--name-only", "--name-status", "--raw", "--root"},
-	"fast-import":  {"--quiet", "--done"},
-	"cat-file":     {"--batch", "--batch-check", "-t", "-s", "-e"},
-	"worktree":     {"add", "prune", "--no-checkout", "--detach", "--expire=", "-q", "--quiet"},
+var plumbingFlags = []plumbingCommand{
+	{"rev-parse", []string{"--verify", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format", "--is-inside-work-tree", "--show-prefix", "-q", "--quiet"}},
+	{"ls-files", []string{"--stage", "-s", "-z", "--full-name", "--debug"}},
+	{"ls-tree", []string{"-r", "-z", "--full-tree", "--full-name", "-t"}},
+	{"read-tree", []string{"--empty"}},
+	{"update-index", []string{"-z", "--index-info"}},
+	{"write-tree", []string{}},
+	{"commit-tree", []string{"-p", "-m"}},
+	{"update-ref", []string{"--no-deref", "-d"}},
+	{"diff-tree", []string{"-r", "-p", "--binary", "--full-index", "--no-renames", "--no-color", "-z", "--name-only", "--name-status", "--raw", "--root"}},
+	{"fast-import", []string{"--quiet", "--done"}},
+	{"cat-file", []string{"--batch", "--batch-check", "-t", "-s", "-e"}},
+	{"worktree", []string{"add", "prune", "--no-checkout", "--detach", "--expire=", "-q", "--quiet"}},
 }
 
 // checkPlumbing refuses args unless Plumbing may run them.
@@ -52,11 +58,11 @@ func checkPlumbing(args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("no command: %w", ErrNotPlumbing)
 	}
-	allowed, ok := plumbingFlags[args[0]]
-	if !ok {
+	i := slices.IndexFunc(plumbingFlags, func(p plumbingCommand) bool { return p.command == args[0] })
+	if i < 0 {
 		return fmt.Errorf("git %s %w", args[0], ErrNotPlumbing)
 	}
-	rest := args[1:]
+	allowed, rest := plumbingFlags[i].flags, args[1:]
 	switch args[0] {
 	case "worktree":
 		// add only without a checkout, which is what runs filters and

@@ -65,6 +65,7 @@ type Session struct {
 	w        *workspace
 	mcp      *mcpSession
 	prov     provider.Provider
+	predial  *provider.Predial // the provider's server, connected to from when it is known (nil: none)
 	contact  *provider.Contact
 	exec     tool.Executor // the composed executor of the top agent
 	children *childRecords
@@ -160,6 +161,9 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 		if err := s.resolve(); err != nil {
 			return s, err
 		}
+		// The provider is known: its server is connected to while the
+		// workspace opens, and the first request takes the connection.
+		s.predial = s.startPredial()
 	}
 	switch {
 	case o.Tools != nil:
@@ -1047,6 +1051,7 @@ func (s *Session) Close() error {
 		}
 	}
 	s.mcp.close()
+	s.predial.Close() // a connection no request took
 	s.cancel()
 	s.escalated.close()
 	if s.w != nil {

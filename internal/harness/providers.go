@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/trussdev/truss/examples"
 	"github.com/trussdev/truss/internal/compact"
@@ -278,12 +279,17 @@ var providers = []ProviderDef{
 	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
 }
 
-// simModels are the simulated model's default model names by dialect.
-var simModels = map[string]string{"anthropic": "sim-claude", openaiprov.Dialect: "sim-gpt"}
-
 // simModel is the simulated model's default name for a dialect (its
 // wire's).
-func simModel(dialect string) string { return cmpOr(simModels[wire(dialect)], "sim-coder") }
+func simModel(dialect string) string {
+	switch wire(dialect) {
+	case "anthropic":
+		return "sim-claude"
+	case openaiprov.Dialect:
+		return "sim-gpt"
+	}
+	return "sim-coder"
+}
 
 // lookupProvider returns the provider named name (or one of its aliases).
 func lookupProvider(name string) (ProviderDef, bool) {
@@ -566,7 +572,7 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		if err != nil {
 			return nil, err
 		}
-		e.HTTP = provider.HeaderClient(h)
+		e.HTTP = s.predial.Client(h, sdkHeaderTimeout(def.Dialect, h))
 		if d.Check != nil {
 			if err := d.Check(e); err != nil {
 				return nil, err
@@ -606,6 +612,47 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 	e.BaseURL, e.APIKey, e.Sim = base+d.SimPath, "sim", true
 	e.Region, e.Project, e.APIVersion = o.Region, o.Project, o.APIVersion
 	return d.New(ctx, e), nil
+}
+
+// startPredial starts connecting to the server the session's provider
+// will send its first request to, when its adapter sends through
+// Endpoint.HTTP to its base URL; it returns nil otherwise (the simulated
+// model, a cloud platform's adapter, a provider whose settings are
+// incomplete: newProvider reports those).
+func (s *Session) startPredial() *provider.Predial {
+	def, err := s.providerDef(s.opts.Provider)
+	if err != nil || def.Name == "sim" {
+		return nil
+	}
+	base, _, err := def.endpoint(os.Getenv)
+	if err != nil {
+		return nil
+	}
+	switch def.Dialect {
+	case "anthropic":
+		base = cmpOr(base, anthropicprov.DefaultBaseURL)
+	case openaiprov.Dialect:
+		base = cmpOr(base, openaiprov.DefaultBaseURL)
+	case "chat", "ollama":
+	default:
+		return nil
+	}
+	return provider.StartPredial(s.life, base)
+}
+
+// anthropicHeaderTimeout is the response-header timeout of the Anthropic
+// SDK's own default client (its requestconfig.DefaultHTTPClient).
+const anthropicHeaderTimeout = 10 * time.Minute
+
+// sdkHeaderTimeout is the response-header timeout of the client the
+// adapter of dialect would have used without a pre-dial: the Anthropic
+// SDK's default client has one, a client with headers (HeaderClient) and
+// the other SDKs' defaults have none.
+func sdkHeaderTimeout(dialect string, h http.Header) time.Duration {
+	if dialect == "anthropic" && len(h) == 0 {
+		return anthropicHeaderTimeout
+	}
+	return 0
 }
 
 // declarer is an adapter that can show its wire form of tool declarations.

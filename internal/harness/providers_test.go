@@ -2,10 +2,14 @@ package harness
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/internal/sim"
 )
@@ -238,5 +242,50 @@ env_headers = { "X-Org" = "MINE_ORG" }
 	}
 	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.mine in the user's configuration: wire vertex is not in this build (it has anthropic, responses, chat, ollama or azure)" {
 		t.Errorf("a platform's wire: %v", err)
+	}
+}
+
+// TestStartPredial: the session connects to the server of a provider
+// whose adapter sends to its base URL as soon as the provider is known,
+// and to nothing for the simulated model or a provider without its base
+// URL; Close releases a connection no request took.
+func TestStartPredial(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	t.Setenv("OPENAI_BASE_URL", "http://"+ln.Addr().String()+"/v1")
+	for _, tc := range []struct {
+		provider string
+		env      map[string]string
+		dials    bool
+	}{
+		{"chat", nil, true},
+		{"sim", nil, false},
+		{"chat", map[string]string{"OPENAI_BASE_URL": ""}, false}, // required, missing: Open reports it
+		{"vertex", nil, false},
+	} {
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		s := &Session{opts: Options{Provider: tc.provider}, life: context.Background()}
+		p := s.startPredial()
+		if (p != nil) != tc.dials {
+			t.Fatalf("%s %v: pre-dial %v, want %v", tc.provider, tc.env, p != nil, tc.dials)
+		}
+		if p == nil {
+			continue
+		}
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+			t.Errorf("%s: the unused pre-dialed connection read %d bytes, %v; want EOF", tc.provider, n, err)
+		}
+		c.Close()
 	}
 }

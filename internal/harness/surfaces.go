@@ -21,15 +21,23 @@ func registry() surface.Registry {
 	}
 }
 
-// typedSurfaces maps each typed surface to the only API dialect that can
-// carry its tools.
-var typedSurfaces = map[string]string{anthropic.Name: "anthropic", openai.Name: openaiprov.Dialect, codex.Name: openaiprov.Dialect}
+// typedSurface returns, for a typed surface, the only API dialect that can
+// carry its tools; typed is false for any other surface.
+func typedSurface(name string) (dialect string, typed bool) {
+	switch name {
+	case anthropic.Name:
+		return "anthropic", true
+	case openai.Name, codex.Name:
+		return openaiprov.Dialect, true
+	}
+	return "", false
+}
 
 // pickSurface resolves the surface option for a dialect and model;
 // escalate declares the shell tools' escalation parameters.
 func pickSurface(name, dialect, providerName, model string, escalate bool) (*surface.Set, surface.Profile, error) {
 	prof := surface.DefaultProfiles().Lookup(dialect, model)
-	if d, typed := typedSurfaces[prof.Surface]; typed && d != dialect {
+	if d, typed := typedSurface(prof.Surface); typed && d != dialect {
 		prof.Surface = generic.Name // a typed surface's tools exist only in its own API
 	}
 	reg := registry()
@@ -43,7 +51,7 @@ func pickSurface(name, dialect, providerName, model string, escalate bool) (*sur
 	if err != nil {
 		return nil, prof, &ConfigError{Msg: err.Error()}
 	}
-	if d, typed := typedSurfaces[chosen]; typed && d != dialect {
+	if d, typed := typedSurface(chosen); typed && d != dialect {
 		api := map[string]string{"anthropic": "the Anthropic Messages API", openaiprov.Dialect: "OpenAI's Responses API"}[d]
 		return nil, prof, configErrorf("the %s surface needs %s; provider %s takes --surface generic", chosen, api, providerName)
 	}

@@ -8,21 +8,22 @@ import (
 	"io"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/trussdev/truss/internal/lazyre"
 )
 
 // members are an entry's members, in the order the writer writes them.
 var members = []string{"v", "seq", "time", "session", "type", "prev", "data", "payloads"}
 
 var (
-	timeRE   = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$`)
-	intRE    = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
-	digestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	timeRE   = lazyre.Regexp{Expr: `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$`}
+	intRE    = lazyre.Regexp{Expr: `^-?(0|[1-9][0-9]*)$`}
+	digestRE = lazyre.Regexp{Expr: `^[0-9a-f]{64}$`}
 )
 
 // parseEntry parses one line of entries.jsonl (without its newline) by the
@@ -59,7 +60,7 @@ func parseEntry(line []byte) (Entry, error) {
 		}
 	}
 	for _, k := range []string{"v", "seq"} {
-		if !intRE.Match(m[k]) {
+		if !intRE.Get().Match(m[k]) {
 			return e, fmt.Errorf("member %q is %s, not an integer", k, m[k])
 		}
 	}
@@ -95,7 +96,7 @@ func parseEntry(line []byte) (Entry, error) {
 		if name == "" {
 			return e, errors.New("payloads: an empty payload name")
 		}
-		if !digestRE.MatchString(d) {
+		if !digestRE.Get().MatchString(d) {
 			return e, fmt.Errorf("payloads: %q is %q, not a digest (64 lowercase hex digits)", name, d)
 		}
 	}
@@ -140,7 +141,7 @@ func parseEntry(line []byte) (Entry, error) {
 func checkCompact(data any, payloads map[string]string) error {
 	d, _ := data.(map[string]any)
 	digest, _ := d["digest"].(string)
-	if !digestRE.MatchString(digest) {
+	if !digestRE.Get().MatchString(digest) {
 		return fmt.Errorf("data.digest %v is not a digest (64 lowercase hex digits)", d["digest"])
 	}
 	if p, ok := payloads["replaced"]; ok && p != digest {
@@ -152,7 +153,7 @@ func checkCompact(data any, payloads map[string]string) error {
 // checkTime checks an entry's time: RFC 3339 in UTC ("Z"), with up to nine
 // digits of a fraction of a second, naming a real date and time.
 func checkTime(s string) error {
-	if !timeRE.MatchString(s) {
+	if !timeRE.Get().MatchString(s) {
 		return fmt.Errorf("time %q is not an RFC 3339 UTC time (2026-12-02T14:44:32.513054Z)", s)
 	}
 	t, err := time.Parse("2006-01-02T15:04:05", s[:19])
@@ -225,7 +226,7 @@ func changePath(p string) bool {
 // "" (no such file, or not a regular file) or 64 lowercase hex digits.
 func fileDigest(v any) bool {
 	s, ok := v.(string)
-	return ok && (s == "" || digestRE.MatchString(s))
+	return ok && (s == "" || digestRE.Get().MatchString(s))
 }
 
 // checkChanges checks the changes of a tool.result's data.

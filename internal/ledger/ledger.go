@@ -153,7 +153,14 @@ type job struct {
 	ack  chan []byte // receives the signed checkpoint, when set
 }
 
-var rf = &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+// newRange returns an empty compact range of RFC 6962 hashes starting at
+// begin. (A factory per range, not one package-level factory: its method
+// value would be allocated at every start of the program. No two ranges
+// here are ever joined or compared, which is what needs a shared factory.)
+func newRange(begin uint64) *compact.Range {
+	f := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+	return f.NewEmptyRange(begin)
+}
 
 // Origin returns the checkpoint origin of a session's ledger.
 func Origin(keyName, session string) string { return keyName + "/session/" + session }
@@ -187,7 +194,7 @@ func create(dir, session string, signer note.Signer, interval time.Duration) (*W
 	}
 	w := &Writer{dir: dir, session: session, origin: Origin(signer.Name(), session), signer: signer,
 		f: files[0], pack: files[1], cps: files[2],
-		rng: rf.NewEmptyRange(0), now: time.Now, interval: interval, done: make(chan struct{}), stored: map[string]bool{}}
+		rng: newRange(0), now: time.Now, interval: interval, done: make(chan struct{}), stored: map[string]bool{}}
 	w.queue.cond = sync.NewCond(&w.queue.mu)
 	go w.seal()
 	return w, nil
@@ -921,7 +928,7 @@ func verifyTree(data []byte, cps func() (map[uint64][]byte, error), v note.Verif
 	// Roots of every prefix, computed once.
 	roots := make([][]byte, len(leaves)+1)
 	roots[0] = rfc6962.DefaultHasher.EmptyRoot()
-	rng := rf.NewEmptyRange(0)
+	rng := newRange(0)
 	for i, l := range leaves {
 		rng.Append(l, nil)
 		roots[i+1], _ = rng.GetRootHash(nil)

@@ -72,7 +72,7 @@ func readLeaves(dir string, n uint64) ([][]byte, error) {
 // nodeHash is the hash of a perfect subtree: the root over its leaves.
 func nodeHash(leaves [][]byte, id compact.NodeID) []byte {
 	begin, end := id.Coverage()
-	rng := rf.NewEmptyRange(begin)
+	rng := newRange(begin)
 	for i := begin; i < end; i++ {
 		rng.Append(leaves[i], nil)
 	}

@@ -35,3 +35,16 @@ func HeaderClient(h http.Header) *http.Client {
 	}
 	return &http.Client{Transport: HeaderTransport{Header: h}}
 }
+
+// CloseIdleConnections closes the idle connections of Base (of
+// http.DefaultTransport when nil), so that http.Client.CloseIdleConnections
+// reaches the transport underneath.
+func (t HeaderTransport) CloseIdleConnections() {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/trussdev/truss/internal/lazyre"
 )
 
 // ---- Azure OpenAI's Responses API ----
@@ -30,7 +31,7 @@ import (
 const azureDialect = "azure"
 
 // azureDated matches a dated API version: 2025-04-01 or 2025-04-01-preview.
-var azureDated = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}(-preview)?$`)
+var azureDated = lazyre.Regexp{Expr: `^\d{4}-\d{2}-\d{2}(-preview)?$`}
 
 // The messages Azure answers with.
 const (
@@ -60,7 +61,7 @@ func (s *Server) azureResponses(w http.ResponseWriter, r *http.Request) {
 		// The dated route without a version is no route at all.
 		azureError(w, http.StatusNotFound, "404", "Resource not found")
 		return
-	case !azureDated.MatchString(v):
+	case !azureDated.Get().MatchString(v):
 		azureError(w, http.StatusBadRequest, "BadRequest", "API version not supported")
 		return
 	}

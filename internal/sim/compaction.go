@@ -2,14 +2,15 @@ package sim
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/trussdev/truss/internal/lazyre"
 )
 
 // summaryMarker ends every summary the simulated model gives: how many
 // model turns the summarized history held.
-var summaryMarker = regexp.MustCompile(`\[simulated summary of ([0-9]+) model turns\]`)
+var summaryMarker = lazyre.Regexp{Expr: `\[simulated summary of ([0-9]+) model turns\]`}
 
 // isSummaryRequest reports whether a request asks for a summary: the text
 // after its last assistant turn contains the compaction prompt.
@@ -40,7 +41,7 @@ func summaryStep(script *Script, turns int) *Step {
 // its summary before every model turn it kept, so these add to the turns
 // the request holds.
 func summarized(body []byte) int {
-	m := summaryMarker.FindAllSubmatch(body, -1)
+	m := summaryMarker.Get().FindAllSubmatch(body, -1)
 	if len(m) == 0 {
 		return 0
 	}

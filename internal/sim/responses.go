@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/trussdev/truss/internal/lazyre"
 )
 
 // ---- OpenAI Responses ----
@@ -62,13 +63,14 @@ type storedResponse struct {
 	calls []inputItem // its calls, which a chained request must answer
 }
 
-// outputFor names the output item type that answers a call item type.
-var outputFor = map[string]string{
-	"function_call":    "function_call_output",
-	"custom_tool_call": "custom_tool_call_output",
-	"shell_call":       "shell_call_output",
-	"apply_patch_call": "apply_patch_call_output",
-	"local_shell_call": "local_shell_call_output",
+// outputFor names the output item type that answers a call item type;
+// ok is false for a type that is not a call item's.
+func outputFor(callType string) (output string, ok bool) {
+	switch callType {
+	case "function_call", "custom_tool_call", "shell_call", "apply_patch_call", "local_shell_call":
+		return callType + "_output", true
+	}
+	return "", false
 }
 
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
@@ -362,7 +364,7 @@ func specParam(msg string) string {
 	if w, _, ok := strings.Cut(msg, ": "); ok && !strings.Contains(w, " ") {
 		where = w
 	}
-	for _, m := range specPlace.FindAllStringSubmatch(msg, -1) {
+	for _, m := range specPlace.Get().FindAllStringSubmatch(msg, -1) {
 		if p := strings.ReplaceAll(strings.TrimPrefix(m[1], "/"), "/", "."); len(p) > len(where) {
 			where = p
 		}
@@ -385,15 +387,15 @@ func specParam(msg string) string {
 }
 
 // specPlace matches a JSON pointer a validation message names.
-var specPlace = regexp.MustCompile(`at ["'](/[^"']*)["']`)
+var specPlace = lazyre.Regexp{Expr: `at ["'](/[^"']*)["']`}
 
-// callNames names a call item type as the API's messages do.
-var callNames = map[string]string{
-	"function_call":    "function call",
-	"custom_tool_call": "custom tool call",
-	"shell_call":       "shell call",
-	"apply_patch_call": "apply patch call",
-	"local_shell_call": "local shell call",
+// callName names a call item type as the API's messages do ("" for a
+// type that is not a call item's).
+func callName(callType string) string {
+	if _, ok := outputFor(callType); !ok {
+		return ""
+	}
+	return strings.ReplaceAll(callType, "_", " ")
 }
 
 // pairing checks a request's calls and outputs, as the API does: an output
@@ -410,7 +412,7 @@ func pairing(chained, items []inputItem) string {
 	var calls []inputItem
 	calls = append(calls, chained...)
 	for _, it := range items {
-		if _, ok := outputFor[it.Type]; ok {
+		if _, ok := outputFor(it.Type); ok {
 			issued[it.CallID] = it.Type
 			calls = append(calls, it)
 			continue
@@ -420,13 +422,13 @@ func pairing(chained, items []inputItem) string {
 		}
 		callType := strings.TrimSuffix(it.Type, "_output")
 		if typ, ok := issued[it.CallID]; !ok || typ != callType {
-			return fmt.Sprintf("No tool call found for %s output with call_id %s.", callNames[callType], it.CallID)
+			return fmt.Sprintf("No tool call found for %s output with call_id %s.", callName(callType), it.CallID)
 		}
 		answered[it.CallID] = true
 	}
 	for _, c := range calls {
 		if !answered[c.CallID] {
-			return fmt.Sprintf("No tool output found for %s %s.", callNames[c.Type], c.CallID)
+			return fmt.Sprintf("No tool output found for %s %s.", callName(c.Type), c.CallID)
 		}
 	}
 	return ""

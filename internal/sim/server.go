@@ -468,7 +468,7 @@ func (r Recorded) ToolCalls() (calls, results []string, err error) {
 		}
 		calls = append(calls, r.Chained...)
 		for _, it := range req.Input {
-			if _, ok := outputFor[it.Type]; ok {
+			if _, ok := outputFor(it.Type); ok {
 				calls = append(calls, it.CallID)
 			} else if strings.HasSuffix(it.Type, "_output") {
 				results = append(results, it.CallID)

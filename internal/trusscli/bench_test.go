@@ -17,8 +17,8 @@ import (
 	"github.com/trussdev/truss/internal/sim/simtest"
 )
 
-// buildTruss builds the real binary once per benchmark run.
-func buildTruss(b *testing.B) string {
+// buildTruss builds the real binary once per benchmark run (or test).
+func buildTruss(b testing.TB) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "truss")
 	cmd := exec.Command("go", "build", "-o", bin, "github.com/trussdev/truss/cmd/truss")

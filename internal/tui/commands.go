@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/trussdev/truss/internal/compact"
+	"github.com/trussdev/truss/internal/lazyre"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/termsafe"
 )
@@ -411,13 +411,13 @@ func AttachedFile(path string, data []byte) string {
 }
 
 // attachedFile matches what AttachedFile makes.
-var attachedFile = regexp.MustCompile(`(?s)\n*<attached_file path="((?:[^"\\]|\\.)*)">\n.*?</attached_file>`)
+var attachedFile = lazyre.Regexp{Expr: `(?s)\n*<attached_file path="((?:[^"\\]|\\.)*)">\n.*?</attached_file>`}
 
 // foldAttachments replaces each file attached to a task by its name, as
 // the task was shown when it was sent.
 func foldAttachments(task string) string {
-	return attachedFile.ReplaceAllStringFunc(task, func(a string) string {
-		p := attachedFile.FindStringSubmatch(a)[1]
+	return attachedFile.Get().ReplaceAllStringFunc(task, func(a string) string {
+		p := attachedFile.Get().FindStringSubmatch(a)[1]
 		if u, err := strconv.Unquote(`"` + p + `"`); err == nil {
 			p = u
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/hostfs"
+	"github.com/trussdev/truss/internal/lazyre"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -35,7 +36,7 @@ type Env struct {
 // Makefile, ...) Detect reads: the first MaxMarker bytes.
 const MaxMarker = 1 << 20
 
-var makeTest = regexp.MustCompile(`(?m)^test\s*:`)
+var makeTest = lazyre.Regexp{Expr: `(?m)^test\s*:`}
 
 // Detect finds the test command of the repository at root: go.mod → go
 // test ./...; package.json with a test script → npm test; Cargo.toml →
@@ -87,7 +88,7 @@ func Detect(root string) (Env, bool) {
 	if has("setup.py") && isDir("tests") {
 		return Env{Test: "python -m pytest -q", Source: "setup.py"}, true
 	}
-	if makeTest.MatchString(read("Makefile")) {
+	if makeTest.Get().MatchString(read("Makefile")) {
 		return Env{Test: "make test", Source: "Makefile"}, true
 	}
 	return Env{}, false
@@ -113,13 +114,13 @@ type Summary struct {
 }
 
 var (
-	goFail     = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
-	goOK       = regexp.MustCompile(`(?m)^ok\s+\S+`)
-	goPkgFail  = regexp.MustCompile(`(?m)^FAIL\s+\S+`)
-	pytestLine = regexp.MustCompile(`(?m)^=*\s*(?:(\d+) failed)?,?\s*(?:(\d+) passed)?,?\s*(?:(\d+) skipped)?.* in [\d.]+s`)
-	cargoLine  = regexp.MustCompile(`test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored`)
-	jestLine   = regexp.MustCompile(`Tests:\s+(?:(\d+) failed, )?(?:(\d+) skipped, )?(?:(\d+) passed, )?\d+ total`)
-	plainLine  = regexp.MustCompile(`(?m)^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$`)
+	goFail     = lazyre.Regexp{Expr: `(?m)^\s*--- FAIL: (\S+)`}
+	goOK       = lazyre.Regexp{Expr: `(?m)^ok\s+\S+`}
+	goPkgFail  = lazyre.Regexp{Expr: `(?m)^FAIL\s+\S+`}
+	pytestLine = lazyre.Regexp{Expr: `(?m)^=*\s*(?:(\d+) failed)?,?\s*(?:(\d+) passed)?,?\s*(?:(\d+) skipped)?.* in [\d.]+s`}
+	cargoLine  = lazyre.Regexp{Expr: `test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored`}
+	jestLine   = lazyre.Regexp{Expr: `Tests:\s+(?:(\d+) failed, )?(?:(\d+) skipped, )?(?:(\d+) passed, )?\d+ total`}
+	plainLine  = lazyre.Regexp{Expr: `(?m)^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$`}
 )
 
 // Summarize reads a test run's output and exit status.
@@ -142,17 +143,17 @@ func Summarize(command, out string, exit int) Summary {
 		return len(ms) > 0
 	}
 	switch {
-	case goOK.MatchString(out) || goPkgFail.MatchString(out) || goFail.MatchString(out):
+	case goOK.Get().MatchString(out) || goPkgFail.Get().MatchString(out) || goFail.Get().MatchString(out):
 		s.Unit = "packages"
-		s.Passed = len(goOK.FindAllString(out, -1))
-		s.Failed = len(goPkgFail.FindAllString(out, -1))
-		for _, m := range goFail.FindAllStringSubmatch(out, -1) {
+		s.Passed = len(goOK.Get().FindAllString(out, -1))
+		s.Failed = len(goPkgFail.Get().FindAllString(out, -1))
+		for _, m := range goFail.Get().FindAllStringSubmatch(out, -1) {
 			s.Failures = append(s.Failures, m[1])
 		}
-	case sumAll(cargoLine, 1, 2, 3):
-	case sumAll(jestLine, 3, 1, 2):
-	case sumAll(plainLine, 1, 2, 3):
-	case sumAll(pytestLine, 2, 1, 3):
+	case sumAll(cargoLine.Get(), 1, 2, 3):
+	case sumAll(jestLine.Get(), 3, 1, 2):
+	case sumAll(plainLine.Get(), 1, 2, 3):
+	case sumAll(pytestLine.Get(), 2, 1, 3):
 	}
 	if s.Failed == 0 && !s.OK && s.Passed == 0 {
 		s.Failed = 1 // it failed without saying what

@@ -30,7 +30,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +40,7 @@ import (
 
 	"github.com/trussdev/truss/internal/hostfs"
 
+	"github.com/trussdev/truss/internal/lazyre"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/surface"
@@ -610,14 +610,14 @@ type Binding struct {
 // Surface is the surface name of MCP calls.
 const Surface = "mcp"
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+var unsafeName = lazyre.Regexp{Expr: `[^A-Za-z0-9_-]`}
 
 // ToolName is the function name a server's tool is offered under:
 // "mcp__SERVER__TOOL", characters other than letters, digits, '_' and '-'
 // replaced by '_', and a name past 64 characters cut with a hash of the
 // whole appended.
 func ToolName(server, name string) string {
-	n := "mcp__" + unsafeName.ReplaceAllString(server, "_") + "__" + unsafeName.ReplaceAllString(name, "_")
+	n := "mcp__" + unsafeName.Get().ReplaceAllString(server, "_") + "__" + unsafeName.Get().ReplaceAllString(name, "_")
 	if len(n) <= 64 {
 		return n
 	}

@@ -33,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +45,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/trussdev/truss/internal/compact"
+	"github.com/trussdev/truss/internal/lazyre"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 )
@@ -476,14 +476,27 @@ type outItem struct {
 	} `json:"summary"`
 }
 
-// callTypes maps a call item's type to the name of the typed tool it calls
-// ("" for items that carry their tool's name).
-var callTypes = map[string]string{
-	"function_call":    "",
-	"custom_tool_call": "",
-	"shell_call":       "shell",
-	"apply_patch_call": "apply_patch",
-	"local_shell_call": "local_shell",
+// callTool maps a call item's type to the name of the typed tool it calls
+// ("" for items that carry their tool's name); ok is false for an item
+// that is not a call.
+func callTool(itemType string) (name string, ok bool) {
+	switch itemType {
+	case "function_call", "custom_tool_call":
+		return "", true
+	case "shell_call":
+		return "shell", true
+	case "apply_patch_call":
+		return "apply_patch", true
+	case "local_shell_call":
+		return "local_shell", true
+	}
+	return "", false
+}
+
+// callToolName is callTool's name alone.
+func callToolName(itemType string) string {
+	name, _ := callTool(itemType)
+	return name
 }
 
 // streamState is what one attempt's stream has delivered.
@@ -513,7 +526,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 				onDelta(model.Delta{Kind: model.KindReasoning, Text: ev.Delta})
 			}
 		case "response.output_item.added":
-			if name, ok := callTypes[ev.Item.Type]; ok && onDelta != nil {
+			if name, ok := callTool(ev.Item.Type); ok && onDelta != nil {
 				if name == "" {
 					name = ev.Item.Name
 				}
@@ -628,7 +641,7 @@ func (st *streamState) response() (*model.Response, error) {
 		case "custom_tool_call":
 			it.Kind, it.Call = model.KindToolCall, &model.ToolCall{ID: o.CallID, Name: o.Name, Kind: model.ToolCustom, Type: o.Type, Input: o.Input}
 		case "shell_call", "local_shell_call":
-			it.Kind, it.Call = model.KindToolCall, &model.ToolCall{ID: o.CallID, Name: callTypes[o.Type], Kind: model.ToolTyped, Type: o.Type, Input: string(o.Action)}
+			it.Kind, it.Call = model.KindToolCall, &model.ToolCall{ID: o.CallID, Name: callToolName(o.Type), Kind: model.ToolTyped, Type: o.Type, Input: string(o.Action)}
 		case "apply_patch_call":
 			it.Kind, it.Call = model.KindToolCall, &model.ToolCall{ID: o.CallID, Name: "apply_patch", Kind: model.ToolTyped, Type: o.Type, Input: string(o.Operation)}
 		default: // web_search_call and the other provider-executed items
@@ -660,7 +673,7 @@ func (st *streamState) response() (*model.Response, error) {
 }
 
 // tryAgain finds the wait a rate-limit message asks for, as Codex reads it.
-var tryAgain = regexp.MustCompile(`(?i)try again in\s*(\d+(?:\.\d+)?)\s*(s|ms|seconds?)`)
+var tryAgain = lazyre.Regexp{Expr: `(?i)try again in\s*(\d+(?:\.\d+)?)\s*(s|ms|seconds?)`}
 
 // failed classifies the error of a response.failed or error event.
 func failed(code, message, what string) error {
@@ -671,7 +684,7 @@ func failed(code, message, what string) error {
 	switch code {
 	case "rate_limit_exceeded":
 		pe.Kind = provider.ErrRateLimited
-		if m := tryAgain.FindStringSubmatch(message); m != nil {
+		if m := tryAgain.Get().FindStringSubmatch(message); m != nil {
 			if f, err := strconv.ParseFloat(m[1], 64); err == nil {
 				unit := time.Second
 				if strings.EqualFold(m[2], "ms") {
