@@ -162,7 +162,7 @@ func (c *Client) thinking(modelName string) *ThinkingConfig {
 func (c *Client) encode(req *model.Request) ([]byte, error) {
 	r := Request{Contents: []Content{}}
 	if req.System != "" {
-		r.SystemInstruction = &Content{Parts: []Part{{Text: req.System}}}
+		r.SystemInstruction = &Content{Role: "user", Parts: []Part{{Text: req.System}}} // as the SDK sends it
 	}
 	add := func(role string, p Part) {
 		if n := len(r.Contents); n > 0 && r.Contents[n-1].Role == role {
