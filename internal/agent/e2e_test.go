@@ -20,6 +20,7 @@ import (
 	"github.com/trussdev/truss/internal/provider"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
 	"github.com/trussdev/truss/internal/provider/chatcompat"
+	"github.com/trussdev/truss/internal/provider/gemini"
 	"github.com/trussdev/truss/internal/provider/ollama"
 	openaiprov "github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sim"
@@ -59,6 +60,11 @@ var dialects = []dialect{
 	{"vertex", func(u string) provider.Provider {
 		return anthropicprov.New(anthropicprov.Config{BaseURL: u, Retry: fastRetry,
 			Vertex: &anthropicprov.Vertex{Region: "us-east5", Project: "sim-project", Token: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "sk-test"})}})
+	}},
+	// Google's Gemini API: the key in x-goog-api-key, calls as whole
+	// functionCall parts (a Gemini 2.5 model: no ids, made ones).
+	{"gemini", func(u string) provider.Provider {
+		return gemini.New(gemini.Config{BaseURL: u, APIKey: "sk-test", Retry: fastRetry})
 	}},
 	{"azure", func(u string) provider.Provider {
 		c, err := openaiprov.NewAzure(openaiprov.AzureConfig{Endpoint: u, APIKey: "sk-test", Config: openaiprov.Config{Retry: fastRetry}})
@@ -332,6 +338,17 @@ func TestFaults(t *testing.T) {
 	for _, d := range dialects {
 		for _, tt := range tests {
 			t.Run(d.name+"/"+tt.name, func(t *testing.T) {
+				if d.name == "gemini" && tt.name == "malformed arguments" {
+					// Gemini sends no call it could not parse: the turn ends
+					// with MALFORMED_FUNCTION_CALL, which is retried as a
+					// stream error, and fails when every attempt does.
+					e := runScript(t, d, tt.step+faultTail, nil)
+					var pe *provider.Error
+					if e.outcome.Status != agent.StatusFailed || !errorsAs(e.outcome.Err, &pe) || pe.Code != "MALFORMED_FUNCTION_CALL" || len(e.srv.Requests()) != 4 || e.execs.Load() != 0 {
+						t.Fatalf("outcome %+v, %d requests", e.outcome, len(e.srv.Requests()))
+					}
+					return
+				}
 				e := runScript(t, d, tt.step+faultTail, nil)
 				if e.outcome.Status != agent.StatusCompleted {
 					t.Fatalf("outcome %+v", e.outcome)

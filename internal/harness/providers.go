@@ -18,6 +18,7 @@ import (
 	"github.com/trussdev/truss/internal/provider"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
 	"github.com/trussdev/truss/internal/provider/chatcompat"
+	"github.com/trussdev/truss/internal/provider/gemini"
 	"github.com/trussdev/truss/internal/provider/ollama"
 	openaiprov "github.com/trussdev/truss/internal/provider/openai"
 	"github.com/trussdev/truss/internal/sim"
@@ -119,6 +120,11 @@ var dialects = []Dialect{
 		c.NumCtx = s.ContextTokens
 		return c
 	}},
+	{Name: gemini.Dialect, New: func(_ context.Context, e Endpoint) provider.Provider {
+		s := settings(e)
+		return gemini.New(gemini.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry,
+			ThinkingTokens: s.ThinkingTokens, Effort: s.ReasoningEffort})
+	}},
 	{Name: "vertex", Wire: "anthropic", Platform: true, New: func(ctx context.Context, e Endpoint) provider.Provider {
 		c, err := vertexConfig(ctx, e)
 		if err != nil {
@@ -183,7 +189,7 @@ func dialect(name string) (Dialect, bool) {
 	return Dialect{}, false
 }
 
-// DialectNames lists the dialects: "anthropic, responses, chat, ollama or azure".
+// DialectNames lists the dialects: "anthropic, responses, chat, ollama, gemini, vertex or azure".
 func DialectNames() string {
 	var names []string
 	for _, d := range dialects {
@@ -209,7 +215,10 @@ type ProviderDef struct {
 	// needed ("vLLM, LM Studio, ...").
 	Note string
 	// KeyEnv names the API key's variable; KeyRequired makes it required.
+	// AltKeyEnv are more variables the key is read from, in order, when
+	// KeyEnv is not set (Gemini's GOOGLE_API_KEY).
 	KeyEnv      string
+	AltKeyEnv   []string
 	KeyRequired bool
 	// TokenEnv names a bearer token's variable that, when set, is used
 	// instead of the key (one of the two is then required); VersionEnv
@@ -265,6 +274,9 @@ var providers = []ProviderDef{
 		Detect: "OLLAMA_HOST", DetectNote: "Ollama", Env: []string{"OLLAMA_*"}},
 	{Name: "anthropic", Dialect: "anthropic", Title: "Anthropic's Messages API", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true,
 		BaseURLEnv: "ANTHROPIC_BASE_URL", Detect: "ANTHROPIC_API_KEY", DetectNote: "Anthropic; ANTHROPIC_BASE_URL optional", DefaultModel: "claude-sonnet-4-5", Env: []string{"ANTHROPIC_*"}},
+	{Name: "gemini", Dialect: gemini.Dialect, Title: "Google's Gemini API", KeyEnv: "GEMINI_API_KEY", AltKeyEnv: []string{"GOOGLE_API_KEY"}, KeyRequired: true,
+		BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: gemini.DefaultBaseURL, Detect: "GEMINI_API_KEY", DetectNote: "Google's Gemini API",
+		DefaultModel: "gemini-2.5-pro", Env: []string{"GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"}},
 	{Name: "vertex", Dialect: "vertex", Title: "Anthropic's models on Google Vertex AI",
 		Note:       "Google application-default credentials; --region or CLOUD_ML_REGION, --project or ANTHROPIC_VERTEX_PROJECT_ID",
 		BaseURLEnv: "ANTHROPIC_VERTEX_BASE_URL", RegionEnv: []string{"CLOUD_ML_REGION"},
@@ -287,6 +299,8 @@ func simModel(dialect string) string {
 		return "sim-claude"
 	case openaiprov.Dialect:
 		return "sim-gpt"
+	case gemini.Dialect:
+		return "sim-gemini"
 	}
 	return "sim-coder"
 }
@@ -410,7 +424,7 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// ProviderNames lists the providers: "chat, openai, ollama, anthropic, vertex, azure or sim".
+// ProviderNames lists the providers: "chat, openai, ollama, anthropic, gemini, vertex, azure or sim".
 func ProviderNames() string { return orList(ProviderList()) }
 
 // firstEnv is the value of the first of names that is set.
@@ -464,8 +478,13 @@ func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err
 	if p.KeyEnv != "" {
 		key = getenv(p.KeyEnv)
 	}
+	for _, v := range p.AltKeyEnv {
+		if key == "" {
+			key = getenv(v)
+		}
+	}
 	if key == "" && p.KeyRequired {
-		return "", "", configErrorf("provider %s needs %s", p.Name, p.KeyEnv)
+		return "", "", configErrorf("provider %s needs %s", p.Name, orList(append([]string{p.KeyEnv}, p.AltKeyEnv...)))
 	}
 	if key == "" && p.TokenEnv != "" && getenv(p.TokenEnv) == "" {
 		return "", "", configErrorf("provider %s needs %s, or a token in %s", p.Name, p.KeyEnv, p.TokenEnv)

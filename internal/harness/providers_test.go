@@ -36,7 +36,7 @@ func TestProviderTable(t *testing.T) {
 		env  map[string]string
 		want string // the provider, or the error
 	}{
-		{"none", nil, "no model provider configured: set OPENAI_BASE_URL (an OpenAI-compatible server), OPENAI_API_KEY (OpenAI), OLLAMA_HOST (Ollama), ANTHROPIC_API_KEY (Anthropic; ANTHROPIC_BASE_URL optional), ANTHROPIC_VERTEX_PROJECT_ID (Anthropic's models on Vertex AI) or AZURE_OPENAI_ENDPOINT (Azure OpenAI), and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none"},
+		{"none", nil, "no model provider configured: set OPENAI_BASE_URL (an OpenAI-compatible server), OPENAI_API_KEY (OpenAI), OLLAMA_HOST (Ollama), ANTHROPIC_API_KEY (Anthropic; ANTHROPIC_BASE_URL optional), GEMINI_API_KEY (Google's Gemini API), ANTHROPIC_VERTEX_PROJECT_ID (Anthropic's models on Vertex AI) or AZURE_OPENAI_ENDPOINT (Azure OpenAI), and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none"},
 		{"base url first", map[string]string{"OPENAI_BASE_URL": "http://x/v1", "OPENAI_API_KEY": "k"}, "chat"},
 		{"openai", map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, "openai"},
 		{"ollama", map[string]string{"OLLAMA_HOST": "h"}, "ollama"},
@@ -210,7 +210,7 @@ env_headers = { "X-Org" = "MINE_ORG" }
 		}
 	}
 	o.Provider = "theirs"
-	if _, err := Open(context.Background(), o); err == nil || err.Error() != `unknown provider "theirs": choose chat, openai, ollama, anthropic, vertex, azure, sim or mine` {
+	if _, err := Open(context.Background(), o); err == nil || err.Error() != `unknown provider "theirs": choose chat, openai, ollama, anthropic, gemini, vertex, azure, sim or mine` {
 		t.Errorf("an unknown name: %v", err)
 	}
 	// IsProvider reads the user's configuration in Truss's directory.
@@ -232,7 +232,7 @@ env_headers = { "X-Org" = "MINE_ORG" }
 		t.Fatal(err)
 	}
 	o.Provider = "mine"
-	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.mine in the user's configuration: wire grpc is not in this build (it has anthropic, responses, chat, ollama or azure)" {
+	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.mine in the user's configuration: wire grpc is not in this build (it has anthropic, responses, chat, ollama, gemini or azure)" {
 		t.Errorf("an unknown wire: %v", err)
 	}
 	// A platform's route takes the platform's credentials, no env_key.
@@ -240,7 +240,7 @@ env_headers = { "X-Org" = "MINE_ORG" }
 	if err := os.WriteFile(filepath.Join(o.KeyDir, "config.toml"), []byte(user), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.mine in the user's configuration: wire vertex is not in this build (it has anthropic, responses, chat, ollama or azure)" {
+	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.mine in the user's configuration: wire vertex is not in this build (it has anthropic, responses, chat, ollama, gemini or azure)" {
 		t.Errorf("a platform's wire: %v", err)
 	}
 }

@@ -33,9 +33,13 @@ func lastResults(body []byte) string {
 	var req struct {
 		Messages []json.RawMessage `json:"messages"`
 		Input    json.RawMessage   `json:"input"`
+		Contents []json.RawMessage `json:"contents"`
 	}
 	json.Unmarshal(body, &req)
 	items := req.Messages
+	if len(items) == 0 {
+		items = req.Contents
+	}
 	if len(items) == 0 {
 		json.Unmarshal(req.Input, &items)
 	}
@@ -46,7 +50,7 @@ func lastResults(body []byte) string {
 			Type string `json:"type"`
 		}
 		json.Unmarshal(raw, &it)
-		if it.Role == "assistant" || (it.Type != "" && !strings.HasSuffix(it.Type, "_output") && it.Role != "user" && it.Role != "tool") {
+		if it.Role == "assistant" || it.Role == "model" || (it.Type != "" && !strings.HasSuffix(it.Type, "_output") && it.Role != "user" && it.Role != "tool") {
 			start = i + 1
 		}
 	}

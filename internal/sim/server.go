@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -69,8 +70,11 @@ type Server struct {
 
 	mu sync.Mutex
 	// issued are the access tokens the token endpoint issued.
-	issued   map[string]bool
-	attempts map[attemptKey]int
+	issued map[string]bool
+	// geminiSigs are the thought signatures the Gemini routes gave, by
+	// model turn ("turn:signature").
+	geminiSigs map[string]bool
+	attempts   map[attemptKey]int
 	// stored holds the stored Responses by id (for previous_response_id).
 	stored   map[string]storedResponse
 	requests []Recorded
@@ -97,6 +101,7 @@ func New(s *Script) *Server {
 	srv.mux.HandleFunc("POST /openai/v1/responses", srv.azureResponses)
 	srv.mux.HandleFunc("POST /openai/responses", srv.azureResponses)
 	srv.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}", srv.vertexPredict)
+	srv.mux.HandleFunc("POST /v1beta/models/{model}", srv.geminiGenerate)
 	srv.mux.HandleFunc("POST /token", srv.token)
 	srv.mux.HandleFunc("GET /v1/models", srv.models)
 	srv.mux.HandleFunc("GET /models", srv.openaiModels)
@@ -186,8 +191,21 @@ func firstUserText(body []byte) string {
 	var req struct {
 		Messages []json.RawMessage `json:"messages"`
 		Input    json.RawMessage   `json:"input"`
+		Contents []geminiContent   `json:"contents"`
 	}
 	json.Unmarshal(body, &req)
+	for _, c := range req.Contents {
+		if c.Role != "user" {
+			continue
+		}
+		var sb strings.Builder
+		for _, p := range c.Parts {
+			if p.Text != nil {
+				sb.WriteString(*p.Text)
+			}
+		}
+		return sb.String()
+	}
 	msgs := req.Messages
 	if len(msgs) == 0 && len(req.Input) > 0 {
 		var s string
@@ -458,6 +476,24 @@ func (r Recorded) ToolCalls() (calls, results []string, err error) {
 	var m messages
 	if err := json.Unmarshal(r.Body, &m); err != nil {
 		return nil, nil, fmt.Errorf("request body: %w", err)
+	}
+	if r.Dialect == geminiDialect {
+		// A call without an id (Gemini 2.5) is known by its name.
+		var req geminiRequest
+		if err := json.Unmarshal(r.Body, &req); err != nil {
+			return nil, nil, fmt.Errorf("request body: %w", err)
+		}
+		for _, c := range req.Contents {
+			for _, p := range c.Parts {
+				if fc := p.FunctionCall; fc != nil {
+					calls = append(calls, cmp.Or(fc.ID, fc.Name))
+				}
+				if fr := p.FunctionResponse; fr != nil {
+					results = append(results, cmp.Or(fr.ID, fr.Name))
+				}
+			}
+		}
+		return calls, results, nil
 	}
 	if r.Dialect == "responses" || r.Dialect == azureDialect {
 		var req struct {

@@ -115,6 +115,10 @@ func DefaultProfiles() Profiles {
 		}
 		return p
 	}
+	gemini := func(pattern string, in, out, cached float64) Profile {
+		return Profile{Pattern: pattern, Surface: "generic", ContextWindow: 1048576, MaxOutput: 65536,
+			Prices: Prices{Input: in, Output: out, CacheRead: cached}}
+	}
 	return Profiles{
 		{Pattern: "sim-claude*", Surface: "anthropic", Editor: "text_editor_20250728", Memory: true, ContextWindow: 200000, MaxOutput: 8192},
 		{Pattern: "sim-gpt*codex*", Surface: "codex", ContextWindow: 400000, MaxOutput: 8192, Reasoning: "medium", ReasoningSummary: "auto"},
@@ -153,6 +157,16 @@ func DefaultProfiles() Profiles {
 		{Pattern: "qwen*", Provider: "ollama", Surface: "generic", ContextWindow: 32768, MaxOutput: 8192, NumCtx: 32768},
 		{Pattern: "llama*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 8192, NumCtx: MaxNumCtx},
 		{Pattern: "gpt-oss*", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768},
+		// Gemini (any route: the Gemini API, a named gemini wire): no
+		// client-executed typed tools, so the generic surface. Prices are
+		// the standard tier's for prompts up to 200k tokens, USD per
+		// million, thinking billed as output; context and output limits
+		// from the models page (ai.google.dev/gemini-api/docs/pricing and
+		// /models, as of 2025-12).
+		gemini("gemini-2.5-pro*", 1.25, 10, 0.125),
+		gemini("gemini-2.5-flash-lite*", 0.10, 0.40, 0.01),
+		gemini("gemini-2.5-flash*", 0.30, 2.50, 0.03),
+		gemini("gemini-3-pro*", 2, 12, 0.20),
 	}
 }
 

@@ -153,7 +153,8 @@ func sandboxCondition(cond string) (bool, error) {
 // rest of the script and points the dialect's environment variable at it
 // (OLLAMA_HOST for ollama, OPENAI_BASE_URL for chat, ANTHROPIC_BASE_URL and
 // ANTHROPIC_API_KEY for anthropic, AZURE_OPENAI_ENDPOINT and
-// AZURE_OPENAI_API_KEY for azure; for vertex ANTHROPIC_VERTEX_BASE_URL,
+// AZURE_OPENAI_API_KEY for azure, GOOGLE_GEMINI_BASE_URL and
+// GEMINI_API_KEY for gemini; for vertex ANTHROPIC_VERTEX_BASE_URL,
 // CLOUD_ML_REGION, ANTHROPIC_VERTEX_PROJECT_ID and
 // GOOGLE_APPLICATION_CREDENTIALS, a user's credential file in $WORK whose
 // token URI is the simulated model's token endpoint, whose tokens alone
@@ -161,7 +162,7 @@ func sandboxCondition(cond string) (bool, error) {
 // by absolute path.
 func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 && len(args) != 3 {
-		ts.Fatalf("usage: simserve ollama|chat|anthropic|responses|azure|vertex SCRIPT|demo [ROOT]")
+		ts.Fatalf("usage: simserve ollama|chat|anthropic|responses|azure|gemini|vertex SCRIPT|demo [ROOT]")
 	}
 	b := examples.DemoScript
 	if args[1] != "demo" {
@@ -177,6 +178,8 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 		srv.APIKey = "sk-ant-test" // before the server starts
 	case "responses", "azure":
 		srv.APIKey = "sk-test"
+	case "gemini":
+		srv.APIKey = "gk-test"
 	case "vertex":
 		srv.APIKey = "sk-no-token-but-issued-ones"
 		srv.VertexProject = "sim-project"
@@ -204,6 +207,9 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	case "azure":
 		ts.Setenv("AZURE_OPENAI_ENDPOINT", base)
 		ts.Setenv("AZURE_OPENAI_API_KEY", "sk-test")
+	case "gemini":
+		ts.Setenv("GOOGLE_GEMINI_BASE_URL", base)
+		ts.Setenv("GEMINI_API_KEY", "gk-test")
 	case "vertex":
 		adc := ts.MkAbs("application_default_credentials.json")
 		b, err := json.Marshal(map[string]string{"type": "authorized_user", "client_id": "sim.apps.googleusercontent.com",
@@ -297,6 +303,10 @@ func simCheck(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			if err := doc.RequestBody("/responses", "POST", r.Body); err != nil {
 				ts.Fatalf("request %d does not match the API description: %v", i, err)
+			}
+		case "gemini": // no published description: the dialect's own checks, and the SDK's wire in the tests
+			if r.Dialect != dialect {
+				ts.Fatalf("request %d came to the %s routes, not %s's", i, r.Dialect, dialect)
 			}
 		case "anthropic", "vertex": // Vertex's request is the API's once the route is read
 			if r.Dialect != dialect {
