@@ -211,7 +211,7 @@ func TestGradeInImageReadsItsJUnitReport(t *testing.T) {
 		`<testcase classname="c" name="TestTwo"><failure message="no"/></testcase>` +
 		`</testsuite></testsuites>`
 	task := &bench.Task{InstanceID: "img-junit", Repo: repo, RepoDir: repo, BaseCommit: strings.TrimSpace(string(head)),
-		TestCmd: `printf '%s' '` + report + `' > "$TRUSS_BENCH_JUNIT" && printf '%s\n' '{"Action":"pass","Test":"TestOne"}' '{"Action":"pass","Test":"TestTwo"}'`,
+		TestCmd:    `printf '%s' '` + report + `' > "$TRUSS_BENCH_JUNIT" && printf '%s\n' '{"Action":"pass","Test":"TestOne"}' '{"Action":"pass","Test":"TestTwo"}'`,
 		FailToPass: bench.TestList{"TestOne"}, PassToPass: bench.TestList{"TestTwo"}}
 	g := &grade.Grader{Shells: &grade.InImage{Engine: e, Image: ref, Timeout: time.Minute}, Dir: t.TempDir()}
 	v, err := g.Grade(context.Background(), task, "")
