@@ -46,6 +46,7 @@ type watcher struct {
 	// max bounds the watches held; unwatched holds the directories not
 	// watched for it, each of which makes every scan a full walk.
 	max       int
+	adding    int // watches being added, outside mu: they count against max
 	unwatched map[watched]bool
 }
 
@@ -131,9 +132,13 @@ func (w *watcher) mark(r *root, rel string) {
 func (w *watcher) add(r *root, rel string, fd int) {
 	k := watched{r, rel}
 	w.mu.Lock()
-	full := len(w.wds) >= w.max
+	// Watches being added by other workers hold their places: the cap
+	// counts them.
+	full := len(w.wds)+w.adding >= w.max
 	if full {
 		w.unwatched[k] = true
+	} else {
+		w.adding++
 	}
 	w.mu.Unlock()
 	if full {
@@ -142,6 +147,7 @@ func (w *watcher) add(r *root, rel string, fd int) {
 	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.adding--
 	if err != nil {
 		// The directory is open: any failure (the kernel's limit, no
 		// /proc) leaves it unwatched, so the next scan walks everything.

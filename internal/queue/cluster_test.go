@@ -30,6 +30,22 @@ func clusterURL(nodes []*server.Server) string {
 // loopback, and returns its servers.
 func startCluster(t *testing.T) []*server.Server {
 	t.Helper()
+	// The cluster ports are picked free and then bound by the nodes: a
+	// test running beside this one may take one in between, and that
+	// node never becomes ready. Another set of ports is tried then.
+	for range 3 {
+		if nodes := tryCluster(t); nodes != nil {
+			return nodes
+		}
+	}
+	t.Fatal("a cluster node did not start (three sets of ports)")
+	return nil
+}
+
+// tryCluster starts the three nodes on free ports; nil, with the nodes
+// shut down, when one of them does not become ready.
+func tryCluster(t *testing.T) []*server.Server {
+	t.Helper()
 	ports := []int{freePort(t), freePort(t), freePort(t)}
 	var routes []string
 	for _, p := range ports {
@@ -58,7 +74,10 @@ func startCluster(t *testing.T) []*server.Server {
 	}
 	for _, ns := range nodes {
 		if !ns.ReadyForConnections(30 * time.Second) {
-			t.Fatal("a cluster node did not start")
+			for _, n := range nodes {
+				n.Shutdown()
+			}
+			return nil
 		}
 	}
 	return nodes
