@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // stopScript stops every process in the container but PID 1, the
@@ -68,6 +69,24 @@ var ErrProcessesLeft = errors.New("processes in the container survived being kil
 // checks: ErrProcessesLeft (wrapped) when processes survived, or the
 // engine's failure.
 func (v *Env) StopAll(ctx context.Context) error {
+	// A killed process can take a while to be gone (a loaded host, an
+	// exit that waits on I/O): the script is run again until nothing is
+	// left or stopAllWait has passed.
+	deadline := time.Now().Add(stopAllWait)
+	for {
+		err := v.stopOnce(ctx)
+		if !errors.Is(err, ErrProcessesLeft) || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stopAllWait bounds how long StopAll waits for killed processes to go.
+const stopAllWait = 15 * time.Second
+
+// stopOnce runs stopScript once.
+func (v *Env) stopOnce(ctx context.Context) error {
 	args := append([]string{"exec", "--user", "0", v.id}, "bash", "-c", stopScript, "truss-stop")
 	out, err := v.engine.output(ctx, args...)
 	if err != nil {
