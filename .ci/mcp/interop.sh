@@ -60,9 +60,9 @@ echo "== server: structured content under the TypeScript SDK's client (outputSch
 head -c 4096 /dev/urandom >ws/blob.bin
 timeout 120 node "$here/structured.cjs" "$nm" "$work/ws"
 # Each server picks a free port and prints its URL.
-truss mcp serve --http 127.0.0.1:0 --root "$work/ws" --no-ledger --no-validate 2>"$work/serve1.log" &
+truss mcp serve --http 127.0.0.1:0 --no-token --root "$work/ws" --no-ledger --no-validate 2>"$work/serve1.log" &
 s1=$!
-truss mcp serve --http 127.0.0.1:0 --stateless --root "$work/ws" --no-ledger --no-validate 2>"$work/serve2.log" &
+truss mcp serve --http 127.0.0.1:0 --no-token --stateless --root "$work/ws" --no-ledger --no-validate 2>"$work/serve2.log" &
 s2=$!
 trap 'kill $s1 $s2 2>/dev/null || true' EXIT
 url() {

@@ -81,11 +81,12 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	addr := fset.String("http", "", "serve streamable HTTP on this address (host:port; port 0 picks a free one, printed at start) instead of stdio")
 	stateless := fset.Bool("stateless", false, "with --http: serve statelessly (protocol 2026-07-28 and later; no sessions)")
 	tokenEnv := fset.String("token-env", "", "with --http: require this environment variable's value as a bearer token (default on loopback: a new random token, printed at start; required on a non-loopback address)")
+	noToken := fset.Bool("no-token", false, "with --http on loopback: serve without a bearer token (any process of this machine can then run commands in the workspace)")
 	noLedger := fset.Bool("no-ledger", false, "do not record the calls in a signed ledger")
 	if err := cli.Parse(fset, args[1:]); err != nil {
 		return err
 	}
-	token, made, err := serveToken(*addr, *tokenEnv)
+	token, made, err := serveToken(*addr, *tokenEnv, *noToken)
 	if err != nil {
 		return err
 	}
@@ -140,7 +141,16 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 // loopback port (a sandboxed command of another session with the network
 // on, another user), so an HTTP server always wants one. A non-loopback
 // address needs tokenEnv.
-func serveToken(addr, tokenEnv string) (token string, made bool, err error) {
+//
+// noToken (--no-token) serves a loopback address without one, on the
+// user's explicit word.
+func serveToken(addr, tokenEnv string, noToken bool) (token string, made bool, err error) {
+	if noToken && (tokenEnv != "" || addr == "" || !loopback(addr)) {
+		return "", false, cli.Usagef("--no-token serves --http on a loopback address without --token-env only")
+	}
+	if noToken {
+		return "", false, nil
+	}
 	if tokenEnv != "" && addr == "" {
 		return "", false, cli.Usagef("--token-env protects --http; a stdio server has no other client than the process that started it")
 	}

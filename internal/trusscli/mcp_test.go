@@ -54,20 +54,26 @@ func TestLoopback(t *testing.T) {
 // value, or a new random one on loopback; never none.
 func TestServeToken(t *testing.T) {
 	t.Setenv("TRUSS_TEST_MCP_TOKEN", "chosen")
-	a, made, err := serveToken("127.0.0.1:0", "")
-	b, _, _ := serveToken("127.0.0.1:0", "")
+	a, made, err := serveToken("127.0.0.1:0", "", false)
+	b, _, _ := serveToken("127.0.0.1:0", "", false)
 	if err != nil || !made || len(a) != 32 || a == b {
 		t.Errorf("loopback without --token-env: %q %q made %v %v, want two different random tokens", a, b, made, err)
 	}
-	if tok, made, err := serveToken("127.0.0.1:0", "TRUSS_TEST_MCP_TOKEN"); err != nil || made || tok != "chosen" {
+	if tok, made, err := serveToken("127.0.0.1:0", "TRUSS_TEST_MCP_TOKEN", false); err != nil || made || tok != "chosen" {
 		t.Errorf("--token-env: %q %v %v", tok, made, err)
 	}
-	if tok, _, err := serveToken("", ""); err != nil || tok != "" {
+	if tok, _, err := serveToken("", "", false); err != nil || tok != "" {
 		t.Errorf("stdio: %q %v", tok, err)
 	}
 	for _, c := range [][2]string{{"0.0.0.0:0", ""}, {"", "TRUSS_TEST_MCP_TOKEN"}, {"127.0.0.1:0", "TRUSS_TEST_NO_SUCH"}} {
-		if _, _, err := serveToken(c[0], c[1]); err == nil {
+		if _, _, err := serveToken(c[0], c[1], false); err == nil {
 			t.Errorf("serveToken(%q, %q): no error", c[0], c[1])
 		}
+	}
+	if tok, _, err := serveToken("127.0.0.1:0", "", true); err != nil || tok != "" {
+		t.Errorf("--no-token on loopback: %q %v", tok, err)
+	}
+	if _, _, err := serveToken("0.0.0.0:0", "", true); err == nil {
+		t.Errorf("--no-token on a non-loopback address: no error")
 	}
 }
