@@ -32,11 +32,10 @@ var testImage = sync.OnceValues(func() (string, error) {
 	return containertest.Image(ctx, e)
 })
 
-// TestGradeInImage grades a task whose test needs a tool that only the
-// image has: the gold patch resolves, a wrong one and an empty one do not,
-// and the same gold patch graded on the host does not (the tool is
-// missing there).
-func TestGradeInImage(t *testing.T) {
+// imageEngine is the container engine and the test image: the test is
+// skipped without them, except under CI=true.
+func imageEngine(t *testing.T) (*container.Engine, string) {
+	t.Helper()
 	ref, err := testImage()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -48,6 +47,15 @@ func TestGradeInImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, ref
+}
+
+// TestGradeInImage grades a task whose test needs a tool that only the
+// image has: the gold patch resolves, a wrong one and an empty one do not,
+// and the same gold patch graded on the host does not (the tool is
+// missing there).
+func TestGradeInImage(t *testing.T) {
+	e, ref := imageEngine(t)
 	repo := t.TempDir()
 	git := func(args ...string) string {
 		t.Helper()
@@ -185,17 +193,7 @@ func TestForTaskWorkdir(t *testing.T) {
 // grader reads it (the verdict's source is the report, which says one of
 // the two tests failed although the log says both passed).
 func TestGradeInImageReadsItsJUnitReport(t *testing.T) {
-	ref, err := testImage()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("needs a working container engine under CI: %v", err)
-		}
-		t.Skipf("skipped: %v", err)
-	}
-	e, err := container.Find(context.Background(), os.Getenv("TRUSS_TEST_ENGINE"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, ref := imageEngine(t)
 	repo := t.TempDir()
 	for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
 		if out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.email=t@t", "-c", "user.name=t"}, args...)...).CombinedOutput(); err != nil {

@@ -15,20 +15,29 @@ import (
 	"github.com/trussdev/truss/internal/session"
 )
 
-func TestServer(t *testing.T) {
-	dir, vkey := sample(t, 2, true)
-	store := t.TempDir()
-	sd := filepath.Join(store, "S1")
+// sampleStore is a session store holding one session, m.ID, whose ledger
+// is sample's with turns turns: the store's and the session's
+// directories and the verifier key.
+func sampleStore(t *testing.T, turns int, m session.Meta) (store, sd, vkey string) {
+	t.Helper()
+	dir, vkey := sample(t, turns, true)
+	store = t.TempDir()
+	sd = filepath.Join(store, m.ID)
 	if err := os.MkdirAll(sd, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(dir, filepath.Join(sd, "ledger")); err != nil {
 		t.Fatal(err)
 	}
-	meta, _ := json.Marshal(session.Meta{ID: "S1", Updated: time.Now(), Model: "sim-claude", Provider: "sim", Task: "Fix the <b>bug</b>.", Status: "completed", Turns: 3})
+	meta, _ := json.Marshal(m)
 	if err := os.WriteFile(filepath.Join(sd, "meta.json"), meta, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return store, sd, vkey
+}
+
+func TestServer(t *testing.T) {
+	store, sd, vkey := sampleStore(t, 2, session.Meta{ID: "S1", Updated: time.Now(), Model: "sim-claude", Provider: "sim", Task: "Fix the <b>bug</b>.", Status: "completed", Turns: 3})
 	srv := httptest.NewServer(&page.Server{Store: session.Store{Dir: store}, VKey: vkey})
 	defer srv.Close()
 	get := func(method, path, host string, site ...string) (int, http.Header, string) {
@@ -113,19 +122,7 @@ func TestServer(t *testing.T) {
 // sets a cookie and sends the browser on without the token, and the
 // cookie alone then opens the listing and the pages.
 func TestServerToken(t *testing.T) {
-	dir, vkey := sample(t, 1, true)
-	store := t.TempDir()
-	sd := filepath.Join(store, "S1")
-	if err := os.MkdirAll(sd, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(dir, filepath.Join(sd, "ledger")); err != nil {
-		t.Fatal(err)
-	}
-	meta, _ := json.Marshal(session.Meta{ID: "S1", Updated: time.Now(), Task: "secret-task", Status: "completed"})
-	if err := os.WriteFile(filepath.Join(sd, "meta.json"), meta, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	store, _, vkey := sampleStore(t, 1, session.Meta{ID: "S1", Updated: time.Now(), Task: "secret-task", Status: "completed"})
 	const token = "0123456789abcdef0123456789abcdef"
 	srv := httptest.NewServer(&page.Server{Store: session.Store{Dir: store}, VKey: vkey, Token: token})
 	defer srv.Close()
