@@ -350,6 +350,7 @@ func TestDemoInChromium(t *testing.T) {
 		{"responses", []string{"--sim-dialect", "responses"}, true},
 		{"chat", []string{"--sim-dialect", "chat"}, true},
 		{"ollama", []string{"--sim-dialect", "ollama"}, true},
+		{"gemini", []string{"--sim-dialect", "gemini"}, true},
 		{"sub-agent", []string{"--script", script}, true},
 	}
 	for _, c := range cases {
