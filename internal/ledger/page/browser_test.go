@@ -538,13 +538,12 @@ func TestFoldedInChromium(t *testing.T) {
 			d = regexp.MustCompile(`"after":"([0-9a-f]{64})"`).FindStringSubmatch(e)[1]
 		}
 	}
-	b := bytes.Clone(html)
-	i := bytes.Index(b, []byte(`"`+d+`":{"text":"`))
-	j := bytes.Index(b[i:], []byte("println(10)"))
-	if i < 0 || j < 0 {
+	p := doc.Runs[0].Payloads[d]
+	if p == nil {
 		t.Fatal("turn 10's content is not in the page")
 	}
-	b[i+j+len("println(1")] = '7'
+	editPayload(t, p, "println(10)", "println(17)")
+	b := write(t, doc)
 	_, goErr := page.Verify(b, vkey)
 	if goErr == nil || !strings.Contains(goErr.Error(), ": payload content."+d[:16]+": content does not match") {
 		t.Fatalf("truss ledger verify: %v", goErr)

@@ -15,6 +15,7 @@ package page
 
 import (
 	"bytes"
+	"compress/flate"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/base64"
@@ -34,8 +35,9 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 )
 
-// Format names the embedded ledger's format.
-const Format = "truss-session-page/1"
+// Format names the embedded ledger's format. Version 2 added deflated
+// payloads (Payload.Deflate).
+const Format = "truss-session-page/2"
 
 // DefaultMaxPayload is the largest payload a page embeds unless told
 // otherwise; a larger one is left out by digest.
@@ -90,13 +92,15 @@ type Agent struct {
 }
 
 // Payload is one payload as the page holds it: its bytes (Text when they
-// are UTF-8, else Base64), or why they are not there (Omitted, with the
-// size), or the text shown in their place with matches of the
-// redaction patterns replaced (Redacted): a redacted payload cannot be
-// checked against its digest.
+// are UTF-8, else Base64, or Deflate: their raw DEFLATE stream (RFC
+// 1951) in base64, Size bytes when inflated), or why they are not there
+// (Omitted, with the size), or the text shown in their place with
+// matches of the redaction patterns replaced (Redacted): a redacted
+// payload cannot be checked against its digest.
 type Payload struct {
 	Text     *string `json:"text,omitempty"`
 	Base64   string  `json:"base64,omitempty"`
+	Deflate  string  `json:"deflate,omitempty"`
 	Omitted  string  `json:"omitted,omitempty"`
 	Redacted *string `json:"redacted,omitempty"`
 	Size     int     `json:"size,omitempty"`
@@ -250,23 +254,49 @@ func build(dir string, r *ledger.Report, kids []ledger.Child, opts Options) (*Le
 // Redacted is what replaces each match of a redaction pattern.
 const Redacted = "[REDACTED]"
 
+// deflateFrom is the size from which a payload is embedded deflated,
+// when that makes it smaller: below it, the few bytes saved do not pay
+// for the browser's inflating. Most of a session's payload bytes are in
+// responses and results of kilobytes, JSON with its quotes escaped once
+// more on the page, which deflate to a tenth.
+const deflateFrom = 512
+
 // embed is how a page holds payload b.
 func embed(b []byte, opts Options) *Payload {
 	if len(b) > opts.MaxPayload {
 		return &Payload{Omitted: fmt.Sprintf("larger than %d bytes", opts.MaxPayload), Size: len(b)}
 	}
-	if !utf8.Valid(b) {
+	valid := utf8.Valid(b)
+	if valid && len(opts.Redact) > 0 {
+		s := string(b)
+		red := s
+		for _, re := range opts.Redact {
+			red = re.ReplaceAllLiteralString(red, Redacted)
+		}
+		if red != s {
+			return &Payload{Redacted: &red, Size: len(b)}
+		}
+	}
+	if len(b) >= deflateFrom {
+		if z := deflate(b); base64.StdEncoding.EncodedLen(len(z)) < len(b)*3/4 {
+			return &Payload{Deflate: base64.StdEncoding.EncodeToString(z), Size: len(b)}
+		}
+	}
+	if !valid {
 		return &Payload{Base64: base64.StdEncoding.EncodeToString(b)}
 	}
 	s := string(b)
-	red := s
-	for _, re := range opts.Redact {
-		red = re.ReplaceAllLiteralString(red, Redacted)
-	}
-	if red != s {
-		return &Payload{Redacted: &red, Size: len(b)}
-	}
 	return &Payload{Text: &s}
+}
+
+// deflate is b as a raw DEFLATE stream, at the best compression (a page
+// is written once and read many times).
+func deflate(b []byte) []byte {
+	var z bytes.Buffer
+	w, _ := flate.NewWriter(&z, flate.BestCompression) // the level is valid
+	w.Write(b)                                         // a bytes.Buffer does not fail
+	w.Close()
+	return z.Bytes()
 }
 
 // Write writes the page of doc: the HTML document, its style sheet and

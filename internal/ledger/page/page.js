@@ -31,6 +31,24 @@
     return out;
   };
   const sha256 = async (b) => new Uint8Array(await subtle.digest("SHA-256", b));
+  // inflate is the raw DEFLATE stream z inflated, which must come to
+  // exactly size bytes: no more than that is inflated.
+  const inflate = async (z, size) => {
+    const bad = "its deflated bytes inflate to more or fewer than its size of " + size + " bytes";
+    const r = new Blob([z]).stream().pipeThrough(new DecompressionStream("deflate-raw")).getReader();
+    const out = new Uint8Array(size);
+    let n = 0;
+    for (;;) {
+      let c;
+      try { c = await r.read(); } catch (x) { throw new Error("its deflated bytes: " + x.message); }
+      if (c.done) break;
+      if (n + c.value.length > size) { r.cancel(); throw new Error(bad); }
+      out.set(c.value, n);
+      n += c.value.length;
+    }
+    if (n !== size) throw new Error(bad);
+    return out;
+  };
   const eq = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 
   class Fail extends Error {
@@ -420,7 +438,7 @@
   };
   // ---- verification of one ledger ----
   // It returns {entries, leaves, report} or throws a Fail naming the part.
-  async function verifyLedger(L, k, where, parentLink) {
+  async function verifyLedger(L, k, where, parentLink, maxPayload) {
     // M marks the end of each step of the outermost ledgers' check
     // (performance.mark "truss-parsed", …), which the browser benchmark
     // reports.
@@ -547,7 +565,13 @@
           sums.set(d, { text: p.text, sum: hex(await hashText(NONE, p.text)) });
           return;
         }
-        const b = typeof p.text === "string" ? enc.encode(p.text) : typeof p.base64 === "string" && p.base64 !== "" ? unb64(p.base64) : new Uint8Array(0);
+        let b;
+        if (typeof p.text === "string") b = enc.encode(p.text);
+        else if (typeof p.base64 === "string" && p.base64 !== "") b = unb64(p.base64);
+        else if (typeof p.deflate === "string" && p.deflate !== "") {
+          if (!Number.isInteger(p.size) || p.size < 0 || !(p.size <= maxPayload)) throw new Error("a deflated payload of " + p.size + " bytes, larger than the page's limit of " + maxPayload);
+          b = await inflate(unb64(p.deflate), p.size);
+        } else b = new Uint8Array(0);
         sums.set(d, { b, sum: hex(await sha256(b)) });
       } catch (x) { sums.set(d, { err: x.message }); }
     }));
@@ -595,7 +619,7 @@
       const lk = links[j];
       const a = agents[j];
       if (!isObj(a) || a.entry !== lk.entry || a.dir !== lk.dir || !a.ledger) fail(where.concat("entry " + lk.entry), "sub-agent ledger " + lk.dir + " is not on the page");
-      const child = await verifyLedger(a.ledger, k, where.concat("entry " + lk.entry, "sub-agent ledger " + lk.dir), lk);
+      const child = await verifyLedger(a.ledger, k, where.concat("entry " + lk.entry, "sub-agent ledger " + lk.dir), lk, maxPayload);
       child.entry = lk.entry;
       child.dir = lk.dir;
       kids.push(child);
@@ -1224,11 +1248,11 @@
     try { k = await parseVKey(keyText); } catch (e) { setVerdict(false, el("strong", {}, "NOT VERIFIED"), ": key " + keyText + ": " + e.message); return; }
     const runs = [];
     try {
-      if (doc.format !== "truss-session-page/1" || !Array.isArray(doc.runs) || doc.runs.length === 0) fail([], "not a Truss session page of a known format");
+      if (doc.format !== "truss-session-page/2" || !Array.isArray(doc.runs) || doc.runs.length === 0) fail([], "not a Truss session page of a known format");
       for (let i = 0; i < doc.runs.length; i++) {
         const dir = String(doc.runs[i].dir);
         const where = doc.runs.length > 1 ? ["run " + (i + 1) + " (" + dir + ")"] : [];
-        const v = await verifyLedger(doc.runs[i], k, where, null);
+        const v = await verifyLedger(doc.runs[i], k, where, null, doc.max_payload);
         // The runs are one session's, in order: each resumed run names
         // the run before it by its last checkpoint.
         if (i > 0) await checkNext(runs[i - 1], String(doc.runs[i - 1].dir), v, dir, i + 1);

@@ -2,7 +2,10 @@ package page_test
 
 import (
 	"bytes"
+	"compress/flate"
+	"encoding/base64"
 	"errors"
+	"io"
 	"maps"
 	"reflect"
 	"regexp"
@@ -142,6 +145,55 @@ func payloadOf(d *page.Doc, i int, name string) string {
 	return m[1]
 }
 
+// editPayload replaces the first old in payload p with new, in whichever
+// form the page holds it.
+func editPayload(t testing.TB, p *page.Payload, old, new string) {
+	t.Helper()
+	switch {
+	case p.Text != nil:
+		s := strings.Replace(*p.Text, old, new, 1)
+		p.Text = &s
+	case p.Deflate != "":
+		s := strings.Replace(string(inflate(t, p)), old, new, 1)
+		p.Deflate = base64.StdEncoding.EncodeToString(deflate([]byte(s)))
+	default:
+		t.Fatalf("payload %+v is neither text nor deflated", p)
+	}
+}
+
+// deflated returns the first deflated payload of the page's first run.
+func deflated(t testing.TB, d *page.Doc) *page.Payload {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(d.Runs[0].Payloads)) {
+		if p := d.Runs[0].Payloads[k]; p.Deflate != "" {
+			return p
+		}
+	}
+	t.Fatal("the page has no deflated payload")
+	return nil
+}
+
+func inflate(t testing.TB, p *page.Payload) []byte {
+	t.Helper()
+	z, err := base64.StdEncoding.DecodeString(p.Deflate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(flate.NewReader(bytes.NewReader(z)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func deflate(b []byte) []byte {
+	var z bytes.Buffer
+	w, _ := flate.NewWriter(&z, flate.BestCompression)
+	w.Write(b)
+	w.Close()
+	return z.Bytes()
+}
+
 var mutations = []mutation{
 	{"flip a byte in an entry's data", func(t testing.TB, d *page.Doc) { edit(d, 2, `"input_tokens":1001`, `"input_tokens":9001`) }, "entry 2: the entry was changed"},
 	{"flip a byte in the last entry", func(t testing.TB, d *page.Doc) { edit(d, len(d.Runs[0].Entries)-1, `"passed":1`, `"passed":7`) }, "root hash does not match the entries"},
@@ -169,16 +221,29 @@ var mutations = []mutation{
 	}, "entry 1: payloads: \"text\" is"},
 	{"a change path leaving the workspace", func(t testing.TB, d *page.Doc) { edit(d, 4, `"path":"main.go"`, `"path":"../main.go"`) }, "entry 4: data.results[0].changes[0]: path"},
 	{"flip a byte in a payload", func(t testing.TB, d *page.Doc) {
-		p := d.Runs[0].Payloads[payloadOf(d, 1, "text")]
-		s := strings.Replace(*p.Text, "bug", "bag", 1)
-		p.Text = &s
+		editPayload(t, d.Runs[0].Payloads[payloadOf(d, 1, "text")], "bug", "bag")
 	}, "entry 1: payload text: content does not match its digest"},
 	{"flip a byte in the shown diff", func(t testing.TB, d *page.Doc) {
 		dg := payloadOf(d, 4, "content."+regexp.MustCompile(`"after":"([0-9a-f]{16})`).FindStringSubmatch(d.Runs[0].Entries[4])[1])
-		p := d.Runs[0].Payloads[dg]
-		s := strings.Replace(*p.Text, "println(1)", "println(7)", 1)
-		p.Text = &s
+		editPayload(t, d.Runs[0].Payloads[dg], "println(1)", "println(7)")
 	}, "entry 4: payload content."},
+	{"flip a byte in a deflated payload", func(t testing.TB, d *page.Doc) {
+		editPayload(t, deflated(t, d), `"`, `'`)
+	}, "content does not match its digest"},
+	{"a deflated payload's stream cut short", func(t testing.TB, d *page.Doc) {
+		p := deflated(t, d)
+		z, _ := base64.StdEncoding.DecodeString(p.Deflate)
+		p.Deflate = base64.StdEncoding.EncodeToString(z[:len(z)/2])
+	}, "its deflated bytes"},
+	{"a deflated payload that inflates past its size", func(t testing.TB, d *page.Doc) {
+		p := deflated(t, d)
+		b := inflate(t, p)
+		p.Deflate = base64.StdEncoding.EncodeToString(deflate(append(b, bytes.Repeat([]byte("x"), 1<<20)...)))
+	}, "inflate to more or fewer than its size"},
+	{"a deflated payload larger than the page's limit", func(t testing.TB, d *page.Doc) {
+		p := deflated(t, d)
+		p.Size = int(d.MaxPayload) + 1
+	}, "larger than the page's limit"},
 	{"delete a payload", func(t testing.TB, d *page.Doc) { delete(d.Runs[0].Payloads, payloadOf(d, 1, "text")) }, "entry 1: payload text"},
 	{"flip a byte in a checkpoint's root", func(t testing.TB, d *page.Doc) {
 		cp := d.Runs[0].Checkpoints["2"]
@@ -259,8 +324,8 @@ func TestParseRefuses(t *testing.T) {
 	for _, html := range []string{
 		"<html>no ledger</html>",
 		`<script type="application/json" id="truss-ledger">{"format":"other","runs":[{}]}</script>`,
-		`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/1","runs":[]}</script>`,
-		`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/1","runs":[{}],"x":1}</script>`,
+		`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/2","runs":[]}</script>`,
+		`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/2","runs":[{}],"x":1}</script>`,
 		`<script type="application/json" id="truss-ledger">{`,
 	} {
 		if _, err := page.Parse([]byte(html)); err == nil {
@@ -272,7 +337,7 @@ func TestParseRefuses(t *testing.T) {
 func FuzzVerify(f *testing.F) {
 	dir, vkey := sample(f, 1, true)
 	f.Add(write(f, build(f, dir, vkey, page.Options{})))
-	f.Add([]byte(`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/1","runs":[{"entries":["{}"],"checkpoints":{"1":"x"}}]}</script>`))
+	f.Add([]byte(`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/2","runs":[{"entries":["{}"],"checkpoints":{"1":"x"}}]}</script>`))
 	f.Fuzz(func(t *testing.T, html []byte) {
 		res, err := page.Verify(html, vkey)
 		if err == nil && (len(res.Runs) == 0 || res.Runs[0].Report.Checkpoints == 0) {

@@ -2,12 +2,14 @@ package page
 
 import (
 	"bytes"
+	"compress/flate"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -111,7 +113,7 @@ func Verify(html []byte, vkey string) (*Result, error) {
 	res := &Result{VKey: vkey}
 	var prev ledger.Run
 	for i, l := range doc.Runs {
-		rr, entries, err := verifyLedger(l, vkey, nil)
+		rr, entries, err := verifyLedger(l, vkey, nil, doc.MaxPayload)
 		if err != nil {
 			return nil, fmt.Errorf("run %d (%s): %w", i+1, l.Dir, err)
 		}
@@ -159,8 +161,9 @@ const maxUnsealed = 1<<53 - 1
 
 // verifyLedger verifies one embedded ledger (and, when parent is set,
 // that it is the ledger the parent's link names) and returns its result
-// and its entries.
-func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult, []ledger.Entry, error) {
+// and its entries. maxPayload is the page's limit, which no deflated
+// payload inflates past.
+func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload int64) (*RunResult, []ledger.Entry, error) {
 	var data bytes.Buffer
 	for _, e := range l.Entries {
 		data.WriteString(e)
@@ -213,7 +216,7 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult,
 			case checked[d]:
 			default:
 				checked[d] = true
-				b, err := p.bytes()
+				b, err := p.bytes(maxPayload)
 				if err != nil {
 					return nil, nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s: %v", name, err)}
 				}
@@ -244,7 +247,7 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult,
 		if a.Entry != lk.Entry || a.Dir != lk.Dir || a.Ledger == nil {
 			return nil, nil, &ledger.Error{Entry: int64(lk.Entry), Reason: fmt.Sprintf("sub-agent ledger %s is not on the page", lk.Dir)}
 		}
-		ar, _, err := verifyLedger(a.Ledger, vkey, &lk)
+		ar, _, err := verifyLedger(a.Ledger, vkey, &lk, maxPayload)
 		if err != nil {
 			return nil, nil, &ledger.Error{Entry: int64(lk.Entry), Reason: fmt.Sprintf("sub-agent ledger: %s does not verify: %v", lk.Dir, err)}
 		}
@@ -253,13 +256,31 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink) (*RunResult,
 	return rr, entries, nil
 }
 
-// bytes are the payload's bytes as embedded.
-func (p *Payload) bytes() ([]byte, error) {
+// bytes are the payload's bytes as embedded. A deflated payload inflates
+// to exactly its Size, which is at most max: no more is read.
+func (p *Payload) bytes(max int64) ([]byte, error) {
 	switch {
 	case p.Text != nil:
 		return []byte(*p.Text), nil
 	case p.Base64 != "":
 		return base64.StdEncoding.DecodeString(p.Base64)
+	case p.Deflate != "":
+		if p.Size < 0 || int64(p.Size) > max {
+			return nil, fmt.Errorf("a deflated payload of %d bytes, larger than the page's limit of %d", p.Size, max)
+		}
+		z, err := base64.StdEncoding.DecodeString(p.Deflate)
+		if err != nil {
+			return nil, fmt.Errorf("its deflated bytes: %w", err)
+		}
+		r := flate.NewReader(bytes.NewReader(z))
+		b, err := io.ReadAll(io.LimitReader(r, int64(p.Size)+1))
+		if err != nil {
+			return nil, fmt.Errorf("its deflated bytes: %w", err)
+		}
+		if len(b) != p.Size {
+			return nil, fmt.Errorf("its deflated bytes inflate to more or fewer than its size of %d bytes", p.Size)
+		}
+		return b, nil
 	}
 	return nil, nil
 }
