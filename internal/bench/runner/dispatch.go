@@ -103,8 +103,10 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 	defer wg.Wait()
 	parallel := max(r.Parallel, 1)
 	if !r.RemoteOnly {
+		// The worker in this process runs as `truss bench worker` does,
+		// in the benchmark's private directory.
 		ex := &Exec{Queue: q, Agent: r.Agent, Grader: r.Grader, Checkouts: r.Checkouts, Signer: r.Signer, VKey: r.VKey,
-			Scratch: filepath.Join(tmp, "worker"), WorkDir: r.runsDir(), ProviderCap: r.ProviderCap}
+			TempDir: r.TempDir, Scratch: filepath.Join(tmp, "worker"), WorkDir: r.WorkDir, ProviderCap: r.ProviderCap}
 		if err := os.MkdirAll(ex.Scratch, 0o700); err != nil {
 			return err
 		}

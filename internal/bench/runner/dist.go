@@ -135,12 +135,19 @@ type Exec struct {
 	Checkouts *bench.Templates
 	Signer    note.Signer
 	VKey      string
-	// Scratch is the worker's directory: the runs' ledgers before they
-	// are sent, the repositories fetched as bundles. It is hidden from
-	// the agents' commands.
+	// TempDir is the worker's private directory (a local benchmark's:
+	// Runner.TempDir), mode 0700: each run's own directory, and without
+	// WorkDir its workspace, are made in it, and every run's agent sees
+	// it covered, binding back only what is the run's own, exactly as a
+	// local run's (Runner.TempDir). "" leaves them in the system's
+	// temporary directory.
+	TempDir string
+	// Scratch is the worker's directory (in TempDir, when that is set):
+	// the runs' ledgers before they are sent, the repositories fetched
+	// as bundles. It is hidden from the agents' commands.
 	Scratch string
-	// WorkDir is where workspaces are made ("" for the temporary
-	// directory).
+	// WorkDir is where workspaces are made ("" for TempDir/runs, else
+	// the temporary directory).
 	WorkDir string
 	// ProviderCap bounds the runs of a provider in the agent loop at
 	// once on this worker (absent: no bound beyond the worker's slots).
@@ -271,7 +278,7 @@ func (e *Exec) handle(ctx context.Context, qj queue.Job, id RunIdentity, p *JobP
 		g.Rules = swebench.Rules(p.Rules)
 		gr = &g
 	}
-	r := &Runner{Out: dir, WorkDir: e.WorkDir, Agent: e.Agent, Grader: gr, Checkouts: e.Checkouts, Signer: e.Signer,
+	r := &Runner{Out: dir, WorkDir: e.WorkDir, TempDir: e.TempDir, Agent: e.Agent, Grader: gr, Checkouts: e.Checkouts, Signer: e.Signer,
 		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints, ident: id}
 	hidden := append([]string{e.Scratch, task.RepoDir}, p.Hidden...)
 	if e.Grader != nil {
