@@ -63,7 +63,7 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		withdraw := r.Checkouts.Plan(ctx, r.wants(jobs), 2*max(r.Parallel, 1))
 		defer withdraw()
 	}
-	hidden := r.hidden()
+	hidden, covered := r.hidden(), r.coveredOnWorkers()
 	byID := map[string]job{}
 	expect := map[string]ExpectedRun{}
 	var qjobs []queue.Job
@@ -77,7 +77,7 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		}
 		bundle := bundles[j.task.RepoDir]
 		p := JobPayload{Task: *j.task, RepoDir: j.task.RepoDir, RepoBundle: bundle.Name, RepoBundleSHA256: bundle.SHA256, Arm: j.arm, Repeat: j.repeat,
-			Budgets: r.Budgets, ShowHints: r.ShowHints, Script: j.script, Hidden: hidden, Grade: j.grade, Patch: j.patch}
+			Budgets: r.Budgets, ShowHints: r.ShowHints, Script: j.script, Hidden: hidden, Covered: covered, Grade: j.grade, Patch: j.patch}
 		if r.Grader != nil {
 			p.Rules = string(r.Grader.Rules)
 		}

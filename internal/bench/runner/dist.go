@@ -59,6 +59,10 @@ type JobPayload struct {
 	// output directory, the repositories, the scripts), hidden on the
 	// worker too where they exist.
 	Hidden []string `json:"hidden,omitempty"`
+	// Covered are the coordinator's directories of its runs (its private
+	// directory, its workspaces'), covered on the worker too where they
+	// exist: a worker on the coordinator's machine sees them empty.
+	Covered []string `json:"covered,omitempty"`
 	// Rules are the SWE-bench harness's rules the coordinator grades
 	// SWE-bench records under ("": the grader's default).
 	Rules string `json:"rules,omitempty"`
@@ -279,7 +283,7 @@ func (e *Exec) handle(ctx context.Context, qj queue.Job, id RunIdentity, p *JobP
 		gr = &g
 	}
 	r := &Runner{Out: dir, WorkDir: e.WorkDir, TempDir: e.TempDir, Agent: e.Agent, Grader: gr, Checkouts: e.Checkouts, Signer: e.Signer,
-		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints, ident: id}
+		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints, Covered: existing(p.Covered), ident: id}
 	hidden := append([]string{e.Scratch, task.RepoDir}, p.Hidden...)
 	if e.Grader != nil {
 		hidden = append(hidden, e.Grader.Private()...) // other runs' gradings (see Runner.hidden)
@@ -306,6 +310,17 @@ func (e *Exec) handle(ctx context.Context, qj queue.Job, id RunIdentity, p *JobP
 		return nil, errors.New(cmp.Or(res.Error, "the run ended without a ledger"))
 	}
 	return e.pack(ctx, qj, id, ResultPayload{Result: res, Patch: patch})
+}
+
+// existing are the absolute paths of dirs that are directories here.
+func existing(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && filepath.IsAbs(d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // ErrBundleMismatch is the error of a job whose repository bundle, as the

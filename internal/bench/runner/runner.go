@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -75,8 +76,11 @@ type Runner struct {
 	Scripts *Scripts
 	// ShowHints adds the task's hints_text to the task text.
 	ShowHints bool
-	// Hidden are further paths hidden from the agent's commands.
-	Hidden []string
+	// Hidden are further paths hidden from the agent's commands; Covered
+	// further directories they see covered (a coordinator's, on a
+	// worker of its machine).
+	Hidden  []string
+	Covered []string
 	// Progress, when set, is told of each finished run.
 	Progress func(Progress)
 
@@ -614,9 +618,33 @@ func (r *Runner) ownDir() (string, error) {
 // covered are the directories a run's agent sees covered: the directory
 // of every run's workspace and the benchmark's private one.
 func (r *Runner) covered(runs string) []string {
-	out := []string{runs}
-	if r.TempDir != "" && r.TempDir != runs {
-		out = append(out, r.TempDir)
+	var out []string
+	for _, d := range append([]string{runs, r.TempDir}, r.Covered...) {
+		if d == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// coveredOnWorkers are the directories of this benchmark's runs that a
+// worker on this machine covers too (JobPayload.Covered): the private
+// directory and the workspaces', absolute.
+func (r *Runner) coveredOnWorkers() []string {
+	var out []string
+	for _, d := range []string{r.TempDir, r.WorkDir} {
+		if d == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			out = append(out, abs)
+		}
 	}
 	return out
 }
