@@ -64,6 +64,7 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		defer withdraw()
 	}
 	hidden, covered := r.hidden(), r.coveredOnWorkers()
+	gradeHidden, gradeCovered := r.Grader.Confinement()
 	byID := map[string]job{}
 	expect := map[string]ExpectedRun{}
 	var qjobs []queue.Job
@@ -80,6 +81,7 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 			Budgets: r.Budgets, ShowHints: r.ShowHints, Script: j.script, Hidden: hidden, Covered: covered, Grade: j.grade, Patch: j.patch}
 		if r.Grader != nil {
 			p.Rules = string(r.Grader.Rules)
+			p.GradeHidden, p.GradeCovered = gradeHidden, gradeCovered
 		}
 		b, err := json.Marshal(p)
 		if err != nil {

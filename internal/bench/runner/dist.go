@@ -63,6 +63,13 @@ type JobPayload struct {
 	// directory, its workspaces'), covered on the worker too where they
 	// exist: a worker on the coordinator's machine sees them empty.
 	Covered []string `json:"covered,omitempty"`
+	// GradeHidden and GradeCovered are what the coordinator's gradings
+	// hide and cover (its task file and repositories; its output, private
+	// and workspaces' directories), hidden and covered in the worker's
+	// gradings too where they exist: a grading on a worker sees what a
+	// local grading does.
+	GradeHidden  []string `json:"grade_hidden,omitempty"`
+	GradeCovered []string `json:"grade_covered,omitempty"`
 	// Rules are the SWE-bench harness's rules the coordinator grades
 	// SWE-bench records under ("": the grader's default).
 	Rules string `json:"rules,omitempty"`
@@ -277,9 +284,12 @@ func (e *Exec) handle(ctx context.Context, qj queue.Job, id RunIdentity, p *JobP
 	}
 	defer os.RemoveAll(dir)
 	gr := e.Grader
-	if gr != nil && p.Rules != "" {
-		g := *gr // this job's rules, the coordinator's
-		g.Rules = swebench.Rules(p.Rules)
+	if gr != nil {
+		g := *gr // this job's rules and paths, the coordinator's
+		if p.Rules != "" {
+			g.Rules = swebench.Rules(p.Rules)
+		}
+		g.Shells = confined(g.Shells, existingPaths(p.GradeHidden), existing(p.GradeCovered))
 		gr = &g
 	}
 	r := &Runner{Out: dir, WorkDir: e.WorkDir, TempDir: e.TempDir, Agent: e.Agent, Grader: gr, Checkouts: e.Checkouts, Signer: e.Signer,
@@ -310,6 +320,17 @@ func (e *Exec) handle(ctx context.Context, qj queue.Job, id RunIdentity, p *JobP
 		return nil, errors.New(cmp.Or(res.Error, "the run ended without a ledger"))
 	}
 	return e.pack(ctx, qj, id, ResultPayload{Result: res, Patch: patch})
+}
+
+// existingPaths are the absolute paths of paths that exist here.
+func existingPaths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil && filepath.IsAbs(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // existing are the absolute paths of dirs that are directories here.

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/bench/grade"
 	"github.com/trussdev/truss/internal/bench/runner"
+	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/queue"
+	"github.com/trussdev/truss/internal/validate"
 )
 
 // specs records what each run's agent was given, and whether each run's
@@ -100,5 +105,68 @@ func TestQueuedRunsInTheWorkersPrivateDirectory(t *testing.T) {
 	}
 	if len(owns) == 2 && owns[0] == owns[1] {
 		t.Errorf("the two runs share their own directory %s", owns[0])
+	}
+}
+
+// recShells records the paths each grading's shell is told to hide and
+// cover, and opens it as grade.Sandboxed does.
+type recShells struct {
+	s               *grade.Sandboxed
+	mu              sync.Mutex
+	hidden, covered []string
+}
+
+func (r *recShells) Open(dir string, env []string) (validate.Shell, error) {
+	return r.OpenHiding(dir, env, nil, nil, nil)
+}
+
+func (r *recShells) OpenHiding(dir string, env, hidden, covered, writable []string) (validate.Shell, error) {
+	r.mu.Lock()
+	r.hidden, r.covered = append(r.hidden, hidden...), append(r.covered, covered...)
+	r.mu.Unlock()
+	return r.s.OpenHiding(dir, env, hidden, covered, writable)
+}
+
+// A worker's grading hides and covers what the coordinator's gradings do
+// (JobPayload.GradeHidden and GradeCovered: its task file and
+// repositories, its output and private directories), where they exist on
+// the worker's machine, besides its own grading directory; and it still
+// grades.
+func TestWorkersGradingHidesWhatTheCoordinatorsDoes(t *testing.T) {
+	ctx := context.Background()
+	set := setup(t)
+	task := set.Tasks[0]
+	rec := &recShells{s: &grade.Sandboxed{}}
+	q, _ := memQueue(ctx, t, "confined")
+	signer, vkey, err := ledger.LoadOrCreateKey(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	coordDir := t.TempDir()
+	taskFile, err := filepath.Abs(set.TaskFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := &runner.Exec{Queue: q, Grader: &grade.Grader{Shells: rec, Checkouts: &bench.Templates{Dir: t.TempDir()}, Dir: t.TempDir()},
+		Signer: signer, VKey: vkey, Scratch: t.TempDir()}
+	p := runner.JobPayload{Task: task, RepoDir: task.RepoDir, Arm: bench.Arm{Name: "gold"}, Repeat: 1, Grade: true, Patch: task.Patch,
+		GradeHidden: []string{taskFile, "/nonexistent/tasks.jsonl"}, GradeCovered: []string{coordDir, "/nonexistent/out"}}
+	b, _ := json.Marshal(p)
+	out, err := ex.Handle(ctx, queue.Job{ID: runner.JobID(bench.RunKey{InstanceID: task.InstanceID, Arm: "gold", Repeat: 1}), Payload: b}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rp runner.ResultPayload
+	if err := json.Unmarshal(out, &rp); err != nil {
+		t.Fatal(err)
+	}
+	if !rp.Result.Resolved || rp.Result.Error != "" {
+		t.Errorf("the gold patch graded %+v", rp.Result)
+	}
+	if !slices.Contains(rec.hidden, taskFile) || slices.Contains(rec.hidden, "/nonexistent/tasks.jsonl") {
+		t.Errorf("the grading hid %q; want the coordinator's task file %s, and no path absent here", rec.hidden, taskFile)
+	}
+	if !slices.Contains(rec.covered, coordDir) || slices.Contains(rec.covered, "/nonexistent/out") {
+		t.Errorf("the grading covered %q; want the coordinator's %s, and no path absent here", rec.covered, coordDir)
 	}
 }
