@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,8 +54,13 @@ func TestWorkerPrivateDirGoneOnSIGTERM(t *testing.T) {
 			cmd.Env = append(os.Environ(), asTrussBench+"=1", "TMPDIR="+tmp, "TRUSS_HOME="+t.TempDir())
 			cmd.Env = append(cmd.Env, tc.env...)
 			var stdout bytes.Buffer
-			stderr := &syncBuffer{}
-			cmd.Stdout, cmd.Stderr = &stdout, stderr
+			errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer errFile.Close()
+			cmd.Stdout, cmd.Stderr = &stdout, errFile
+			stderr := fileText(errFile.Name())
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -74,12 +78,12 @@ func TestWorkerPrivateDirGoneOnSIGTERM(t *testing.T) {
 						t.Errorf("the private directory %s: %v, %v; want mode 0700", priv, fi.Mode(), err)
 					}
 				}
-				time.Sleep(time.Millisecond)
+				time.Sleep(5 * time.Millisecond)
 			}
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			err := cmd.Wait()
+			err = cmd.Wait()
 			if st := cmd.ProcessState; st == nil || !st.Exited() {
 				t.Fatalf("the worker did not exit of itself on SIGTERM: %v (stderr %q)", err, stderr.String())
 			}
@@ -94,20 +98,10 @@ func TestWorkerPrivateDirGoneOnSIGTERM(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// fileText reads what a file holds now.
+type fileText string
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+func (f fileText) String() string {
+	b, _ := os.ReadFile(string(f))
+	return string(b)
 }
