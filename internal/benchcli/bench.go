@@ -99,16 +99,108 @@ type benchFlags struct {
 	tasks, repos, out string
 	parallel          int
 	only              string
-	network           bool
-	fallback          string
-	testTimeout       time.Duration
 	rules             string
-	caches            string
-	env               envFlags
+	sandboxFlags
 	// scratch is the benchmark's private directory (load's): every
 	// directory it makes for its runs is in it, and every agent's and
 	// grading's sandbox covers it.
 	scratch string
+}
+
+// sandboxFlags are the flags of where and how the runs' agents and
+// gradings run, which run, grade and worker share.
+type sandboxFlags struct {
+	network     bool
+	fallback    string
+	testTimeout time.Duration
+	caches      string
+	env         envFlags
+}
+
+func (f *sandboxFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.network, "grade-network", false, "let the graded setup and tests use the network")
+	fs.StringVar(&f.fallback, "sandbox-fallback", "", "accept a weaker sandbox for the agents and the grading when this host cannot enforce it: landlock-only or none")
+	fs.DurationVar(&f.testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
+	fs.StringVar(&f.caches, "grade-cache", "", "each grading's build and package caches: own (the default, whatever TRUSS_SANDBOX_CACHE says: caches of its own over the host's, read-only; Go's through a cache program), overlay (own, with Go's build cache an overlay too) or shared (one writable cache every grading shares, which a graded patch can poison for later gradings: only for trusted patches)")
+	f.env.register(fs)
+}
+
+// check checks the flags' values.
+func (f *sandboxFlags) check() error {
+	if _, err := sandbox.ParseFallback(f.fallback); err != nil {
+		return cli.UsageError{Msg: err.Error()}
+	}
+	if _, err := grade.ParseCacheMode(f.caches); err != nil {
+		return cli.UsageError{Msg: err.Error()}
+	}
+	return f.env.check()
+}
+
+// runDirs are where a benchmark's runs are made, the same for bench run,
+// bench grade and bench worker: one private directory (mode 0700,
+// truss-bench-* in the temporary directory) holding the grader's
+// templates, the queue's bundles and results in flight, each run's own
+// directory (its session's temporary and private directories, caches and
+// memory: runner.Runner.TempDir) and, without --work, the workspaces and
+// the gradings' checkouts. Every agent's and every grading's sandbox
+// covers it, binding back only what is the run's own. close removes it.
+type runDirs struct {
+	dir    string
+	grader *grade.Grader
+	jan    *bench.Janitor
+}
+
+// makeRunDirs makes the private directory and the grader of its runs
+// (after check): the gradings in a sandbox of the host's that hides
+// hidden and covers covered, the private directory and work (--work,
+// where the workspaces and the gradings' checkouts are made when it is
+// given), or in the environment's containers.
+func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string) (d *runDirs, err error) {
+	fb, _ := sandbox.ParseFallback(f.fallback)
+	caches, _ := grade.ParseCacheMode(f.caches)
+	dir, err := os.MkdirTemp("", "truss-bench-")
+	if err != nil {
+		return nil, err
+	}
+	d = &runDirs{dir: dir, jan: &bench.Janitor{}}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	if d.dir, err = filepath.Abs(dir); err != nil {
+		return d, err
+	}
+	covered = append(slices.Clip(covered), d.dir)
+	if work != "" {
+		abs, err := filepath.Abs(work)
+		if err != nil {
+			return d, err
+		}
+		covered = append(covered, abs)
+	}
+	g := &grade.Grader{Shells: &grade.Sandboxed{Network: f.network, Fallback: fb, Hidden: hidden, Covered: covered, Caches: caches}, Timeout: f.testTimeout,
+		Checkouts: &bench.Templates{Dir: filepath.Join(d.dir, "templates")}, Janitor: d.jan}
+	d.grader = g
+	if sh, err := f.env.shells(f.network, f.testTimeout); err != nil {
+		return d, err
+	} else if sh != nil {
+		g.Shells = sh
+	}
+	if g.Dir, err = gradingDir(cmp.Or(work, d.dir)); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// close removes everything the runs made: the gradings' checkouts and
+// the private directory.
+func (d *runDirs) close() {
+	d.jan.Wait()
+	if d.grader != nil && d.grader.Dir != "" {
+		os.RemoveAll(d.grader.Dir)
+	}
+	os.RemoveAll(d.dir)
 }
 
 // envFlags choose the task environment of a benchmark's agents and its
@@ -230,12 +322,8 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.out, "out", "", "the output directory: results.jsonl, predictions, ledgers (required)")
 	fs.IntVar(&b.parallel, "parallel", 1, "runs at once")
 	fs.StringVar(&b.only, "only", "", "only these instance ids (comma-separated)")
-	fs.BoolVar(&b.network, "grade-network", false, "let the graded setup and tests use the network")
-	fs.StringVar(&b.fallback, "sandbox-fallback", "", "accept a weaker sandbox for grading when this host cannot enforce it: landlock-only or none")
-	fs.DurationVar(&b.testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
-	fs.StringVar(&b.caches, "grade-cache", "", "each grading's build and package caches: own (the default, whatever TRUSS_SANDBOX_CACHE says: caches of its own over the host's, read-only; Go's through a cache program), overlay (own, with Go's build cache an overlay too) or shared (one writable cache every grading shares, which a graded patch can poison for later gradings: only for trusted patches)")
 	fs.StringVar(&b.rules, "rules", "", "the SWE-bench harness release whose rules grade SWE-bench records (those without test_cmd): "+rulesList()+" (default: "+string(grade.LiveRules)+" when grading live; with grade --logs, each log's own, from its markers)")
-	b.env.register(fs)
+	b.sandboxFlags.register(fs)
 	b.env.registerImages(fs)
 }
 
@@ -266,26 +354,18 @@ func warmGo(ctx context.Context, g *grade.Grader, stderr io.Writer) {
 	}
 }
 
-// load checks the shared flags and loads the tasks. The grader's
-// checkouts come from templates in a temporary directory and are removed
-// in the background; done removes them all.
-func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), err error) {
+// load checks the shared flags, loads the tasks and makes the
+// benchmark's private directory and grader (makeRunDirs; work is run's
+// --work); done removes what the runs made.
+func (b *benchFlags) load(work string) (tasks []bench.Task, g *grade.Grader, done func(), err error) {
 	if b.tasks == "" || b.out == "" {
 		return nil, nil, nil, cli.Usagef("--tasks and --out are required")
 	}
 	if b.parallel < 1 {
 		return nil, nil, nil, cli.Usagef("--parallel must be at least 1")
 	}
-	fb, err := sandbox.ParseFallback(b.fallback)
-	if err != nil {
-		return nil, nil, nil, cli.UsageError{Msg: err.Error()}
-	}
-	if err := b.env.check(); err != nil {
+	if err := b.sandboxFlags.check(); err != nil {
 		return nil, nil, nil, err
-	}
-	caches, err := grade.ParseCacheMode(b.caches)
-	if err != nil {
-		return nil, nil, nil, cli.UsageError{Msg: err.Error()}
 	}
 	var rules swebench.Rules
 	if b.rules != "" {
@@ -326,34 +406,19 @@ func (b *benchFlags) load() (tasks []bench.Task, g *grade.Grader, done func(), e
 	for _, t := range tasks {
 		hidden = append(hidden, t.RepoDir)
 	}
-	// The benchmark's private directory: the templates, the runs'
-	// sessions and memories, the queue's bundles and, without --work,
-	// the workspaces and the gradings. Every agent's and grading's
-	// sandbox covers it, binding back only what is the run's own.
-	tmp, err := os.MkdirTemp("", "truss-bench-")
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if tmp, err = filepath.Abs(tmp); err != nil {
-		return nil, nil, nil, err
-	}
-	b.scratch = tmp
-	jan := &bench.Janitor{}
 	// The output directory holds every run's prediction and verdict: a
 	// graded patch that read it could copy another's passing patch in.
 	out, err := filepath.Abs(b.out)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	g = &grade.Grader{Shells: &grade.Sandboxed{Network: b.network, Fallback: fb, Hidden: hidden, Covered: []string{out, tmp}, Caches: caches}, Timeout: b.testTimeout,
-		Checkouts: &bench.Templates{Dir: filepath.Join(tmp, "templates")}, Janitor: jan, Rules: rules}
-	if sh, err := b.env.shells(b.network, b.testTimeout); err != nil {
-		os.RemoveAll(tmp)
+	d, err := b.makeRunDirs(work, hidden, []string{out})
+	if err != nil {
 		return nil, nil, nil, err
-	} else if sh != nil {
-		g.Shells = sh
 	}
-	return tasks, g, func() { jan.Wait(); os.RemoveAll(tmp) }, nil
+	b.scratch = d.dir
+	d.grader.Rules = rules
+	return tasks, d.grader, d.close, nil
 }
 
 // onlyTasks keeps the tasks --only names (all of them without it); naming
@@ -453,14 +518,11 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	if predictions == "" {
 		return cli.Usagef("--predictions is required (or --logs)")
 	}
-	tasks, g, done, err := b.load()
+	tasks, g, done, err := b.load("")
 	if err != nil {
 		return err
 	}
 	defer done()
-	if g.Dir, err = gradingDir(b.scratch); err != nil {
-		return err
-	}
 	warnShared(b.caches, stderr)
 	hideFromRuns(g, nil, qf.secrets())
 	// Every prediction's patch is in the file: no graded patch reads
@@ -503,7 +565,7 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 		warmGo(ctx, g, stderr)
 	}
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
-	gr := &runner.Grading{Tasks: tasks, Predictions: preds, Out: b.out, Grader: g, Signer: signer, VKey: vkey, Parallel: qr.Parallel,
+	gr := &runner.Grading{Tasks: tasks, Predictions: preds, Out: b.out, TempDir: b.scratch, Grader: g, Signer: signer, VKey: vkey, Parallel: qr.Parallel,
 		Progress: pp.print, Net: qr.Net, RemoteOnly: qr.RemoteOnly, Bundles: qr.Bundles, TrustKeys: qr.TrustKeys, Logf: qr.Logf}
 	sum, err := gr.Run(ctx)
 	pp.done()
@@ -690,17 +752,12 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 			return cli.Usagef("--sim-scripts %s is not a directory", simScripts)
 		}
 	}
-	tasks, g, done, err := b.load()
+	tasks, g, done, err := b.load(work)
 	if err != nil {
 		return err
 	}
-	if g.Dir, err = gradingDir(cmp.Or(work, b.scratch)); err != nil {
-		done()
-		return err
-	}
-	coverWork(g, work)
+	defer done()
 	warnShared(b.caches, stderr)
-	defer func() { done(); os.RemoveAll(g.Dir) }()
 	signer, vkey, err := ledger.InstallationKey()
 	if err != nil {
 		return err
@@ -708,10 +765,6 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	budgets := runner.Budgets{MaxTurns: maxTurns, MaxTokens: maxTokens, MaxCostUSD: maxCost, WallTime: wall}
 	fb, _ := sandbox.ParseFallback(b.fallback) // checked by load
 	agent := benchAgent(fb, stderr)
-	agent.TempDir, agent.Covered = filepath.Join(b.scratch, "agents"), []string{b.scratch}
-	if err := os.Mkdir(agent.TempDir, 0o700); err != nil {
-		return err
-	}
 	b.env.agentImages(agent)
 	hideFromRuns(g, agent, qf.secrets())
 	ctx, stop := cli.SignalContext(stderr)
@@ -846,21 +899,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// coverWork covers --work's directory from the graded commands when g
-// grades in a sandbox of the host's: it holds every run's workspace, an
-// agent's work in progress (the agents' own sandboxes cover it too,
-// runner.RunSpec.Covered). The grading directory in it is covered anyway
-// (grade.HidingShells).
-func coverWork(g *grade.Grader, work string) {
-	s, ok := g.Shells.(*grade.Sandboxed)
-	if !ok || work == "" {
-		return
-	}
-	if abs, err := filepath.Abs(work); err == nil {
-		s.Covered = append(s.Covered, abs)
-	}
 }
 
 // gradingDir makes the directory of a benchmark's grading checkouts in

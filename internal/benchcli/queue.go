@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -164,32 +165,27 @@ func (q *queueFlags) apply(r *runner.Runner, stderr io.Writer) {
 
 // cmdBenchWorker is `truss bench worker`: it runs a benchmark's runs from
 // a queue until it is drained (SIGTERM, Ctrl-C) or, with
-// --exit-when-idle, the queue is empty.
+// --exit-when-idle, the queue is empty. Its runs are made as a local
+// benchmark's are, in a private directory of the worker's (runDirs),
+// which is removed when the worker exits, a signal's way included.
 func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("bench worker", stderr)
 	var (
 		n              natsFlags
 		name, work, id string
 		parallel       int
-		idle, network  bool
-		fallback       string
-		testTimeout    time.Duration
+		idle           bool
 		caps           cli.Multi
+		sf             sandboxFlags
 	)
 	n.register(fs)
 	fs.StringVar(&name, "queue", "", "the benchmark's queue (default: the only one the deployment holds)")
 	fs.IntVar(&parallel, "parallel", 1, "runs at once")
 	fs.BoolVar(&idle, "exit-when-idle", false, "exit once the queue is empty")
-	fs.StringVar(&work, "work", "", "where the runs' workspaces and grading checkouts are made, a directory of your own (default: the temporary directory; a tmpfs is fastest)")
+	fs.StringVar(&work, "work", "", "where the runs' workspaces and grading checkouts are made, a directory of your own (default: the worker's private directory in the temporary directory; a tmpfs is fastest)")
 	fs.StringVar(&id, "id", "", "the worker's id in results and statuses (default HOST-PID-RANDOM)")
-	fs.BoolVar(&network, "grade-network", false, "let the graded setup and tests use the network")
-	fs.StringVar(&fallback, "sandbox-fallback", "", "accept a weaker sandbox when this host cannot enforce it: landlock-only or none")
-	fs.DurationVar(&testTimeout, "test-timeout", 30*time.Minute, "bound on a grading's setup and tests")
-	var cacheMode string
-	fs.StringVar(&cacheMode, "grade-cache", "", "each grading's build and package caches: own (the default), overlay or shared, as for bench run")
 	fs.Var(&caps, "provider-cap", "PROVIDER=N: at most N runs of that provider at once (repeatable)")
-	var env envFlags
-	env.register(fs)
+	sf.register(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -199,19 +195,11 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	if n.url == "" {
 		return cli.Usagef("--nats URL (or NATS_URL) is required: the deployment the coordinator's queue is on")
 	}
-	if err := env.check(); err != nil {
+	if err := sf.check(); err != nil {
 		return err
 	}
 	if parallel < 1 {
 		return cli.Usagef("--parallel must be at least 1")
-	}
-	fb, err := sandbox.ParseFallback(fallback)
-	if err != nil {
-		return cli.UsageError{Msg: err.Error()}
-	}
-	caches, err := grade.ParseCacheMode(cacheMode)
-	if err != nil {
-		return cli.UsageError{Msg: err.Error()}
 	}
 	capMap := map[string]int{}
 	for _, c := range caps {
@@ -228,6 +216,32 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// Signals are caught before anything is made, so that the private
+	// directory goes whenever the worker is stopped: before the worker
+	// runs, a signal stops the set-up; once it runs, the first drains it
+	// (the runs in hand finish, no new one starts) and the second stops
+	// it at once.
+	var drain atomic.Pointer[queue.Worker]
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		if w := drain.Load(); w != nil {
+			fmt.Fprintln(stderr, "truss: draining: finishing the runs in hand (signal again to stop at once)")
+			w.Drain()
+			select {
+			case <-sigs:
+			case <-ctx.Done():
+				return
+			}
+		}
+		cancel()
+	}()
 	nc, err := queue.Connect(ctx, n.url, n.options("truss bench worker"))
 	if err != nil {
 		return err
@@ -237,35 +251,24 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	scratch, err := os.MkdirTemp("", "truss-bench-worker-")
+	dirs, err := sf.makeRunDirs(work, nil, nil)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(scratch)
-	// Not under the scratch directory, which the grading sandbox hides.
-	gradeDir, err := gradingDir(work)
-	if err != nil {
+	defer dirs.close()
+	g := dirs.grader
+	scratch := filepath.Join(dirs.dir, "worker")
+	if err := os.Mkdir(scratch, 0o700); err != nil {
 		return err
 	}
-	defer os.RemoveAll(gradeDir)
-	jan := &bench.Janitor{}
-	defer jan.Wait()
-	tmpl := &bench.Templates{Dir: filepath.Join(scratch, "templates")}
-	g := &grade.Grader{Shells: &grade.Sandboxed{Network: network, Fallback: fb, Hidden: []string{scratch}, Caches: caches}, Timeout: testTimeout,
-		Checkouts: tmpl, Janitor: jan, Dir: gradeDir}
-	if sh, err := env.shells(network, testTimeout); err != nil {
-		return err
-	} else if sh != nil {
-		g.Shells = sh
-	}
-	coverWork(g, work)
-	warnShared(cacheMode, stderr)
+	warnShared(sf.caches, stderr)
 	warmGo(ctx, g, stderr)
+	fb, _ := sandbox.ParseFallback(sf.fallback) // checked
 	ag := benchAgent(fb, stderr)
-	env.agentImages(ag)
+	sf.env.agentImages(ag)
 	hideFromRuns(g, ag, n.secrets())
-	ex := &runner.Exec{Queue: q, Agent: ag, Grader: g, Checkouts: tmpl, Signer: signer, VKey: vkey,
-		Scratch: scratch, WorkDir: work, ProviderCap: capMap}
+	ex := &runner.Exec{Queue: q, Agent: ag, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey,
+		TempDir: dirs.dir, Scratch: scratch, WorkDir: work, ProviderCap: capMap}
 	var mu sync.Mutex
 	w, err := q.NewWorker(queue.WorkerConfig{ID: id, Parallel: parallel, ExitWhenIdle: idle, Logf: func(f string, a ...any) {
 		mu.Lock()
@@ -276,25 +279,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "truss: worker %s (%s) on queue %s, %d at once\n", w.ID(), runner.ThisVersion(), q.Name(), parallel)
-	// The first signal drains (the runs in hand finish, no new one
-	// starts); the second stops at once.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		select {
-		case <-sigs:
-		case <-ctx.Done():
-			return
-		}
-		fmt.Fprintln(stderr, "truss: draining: finishing the runs in hand (signal again to stop at once)")
-		w.Drain()
-		select {
-		case <-sigs:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	drain.Store(w)
 	err = w.Run(ctx)
 	st := w.Stats()
 	fmt.Fprintf(stdout, "worker %s: %d runs, %d handed back\n", w.ID(), st.Ran, st.Retried)

@@ -65,6 +65,26 @@ type Private interface {
 	Private() []string
 }
 
+// Confiner is a Shells that hides and covers host paths from every
+// grading's commands (Sandboxed): Confinement returns them, absolute.
+type Confiner interface {
+	Confinement() (hidden, covered []string)
+}
+
+// Confinement returns what every grading's commands hide and cover
+// besides their own grading's (the Shells' Confiner), for a worker's
+// gradings to hide and cover as well; nothing for shells that see no host
+// path, or a nil Grader.
+func (g *Grader) Confinement() (hidden, covered []string) {
+	if g == nil {
+		return nil, nil
+	}
+	if c, ok := g.Shells.(Confiner); ok {
+		return c.Confinement()
+	}
+	return nil, nil
+}
+
 // Private returns what the graded commands write and the runs' agents
 // must not read: Dir (the grading checkouts, with the hidden tests
 // applied, and their temporary directories) and what the Shells say

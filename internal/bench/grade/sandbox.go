@@ -150,6 +150,25 @@ func (s *Sandboxed) Private() []string {
 	return nil
 }
 
+// Confinement implements Confiner: Hidden and Covered, absolute.
+func (s *Sandboxed) Confinement() (hidden, covered []string) {
+	return absPaths(s.Hidden), absPaths(s.Covered)
+}
+
+// absPaths are paths made absolute, each once.
+func absPaths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Open implements Shells: harness.OpenGradingShell, which composes the
 // sandbox as a session's commands' is.
 func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
@@ -160,8 +179,10 @@ func (s *Sandboxed) Open(dir string, env []string) (validate.Shell, error) {
 // covered and writable writable too.
 func (s *Sandboxed) OpenHiding(dir string, env, hidden, covered, writable []string) (validate.Shell, error) {
 	s.once.Do(func() { s.host = sandbox.Probe() })
-	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: append(slices.Clip(s.Hidden), hidden...),
-		Covered: append(slices.Clip(s.Covered), covered...), Writable: writable, Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
+	// Each path once: a worker's gradings are given the coordinator's
+	// paths, which on its own machine are these.
+	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: absPaths(slices.Concat(s.Hidden, hidden)),
+		Covered: absPaths(slices.Concat(s.Covered, covered)), Writable: writable, Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
 	switch s.mode() {
 	case CacheShared:
 		d, err := s.cacheDir()

@@ -60,16 +60,6 @@ type Agent struct {
 	// run's own spec.Hidden: the files of the process's own secrets (a
 	// worker's queue credentials).
 	Hidden []string
-	// TempDir, when set, is where each run's session makes its temporary
-	// directory and its memory directory ("" for os.TempDir): the
-	// benchmark's private directory, which every other run's sandbox
-	// covers (RunSpec.Covered), so that no run reads another's.
-	TempDir string
-	// Covered are directories every run's commands see covered besides
-	// spec.Covered, their own workspace, temporary directory and caches
-	// bound back: the benchmark's private directory, which holds every
-	// run's session (TempDir).
-	Covered []string
 }
 
 // Ensurer makes sure an image is in the container engine's store
@@ -83,10 +73,12 @@ var _ runner.Agent = (*Agent)(nil)
 // Options returns the harness options of one run: the arm's provider,
 // model and surface on spec.Workspace, no session store, spec.Ledger as
 // the session's ledger, spec.Hidden hidden from every command and
-// spec.Covered covered (all but the run's own workspace), a.Hidden hidden too, spec's
-// budgets and environment, no MCP servers and a memory directory of the
-// run's own (memoryDir). It is exported for tests and for callers that
-// run a session themselves.
+// spec.Covered covered (all but the run's own workspace, temporary
+// directory and caches), a.Hidden hidden too, the session's temporary
+// and private directories and its caches in spec.TempDir, spec's budgets
+// and environment, no MCP servers and a memory directory of the run's
+// own (memoryDir). It is exported for tests and for callers that run a
+// session themselves.
 func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options {
 	arm := spec.Arm
 	net := a.Network
@@ -100,8 +92,8 @@ func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options 
 		// Each run's commands write caches of their own over the trusted
 		// ones: no run reads what another (or a graded patch) wrote.
 		PrivateCaches: true,
-		TempDir:       a.TempDir,
-		Sandbox:       harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: slices.Concat(spec.Hidden, a.Hidden), Covered: slices.Concat(spec.Covered, a.Covered)},
+		TempDir:       spec.TempDir,
+		Sandbox:       harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: slices.Concat(spec.Hidden, a.Hidden), Covered: spec.Covered},
 		Budget: agent.Budget{MaxTurns: spec.Budgets.MaxTurns, MaxTokens: spec.Budgets.MaxTokens,
 			MaxCost: spec.Budgets.MaxCostUSD, MaxWall: spec.Budgets.WallTime},
 		NoSession: true,
@@ -152,7 +144,7 @@ func (a *Agent) Run(ctx context.Context, spec runner.RunSpec) (runner.RunOutcome
 			return runner.RunOutcome{}, err
 		}
 	}
-	mem, err := os.MkdirTemp(a.TempDir, "truss-bench-memory-")
+	mem, err := os.MkdirTemp(spec.TempDir, "truss-bench-memory-")
 	if err != nil {
 		return runner.RunOutcome{}, err
 	}

@@ -61,10 +61,19 @@ type RunSpec struct {
 	// the simulator's scripts.
 	Hidden []string
 	// Covered are directories the agent's commands see empty but for the
-	// run's own workspace and caches (sandbox.Policy.Covered): the
-	// directory of every run's workspace (the runner's WorkDir, or the
-	// temporary directory), where other runs' agents work.
+	// run's own workspace, temporary directory and caches
+	// (sandbox.Policy.Covered): the directory of every run's workspace
+	// (the runner's WorkDir, or the temporary directory), where other
+	// runs' agents work, and the benchmark's private directory
+	// (Runner.TempDir), which holds every run's TempDir.
 	Covered []string
+	// TempDir is the run's own directory, in the benchmark's private one
+	// (Runner.TempDir), which Covered holds: the session makes its
+	// temporary and private directories (its caches with them) and its
+	// memory directory there, so that every other run's sandbox covers
+	// them. The runner removes it after the run. "" means the system's
+	// temporary directory.
+	TempDir string
 	// Ledger is the run's ledger, created by the runner, with Session
 	// its session id. The agent records its whole session into it
 	// (ledger.NewRecorder(Ledger, start) as an observer of the loop:

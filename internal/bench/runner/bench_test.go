@@ -45,15 +45,21 @@ func cpuTime() time.Duration {
 // whose model takes 1 s a run (a real model takes seconds), as a
 // benchmark runs: each run's checkouts are made while the run before it
 // waits for its model.
+//
+// private is single with the runs in a private directory (Runner.TempDir,
+// as truss bench run and truss bench worker make them): each run's own
+// directory made and removed, the workspace in it.
 func BenchmarkRunOverhead(b *testing.B) {
-	b.Run("single", func(b *testing.B) { runOverhead(b, 1, 0) })
-	b.Run("benchmark", func(b *testing.B) { runOverhead(b, 8, time.Second) })
+	b.Run("single", func(b *testing.B) { runOverhead(b, 1, 0, false) })
+	b.Run("private", func(b *testing.B) { runOverhead(b, 1, 0, true) })
+	b.Run("benchmark", func(b *testing.B) { runOverhead(b, 8, time.Second, false) })
 }
 
 // runOverhead runs a benchmark of repeats runs whose agent waits think
 // for its model (counted as model time) per b.Loop iteration, and reports
-// the harness's time per run.
-func runOverhead(b *testing.B, repeats int, think time.Duration) {
+// the harness's time per run; private makes the runs in a private
+// directory (Runner.TempDir) instead of the work directory.
+func runOverhead(b *testing.B, repeats int, think time.Duration, private bool) {
 	ctx := context.Background()
 	fill := map[string]string{}
 	for i := range 999 - 5 {
@@ -113,6 +119,9 @@ func runOverhead(b *testing.B, repeats int, think time.Duration) {
 		r := &runner.Runner{Tasks: set.Tasks, TaskFile: set.TaskFile, Arms: []bench.Arm{arm}, Repeats: repeats, Out: filepath.Join(b.TempDir(), "out"),
 			WorkDir: work, Agent: ag, Grader: &grade.Grader{Shells: &grade.Sandboxed{}, Checkouts: tp, Dir: work, Janitor: jan}, Checkouts: tp,
 			Signer: signer, VKey: vkey}
+		if private {
+			r.WorkDir, r.TempDir = "", work
+		}
 		sum, err := r.Run(ctx)
 		rf, _ := bench.OpenResults(r.Out)
 		results := rf.Results()

@@ -63,7 +63,8 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		withdraw := r.Checkouts.Plan(ctx, r.wants(jobs), 2*max(r.Parallel, 1))
 		defer withdraw()
 	}
-	hidden := r.hidden()
+	hidden, covered := r.hidden(), r.coveredOnWorkers()
+	gradeHidden, gradeCovered := r.Grader.Confinement()
 	byID := map[string]job{}
 	expect := map[string]ExpectedRun{}
 	var qjobs []queue.Job
@@ -77,9 +78,10 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 		}
 		bundle := bundles[j.task.RepoDir]
 		p := JobPayload{Task: *j.task, RepoDir: j.task.RepoDir, RepoBundle: bundle.Name, RepoBundleSHA256: bundle.SHA256, Arm: j.arm, Repeat: j.repeat,
-			Budgets: r.Budgets, ShowHints: r.ShowHints, Script: j.script, Hidden: hidden, Grade: j.grade, Patch: j.patch}
+			Budgets: r.Budgets, ShowHints: r.ShowHints, Script: j.script, Hidden: hidden, Covered: covered, Grade: j.grade, Patch: j.patch}
 		if r.Grader != nil {
 			p.Rules = string(r.Grader.Rules)
+			p.GradeHidden, p.GradeCovered = gradeHidden, gradeCovered
 		}
 		b, err := json.Marshal(p)
 		if err != nil {
@@ -103,8 +105,10 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 	defer wg.Wait()
 	parallel := max(r.Parallel, 1)
 	if !r.RemoteOnly {
+		// The worker in this process runs as `truss bench worker` does,
+		// in the benchmark's private directory.
 		ex := &Exec{Queue: q, Agent: r.Agent, Grader: r.Grader, Checkouts: r.Checkouts, Signer: r.Signer, VKey: r.VKey,
-			Scratch: filepath.Join(tmp, "worker"), WorkDir: r.runsDir(), ProviderCap: r.ProviderCap}
+			TempDir: r.TempDir, Scratch: filepath.Join(tmp, "worker"), WorkDir: r.WorkDir, ProviderCap: r.ProviderCap}
 		if err := os.MkdirAll(ex.Scratch, 0o700); err != nil {
 			return err
 		}

@@ -59,6 +59,17 @@ type JobPayload struct {
 	// output directory, the repositories, the scripts), hidden on the
 	// worker too where they exist.
 	Hidden []string `json:"hidden,omitempty"`
+	// Covered are the coordinator's directories of its runs (its private
+	// directory, its workspaces'), covered on the worker too where they
+	// exist: a worker on the coordinator's machine sees them empty.
+	Covered []string `json:"covered,omitempty"`
+	// GradeHidden and GradeCovered are what the coordinator's gradings
+	// hide and cover (its task file and repositories; its output, private
+	// and workspaces' directories), hidden and covered in the worker's
+	// gradings too where they exist: a grading on a worker sees what a
+	// local grading does.
+	GradeHidden  []string `json:"grade_hidden,omitempty"`
+	GradeCovered []string `json:"grade_covered,omitempty"`
 	// Rules are the SWE-bench harness's rules the coordinator grades
 	// SWE-bench records under ("": the grader's default).
 	Rules string `json:"rules,omitempty"`
@@ -135,12 +146,19 @@ type Exec struct {
 	Checkouts *bench.Templates
 	Signer    note.Signer
 	VKey      string
-	// Scratch is the worker's directory: the runs' ledgers before they
-	// are sent, the repositories fetched as bundles. It is hidden from
-	// the agents' commands.
+	// TempDir is the worker's private directory (a local benchmark's:
+	// Runner.TempDir), mode 0700: each run's own directory, and without
+	// WorkDir its workspace, are made in it, and every run's agent sees
+	// it covered, binding back only what is the run's own, exactly as a
+	// local run's (Runner.TempDir). "" leaves them in the system's
+	// temporary directory.
+	TempDir string
+	// Scratch is the worker's directory (in TempDir, when that is set):
+	// the runs' ledgers before they are sent, the repositories fetched
+	// as bundles. It is hidden from the agents' commands.
 	Scratch string
-	// WorkDir is where workspaces are made ("" for the temporary
-	// directory).
+	// WorkDir is where workspaces are made ("" for TempDir/runs, else
+	// the temporary directory).
 	WorkDir string
 	// ProviderCap bounds the runs of a provider in the agent loop at
 	// once on this worker (absent: no bound beyond the worker's slots).
@@ -266,13 +284,16 @@ func (e *Exec) handle(ctx context.Context, qj queue.Job, id RunIdentity, p *JobP
 	}
 	defer os.RemoveAll(dir)
 	gr := e.Grader
-	if gr != nil && p.Rules != "" {
-		g := *gr // this job's rules, the coordinator's
-		g.Rules = swebench.Rules(p.Rules)
+	if gr != nil {
+		g := *gr // this job's rules and paths, the coordinator's
+		if p.Rules != "" {
+			g.Rules = swebench.Rules(p.Rules)
+		}
+		g.Shells = confined(g.Shells, existingPaths(p.GradeHidden), existing(p.GradeCovered))
 		gr = &g
 	}
-	r := &Runner{Out: dir, WorkDir: e.WorkDir, Agent: e.Agent, Grader: gr, Checkouts: e.Checkouts, Signer: e.Signer,
-		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints, ident: id}
+	r := &Runner{Out: dir, WorkDir: e.WorkDir, TempDir: e.TempDir, Agent: e.Agent, Grader: gr, Checkouts: e.Checkouts, Signer: e.Signer,
+		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints, Covered: existing(p.Covered), ident: id}
 	hidden := append([]string{e.Scratch, task.RepoDir}, p.Hidden...)
 	if e.Grader != nil {
 		hidden = append(hidden, e.Grader.Private()...) // other runs' gradings (see Runner.hidden)
@@ -299,6 +320,28 @@ func (e *Exec) handle(ctx context.Context, qj queue.Job, id RunIdentity, p *JobP
 		return nil, errors.New(cmp.Or(res.Error, "the run ended without a ledger"))
 	}
 	return e.pack(ctx, qj, id, ResultPayload{Result: res, Patch: patch})
+}
+
+// existingPaths are the absolute paths of paths that exist here.
+func existingPaths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil && filepath.IsAbs(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// existing are the absolute paths of dirs that are directories here.
+func existing(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && filepath.IsAbs(d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // ErrBundleMismatch is the error of a job whose repository bundle, as the

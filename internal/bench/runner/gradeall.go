@@ -26,8 +26,11 @@ type Grading struct {
 	Tasks       []bench.Task
 	Predictions []bench.Prediction
 	Out         string
-	Grader      *grade.Grader
-	Signer      note.Signer
+	// TempDir is the benchmark's private directory (Runner.TempDir):
+	// the queue's gradings in flight are kept there.
+	TempDir string
+	Grader  *grade.Grader
+	Signer  note.Signer
 	// Parallel is how many gradings go at once (0 means 1).
 	Parallel int
 	Progress func(Progress)
@@ -92,7 +95,7 @@ func (g *Grading) Run(ctx context.Context) (*Summary, error) {
 		}
 		jobs = append(jobs, job{task: t, arm: bench.Arm{Name: p.ModelNameOrPath}, repeat: 1, grade: true, patch: p.ModelPatch})
 	}
-	r := &Runner{Tasks: g.Tasks, Out: g.Out, Grader: g.Grader, Checkouts: g.Grader.Checkouts, Signer: g.Signer, VKey: g.VKey,
+	r := &Runner{Tasks: g.Tasks, Out: g.Out, TempDir: g.TempDir, Grader: g.Grader, Checkouts: g.Grader.Checkouts, Signer: g.Signer, VKey: g.VKey,
 		Parallel: g.Parallel, Progress: g.Progress, Queue: g.Queue, Net: g.Net, RemoteOnly: g.RemoteOnly, Bundles: g.Bundles,
 		TrustKeys: g.TrustKeys, WorkerID: g.WorkerID, Logf: g.Logf}
 	err = r.dispatch(ctx, rf, nil, jobs, sum)

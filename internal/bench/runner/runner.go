@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -35,11 +36,15 @@ type Runner struct {
 	// WorkDir is where the runs' workspaces are made (and removed); ""
 	// means the system's temporary directory. It must not be under Out.
 	WorkDir string
-	// TempDir, when set, is the benchmark's private directory, where it
-	// makes what its runs need besides their workspaces (the queue's
-	// bundles): every run's agent sees it covered (RunSpec.Covered), its
-	// own workspace, temporary directory and caches bound back, and
-	// TempDir/runs is the workspaces' directory when WorkDir is "".
+	// TempDir, when set, is the benchmark's private directory (or a
+	// worker's: Exec.TempDir), where it makes what its runs need besides
+	// their workspaces: the queue's bundles, TempDir/agents/run-* the
+	// directory of each run's own (RunSpec.TempDir: its session's
+	// temporary and private directories and caches, its memory), and
+	// TempDir/runs the workspaces' directory when WorkDir is "". Every
+	// run's agent sees it covered (RunSpec.Covered), its own workspace,
+	// temporary directory and caches bound back. "" leaves the runs'
+	// directories in the system's temporary directory, uncovered.
 	TempDir string
 	Agent   Agent
 	Grader  *grade.Grader
@@ -71,8 +76,11 @@ type Runner struct {
 	Scripts *Scripts
 	// ShowHints adds the task's hints_text to the task text.
 	ShowHints bool
-	// Hidden are further paths hidden from the agent's commands.
-	Hidden []string
+	// Hidden are further paths hidden from the agent's commands; Covered
+	// further directories they see covered (a coordinator's, on a
+	// worker of its machine).
+	Hidden  []string
+	Covered []string
 	// Progress, when set, is told of each finished run.
 	Progress func(Progress)
 
@@ -427,12 +435,21 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		return r.finish(ctx, lw, res, nil, "")
 	}
 	close(wsDone)
+	own, err := r.ownDir()
+	if err != nil {
+		fail("the run's directory: %v", err)
+		return r.finish(ctx, lw, res, nil, "")
+	}
+	if own != "" {
+		defer r.janitor.Remove(own)
+	}
 	// The directory of every run's workspace (WorkDir, or the temporary
 	// directory), where other runs' agents work: the agent sees its own.
 	runs := filepath.Dir(ws)
 	spec := RunSpec{InstanceID: j.task.InstanceID, Repeat: j.repeat, Arm: j.arm, Workspace: repo, BaseCommit: base,
 		Task: TaskText(j.task, r.ShowHints), Budgets: r.Budgets, TestCmd: j.task.TestCmd, SetupCmd: j.task.SetupCmd,
-		Image: j.task.Image, Workdir: j.task.Workdir, Hidden: hidden, Covered: r.covered(runs), Ledger: lw, Session: session, RateLimit: gate}
+		Image: j.task.Image, Workdir: j.task.Workdir, Hidden: hidden, Covered: r.covered(runs), TempDir: own,
+		Ledger: lw, Session: session, RateLimit: gate}
 	if j.arm.Provider == "sim" {
 		spec.Script = j.script
 	}
@@ -583,12 +600,51 @@ func (r *Runner) runsDir() string {
 	return d
 }
 
+// ownDir makes the directory of one run's own in TempDir/agents (mode
+// 0700): RunSpec.TempDir, where the run's session makes its temporary and
+// private directories and its memory, bound back in the run's sandbox
+// alone. Without a TempDir it is "" (the system's temporary directory).
+func (r *Runner) ownDir() (string, error) {
+	if r.TempDir == "" {
+		return "", nil
+	}
+	agents := filepath.Join(r.TempDir, "agents")
+	if err := os.Mkdir(agents, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	return os.MkdirTemp(agents, "run-")
+}
+
 // covered are the directories a run's agent sees covered: the directory
 // of every run's workspace and the benchmark's private one.
 func (r *Runner) covered(runs string) []string {
-	out := []string{runs}
-	if r.TempDir != "" && r.TempDir != runs {
-		out = append(out, r.TempDir)
+	var out []string
+	for _, d := range append([]string{runs, r.TempDir}, r.Covered...) {
+		if d == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// coveredOnWorkers are the directories of this benchmark's runs that a
+// worker on this machine covers too (JobPayload.Covered): the private
+// directory and the workspaces', absolute.
+func (r *Runner) coveredOnWorkers() []string {
+	var out []string
+	for _, d := range []string{r.TempDir, r.WorkDir} {
+		if d == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			out = append(out, abs)
+		}
 	}
 	return out
 }

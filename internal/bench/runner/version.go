@@ -11,8 +11,11 @@ import (
 // GraderVersion is the version of how runs are graded and their verdicts
 // recorded. It changes only when a verdict of the same run would (the
 // grading rules, the verdict entry's meaning); workers whose grader
-// version differs from the coordinator's are refused.
-const GraderVersion = 2
+// version differs from the coordinator's are refused. 3: a worker makes
+// its runs in a private directory and its gradings hide and cover what
+// the coordinator's do (JobPayload.GradeHidden, GradeCovered); an older
+// worker's graded commands could read what this one's cannot.
+const GraderVersion = 3
 
 // Version is what a worker's verdicts say of the worker.
 type Version struct {
