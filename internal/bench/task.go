@@ -53,6 +53,12 @@ type Task struct {
 	// of that image ("": --env-workdir, else the image's WORKDIR):
 	// Multi-SWE-bench's images keep it at /home/REPO.
 	Workdir string `json:"workdir,omitempty"`
+	// JUnit says the task's test command writes a JUnit XML report where
+	// $TRUSS_BENCH_JUNIT names (pytest --junitxml, go-junit-report,
+	// Maven): only then does the grader set the variable, and the report
+	// is the per-test verdicts' source. Without it no report is read,
+	// whatever the graded code writes.
+	JUnit bool `json:"junit,omitempty"`
 
 	// RepoDir is the repository's directory, resolved when the task was
 	// loaded; Line is the task's line in its file. Neither is part of

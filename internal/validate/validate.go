@@ -94,6 +94,12 @@ func Detect(root string) (Env, bool) {
 	return Env{}, false
 }
 
+// Markers are the paths Detect reads, relative to the repository's root:
+// a change to any of them can change what it detects.
+func Markers() []string {
+	return []string{"go.mod", "package.json", "Cargo.toml", "pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "setup.py", "tests", "Makefile"}
+}
+
 // Summary is the outcome of a validation run.
 type Summary struct {
 	Command  string        `json:"command"`
@@ -235,6 +241,11 @@ type Runner struct {
 	Timeout time.Duration
 	// MaxLines bounds the log lines shown to the model; 0 means 40.
 	MaxLines int
+	// BeforeTest, when set, is called after every setup command
+	// succeeded and before the test command starts (the grader removes
+	// what the setup commands may have left where the test command's
+	// report goes).
+	BeforeTest func()
 }
 
 // Run runs the setup commands and the test command, and returns the
@@ -259,6 +270,9 @@ func (r *Runner) Run(ctx context.Context) (Summary, tool.Result) {
 			}
 			return s, res
 		}
+	}
+	if r.BeforeTest != nil {
+		r.BeforeTest()
 	}
 	res := sh.Run(ctx, r.Env.Test, timeout)
 	if ctx.Err() != nil {

@@ -1,10 +1,14 @@
 package validate
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/tool"
 )
 
 func TestDetect(t *testing.T) {
@@ -60,5 +64,76 @@ func TestSummarize(t *testing.T) {
 	text := s.Text("=== RUN TestMedian\n--- FAIL: TestMedian (0.00s)\n    stats_test.go:23: bad\n", 40)
 	if !strings.Contains(text, "validation failed: `go test ./...` exited with status 1") || !strings.Contains(text, "first failures:\n--- FAIL: TestMedian") || strings.Contains(text, "=== RUN") {
 		t.Errorf("text:\n%s", text)
+	}
+}
+
+// recShell records the commands it runs, and what else happened between
+// them, in log.
+type recShell struct{ log *[]string }
+
+func (s recShell) Run(_ context.Context, command string, _ time.Duration) tool.Result {
+	*s.log = append(*s.log, command)
+	zero := 0
+	return tool.Result{ExitCode: &zero}
+}
+
+func (s recShell) Close() error { return nil }
+
+// TestRunnerBeforeTest: BeforeTest runs once, after every setup command
+// and before the test command; not at all when a setup command fails.
+func TestRunnerBeforeTest(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		failing bool
+		want    string
+	}{
+		{"setup passes", false, "s1 s2 before test"},
+		{"setup fails", true, "s1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log []string
+			sh := recShell{&log}
+			var newShell func() Shell = func() Shell { return sh }
+			if tc.failing {
+				newShell = func() Shell { return failShell{sh} }
+			}
+			r := Runner{Env: Env{Setup: []string{"s1", "s2"}, Test: "test"}, NewShell: newShell,
+				BeforeTest: func() { log = append(log, "before") }}
+			r.Run(context.Background())
+			if got := strings.Join(log, " "); got != tc.want {
+				t.Errorf("ran %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// failShell fails every command it runs.
+type failShell struct{ recShell }
+
+func (s failShell) Run(ctx context.Context, command string, timeout time.Duration) tool.Result {
+	r := s.recShell.Run(ctx, command, timeout)
+	one := 1
+	r.ExitCode, r.Err = &one, &tool.Error{Kind: tool.ErrExit, Message: "exit 1"}
+	return r
+}
+
+// TestMarkersAreWhatDetectReads: each of Markers, alone in a repository,
+// is what Detect detects the test command from.
+func TestMarkersAreWhatDetectReads(t *testing.T) {
+	bodies := map[string]string{"go.mod": "module x\n", "package.json": `{"scripts":{"test":"jest"}}`, "Cargo.toml": "",
+		"pyproject.toml": "pytest", "pytest.ini": "", "setup.cfg": "pytest", "tox.ini": "pytest", "Makefile": "test:\n"}
+	for _, m := range Markers() {
+		dir := t.TempDir()
+		switch m {
+		case "setup.py", "tests":
+			os.WriteFile(filepath.Join(dir, "setup.py"), nil, 0o644)
+			os.Mkdir(filepath.Join(dir, "tests"), 0o755)
+		default:
+			os.WriteFile(filepath.Join(dir, m), []byte(bodies[m]), 0o644)
+		}
+		env, ok := Detect(dir)
+		if !ok || env.Source != m && !(m == "tests" && env.Source == "setup.py") {
+			t.Errorf("marker %s alone: detected %+v %v", m, env, ok)
+		}
 	}
 }

@@ -15,6 +15,8 @@
 package grade
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -126,6 +128,19 @@ type Verdict struct {
 	Command string   `json:"command"`
 	Setup   []string `json:"setup,omitempty"`
 	Source  string   `json:"source"`
+	// CheckedAgainst names the test output a JUnit report's verdicts
+	// were checked against ("go test -json", "pytest") when the log held
+	// one; a listed test on which they disagree failed (see Notes).
+	CheckedAgainst string `json:"checked_against,omitempty"`
+	// Detected is the file the test command was detected from ("go.mod",
+	// "Makefile", …) when the task has no test_cmd: read on the base
+	// checkout with the test patch, before the model's patch.
+	Detected string `json:"detected_from,omitempty"`
+	// Notes say what the grader saw that bears on the verdict: why a
+	// declared JUnit report was not used, a report that disagrees with
+	// the test output, a model's patch that changed the file the test
+	// command was detected from.
+	Notes []string `json:"notes,omitempty"`
 	// SetupFailed is the setup command that failed (the tests did not
 	// run).
 	SetupFailed string `json:"setup_failed,omitempty"`
@@ -218,6 +233,15 @@ type Prepared struct {
 	// live is how a SWE-bench record is graded live; nil for Truss's
 	// own grading.
 	live *liveSpec
+	// env is the setup and test commands, decided in Prepare (a task's
+	// own, or detected on the base checkout); redetect says the test
+	// patch touches a file detection reads, so Grade detects again on
+	// the base with the test patch, before the model's patch; marker is
+	// the detected-from file's content then (absent: markerGone).
+	env        validate.Env
+	redetect   bool
+	marker     []byte
+	markerGone bool
 }
 
 // baseFile is a file as base_commit has it: absent, a regular file
@@ -269,6 +293,21 @@ func (g *Grader) Prepare(ctx context.Context, task *bench.Task) (_ *Prepared, er
 			return nil, ctx.Err()
 		}
 	}
+	if live == nil {
+		// The commands are decided on the base, before any patch: a
+		// model's patch cannot choose them.
+		if p.env, err = taskEnv(task); err != nil {
+			return nil, err
+		}
+		if p.env.Test == "" {
+			p.redetect = p.testErr == nil && touchesMarker(p.restore)
+			if !p.redetect {
+				if err = p.detect(part); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	if err = os.Rename(part, p.ws); err != nil {
 		return nil, err
 	}
@@ -300,6 +339,20 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		v.Rules = string(p.live.rules)
 	}
 	prepared := func() float64 { return (p.took + time.Since(start)).Seconds() }
+	if p.redetect {
+		// The test patch changes a file detection reads: detect on the
+		// base with it, then put the base back, all before the model's
+		// patch.
+		if err := p.applyTestPatch(ctx); err != nil {
+			return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
+		}
+		if err := p.detect(ws); err != nil {
+			return nil, err
+		}
+		if err := restore(ws, p.restore); err != nil {
+			return nil, err
+		}
+	}
 	// The patches are kept outside the checkout, where the tests cannot
 	// see them.
 	if strings.TrimSpace(patch) != "" {
@@ -327,22 +380,34 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
 		}
 	}
-	// The grading's own report directory: the one place beside the
-	// checkout its commands may write, bound back in the covered
-	// grader's directory, so no other grading sees it.
-	reports := filepath.Join(dir, "report")
-	if err := os.Mkdir(reports, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("the grading's report directory: %w", err)
-	}
-	junit := filepath.Join(reports, junitName)
-	var env validate.Env
-	var err error
+	env := p.env
 	if p.live != nil {
 		env = p.live.env(task)
-	} else if env, err = testEnv(task, ws); err != nil {
-		return nil, err
+	} else if env.Source != "test_cmd" {
+		v.Detected = env.Source
+		if note := p.markerChanged(ws); note != "" {
+			v.Notes = append(v.Notes, note)
+		}
 	}
 	v.Command, v.Setup = env.Test, env.Setup
+	// A JUnit report is read only when the task says its command writes
+	// one: then the grading gets a report directory of its own, made now
+	// under a fresh name beside the checkout (no patch can have put
+	// anything there), the one place outside the checkout its commands
+	// may write, bound back in the covered grader's directory so that no
+	// other grading sees it.
+	junitDeclared := task.JUnit && p.live == nil
+	var reports string
+	var envs, writable []string
+	if junitDeclared {
+		var err error
+		if reports, err = os.MkdirTemp(dir, "report-"); err != nil {
+			return nil, fmt.Errorf("the grading's report directory: %w", err)
+		}
+		envs = []string{"TRUSS_BENCH_JUNIT=" + filepath.Join(reports, junitName)}
+		writable = []string{reports}
+	}
+	var err error
 	shells := p.g.Shells
 	if ts, ok := shells.(TaskShells); ok {
 		if shells, err = ts.ForTask(task); err != nil {
@@ -350,13 +415,12 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		}
 	}
 	var sh validate.Shell
-	envs := []string{"TRUSS_BENCH_JUNIT=" + junit}
 	if hs, ok := shells.(HidingShells); ok {
 		// Checkouts made ahead hold other tasks' trees, perhaps a later
 		// commit's with this task's fix; the grader's directory holds
 		// every other grading's checkout (a patch that resolves it, its
 		// caches) and this one's patches.
-		sh, err = hs.OpenHiding(ws, envs, p.g.Checkouts.Private(), []string{filepath.Dir(dir)}, []string{reports})
+		sh, err = hs.OpenHiding(ws, envs, p.g.Checkouts.Private(), []string{filepath.Dir(dir)}, writable)
 	} else {
 		sh, err = shells.Open(ws, envs)
 	}
@@ -380,6 +444,13 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		return v, nil
 	}
 	runner := validate.Runner{Env: env, NewShell: func() validate.Shell { return sh }, Timeout: timeout}
+	var cleared error
+	if junitDeclared {
+		// What the setup commands (which may run the model's code: an
+		// install script, a build) left where the report goes is removed
+		// before the test command starts.
+		runner.BeforeTest = func() { cleared = clearReport(reports) }
+	}
 	v.PrepareS = prepared()
 	tstart := time.Now()
 	sum, res := runner.Run(ctx)
@@ -393,12 +464,17 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		// The shell itself failed (it could not start, a sandbox limit).
 		return nil, fmt.Errorf("running the tests: %s", res.Err.Message)
 	}
-	expected := strings.Contains(strings.Join(append(slices.Clip(env.Setup), env.Test), "\n"), "TRUSS_BENCH_JUNIT")
-	verdicts, source, note := readVerdicts(res.Stdout+"\n"+res.Stderr, reports, expected)
-	v.Source = source
-	if note != "" {
-		v.Source += " (" + note + ")"
+	out := res.Stdout + "\n" + res.Stderr
+	var verdicts Verdicts
+	var source string
+	if junitDeclared {
+		var notes []string
+		verdicts, v.CheckedAgainst, notes = readJUnit(out, reports, cleared, task.Tests())
+		source, v.Notes = "junit", append(v.Notes, notes...)
+	} else {
+		verdicts, source = readOutput(out)
 	}
+	v.Source = source
 	for _, name := range task.Tests() {
 		switch {
 		case v.SetupFailed != "":
@@ -431,64 +507,148 @@ const (
 	maxJUnit  = 64 << 20
 )
 
-// readVerdicts reads per-test verdicts from the JUnit report the command
-// wrote in reports, else from go test -json or pytest output; with none
-// of them, the source is the whole command's exit status. The report is
-// read as the graded commands left it, through hostfs: a symbolic link,
-// a FIFO or a report over maxJUnit is refused, and note says why the
-// report was not used when one was there, or when expected (the commands
-// name $TRUSS_BENCH_JUNIT) and there was none.
-func readVerdicts(out, reports string, expected bool) (v Verdicts, source, note string) {
+// readJUnit reads the listed tests' verdicts from the JUnit report the
+// test command wrote in reports (cleared is what removing a report left
+// before it started went wrong with), as the graded commands left it,
+// through hostfs: a symbolic link, a FIFO or a report over maxJUnit is
+// refused. Without a usable report there are no verdicts (every listed
+// test is missing) and notes say why. When the output holds go test
+// -json events or pytest's report too, checked names it and the two
+// must agree on every listed test: where they do not, the test failed
+// and a note names it (for pytest, whose node ids JUnit does not use,
+// only on the tests both name).
+func readJUnit(out, reports string, cleared error, listed []string) (v Verdicts, checked string, notes []string) {
+	if cleared != nil {
+		return nil, "", []string{"what the setup commands left where the JUnit report goes could not be removed: " + cleared.Error()}
+	}
 	doc, err := hostfs.ReadFileIn(reports, junitName, maxJUnit)
 	switch {
-	case err == nil:
-		pv, ok, perr := ParseJUnit(doc)
-		switch {
-		case perr != nil:
-			note = "the JUnit report is unreadable: " + perr.Error()
-		case !ok:
-			note = "the JUnit report holds no test case"
-		default:
-			return pv, "junit", ""
-		}
 	case hostfs.IsNotExist(err):
-		if expected {
-			note = "no JUnit report was written to $TRUSS_BENCH_JUNIT"
-		}
+		return nil, "", []string{"no JUnit report was written to $TRUSS_BENCH_JUNIT"}
 	case errors.Is(err, hostfs.ErrTooLarge):
-		note = fmt.Sprintf("the JUnit report is larger than %d MiB, not read", maxJUnit>>20)
-	default:
-		note = "the JUnit report was refused: " + err.Error()
+		return nil, "", []string{fmt.Sprintf("the JUnit report is larger than %d MiB, not read", maxJUnit>>20)}
+	case err != nil:
+		return nil, "", []string{"the JUnit report was refused: " + err.Error()}
 	}
-	if v, ok := ParseGoTestJSON([]byte(out)); ok {
-		return v, "go test -json", note
+	v, ok, err := ParseJUnit(doc)
+	switch {
+	case err != nil:
+		return nil, "", []string{"the JUnit report is unreadable: " + err.Error()}
+	case !ok:
+		return nil, "", []string{"the JUnit report holds no test case"}
 	}
-	if v, ok := ParsePytest([]byte(out)); ok {
-		return v, "pytest", note
+	ov, checked := readOutput(out)
+	if ov == nil {
+		return v, "", nil
 	}
-	return nil, "exit status", note
+	var differ []string
+	for _, name := range listed {
+		j, o := cmp.Or(v[name], bench.TestMissing), cmp.Or(ov[name], bench.TestMissing)
+		if j == o || checked == "pytest" && (v[name] == "" || ov[name] == "") {
+			continue
+		}
+		differ = append(differ, fmt.Sprintf("%s (junit %s, %s %s)", name, j, checked, o))
+		v[name] = bench.TestFailed
+	}
+	if len(differ) > 0 {
+		notes = append(notes, "the JUnit report and the "+checked+" output disagree, so these failed: "+strings.Join(differ, ", "))
+	}
+	return v, checked, notes
 }
 
-// testEnv is the task's setup and test commands: its own, else those
-// validate detects (go test with -json, pytest with -rA for a per-test
-// report). A test command may write a JUnit XML report where
-// $TRUSS_BENCH_JUNIT says.
-func testEnv(task *bench.Task, ws string) (validate.Env, error) {
+// readOutput reads per-test verdicts from go test -json or pytest output;
+// with neither, the source is the whole command's exit status (and v is
+// nil).
+func readOutput(out string) (v Verdicts, source string) {
+	if v, ok := ParseGoTestJSON([]byte(out)); ok {
+		return v, "go test -json"
+	}
+	if v, ok := ParsePytest([]byte(out)); ok {
+		return v, "pytest"
+	}
+	return nil, "exit status"
+}
+
+// clearReport removes whatever is at the report's path in reports.
+func clearReport(reports string) error {
+	return os.RemoveAll(filepath.Join(reports, junitName))
+}
+
+// taskEnv is the task's own setup and test commands; Test is "" when it
+// has no test_cmd (then detected, see detect). A task whose commands name
+// $TRUSS_BENCH_JUNIT without saying it writes a report ("junit": true)
+// is refused: that variable is set only for such tasks.
+func taskEnv(task *bench.Task) (validate.Env, error) {
 	env := validate.Env{Setup: task.SetupCmd, Test: task.TestCmd, Source: "test_cmd"}
-	if env.Test == "" {
-		d, ok := validate.Detect(ws)
-		if !ok {
-			return env, fmt.Errorf("instance %s: no test_cmd and no test command detected in the repository", task.InstanceID)
-		}
-		switch d.Test {
-		case "go test ./...":
-			d.Test = "go test -json ./..."
-		case "python -m pytest -q":
-			d.Test = "python -m pytest -rA"
-		}
-		env.Test, env.Source = d.Test, d.Source
+	if !task.JUnit && strings.Contains(strings.Join(append(slices.Clip(env.Setup), env.Test), "\n"), "TRUSS_BENCH_JUNIT") {
+		return env, fmt.Errorf("instance %s: its commands name $TRUSS_BENCH_JUNIT but the task does not say it writes a JUnit report (\"junit\": true)", task.InstanceID)
 	}
 	return env, nil
+}
+
+// detect sets the test command detected in the checkout at ws, as
+// validate detects it (go test with -json, pytest with -rA for a
+// per-test report), and keeps the detected-from file's content. It runs
+// before the model's patch is applied.
+func (p *Prepared) detect(ws string) error {
+	d, ok := validate.Detect(ws)
+	if !ok {
+		return fmt.Errorf("instance %s: no test_cmd and no test command detected in the repository", p.task.InstanceID)
+	}
+	switch d.Test {
+	case "go test ./...":
+		d.Test = "go test -json ./..."
+	case "python -m pytest -q":
+		d.Test = "python -m pytest -rA"
+	}
+	p.env.Test, p.env.Source = d.Test, d.Source
+	p.marker, p.markerGone = readMarker(ws, d.Source)
+	return nil
+}
+
+// readMarker reads a marker file as validate.Detect does (a regular
+// file, at most validate.MaxMarker bytes); gone is true when there is
+// none.
+func readMarker(ws, name string) (data []byte, gone bool) {
+	r, err := hostfs.OpenRoot(ws)
+	if err != nil {
+		return nil, true
+	}
+	defer r.Close()
+	if i, err := r.Lstat(name); err != nil || !i.IsRegular() {
+		return nil, true
+	}
+	b, _, err := r.ReadHead(name, validate.MaxMarker)
+	if err != nil {
+		return nil, true
+	}
+	return b, false
+}
+
+// markerChanged says, in a note, whether the patches left the file the
+// test command was detected from other than detection read it.
+func (p *Prepared) markerChanged(ws string) string {
+	name := p.env.Source
+	data, gone := readMarker(ws, name)
+	switch {
+	case gone && !p.markerGone:
+		return fmt.Sprintf("the model's patch deleted %s, which the test command (%s) was detected from", name, p.env.Test)
+	case gone != p.markerGone || !bytes.Equal(data, p.marker):
+		return fmt.Sprintf("the model's patch changed %s, which the test command (%s) was detected from", name, p.env.Test)
+	}
+	return ""
+}
+
+// touchesMarker reports whether the test patch touches a file
+// validate.Detect reads.
+func touchesMarker(files []baseFile) bool {
+	for _, f := range files {
+		top, _, _ := strings.Cut(filepath.ToSlash(f.path), "/")
+		if slices.Contains(validate.Markers(), top) {
+			return true
+		}
+	}
+	return false
 }
 
 // applyError is a patch that does not apply.

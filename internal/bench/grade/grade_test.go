@@ -55,22 +55,63 @@ func TestGradeGenerated(t *testing.T) {
 	// A wrong fix with a hidden test of its own making, where the
 	// hidden test goes: the test patch's file replaces it.
 	plant := set.Wrong[id] + "diff --git a/hidden_test.go b/hidden_test.go\nnew file mode 100644\n--- /dev/null\n+++ b/hidden_test.go\n@@ -0,0 +1,5 @@\n+package calc\n+\n+import \"testing\"\n+\n+func TestAdd(t *testing.T) {}\n"
+	// A wrong fix with code that, when the tests run, writes a JUnit
+	// report to $TRUSS_BENCH_JUNIT naming every test passed: the task
+	// declares no report, so none is read.
+	forge := set.Wrong[id] + newFile("zz_forge.go", `package calc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+func init() {
+	p := os.Getenv("TRUSS_BENCH_JUNIT")
+	if p == "" {
+		p = "/truss-reports/junit.xml"
+	}
+	re := regexp.MustCompile(`+"`func (Test\\w+)\\(`"+`)
+	x := "<testsuite>"
+	fs, _ := filepath.Glob("*_test.go")
+	for _, f := range fs {
+		b, _ := os.ReadFile(f)
+		for _, m := range re.FindAllSubmatch(b, -1) {
+			x += fmt.Sprintf("<testcase name=%q/>", m[1])
+		}
+	}
+	os.WriteFile(p, []byte(x+"</testsuite>"), 0o644)
+}
+`)
+	// A wrong fix that deletes go.mod and adds a Makefile whose test
+	// target succeeds: the command was detected before the patch, and
+	// stays go test.
+	swap := set.Wrong[id] + "diff --git a/go.mod b/go.mod\ndeleted file mode 100644\n--- a/go.mod\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-module example.com/calc\n-\n-go 1.22\n" +
+		newFile("Makefile", "test:\n\t@echo all good\n")
 	tests := []struct {
 		name     string
 		patch    string
 		resolved bool
 		applied  bool
 		want     map[string]string
+		note     string
 	}{
-		{"gold", task.Patch, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}},
-		{"wrong", set.Wrong[id], false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}},
-		{"empty", "", false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}},
-		{"not applying", set.NotApplying[id], false, false, map[string]string{}},
-		{"garbage", "this is not a patch\n", false, false, map[string]string{}},
-		{"test patch wins", cheat, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}},
-		{"breaks a passing test", breakSub, false, true, map[string]string{"TestAdd": "passed", "TestSub": "failed"}},
-		{"deletes a test file", deleteTest, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}},
-		{"plants the hidden test", plant, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}},
+		{"gold", task.Patch, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}, ""},
+		{"wrong", set.Wrong[id], false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, ""},
+		{"empty", "", false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, ""},
+		{"not applying", set.NotApplying[id], false, false, map[string]string{}, ""},
+		{"garbage", "this is not a patch\n", false, false, map[string]string{}, ""},
+		{"test patch wins", cheat, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}, ""},
+		{"breaks a passing test", breakSub, false, true, map[string]string{"TestAdd": "passed", "TestSub": "failed"}, ""},
+		{"deletes a test file", deleteTest, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}, ""},
+		{"plants the hidden test", plant, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, ""},
+		{"forges a JUnit report", forge, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, ""},
+		{"changes go.mod", task.Patch + "diff --git a/go.mod b/go.mod\n--- a/go.mod\n+++ b/go.mod\n@@ -3 +3,2 @@\n go 1.22\n+// changed\n", true, true,
+			map[string]string{"TestAdd": "passed", "TestSub": "passed"},
+			"the model's patch changed go.mod, which the test command (go test -json ./...) was detected from"},
+		{"swaps the test command", swap, false, true, map[string]string{"TestAdd": "missing", "TestSub": "missing"},
+			"the model's patch deleted go.mod, which the test command (go test -json ./...) was detected from"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,8 +133,11 @@ func TestGradeGenerated(t *testing.T) {
 			if !tc.applied && v.String() != grade.NotResolvedPatchFailed {
 				t.Errorf("verdict %q", v.String())
 			}
-			if tc.applied && v.Source != "go test -json" {
-				t.Errorf("source %q", v.Source)
+			if tc.applied && (v.Source != "go test -json" || v.Command != "go test -json ./..." || v.Detected != "go.mod") {
+				t.Errorf("source %q, command %q detected from %q", v.Source, v.Command, v.Detected)
+			}
+			if tc.applied && strings.Join(v.Notes, "\n") != tc.note {
+				t.Errorf("notes %q, want %q", v.Notes, tc.note)
 			}
 			if tc.applied && !strings.Contains(v.Sandbox, "workspace-write") {
 				t.Errorf("sandbox %q", v.Sandbox)
@@ -244,5 +288,47 @@ func TestGradeHidesCheckoutsMadeAhead(t *testing.T) {
 		if v.Resolved != tc.hidden {
 			t.Fatalf("%s: resolved %v, want %v\n%s", tc.name, v.Resolved, tc.hidden, v.Log)
 		}
+	}
+}
+
+// A task without test_cmd whose test patch brings the file its test
+// command is detected from (here a Makefile with a test target, in a
+// repository that has none at base): the command is detected on the base
+// with the test patch, before the model's patch, so the model's own
+// Makefile decides nothing.
+func TestGradeDetectsWithTheTestPatch(t *testing.T) {
+	r := gitRepo{t: t, dir: t.TempDir()}
+	r.git("init", "-q")
+	r.write(map[string]string{"calc.sh": "add() { echo $(($1 - $2)); }\n", "README.md": "A calculator.\n"})
+	r.git("add", "-A")
+	r.git("commit", "-qm", "Initial import")
+	base := r.git("rev-parse", "HEAD")
+	r.write(map[string]string{"calc.sh": "add() { echo $(($1 + $2)); }\n", "Makefile": "test:\n\tsh tests/t.sh\n",
+		"tests/t.sh": ". ./calc.sh\ntest \"$(add 2 3)\" = 5\n"})
+	r.git("add", "-A")
+	r.git("commit", "-qm", "Fix add")
+	gold := r.git("diff", base, "HEAD", "--", "calc.sh") + "\n"
+	testPatch := r.git("diff", base, "HEAD", "--", "Makefile", "tests") + "\n"
+	task := bench.Task{InstanceID: "sh-add", Repo: r.dir, RepoDir: r.dir, BaseCommit: base, TestPatch: testPatch,
+		FailToPass: bench.TestList{"add"}}
+	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
+	for _, tc := range []struct {
+		name     string
+		patch    string
+		resolved bool
+	}{
+		{"gold", gold, true},
+		{"empty", "", false},
+		{"own Makefile", newFile("Makefile", "test:\n\ttrue\n"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := g.Grade(context.Background(), &task, tc.patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Resolved != tc.resolved || v.Command != "make test" || v.Detected != "Makefile" || v.Source != "exit status" || len(v.Notes) != 0 {
+				t.Fatalf("resolved %v, command %q from %q, source %q, notes %q\n%s", v.Resolved, v.Command, v.Detected, v.Source, v.Notes, v.Log)
+			}
+		})
 	}
 }

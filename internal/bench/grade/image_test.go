@@ -188,10 +188,12 @@ func TestForTaskWorkdir(t *testing.T) {
 	}
 }
 
-// TestGradeInImageReadsItsJUnitReport: a grading in an image writes its
-// JUnit report where $TRUSS_BENCH_JUNIT says, in the container; the
-// grader reads it (the verdict's source is the report, which says one of
-// the two tests failed although the log says both passed).
+// TestGradeInImageReadsItsJUnitReport: a grading in an image of a task
+// that declares a JUnit report writes it where $TRUSS_BENCH_JUNIT says, in
+// the container; the grader reads it (the verdict's source is the report,
+// which says one of the two tests failed although the log says both
+// passed: they disagree, so that test failed, with a note). A task that
+// declares none has neither the variable nor the report directory.
 func TestGradeInImageReadsItsJUnitReport(t *testing.T) {
 	e, ref := imageEngine(t)
 	repo := t.TempDir()
@@ -210,13 +212,26 @@ func TestGradeInImageReadsItsJUnitReport(t *testing.T) {
 		`</testsuite></testsuites>`
 	task := &bench.Task{InstanceID: "img-junit", Repo: repo, RepoDir: repo, BaseCommit: strings.TrimSpace(string(head)),
 		TestCmd:    `printf '%s' '` + report + `' > "$TRUSS_BENCH_JUNIT" && printf '%s\n' '{"Action":"pass","Test":"TestOne"}' '{"Action":"pass","Test":"TestTwo"}'`,
+		JUnit:      true,
 		FailToPass: bench.TestList{"TestOne"}, PassToPass: bench.TestList{"TestTwo"}}
 	g := &grade.Grader{Shells: &grade.InImage{Engine: e, Image: ref, Timeout: time.Minute}, Dir: t.TempDir()}
 	v, err := g.Grade(context.Background(), task, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Source != "junit" || v.Tests["TestOne"] != bench.TestPassed || v.Tests["TestTwo"] != bench.TestFailed {
-		t.Errorf("source %q, verdicts %v; want the report's (TestTwo failed)\n%s", v.Source, v.Tests, v.Log)
+	if v.Source != "junit" || v.CheckedAgainst != "go test -json" || v.Tests["TestOne"] != bench.TestPassed || v.Tests["TestTwo"] != bench.TestFailed ||
+		len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "TestTwo (junit failed, go test -json passed)") {
+		t.Errorf("source %q checked against %q, verdicts %v, notes %q; want the report's (TestTwo failed, disagreeing with the log)\n%s",
+			v.Source, v.CheckedAgainst, v.Tests, v.Notes, v.Log)
+	}
+	// A task that declares no report: no variable, no report directory
+	// in the container, the verdicts from the log.
+	task.JUnit = false
+	task.TestCmd = `test ! -e /truss-reports && ! env | grep -q _BENCH_JUNIT && printf '%s\n' '{"Action":"pass","Test":"TestOne"}' '{"Action":"pass","Test":"TestTwo"}'`
+	if v, err = g.Grade(context.Background(), task, ""); err != nil {
+		t.Fatal(err)
+	}
+	if v.Source != "go test -json" || !v.Resolved {
+		t.Errorf("undeclared: source %q, verdicts %v\n%s", v.Source, v.Tests, v.Log)
 	}
 }
