@@ -30,6 +30,13 @@ type Result struct {
 	// it ran in one.
 	Rules   string `json:"rules,omitempty"`
 	ImageID string `json:"image_id,omitempty"`
+	// VerdictSource says where the grading's verdicts came from ("go test
+	// -json", "pytest", "junit", "exit status", "swebench:PARSER"), and
+	// GradeNotes what the grader saw that bears on the verdict (a JUnit
+	// report that disagrees with the test output, a model's patch that
+	// changed the file the test command was detected from).
+	VerdictSource string   `json:"verdict_source,omitempty"`
+	GradeNotes    []string `json:"grade_notes,omitempty"`
 
 	Turns   int     `json:"turns"`
 	Tokens  Tokens  `json:"tokens"`

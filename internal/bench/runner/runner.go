@@ -520,6 +520,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 	testTime = time.Duration(v.TestS * float64(time.Second))
 	res.Resolved, res.PatchApplied, res.Tests = v.Resolved, v.PatchApplied, v.Tests
 	res.Rules, res.ImageID = v.Rules, v.ImageID
+	res.VerdictSource, res.GradeNotes = v.Source, v.Notes
 	return r.finish(ctx, lw, res, v, patch)
 }
 
