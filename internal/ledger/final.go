@@ -366,7 +366,26 @@ func (c *countWriter) Write(b []byte) (int, error) {
 // its workspace: each changed file to its hex SHA-256, "" where it was
 // deleted; from data.files, else (a session that changed more than
 // InlineFiles files) from the payload final_files of the ledger in dir.
+// The files are named by their paths' bytes: the recorded names decoded
+// (DecodeName), so a name that is not UTF-8 is the file's own.
 func FinalFiles(dir string, end Entry) (map[string]string, error) {
+	files, err := finalRecorded(dir, end)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(files))
+	for p, d := range files {
+		n, err := DecodeName(p)
+		if err != nil {
+			return nil, &Error{Entry: int64(end.Seq), Reason: fmt.Sprintf("final files: %q: %v", p, err)}
+		}
+		out[n] = d
+	}
+	return out, nil
+}
+
+// finalRecorded is FinalFiles with the names as recorded.
+func finalRecorded(dir string, end Entry) (map[string]string, error) {
 	var data struct {
 		Files map[string]string `json:"files"`
 		Count *int              `json:"files_count"`
