@@ -4,8 +4,10 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,7 +20,9 @@ import (
 
 // TestRecordedShellInvalidNames: a command makes run\xff.sh and run\xfe.sh
 // (and run\uFFFD.sh, the name both would have become), then a second one
-// changes one of them and renames another; the ledger verifies, each file's
+// changes one of them and renames another, and a third makes 40 files
+// named by one byte that is not UTF-8 and by its valid lookalike (one bulk
+// change); the ledger verifies, each file's
 // final digest is its own content's, and the workspace check passes on the
 // workspace the session left — and names the file that differs once one
 // is changed after it.
@@ -28,7 +32,11 @@ func TestRecordedShellInvalidNames(t *testing.T) {
 		t.Skipf("this file system refuses names that are not UTF-8: %v", err)
 	}
 	os.Remove(filepath.Join(root, "probe\xff"))
-	tr, err := changes.Open(context.Background(), []string{root}, changes.Options{})
+	// The second command makes 20 more files, named \x80 to \x93 (and
+	// \u0080 to \u0093, their valid lookalikes, 40 in all): with a bulk
+	// threshold of 30, its changes are one bulk change, whose manifest
+	// keeps each name's bytes.
+	tr, err := changes.Open(context.Background(), []string{root}, changes.Options{BulkThreshold: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +58,7 @@ func TestRecordedShellInvalidNames(t *testing.T) {
 	for i, cmd := range []string{
 		`printf one > "$(printf 'run\377.sh')"; printf two > "$(printf 'run\376.sh')"; printf three > 'run` + "\uFFFD" + `.sh'`,
 		`printf ONE >> "$(printf 'run\377.sh')"; mkdir "$(printf 'd\377')"; mv "$(printf 'run\376.sh')" "$(printf 'd\377/r\376')"`,
+		`mkdir many; for i in $(seq 128 147); do o=$(printf '%o' $i); printf $i > "many/$(printf "\\$o")"; printf u$i > "many/$(printf "\\302\\$o")"; done`,
 	} {
 		c := tool.Call{ID: "call_" + string(rune('a'+i)), Op: tool.OpExec, Args: &tool.ExecArgs{Command: cmd}}
 		res := ex.Execute(context.Background(), c)
@@ -84,6 +93,28 @@ func TestRecordedShellInvalidNames(t *testing.T) {
 		"run\xfe.sh":   "",
 		"d\xff/r\xfe":  digestOf("two"),
 		"run\uFFFD.sh": digestOf("three"),
+	}
+	for i := 128; i < 148; i++ {
+		want["many/"+string([]byte{byte(i)})] = digestOf(strconv.Itoa(i))
+		want["many/"+string(rune(i))] = digestOf("u" + strconv.Itoa(i))
+	}
+	bulk := false
+	for _, e := range entries {
+		var data struct {
+			Results []struct {
+				Changes []tool.FileChange `json:"changes"`
+			} `json:"results"`
+		}
+		raw, _ := json.Marshal(e.Data)
+		json.Unmarshal(raw, &data)
+		for _, r := range data.Results {
+			for _, ch := range r.Changes {
+				bulk = bulk || ch.Files == 40
+			}
+		}
+	}
+	if !bulk {
+		t.Error("the 40 files are not one bulk change")
 	}
 	if len(final) != len(want) {
 		t.Errorf("final files %q, want %q", final, want)
