@@ -267,16 +267,13 @@ func TestVerifyWorkspaceInvalidNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// names[0] was moved by the session.
-	if err := os.Rename(filepath.Join(ws, names[0]), filepath.Join(ws, "x")); err != nil {
+	// The session moved names[0] to moved/.
+	if err := os.Mkdir(filepath.Join(ws, "moved"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.Mkdir(filepath.Join(ws, "moved"), 0o755)
-	if err := os.WriteFile(filepath.Join(ws, "moved", names[0]), []byte("c"+names[0]), 0o644); err != nil {
+	if err := os.Rename(filepath.Join(ws, names[0]), filepath.Join(ws, "moved", names[0])); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(ws, "x"))
-	os.MkdirAll(filepath.Join(ws, "ln"), 0o755)
 	if err := VerifyWorkspace(dir, entries, ws); err != nil {
 		t.Fatalf("the workspace the session left: %v", err)
 	}
