@@ -144,6 +144,20 @@ accept "an unsealed tool.result with a memory file's absolute path" \
   'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"" + D + b"\",\"before\":\"" + D + b"\",\"kind\":\"update\",\"path\":\"/memories/a\"}]}]}"))' "1 unsealed"
 reject "an unsealed tool.result with a change path not clean" \
   'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"" + D + b"\",\"kind\":\"add\",\"path\":\"a//b\"}]}]}"))'
+# Names that are not UTF-8 are recorded as NUL and the hex of their bytes
+# (docs/ledger.md, "Names"); any other NUL form is no name.
+accept "an unsealed tool.result with a name that is not UTF-8" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"" + D + b"\",\"kind\":\"add\",\"path\":\"\\u000072756eff2e7368\"},{\"after\":\"" + D + b"\",\"kind\":\"add\",\"path\":\"run\\ufffd.sh\"}]}]}"))' "1 unsealed"
+reject "an unsealed tool.result with a valid name spelled in hex" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"" + D + b"\",\"kind\":\"add\",\"path\":\"\\u00006d61696e\"}]}]}"))'
+reject "an unsealed tool.result whose name's bytes leave the workspace" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"" + D + b"\",\"kind\":\"add\",\"path\":\"\\u00002e2e2fff\"}]}]}"))'
+reject "an unsealed tool.result with a NUL inside a name" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"tool.result\"").replace(b"\"data\":{}", b"\"data\":{\"results\":[{\"changes\":[{\"after\":\"" + D + b"\",\"kind\":\"add\",\"path\":\"a\\u0000b\"}]}]}"))'
+accept "an unsealed session.end leaving files named run\\xff.sh and run\\uFFFD.sh" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"session.end\"").replace(b"\"data\":{}", b"\"data\":{\"files\":{\"\\u000072756eff2e7368\":\"" + D + b"\",\"\\u000072756efe2e7368\":\"\",\"run\\ufffd.sh\":\"" + D + b"\"}}"))' "1 unsealed"
+reject "an unsealed session.end with a file named in upper-case hex" \
+  'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"session.end\"").replace(b"\"data\":{}", b"\"data\":{\"files\":{\"\\u000072756EFF\":\"" + D + b"\"}}"))'
 reject "an unsealed session.end with a file digest \"ABC\"" \
   'append(OK.replace(b"\"type\":\"x\"", b"\"type\":\"session.end\"").replace(b"\"data\":{}", b"\"data\":{\"files\":{\"a\":\"ABC\"}}"))'
 accept "an unsealed context.compact naming its replaced items" \

@@ -141,11 +141,36 @@ def is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+NAME_HEX = re.compile(r"(?:[0-9a-f]{2})+")
+
+
+def recorded_name(p):
+    """The bytes of a recorded name (docs/ledger.md, "Names"), or None for
+    a string that records none: a valid name is itself; any other is NUL
+    and the lowercase hex of bytes that are not UTF-8 and hold no NUL."""
+    if not isinstance(p, str):
+        return None
+    if not p.startswith("\x00"):
+        return None if "\x00" in p else p.encode("utf-8", "surrogatepass")
+    if not NAME_HEX.fullmatch(p[1:]):
+        return None
+    b = bytes.fromhex(p[1:])
+    if b"\x00" in b:
+        return None
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return b
+    return None  # valid UTF-8 is recorded as itself
+
+
 def change_path(p):
-    """A change's path as entries write it: '/'-separated and clean;
-    relative to the workspace root without leaving it, or absolute."""
-    return (isinstance(p, str) and p not in ("", ".", "..") and posixpath.normpath(p) == p
-            and not p.startswith("//") and not p.startswith("../"))
+    """A change's path as entries write it: a recorded name whose bytes
+    are '/'-separated and clean; relative to the workspace root without
+    leaving it, or absolute."""
+    b = recorded_name(p)
+    return (b is not None and b not in (b"", b".", b"..") and posixpath.normpath(b) == b
+            and not b.startswith(b"//") and not b.startswith(b"../"))
 
 
 def file_digest(x):

@@ -235,6 +235,7 @@ func TestRecordBulkGolden(t *testing.T) {
 		{"manifests in files", nil, true},
 		{"final digests spilled", spill, false},
 		{"manifests in files, final digests spilled", spill, true},
+		{"final digests spilled by their bytes", func(r *Recorder) { r.final.maxBytes = 100 << 10 }, true},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			s := s

@@ -216,10 +216,12 @@ func walk(dec *json.Decoder) error {
 }
 
 // changePath reports whether p is a change's path as entries write it:
-// '/'-separated and clean; relative to the workspace root without leaving
-// it, or absolute (a file in another root, a memory file).
+// a recorded name (DecodeName) that is '/'-separated and clean; relative
+// to the workspace root without leaving it, or absolute (a file in another
+// root, a memory file).
 func changePath(p string) bool {
-	return p != "" && p != "." && path.Clean(p) == p && p != ".." && !strings.HasPrefix(p, "../")
+	p, err := DecodeName(p)
+	return err == nil && p != "" && p != "." && path.Clean(p) == p && p != ".." && !strings.HasPrefix(p, "../")
 }
 
 // fileDigest reports whether v is a file's digest as entries write it:

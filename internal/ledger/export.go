@@ -112,8 +112,9 @@ const (
 
 // Export verifies the ledger and returns an in-toto Statement v1 with an
 // SLSA Provenance v1 predicate, in a DSSE envelope signed with priv (keyid:
-// vkey). The subjects are the files the session left, by digest (or, when
-// it changed none, the last checkpoint); the last checkpoint is a byproduct.
+// vkey). The subjects are the files the session left, by digest and by
+// their names as the ledger records them (EncodeName), or, when it changed
+// none, the last checkpoint; the last checkpoint is a byproduct.
 // Only sealed entries are read: an unsealed tail, which no signature
 // covers, is not evidence of what the session did (a session.end in it is
 // not taken as the session's).
@@ -146,7 +147,7 @@ func Export(dir, vkey string, priv ed25519.PrivateKey) ([]byte, error) {
 		}
 		for _, n := range slices.Sorted(maps.Keys(files)) {
 			if d := files[n]; len(d) == 64 {
-				subjects = append(subjects, resourceDescriptor{Name: n, Digest: map[string]string{"sha256": d}})
+				subjects = append(subjects, resourceDescriptor{Name: EncodeName(n), Digest: map[string]string{"sha256": d}})
 			}
 		}
 	}

@@ -22,15 +22,17 @@ const InlineFiles = 1000
 
 // finalFiles is each file the session changed, to its last content's
 // SHA-256 (the zero digest: deleted). A session may change hundreds of
-// thousands of files, so it holds at most max paths in memory: past that
-// they are written, sorted, as a run to a spill file with no name (made
-// in dir and removed at once), and the runs are merged, newest first,
-// when the list is written. Its memory is O(max), whatever the session
-// changed.
+// thousands of files, with paths of up to 4 KB, so it holds at most max
+// paths, and at most maxBytes of them, in memory: past either they are
+// written, sorted, as a run to a spill file with no name (made in dir and
+// removed at once), and the runs are merged, newest first, when the list
+// is written. Its memory is O(maxBytes), whatever the session changed.
 type finalFiles struct {
-	mem map[string]finalDigest
-	max int    // paths held in memory; 0: DefaultFinalMemory
-	dir string // where spill files are made
+	mem      map[string]finalDigest
+	memBytes int    // what mem holds, as finalCost counts it
+	max      int    // paths held in memory; 0: DefaultFinalMemory
+	maxBytes int    // their bytes; 0: DefaultFinalBytes
+	dir      string // where spill files are made
 	// spill holds the runs, each a sorted list of records (see
 	// writeRun), oldest first; nil until the first.
 	spill *os.File
@@ -51,8 +53,19 @@ type finalDigest struct {
 type span64 struct{ off, n int64 }
 
 // DefaultFinalMemory is how many changed files' final digests a recorder
-// holds in memory (about 100 bytes each) before it spills them to disk.
+// holds in memory (about 100 bytes each, and the path) before it spills
+// them to disk.
 const DefaultFinalMemory = 16384
+
+// DefaultFinalBytes is how many bytes of paths and digests (finalCost) a
+// recorder holds in memory before it spills them, however few the paths:
+// 16,384 paths of 4 KB would be 64 MiB. It is the change tracker's budget
+// for the changes it gathers.
+const DefaultFinalBytes = 4 << 20
+
+// finalCost is what one path's entry costs in memory: its bytes, and its
+// digest, flag and share of the map, about 64 bytes.
+func finalCost(path string) int { return len(path) + 64 }
 
 // maxRuns is how many runs the spill file holds before they are merged
 // into one, so that merging reads from few runs at once.
@@ -82,19 +95,28 @@ func (f *finalFiles) set(path, d string) bool {
 // workspace check can compare.
 func (f *finalFiles) remove(path string) {
 	if len(f.runs) == 0 {
-		delete(f.mem, path)
+		if _, ok := f.mem[path]; ok {
+			delete(f.mem, path)
+			f.memBytes -= finalCost(path)
+		}
 		return
 	}
 	f.put(path, finalDigest{removed: true})
 }
 
 func (f *finalFiles) put(path string, d finalDigest) {
+	if _, ok := f.mem[path]; !ok {
+		f.memBytes += finalCost(path)
+	}
 	f.mem[path] = d
-	max := f.max
+	max, maxBytes := f.max, f.maxBytes
 	if max <= 0 {
 		max = DefaultFinalMemory
 	}
-	if len(f.mem) >= max && f.err == nil {
+	if maxBytes <= 0 {
+		maxBytes = DefaultFinalBytes
+	}
+	if (len(f.mem) >= max || f.memBytes >= maxBytes) && f.err == nil {
 		if err := f.spillMem(); err != nil {
 			f.err = err // kept in memory from now on
 		}
@@ -119,6 +141,7 @@ func (f *finalFiles) spillMem() error {
 	f.runs = append(f.runs, span64{f.end, n})
 	f.end += n
 	clear(f.mem)
+	f.memBytes = 0
 	if len(f.runs) < maxRuns {
 		return nil
 	}
@@ -366,7 +389,26 @@ func (c *countWriter) Write(b []byte) (int, error) {
 // its workspace: each changed file to its hex SHA-256, "" where it was
 // deleted; from data.files, else (a session that changed more than
 // InlineFiles files) from the payload final_files of the ledger in dir.
+// The files are named by their paths' bytes: the recorded names decoded
+// (DecodeName), so a name that is not UTF-8 is the file's own.
 func FinalFiles(dir string, end Entry) (map[string]string, error) {
+	files, err := finalRecorded(dir, end)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(files))
+	for p, d := range files {
+		n, err := DecodeName(p)
+		if err != nil {
+			return nil, &Error{Entry: int64(end.Seq), Reason: fmt.Sprintf("final files: %q: %v", p, err)}
+		}
+		out[n] = d
+	}
+	return out, nil
+}
+
+// finalRecorded is FinalFiles with the names as recorded.
+func finalRecorded(dir string, end Entry) (map[string]string, error) {
 	var data struct {
 		Files map[string]string `json:"files"`
 		Count *int              `json:"files_count"`

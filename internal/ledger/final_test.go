@@ -48,20 +48,26 @@ func TestFinalFilesSpill(t *testing.T) {
 		ops, max  int
 		paths     int
 		wantSpill bool
+		long      int // bytes added to every path
+		maxBytes  int
 	}{
-		{"in memory", 3000, 100_000, 500, false},
-		{"a few runs", 3000, 500, 2000, true},
-		{"runs merged", 20_000, 64, 5000, true},
-		{"removals hiding older runs", 20_000, 16, 40, true},
+		{"in memory", 3000, 100_000, 500, false, 0, 0},
+		{"a few runs", 3000, 500, 2000, true, 0, 0},
+		{"runs merged", 20_000, 64, 5000, true, 0, 0},
+		{"removals hiding older runs", 20_000, 16, 40, true, 0, 0},
+		// Few paths, but long: spilled by their bytes.
+		{"long paths in memory", 3000, 100_000, 100, false, 4000, 800 * 4100},
+		{"long paths spilled by bytes", 3000, 100_000, 600, true, 4000, 64 * 4100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(tc.ops)))
 			f := newFinalFiles(t.TempDir())
-			f.max = tc.max
+			f.max, f.maxBytes = tc.max, tc.maxBytes
 			defer f.close()
+			long := strings.Repeat("l", tc.long)
 			model := map[string]string{}
 			for range tc.ops {
-				p := fmt.Sprintf("d%d/f%d", rng.IntN(7), rng.IntN(tc.paths))
+				p := fmt.Sprintf("d%d/%sf%d", rng.IntN(7), long, rng.IntN(tc.paths))
 				if rng.IntN(9) == 0 {
 					p += "/\"<é>\n"
 				}
@@ -80,6 +86,9 @@ func TestFinalFilesSpill(t *testing.T) {
 			}
 			if (len(f.runs) > 0) != tc.wantSpill {
 				t.Fatalf("%d runs; spilled: %v, want %v", len(f.runs), len(f.runs) > 0, tc.wantSpill)
+			}
+			if tc.maxBytes > 0 && f.memBytes >= tc.maxBytes {
+				t.Fatalf("%d bytes in memory, past %d", f.memBytes, tc.maxBytes)
 			}
 			if len(f.runs) >= maxRuns {
 				t.Fatalf("%d runs, past %d", len(f.runs), maxRuns)

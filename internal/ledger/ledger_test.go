@@ -344,7 +344,10 @@ func TestExport(t *testing.T) {
 	w, _ := Create(dir, "S9", signer)
 	rec, _ := NewRecorder(w, Start{Truss: "test", Provider: "sim", Model: "m", Repo: &RepoState{Head: strings.Repeat("a", 40)}})
 	rec.Close()
-	w.Append("session.end", map[string]any{"status": "completed", "files": map[string]string{"a.go": strings.Repeat("b", 64), "gone.go": ""}}, nil)
+	// Two files whose names are not UTF-8 are two subjects, by their
+	// recorded names.
+	w.Append("session.end", map[string]any{"status": "completed", "files": map[string]string{"a.go": strings.Repeat("b", 64), "gone.go": "",
+		EncodeName("r\xff.go"): strings.Repeat("c", 64), EncodeName("r\xfe.go"): strings.Repeat("d", 64)}}, nil)
 	w.Close()
 	priv, err := PrivateKey(keyDir)
 	if err != nil {
@@ -374,7 +377,8 @@ func TestExport(t *testing.T) {
 	if err := prov.Validate(); err != nil {
 		t.Fatalf("provenance: %v", err)
 	}
-	if len(st.Subject) != 1 || st.Subject[0].Name != "a.go" || st.PredicateType != "https://slsa.dev/provenance/v1" ||
+	if len(st.Subject) != 3 || st.Subject[0].Name != "a.go" || st.Subject[1].Name != "\x0072fe2e676f" || st.Subject[1].Digest["sha256"] != strings.Repeat("d", 64) ||
+		st.Subject[2].Name != "\x0072ff2e676f" || st.PredicateType != "https://slsa.dev/provenance/v1" ||
 		prov.BuildDefinition.ResolvedDependencies[0].Digest["gitCommit"] != strings.Repeat("a", 40) {
 		t.Fatalf("statement %v", st)
 	}

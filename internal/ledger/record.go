@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
@@ -426,7 +428,7 @@ func (r *Recorder) call(ev agent.Event) {
 			m["error_kind"] = res.Err.Kind
 		}
 		if len(res.Changes) > 0 {
-			m["changes"] = res.Changes
+			m["changes"] = recordedChanges(res.Changes)
 		}
 		if a := res.Agent; a != nil {
 			ag := map[string]any{"session": a.Session, "model": a.Model, "depth": a.Depth, "status": a.Status,
@@ -462,6 +464,27 @@ func (r *Recorder) call(ev agent.Event) {
 	r.fail(err)
 }
 
+// recordedChanges is changes as a result's entry records them: each name
+// (path, moved_to, and the link targets) in its recorded form (EncodeName),
+// so that a name that is not UTF-8 keeps its bytes. A list whose names are
+// all UTF-8 is returned as it is, and records as it always did.
+func recordedChanges(changes []tool.FileChange) []tool.FileChange {
+	valid := func(ch *tool.FileChange) bool {
+		return utf8.ValidString(ch.Path) && utf8.ValidString(ch.MovedTo) && utf8.ValidString(ch.LinkBefore) && utf8.ValidString(ch.LinkAfter)
+	}
+	i := slices.IndexFunc(changes, func(ch tool.FileChange) bool { return !valid(&ch) })
+	if i < 0 {
+		return changes
+	}
+	out := slices.Clone(changes)
+	for k := i; k < len(out); k++ {
+		ch := &out[k]
+		ch.Path, ch.MovedTo = EncodeName(ch.Path), EncodeName(ch.MovedTo)
+		ch.LinkBefore, ch.LinkAfter = EncodeName(ch.LinkBefore), EncodeName(ch.LinkAfter)
+	}
+	return out
+}
+
 // changes stores the contents of changes, names them in payloads, and
 // keeps each path's final digest: "" where the file was deleted; none
 // where the last change left no regular file (a symlink), which the
@@ -484,10 +507,10 @@ func (r *Recorder) changes(payloads map[string]string, changes []tool.FileChange
 			}
 			continue
 		}
-		path := ch.Path
+		path := EncodeName(ch.Path)
 		if ch.MovedTo != "" {
-			r.final.set(ch.Path, "")
-			path = ch.MovedTo
+			r.final.set(path, "")
+			path = EncodeName(ch.MovedTo)
 		}
 		switch {
 		case ch.Kind == tool.ChangeDelete:
@@ -543,6 +566,7 @@ func (r *Recorder) bulkLine(line []byte) {
 	if err != nil {
 		return
 	}
+	path = EncodeName(path)
 	switch {
 	case string(f[0]) == string(tool.ChangeDelete):
 		r.final.set(path, "")
@@ -564,7 +588,7 @@ func (r *Recorder) settle() {
 	r.changes(p, found)
 	res := map[string]any{"op": "workspace.scan"}
 	if len(found) > 0 {
-		res["changes"] = found
+		res["changes"] = recordedChanges(found)
 	}
 	data := map[string]any{"reason": "session.end", "results": []any{res}}
 	if err != nil {

@@ -42,9 +42,10 @@ func VerifyWorkspace(dir string, entries []Entry, ws string) error {
 	}
 	defer root.Close()
 	buf := make([]byte, 256<<10)
-	for _, p := range slices.Sorted(maps.Keys(files)) {
-		want := files[p]
-		got, err := workspaceDigest(root, p, buf)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		want := files[name]
+		got, err := workspaceDigest(root, name, buf)
+		p := ShowName(EncodeName(name)) // for messages
 		switch {
 		case want == "" && hostfs.IsNotExist(err):
 			continue
@@ -167,10 +168,10 @@ func summary(typ string, d map[string]any) string {
 					for _, ch := range chs {
 						cm, _ := ch.(map[string]any)
 						if to := str(cm, "moved_to"); to != "" {
-							s += fmt.Sprintf(" · rename %s → %s", str(cm, "path"), to)
+							s += fmt.Sprintf(" · rename %s → %s", ShowName(str(cm, "path")), ShowName(to))
 							continue
 						}
-						s += fmt.Sprintf(" · %s %s", str(cm, "kind"), str(cm, "path"))
+						s += fmt.Sprintf(" · %s %s", str(cm, "kind"), ShowName(str(cm, "path")))
 					}
 				}
 			}

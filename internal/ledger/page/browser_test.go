@@ -654,6 +654,11 @@ func hostile(t *testing.T) (string, string) {
 		{"evil\u202etxt.exe", "add", "", "line\u202e2 edoc\n"},
 		{"nl\n@@ -1 +1 @@\n+fake", "add", "", "x\n"},
 		{"big.txt", "update", big.String(), big2.String()},
+		// Names that are not UTF-8, in their recorded form, beside the
+		// name both would have become.
+		{ledger.EncodeName("run\xff.sh"), "add", "", "one\n"},
+		{ledger.EncodeName("run\xfe.sh"), "add", "", "two\n"},
+		{"run\uFFFD.sh", "add", "", "three\n"},
 	} {
 		c := map[string]any{"path": f.path, "kind": f.kind}
 		if f.before != "" {
@@ -698,6 +703,11 @@ func TestHostileContentInChromium(t *testing.T) {
 	}
 	if strings.Contains(s.Text, "+++ b/nl\n") || !strings.Contains(s.Text, `+++ b/nl\x0a@@ -1 +1 @@\x0a+fake`) {
 		t.Errorf("a name's line breaks add lines to the diff: %.2000q", s.Text)
+	}
+	for _, want := range []string{`+++ b/"run\xff.sh"`, `+++ b/"run\xfe.sh"`, "+++ b/run\uFFFD.sh"} {
+		if !strings.Contains(s.Text, want) {
+			t.Errorf("a name that is not UTF-8 is not shown by its bytes: no %s in %.3000q", want, s.Text)
+		}
 	}
 	if !strings.Contains(s.Text, "too large to diff here") {
 		t.Errorf("the large rewrite is not said to be too large to diff: %.300q", s.Text)

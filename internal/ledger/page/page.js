@@ -230,7 +230,67 @@
   const MEMBERS = ["v", "seq", "time", "session", "type", "prev", "data", "payloads"];
   const DIGEST = /^[0-9a-f]{64}$/;
   const isObj = (x) => x !== null && typeof x === "object" && !Array.isArray(x);
-  const changePath = (p) => typeof p === "string" && p !== "" && p !== "." && p !== ".." && !p.startsWith("../") && cleanPath(p) === p;
+  // A recorded name (docs/ledger.md, "Names"): a name that is valid UTF-8
+  // is itself; any other is U+0000 and the lowercase hex digits of its
+  // bytes, which are not UTF-8 and hold no NUL. decodeName returns {text}
+  // (the name) or {bytes}; null for a string that records no name.
+  const strictUTF8 = new TextDecoder("utf-8", { fatal: true });
+  function decodeName(s) {
+    if (typeof s !== "string") return null;
+    if (!s.startsWith("\u0000")) return s.includes("\u0000") ? null : { text: s };
+    const h = s.slice(1);
+    if (!/^(?:[0-9a-f]{2})+$/.test(h)) return null;
+    const b = new Uint8Array(h.length / 2);
+    for (let i = 0; i < b.length; i++) b[i] = parseInt(h.slice(2 * i, 2 * i + 2), 16);
+    if (b.includes(0)) return null;
+    try {
+      strictUTF8.decode(b);
+      return null; // valid UTF-8 is recorded as itself
+    } catch (e) {
+      return { bytes: b };
+    }
+  }
+  // A change path is a recorded name whose bytes are a clean path: the
+  // checks read the bytes one character each ('/' and '.' are themselves).
+  const changePath = (p) => {
+    const d = decodeName(p);
+    if (d === null) return false;
+    if (d.bytes) {
+      p = "";
+      for (const c of d.bytes) p += String.fromCharCode(c);
+    } else p = d.text;
+    return p !== "" && p !== "." && p !== ".." && !p.startsWith("../") && cleanPath(p) === p;
+  };
+  // The length of the valid UTF-8 sequence at b[i], 0 when none starts there.
+  function utf8Len(b, i) {
+    const c = b[i];
+    if (c < 0x80) return 1;
+    let n = 0, lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) n = 2;
+    else if (c >= 0xe0 && c <= 0xef) { n = 3; if (c === 0xe0) lo = 0xa0; if (c === 0xed) hi = 0x9f; }
+    else if (c >= 0xf0 && c <= 0xf4) { n = 4; if (c === 0xf0) lo = 0x90; if (c === 0xf4) hi = 0x8f; }
+    if (n === 0 || i + n > b.length || b[i + 1] < lo || b[i + 1] > hi) return 0;
+    for (let k = 2; k < n; k++) if (b[i + k] < 0x80 || b[i + k] > 0xbf) return 0;
+    return n;
+  }
+  // showName is a recorded name as a person reads it: the name itself, or,
+  // for one that is not UTF-8, quoted with each invalid byte as \xHH (as
+  // `truss ledger show` writes it).
+  function showName(s) {
+    const d = decodeName(s);
+    if (d === null) return JSON.stringify(String(s));
+    if (d.text !== undefined) return d.text;
+    const b = d.bytes;
+    let out = '"';
+    for (let i = 0; i < b.length;) {
+      const n = utf8Len(b, i);
+      if (n === 0) { out += "\\x" + HEX[b[i]]; i++; continue; }
+      const ch = dec.decode(b.subarray(i, i + n));
+      out += ch === '"' || ch === "\\" ? "\\" + ch : ch;
+      i += n;
+    }
+    return out + '"';
+  }
   function cleanPath(p) {
     const abs = p.startsWith("/");
     const out = [];
@@ -923,7 +983,7 @@
   function changeView(V, e, ch) {
     const before = ch.before ? payload(V, e, "content." + ch.before.slice(0, 16)) : null;
     const after = ch.after ? payload(V, e, "content." + ch.after.slice(0, 16)) : null;
-    const title = ch.moved_to ? ch.path + " → " + ch.moved_to : ch.path;
+    const title = ch.moved_to ? showName(ch.path) + " → " + showName(ch.moved_to) : showName(ch.path);
     const head = el("div", { class: "chhead" }, el("span", { class: "kind " + ch.kind }, ch.kind), " ", el("code", {}, title),
       ch.files ? " (" + fmtInt(ch.files) + " files)" : "",
       el("div", { class: "digests" }, "before ", ch.before ? ch.before : "—", el("br"), "after\u00a0 ", ch.after ? ch.after : "—"));
@@ -935,7 +995,7 @@
     }
     if (ch.before_unavailable) why.push("before: " + ch.before_unavailable);
     if (ch.after_unavailable) why.push("after: " + ch.after_unavailable);
-    if (ch.link_before || ch.link_after) why.push("symlink " + (ch.link_before || "—") + " → " + (ch.link_after || "—"));
+    if (ch.link_before || ch.link_after) why.push("symlink " + (ch.link_before ? showName(ch.link_before) : "—") + " → " + (ch.link_after ? showName(ch.link_after) : "—"));
     if (why.length) box.append(el("div", { class: "note" }, why.join("; ")));
     const bt = before && !before.missing ? before.text : ch.before ? null : "";
     const at = after && !after.missing ? after.text : ch.after ? null : "";
@@ -945,8 +1005,8 @@
     if (hunks.length === 0) { box.append(el("div", { class: "note" }, ch.moved_to ? "content unchanged" : "no change in content")); return box; }
     const diff = () => {
       const pre = el("pre", { class: "diff" });
-      pre.append(el("span", { class: "dh" }, "--- " + (ch.kind === "add" ? "/dev/null" : "a/" + oneLine(ch.path)) + "\n"));
-      pre.append(el("span", { class: "dh" }, "+++ " + (ch.kind === "delete" ? "/dev/null" : "b/" + oneLine(ch.moved_to || ch.path)) + "\n"));
+      pre.append(el("span", { class: "dh" }, "--- " + (ch.kind === "add" ? "/dev/null" : "a/" + oneLine(showName(ch.path))) + "\n"));
+      pre.append(el("span", { class: "dh" }, "+++ " + (ch.kind === "delete" ? "/dev/null" : "b/" + oneLine(showName(ch.moved_to || ch.path))) + "\n"));
       for (const h of hunks) {
         pre.append(el("span", { class: "hunk" }, "@@ -" + (h.a + 1) + "," + h.na + " +" + (h.b + 1) + "," + h.nb + " @@\n"));
         for (const [op, line] of h.lines) pre.append(el("span", { class: op === "+" ? "add" : op === "-" ? "del" : "ctx" }, op + line + "\n"));
@@ -1165,7 +1225,7 @@
       }
       case "session.end": {
         const u = isObj(d.usage) ? d.usage : {};
-        const files = isObj(d.files) ? Object.keys(d.files).sort().map((p) => el("li", {}, el("code", {}, p), " ", d.files[p] ? d.files[p].slice(0, 16) + "…" : "deleted")) : [];
+        const files = isObj(d.files) ? Object.keys(d.files).sort().map((p) => el("li", {}, el("code", {}, showName(p)), " ", d.files[p] ? d.files[p].slice(0, 16) + "…" : "deleted")) : [];
         box.append(el("section", { class: "end" }, el("h3", {}, "Session ended: " + d.status), kv([["reason", d.reason], ["turns", d.turns], ["calls", d.calls],
           ["tokens", "in " + fmtInt(u.input_tokens) + " · out " + fmtInt(u.output_tokens) + (u.cache_read_tokens ? " · cache read " + fmtInt(u.cache_read_tokens) : "")], ["cost", fmtCost(u.cost_usd)],
           ["files left", d.files_count ? fmtInt(d.files_count) + " files" : files.length ? el("ul", {}, files) : "none"]])));

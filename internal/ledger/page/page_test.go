@@ -220,6 +220,15 @@ var mutations = []mutation{
 		edit(d, 1, dg, strings.ToUpper(dg))
 	}, "entry 1: payloads: \"text\" is"},
 	{"a change path leaving the workspace", func(t testing.TB, d *page.Doc) { edit(d, 4, `"path":"main.go"`, `"path":"../main.go"`) }, "entry 4: data.results[0].changes[0]: path"},
+	// A name recorded in the form of one that is not UTF-8 must be one:
+	// "main.go" spelled so is another name for main.go; and a name's
+	// bytes are checked as a path.
+	{"a change path that spells a valid name in hex", func(t testing.TB, d *page.Doc) {
+		edit(d, 4, `"path":"main.go"`, `"path":"\u00006d61696e2e676f"`)
+	}, "entry 4: data.results[0].changes[0]: path"},
+	{"a change path whose bytes leave the workspace", func(t testing.TB, d *page.Doc) {
+		edit(d, 4, `"path":"main.go"`, `"path":"\u00002e2e2fff"`)
+	}, "entry 4: data.results[0].changes[0]: path"},
 	{"flip a byte in a payload", func(t testing.TB, d *page.Doc) {
 		editPayload(t, d.Runs[0].Payloads[payloadOf(d, 1, "text")], "bug", "bag")
 	}, "entry 1: payload text: content does not match its digest"},
