@@ -868,3 +868,10 @@ func TestDiffOfShowsNames(t *testing.T) {
 		}
 	}
 }
+
+func TestStartHeaderShowsWorkspace(t *testing.T) {
+	h := startHeader(Status{Workspace: "/srv/a\x1b[2Jb "})
+	if !strings.Contains(h, `/srv/a\x1b[2Jb\x20`) || strings.Contains(h, "\x1b") {
+		t.Errorf("header %q does not show the workspace as it is", h)
+	}
+}
