@@ -6,44 +6,51 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
 
 // describe returns the paths an edit changes, as the model named them, and
-// a one-line summary of it.
+// a one-line summary of it for the person asked, each path in it shown by
+// termsafe.Name (every byte of it, escaped where it cannot be shown).
 func describe(call tool.Call) ([]string, string) {
+	n := termsafe.Name
 	switch a := call.Args.(type) {
 	case *tool.CreateArgs:
 		verb := "write"
 		if call.Op == tool.OpCreate {
 			verb = "create"
 		}
-		return []string{a.Path}, fmt.Sprintf("%s %s (%s)", verb, a.Path, bytesOf(len(a.Content)))
+		return []string{a.Path}, fmt.Sprintf("%s %s (%s)", verb, n(a.Path), bytesOf(len(a.Content)))
 	case *tool.ReplaceArgs:
 		if a.All {
-			return []string{a.Path}, "replace every occurrence of a text in " + a.Path
+			return []string{a.Path}, "replace every occurrence of a text in " + n(a.Path)
 		}
-		return []string{a.Path}, "replace text in " + a.Path
+		return []string{a.Path}, "replace text in " + n(a.Path)
 	case *tool.InsertArgs:
-		n := strings.Count(a.Text, "\n") + 1
-		return []string{a.Path}, fmt.Sprintf("insert %d line%s after line %d of %s", n, plural(n), a.Line, a.Path)
+		lines := strings.Count(a.Text, "\n") + 1
+		return []string{a.Path}, fmt.Sprintf("insert %d line%s after line %d of %s", lines, plural(lines), a.Line, n(a.Path))
 	case *tool.DeleteArgs:
 		if a.Recursive {
-			return []string{a.Path}, "delete " + a.Path + " and everything in it"
+			return []string{a.Path}, "delete " + n(a.Path) + " and everything in it"
 		}
-		return []string{a.Path}, "delete " + a.Path
+		return []string{a.Path}, "delete " + n(a.Path)
 	case *tool.RenameArgs:
-		return []string{a.From, a.To}, "rename " + a.From + " to " + a.To
+		return []string{a.From, a.To}, "rename " + n(a.From) + " to " + n(a.To)
 	case *tool.UndoArgs:
-		return []string{a.Path}, "undo the last edit of " + a.Path
+		return []string{a.Path}, "undo the last edit of " + n(a.Path)
 	case *tool.PatchOpArgs:
-		return []string{a.Path}, fmt.Sprintf("apply a patch operation: %s %s", a.Type, a.Path)
+		return []string{a.Path}, fmt.Sprintf("apply a patch operation: %s %s", a.Type, n(a.Path))
 	case *tool.PatchArgs:
 		paths := patchPaths(a.Text)
 		if len(paths) == 0 {
 			return nil, "apply a patch"
 		}
-		return paths, "apply a patch to " + strings.Join(paths, ", ")
+		shown := make([]string, len(paths))
+		for i, p := range paths {
+			shown[i] = n(p)
+		}
+		return paths, "apply a patch to " + strings.Join(shown, ", ")
 	}
 	return nil, fmt.Sprintf("%s (arguments of type %T)", call.Op, call.Args)
 }

@@ -76,6 +76,12 @@ var editCalls = []struct {
 	{tool.Call{ID: "undo", Tool: "str_replace_editor", Surface: "anthropic", Op: tool.OpUndo, Args: &tool.UndoArgs{Path: "a.go"}}, []string{"a.go"}, "undo the last edit of a.go"},
 	{tool.Call{ID: "patch", Tool: "apply_patch", Surface: "codex", Op: tool.OpPatch, Args: &tool.PatchArgs{Text: "*** Begin Patch\n*** Update File: a.go\n*** Move to: c.go\n@@\n-1\n+2\n*** Add File: n.go\n+x\n*** End Patch"}}, []string{"a.go", "c.go", "n.go"}, "apply a patch to a.go, c.go, n.go"},
 	{tool.Call{ID: "patch_op", Tool: "apply_patch", Surface: "openai", Op: tool.OpPatchOp, Args: &tool.PatchOpArgs{Type: "update_file", Path: "a.go", Diff: "@@\n-1\n+2\n"}}, []string{"a.go"}, "apply a patch operation: update_file a.go"},
+	// A name is shown with every byte of it, escaped where it cannot be
+	// shown: the screen clear and the bidi override are visible, not
+	// removed or obeyed; Paths keep the name as it is.
+	{tool.Call{ID: "escaped", Tool: "edit_file", Surface: "generic", Op: tool.OpReplace, Args: &tool.ReplaceArgs{Path: "new\x1b[2J\u202e.txt", Old: "1", New: "2"}}, []string{"new\x1b[2J\u202e.txt"}, `replace text in new\x1b[2J\u202e.txt`},
+	{tool.Call{ID: "escaped_patch", Tool: "apply_patch", Surface: "codex", Op: tool.OpPatch, Args: &tool.PatchArgs{Text: "*** Begin Patch\n*** Add File: a\rb.go\n+x\n*** End Patch"}}, []string{"a\rb.go"}, `apply a patch to a\rb.go`},
+	{tool.Call{ID: "escaped_rename", Tool: "rename_file", Surface: "generic", Op: tool.OpRename, Args: &tool.RenameArgs{From: "a.go", To: "b.go "}}, []string{"a.go", "b.go "}, `rename a.go to b.go\x20`},
 }
 
 // TestGateEdits: under EditsAsk every edit operation, from every surface,

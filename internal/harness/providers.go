@@ -110,7 +110,7 @@ var dialects = []Dialect{
 		// Without a context from the options or the profile, the server is
 		// asked what the model supports (at most surface.MaxNumCtx), so
 		// that the first request is not cut to Ollama's small default.
-		c := &ollama.Client{Host: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry}
+		c := &ollama.Client{Host: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry}
 		s := settings(e)
 		if s.ContextTokens == 0 && e.ProbeContext {
 			if n, err := c.ContextLength(ctx, e.Model); err == nil {
@@ -620,7 +620,12 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 			return nil, configErrorf("%v", err)
 		}
 	}
+	// The server lives as long as the session, on a loopback port that a
+	// sandboxed command with the network on can reach: it answers only
+	// requests that carry this process's random token, which the adapter
+	// sends as its API key.
 	srv := sim.New(sc)
+	srv.Token = sim.NewToken()
 	srv.Root = o.SimRoot
 	srv.Spec = simSpec()
 	base, err := srv.Listen(s.life) // for the life of the session
@@ -628,7 +633,7 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		return nil, err
 	}
 	d, _ := dialect(o.SimDialect)
-	e.BaseURL, e.APIKey, e.Sim = base+d.SimPath, "sim", true
+	e.BaseURL, e.APIKey, e.Sim = base+d.SimPath, srv.Token, true
 	e.Region, e.Project, e.APIVersion = o.Region, o.Project, o.APIVersion
 	return d.New(ctx, e), nil
 }

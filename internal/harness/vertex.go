@@ -24,7 +24,7 @@ func vertexConfig(ctx context.Context, e Endpoint) (anthropicprov.Config, error)
 	v := &anthropicprov.Vertex{Region: e.Region, Project: e.Project}
 	if e.Sim {
 		v.Region, v.Project = cmpOr(v.Region, "us-east5"), cmpOr(v.Project, "sim-project")
-		v.Token = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.simulated", TokenType: "Bearer"})
+		v.Token = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.APIKey, TokenType: "Bearer"})
 		c.Vertex = v
 		return c, nil
 	}

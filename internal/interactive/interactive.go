@@ -440,7 +440,7 @@ func (is *session) Attach(ctx context.Context, path string) (string, error) {
 	if n == 1 {
 		unit = "line"
 	}
-	return fmt.Sprintf("%s, %d %s", termsafe.String(rel), n, unit), ctx.Err()
+	return fmt.Sprintf("%s, %d %s", termsafe.Name(rel), n, unit), ctx.Err()
 }
 
 // close closes the open session, which saves it, and says which it was

@@ -46,6 +46,18 @@ type Server struct {
 	script *Script
 	// APIKey, when set, is required as a Bearer token (or x-api-key).
 	APIKey string
+	// Token, when set, is required of every request on every route,
+	// before the request is read or recorded: as the credential the
+	// dialect's client sends its API key as (x-api-key, "Authorization:
+	// Bearer", x-goog-api-key or the key query parameter, api-key),
+	// compared in constant time. A request without it is answered with
+	// the dialect's own authentication error (a 401; Gemini's 403 or 400), is not
+	// among Requests or ModelRequests, and uses up no step, no fault and
+	// no model list attempt. Truss sets a random Token (NewToken) for the
+	// server it starts for --provider sim, so that no other process on
+	// the machine (a sandboxed command with the network on reaches the
+	// loopback) can play the script's steps or read them.
+	Token string
 	// Root, when set, is the workspace the model works in: typed editor
 	// calls name files by absolute path below it, as real models do.
 	Root string
@@ -111,6 +123,11 @@ func New(s *Script) *Server {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.Token != "" && !s.hasToken(r) {
+		_, pattern := s.mux.Handler(r)
+		unauthorized(w, r, pattern)
+		return
+	}
 	rec := -1
 	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), recordKey{}, &rec)))
 	if rec >= 0 {

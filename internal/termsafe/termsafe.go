@@ -24,6 +24,10 @@
 // nor DEL, nor a C1 or bidirectional control. Text that needs none of this
 // is returned as it is, without copying.
 //
+// A file name or workspace path is shown with Name instead: String would
+// remove an escape sequence from it and show a name that is not the
+// file's, where Name shows every byte, escaped where it cannot be shown.
+//
 // Truss's own output (its colours and layout) is written around the
 // neutralised text, never through it. Machine-readable outputs (JSON)
 // carry the exact bytes and do not pass through this package.

@@ -237,7 +237,7 @@ func diffSnapshots(before, after map[string]string) string {
 		if a == b {
 			continue
 		}
-		from, to := "a/"+n, "b/"+n
+		from, to := "a/"+termsafe.Name(n), "b/"+termsafe.Name(n)
 		if _, ok := before[n]; !ok {
 			from = "/dev/null"
 		}

@@ -112,7 +112,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 				}
 			}
 			fmt.Fprintf(stdout, "ledger %s verified: %s, %d payloads\norigin %s\nroot   %s (size %d)\n",
-				dir, sealSummary(r), r.Payloads, r.Origin, ledger.FormatRoot(r.Root), r.Sealed)
+				termsafe.Name(dir), sealSummary(r), r.Payloads, r.Origin, ledger.FormatRoot(r.Root), r.Sealed)
 			printChildren(stdout, dir, kids, "")
 			if err := r.CheckSealed(); err != nil {
 				if *strict {
@@ -128,7 +128,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		if *ws != "" {
-			fmt.Fprintf(stdout, "workspace %s matches the files the session left\n", *ws)
+			fmt.Fprintf(stdout, "workspace %s matches the files the session left\n", termsafe.Name(*ws))
 		}
 		return errors.Join(tails...)
 	case "prove":
@@ -209,7 +209,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 				if i > 0 {
 					fmt.Fprintln(stdout)
 				}
-				fmt.Fprintf(stdout, "── run %d of %d: %s ──\n", i+1, len(dirs), dir)
+				fmt.Fprintf(stdout, "── run %d of %d: %s ──\n", i+1, len(dirs), termsafe.Name(dir))
 			}
 			r, entries, verr := ledger.Verify(dir, vkey)
 			if verr == nil {
@@ -304,7 +304,7 @@ func sealSummary(r *ledger.Report) string {
 // warnUnsealed warns of the unsealed tail err (from Report.CheckSealed) of
 // the ledger in dir.
 func warnUnsealed(stderr io.Writer, dir string, err error) {
-	fmt.Fprintf(stderr, "warning: ledger %s: %v, so nothing proves the tail (truss ledger verify --strict fails on it)\n", dir, err)
+	fmt.Fprintf(stderr, "warning: ledger %s: %v, so nothing proves the tail (truss ledger verify --strict fails on it)\n", termsafe.Name(dir), err)
 }
 
 // splitPath takes the first non-flag argument as the path, so that flags may
@@ -459,7 +459,7 @@ func showChildren(w io.Writer, top, vkey string, kids []ledger.Child, indent str
 		if err != nil {
 			rel = c.Dir
 		}
-		fmt.Fprintf(w, "\n%ssub-agent %s (%s, linked from entry %d)\n", indent, c.Report.Session, filepath.ToSlash(rel), c.Entry)
+		fmt.Fprintf(w, "\n%ssub-agent %s (%s, linked from entry %d)\n", indent, c.Report.Session, termsafe.Name(filepath.ToSlash(rel)), c.Entry)
 		_, entries, err := ledger.Verify(c.Dir, vkey)
 		if err != nil {
 			fmt.Fprintf(w, "%sNOT VERIFIED: %v\n", indent, err)

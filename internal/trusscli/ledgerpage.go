@@ -23,6 +23,7 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/ledger/page"
 	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/termsafe"
 )
 
 // redactFlags collects --redact patterns.
@@ -148,7 +149,7 @@ func verifyPage(stdout, stderr io.Writer, path, vkey string, requireEnd bool) er
 
 func printPageRun(w io.Writer, r page.RunResult, indent string) {
 	rep := r.Report
-	fmt.Fprintf(w, "%sledger %s on the page verified: %d entries, %d sealed by %d checkpoints, root %s\n", indent, r.Dir, rep.Entries, rep.Sealed, rep.Checkpoints, ledger.FormatRoot(rep.Root))
+	fmt.Fprintf(w, "%sledger %s on the page verified: %d entries, %d sealed by %d checkpoints, root %s\n", indent, termsafe.Name(r.Dir), rep.Entries, rep.Sealed, rep.Checkpoints, ledger.FormatRoot(rep.Root))
 	fmt.Fprintf(w, "%s  payloads: %d checked, %d left out for their size, %d redacted (unverified), %d not on the page\n", indent, r.Checked, len(r.Omitted), len(r.Redacted), len(r.NotEmbedded))
 	for _, s := range r.Omitted {
 		fmt.Fprintf(w, "%s    left out: %s\n", indent, s)
@@ -213,7 +214,7 @@ func cmdLedgerServe(args []string, stdout, stderr io.Writer) error {
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	fmt.Fprintf(stdout, "serving the sessions of %s at http://%s/?token=%s (read-only; the token keeps other processes out; Ctrl-C stops)\n", dir, ln.Addr(), token)
+	fmt.Fprintf(stdout, "serving the sessions of %s at http://%s/?token=%s (read-only; the token keeps other processes out; Ctrl-C stops)\n", termsafe.Name(dir), ln.Addr(), token)
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

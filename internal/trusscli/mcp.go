@@ -112,7 +112,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	defer s.Close()
 	info := s.Info()
-	fmt.Fprintf(stderr, "truss %s · mcp server on %s · workspace %s\nsandbox: %s\n", version, where, info.Workspace, info.Sandbox)
+	fmt.Fprintf(stderr, "truss %s · mcp server on %s · workspace %s\nsandbox: %s\n", version, where, termsafe.Name(info.Workspace), info.Sandbox)
 	if made {
 		fmt.Fprintf(stderr, "bearer token: %s (every request needs Authorization: Bearer and it; --token-env VAR chooses one)\n", token)
 	}

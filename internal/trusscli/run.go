@@ -363,7 +363,7 @@ truss ledger verify ID.`)
 		return err
 	}
 	if len(ms) == 0 {
-		fmt.Fprintf(stdout, "no sessions in %s\n", dir)
+		fmt.Fprintf(stdout, "no sessions in %s\n", termsafe.Name(dir))
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -377,7 +377,7 @@ truss ledger verify ID.`)
 		} else if strings.TrimSpace(rest) != "" {
 			task += " …"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), m.Status, m.Turns, m.Provider, m.Model, termsafe.Line(m.Workspace), termsafe.Line(task))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), m.Status, m.Turns, m.Provider, m.Model, termsafe.Name(m.Workspace), termsafe.Line(task))
 	}
 	return tw.Flush()
 }

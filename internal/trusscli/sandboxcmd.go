@@ -3,13 +3,14 @@ package trusscli
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/trussdev/truss/internal/cli"
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/termsafe"
 )
 
 // cmdSandbox is truss sandbox check: what this host can enforce, and the
@@ -95,7 +96,7 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 				network = "on"
 			}
 		}
-		fmt.Fprintf(stdout, "policy: --sandbox %s --network %s for %s\n", mode, network, root)
+		fmt.Fprintf(stdout, "policy: --sandbox %s --network %s for %s\n", mode, network, termsafe.Name(root))
 		if pl != nil {
 			fmt.Fprintf(stdout, "would run: %s\n", pl.Enforced())
 			if pl.Active() {

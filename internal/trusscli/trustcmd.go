@@ -54,9 +54,9 @@ needs trusting again. --status says whether it is; --revoke forgets it.`)
 			return err
 		}
 		if ok {
-			fmt.Fprintf(stdout, "the project configuration of %s is no longer trusted\n", root)
+			fmt.Fprintf(stdout, "the project configuration of %s is no longer trusted\n", termsafe.Name(root))
 		} else {
-			fmt.Fprintf(stdout, "the project configuration of %s was not trusted\n", root)
+			fmt.Fprintf(stdout, "the project configuration of %s was not trusted\n", termsafe.Name(root))
 		}
 		return nil
 	case *status:
@@ -70,13 +70,13 @@ needs trusting again. --status says whether it is; --revoke forgets it.`)
 		}
 		switch d.State {
 		case trust.None:
-			fmt.Fprintf(stdout, "%s has no project configuration (%s, %s/*.md)\n", root, config.Path, config.AgentsDir)
+			fmt.Fprintf(stdout, "%s has no project configuration (%s, %s/*.md)\n", termsafe.Name(root), config.Path, config.AgentsDir)
 		case trust.Trusted:
-			fmt.Fprintf(stdout, "trusted since %s: %s\n", d.Since.Local().Format(time.DateTime), strings.Join(files.Paths(), ", "))
+			fmt.Fprintf(stdout, "trusted since %s: %s\n", d.Since.Local().Format(time.DateTime), names(files.Paths()))
 		case trust.Changed:
-			fmt.Fprintf(stdout, "changed since it was trusted (%s): %s; review and run truss trust\n", d.Since.Local().Format(time.DateTime), strings.Join(d.Changed, ", "))
+			fmt.Fprintf(stdout, "changed since it was trusted (%s): %s; review and run truss trust\n", d.Since.Local().Format(time.DateTime), names(d.Changed))
 		default:
-			fmt.Fprintf(stdout, "not trusted: %s; review and run truss trust\n", strings.Join(files.Paths(), ", "))
+			fmt.Fprintf(stdout, "not trusted: %s; review and run truss trust\n", names(files.Paths()))
 		}
 		return nil
 	}
@@ -90,20 +90,29 @@ needs trusting again. --status says whether it is; --revoke forgets it.`)
 		return err
 	}
 	if len(files) == 0 {
-		fmt.Fprintf(stdout, "%s has no project configuration (%s, %s/*.md): nothing to trust\n", root, config.Path, config.AgentsDir)
+		fmt.Fprintf(stdout, "%s has no project configuration (%s, %s/*.md): nothing to trust\n", termsafe.Name(root), config.Path, config.AgentsDir)
 		return nil
 	}
 	if err := st.Trust(root, files, time.Now()); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "trusted the project configuration of %s:\n", root)
+	fmt.Fprintf(stdout, "trusted the project configuration of %s:\n", termsafe.Name(root))
 	digests := files.Digests()
 	for _, p := range files.Paths() {
-		fmt.Fprintf(stdout, "  %s  sha256:%s\n", p, digests[p])
+		fmt.Fprintf(stdout, "  %s  sha256:%s\n", termsafe.Name(p), digests[p])
 	}
 	if w := cfg.Widening(); len(w) > 0 {
 		fmt.Fprintf(stdout, "now obeyed: %s\n", strings.Join(w, ", "))
 	}
-	fmt.Fprintf(stdout, "recorded in %s; a change to these files is not obeyed until trusted again\n", filepath.Clean(st.Path))
+	fmt.Fprintf(stdout, "recorded in %s; a change to these files is not obeyed until trusted again\n", termsafe.Name(filepath.Clean(st.Path)))
 	return nil
+}
+
+// names shows file names, each by termsafe.Name, separated by commas.
+func names(ps []string) string {
+	shown := make([]string, len(ps))
+	for i, p := range ps {
+		shown[i] = termsafe.Name(p)
+	}
+	return strings.Join(shown, ", ")
 }

@@ -158,7 +158,13 @@ func (m *uiModel) gotFiles(msg filesMsg) {
 	m.comp.cancel = nil
 	files := make([]string, 0, min(len(msg.files), MaxFiles))
 	for _, f := range msg.files[:min(len(msg.files), MaxFiles)] {
-		files = append(files, termsafe.Line(f))
+		// A name that cannot be shown as it is (a control, an escape
+		// sequence, a bidi override, a space at an end) is not offered:
+		// inserted as shown it would name another file, and inserted as
+		// it is it would act on the terminal.
+		if termsafe.Name(f) == f {
+			files = append(files, f)
+		}
 	}
 	m.comp.answered, m.comp.files = msg.prefix, files
 	if tok, ok := m.tokenAtEnd(); ok {

@@ -185,8 +185,8 @@ func TestStaleFilesAreIgnored(t *testing.T) {
 	if got := menuLabels(d.m); !slices.Equal(got, []string{"*@calc.go"}) {
 		t.Errorf("menu %q", got)
 	}
-	if d.m.comp.files[1] != "<U+001B>]0;x<U+0007>.go" {
-		t.Errorf("a path is not sanitised: %q", d.m.comp.files[1])
+	if !slices.Equal(d.m.comp.files, []string{"calc.go"}) {
+		t.Errorf("a name that cannot be shown as it is was offered: %q", d.m.comp.files)
 	}
 }
 

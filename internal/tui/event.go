@@ -185,9 +185,9 @@ func headTailBytes(s string, n int) string {
 // diffOf renders one file change as a unified diff of the bytes the
 // executor read and wrote.
 func diffOf(c tool.FileChange) fileDiff {
-	d := fileDiff{path: termsafe.String(c.Path), kind: c.Kind}
+	d := fileDiff{path: termsafe.Name(c.Path), kind: c.Kind}
 	if c.MovedTo != "" {
-		d.path += " → " + termsafe.String(c.MovedTo)
+		d.path += " → " + termsafe.Name(c.MovedTo)
 	}
 	if (c.Before != "" && c.BeforeData == nil) || (c.After != "" && c.AfterData == nil) {
 		d.unreadable = true

@@ -949,7 +949,7 @@ func startHeader(st Status) string {
 	var b strings.Builder
 	b.WriteString("truss")
 	if st.Workspace != "" {
-		b.WriteString(" · " + termsafe.Line(st.Workspace))
+		b.WriteString(" · " + termsafe.Name(st.Workspace))
 	}
 	if st.SessionID != "" {
 		b.WriteString(" · session " + termsafe.Line(st.SessionID))

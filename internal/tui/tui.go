@@ -163,7 +163,7 @@ func (u *UI) Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
 	req.Diff = termsafe.String(req.Diff)
 	paths := make([]string, len(req.Paths))
 	for i, p := range req.Paths {
-		paths[i] = termsafe.Line(p)
+		paths[i] = termsafe.Name(p)
 	}
 	req.Paths = paths
 	a := &approval{id: int(u.ids.Add(1)), req: req, reply: make(chan Decision, 1)}

@@ -820,3 +820,58 @@ func TestApprovalAnswerBeforeItsCall(t *testing.T) {
 	d.press("esc")
 	d.wait()
 }
+
+// TestNamesShownAsTheyAre: a file name in a change, an approval card and a
+// call's summary is shown with every byte of it, escaped where it cannot be
+// shown: a model-made "new\x1b[2J.txt" is shown as new\x1b[2J.txt, never
+// as new.txt (a name that is not the file's) and never obeyed.
+func TestNamesShownAsTheyAre(t *testing.T) {
+	const name, shown = "new\x1b[2J\u202e.txt", `new\x1b[2J\u202e.txt`
+	d := newDriver(t, 100, 40, false)
+	d.u.Observe(agent.Event{Type: agent.EventTurnStarted, Turn: 1})
+	call := &model.ToolCall{ID: "c1", Name: "write_file"}
+	ops := []tool.Call{{ID: "c1", Op: tool.OpWrite, Args: &tool.CreateArgs{Path: name, Content: "x\n"}}}
+	d.u.Observe(agent.Event{Type: agent.EventCallStarted, Turn: 1, Call: call, Ops: ops})
+	d.u.Observe(agent.Event{Type: agent.EventCallCompleted, Turn: 1, Call: call, Ops: ops,
+		Results: []tool.Result{{Changes: []tool.FileChange{{Path: name, Kind: tool.ChangeAdd, After: "1", AfterData: []byte("x\n")}}}},
+		Result:  &model.ToolResult{Text: "written"}})
+	d.settle()
+	frame := d.frame()
+	if strings.Contains(frame, "new.txt") || !strings.Contains(frame, "write "+shown) {
+		t.Errorf("the call does not show the name as %s:\n%s", shown, frame)
+	}
+	go d.u.Approve(context.Background(), ApprovalRequest{Tool: "bash", Command: "cat x", Paths: []string{"/srv/" + name}})
+	d.waitApproval()
+	frame = d.frame()
+	if !strings.Contains(frame, "/srv/"+shown) {
+		t.Errorf("the approval card does not show the path as /srv/%s:\n%s", shown, frame)
+	}
+	for _, bad := range []string{"\x1b[2J", "\u202e"} {
+		if strings.Contains(frame, bad) {
+			t.Errorf("the frame holds %q", bad)
+		}
+	}
+	d.press("n")
+}
+
+func TestDiffOfShowsNames(t *testing.T) {
+	for _, tc := range []struct {
+		c    tool.FileChange
+		want string
+	}{
+		{tool.FileChange{Path: "a.go", Kind: tool.ChangeUpdate}, "a.go"},
+		{tool.FileChange{Path: "new\x1b[2J.txt", Kind: tool.ChangeAdd}, `new\x1b[2J.txt`},
+		{tool.FileChange{Path: "a\rb", MovedTo: "c\u202ed", Kind: tool.ChangeUpdate}, `a\rb → c\u202ed`},
+	} {
+		if got := diffOf(tc.c).path; got != tc.want {
+			t.Errorf("diffOf(%q).path = %q, want %q", tc.c.Path, got, tc.want)
+		}
+	}
+}
+
+func TestStartHeaderShowsWorkspace(t *testing.T) {
+	h := startHeader(Status{Workspace: "/srv/a\x1b[2Jb "})
+	if !strings.Contains(h, `/srv/a\x1b[2Jb\x20`) || strings.Contains(h, "\x1b") {
+		t.Errorf("header %q does not show the workspace as it is", h)
+	}
+}

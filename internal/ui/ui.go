@@ -229,7 +229,8 @@ func (p *Printer) printResult(ev agent.Event) {
 }
 
 // Summary is a one-line description of a call: the command of a shell call,
-// the path of a file operation, else the tool name and its arguments.
+// the path of a file operation (shown by termsafe.Name, every byte of it),
+// else the tool name and its arguments.
 func Summary(c *model.ToolCall, ops []tool.Call) string {
 	if len(ops) > 0 {
 		var parts []string
@@ -246,21 +247,21 @@ func Summary(c *model.ToolCall, ops []tool.Call) string {
 			case *tool.MCPArgs:
 				parts = append(parts, a.Server+"."+a.Tool+" "+firstLine(string(a.Arguments)))
 			case *tool.ViewArgs:
-				parts = append(parts, "view "+a.Path+rangeOf(a))
+				parts = append(parts, "view "+termsafe.Name(a.Path)+rangeOf(a))
 			case *tool.CreateArgs:
 				verb := "write "
 				if op.Op == tool.OpCreate {
 					verb = "create "
 				}
-				parts = append(parts, verb+a.Path)
+				parts = append(parts, verb+termsafe.Name(a.Path))
 			case *tool.ReplaceArgs:
-				parts = append(parts, "edit "+a.Path)
+				parts = append(parts, "edit "+termsafe.Name(a.Path))
 			case *tool.InsertArgs:
-				parts = append(parts, fmt.Sprintf("insert into %s after line %d", a.Path, a.Line))
+				parts = append(parts, fmt.Sprintf("insert into %s after line %d", termsafe.Name(a.Path), a.Line))
 			case *tool.ListArgs:
-				parts = append(parts, "list "+orDot(a.Path))
+				parts = append(parts, "list "+orDot(termsafe.Name(a.Path)))
 			case *tool.PatchOpArgs:
-				parts = append(parts, strings.TrimSuffix(a.Type, "_file")+" "+a.Path)
+				parts = append(parts, strings.TrimSuffix(a.Type, "_file")+" "+termsafe.Name(a.Path))
 			case *tool.PatchArgs:
 				parts = append(parts, patchFiles(a.Text))
 			default:
@@ -289,7 +290,7 @@ func patchFiles(text string) string {
 		l = strings.TrimSpace(l)
 		for _, h := range [][2]string{{"*** Add File: ", "add "}, {"*** Update File: ", "update "}, {"*** Delete File: ", "delete "}, {"*** Move to: ", "move to "}} {
 			if p, ok := strings.CutPrefix(l, h[0]); ok {
-				files = append(files, h[1]+p)
+				files = append(files, h[1]+termsafe.Name(p))
 			}
 		}
 	}

@@ -75,3 +75,36 @@ func TestPrinterLiveOutput(t *testing.T) {
 		t.Errorf("the transcript:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestSummaryNames: a file name in a call's summary is shown with every
+// byte of it, escaped where it cannot be shown, not with its escape
+// sequences removed (which would show a name that is not the file's).
+func TestSummaryNames(t *testing.T) {
+	const name = "new\x1b[2J\u202e.txt"
+	const shown = `new\x1b[2J\u202e.txt`
+	call := &model.ToolCall{ID: "1", Name: "edit"}
+	for _, tc := range []struct {
+		op   tool.Op
+		args any
+		want string
+	}{
+		{tool.OpView, &tool.ViewArgs{Path: name}, "edit · view " + shown},
+		{tool.OpCreate, &tool.CreateArgs{Path: name}, "edit · create " + shown},
+		{tool.OpWrite, &tool.CreateArgs{Path: name}, "edit · write " + shown},
+		{tool.OpReplace, &tool.ReplaceArgs{Path: name}, "edit · edit " + shown},
+		{tool.OpInsert, &tool.InsertArgs{Path: name, Line: 3}, "edit · insert into " + shown + " after line 3"},
+		{tool.OpList, &tool.ListArgs{Path: name}, "edit · list " + shown},
+		{tool.OpPatchOp, &tool.PatchOpArgs{Type: "update_file", Path: name}, "edit · update " + shown},
+		{tool.OpPatch, &tool.PatchArgs{Text: "*** Begin Patch\n*** Add File: " + name + "\n+x\n*** End Patch"}, "edit · patch: add " + shown},
+	} {
+		got := Summary(call, []tool.Call{{ID: "1", Op: tc.op, Args: tc.args}})
+		if got != tc.want {
+			t.Errorf("Summary(%T) = %q, want %q", tc.args, got, tc.want)
+		}
+		var buf bytes.Buffer
+		(&Printer{W: &buf}).Observe(agent.Event{Type: agent.EventCallStarted, Call: call, Ops: []tool.Call{{ID: "1", Op: tc.op, Args: tc.args}}})
+		if out := buf.String(); !strings.Contains(out, shown) || strings.ContainsAny(out, "\x1b\u202e") {
+			t.Errorf("printed %q, want the name shown as %s", out, shown)
+		}
+	}
+}

@@ -32,9 +32,13 @@ const DefaultHost = "http://127.0.0.1:11434"
 
 // Client is an Ollama adapter.
 type Client struct {
-	Host  string // base URL, "http://host:port"
-	HTTP  *http.Client
-	Retry provider.RetryPolicy
+	Host string // base URL, "http://host:port"
+	HTTP *http.Client
+	// APIKey, when set, is sent as "Authorization: Bearer KEY" with every
+	// request, as Ollama's own client sends OLLAMA_API_KEY to ollama.com;
+	// a local server needs none.
+	APIKey string
+	Retry  provider.RetryPolicy
 	// Options are passed as the request's "options" (temperature...).
 	Options map[string]any
 	// NumCtx is sent as options.num_ctx, the context window Ollama gives the
@@ -208,6 +212,7 @@ func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/x-ndjson")
+	c.authorize(hreq)
 	hresp, err := c.send(ctx, hreq)
 	if err != nil {
 		return nil, err
@@ -379,6 +384,7 @@ func (c *Client) ContextLength(ctx context.Context, modelName string) (int, erro
 		return 0, err
 	}
 	hreq.Header.Set("Content-Type", "application/json")
+	c.authorize(hreq)
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -425,6 +431,7 @@ func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 		return nil, fmt.Errorf("ollama: list models: %w", err)
 	}
 	hreq.Header.Set("Accept", "application/json")
+	c.authorize(hreq)
 	hresp, err := c.send(ctx, hreq)
 	if err != nil {
 		return nil, err
@@ -482,4 +489,11 @@ func parseTags(b []byte) ([]provider.ModelInfo, error) {
 		out = append(out, info)
 	}
 	return out, nil
+}
+
+// authorize sets the request's Authorization header from APIKey, if set.
+func (c *Client) authorize(hreq *http.Request) {
+	if c.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
 }

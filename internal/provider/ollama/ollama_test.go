@@ -106,3 +106,47 @@ func TestAnswersOfOtherServers(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIKey: with an APIKey every request (a turn, the context probe, the
+// model list) carries "Authorization: Bearer KEY"; without one, none.
+func TestAPIKey(t *testing.T) {
+	for _, key := range []string{"", "k-1"} {
+		var got []string
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got = append(got, r.URL.Path+" "+r.Header.Get("Authorization"))
+			w.Header().Set("Content-Type", "application/json")
+			switch r.URL.Path {
+			case "/api/chat":
+				io.WriteString(w, `{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"done_reason":"stop"}`+"\n")
+			case "/api/show":
+				io.WriteString(w, `{"model_info":{"general.architecture":"llama","llama.context_length":8192}}`)
+			case "/api/tags":
+				io.WriteString(w, `{"models":[]}`)
+			}
+		}))
+		c := &Client{Host: hs.URL, APIKey: key, Retry: provider.RetryPolicy{MaxAttempts: 1}}
+		ctx := context.Background()
+		if _, err := c.Turn(ctx, &model.Request{Model: "m", Items: []model.Item{{Kind: model.KindUser, Text: "hi"}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ContextLength(ctx, "m"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Models(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hs.Close()
+		want := ""
+		if key != "" {
+			want = "Bearer " + key
+		}
+		if len(got) != 3 {
+			t.Fatalf("key %q: requests %q", key, got)
+		}
+		for _, g := range got {
+			if _, auth, _ := strings.Cut(g, " "); auth != want {
+				t.Errorf("key %q: %s, want Authorization %q", key, g, want)
+			}
+		}
+	}
+}
