@@ -108,6 +108,8 @@ func seccompRules(o filterOptions) []sysRule {
 	// is written, and posix_fallocate falls back to writing. Punching
 	// holes and collapsing ranges, which free space, stay allowed.
 	rules = append(rules, sysRule{name: "fallocate", errno: unix.EOPNOTSUPP, conds: []argCond{{arg: 1, mask: unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_COLLAPSE_RANGE, op: opEq, val: 0}}})
+	rules = append(rules, setIDRules()...)
+	rules = append(rules, xattrRules()...)
 	switch {
 	case o.noNetwork && o.privateNet:
 		for _, n := range []string{"socket", "socketpair"} {
@@ -135,6 +137,57 @@ func seccompRules(o filterOptions) []sysRule {
 				{arg: 1, mask: 0xf, op: opNe, val: unix.SOCK_SEQPACKET},
 			}})
 		}
+	}
+	return rules
+}
+
+// setID are the mode bits that make a program run as its file's owner or
+// group.
+const setID = unix.S_ISUID | unix.S_ISGID
+
+// oCreate are the open flags with which the mode argument is used: a
+// file is made with it (O_TMPFILE without its O_DIRECTORY bit, which
+// alone means something else).
+const oCreate = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
+
+// setIDRules refuse, with EPERM, every system call that gives a file the
+// set-user-ID or set-group-ID bit: a command that is root in its user
+// namespace, which maps to root on the host when Truss runs as root,
+// would otherwise leave a set-user-ID-root program in the workspace for
+// anyone on the host to run (as Flatpak and Nix's build sandbox refuse
+// them). They are the chmod family (chmod, fchmod, fchmodat, fchmodat2),
+// the calls that make a file with a mode (creat, mknod, mknodat; open and
+// openat when O_CREAT or O_TMPFILE makes them read it); openat2, whose
+// mode is behind a pointer, fails with ENOSYS, as on a kernel without it,
+// so that callers fall back to openat. chmod 755 and an open without the
+// bits are untouched.
+func setIDRules() []sysRule {
+	mode := func(name string, arg int) sysRule {
+		return sysRule{name: name, errno: unix.EPERM, conds: []argCond{{arg: arg, op: opAnySet, val: setID}}}
+	}
+	opened := func(name string, flags, modeArg int) sysRule {
+		return sysRule{name: name, errno: unix.EPERM, conds: []argCond{{arg: flags, op: opAnySet, val: oCreate}, {arg: modeArg, op: opAnySet, val: setID}}}
+	}
+	return []sysRule{
+		mode("chmod", 1), mode("fchmod", 1), mode("fchmodat", 2), mode("fchmodat2", 2),
+		mode("creat", 1), mode("mknod", 1), mode("mknodat", 2),
+		opened("open", 1, 2), opened("openat", 2, 3),
+		{name: "openat2", errno: unix.ENOSYS},
+	}
+}
+
+// xattrRules refuse setting extended attributes, with EOPNOTSUPP, as a
+// file system without them answers (cp -a and rsync -X then go on
+// without them): a file capability (security.capability) written by a
+// command that is root in its user namespace, mapped to root on the
+// host, makes a program privileged on the host as set-user-ID root does,
+// and the attribute's name, behind a pointer, cannot be told apart (Nix's
+// build sandbox refuses them all the same way). Reading and removing
+// attributes stay allowed.
+func xattrRules() []sysRule {
+	var rules []sysRule
+	for _, n := range []string{"setxattr", "lsetxattr", "fsetxattr", "setxattrat"} {
+		rules = append(rules, sysRule{name: n, errno: unix.EOPNOTSUPP})
 	}
 	return rules
 }

@@ -176,3 +176,248 @@ func jwt(s string) bool {
 	}
 	return runOf(parts[0], urlSafe) == len(parts[0]) && runOf(parts[1], urlSafe) == len(parts[1]) && runOf(parts[2], urlSafe) >= 16
 }
+
+// urlPassword reports whether v holds a URL with a password: a scheme,
+// "://", a user (perhaps empty), ":", a password and "@", found by the
+// text rather than by a URL parser, so that a password a parser would
+// cut short or refuse ("pa#ss", "s3cr%t", "Gu3st/pw", "pa ss") still
+// counts, and every URL of v is looked at (a list of index URLs). A port
+// is no password: "localhost:8080/@vite" and "h:8443/x?mail=a@b" pass.
+func urlPassword(v string) bool {
+	for i := 0; ; {
+		j := strings.Index(v[i:], "://")
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		i = at + 3
+		s := at
+		for s > 0 && schemeChar(v[s-1]) {
+			s--
+		}
+		for s < at && !letter(v[s]) {
+			s++
+		}
+		if s < at && credentials(v[i:], true) {
+			return true
+		}
+	}
+}
+
+// credentials reports whether s begins with user:password@ (the user
+// empty only if emptyUser), the password neither a port nor part of
+// another URL.
+func credentials(s string, emptyUser bool) bool {
+	u := runOf(s, userChar)
+	if u == len(s) || s[u] != ':' || u == 0 && !emptyUser {
+		return false
+	}
+	rest := s[u+1:]
+	if k := strings.Index(rest, "://"); k >= 0 {
+		rest = rest[:k] // another URL's: a password holds no "://"
+	}
+	pw, _, ok := strings.Cut(rest, "@")
+	return ok && !port(pw)
+}
+
+// port reports whether what follows a host's colon, up to an "@" further
+// on, is a port and the rest of the URL rather than a password: up to
+// five digits ending the URL's authority, where the "@" is then in a
+// path that goes on ("/@vite/client", "/api/x@y") or in a query or
+// fragment.
+func port(pw string) bool {
+	d := 0
+	for d < len(pw) && d < 5 && '0' <= pw[d] && pw[d] <= '9' {
+		d++
+	}
+	if d == 0 || d == len(pw) {
+		return false
+	}
+	switch pw[d] {
+	case '?', '#', ' ', '\t', '\n', '\r', ',', ';':
+		return true
+	case '/':
+		tail := pw[d+1:]
+		return tail == "" || strings.ContainsAny(tail, "/?#=")
+	}
+	return false
+}
+
+// bareCredentials reports whether a word of v (v split on white space,
+// commas and semicolons) is user:password@host without a scheme
+// (HTTP_PROXY=u:p@proxy:3128). A container image's digest
+// (nginx:1.25@sha256:…), a path (/opt/node@18/bin:/bin), an address
+// with a scheme of no "//" (mailto:me@example.com) and a host's port
+// are no credentials.
+func bareCredentials(v string) bool {
+	for _, w := range strings.FieldsFunc(v, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f' || r == ',' || r == ';'
+	}) {
+		if strings.Contains(w, "://") {
+			continue
+		}
+		left, host, ok := strings.Cut(w, "@")
+		if !ok || host == "" || !(alnum(host[0]) || host[0] == '[') || digest(host) {
+			continue
+		}
+		if k := strings.LastIndexAny(left, `="'(<`); k >= 0 {
+			left = left[k+1:]
+		}
+		user, _, _ := strings.Cut(left, ":")
+		switch strings.ToLower(user) {
+		case "mailto", "sip", "sips", "xmpp", "tel", "im", "pres", "acct", "urn":
+			continue
+		}
+		if credentials(left+"@", false) && !strings.HasPrefix(left[len(user)+1:], "/") && len(left) > len(user)+1 {
+			return true
+		}
+	}
+	return false
+}
+
+// digest reports whether s begins with a content digest: an algorithm,
+// ":" and at least 32 hexadecimal digits (sha256:9f86…).
+func digest(s string) bool {
+	alg, rest, ok := strings.Cut(s, ":")
+	return ok && alg != "" && runOf(alg, alnum) == len(alg) && runOf(rest, hexDigit) >= 32
+}
+
+// secretParam reports whether v sets a secret-named key anywhere in it:
+// every "key=value" and "key: value" of a URL's query or fragment, a
+// connection string, a list of options or a JSON object (?token=…,
+// &sig=…, #access_token=…, Password = p;, password=p dbname=x,
+// "password": "p"), the key starting v or after one of ?&;,#{ white
+// space or a quote, white space allowed around the separator, the value
+// not empty. secretKey says which keys are secret.
+func secretParam(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] != '=' && v[i] != ':' || v[i] == ':' && strings.HasPrefix(v[i+1:], "//") {
+			continue
+		}
+		j := i + 1
+		for j < len(v) && (v[j] == ' ' || v[j] == '\t') {
+			j++
+		}
+		if j < len(v) && (v[j] == '"' || v[j] == '\'') {
+			j++
+		}
+		if j == len(v) || strings.IndexByte("&;,\"'}\n\r", v[j]) >= 0 {
+			continue
+		}
+		e := i
+		for e > 0 && (v[e-1] == ' ' || v[e-1] == '\t') {
+			e--
+		}
+		if e > 0 && (v[e-1] == '"' || v[e-1] == '\'') {
+			e--
+		}
+		s := e
+		for s > 0 && keyChar(v[s-1]) {
+			s--
+		}
+		if s == e || s > 0 && strings.IndexByte("?&;,#{ \t\n\r\"'", v[s-1]) < 0 {
+			continue
+		}
+		if secretKey(v[s:e]) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretKey reports whether a parameter's key names a secret. Its words
+// are its parts between characters that are not letters or digits, in
+// any case. A secret's key has a word SECRET, SIGNATURE, AUTH,
+// AUTHORIZATION, PASS, PASSCODE, PASSPHRASE, CRED, CREDS, CREDENTIAL(S),
+// BEARER or JWT, a word that spells PASSWORD (passwordLike: PWD, PW,
+// PASSWD) or ends in PASSWORD, PASSWD or SECRET (dbpassword,
+// clientsecret), or a last word KEY, TOKEN or SIG or one ending in
+// TOKEN, APIKEY, ACCESSKEY or SECRETKEY (api_key, accesstoken,
+// next_token); KEY or TOKEN before another word names something else
+// (key_file, sort-key-order, token_type). "monkey" and "keyboard" are no
+// secrets.
+func secretKey(k string) bool {
+	words := strings.FieldsFunc(strings.ToUpper(k), func(r rune) bool {
+		return !('A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	})
+	for i, w := range words {
+		switch w {
+		case "SECRET", "SIGNATURE", "AUTH", "AUTHORIZATION", "PASS", "PASSCODE", "PASSPHRASE",
+			"CRED", "CREDS", "CREDENTIAL", "CREDENTIALS", "BEARER", "JWT":
+			return true
+		}
+		if passwordLike(w) {
+			return true
+		}
+		for _, suf := range [...]string{"PASSWORD", "PASSWD", "SECRET"} {
+			if strings.HasSuffix(w, suf) {
+				return true
+			}
+		}
+		if i < len(words)-1 {
+			continue
+		}
+		switch w {
+		case "KEY", "TOKEN", "SIG":
+			return true
+		}
+		for _, suf := range [...]string{"TOKEN", "APIKEY", "ACCESSKEY", "SECRETKEY"} {
+			if strings.HasSuffix(w, suf) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// passwordLike reports whether the upper-case word w spells PASSWORD
+// short or misspelt: PW, PSW, PASSW, or letters that, in order, are some
+// of PASSWORD's, starting with P, with a W, ending in D (PWD, PSWD,
+// PWRD, PASSWD, PASSWRD, PASWORD, PASSWORD).
+func passwordLike(w string) bool {
+	switch w {
+	case "PW", "PSW", "PASSW":
+		return true
+	}
+	if len(w) < 3 || len(w) > len("PASSWORD") || w[0] != 'P' || w[len(w)-1] != 'D' || !strings.Contains(w, "W") {
+		return false
+	}
+	const p = "PASSWORD"
+	j := 0
+	for i := 0; i < len(w); i++ {
+		for j < len(p) && p[j] != w[i] {
+			j++
+		}
+		if j == len(p) {
+			return false
+		}
+		j++
+	}
+	return true
+}
+
+// passwordSuffix reports whether the upper-case word w ends in a word
+// passwordLike takes of three letters or more (ADMINPASSWRD, ROOTPWD),
+// OLDPWD (the previous working directory) excepted.
+func passwordSuffix(w string) bool {
+	if w == "OLDPWD" {
+		return false
+	}
+	for k := max(0, len(w)-len("PASSWORD")); k+3 <= len(w); k++ {
+		if w[k] == 'P' && passwordLike(w[k:]) {
+			return true
+		}
+	}
+	return false
+}
+
+func letter(c byte) bool     { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func schemeChar(c byte) bool { return alnum(c) || c == '+' || c == '-' || c == '.' }
+func keyChar(c byte) bool    { return alnum(c) || c == '_' || c == '-' || c == '.' }
+
+// userChar is a byte a URL's user may hold as the text writes it: not
+// white space, a control character, or a delimiter of the URL's
+// authority.
+func userChar(c byte) bool {
+	return c > ' ' && c != 0x7f && strings.IndexByte("/?#@:[]\"'<>\\", c) < 0
+}

@@ -91,3 +91,66 @@ func TestSecretNames(t *testing.T) {
 		}
 	}
 }
+
+// FuzzWithheldValue: the value parsers neither panic nor let a password
+// through because of what precedes it: a URL with a password or a
+// password parameter appended to any value withholds it, and a value
+// with neither ":", "=" nor "@" is withheld only for its form.
+func FuzzWithheldValue(f *testing.F) {
+	for _, v := range []string{
+		"postgres://app:pa#ss@db/x", "redis://:s3cr%t@h", "u:p@proxy:3128", "https://x/a https://u:p@y/b",
+		"?next_token=a&token=s", "Password = x;", `{"password": "x"}`, "http://localhost:5173/@vite",
+		"nginx:1.25@sha256:9f86d081", "/usr/bin:/bin", "git@github.com:o/r.git", "a://", "://@", ":@", "=",
+		"h:8443/x?m=a@b", "x:1/@", "sk-ant-api03-", "eyJ.eyJ.", "",
+	} {
+		f.Add(v, "")
+	}
+	f.Fuzz(func(t *testing.T, v, name string) {
+		Withheld(name)
+		WithheldValue(v)
+		if !WithheldValue(v + " postgres://u:p@h/db") {
+			t.Errorf("%q followed by a URL with a password passes", v)
+		}
+		if !WithheldValue(v + "&password=x") {
+			t.Errorf("%q followed by a password parameter passes", v)
+		}
+		if !strings.ContainsAny(v, ":=@") && WithheldValue(v) != secretForm(v) {
+			t.Errorf("%q: withheld %v, of a secret's form %v", v, WithheldValue(v), secretForm(v))
+		}
+	})
+}
+
+// BenchmarkWithheldValue measures the value check on a developer's
+// usual variables and on 1 MiB values built to make a parser go back
+// over what it has read (many URLs, keys and separators, one long word).
+func BenchmarkWithheldValue(b *testing.B) {
+	const mib = 1 << 20
+	for _, bc := range []struct {
+		name string
+		vals []string
+	}{
+		{"usual", []string{
+			"/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin:/home/u/go/bin", "/home/u", "en_US.UTF-8", "xterm-256color",
+			"postgres://app:hunter2@db.internal:5432/prod", "https://x/simple https://y/simple", "-mod=mod -trimpath",
+			"di=01;34:ln=01;36:so=01;35:pi=40;33:ex=01;32", "http://localhost:5173/@vite/client", "unix:path=/run/user/1000/bus",
+		}},
+		{"urls", []string{strings.Repeat("a://", mib/4)}},
+		{"keys", []string{strings.Repeat("k=v&", mib/4)}},
+		{"colons", []string{strings.Repeat("a:", mib/2)}},
+		{"word", []string{strings.Repeat("P", mib-2) + "D=x"}},
+		{"at", []string{strings.Repeat("a:b@", mib/4)}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			n := 0
+			for _, v := range bc.vals {
+				n += len(v)
+			}
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				for _, v := range bc.vals {
+					WithheldValue(v)
+				}
+			}
+		})
+	}
+}

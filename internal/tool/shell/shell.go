@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -448,12 +447,22 @@ func matches(pats []string, name string) bool {
 //   - names containing KEY, SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE or
 //     CREDENTIAL anywhere (APIKEY, DBPASSWORD, GOOGLE_CREDENTIALS);
 //   - names with a word PASS, PWD, PW, PAT, AUTH, AUTHORIZATION, BEARER,
-//     CREDS, DSN, COOKIE, SESSION, PRIVATE, JWT, WEBHOOK, SK, MNEMONIC,
-//     OTP, TOTP, MFA, OAUTH, OAUTH2, PASSCODE or SAS, or a word ending in
+//     CRED, CREDS, DSN, COOKIE, SESSION, PRIVATE, JWT, WEBHOOK, SK,
+//     MNEMONIC, OTP, TOTP, MFA, OAUTH, OAUTH2, PASSCODE, SAS or SALT, a
+//     last word LOGIN (SMTP_LOGIN; LOGIN_URL passes), a word ending in
 //     PASS (PGPASS, XPASS, MYSQL_PWD, GITHUB_PAT, NPM_AUTH, T_OAUTH,
-//     SENTRY_DSN, SESSION_COOKIE, WALLET_MNEMONIC), which as mere
-//     substrings would take PATH, PYTHONPATH or COMPASS too (COMPASS,
-//     BYPASS, SURPASS, PASSTHROUGH pass);
+//     SENTRY_DSN, SESSION_COOKIE, WALLET_MNEMONIC, LDAP_BIND_CRED,
+//     SIGNING_SALT), or a word that spells PASSWORD short or misspelt, or
+//     ends so (PSWD, PWRD, PASSWRD, ADMIN_PASSWRD, ROOTPWD: passwordLike),
+//     which as mere substrings would take PATH, PYTHONPATH or COMPASS too
+//     (COMPASS, BYPASS, SURPASS, PASSTHROUGH pass);
+//   - Bundler's credentials for a gem server, BUNDLE_ and the host with
+//     its dots as "__" (BUNDLE_GEMS__CONTRIBSYS__COM=user:pass), but not
+//     Bundler's own settings of that form (BUNDLE_BUILD__*,
+//     BUNDLE_MIRROR__*, BUNDLE_LOCAL__*, BUNDLE_GEM__TEST,
+//     BUNDLE_GITHUB__HTTPS);
+//   - a Kubernetes configuration given whole (KUBECONFIG_DATA,
+//     KUBE_CONFIG_DATA; KUBECONFIG, a list of paths, passes);
 //
 // except the few well-known names with such a word that hold no secret:
 // PWD and OLDPWD (the working directory), DBUS_SESSION_BUS_ADDRESS,
@@ -473,18 +482,27 @@ func Withheld(name string) bool {
 			return true
 		}
 	}
-	for _, w := range strings.FieldsFunc(u, func(r rune) bool {
+	if bundlerCredential(u) || strings.HasPrefix(u, "KUBECONFIG_") || strings.HasPrefix(u, "KUBE_CONFIG") {
+		return true
+	}
+	words := strings.FieldsFunc(u, func(r rune) bool {
 		return !('A' <= r && r <= 'Z' || '0' <= r && r <= '9')
-	}) {
+	})
+	for i, w := range words {
 		switch w {
-		case "PASS", "PWD", "PW", "PAT", "AUTH", "AUTHORIZATION", "BEARER", "CREDS", "DSN", "COOKIE", "SESSION", "PRIVATE", "JWT", "WEBHOOK", "SK",
-			"MNEMONIC", "OTP", "TOTP", "MFA", "OAUTH", "OAUTH2", "PASSCODE", "SAS":
+		case "PASS", "PWD", "PW", "PAT", "AUTH", "AUTHORIZATION", "BEARER", "CRED", "CREDS", "DSN", "COOKIE", "SESSION", "PRIVATE", "JWT",
+			"WEBHOOK", "SK", "MNEMONIC", "OTP", "TOTP", "MFA", "OAUTH", "OAUTH2", "PASSCODE", "SAS", "SALT":
 			return true
+		case "LOGIN":
+			if i == len(words)-1 && i > 0 {
+				return true
+			}
+			continue
 		case "COMPASS", "BYPASS", "SURPASS", "PASSTHROUGH", "PASSTHRU":
 			continue
 		}
 		// PASS fused with its system's name: PGPASS, XPASS, SMTPPASS.
-		if strings.HasSuffix(w, "PASS") {
+		if strings.HasSuffix(w, "PASS") || passwordSuffix(w) {
 			return true
 		}
 	}
@@ -493,35 +511,37 @@ func Withheld(name string) bool {
 	return strings.HasPrefix(u, "GIT_CONFIG_PARAMETERS") || strings.HasPrefix(u, "GIT_CONFIG_KEY_") || strings.HasPrefix(u, "GIT_CONFIG_VALUE_")
 }
 
-// WithheldValue reports whether a variable's value carries a secret: a
-// credential recognizable by its form (an API key or access token of a
-// known service, a JWT, a private key, an Azure account key: secretForm),
-// a URL with a password (postgres://user:pw@host/db, redis://:pw@host),
-// a password, key, token, secret or signature parameter of a URL's
-// query or a connection string (?password=p, ?api_key=k, &sig=s,
-// Password=p;). Such a variable is withheld whatever its name.
-func WithheldValue(v string) bool {
-	if secretForm(v) {
-		return true
+// bundlerCredential reports whether the upper-case name u is Bundler's
+// setting of a gem server's credentials: BUNDLE_ and a host name whose
+// dots are written "__", none of Bundler's own dotted settings.
+func bundlerCredential(u string) bool {
+	k, ok := strings.CutPrefix(u, "BUNDLE_")
+	if !ok || !strings.Contains(k, "__") {
+		return false
 	}
-	l := strings.ToLower(v)
-	// A password given as a parameter: a URL's query (libpq, JDBC:
-	// ?user=u&password=p) or a connection string (Password=p;).
-	for _, k := range [...]string{"password=", "passwd=", "pwd=", "api_key=", "apikey=", "api-key=", "access_token=", "token=",
-		"secret=", "client_secret=", "key=", "sig=", "auth=", "private_token="} {
-		if i := strings.Index(l, k); i >= 0 && (i == 0 || strings.ContainsRune("?&; ", rune(l[i-1]))) {
-			return true
+	for _, own := range [...]string{"BUILD__", "MIRROR__", "LOCAL__"} {
+		if strings.HasPrefix(k, own) {
+			return false
 		}
 	}
-	if !strings.Contains(v, "://") || !strings.Contains(v, "@") {
-		return false
-	}
-	u, err := url.Parse(strings.TrimSpace(strings.TrimPrefix(v, "jdbc:")))
-	if err != nil || u.User == nil {
-		return false
-	}
-	_, has := u.User.Password()
-	return has
+	// gem.coc, gem.test, ... (bundle gem's defaults), github.https.
+	return !(strings.HasPrefix(k, "GEM__") && strings.Count(k, "__") == 1) && k != "GITHUB__HTTPS"
+}
+
+// WithheldValue reports whether a variable's value carries a secret: a
+// credential recognizable by its form (an API key or access token of a
+// known service, a JWT, a private key, an Azure account key: secretForm);
+// a URL with a password, read from the text so that what a URL parser
+// refuses or cuts short counts too (postgres://u:pa#ss@db,
+// redis://:s3cr%t@h, amqp://guest:Gu3st/pw@h), any of the URLs of a list
+// (PIP_EXTRA_INDEX_URL="https://x/simple https://u:p@y/simple");
+// user:password@host without a scheme (HTTP_PROXY=u:p@proxy:3128); or a
+// secret-named key set anywhere in it, in a URL's query or fragment, a
+// connection string, options or JSON (?user=u&password=p,
+// ?next=1&token=t, Password = p;, "password": "p": secretParam). Such a
+// variable is withheld whatever its name.
+func WithheldValue(v string) bool {
+	return secretForm(v) || urlPassword(v) || bareCredentials(v) || secretParam(v)
 }
 
 func contains(xs []string, s string) bool {

@@ -242,6 +242,38 @@ func TestScrubEnv(t *testing.T) {
 		{"T_OAUTH", false},
 		{"GH_OAUTH2", false},
 		{"AZURE_SAS", false},
+		// CRED, misspelt passwords, a login, a salt, a whole kubeconfig,
+		// Bundler's gem server credentials.
+		{"LDAP_BIND_CRED", false},
+		{"ADMIN_PASSWRD", false},
+		{"ADMINPASSWRD", false},
+		{"DB_PSWD", false},
+		{"DB_PWRD", false},
+		{"DB_PASWORD", false},
+		{"ROOTPWD", false},
+		{"MYSQL_ROOT_PWD", false},
+		{"HTPASSWD", false},
+		{"SMTP_LOGIN", false},
+		{"SIGNING_SALT", false},
+		{"KUBECONFIG_DATA", false},
+		{"KUBE_CONFIG_DATA", false},
+		{"BUNDLE_GEMS__CONTRIBSYS__COM", false},
+		{"BUNDLE_CONTRIBSYS__COM", false},
+		{"BUNDLE_RUBYGEMS__PKG__GITHUB__COM", false},
+		{"BUNDLE_GEM__FURY__IO", false},
+		{"BUNDLE_PATH", true},
+		{"BUNDLE_GEMFILE", true},
+		{"BUNDLE_BUILD__NOKOGIRI", true},
+		{"BUNDLE_MIRROR__HTTPS://RUBYGEMS__ORG/", true},
+		{"BUNDLE_LOCAL__RACK", true},
+		{"BUNDLE_GEM__TEST", true},
+		{"BUNDLE_GITHUB__HTTPS", true},
+		{"KUBECONFIG", true},
+		{"LOGIN_URL", true},
+		{"LOGIN", true},
+		{"UPWARD_COMPAT", true},
+		{"POWERED_BY", true},
+		{"CROWD_URL", true},
 		{"BYPASS_CACHE", true},
 		{"PASSTHROUGH_ENV", true},
 		{"SKIP_TESTS", true},
@@ -290,32 +322,102 @@ func TestScrubEnv(t *testing.T) {
 	}
 }
 
-// A URL with a password is withheld whatever its name.
+// A URL with a password, a password without a scheme and a secret-named
+// parameter are withheld whatever the variable's name, also where a URL
+// parser would cut the password short or refuse the URL, in any URL of
+// a list and in any parameter of a query; ordinary URLs, ports, image
+// digests, paths and addresses pass.
 func TestWithheldValue(t *testing.T) {
-	for v, want := range map[string]bool{
-		"postgres://u:hunter2@db/x":                           true,
-		"redis://:redispw@h:6379/0":                           true,
-		"https://user:pw@example/x":                           true,
-		" mysql://root:root@127.0.0.1":                        true,
-		"postgresql://db.example/app?user=u&password=QUERYPW": true,
-		"jdbc:mysql://h/db?user=u&password=JDBCPW":            true,
-		"Server=x;Password=CONNPW;":                           true,
-		"jdbc:postgresql://u:pw@h/db":                         true,
-		"--pwdfile=x":                                         false,
-		"https://api.example/v1?api_key=QUERYKEY":             true,
-		"https://h/x?a=1&access_token=AT":                     true,
-		"https://acct.blob.core.windows.net/c?sv=1&sig=SIG":   true,
-		"https://maps.example/js?key=K":                       true,
-		"https://h/x?monkey=1":                                false,
-		"https://user@example/x":                              false, // no password
-		"http://127.0.0.1:8080":                               false,
-		"git@github.com:o/r.git":                              false,
-		"/usr/bin:/bin":                                       false,
-		"%zz://a:b@c":                                         false, // not a URL
-		"":                                                    false,
+	digest := "sha256:" + strings.Repeat("9f86d081", 8)
+	for _, tt := range []struct {
+		v    string
+		want bool
+	}{
+		{"postgres://u:hunter2@db/x", true},
+		{"redis://:redispw@h:6379/0", true},
+		{"https://user:pw@example/x", true},
+		{" mysql://root:root@127.0.0.1", true},
+		{"postgresql://db.example/app?user=u&password=QUERYPW", true},
+		{"jdbc:mysql://h/db?user=u&password=JDBCPW", true},
+		{"Server=x;Password=CONNPW;", true},
+		{"jdbc:postgresql://u:pw@h/db", true},
+		{"https://api.example/v1?api_key=QUERYKEY", true},
+		{"https://h/x?a=1&access_token=AT", true},
+		{"https://acct.blob.core.windows.net/c?sv=1&sig=SIG", true},
+		{"https://maps.example/js?key=K", true},
+		{"https://user:@example/x", true}, // an empty password is still one
+		// A password a URL parser cuts short or refuses.
+		{"postgres://app:pa#ss@db.internal:5432/prod", true},
+		{"redis://:s3cr%t@cache:6379/0", true},
+		{"postgres://app:pa ss@db/prod", true},
+		{"amqp://guest:Gu3st/pw@rabbit:5672/", true},
+		{"postgres://u:8/abc+def@h/db", true},
+		{"postgres://u:12345@h/db", true},
+		{"mongodb+srv://u:hunter2@cluster0.x.mongodb.net/?retryWrites=true", true},
+		{"https://user:pw@[::1]:80/", true},
+		{"%zz://a:b@c", true}, // a URL no parser takes still carries its password
+		// Every URL of a list.
+		{"https://x/simple https://u:p@other/simple", true},
+		{"https://x/simple,https://u:p@other/simple", true},
+		{"https://x/simple;https://u:p@other/simple", true},
+		{"https://__token__:pypi-AgEIcHlwaS5vcmc@pypi/simple https://u:p@other", true},
+		// No scheme.
+		{"u:p@proxy:3128", true},
+		{"--proxy=u:p@proxy:3128", true},
+		{"alice:Hunter2pass@10.0.0.1", true},
+		// Every parameter, not the first look-alike only.
+		{"https://api.x.com/cb?next_token=a&token=SEKRETSEKRET", true},
+		{"https://h/x?monkey=1&key=SEKRETSEKRET", true},
+		{"https://h/cb#access_token=AT&state=s", true},
+		{"https://h/x?X-Amz-Credential=AKID%2F20261206&X-Amz-Signature=abc", true},
+		{"https://h/x?clientSecret=s", true},
+		// key = value, key: value, white space around.
+		{"Server=tcp:x.database.windows.net;User ID=u;Password = hunter2;", true},
+		{"host=db user=u password=hunter2 dbname=x", true},
+		{"host=db user=u\tpassword=hunter2", true},
+		{"Password\t=\thunter2", true},
+		{"user: u\npassword: hunter2", true},
+		{`{"host":"db","password":"hunter2"}`, true},
+		{"Authorization: Bearer abc", true},
+		{"db_passwrd=x", true},
+		{"--password=x", true},
+		// These pass.
+		{"--pwdfile=x", false},
+		{"https://h/x?monkey=1", false},
+		{"https://h/x?token=", false}, // no value
+		{"password=", false},
+		{"https://user@example/x", false}, // no password
+		{"https://abc@o1.ingest.sentry.io/1", false},
+		{"http://127.0.0.1:8080", false},
+		{"http://localhost:5173/@vite/client", false},
+		{"http://localhost:5173/@fs/src/x.ts", false},
+		{"https://h.example:8443/x?email=a@b.example", false},
+		{"https://h.example:8443/api/users/@me", false},
+		{"http://localhost:8080 and me@x.example", false},
+		{"https://registry.npmjs.org/@scope%2fpkg", false},
+		{"git+ssh://git@github.com/o/r.git", false},
+		{"ssh://git@github.com:22/o/r.git", false},
+		{"git@github.com:o/r.git", false},
+		{"nginx:1.25@" + digest, false},
+		{"mailto:me@example.com", false},
+		{"/usr/bin:/bin", false},
+		{"/usr/bin:/opt/node@18/bin:/bin", false},
+		{"bin:/opt/node@18/bin", false},
+		{"user@host", false},
+		{"localhost:8080", false},
+		{"12:30:45", false},
+		{"2026-12-05T12:30:45Z", false},
+		{"di=01;34:ln=01;36:so=01;35", false},
+		{"-mod=mod -trimpath", false},
+		{"--sort-key-order=asc", false},
+		{"https://h/x?sort=key:asc", false},
+		{"keyboard=us", false},
+		{"ssl_key_file=/etc/x.pem", false},
+		{"token_type=bearer", false},
+		{"", false},
 	} {
-		if got := WithheldValue(v); got != want {
-			t.Errorf("WithheldValue(%q) = %v, want %v", v, got, want)
+		if got := WithheldValue(tt.v); got != tt.want {
+			t.Errorf("WithheldValue(%q) = %v, want %v", tt.v, got, tt.want)
 		}
 	}
 	env := ScrubEnv([]string{"DATABASE_URL=postgres://u:hunter2@db/x", "APP_URL=http://h"}, nil)
