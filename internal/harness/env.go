@@ -227,14 +227,12 @@ func (w *workspace) envShellConfig(dir string, extra ...string) shell.Config {
 // environment: it halts the session's container (every process in it
 // dies, whatever it did) and runs the checks in a fresh container from
 // the session's image ID, with the session container's mounts, limits
-// and lockdown, which it removes afterwards. The caller starts the
-// session's container again (Resume). Facts are where the checks ran.
-// The error is an environment that could not be had; failing checks are
-// a summary.
-func (v *envState) checks(ctx context.Context, r *validate.Runner, shellCfg func(string, ...string) shell.Config) (sum validate.Summary, log string, facts any, err error) {
-	if err := v.env.Halt(ctx); err != nil {
-		return sum, "", nil, fmt.Errorf("halt the session's container: %w", err)
-	}
+// and lockdown; the fresh container starts while the session's is
+// halted, and is removed while the session's starts again (Resume,
+// warned about through warn when it fails). Facts are where the checks
+// ran. The error is an environment that could not be had; failing
+// checks are a summary.
+func (v *envState) checks(ctx context.Context, r *validate.Runner, shellCfg func(string, ...string) shell.Config, warn func(string)) (sum validate.Summary, log string, facts any, err error) {
 	cfg := v.base
 	f := v.env.Facts()
 	// The image the session started from, by ID: a tag moved since (or
@@ -242,27 +240,50 @@ func (v *envState) checks(ctx context.Context, r *validate.Runner, shellCfg func
 	cfg.Image = cmp.Or(f.ImageID, cfg.Image)
 	cfg.Workdir = v.env.Workdir()
 	cfg.Session = cfg.Session + "-checks"
-	fresh, err := v.engine.Start(ctx, cfg)
-	if err != nil {
-		return sum, "", nil, fmt.Errorf("start a fresh container for the checks: %w", err)
+	type started struct {
+		env *container.Env
+		err error
 	}
-	defer func() {
-		if cerr := fresh.Close(ctx); cerr != nil && err == nil {
-			err = fmt.Errorf("remove the checks' container: %w", cerr)
-		}
+	fresh := make(chan started, 1)
+	go func() {
+		e, err := v.engine.Start(ctx, cfg)
+		fresh <- started{e, err}
 	}()
+	herr := v.env.Halt(ctx)
+	st := <-fresh
+	defer func() {
+		// The checks' container goes while the session's starts again.
+		var wg sync.WaitGroup
+		if st.env != nil {
+			wg.Go(func() {
+				if cerr := st.env.Close(ctx); cerr != nil {
+					warn(fmt.Sprintf("the checks' container could not be removed: %v", cerr))
+				}
+			})
+		}
+		if rerr := v.env.Resume(context.WithoutCancel(ctx)); rerr != nil {
+			warn(fmt.Sprintf("the task environment's container could not be started again: %v", rerr))
+		}
+		wg.Wait()
+	}()
+	if herr != nil {
+		return sum, "", nil, fmt.Errorf("halt the session's container: %w", herr)
+	}
+	if st.err != nil {
+		return sum, "", nil, fmt.Errorf("start a fresh container for the checks: %w", st.err)
+	}
 	rr := *r
 	rr.NewShell = func() validate.Shell {
-		sh, err := fresh.NewShell(shellCfg(fresh.Workspace(), checkEnv()...))
+		sh, err := st.env.NewShell(shellCfg(st.env.Workspace(), checkEnv()...))
 		if err != nil {
-			return shell.New(shell.Config{Dir: fresh.Workspace(), Launcher: shell.LauncherFunc(func(*exec.Cmd) error {
+			return shell.New(shell.Config{Dir: st.env.Workspace(), Launcher: shell.LauncherFunc(func(*exec.Cmd) error {
 				return fmt.Errorf("the checks' container: %w", err)
 			})})
 		}
 		return sh
 	}
 	sum, res := rr.Run(ctx)
-	return sum, res.Stdout + res.Stderr, fresh.Facts(), nil
+	return sum, res.Stdout + res.Stderr, st.env.Facts(), nil
 }
 
 // closeChild removes the container of an isolated sub-agent's copy.

@@ -946,16 +946,13 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 	var facts any
 	if s.w.envs != nil {
 		var err error
-		sum, log, facts, err = s.w.envs.checks(ctx, r, s.w.envShellConfig)
+		sum, log, facts, err = s.w.envs.checks(ctx, r, s.w.envShellConfig, s.warn)
 		if err != nil {
 			// The checks could not be had where nothing of the model's
 			// runs: no check runs, and the verdict is a failure that says
 			// why.
 			sum = validate.Summary{Command: r.Env.Test, Unit: "tests", ExitCode: -1, Setup: "run the checks in a fresh container"}
 			log = err.Error()
-		}
-		if rerr := s.w.envs.env.Resume(context.WithoutCancel(ctx)); rerr != nil {
-			s.warn(fmt.Sprintf("the task environment's container could not be started again: %v", rerr))
 		}
 	} else {
 		var res tool.Result
