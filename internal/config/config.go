@@ -191,7 +191,7 @@ type Changes struct {
 // in (package container). Image is an image reference ("" for the host);
 // Workdir where the workspace is mounted in it ("" for the image's
 // working directory); Engine podman or docker ("" for the first that
-// works). Only a trusted configuration may set Image.
+// works). Only a trusted configuration may set Image and Workdir.
 type Env struct {
 	Image   string `toml:"image"`
 	Workdir string `toml:"workdir"`
@@ -333,6 +333,14 @@ func (c *Config) restrict() []string {
 		// The image decides what the tests run against.
 		ign = append(ign, "env.image")
 		c.Env.Image = ""
+	}
+	if c.Env.Workdir != "" {
+		// Where the workspace is mounted decides which of the image's
+		// files it covers: over a directory of the image's PATH (or one
+		// holding it), the workspace's files replace the image's
+		// programs, the test runner included.
+		ign = append(ign, "env.workdir")
+		c.Env.Workdir = ""
 	}
 	for _, f := range c.Agents {
 		ign = append(ign, f.Path)

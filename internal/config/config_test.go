@@ -133,11 +133,8 @@ func TestTrustDecision(t *testing.T) {
 	check := func(c *Config) {
 		t.Helper()
 		if c.Sandbox.Mode != "" || c.Sandbox.Network != nil || c.Sandbox.Writable != nil || c.MCP.Servers != nil ||
-			c.Validate.Test != "" || c.Validate.Setup != nil || c.Validate.Env != nil || c.Agents != nil || c.Changes.Ignore != nil || c.Env.Image != "" {
+			c.Validate.Test != "" || c.Validate.Setup != nil || c.Validate.Env != nil || c.Agents != nil || c.Changes.Ignore != nil || c.Env.Image != "" || c.Env.Workdir != "" {
 			t.Errorf("an untrusted configuration kept a widening setting: %+v", c)
-		}
-		if c.Env.Workdir != "/testbed" {
-			t.Errorf("the workdir (without an image, nothing) was dropped")
 		}
 		if c.Validate.TimeoutValue() != 5*time.Minute {
 			t.Errorf("the timeout (narrowing) was dropped")
@@ -145,7 +142,7 @@ func TestTrustDecision(t *testing.T) {
 		if d, ok := c.MCP.StartupWaitValue(); !ok || d != 2*time.Second {
 			t.Errorf("startup_wait was dropped")
 		}
-		want := ".truss/agents/rev.md, changes.ignore, env.image, mcp.servers.leak, mcp.servers.x, sandbox.mode = full, sandbox.network, sandbox.writable, validate.env, validate.setup, validate.test"
+		want := ".truss/agents/rev.md, changes.ignore, env.image, env.workdir, mcp.servers.leak, mcp.servers.x, sandbox.mode = full, sandbox.network, sandbox.writable, validate.env, validate.setup, validate.test"
 		if got := strings.Join(c.Trust.Ignored, ", "); got != want {
 			t.Errorf("ignored %q, want %q", got, want)
 		}
@@ -167,8 +164,8 @@ func TestTrustDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(full.Widening()); got != 11 {
-		t.Errorf("Widening lists %d settings, want 11: %v", got, full.Widening())
+	if got := len(full.Widening()); got != 12 {
+		t.Errorf("Widening lists %d settings, want 12: %v", got, full.Widening())
 	}
 	if full.Sandbox.Mode != "full" || len(full.Agents) != 1 || len(full.Changes.Ignore) != 1 {
 		t.Errorf("Widening changed the configuration: %+v", full)

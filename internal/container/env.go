@@ -403,8 +403,9 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 
 // lockdown are the run flags that take from the container's processes
 // what no task needs: gaining privileges by exec (setuid and file
-// capabilities), making device nodes, raw sockets and audit writes.
-var lockdown = []string{"--security-opt", "no-new-privileges", "--cap-drop", "MKNOD", "--cap-drop", "NET_RAW", "--cap-drop", "AUDIT_WRITE"}
+// capabilities), making device nodes, raw sockets, audit writes and
+// tracing processes of other users (CAP_SYS_PTRACE).
+var lockdown = []string{"--security-opt", "no-new-privileges", "--cap-drop", "MKNOD", "--cap-drop", "NET_RAW", "--cap-drop", "AUDIT_WRITE", "--cap-drop", "SYS_PTRACE"}
 
 // makeStateDir makes the session's state directory in the first of the
 // system's temporary directory and $XDG_RUNTIME_DIR that lies outside the

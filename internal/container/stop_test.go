@@ -87,7 +87,8 @@ func waitFor(t *testing.T, ok func() bool) {
 }
 
 // TestLockedDown: the container's processes cannot gain privileges by
-// exec (no_new_privs) and have no CAP_MKNOD or CAP_NET_RAW.
+// exec (no_new_privs) and have no CAP_MKNOD, CAP_NET_RAW, CAP_AUDIT_WRITE
+// or CAP_SYS_PTRACE.
 func TestLockedDown(t *testing.T) {
 	_, env := startEnv(t, Config{})
 	out := mustRun(t, newShell(t, env), `busybox grep -E '^(NoNewPrivs|CapEff)' /proc/self/status`)
@@ -100,7 +101,7 @@ func TestLockedDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for name, bit := range map[string]uint{"CAP_MKNOD": 27, "CAP_NET_RAW": 13, "CAP_AUDIT_WRITE": 29} {
+			for name, bit := range map[string]uint{"CAP_MKNOD": 27, "CAP_NET_RAW": 13, "CAP_AUDIT_WRITE": 29, "CAP_SYS_PTRACE": 19} {
 				if caps&(1<<bit) != 0 {
 					t.Errorf("the container's processes have %s: CapEff %s", name, v)
 				}

@@ -20,6 +20,7 @@ import (
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/tool/fs"
 	"github.com/trussdev/truss/internal/tool/shell"
+	"github.com/trussdev/truss/internal/validate"
 )
 
 // The task environment (docs/environments.md): with an image, the
@@ -176,7 +177,7 @@ func (w *workspace) envShellIn(dir string) *shell.Session {
 	// The host's variables, its temporary directory and its build caches
 	// are the host's: the image's environment is in force, with the
 	// project's configured variables.
-	cfg := shell.Config{Dir: dir, Timeout: w.timeout, SetEnv: w.cfg.Validate.EnvList()}
+	cfg := w.envShellConfig(dir)
 	env, err := w.envs.envFor(dir)
 	if err == nil {
 		cfg, err = env.ShellConfig(cfg)
@@ -215,13 +216,74 @@ func (v *envState) envFor(dir string) (*container.Env, error) {
 	return env, nil
 }
 
-// stopEnv kills every process in the session's container but its init
-// and supervisor (container.Env.StopAll); nil on the host.
-func (w *workspace) stopEnv(ctx context.Context) error {
-	if w.envs == nil {
-		return nil
+// envShellConfig is the configuration of a shell in dir in the task
+// environment: the image's environment with the project's configured
+// variables, and extra.
+func (w *workspace) envShellConfig(dir string, extra ...string) shell.Config {
+	return shell.Config{Dir: dir, Timeout: w.timeout, SetEnv: append(w.cfg.Validate.EnvList(), extra...)}
+}
+
+// checks runs the verification boundary's checks (r's) in a task
+// environment: it halts the session's container (every process in it
+// dies, whatever it did) and runs the checks in a fresh container from
+// the session's image ID, with the session container's mounts, limits
+// and lockdown; the fresh container starts while the session's is
+// halted, and is removed while the session's starts again (Resume,
+// warned about through warn when it fails). Facts are where the checks
+// ran. The error is an environment that could not be had; failing
+// checks are a summary.
+func (v *envState) checks(ctx context.Context, r *validate.Runner, shellCfg func(string, ...string) shell.Config, warn func(string)) (sum validate.Summary, log string, facts any, err error) {
+	cfg := v.base
+	f := v.env.Facts()
+	// The image the session started from, by ID: a tag moved since (or
+	// re-pointed by anyone) is not followed.
+	cfg.Image = cmp.Or(f.ImageID, cfg.Image)
+	cfg.Workdir = v.env.Workdir()
+	cfg.Session = cfg.Session + "-checks"
+	type started struct {
+		env *container.Env
+		err error
 	}
-	return w.envs.env.StopAll(ctx)
+	fresh := make(chan started, 1)
+	go func() {
+		e, err := v.engine.Start(ctx, cfg)
+		fresh <- started{e, err}
+	}()
+	herr := v.env.Halt(ctx)
+	st := <-fresh
+	defer func() {
+		// The checks' container goes while the session's starts again.
+		var wg sync.WaitGroup
+		if st.env != nil {
+			wg.Go(func() {
+				if cerr := st.env.Close(ctx); cerr != nil {
+					warn(fmt.Sprintf("the checks' container could not be removed: %v", cerr))
+				}
+			})
+		}
+		if rerr := v.env.Resume(context.WithoutCancel(ctx)); rerr != nil {
+			warn(fmt.Sprintf("the task environment's container could not be started again: %v", rerr))
+		}
+		wg.Wait()
+	}()
+	if herr != nil {
+		return sum, "", nil, fmt.Errorf("halt the session's container: %w", herr)
+	}
+	if st.err != nil {
+		return sum, "", nil, fmt.Errorf("start a fresh container for the checks: %w", st.err)
+	}
+	rr := *r
+	rr.NewShell = func() validate.Shell {
+		sh, err := st.env.NewShell(shellCfg(st.env.Workspace(), checkEnv()...))
+		if err != nil {
+			return shell.New(shell.Config{Dir: st.env.Workspace(), Launcher: shell.LauncherFunc(func(*exec.Cmd) error {
+				return fmt.Errorf("the checks' container: %w", err)
+			})})
+		}
+		return sh
+	}
+	sum, res := rr.Run(ctx)
+	return sum, res.Stdout + res.Stderr, st.env.Facts(), nil
 }
 
 // closeChild removes the container of an isolated sub-agent's copy.

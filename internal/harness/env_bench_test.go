@@ -72,3 +72,29 @@ func fixtureB(b *testing.B) Options {
 		Sandbox: SandboxOptions{Fallback: sandbox.FallbackNone}, Validation: ValidationOptions{Off: true},
 		MCP: MCPOptions{Off: true}, Spawn: SpawnOptions{Off: true}}
 }
+
+// BenchmarkEnvBoundary is the verification boundary of a task
+// environment with a check that does nothing (`true`): halting the
+// session's container, a fresh container's start, the check, its
+// removal and the session's container started again.
+func BenchmarkEnvBoundary(b *testing.B) {
+	_, ref := testImage(b)
+	ctx := context.Background()
+	o := fixtureB(b)
+	o.Env, o.NoModel = "image:"+ref, true
+	o.Validation = ValidationOptions{TestCmd: "true"}
+	s, err := Open(ctx, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		v, err := s.Validate(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v == nil || !v.OK {
+			b.Fatalf("the check failed: %+v", v)
+		}
+	}
+}

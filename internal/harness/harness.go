@@ -925,11 +925,15 @@ func (s *Session) Compact(ctx context.Context) (*compact.Record, error) {
 // "after the task", "in the background" after it, or "on demand".
 // Nothing the model started runs during it: the model's shell and the
 // escalated ones are killed with everything they started (background
-// jobs and daemons too), and in a task environment every process in the
-// container but its init and supervisor, so no process of the model's
-// can change the workspace while the checks read it, nor answer for the
-// checks' shell. When that fails, no check runs and the verdict fails. The next command starts a new
-// shell, with the saved directory and variables.
+// jobs and daemons too). In a task environment the session's container
+// is halted (every process in it killed, its init included) and the
+// checks run in a fresh container from the session's image ID with the
+// workspace mounted, so nothing a command did to the session's
+// container (processes, programs replaced outside the workspace, a
+// traced init) takes part in them; the session's container is started
+// again afterwards. When that fails, no check runs and the verdict
+// fails. The next command starts a new shell, with the saved directory
+// and variables.
 func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 	r := s.w.runner
 	if r == nil || ctx.Err() != nil {
@@ -939,11 +943,17 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 	s.escalated.stop()
 	var sum validate.Summary
 	var log string
-	if err := s.w.stopEnv(ctx); err != nil {
-		// A process the model left could answer for the checks' shell:
-		// no check runs, and the verdict is a failure that says why.
-		sum = validate.Summary{Command: r.Env.Test, Unit: "tests", ExitCode: -1, Setup: "stop the processes left in the task environment"}
-		log = err.Error()
+	var facts any
+	if s.w.envs != nil {
+		var err error
+		sum, log, facts, err = s.w.envs.checks(ctx, r, s.w.envShellConfig, s.warn)
+		if err != nil {
+			// The checks could not be had where nothing of the model's
+			// runs: no check runs, and the verdict is a failure that says
+			// why.
+			sum = validate.Summary{Command: r.Env.Test, Unit: "tests", ExitCode: -1, Setup: "run the checks in a fresh container"}
+			log = err.Error()
+		}
 	} else {
 		var res tool.Result
 		sum, res = r.Run(ctx)
@@ -951,8 +961,8 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 	}
 	if s.rec != nil {
 		v := map[string]any{"boundary": true, "when": when, "env": r.Env, "summary": sum}
-		if f := s.w.envFacts(); f != nil {
-			v["environment"] = f // the checks ran in the task's image
+		if facts != nil {
+			v["environment"] = facts // the checks ran in a fresh container of the task's image
 		}
 		s.rec.Validation(v, []byte(log))
 	}
