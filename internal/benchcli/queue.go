@@ -312,6 +312,9 @@ func cmdBenchStatus(args []string, stdout, stderr io.Writer) error {
 		}
 		if n.url == "" {
 			n.url = qi.URL
+			if n.creds == "" && n.token == "" {
+				n.token = qi.Token
+			}
 		}
 		if name == "" {
 			name = qi.Name

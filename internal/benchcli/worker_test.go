@@ -50,7 +50,7 @@ func TestWorkerPrivateDirGoneOnSIGTERM(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := t.TempDir()
-			cmd := exec.CommandContext(ctx, exe, "worker", "--nats", qi.URL, "--queue", q.Name(), "--id", "w")
+			cmd := exec.CommandContext(ctx, exe, "worker", "--nats", qi.WorkerURL(), "--queue", q.Name(), "--id", "w")
 			cmd.Env = append(os.Environ(), asTrussBench+"=1", "TMPDIR="+tmp, "TRUSS_HOME="+t.TempDir())
 			cmd.Env = append(cmd.Env, tc.env...)
 			var stdout bytes.Buffer

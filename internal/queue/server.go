@@ -2,7 +2,9 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -35,6 +37,16 @@ type Auth struct {
 	// NKeys are the public user NKeys ("U…") admitted; a client proves one
 	// with the seed (nats.NkeyOptionFromSeed, a .nk file).
 	NKeys []string
+}
+
+// NewToken returns a random token (128 bits, in hex, so that it can stand
+// in a URL: nats://TOKEN@host:port).
+func NewToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("queue: a token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 func (a Auth) set() bool { return a.Token != "" || a.User != "" || len(a.NKeys) > 0 }

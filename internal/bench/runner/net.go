@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,23 @@ type QueueInfo struct {
 	URL string `json:"url"`
 	// Name is the queue's name.
 	Name string `json:"name"`
+	// Token is the token the embedded server made for itself when it was
+	// given no credentials: it admits a worker's permissions only. The
+	// file is the user's alone (mode 0600, in the bench directory, which
+	// no agent and no grading sees).
+	Token string `json:"token,omitempty"`
+}
+
+// WorkerURL is the URL a worker on this machine connects with: URL with
+// the token, when the server made one.
+func (qi QueueInfo) WorkerURL() string {
+	if qi.Token == "" || strings.Contains(qi.URL, ",") {
+		return qi.URL
+	}
+	if s := strings.Index(qi.URL, "://"); s >= 0 {
+		return qi.URL[:s+3] + qi.Token + "@" + qi.URL[s+3:]
+	}
+	return qi.URL
 }
 
 // QueueInfoFile is the name of the queue's description in a bench
@@ -71,11 +89,27 @@ func OpenQueue(ctx context.Context, n Net, out string) (q *queue.Queue, close fu
 	}
 	name := queue.NameFor(abs)
 	var nc *nats.Conn
+	var token string
 	url := n.URL
 	if url == "" {
 		// Workers presenting an NKey may do what a worker of this queue
-		// needs, nothing more.
-		srv, err := queue.StartServer(ctx, queue.ServerConfig{Dir: filepath.Join(out, "queue"), Listen: n.Listen, Auth: n.Auth, Queue: name})
+		// needs, nothing more. A server given no credentials makes a
+		// token of its own: even on loopback, a port anyone on the
+		// machine reaches — a graded command with the network on
+		// included — must not read the jobs (their gold patches) or
+		// delete them.
+		// A coordinator started again on the same directory keeps the
+		// token, so that its workers reconnect.
+		auth := n.Auth
+		if auth.Token == "" && auth.User == "" && len(auth.NKeys) == 0 {
+			if qi, err := ReadQueueInfo(out); err == nil && validToken(qi.Token) {
+				token = qi.Token
+			} else if token, err = queue.NewToken(); err != nil {
+				return nil, close, err
+			}
+			auth.Token = token
+		}
+		srv, err := queue.StartServer(ctx, queue.ServerConfig{Dir: filepath.Join(out, "queue"), Listen: n.Listen, Auth: auth, Queue: name})
 		if err != nil {
 			return nil, close, err
 		}
@@ -96,11 +130,20 @@ func OpenQueue(ctx context.Context, n Net, out string) (q *queue.Queue, close fu
 	if err != nil {
 		return nil, close, err
 	}
-	b, _ := json.MarshalIndent(QueueInfo{URL: redact(url), Name: q.Name()}, "", "  ")
+	b, _ := json.MarshalIndent(QueueInfo{URL: redact(url), Name: q.Name(), Token: token}, "", "  ")
 	if err := writeAtomic(filepath.Join(out, QueueInfoFile), append(b, '\n')); err != nil {
 		return nil, close, err
 	}
 	return q, close, nil
+}
+
+// validToken reports whether t is a token queue.NewToken makes.
+func validToken(t string) bool {
+	if len(t) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(t)
+	return err == nil
 }
 
 // ReadQueueInfo reads DIR/queue.json.

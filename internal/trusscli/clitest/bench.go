@@ -76,7 +76,7 @@ func queueURL(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	qi, err := runner.ReadQueueInfo(ts.MkAbs(args[0]))
 	ts.Check(err)
-	ts.Setenv(args[1], qi.URL)
+	ts.Setenv(args[1], qi.WorkerURL())
 }
 
 // waitrunning DIR WORKER VAR: waits (up to two minutes) until WORKER runs
@@ -89,7 +89,7 @@ func waitRunning(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nc, err := queue.Connect(ctx, qi.URL, queue.ConnectOptions{Name: "test"})
+	nc, err := queue.Connect(ctx, qi.URL, queue.ConnectOptions{Name: "test", Token: qi.Token})
 	ts.Check(err)
 	defer nc.Close()
 	q, err := queue.Join(ctx, nc, qi.Name)
