@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -48,8 +47,43 @@ const (
 // bedrockDialect is the dialect name of the Bedrock routes' requests.
 const bedrockDialect = "bedrock"
 
-// sigV4 is the shape of a SigV4 Authorization header for Bedrock.
-var sigV4 = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=([A-Z0-9]{16,128})/(\d{8})/([a-z0-9-]+)/bedrock/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$`)
+// sigV4 is a SigV4 Authorization header's parts.
+type sigV4 struct {
+	key, date, region string
+	signed            []string
+	signature         string
+}
+
+// parseSigV4 reads a SigV4 Authorization header for Bedrock:
+// "AWS4-HMAC-SHA256 Credential=KEY/YYYYMMDD/REGION/bedrock/aws4_request,
+// SignedHeaders=a;b;c, Signature=64 hex digits".
+func parseSigV4(auth string) (sigV4, bool) {
+	var v sigV4
+	rest, ok := strings.CutPrefix(auth, "AWS4-HMAC-SHA256 Credential=")
+	if !ok {
+		return v, false
+	}
+	cred, rest, ok1 := strings.Cut(rest, ", SignedHeaders=")
+	headers, sig, ok2 := strings.Cut(rest, ", Signature=")
+	if !ok1 || !ok2 {
+		return v, false
+	}
+	parts := strings.Split(cred, "/")
+	if len(parts) != 5 || parts[3] != "bedrock" || parts[4] != "aws4_request" {
+		return v, false
+	}
+	v.key, v.date, v.region, v.signature = parts[0], parts[1], parts[2], sig
+	only := func(s, chars string, min, max int) bool {
+		return len(s) >= min && len(s) <= max && strings.Trim(s, chars) == ""
+	}
+	if !only(v.key, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 16, 128) || !only(v.date, "0123456789", 8, 8) ||
+		!only(v.region, "abcdefghijklmnopqrstuvwxyz0123456789-", 1, 64) || !only(v.signature, "0123456789abcdef", 64, 64) ||
+		!only(headers, "abcdefghijklmnopqrstuvwxyz0123456789;-", 1, 4096) {
+		return v, false
+	}
+	v.signed = strings.Split(headers, ";")
+	return v, !slices.Contains(v.signed, "")
+}
 
 // bedrockSignatureMismatch is AWS's message for a signature that does not verify.
 const bedrockSignatureMismatch = "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details."
@@ -99,21 +133,21 @@ func (s *Server) bedrockAuth(r *http.Request, body []byte) (int, string, string)
 	if auth == "" {
 		return 403, "MissingAuthenticationTokenException", "Missing Authentication Token"
 	}
-	m := sigV4.FindStringSubmatch(auth)
-	if m == nil {
+	sig, ok := parseSigV4(auth)
+	if !ok {
 		return 403, "IncompleteSignatureException", "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' parameters (AWS4-HMAC-SHA256, service bedrock)."
 	}
-	if m[1] != BedrockAccessKeyID {
+	if sig.key != BedrockAccessKeyID {
 		return 403, "UnrecognizedClientException", "The security token included in the request is invalid."
 	}
 	when, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
-	if err != nil || !strings.HasPrefix(r.Header.Get("X-Amz-Date"), m[2]) {
+	if err != nil || !strings.HasPrefix(r.Header.Get("X-Amz-Date"), sig.date) {
 		return 403, "IncompleteSignatureException", "X-Amz-Date is missing or does not match the credential's date."
 	}
 	if d := time.Since(when); d > 15*time.Minute || d < -15*time.Minute {
 		return 403, "InvalidSignatureException", "Signature expired: " + r.Header.Get("X-Amz-Date") + " is now earlier or later than 15 minutes of the server's time."
 	}
-	signed := strings.Split(m[4], ";")
+	signed := sig.signed
 	if !slices.Contains(signed, "host") || !slices.Contains(signed, "x-amz-date") {
 		return 403, "InvalidSignatureException", bedrockSignatureMismatch
 	}
@@ -132,7 +166,7 @@ func (s *Server) bedrockAuth(r *http.Request, body []byte) (int, string, string)
 	}
 	sum := sha256.Sum256(body)
 	creds := aws.Credentials{AccessKeyID: BedrockAccessKeyID, SecretAccessKey: BedrockSecretAccessKey, SessionToken: r.Header.Get("X-Amz-Security-Token")}
-	if err := v4.NewSigner().SignHTTP(r.Context(), creds, again, hex.EncodeToString(sum[:]), "bedrock", m[3], when); err != nil ||
+	if err := v4.NewSigner().SignHTTP(r.Context(), creds, again, hex.EncodeToString(sum[:]), "bedrock", sig.region, when); err != nil ||
 		again.Header.Get("Authorization") != auth {
 		return 403, "InvalidSignatureException", bedrockSignatureMismatch
 	}

@@ -172,3 +172,38 @@ func FuzzBedrockFrames(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSigV4(t *testing.T) {
+	const sig = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	good := "AWS4-HMAC-SHA256 Credential=AKIASIMULATEDMODEL00/20261206/us-east-1/bedrock/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature=" + sig
+	v, ok := parseSigV4(good)
+	if !ok || v.key != "AKIASIMULATEDMODEL00" || v.date != "20261206" || v.region != "us-east-1" || strings.Join(v.signed, ",") != "content-type,host,x-amz-date" || v.signature != sig {
+		t.Errorf("%+v %v", v, ok)
+	}
+	for _, bad := range []string{
+		"", "Bearer x", strings.Replace(good, "/bedrock/", "/s3/", 1), strings.Replace(good, "20261206", "2026126", 1),
+		strings.Replace(good, "AKIASIMULATEDMODEL00", "akia", 1), strings.Replace(good, "host;", ";", 1), good[:len(good)-1],
+		strings.Replace(good, ", Signature=", ",Signature=", 1), strings.Replace(good, "us-east-1", "US", 1),
+	} {
+		if _, ok := parseSigV4(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// FuzzParseSigV4: any header parses or not without panicking; what parses
+// is written back as the same header.
+func FuzzParseSigV4(f *testing.F) {
+	f.Add("AWS4-HMAC-SHA256 Credential=AKIASIMULATEDMODEL00/20261206/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	f.Add("AWS4-HMAC-SHA256 Credential=a/b/c/d/e, SignedHeaders=, Signature=")
+	f.Fuzz(func(t *testing.T, auth string) {
+		v, ok := parseSigV4(auth)
+		if !ok {
+			return
+		}
+		again := "AWS4-HMAC-SHA256 Credential=" + v.key + "/" + v.date + "/" + v.region + "/bedrock/aws4_request, SignedHeaders=" + strings.Join(v.signed, ";") + ", Signature=" + v.signature
+		if again != auth {
+			t.Fatalf("%q read as %+v", auth, v)
+		}
+	})
+}
