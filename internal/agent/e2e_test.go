@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"golang.org/x/oauth2"
 
 	"github.com/trussdev/truss/examples"
@@ -60,6 +61,16 @@ var dialects = []dialect{
 	{"vertex", func(u string) provider.Provider {
 		return anthropicprov.New(anthropicprov.Config{BaseURL: u, Retry: fastRetry,
 			Vertex: &anthropicprov.Vertex{Region: "us-east5", Project: "sim-project", Token: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "sk-test"})}})
+	}},
+	// The Messages API through Amazon Bedrock's runtime: the model in the
+	// URL, Bedrock's version and the betas in the body, a SigV4 signature
+	// the simulated runtime verifies, the stream in AWS's event-stream
+	// framing (recorded as the API's request, which checkSpec validates).
+	{"bedrock", func(u string) provider.Provider {
+		return anthropicprov.New(anthropicprov.Config{BaseURL: u, Retry: fastRetry,
+			Bedrock: &anthropicprov.Bedrock{Region: "us-east-1", Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+				return aws.Credentials{AccessKeyID: sim.BedrockAccessKeyID, SecretAccessKey: sim.BedrockSecretAccessKey}, nil
+			})}})
 	}},
 	// Google's Gemini API: the key in x-goog-api-key, calls as whole
 	// functionCall parts (a Gemini 2.5 model: no ids, made ones).
@@ -189,7 +200,7 @@ func checkSpec(t *testing.T, dialect string, i int, body []byte) {
 	case "chat":
 		doc, err = apispec.OpenAI()
 		path = "/chat/completions"
-	case "anthropic", "vertex": // Vertex's request is the API's once the route is read
+	case "anthropic", "vertex", "bedrock": // the platforms' requests are the API's once the route is read
 		doc, err = apispec.Anthropic()
 		path = "/v1/messages"
 	case "responses", "azure": // Azure's body is OpenAI's

@@ -135,6 +135,16 @@ var dialects = []Dialect{
 		_, err := vertexConfig(context.Background(), e)
 		return err
 	}},
+	{Name: "bedrock", Wire: "anthropic", Platform: true, New: func(_ context.Context, e Endpoint) provider.Provider {
+		c, err := bedrockConfig(e)
+		if err != nil {
+			return failing{name: "anthropic", err: err}
+		}
+		return anthropicprov.New(c)
+	}, Check: func(e Endpoint) error {
+		_, err := bedrockConfig(e)
+		return err
+	}},
 	{Name: "azure", Wire: openaiprov.Dialect, New: func(_ context.Context, e Endpoint) provider.Provider {
 		c, err := openaiprov.NewAzure(azureConfig(e))
 		if err != nil {
@@ -189,7 +199,7 @@ func dialect(name string) (Dialect, bool) {
 	return Dialect{}, false
 }
 
-// DialectNames lists the dialects: "anthropic, responses, chat, ollama, gemini, vertex or azure".
+// DialectNames lists the dialects: "anthropic, responses, chat, ollama, gemini, vertex, bedrock or azure".
 func DialectNames() string {
 	var names []string
 	for _, d := range dialects {
@@ -284,6 +294,11 @@ var providers = []ProviderDef{
 		Detect:     "ANTHROPIC_VERTEX_PROJECT_ID", DetectNote: "Anthropic's models on Vertex AI", DefaultModel: "claude-sonnet-4-5@20250929",
 		Env:             []string{"ANTHROPIC_*", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_*"},
 		CredentialFiles: []string{"~/.config/gcloud"}},
+	{Name: "bedrock", Dialect: "bedrock", Title: "Anthropic's models on Amazon Bedrock",
+		Note:       "AWS_BEARER_TOKEN_BEDROCK, AWS_ACCESS_KEY_ID or an AWS profile (static keys or credential_process); --region or AWS_REGION",
+		BaseURLEnv: "ANTHROPIC_BEDROCK_BASE_URL", RegionEnv: []string{"AWS_REGION", "AWS_DEFAULT_REGION"},
+		DefaultModel: "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+		Env:          []string{"AWS_*", "ANTHROPIC_BEDROCK_BASE_URL"}, CredentialFiles: []string{"~/.aws"}},
 	{Name: "azure", Dialect: "azure", Title: "Azure OpenAI's Responses API", Note: "AZURE_OPENAI_API_KEY or an Entra ID token in AZURE_OPENAI_AD_TOKEN; --model names the deployment",
 		KeyEnv: "AZURE_OPENAI_API_KEY", TokenEnv: "AZURE_OPENAI_AD_TOKEN", VersionEnv: "AZURE_OPENAI_API_VERSION",
 		BaseURLEnv: "AZURE_OPENAI_ENDPOINT", BaseURLRequired: true, BaseURLHint: "the resource's address (https://RESOURCE.openai.azure.com)",
@@ -294,6 +309,9 @@ var providers = []ProviderDef{
 // simModel is the simulated model's default name for a dialect (its
 // wire's).
 func simModel(dialect string) string {
+	if dialect == "bedrock" {
+		return "anthropic.sim-claude-v1:0" // Bedrock's form, which the profiles map
+	}
 	switch wire(dialect) {
 	case "anthropic":
 		return "sim-claude"
@@ -424,7 +442,7 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// ProviderNames lists the providers: "chat, openai, ollama, anthropic, gemini, vertex, azure or sim".
+// ProviderNames lists the providers: "chat, openai, ollama, anthropic, gemini, vertex, bedrock, azure or sim".
 func ProviderNames() string { return orList(ProviderList()) }
 
 // firstEnv is the value of the first of names that is set.

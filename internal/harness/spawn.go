@@ -63,7 +63,7 @@ func (s *Session) addSpawn() error {
 			if m == s.opts.Model {
 				return s.prof.Prices
 			}
-			return surface.DefaultProfiles().Lookup(s.dialect, m).Prices
+			return surface.DefaultProfiles().Lookup(s.dialect, bedrockModel(m)).Prices
 		},
 		MaxTokens: s.prof.MaxOutput, MaxResultChars: s.opts.MaxResultChars, Agents: defs,
 		Limits:    subagent.Limits{MaxDepth: o.MaxDepth, MaxParallel: o.MaxParallel, Budget: agent.Budget{MaxTurns: o.MaxTurns}},

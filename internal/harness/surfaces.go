@@ -36,7 +36,7 @@ func typedSurface(name string) (dialect string, typed bool) {
 // pickSurface resolves the surface option for a dialect and model;
 // escalate declares the shell tools' escalation parameters.
 func pickSurface(name, dialect, providerName, model string, escalate bool) (*surface.Set, surface.Profile, error) {
-	prof := surface.DefaultProfiles().Lookup(dialect, model)
+	prof := surface.DefaultProfiles().Lookup(dialect, bedrockModel(model))
 	if d, typed := typedSurface(prof.Surface); typed && d != dialect {
 		prof.Surface = generic.Name // a typed surface's tools exist only in its own API
 	}

@@ -113,6 +113,8 @@ func New(s *Script) *Server {
 	srv.mux.HandleFunc("POST /openai/v1/responses", srv.azureResponses)
 	srv.mux.HandleFunc("POST /openai/responses", srv.azureResponses)
 	srv.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}", srv.vertexPredict)
+	srv.mux.HandleFunc("POST /model/{model}/invoke-with-response-stream", srv.bedrockInvoke(true))
+	srv.mux.HandleFunc("POST /model/{model}/invoke", srv.bedrockInvoke(false))
 	srv.mux.HandleFunc("POST /v1beta/models/{model}", srv.geminiGenerate)
 	srv.mux.HandleFunc("POST /token", srv.token)
 	srv.mux.HandleFunc("GET /v1/models", srv.models)

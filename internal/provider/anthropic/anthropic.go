@@ -67,6 +67,10 @@ type Config struct {
 	// (see Vertex): BaseURL, when set, replaces the region's address;
 	// APIKey is not sent.
 	Vertex *Vertex
+	// Bedrock, when set, reaches the Messages API through Amazon
+	// Bedrock's runtime (see Bedrock): BaseURL, when set, replaces the
+	// region's address; APIKey is not sent.
+	Bedrock *Bedrock
 }
 
 // ContextManagementBeta is the beta the context_management field needs.
@@ -92,6 +96,9 @@ func New(cfg Config) *Client {
 		if cfg.Vertex != nil {
 			base = VertexBaseURL(cfg.Vertex.Region)
 		}
+		if cfg.Bedrock != nil {
+			base = BedrockBaseURL(cfg.Bedrock.Region)
+		}
 	}
 	c.base = base
 	opts := []option.RequestOption{
@@ -105,6 +112,9 @@ func New(cfg Config) *Client {
 		// request, as on every platform.
 		opts = append(opts, option.WithMiddleware(cfg.Vertex.middleware()))
 		c.hint = "check the network, CLOUD_ML_REGION or ANTHROPIC_VERTEX_BASE_URL"
+	} else if cfg.Bedrock != nil {
+		opts = append(opts, option.WithMiddleware(cfg.Bedrock.middleware()))
+		c.hint = "check the network, AWS_REGION or ANTHROPIC_BEDROCK_BASE_URL"
 	} else {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
@@ -574,6 +584,10 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	if errors.As(err, &te) {
 		return &provider.Error{Provider: "anthropic", Kind: provider.ErrAuth, Err: err, Message: te.Error()}
 	}
+	var ce *credentialsError
+	if errors.As(err, &ce) {
+		return &provider.Error{Provider: "anthropic", Kind: provider.ErrAuth, Err: err, Message: ce.Error()}
+	}
 	var apierr *sdk.Error
 	if errors.As(err, &apierr) {
 		typ := string(apierr.Type())
@@ -627,6 +641,11 @@ func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 		// Vertex AI lists its publisher models in the Model Garden's API,
 		// another API than the Messages API's routes.
 		return nil, fmt.Errorf("anthropic: Vertex AI's Messages routes have no model list: %w", provider.ErrNotSupported)
+	}
+	if c.cfg.Bedrock != nil {
+		// Bedrock's runtime lists no models; its control plane's
+		// ListFoundationModels is another API.
+		return nil, fmt.Errorf("anthropic: Amazon Bedrock's runtime has no model list: %w", provider.ErrNotSupported)
 	}
 	pager := c.client.Models.ListAutoPaging(ctx, sdk.ModelListParams{})
 	var out []provider.ModelInfo

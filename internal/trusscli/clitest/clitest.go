@@ -158,11 +158,14 @@ func sandboxCondition(cond string) (bool, error) {
 // CLOUD_ML_REGION, ANTHROPIC_VERTEX_PROJECT_ID and
 // GOOGLE_APPLICATION_CREDENTIALS, a user's credential file in $WORK whose
 // token URI is the simulated model's token endpoint, whose tokens alone
-// the Vertex routes take). ROOT is the workspace the model names files in
-// by absolute path.
+// the Vertex routes take; for bedrock ANTHROPIC_BEDROCK_BASE_URL,
+// AWS_REGION and the simulated account's keys in AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY, the only ones whose signatures the Bedrock
+// routes accept, with the shared files pointed at $WORK/aws). ROOT is the
+// workspace the model names files in by absolute path.
 func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 && len(args) != 3 {
-		ts.Fatalf("usage: simserve ollama|chat|anthropic|responses|azure|gemini|vertex SCRIPT|demo [ROOT]")
+		ts.Fatalf("usage: simserve ollama|chat|anthropic|responses|azure|gemini|vertex|bedrock SCRIPT|demo [ROOT]")
 	}
 	b := examples.DemoScript
 	if args[1] != "demo" {
@@ -183,6 +186,8 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	case "vertex":
 		srv.APIKey = "sk-no-token-but-issued-ones"
 		srv.VertexProject = "sim-project"
+	case "bedrock":
+		srv.APIKey = "ABSK-sim-bedrock-key" // a Bedrock API key's, when one is sent
 	}
 	if len(args) == 3 {
 		srv.Root, err = filepath.EvalSymlinks(ts.MkAbs(args[2]))
@@ -220,6 +225,13 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Setenv("CLOUD_ML_REGION", "us-east5")
 		ts.Setenv("ANTHROPIC_VERTEX_PROJECT_ID", "sim-project")
 		ts.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
+	case "bedrock":
+		ts.Setenv("ANTHROPIC_BEDROCK_BASE_URL", base)
+		ts.Setenv("AWS_REGION", "us-east-1")
+		ts.Setenv("AWS_ACCESS_KEY_ID", sim.BedrockAccessKeyID)
+		ts.Setenv("AWS_SECRET_ACCESS_KEY", sim.BedrockSecretAccessKey)
+		ts.Setenv("AWS_CONFIG_FILE", ts.MkAbs("aws/config"))
+		ts.Setenv("AWS_SHARED_CREDENTIALS_FILE", ts.MkAbs("aws/credentials"))
 	default:
 		ts.Fatalf("unknown dialect %q", args[0])
 	}
@@ -308,7 +320,7 @@ func simCheck(ts *testscript.TestScript, neg bool, args []string) {
 			if r.Dialect != dialect {
 				ts.Fatalf("request %d came to the %s routes, not %s's", i, r.Dialect, dialect)
 			}
-		case "anthropic", "vertex": // Vertex's request is the API's once the route is read
+		case "anthropic", "vertex", "bedrock": // Vertex's and Bedrock's requests are the API's once the route is read
 			if r.Dialect != dialect {
 				ts.Fatalf("request %d came to the %s routes, not %s's", i, r.Dialect, dialect)
 			}

@@ -1,0 +1,69 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
+	"github.com/trussdev/truss/internal/provider/awsauth"
+	"github.com/trussdev/truss/internal/sim"
+)
+
+// bedrockConfig is the Messages adapter's configuration of an endpoint
+// through Amazon Bedrock: the region of the endpoint (--region,
+// AWS_REGION, AWS_DEFAULT_REGION) or else of the AWS profile, and the
+// credentials awsauth's chain finds (a Bedrock API key, the environment's
+// keys, the shared files' static keys or credential_process). The
+// simulated model gets its own account's keys and us-east-1 when no
+// region is given. Every refusal is a *ConfigError naming what to set.
+func bedrockConfig(e Endpoint) (anthropicprov.Config, error) {
+	c := anthropicprov.Config{BaseURL: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry, ServerTools: e.ServerTools,
+		ThinkingBudget: int64(settings(e).ThinkingTokens), ContextManagement: e.ContextManagement}
+	b := &anthropicprov.Bedrock{Region: e.Region}
+	if e.Project != "" {
+		return c, configErrorf("--project is for provider vertex, not bedrock (an AWS account is its credentials')")
+	}
+	if e.Sim {
+		b.Region = cmpOr(b.Region, "us-east-1")
+		b.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: sim.BedrockAccessKeyID, SecretAccessKey: sim.BedrockSecretAccessKey}, nil
+		})
+		c.Bedrock = b
+		return c, nil
+	}
+	home, _ := os.UserHomeDir()
+	r, err := awsauth.Resolve(os.Getenv, home)
+	if err != nil {
+		return c, configErrorf("provider bedrock: %v", err)
+	}
+	b.Region = cmpOr(b.Region, r.Region)
+	if b.Region == "" {
+		return c, configErrorf("provider bedrock needs a region: --region, AWS_REGION, or region in the profile's section of the AWS config file")
+	}
+	b.Token, b.Credentials = r.BearerToken, r.Credentials
+	c.Bedrock = b
+	return c, nil
+}
+
+// bedrockModel is the name the model profiles know for a Bedrock model id:
+// "us.anthropic.claude-sonnet-4-5-20250929-v1:0" (an inference profile),
+// "anthropic.claude-sonnet-4-5-20250929-v1:0" or an ARN ending in either
+// is "claude-sonnet-4-5-20250929". Another id is itself.
+func bedrockModel(id string) string {
+	n := id[strings.LastIndexByte(id, '/')+1:]
+	i := strings.Index(n, "anthropic.")
+	if i < 0 {
+		return id
+	}
+	n = n[i+len("anthropic."):]
+	if j := strings.LastIndexByte(n, ':'); j >= 0 {
+		n = n[:j]
+	}
+	if j := strings.LastIndex(n, "-v"); j >= 0 && j+2 < len(n) && strings.Trim(n[j+2:], "0123456789") == "" {
+		n = n[:j]
+	}
+	return n
+}
