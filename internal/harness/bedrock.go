@@ -29,7 +29,8 @@ func bedrockConfig(e Endpoint) (anthropicprov.Config, error) {
 	if e.Sim {
 		b.Region = cmpOr(b.Region, "us-east-1")
 		b.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: sim.BedrockAccessKeyID, SecretAccessKey: sim.BedrockSecretAccessKey}, nil
+			// The simulated model's token is its account's secret key.
+			return aws.Credentials{AccessKeyID: sim.BedrockAccessKeyID, SecretAccessKey: cmpOr(e.APIKey, sim.BedrockSecretAccessKey)}, nil
 		})
 		c.Bedrock = b
 		return c, nil

@@ -119,13 +119,14 @@ func bedrockException(status int) string {
 	return "InternalServerException"
 }
 
-// bedrockAuth checks the request's credential: a bearer token (APIKey,
-// when set), or a SigV4 signature of the simulated account's key that
-// verifies. It returns the status, exception and message of a refusal.
+// bedrockAuth checks the request's credential: a bearer token (the
+// server's Token, and APIKey, when set), or a SigV4 signature of the
+// simulated account's key that verifies (its secret the server's Token,
+// when it has one, else BedrockSecretAccessKey). It returns the status, exception and message of a refusal.
 func (s *Server) bedrockAuth(r *http.Request, body []byte) (int, string, string) {
 	auth := r.Header.Get("Authorization")
 	if tok, ok := strings.CutPrefix(auth, "Bearer "); ok {
-		if s.APIKey != "" && tok != s.APIKey {
+		if s.Token != "" && !s.hasToken(r) || s.APIKey != "" && tok != s.APIKey {
 			return 403, "AccessDeniedException", "Invalid API Key format: Must start with pre-defined prefix"
 		}
 		return 0, "", ""
@@ -165,7 +166,12 @@ func (s *Server) bedrockAuth(r *http.Request, body []byte) (int, string, string)
 		again.ContentLength = 0
 	}
 	sum := sha256.Sum256(body)
-	creds := aws.Credentials{AccessKeyID: BedrockAccessKeyID, SecretAccessKey: BedrockSecretAccessKey, SessionToken: r.Header.Get("X-Amz-Security-Token")}
+	// The server's Token, when it has one, is the account's secret key.
+	secret := BedrockSecretAccessKey
+	if s.Token != "" {
+		secret = s.Token
+	}
+	creds := aws.Credentials{AccessKeyID: BedrockAccessKeyID, SecretAccessKey: secret, SessionToken: r.Header.Get("X-Amz-Security-Token")}
 	if err := v4.NewSigner().SignHTTP(r.Context(), creds, again, hex.EncodeToString(sum[:]), "bedrock", sig.region, when); err != nil ||
 		again.Header.Get("Authorization") != auth {
 		return 403, "InvalidSignatureException", bedrockSignatureMismatch

@@ -2,11 +2,17 @@ package sim_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/sim/simtest"
@@ -32,12 +38,13 @@ func TestTokenRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	const (
-		msgs   = `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`
-		chat   = `{"model":"gpt-test","messages":[{"role":"user","content":"hi"}]}`
-		resp   = `{"model":"gpt-5.2","input":"hi"}`
-		gem    = `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
-		vertex = `{"anthropic_version":"vertex-2023-10-16","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`
-		ollama = `{"model":"llama3","messages":[{"role":"user","content":"hi"}]}`
+		msgs    = `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`
+		chat    = `{"model":"gpt-test","messages":[{"role":"user","content":"hi"}]}`
+		resp    = `{"model":"gpt-5.2","input":"hi"}`
+		gem     = `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+		vertex  = `{"anthropic_version":"vertex-2023-10-16","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`
+		ollama  = `{"model":"llama3","messages":[{"role":"user","content":"hi"}]}`
+		bedrock = `{"anthropic_version":"bedrock-2023-05-31","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`
 	)
 	anthropic := map[string]string{"Anthropic-Version": "2023-06-01"}
 	type req struct {
@@ -68,6 +75,9 @@ func TestTokenRequired(t *testing.T) {
 		{"ollama tags", req{"GET", "/api/tags", "", nil}, 401, [2]string{"error", "unauthorized"}},
 		{"ollama version", req{"GET", "/api/version", "", nil}, 401, [2]string{"error", "unauthorized"}},
 		{"a path not served", req{"GET", "/nothing", "", nil}, 401, [2]string{"error.type", "invalid_request_error"}},
+		{"bedrock without a credential", req{"POST", "/model/anthropic.claude-sonnet-4-5-v1:0/invoke", bedrock, nil}, 403, [2]string{"message", "Missing Authentication Token"}},
+		{"bedrock with another API key", req{"POST", "/model/anthropic.claude-sonnet-4-5-v1:0/invoke", bedrock, map[string]string{"Authorization": "Bearer ABSKguess"}}, 403, [2]string{"message", "Invalid API Key format: Must start with pre-defined prefix"}},
+		{"bedrock signed with the account's published secret", req{"POST", "/model/anthropic.claude-sonnet-4-5-v1:0/invoke", bedrock, sigV4(t, base, "/model/anthropic.claude-sonnet-4-5-v1:0/invoke", bedrock)}, 403, [2]string{"message", "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := do(t, base, tc.method, tc.path, tc.body, tc.header)
@@ -99,6 +109,28 @@ func TestTokenRequired(t *testing.T) {
 	if status, body := do(t, base, "GET", "/api/version?key="+srv.Token, "", nil); status != 200 {
 		t.Errorf("with the key parameter: %d %s", status, body)
 	}
+}
+
+// sigV4 returns the headers of a Bedrock request signed with the
+// simulated account's published key: what anyone could sign with, when
+// the server's token is not the secret.
+func sigV4(t *testing.T, base, path, body string) map[string]string {
+	t.Helper()
+	r, err := http.NewRequest("POST", base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Content-Type", "application/json")
+	sum := sha256.Sum256([]byte(body))
+	creds := aws.Credentials{AccessKeyID: sim.BedrockAccessKeyID, SecretAccessKey: sim.BedrockSecretAccessKey}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, r, hex.EncodeToString(sum[:]), "bedrock", "us-east-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := map[string]string{}
+	for k := range r.Header {
+		h[k] = r.Header.Get(k)
+	}
+	return h
 }
 
 func TestNewToken(t *testing.T) {
