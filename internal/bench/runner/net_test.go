@@ -31,7 +31,8 @@ func TestEmbeddedQueueNeedsItsToken(t *testing.T) {
 	if !validToken(qi.Token) || strings.Contains(qi.URL, qi.Token) {
 		t.Fatalf("queue.json: %+v, want a 32-digit token apart from the URL", qi)
 	}
-	for _, o := range []queue.ConnectOptions{{Name: "stranger"}, {Name: "stranger", Token: "0" + qi.Token[1:]}} {
+	wrong := map[bool]string{true: "1", false: "0"}[qi.Token[0] == '0'] + qi.Token[1:]
+	for _, o := range []queue.ConnectOptions{{Name: "stranger"}, {Name: "stranger", Token: wrong}} {
 		if nc, err := queue.Connect(ctx, qi.URL, o); err == nil {
 			nc.Close()
 			t.Fatalf("a client with token %q was admitted", o.Token)
