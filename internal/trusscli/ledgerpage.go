@@ -88,7 +88,11 @@ func cmdExportHTML(args []string, stdout, stderr io.Writer) error {
 	}
 	entries := 0
 	for _, r := range doc.Runs {
-		entries += len(r.Entries)
+		l, err := r.Lines()
+		if err != nil {
+			return err
+		}
+		entries += len(l)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d bytes, %d runs, %d entries; open it in a browser, or check it with truss ledger verify %s\n",
 		*out, buf.Len(), len(doc.Runs), entries, *out)

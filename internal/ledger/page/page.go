@@ -36,8 +36,13 @@ import (
 )
 
 // Format names the embedded ledger's format. Version 2 added deflated
-// payloads (Payload.Deflate).
-const Format = "truss-session-page/2"
+// payloads, one stream each; version 3 deflates a ledger's entries
+// (Ledger.Entries) and its payloads (Ledger.Pack, Payload.Packed), each
+// in one stream.
+const Format = "truss-session-page/3"
+
+// MaxEntries is the most bytes a page's ledger's entries may inflate to.
+const MaxEntries = 256 << 20
 
 // DefaultMaxPayload is the largest payload a page embeds unless told
 // otherwise; a larger one is left out by digest.
@@ -68,9 +73,10 @@ type Ledger struct {
 	// Dir names the ledger for people (the run's directory name, a
 	// sub-agent's link); it proves nothing.
 	Dir string `json:"dir"`
-	// Entries are the lines of entries.jsonl without their newline, the
-	// first Sealed of them: exactly the bytes the tree is over.
-	Entries []string `json:"entries"`
+	// Entries are the first lines of entries.jsonl, those the last
+	// checkpoint seals, each with its newline: exactly the bytes the tree
+	// is over, deflated (Lines reads them).
+	Entries *Pack `json:"entries"`
 	// Unsealed is how many entries after the last checkpoint were left
 	// out (no signature covers them); nil when none were. A page that
 	// holds it holds a positive integer, and never in a sub-agent's
@@ -80,6 +86,9 @@ type Ledger struct {
 	Checkpoints map[string]string `json:"checkpoints"`
 	// Payloads are the embedded payloads by hex SHA-256.
 	Payloads map[string]*Payload `json:"payloads"`
+	// Pack holds the bytes of the payloads that name a span of it
+	// (Payload.Packed), deflated together; nil when none does.
+	Pack *Pack `json:"pack,omitempty"`
 	// Agents are the sub-agent ledgers the sealed entries link.
 	Agents []*Agent `json:"agents,omitempty"`
 }
@@ -92,18 +101,35 @@ type Agent struct {
 }
 
 // Payload is one payload as the page holds it: its bytes (Text when they
-// are UTF-8, else Base64, or Deflate: their raw DEFLATE stream (RFC
-// 1951) in base64, Size bytes when inflated), or why they are not there
-// (Omitted, with the size), or the text shown in their place with
-// matches of the redaction patterns replaced (Redacted): a redacted
-// payload cannot be checked against its digest.
+// are UTF-8, else Base64, or Packed: a span of its ledger's Pack), or why
+// they are not there (Omitted, with the size), or the text shown in
+// their place with matches of the redaction patterns replaced
+// (Redacted): a redacted payload cannot be checked against its digest.
 type Payload struct {
 	Text     *string `json:"text,omitempty"`
 	Base64   string  `json:"base64,omitempty"`
-	Deflate  string  `json:"deflate,omitempty"`
+	Packed   *Span   `json:"packed,omitempty"`
 	Omitted  string  `json:"omitted,omitempty"`
 	Redacted *string `json:"redacted,omitempty"`
 	Size     int     `json:"size,omitempty"`
+}
+
+// Pack is bytes deflated: a raw DEFLATE stream (RFC 1951) in base64 that
+// inflates to exactly Size bytes. A ledger's entries are one pack and its
+// larger payloads another, not one a payload: a browser inflates one
+// stream of megabytes in the time it takes to set up a few dozen, and a
+// session's payloads (the same file before and after each edit, results
+// alike) deflate far better together.
+type Pack struct {
+	Deflate string `json:"deflate"`
+	Size    int64  `json:"size"`
+}
+
+// Span is where a packed payload's bytes are in its ledger's inflated
+// Pack: Size bytes from At.
+type Span struct {
+	At   int64 `json:"at"`
+	Size int64 `json:"size"`
 }
 
 // Options say what a page holds.
@@ -183,8 +209,12 @@ func build(dir string, r *ledger.Report, kids []ledger.Child, opts Options) (*Le
 		return nil, fmt.Errorf("page: %w", err)
 	}
 	lines := bytes.SplitN(data, []byte("\n"), int(r.Sealed)+1)
-	if uint64(len(lines)) < r.Sealed {
+	if uint64(len(lines)) <= r.Sealed {
 		return nil, fmt.Errorf("page: %s changed while it was read", dir)
+	}
+	sealed := data[:len(data)-len(lines[r.Sealed])] // each sealed line with its newline
+	if len(sealed) > MaxEntries {
+		return nil, fmt.Errorf("page: %s: its %d sealed entries are %d bytes, more than a page holds (%d)", dir, r.Sealed, len(sealed), MaxEntries)
 	}
 	l := &Ledger{Checkpoints: map[string]string{}, Payloads: map[string]*Payload{}}
 	if r.Unsealed > 0 {
@@ -195,6 +225,7 @@ func build(dir string, r *ledger.Report, kids []ledger.Child, opts Options) (*Le
 	if err != nil {
 		return nil, fmt.Errorf("page: %w", err)
 	}
+	var pk packer
 	for i, line := range lines[:r.Sealed] {
 		if !utf8.Valid(line) {
 			return nil, fmt.Errorf("page: %s: entry %d is not UTF-8", dir, i) // Verify refuses it first
@@ -204,7 +235,6 @@ func build(dir string, r *ledger.Report, kids []ledger.Child, opts Options) (*Le
 				return nil, fmt.Errorf("%w: entry %d of %s matches %q (its data is shown as recorded; a page of this session cannot hide it)", ErrRedactEntry, i, dir, re)
 			}
 		}
-		l.Entries = append(l.Entries, string(line))
 		var e struct {
 			Payloads map[string]string `json:"payloads"`
 		}
@@ -220,9 +250,15 @@ func build(dir string, r *ledger.Report, kids []ledger.Child, opts Options) (*Le
 			if !ok {
 				return nil, fmt.Errorf("page: %s: entry %d: payload %s is missing", dir, i, name)
 			}
-			l.Payloads[d] = embed(b, opts)
+			p := embed(b, opts)
+			if p.Text != nil || p.Base64 != "" {
+				pk.add(p, b)
+			}
+			l.Payloads[d] = p
 		}
 	}
+	l.Pack = pk.seal()
+	l.Entries = &Pack{Deflate: base64.StdEncoding.EncodeToString(deflate(sealed)), Size: int64(len(sealed))}
 	cps, err := ledger.Checkpoints(dir)
 	if err != nil {
 		return nil, fmt.Errorf("page: %w", err)
@@ -254,14 +290,12 @@ func build(dir string, r *ledger.Report, kids []ledger.Child, opts Options) (*Le
 // Redacted is what replaces each match of a redaction pattern.
 const Redacted = "[REDACTED]"
 
-// deflateFrom is the size from which a payload is embedded deflated,
-// when that makes it smaller: below it, the few bytes saved do not pay
-// for the browser's inflating. Most of a session's payload bytes are in
-// responses and results of kilobytes, JSON with its quotes escaped once
-// more on the page, which deflate to a tenth.
-const deflateFrom = 512
+// packFrom is the size from which an embedded payload goes into its
+// ledger's pack: a smaller one stays as it is, readable in the page's
+// source, as a task's text or a command's short output is.
+const packFrom = 512
 
-// embed is how a page holds payload b.
+// embed is how a page holds payload b, before packing.
 func embed(b []byte, opts Options) *Payload {
 	if len(b) > opts.MaxPayload {
 		return &Payload{Omitted: fmt.Sprintf("larger than %d bytes", opts.MaxPayload), Size: len(b)}
@@ -277,16 +311,49 @@ func embed(b []byte, opts Options) *Payload {
 			return &Payload{Redacted: &red, Size: len(b)}
 		}
 	}
-	if len(b) >= deflateFrom {
-		if z := deflate(b); base64.StdEncoding.EncodedLen(len(z)) < len(b)*3/4 {
-			return &Payload{Deflate: base64.StdEncoding.EncodeToString(z), Size: len(b)}
-		}
-	}
 	if !valid {
 		return &Payload{Base64: base64.StdEncoding.EncodeToString(b)}
 	}
 	s := string(b)
 	return &Payload{Text: &s}
+}
+
+// packer gathers a ledger's payloads of packFrom bytes or more, in the
+// order the entries first name them.
+type packer struct {
+	raw   bytes.Buffer
+	spans []packed
+}
+
+type packed struct {
+	p    *Payload
+	span Span
+}
+
+func (k *packer) add(p *Payload, b []byte) {
+	if len(b) < packFrom {
+		return
+	}
+	k.spans = append(k.spans, packed{p, Span{At: int64(k.raw.Len()), Size: int64(len(b))}})
+	k.raw.Write(b)
+}
+
+// seal deflates the gathered payloads and makes each a span of the pack
+// it returns, when that makes the page smaller; else it leaves them as
+// they are and returns nil.
+func (k *packer) seal() *Pack {
+	if len(k.spans) == 0 {
+		return nil
+	}
+	z := deflate(k.raw.Bytes())
+	if base64.StdEncoding.EncodedLen(len(z)) >= k.raw.Len()*3/4 {
+		return nil
+	}
+	for _, s := range k.spans {
+		sp := s.span
+		*s.p = Payload{Packed: &sp}
+	}
+	return &Pack{Deflate: base64.StdEncoding.EncodeToString(z), Size: int64(k.raw.Len())}
 }
 
 // deflate is b as a raw DEFLATE stream, at the best compression (a page

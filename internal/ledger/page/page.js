@@ -18,6 +18,11 @@
   };
   const unb64 = (s) => {
     if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(s)) throw new Error("not base64");
+    // Strictly: the last digit's unused bits are zero, so that each
+    // bytes have one text.
+    const pad = s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0;
+    if (pad > 0 && "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".indexOf(s[s.length - pad - 1]) & (pad === 2 ? 15 : 3)) throw new Error("not base64");
+    if (typeof Uint8Array.fromBase64 === "function") return Uint8Array.fromBase64(s, { lastChunkHandling: "strict" });
     const bin = atob(s);
     const out = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
@@ -62,6 +67,9 @@
   // encoding/json, so that truss ledger verify and the page refuse the
   // same lines.
   const MAX_DEPTH = 10000;
+  // A ledger's entries inflate to at most this many bytes, as in the Go
+  // verifier (page.MaxEntries).
+  const MAX_ENTRIES = 256 * 1024 * 1024;
   // It returns the value; for the outermost object it also keeps each
   // member's source text (raw), which is how an entry's v and seq are
   // checked to be integers as written.
@@ -486,9 +494,14 @@
     const { written } = enc.encodeInto(text, b.subarray(prefix.length));
     return sha256(b.subarray(0, prefix.length + written));
   };
-  const LEAF = new Uint8Array([0]);
   const NONE = new Uint8Array(0);
-  const leafHash = (line) => hashText(LEAF, line);
+  // leafHash hashes a line's bytes as a leaf.
+  const leafHash = (line) => {
+    const b = room(1 + line.length);
+    b[0] = 0;
+    b.set(line, 1);
+    return sha256(b.subarray(0, 1 + line.length));
+  };
   const node = new Uint8Array(65);
   const nodeHash = (l, r) => {
     node[0] = 1;
@@ -503,7 +516,17 @@
     // (performance.mark "truss-parsed", …), which the browser benchmark
     // reports.
     const M = (n) => { if (!parentLink) performance.mark("truss-" + n); };
-    if (!L || !Array.isArray(L.entries) || !isObj(L.checkpoints) || !isObj(L.payloads)) fail(where, "the page's ledger is not complete");
+    if (!L || !isObj(L.checkpoints) || !isObj(L.payloads)) fail(where, "the page's ledger is not complete");
+    // The entries: one stream, each line with its newline.
+    if (!isObj(L.entries)) fail(where, "the entries: missing");
+    const raw = await inflatePart("the entries", L.entries, MAX_ENTRIES, where);
+    const lines = [];
+    for (let i = 0, j; i < raw.length; i = j + 1) {
+      j = raw.indexOf(10, i);
+      if (j < 0) fail(where.concat("entry " + lines.length), "the entries end in a line without its newline");
+      lines.push(raw.subarray(i, j));
+    }
+    M("inflated");
     const cpSizes = Object.keys(L.checkpoints).map((s) => {
       if (!/^(0|[1-9][0-9]*)$/.test(s)) fail(where, "checkpoint " + show(s) + ": not keyed by a tree size");
       return Number(s);
@@ -514,10 +537,15 @@
     // a verifier reading line by line meets first.
     const entries = [];
     let bad = null;
-    for (let i = 0; i < L.entries.length && !bad; i++) {
-      const line = L.entries[i];
+    // The lines' text: all of it decoded at once, or, when some line is
+    // not UTF-8, each line on its own, to name the line.
+    const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+    let texts = null;
+    try { texts = strict.decode(raw).split("\n"); } catch (x) { /* a line is named below */ }
+    for (let i = 0; i < lines.length && !bad; i++) {
       try {
-        if (typeof line !== "string") throw new Error("not a line");
+        let line = texts ? texts[i] : null;
+        if (line === null) try { line = strict.decode(lines[i]); } catch (x) { throw new Error("the line is not UTF-8"); }
         const e = parseEntry(line);
         if (e.v !== 1) throw new Error("format version " + e.v + ", want 1");
         if (e.seq !== i) throw new Error("sequence number " + e.seq + ", want " + i + " (entries reordered, deleted or duplicated)");
@@ -528,7 +556,7 @@
       }
     }
     M("parsed");
-    const leaves = await Promise.all(entries.map((e, i) => leafHash(L.entries[i])));
+    const leaves = await Promise.all(entries.map((e, i) => leafHash(lines[i])));
     M("leaves");
     for (let i = 0; i < entries.length; i++) {
       if (entries[i].prev !== (i > 0 ? hex(leaves[i - 1]) : "")) {
@@ -617,6 +645,7 @@
     const textOf = new Map();
     const bytesOf = new Map();
     const sums = new Map();
+    const pack = await inflatePack(L, maxPayload, where);
     await Promise.all(Object.keys(L.payloads).map(async (d) => {
       const p = L.payloads[d];
       if (!isObj(p) || p.omitted || typeof p.redacted === "string") return;
@@ -628,9 +657,12 @@
         let b;
         if (typeof p.text === "string") b = enc.encode(p.text);
         else if (typeof p.base64 === "string" && p.base64 !== "") b = unb64(p.base64);
-        else if (typeof p.deflate === "string" && p.deflate !== "") {
-          if (!Number.isInteger(p.size) || p.size < 0 || !(p.size <= maxPayload)) throw new Error("a deflated payload of " + p.size + " bytes, larger than the page's limit of " + maxPayload);
-          b = await inflate(unb64(p.deflate), p.size);
+        else if (isObj(p.packed)) {
+          const sp = p.packed;
+          if (pack === null) throw new Error("packed, but the ledger has no pack");
+          if (!Number.isInteger(sp.size) || sp.size < 0 || !(sp.size <= maxPayload)) throw new Error("a packed payload of " + sp.size + " bytes, larger than the page's limit of " + maxPayload);
+          if (!Number.isInteger(sp.at) || sp.at < 0 || sp.at > pack.length - sp.size) throw new Error("its span of " + sp.size + " bytes at " + sp.at + " is outside the pack's " + pack.length + " bytes");
+          b = pack.subarray(sp.at, sp.at + sp.size);
         } else b = new Uint8Array(0);
         sums.set(d, { b, sum: hex(await sha256(b)) });
       } catch (x) { sums.set(d, { err: x.message }); }
@@ -685,6 +717,32 @@
       kids.push(child);
     }
     return { entries, payloads: L.payloads, bytesOf, textOf, rep, kids };
+  }
+
+  // inflatePack is ledger L's pack inflated, null when it has none. The
+  // pack inflates to exactly its size, which is at most the page's limit
+  // for each payload packed in it: no more is inflated.
+  async function inflatePack(L, maxPayload, where) {
+    const n = Object.values(L.payloads).filter((p) => isObj(p) && isObj(p.packed)).length;
+    if (!("pack" in L)) return null;
+    const k = L.pack;
+    if (!isObj(k)) fail(where, "the pack: not a pack");
+    if (n === 0) fail(where, "the pack: no payload is packed in it");
+    if (Number.isInteger(k.size) && k.size > n * maxPayload) fail(where, "the pack: its size of " + k.size + " bytes is more than the page's limit of " + maxPayload + " for each of its " + n + " payloads");
+    return inflatePart("the pack", k, k.size, where);
+  }
+
+  // inflatePart is the bytes of k, {deflate, size}: its raw DEFLATE
+  // stream in base64 inflated to exactly size bytes, at most max.
+  async function inflatePart(what, k, max, where) {
+    if (!Number.isInteger(k.size) || k.size < 0 || k.size > max) fail(where, what + ": a size of " + show(k.size) + " bytes, not from 0 to " + max);
+    let z;
+    try { z = unb64(String(k.deflate)); } catch (x) { fail(where, what + ": its deflated bytes: not base64"); }
+    try {
+      return await inflate(z, k.size);
+    } catch (x) {
+      fail(where, what + ": " + x.message);
+    }
   }
 
   async function checkLink(lk, rep, last, entries, where) {
@@ -1308,7 +1366,7 @@
     try { k = await parseVKey(keyText); } catch (e) { setVerdict(false, el("strong", {}, "NOT VERIFIED"), ": key " + keyText + ": " + e.message); return; }
     const runs = [];
     try {
-      if (doc.format !== "truss-session-page/2" || !Array.isArray(doc.runs) || doc.runs.length === 0) fail([], "not a Truss session page of a known format");
+      if (doc.format !== "truss-session-page/3" || !Array.isArray(doc.runs) || doc.runs.length === 0) fail([], "not a Truss session page of a known format");
       for (let i = 0; i < doc.runs.length; i++) {
         const dir = String(doc.runs[i].dir);
         const where = doc.runs.length > 1 ? ["run " + (i + 1) + " (" + dir + ")"] : [];

@@ -125,13 +125,42 @@ type mutation struct {
 	want   string // what the Go verifier's error says
 }
 
+// edit replaces the first old in entry i of the page's first run with
+// new; an i below 0 counts from the last entry.
 func edit(d *page.Doc, i int, old, new string) {
-	l := d.Runs[0].Entries
-	if !strings.Contains(l[i], old) {
-		panic("entry " + strconv.Itoa(i) + " has no " + old)
-	}
-	l[i] = strings.Replace(l[i], old, new, 1)
+	editLines(d.Runs[0], func(l []string) []string {
+		if i < 0 {
+			i += len(l)
+		}
+		if !strings.Contains(l[i], old) {
+			panic("entry " + strconv.Itoa(i) + " has no " + old)
+		}
+		l[i] = strings.Replace(l[i], old, new, 1)
+		return l
+	})
 }
+
+// lines are l's entries, each without its newline.
+func lines(l *page.Ledger) []string {
+	s, err := l.Lines()
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// setLines makes s l's entries, as Build writes them.
+func setLines(l *page.Ledger, s []string) {
+	var b strings.Builder
+	for _, x := range s {
+		b.WriteString(x)
+		b.WriteByte('\n')
+	}
+	l.Entries = &page.Pack{Deflate: base64.StdEncoding.EncodeToString(deflate([]byte(b.String()))), Size: int64(b.Len())}
+}
+
+// editLines changes l's entries with f.
+func editLines(l *page.Ledger, f func([]string) []string) { setLines(l, f(lines(l))) }
 
 func lastCheckpoint(d *page.Doc) string {
 	sizes := slices.Collect(maps.Keys(d.Runs[0].Checkpoints))
@@ -141,41 +170,57 @@ func lastCheckpoint(d *page.Doc) string {
 
 // payloadOf returns the digest of the named payload of entry i.
 func payloadOf(d *page.Doc, i int, name string) string {
-	m := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":"([0-9a-f]{64})"`).FindStringSubmatch(d.Runs[0].Entries[i])
+	m := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":"([0-9a-f]{64})"`).FindStringSubmatch(lines(d.Runs[0])[i])
 	return m[1]
 }
 
-// editPayload replaces the first old in payload p with new, in whichever
-// form the page holds it.
-func editPayload(t testing.TB, p *page.Payload, old, new string) {
+// editPayload replaces the first old in the payload of digest d in l
+// with new (of the same length, when the payload is packed), in
+// whichever form the page holds it.
+func editPayload(t testing.TB, l *page.Ledger, d, old, new string) {
 	t.Helper()
+	p := l.Payloads[d]
 	switch {
 	case p.Text != nil:
 		s := strings.Replace(*p.Text, old, new, 1)
 		p.Text = &s
-	case p.Deflate != "":
-		s := strings.Replace(string(inflate(t, p)), old, new, 1)
-		p.Deflate = base64.StdEncoding.EncodeToString(deflate([]byte(s)))
+	case p.Packed != nil:
+		if len(old) != len(new) {
+			t.Fatalf("editPayload: %q and %q differ in length", old, new)
+		}
+		b := inflatePack(t, l)
+		span := b[p.Packed.At : p.Packed.At+p.Packed.Size]
+		i := bytes.Index(span, []byte(old))
+		if i < 0 {
+			t.Fatalf("payload %s has no %q", d, old)
+		}
+		copy(span[i:], new)
+		l.Pack.Deflate = base64.StdEncoding.EncodeToString(deflate(b))
 	default:
-		t.Fatalf("payload %+v is neither text nor deflated", p)
+		t.Fatalf("payload %+v is neither text nor packed", p)
 	}
 }
 
-// deflated returns the first deflated payload of the page's first run.
-func deflated(t testing.TB, d *page.Doc) *page.Payload {
+// packedWith returns the digest of the first packed payload of l (in
+// the digests' order) that holds s.
+func packedWith(t testing.TB, l *page.Ledger, s string) string {
 	t.Helper()
-	for _, k := range slices.Sorted(maps.Keys(d.Runs[0].Payloads)) {
-		if p := d.Runs[0].Payloads[k]; p.Deflate != "" {
-			return p
+	b := inflatePack(t, l)
+	for _, d := range slices.Sorted(maps.Keys(l.Payloads)) {
+		if p := l.Payloads[d].Packed; p != nil && bytes.Contains(b[p.At:p.At+p.Size], []byte(s)) {
+			return d
 		}
 	}
-	t.Fatal("the page has no deflated payload")
-	return nil
+	t.Fatalf("the ledger has no packed payload holding %q", s)
+	return ""
 }
 
-func inflate(t testing.TB, p *page.Payload) []byte {
+func inflatePack(t testing.TB, l *page.Ledger) []byte {
 	t.Helper()
-	z, err := base64.StdEncoding.DecodeString(p.Deflate)
+	if l.Pack == nil {
+		t.Fatal("the ledger has no pack")
+	}
+	z, err := base64.StdEncoding.DecodeString(l.Pack.Deflate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,24 +241,65 @@ func deflate(b []byte) []byte {
 
 var mutations = []mutation{
 	{"flip a byte in an entry's data", func(t testing.TB, d *page.Doc) { edit(d, 2, `"input_tokens":1001`, `"input_tokens":9001`) }, "entry 2: the entry was changed"},
-	{"flip a byte in the last entry", func(t testing.TB, d *page.Doc) { edit(d, len(d.Runs[0].Entries)-1, `"passed":1`, `"passed":7`) }, "root hash does not match the entries"},
+	{"flip a byte in the last entry", func(t testing.TB, d *page.Doc) { edit(d, -1, `"passed":1`, `"passed":7`) }, "root hash does not match the entries"},
 	{"re-encode an entry", func(t testing.TB, d *page.Doc) { edit(d, 0, `"v":1,`, `"v": 1,`) }, "entry 0: the entry was changed"},
 	{"delete an entry", func(t testing.TB, d *page.Doc) {
-		l := d.Runs[0].Entries
-		d.Runs[0].Entries = append(l[:2:2], l[3:]...)
+		editLines(d.Runs[0], func(l []string) []string { return append(l[:2:2], l[3:]...) })
 	}, "entry 2: sequence number 3, want 2"},
-	{"reorder entries", func(t testing.TB, d *page.Doc) { l := d.Runs[0].Entries; l[3], l[4] = l[4], l[3] }, "entry 3: sequence number 4, want 3"},
+	{"reorder entries", func(t testing.TB, d *page.Doc) {
+		editLines(d.Runs[0], func(l []string) []string { l[3], l[4] = l[4], l[3]; return l })
+	}, "entry 3: sequence number 4, want 3"},
 	{"duplicate an entry", func(t testing.TB, d *page.Doc) {
-		l := d.Runs[0].Entries
-		d.Runs[0].Entries = append(l[:3:3], append([]string{l[2]}, l[3:]...)...)
+		editLines(d.Runs[0], func(l []string) []string { return append(l[:3:3], append([]string{l[2]}, l[3:]...)...) })
 	}, "entry 3: sequence number 2, want 3"},
-	{"truncate the entries", func(t testing.TB, d *page.Doc) { d.Runs[0].Entries = d.Runs[0].Entries[:4] }, "covers"},
+	{"truncate the entries", func(t testing.TB, d *page.Doc) { editLines(d.Runs[0], func(l []string) []string { return l[:4] }) }, "covers"},
+	{"an entry's newline taken off", func(t testing.TB, d *page.Doc) {
+		l := d.Runs[0]
+		b := []byte(strings.Join(lines(l), "\n"))
+		l.Entries = &page.Pack{Deflate: base64.StdEncoding.EncodeToString(deflate(b)), Size: int64(len(b))}
+	}, "the entries end in a line without its newline"},
+	{"the entries' stream cut short", func(t testing.TB, d *page.Doc) {
+		k := d.Runs[0].Entries
+		z, _ := base64.StdEncoding.DecodeString(k.Deflate)
+		k.Deflate = base64.StdEncoding.EncodeToString(z[:len(z)/2])
+	}, "the entries: its deflated bytes"},
+	{"entries that inflate past their size", func(t testing.TB, d *page.Doc) { d.Runs[0].Entries.Size-- }, "the entries: its deflated bytes inflate to more or fewer than its size"},
+	{"entries larger than a page holds", func(t testing.TB, d *page.Doc) { d.Runs[0].Entries.Size = page.MaxEntries + 1 }, "the entries: a size of"},
+	{"no entries", func(t testing.TB, d *page.Doc) { d.Runs[0].Entries = nil }, "the entries: missing"},
+	{"bytes after the end of the pack's stream", func(t testing.TB, d *page.Doc) {
+		k := d.Runs[0].Pack
+		z, _ := base64.StdEncoding.DecodeString(k.Deflate)
+		k.Deflate = base64.StdEncoding.EncodeToString(append(z, 0))
+	}, "the pack: its deflated bytes"},
+	// The same bytes in other base64: the last digit's unused bits set.
+	{"the entries' base64 with its unused bits set", func(t testing.TB, d *page.Doc) {
+		l := lines(d.Runs[0])
+		b := []byte(strings.Join(l, "\n") + "\n")
+		for level := flate.BestSpeed; ; level++ {
+			var z bytes.Buffer
+			w, _ := flate.NewWriter(&z, level)
+			w.Write(b)
+			w.Close()
+			if z.Len()%3 == 1 { // two digits and "==": the second has four unused bits
+				s := base64.StdEncoding.EncodeToString(z.Bytes())
+				last := len(s) - 3
+				s = s[:last] + string(s[last]+1) + "=="
+				d.Runs[0].Entries = &page.Pack{Deflate: s, Size: int64(len(b))}
+				return
+			}
+			if level == flate.BestCompression {
+				t.Skip("no level deflates the entries to a length that leaves unused bits")
+			}
+		}
+	}, "the entries: its deflated bytes"},
 	{"a member twice", func(t testing.TB, d *page.Doc) { edit(d, 1, `"data":{`, `"data":{"chars":1,`) }, "entry 1: not a JSON entry: an object has the member \"chars\" twice"},
 	{"a member entries do not have", func(t testing.TB, d *page.Doc) { edit(d, 1, `"v":1,`, `"v":1,"x":0,`) }, `entry 1: a member "x" that entries do not have`},
 	{"seq not an integer", func(t testing.TB, d *page.Doc) { edit(d, 1, `"seq":1,`, `"seq":1.0,`) }, `entry 1: member "seq" is 1.0, not an integer`},
 	{"a time that is no date", func(t testing.TB, d *page.Doc) {
-		l := d.Runs[0].Entries
-		l[1] = regexp.MustCompile(`"time":"[0-9]{4}-[0-9]{2}-[0-9]{2}`).ReplaceAllString(l[1], `"time":"2026-02-30`)
+		editLines(d.Runs[0], func(l []string) []string {
+			l[1] = regexp.MustCompile(`"time":"[0-9]{4}-[0-9]{2}-[0-9]{2}`).ReplaceAllString(l[1], `"time":"2026-02-30`)
+			return l
+		})
 	}, "entry 1: time \"2026-02-30"},
 	{"a payload digest in upper case", func(t testing.TB, d *page.Doc) {
 		dg := payloadOf(d, 1, "text")
@@ -230,29 +316,55 @@ var mutations = []mutation{
 		edit(d, 4, `"path":"main.go"`, `"path":"\u00002e2e2fff"`)
 	}, "entry 4: data.results[0].changes[0]: path"},
 	{"flip a byte in a payload", func(t testing.TB, d *page.Doc) {
-		editPayload(t, d.Runs[0].Payloads[payloadOf(d, 1, "text")], "bug", "bag")
+		editPayload(t, d.Runs[0], payloadOf(d, 1, "text"), "bug", "bag")
 	}, "entry 1: payload text: content does not match its digest"},
 	{"flip a byte in the shown diff", func(t testing.TB, d *page.Doc) {
-		dg := payloadOf(d, 4, "content."+regexp.MustCompile(`"after":"([0-9a-f]{16})`).FindStringSubmatch(d.Runs[0].Entries[4])[1])
-		editPayload(t, d.Runs[0].Payloads[dg], "println(1)", "println(7)")
+		dg := payloadOf(d, 4, "content."+regexp.MustCompile(`"after":"([0-9a-f]{16})`).FindStringSubmatch(lines(d.Runs[0])[4])[1])
+		editPayload(t, d.Runs[0], dg, "println(1)", "println(7)")
 	}, "entry 4: payload content."},
-	{"flip a byte in a deflated payload", func(t testing.TB, d *page.Doc) {
-		editPayload(t, deflated(t, d), `"`, `'`)
+	{"flip a byte in a packed payload", func(t testing.TB, d *page.Doc) {
+		editPayload(t, d.Runs[0], packedWith(t, d.Runs[0], `"`), `"`, `'`)
 	}, "content does not match its digest"},
-	{"a deflated payload's stream cut short", func(t testing.TB, d *page.Doc) {
-		p := deflated(t, d)
-		z, _ := base64.StdEncoding.DecodeString(p.Deflate)
-		p.Deflate = base64.StdEncoding.EncodeToString(z[:len(z)/2])
-	}, "its deflated bytes"},
-	{"a deflated payload that inflates past its size", func(t testing.TB, d *page.Doc) {
-		p := deflated(t, d)
-		b := inflate(t, p)
-		p.Deflate = base64.StdEncoding.EncodeToString(deflate(append(b, bytes.Repeat([]byte("x"), 1<<20)...)))
-	}, "inflate to more or fewer than its size"},
-	{"a deflated payload larger than the page's limit", func(t testing.TB, d *page.Doc) {
-		p := deflated(t, d)
-		p.Size = int(d.MaxPayload) + 1
+	{"the pack's stream cut short", func(t testing.TB, d *page.Doc) {
+		k := d.Runs[0].Pack
+		z, _ := base64.StdEncoding.DecodeString(k.Deflate)
+		k.Deflate = base64.StdEncoding.EncodeToString(z[:len(z)/2])
+	}, "the pack: its deflated bytes"},
+	{"the pack's deflated bytes not base64", func(t testing.TB, d *page.Doc) {
+		d.Runs[0].Pack.Deflate = "*" + d.Runs[0].Pack.Deflate[1:]
+	}, "the pack: its deflated bytes"},
+	{"a pack that inflates past its size", func(t testing.TB, d *page.Doc) {
+		l := d.Runs[0]
+		b := inflatePack(t, l)
+		l.Pack.Deflate = base64.StdEncoding.EncodeToString(deflate(append(b, bytes.Repeat([]byte("x"), 1<<20)...)))
+	}, "the pack: its deflated bytes inflate to more or fewer than its size"},
+	{"a pack larger than the page's limit", func(t testing.TB, d *page.Doc) {
+		n := 0
+		for _, p := range d.Runs[0].Payloads {
+			if p.Packed != nil {
+				n++
+			}
+		}
+		d.Runs[0].Pack.Size = int64(n)*d.MaxPayload + 1
+	}, "the pack: its size of"},
+	{"a packed payload larger than the page's limit", func(t testing.TB, d *page.Doc) {
+		d.Runs[0].Payloads[packedWith(t, d.Runs[0], "")].Packed.Size = d.MaxPayload + 1
 	}, "larger than the page's limit"},
+	{"a packed payload's span outside the pack", func(t testing.TB, d *page.Doc) {
+		p := d.Runs[0].Payloads[packedWith(t, d.Runs[0], "")]
+		p.Packed.At = d.Runs[0].Pack.Size - p.Packed.Size + 1
+	}, "is outside the pack's"},
+	{"a packed payload without a pack", func(t testing.TB, d *page.Doc) { d.Runs[0].Pack = nil }, "packed, but the ledger has no pack"},
+	{"a pack no payload is packed in", func(t testing.TB, d *page.Doc) {
+		l := d.Runs[0]
+		b := inflatePack(t, l)
+		for _, p := range l.Payloads {
+			if s := p.Packed; s != nil {
+				text := string(b[s.At : s.At+s.Size])
+				*p = page.Payload{Text: &text}
+			}
+		}
+	}, "the pack: no payload is packed in it"},
 	{"delete a payload", func(t testing.TB, d *page.Doc) { delete(d.Runs[0].Payloads, payloadOf(d, 1, "text")) }, "entry 1: payload text"},
 	{"flip a byte in a checkpoint's root", func(t testing.TB, d *page.Doc) {
 		cp := d.Runs[0].Checkpoints["2"]
@@ -279,7 +391,7 @@ var mutations = []mutation{
 	{"remove the last checkpoint", func(t testing.TB, d *page.Doc) { delete(d.Runs[0].Checkpoints, lastCheckpoint(d)) }, "after the last checkpoint"},
 	{"change a sub-agent's entry", func(t testing.TB, d *page.Doc) {
 		a := d.Runs[0].Agents[0].Ledger
-		a.Entries[3] = strings.Replace(a.Entries[3], `"file.create"`, `"file.delete"`, 1)
+		editLines(a, func(l []string) []string { l[3] = strings.Replace(l[3], `"file.create"`, `"file.delete"`, 1); return l })
 	}, "sub-agent ledger: agents/call_1_3 does not verify"},
 	{"drop a sub-agent's ledger", func(t testing.TB, d *page.Doc) { d.Runs[0].Agents = nil }, "the entries link 1 sub-agent ledgers, the page holds 0"},
 	// Nesting: 5,000 levels are read (the changed entry is named by the
@@ -311,20 +423,42 @@ func TestMutations(t *testing.T) {
 }
 
 // TestChangedByte: one byte changed anywhere in the embedded ledger's
-// entries, checkpoints or payloads makes the page fail verification.
+// entries, checkpoints or payloads makes the page fail verification:
+// text as it is shown, and every position of the deflated streams'
+// base64 (the last digit's unused bits included).
 func TestChangedByte(t *testing.T) {
 	dir, vkey := sample(t, 2, false)
 	html := write(t, build(t, dir, vkey, page.Options{}))
-	for _, target := range []string{`Fix the \u003cb\u003ebug`, `"surface\":\"anthropic`, `println(1)`, `\u2014 truss/test `} {
+	var at []int
+	for _, target := range []string{`Fix the \u003cb\u003ebug`, `\u2014 truss/test `} {
 		i := bytes.Index(html, []byte(target))
 		if i < 0 {
 			t.Fatalf("no %q in the page", target)
 		}
+		at = append(at, i+len(target)-1)
+	}
+	for _, stream := range []string{`"entries":{"deflate":"`, `"pack":{"deflate":"`} {
+		i := bytes.Index(html, []byte(stream))
+		if i < 0 {
+			t.Fatalf("no %q in the page", stream)
+		}
+		i += len(stream)
+		n := bytes.IndexByte(html[i:], '"')
+		for j := range n {
+			at = append(at, i+j)
+		}
+	}
+	for _, j := range at {
 		b := bytes.Clone(html)
-		j := i + len(target) - 1
-		b[j] ^= 0x01
+		if b[j] == 'A' {
+			b[j] = 'B'
+		} else if b[j] == '=' {
+			continue
+		} else {
+			b[j] = 'A'
+		}
 		if _, err := page.Verify(b, vkey); err == nil {
-			t.Errorf("a byte of %q changed: the page still verifies", target)
+			t.Errorf("byte %d changed (%q in %.40q…): the page still verifies", j, html[j], html[max(0, j-20):])
 		}
 	}
 }
@@ -333,8 +467,8 @@ func TestParseRefuses(t *testing.T) {
 	for _, html := range []string{
 		"<html>no ledger</html>",
 		`<script type="application/json" id="truss-ledger">{"format":"other","runs":[{}]}</script>`,
-		`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/2","runs":[]}</script>`,
-		`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/2","runs":[{}],"x":1}</script>`,
+		`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/3","runs":[]}</script>`,
+		`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/3","runs":[{}],"x":1}</script>`,
 		`<script type="application/json" id="truss-ledger">{`,
 	} {
 		if _, err := page.Parse([]byte(html)); err == nil {
@@ -346,7 +480,7 @@ func TestParseRefuses(t *testing.T) {
 func FuzzVerify(f *testing.F) {
 	dir, vkey := sample(f, 1, true)
 	f.Add(write(f, build(f, dir, vkey, page.Options{})))
-	f.Add([]byte(`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/2","runs":[{"entries":["{}"],"checkpoints":{"1":"x"}}]}</script>`))
+	f.Add([]byte(`<script type="application/json" id="truss-ledger">{"format":"truss-session-page/3","runs":[{"entries":["{}"],"checkpoints":{"1":"x"}}]}</script>`))
 	f.Fuzz(func(t *testing.T, html []byte) {
 		res, err := page.Verify(html, vkey)
 		if err == nil && (len(res.Runs) == 0 || res.Runs[0].Report.Checkpoints == 0) {
@@ -421,10 +555,9 @@ func TestLedgerElementIsASCII(t *testing.T) {
 // asciiDoc is a page's document whose entry, checkpoint, payload and
 // directory name hold s.
 func asciiDoc(s string) *page.Doc {
-	return &page.Doc{Format: page.Format, VKey: "k" + s, MaxPayload: 1, Runs: []*page.Ledger{{
-		Dir: s, Entries: []string{`{"x":"` + s + `"}`}, Checkpoints: map[string]string{"1": s},
-		Payloads: map[string]*page.Payload{s: {Text: &s}},
-	}}}
+	l := &page.Ledger{Dir: s, Checkpoints: map[string]string{"1": s}, Payloads: map[string]*page.Payload{s: {Text: &s}}}
+	setLines(l, []string{`{"x":"` + s + `"}`})
+	return &page.Doc{Format: page.Format, VKey: "k" + s, MaxPayload: 1, Runs: []*page.Ledger{l}}
 }
 
 func ledgerElement(t testing.TB, html []byte) string {

@@ -41,8 +41,8 @@ func TestReadersAgreeInChromium(t *testing.T) {
 	ctx := browser(t)
 	dir, vkey := sample(t, 3, true)
 	doc := build(t, dir, vkey, page.Options{})
-	seeds := append([]string{}, doc.Runs[0].Entries...)
-	seeds = append(seeds, doc.Runs[0].Agents[0].Ledger.Entries...)
+	seeds := lines(doc.Runs[0])
+	seeds = append(seeds, lines(doc.Runs[0].Agents[0].Ledger)...)
 	seeds = append(seeds,
 		`{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `{"\u0061":1,"a":2}`, `{"\\u0061":1,"a":2}`, `[{"a":1},{"a":1}]`,
 		`{"v":1.0,"seq":1e0}`, ` {"v" : 1 , "seq":-0 } `, `{"x":"\ud800"}`, `{"k":"a\" :b","k2":[]}`,

@@ -99,7 +99,8 @@ type runMutation struct {
 // cutRun cuts a page's ledger back to its checkpoint of size n: the
 // entries after it and the larger checkpoints deleted.
 func cutRun(l *page.Ledger, n int) {
-	l.Entries = l.Entries[:n]
+	editLines(l, func(e []string) []string { return e[:n] })
+	kept := lines(l)
 	for _, k := range slices.Collect(maps.Keys(l.Checkpoints)) {
 		if size, _ := strconv.Atoi(k); size > n {
 			delete(l.Checkpoints, k)
@@ -107,7 +108,7 @@ func cutRun(l *page.Ledger, n int) {
 	}
 	// Payloads only the deleted entries named go too.
 	for d := range l.Payloads {
-		if !slices.ContainsFunc(l.Entries, func(e string) bool { return strings.Contains(e, d) }) {
+		if !slices.ContainsFunc(kept, func(e string) bool { return strings.Contains(e, d) }) {
 			delete(l.Payloads, d)
 		}
 	}
@@ -262,7 +263,7 @@ func TestNestingLimit(t *testing.T) {
 	if _, err := page.Verify(write(t, doc), vkey); err != nil {
 		t.Fatalf("5,000 and 10,000 levels: %v", err)
 	}
-	doc.Runs[0].Entries[2] = strings.Replace(doc.Runs[0].Entries[2], nest(9995), nest(9996), 1)
+	editLines(doc.Runs[0], func(l []string) []string { l[2] = strings.Replace(l[2], nest(9995), nest(9996), 1); return l })
 	if _, err := page.Verify(write(t, doc), vkey); err == nil || !strings.Contains(err.Error(), "entry 2: not a JSON object") || !strings.Contains(err.Error(), "exceeded max depth") {
 		t.Errorf("10,001 levels: %v", err)
 	}

@@ -164,10 +164,12 @@ const maxUnsealed = 1<<53 - 1
 // and its entries. maxPayload is the page's limit, which no deflated
 // payload inflates past.
 func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload int64) (*RunResult, []ledger.Entry, error) {
-	var data bytes.Buffer
-	for _, e := range l.Entries {
-		data.WriteString(e)
-		data.WriteByte('\n')
+	data, err := l.Entries.inflate("the entries", MaxEntries)
+	if err != nil {
+		return nil, nil, &ledger.Error{Entry: -1, Reason: err.Error()}
+	}
+	if n := len(data); n > 0 && data[n-1] != '\n' {
+		return nil, nil, &ledger.Error{Entry: int64(bytes.Count(data, []byte("\n"))), Reason: "the entries end in a line without its newline"}
 	}
 	cps := map[uint64][]byte{}
 	for k, v := range l.Checkpoints {
@@ -177,7 +179,7 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload i
 		}
 		cps[n] = []byte(v)
 	}
-	r, entries, err := ledger.VerifyEntries(data.Bytes(), cps, vkey)
+	r, entries, err := ledger.VerifyEntries(data, cps, vkey)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -193,6 +195,10 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload i
 			return nil, nil, &ledger.Error{Entry: -1, Reason: fmt.Sprintf("unsealed %d is not a positive count of entries", *u)}
 		}
 		rr.Unsealed = *u
+	}
+	pack, err := l.inflatePack(maxPayload)
+	if err != nil {
+		return nil, nil, &ledger.Error{Entry: -1, Reason: err.Error()}
 	}
 	used, checked := map[string]bool{}, map[string]bool{}
 	for i, e := range entries {
@@ -216,7 +222,7 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload i
 			case checked[d]:
 			default:
 				checked[d] = true
-				b, err := p.bytes(maxPayload)
+				b, err := p.bytes(maxPayload, pack)
 				if err != nil {
 					return nil, nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s: %v", name, err)}
 				}
@@ -256,31 +262,87 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload i
 	return rr, entries, nil
 }
 
-// bytes are the payload's bytes as embedded. A deflated payload inflates
-// to exactly its Size, which is at most max: no more is read.
-func (p *Payload) bytes(max int64) ([]byte, error) {
+// b64 is the base64 a page's bytes are written in, read strictly (the
+// last digit's unused bits zero): one text for each bytes, as the page's
+// script reads it.
+func b64() *base64.Encoding { return base64.StdEncoding.Strict() }
+
+// inflatePack is the ledger's pack inflated, nil when it has none. The
+// pack inflates to at most the page's limit for each payload packed in
+// it.
+func (l *Ledger) inflatePack(max int64) ([]byte, error) {
+	n := int64(0)
+	for _, p := range l.Payloads {
+		if p != nil && p.Packed != nil {
+			n++
+		}
+	}
+	switch {
+	case l.Pack == nil:
+		return nil, nil
+	case n == 0:
+		return nil, errors.New("the pack: no payload is packed in it")
+	case l.Pack.Size/n > max || l.Pack.Size/n == max && l.Pack.Size%n != 0:
+		return nil, fmt.Errorf("the pack: its size of %d bytes is more than the page's limit of %d for each of its %d payloads", l.Pack.Size, max, n)
+	}
+	return l.Pack.inflate("the pack", l.Pack.Size)
+}
+
+// inflate is the pack's bytes, which must be exactly its size, at most
+// max: no more is inflated. Its errors begin with what.
+func (k *Pack) inflate(what string, max int64) ([]byte, error) {
+	switch {
+	case k == nil:
+		return nil, fmt.Errorf("%s: missing", what)
+	case k.Size < 0 || k.Size > max:
+		return nil, fmt.Errorf("%s: a size of %d bytes, not from 0 to %d", what, k.Size, max)
+	}
+	z, err := b64().DecodeString(k.Deflate)
+	if err != nil {
+		return nil, fmt.Errorf("%s: its deflated bytes: %w", what, err)
+	}
+	zr := bytes.NewReader(z) // an io.ByteReader: the decompressor reads no byte past its stream
+	b, err := io.ReadAll(io.LimitReader(flate.NewReader(zr), k.Size+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: its deflated bytes: %w", what, err)
+	case int64(len(b)) != k.Size:
+		return nil, fmt.Errorf("%s: its deflated bytes inflate to more or fewer than its size of %d bytes", what, k.Size)
+	case zr.Len() > 0:
+		return nil, fmt.Errorf("%s: its deflated bytes: %d bytes after the end of the stream", what, zr.Len())
+	}
+	return b, nil
+}
+
+// Lines are the ledger's entries, each without its newline.
+func (l *Ledger) Lines() ([]string, error) {
+	b, err := l.Entries.inflate("the entries", MaxEntries)
+	if err != nil {
+		return nil, err
+	}
+	s := strings.Split(string(b), "\n")
+	return s[:len(s)-1], nil
+}
+
+// bytes are the payload's bytes as embedded; a packed one's are its span
+// of pack, its ledger's inflated pack.
+func (p *Payload) bytes(max int64, pack []byte) ([]byte, error) {
 	switch {
 	case p.Text != nil:
 		return []byte(*p.Text), nil
 	case p.Base64 != "":
-		return base64.StdEncoding.DecodeString(p.Base64)
-	case p.Deflate != "":
-		if p.Size < 0 || int64(p.Size) > max {
-			return nil, fmt.Errorf("a deflated payload of %d bytes, larger than the page's limit of %d", p.Size, max)
+		return b64().DecodeString(p.Base64)
+	case p.Packed != nil:
+		s := p.Packed
+		switch {
+		case pack == nil:
+			return nil, errors.New("packed, but the ledger has no pack")
+		case s.Size < 0 || s.Size > max:
+			return nil, fmt.Errorf("a packed payload of %d bytes, larger than the page's limit of %d", s.Size, max)
+		case s.At < 0 || s.At > int64(len(pack))-s.Size:
+			return nil, fmt.Errorf("its span of %d bytes at %d is outside the pack's %d bytes", s.Size, s.At, len(pack))
 		}
-		z, err := base64.StdEncoding.DecodeString(p.Deflate)
-		if err != nil {
-			return nil, fmt.Errorf("its deflated bytes: %w", err)
-		}
-		r := flate.NewReader(bytes.NewReader(z))
-		b, err := io.ReadAll(io.LimitReader(r, int64(p.Size)+1))
-		if err != nil {
-			return nil, fmt.Errorf("its deflated bytes: %w", err)
-		}
-		if len(b) != p.Size {
-			return nil, fmt.Errorf("its deflated bytes inflate to more or fewer than its size of %d bytes", p.Size)
-		}
-		return b, nil
+		return pack[s.At : s.At+s.Size], nil
 	}
 	return nil, nil
 }
