@@ -42,7 +42,7 @@ import (
 const Format = "truss-session-page/3"
 
 // MaxEntries is the most bytes a page's ledger's entries may inflate to.
-const MaxEntries = 256 << 20
+const MaxEntries = 64 << 20
 
 // DefaultMaxPayload is the largest payload a page embeds unless told
 // otherwise; a larger one is left out by digest.
@@ -258,7 +258,13 @@ func build(dir string, r *ledger.Report, kids []ledger.Child, opts Options) (*Le
 		}
 	}
 	l.Pack = pk.seal()
-	l.Entries = &Pack{Deflate: base64.StdEncoding.EncodeToString(deflate(sealed)), Size: int64(len(sealed))}
+	// Entries that deflate further than a verifier takes are written
+	// undeflated (stored blocks).
+	z := deflate(sealed, flate.BestCompression)
+	if int64(len(sealed)) > maxEntriesRatio*int64(len(z))+64<<10 {
+		z = deflate(sealed, flate.NoCompression)
+	}
+	l.Entries = &Pack{Deflate: base64.StdEncoding.EncodeToString(z), Size: int64(len(sealed))}
 	cps, err := ledger.Checkpoints(dir)
 	if err != nil {
 		return nil, fmt.Errorf("page: %w", err)
@@ -331,8 +337,8 @@ type packed struct {
 }
 
 func (k *packer) add(p *Payload, b []byte) {
-	if len(b) < packFrom {
-		return
+	if len(b) < packFrom || k.raw.Len()+len(b) > MaxPack {
+		return // a payload that would take the pack past MaxPack stays as it is
 	}
 	k.spans = append(k.spans, packed{p, Span{At: int64(k.raw.Len()), Size: int64(len(b))}})
 	k.raw.Write(b)
@@ -345,7 +351,7 @@ func (k *packer) seal() *Pack {
 	if len(k.spans) == 0 {
 		return nil
 	}
-	z := deflate(k.raw.Bytes())
+	z := deflate(k.raw.Bytes(), flate.BestCompression)
 	if base64.StdEncoding.EncodedLen(len(z)) >= k.raw.Len()*3/4 {
 		return nil
 	}
@@ -356,12 +362,12 @@ func (k *packer) seal() *Pack {
 	return &Pack{Deflate: base64.StdEncoding.EncodeToString(z), Size: int64(k.raw.Len())}
 }
 
-// deflate is b as a raw DEFLATE stream, at the best compression (a page
-// is written once and read many times).
-func deflate(b []byte) []byte {
+// deflate is b as a raw DEFLATE stream, at level (the best compression
+// unless that is too much: a page is written once and read many times).
+func deflate(b []byte, level int) []byte {
 	var z bytes.Buffer
-	w, _ := flate.NewWriter(&z, flate.BestCompression) // the level is valid
-	w.Write(b)                                         // a bytes.Buffer does not fail
+	w, _ := flate.NewWriter(&z, level) // the level is valid
+	w.Write(b)                         // a bytes.Buffer does not fail
 	w.Close()
 	return z.Bytes()
 }

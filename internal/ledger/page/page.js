@@ -67,9 +67,13 @@
   // encoding/json, so that truss ledger verify and the page refuse the
   // same lines.
   const MAX_DEPTH = 10000;
-  // A ledger's entries inflate to at most this many bytes, as in the Go
-  // verifier (page.MaxEntries).
-  const MAX_ENTRIES = 256 * 1024 * 1024;
+  // A ledger's entries inflate to at most this many bytes, and at most
+  // ENTRIES_RATIO times their deflated bytes and 64 KiB more; its pack to
+  // at most MAX_PACK; as in the Go verifier (page.MaxEntries,
+  // page.MaxPack).
+  const MAX_ENTRIES = 64 * 1024 * 1024;
+  const ENTRIES_RATIO = 16;
+  const MAX_PACK = 64 * 1024 * 1024;
   // It returns the value; for the outermost object it also keeps each
   // member's source text (raw), which is how an entry's v and seq are
   // checked to be integers as written.
@@ -519,7 +523,7 @@
     if (!L || !isObj(L.checkpoints) || !isObj(L.payloads)) fail(where, "the page's ledger is not complete");
     // The entries: one stream, each line with its newline.
     if (!isObj(L.entries)) fail(where, "the entries: missing");
-    const raw = await inflatePart("the entries", L.entries, MAX_ENTRIES, where);
+    const raw = await inflatePart("the entries", L.entries, MAX_ENTRIES, ENTRIES_RATIO, where);
     const lines = [];
     for (let i = 0, j; i < raw.length; i = j + 1) {
       j = raw.indexOf(10, i);
@@ -645,7 +649,7 @@
     const textOf = new Map();
     const bytesOf = new Map();
     const sums = new Map();
-    const pack = await inflatePack(L, maxPayload, where);
+    const pack = await inflatePack(L, entries, maxPayload, where);
     await Promise.all(Object.keys(L.payloads).map(async (d) => {
       const p = L.payloads[d];
       if (!isObj(p) || p.omitted || typeof p.redacted === "string") return;
@@ -722,22 +726,27 @@
   // inflatePack is ledger L's pack inflated, null when it has none. The
   // pack inflates to exactly its size, which is at most the page's limit
   // for each payload packed in it: no more is inflated.
-  async function inflatePack(L, maxPayload, where) {
-    const n = Object.values(L.payloads).filter((p) => isObj(p) && isObj(p.packed)).length;
+  async function inflatePack(L, entries, maxPayload, where) {
+    const named = new Set();
+    for (const e of entries) for (const d of Object.values(e.payloads)) named.add(d);
+    const n = Object.keys(L.payloads).filter((d) => named.has(d) && isObj(L.payloads[d]) && isObj(L.payloads[d].packed)).length;
     if (!("pack" in L)) return null;
     const k = L.pack;
     if (!isObj(k)) fail(where, "the pack: not a pack");
     if (n === 0) fail(where, "the pack: no payload is packed in it");
     if (Number.isInteger(k.size) && k.size > n * maxPayload) fail(where, "the pack: its size of " + k.size + " bytes is more than the page's limit of " + maxPayload + " for each of its " + n + " payloads");
-    return inflatePart("the pack", k, k.size, where);
+    return inflatePart("the pack", k, MAX_PACK, 0, where);
   }
 
   // inflatePart is the bytes of k, {deflate, size}: its raw DEFLATE
-  // stream in base64 inflated to exactly size bytes, at most max.
-  async function inflatePart(what, k, max, where) {
+  // stream in base64 inflated to exactly size bytes, at most max and,
+  // when ratio is not 0, at most ratio times its deflated bytes and 64
+  // KiB more.
+  async function inflatePart(what, k, max, ratio, where) {
     if (!Number.isInteger(k.size) || k.size < 0 || k.size > max) fail(where, what + ": a size of " + show(k.size) + " bytes, not from 0 to " + max);
     let z;
     try { z = unb64(String(k.deflate)); } catch (x) { fail(where, what + ": its deflated bytes: not base64"); }
+    if (ratio > 0 && k.size > ratio * z.length + 65536) fail(where, what + ": a size of " + k.size + " bytes from " + z.length + " deflated, more than " + ratio + " times as many");
     try {
       return await inflate(z, k.size);
     } catch (x) {
@@ -1368,6 +1377,7 @@
     try {
       if (doc.format !== "truss-session-page/3" || !Array.isArray(doc.runs) || doc.runs.length === 0) fail([], "not a Truss session page of a known format");
       for (let i = 0; i < doc.runs.length; i++) {
+        if (!isObj(doc.runs[i])) fail([], "run " + (i + 1) + ": not a ledger");
         const dir = String(doc.runs[i].dir);
         const where = doc.runs.length > 1 ? ["run " + (i + 1) + " (" + dir + ")"] : [];
         const v = await verifyLedger(doc.runs[i], k, where, null, doc.max_payload);

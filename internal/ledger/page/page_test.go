@@ -5,8 +5,10 @@ import (
 	"compress/flate"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -266,6 +268,30 @@ var mutations = []mutation{
 	{"entries that inflate past their size", func(t testing.TB, d *page.Doc) { d.Runs[0].Entries.Size-- }, "the entries: its deflated bytes inflate to more or fewer than its size"},
 	{"entries larger than a page holds", func(t testing.TB, d *page.Doc) { d.Runs[0].Entries.Size = page.MaxEntries + 1 }, "the entries: a size of"},
 	{"no entries", func(t testing.TB, d *page.Doc) { d.Runs[0].Entries = nil }, "the entries: missing"},
+	{"entries that would inflate more than 16 times their deflated bytes", func(t testing.TB, d *page.Doc) {
+		k := d.Runs[0].Entries
+		z, _ := base64.StdEncoding.DecodeString(k.Deflate)
+		k.Size = 16*int64(len(z)) + 64<<10 + 1
+	}, "more than 16 times as many"},
+	{"a line break in the entries' base64", func(t testing.TB, d *page.Doc) {
+		k := d.Runs[0].Entries
+		k.Deflate = k.Deflate[:8] + "\r\n" + k.Deflate[8:]
+	}, "the entries: its deflated bytes: not base64"},
+	{"a pack larger than a page holds", func(t testing.TB, d *page.Doc) {
+		d.MaxPayload = 1 << 40
+		d.Runs[0].Pack.Size = page.MaxPack + 1
+	}, "the pack: a size of"},
+	// Payloads no entry names do not raise the pack's limit: it is
+	// checked before the pack is inflated.
+	{"a pack's limit raised by payloads no entry names", func(t testing.TB, d *page.Doc) {
+		for i := range 1000 {
+			d.Runs[0].Payloads[fmt.Sprintf("%064x", i)] = &page.Payload{Packed: &page.Span{At: 0, Size: 1}}
+		}
+		d.Runs[0].Pack.Size = 100 * d.MaxPayload
+	}, "the pack: its size of"},
+	{"a payload that is null", func(t testing.TB, d *page.Doc) { d.Runs[0].Payloads[payloadOf(d, 1, "text")] = nil }, "entry 1: payload text: not a payload"},
+	{"a sub-agent that is null", func(t testing.TB, d *page.Doc) { d.Runs[0].Agents[0] = nil }, "sub-agent ledger agents/call_1_3 is not on the page"},
+	{"a run that is null", func(t testing.TB, d *page.Doc) { d.Runs = append(d.Runs, nil) }, "run 2: not a ledger"},
 	{"bytes after the end of the pack's stream", func(t testing.TB, d *page.Doc) {
 		k := d.Runs[0].Pack
 		z, _ := base64.StdEncoding.DecodeString(k.Deflate)
@@ -594,4 +620,31 @@ func FuzzLedgerElementIsASCII(f *testing.F) {
 			t.Fatalf("Parse returned %+v, want %+v", got, doc)
 		}
 	})
+}
+
+// TestRepetitiveEntries: entries that deflate further than a verifier
+// takes (an edit's arguments of one repeated byte) are written
+// undeflated, and the page verifies.
+func TestRepetitiveEntries(t *testing.T) {
+	s, vkey := newKey(t, "truss/test")
+	dir := filepath.Join(t.TempDir(), "ledger")
+	w, err := ledger.Create(dir, "S1", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append("session.start", map[string]any{"model": "sim-claude", "provider": "sim", "surface": "anthropic", "workspace": "/work/repo", "truss": "test"}, nil)
+	w.Append("tool.call", map[string]any{"turn": 1, "call_id": "c1", "tool": "str_replace_based_edit_tool", "ops": []any{
+		map[string]any{"op": "file.create", "args": map[string]any{"path": "zeros.txt", "content": strings.Repeat("0", 4<<20)}}}}, nil)
+	w.Checkpoint()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	doc := build(t, dir, vkey, page.Options{})
+	k := doc.Runs[0].Entries
+	if z, _ := base64.StdEncoding.DecodeString(k.Deflate); k.Size > 16*int64(len(z))+64<<10 {
+		t.Fatalf("the entries are %d bytes from %d deflated", k.Size, len(z))
+	}
+	if _, err := page.Verify(write(t, doc), vkey); err != nil {
+		t.Fatal(err)
+	}
 }

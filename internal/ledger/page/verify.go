@@ -113,6 +113,9 @@ func Verify(html []byte, vkey string) (*Result, error) {
 	res := &Result{VKey: vkey}
 	var prev ledger.Run
 	for i, l := range doc.Runs {
+		if l == nil {
+			return nil, fmt.Errorf("run %d: not a ledger", i+1)
+		}
 		rr, entries, err := verifyLedger(l, vkey, nil, doc.MaxPayload)
 		if err != nil {
 			return nil, fmt.Errorf("run %d (%s): %w", i+1, l.Dir, err)
@@ -164,7 +167,7 @@ const maxUnsealed = 1<<53 - 1
 // and its entries. maxPayload is the page's limit, which no deflated
 // payload inflates past.
 func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload int64) (*RunResult, []ledger.Entry, error) {
-	data, err := l.Entries.inflate("the entries", MaxEntries)
+	data, err := l.Entries.inflate("the entries", MaxEntries, maxEntriesRatio)
 	if err != nil {
 		return nil, nil, &ledger.Error{Entry: -1, Reason: err.Error()}
 	}
@@ -196,7 +199,7 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload i
 		}
 		rr.Unsealed = *u
 	}
-	pack, err := l.inflatePack(maxPayload)
+	pack, err := l.inflatePack(entries, maxPayload)
 	if err != nil {
 		return nil, nil, &ledger.Error{Entry: -1, Reason: err.Error()}
 	}
@@ -215,6 +218,8 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload i
 			}
 			used[d] = true
 			switch {
+			case p == nil:
+				return nil, nil, &ledger.Error{Entry: int64(i), Reason: fmt.Sprintf("payload %s: not a payload", name)}
 			case p.Omitted != "":
 				rr.Omitted = append(rr.Omitted, where)
 			case p.Redacted != nil:
@@ -250,7 +255,7 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload i
 	}
 	for k, lk := range links {
 		a := l.Agents[k]
-		if a.Entry != lk.Entry || a.Dir != lk.Dir || a.Ledger == nil {
+		if a == nil || a.Entry != lk.Entry || a.Dir != lk.Dir || a.Ledger == nil {
 			return nil, nil, &ledger.Error{Entry: int64(lk.Entry), Reason: fmt.Sprintf("sub-agent ledger %s is not on the page", lk.Dir)}
 		}
 		ar, _, err := verifyLedger(a.Ledger, vkey, &lk, maxPayload)
@@ -262,18 +267,40 @@ func verifyLedger(l *Ledger, vkey string, parent *ledger.ChildLink, maxPayload i
 	return rr, entries, nil
 }
 
-// b64 is the base64 a page's bytes are written in, read strictly (the
-// last digit's unused bits zero): one text for each bytes, as the page's
-// script reads it.
-func b64() *base64.Encoding { return base64.StdEncoding.Strict() }
+// unb64 is s, base64 as a page writes it, decoded strictly: padded, the
+// last digit's unused bits zero, and no line break (which Go's decoder
+// would skip and the page's script refuses): one text for each bytes.
+func unb64(s string) ([]byte, error) {
+	if strings.ContainsAny(s, "\r\n") {
+		return nil, errors.New("not base64: a line break")
+	}
+	return base64.StdEncoding.Strict().DecodeString(s)
+}
 
-// inflatePack is the ledger's pack inflated, nil when it has none. The
-// pack inflates to at most the page's limit for each payload packed in
-// it.
-func (l *Ledger) inflatePack(max int64) ([]byte, error) {
+// MaxPack is the most bytes a ledger's pack may inflate to.
+const MaxPack = 64 << 20
+
+// maxEntriesRatio is how many times its deflated bytes a ledger's
+// entries may inflate to (and 64 KiB more): a page's entries deflate to
+// a fifth or a sixth, and Build writes them undeflated when they would
+// deflate further. Every byte of the entries is parsed as JSON, which
+// costs each verifier tens of times the bytes, so a small page must not
+// hold much more.
+const maxEntriesRatio = 16
+
+// inflatePack is the ledger's pack inflated, nil when it has none. Its
+// size is at most MaxPack, and the page's limit for each payload that an
+// entry names and the page packs.
+func (l *Ledger) inflatePack(entries []ledger.Entry, max int64) ([]byte, error) {
+	named := map[string]bool{}
+	for _, e := range entries {
+		for _, d := range e.Payloads {
+			named[d] = true
+		}
+	}
 	n := int64(0)
-	for _, p := range l.Payloads {
-		if p != nil && p.Packed != nil {
+	for d, p := range l.Payloads {
+		if p != nil && p.Packed != nil && named[d] {
 			n++
 		}
 	}
@@ -285,38 +312,44 @@ func (l *Ledger) inflatePack(max int64) ([]byte, error) {
 	case l.Pack.Size/n > max || l.Pack.Size/n == max && l.Pack.Size%n != 0:
 		return nil, fmt.Errorf("the pack: its size of %d bytes is more than the page's limit of %d for each of its %d payloads", l.Pack.Size, max, n)
 	}
-	return l.Pack.inflate("the pack", l.Pack.Size)
+	return l.Pack.inflate("the pack", MaxPack, 0)
 }
 
 // inflate is the pack's bytes, which must be exactly its size, at most
-// max: no more is inflated. Its errors begin with what.
-func (k *Pack) inflate(what string, max int64) ([]byte, error) {
+// max, and, when ratio is not 0, at most ratio times its deflated bytes
+// and 64 KiB: no more is inflated. Its errors begin with what.
+func (k *Pack) inflate(what string, max int64, ratio int64) ([]byte, error) {
 	switch {
 	case k == nil:
 		return nil, fmt.Errorf("%s: missing", what)
 	case k.Size < 0 || k.Size > max:
 		return nil, fmt.Errorf("%s: a size of %d bytes, not from 0 to %d", what, k.Size, max)
 	}
-	z, err := b64().DecodeString(k.Deflate)
+	z, err := unb64(k.Deflate)
 	if err != nil {
 		return nil, fmt.Errorf("%s: its deflated bytes: %w", what, err)
 	}
+	if ratio > 0 && k.Size > ratio*int64(len(z))+64<<10 {
+		return nil, fmt.Errorf("%s: a size of %d bytes from %d deflated, more than %d times as many", what, k.Size, len(z), ratio)
+	}
 	zr := bytes.NewReader(z) // an io.ByteReader: the decompressor reads no byte past its stream
-	b, err := io.ReadAll(io.LimitReader(flate.NewReader(zr), k.Size+1))
+	var b bytes.Buffer
+	b.Grow(int(k.Size) + 1)
+	_, err = b.ReadFrom(io.LimitReader(flate.NewReader(zr), k.Size+1))
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%s: its deflated bytes: %w", what, err)
-	case int64(len(b)) != k.Size:
+	case int64(b.Len()) != k.Size:
 		return nil, fmt.Errorf("%s: its deflated bytes inflate to more or fewer than its size of %d bytes", what, k.Size)
 	case zr.Len() > 0:
 		return nil, fmt.Errorf("%s: its deflated bytes: %d bytes after the end of the stream", what, zr.Len())
 	}
-	return b, nil
+	return b.Bytes(), nil
 }
 
 // Lines are the ledger's entries, each without its newline.
 func (l *Ledger) Lines() ([]string, error) {
-	b, err := l.Entries.inflate("the entries", MaxEntries)
+	b, err := l.Entries.inflate("the entries", MaxEntries, maxEntriesRatio)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +364,7 @@ func (p *Payload) bytes(max int64, pack []byte) ([]byte, error) {
 	case p.Text != nil:
 		return []byte(*p.Text), nil
 	case p.Base64 != "":
-		return b64().DecodeString(p.Base64)
+		return unb64(p.Base64)
 	case p.Packed != nil:
 		s := p.Packed
 		switch {
