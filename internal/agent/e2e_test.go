@@ -77,6 +77,12 @@ var dialects = []dialect{
 	{"gemini", func(u string) provider.Provider {
 		return gemini.New(gemini.Config{BaseURL: u, APIKey: "sk-test", Retry: fastRetry})
 	}},
+	// Gemini through Google Vertex AI: the publisher model's route on
+	// Vertex's API version, an access token for the key.
+	{"vertex-gemini", func(u string) provider.Provider {
+		return gemini.New(gemini.Config{BaseURL: u, Retry: fastRetry, Path: "/" + gemini.VertexAPIVersion + "/projects/sim-project/locations/us-east5/publishers/google/models/%s",
+			Token: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "sk-test"})})
+	}},
 	{"azure", func(u string) provider.Provider {
 		c, err := openaiprov.NewAzure(openaiprov.AzureConfig{Endpoint: u, APIKey: "sk-test", Config: openaiprov.Config{Retry: fastRetry}})
 		if err != nil {
@@ -349,7 +355,7 @@ func TestFaults(t *testing.T) {
 	for _, d := range dialects {
 		for _, tt := range tests {
 			t.Run(d.name+"/"+tt.name, func(t *testing.T) {
-				if d.name == "gemini" && tt.name == "malformed arguments" {
+				if (d.name == "gemini" || d.name == "vertex-gemini") && tt.name == "malformed arguments" {
 					// Gemini sends no call it could not parse: the turn ends
 					// with MALFORMED_FUNCTION_CALL, which is retried as a
 					// stream error, and fails when every attempt does.

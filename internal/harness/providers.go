@@ -135,6 +135,16 @@ var dialects = []Dialect{
 		_, err := vertexConfig(context.Background(), e)
 		return err
 	}},
+	{Name: "vertex-gemini", Wire: gemini.Dialect, Platform: true, New: func(ctx context.Context, e Endpoint) provider.Provider {
+		c, err := vertexGeminiConfig(ctx, e)
+		if err != nil {
+			return failing{name: gemini.Dialect, err: err}
+		}
+		return gemini.New(c)
+	}, Check: func(e Endpoint) error {
+		_, err := vertexGeminiConfig(context.Background(), e)
+		return err
+	}},
 	{Name: "bedrock", Wire: "anthropic", Platform: true, New: func(_ context.Context, e Endpoint) provider.Provider {
 		c, err := bedrockConfig(e)
 		if err != nil {
@@ -199,7 +209,7 @@ func dialect(name string) (Dialect, bool) {
 	return Dialect{}, false
 }
 
-// DialectNames lists the dialects: "anthropic, responses, chat, ollama, gemini, vertex, bedrock or azure".
+// DialectNames lists the dialects: "anthropic, responses, chat, ollama, gemini, vertex, vertex-gemini, bedrock or azure".
 func DialectNames() string {
 	var names []string
 	for _, d := range dialects {
@@ -293,6 +303,12 @@ var providers = []ProviderDef{
 		ProjectEnv: []string{"ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT"},
 		Detect:     "ANTHROPIC_VERTEX_PROJECT_ID", DetectNote: "Anthropic's models on Vertex AI", DefaultModel: "claude-sonnet-4-5@20250929",
 		Env:             []string{"ANTHROPIC_*", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_*"},
+		CredentialFiles: []string{"~/.config/gcloud"}},
+	{Name: "vertex-gemini", Dialect: "vertex-gemini", Title: "Google's Gemini models on Vertex AI",
+		Note:       "Google application-default credentials; --region, GOOGLE_CLOUD_LOCATION or CLOUD_ML_REGION; --project or GOOGLE_CLOUD_PROJECT",
+		BaseURLEnv: "GOOGLE_VERTEX_BASE_URL", RegionEnv: []string{"GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"},
+		ProjectEnv: []string{"GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT"}, DefaultModel: "gemini-2.5-pro",
+		Env:             []string{"GOOGLE_*", "GCLOUD_PROJECT", "CLOUD_ML_REGION", "CLOUDSDK_*"},
 		CredentialFiles: []string{"~/.config/gcloud"}},
 	{Name: "bedrock", Dialect: "bedrock", Title: "Anthropic's models on Amazon Bedrock",
 		Note:       "AWS_BEARER_TOKEN_BEDROCK, AWS_ACCESS_KEY_ID or an AWS profile (static keys or credential_process); --region or AWS_REGION",
@@ -442,7 +458,7 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// ProviderNames lists the providers: "chat, openai, ollama, anthropic, gemini, vertex, bedrock, azure or sim".
+// ProviderNames lists the providers: "chat, openai, ollama, anthropic, gemini, vertex, vertex-gemini, bedrock, azure or sim".
 func ProviderNames() string { return orList(ProviderList()) }
 
 // firstEnv is the value of the first of names that is set.

@@ -210,7 +210,7 @@ env_headers = { "X-Org" = "MINE_ORG" }
 		}
 	}
 	o.Provider = "theirs"
-	if _, err := Open(context.Background(), o); err == nil || err.Error() != `unknown provider "theirs": choose chat, openai, ollama, anthropic, gemini, vertex, bedrock, azure, sim or mine` {
+	if _, err := Open(context.Background(), o); err == nil || err.Error() != `unknown provider "theirs": choose chat, openai, ollama, anthropic, gemini, vertex, vertex-gemini, bedrock, azure, sim or mine` {
 		t.Errorf("an unknown name: %v", err)
 	}
 	// IsProvider reads the user's configuration in Truss's directory.

@@ -3,49 +3,81 @@ package harness
 import (
 	"context"
 	"errors"
+	"net/url"
 	"os"
+	"strings"
 
 	"golang.org/x/oauth2"
 
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
+	"github.com/trussdev/truss/internal/provider/gemini"
 	"github.com/trussdev/truss/internal/provider/googleauth"
 )
 
-// vertexConfig is the Messages adapter's configuration of an endpoint
-// through Google Vertex AI: the region and project of the endpoint, the
-// project of the credential file when none is given, and a source of
-// access tokens from Google's application-default credentials
-// (GOOGLE_APPLICATION_CREDENTIALS, else gcloud's file). The simulated
-// model gets a token of its own and a project and region when none is
-// given. Every refusal is a *ConfigError naming what to set.
-func vertexConfig(ctx context.Context, e Endpoint) (anthropicprov.Config, error) {
-	c := anthropicprov.Config{BaseURL: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry, ServerTools: e.ServerTools,
-		ThinkingBudget: int64(settings(e).ThinkingTokens), ContextManagement: e.ContextManagement}
-	v := &anthropicprov.Vertex{Region: e.Region, Project: e.Project}
+// googleCloud is where a Vertex AI endpoint's requests go and with what
+// credentials: its region and project, the project of the credential file
+// when none is given, and a source of access tokens from Google's
+// application-default credentials (GOOGLE_APPLICATION_CREDENTIALS, else
+// gcloud's file). The simulated model gets a token of its own and a
+// project and region when none is given. Every refusal is a *ConfigError
+// naming what to set: setRegion and setProject say how the provider's
+// are set.
+func googleCloud(ctx context.Context, e Endpoint, name, setRegion, setProject string) (region, project string, ts oauth2.TokenSource, err error) {
+	region, project = e.Region, e.Project
 	if e.Sim {
-		v.Region, v.Project = cmpOr(v.Region, "us-east5"), cmpOr(v.Project, "sim-project")
-		v.Token = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.APIKey, TokenType: "Bearer"})
-		c.Vertex = v
-		return c, nil
+		return cmpOr(region, "us-east5"), cmpOr(project, "sim-project"), oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.APIKey, TokenType: "Bearer"}), nil
 	}
-	if v.Region == "" {
-		return c, configErrorf("provider vertex needs a region: --region or CLOUD_ML_REGION (us-east5, europe-west1, global, …)")
+	if region == "" {
+		return "", "", nil, configErrorf("provider %s needs a region: %s (us-east5, europe-west1, global, …)", name, setRegion)
 	}
 	home, _ := os.UserHomeDir()
 	creds, err := googleauth.Find(os.Getenv, home)
 	if err != nil {
 		if errors.Is(err, googleauth.ErrNoCredentials) {
-			return c, configErrorf("provider vertex: %v", err)
+			return "", "", nil, configErrorf("provider %s: %v", name, err)
 		}
-		return c, configErrorf("provider vertex: the application-default credentials: %v", err)
+		return "", "", nil, configErrorf("provider %s: the application-default credentials: %v", name, err)
 	}
-	v.Project = cmpOr(v.Project, creds.File.Project())
-	if v.Project == "" {
-		return c, configErrorf("provider vertex needs a project: --project, ANTHROPIC_VERTEX_PROJECT_ID or GOOGLE_CLOUD_PROJECT (%s names none)", creds.Path)
+	project = cmpOr(project, creds.File.Project())
+	if project == "" {
+		return "", "", nil, configErrorf("provider %s needs a project: %s (%s names none)", name, setProject, creds.Path)
+	}
+	for _, v := range []string{region, project} {
+		if v == "." || v == ".." || strings.ContainsAny(v, "/?#%\\ ") {
+			return "", "", nil, configErrorf("provider %s: %q cannot be part of a path", name, v)
+		}
 	}
 	// The source outlives the call that made it: every turn may refresh
 	// its token.
-	v.Token = creds.File.TokenSource(context.WithoutCancel(ctx), nil, "")
-	c.Vertex = v
+	return region, project, creds.File.TokenSource(context.WithoutCancel(ctx), nil, ""), nil
+}
+
+// vertexConfig is the Messages adapter's configuration of an endpoint
+// through Google Vertex AI (googleCloud).
+func vertexConfig(ctx context.Context, e Endpoint) (anthropicprov.Config, error) {
+	c := anthropicprov.Config{BaseURL: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry, ServerTools: e.ServerTools,
+		ThinkingBudget: int64(settings(e).ThinkingTokens), ContextManagement: e.ContextManagement}
+	region, project, ts, err := googleCloud(ctx, e, "vertex", "--region or CLOUD_ML_REGION", "--project, ANTHROPIC_VERTEX_PROJECT_ID or GOOGLE_CLOUD_PROJECT")
+	if err != nil {
+		return c, err
+	}
+	c.Vertex = &anthropicprov.Vertex{Region: region, Project: project, Token: ts}
+	return c, nil
+}
+
+// vertexGeminiConfig is the Gemini adapter's configuration of an endpoint
+// through Google Vertex AI (googleCloud): Google's publisher models on
+// the API version Google's SDK uses for Vertex AI, at the region's
+// address unless a base URL is given.
+func vertexGeminiConfig(ctx context.Context, e Endpoint) (gemini.Config, error) {
+	s := settings(e)
+	c := gemini.Config{BaseURL: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry, ThinkingTokens: s.ThinkingTokens, Effort: s.ReasoningEffort}
+	region, project, ts, err := googleCloud(ctx, e, "vertex-gemini", "--region, GOOGLE_CLOUD_LOCATION or CLOUD_ML_REGION", "--project or GOOGLE_CLOUD_PROJECT")
+	if err != nil {
+		return c, err
+	}
+	c.BaseURL = cmpOr(c.BaseURL, anthropicprov.VertexBaseURL(region))
+	c.Path = "/" + gemini.VertexAPIVersion + "/projects/" + url.PathEscape(project) + "/locations/" + url.PathEscape(region) + "/publishers/google/models/%s"
+	c.Token = ts
 	return c, nil
 }

@@ -144,7 +144,7 @@ func TestVertexProviderErrors(t *testing.T) {
 		{"an unsupported file", map[string]string{"GOOGLE_APPLICATION_CREDENTIALS": bad, "CLOUD_ML_REGION": "us-east5"}, "vertex", "",
 			`credentials of type "external_account" are not supported`},
 		{"--region elsewhere", map[string]string{"ANTHROPIC_API_KEY": "k"}, "anthropic", "us-east5",
-			"--region and --project are for provider vertex or bedrock, not anthropic"},
+			"--region and --project are for provider vertex, vertex-gemini or bedrock, not anthropic"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := fixture(t, vertexScript)

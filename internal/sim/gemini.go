@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 )
 
 // ---- Google's Gemini API ----
@@ -262,6 +264,47 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 			"metadata": map[string]any{"service": "generativelanguage.googleapis.com"}})
 		return
 	}
+	s.generate(w, r, body, received, modelID, stream, geminiDialect)
+}
+
+// vertexGenerate answers POST /{version}/projects/{project}/locations/
+// {location}/publishers/google/models/{model}:streamGenerateContent (and
+// :generateContent): Vertex AI's Gemini, the Gemini API's request and
+// response behind Vertex's route, with an access token for a key.
+func (s *Server) vertexGenerate(w http.ResponseWriter, r *http.Request) {
+	body, received, err := readBody(r)
+	if err != nil {
+		return
+	}
+	modelID, method, _ := strings.Cut(r.PathValue("model"), ":")
+	stream := method == "streamGenerateContent"
+	resource := fmt.Sprintf("projects/%s/locations/%s/publishers/google/models/%s", r.PathValue("project"), r.PathValue("location"), modelID)
+	if !stream && method != "generateContent" {
+		geminiError(w, 404, fmt.Sprintf("Method %q of publisher model %s is not found.", method, resource))
+		return
+	}
+	if !s.vertexAuthorized(r) {
+		geminiError(w, 401, vertexUnauthenticated)
+		return
+	}
+	if s.VertexProject != "" && r.PathValue("project") != s.VertexProject {
+		geminiError(w, 403, fmt.Sprintf("Permission 'aiplatform.endpoints.predict' denied on resource '//aiplatform.googleapis.com/%s' (or it may not exist).", resource))
+		return
+	}
+	if s.VertexModels != nil && !slices.Contains(s.VertexModels, modelID) {
+		geminiError(w, 404, fmt.Sprintf("Publisher Model `%s` not found.", resource))
+		return
+	}
+	s.generate(w, r, body, received, modelID, stream, vertexGeminiDialect)
+}
+
+// vertexGeminiDialect is the dialect name of Vertex AI's Gemini routes'
+// requests.
+const vertexGeminiDialect = "vertex-gemini"
+
+// generate answers an authorized generateContent request of dialect
+// (geminiDialect or vertexGeminiDialect).
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, body []byte, received time.Time, modelID string, stream bool, dialect string) {
 	var req geminiRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		geminiError(w, 400, "Invalid JSON payload received. "+err.Error())
@@ -274,7 +317,7 @@ func (s *Server) geminiGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	gemini3 := isGemini3(modelID)
-	t := s.begin(geminiDialect, r, body, received, geminiTurns(&req))
+	t := s.begin(dialect, r, body, received, geminiTurns(&req))
 	// The signatures the server gave must come back unchanged.
 	if !s.Lenient {
 		for turn, sigs := range req.signatures(body) {

@@ -116,6 +116,8 @@ func New(s *Script) *Server {
 	srv.mux.HandleFunc("POST /model/{model}/invoke-with-response-stream", srv.bedrockInvoke(true))
 	srv.mux.HandleFunc("POST /model/{model}/invoke", srv.bedrockInvoke(false))
 	srv.mux.HandleFunc("POST /v1beta/models/{model}", srv.geminiGenerate)
+	srv.mux.HandleFunc("POST /v1beta1/projects/{project}/locations/{location}/publishers/google/models/{model}", srv.vertexGenerate)
+	srv.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/google/models/{model}", srv.vertexGenerate)
 	srv.mux.HandleFunc("POST /token", srv.token)
 	srv.mux.HandleFunc("GET /v1/models", srv.models)
 	srv.mux.HandleFunc("GET /models", srv.openaiModels)

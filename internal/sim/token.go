@@ -76,6 +76,8 @@ func unauthorized(w http.ResponseWriter, r *http.Request, pattern string) {
 		}
 		geminiError(w, http.StatusBadRequest, geminiBadKey, map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com",
 			"metadata": map[string]any{"service": "generativelanguage.googleapis.com"}})
+	case strings.Contains(route, "/publishers/google/"):
+		geminiError(w, http.StatusUnauthorized, vertexUnauthenticated)
 	case strings.HasPrefix(route, "/v1/projects/"):
 		vertexError(w, http.StatusUnauthorized, vertexUnauthenticated, strings.HasSuffix(r.URL.Path, ":streamRawPredict"))
 	case route == "/token":

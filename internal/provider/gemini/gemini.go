@@ -31,6 +31,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/oauth2"
+
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
 )
@@ -44,6 +46,10 @@ const DefaultBaseURL = "https://generativelanguage.googleapis.com"
 // APIVersion is the version path the requests use.
 const APIVersion = "v1beta"
 
+// VertexAPIVersion is the version of Vertex AI's API that Google's SDK
+// sends Gemini requests to.
+const VertexAPIVersion = "v1beta1"
+
 // madeIDPrefix starts the ids Truss makes for calls the server sent
 // without one (Gemini 2.5); they are never sent back.
 const madeIDPrefix = "truss_gemini_"
@@ -55,13 +61,16 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as x-goog-api-key.
 	APIKey string
-	// Header holds more headers of every request (Vertex AI's bearer
-	// token); nil for none.
+	// Header holds more headers of every request; nil for none.
 	Header http.Header
 	// Path, when set, replaces "/v1beta/models/{model}" (Vertex AI's
 	// publishers route); %s stands for the model.
 	Path string
-	HTTP *http.Client
+	// Token, when set, authorizes every request with a bearer token of
+	// its own (Vertex AI's access tokens, which expire within the hour)
+	// instead of a key.
+	Token oauth2.TokenSource
+	HTTP  *http.Client
 	// Retry governs the retries of failed turns.
 	Retry provider.RetryPolicy
 	// ThinkingTokens is --thinking: a Gemini 2.5 model's thinkingBudget, a
@@ -278,6 +287,14 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 	hreq.Header.Set("Content-Type", "application/json")
 	if c.cfg.APIKey != "" {
 		hreq.Header.Set("x-goog-api-key", c.cfg.APIKey)
+	}
+	if c.cfg.Token != nil {
+		tok, err := c.cfg.Token.Token()
+		if err != nil {
+			return nil, &provider.Error{Provider: Dialect, Kind: provider.ErrAuth, Err: err,
+				Message: "no access token from the credentials: " + err.Error()}
+		}
+		hreq.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 	}
 	hc := c.cfg.HTTP
 	if hc == nil {

@@ -183,7 +183,7 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 		srv.APIKey = "sk-test"
 	case "gemini":
 		srv.APIKey = "gk-test"
-	case "vertex":
+	case "vertex", "vertex-gemini":
 		srv.APIKey = "sk-no-token-but-issued-ones"
 		srv.VertexProject = "sim-project"
 	case "bedrock":
@@ -215,16 +215,22 @@ func simServe(ts *testscript.TestScript, neg bool, args []string) {
 	case "gemini":
 		ts.Setenv("GOOGLE_GEMINI_BASE_URL", base)
 		ts.Setenv("GEMINI_API_KEY", "gk-test")
-	case "vertex":
+	case "vertex", "vertex-gemini":
 		adc := ts.MkAbs("application_default_credentials.json")
 		b, err := json.Marshal(map[string]string{"type": "authorized_user", "client_id": "sim.apps.googleusercontent.com",
 			"client_secret": "sim-secret", "refresh_token": "1//sim-refresh", "token_uri": base + "/token"})
 		ts.Check(err)
 		ts.Check(os.WriteFile(adc, b, 0o600))
+		ts.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
+		if args[0] == "vertex-gemini" {
+			ts.Setenv("GOOGLE_VERTEX_BASE_URL", base)
+			ts.Setenv("GOOGLE_CLOUD_LOCATION", "us-central1")
+			ts.Setenv("GOOGLE_CLOUD_PROJECT", "sim-project")
+			break
+		}
 		ts.Setenv("ANTHROPIC_VERTEX_BASE_URL", base)
 		ts.Setenv("CLOUD_ML_REGION", "us-east5")
 		ts.Setenv("ANTHROPIC_VERTEX_PROJECT_ID", "sim-project")
-		ts.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
 	case "bedrock":
 		ts.Setenv("ANTHROPIC_BEDROCK_BASE_URL", base)
 		ts.Setenv("AWS_REGION", "us-east-1")
@@ -316,7 +322,7 @@ func simCheck(ts *testscript.TestScript, neg bool, args []string) {
 			if err := doc.RequestBody("/responses", "POST", r.Body); err != nil {
 				ts.Fatalf("request %d does not match the API description: %v", i, err)
 			}
-		case "gemini": // no published description: the dialect's own checks, and the SDK's wire in the tests
+		case "gemini", "vertex-gemini": // no published description: the dialect's own checks, and the SDK's wire in the tests
 			if r.Dialect != dialect {
 				ts.Fatalf("request %d came to the %s routes, not %s's", i, r.Dialect, dialect)
 			}
