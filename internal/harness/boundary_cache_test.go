@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/trussdev/truss/internal/sandbox"
 )
 
 // TestBoundaryOwnCaches: the model's command writes a marker into every
@@ -12,21 +14,26 @@ import (
 // reads; the verification boundary's checks list what their own
 // environment's caches hold. The checks must find none of the markers
 // and read no Go build cache the commands could write, with the
-// workspace's caches and with a session's private ones: a command that
+// workspace's caches, with a session's private ones and with the
+// read-only sandbox's (in the session's TMPDIR): a command that
 // can write a cache the checks read can forge their verdict (a build
 // cache entry that maps a buggy compile to a correct object).
 func TestBoundaryOwnCaches(t *testing.T) {
 	vars := `"$GOCACHE" "$XDG_CACHE_HOME" "$npm_config_cache" "$PIP_CACHE_DIR" "$TMPDIR" "$GOMODCACHE" "$PYTHONPYCACHEPREFIX"`
 	plant := `for d in ` + vars + `; do [ -n "$d" ] && echo PLANTED-4711 > "$d/planted" 2>/dev/null && echo "wrote $d"; done; echo "cmdprog=$GOCACHEPROG"; echo "cmdcache=$GOCACHE"`
 	check := `for d in ` + vars + `; do [ -n "$d" ] && cat "$d/planted" 2>/dev/null; done; echo "checkprog=$GOCACHEPROG"; echo "checkcache=$GOCACHE"; echo "checktmp=$TMPDIR"; echo checked`
-	for _, private := range []bool{false, true} {
-		name := "workspace caches"
-		if private {
-			name = "private caches"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		private bool
+		mode    sandbox.Mode
+	}{
+		{"workspace caches", false, ""},
+		{"private caches", true, ""},
+		{"read-only", false, sandbox.ReadOnly}, // the caches are in the session's TMPDIR
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			o := fixture(t, `{"steps": [`+runStep(t, plant, nil)+`, {"say": "Done."}]}`)
-			o.PrivateCaches = private
+			o.PrivateCaches, o.Sandbox.Mode = tc.private, tc.mode
 			o.Validation.TestCmd = check
 			rs := shellResults(&o)
 			s, err := Open(context.Background(), o)
