@@ -67,6 +67,14 @@ type Engine struct {
 	mu       sync.Mutex
 	settings Settings
 	checked  *Report // the last Check's report
+	// seccompBase is the engine's default seccomp profile on disk
+	// (Podman's; "" for Docker's, built into its daemon); profile is the
+	// containers' own derived from it, profileNote what the facts say of
+	// it ("" until derived).
+	seccompBase string
+	noSeccomp   bool // the engine runs containers without seccomp
+	profile     []byte
+	profileNote string
 }
 
 // Settings are the host-dependent options every container is run with.
@@ -198,7 +206,9 @@ func open(ctx context.Context, name, pathEnv string) (*Engine, error) {
 					Name string `json:"name"`
 				} `json:"ociRuntime"`
 				Security struct {
-					Rootless bool `json:"rootless"`
+					Rootless           bool   `json:"rootless"`
+					SeccompEnabled     bool   `json:"seccompEnabled"`
+					SeccompProfilePath string `json:"seccompProfilePath"`
 				} `json:"security"`
 			} `json:"host"`
 			Version struct {
@@ -213,6 +223,7 @@ func open(ctx context.Context, name, pathEnv string) (*Engine, error) {
 		e.CgroupManager = info.Host.CgroupManager
 		e.CgroupVersion = strings.TrimPrefix(info.Host.CgroupVersion, "v")
 		e.Rootless = info.Host.Security.Rootless
+		e.seccompBase, e.noSeccomp = info.Host.Security.SeccompProfilePath, !info.Host.Security.SeccompEnabled
 	case Docker:
 		out, err := e.output(ctx, "info", "--format", "{{json .}}")
 		if err != nil {
@@ -235,9 +246,13 @@ func open(ctx context.Context, name, pathEnv string) (*Engine, error) {
 		e.Runtime = info.DefaultRuntime
 		e.CgroupManager = info.CgroupDriver
 		e.CgroupVersion = info.CgroupVersion
+		e.noSeccomp = true
 		for _, o := range info.SecurityOptions {
 			if strings.Contains(o, "name=rootless") {
 				e.Rootless = true
+			}
+			if strings.Contains(o, "name=seccomp") && !strings.Contains(o, "profile=unconfined") {
+				e.noSeccomp = false
 			}
 		}
 	}

@@ -129,6 +129,9 @@ type Facts struct {
 	// "--userns=keep-id", "rootless").
 	User   string            `json:"user"`
 	Labels map[string]string `json:"labels"`
+	// Seccomp says which seccomp profile the container runs with: the
+	// engine's default with TraceCalls refused, or why not.
+	Seccomp string `json:"seccomp,omitempty"`
 }
 
 // Env is a running session environment: one container. Close removes it.
@@ -269,6 +272,14 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 			}
 		}
 	}
+	// The engine's seccomp profile less the calls that reach into another
+	// process (TraceCalls), in the state directory.
+	profile, seccompNote := e.seccomp()
+	seccompFlags, err := writeProfile(state, profile)
+	if err != nil {
+		os.RemoveAll(state)
+		return nil, err
+	}
 	labels := owner.labels()
 	labels[LabelSession] = cfg.Session
 	labels[LabelState] = state
@@ -330,7 +341,7 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		// No process gains privileges through a setuid program of the
 		// image (sudo, su, a setuid copy a command made), and none can
 		// make device nodes or raw sockets.
-		args = append(args, lockdown...)
+		args = append(append(args, lockdown...), seccompFlags...)
 		args = append(args, runFlags(withOpenFiles(s, cfg.Limits.OpenFiles))...)
 		args = append(args, limitFlags(cfg.Limits)...)
 		args = append(args, user...)
@@ -389,7 +400,8 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	env.facts = Facts{Engine: e.Name, EngineVersion: e.Version, Runtime: or(s.Runtime, e.Runtime),
 		CgroupManager: or(s.CgroupManager, e.CgroupManager), Rootless: e.Rootless, Settings: withOpenFiles(s, cfg.Limits.OpenFiles),
 		Image: cfg.Image, ImageID: img.ID, RepoDigests: img.RepoDigests, ContainerID: id, Workdir: workdir,
-		Mounts: append(slices.Clip(mounts), hiddenMounts...), Network: cfg.Network, Limits: cfg.Limits, User: strings.Join(user, " "), Labels: labels}
+		Mounts: append(slices.Clip(mounts), hiddenMounts...), Network: cfg.Network, Limits: cfg.Limits, User: strings.Join(user, " "), Labels: labels,
+		Seccomp: seccompNote}
 	if env.facts.User == "" {
 		env.facts.User = "rootless"
 	}
@@ -404,7 +416,8 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 // lockdown are the run flags that take from the container's processes
 // what no task needs: gaining privileges by exec (setuid and file
 // capabilities), making device nodes, raw sockets, audit writes and
-// tracing processes of other users (CAP_SYS_PTRACE).
+// tracing processes of other users (CAP_SYS_PTRACE). Tracing processes of
+// their own user is refused by the seccomp profile (TraceCalls).
 var lockdown = []string{"--security-opt", "no-new-privileges", "--cap-drop", "MKNOD", "--cap-drop", "NET_RAW", "--cap-drop", "AUDIT_WRITE", "--cap-drop", "SYS_PTRACE"}
 
 // makeStateDir makes the session's state directory in the first of the

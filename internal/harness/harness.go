@@ -956,7 +956,7 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 		}
 	} else {
 		var res tool.Result
-		sum, res = r.Run(ctx)
+		sum, res = s.w.runChecks(ctx, r)
 		log = res.Stdout + res.Stderr
 	}
 	if s.rec != nil {

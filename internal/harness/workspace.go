@@ -54,6 +54,8 @@ type workspace struct {
 
 	cfg      *config.Config // the project's .truss/config.toml
 	cacheEnv []string       // the sandboxed commands' cache variables
+	// caches are the sandboxed commands' caches (nil with full access).
+	caches   *toolcache.Caches
 	timeout  time.Duration
 	allowEnv []string
 	// withholdEnv are the variables the user's configuration withholds
@@ -136,7 +138,7 @@ func (s *Session) openWorkspace(set *surface.Set) (w *workspace, err error) {
 		if err := caches.Make(); err != nil {
 			return w, err
 		}
-		w.cacheEnv = caches.Env
+		w.cacheEnv, w.caches = caches.Env, caches
 	}
 	// The private directory is hidden from commands where it is not
 	// under the sandbox's own /tmp already (a TMPDIR elsewhere).

@@ -75,6 +75,17 @@ type filterOptions struct {
 	noPathSockets bool
 }
 
+// TraceCalls are the system calls that reach into another process —
+// trace it (and so rewrite its code or registers), read or write its
+// memory, take its descriptors, compare its kernel objects, advise on its
+// memory — which every sandbox refuses with EPERM (a task environment's
+// containers refuse the same list). The sandbox's processes share a user
+// and a user namespace, where the kernel's own checks let one trace
+// another: the shell, a command of another call, a sub-agent's.
+func TraceCalls() []string {
+	return []string{"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise", "kcmp"}
+}
+
 // seccompRules lists the refusals of the filter.
 func seccompRules(o filterOptions) []sysRule {
 	var rules []sysRule
@@ -83,8 +94,8 @@ func seccompRules(o filterOptions) []sysRule {
 			rules = append(rules, sysRule{name: n, errno: unix.EPERM})
 		}
 	}
-	deny("ptrace", "process_vm_readv", "process_vm_writev",
-		"io_uring_setup", "io_uring_enter", "io_uring_register", // io_uring makes sockets without socket()
+	deny(TraceCalls()...)
+	deny("io_uring_setup", "io_uring_enter", "io_uring_register", // io_uring makes sockets without socket()
 		"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
 		"unshare", "setns", "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
 		"bpf", "perf_event_open", "userfaultfd", "add_key", "request_key", "keyctl")

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,8 +68,12 @@ type space struct {
 
 	fileCost int64  // the least a file takes of the budget
 	held     int64  // what the last walk found
-	unread   string // a directory it could not read, "" for none
+	unread   string // what it could not read or size (a directory, a mapped file), "" for none
 	nextWalk time.Time
+	// statMapped stats a file through a /proc/PID/map_files link
+	// (syscall.Stat; the tests make it fail as it does without the
+	// capability).
+	statMapped func(path string, st *syscall.Stat_t) error
 }
 
 // fsFree is a file system that holds a writable root or a mount below
@@ -85,7 +90,7 @@ const minFileCost = 4096
 // newSpace watches the file systems of the writable roots, and of the
 // mounts below them, for a session whose budget is budget bytes.
 func newSpace(roots []string, budget int64) *space {
-	s := &space{since: time.Now().Add(-time.Second), fileCost: minFileCost}
+	s := &space{since: time.Now().Add(-time.Second), fileCost: minFileCost, statMapped: syscall.Stat}
 	seen := map[uint64]bool{}
 	watch := func(p string) {
 		var st unix.Stat_t
@@ -278,5 +283,83 @@ func (s *space) walk(pids []int) (held int64, unread string) {
 			}
 		}
 	}
+	// A file deleted while a process keeps only a memory mapping of it
+	// (no descriptor) takes its space until the mapping goes: its
+	// mappings are in /proc/PID/maps, marked "(deleted)", with the
+	// file's device and inode. Its size is read through
+	// /proc/PID/map_files, which the kernel opens only to a holder of
+	// CAP_CHECKPOINT_RESTORE (or CAP_SYS_ADMIN) in the initial user
+	// namespace (Truss run as root); without it, the file is one the
+	// walk cannot size, and counts as a directory it cannot read does.
+	for _, pid := range pids {
+		for _, m := range deletedMappings(pid) {
+			k := key{m.dev, m.ino}
+			if counted[k] || !devs[m.dev] {
+				continue
+			}
+			var st syscall.Stat_t
+			if s.statMapped("/proc/"+strconv.Itoa(pid)+"/map_files/"+m.area, &st) == nil {
+				if st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink == 0 && devs[uint64(st.Dev)] {
+					add(&st)
+				}
+				continue
+			}
+			counted[k] = true
+			if unread == "" {
+				unread = fmt.Sprintf("a deleted file that process %d maps (inode %d)", pid, m.ino)
+			}
+		}
+	}
 	return held, unread
+}
+
+// mapping is a memory mapping of a file: its address range as
+// /proc/PID/map_files names it, and the file's device and inode.
+type mapping struct {
+	area     string
+	dev, ino uint64
+}
+
+// deletedMappings are pid's mappings of files that are no longer in any
+// directory, one per file; none when pid is gone or its maps cannot be
+// read.
+func deletedMappings(pid int) []mapping {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		return nil
+	}
+	return parseDeletedMappings(string(b))
+}
+
+// parseDeletedMappings reads the lines of a /proc/PID/maps ("start-end
+// perms offset major:minor inode path") whose path ends in " (deleted)",
+// one per device and inode.
+func parseDeletedMappings(maps string) []mapping {
+	var out []mapping
+	seen := map[[2]uint64]bool{}
+	for line := range strings.SplitSeq(maps, "\n") {
+		if !strings.HasSuffix(line, " (deleted)") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.Contains(f[0], "-") {
+			continue
+		}
+		maj, min, ok := strings.Cut(f[3], ":")
+		if !ok {
+			continue
+		}
+		ma, err1 := strconv.ParseUint(maj, 16, 32)
+		mi, err2 := strconv.ParseUint(min, 16, 32)
+		ino, err3 := strconv.ParseUint(f[4], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil || ino == 0 {
+			continue
+		}
+		m := mapping{area: f[0], dev: unix.Mkdev(uint32(ma), uint32(mi)), ino: ino}
+		if k := [2]uint64{m.dev, m.ino}; !seen[k] {
+			seen[k] = true
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -3,9 +3,14 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/trussdev/truss/internal/sandbox/helper"
 )
@@ -99,4 +104,96 @@ func TestUnescapeMount(t *testing.T) {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestSpaceWalkMapped: a file deleted while this process keeps only a
+// shared mapping of it (its descriptor closed) is counted, sized through
+// /proc/PID/map_files; where that cannot be read (no
+// CAP_CHECKPOINT_RESTORE in the initial user namespace), the file is one
+// the walk cannot size, and the free space lost since the last walk
+// counts.
+func TestSpaceWalkMapped(t *testing.T) {
+	dir := t.TempDir()
+	s := newSpace([]string{dir}, 64<<20)
+	s.since = time.Now().Add(-time.Second)
+	f, err := os.Create(filepath.Join(dir, "mapped.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 8<<20)); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	f.Close()
+	os.Remove(f.Name())
+	pids := []int{os.Getpid()}
+	if _, err := os.Stat(filepath.Join("/proc/self/map_files")); err != nil {
+		t.Skip("no /proc/PID/map_files on this kernel")
+	}
+	var st unix.Stat_t
+	sized := false
+	for _, m := range deletedMappings(os.Getpid()) {
+		if unix.Stat("/proc/self/map_files/"+m.area, &st) == nil {
+			sized = true
+		}
+	}
+	if sized {
+		if held, unread := s.walk(pids); held < 8<<20 || unread != "" {
+			t.Errorf("the walk found %s (unread %q), want the 8 MiB mapped", FormatSize(held), unread)
+		}
+	} else {
+		t.Log("map_files cannot be read here: only the fallback is tried")
+	}
+	s.statMapped = func(string, *syscall.Stat_t) error { return syscall.EPERM }
+	prev := s.held
+	if held := s.rewalk(5<<20, pids); s.unread == "" || held < prev+5<<20 {
+		t.Errorf("a mapped file that cannot be sized: unread %q, held %s", s.unread, FormatSize(held))
+	}
+}
+
+// TestParseDeletedMappings: the lines of /proc/PID/maps whose file is
+// deleted, one per device and inode.
+func TestParseDeletedMappings(t *testing.T) {
+	tests := []struct {
+		name string
+		maps string
+		want []mapping
+	}{
+		{"none", "55d0-55d1 r--p 00000000 fd:00 1234 /usr/bin/cat\n7ffd-7ffe rw-p 00000000 00:00 0 [stack]\n", nil},
+		{"one shared", "7f00-7f01 r--s 00000000 fd:01 42 /w/.de0 (deleted)\n", []mapping{{"7f00-7f01", unix.Mkdev(0xfd, 1), 42}}},
+		{"private too", "7f00-7f01 r--p 00001000 08:10 7 /w/x (deleted)\n", []mapping{{"7f00-7f01", unix.Mkdev(8, 0x10), 7}}},
+		{"once per inode", "7f00-7f01 r--s 00000000 fd:01 42 /w/a (deleted)\n7f02-7f03 r--s 00000000 fd:01 42 /w/a (deleted)\n", []mapping{{"7f00-7f01", unix.Mkdev(0xfd, 1), 42}}},
+		{"spaces in the name", "7f00-7f01 r--s 00000000 fd:01 9 /w/a b  c (deleted)\n", []mapping{{"7f00-7f01", unix.Mkdev(0xfd, 1), 9}}},
+		{"no inode", "7f00-7f01 rw-s 00000000 00:01 0 /SYSV00000000 (deleted)\n", nil},
+		{"malformed", "7f00 r--s 00000000 fd:01 42 x (deleted)\nx-y r--s 0 zz:01 42 x (deleted)\n7f-80 r--s 0 fd01 42 x (deleted)\n (deleted)\n", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := parseDeletedMappings(tc.maps); !slices.Equal(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzParseDeletedMappings: any text parses without a panic into
+// mappings with an inode, each device and inode once.
+func FuzzParseDeletedMappings(f *testing.F) {
+	f.Add("7f00-7f01 r--s 00000000 fd:01 42 /w/.de0 (deleted)\n")
+	f.Add("55d0-55d1 r--p 00000000 fd:00 1234 /usr/bin/cat\n")
+	f.Add("a-b c d ffffffff:ffffffff 18446744073709551615 e (deleted)")
+	f.Fuzz(func(t *testing.T, maps string) {
+		seen := map[[2]uint64]bool{}
+		for _, m := range parseDeletedMappings(maps) {
+			k := [2]uint64{m.dev, m.ino}
+			if m.ino == 0 || seen[k] || !strings.Contains(m.area, "-") {
+				t.Fatalf("%+v in %q", m, maps)
+			}
+			seen[k] = true
+		}
+	})
 }

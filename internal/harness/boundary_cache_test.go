@@ -1,0 +1,102 @@
+package harness
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/trussdev/truss/internal/sandbox"
+)
+
+// TestBoundaryOwnCaches: the model's command writes a marker into every
+// cache its environment names — Go's build and module caches, the XDG
+// cache, pip's, npm's, TMPDIR — and records where the Go cache program
+// reads; the verification boundary's checks list what their own
+// environment's caches hold. The checks must find none of the markers
+// and read no Go build cache the commands could write, with the
+// workspace's caches, with a session's private ones and with the
+// read-only sandbox's (in the session's TMPDIR): a command that
+// can write a cache the checks read can forge their verdict (a build
+// cache entry that maps a buggy compile to a correct object).
+func TestBoundaryOwnCaches(t *testing.T) {
+	vars := `"$GOCACHE" "$XDG_CACHE_HOME" "$npm_config_cache" "$PIP_CACHE_DIR" "$TMPDIR" "$GOMODCACHE" "$PYTHONPYCACHEPREFIX"`
+	plant := `for d in ` + vars + `; do [ -n "$d" ] && echo PLANTED-4711 > "$d/planted" 2>/dev/null && echo "wrote $d"; done; echo "cmdprog=$GOCACHEPROG"; echo "cmdcache=$GOCACHE"`
+	check := `for d in ` + vars + `; do [ -n "$d" ] && cat "$d/planted" 2>/dev/null; done; echo "checkprog=$GOCACHEPROG"; echo "checkcache=$GOCACHE"; echo "checktmp=$TMPDIR"; echo checked`
+	for _, tc := range []struct {
+		name    string
+		private bool
+		mode    sandbox.Mode
+	}{
+		{"workspace caches", false, ""},
+		{"private caches", true, ""},
+		{"read-only", false, sandbox.ReadOnly}, // the caches are in the session's TMPDIR
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := fixture(t, `{"steps": [`+runStep(t, plant, nil)+`, {"say": "Done."}]}`)
+			o.PrivateCaches, o.Sandbox.Mode = tc.private, tc.mode
+			o.Validation.TestCmd = check
+			rs := shellResults(&o)
+			s, err := Open(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if !s.w.sandbox.Plan().Active() {
+				t.Skip("no sandbox on this host")
+			}
+			out, err := s.Run(context.Background(), "plant")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(*rs) != 1 {
+				t.Fatalf("%d shell results", len(*rs))
+			}
+			wrote := (*rs)[0].Stdout
+			if strings.Count(wrote, "wrote ") < 5 {
+				t.Fatalf("the command could not write its caches: %q %q", wrote, (*rs)[0].Stderr)
+			}
+			if out.Verdict == nil {
+				t.Fatal("no verdict")
+			}
+			log := out.Verdict.Log
+			if !strings.Contains(log, "checked") {
+				t.Fatalf("the checks did not run: %q", log)
+			}
+			if strings.Contains(log, "PLANTED-4711") {
+				t.Errorf("the checks read what the model's command wrote to its caches:\ncommand: %s\nchecks: %s", wrote, log)
+			}
+			// The Go build cache the checks read (GOCACHE, or the cache
+			// program's private directory and lowers) is none the
+			// command wrote.
+			cmdCache := field(wrote, "cmdcache=")
+			prog, cache := field(log, "checkprog="), field(log, "checkcache=")
+			if cmdCache == "" || cache == "" {
+				t.Fatalf("no GOCACHE: command %q, checks %q", wrote, log)
+			}
+			if cache == cmdCache || strings.Contains(prog, cmdCache) {
+				t.Errorf("the checks read the command's Go build cache %s: GOCACHE=%s GOCACHEPROG=%s", cmdCache, cache, prog)
+			}
+			for _, d := range s.w.caches.Writable {
+				if strings.Contains(prog, d) {
+					t.Errorf("the checks' cache program reads %s, which the commands write: %s", d, prog)
+				}
+			}
+			if field(log, "checktmp=") == s.w.tmp {
+				t.Errorf("the checks' TMPDIR is the commands' %s", s.w.tmp)
+			}
+			if !out.Verdict.OK {
+				t.Errorf("the verdict fails: %q", log)
+			}
+		})
+	}
+}
+
+// field is the rest of the line of out that begins with prefix.
+func field(out, prefix string) string {
+	for l := range strings.SplitSeq(out, "\n") {
+		if v, ok := strings.CutPrefix(l, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
