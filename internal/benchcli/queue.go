@@ -251,7 +251,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dirs, err := sf.makeRunDirs(work, nil, nil)
+	dirs, err := sf.makeRunDirs(work, nil, nil, stderr)
 	if err != nil {
 		return err
 	}
