@@ -155,6 +155,11 @@ type runDirs struct {
 	work   string
 	grader *grade.Grader
 	jan    *bench.Janitor
+	// knownHidden and knownCovered are the paths of the registry of
+	// benchmark paths (bench.Registry) the runs' agents and gradings must
+	// not see: hidden, or covered where they hold the benchmark's own
+	// directories (bench.Confinement).
+	knownHidden, knownCovered []string
 }
 
 // makeRunDirs makes the private directory and the grader of its runs
@@ -202,7 +207,41 @@ func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string, stderr
 	if g.Dir, err = gradingDir(cmp.Or(work, d.dir)); err != nil {
 		return d, err
 	}
+	if err := d.confineKnown(stderr); err != nil {
+		return d, err
+	}
 	return d, nil
+}
+
+// confineKnown records --work in the registry of benchmark paths and
+// keeps every path of the registry from the runs: the gradings' sandbox
+// (when it is the host's) hides or covers them now, the agents' are
+// given them by the commands (knownHidden, knownCovered).
+func (d *runDirs) confineKnown(stderr io.Writer) error {
+	reg, err := bench.DefaultRegistry()
+	if err != nil {
+		return err
+	}
+	if d.work != "" {
+		if err := reg.Add(bench.KnownWork, d.work); err != nil {
+			return err
+		}
+	}
+	known, err := reg.Paths()
+	if err != nil {
+		return err
+	}
+	home, _ := os.UserHomeDir()
+	hidden, covered, skipped := bench.Confinement(known, []string{d.dir, d.work, d.grader.Dir, tempDir()}, bench.TempCover(), home)
+	if len(skipped) > 0 {
+		fmt.Fprintf(stderr, "truss bench: warning: not hiding %s from the runs: each holds the home directory (or is the root); choose --out, --work and dataset directories of their own\n", firstFew(skipped))
+	}
+	d.knownHidden, d.knownCovered = hidden, covered
+	if s, ok := d.grader.Shells.(*grade.Sandboxed); ok {
+		s.Hidden = append(s.Hidden, hidden...)
+		s.Covered = append(s.Covered, covered...)
+	}
+	return nil
 }
 
 // sweepStale removes the stale private directories of benchmarks in the
@@ -482,13 +521,27 @@ func (b *benchFlags) load(work string, stderr io.Writer) (tasks []bench.Task, g 
 	}
 	abs, _ := filepath.Abs(b.tasks)
 	hidden := []string{abs}
+	var repos []string
 	for _, t := range tasks {
 		hidden = append(hidden, t.RepoDir)
+		if !slices.Contains(repos, t.RepoDir) {
+			repos = append(repos, t.RepoDir)
+		}
 	}
 	// The output directory holds every run's prediction and verdict: a
 	// graded patch that read it could copy another's passing patch in.
 	out, err := filepath.Abs(b.out)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Later benchmarks hide them all from their runs (bench.Registry).
+	if err := registerKnown(bench.KnownOut, out); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := registerKnown(bench.KnownTasks, abs); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := registerKnown(bench.KnownRepo, repos...); err != nil {
 		return nil, nil, nil, err
 	}
 	d, err := b.makeRunDirs(work, hidden, []string{out}, stderr)
@@ -499,6 +552,25 @@ func (b *benchFlags) load(work string, stderr io.Writer) (tasks []bench.Task, g 
 	b.dirs = d
 	d.grader.Rules = rules
 	return tasks, d.grader, d.close, nil
+}
+
+// tempDir is the temporary directory, absolute.
+func tempDir() string {
+	t, err := filepath.Abs(os.TempDir())
+	if err != nil {
+		return ""
+	}
+	return t
+}
+
+// registerKnown records paths of kind in the installation's registry of
+// benchmark paths, which every benchmark hides from its runs.
+func registerKnown(kind string, paths ...string) error {
+	reg, err := bench.DefaultRegistry()
+	if err != nil {
+		return err
+	}
+	return reg.Add(kind, paths...)
 }
 
 // onlyTasks keeps the tasks --only names (all of them without it); naming
@@ -847,6 +919,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	agent := benchAgent(fb, stderr)
 	b.env.agentImages(agent)
 	hideFromRuns(g, agent, qf.secrets())
+	agent.Hidden = append(agent.Hidden, b.dirs.knownHidden...)
 	ctx, stop := signalContext(stderr, b.dirs)
 	defer stop()
 	if !qf.remoteOnly() {
@@ -856,7 +929,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
 	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work, TempDir: b.scratch,
 		Agent: agent, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey, Budgets: budgets, CostBudget: budget,
-		Parallel: b.parallel, ProviderCap: capMap, ShowHints: hints, Progress: pp.print}
+		Parallel: b.parallel, ProviderCap: capMap, ShowHints: hints, Progress: pp.print, Covered: b.dirs.knownCovered}
 	if simScripts != "" {
 		r.Scripts = &runner.Scripts{Dir: simScripts}
 	}
@@ -913,6 +986,9 @@ func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := registerImport(out); err != nil {
+		return err
+	}
 	printImported(stdout, sum.Tasks, sum.TaskFile, "without a usable gold fix", sum.Skipped)
 	return nil
 }
@@ -937,7 +1013,20 @@ func cmdImportMultiSWE(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := registerImport(out); err != nil {
+		return err
+	}
 	printImported(stdout, sum.Tasks, sum.TaskFile, "with no test to turn to passing", sum.Skipped)
+	return nil
+}
+
+// registerImport records an imported dataset's directory in the registry
+// of benchmark paths: it holds the hidden tests and gold patches, which
+// every benchmark hides from its runs.
+func registerImport(out string) error {
+	if err := registerKnown(bench.KnownDataset, out); err != nil {
+		return fmt.Errorf("the dataset is written to %s, but recording it among the paths benchmarks hide from their runs failed: %w", out, err)
+	}
 	return nil
 }
 
