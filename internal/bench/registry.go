@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -202,12 +203,7 @@ func (r *Registry) Add(kind string, paths ...string) error {
 
 // Paths returns the recorded paths that exist now, under the lock.
 func (r *Registry) Paths() ([]KnownPath, error) {
-	unlock, err := r.lock()
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	known, err := r.read()
+	known, err := r.All()
 	if err != nil {
 		return nil, err
 	}
@@ -217,17 +213,28 @@ func (r *Registry) Paths() ([]KnownPath, error) {
 	}), nil
 }
 
+// All returns every recorded path, those that do not exist (yet) too,
+// under the lock.
+func (r *Registry) All() ([]KnownPath, error) {
+	unlock, err := r.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return r.read()
+}
+
 // Confinement splits the known paths into what a benchmark's runs must
 // not see: hidden, the paths to hide, and covered, the directories to
 // cover instead because they hold one of the benchmark's own directories
-// (own: its private directory, --work, the grading checkouts' directory),
-// which a cover binds back and a hidden path would hide. Paths in own
-// directories, in the temporary directory's cover (tempCover), in /tmp
-// (the sandbox's own) and the own directories themselves are left out:
-// they are hidden or covered already. skipped are the paths that hold
-// the home directory (or are the root): hiding them would hide the
-// toolchains the runs need.
-func Confinement(known []KnownPath, own []string, tempCover, home string) (hidden, covered, skipped []string) {
+// (own: its private directory, --work, the grading checkouts' directory,
+// the temporary directory), which a cover binds back and a hidden path
+// would hide. Paths in own directories, in whole (directories every run
+// sees covered already or has a private one of: the temporary
+// directory's cover, /tmp) and the own directories themselves are left
+// out. skipped are the paths that hold the home directory (or are the
+// root): hiding them would hide the toolchains the runs need.
+func Confinement(known []KnownPath, own, whole []string, home string) (hidden, covered, skipped []string) {
 	var owned []string
 	for _, o := range own {
 		if o != "" {
@@ -238,7 +245,7 @@ func Confinement(known []KnownPath, own []string, tempCover, home string) (hidde
 		p := k.Path
 		switch {
 		case slices.ContainsFunc(owned, func(o string) bool { return within(p, o) }),
-			tempCover != "" && within(p, tempCover), within(p, "/tmp"):
+			slices.ContainsFunc(whole, func(w string) bool { return w != "" && within(p, w) }):
 			continue
 		case p == "/" || home != "" && within(home, p):
 			skipped = append(skipped, p)
@@ -249,4 +256,53 @@ func Confinement(known []KnownPath, own []string, tempCover, home string) (hidde
 		}
 	}
 	return slices.Compact(hidden), slices.Compact(covered), skipped
+}
+
+// KnownView is the registry as one benchmark sees it: Current splits the
+// recorded paths (Confinement) for the benchmark's own directories, read
+// again whenever the registry's file has changed, so that a benchmark
+// started later, whose paths were recorded after this one started, is
+// hidden from this one's later runs too. It keeps the paths that do not
+// exist yet (a --out made after it was recorded): the sandbox skips a
+// hidden or covered path that is missing when a shell starts. It is safe
+// for concurrent use.
+type KnownView struct {
+	Registry *Registry
+	// Own, Whole and Home are Confinement's.
+	Own   []string
+	Whole []string
+	Home  string
+
+	mu              sync.Mutex
+	stamp           string // the file's size and modification time when read
+	hidden, covered []string
+	skipped         []string
+}
+
+// Current returns the paths to hide and to cover now. When the registry
+// cannot be read, it returns what it read last, with the error.
+func (v *KnownView) Current() (hidden, covered []string, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	stamp := ""
+	if fi, err := os.Stat(v.Registry.File); err == nil {
+		stamp = fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano())
+	}
+	if stamp == "" || stamp != v.stamp {
+		known, err := v.Registry.All()
+		if err != nil {
+			return v.hidden, v.covered, err
+		}
+		v.hidden, v.covered, v.skipped = Confinement(known, v.Own, v.Whole, v.Home)
+		v.stamp = stamp
+	}
+	return v.hidden, v.covered, nil
+}
+
+// Skipped are the recorded paths Current leaves visible because they hold
+// the home directory or are the root (as of its last read).
+func (v *KnownView) Skipped() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.skipped)
 }

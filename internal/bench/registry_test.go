@@ -145,7 +145,7 @@ func TestConfinement(t *testing.T) {
 		{"in home hidden", []string{"/home/u/out"}, []string{"/home/u/out"}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, c, s := Confinement(known(tc.paths...), own, "/var/tmp/t", "/home/u")
+			h, c, s := Confinement(known(tc.paths...), own, []string{"/var/tmp/t", "/tmp"}, "/home/u")
 			if !slices.Equal(h, tc.hidden) || !slices.Equal(c, tc.covered) || !slices.Equal(s, tc.skipped) {
 				t.Errorf("Confinement(%q) = hidden %q, covered %q, skipped %q; want %q, %q, %q", tc.paths, h, c, s, tc.hidden, tc.covered, tc.skipped)
 			}
@@ -171,4 +171,46 @@ func FuzzParseRegistry(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestKnownViewSeesLaterPaths: a path recorded after the view was first
+// read (a benchmark started later) is in its next answer, and so is a
+// --out recorded before it is made.
+func TestKnownViewSeesLaterPaths(t *testing.T) {
+	dir := t.TempDir()
+	r := &Registry{File: filepath.Join(dir, "known-paths.json")}
+	early := filepath.Join(dir, "early-out")
+	if err := os.Mkdir(early, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add(KnownOut, early); err != nil {
+		t.Fatal(err)
+	}
+	v := &KnownView{Registry: r, Own: []string{filepath.Join(dir, "own")}}
+	hidden, _, err := v.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(hidden, []string{early}) {
+		t.Fatalf("hidden %q, want %q", hidden, early)
+	}
+	later := filepath.Join(dir, "later-out") // not made yet
+	if err := r.Add(KnownOut, later); err != nil {
+		t.Fatal(err)
+	}
+	hidden, _, err = v.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(hidden, []string{early, later}) {
+		t.Errorf("hidden %q, want %q and %q", hidden, early, later)
+	}
+	// A registry gone bad: the last answer, and the error.
+	if err := os.WriteFile(r.File, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hidden, _, err = v.Current()
+	if err == nil || !slices.Equal(hidden, []string{early, later}) {
+		t.Errorf("bad registry: hidden %q, err %v; want the last answer and an error", hidden, err)
+	}
 }

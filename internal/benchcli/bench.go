@@ -155,11 +155,10 @@ type runDirs struct {
 	work   string
 	grader *grade.Grader
 	jan    *bench.Janitor
-	// knownHidden and knownCovered are the paths of the registry of
-	// benchmark paths (bench.Registry) the runs' agents and gradings must
-	// not see: hidden, or covered where they hold the benchmark's own
-	// directories (bench.Confinement).
-	knownHidden, knownCovered []string
+	// known is the registry of benchmark paths as this benchmark sees
+	// it (bench.KnownView): what its runs' agents and gradings must not
+	// see, asked again as each run and each grading starts.
+	known *bench.KnownView
 }
 
 // makeRunDirs makes the private directory and the grader of its runs
@@ -214,9 +213,11 @@ func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string, stderr
 }
 
 // confineKnown records --work in the registry of benchmark paths and
-// keeps every path of the registry from the runs: the gradings' sandbox
-// (when it is the host's) hides or covers them now, the agents' are
-// given them by the commands (knownHidden, knownCovered).
+// keeps every path of the registry from the runs (bench.KnownView): the
+// gradings' sandbox (when it is the host's) asks it as each grading
+// starts; the commands give it to the agents (known). A registry that
+// cannot be read is an error here; later, each run gets what was read
+// last.
 func (d *runDirs) confineKnown(stderr io.Writer) error {
 	reg, err := bench.DefaultRegistry()
 	if err != nil {
@@ -227,19 +228,18 @@ func (d *runDirs) confineKnown(stderr io.Writer) error {
 			return err
 		}
 	}
-	known, err := reg.Paths()
-	if err != nil {
+	home, _ := os.UserHomeDir()
+	v := &bench.KnownView{Registry: reg, Own: []string{d.dir, d.work, d.grader.Dir, tempDir()},
+		Whole: []string{bench.TempCover(), "/tmp"}, Home: home}
+	if _, _, err := v.Current(); err != nil {
 		return err
 	}
-	home, _ := os.UserHomeDir()
-	hidden, covered, skipped := bench.Confinement(known, []string{d.dir, d.work, d.grader.Dir, tempDir()}, bench.TempCover(), home)
-	if len(skipped) > 0 {
+	if skipped := v.Skipped(); len(skipped) > 0 {
 		fmt.Fprintf(stderr, "truss bench: warning: not hiding %s from the runs: each holds the home directory (or is the root); choose --out, --work and dataset directories of their own\n", firstFew(skipped))
 	}
-	d.knownHidden, d.knownCovered = hidden, covered
+	d.known = v
 	if s, ok := d.grader.Shells.(*grade.Sandboxed); ok {
-		s.Hidden = append(s.Hidden, hidden...)
-		s.Covered = append(s.Covered, covered...)
+		s.Known = v
 	}
 	return nil
 }
@@ -919,7 +919,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	agent := benchAgent(fb, stderr)
 	b.env.agentImages(agent)
 	hideFromRuns(g, agent, qf.secrets())
-	agent.Hidden = append(agent.Hidden, b.dirs.knownHidden...)
+	agent.Known = b.dirs.known
 	ctx, stop := signalContext(stderr, b.dirs)
 	defer stop()
 	if !qf.remoteOnly() {
@@ -929,7 +929,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
 	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work, TempDir: b.scratch,
 		Agent: agent, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey, Budgets: budgets, CostBudget: budget,
-		Parallel: b.parallel, ProviderCap: capMap, ShowHints: hints, Progress: pp.print, Covered: b.dirs.knownCovered}
+		Parallel: b.parallel, ProviderCap: capMap, ShowHints: hints, Progress: pp.print}
 	if simScripts != "" {
 		r.Scripts = &runner.Scripts{Dir: simScripts}
 	}

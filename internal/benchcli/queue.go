@@ -267,9 +267,9 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	ag := benchAgent(fb, stderr)
 	sf.env.agentImages(ag)
 	hideFromRuns(g, ag, n.secrets())
-	ag.Hidden = append(ag.Hidden, dirs.knownHidden...)
+	ag.Known = dirs.known
 	ex := &runner.Exec{Queue: q, Agent: ag, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey,
-		TempDir: dirs.dir, Scratch: scratch, WorkDir: work, ProviderCap: capMap, Covered: dirs.knownCovered}
+		TempDir: dirs.dir, Scratch: scratch, WorkDir: work, ProviderCap: capMap}
 	var mu sync.Mutex
 	w, err := q.NewWorker(queue.WorkerConfig{ID: id, Parallel: parallel, ExitWhenIdle: idle, Logf: func(f string, a ...any) {
 		mu.Lock()
