@@ -41,9 +41,15 @@ func MakePrivateDir(parent string) (*PrivateDir, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(abs, lockName), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	// The lock is taken under another name and then renamed into place,
+	// so that a sweep never finds the lock file before it is held.
+	tmp := filepath.Join(abs, lockName+".new")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err == nil {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			err = os.Rename(tmp, filepath.Join(abs, lockName))
+		}
 		if err != nil {
 			f.Close()
 		}

@@ -130,3 +130,46 @@ func TestTempCover(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepSparesDirectoriesBeingMade: sweeps running while private
+// directories are made never remove one (its lock is held before the
+// lock file has its name).
+func TestSweepSparesDirectoriesBeingMade(t *testing.T) {
+	tmp := t.TempDir()
+	done := make(chan struct{})
+	swept := make(chan []string)
+	go func() {
+		var all []string
+		for {
+			select {
+			case <-done:
+				swept <- all
+				return
+			default:
+			}
+			removed, err := SweepStale(tmp)
+			if err != nil {
+				t.Error(err)
+			}
+			all = append(all, removed...)
+		}
+	}()
+	var made []*PrivateDir
+	for range 200 {
+		p, err := MakePrivateDir(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, p)
+	}
+	close(done)
+	if removed := <-swept; len(removed) > 0 {
+		t.Errorf("the sweeps removed live directories: %q", removed)
+	}
+	for _, p := range made {
+		if _, err := os.Stat(filepath.Join(p.Dir, lockName)); err != nil {
+			t.Errorf("%s: %v", p.Dir, err)
+		}
+		p.Remove()
+	}
+}
