@@ -15,6 +15,7 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -105,6 +106,8 @@ type benchFlags struct {
 	// directory it makes for its runs is in it, and every agent's and
 	// grading's sandbox covers it.
 	scratch string
+	// dirs are the benchmark's directories (load's).
+	dirs *runDirs
 }
 
 // sandboxFlags are the flags of where and how the runs' agents and
@@ -138,45 +141,58 @@ func (f *sandboxFlags) check() error {
 
 // runDirs are where a benchmark's runs are made, the same for bench run,
 // bench grade and bench worker: one private directory (mode 0700,
-// truss-bench-* in the temporary directory) holding the grader's
-// templates, the queue's bundles and results in flight, each run's own
-// directory (its session's temporary and private directories, caches and
-// memory: runner.Runner.TempDir) and, without --work, the workspaces and
-// the gradings' checkouts. Every agent's and every grading's sandbox
-// covers it, binding back only what is the run's own. close removes it.
+// truss-bench-* in the temporary directory, held by this process's lock:
+// bench.PrivateDir) holding the grader's templates, the queue's bundles
+// and results in flight, each run's own directory (its session's
+// temporary and private directories, caches and memory:
+// runner.Runner.TempDir) and, without --work, the workspaces and the
+// gradings' checkouts. Every agent's and every grading's sandbox covers
+// the whole temporary directory (bench.TempCover) and this directory,
+// binding back only what is the run's own. close removes it.
 type runDirs struct {
 	dir    string
+	priv   *bench.PrivateDir
+	work   string
 	grader *grade.Grader
 	jan    *bench.Janitor
+	// known is the registry of benchmark paths as this benchmark sees
+	// it (bench.KnownView): what its runs' agents and gradings must not
+	// see, asked again as each run and each grading starts.
+	known *bench.KnownView
 }
 
 // makeRunDirs makes the private directory and the grader of its runs
 // (after check): the gradings in a sandbox of the host's that hides
-// hidden and covers covered, the private directory and work (--work,
-// where the workspaces and the gradings' checkouts are made when it is
-// given), or in the environment's containers.
-func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string) (d *runDirs, err error) {
+// hidden and covers covered, the temporary directory, the private
+// directory and work (--work, where the workspaces and the gradings'
+// checkouts are made when it is given), or in the environment's
+// containers. First it removes the private directories that benchmarks
+// which ended without cleaning up (killed, crashed) left in the
+// temporary directory, and says so on stderr.
+func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string, stderr io.Writer) (d *runDirs, err error) {
 	fb, _ := sandbox.ParseFallback(f.fallback)
 	caches, _ := grade.ParseCacheMode(f.caches)
-	dir, err := os.MkdirTemp("", "truss-bench-")
+	sweepStale(stderr)
+	priv, err := bench.MakePrivateDir("")
 	if err != nil {
 		return nil, err
 	}
-	d = &runDirs{dir: dir, jan: &bench.Janitor{}}
+	d = &runDirs{dir: priv.Dir, priv: priv, jan: &bench.Janitor{}}
 	defer func() {
 		if err != nil {
 			d.close()
 		}
 	}()
-	if d.dir, err = filepath.Abs(dir); err != nil {
-		return d, err
-	}
 	covered = append(slices.Clip(covered), d.dir)
+	if t := bench.TempCover(); t != "" {
+		covered = append(covered, t)
+	}
 	if work != "" {
 		abs, err := filepath.Abs(work)
 		if err != nil {
 			return d, err
 		}
+		d.work = abs
 		covered = append(covered, abs)
 	}
 	g := &grade.Grader{Shells: &grade.Sandboxed{Network: f.network, Fallback: fb, Hidden: hidden, Covered: covered, Caches: caches}, Timeout: f.testTimeout,
@@ -190,7 +206,55 @@ func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string) (d *ru
 	if g.Dir, err = gradingDir(cmp.Or(work, d.dir)); err != nil {
 		return d, err
 	}
+	if err := d.confineKnown(stderr); err != nil {
+		return d, err
+	}
 	return d, nil
+}
+
+// confineKnown records --work in the registry of benchmark paths and
+// keeps every path of the registry from the runs (bench.KnownView): the
+// gradings' sandbox (when it is the host's) asks it as each grading
+// starts; the commands give it to the agents (known). A registry that
+// cannot be read is an error here; later, each run gets what was read
+// last.
+func (d *runDirs) confineKnown(stderr io.Writer) error {
+	reg, err := bench.DefaultRegistry()
+	if err != nil {
+		return err
+	}
+	if d.work != "" {
+		if err := reg.Add(bench.KnownWork, d.work); err != nil {
+			return err
+		}
+	}
+	home, _ := os.UserHomeDir()
+	v := &bench.KnownView{Registry: reg, Own: []string{d.dir, d.work, d.grader.Dir, tempDir()},
+		Whole: []string{bench.TempCover(), "/tmp"}, Home: home}
+	if _, _, err := v.Current(); err != nil {
+		return err
+	}
+	if skipped := v.Skipped(); len(skipped) > 0 {
+		fmt.Fprintf(stderr, "truss bench: warning: not hiding %s from the runs: each holds the home directory (or is the root); choose --out, --work and dataset directories of their own\n", firstFew(skipped))
+	}
+	d.known = v
+	if s, ok := d.grader.Shells.(*grade.Sandboxed); ok {
+		s.Known = v
+	}
+	return nil
+}
+
+// sweepStale removes the stale private directories of benchmarks in the
+// temporary directory (bench.SweepStale) and says which, and what it
+// could not remove.
+func sweepStale(stderr io.Writer) {
+	removed, err := bench.SweepStale("")
+	if len(removed) > 0 {
+		fmt.Fprintf(stderr, "truss bench: removed %d private directories of benchmarks that ended without cleaning up: %s\n", len(removed), firstFew(removed))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "truss bench: warning: stale private directories of benchmarks left: %v\n", err)
+	}
 }
 
 // close removes everything the runs made: the gradings' checkouts and
@@ -200,7 +264,61 @@ func (d *runDirs) close() {
 	if d.grader != nil && d.grader.Dir != "" {
 		os.RemoveAll(d.grader.Dir)
 	}
-	os.RemoveAll(d.dir)
+	d.priv.Remove()
+}
+
+// abandon is close without waiting for the runs: what a second signal
+// does before the process quits at once. It removes what it can and
+// says on stderr what is left and where (the next truss bench removes
+// a private directory left; workspaces left in --work are the user's
+// to remove).
+func (d *runDirs) abandon(stderr io.Writer) {
+	var left []string
+	if d.grader != nil && d.grader.Dir != "" {
+		if err := bench.RemoveTree(d.grader.Dir); err != nil {
+			left = append(left, d.grader.Dir)
+		}
+	}
+	if err := d.priv.Remove(); err != nil {
+		left = append(left, d.dir+" (the next truss bench removes it)")
+	}
+	if d.work != "" {
+		ents, _ := os.ReadDir(d.work)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "truss-bench-run-") {
+				left = append(left, filepath.Join(d.work, e.Name()))
+			}
+		}
+	}
+	if len(left) == 0 {
+		fmt.Fprintln(stderr, "truss: quit; the benchmark's private directory is removed")
+		return
+	}
+	fmt.Fprintf(stderr, "truss: quit; left: %s\n", strings.Join(left, ", "))
+}
+
+// signalContext is cli.SignalContext for a benchmark whose directories
+// are d: the first SIGINT or SIGTERM cancels the context (the runs in
+// hand stop, and close removes what they made); a second quits at once
+// (exit status 130), after abandon has removed what it could and said
+// what it left.
+func signalContext(stderr io.Writer, d *runDirs) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintln(stderr, "\ntruss: interrupted; stopping the runs in hand and removing what they made (press Ctrl-C again to quit at once)")
+		cancel()
+		<-ch
+		d.abandon(stderr)
+		os.Exit(130)
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
 // envFlags choose the task environment of a benchmark's agents and its
@@ -357,7 +475,7 @@ func warmGo(ctx context.Context, g *grade.Grader, stderr io.Writer) {
 // load checks the shared flags, loads the tasks and makes the
 // benchmark's private directory and grader (makeRunDirs; work is run's
 // --work); done removes what the runs made.
-func (b *benchFlags) load(work string) (tasks []bench.Task, g *grade.Grader, done func(), err error) {
+func (b *benchFlags) load(work string, stderr io.Writer) (tasks []bench.Task, g *grade.Grader, done func(), err error) {
 	if b.tasks == "" || b.out == "" {
 		return nil, nil, nil, cli.Usagef("--tasks and --out are required")
 	}
@@ -403,8 +521,12 @@ func (b *benchFlags) load(work string) (tasks []bench.Task, g *grade.Grader, don
 	}
 	abs, _ := filepath.Abs(b.tasks)
 	hidden := []string{abs}
+	var repos []string
 	for _, t := range tasks {
 		hidden = append(hidden, t.RepoDir)
+		if !slices.Contains(repos, t.RepoDir) {
+			repos = append(repos, t.RepoDir)
+		}
 	}
 	// The output directory holds every run's prediction and verdict: a
 	// graded patch that read it could copy another's passing patch in.
@@ -412,13 +534,43 @@ func (b *benchFlags) load(work string) (tasks []bench.Task, g *grade.Grader, don
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	d, err := b.makeRunDirs(work, hidden, []string{out})
+	// Later benchmarks hide them all from their runs (bench.Registry).
+	if err := registerKnown(bench.KnownOut, out); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := registerKnown(bench.KnownTasks, abs); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := registerKnown(bench.KnownRepo, repos...); err != nil {
+		return nil, nil, nil, err
+	}
+	d, err := b.makeRunDirs(work, hidden, []string{out}, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	b.scratch = d.dir
+	b.dirs = d
 	d.grader.Rules = rules
 	return tasks, d.grader, d.close, nil
+}
+
+// tempDir is the temporary directory, absolute.
+func tempDir() string {
+	t, err := filepath.Abs(os.TempDir())
+	if err != nil {
+		return ""
+	}
+	return t
+}
+
+// registerKnown records paths of kind in the installation's registry of
+// benchmark paths, which every benchmark hides from its runs.
+func registerKnown(kind string, paths ...string) error {
+	reg, err := bench.DefaultRegistry()
+	if err != nil {
+		return err
+	}
+	return reg.Add(kind, paths...)
 }
 
 // onlyTasks keeps the tasks --only names (all of them without it); naming
@@ -518,7 +670,7 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	if predictions == "" {
 		return cli.Usagef("--predictions is required (or --logs)")
 	}
-	tasks, g, done, err := b.load("")
+	tasks, g, done, err := b.load("", stderr)
 	if err != nil {
 		return err
 	}
@@ -558,7 +710,7 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	var qr runner.Runner
 	qr.Parallel = b.parallel
 	qf.apply(&qr, stderr)
-	ctx, stop := cli.SignalContext(stderr)
+	ctx, stop := signalContext(stderr, b.dirs)
 	defer stop()
 	if !qf.remoteOnly() {
 		b.env.prefetch(ctx, tasks, stderr)
@@ -752,7 +904,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 			return cli.Usagef("--sim-scripts %s is not a directory", simScripts)
 		}
 	}
-	tasks, g, done, err := b.load(work)
+	tasks, g, done, err := b.load(work, stderr)
 	if err != nil {
 		return err
 	}
@@ -767,7 +919,8 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	agent := benchAgent(fb, stderr)
 	b.env.agentImages(agent)
 	hideFromRuns(g, agent, qf.secrets())
-	ctx, stop := cli.SignalContext(stderr)
+	agent.Known = b.dirs.known
+	ctx, stop := signalContext(stderr, b.dirs)
 	defer stop()
 	if !qf.remoteOnly() {
 		b.env.prefetch(ctx, tasks, stderr)
@@ -833,6 +986,9 @@ func cmdBenchImport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := registerImport(out); err != nil {
+		return err
+	}
 	printImported(stdout, sum.Tasks, sum.TaskFile, "without a usable gold fix", sum.Skipped)
 	return nil
 }
@@ -857,7 +1013,20 @@ func cmdImportMultiSWE(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := registerImport(out); err != nil {
+		return err
+	}
 	printImported(stdout, sum.Tasks, sum.TaskFile, "with no test to turn to passing", sum.Skipped)
+	return nil
+}
+
+// registerImport records an imported dataset's directory in the registry
+// of benchmark paths: it holds the hidden tests and gold patches, which
+// every benchmark hides from its runs.
+func registerImport(out string) error {
+	if err := registerKnown(bench.KnownDataset, out); err != nil {
+		return fmt.Errorf("the dataset is written to %s, but recording it among the paths benchmarks hide from their runs failed: %w", out, err)
+	}
 	return nil
 }
 

@@ -251,7 +251,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dirs, err := sf.makeRunDirs(work, nil, nil)
+	dirs, err := sf.makeRunDirs(work, nil, nil, stderr)
 	if err != nil {
 		return err
 	}
@@ -267,6 +267,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	ag := benchAgent(fb, stderr)
 	sf.env.agentImages(ag)
 	hideFromRuns(g, ag, n.secrets())
+	ag.Known = dirs.known
 	ex := &runner.Exec{Queue: q, Agent: ag, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey,
 		TempDir: dirs.dir, Scratch: scratch, WorkDir: work, ProviderCap: capMap}
 	var mu sync.Mutex

@@ -83,6 +83,12 @@ func ParseCacheMode(s string) (CacheMode, error) {
 	return "", fmt.Errorf("unknown grading cache %q: choose own, overlay or shared", s)
 }
 
+// KnownPaths gives the paths every grading must not see now: hidden, and
+// covered (directories that hold its own, bound back).
+type KnownPaths interface {
+	Current() (hidden, covered []string, err error)
+}
+
 // Sandboxed starts each shell in a sandbox of its own, composed by the
 // harness as a session's commands' is (harness.OpenGradingShell): the
 // network off unless Network is set, the ledger's signing key, the saved
@@ -107,6 +113,11 @@ type Sandboxed struct {
 	Covered []string
 	// Timeout is each command's timeout; 0 means 30 minutes.
 	Timeout time.Duration
+	// Known, when set, gives further paths to hide and to cover, asked
+	// as each shell opens: the registry of every benchmark's outputs and
+	// datasets (bench.KnownView). When it cannot answer, the shell gets
+	// what it answered last.
+	Known KnownPaths
 
 	once sync.Once
 	host sandbox.Host
@@ -181,8 +192,12 @@ func (s *Sandboxed) OpenHiding(dir string, env, hidden, covered, writable []stri
 	s.once.Do(func() { s.host = sandbox.Probe() })
 	// Each path once: a worker's gradings are given the coordinator's
 	// paths, which on its own machine are these.
-	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: absPaths(slices.Concat(s.Hidden, hidden)),
-		Covered: absPaths(slices.Concat(s.Covered, covered)), Writable: writable, Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
+	var knownHidden, knownCovered []string
+	if s.Known != nil {
+		knownHidden, knownCovered, _ = s.Known.Current() // on an error, what it read last
+	}
+	g := harness.GradingShell{Dir: dir, Network: s.Network, Fallback: s.Fallback, Hidden: absPaths(slices.Concat(s.Hidden, hidden, knownHidden)),
+		Covered: absPaths(slices.Concat(s.Covered, covered, knownCovered)), Writable: writable, Timeout: s.Timeout, MaxOutput: maxLog, Env: env}
 	switch s.mode() {
 	case CacheShared:
 		d, err := s.cacheDir()

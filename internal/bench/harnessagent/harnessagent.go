@@ -60,6 +60,17 @@ type Agent struct {
 	// run's own spec.Hidden: the files of the process's own secrets (a
 	// worker's queue credentials).
 	Hidden []string
+	// Known, when set, gives further paths to hide and to cover, asked
+	// as each run starts: the registry of every benchmark's outputs and
+	// datasets (bench.KnownView). When it cannot answer, the run gets
+	// what it answered last, and OnWarning is told.
+	Known KnownPaths
+}
+
+// KnownPaths gives the paths every run must not see now: hidden, and
+// covered (directories that hold the run's own, bound back).
+type KnownPaths interface {
+	Current() (hidden, covered []string, err error)
 }
 
 // Ensurer makes sure an image is in the container engine's store
@@ -74,7 +85,7 @@ var _ runner.Agent = (*Agent)(nil)
 // model and surface on spec.Workspace, no session store, spec.Ledger as
 // the session's ledger, spec.Hidden hidden from every command and
 // spec.Covered covered (all but the run's own workspace, temporary
-// directory and caches), a.Hidden hidden too, the session's temporary
+// directory and caches), a.Hidden and a.Known's paths hidden or covered too, the session's temporary
 // and private directories and its caches in spec.TempDir, spec's budgets
 // and environment, no MCP servers and a memory directory of the run's
 // own (memoryDir). It is exported for tests and for callers that run a
@@ -82,6 +93,13 @@ var _ runner.Agent = (*Agent)(nil)
 func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options {
 	arm := spec.Arm
 	net := a.Network
+	var knownHidden, knownCovered []string
+	if a.Known != nil {
+		var err error
+		if knownHidden, knownCovered, err = a.Known.Current(); err != nil && a.OnWarning != nil {
+			a.OnWarning(spec, fmt.Sprintf("the registry of benchmark paths: %v (hiding what it held when last read)", err))
+		}
+	}
 	o := harness.Options{
 		Version:  a.Version,
 		Provider: arm.Provider, Model: arm.Model, Surface: arm.Surface,
@@ -93,7 +111,7 @@ func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options 
 		// ones: no run reads what another (or a graded patch) wrote.
 		PrivateCaches: true,
 		TempDir:       spec.TempDir,
-		Sandbox:       harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: slices.Concat(spec.Hidden, a.Hidden), Covered: spec.Covered},
+		Sandbox:       harness.SandboxOptions{Mode: sandbox.WorkspaceWrite, Network: &net, Fallback: a.Fallback, Hidden: slices.Concat(spec.Hidden, a.Hidden, knownHidden), Covered: slices.Concat(spec.Covered, knownCovered)},
 		Budget: agent.Budget{MaxTurns: spec.Budgets.MaxTurns, MaxTokens: spec.Budgets.MaxTokens,
 			MaxCost: spec.Budgets.MaxCostUSD, MaxWall: spec.Budgets.WallTime},
 		NoSession: true,

@@ -169,6 +169,12 @@ type RunRef struct {
 	CostUSD float64
 	// Ledger is the run's ledger: its directory (absolute) and root.
 	Ledger bench.LedgerRef
+	// VerdictSource is where the grading's verdicts came from (go test
+	// -json, pytest, junit, exit status, swebench:PARSER; "" for a run
+	// never graded) and GradeNotes what the grader noted on them
+	// (bench.Result's verdict_source and grade_notes).
+	VerdictSource string
+	GradeNotes    []string
 }
 
 // Analyze computes the report of loaded results.
@@ -331,7 +337,7 @@ func Analyze(d *Data, opt Options) *Report {
 			slices.SortFunc(runs, func(a, b bench.Result) int { return cmp.Compare(a.Repeat, b.Repeat) })
 			for _, r := range runs {
 				row.Cells[i].Runs = append(row.Cells[i].Runs, RunRef{Repeat: r.Repeat, Resolved: r.Resolved, PatchApplied: r.PatchApplied,
-					Error: r.Error, Turns: r.Turns, CostUSD: r.CostUSD, Ledger: r.Ledger})
+					Error: r.Error, Turns: r.Turns, CostUSD: r.CostUSD, Ledger: r.Ledger, VerdictSource: r.VerdictSource, GradeNotes: r.GradeNotes})
 			}
 		}
 		rep.Tasks = append(rep.Tasks, row)

@@ -9,9 +9,16 @@ import (
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
-// text makes untrusted text (instance ids, arm names, models, stop reasons,
-// errors, settings) safe for a terminal and inert in Markdown.
+// text makes untrusted text (warnings, sentences about the results) safe
+// for a terminal and inert in Markdown.
 func text(s string) string { return mdEscape(termsafe.String(s)) }
+
+// nameText makes an untrusted name or value of a table cell (instance ids,
+// arm names, models, stop reasons, verdict sources and notes, errors,
+// settings, ledger paths) safe for a terminal, every byte of it shown
+// (termsafe.Name: an escape sequence is written out, not dropped, so two
+// names never look the same), and inert in Markdown.
+func nameText(s string) string { return mdEscape(termsafe.Name(s)) }
 
 // summary is the report's opening sentence, unescaped.
 func (r *Report) summary() (runs, tasks int, how string) {
@@ -85,7 +92,7 @@ func mdCell(c cell) string {
 	}
 	s := c.Text
 	if !c.Own {
-		s = text(s)
+		s = nameText(s)
 	}
 	if c.Class == "total" {
 		s = "**" + s + "**"

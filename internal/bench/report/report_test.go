@@ -347,7 +347,7 @@ func TestEscaping(t *testing.T) {
 		if strings.HasPrefix(line, "| evil") {
 			// The instance id's "|" must not add a column.
 			cells := strings.Count(strings.ReplaceAll(line, `\|`, ""), "|")
-			if cells != 5 && cells != 9 {
+			if cells != 5 && cells != 11 {
 				t.Errorf("row %q has %d separators", line, cells)
 			}
 		}
@@ -527,4 +527,34 @@ func FuzzParseManifest(f *testing.F) {
 			seen[a.Name] = true
 		}
 	})
+}
+
+// TestVerdictSourceShown: each run's verdict source and grade notes are in
+// the runs table of both outputs, and a name's escape sequence is written
+// out on the terminal (termsafe.Name), not dropped, so that two names
+// never look alike.
+func TestVerdictSourceShown(t *testing.T) {
+	rep := loadSample(t)
+	var md, page bytes.Buffer
+	if err := rep.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.HTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| verdicts from | grade notes |",
+		`| typed | 1 | resolved | go test -json | TestTwo \(junit failed, go test -json passed\); note \\x1b\[2J\<b\>x\</b\> |`,
+		`| swebench:django |`,
+		`\*\\x1b\[31m |`,
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+	for _, want := range []string{`<th class="t">verdicts from</th>`, "go test -json", "TestTwo (junit failed, go test -json passed)", "verdicts from swebench:django"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
 }

@@ -200,7 +200,7 @@ func (r *Report) tables() []table {
 			mc := cell{Own: true, Text: "—"}
 			for _, run := range c.Runs {
 				mc.Marks = append(mc.Marks, markCell{Mark: mark(run), Link: r.runURL(run), Class: markClass(run),
-					Tip: fmt.Sprintf("%s · %s · repeat %d: %s · ledger %s", task.InstanceID, r.Arms[i].Name, run.Repeat, outcome(run), cmpOr(run.Ledger.Root, "—"))})
+					Tip: fmt.Sprintf("%s · %s · repeat %d: %s · verdicts from %s · ledger %s", task.InstanceID, r.Arms[i].Name, run.Repeat, outcome(run), cmpOr(run.VerdictSource, "—"), cmpOr(run.Ledger.Root, "—"))})
 			}
 			row = append(row, mc)
 		}
@@ -208,10 +208,10 @@ func (r *Report) tables() []table {
 	}
 	ts = append(ts, t)
 
-	t = table{ID: "runs", Title: "Runs and ledgers", Note: "Verify a run's ledger with truss ledger verify LEDGER.",
-		Head: []string{"task", "arm", "repeat", "result", "turns", "cost", "ledger", "root"}}
+	t = table{ID: "runs", Title: "Runs and ledgers", Note: "Verdicts from: the source of the grading's per-test verdicts (go test -json, pytest, junit, exit status, or the SWE-bench log parser), with what the grader noted on them. Verify a run's ledger with truss ledger verify LEDGER.",
+		Head: []string{"task", "arm", "repeat", "result", "verdicts from", "grade notes", "turns", "cost", "ledger", "root"}}
 	if len(r.Pages) > 0 {
-		t.Note = "Verify a run's ledger with truss ledger verify LEDGER, and its page (which shows the session and verifies itself in the browser) with truss ledger verify PAGE."
+		t.Note = "Verdicts from: the source of the grading's per-test verdicts (go test -json, pytest, junit, exit status, or the SWE-bench log parser), with what the grader noted on them. Verify a run's ledger with truss ledger verify LEDGER, and its page (which shows the session and verifies itself in the browser) with truss ledger verify PAGE."
 		t.Head = append(t.Head, "page")
 	}
 	for _, task := range r.Tasks {
@@ -222,7 +222,7 @@ func (r *Report) tables() []table {
 					ledger = cell{Text: run.Ledger.Dir, Link: ledgerURL(run.Ledger.Dir)}
 				}
 				row := []cell{name(task.InstanceID), name(r.Arms[i].Name), ownf("%d", run.Repeat),
-					{Text: outcome(run), Own: run.Error == "", Class: markClass(run)}, ownf("%d", run.Turns), own(usd(run.CostUSD)), ledger, hash(dash(run.Ledger.Root))}
+					{Text: outcome(run), Own: run.Error == "", Class: markClass(run)}, dash(run.VerdictSource), dash(strings.Join(run.GradeNotes, "; ")), ownf("%d", run.Turns), own(usd(run.CostUSD)), ledger, hash(dash(run.Ledger.Root))}
 				if len(r.Pages) > 0 {
 					pg := own("—")
 					if p, ok := r.Pages[run.Ledger.Dir]; ok && run.Ledger.Dir != "" {

@@ -160,6 +160,10 @@ type Exec struct {
 	// WorkDir is where workspaces are made ("" for TempDir/runs, else
 	// the temporary directory).
 	WorkDir string
+	// Covered are further directories every run's agent sees covered
+	// (Runner.Covered) besides the coordinator's: on this machine, the
+	// known benchmark paths that hold the worker's own directories.
+	Covered []string
 	// ProviderCap bounds the runs of a provider in the agent loop at
 	// once on this worker (absent: no bound beyond the worker's slots).
 	ProviderCap map[string]int
@@ -293,7 +297,7 @@ func (e *Exec) handle(ctx context.Context, qj queue.Job, id RunIdentity, p *JobP
 		gr = &g
 	}
 	r := &Runner{Out: dir, WorkDir: e.WorkDir, TempDir: e.TempDir, Agent: e.Agent, Grader: gr, Checkouts: e.Checkouts, Signer: e.Signer,
-		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints, Covered: existing(p.Covered), ident: id}
+		VKey: e.VKey, Budgets: p.Budgets, ShowHints: p.ShowHints, Covered: append(existing(p.Covered), e.Covered...), ident: id}
 	hidden := append([]string{e.Scratch, task.RepoDir}, p.Hidden...)
 	if e.Grader != nil {
 		hidden = append(hidden, e.Grader.Private()...) // other runs' gradings (see Runner.hidden)

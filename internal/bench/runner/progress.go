@@ -11,6 +11,7 @@ import (
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/termsafe"
 )
 
 // Progress is the state of a benchmark when a run started, took a step
@@ -54,12 +55,15 @@ const (
 
 // Line is the progress as one line of text: done/total, the run that
 // finished and its verdict, resolved per arm, cost, ETA; for a run that
-// started or took a step, the run and what it is doing.
+// started or took a step, the run and what it is doing. It is safe to
+// print on a terminal: names (instance ids, arms, workers) are shown as
+// termsafe.Name shows them, notes and errors without their control
+// sequences.
 func (p Progress) Line() string {
-	run := fmt.Sprintf("%s %s #%d", p.Last.InstanceID, p.Last.Arm, p.Last.Repeat)
+	run := fmt.Sprintf("%s %s #%d", termsafe.Name(p.Last.InstanceID), termsafe.Name(p.Last.Arm), p.Last.Repeat)
 	switch p.Event {
 	case EventStarted:
-		return fmt.Sprintf("[%d/%d] %s: started on %s", p.Done, p.Total, run, cmp.Or(p.Worker, "a worker"))
+		return fmt.Sprintf("[%d/%d] %s: started on %s", p.Done, p.Total, run, termsafe.Name(cmp.Or(p.Worker, "a worker")))
 	case EventNote:
 		return fmt.Sprintf("[%d/%d] %s: %s", p.Done, p.Total, run, firstLine(p.Note))
 	}
@@ -74,7 +78,7 @@ func (p Progress) Line() string {
 	}
 	arms := make([]string, 0, len(p.Resolved))
 	for a, n := range p.Resolved {
-		arms = append(arms, fmt.Sprintf("%s %d", a, n))
+		arms = append(arms, fmt.Sprintf("%s %d", termsafe.Name(a), n))
 	}
 	slices.Sort(arms)
 	eta := "—"
@@ -90,6 +94,7 @@ func (p Progress) Line() string {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
+	s = termsafe.String(s)
 	if len(s) > 120 {
 		s = s[:120] + "…"
 	}

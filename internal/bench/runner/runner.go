@@ -42,7 +42,8 @@ type Runner struct {
 	// directory of each run's own (RunSpec.TempDir: its session's
 	// temporary and private directories and caches, its memory), and
 	// TempDir/runs the workspaces' directory when WorkDir is "". Every
-	// run's agent sees it covered (RunSpec.Covered), its own workspace,
+	// run's agent sees it and the whole temporary directory
+	// (bench.TempCover) covered (RunSpec.Covered), its own workspace,
 	// temporary directory and caches bound back. "" leaves the runs'
 	// directories in the system's temporary directory, uncovered.
 	TempDir string
@@ -617,10 +618,12 @@ func (r *Runner) ownDir() (string, error) {
 }
 
 // covered are the directories a run's agent sees covered: the directory
-// of every run's workspace and the benchmark's private one.
+// of every run's workspace, the benchmark's private one and the whole
+// temporary directory (bench.TempCover), where other benchmarks, live or
+// crashed, keep theirs.
 func (r *Runner) covered(runs string) []string {
 	var out []string
-	for _, d := range append([]string{runs, r.TempDir}, r.Covered...) {
+	for _, d := range append([]string{runs, r.TempDir, bench.TempCover()}, r.Covered...) {
 		if d == "" {
 			continue
 		}
