@@ -81,7 +81,6 @@ func Catalog() []Entry {
 			ContextWindow: window, MaxOutput: maxOut, Prices: Prices{Input: in, Output: out, CacheRead: read, CacheWrite: write}},
 			Name: name, Wire: "anthropic", Source: src, Checked: today, Note: platformNote}
 	}
-	page := func(slug string) string { return claudeModels + slug + "/overview" }
 	unverified := func(e Entry, why string) Entry { e.Unverified = why; return e }
 	// family makes a row of a family's models the catalog does not know
 	// one by one: they get the family's surface and limits, and, as any
@@ -144,32 +143,32 @@ func Catalog() []Entry {
 		// Anthropic's models, newest first. A pattern without wildcards
 		// matches the model's id and its snapshots (…-20251101, …@20251101,
 		// …-latest), not a later model's id.
-		unverified(claude("Claude Fable 5.2", "claude-fable-5-2", m, 128*k, 8, 10, 0.20, 40, page("fable-5-2")),
-			"input and output prices and limits from the comparison table of "+claudeModels+"opus-5/overview (id); the cache prices (1.25× input to write, $0.20 to read) are not on a stored official page"),
-		unverified(claude("Claude Mythos 5.2", "claude-mythos-5-2", m, 128*k, 8, 10, 0.20, 40, page("mythos-5-2")),
+		unverified(claude("Claude Fable 5.2", "claude-fable-5-2", m, 128*k, 8, 10, 0.20, 40, claudeModels+"fable-5-2/overview"),
+			"input and output prices and limits from the comparison table of https://platform.claude.com/docs/id/models/opus-5/overview.md; the cache prices (1.25× input to write, $0.20 to read) are not on a stored official page"),
+		unverified(claude("Claude Mythos 5.2", "claude-mythos-5-2", m, 128*k, 8, 10, 0.20, 40, claudeModels+"mythos-5-2/overview"),
 			"no stored official page prices Mythos 5.2; Fable 5.2's, as Mythos 5 and 5.1 share Fable's specifications and prices"),
 		claude("Claude Fable 5.1", "claude-fable-5-1", m, 128*k, 10, 12.50, 0.25, 50, claudePricing),
 		claude("Claude Mythos 5.1", "claude-mythos-5-1", m, 128*k, 10, 12.50, 0.25, 50, claudePricing),
 		claude("Claude Fable 5", "claude-fable-5", m, 128*k, 10, 12.50, 1, 50, claudePricing),
 		claude("Claude Mythos 5", "claude-mythos-5", m, 128*k, 10, 12.50, 1, 50, claudePricing),
-		unverified(claude("Claude Opus 5.5", "claude-opus-5-5", m, 128*k, 4, 5, 0.20, 20, page("opus-5-5")),
+		unverified(claude("Claude Opus 5.5", "claude-opus-5-5", m, 128*k, 4, 5, 0.20, 20, claudeModels+"opus-5-5/overview"),
 			"input and output prices and limits from the comparison tables of the official model pages; the cache prices (1.25× input to write, $0.20 to read) are not on a stored official page"),
-		claude("Claude Opus 5", "claude-opus-5", m, 128*k, 5, 6.25, 0.50, 25, page("opus-5")),
-		claude("Claude Opus 4.8", "claude-opus-4-8", m, 128*k, 5, 6.25, 0.50, 25, page("opus-4-8")),
+		claude("Claude Opus 5", "claude-opus-5", m, 128*k, 5, 6.25, 0.50, 25, claudeModels+"opus-5/overview"),
+		claude("Claude Opus 4.8", "claude-opus-4-8", m, 128*k, 5, 6.25, 0.50, 25, claudeModels+"opus-4-8/overview"),
 		unverified(claude("Claude Opus 4.7", "claude-opus-4-7", 200*k, 64*k, 5, 6.25, 0.50, 25, claudePricing),
 			"prices from the pricing page; its limits are not on a stored official page, so the smaller ones of Opus 4.5 (200K, 64K) are used"),
-		claude("Claude Opus 4.6", "claude-opus-4-6", m, 128*k, 5, 6.25, 0.50, 25, page("opus-4-6")),
-		claude("Claude Opus 4.5", "claude-opus-4-5", 200*k, 64*k, 5, 6.25, 0.50, 25, page("opus-4-5")),
+		claude("Claude Opus 4.6", "claude-opus-4-6", m, 128*k, 5, 6.25, 0.50, 25, claudeModels+"opus-4-6/overview"),
+		claude("Claude Opus 4.5", "claude-opus-4-5", 200*k, 64*k, 5, 6.25, 0.50, 25, claudeModels+"opus-4-5/overview"),
 		unverified(claude("Claude Opus 4.1", "claude-opus-4-1", 200*k, 32*k, 15, 18.75, 1.50, 75, claudePricing),
 			"prices from the pricing page; the limits "+notRead),
 		unverified(claude("Claude Opus 4", "claude-opus-4-0", 200*k, 32*k, 15, 18.75, 1.50, 75, claudePricing),
 			"prices from the pricing page; the limits "+notRead),
 		unverified(claude("Claude Opus 4", "claude-opus-4", 200*k, 32*k, 15, 18.75, 1.50, 75, claudePricing),
 			"prices from the pricing page; the limits "+notRead),
-		unverified(claude("Claude Sonnet 5.5", "claude-sonnet-5-5", m, 128*k, 2, 2.50, 0.20, 10, page("sonnet-5-5")),
+		unverified(claude("Claude Sonnet 5.5", "claude-sonnet-5-5", m, 128*k, 2, 2.50, 0.20, 10, claudeModels+"sonnet-5-5/overview"),
 			"the stored official page (cache read $0.20) predates 2026-10-07; a cut of the cache read to $0.10 then is reported only by third parties"),
-		claude("Claude Sonnet 5", "claude-sonnet-5", m, 128*k, 2, 2.50, 0.20, 10, page("sonnet-5")),
-		claude("Claude Sonnet 4.6", "claude-sonnet-4-6", m, 128*k, 3, 3.75, 0.30, 15, page("sonnet-4-6")),
+		claude("Claude Sonnet 5", "claude-sonnet-5", m, 128*k, 2, 2.50, 0.20, 10, claudeModels+"sonnet-5/overview"),
+		claude("Claude Sonnet 4.6", "claude-sonnet-4-6", m, 128*k, 3, 3.75, 0.30, 15, claudeModels+"sonnet-4-6/overview"),
 		func() Entry {
 			e := unverified(claude("Claude Sonnet 4.5", "claude-sonnet-4-5", 200*k, 64*k, 3, 3.75, 0.30, 15, claudePricing), notRead)
 			e.Note = "the 200K-token window: Truss does not ask for the 1M-token beta, whose prompts over 200K tokens cost $6/$22.50; " + platformNote
@@ -178,13 +177,13 @@ func Catalog() []Entry {
 		unverified(claude("Claude Sonnet 4", "claude-sonnet-4-0", 200*k, 64*k, 3, 3.75, 0.30, 15, claudeOldPrices), "prices from the pricing page; the limits "+notRead),
 		unverified(claude("Claude Sonnet 4", "claude-sonnet-4", 200*k, 64*k, 3, 3.75, 0.30, 15, claudeOldPrices), "prices from the pricing page; the limits "+notRead),
 		func() Entry {
-			e := unverified(claude("Claude Haiku 5.5", "claude-haiku-5-5", m, 128*k, 0.10, 0.125, 0.01, 0.50, page("haiku-5-5")),
+			e := unverified(claude("Claude Haiku 5.5", "claude-haiku-5-5", m, 128*k, 0.10, 0.125, 0.01, 0.50, claudeModels+"haiku-5-5/overview"),
 				"the page gives the limits and 'from $0.10 / $0.50'; the prices of prompts over 100K tokens and the cache prices are not on a stored official page")
 			e.Prices.Long = LongPrices{Above: 100000, Input: 0.50, Output: 2.50, CacheRead: 0.05, CacheWrite: 0.625}
 			e.Note = "a request whose prompt (input, cache reads and writes) passes 100K tokens is charged the long-prompt prices on all its tokens; " + platformNote
 			return e
 		}(),
-		claude("Claude Haiku 4.5", "claude-haiku-4-5", 200*k, 64*k, 1, 1.25, 0.10, 5, page("haiku-4-5")),
+		claude("Claude Haiku 4.5", "claude-haiku-4-5", 200*k, 64*k, 1, 1.25, 0.10, 5, claudeModels+"haiku-4-5/overview"),
 		func() Entry {
 			e := claude("Claude Sonnet 3.7", "claude-3-7-sonnet", 200*k, 64*k, 3, 3.75, 0.30, 15, claudeOldPrices)
 			e.Editor, e.Memory = "text_editor_20250124", false

@@ -329,3 +329,14 @@ func TestPricesCostTiers(t *testing.T) {
 		t.Error("zero prices (a free model) are unknown")
 	}
 }
+
+// BenchmarkLookup measures what a session's start spends on its model's
+// profile: the table built and searched for a model near its end.
+func BenchmarkLookup(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if p := DefaultProfiles().Lookup("gemini", "gemini-3-pro-preview"); p.Guess {
+			b.Fatal("guess")
+		}
+	}
+}
