@@ -58,6 +58,7 @@ const (
 	geminiPricing   = "https://ai.google.dev/gemini-api/docs/pricing"
 	ollamaLibrary   = "https://ollama.com/library/"
 	openaiModels    = "https://platform.openai.com/docs/models/"
+	openaiDocs      = "https://developers.openai.com/api/docs/models/"
 
 	// today is the date the rows checked today were read.
 	today = "2026-12-06"
@@ -92,6 +93,8 @@ func Catalog() []Entry {
 		return e
 	}
 	checked := func(e Entry, date string) Entry { e.Checked = date; return e }
+	// read marks a row confirmed today on the page src.
+	read := func(e Entry, src string) Entry { e.Source, e.Checked, e.Unverified = src, today, ""; return e }
 	const m, k = 1000000, 1000
 
 	// OpenAI: general GPT-5.1 and later are trained on the Responses API's
@@ -192,7 +195,7 @@ func Catalog() []Entry {
 		}(),
 
 		gpt("GPT-5.1-Codex-Mini", "gpt-5.1-codex-mini*", "codex", 0.25, 2, 400000),
-		gpt("GPT-5-Codex", "gpt-5-codex*", "codex", 1.25, 10, 400000),
+		read(gpt("GPT-5-Codex", "gpt-5-codex*", "codex", 1.25, 10, 400000), openaiDocs+"gpt-5-codex"),
 		gpt("GPT-5.1-Codex", "gpt-5.1-codex*", "codex", 1.25, 10, 400000),
 		gpt("GPT-5.2-Codex", "gpt-5.2-codex*", "codex", 1.75, 14, 400000),
 		gpt("GPT-5.3-Codex", "gpt-5.3-codex*", "codex", 1.75, 14, 400000),
@@ -200,7 +203,7 @@ func Catalog() []Entry {
 		gpt("GPT-5.1", "gpt-5.1*", "openai", 1.25, 10, 400000),
 		gpt("GPT-5.2", "gpt-5.2*", "openai", 1.75, 14, 400000),
 		gpt("GPT-5.4 mini", "gpt-5.4-mini*", "openai", 0.75, 4.5, 400000),
-		gpt("GPT-5.4 nano", "gpt-5.4-nano*", "openai", 0.2, 1.25, 400000),
+		read(gpt("GPT-5.4 nano", "gpt-5.4-nano*", "openai", 0.2, 1.25, 400000), openaiDocs+"gpt-5.4-nano"),
 		gpt("GPT-5.4", "gpt-5.4*", "openai", 2.5, 15, 1050000),
 		gpt("GPT-5.5", "gpt-5.5*", "openai", 5, 30, 1050000),
 		family(gpt("a later GPT-5 model", "gpt-5.*", "openai", 0, 0, 1050000)),
