@@ -2,7 +2,6 @@ package surface
 
 import (
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 
@@ -16,20 +15,55 @@ type Prices struct {
 	Output     float64 `json:"output"`
 	CacheRead  float64 `json:"cache_read,omitempty"`
 	CacheWrite float64 `json:"cache_write,omitempty"`
+	// Long is the long-prompt tier of a model priced by prompt length;
+	// its zero value is none.
+	Long LongPrices `json:"long,omitzero"`
+	// Unknown marks the prices of a model the catalog does not know: its
+	// cost is unknown, not zero, and Cost returns 0 for it.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
-// Cost returns the cost of u at these prices. Cache reads and writes are
-// counted apart from plain input tokens.
+// LongPrices is the tier a request whose prompt (its input tokens, cache
+// reads and cache writes) is longer than Above tokens pays, on all its
+// tokens, output included.
+type LongPrices struct {
+	Above      int64   `json:"above"`
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cache_read,omitempty"`
+	CacheWrite float64 `json:"cache_write,omitempty"`
+}
+
+// Known reports whether the prices are a model's: false for a model the
+// catalog does not know, whose cost is unknown.
+func (p Prices) Known() bool { return !p.Unknown }
+
+// Cost returns the cost of u, one request's usage, at these prices. Cache
+// reads and writes are counted apart from plain input tokens. A request
+// whose prompt passes the long-prompt tier's threshold is charged that
+// tier's prices. Unknown prices cost 0: the caller tells that apart with
+// Known.
 func (p Prices) Cost(u model.Usage) float64 {
-	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
-		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6
+	if p.Unknown {
+		return 0
+	}
+	in, out, read, write := p.Input, p.Output, p.CacheRead, p.CacheWrite
+	if l := p.Long; l.Above > 0 && u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens > l.Above {
+		in, out, read, write = l.Input, l.Output, l.CacheRead, l.CacheWrite
+	}
+	return (float64(u.InputTokens)*in + float64(u.OutputTokens)*out +
+		float64(u.CacheReadTokens)*read + float64(u.CacheWriteTokens)*write) / 1e6
 }
 
 // Profile describes what a model is trained on and what it costs.
 type Profile struct {
-	// Pattern matches model names (path.Match syntax, case-insensitive).
+	// Pattern matches model names, case-insensitively: a pattern with a
+	// wildcard in path.Match syntax; one without, the model id itself and
+	// its snapshots (the id followed by -YYYYMMDD, -YYYY-MM-DD, @VERSION or
+	// -latest), not a later model whose id it begins.
 	Pattern string `json:"pattern"`
-	// Provider restricts the profile to one provider ("" = any).
+	// Provider restricts the profile to one API dialect ("" = any), as
+	// Lookup is given it.
 	Provider string `json:"provider,omitempty"`
 	// Surface is the typed surface the model is trained on ("generic" when none).
 	Surface string `json:"surface"`
@@ -91,104 +125,47 @@ func (p Profile) Settings(effort string, thinking, context int, cacheKey string)
 // Profiles is a table of model profiles, searched in order.
 type Profiles []Profile
 
-// DefaultProfiles is Truss's built-in table. Typed surfaces appear here as
-// their bindings land; a name nothing matches gets the generic surface.
+// DefaultProfiles is Truss's built-in table: the profiles of the model
+// catalog's rows, in its order (Catalog). A name nothing matches gets a
+// guess (Lookup).
 func DefaultProfiles() Profiles {
-	claude := func(pattern string, in, out float64, maxOut int) Profile {
-		return Profile{Pattern: pattern, Provider: "anthropic", Surface: "anthropic", Editor: "text_editor_20250728", Memory: true,
-			ContextWindow: 200000, MaxOutput: maxOut, Prices: Prices{Input: in, Output: out, CacheRead: in / 10, CacheWrite: in * 1.25}}
+	c := Catalog()
+	ps := make(Profiles, len(c))
+	for i, e := range c {
+		ps[i] = e.Profile
 	}
-	// OpenAI: general GPT-5.1 and later are trained on the Responses API's
-	// typed shell and apply_patch; the codex family on the freeform
-	// apply_patch and shell_command. Cache writes cost plain input.
-	// The models Codex runs (GPT-5.1 and later, the codex family) get
-	// reasoning at medium with automatic summaries, as Codex sends them;
-	// the older reasoning models medium alone; gpt-4.1 none.
-	gpt := func(pattern, surf string, in, out float64, window int) Profile {
-		p := Profile{Pattern: pattern, Surface: surf, ContextWindow: window, MaxOutput: 128000,
-			Prices: Prices{Input: in, Output: out, CacheRead: in / 10, CacheWrite: in}, Reasoning: "medium"}
-		switch {
-		case surf != "generic":
-			p.ReasoningSummary = "auto"
-		case strings.HasPrefix(pattern, "gpt-4"):
-			p.Reasoning = ""
-		}
-		return p
-	}
-	gemini := func(pattern string, in, out, cached float64) Profile {
-		return Profile{Pattern: pattern, Surface: "generic", ContextWindow: 1048576, MaxOutput: 65536,
-			Prices: Prices{Input: in, Output: out, CacheRead: cached}}
-	}
-	return Profiles{
-		{Pattern: "sim-claude*", Surface: "anthropic", Editor: "text_editor_20250728", Memory: true, ContextWindow: 200000, MaxOutput: 8192},
-		{Pattern: "sim-gpt*codex*", Surface: "codex", ContextWindow: 400000, MaxOutput: 8192, Reasoning: "medium", ReasoningSummary: "auto"},
-		{Pattern: "sim-gpt*", Surface: "openai", ContextWindow: 400000, MaxOutput: 8192, Reasoning: "medium", ReasoningSummary: "auto"},
-		{Pattern: "sim-*", Surface: "generic", ContextWindow: 200000, MaxOutput: 8192},
-		claude("claude-opus-4-5*", 5, 25, 64000),
-		claude("claude-opus-4-6*", 5, 25, 64000),
-		claude("claude-opus-4*", 15, 75, 32000),
-		claude("claude-sonnet-4*", 3, 15, 64000),
-		claude("claude-haiku-4*", 1, 5, 64000),
-		claude("claude-opus-5*", 5, 25, 64000),
-		claude("claude-sonnet-5*", 3, 15, 64000),
-		claude("claude-haiku-5*", 1, 5, 64000),
-		{Pattern: "claude-3-7-sonnet*", Provider: "anthropic", Surface: "anthropic", Editor: "text_editor_20250124",
-			ContextWindow: 200000, MaxOutput: 64000, Prices: Prices{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}},
-		gpt("gpt-5.1-codex-mini*", "codex", 0.25, 2, 400000),
-		gpt("gpt-5-codex*", "codex", 1.25, 10, 400000),
-		gpt("gpt-5.1-codex*", "codex", 1.25, 10, 400000),
-		gpt("gpt-5.2-codex*", "codex", 1.75, 14, 400000),
-		gpt("gpt-5.3-codex*", "codex", 1.75, 14, 400000),
-		gpt("gpt-5.*-codex*", "codex", 1.75, 14, 400000),
-		gpt("gpt-5.1*", "openai", 1.25, 10, 400000),
-		gpt("gpt-5.2*", "openai", 1.75, 14, 400000),
-		gpt("gpt-5.4-mini*", "openai", 0.75, 4.5, 400000),
-		gpt("gpt-5.4-nano*", "openai", 0.2, 1.25, 400000),
-		gpt("gpt-5.4*", "openai", 2.5, 15, 1050000),
-		gpt("gpt-5.5*", "openai", 5, 30, 1050000),
-		gpt("gpt-5.*", "openai", 5, 30, 1050000),
-		// The chat snapshot of GPT-5 does not take a reasoning effort.
-		{Pattern: "gpt-5-chat*", Surface: "generic", ContextWindow: 128000, MaxOutput: 16384,
-			Prices: Prices{Input: 1.25, Output: 10, CacheRead: 0.125, CacheWrite: 1.25}},
-		gpt("gpt-5*", "generic", 1.25, 10, 400000),
-		gpt("gpt-4.1*", "generic", 2, 8, 1047576),
-		gpt("o3*", "generic", 2, 8, 200000),
-		gpt("o4-mini*", "generic", 1.1, 4.4, 200000),
-		{Pattern: "qwen*", Provider: "ollama", Surface: "generic", ContextWindow: 32768, MaxOutput: 8192, NumCtx: 32768},
-		{Pattern: "llama*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 8192, NumCtx: MaxNumCtx},
-		{Pattern: "gpt-oss*", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768},
-		// Gemini (any route: the Gemini API, a named gemini wire): no
-		// client-executed typed tools, so the generic surface. Prices are
-		// the standard tier's for prompts up to 200k tokens, USD per
-		// million, thinking billed as output; context and output limits
-		// from the models page (ai.google.dev/gemini-api/docs/pricing and
-		// /models, as of 2025-12).
-		gemini("gemini-2.5-pro*", 1.25, 10, 0.125),
-		gemini("gemini-2.5-flash-lite*", 0.10, 0.40, 0.01),
-		gemini("gemini-2.5-flash*", 0.30, 2.50, 0.03),
-		gemini("gemini-3-pro*", 2, 12, 0.20),
-	}
+	return ps
 }
 
-// Lookup returns the first profile matching provider and name, or a generic
-// guess.
+// Lookup returns the first profile matching provider (an API dialect) and
+// name, or a guess marked Guess whose prices are unknown: an unknown Claude
+// gets the newest tools and Claude Sonnet 4.5's limits, any other model the
+// generic surface and small limits.
 func (ps Profiles) Lookup(provider, name string) Profile {
+	if p, ok := ps.find(provider, name); ok {
+		return p
+	}
+	if provider == "anthropic" || strings.HasPrefix(strings.ToLower(name), "claude") {
+		if p, ok := ps.find("anthropic", "claude-sonnet-4-5"); ok {
+			p.Pattern, p.Guess, p.Prices = name, true, Prices{Unknown: true}
+			return p
+		}
+	}
+	return Profile{Pattern: name, Surface: "generic", ContextWindow: 32768, MaxOutput: 4096, Guess: true, Prices: Prices{Unknown: true}}
+}
+
+// find returns the first profile matching provider and name.
+func (ps Profiles) find(provider, name string) (Profile, bool) {
 	n := strings.ToLower(name)
 	for _, p := range ps {
 		if p.Provider != "" && p.Provider != provider {
 			continue
 		}
-		if ok, _ := path.Match(strings.ToLower(p.Pattern), n); ok {
-			return p
+		if matchID(p.Pattern, n) {
+			return p, true
 		}
 	}
-	if provider == "anthropic" || strings.HasPrefix(n, "claude") {
-		// An unknown Claude: the newest tools, Sonnet's limits and prices.
-		p := ps.Lookup("anthropic", "claude-sonnet-4-5")
-		p.Pattern, p.Guess = name, true
-		return p
-	}
-	return Profile{Pattern: name, Surface: "generic", ContextWindow: 32768, MaxOutput: 4096, Guess: true}
+	return Profile{}, false
 }
 
 // Factory builds a surface's bindings for a model profile.

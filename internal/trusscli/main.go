@@ -33,6 +33,8 @@ Usage:
   truss demo [flags]                the bundled example repository fixed on the simulated model
   truss tools [flags]               print the exact tool declarations a request would carry
   truss tool call [flags]           execute one tool call locally and print what the model sees
+  truss models [--provider P] [--json]
+                                    the model catalog: surfaces, tools, limits, prices and their sources
   truss sessions                    list saved sessions (resume one with truss run --resume ID)
   truss ledger key|verify|show|prove|export|serve
                                     the signed ledger every run writes: key, verification, timeline,
@@ -96,6 +98,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdDemo(args[1:], stdout, stderr)
 	case "tools":
 		err = cmdTools(args[1:], stdout, stderr)
+	case "models":
+		err = cmdModels(args[1:], stdout, stderr)
 	case "tool":
 		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "-help") {
 			fmt.Fprintln(stdout, "usage: truss tool call --root DIR --surface S --tool NAME (--input JSON | --input-file F) [--json]")
