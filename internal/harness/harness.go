@@ -178,7 +178,11 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 			return s, err
 		}
 		if s.prof.Guess && o.Provider != "sim" {
-			s.warn(fmt.Sprintf("no profile for model %q; using the %s surface and default limits", o.Model, s.set.Surface))
+			s.warn(fmt.Sprintf("no profile for model %q: the %s surface, default limits (context %d, output %d) and an unknown cost; truss models lists the models Truss knows",
+				o.Model, s.set.Surface, s.prof.ContextWindow, s.prof.MaxOutput))
+		}
+		if o.Budget.MaxCost > 0 && !s.prof.Prices.Known() && o.Provider != "sim" {
+			return s, configErrorf("a budget in dollars needs the model's prices, and the catalog has none for %q (truss models lists the models it knows); give a budget in turns or tokens instead", o.Model)
 		}
 	}
 	if err := s.step("workspace"); err != nil {

@@ -289,3 +289,27 @@ func TestStartPredial(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestCostBudgetNeedsPrices: a budget in dollars for a model the catalog
+// has no prices for is refused before anything runs, since it could never
+// stop the session; a known model's is taken.
+func TestCostBudgetNeedsPrices(t *testing.T) {
+	o := fixture(t, `{"steps": [{"say": "Done."}]}`)
+	o.Validation.Off = true
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+	t.Setenv("OPENAI_API_KEY", "k")
+	o.Provider, o.Script, o.SimDialect, o.Surface = "openai", "", "", ""
+	o.Budget.MaxCost = 1
+	o.Model = "mystery-model-7"
+	_, err := Open(context.Background(), o)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `a budget in dollars needs the model's prices, and the catalog has none for "mystery-model-7"`) {
+		t.Fatalf("err = %v", err)
+	}
+	o.Model = "gpt-5.2"
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatalf("a known model's budget: %v", err)
+	}
+	s.Close()
+}
