@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -23,10 +24,13 @@ type Arm struct {
 
 var armName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
+// surfaceNames are the values an arm's surface takes.
+var surfaceNames = []string{"auto", "generic", "anthropic", "openai", "codex"}
+
 // ParseArm reads NAME=PROVIDER:MODEL[:SURFACE]. The name is letters,
-// digits, '.', '_' and '-' (it names files); the model may not hold a ':'
-// unless a surface follows (the last field is the surface only when there
-// are three).
+// digits, '.', '_' and '-' (it names files). The model may hold ':'
+// (Bedrock's ids end in ":0", Ollama's tags follow one): the last field
+// is the surface only when it names one.
 func ParseArm(s string) (Arm, error) {
 	name, spec, ok := strings.Cut(s, "=")
 	if !ok {
@@ -35,16 +39,21 @@ func ParseArm(s string) (Arm, error) {
 	if !armName.MatchString(name) {
 		return Arm{}, fmt.Errorf("arm %q: the name must be letters, digits, '.', '_' and '-'", s)
 	}
-	parts := strings.Split(spec, ":")
-	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+	prov, rest, ok := strings.Cut(spec, ":")
+	if !ok || prov == "" || rest == "" {
 		return Arm{}, fmt.Errorf("arm %q: want NAME=PROVIDER:MODEL[:SURFACE]", s)
 	}
-	a := Arm{Name: name, Provider: parts[0], Model: parts[1]}
-	if len(parts) == 3 {
-		if parts[2] == "" {
+	a := Arm{Name: name, Provider: prov, Model: rest}
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+		switch last := rest[i+1:]; {
+		case last == "":
 			return Arm{}, fmt.Errorf("arm %q: empty surface", s)
+		case slices.Contains(surfaceNames, last):
+			a.Model, a.Surface = rest[:i], last
 		}
-		a.Surface = parts[2]
+	}
+	if a.Model == "" {
+		return Arm{}, fmt.Errorf("arm %q: want NAME=PROVIDER:MODEL[:SURFACE]", s)
 	}
 	return a, nil
 }

@@ -182,7 +182,12 @@ func TestArms(t *testing.T) {
 		{"a b=x:y", "", "the name"},
 		{"a=x", "", "want NAME="},
 		{"a=x:y:", "", "empty surface"},
-		{"a=x:y:z:w", "", "want NAME="},
+		{"a=x::anthropic", "", "want NAME="},
+		// A model that holds ':' (Bedrock's ids, Ollama's tags); the last
+		// field is the surface only when it names one.
+		{"b=bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", "b=bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", ""},
+		{"b=bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0:anthropic", "b=bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0:anthropic", ""},
+		{"o=ollama:llama3.1:latest", "o=ollama:llama3.1:latest", ""},
 	} {
 		a, err := ParseArm(tc.in)
 		if tc.err != "" {

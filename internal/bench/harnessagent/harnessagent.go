@@ -132,10 +132,21 @@ func (a *Agent) Options(spec *runner.RunSpec, memoryDir string) harness.Options 
 	return o
 }
 
-// SimDialect is the API dialect the simulated model speaks for an arm: the
-// one a typed surface needs, else the one its model's name suggests
-// (sim-gpt… speaks OpenAI's Responses API, any other Anthropic's).
+// SimDialect is the API dialect the simulated model speaks for an arm: a
+// cloud platform's route when the model is named in its form (Bedrock's
+// anthropic.sim-claude…, Vertex AI's sim-claude@…), the Gemini API's for
+// sim-gemini…, else the one a typed surface needs, else the one its
+// model's name suggests (sim-gpt… speaks OpenAI's Responses API, any
+// other Anthropic's).
 func SimDialect(model, surface string) string {
+	switch {
+	case strings.Contains(model, "anthropic.sim-claude"):
+		return "bedrock"
+	case strings.HasPrefix(model, "sim-claude") && strings.Contains(model, "@"):
+		return "vertex"
+	case strings.HasPrefix(model, "sim-gemini"):
+		return "gemini"
+	}
 	switch surface {
 	case "anthropic":
 		return "anthropic"

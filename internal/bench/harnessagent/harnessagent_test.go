@@ -51,6 +51,11 @@ func TestSimDialect(t *testing.T) {
 		{"sim-coder", "openai", "responses"},
 		{"sim-gpt-codex", "codex", "responses"},
 		{"sim-coder", "auto", "anthropic"},
+		{"sim-gemini", "", "gemini"},
+		{"sim-gemini-3-pro", "generic", "gemini"},
+		{"anthropic.sim-claude-v1:0", "anthropic", "bedrock"},
+		{"us.anthropic.sim-claude-v1:0", "", "bedrock"},
+		{"sim-claude@20250929", "anthropic", "vertex"},
 	} {
 		if got := SimDialect(tc.model, tc.surface); got != tc.want {
 			t.Errorf("SimDialect(%q, %q) = %q, want %q", tc.model, tc.surface, got, tc.want)
