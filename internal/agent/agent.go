@@ -214,7 +214,7 @@ func (a *Agent) loop(ctx context.Context, start time.Time) *Outcome {
 			a.emit(Event{Type: EventTurnFailed, Turn: turn, Err: err})
 			return &Outcome{Status: StatusFailed, Turns: turn, Reason: err.Error(), Err: err}
 		}
-		resp.Usage.CostUSD = a.cfg.Prices.Cost(resp.Usage)
+		resp.Usage.CostUSD, resp.Usage.CostUnknown = a.cfg.Prices.Cost(resp.Usage), !a.cfg.Prices.Known()
 		a.usage.Add(resp.Usage)
 		a.last = resp.Usage
 		newItems := append([]model.Item(nil), resp.Items...)
@@ -286,9 +286,9 @@ func (a *Agent) compact(ctx context.Context, turn int, reason string) (*compact.
 		return nil, err
 	}
 	a.failed, a.wait = 0, 0
-	rec.Usage.CostUSD = a.cfg.Prices.Cost(rec.Usage)
+	rec.Usage.CostUSD, rec.Usage.CostUnknown = a.cfg.Prices.Cost(rec.Usage), !a.cfg.Prices.Known()
 	if rec.Response != nil {
-		rec.Response.Usage.CostUSD = rec.Usage.CostUSD
+		rec.Response.Usage.CostUSD, rec.Response.Usage.CostUnknown = rec.Usage.CostUSD, rec.Usage.CostUnknown
 	}
 	a.usage.Add(rec.Usage)
 	a.items = items

@@ -41,8 +41,11 @@ type Result struct {
 	Turns   int     `json:"turns"`
 	Tokens  Tokens  `json:"tokens"`
 	CostUSD float64 `json:"cost_usd"`
-	WallS   float64 `json:"wall_s"`
-	ModelS  float64 `json:"model_s"`
+	// CostUnknown: the arm's model has no known prices, and CostUSD is 0,
+	// not what the run spent.
+	CostUnknown bool    `json:"cost_unknown,omitempty"`
+	WallS       float64 `json:"wall_s"`
+	ModelS      float64 `json:"model_s"`
 	// ToolS is the agent's own tool calls' time (its commands, its
 	// validation); HarnessS what is left of WallS without the model's,
 	// the tools' and the grading tests' time: the runner's and the

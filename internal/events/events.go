@@ -94,19 +94,21 @@ type MCPResult struct {
 
 // AgentItem is the Truss data of an agent_run item.
 type AgentItem struct {
-	Session string   `json:"session_id,omitempty"`
-	Name    string   `json:"name,omitempty"`
-	Model   string   `json:"model,omitempty"`
-	Depth   int      `json:"depth,omitempty"`
-	Status  string   `json:"status,omitempty"`
-	Reason  string   `json:"reason,omitempty"`
-	Turns   int      `json:"turns,omitempty"`
-	Calls   int      `json:"calls,omitempty"`
-	Usage   *Usage   `json:"usage,omitempty"`
-	CostUSD float64  `json:"cost_usd,omitempty"`
-	Ledger  string   `json:"ledger,omitempty"`
-	Changes []Change `json:"changes,omitempty"`
-	Diff    string   `json:"diff,omitempty"`
+	Session string  `json:"session_id,omitempty"`
+	Name    string  `json:"name,omitempty"`
+	Model   string  `json:"model,omitempty"`
+	Depth   int     `json:"depth,omitempty"`
+	Status  string  `json:"status,omitempty"`
+	Reason  string  `json:"reason,omitempty"`
+	Turns   int     `json:"turns,omitempty"`
+	Calls   int     `json:"calls,omitempty"`
+	Usage   *Usage  `json:"usage,omitempty"`
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	// CostUnknown: the model's prices are not known, and CostUSD is 0.
+	CostUnknown bool     `json:"cost_unknown,omitempty"`
+	Ledger      string   `json:"ledger,omitempty"`
+	Changes     []Change `json:"changes,omitempty"`
+	Diff        string   `json:"diff,omitempty"`
 }
 
 // Compaction is the Truss data of a context_compaction item.
@@ -120,8 +122,9 @@ type Compaction struct {
 	TokensBefore int64 `json:"tokens_before"`
 	TokensAfter  int64 `json:"tokens_after,omitempty"`
 	// Usage is the summary turn's (included in the run's usage).
-	Usage   *Usage  `json:"usage,omitempty"`
-	CostUSD float64 `json:"cost_usd,omitempty"`
+	Usage       *Usage  `json:"usage,omitempty"`
+	CostUSD     float64 `json:"cost_usd,omitempty"`
+	CostUnknown bool    `json:"cost_unknown,omitempty"`
 }
 
 // Change is one file of a file_change item.
@@ -165,8 +168,10 @@ type RunTruss struct {
 	Turns   int     `json:"turns"`
 	Calls   int     `json:"calls"`
 	CostUSD float64 `json:"cost_usd"`
-	Session string  `json:"session_id,omitempty"`
-	Ledger  string  `json:"ledger,omitempty"`
+	// CostUnknown: the model's prices are not known, and CostUSD is 0.
+	CostUnknown bool   `json:"cost_unknown,omitempty"`
+	Session     string `json:"session_id,omitempty"`
+	Ledger      string `json:"ledger,omitempty"`
 	// Sandbox is the sandbox mode actually enforced.
 	Sandbox string `json:"sandbox,omitempty"`
 	// Validation is the verdict of the verification boundary, when the
@@ -255,7 +260,7 @@ func (e *Encoder) Observe(ev agent.Event) {
 		c := ev.Compaction
 		e.write(Event{Type: "item.completed", Item: &Item{ID: e.itemID(), Type: "context_compaction", Text: c.Summary, Status: "completed",
 			Compaction: &Compaction{Reason: c.Reason, Replaced: c.Replaced, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
-				Usage: usage(c.Usage), CostUSD: c.Usage.CostUSD}}})
+				Usage: usage(c.Usage), CostUSD: c.Usage.CostUSD, CostUnknown: c.Usage.CostUnknown}}})
 	case agent.EventCompactFailed:
 		it := &Item{ID: e.itemID(), Type: "context_compaction", Status: "failed", Error: &ErrorMsg{Message: ev.Err.Error()}}
 		if c := ev.Compaction; c != nil {
@@ -292,7 +297,7 @@ func (e *Encoder) Release(text string, passed bool, verdict any) {
 func (e *Encoder) runCompleted(ev agent.Event, verdict any) {
 	{
 		o := ev.Outcome
-		rt := &RunTruss{Status: string(o.Status), Reason: o.Reason, Turns: o.Turns, Calls: o.Calls, CostUSD: o.Usage.CostUSD,
+		rt := &RunTruss{Status: string(o.Status), Reason: o.Reason, Turns: o.Turns, Calls: o.Calls, CostUSD: o.Usage.CostUSD, CostUnknown: o.Usage.CostUnknown,
 			Session: e.Session, Ledger: e.Ledger, Sandbox: e.Sandbox, Validation: verdict}
 		if o.Status == agent.StatusFailed || o.Status == agent.StatusCanceled {
 			e.write(Event{Type: "turn.failed", Error: &ErrorMsg{Message: o.Reason}, Truss: rt})
@@ -380,7 +385,7 @@ func completeItem(it *Item, ev agent.Event) {
 			u := a.Usage
 			it.Text = a.Text
 			it.Agent = &AgentItem{Session: a.Session, Name: a.Agent, Model: a.Model, Depth: a.Depth, Status: a.Status, Reason: a.Reason,
-				Turns: a.Turns, Calls: a.Calls, CostUSD: u.CostUSD, Diff: a.Diff, Usage: &Usage{
+				Turns: a.Turns, Calls: a.Calls, CostUSD: u.CostUSD, CostUnknown: u.CostUnknown, Diff: a.Diff, Usage: &Usage{
 					InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, CachedInputTokens: u.CacheReadTokens,
 					CacheWriteInputTokens: u.CacheWriteTokens, OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningTokens}}
 			if a.Ledger != nil {

@@ -114,10 +114,15 @@ type Usage struct {
 	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
 	ReasoningTokens  int64   `json:"reasoning_tokens,omitempty"`
 	CostUSD          float64 `json:"cost_usd,omitempty"`
+	// CostUnknown is set when the model's prices are not known (a model
+	// the catalog does not list): CostUSD is then 0, not what was spent.
+	// A sum is unknown when any of its parts is.
+	CostUnknown bool `json:"cost_unknown,omitempty"`
 }
 
 // Add adds u2 to u.
 func (u *Usage) Add(u2 Usage) {
+	u.CostUnknown = u.CostUnknown || u2.CostUnknown
 	u.InputTokens += u2.InputTokens
 	u.OutputTokens += u2.OutputTokens
 	u.CacheReadTokens += u2.CacheReadTokens
@@ -130,7 +135,7 @@ func (u *Usage) Add(u2 Usage) {
 func (u Usage) Sub(u2 Usage) Usage {
 	return Usage{InputTokens: u.InputTokens - u2.InputTokens, OutputTokens: u.OutputTokens - u2.OutputTokens,
 		CacheReadTokens: u.CacheReadTokens - u2.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - u2.CacheWriteTokens,
-		ReasoningTokens: u.ReasoningTokens - u2.ReasoningTokens, CostUSD: u.CostUSD - u2.CostUSD}
+		ReasoningTokens: u.ReasoningTokens - u2.ReasoningTokens, CostUSD: u.CostUSD - u2.CostUSD, CostUnknown: u.CostUnknown}
 }
 
 // Total returns input plus output tokens.

@@ -117,7 +117,10 @@ func (p *Printer) Observe(ev agent.Event) {
 			mark = "■"
 		}
 		p.printf("\n%s %s after %s and %s · %d input / %d output tokens", mark, o.Status, counted(o.Turns, "turn"), counted(o.Calls, "tool call"), o.Usage.InputTokens+o.Usage.CacheReadTokens, o.Usage.OutputTokens)
-		if o.Usage.CostUSD > 0 {
+		switch {
+		case o.Usage.CostUnknown:
+			p.printf(" · cost unknown")
+		case o.Usage.CostUSD > 0:
 			p.printf(" · $%.4f", o.Usage.CostUSD)
 		}
 		p.printf("\n")

@@ -80,7 +80,10 @@ type ArmStats struct {
 	// CostUSD is the total; CostPerResolved the total divided by resolved
 	// runs (NaN with none). TurnsPerRun is the mean over runs,
 	// TurnsResolved the mean over resolved runs (NaN with none).
-	CostUSD, CostPerResolved   float64
+	CostUSD, CostPerResolved float64
+	// CostUnknownRuns counts the runs whose model had no known prices
+	// (their cost is not in CostUSD; CostPerResolved is NaN with any).
+	CostUnknownRuns            int
 	TurnsPerRun, TurnsResolved float64
 	Tokens                     bench.Tokens
 	// Mean seconds per run.
@@ -256,6 +259,9 @@ func Analyze(d *Data, opt Options) *Report {
 					st.PatchFailed++
 				}
 				st.CostUSD += r.CostUSD
+				if r.CostUnknown {
+					st.CostUnknownRuns++
+				}
 				turns += r.Turns
 				st.Tokens.Input += r.Tokens.Input
 				st.Tokens.Output += r.Tokens.Output
@@ -303,6 +309,9 @@ func Analyze(d *Data, opt Options) *Report {
 		st.CostPerResolved, st.TurnsResolved = math.NaN(), math.NaN()
 		if st.ResolvedRuns > 0 {
 			st.CostPerResolved = st.CostUSD / float64(st.ResolvedRuns)
+			if st.CostUnknownRuns > 0 {
+				st.CostPerResolved = math.NaN()
+			}
 			st.TurnsResolved = turnsResolved / float64(st.ResolvedRuns)
 		}
 		st.TurnsPerRun, st.WallS, st.ModelS, st.ToolS, st.HarnessS = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()

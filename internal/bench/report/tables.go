@@ -178,7 +178,14 @@ func (r *Report) tables() []table {
 		if a.Runs > 0 {
 			costRun = a.CostUSD / float64(a.Runs)
 		}
-		t.Rows = append(t.Rows, []cell{name(a.Name), own(usd(a.CostUSD)), own(usd(costRun)), own(tokens(a.Tokens.Input)), own(tokens(a.Tokens.Output)),
+		cost, perRun := usd(a.CostUSD), usd(costRun)
+		switch {
+		case a.CostUnknownRuns > 0 && a.CostUnknownRuns == a.Runs:
+			cost, perRun = "unknown", "unknown"
+		case a.CostUnknownRuns > 0:
+			cost, perRun = fmt.Sprintf("%s and %d runs' unknown", cost, a.CostUnknownRuns), "—"
+		}
+		t.Rows = append(t.Rows, []cell{name(a.Name), own(cost), own(perRun), own(tokens(a.Tokens.Input)), own(tokens(a.Tokens.Output)),
 			own(tokens(a.Tokens.CacheRead)), own(tokens(a.Tokens.CacheWrite))})
 	}
 	ts = append(ts, t)

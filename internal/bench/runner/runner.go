@@ -471,7 +471,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 		return abandon()
 	}
 	modelTime, toolTime = out.ModelTime, out.ToolTime
-	res.Turns, res.StopReason, res.CostUSD = out.Turns, out.StopReason, out.Usage.CostUSD
+	res.Turns, res.StopReason, res.CostUSD, res.CostUnknown = out.Turns, out.StopReason, out.Usage.CostUSD, out.Usage.CostUnknown
 	res.Tokens = bench.Tokens{Input: out.Usage.InputTokens, Output: out.Usage.OutputTokens,
 		CacheRead: out.Usage.CacheReadTokens, CacheWrite: out.Usage.CacheWriteTokens}
 	if err != nil {
