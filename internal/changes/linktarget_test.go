@@ -199,3 +199,31 @@ func TestTooLargeBaseline(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackManyLongDirs: a command that makes 30,000 subdirectories with
+// 200-byte names in one directory does not cost the host what reading
+// them all would (36 MB of heap): a subdirectory counts its path and what
+// reading it costs the scan towards MaxDirBytes, so the directory is
+// recorded as too large to track.
+func TestAttackManyLongDirs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes 30,000 directories")
+	}
+	if raceDetector {
+		t.Skip("measures memory, which the race detector distorts (.ci/run runs it without)")
+	}
+	root := t.TempDir()
+	tr := open(t, []string{root}, Options{NoGit: true, StoreDir: t.TempDir(), IndexMemory: DefaultIndexMemory})
+	if err := os.Mkdir(filepath.Join(root, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30000 {
+		if err := os.Mkdir(filepath.Join(root, "d", fmt.Sprintf("%0200d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch := scanHeap(t, tr, "30,000 directories with 200-byte names made")
+	if len(ch) != 1 || ch[0].Path != "d" || ch[0].Type != "too_large" {
+		t.Fatalf("got %+v, want d too large to track", ch)
+	}
+}

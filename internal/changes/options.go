@@ -162,7 +162,8 @@ type Options struct {
 	IndexBytes int
 	// MaxDirBytes bounds what the tracker keeps of one directory (default
 	// DefaultMaxDirBytes): each entry's record, its name and its link
-	// target (a link's size, before it is read). A directory is read
+	// target (a link's size, before it is read), and for a subdirectory
+	// its path and what reading it costs the scan (subdirBytes). A directory is read
 	// whole, so a directory past it is too large to track: a scan that
 	// reads it keeps what the index had of it, reads none of its links
 	// and files, and records it once (until it is tracked again or its
@@ -219,9 +220,9 @@ const (
 	DefaultBulkBytes     = 256 << 10
 	DefaultHashBytes     = 2 << 30
 	DefaultMaxWatches    = 8192
-	// DefaultMaxDirBytes is about 100,000 entries of short names, or
-	// 4,000 links with 4 KiB targets.
-	DefaultMaxDirBytes = 16 << 20
+	// DefaultMaxDirBytes is about 55,000 files of short names, 12,000
+	// subdirectories, or 2,000 links with 4 KiB targets.
+	DefaultMaxDirBytes = 8 << 20
 	// SpoolManifest is the size past which a bulk change's manifest is
 	// kept in a file with no name in the content store's directory
 	// (tool.FileChange.AfterFile) instead of memory.
