@@ -34,25 +34,28 @@ import (
 // A Tracker finds the changes made in a set of roots. One Tracker serves
 // every agent that works in those roots; it is safe for concurrent use.
 type Tracker struct {
-	roots      []*root
-	gitPath    string // gitsafe.Git's Path
-	ign        *matcher
-	bulk       *matcher // directories whose changes are one bulk change
-	store      *store
-	hold       *budget // content bytes held in memory at once
-	bulkAt     int     // more changes than this in one scan are one bulk change
-	bulkBytes  int     // changes whose paths and targets pass this many bytes are one bulk change
-	spoolAt    int     // a bulk change's manifest past this many bytes is kept on disk
-	spillRun   int     // a scan's diffs past this many are spilled in sorted runs (0: spillRun)
-	spillBytes int     // a scan's diffs past this many bytes in memory are spilled (0: spillBytes)
-	tmpStore   string
-	workers    int
-	maxFile    int64
-	hashBytes  int64        // what one scan may read to hash (Options.HashBytes)
-	hashLeft   atomic.Int64 // what the scan under way may still read
-	noGit      bool
-	scanAfter  []tool.Op
-	watch      *watcher // nil: every scan is a full walk
+	roots     []*root
+	gitPath   string // gitsafe.Git's Path
+	ign       *matcher
+	bulk      *matcher // directories whose changes are one bulk change
+	store     *store
+	hold      *budget // content bytes held in memory at once
+	bulkAt    int     // more changes than this in one scan are one bulk change
+	bulkBytes int     // changes whose paths and targets pass this many bytes are one bulk change
+	// maxDirBytes: a directory whose entries would take more is too large
+	// to track (Options.MaxDirBytes).
+	maxDirBytes int
+	spoolAt     int // a bulk change's manifest past this many bytes is kept on disk
+	spillRun    int // a scan's diffs past this many are spilled in sorted runs (0: spillRun)
+	spillBytes  int // a scan's diffs past this many bytes in memory are spilled (0: spillBytes)
+	tmpStore    string
+	workers     int
+	maxFile     int64
+	hashBytes   int64        // what one scan may read to hash (Options.HashBytes)
+	hashLeft    atomic.Int64 // what the scan under way may still read
+	noGit       bool
+	scanAfter   []tool.Op
+	watch       *watcher // nil: every scan is a full walk
 	// bigDir is the walk's one turn for reading a large directory.
 	bigDir chan struct{}
 	// life is done when Close is called: it cuts the baseline and any
@@ -106,6 +109,12 @@ type root struct {
 	// is recorded each time a scan meets it).
 	unlisted      map[string]bool
 	unlistedBytes int
+	// tooBig are the directories recorded as too large to track, with
+	// their stat then, so that one is recorded again only when entries
+	// were made, removed or renamed in it since; tooBigBytes bounds their
+	// paths as unlistedBytes does.
+	tooBig      map[string]dirStamp
+	tooBigBytes int
 }
 
 // maxUnlistedScan bounds the unlistable directories one scan records, and
@@ -145,12 +154,49 @@ func (r *root) unlistable(w walked) (tool.FileChange, bool) {
 		Mode: fmt.Sprintf("%04o", w.unlistMode&0o7777), AfterUnavailable: "unlistable: " + w.err.Error()}, true
 }
 
-// listed forgets that rel was recorded unlistable: it was listed.
+// listed forgets that rel was recorded unlistable or too large: it was
+// listed and tracked.
 func (r *root) listed(rel string) {
 	if r.unlisted[rel] {
 		delete(r.unlisted, rel)
 		r.unlistedBytes -= len(rel)
 	}
+	if _, ok := r.tooBig[rel]; ok {
+		delete(r.tooBig, rel)
+		r.tooBigBytes -= len(rel)
+	}
+}
+
+// tooLarge returns the change that records w's directory as too large to
+// track, or false when it was recorded already and no entry was made,
+// removed or renamed in it since. A directory found too large by the
+// baseline is remembered without a change (record false): no command
+// made it so.
+func (r *root) tooLarge(w walked, maxDirBytes int, record bool) (tool.FileChange, bool) {
+	at, ok := r.tooBig[w.rel]
+	if ok && at == w.stamp {
+		return tool.FileChange{}, false
+	}
+	if ok || r.tooBigBytes+len(w.rel) <= maxUnlisted {
+		if r.tooBig == nil {
+			r.tooBig = map[string]dirStamp{}
+		}
+		if !ok {
+			r.tooBigBytes += len(w.rel)
+		}
+		r.tooBig[w.rel] = w.stamp
+	}
+	if !record {
+		return tool.FileChange{}, false
+	}
+	p := r.name
+	if w.rel != "" {
+		p = r.path(w.rel)
+	} else if p == "" {
+		p = "."
+	}
+	return tool.FileChange{Path: p, Kind: tool.ChangeUpdate, Type: "too_large", Mode: fmt.Sprintf("%04o", w.stamp.mode&0o7777),
+		AfterUnavailable: fmt.Sprintf("too large to track: its entries, their names and link targets would take %d bytes, past the limit of %d; what changes in it is not recorded while it stays so", w.dirBytes, maxDirBytes)}, true
 }
 
 // install puts a directory as read into the index (only its links to
@@ -256,6 +302,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		t.bulkAt = DefaultBulkThreshold
 	}
 	t.bulkBytes = cmp.Or(max(opts.BulkBytes, 0), DefaultBulkBytes)
+	t.maxDirBytes = cmp.Or(max(opts.MaxDirBytes, 0), DefaultMaxDirBytes)
 	t.hashBytes = cmp.Or(max(opts.HashBytes, 0), DefaultHashBytes)
 	t.hashLeft.Store(t.hashBytes)
 	t.spoolAt = SpoolManifest
@@ -352,7 +399,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		return nil, &StoreError{Dir: dir, Err: err}
 	}
 	for _, r := range t.roots {
-		if r.idx, err = newIndex(t.store, opts.IndexMemory); err != nil {
+		if r.idx, err = newIndex(t.store, opts.IndexMemory, opts.IndexBytes); err != nil {
 			for _, r := range t.roots {
 				if r.idx != nil {
 					r.idx.close()
@@ -450,8 +497,14 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// learnChunk is how many regular files the baseline reads at once.
-const learnChunk = 16384
+// learnChunk is how many regular files the baseline reads at once, and
+// learnBytes how many bytes of entries (their records, names and link
+// targets) it holds at most before it writes them: a tree of links holds
+// no regular file, and their targets are up to 4 KiB each.
+const (
+	learnChunk = 16384
+	learnBytes = 4 << 20
+)
 
 // learn completes the index of r, which is all in its segment: it reads
 // each link's target, and learns what is known of each regular file's
@@ -478,6 +531,7 @@ func (t *Tracker) learn(ctx context.Context, r *root, index map[string]indexEntr
 		errs  []error
 		dirs  []dir
 		files int
+		held  int // what dirs hold: entries, names, link targets
 		// The files to hash, with the index's blob of a file whose stat
 		// does not prove it clean (nil: none).
 		hash    []*entry
@@ -495,7 +549,8 @@ func (t *Tracker) learn(ctx context.Context, r *root, index map[string]indexEntr
 				errs = append(errs, fmt.Errorf("index: %w", err))
 			}
 		}
-		dirs, files = dirs[:0], 0
+		clear(dirs)
+		dirs, files, held = dirs[:0], 0, 0
 		hash, hashRel, hashOID = hash[:0], hashRel[:0], hashOID[:0]
 		clean, cleanRel, cleanOID = clean[:0], cleanRel[:0], cleanOID[:0]
 	}
@@ -512,6 +567,7 @@ func (t *Tracker) learn(ctx context.Context, r *root, index map[string]indexEntr
 			return errors.Join(append(errs, fmt.Errorf("index: %w", err))...)
 		}
 		dirs = append(dirs, dir{rel: d, ents: ents})
+		held += len(d) + entsBytes(ents)
 		for i := range ents {
 			e := &ents[i]
 			rel := path.Join(d, e.name)
@@ -519,6 +575,7 @@ func (t *Tracker) learn(ctx context.Context, r *root, index map[string]indexEntr
 			case e.isLink():
 				if target, err := r.fs.Readlink(rel); err == nil {
 					e.link = target
+					held += len(target)
 				}
 			case e.isReg():
 				if _, ok := t.bulk.bulkDir(rel); ok {
@@ -539,7 +596,7 @@ func (t *Tracker) learn(ctx context.Context, r *root, index map[string]indexEntr
 				}
 			}
 		}
-		if files >= learnChunk {
+		if files >= learnChunk || held >= learnBytes {
 			flush()
 		}
 	}
@@ -1111,6 +1168,7 @@ func (t *Tracker) apply(d *diff, f *found) bool {
 	}
 	if d.cur != nil && d.cur.isLink() {
 		if e := d.r.lookupEdit(d.rel()); e != nil && e.isLink() {
+			d.r.idx.grow(d.dir, len(f.cur.link)-len(e.link))
 			e.link = f.cur.link
 		}
 	}
@@ -1216,13 +1274,19 @@ func (t *Tracker) scanOnce(ctx context.Context, all bool) ([]tool.FileChange, er
 		if w.vanished {
 			return
 		}
-		if w.unlistable && len(unlisted) < maxUnlistedScan {
+		switch {
+		case w.unlistable && len(unlisted) < maxUnlistedScan:
 			// Past the cap, one is left unmarked: a later scan that
 			// meets it records it.
 			if ch, ok := w.r.unlistable(w); ok {
 				unlisted = append(unlisted, ch)
 			}
-		} else if w.err == nil {
+		case w.tooLarge && len(unlisted) < maxUnlistedScan:
+			// Recorded with the unlistable ones, under the same cap.
+			if ch, ok := w.r.tooLarge(w, t.maxDirBytes, true); ok {
+				unlisted = append(unlisted, ch)
+			}
+		case w.err == nil && !w.tooLarge:
 			w.r.listed(w.rel)
 		}
 		w.r.install(w)
@@ -1847,6 +1911,7 @@ func (r *root) put(rel string, e entry) {
 		if ents[i].isDir() && !e.isDir() {
 			r.dropDir(rel)
 		}
+		r.idx.grow(dir, entBytes(&e)-entBytes(&ents[i]))
 		ents[i] = e
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // index is one root's stat index: each directory's entries, sorted by
@@ -30,16 +31,23 @@ import (
 // sequential read of the old and a sequential write of the new), at the
 // points where the tracker holds no entry of it (maybeMerge).
 //
+// The overlay's budget is in entries and in bytes (entsBytes: each
+// entry's record, name and link target, and each directory's path): a
+// link's target is up to 4 KiB, a name 255 bytes, so a budget of entries
+// alone would let a few thousand long links hold a hundred megabytes.
+//
 // Memory is thus the overlay's budget, the sparse table (a path and an
 // offset per block: about 0.5 % of the segment) and the directories
-// being read; a single directory is read whole, so one directory of a
-// million entries still costs its entries while it is read.
+// being read; a single directory is read whole, so one directory costs
+// its entries while it is read (the walk reads none past
+// Options.MaxDirBytes: too large to track).
 //
 // get and has may be called concurrently with each other and with set,
 // del and merge (the walk's workers read while the walk installs); the
 // slice get returns must not be modified (edit returns one that may be).
 type index struct {
-	budget int // entries the overlay may hold before a merge
+	budget     int // entries the overlay may hold before a merge
+	byteBudget int // bytes (entsBytes) the overlay may hold before a merge
 
 	mu sync.RWMutex
 	// seg is the segment, size bytes long (0: empty); a merge writes the
@@ -50,12 +58,14 @@ type index struct {
 	sparse     []mark
 	over       map[string]*odir
 	overN      int // entries (and directories) the overlay holds
+	overBytes  int // their bytes (entsBytes, and each directory's path)
 	// slack is the largest directory the last merge wrote from the
 	// overlay: the next merge waits for budget entries more than that,
 	// so that a directory larger than the budget, edited chunk after
-	// chunk, is read into the overlay once, not once per chunk.
-	slack  int
-	merges int // merges done (read by tests)
+	// chunk, is read into the overlay once, not once per chunk;
+	// slackBytes is the same for the byte budget.
+	slack, slackBytes int
+	merges            int // merges done (read by tests)
 
 	bufs sync.Pool // of *[]byte, segBlock long: lookups' read buffers
 }
@@ -75,6 +85,7 @@ type odir struct {
 	ents   []entry
 	gone   bool
 	shared bool
+	bytes  int // entsBytes(ents) as last accounted (grow keeps it)
 }
 
 // segBlock is the segment's block: the sparse table has one mark per
@@ -84,9 +95,31 @@ const segBlock = 4096
 // DefaultIndexMemory is the default of Options.IndexMemory.
 const DefaultIndexMemory = 32768
 
-func newIndex(files *store, budget int) (*index, error) {
+// DefaultIndexBytes is the default of Options.IndexBytes.
+const DefaultIndexBytes = 8 << 20
+
+// entryBytes is what an entry costs the tracker besides its strings.
+const entryBytes = int(unsafe.Sizeof(entry{}))
+
+// entBytes is what the tracker holds of one entry: its record, its name
+// and its link target.
+func entBytes(e *entry) int { return entryBytes + len(e.name) + len(e.link) }
+
+// entsBytes is entBytes over a directory's entries.
+func entsBytes(ents []entry) int {
+	n := 0
+	for i := range ents {
+		n += entBytes(&ents[i])
+	}
+	return n
+}
+
+func newIndex(files *store, budget, byteBudget int) (*index, error) {
 	if budget <= 0 {
 		budget = DefaultIndexMemory
+	}
+	if byteBudget <= 0 {
+		byteBudget = DefaultIndexBytes
 	}
 	seg, err := files.tmpFile("index")
 	if err != nil {
@@ -97,7 +130,7 @@ func newIndex(files *store, budget int) (*index, error) {
 		seg.Close()
 		return nil, err
 	}
-	return &index{budget: budget, seg: seg, spare: spare, over: map[string]*odir{}}, nil
+	return &index{budget: budget, byteBudget: byteBudget, seg: seg, spare: spare, over: map[string]*odir{}}, nil
 }
 
 // close closes the segments, which, having no name, are gone with them.
@@ -181,9 +214,23 @@ func (x *index) edit(dir string) ([]entry, bool) {
 	if err != nil || !ok {
 		return nil, false
 	}
-	x.over[dir] = &odir{ents: ents}
+	n := entsBytes(ents)
+	x.over[dir] = &odir{ents: ents, bytes: n}
 	x.overN += len(ents) + 1
+	x.overBytes += n + len(dir)
 	return ents, true
+}
+
+// grow accounts n bytes more (or fewer) held by the entries of dir in the
+// overlay, which the caller changed in place (edit's entries): a link's
+// target set, an entry replaced.
+func (x *index) grow(dir string, n int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if o, ok := x.over[dir]; ok {
+		o.bytes += n
+		x.overBytes += n
+	}
 }
 
 // set makes ents the entries of dir. With shared, the index never
@@ -192,13 +239,16 @@ func (x *index) edit(dir string) ([]entry, bool) {
 func (x *index) set(dir string, ents []entry, shared bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	n := entsBytes(ents)
 	if o, ok := x.over[dir]; ok {
 		x.overN += len(ents) - len(o.ents)
-		o.ents, o.gone, o.shared = ents, false, shared
+		x.overBytes += n - o.bytes
+		o.ents, o.gone, o.shared, o.bytes = ents, false, shared, n
 		return
 	}
-	x.over[dir] = &odir{ents: ents, shared: shared}
+	x.over[dir] = &odir{ents: ents, shared: shared, bytes: n}
 	x.overN += len(ents) + 1
+	x.overBytes += n + len(dir)
 }
 
 // del removes dir (not what is beneath it) from the index.
@@ -207,21 +257,24 @@ func (x *index) del(dir string) {
 	defer x.mu.Unlock()
 	if o, ok := x.over[dir]; ok {
 		x.overN -= len(o.ents)
-		o.ents, o.gone, o.shared = nil, true, false
+		x.overBytes -= o.bytes
+		o.ents, o.gone, o.shared, o.bytes = nil, true, false, 0
 		return
 	}
 	x.over[dir] = &odir{gone: true}
 	x.overN++
+	x.overBytes += len(dir)
 }
 
 // maybeMerge merges the overlay into a new segment when it holds more
-// than its budget (plus the slack of a directory larger than the budget,
-// which a single directory read whole costs anyway). The caller holds no slice edit returned.
+// than its budget of entries or of bytes (plus the slack of a directory
+// larger than the budget, which a single directory read whole costs
+// anyway). The caller holds no slice edit returned.
 func (x *index) maybeMerge() error {
 	x.mu.RLock()
-	n := x.overN
+	n, b := x.overN, x.overBytes
 	x.mu.RUnlock()
-	if n <= x.budget+x.slack {
+	if n <= x.budget+x.slack && b <= x.byteBudget+x.slackBytes {
 		return nil
 	}
 	return x.merge()
@@ -237,10 +290,11 @@ func (x *index) merge() error {
 		return err
 	}
 	keys := make([]string, 0, len(x.over))
-	largest := 0
+	largest, largestBytes := 0, 0
 	for k, o := range x.over {
 		keys = append(keys, k)
 		largest = max(largest, len(o.ents))
+		largestBytes = max(largestBytes, o.bytes)
 	}
 	slices.Sort(keys)
 	w := newSegWriter(f)
@@ -285,11 +339,13 @@ func (x *index) merge() error {
 	x.commit(w)
 	x.merges++
 	clear(x.over)
-	x.overN = 0
+	x.overN, x.overBytes = 0, 0
+	x.slack, x.slackBytes = 0, 0
 	if largest > x.budget {
 		x.slack = largest
-	} else {
-		x.slack = 0
+	}
+	if largestBytes > x.byteBudget {
+		x.slackBytes = largestBytes
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -22,7 +23,7 @@ func TestIndex(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.close()
-			x, err := newIndex(st, budget)
+			x, err := newIndex(st, budget, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,11 +70,21 @@ func TestIndex(t *testing.T) {
 					if ok && len(ents) > 0 {
 						ents[0].size = int64(step)
 						model[d][0].size = int64(step)
+						if ents[0].link != "" {
+							// A link retargeted in place, as a scan
+							// does: its bytes are accounted by grow.
+							l := strings.Repeat("t", rng.IntN(4096))
+							x.grow(d, len(l)-len(ents[0].link))
+							ents[0].link, model[d][0].link = l, l
+						}
 					}
 				default:
 					if err := x.maybeMerge(); err != nil {
 						t.Fatal(err)
 					}
+				}
+				if want := overlayBytes(x); x.overBytes != want {
+					t.Fatalf("step %d: the overlay accounts %d bytes, holds %d", step, x.overBytes, want)
 				}
 				for _, d := range dirs {
 					got, ok, err := x.get(d)
@@ -87,6 +98,55 @@ func TestIndex(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// overlayBytes is what x's overlay holds, counted afresh.
+func overlayBytes(x *index) int {
+	n := 0
+	for d, o := range x.over {
+		n += len(d) + entsBytes(o.ents)
+	}
+	return n
+}
+
+// TestIndexByteBudget: the overlay is merged when the bytes of its
+// entries (names and link targets) pass its byte budget, whatever their
+// number: a few hundred links with 4 KiB targets are not held in memory
+// because they are few.
+func TestIndexByteBudget(t *testing.T) {
+	st, err := newStore(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	const byteBudget = 1 << 20
+	x, err := newIndex(st, DefaultIndexMemory, byteBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.close()
+	target := strings.Repeat("x", 4000)
+	for d := range 1000 {
+		dir := fmt.Sprintf("d%04d", d)
+		x.set(dir, []entry{{name: "l", mode: 0o120777}}, false)
+		// The target is set in place, as a scan sets a link's.
+		ents, _ := x.edit(dir)
+		x.grow(dir, len(target))
+		ents[0].link = target
+		if err := x.maybeMerge(); err != nil {
+			t.Fatal(err)
+		}
+		if x.overBytes > byteBudget+len(target)+entryBytes+len(dir) {
+			t.Fatalf("after %d directories the overlay holds %d bytes, past its budget of %d", d+1, x.overBytes, byteBudget)
+		}
+	}
+	if x.merges == 0 {
+		t.Fatal("the overlay was never merged")
+	}
+	got, ok, err := x.get("d0000")
+	if err != nil || !ok || len(got) != 1 || got[0].link != target {
+		t.Fatalf("d0000 after the merges: %v %v %+v", ok, err, got)
 	}
 }
 

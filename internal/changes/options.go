@@ -70,8 +70,13 @@
 // beside the content store (an unnamed file sorted by directory, with a
 // sparse table of offsets in memory), and only the directories changed
 // since it was written are held in memory, up to Options.IndexMemory
-// entries; the baseline learns contents a chunk of files at a time, and
-// where each content sits in the store is its entry's to remember.
+// entries and Options.IndexBytes bytes (names and link targets counted);
+// the baseline learns contents a chunk of files at a time, and where each
+// content sits in the store is its entry's to remember. A directory is
+// read whole, so one whose entries, names and link targets would take
+// more than Options.MaxDirBytes is too large to track: it is recorded as
+// such (Type "too_large") and what changes in it is not, while it stays
+// so.
 //
 // Cost is bounded: contents held in memory at once are at most
 // Options.MaxHeld bytes (past it a change has digests only), and a scan
@@ -149,6 +154,22 @@ type Options struct {
 	// last written are merged into it when they hold more entries than
 	// this.
 	IndexMemory int
+	// IndexBytes bounds the same overlay by bytes (default
+	// DefaultIndexBytes): each entry's record, its name and its link
+	// target. A link's target is up to 4 KiB, so entries alone would let
+	// a command that makes a few thousand long links hold a hundred
+	// megabytes of the host's memory.
+	IndexBytes int
+	// MaxDirBytes bounds what the tracker keeps of one directory (default
+	// DefaultMaxDirBytes): each entry's record, its name and its link
+	// target (a link's size, before it is read), and for a subdirectory
+	// its path and what reading it costs the scan (subdirBytes). A directory is read
+	// whole, so a directory past it is too large to track: a scan that
+	// reads it keeps what the index had of it, reads none of its links
+	// and files, and records it once (until it is tracked again or its
+	// own stat changes) as a change of Type "too_large" whose
+	// AfterUnavailable says "too large to track: …".
+	MaxDirBytes int
 	// Workers is the number of goroutines that walk and read (default 4
 	// per CPU: stat calls wait on the kernel).
 	Workers int
@@ -199,6 +220,9 @@ const (
 	DefaultBulkBytes     = 256 << 10
 	DefaultHashBytes     = 2 << 30
 	DefaultMaxWatches    = 8192
+	// DefaultMaxDirBytes is about 55,000 files of short names, 12,000
+	// subdirectories, or 2,000 links with 4 KiB targets.
+	DefaultMaxDirBytes = 8 << 20
 	// SpoolManifest is the size past which a bulk change's manifest is
 	// kept in a file with no name in the content store's directory
 	// (tool.FileChange.AfterFile) instead of memory.

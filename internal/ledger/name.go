@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/trussdev/truss/internal/termsafe"
 )
 
 // A file's name on Linux is any string of bytes without NUL (a path adds
@@ -60,17 +62,20 @@ func DecodeName(s string) (string, error) {
 	return string(b), nil
 }
 
-// ShowName is a recorded name as a person reads it: the name itself when
-// it is valid UTF-8, else Go-quoted ("run\xff.sh": its invalid bytes as
-// \x escapes). A recorded form that is not a name is shown Go-quoted as
-// it is.
+// ShowName is a recorded name as a person reads it on a terminal: a name
+// that is valid UTF-8 as termsafe.Name shows it (every byte, with what
+// cannot be shown, an escape sequence, a carriage return, a bidirectional
+// override, written as a visible escape, and a backslash as \\), any
+// other Go-quoted ("run\xff.sh": its invalid bytes as \x escapes). A
+// recorded form that is not a name is shown Go-quoted as it is. Nothing
+// in the result acts on a terminal, and two names are never shown alike.
 func ShowName(s string) string {
 	n, err := DecodeName(s)
 	if err != nil {
 		return strconv.Quote(s)
 	}
 	if utf8.ValidString(n) {
-		return n
+		return termsafe.Name(n)
 	}
 	return strconv.Quote(n)
 }

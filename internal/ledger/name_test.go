@@ -24,10 +24,16 @@ func TestNameCodec(t *testing.T) {
 		{"run\uFFFD.sh", "run\uFFFD.sh", "run\uFFFD.sh"},
 		{"\uFFFD\xff", "\x00efbfbdff", `"�\xff"`},
 		{"\xff", "\x00ff", `"\xff"`},
-		{`run\xff.sh`, `run\xff.sh`, `run\xff.sh`},
+		{`run\xff.sh`, `run\xff.sh`, `run\\xff.sh`}, // shown with its backslash escaped: not the name above
 		{"72756eff2e7368", "72756eff2e7368", "72756eff2e7368"},
 		{"new\nline\xc3", "\x006e65770a6c696e65c3", `"new\nline\xc3"`},
-		{"new\nline", "new\nline", "new\nline"},
+		{"new\nline", "new\nline", `new\nline`},
+		// A valid name is shown by termsafe.Name: nothing in it acts on
+		// the terminal, and it is still the file's name.
+		{"esc\x1b[2J\x1b]0;title\a.txt", "esc\x1b[2J\x1b]0;title\a.txt", `esc\x1b[2J\x1b]0;title\a.txt`},
+		{"over\rwrite", "over\rwrite", `over\rwrite`},
+		{"evil\u202Etxt.exe", "evil\u202Etxt.exe", `evil\u202etxt.exe`},
+		{"esc\x1b[31m\xff", "\x006573631b5b33316dff", `"esc\x1b[31m\xff"`},
 		{"esc\x1b[31m\xe2\x82", "\x00657363" + "1b5b33316d" + "e282", `"esc\x1b[31m\xe2\x82"`},
 		{"sur\xed\xa0\x80", "\x00737572eda080", `"sur\xed\xa0\x80"`},     // a surrogate's encoding is not UTF-8
 		{"over\xc0\xaf", "\x006f766572c0af", `"over\xc0\xaf"`},           // nor an overlong one

@@ -98,8 +98,10 @@ func Show(w io.Writer, entries []Entry) {
 		if len(t) >= 23 {
 			t = t[11:23]
 		}
-		// What an entry names (paths, commands, tool names) came from a
-		// model or a file: it is neutralised for the terminal.
+		// What an entry names (paths, tool names, call ids, servers)
+		// came from a model, a file or whoever wrote the ledger: each name
+		// is shown by termsafe.Name (every byte, escaped where it cannot
+		// be shown) and the rest of the line neutralised for the terminal.
 		fmt.Fprintf(w, "%5d %s %-15s %s\n", e.Seq, termsafe.Line(t), termsafe.Line(e.Type), termsafe.Line(summary(e.Type, d)))
 	}
 }
@@ -111,12 +113,16 @@ func str(d map[string]any, k string) string {
 	return ""
 }
 
+// name is the name under k (a path, a tool's or a server's name, an id)
+// as a terminal may show it: termsafe.Name.
+func name(d map[string]any, k string) string { return termsafe.Name(str(d, k)) }
+
 func summary(typ string, d map[string]any) string {
 	switch typ {
 	case "session.start":
-		s := fmt.Sprintf("%s · %s · surface %s · sandbox %s · %s", str(d, "provider"), str(d, "model"), str(d, "surface"), str(d, "sandbox"), str(d, "workspace"))
+		s := fmt.Sprintf("%s · %s · surface %s · sandbox %s · %s", name(d, "provider"), name(d, "model"), name(d, "surface"), str(d, "sandbox"), name(d, "workspace"))
 		if env, ok := d["environment"].(map[string]any); ok {
-			s += fmt.Sprintf(" · image %s (%s) via %s %s", str(env, "image"), str(env, "image_id"), str(env, "engine"), str(env, "engine_version"))
+			s += fmt.Sprintf(" · image %s (%s) via %s %s", name(env, "image"), name(env, "image_id"), name(env, "engine"), name(env, "engine_version"))
 		}
 		return s
 	case "model.response":
@@ -131,13 +137,13 @@ func summary(typ string, d map[string]any) string {
 		if l, ok := d["ops"].([]any); ok {
 			for _, o := range l {
 				if m, ok := o.(map[string]any); ok {
-					ops = append(ops, str(m, "op"))
+					ops = append(ops, name(m, "op"))
 				}
 			}
 		}
-		return fmt.Sprintf("turn %s · %s · %s via %s · %s", str(d, "turn"), str(d, "call_id"), str(d, "tool"), orDash(str(d, "surface")), strings.Join(ops, ","))
+		return fmt.Sprintf("turn %s · %s · %s via %s · %s", str(d, "turn"), name(d, "call_id"), name(d, "tool"), orDash(name(d, "surface")), strings.Join(ops, ","))
 	case "tool.result":
-		s := str(d, "call_id")
+		s := name(d, "call_id")
 		if str(d, "is_error") == "true" {
 			s += " · error"
 		}
@@ -149,13 +155,13 @@ func summary(typ string, d map[string]any) string {
 				}
 				if ag, ok := m["agent"].(map[string]any); ok {
 					u, _ := ag["usage"].(map[string]any)
-					s += fmt.Sprintf(" · sub-agent %s %s after %s turns (in %s out %s)", str(ag, "session"), str(ag, "status"), str(ag, "turns"), str(u, "input_tokens"), str(u, "output_tokens"))
+					s += fmt.Sprintf(" · sub-agent %s %s after %s turns (in %s out %s)", name(ag, "session"), str(ag, "status"), str(ag, "turns"), str(u, "input_tokens"), str(u, "output_tokens"))
 					if l, ok := ag["ledger"].(map[string]any); ok {
-						s += " · ledger " + str(l, "dir")
+						s += " · ledger " + name(l, "dir")
 					}
 				}
 				if mc, ok := m["mcp"].(map[string]any); ok {
-					s += fmt.Sprintf(" · mcp %s/%s", str(mc, "server"), str(mc, "tool"))
+					s += fmt.Sprintf(" · mcp %s/%s", name(mc, "server"), name(mc, "tool"))
 				}
 				if ap, ok := m["approval"].(map[string]any); ok {
 					s += fmt.Sprintf(" · %s %s", str(ap, "kind"), str(ap, "decision"))

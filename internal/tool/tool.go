@@ -460,7 +460,8 @@ type FileChange struct {
 	// is "fifo", "socket" or "device" for a file that is none of a
 	// regular file, a directory or a symlink (never opened, so without
 	// digests), "unlistable" for a directory whose listing was refused,
-	// else empty; Mode its permission bits in octal ("0644");
+	// "too_large" for a directory too large to track (its entries, names
+	// and link targets past the tracker's bound), else empty; Mode its permission bits in octal ("0644");
 	// Size its size in bytes.
 	Type string `json:"type,omitempty"`
 	Mode string `json:"mode,omitempty"`

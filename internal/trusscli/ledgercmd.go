@@ -112,7 +112,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 				}
 			}
 			fmt.Fprintf(stdout, "ledger %s verified: %s, %d payloads\norigin %s\nroot   %s (size %d)\n",
-				termsafe.Name(dir), sealSummary(r), r.Payloads, r.Origin, ledger.FormatRoot(r.Root), r.Sealed)
+				termsafe.Name(dir), sealSummary(r), r.Payloads, termsafe.Name(r.Origin), ledger.FormatRoot(r.Root), r.Sealed)
 			printChildren(stdout, dir, kids, "")
 			if err := r.CheckSealed(); err != nil {
 				if *strict {
@@ -282,11 +282,11 @@ func isSession(path string) bool {
 // cannot be missed, and as a warning on stderr. With require it returns
 // the failure instead of warning.
 func notEnded(stdout, stderr io.Writer, what string, err error, require bool) error {
-	fmt.Fprintf(stdout, "NOT ENDED: %s: %v\n", what, err)
+	fmt.Fprintf(stdout, "NOT ENDED: %s: %s\n", termsafe.Line(what), termsafe.Line(err.Error()))
 	if require {
 		return fmt.Errorf("%s does not verify with --require-end: %w", what, err)
 	}
-	fmt.Fprintf(stderr, "warning: %s: %v (truss ledger verify --require-end fails on it)\n", what, err)
+	fmt.Fprintf(stderr, "warning: %s: %s (truss ledger verify --require-end fails on it)\n", termsafe.Line(what), termsafe.Line(err.Error()))
 	return nil
 }
 
@@ -395,7 +395,7 @@ func ledgerDir(p string) (string, error) {
 func printChildren(w io.Writer, top string, kids []ledger.Child, indent string) {
 	for _, c := range kids {
 		fmt.Fprintf(w, "%ssub-agent %s verified (linked from entry %d): %d entries, %d payloads, root %s\n",
-			indent+"  ", c.Report.Session, c.Entry, c.Report.Entries, c.Report.Payloads, ledger.FormatRoot(c.Report.Root))
+			indent+"  ", termsafe.Name(c.Report.Session), c.Entry, c.Report.Entries, c.Report.Payloads, ledger.FormatRoot(c.Report.Root))
 		printChildren(w, top, c.Children, indent+"  ")
 	}
 }
@@ -459,10 +459,10 @@ func showChildren(w io.Writer, top, vkey string, kids []ledger.Child, indent str
 		if err != nil {
 			rel = c.Dir
 		}
-		fmt.Fprintf(w, "\n%ssub-agent %s (%s, linked from entry %d)\n", indent, c.Report.Session, termsafe.Name(filepath.ToSlash(rel)), c.Entry)
+		fmt.Fprintf(w, "\n%ssub-agent %s (%s, linked from entry %d)\n", indent, termsafe.Name(c.Report.Session), termsafe.Name(filepath.ToSlash(rel)), c.Entry)
 		_, entries, err := ledger.Verify(c.Dir, vkey)
 		if err != nil {
-			fmt.Fprintf(w, "%sNOT VERIFIED: %v\n", indent, err)
+			fmt.Fprintf(w, "%sNOT VERIFIED: %s\n", indent, termsafe.Line(err.Error()))
 			continue
 		}
 		var buf bytes.Buffer

@@ -7,6 +7,7 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -100,8 +101,12 @@ const DiffMaxBytes = 4 << 20
 // they carry (BeforeData, AfterData): "--- a/PATH" and "+++ b/PATH" with
 // hunks of three lines of context for each file ("/dev/null" for a side
 // where the file does not exist; an absolute path, outside the primary
-// root, is shown as it is). A rename is "rename from PATH" and "rename
-// to PATH" lines, then the hunks if the content changed. A binary file
+// root, is shown without the prefix). A rename is "rename from PATH" and
+// "rename to PATH" lines, then the hunks if the content changed. Every
+// PATH is shown by termsafe.Name: a name the model chose is shown whole
+// and inert on a terminal (an escape sequence, a carriage return or a
+// bidirectional override in it written as a visible escape, a newline
+// too, so that a name never makes a line of the diff of its own). A binary file
 // is git's "Binary files … differ" line; a file whose content the change
 // does not carry (a symbolic link, a special or unreadable file) or that
 // is over DiffMaxBytes is named with a line in parentheses saying so.
@@ -113,7 +118,7 @@ func Diff(changes []tool.FileChange) string {
 		from, to := label("a/", c.Path), label("b/", c.Path)
 		if c.MovedTo != "" {
 			to = label("b/", c.MovedTo)
-			fmt.Fprintf(&b, "rename from %s\nrename to %s\n", c.Path, c.MovedTo)
+			fmt.Fprintf(&b, "rename from %s\nrename to %s\n", termsafe.Name(c.Path), termsafe.Name(c.MovedTo))
 		}
 		switch c.Kind {
 		case tool.ChangeAdd:
@@ -153,10 +158,10 @@ const emptyDigest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // change: its data is nil and it is not an empty file.
 func missing(digest string, data []byte) bool { return data == nil && digest != emptyDigest }
 
-// label is how Diff names path on one side.
+// label is how Diff names path on one side: termsafe.Name's form.
 func label(side, path string) string {
 	if strings.HasPrefix(path, "/") {
-		return path
+		return termsafe.Name(path)
 	}
-	return side + path
+	return side + termsafe.Name(path)
 }

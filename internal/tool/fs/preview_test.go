@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -240,5 +241,59 @@ func TestPreviewPlanted(t *testing.T) {
 		if _, err := e.Preview(context.Background(), tool.Call{Op: op, Args: &tool.ViewArgs{Path: "ok.txt"}}); !errors.Is(err, tool.ErrNoPreview) {
 			t.Errorf("%s: %v, want ErrNoPreview", op, err)
 		}
+	}
+}
+
+// TestDiffNames: the names in a diff's headers are shown by
+// termsafe.Name, whatever the model named the file: an escape sequence, a
+// carriage return, a newline, a bidirectional override or bytes that are
+// not UTF-8 are written as visible escapes, so the header is one line
+// naming the file, and nothing in it acts on a terminal.
+func TestDiffNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, shown string
+	}{
+		{"clear\x1b[2J.go", `clear\x1b[2J.go`},
+		{"title\x1b]0;owned\a", `title\x1b]0;owned\a`},
+		{"over\rwrite", `over\rwrite`},
+		{"new\nline", `new\nline`},
+		{"evil\u202Etxt.go", `evil\u202etxt.go`},
+		{"run\xff.sh", `run\xff.sh`},
+		{`back\slash`, `back\\slash`},
+		{"/abs/esc\x1b[31m", `/abs/esc\x1b[31m`},
+	} {
+		t.Run(tc.shown, func(t *testing.T) {
+			a, b := "a/"+tc.shown, "b/"+tc.shown
+			if strings.HasPrefix(tc.name, "/") {
+				a, b = tc.shown, tc.shown
+			}
+			for _, c := range []struct {
+				change tool.FileChange
+				want   []string
+			}{
+				{tool.FileChange{Path: tc.name, Kind: tool.ChangeUpdate, Before: tool.Digest([]byte("x\n")), After: tool.Digest([]byte("y\n")),
+					BeforeData: []byte("x\n"), AfterData: []byte("y\n")}, []string{"--- " + a, "+++ " + b, "-x", "+y"}},
+				{tool.FileChange{Path: tc.name, Kind: tool.ChangeAdd, After: tool.Digest([]byte("y\n")), AfterData: []byte("y\n")},
+					[]string{"--- /dev/null", "+++ " + b}},
+				{tool.FileChange{Path: tc.name, Kind: tool.ChangeDelete, Before: tool.Digest([]byte("x\n")), BeforeData: []byte("x\n")},
+					[]string{"--- " + a, "+++ /dev/null"}},
+				{tool.FileChange{Path: "old", MovedTo: tc.name, Kind: tool.ChangeUpdate}, []string{"rename from old", "rename to " + tc.shown}},
+				{tool.FileChange{Path: tc.name, Kind: tool.ChangeAdd, LinkAfter: "x"}, []string{"--- /dev/null", "+++ " + b}},
+				{tool.FileChange{Path: tc.name, Kind: tool.ChangeAdd, After: tool.Digest([]byte{0}), AfterData: []byte{0}},
+					[]string{"Binary files /dev/null and " + b + " differ"}},
+			} {
+				got := Diff([]tool.FileChange{c.change})
+				for _, l := range c.want {
+					if !strings.Contains("\n"+got, "\n"+l+"\n") {
+						t.Errorf("%s: no line %q in\n%s", c.change.Kind, l, got)
+					}
+				}
+				for _, r := range got {
+					if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || r == utf8.RuneError {
+						t.Errorf("%s: %U in\n%q", c.change.Kind, r, got)
+					}
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,139 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/trussdev/truss/internal/termsafe"
+)
+
+// hostileNames are names a model or a command can give a file, a tool
+// call or a server: escape sequences that clear the screen, set the
+// window's title or colour what follows, a carriage return that lets a
+// name overwrite its line, bidirectional overrides that reorder it,
+// controls, a backslash that could fake an escape.
+var hostileNames = []string{
+	"clear\x1b[2J\x1b[H.txt",
+	"title\x1b]0;owned\a",
+	"red\x1b[31mgreen",
+	"over\rwrite",
+	"new\nline",
+	"evil\u202Etxt.exe",
+	"iso\u2066late\u2069",
+	"nul\x01del\x7f",
+	"c1\u009b31m",
+	`fake\x1b`,
+	" lead space",
+}
+
+// entryLine is a ledger line of type typ whose data is data, as Show
+// reads it: decoded from JSON.
+func entryLine(t *testing.T, seq int, typ string, data any) Entry {
+	t.Helper()
+	b, err := json.Marshal(Entry{V: 1, Seq: uint64(seq), Time: "2026-12-06T21:00:00.000Z", Type: typ, Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e Entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// showEntries are the entries that name n in every place Show prints a
+// name: the workspace and model, a tool call's tool, id and operation, a
+// result's changes (an add, a rename of the name and of a name that is
+// not UTF-8), a sub-agent's session and ledger, an MCP server and tool.
+func showEntries(t *testing.T, n string) []Entry {
+	enc := EncodeName(n + "\xff")
+	return []Entry{
+		entryLine(t, 0, "session.start", map[string]any{"provider": "sim", "model": n, "surface": "generic", "sandbox": "workspace-write", "workspace": "/w/" + n}),
+		entryLine(t, 1, "tool.call", map[string]any{"turn": 0, "call_id": "call_" + n, "tool": n, "surface": n, "ops": []any{map[string]any{"op": n}}}),
+		entryLine(t, 2, "tool.result", map[string]any{"call_id": "call_" + n, "results": []any{map[string]any{
+			"exit_code": 0,
+			"changes": []any{
+				map[string]any{"kind": "add", "path": n},
+				map[string]any{"kind": "update", "path": n, "moved_to": "d/" + n},
+				map[string]any{"kind": "add", "path": enc},
+			},
+			"agent": map[string]any{"session": n, "status": "completed", "turns": 1, "ledger": map[string]any{"dir": "/l/" + n}},
+			"mcp":   map[string]any{"server": n, "tool": n},
+		}}}),
+	}
+}
+
+// TestShowNames: every name ledger show prints is shown by termsafe.Name
+// (a name that is not UTF-8, quoted with its bytes escaped): nothing in
+// the output acts on a terminal (no control but the newline ending each
+// line, no bidirectional control), and the name shown is the name, escape
+// sequence and all, not what a terminal sanitizer would leave of it.
+func TestShowNames(t *testing.T) {
+	var all bytes.Buffer
+	for _, n := range hostileNames {
+		t.Run(termsafe.Name(n), func(t *testing.T) {
+			var out strings.Builder
+			Show(&out, showEntries(t, n))
+			got := out.String()
+			all.WriteString(got)
+			if err := inert(got); err != "" {
+				t.Errorf("%s in\n%s", err, got)
+			}
+			shown, nm := termsafe.Name(n), termsafe.Name
+			for _, want := range []string{
+				"· " + shown + " · surface generic",                             // the model
+				"· " + nm("/w/"+n) + "\n",                                       // the workspace
+				nm("call_"+n) + " · " + shown + " via " + shown + " · " + shown, // id, tool, surface, op
+				"· add " + shown + " ·",
+				"· rename " + shown + " → " + nm("d/"+n),
+				"· add " + ShowName(EncodeName(n+"\xff")),
+				"sub-agent " + shown + " completed",
+				"ledger " + nm("/l/"+n),
+				"mcp " + shown + "/" + shown,
+			} {
+				if !strings.Contains(got, want) {
+					t.Errorf("no %q in\n%s", want, got)
+				}
+			}
+		})
+	}
+	golden := filepath.Join("testdata", "show_names.golden")
+	if *update {
+		if err := os.WriteFile(golden, all.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(all.Bytes(), want) {
+		t.Errorf("ledger show differs from %s:\ngot\n%s\nwant\n%s", golden, all.Bytes(), want)
+	}
+}
+
+// inert says what in s could act on a terminal ("" when nothing): a byte
+// below 0x20 other than a newline, DEL, a C1 control, a bidirectional
+// control, bytes that are not UTF-8.
+func inert(s string) string {
+	if !utf8.ValidString(s) {
+		return "bytes that are not UTF-8"
+	}
+	for _, r := range s {
+		switch {
+		case r == '\n':
+		case r < 0x20 || r == 0x7f:
+			return "a control " + termsafe.Name(string(r))
+		case r >= 0x80 && r < 0xa0:
+			return "a C1 control " + termsafe.Name(string(r))
+		case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+			return "a bidirectional control " + termsafe.Name(string(r))
+		}
+	}
+	return ""
+}
