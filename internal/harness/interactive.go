@@ -20,6 +20,7 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/session"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/fs"
 )
@@ -274,7 +275,7 @@ func (l *ChangeLog) Diff() string {
 		if f.existed == f.exist && bytes.Equal(f.before, f.after) && !f.unknown {
 			continue
 		}
-		a, z := "a/"+p, "b/"+p
+		a, z := "a/"+termsafe.Name(p), "b/"+termsafe.Name(p) // names from the workspace, shown on a terminal
 		if !f.existed {
 			a = "/dev/null"
 		}
