@@ -36,14 +36,7 @@ func TestBoundaryOwnCaches(t *testing.T) {
 			o.PrivateCaches, o.Sandbox.Mode = tc.private, tc.mode
 			o.Validation.TestCmd = check
 			rs := shellResults(&o)
-			s, err := Open(context.Background(), o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if !s.w.sandbox.Plan().Active() {
-				t.Skip("no sandbox on this host")
-			}
+			s := openSandboxed(t, o)
 			out, err := s.Run(context.Background(), "plant")
 			if err != nil {
 				t.Fatal(err)

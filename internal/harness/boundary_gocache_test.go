@@ -68,14 +68,7 @@ func TestBoundaryGoCachePoisoned(t *testing.T) {
 			o.ShellTimeout = 10 * time.Minute
 			o.Validation.TestCmd = "go test ./..."
 			rs := shellResults(&o)
-			s, err := Open(context.Background(), o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if !s.w.sandbox.Plan().Active() {
-				t.Skip("no sandbox on this host")
-			}
+			s := openSandboxed(t, o)
 			out, err := s.Run(context.Background(), "fix Add")
 			if err != nil {
 				t.Fatal(err)

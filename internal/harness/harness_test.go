@@ -448,3 +448,18 @@ func normalized(t *testing.T, data any, root, id string) any {
 	}
 	return walk(v)
 }
+
+// openSandboxed opens a session of o, closed when the test ends, and
+// skips the test on a host that cannot enforce its sandbox.
+func openSandboxed(t testing.TB, o Options) *Session {
+	t.Helper()
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if !s.w.sandbox.Plan().Active() {
+		t.Skip("no sandbox on this host")
+	}
+	return s
+}

@@ -97,14 +97,7 @@ func TestEscalatedVariablesOutOfReach(t *testing.T) {
 	o.Approver = approval.ApproverFunc(func(context.Context, approval.Request) (approval.Decision, error) { return approval.Approve, nil })
 	t.Setenv("PWNED", pwned)
 	rs := shellResults(&o)
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if !s.w.sandbox.Plan().Active() {
-		t.Skip("no sandbox on this host")
-	}
+	s := openSandboxed(t, o)
 	if _, err := s.Run(context.Background(), "escalate"); err != nil {
 		t.Fatal(err)
 	}
@@ -172,14 +165,7 @@ func isolatedCopyAttack(t *testing.T, withGit bool, parent, child string) {
 	}
 	shells := childResults(&o, tool.OpExec)
 	spawns := callResults(&o, tool.OpSpawn)
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if !s.w.sandbox.Plan().Active() {
-		t.Skip("no sandbox on this host")
-	}
+	s := openSandboxed(t, o)
 	if _, err := s.Run(context.Background(), "delegate"); err != nil {
 		t.Fatal(err)
 	}
@@ -250,14 +236,7 @@ func TestOtherProjectsHidden(t *testing.T) {
 	t.Setenv("H", home)
 	o.MemoryDir = ""
 	rs := shellResults(&o)
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if !s.w.sandbox.Plan().Active() {
-		t.Skip("no sandbox on this host")
-	}
+	s := openSandboxed(t, o)
 	if _, err := s.Run(context.Background(), "look"); err != nil {
 		t.Fatal(err)
 	}
@@ -297,14 +276,7 @@ func TestIsolatedChildKeepsOffTheWorkspace(t *testing.T) {
 	o.Validation.Off = true
 	t.Setenv("PROJ", proj)
 	shells := childResults(&o, tool.OpExec)
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if !s.w.sandbox.Plan().Active() {
-		t.Skip("no sandbox on this host")
-	}
+	s := openSandboxed(t, o)
 	if _, err := s.Run(context.Background(), "delegate"); err != nil {
 		t.Fatal(err)
 	}
@@ -333,14 +305,7 @@ func TestEscalatedShellOwnsItsPlaces(t *testing.T) {
 	o.Approval = approval.OnRequest
 	o.Approver = approval.ApproverFunc(func(context.Context, approval.Request) (approval.Decision, error) { return approval.Approve, nil })
 	rs := shellResults(&o)
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if !s.w.sandbox.Plan().Active() {
-		t.Skip("no sandbox on this host")
-	}
+	s := openSandboxed(t, o)
 	if _, err := s.Run(context.Background(), "show"); err != nil {
 		t.Fatal(err)
 	}
@@ -373,14 +338,7 @@ func TestEscalatedShellOwnsItsPlaces(t *testing.T) {
 func TestBoundaryRunsAlone(t *testing.T) {
 	job := `setsid nohup sh -c 'sleep 1; echo late > late.txt' >/dev/null 2>&1 & echo started`
 	o := fixture(t, `{"steps": [`+runStep(t, job, nil)+`, {"say": "Done."}]}`)
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if !s.w.sandbox.Plan().Active() {
-		t.Skip("no sandbox on this host")
-	}
+	s := openSandboxed(t, o)
 	out, err := s.Run(context.Background(), "leave a job")
 	if err != nil {
 		t.Fatal(err)
@@ -434,14 +392,7 @@ func hostProgramsAttack(t *testing.T, addDir bool) {
 	t.Setenv("BIN", bin)
 	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	rs := shellResults(&o)
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if !s.w.sandbox.Plan().Active() {
-		t.Skip("no sandbox on this host")
-	}
+	s := openSandboxed(t, o)
 	if _, err := s.Run(context.Background(), "plant"); err != nil {
 		t.Fatal(err)
 	}
@@ -464,14 +415,7 @@ func TestExtraRootGitReadOnly(t *testing.T) {
 	o.Validation.Off = true
 	t.Setenv("EXTRA", extra)
 	rs := shellResults(&o)
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if !s.w.sandbox.Plan().Active() {
-		t.Skip("no sandbox on this host")
-	}
+	s := openSandboxed(t, o)
 	if _, err := s.Run(context.Background(), "write"); err != nil {
 		t.Fatal(err)
 	}
