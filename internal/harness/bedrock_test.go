@@ -144,30 +144,6 @@ func TestBedrockProviderErrors(t *testing.T) {
 	}
 }
 
-// TestBedrockSimDialect: the simulated model speaks Bedrock's runtime to
-// the Messages adapter, with Anthropic's typed tools for its Claude named
-// in Bedrock's form.
-func TestBedrockSimDialect(t *testing.T) {
-	o := fixture(t, vertexScript)
-	o.Validation.Off = true
-	o.SimDialect, o.Surface = "bedrock", ""
-	rs := shellResults(&o)
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if i := s.Info(); i.Model != "anthropic.sim-claude-v1:0" || i.Surface != "anthropic" || i.Dialect != "anthropic" {
-		t.Errorf("info %+v", i)
-	}
-	if _, err := s.Run(context.Background(), "env"); err != nil {
-		t.Fatal(err)
-	}
-	if len(*rs) != 1 {
-		t.Fatalf("%d commands ran", len(*rs))
-	}
-}
-
 // TestBedrockModel: Bedrock's model ids name the models the profiles know.
 func TestBedrockModel(t *testing.T) {
 	for id, want := range map[string]string{

@@ -161,27 +161,37 @@ func TestVertexProviderErrors(t *testing.T) {
 	}
 }
 
-// TestVertexSimDialect: the simulated model speaks Vertex's routes to the
-// Messages adapter, with Anthropic's typed tools for its Claude; the
-// region and project flags name the route.
-func TestVertexSimDialect(t *testing.T) {
-	o := fixture(t, vertexScript)
-	o.Validation.Off = true
-	o.SimDialect, o.Surface, o.Region, o.Project = "vertex", "", "global", "my-proj"
-	rs := shellResults(&o)
-	s, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if i := s.Info(); i.Model != "sim-claude" || i.Surface != "anthropic" || i.Dialect != "anthropic" {
-		t.Errorf("info %+v", i)
-	}
-	if _, err := s.Run(context.Background(), "env"); err != nil {
-		t.Fatal(err)
-	}
-	if len(*rs) != 1 {
-		t.Fatalf("%d commands ran", len(*rs))
+// TestPlatformSimDialects: the simulated model speaks each cloud
+// platform's routes to its adapter, with the surface its model is trained
+// on: Anthropic's typed tools for Claude on Vertex AI (the region and
+// project flags name the route) and on Bedrock (its Claude named in
+// Bedrock's form), the generic tools for Gemini on Vertex AI.
+func TestPlatformSimDialects(t *testing.T) {
+	for _, tc := range []struct{ dialect, region, project, model, surface, wire string }{
+		{"vertex", "global", "my-proj", "sim-claude", "anthropic", "anthropic"},
+		{"bedrock", "", "", "anthropic.sim-claude-v1:0", "anthropic", "anthropic"},
+		{"vertex-gemini", "us-central1", "my-proj", "sim-gemini", "generic", "gemini"},
+	} {
+		t.Run(tc.dialect, func(t *testing.T) {
+			o := fixture(t, vertexScript)
+			o.Validation.Off = true
+			o.SimDialect, o.Surface, o.Region, o.Project = tc.dialect, "", tc.region, tc.project
+			rs := shellResults(&o)
+			s, err := Open(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if i := s.Info(); i.Model != tc.model || i.Surface != tc.surface || i.Dialect != tc.wire {
+				t.Errorf("info %+v", i)
+			}
+			if _, err := s.Run(context.Background(), "env"); err != nil {
+				t.Fatal(err)
+			}
+			if len(*rs) != 1 {
+				t.Fatalf("%d commands ran", len(*rs))
+			}
+		})
 	}
 }
 
