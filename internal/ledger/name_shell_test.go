@@ -15,7 +15,6 @@ import (
 	"github.com/trussdev/truss/internal/changes"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
-	"github.com/trussdev/truss/internal/tool/shell"
 )
 
 // TestRecordedShellInvalidNames: a command makes run\xff.sh and run\xfe.sh
@@ -36,25 +35,9 @@ func TestRecordedShellInvalidNames(t *testing.T) {
 	// \u0080 to \u0093, their valid lookalikes, 40 in all): with a bulk
 	// threshold of 30, its changes are one bulk change, whose manifest
 	// keeps each name's bytes.
-	tr, err := changes.Open(context.Background(), []string{root}, changes.Options{BulkThreshold: 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	sh := shell.New(shell.Config{Dir: root})
-	defer sh.Close()
+	sh, tr := trackedShell(t, root, changes.Options{BulkThreshold: 30})
 	ex := changes.Wrap(sh, tr)
-	dir := filepath.Join(t.TempDir(), "ledger")
-	s, vkey := newKey(t, "truss/test")
-	w, err := Create(dir, "S", s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := NewRecorder(w, Start{Model: "m", Workspace: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Settle = func() ([]tool.FileChange, error) { return tr.ScanAll(context.Background()) }
+	rec, dir, vkey := trackedRecorder(t, root, tr)
 	for i, cmd := range []string{
 		`printf one > "$(printf 'run\377.sh')"; printf two > "$(printf 'run\376.sh')"; printf three > 'run` + "\uFFFD" + `.sh'`,
 		`printf ONE >> "$(printf 'run\377.sh')"; mkdir "$(printf 'd\377')"; mv "$(printf 'run\376.sh')" "$(printf 'd\377/r\376')"`,
@@ -74,7 +57,7 @@ func TestRecordedShellInvalidNames(t *testing.T) {
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
+	if err := rec.W.Close(); err != nil {
 		t.Fatal(err)
 	}
 	rep, entries, err := Verify(dir, vkey)

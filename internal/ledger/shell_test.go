@@ -43,13 +43,7 @@ func TestRecordedShellChanges(t *testing.T) {
 				runGit(t, root, "add", "-A")
 				runGit(t, root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
 			}
-			tr, err := changes.Open(context.Background(), []string{root}, changes.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.Close()
-			sh := shell.New(shell.Config{Dir: root})
-			defer sh.Close()
+			sh, tr := trackedShell(t, root, changes.Options{})
 			ws, err := tfs.Open(root)
 			if err != nil {
 				t.Fatal(err)
@@ -60,17 +54,7 @@ func TestRecordedShellChanges(t *testing.T) {
 			mux.Handle(tool.OpExec, sh)
 			ex := changes.Wrap(&mux, tr)
 
-			dir := filepath.Join(t.TempDir(), "ledger")
-			s, vkey := newKey(t, "truss/test")
-			w, err := Create(dir, "S", s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := NewRecorder(w, Start{Model: "m", Workspace: root})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec.Settle = func() ([]tool.FileChange, error) { return tr.ScanAll(context.Background()) }
+			rec, dir, vkey := trackedRecorder(t, root, tr)
 			calls := []tool.Call{
 				{Op: tool.OpExec, Args: &tool.ExecArgs{Command: "echo x > new.txt; rm a.txt"}},
 				{Op: tool.OpReplace, Args: &tool.ReplaceArgs{Path: "e.txt", Old: "edit", New: "edited"}},
@@ -95,7 +79,7 @@ func TestRecordedShellChanges(t *testing.T) {
 			if err := rec.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if err := w.Close(); err != nil {
+			if err := rec.W.Close(); err != nil {
 				t.Fatal(err)
 			}
 
@@ -187,25 +171,9 @@ func recordedBulkChanges(t *testing.T, n int) {
 	if err := os.WriteFile(filepath.Join(root, "gone.txt"), []byte("bye\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := changes.Open(context.Background(), []string{root}, changes.Options{BulkThreshold: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	sh := shell.New(shell.Config{Dir: root})
-	defer sh.Close()
+	sh, tr := trackedShell(t, root, changes.Options{BulkThreshold: 10})
 	ex := changes.Wrap(sh, tr)
-	dir := filepath.Join(t.TempDir(), "ledger")
-	s, vkey := newKey(t, "truss/test")
-	w, err := Create(dir, "S", s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := NewRecorder(w, Start{Model: "m", Workspace: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Settle = func() ([]tool.FileChange, error) { return tr.ScanAll(context.Background()) }
+	rec, dir, vkey := trackedRecorder(t, root, tr)
 	c := tool.Call{ID: "call_a", Op: tool.OpExec, Args: &tool.ExecArgs{Command: `mkdir d && for i in $(seq 1 ` + strconv.Itoa(n) + `); do echo "$i" > d/f$i; done; rm gone.txt`}}
 	res := ex.Execute(context.Background(), c)
 	if res.Err != nil {
@@ -228,7 +196,7 @@ func recordedBulkChanges(t *testing.T, n int) {
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
+	if err := rec.W.Close(); err != nil {
 		t.Fatal(err)
 	}
 	_, entries, err := Verify(dir, vkey)
@@ -277,4 +245,37 @@ func recordedBulkChanges(t *testing.T, n int) {
 	if err := VerifyWorkspace(dir, entries, root); err != nil {
 		t.Fatalf("workspace check after the files are back: %v", err)
 	}
+}
+
+// trackedShell is a shell in root and a tracker of root's changes with
+// opts, both closed when the test ends.
+func trackedShell(t *testing.T, root string, opts changes.Options) (*shell.Session, *changes.Tracker) {
+	t.Helper()
+	tr, err := changes.Open(context.Background(), []string{root}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	sh := shell.New(shell.Config{Dir: root})
+	t.Cleanup(func() { sh.Close() })
+	return sh, tr
+}
+
+// trackedRecorder is a recorder on a new ledger of a session in root whose
+// file changes tr finds: the recorder, the ledger's directory and its
+// verifier key.
+func trackedRecorder(t *testing.T, root string, tr *changes.Tracker) (*Recorder, string, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ledger")
+	s, vkey := newKey(t, "truss/test")
+	w, err := Create(dir, "S", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewRecorder(w, Start{Model: "m", Workspace: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Settle = func() ([]tool.FileChange, error) { return tr.ScanAll(context.Background()) }
+	return rec, dir, vkey
 }
