@@ -178,11 +178,14 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 			return s, err
 		}
 		if s.prof.Guess && o.Provider != "sim" {
-			s.warn(fmt.Sprintf("no profile for model %q: the %s surface, default limits (context %d, output %d) and an unknown cost; truss models lists the models Truss knows",
+			s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, a context of %d and an output limit of %d tokens; its cost is unknown",
 				o.Model, s.set.Surface, s.prof.ContextWindow, s.prof.MaxOutput))
 		}
 		if o.Budget.MaxCost > 0 && !s.prof.Prices.Known() && o.Provider != "sim" {
-			return s, configErrorf("a budget in dollars needs the model's prices, and the catalog has none for %q (truss models lists the models it knows); give a budget in turns or tokens instead", o.Model)
+			return s, configErrorf("--max-cost needs the model's prices, and Truss's catalog has none for %q (truss models lists the models it knows); use --max-turns or --max-tokens instead", o.Model)
+		}
+		if o.Provider == "bedrock" && strings.HasPrefix(strings.ToLower(o.Model), "claude") {
+			s.warn(fmt.Sprintf("warning: Bedrock names Claude models in its own form: %q is the Claude API's id; pass Bedrock's, such as us.anthropic.claude-sonnet-4-5-20250929-v1:0 or an inference profile's ARN", o.Model))
 		}
 	}
 	if err := s.step("workspace"); err != nil {

@@ -303,7 +303,7 @@ func TestCostBudgetNeedsPrices(t *testing.T) {
 	o.Model = "mystery-model-7"
 	_, err := Open(context.Background(), o)
 	var ce *ConfigError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `a budget in dollars needs the model's prices, and the catalog has none for "mystery-model-7"`) {
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `--max-cost needs the model's prices, and Truss's catalog has none for "mystery-model-7"`) {
 		t.Fatalf("err = %v", err)
 	}
 	o.Model = "gpt-5.2"

@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"math"
 	"path"
 	"strings"
 )
@@ -105,7 +106,7 @@ func Catalog() []Entry {
 	// the older reasoning models medium alone; gpt-4.1 none.
 	gpt := func(name, pattern, surf string, in, out float64, window int) Entry {
 		p := Profile{Pattern: pattern, Surface: surf, ContextWindow: window, MaxOutput: 128000,
-			Prices: Prices{Input: in, Output: out, CacheRead: in / 10, CacheWrite: in}, Reasoning: "medium"}
+			Prices: Prices{Input: in, Output: out, CacheRead: math.Round(in/10*1e4) / 1e4, CacheWrite: in}, Reasoning: "medium"}
 		switch {
 		case surf != "generic":
 			p.ReasoningSummary = "auto"
@@ -223,9 +224,14 @@ func Catalog() []Entry {
 		{Profile: Profile{Pattern: "llama*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 8192, NumCtx: MaxNumCtx},
 			Name: "Llama (local)", Wire: "ollama", Source: ollamaLibrary + "llama3.1", Checked: "2026-12-03", Unverified: notRead,
 			Note: "a local model: it costs nothing"},
-		{Profile: Profile{Pattern: "gpt-oss*", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768},
-			Name: "gpt-oss (open weights)", Source: openaiModels + "gpt-oss-120b", Checked: "2026-12-02", Unverified: notRead,
-			Note: "open weights, served by the user: no price"},
+		{Profile: Profile{Pattern: "gpt-oss*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768},
+			Name: "gpt-oss (local)", Wire: "ollama", Source: openaiModels + "gpt-oss-120b", Checked: "2026-12-02", Unverified: notRead,
+			Note: "a local model: it costs nothing"},
+		// Served elsewhere (Azure, a hosted OpenAI-compatible server), it
+		// has the host's price, which the catalog does not know.
+		{Profile: Profile{Pattern: "gpt-oss*", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768, Prices: Prices{Unknown: true}},
+			Name: "gpt-oss (hosted)", Source: openaiModels + "gpt-oss-120b", Checked: "2026-12-02", Unverified: notRead,
+			Note: "open weights: a host's price, which the catalog does not know"},
 
 		// Prices are the standard tier's for prompts up to 200k tokens.
 		gemini("Gemini 2.5 Pro", "gemini-2.5-pro*", 1.25, 10, 0.125),

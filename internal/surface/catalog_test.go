@@ -62,8 +62,10 @@ func rowProblems(e Entry) []string {
 	if p.Long.Above < 0 || (p.Long.Above == 0) != (p.Long == LongPrices{}) {
 		add("long-prompt tier %+v without a threshold, or a threshold without prices", p.Long)
 	}
-	if p.Unknown != e.Guess {
-		add("prices unknown %v on a row that is a family's guess %v: a row's prices are known unless it is a guess", p.Unknown, e.Guess)
+	// A family's guess has unknown prices; a known model's are known,
+	// unless a note says why not (a host's price).
+	if e.Guess && !p.Unknown || p.Unknown && !e.Guess && e.Note == "" {
+		add("prices unknown %v on a row that is a family's guess %v: a row's prices are known unless it is a guess or a note says why", p.Unknown, e.Guess)
 	}
 	if e.ContextWindow <= 0 || e.MaxOutput <= 0 || e.MaxOutput > e.ContextWindow {
 		add("limits %d/%d", e.ContextWindow, e.MaxOutput)
@@ -117,7 +119,7 @@ func TestRowProblemsFound(t *testing.T) {
 		{"future date", func(e *Entry) { e.Checked = "2099-01-01" }, "after"},
 		{"negative price", func(e *Entry) { e.Prices.CacheRead = -1 }, "price -1"},
 		{"tier without threshold", func(e *Entry) { e.Prices.Long.Input = 1 }, "without a threshold"},
-		{"unknown prices", func(e *Entry) { e.Prices.Unknown = true }, "prices are known unless"},
+		{"unknown prices without a note", func(e *Entry) { e.Prices.Unknown, e.Note = true, "" }, "prices are known unless"},
 		{"a guess with prices", func(e *Entry) { e.Guess = true }, "prices are known unless"},
 		{"output over window", func(e *Entry) { e.MaxOutput = e.ContextWindow + 1 }, "limits"},
 		{"no editor", func(e *Entry) { e.Editor = "" }, "editor"},

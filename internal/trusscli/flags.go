@@ -39,8 +39,8 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks ("+harness.DialectNames()+")")
 	fs.BoolVar(&p.stateful, "stateful", false, "with the Responses API: chain turns with previous_response_id (the server stores them) instead of replaying the conversation")
 	fs.BoolVar(&p.ctxEdit, "context-editing", false, "with Anthropic's API: let the server clear old tool results as the context fills (context management; the memory tool's are kept), besides Truss's own compaction")
-	fs.StringVar(&p.region, "region", "", "with --provider vertex: the Google Cloud region (default: $CLOUD_ML_REGION)")
-	fs.StringVar(&p.project, "project", "", "with --provider vertex: the Google Cloud project (default: $ANTHROPIC_VERTEX_PROJECT_ID, $GOOGLE_CLOUD_PROJECT, or the credential file's)")
+	fs.StringVar(&p.region, "region", "", "with --provider vertex, vertex-gemini or bedrock: the cloud region (default: vertex $CLOUD_ML_REGION; vertex-gemini $GOOGLE_CLOUD_LOCATION or $CLOUD_ML_REGION; bedrock $AWS_REGION, $AWS_DEFAULT_REGION or the profile's)")
+	fs.StringVar(&p.project, "project", "", "with --provider vertex or vertex-gemini: the Google Cloud project (default: vertex $ANTHROPIC_VERTEX_PROJECT_ID; both $GOOGLE_CLOUD_PROJECT, $GCLOUD_PROJECT, or the credential file's)")
 	fs.StringVar(&p.apiVersion, "api-version", "", "with --provider azure: the API version (v1, preview, or a dated one for the route of resources without the v1 API; default: $AZURE_OPENAI_API_VERSION, else v1)")
 	fs.Var(&p.serverTools, "server-tool", "enable a provider-executed tool (anthropic: web_search, web_fetch, code_execution); recorded as unverified (repeatable)")
 }

@@ -128,6 +128,9 @@ func printModels(w io.Writer, rows []modelRow) error {
 	for _, r := range rows {
 		p := r.Prices
 		in, read, write, out := usd(p.Input), usd(p.CacheRead), usd(p.CacheWrite), usd(p.Output)
+		if p.Unknown {
+			in, read, write, out = "unknown", "unknown", "unknown", "unknown"
+		}
 		if l := p.Long; l.Above > 0 {
 			in += "/" + usd(l.Input)
 			read += "/" + usd(l.CacheRead)
