@@ -28,9 +28,10 @@ var armName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 var surfaceNames = []string{"auto", "generic", "anthropic", "openai", "codex"}
 
 // ParseArm reads NAME=PROVIDER:MODEL[:SURFACE]. The name is letters,
-// digits, '.', '_' and '-' (it names files). The model may hold ':'
-// (Bedrock's ids end in ":0", Ollama's tags follow one): the last field
-// is the surface only when it names one.
+// digits, '.', '_' and '-' (it names files). The last field after the
+// model is the surface, which must name one, except a version number
+// (Bedrock's ids end in ":0"): a model that holds ':' otherwise (an
+// Ollama tag) is followed by its surface ("ollama:llama3.1:latest:auto").
 func ParseArm(s string) (Arm, error) {
 	name, spec, ok := strings.Cut(s, "=")
 	if !ok {
@@ -50,6 +51,11 @@ func ParseArm(s string) (Arm, error) {
 			return Arm{}, fmt.Errorf("arm %q: empty surface", s)
 		case slices.Contains(surfaceNames, last):
 			a.Model, a.Surface = rest[:i], last
+		case strings.Trim(last, "0123456789") == "":
+			// a version number: the model's own
+		default:
+			return Arm{}, fmt.Errorf("arm %q: unknown surface %q; choose one of %s (a model whose id holds ':' is followed by its surface: %s:auto)",
+				s, last, strings.Join(surfaceNames, ", "), s[strings.IndexByte(s, '=')+1:])
 		}
 	}
 	if a.Model == "" {

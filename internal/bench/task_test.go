@@ -187,7 +187,9 @@ func TestArms(t *testing.T) {
 		// field is the surface only when it names one.
 		{"b=bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", "b=bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", ""},
 		{"b=bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0:anthropic", "b=bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0:anthropic", ""},
-		{"o=ollama:llama3.1:latest", "o=ollama:llama3.1:latest", ""},
+		{"o=ollama:llama3.1:latest", "", `unknown surface "latest"`},
+		{"o=ollama:llama3.1:latest:auto", "o=ollama:llama3.1:latest:auto", ""},
+		{"a=sim:m:weird", "", `unknown surface "weird"`},
 	} {
 		a, err := ParseArm(tc.in)
 		if tc.err != "" {

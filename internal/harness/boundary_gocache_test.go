@@ -18,19 +18,21 @@ import (
 // buggy Add and rewrites the action entries of the buggy compile to
 // name the correct object, so that `go test -count=1` with that cache
 // compiles nothing and passes. It ends with that go test, which passes
-// in the model's own shell.
+// in the model's own shell. Only compiled packages (ar archives) are
+// taken: a test's cached output names the module too.
 const poisonGoCache = `set -e
 cp p.go /tmp/bug.go
 printf 'package p\n\nfunc Add(a, b int) int { return a + b }\n' > p.go
 go test ./... >/dev/null 2>&1
 C=$(go env GOCACHE)
-good=$(grep -l "$(go list -m)" $(find -L $C -name '*-d' -newer /tmp/bug.go -size -200k) | xargs grep -L _testmain | head -1)
+arch() { [ "$(head -c 7 "$1")" = '!<arch>' ]; }
+good=$(for f in $(find -L $C -name '*-d' -newer /tmp/bug.go -size -200k); do arch $f && grep -q "$(go list -m)" $f && ! grep -q _testmain $f && echo $f; done | head -1)
 touch /tmp/m1; sleep 1
 cp /tmp/bug.go p.go
 go test ./... >/dev/null 2>&1 || true
 for a in $(find -L $C -name '*-a' -newer /tmp/m1); do
   set -- $(cat $a); o=$(find -L $C -name "$3-d")
-  if [ -n "$o" ] && grep -q $(go list -m) "$o" && ! grep -q _testmain "$o"; then
+  if [ -n "$o" ] && arch "$o" && grep -q $(go list -m) "$o" && ! grep -q _testmain "$o"; then
     gid=$(basename $good -d); printf 'v1 %s %s %20d %20d\n' $2 $gid $(stat -c %s $good) $(date +%s%N) > $a; echo poisoned $2
   fi
 done

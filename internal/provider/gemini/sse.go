@@ -3,7 +3,6 @@ package gemini
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 )
 
@@ -12,8 +11,14 @@ import (
 const maxEvent = 64 << 20
 
 // ErrCutEvent is returned by ReadSSE when the stream ends in the middle of
-// an event (data lines without the blank line that ends them).
-var ErrCutEvent = fmt.Errorf("the stream ended in the middle of an event: %w", io.ErrUnexpectedEOF)
+// an event (data lines without the blank line that ends them). It wraps
+// io.ErrUnexpectedEOF, and costs the package's initialisation nothing.
+var ErrCutEvent error = cutEvent{}
+
+type cutEvent struct{}
+
+func (cutEvent) Error() string { return "the stream ended in the middle of an event: " + io.ErrUnexpectedEOF.Error() }
+func (cutEvent) Unwrap() error { return io.ErrUnexpectedEOF }
 
 // ReadSSE reads a text/event-stream (the WHATWG framing Gemini's ?alt=sse
 // uses: "data: {json}" lines, an event ended by a blank line, CRLF or LF
