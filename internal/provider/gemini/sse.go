@@ -17,7 +17,9 @@ var ErrCutEvent error = cutEvent{}
 
 type cutEvent struct{}
 
-func (cutEvent) Error() string { return "the stream ended in the middle of an event: " + io.ErrUnexpectedEOF.Error() }
+func (cutEvent) Error() string {
+	return "the stream ended in the middle of an event: " + io.ErrUnexpectedEOF.Error()
+}
 func (cutEvent) Unwrap() error { return io.ErrUnexpectedEOF }
 
 // ReadSSE reads a text/event-stream (the WHATWG framing Gemini's ?alt=sse
