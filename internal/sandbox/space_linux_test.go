@@ -76,26 +76,35 @@ func TestSpaceWalk(t *testing.T) {
 // take the budget, a block each at least: a command cannot use up the
 // file system's inodes for free.
 func TestSpaceCountsFiles(t *testing.T) {
-	dir := t.TempDir()
-	s := newSpace([]string{dir}, 64<<20)
-	s.since = time.Now().Add(-time.Second)
-	if s.fileCost < minFileCost {
-		t.Fatalf("fileCost %d", s.fileCost)
-	}
+	// The free space watched is the file system's: other processes (the
+	// packages' tests run side by side) free inodes on it while the files
+	// are made, so a round whose fall is short is made again, up to three.
 	const n = 5000
-	for i := range n {
-		f, err := os.Create(filepath.Join(dir, "e"+strconv.Itoa(i)))
-		if err != nil {
-			t.Fatal(err)
+	var fall, want int64
+	for round := range 3 {
+		dir := t.TempDir()
+		s := newSpace([]string{dir}, 64<<20)
+		s.since = time.Now().Add(-time.Second)
+		if s.fileCost < minFileCost {
+			t.Fatalf("fileCost %d", s.fileCost)
 		}
-		f.Close()
+		for i := range n {
+			f, err := os.Create(filepath.Join(dir, "e"+strconv.Itoa(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+		fall, want = s.fall(false), (n-100)*s.fileCost // before the walk, which measures again from there
+		if held := s.rewalk(0, nil); held < n*s.fileCost {
+			t.Errorf("the walk counts %s for %d empty files, want at least %s", FormatSize(held), n, FormatSize(n*s.fileCost))
+		}
+		if fall >= want {
+			return
+		}
+		t.Logf("round %d: the free space watched fell by %s, want %s or more", round+1, FormatSize(fall), FormatSize(want))
 	}
-	if fall := s.fall(false); fall < (n-100)*s.fileCost {
-		t.Errorf("the free space watched fell by %s after %d new inodes, want %s or more", FormatSize(fall), n, FormatSize((n-100)*s.fileCost))
-	}
-	if held := s.rewalk(0, nil); held < n*s.fileCost {
-		t.Errorf("the walk counts %s for %d empty files, want at least %s", FormatSize(held), n, FormatSize(n*s.fileCost))
-	}
+	t.Errorf("the free space watched fell by %s after %d new inodes, want %s or more", FormatSize(fall), n, FormatSize(want))
 }
 
 func TestUnescapeMount(t *testing.T) {
