@@ -146,7 +146,13 @@ func RemoveTree(dir string) error {
 	}
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
+			// Opened without following a link: a directory an agent's
+			// process swapped for a link since the walk listed it does
+			// not make its target writable.
+			if f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0); err == nil {
+				f.Chmod(0o700)
+				f.Close()
+			}
 		}
 		return nil
 	})
