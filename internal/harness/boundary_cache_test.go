@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -20,8 +21,10 @@ import (
 // cache entry that maps a buggy compile to a correct object).
 func TestBoundaryOwnCaches(t *testing.T) {
 	vars := `"$GOCACHE" "$XDG_CACHE_HOME" "$npm_config_cache" "$PIP_CACHE_DIR" "$TMPDIR" "$GOMODCACHE" "$PYTHONPYCACHEPREFIX"`
-	plant := `for d in ` + vars + `; do [ -n "$d" ] && echo PLANTED-4711 > "$d/planted" 2>/dev/null && echo "wrote $d"; done; echo "cmdprog=$GOCACHEPROG"; echo "cmdcache=$GOCACHE"`
-	check := `for d in ` + vars + `; do [ -n "$d" ] && cat "$d/planted" 2>/dev/null; done; echo "checkprog=$GOCACHEPROG"; echo "checkcache=$GOCACHE"; echo "checktmp=$TMPDIR"; echo checked`
+	// The command also names where it wrote, in the workspace: the checks
+	// try those paths too (a go.mod's replace can name any of them).
+	plant := `for d in ` + vars + `; do [ -n "$d" ] && echo PLANTED-4711 > "$d/planted" 2>/dev/null && echo "wrote $d" && echo "$d/planted" >> .planted-at; done; echo "cmdprog=$GOCACHEPROG"; echo "cmdcache=$GOCACHE"`
+	check := `for d in ` + vars + `; do [ -n "$d" ] && cat "$d/planted" 2>/dev/null; done; while read -r f; do cat "$f" 2>/dev/null; done < .planted-at; echo "checkprog=$GOCACHEPROG"; echo "checkcache=$GOCACHE"; echo "checktmp=$TMPDIR"; echo checked`
 	for _, tc := range []struct {
 		name    string
 		private bool
@@ -32,6 +35,16 @@ func TestBoundaryOwnCaches(t *testing.T) {
 		{"read-only", false, sandbox.ReadOnly}, // the caches are in the session's TMPDIR
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Truss's directory and TMPDIR outside /tmp, where the
+			// sandbox's own /tmp does not hide them already.
+			for _, v := range []string{"TRUSS_HOME", "TMPDIR"} {
+				d, err := os.MkdirTemp("/var/tmp", "truss-cachetest-")
+				if err != nil {
+					t.Skip("no /var/tmp:", err)
+				}
+				t.Cleanup(func() { os.RemoveAll(d) })
+				t.Setenv(v, d)
+			}
 			o := fixture(t, `{"steps": [`+runStep(t, plant, nil)+`, {"say": "Done."}]}`)
 			o.PrivateCaches, o.Sandbox.Mode = tc.private, tc.mode
 			o.Validation.TestCmd = check

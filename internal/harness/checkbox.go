@@ -96,15 +96,28 @@ func checkCaches(dir string, p sandbox.Policy, cmds *toolcache.Caches) (*toolcac
 // (cmds) added — their writable directories and overlays — taken out, the
 // checks' own (own) put in, dir (in the private directory priv) their
 // temporary directory, and priv covered rather than hidden, so that the
-// checks see their own directory in it and nothing else of it.
+// checks see their own directory in it and nothing else of it. What only
+// the commands write — their caches' directory and each of its writable
+// parts, their temporary directory — is hidden, not merely read-only: a
+// module the model's command put there (named by a `replace` in go.mod, an
+// import path, a PYTHONPATH entry in a file) would otherwise still build
+// into the checks.
 func checksPolicy(p sandbox.Policy, cmds, own *toolcache.Caches, dir, priv string) sandbox.Policy {
 	p.Writable = slices.Clone(p.Writable)
+	hide := []string{p.TempDir}
 	if cmds != nil {
 		p.Writable = slices.DeleteFunc(p.Writable, func(d string) bool { return slices.Contains(cmds.Writable, d) })
+		hide = append(append(hide, cmds.Dir), cmds.Writable...)
 	}
 	p.Overlays = nil // only caches have overlays
 	p.Readable = slices.Clone(p.Readable)
 	p.Hidden = slices.DeleteFunc(slices.Clone(p.Hidden), func(h string) bool { return h == priv })
+	for _, h := range hide {
+		// priv is covered below; what is in it is gone already.
+		if h != "" && !within(h, priv) && !within(p.Workspace, h) && !slices.Contains(p.Hidden, h) {
+			p.Hidden = append(p.Hidden, h)
+		}
+	}
 	p.Covered = append(slices.Clone(p.Covered), priv)
 	p.TempDir = dir
 	withCaches(&p, own)
