@@ -24,21 +24,29 @@ const lockName = ".owner.lock"
 // it ends: SweepStale tells a crashed benchmark's directory from a live one
 // by it.
 type PrivateDir struct {
-	// Dir is the directory, absolute.
+	// Dir is the directory, absolute, its symbolic links resolved.
 	Dir  string
 	lock *os.File
+	reg  *Registry
 }
 
 // MakePrivateDir makes a private directory named PrivatePrefix+"*" in
-// parent ("" for the temporary directory) and takes its lock.
-func MakePrivateDir(parent string) (*PrivateDir, error) {
-	dir, err := os.MkdirTemp(parent, PrivatePrefix)
+// parent ("" for the temporary directory), resolved (a parent that is a
+// symbolic link gives a directory at the link's target), and takes its
+// lock. With a registry it records the directory there (KnownPrivate)
+// before it returns, so that every benchmark that reads the registry
+// after hides it from its runs, whatever its temporary directory; Remove
+// drops the record.
+func MakePrivateDir(parent string, reg *Registry) (*PrivateDir, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	real, err := ResolvePath(parent)
 	if err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(dir)
+	abs, err := os.MkdirTemp(real, PrivatePrefix)
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	// The lock is taken under another name and then renamed into place,
@@ -58,41 +66,76 @@ func MakePrivateDir(parent string) (*PrivateDir, error) {
 		os.RemoveAll(abs)
 		return nil, fmt.Errorf("locking the benchmark's private directory %s: %w", abs, err)
 	}
-	return &PrivateDir{Dir: abs, lock: f}, nil
+	p := &PrivateDir{Dir: abs, lock: f}
+	if reg != nil {
+		if err := reg.Add(KnownPrivate, abs); err != nil {
+			p.Remove()
+			return nil, fmt.Errorf("recording the benchmark's private directory among the paths benchmarks hide: %w", err)
+		}
+		p.reg = reg
+	}
+	return p, nil
 }
 
-// Remove removes the directory and everything in it, then lets its lock
-// go. Anything it could not remove is in the error.
+// Remove removes the directory and everything in it, drops its record
+// from the registry, then lets its lock go. Anything it could not remove
+// is in the error; a directory left stays recorded (and hidden) until a
+// sweep removes it.
 func (p *PrivateDir) Remove() error {
 	if p == nil || p.lock == nil {
 		return nil
 	}
 	err := RemoveTree(p.Dir)
+	if err == nil && p.reg != nil {
+		err = p.reg.Remove(KnownPrivate, p.Dir)
+	}
 	p.lock.Close()
 	p.lock = nil
 	return err
 }
 
 // SweepStale removes the private directories in parent ("" for the
-// temporary directory) whose process is gone: this user's directories
-// named PrivatePrefix+"*" whose lock can be taken. A directory whose lock
-// is held, or that has no lock (being made this instant, or made by an
-// older Truss), is left alone. It returns the directories it removed;
-// the error says what it could not remove.
-func SweepStale(parent string) (removed []string, err error) {
+// temporary directory) and, with a registry, those it records
+// (KnownPrivate, in any directory) whose process is gone: this user's
+// directories named PrivatePrefix+"*" whose lock can be taken. A
+// directory whose lock is held, or that has no lock (being made this
+// instant, or made by an older Truss), is left alone. It returns the
+// directories it removed; the error says what it could not remove.
+func SweepStale(parent string, reg *Registry) (removed []string, err error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
+	var dirs []string
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
 	for _, e := range ents {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), PrivatePrefix) {
 			continue // a link is not followed: e.IsDir is false for it
 		}
-		dir := filepath.Join(parent, e.Name())
+		dirs = append(dirs, filepath.Join(parent, e.Name()))
+	}
+	var errs []error
+	if reg != nil {
+		known, err := reg.All()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, k := range known {
+			if k.Kind == KnownPrivate && strings.HasPrefix(filepath.Base(k.Path), PrivatePrefix) {
+				dirs = append(dirs, k.Path)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	var gone []string
+	for _, dir := range dirs {
+		real, err := ResolvePath(dir)
+		if err != nil || seen[real] {
+			continue
+		}
+		seen[real] = true
 		stale, err := staleDir(dir)
 		if err != nil {
 			errs = append(errs, err)
@@ -108,6 +151,12 @@ func SweepStale(parent string) (removed []string, err error) {
 			continue
 		}
 		removed = append(removed, dir)
+		gone = append(gone, real)
+	}
+	if reg != nil && len(gone) > 0 {
+		if err := reg.Remove(KnownPrivate, gone...); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return removed, errors.Join(errs...)
 }
@@ -159,7 +208,8 @@ func RemoveTree(dir string) error {
 	return os.RemoveAll(dir)
 }
 
-// TempCover is the temporary directory ($TMPDIR), absolute, that every
+// TempCover is the temporary directory ($TMPDIR), resolved (ResolvePath:
+// a $TMPDIR in /tmp that links elsewhere is judged by its target), that every
 // agent's and every grading's sandbox covers whole, binding back only
 // the run's own parts: there other benchmarks, live or crashed, keep
 // their private directories, and other programs their files. It is ""
@@ -167,22 +217,22 @@ func RemoveTree(dir string) error {
 // sandbox has a /tmp of its own already), the root, or a directory that
 // holds the home directory.
 func TempCover() string {
-	t, err := filepath.Abs(os.TempDir())
+	t, err := ResolvePath(os.TempDir())
 	if err != nil {
 		return ""
 	}
-	real := t
-	if r, err := filepath.EvalSymlinks(t); err == nil {
-		real = r
+	tmp, err := ResolvePath("/tmp")
+	if err != nil {
+		tmp = "/tmp"
 	}
-	if real == "/" || within(real, "/tmp") || within(t, "/tmp") {
+	if t == "/" || within(t, "/tmp") || within(t, tmp) {
 		return ""
 	}
 	if home, err := os.UserHomeDir(); err == nil && home != "" {
-		if h, err := filepath.EvalSymlinks(home); err == nil {
+		if h, err := ResolvePath(home); err == nil {
 			home = h
 		}
-		if within(home, real) || within(home, t) {
+		if within(home, t) {
 			return ""
 		}
 	}
@@ -193,4 +243,32 @@ func TempCover() string {
 func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// LivePrivateDirs are the private directories the registry records
+// (KnownPrivate) whose benchmark still runs (their lock is held), but for
+// own: the benchmarks whose commands, started before this benchmark's
+// paths were recorded, may read them (a sandbox's hidden paths are fixed
+// when its shell starts).
+func LivePrivateDirs(reg *Registry, own string) ([]string, error) {
+	known, err := reg.All()
+	if err != nil {
+		return nil, err
+	}
+	var live []string
+	for _, k := range known {
+		if k.Kind != KnownPrivate || k.Path == own {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(k.Path, lockName), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			continue // gone
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			live = append(live, k.Path)
+		}
+	}
+	return live, nil
 }

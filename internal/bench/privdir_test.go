@@ -13,7 +13,7 @@ import (
 // another name are left.
 func TestSweepStale(t *testing.T) {
 	tmp := t.TempDir()
-	live, err := MakePrivateDir(tmp)
+	live, err := MakePrivateDir(tmp, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestSweepStale(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	removed, err := SweepStale(tmp)
+	removed, err := SweepStale(tmp, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestSweepStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	live.lock = nil
-	removed, err = SweepStale(tmp)
+	removed, err = SweepStale(tmp, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestSweepStale(t *testing.T) {
 // Remove does nothing.
 func TestPrivateDirRemove(t *testing.T) {
 	tmp := t.TempDir()
-	p, err := MakePrivateDir(tmp)
+	p, err := MakePrivateDir(tmp, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestSweepSparesDirectoriesBeingMade(t *testing.T) {
 				return
 			default:
 			}
-			removed, err := SweepStale(tmp)
+			removed, err := SweepStale(tmp, nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -156,7 +156,7 @@ func TestSweepSparesDirectoriesBeingMade(t *testing.T) {
 	}()
 	var made []*PrivateDir
 	for range 200 {
-		p, err := MakePrivateDir(tmp)
+		p, err := MakePrivateDir(tmp, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,5 +171,103 @@ func TestSweepSparesDirectoriesBeingMade(t *testing.T) {
 			t.Errorf("%s: %v", p.Dir, err)
 		}
 		p.Remove()
+	}
+}
+
+// TestPrivateDirRecorded: a private directory made with a registry is
+// recorded there as it is made, hidden from every other benchmark's view
+// (KnownView) whatever its temporary directory, and its record dropped
+// when it is removed; a crashed benchmark's recorded directory, in a
+// temporary directory other than the sweeper's, is swept and dropped.
+func TestPrivateDirRecorded(t *testing.T) {
+	dir := t.TempDir()
+	reg := &Registry{File: filepath.Join(dir, "data", "bench", "known-paths.json")}
+	tmpA, tmpB := filepath.Join(dir, "tmpA"), filepath.Join(dir, "tmpB")
+	for _, d := range []string{tmpA, tmpB} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := MakePrivateDir(tmpA, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Remove()
+	b, err := MakePrivateDir(tmpB, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewB := &KnownView{Registry: reg, Own: []string{b.Dir, tmpB}, Whole: []string{tmpB, "/tmp-not-this"}}
+	hidden, _, err := viewB.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(hidden, a.Dir) || slices.Contains(hidden, b.Dir) {
+		t.Errorf("B hides %q; want A's %s and not its own %s", hidden, a.Dir, b.Dir)
+	}
+	if err := b.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	known, err := reg.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(known, func(k KnownPath) bool { return k.Path == b.Dir }) {
+		t.Errorf("removed %s still recorded: %+v", b.Dir, known)
+	}
+
+	// A crashed benchmark's: its lock let go (the process gone), the
+	// directory left; a sweep from another temporary directory removes it.
+	a.lock.Close()
+	a.lock = nil
+	removed, err := SweepStale(tmpB, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(removed, []string{a.Dir}) {
+		t.Errorf("swept %q, want %s", removed, a.Dir)
+	}
+	if known, err := reg.All(); err != nil || len(known) != 0 {
+		t.Errorf("after the sweep: %+v, %v; want nothing recorded", known, err)
+	}
+}
+
+// TestPrivateDirThroughLink: a temporary directory that is a link gives a
+// private directory at the link's target, and TempCover names the target
+// when it is outside /tmp even though the link is in /tmp.
+func TestPrivateDirThroughLink(t *testing.T) {
+	outside, err := os.MkdirTemp("/var/tmp", "truss-test-")
+	if err != nil {
+		t.Skipf("no directory outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	link := filepath.Join(t.TempDir(), "lnk")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", link)
+	p, err := MakePrivateDir("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Remove()
+	if filepath.Dir(p.Dir) != outside {
+		t.Errorf("private directory %s, want one in %s", p.Dir, outside)
+	}
+	if within(link, "/tmp") {
+		if got := TempCover(); got != outside {
+			t.Errorf("TMPDIR=%s (-> %s): TempCover() = %q, want %q", link, outside, got, outside)
+		}
+	}
+	// A link outside /tmp to /tmp is /tmp: nothing to cover.
+	inTmp := filepath.Join(outside, "to-tmp")
+	if err := os.Symlink(t.TempDir(), inTmp); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", inTmp)
+	if r, _ := ResolvePath(inTmp); within(r, "/tmp") {
+		if got := TempCover(); got != "" {
+			t.Errorf("TMPDIR=%s (-> /tmp): TempCover() = %q, want none", inTmp, got)
+		}
 	}
 }

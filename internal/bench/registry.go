@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The kinds of a known path.
@@ -23,6 +27,9 @@ const (
 	KnownTasks   = "tasks"   // a task file a benchmark read (hidden tests, gold patches)
 	KnownRepo    = "repo"    // a task repository a benchmark read (its later history)
 	KnownDataset = "dataset" // an imported dataset (truss bench import --out)
+	KnownInput   = "input"   // a file or directory a bench command read: an import's source, --predictions, --logs, --sim-scripts
+	KnownReport  = "report"  // a report a bench command wrote (bench report --html, its pages)
+	KnownPrivate = "private" // a live benchmark's private directory (PrivateDir), dropped when it is removed
 )
 
 // KnownPath is one path of the registry.
@@ -55,6 +62,9 @@ const maxRegistry = 16 << 20
 type Registry struct {
 	// File is the registry's file; its directory holds the lock.
 	File string
+	// LockWait is how long Add and Remove wait for the lock held by
+	// another process; 0 means DefaultLockWait.
+	LockWait time.Duration
 }
 
 // DataDir is Truss's data directory: $TRUSS_HOME, else
@@ -83,28 +93,110 @@ func DefaultRegistry() (*Registry, error) {
 	return &Registry{File: filepath.Join(d, "bench", "known-paths.json")}, nil
 }
 
-// lock takes the registry's lock (exclusive, waiting for it), making its
-// directory (mode 0700) first; the returned function lets it go.
+// DefaultLockWait is how long Add and Remove wait for the registry's lock
+// when Registry.LockWait is 0.
+const DefaultLockWait = 10 * time.Second
+
+// LockedError is the error of Add and Remove when another process held
+// the registry's lock for longer than they wait.
+type LockedError struct {
+	Lock string        // the lock file
+	Wait time.Duration // how long it was waited for
+	// Holder is the process that holds it, as /proc/locks and
+	// /proc/PID/comm name it ("" when they do not say).
+	Holder string
+}
+
+func (e *LockedError) Error() string {
+	who := "another process"
+	if e.Holder != "" {
+		who = e.Holder
+	}
+	return fmt.Sprintf("the registry of benchmark paths is locked (%s) by %s: waited %s; end that process or wait for it", e.Lock, who, e.Wait)
+}
+
+// lock takes the registry's lock (exclusive), making its directory (mode
+// 0700) first; the returned function lets it go. It does not block: it
+// tries again until LockWait has passed, then fails with a *LockedError
+// naming the holder where /proc/locks says it. The lock is held only
+// while the file is read and written, never while anything else is
+// waited for.
 func (r *Registry) lock() (func(), error) {
 	dir := filepath.Dir(r.File)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(strings.TrimSuffix(r.File, ".json")+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	name := strings.TrimSuffix(r.File, ".json") + ".lock"
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("the registry of benchmark paths: %w", err)
 	}
+	wait := cmp.Or(r.LockWait, DefaultLockWait)
+	deadline := time.Now().Add(wait)
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("locking the registry of benchmark paths: %w", err)
+		}
+		if time.Now().After(deadline) {
+			holder := lockHolderOf(f)
+			f.Close()
+			return nil, &LockedError{Lock: name, Wait: wait, Holder: holder}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lockHolderOf names the process holding a lock on f: "process PID
+// (COMMAND)", from /proc/locks; "" when it cannot tell.
+func lockHolderOf(f *os.File) string {
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return ""
+	}
+	pid := LockHolder(b, unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	if pid <= 0 {
+		return ""
+	}
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if c := strings.TrimSpace(string(comm)); c != "" {
+		return fmt.Sprintf("process %d (%s)", pid, c)
+	}
+	return fmt.Sprintf("process %d", pid)
+}
+
+// LockHolder returns the process holding a lock on the file of device
+// major:minor and inode ino, as /proc/locks (its text) lists it; 0 when
+// none is listed. Lines of processes waiting for a lock ("->") are not
+// holders.
+func LockHolder(locks []byte, major, minor uint32, ino uint64) int {
+	want := fmt.Sprintf("%02x:%02x:%d", major, minor, ino)
+	for line := range strings.Lines(string(locks)) {
+		f := strings.Fields(line)
+		// "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+		if len(f) < 6 || f[1] == "->" {
+			continue
+		}
+		if f[5] != want {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[4]); err == nil && pid > 0 {
+			return pid
 		}
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking the registry of benchmark paths: %w", err)
-	}
-	return func() { f.Close() }, nil
+	return 0
 }
 
 // read reads the registry; a missing file is an empty one.
@@ -160,11 +252,74 @@ func ParseRegistry(b []byte) ([]KnownPath, error) {
 // pruneAfter is how long a recorded path that does not exist is kept.
 const pruneAfter = 24 * time.Hour
 
-// Add records paths of kind (made absolute; empty ones skipped), under
-// the lock, dropping the recorded paths that have not existed for a day
-// (recorded over pruneAfter ago and missing now), and writes the registry
-// atomically.
+// ResolvePath is p made absolute with every symbolic link in it resolved,
+// as far as it exists: the rest, not made yet, is appended as given. It is
+// the form in which the registry records paths and benchmarks compare
+// them, so that a path reached through a link (a $TMPDIR in /tmp that
+// links elsewhere) is judged by where it really is.
+func ResolvePath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for dir := abs; ; {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}
+
+// Add records paths of kind (resolved: ResolvePath; empty ones skipped),
+// under the lock, dropping the recorded paths that have not existed for a
+// day (recorded over pruneAfter ago and missing now) and the private
+// directories that are gone, and writes the registry atomically.
 func (r *Registry) Add(kind string, paths ...string) error {
+	var add []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		abs, err := ResolvePath(p)
+		if err != nil {
+			return err
+		}
+		add = append(add, abs)
+	}
+	return r.update(func(known []KnownPath, now time.Time) []KnownPath {
+		for _, abs := range add {
+			if !slices.ContainsFunc(known, func(k KnownPath) bool { return k.Path == abs && k.Kind == kind }) {
+				known = append(known, KnownPath{Path: abs, Kind: kind, Added: now})
+			}
+		}
+		return known
+	})
+}
+
+// Remove drops the records of paths of kind (resolved), under the lock,
+// and writes the registry atomically: what a benchmark does with its
+// private directory once it has removed it.
+func (r *Registry) Remove(kind string, paths ...string) error {
+	var drop []string
+	for _, p := range paths {
+		if abs, err := ResolvePath(p); err == nil && p != "" {
+			drop = append(drop, abs)
+		}
+	}
+	return r.update(func(known []KnownPath, _ time.Time) []KnownPath {
+		return slices.DeleteFunc(known, func(k KnownPath) bool { return k.Kind == kind && slices.Contains(drop, k.Path) })
+	})
+}
+
+// update reads the registry under its lock, prunes it, changes it with
+// change and writes it atomically.
+func (r *Registry) update(change func(known []KnownPath, now time.Time) []KnownPath) error {
 	unlock, err := r.lock()
 	if err != nil {
 		return err
@@ -176,24 +331,13 @@ func (r *Registry) Add(kind string, paths ...string) error {
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	known = slices.DeleteFunc(known, func(k KnownPath) bool {
-		if now.Sub(k.Added) < pruneAfter {
+		if k.Kind != KnownPrivate && now.Sub(k.Added) < pruneAfter {
 			return false // a benchmark's --out may not be made yet
 		}
 		_, err := os.Lstat(k.Path)
 		return errors.Is(err, fs.ErrNotExist)
 	})
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return err
-		}
-		if !slices.ContainsFunc(known, func(k KnownPath) bool { return k.Path == abs && k.Kind == kind }) {
-			known = append(known, KnownPath{Path: abs, Kind: kind, Added: now})
-		}
-	}
+	known = change(known, now)
 	b, err := json.MarshalIndent(registryFile{Version: registryVersion, Paths: known}, "", "  ")
 	if err != nil {
 		return err
@@ -201,7 +345,7 @@ func (r *Registry) Add(kind string, paths ...string) error {
 	return WriteFileAtomic(r.File, append(b, '\n'))
 }
 
-// Paths returns the recorded paths that exist now, under the lock.
+// Paths returns the recorded paths that exist now.
 func (r *Registry) Paths() ([]KnownPath, error) {
 	known, err := r.All()
 	if err != nil {
@@ -213,14 +357,11 @@ func (r *Registry) Paths() ([]KnownPath, error) {
 	}), nil
 }
 
-// All returns every recorded path, those that do not exist (yet) too,
-// under the lock.
+// All returns every recorded path, those that do not exist (yet) too. It
+// takes no lock: the file is only ever replaced whole (renamed into
+// place), so a reader sees one version or the next, and no process
+// holding the lock can stall a reader.
 func (r *Registry) All() ([]KnownPath, error) {
-	unlock, err := r.lock()
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
 	return r.read()
 }
 
@@ -268,7 +409,8 @@ func Confinement(known []KnownPath, own, whole []string, home string) (hidden, c
 // for concurrent use.
 type KnownView struct {
 	Registry *Registry
-	// Own, Whole and Home are Confinement's.
+	// Own, Whole and Home are Confinement's; Own and Whole are resolved
+	// (ResolvePath) before they are compared with the recorded paths.
 	Own   []string
 	Whole []string
 	Home  string
@@ -279,8 +421,11 @@ type KnownView struct {
 	skipped         []string
 }
 
-// Current returns the paths to hide and to cover now. When the registry
-// cannot be read, it returns what it read last, with the error.
+// Current returns the paths to hide and to cover now, resolved
+// (ResolvePath): the registry's own directory among the hidden (no run
+// reads the list of every benchmark's paths, nor takes the lock the
+// benchmarks write it under). When the registry cannot be read, it
+// returns what it read last, with the error.
 func (v *KnownView) Current() (hidden, covered []string, err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -291,12 +436,41 @@ func (v *KnownView) Current() (hidden, covered []string, err error) {
 	if stamp == "" || stamp != v.stamp {
 		known, err := v.Registry.All()
 		if err != nil {
+			if v.stamp == "" && len(v.hidden) == 0 {
+				return []string{v.registryDir()}, nil, err
+			}
 			return v.hidden, v.covered, err
 		}
-		v.hidden, v.covered, v.skipped = Confinement(known, v.Own, v.Whole, v.Home)
+		v.hidden, v.covered, v.skipped = Confinement(known, resolveAll(v.Own), resolveAll(v.Whole), v.Home)
+		v.hidden = append(v.hidden, v.registryDir())
 		v.stamp = stamp
 	}
 	return v.hidden, v.covered, nil
+}
+
+// registryDir is the registry's directory, resolved: Truss's data
+// directory's bench/, which holds the registry's file and lock.
+func (v *KnownView) registryDir() string {
+	d := filepath.Dir(v.Registry.File)
+	if r, err := ResolvePath(d); err == nil {
+		return r
+	}
+	return d
+}
+
+// resolveAll is ResolvePath of each path ("" kept, a path that cannot be
+// resolved as given).
+func resolveAll(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if p != "" {
+			if r, err := ResolvePath(p); err == nil {
+				p = r
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Skipped are the recorded paths Current leaves visible because they hold

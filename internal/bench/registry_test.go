@@ -1,12 +1,16 @@
 package bench
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRegistryAdd: paths are recorded once per kind, absolute; the ones
@@ -191,8 +195,9 @@ func TestKnownViewSeesLaterPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(hidden, []string{early}) {
-		t.Fatalf("hidden %q, want %q", hidden, early)
+	// The registry's own directory is hidden too.
+	if !slices.Equal(hidden, []string{early, dir}) {
+		t.Fatalf("hidden %q, want %q and %q", hidden, early, dir)
 	}
 	later := filepath.Join(dir, "later-out") // not made yet
 	if err := r.Add(KnownOut, later); err != nil {
@@ -202,15 +207,142 @@ func TestKnownViewSeesLaterPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(hidden, []string{early, later}) {
-		t.Errorf("hidden %q, want %q and %q", hidden, early, later)
+	if !slices.Equal(hidden, []string{early, later, dir}) {
+		t.Errorf("hidden %q, want %q, %q and %q", hidden, early, later, dir)
 	}
 	// A registry gone bad: the last answer, and the error.
 	if err := os.WriteFile(r.File, []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	hidden, _, err = v.Current()
-	if err == nil || !slices.Equal(hidden, []string{early, later}) {
+	if err == nil || !slices.Equal(hidden, []string{early, later, dir}) {
 		t.Errorf("bad registry: hidden %q, err %v; want the last answer and an error", hidden, err)
+	}
+}
+
+// TestRegistryLockDoesNotBlock: while another holds the registry's lock,
+// readers (KnownView, All) answer at once, and writers give up after
+// LockWait with a *LockedError that names the lock and, where /proc/locks
+// tells, the holder; once it is let go, writers succeed.
+func TestRegistryLockDoesNotBlock(t *testing.T) {
+	dir := t.TempDir()
+	r := &Registry{File: filepath.Join(dir, "bench", "known-paths.json"), LockWait: 200 * time.Millisecond}
+	out := filepath.Join(dir, "out")
+	if err := r.Add(KnownOut, out); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, "bench", "known-paths.lock")
+	f, err := os.Open(lock) // read-only is enough to hold a flock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.All(); err != nil || len(got) != 1 || got[0].Path != out {
+		t.Errorf("All() while locked = %+v, %v; want %s", got, err, out)
+	}
+	v := &KnownView{Registry: r}
+	if hidden, _, err := v.Current(); err != nil || !slices.Contains(hidden, out) {
+		t.Errorf("Current() while locked = %q, %v; want %s hidden", hidden, err, out)
+	}
+	for name, write := range map[string]func() error{
+		"add":    func() error { return r.Add(KnownOut, filepath.Join(dir, "out2")) },
+		"remove": func() error { return r.Remove(KnownOut, out) },
+	} {
+		err := write()
+		var le *LockedError
+		if !errors.As(err, &le) || le.Lock != lock || !strings.Contains(err.Error(), lock) {
+			t.Fatalf("%s while locked: %v; want a *LockedError naming %s", name, err, lock)
+		}
+		if b, rerr := os.ReadFile("/proc/locks"); rerr == nil && strings.Contains(string(b), "FLOCK") {
+			want := fmt.Sprintf("process %d", os.Getpid())
+			if !strings.Contains(le.Holder, want) {
+				t.Errorf("%s: holder %q, want %q", name, le.Holder, want)
+			}
+		}
+	}
+	f.Close()
+	if err := r.Remove(KnownOut, out); err != nil {
+		t.Fatalf("after the lock is let go: %v", err)
+	}
+	if got, err := r.All(); err != nil || len(got) != 0 {
+		t.Errorf("after Remove: %+v, %v; want none", got, err)
+	}
+}
+
+// TestLockHolder: the holder of a lock on a file is read from /proc/locks'
+// lines: the device and inode match, waiting processes ("->") are not
+// holders.
+func TestLockHolder(t *testing.T) {
+	const locks = `1: POSIX  ADVISORY  WRITE 501 00:19:77 0 EOF
+2: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF
+2: -> FLOCK  ADVISORY  WRITE 999 08:01:5679 0 EOF
+3: FLOCK  ADVISORY  WRITE 4321 103:02:5679 0 EOF
+`
+	for _, tc := range []struct {
+		name         string
+		major, minor uint32
+		ino          uint64
+		want         int
+	}{
+		{"held", 8, 1, 5678, 1234},
+		{"waiter is not the holder", 8, 1, 5679, 0},
+		{"three hex digits", 0x103, 2, 5679, 4321},
+		{"other device", 8, 2, 5678, 0},
+		{"none", 1, 1, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LockHolder([]byte(locks), tc.major, tc.minor, tc.ino); got != tc.want {
+				t.Errorf("LockHolder(%d:%d:%d) = %d, want %d", tc.major, tc.minor, tc.ino, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzLockHolder: any /proc/locks text gives a holder that is positive or
+// none, without panicking.
+func FuzzLockHolder(f *testing.F) {
+	f.Add([]byte("2: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF\n"), uint32(8), uint32(1), uint64(5678))
+	f.Add([]byte("2: -> FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF\n"), uint32(8), uint32(1), uint64(5678))
+	f.Add([]byte("x: y z w -5 08:01:5678"), uint32(8), uint32(1), uint64(5678))
+	f.Fuzz(func(t *testing.T, b []byte, major, minor uint32, ino uint64) {
+		if pid := LockHolder(b, major, minor, ino); pid < 0 {
+			t.Fatalf("holder %d", pid)
+		}
+	})
+}
+
+// TestResolvePath: links are resolved as far as the path exists; the rest
+// is kept as given.
+func TestResolvePath(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(filepath.Join(real, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{link, real},
+		{filepath.Join(link, "sub"), filepath.Join(real, "sub")},
+		{filepath.Join(link, "not", "yet"), filepath.Join(real, "not", "yet")},
+		{filepath.Join(dir, "none", "x"), filepath.Join(dir, "none", "x")},
+		{"/", "/"},
+	} {
+		if got, err := ResolvePath(tc.in); err != nil || got != tc.want {
+			t.Errorf("ResolvePath(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	// Recorded through the link, it is recorded where it is.
+	r := &Registry{File: filepath.Join(dir, "known-paths.json")}
+	if err := r.Add(KnownOut, filepath.Join(link, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.All(); err != nil || len(got) != 1 || got[0].Path != filepath.Join(real, "out") {
+		t.Errorf("recorded %+v, %v; want %s", got, err, filepath.Join(real, "out"))
 	}
 }

@@ -172,8 +172,12 @@ type runDirs struct {
 func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string, stderr io.Writer) (d *runDirs, err error) {
 	fb, _ := sandbox.ParseFallback(f.fallback)
 	caches, _ := grade.ParseCacheMode(f.caches)
-	sweepStale(stderr)
-	priv, err := bench.MakePrivateDir("")
+	reg, err := bench.DefaultRegistry()
+	if err != nil {
+		return nil, err
+	}
+	sweepStale(reg, stderr)
+	priv, err := bench.MakePrivateDir("", reg)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +192,7 @@ func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string, stderr
 		covered = append(covered, t)
 	}
 	if work != "" {
-		abs, err := filepath.Abs(work)
+		abs, err := bench.ResolvePath(work)
 		if err != nil {
 			return d, err
 		}
@@ -206,7 +210,11 @@ func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string, stderr
 	if g.Dir, err = gradingDir(cmp.Or(work, d.dir)); err != nil {
 		return d, err
 	}
-	if err := d.confineKnown(stderr); err != nil {
+	if g.Dir, err = bench.ResolvePath(g.Dir); err != nil {
+		return d, err
+	}
+
+	if err := d.confineKnown(reg, stderr); err != nil {
 		return d, err
 	}
 	return d, nil
@@ -218,11 +226,7 @@ func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string, stderr
 // starts; the commands give it to the agents (known). A registry that
 // cannot be read is an error here; later, each run gets what was read
 // last.
-func (d *runDirs) confineKnown(stderr io.Writer) error {
-	reg, err := bench.DefaultRegistry()
-	if err != nil {
-		return err
-	}
+func (d *runDirs) confineKnown(reg *bench.Registry, stderr io.Writer) error {
 	if d.work != "" {
 		if err := reg.Add(bench.KnownWork, d.work); err != nil {
 			return err
@@ -234,6 +238,7 @@ func (d *runDirs) confineKnown(stderr io.Writer) error {
 	if _, _, err := v.Current(); err != nil {
 		return err
 	}
+	warnLive(reg, d.dir, stderr)
 	if skipped := v.Skipped(); len(skipped) > 0 {
 		fmt.Fprintf(stderr, "truss bench: warning: not hiding %s from the runs: each holds the home directory (or is the root); choose --out, --work and dataset directories of their own\n", firstFew(skipped))
 	}
@@ -244,11 +249,23 @@ func (d *runDirs) confineKnown(stderr io.Writer) error {
 	return nil
 }
 
+// warnLive says on stderr which other benchmarks are running: the
+// commands their runs started before this benchmark recorded its paths
+// can read those of them outside /tmp (a sandbox's hidden paths are fixed
+// when its shell starts); those they start from now on cannot.
+func warnLive(reg *bench.Registry, own string, stderr io.Writer) {
+	live, err := bench.LivePrivateDirs(reg, own)
+	if err != nil || len(live) == 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "truss bench: warning: %d other benchmarks are running (%s): commands their runs started before now can read this benchmark's paths outside /tmp (--out, --work, the task file and repositories); for models you do not trust, run one benchmark at a time or use --env image:REF\n", len(live), firstFew(live))
+}
+
 // sweepStale removes the stale private directories of benchmarks in the
 // temporary directory (bench.SweepStale) and says which, and what it
 // could not remove.
-func sweepStale(stderr io.Writer) {
-	removed, err := bench.SweepStale("")
+func sweepStale(reg *bench.Registry, stderr io.Writer) {
+	removed, err := bench.SweepStale("", reg)
 	if len(removed) > 0 {
 		fmt.Fprintf(stderr, "truss bench: removed %d private directories of benchmarks that ended without cleaning up: %s\n", len(removed), firstFew(removed))
 	}
@@ -519,7 +536,10 @@ func (b *benchFlags) load(work string, stderr io.Writer) (tasks []bench.Task, g 
 				len(none), len(tasks), strings.Join(none[:min(len(none), 5)], ", ")+map[bool]string{true: ", …"}[len(none) > 5])
 		}
 	}
-	abs, _ := filepath.Abs(b.tasks)
+	abs, err := bench.ResolvePath(b.tasks)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	hidden := []string{abs}
 	var repos []string
 	for _, t := range tasks {
@@ -530,7 +550,7 @@ func (b *benchFlags) load(work string, stderr io.Writer) (tasks []bench.Task, g 
 	}
 	// The output directory holds every run's prediction and verdict: a
 	// graded patch that read it could copy another's passing patch in.
-	out, err := filepath.Abs(b.out)
+	out, err := bench.ResolvePath(b.out)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -554,9 +574,9 @@ func (b *benchFlags) load(work string, stderr io.Writer) (tasks []bench.Task, g 
 	return tasks, d.grader, d.close, nil
 }
 
-// tempDir is the temporary directory, absolute.
+// tempDir is the temporary directory, resolved (bench.ResolvePath).
 func tempDir() string {
-	t, err := filepath.Abs(os.TempDir())
+	t, err := bench.ResolvePath(os.TempDir())
 	if err != nil {
 		return ""
 	}
@@ -927,7 +947,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		warmGo(ctx, g, stderr)
 	}
 	pp := &progressPrinter{w: stderr, tty: cli.IsTerminal(stderr)}
-	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: work, TempDir: b.scratch,
+	r := &runner.Runner{Tasks: tasks, TaskFile: b.tasks, Arms: as, Repeats: repeats, Out: b.out, WorkDir: b.dirs.work, TempDir: b.scratch,
 		Agent: agent, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey, Budgets: budgets, CostBudget: budget,
 		Parallel: b.parallel, ProviderCap: capMap, ShowHints: hints, Progress: pp.print}
 	if simScripts != "" {

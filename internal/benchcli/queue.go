@@ -269,7 +269,7 @@ func cmdBenchWorker(args []string, stdout, stderr io.Writer) error {
 	hideFromRuns(g, ag, n.secrets())
 	ag.Known = dirs.known
 	ex := &runner.Exec{Queue: q, Agent: ag, Grader: g, Checkouts: g.Checkouts, Signer: signer, VKey: vkey,
-		TempDir: dirs.dir, Scratch: scratch, WorkDir: work, ProviderCap: capMap}
+		TempDir: dirs.dir, Scratch: scratch, WorkDir: dirs.work, ProviderCap: capMap}
 	var mu sync.Mutex
 	w, err := q.NewWorker(queue.WorkerConfig{ID: id, Parallel: parallel, ExitWhenIdle: idle, Logf: func(f string, a ...any) {
 		mu.Lock()

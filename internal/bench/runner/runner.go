@@ -227,7 +227,9 @@ func (r *Runner) check() error {
 		names[a.Name] = true
 	}
 	if r.WorkDir != "" {
-		if rel, err := filepath.Rel(r.Out, r.WorkDir); err == nil && filepath.IsLocal(rel) {
+		out, errOut := bench.ResolvePath(r.Out)
+		work, errWork := bench.ResolvePath(r.WorkDir)
+		if rel, err := filepath.Rel(out, work); errOut == nil && errWork == nil && err == nil && (rel == "." || filepath.IsLocal(rel)) {
 			return fmt.Errorf("the workspaces' directory %s is under the output directory %s, which the agent's commands cannot read", r.WorkDir, r.Out)
 		}
 	}
@@ -269,7 +271,7 @@ func (r *Runner) hidden() []string {
 		if p == "" {
 			return
 		}
-		if abs, err := filepath.Abs(p); err == nil {
+		if abs, err := bench.ResolvePath(p); err == nil {
 			p = abs
 		}
 		out = append(out, p)
@@ -627,7 +629,7 @@ func (r *Runner) covered(runs string) []string {
 		if d == "" {
 			continue
 		}
-		if abs, err := filepath.Abs(d); err == nil {
+		if abs, err := bench.ResolvePath(d); err == nil {
 			d = abs
 		}
 		if !slices.Contains(out, d) {
@@ -646,7 +648,7 @@ func (r *Runner) coveredOnWorkers() []string {
 		if d == "" {
 			continue
 		}
-		if abs, err := filepath.Abs(d); err == nil {
+		if abs, err := bench.ResolvePath(d); err == nil {
 			out = append(out, abs)
 		}
 	}
