@@ -409,8 +409,8 @@ func Confinement(known []KnownPath, own, whole []string, home string) (hidden, c
 // for concurrent use.
 type KnownView struct {
 	Registry *Registry
-	// Own, Whole and Home are Confinement's; Own and Whole are resolved
-	// (ResolvePath) before they are compared with the recorded paths.
+	// Own, Whole and Home are Confinement's, resolved (ResolvePath)
+	// before they are compared with the recorded paths.
 	Own   []string
 	Whole []string
 	Home  string
@@ -441,7 +441,7 @@ func (v *KnownView) Current() (hidden, covered []string, err error) {
 			}
 			return v.hidden, v.covered, err
 		}
-		v.hidden, v.covered, v.skipped = Confinement(known, resolveAll(v.Own), resolveAll(v.Whole), v.Home)
+		v.hidden, v.covered, v.skipped = Confinement(known, resolveAll(v.Own), resolveAll(v.Whole), resolveAll([]string{v.Home})[0])
 		v.hidden = append(v.hidden, v.registryDir())
 		v.stamp = stamp
 	}

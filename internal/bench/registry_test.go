@@ -346,3 +346,39 @@ func TestResolvePath(t *testing.T) {
 		t.Errorf("recorded %+v, %v; want %s", got, err, filepath.Join(real, "out"))
 	}
 }
+
+// TestKnownViewResolves: the view compares resolved paths: a recorded
+// directory that holds the home directory reached through a link is
+// skipped, and one that holds an own directory reached through a link is
+// covered, not hidden.
+func TestKnownViewResolves(t *testing.T) {
+	dir := t.TempDir()
+	realHome := filepath.Join(dir, "real", "home")
+	realOwn := filepath.Join(dir, "real", "tmp", "own")
+	for _, d := range []string{realHome, realOwn} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	r := &Registry{File: filepath.Join(dir, "reg", "known-paths.json")}
+	if err := r.Add(KnownWork, realHome, filepath.Join(dir, "real", "tmp")); err != nil {
+		t.Fatal(err)
+	}
+	v := &KnownView{Registry: r, Own: []string{filepath.Join(dir, "link", "tmp", "own")}, Home: filepath.Join(dir, "link", "home")}
+	hidden, covered, err := v.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{filepath.Join(dir, "real", "tmp")}; !slices.Equal(covered, want) {
+		t.Errorf("covered %q, want %q", covered, want)
+	}
+	if want := []string{filepath.Join(dir, "reg")}; !slices.Equal(hidden, want) {
+		t.Errorf("hidden %q, want only the registry's directory %q", hidden, want)
+	}
+	if want := []string{realHome}; !slices.Equal(v.Skipped(), want) {
+		t.Errorf("skipped %q, want %q", v.Skipped(), want)
+	}
+}
