@@ -690,6 +690,11 @@ func cmdBenchGrade(args []string, stdout, stderr io.Writer) error {
 	if predictions == "" {
 		return cli.Usagef("--predictions is required (or --logs)")
 	}
+	// The predictions hold the patches graded: every benchmark hides them
+	// from its runs.
+	if err := registerKnown(bench.KnownInput, predictions); err != nil {
+		return err
+	}
 	tasks, g, done, err := b.load("", stderr)
 	if err != nil {
 		return err
@@ -775,6 +780,17 @@ func gradeLogs(b *benchFlags, logs, arm, rulesName string, stdout, stderr io.Wri
 	if arm == "" {
 		abs, _ := filepath.Abs(logs)
 		arm = filepath.Base(abs)
+	}
+	// The logs, the task file and the verdicts written: every benchmark
+	// hides them from its runs.
+	if err := registerKnown(bench.KnownInput, logs); err != nil {
+		return err
+	}
+	if err := registerKnown(bench.KnownTasks, b.tasks); err != nil {
+		return err
+	}
+	if err := registerKnown(bench.KnownOut, b.out); err != nil {
+		return err
 	}
 	f, err := os.Open(b.tasks)
 	if err != nil {
@@ -923,6 +939,11 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 		if fi, err := os.Stat(simScripts); err != nil || !fi.IsDir() {
 			return cli.Usagef("--sim-scripts %s is not a directory", simScripts)
 		}
+		// The scripts hold the simulated model's moves (a gold patch
+		// among them): every benchmark hides them from its runs.
+		if err := registerKnown(bench.KnownInput, simScripts); err != nil {
+			return err
+		}
 	}
 	tasks, g, done, err := b.load(work, stderr)
 	if err != nil {
@@ -1066,6 +1087,12 @@ func openImport(fs *flag.FlagSet, args []string, out *string) (*os.File, string,
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, "", err
+	}
+	// The records hold the gold patches and hidden tests: every benchmark
+	// hides the file from its runs.
+	if err := registerKnown(bench.KnownInput, file); err != nil {
+		f.Close()
+		return nil, "", fmt.Errorf("recording %s among the paths benchmarks hide from their runs: %w", file, err)
 	}
 	return f, file, nil
 }

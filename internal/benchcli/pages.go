@@ -26,8 +26,7 @@ func writePages(rep *report.Report, htmlPath, vkey string) (int, error) {
 		}
 		vkey = k
 	}
-	base := strings.TrimSuffix(filepath.Base(htmlPath), filepath.Ext(htmlPath)) + "-pages"
-	dir := filepath.Join(filepath.Dir(htmlPath), base)
+	dir := pagesDir(htmlPath)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
 	}
@@ -52,7 +51,7 @@ func writePages(rep *report.Report, htmlPath, vkey string) (int, error) {
 				if err := hostfs.WriteFileAtomic(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
 					return n, err
 				}
-				rep.Pages[run.Ledger.Dir] = base + "/" + name
+				rep.Pages[run.Ledger.Dir] = filepath.Base(dir) + "/" + name
 				n++
 			}
 		}
@@ -74,4 +73,11 @@ func fileName(s string) string {
 		return "_"
 	}
 	return s
+}
+
+// pagesDir is the directory of the session pages beside the HTML report
+// htmlPath: REPORT-pages/ for REPORT.html.
+func pagesDir(htmlPath string) string {
+	base := strings.TrimSuffix(filepath.Base(htmlPath), filepath.Ext(htmlPath)) + "-pages"
+	return filepath.Join(filepath.Dir(htmlPath), base)
 }

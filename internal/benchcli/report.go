@@ -2,11 +2,12 @@ package benchcli
 
 import (
 	"fmt"
-	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"strings"
 
+	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/bench/report"
+	"github.com/trussdev/truss/internal/cli"
 )
 
 const benchReportUsage = `usage: truss bench report DIR [--html FILE] [--seed N] [--resamples N]
@@ -64,6 +65,20 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("--pages writes the session pages beside the HTML report: give --html FILE")
 	}
 
+	// The results read and the report written hold every run's patch and
+	// verdict: every benchmark hides them from its runs.
+	if err := registerKnown(bench.KnownInput, dir); err != nil {
+		return err
+	}
+	if *htmlPath != "" {
+		reported := []string{*htmlPath}
+		if *pages {
+			reported = append(reported, pagesDir(*htmlPath))
+		}
+		if err := registerKnown(bench.KnownReport, reported...); err != nil {
+			return err
+		}
+	}
 	data, err := report.Load(dir)
 	if err != nil {
 		return err
