@@ -1,0 +1,111 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSupervisorOutOfReach: the container's processes share a user (and,
+// as root, its capabilities), so without more a command opens the
+// supervisor's or the init's /proc/PID/mem read-write (no ptrace needed:
+// seccomp cannot refuse an open), writes into it and so answers for
+// every other shell; it reads their environment and takes their
+// descriptors (the control FIFO, other shells' streams) through /proc,
+// and stops or kills them. A command here tries all of that on PID 1,
+// its shell's parent and that one's parent — the supervisor, wherever it
+// runs — as the container's root and as another user: everything is
+// refused, and the supervisor still starts shells afterwards.
+func TestSupervisorOutOfReach(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(t *testing.T) Config
+	}{
+		{"the host user", func(*testing.T) Config { return Config{} }},
+		{"another user", func(t *testing.T) Config {
+			if os.Getuid() != 0 {
+				t.Skip("giving the state directory to another user needs root")
+			}
+			ws := t.TempDir()
+			os.Chmod(ws, 0o777)
+			return Config{Workspace: ws, User: "1234:1234"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, env := startEnv(t, tc.cfg(t))
+			pm := plantProgram(t, env, "pm")
+			sh := newShell(t, env)
+			r := run(t, sh, `pp=$(busybox awk '{print $4}' /proc/$PPID/stat); `+pm+` 1 $PPID $pp; echo "supervisor: $PPID $pp"`)
+			out := r.Stdout
+			var pids []string
+			for _, l := range strings.Split(out, "\n") {
+				if f, ok := strings.CutPrefix(l, "supervisor: "); ok {
+					for _, p := range strings.Fields(f) {
+						if p != "0" && p != "1" && !slices.Contains(pids, p) {
+							pids = append(pids, p)
+						}
+					}
+				}
+			}
+			if r.Err != nil || !strings.Contains(out, "supervisor: ") {
+				t.Fatalf("the attack did not run to its end (%v): %q %q", r.Err, out, r.Stderr)
+			}
+			for _, pid := range append(pids, "1") {
+				for _, want := range []string{"mem: refused", "environ: refused", "fd: refused", "stop: running", "kill: alive"} {
+					if !strings.Contains(out, pid+" "+want) {
+						t.Errorf("process %s: want %q:\n%s", pid, want, out)
+					}
+				}
+			}
+			// The supervisor still answers: a new shell starts and runs.
+			sh2 := newShell(t, env)
+			if got := strings.TrimSpace(mustRun(t, sh2, "echo answered")); got != "answered" {
+				t.Errorf("a new shell after the attack says %q", got)
+			}
+			// The first shell still works: its parent waits for it.
+			if got := strings.TrimSpace(mustRun(t, sh, "echo still")); got != "still" {
+				t.Errorf("the attacking shell says %q", got)
+			}
+		})
+	}
+}
+
+// TestSupervisorReapsAndKills: the supervisor, PID 1, reaps what a
+// command left behind (an orphan's exit leaves no zombie), passes on a
+// shell's exit status, and a killed shell's whole process group ends.
+func TestSupervisorReapsAndKills(t *testing.T) {
+	_, env := startEnv(t, Config{})
+	sh := newShell(t, env)
+	if got := strings.TrimSpace(mustRun(t, sh, "cat /proc/1/comm; echo $PPID")); !strings.HasSuffix(got, "\n1") {
+		t.Errorf("the shell's parent is not PID 1: %q", got)
+	}
+	// An orphan: its parent exits at once, it exits shortly after.
+	mustRun(t, sh, "( busybox sleep 0.2 & ) ; busybox sleep 0.6")
+	zombies := mustRun(t, sh, `for d in /proc/[0-9]*; do read -r s <"$d/stat" 2>/dev/null && case ${s##*) } in Z*) echo "zombie ${d#/proc/}";; esac; done; true`)
+	if strings.Contains(zombies, "zombie") {
+		t.Errorf("orphans are not reaped: %q", zombies)
+	}
+	// A timed-out command's background job ends with it.
+	r := sh.Run(context.Background(), "busybox sleep 300 & echo $! >"+env.Workdir()+"/bg; busybox sleep 300", 500*time.Millisecond)
+	if !r.TimedOut {
+		t.Fatalf("no timeout: %+v", r)
+	}
+	b, err := os.ReadFile(env.Workspace() + "/bg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := strings.TrimSpace(string(b))
+	waitFor(t, func() bool {
+		out := mustRun(t, sh, fmt.Sprintf("[ -d /proc/%s ] && echo alive || echo gone", bg))
+		return strings.TrimSpace(out) == "gone"
+	})
+	// A fresh shell's exit status comes through.
+	sh3 := newShell(t, env)
+	if r := sh3.Run(context.Background(), "exit 7", 10*time.Second); r.ExitCode == nil || *r.ExitCode != 7 {
+		t.Errorf("exit 7: %+v", r)
+	}
+}
