@@ -146,6 +146,22 @@ func findLib(name string, dirs []string, m elf.Machine, c elf.Class) (string, *e
 	return "", nil, fmt.Errorf("not found in %s", strings.Join(dirs, ", "))
 }
 
+// parseRequest reads a line of the control FIFO: "start ID" or "kill
+// ID", ID a shell's number. ok is false for anything else, which the
+// supervisor ignores.
+func parseRequest(line string) (op, id string, ok bool) {
+	op, id, _ = strings.Cut(line, " ")
+	if op != "start" && op != "kill" || id == "" || len(id) > 18 {
+		return "", "", false
+	}
+	for _, r := range id {
+		if r < '0' || r > '9' {
+			return "", "", false
+		}
+	}
+	return op, id, true
+}
+
 // checkCommas refuses a mount whose source a --mount value cannot name.
 func checkCommas(ms []Mount) error {
 	for _, m := range ms {

@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -81,8 +80,8 @@ func supervise(state string) int {
 	go s.reap(chld)
 	sc := bufio.NewScanner(ctl)
 	for sc.Scan() {
-		op, id, _ := strings.Cut(sc.Text(), " ")
-		if !digits(id) {
+		op, id, ok := parseRequest(sc.Text())
+		if !ok {
 			continue
 		}
 		switch op {
@@ -95,15 +94,6 @@ func supervise(state string) int {
 	// The FIFO is held open read-write: a read error is all that ends it.
 	fmt.Fprintf(os.Stderr, "truss-env: read the control FIFO: %v\n", sc.Err())
 	return 125
-}
-
-func digits(s string) bool {
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // supervisor is the state of the container's supervisor.

@@ -2,12 +2,16 @@ package container
 
 import (
 	"context"
+	"debug/elf"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trussdev/truss/internal/container/containertest"
 )
 
 // TestSupervisorOutOfReach: the container's processes share a user (and,
@@ -83,6 +87,7 @@ func TestSupervisorReapsAndKills(t *testing.T) {
 	if got := strings.TrimSpace(mustRun(t, sh, "cat /proc/1/comm; echo $PPID")); !strings.HasSuffix(got, "\n1") {
 		t.Errorf("the shell's parent is not PID 1: %q", got)
 	}
+	t.Logf("the supervisor: %s", strings.Join(strings.Fields(mustRun(t, sh, "busybox grep -E '^(Name|VmRSS|Threads)' /proc/1/status")), " "))
 	// An orphan: its parent exits at once, it exits shortly after.
 	mustRun(t, sh, "( busybox sleep 0.2 & ) ; busybox sleep 0.6")
 	zombies := mustRun(t, sh, `for d in /proc/[0-9]*; do read -r s <"$d/stat" 2>/dev/null && case ${s##*) } in Z*) echo "zombie ${d#/proc/}";; esac; done; true`)
@@ -107,5 +112,141 @@ func TestSupervisorReapsAndKills(t *testing.T) {
 	sh3 := newShell(t, env)
 	if r := sh3.Run(context.Background(), "exit 7", 10*time.Second); r.ExitCode == nil || *r.ExitCode != 7 {
 		t.Errorf("exit 7: %+v", r)
+	}
+}
+
+// TestFindSupervisor: the running program (this test binary, linked
+// with the C library) is mounted with the host's loader and every
+// library it needs, and started through the loader; a static program
+// has no loader.
+func TestFindSupervisor(t *testing.T) {
+	l, err := findSupervisor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	exe, _ = filepath.EvalSymlinks(exe)
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	interp, err := interpreter(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := map[string]string{}
+	for _, m := range l.mounts {
+		if !m.ReadOnly {
+			t.Errorf("%s is mounted writable", m.Target)
+		}
+		if fi, err := os.Stat(m.Source); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("mount source %s: %v", m.Source, err)
+		}
+		targets[m.Target] = m.Source
+	}
+	if targets[supervisorProg] != exe {
+		t.Errorf("%s is %q, want the running program %s", supervisorProg, targets[supervisorProg], exe)
+	}
+	if interp == "" {
+		if !slices.Equal(l.argv, []string{supervisorProg}) {
+			t.Errorf("a static program starts as %v", l.argv)
+		}
+		return
+	}
+	if want := []string{supervisorDir + "/ld.so", "--library-path", supervisorDir + "/lib", supervisorProg}; !slices.Equal(l.argv, want) {
+		t.Errorf("argv %v, want %v", l.argv, want)
+	}
+	if real, _ := filepath.EvalSymlinks(interp); targets[supervisorDir+"/ld.so"] != real {
+		t.Errorf("the loader mounted is %q, want %s", targets[supervisorDir+"/ld.so"], real)
+	}
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range libs {
+		if targets[supervisorDir+"/lib/"+lib] == "" {
+			t.Errorf("the library %s is not mounted: %v", lib, targets)
+		}
+	}
+}
+
+// TestInterpreter: a static program (the attack programs are linked
+// with -static) has no loader; the test binary has one.
+func TestInterpreter(t *testing.T) {
+	exe, _ := os.Executable()
+	for _, tc := range []struct {
+		name, path string
+		static     bool
+	}{
+		{"static", containertest.AttackProgram(t, "pm"), true},
+		{"this test binary", exe, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := elf.Open(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, err := interpreter(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got == "") != tc.static {
+				t.Errorf("interpreter %q, static %v", got, tc.static)
+			}
+		})
+	}
+}
+
+// TestParseRequest: the supervisor acts only on "start N" and "kill N".
+func TestParseRequest(t *testing.T) {
+	for _, tc := range []struct {
+		line, op, id string
+		ok           bool
+	}{
+		{"start 1", "start", "1", true},
+		{"kill 42", "kill", "42", true},
+		{"start", "", "", false},
+		{"start ", "", "", false},
+		{"start 1 2", "", "", false},
+		{"start -1", "", "", false},
+		{"start ../1", "", "", false},
+		{"stop 1", "", "", false},
+		{"kill 1234567890123456789", "", "", false},
+		{"", "", "", false},
+	} {
+		op, id, ok := parseRequest(tc.line)
+		if op != tc.op || id != tc.id || ok != tc.ok {
+			t.Errorf("parseRequest(%q) = %q, %q, %v; want %q, %q, %v", tc.line, op, id, ok, tc.op, tc.id, tc.ok)
+		}
+	}
+}
+
+func FuzzParseRequest(f *testing.F) {
+	for _, s := range []string{"start 1", "kill 2", "start x", "kill", " 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		op, id, ok := parseRequest(line)
+		if !ok {
+			if op != "" || id != "" {
+				t.Fatalf("refused %q but returned %q %q", line, op, id)
+			}
+			return
+		}
+		if line != op+" "+id || id == "" || strings.Trim(id, "0123456789") != "" {
+			t.Fatalf("accepted %q as %q %q", line, op, id)
+		}
+	})
+}
+
+// BenchmarkFindSupervisor measures finding the supervisor's program and
+// what it needs, once per container start.
+func BenchmarkFindSupervisor(b *testing.B) {
+	for b.Loop() {
+		if _, err := findSupervisor(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
