@@ -38,6 +38,8 @@ func init() {
 //	           the FIFOs are closed)
 //	kill ID    kill ID's process group
 //
+// A shell ID starts once: a second "start ID" is ignored.
+//
 // What keeps the container's commands (the same user, the same
 // capabilities) from taking it over:
 //
@@ -76,7 +78,7 @@ func supervise(state string) int {
 		fmt.Fprintf(os.Stderr, "truss-env: open the control FIFO: %v\n", err)
 		return 125
 	}
-	s := &supervisor{state: state, bash: bash, groups: map[string]int{}, waiting: map[int]chan syscall.WaitStatus{}}
+	s := &supervisor{state: state, bash: bash, groups: map[string]int{}, waiting: map[int]chan syscall.WaitStatus{}, started: map[string]bool{}}
 	go s.reap(chld)
 	sc := bufio.NewScanner(ctl)
 	for sc.Scan() {
@@ -86,7 +88,13 @@ func supervise(state string) int {
 		}
 		switch op {
 		case "start":
-			go s.start(id)
+			s.mu.Lock()
+			again := s.started[id]
+			s.started[id] = true
+			s.mu.Unlock()
+			if !again {
+				go s.start(id)
+			}
 		case "kill":
 			s.kill(id)
 		}
@@ -107,6 +115,10 @@ type supervisor struct {
 	groups map[string]int
 	// waiting are the started shells not reaped yet, by pid.
 	waiting map[int]chan syscall.WaitStatus
+	// started are the shell IDs asked for so far: each starts once. A
+	// second "start ID" (any process of the container can write to the
+	// control FIFO) would start another shell reading the same input.
+	started map[string]bool
 }
 
 // start runs shell id (see supervise) and writes its exit status.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/container/containertest"
+	"github.com/trussdev/truss/internal/tool/shell"
 )
 
 // TestSupervisorOutOfReach: the container's processes share a user (and,
@@ -247,6 +248,33 @@ func BenchmarkFindSupervisor(b *testing.B) {
 	for b.Loop() {
 		if _, err := findSupervisor(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestSupervisorIgnoresForgedStart: any process of the container can
+// write to the control FIFO. A command asks again for the start of every
+// shell whose FIFOs are there (its own among them): a second shell on
+// the same input would take the commands meant for the first. The
+// supervisor starts each shell once, so the shell answers every command
+// as before.
+func TestSupervisorIgnoresForgedStart(t *testing.T) {
+	_, env := startEnv(t, Config{})
+	sh := newShell(t, env)
+	other := newShell(t, env)
+	mustRun(t, other, "true")
+	out := mustRun(t, sh, findState+`for f in "$S"/*.in; do n=${f##*/}; echo "start ${n%.in}" >"$S/ctl"; echo "asked ${n%.in}"; done`)
+	if !strings.Contains(out, "asked") {
+		t.Fatalf("no shell's FIFOs found: %q", out)
+	}
+	time.Sleep(500 * time.Millisecond) // for a second shell to start, were it started
+	for i := range 20 {
+		for _, s := range []*shell.Session{sh, other} {
+			want := fmt.Sprintf("answer-%d", i)
+			r := s.Run(context.Background(), "echo "+want, 5*time.Second)
+			if r.Err != nil || strings.TrimSpace(r.Stdout) != want {
+				t.Fatalf("command %d: %q, %v (a second shell took the input?)", i, r.Stdout, r.Err)
+			}
 		}
 	}
 }
