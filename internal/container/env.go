@@ -132,6 +132,9 @@ type Facts struct {
 	// Seccomp says which seccomp profile the container runs with: the
 	// engine's default with TraceCalls refused, or why not.
 	Seccomp string `json:"seccomp,omitempty"`
+	// Supervisor is the program the container's supervisor (PID 1) runs:
+	// the running program, and how it is started in the container.
+	Supervisor string `json:"supervisor,omitempty"`
 }
 
 // Env is a running session environment: one container. Close removes it.
@@ -248,6 +251,10 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	sup, err := findSupervisor()
+	if err != nil {
+		return nil, err
+	}
 	state, err := makeStateDir(ws)
 	if err != nil {
 		return nil, err
@@ -287,6 +294,12 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	// FIFOs still carry data); only its rw subdirectory is the
 	// container's to write.
 	mounts := []Mount{{Source: ws, Target: workdir}, {Source: state, Target: state, ReadOnly: true}, {Source: rw, Target: rw}}
+	for _, m := range sup.mounts {
+		if m.Target == workdir || strings.HasPrefix(workdir+"/", m.Target+"/") || strings.HasPrefix(m.Target, workdir+"/") {
+			os.RemoveAll(state)
+			return nil, fmt.Errorf("the workdir %s overlaps %s, where the container's supervisor is mounted", workdir, supervisorDir)
+		}
+	}
 	var hidden []string // --mount values
 	var hiddenMounts []Mount
 	for _, p := range cfg.Hidden {
@@ -342,7 +355,7 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		// image (sudo, su, a setuid copy a command made), and none can
 		// make device nodes or raw sockets.
 		args = append(append(args, lockdown...), seccompFlags...)
-		args = append(args, runFlags(withOpenFiles(s, cfg.Limits.OpenFiles))...)
+		args = append(args, runFlags(sessionSettings(s, cfg.Limits.OpenFiles))...)
 		args = append(args, limitFlags(cfg.Limits)...)
 		args = append(args, user...)
 		for _, m := range mounts {
@@ -355,12 +368,17 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 		for _, h := range hidden {
 			args = append(args, "--mount", h)
 		}
+		for _, m := range sup.mounts {
+			args = append(args, "--mount", "type=bind,src="+m.Source+",dst="+m.Target+",ro")
+		}
 		for _, v := range cfg.Env {
 			args = append(args, "--env", v)
 		}
-		// PID 1 (the engine's init) runs the supervisor, which starts the
-		// shells; the container lives until it is removed.
-		args = append(args, "-w", workdir, "--entrypoint", "bash", cfg.Image, "-c", supervisor, "truss-env", state)
+		// The supervisor is PID 1 (no engine's init: it reaps orphans
+		// itself) and starts the shells; the container lives until it is
+		// removed.
+		args = append(args, "-w", workdir, "--entrypoint", sup.argv[0], cfg.Image)
+		args = append(append(args, sup.argv[1:]...), state)
 		out, err := e.run(ctx, nil, exec.CommandContext(ctx, e.Path, args...))
 		return strings.TrimSpace(string(out)), err
 	}
@@ -398,10 +416,10 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Env, error) {
 	}
 	env.id = id
 	env.facts = Facts{Engine: e.Name, EngineVersion: e.Version, Runtime: or(s.Runtime, e.Runtime),
-		CgroupManager: or(s.CgroupManager, e.CgroupManager), Rootless: e.Rootless, Settings: withOpenFiles(s, cfg.Limits.OpenFiles),
+		CgroupManager: or(s.CgroupManager, e.CgroupManager), Rootless: e.Rootless, Settings: sessionSettings(s, cfg.Limits.OpenFiles),
 		Image: cfg.Image, ImageID: img.ID, RepoDigests: img.RepoDigests, ContainerID: id, Workdir: workdir,
 		Mounts: append(slices.Clip(mounts), hiddenMounts...), Network: cfg.Network, Limits: cfg.Limits, User: strings.Join(user, " "), Labels: labels,
-		Seccomp: seccompNote}
+		Seccomp: seccompNote, Supervisor: sup.note}
 	if env.facts.User == "" {
 		env.facts.User = "rootless"
 	}
@@ -548,6 +566,17 @@ func limitFlags(l Limits) []string {
 		f = append(f, "--pids-limit", strconv.Itoa(l.Pids))
 	}
 	return f
+}
+
+// sessionSettings are the settings a session's container runs with: s
+// without the engine's init (the supervisor is PID 1 and reaps orphans
+// itself: an init of the engine's, a process of the container's user
+// that a command could take over, is what it replaces), the open-files
+// limit at most n.
+func sessionSettings(s Settings, n uint64) Settings {
+	s = withOpenFiles(s, n)
+	s.Init = false
+	return s
 }
 
 // withOpenFiles sets the nofile ulimit to n when n is below the chosen one.

@@ -16,34 +16,14 @@ import (
 	"github.com/trussdev/truss/internal/hostfs"
 )
 
-// supervisor is the container's main process (under the engine's init):
-// a bash that starts shells on request, so that a shell's start and its
-// round trips need no engine command. Requests come as lines on the
-// control FIFO in the state directory, which is mounted at the same path
-// in the container, read-only: only the host writes there (the FIFOs,
-// which a read-only mount still carries, and the start scripts). What the
-// container writes goes to its subdirectory rw (stateRW), mounted
-// writable:
-//
-//	start ID   run ID.env's commands (cd, exports, `set -- ARGV`) and then
-//	           ARGV, with standard streams on the FIFOs ID.in, ID.out and
-//	           ID.err; its process group's ID goes to rw/ID.pid, and its
-//	           exit status to rw/ID.status
-//	kill ID    kill ID's process group
-//
-// Job control (set -m) gives every shell a process group of its own. The
-// control FIFO is opened read-write so that it never reaches its end.
-const supervisor = `S=$1
-set -m
-exec 3<>"$S/ctl"
-while IFS=' ' read -r -u 3 op id; do
-  case $id in *[!0-9]*|'') continue;; esac
-  case $op in
-  start) ( exec <"$S/$id.in" >"$S/$id.out" 2>"$S/$id.err" 3<&-; . "$S/$id.env" && "$@"; echo "$?" >"$S/rw/$id.status" ) &
-    echo "$!" >"$S/rw/$id.pid" ;;
-  kill) [ -s "$S/rw/$id.pid" ] && kill -KILL -- "-$(<"$S/rw/$id.pid")" 2>/dev/null ;;
-  esac
-done`
+// The container's supervisor (supervise, PID 1) starts shells on
+// request, so that a shell's start and its round trips need no engine
+// command. Requests come as lines on the control FIFO in the state
+// directory, which is mounted at the same path in the container,
+// read-only: only the host writes there (the FIFOs, which a read-only
+// mount still carries, and the start scripts). What the container writes
+// goes to its subdirectory rw (stateRW), mounted writable: each shell's
+// exit status, rw/ID.status, and the shells' saved state.
 
 // stateRW is the state directory's subdirectory that the container can
 // write: the shells' process groups and exit statuses, and their saved

@@ -86,9 +86,9 @@ echo planted`
 	}
 }
 
-// TestHaltEndsTracedInit: a command ptraces PID 1 (the engine's init,
+// TestHaltEndsTracedInit: a command ptraces PID 1 (the supervisor,
 // which StopAll spares) and makes it execve a loop that writes into the
-// workspace. StopAll cannot see it; Halt kills the container, so nothing
+// workspace (where the seccomp profile lets it: else the test skips). StopAll cannot see it; Halt kills the container, so nothing
 // writes any more, and Resume gives a container whose shells work.
 func TestHaltEndsTracedInit(t *testing.T) {
 	_, env := startEnv(t, Config{})

@@ -16,8 +16,9 @@ import (
 // every container refuses with EPERM, as the host's sandbox does (its
 // filter refuses the same list). Dropping CAP_SYS_PTRACE only keeps a
 // process from tracing another user's: without these refusals a command
-// traces the container's supervisor or its init (same user) and makes it
-// run what it likes.
+// traces another shell of the container (same user) and makes it run
+// what it likes. (The supervisor, not dumpable, is out of their reach
+// without CAP_SYS_PTRACE either way.)
 func TraceCalls() []string {
 	return []string{"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise", "kcmp"}
 }

@@ -9,37 +9,20 @@ import (
 )
 
 // stopScript stops every process in the container but PID 1, the
-// supervisor and itself, and reports what is left. It runs as the
+// supervisor, and itself, and reports what is left. It runs as the
 // container's root, through the engine's exec, so it can signal
-// processes that changed user.
-//
-// The supervisor is PID 1 itself, or (under the engine's init) the
-// oldest process after it: the container's main process, which every
-// command's process was started after, and whose death would end the
-// container; no command can replace it. Each round first stops every
-// other process (SIGSTOP: a stopped process cannot fork), then kills
-// them, until a round finds none left alive; zombies are dead already.
+// processes that changed user. Each round first stops every other
+// process (SIGSTOP: a stopped process cannot fork), then kills them,
+// until a round finds none left alive; zombies are dead already.
 //
 // Its last line is "stopped", or "left PID…" when processes survived
 // every round.
 const stopScript = `self=$$
-sup=1 oldest=
-read -r one </proc/1/comm
-if [ "$one" != bash ]; then
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}
-    if [ "$p" = 1 ] || [ "$p" = "$self" ]; then continue; fi
-    st=
-    read -r st <"$d/stat" 2>/dev/null || continue
-    set -- ${st##*) }
-    if [ "$2" = 1 ] && { [ -z "$oldest" ] || [ "${20}" -lt "$oldest" ]; }; then sup=$p oldest=${20}; fi
-  done
-fi
 for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
   left=
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
-    if [ "$p" = 1 ] || [ "$p" = "$self" ] || [ "$p" = "$sup" ]; then continue; fi
+    if [ "$p" = 1 ] || [ "$p" = "$self" ]; then continue; fi
     # A process is alive while any of its threads is: a leader that
     # exited (SYS_exit in the main thread) shows Z while others run.
     alive=

@@ -44,8 +44,7 @@ echo planted`
 	if after := size(t, tick); after != before {
 		t.Errorf("the loop still writes after StopAll: %d bytes, then %d", before, after)
 	}
-	// Only PID 1, the supervisor (or, without an init, PID 1 is the
-	// supervisor) and the new shell's processes are left.
+	// Only PID 1, the supervisor, and the new shell's processes are left.
 	os.Remove(filepath.Join(env.Workspace(), "stolen"))
 	fresh := newShell(t, env)
 	mustRun(t, fresh, "echo secret-input-line >/dev/null")

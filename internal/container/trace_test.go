@@ -7,10 +7,10 @@ import (
 
 // TestTraceRefused: the container's processes share a user, and the
 // kernel lets one trace another of its user's without CAP_SYS_PTRACE
-// (no Yama here): a command traces the supervisor, or the engine's init,
-// and makes it run what it likes. The containers' seccomp profile
-// refuses every call that reaches into another process (TraceCalls),
-// on a sibling, the supervisor and PID 1 alike, as the host's sandbox
+// (no Yama here): a command traces another shell and makes it run what
+// it likes. The containers' seccomp profile refuses every call that
+// reaches into another process (TraceCalls), on a sibling and on the
+// supervisor (the shell's parent, PID 1) alike, as the host's sandbox
 // does.
 func TestTraceRefused(t *testing.T) {
 	_, env := startEnv(t, Config{})

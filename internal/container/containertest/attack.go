@@ -11,14 +11,16 @@ import (
 // attackSources are C programs a command could write into the workspace
 // and run (any bytes can be written there): zl (a process whose main
 // thread exits while another thread appends to a file), pt (ptrace a
-// process), inj (ptrace a process and make it execve a program) and tr
+// process), inj (ptrace a process and make it execve a program), tr
 // (try every call that reaches into another process: ptrace, reading and
-// writing its memory, taking its descriptor, comparing its objects).
+// writing its memory, taking its descriptor, comparing its objects) and
+// pm (open another process's /proc/PID/mem read-write, read its
+// environment and its descriptors through /proc, stop and kill it).
 //
 //go:embed attack/*.c
 var attackSources embed.FS
 
-// AttackProgram compiles the attack program name (zl, pt, inj, tr) as a
+// AttackProgram compiles the attack program name (zl, pt, inj, tr, pm) as a
 // static binary in a temporary directory of tb's and returns its path.
 // The test is skipped, with the reason, when gcc cannot build it.
 func AttackProgram(tb testing.TB, name string) string {
