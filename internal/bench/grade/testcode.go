@@ -302,6 +302,9 @@ func baseFiles(ctx context.Context, g gitsafe.Git, commit string, paths []string
 	return out, nil
 }
 
+// maxBaseFile is the largest test file restored from the base commit.
+const maxBaseFile = 1 << 30
+
 // readBatchObject reads one object of `git cat-file --batch`'s output:
 // "OID TYPE SIZE\n", the content, "\n".
 func readBatchObject(r *bufio.Reader) ([]byte, error) {
@@ -314,7 +317,7 @@ func readBatchObject(r *bufio.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("git cat-file --batch: %q", strings.TrimSpace(head))
 	}
 	n, err := strconv.ParseInt(f[2], 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n > maxBaseFile {
 		return nil, fmt.Errorf("git cat-file --batch: size %q", f[2])
 	}
 	data := make([]byte, n+1)
