@@ -3,6 +3,7 @@ package grade
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -237,4 +238,32 @@ func FuzzModDirectives(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkScanTree scans a checkout of 1,000 files, 200 of them test code
+// of 4 KiB, as Prepare (on the base) and Grade (after the model's patch)
+// each do once.
+func BenchmarkScanTree(b *testing.B) {
+	dir := b.TempDir()
+	body := strings.Repeat("x", 4096)
+	for i := range 1000 {
+		name := fmt.Sprintf("pkg%02d/file%03d.go", i%50, i)
+		if i%5 == 0 {
+			name = fmt.Sprintf("pkg%02d/file%03d_test.go", i%50, i)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		s, err := scanTree(dir)
+		if err != nil || len(s) != 200 {
+			b.Fatalf("%v %d", err, len(s))
+		}
+	}
 }
