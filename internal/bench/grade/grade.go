@@ -1,11 +1,14 @@
 // Package grade is the benchmark's grader, at the verification boundary:
 // in a fresh checkout of a task's repository at base_commit it applies the
-// model's patch, then the task's test_patch (which wins over the model's
-// changes to those files), runs the setup and the tests in a fresh
-// sandboxed shell, and reads each listed test's verdict from the test
-// runner's structured output. A task is resolved iff every FAIL_TO_PASS and
-// PASS_TO_PASS test passed; a listed test that did not run is missing and
-// counts as failed (the rules named RulesTruss).
+// model's patch, puts back every test file the patch touched as the base
+// has it and notes the test configuration it changed (testcode.go), applies
+// the task's test_patch (which wins over the model's changes to those
+// files), runs the setup and the tests in a fresh sandboxed shell, and
+// reads each listed test's verdict from the test runner's structured
+// output; where it ran go test itself it asks the test binaries again
+// (gocheck.go). A task is resolved iff every FAIL_TO_PASS and PASS_TO_PASS
+// test passed; a listed test that did not run is missing and counts as
+// failed (the rules named RulesTruss).
 //
 // A SWE-bench record (no test_cmd; a repository and version the official
 // harness's spec table knows, internal/bench/swebench) is graded live as
