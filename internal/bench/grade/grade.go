@@ -156,8 +156,8 @@ type Verdict struct {
 	// ConfigChanged lists the files configuring the tests that the
 	// model's patch changed, added or deleted and that were graded as
 	// the patch left them (a fix may need them): pytest.ini, .pytest.ini,
-	// pytest.toml, tox.ini, setup.cfg, pyproject.toml, go.work at any
-	// depth; go.mod's go, toolchain and replace lines; and the file the
+	// pytest.toml, tox.ini, setup.cfg, pyproject.toml, entry_points.txt,
+	// sitecustomize.py, usercustomize.py, go.work at any depth; go.mod's go, toolchain and replace lines; and the file the
 	// test command was detected from, whole. A file the test patch
 	// touches is not listed (its version is the task's). A verdict with
 	// this field set deserves a look at the patch: the configuration

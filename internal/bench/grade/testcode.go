@@ -50,9 +50,14 @@ func IsTestCode(rel string) bool {
 // configNames are the names of the files, at any depth, that configure a
 // test run: pytest's configuration files (its addopts can load a plugin
 // with -p; a pytest.ini in a test's directory is found before the root's),
-// tox's and setuptools', and Go's module and workspace files (a replace
-// or toolchain line changes what is built).
-var configNames = []string{"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml", "go.mod", "go.work"}
+// tox's and setuptools', the files through which Python loads code of
+// the checkout on its own (an entry_points.txt of an egg-info directory on
+// the path registers pytest11 plugins, which pytest loads unasked; a
+// sitecustomize.py or usercustomize.py on the path runs at start-up), and
+// Go's module and workspace files (a replace or toolchain line changes
+// what is built).
+var configNames = []string{"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml",
+	"entry_points.txt", "sitecustomize.py", "usercustomize.py", "go.mod", "go.work"}
 
 // isConfig reports whether the file at rel configures the tests.
 func isConfig(rel string) bool {

@@ -67,6 +67,10 @@ func TestConfigChanges(t *testing.T) {
 			config: []string{"go.mod"}, notes: []string{"the model's patch changed go.mod, which configures the tests"}},
 		{name: "a nested pytest.ini", change: map[string]string{"tests/pytest.ini": "[pytest]\naddopts = -p x\n"},
 			config: []string{"tests/pytest.ini"}, notes: []string{"the model's patch added tests/pytest.ini, which configures the tests"}},
+		{name: "a plugin's entry point", change: map[string]string{"src/x.egg-info/entry_points.txt": "[pytest11]\nforged = forged\n", "src/sitecustomize.py": "import forged\n"},
+			config: []string{"src/sitecustomize.py", "src/x.egg-info/entry_points.txt"}, notes: []string{
+				"the model's patch added src/sitecustomize.py, which configures the tests",
+				"the model's patch added src/x.egg-info/entry_points.txt, which configures the tests"}},
 		{name: "setup.cfg deleted", remove: []string{"setup.cfg"},
 			config: []string{"setup.cfg"}, notes: []string{"the model's patch deleted setup.cfg, which configures the tests"}},
 		{name: "setup.cfg in the test patch", change: map[string]string{"setup.cfg": "[tool:pytest]\naddopts = -p x\n"}, inPatch: []string{"setup.cfg"}},
