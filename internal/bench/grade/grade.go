@@ -1,11 +1,14 @@
 // Package grade is the benchmark's grader, at the verification boundary:
 // in a fresh checkout of a task's repository at base_commit it applies the
-// model's patch, then the task's test_patch (which wins over the model's
-// changes to those files), runs the setup and the tests in a fresh
-// sandboxed shell, and reads each listed test's verdict from the test
-// runner's structured output. A task is resolved iff every FAIL_TO_PASS and
-// PASS_TO_PASS test passed; a listed test that did not run is missing and
-// counts as failed (the rules named RulesTruss).
+// model's patch, puts back every test file the patch touched as the base
+// has it and notes the test configuration it changed (testcode.go), applies
+// the task's test_patch (which wins over the model's changes to those
+// files), runs the setup and the tests in a fresh sandboxed shell, and
+// reads each listed test's verdict from the test runner's structured
+// output; where it ran go test itself it asks the test binaries again
+// (gocheck.go). A task is resolved iff every FAIL_TO_PASS and PASS_TO_PASS
+// test passed; a listed test that did not run is missing and counts as
+// failed (the rules named RulesTruss).
 //
 // A SWE-bench record (no test_cmd; a repository and version the official
 // harness's spec table knows, internal/bench/swebench) is graded live as
@@ -15,7 +18,6 @@
 package grade
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -139,8 +141,35 @@ type Verdict struct {
 	// Notes say what the grader saw that bears on the verdict: why a
 	// declared JUnit report was not used, a report that disagrees with
 	// the test output, a model's patch that changed the file the test
-	// command was detected from.
+	// command was detected from, test code set aside, test configuration
+	// changed, a test binary whose output cannot be trusted.
 	Notes []string `json:"notes,omitempty"`
+	// TestCodeSetAside lists the test files (slash-separated paths in
+	// the repository: Go's *_test.go, Python's test_*.py, *_test.py and
+	// conftest.py, at any depth) that the model's patch added, changed or
+	// deleted and that were put back as base_commit has them (removed
+	// when new) before the test patch was applied: the tests that ran
+	// are the task's, never the model's. The verdict does not depend on
+	// the model's version of them. Empty when the patch left test code
+	// alone.
+	TestCodeSetAside []string `json:"test_code_set_aside,omitempty"`
+	// ConfigChanged lists the files configuring the tests that the
+	// model's patch changed, added or deleted and that were graded as
+	// the patch left them (a fix may need them): pytest.ini, .pytest.ini,
+	// pytest.toml, tox.ini, setup.cfg, pyproject.toml, entry_points.txt,
+	// sitecustomize.py, usercustomize.py, go.work at any depth; go.mod's go, toolchain and replace lines; and the file the
+	// test command was detected from, whole. A file the test patch
+	// touches is not listed (its version is the task's). A verdict with
+	// this field set deserves a look at the patch: the configuration
+	// can load code that changes what the tests report.
+	ConfigChanged []string `json:"config_changed,omitempty"`
+	// Untrusted lists the Go packages whose test binary, asked again
+	// after the run for a test that does not exist or for the listed
+	// tests alone, reported a test it was not asked for, or did not
+	// pass the listed tests it had passed: their output cannot be
+	// trusted and every listed test of theirs failed. Checked only where
+	// the grader chose the command (the detected go test -json ./...).
+	Untrusted []string `json:"untrusted_packages,omitempty"`
 	// SetupFailed is the setup command that failed (the tests did not
 	// run).
 	SetupFailed string `json:"setup_failed,omitempty"`
@@ -164,6 +193,9 @@ type Verdict struct {
 	// tests' own.
 	PrepareS float64 `json:"prepare_s"`
 	TestS    float64 `json:"test_s"`
+	// CheckS is the time spent asking the test binaries again after the
+	// tests (see Untrusted), not part of TestS; 0 when none was asked.
+	CheckS float64 `json:"check_s,omitempty"`
 	// Log is the test command's output (stdout then stderr).
 	Log []byte `json:"-"`
 }
@@ -236,12 +268,13 @@ type Prepared struct {
 	// env is the setup and test commands, decided in Prepare (a task's
 	// own, or detected on the base checkout); redetect says the test
 	// patch touches a file detection reads, so Grade detects again on
-	// the base with the test patch, before the model's patch; marker is
-	// the detected-from file's content then (absent: markerGone).
-	env        validate.Env
-	redetect   bool
-	marker     []byte
-	markerGone bool
+	// the base with the test patch, before the model's patch.
+	env      validate.Env
+	redetect bool
+	// tree is the base checkout's test code, test configuration and
+	// root marker files (scanTree), against which the model's patch is
+	// compared.
+	tree treeScan
 }
 
 // baseFile is a file as base_commit has it: absent, a regular file
@@ -307,6 +340,9 @@ func (g *Grader) Prepare(ctx context.Context, task *bench.Task) (_ *Prepared, er
 				}
 			}
 		}
+	}
+	if p.tree, err = scanTree(part); err != nil {
+		return nil, err
 	}
 	if err = os.Rename(part, p.ws); err != nil {
 		return nil, err
@@ -375,20 +411,35 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		}
 	}
 	v.PatchApplied = true
+	// The test code is the task's: what the model's patch did to test
+	// files is undone before the test patch is applied; what it did to
+	// the tests' configuration is flagged.
+	after, err := scanTree(ws)
+	if err != nil {
+		return nil, err
+	}
+	if v.TestCodeSetAside, err = p.setAsideTestCode(ctx, after); err != nil {
+		return nil, err
+	}
+	if len(v.TestCodeSetAside) > 0 {
+		v.Notes = append(v.Notes, "the model's changes to test code are not used for grading: "+strings.Join(v.TestCodeSetAside, ", "))
+	}
 	if strings.TrimSpace(task.TestPatch) != "" {
 		if err := p.applyTestPatch(ctx); err != nil {
 			return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
 		}
 	}
 	env := p.env
+	marker := ""
 	if p.live != nil {
 		env = p.live.env(task)
 	} else if env.Source != "test_cmd" {
 		v.Detected = env.Source
-		if note := p.markerChanged(ws); note != "" {
-			v.Notes = append(v.Notes, note)
-		}
+		marker = env.Source
 	}
+	var notes []string
+	v.ConfigChanged, notes = p.configChanges(after, marker)
+	v.Notes = append(v.Notes, notes...)
 	v.Command, v.Setup = env.Test, env.Setup
 	// A JUnit report is read only when the task says its command writes
 	// one: then the grading gets a report directory of its own, made now
@@ -407,7 +458,6 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		envs = []string{"TRUSS_BENCH_JUNIT=" + filepath.Join(reports, junitName)}
 		writable = []string{reports}
 	}
-	var err error
 	shells := p.g.Shells
 	if ts, ok := shells.(TaskShells); ok {
 		if shells, err = ts.ForTask(task); err != nil {
@@ -443,7 +493,10 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		}
 		return v, nil
 	}
-	runner := validate.Runner{Env: env, NewShell: func() validate.Shell { return sh }, Timeout: timeout}
+	// The shell outlives the runner's use of it: the test binaries are
+	// asked again in it (goCheck).
+	defer sh.Close()
+	runner := validate.Runner{Env: env, NewShell: func() validate.Shell { return keepOpen{sh} }, Timeout: timeout}
 	var cleared error
 	if junitDeclared {
 		// What the setup commands (which may run the model's code: an
@@ -490,6 +543,21 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			v.Tests[name] = bench.TestMissing
 		}
 	}
+	if source == "go test -json" && env.Source != "test_cmd" && env.Test == detectedGoTest && v.SetupFailed == "" && !v.TimedOut {
+		deadline := tstart.Add(timeout)
+		left := func() time.Duration { return max(time.Until(deadline), time.Second) }
+		cstart := time.Now()
+		c, err := goCheck(ctx, sh, out, v.Tests, left)
+		v.CheckS = time.Since(cstart).Seconds()
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: %w", task.InstanceID, err)
+		}
+		v.Untrusted = c.untrusted
+		v.Notes = append(v.Notes, c.notes...)
+		for _, name := range c.failed {
+			v.Tests[name] = bench.TestFailed
+		}
+	}
 	v.Resolved = true
 	for _, s := range v.Tests {
 		if s != bench.TestPassed {
@@ -498,6 +566,11 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	}
 	return v, nil
 }
+
+// keepOpen is a shell whose Close does nothing (its owner closes it).
+type keepOpen struct{ validate.Shell }
+
+func (keepOpen) Close() error { return nil }
 
 // junitName is the report's name in the grading's report directory, and
 // maxJUnit the largest report read (past it, the verdicts come from the
@@ -602,41 +675,7 @@ func (p *Prepared) detect(ws string) error {
 		d.Test = "python -m pytest -rA"
 	}
 	p.env.Test, p.env.Source = d.Test, d.Source
-	p.marker, p.markerGone = readMarker(ws, d.Source)
 	return nil
-}
-
-// readMarker reads a marker file as validate.Detect does (a regular
-// file, at most validate.MaxMarker bytes); gone is true when there is
-// none.
-func readMarker(ws, name string) (data []byte, gone bool) {
-	r, err := hostfs.OpenRoot(ws)
-	if err != nil {
-		return nil, true
-	}
-	defer r.Close()
-	if i, err := r.Lstat(name); err != nil || !i.IsRegular() {
-		return nil, true
-	}
-	b, _, err := r.ReadHead(name, validate.MaxMarker)
-	if err != nil {
-		return nil, true
-	}
-	return b, false
-}
-
-// markerChanged says, in a note, whether the patches left the file the
-// test command was detected from other than detection read it.
-func (p *Prepared) markerChanged(ws string) string {
-	name := p.env.Source
-	data, gone := readMarker(ws, name)
-	switch {
-	case gone && !p.markerGone:
-		return fmt.Sprintf("the model's patch deleted %s, which the test command (%s) was detected from", name, p.env.Test)
-	case gone != p.markerGone || !bytes.Equal(data, p.marker):
-		return fmt.Sprintf("the model's patch changed %s, which the test command (%s) was detected from", name, p.env.Test)
-	}
-	return ""
 }
 
 // touchesMarker reports whether the test patch touches a file

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -89,29 +91,77 @@ func init() {
 	// stays go test.
 	swap := set.Wrong[id] + "diff --git a/go.mod b/go.mod\ndeleted file mode 100644\n--- a/go.mod\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-module example.com/calc\n-\n-go 1.22\n" +
 		newFile("Makefile", "test:\n\t@echo all good\n")
+	// A wrong fix with a TestMain of its own, in a new test file, that
+	// runs no test and prints go test's lines for every test passed:
+	// the model's test file is set aside, and the real tests run.
+	forgeMain := set.Wrong[id] + newFile("zz_main_test.go", forgedOutput("TestMain(m *testing.M)", `"testing"`, ""))
+	// The same forgery in production code, an init function of the
+	// package under test, which no test file holds: asked for a test
+	// that does not exist, the test binary reports the listed ones.
+	forgeInit := set.Wrong[id] + newFile("zz_forge.go", forgedOutput("init()", `"strings"`, `	test := false
+	for _, a := range os.Args[1:] {
+		test = test || strings.HasPrefix(a, "-test.")
+	}
+	if !test {
+		return
+	}
+`))
+	// An init function that forges only when no test is asked for by
+	// name: asked for the listed tests alone, the real TestAdd fails.
+	forgeUnasked := set.Wrong[id] + newFile("zz_forge.go", forgedOutput("init()", `"strings"`, `	test := false
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(a, "-test.run") {
+			return
+		}
+		test = test || strings.HasPrefix(a, "-test.")
+	}
+	if !test {
+		return
+	}
+`))
+	// A conftest.py and a pytest.ini in a test directory: the first is
+	// test code (removed), the second configuration (flagged).
+	pyFiles := task.Patch + newFile("tests/conftest.py", "def pytest_runtest_makereport(item, call):\n    pass\n") +
+		newFile("tests/pytest.ini", "[pytest]\naddopts = -p forged\n")
 	tests := []struct {
-		name     string
-		patch    string
-		resolved bool
-		applied  bool
-		want     map[string]string
-		note     string
+		name      string
+		patch     string
+		resolved  bool
+		applied   bool
+		want      map[string]string
+		note      string
+		aside     []string
+		config    []string
+		untrusted []string
 	}{
-		{"gold", task.Patch, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}, ""},
-		{"wrong", set.Wrong[id], false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, ""},
-		{"empty", "", false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, ""},
-		{"not applying", set.NotApplying[id], false, false, map[string]string{}, ""},
-		{"garbage", "this is not a patch\n", false, false, map[string]string{}, ""},
-		{"test patch wins", cheat, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}, ""},
-		{"breaks a passing test", breakSub, false, true, map[string]string{"TestAdd": "passed", "TestSub": "failed"}, ""},
-		{"deletes a test file", deleteTest, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}, ""},
-		{"plants the hidden test", plant, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, ""},
-		{"forges a JUnit report", forge, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, ""},
+		{"gold", task.Patch, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"}, "", nil, nil, nil},
+		{"wrong", set.Wrong[id], false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, "", nil, nil, nil},
+		{"empty", "", false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, "", nil, nil, nil},
+		{"not applying", set.NotApplying[id], false, false, map[string]string{}, "", nil, nil, nil},
+		{"garbage", "this is not a patch\n", false, false, map[string]string{}, "", nil, nil, nil},
+		{"test patch wins", cheat, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"},
+			"the model's changes to test code are not used for grading: sub_test.go", []string{"sub_test.go"}, nil, nil},
+		{"breaks a passing test", breakSub, false, true, map[string]string{"TestAdd": "passed", "TestSub": "failed"}, "", nil, nil, nil},
+		{"deletes a test file", deleteTest, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"},
+			"the model's changes to test code are not used for grading: sub_test.go", []string{"sub_test.go"}, nil, nil},
+		{"plants the hidden test", plant, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"},
+			"the model's changes to test code are not used for grading: hidden_test.go", []string{"hidden_test.go"}, nil, nil},
+		{"forges in a TestMain", forgeMain, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"},
+			"the model's changes to test code are not used for grading: zz_main_test.go", []string{"zz_main_test.go"}, nil, nil},
+		{"forges in an init function", forgeInit, false, true, map[string]string{"TestAdd": "failed", "TestSub": "failed"},
+			"the test binary of example.com/calc cannot be trusted (asked for TestTrussAbsent…, which does not exist, it reported TestAdd as run), so its listed tests failed: TestAdd, TestSub",
+			nil, nil, []string{"example.com/calc"}},
+		{"forges unless asked by name", forgeUnasked, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"},
+			"these listed tests passed in the full run but not when their test binary was asked for them alone, so they failed: TestAdd", nil, nil, nil},
+		{"adds Python test code and configuration", pyFiles, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"},
+			"the model's changes to test code are not used for grading: tests/conftest.py\nthe model's patch added tests/pytest.ini, which configures the tests",
+			[]string{"tests/conftest.py"}, []string{"tests/pytest.ini"}, nil},
+		{"forges a JUnit report", forge, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, "", nil, nil, nil},
 		{"changes go.mod", task.Patch + "diff --git a/go.mod b/go.mod\n--- a/go.mod\n+++ b/go.mod\n@@ -3 +3,2 @@\n go 1.22\n+// changed\n", true, true,
 			map[string]string{"TestAdd": "passed", "TestSub": "passed"},
-			"the model's patch changed go.mod, which the test command (go test -json ./...) was detected from"},
+			"the model's patch changed go.mod, which the test command (go test -json ./...) was detected from", nil, []string{"go.mod"}, nil},
 		{"swaps the test command", swap, false, true, map[string]string{"TestAdd": "missing", "TestSub": "missing"},
-			"the model's patch deleted go.mod, which the test command (go test -json ./...) was detected from"},
+			"the model's patch deleted go.mod, which the test command (go test -json ./...) was detected from", nil, []string{"go.mod"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,14 +186,31 @@ func init() {
 			if tc.applied && (v.Source != "go test -json" || v.Command != "go test -json ./..." || v.Detected != "go.mod") {
 				t.Errorf("source %q, command %q detected from %q", v.Source, v.Command, v.Detected)
 			}
-			if tc.applied && strings.Join(v.Notes, "\n") != tc.note {
-				t.Errorf("notes %q, want %q", v.Notes, tc.note)
+			// The absent test's name is random.
+			notes := absentName.ReplaceAllString(strings.Join(v.Notes, "\n"), "TestTrussAbsent…")
+			if tc.applied && notes != tc.note {
+				t.Errorf("notes %q, want %q", notes, tc.note)
+			}
+			if !slices.Equal(v.TestCodeSetAside, tc.aside) || !slices.Equal(v.ConfigChanged, tc.config) || !slices.Equal(v.Untrusted, tc.untrusted) {
+				t.Errorf("set aside %q, config changed %q, untrusted %q; want %q %q %q", v.TestCodeSetAside, v.ConfigChanged, v.Untrusted, tc.aside, tc.config, tc.untrusted)
 			}
 			if tc.applied && !strings.Contains(v.Sandbox, "workspace-write") {
 				t.Errorf("sandbox %q", v.Sandbox)
 			}
 		})
 	}
+}
+
+// absentName is the test goCheck asks for that does not exist.
+var absentName = regexp.MustCompile(`TestTrussAbsent[0-9a-f]{16}`)
+
+// forgedOutput is a Go file of package calc whose function fn (init() or
+// TestMain(m *testing.M)), after guard, prints go test's lines for
+// TestAdd and TestSub passed and exits 0, running no test; imp is one
+// more import it needs.
+func forgedOutput(fn, imp, guard string) string {
+	return "package calc\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t" + imp + "\n)\n\nfunc " + fn + " {\n" + guard +
+		"\tfor _, n := range []string{\"TestAdd\", \"TestSub\"} {\n\t\tfmt.Printf(\"=== RUN   %s\\n--- PASS: %s (0.00s)\\n\", n, n)\n\t}\n\tfmt.Println(\"PASS\")\n\tos.Exit(0)\n}\n"
 }
 
 // A listed test that does not exist is missing, and the task is not

@@ -1,0 +1,248 @@
+package grade
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/validate"
+)
+
+// detectedGoTest is the test command the grader runs for a Go module it
+// detected: its test binaries are the ones goCheck asks again.
+const detectedGoTest = "go test -json ./..."
+
+// A test binary is the model's code as much as the test's: production code
+// linked into it (an init function, say) can print go test's own lines
+// for tests that never ran. Where the grader chose the command (the
+// detected go test -json ./...), it asks the binary of each package in
+// which a listed test passed two more questions, with the same build
+// cache (so the same compiled code) and the test result cache off:
+//
+//  1. run a test that does not exist (a fresh random name): a binary that
+//     reports any test run, or does not end with its package passed, is
+//     not to be trusted;
+//  2. run the listed tests alone: a binary that reports a test it was not
+//     asked for is not to be trusted, and a listed test that passed in
+//     the full run must pass again.
+//
+// Every listed test of a package not to be trusted failed. What is not
+// caught: code that forges output only for the real tests' names when
+// exactly they are asked for (that is visible in the patch).
+
+// goEvent's fields as goCheck reads them are those of report.go's goEvent.
+
+// goTestEvents reads the test2json events of out (lines that are not are
+// skipped).
+func goTestEvents(out string) []goEvent {
+	var evs []goEvent
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var ev goEvent
+		if json.Unmarshal(line, &ev) != nil || ev.Action == "" {
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// passedIn is a listed test reported passed in a package: name as listed,
+// test as go test named it.
+type passedIn struct {
+	name, pkg, test string
+}
+
+// goCheckResult is what goCheck found: the packages whose binary cannot be
+// trusted (sorted), the listed tests that failed because of it or
+// because they did not pass again, and notes saying why.
+type goCheckResult struct {
+	untrusted []string
+	failed    []string
+	notes     []string
+}
+
+// safeImportPath is what goCheck passes to go test as a package: an
+// import path's characters, nothing a shell or go test would read
+// otherwise.
+var safeImportPath = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~+/-]*$`)
+
+// goCheck asks again, in sh, the test binaries of the packages in which a
+// listed test is reported passed in out (the full run's go test -json
+// output); tests are the listed tests' verdicts so far. It runs two go
+// test commands, each within left().
+func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[string]string, left func() time.Duration) (goCheckResult, error) {
+	var res goCheckResult
+	var passed []passedIn
+	for _, ev := range goTestEvents(out) {
+		if ev.Action != "pass" || ev.Test == "" {
+			continue
+		}
+		for name, s := range tests {
+			if s == bench.TestPassed && (ev.Test == name || ev.Package+"."+ev.Test == name) {
+				passed = append(passed, passedIn{name: name, pkg: ev.Package, test: ev.Test})
+			}
+		}
+	}
+	if len(passed) == 0 {
+		return res, nil
+	}
+	var pkgs, tops []string
+	untrusted := map[string]string{}
+	for _, p := range passed {
+		if !slices.Contains(pkgs, p.pkg) {
+			pkgs = append(pkgs, p.pkg)
+		}
+		top, _, _ := strings.Cut(p.test, "/")
+		if !slices.Contains(tops, top) {
+			tops = append(tops, top)
+		}
+	}
+	slices.Sort(pkgs)
+	slices.Sort(tops)
+	var asked []string
+	for _, pkg := range pkgs {
+		if safeImportPath.MatchString(pkg) {
+			asked = append(asked, pkg)
+		} else {
+			untrusted[pkg] = fmt.Sprintf("its name %q is not an import path", pkg)
+		}
+	}
+	distrustAll := func(why string) {
+		for _, pkg := range pkgs {
+			if _, ok := untrusted[pkg]; !ok {
+				untrusted[pkg] = why
+			}
+		}
+	}
+	run := func(pattern string) ([]goEvent, bool, error) {
+		cmd := "go test -json -count=1 -run " + shellQuote(pattern) + " " + strings.Join(asked, " ")
+		r := sh.Run(ctx, cmd, left())
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		if r.Err != nil && r.ExitCode == nil && !r.TimedOut {
+			return nil, false, fmt.Errorf("asking the test binaries again: %s", r.Err.Message)
+		}
+		return goTestEvents(r.Stdout + "\n" + r.Stderr), !r.TimedOut, nil
+	}
+	if len(asked) > 0 {
+		absent := "TestTrussAbsent" + randomHex()
+		evs, finished, err := run("^" + absent + "$")
+		if err != nil {
+			return res, err
+		}
+		if !finished {
+			distrustAll("asked for a test that does not exist, it did not finish in time")
+		}
+		ended := map[string]bool{}
+		for _, ev := range evs {
+			switch {
+			case ev.Test != "" && !slices.Contains(asked, ev.Package):
+				distrustAll(fmt.Sprintf("asked for %s, which does not exist, the output named %s in %q, a package not asked for", absent, ev.Test, ev.Package))
+			case ev.Test != "" && (ev.Action == "run" || ev.Action == "pass"):
+				if _, ok := untrusted[ev.Package]; !ok {
+					untrusted[ev.Package] = fmt.Sprintf("asked for %s, which does not exist, it reported %s as %s", absent, ev.Test, actionWord(ev.Action))
+				}
+			case ev.Test == "" && ev.Action == "pass":
+				ended[ev.Package] = true
+			}
+		}
+		for _, pkg := range asked {
+			if _, ok := untrusted[pkg]; !ok && !ended[pkg] && finished {
+				untrusted[pkg] = fmt.Sprintf("asked for %s, which does not exist, it did not report its package passed", absent)
+			}
+		}
+		quoted := make([]string, len(tops))
+		for i, t := range tops {
+			quoted[i] = regexp.QuoteMeta(t)
+		}
+		evs, finished, err = run("^(" + strings.Join(quoted, "|") + ")$")
+		if err != nil {
+			return res, err
+		}
+		if !finished {
+			distrustAll("asked for the listed tests alone, it did not finish in time")
+		}
+		again := map[[2]string]bool{}
+		for _, ev := range evs {
+			if ev.Test == "" {
+				continue
+			}
+			top, _, _ := strings.Cut(ev.Test, "/")
+			switch {
+			case !slices.Contains(asked, ev.Package):
+				distrustAll(fmt.Sprintf("asked for the listed tests alone, the output named %s in %q, a package not asked for", ev.Test, ev.Package))
+			case !slices.Contains(tops, top) && (ev.Action == "run" || ev.Action == "pass"):
+				if _, ok := untrusted[ev.Package]; !ok {
+					untrusted[ev.Package] = fmt.Sprintf("asked for %s alone, it reported %s as %s", strings.Join(tops, ", "), ev.Test, actionWord(ev.Action))
+				}
+			case ev.Action == "pass":
+				again[[2]string{ev.Package, ev.Test}] = true
+			}
+		}
+		var notAgain []string
+		for _, p := range passed {
+			if _, bad := untrusted[p.pkg]; bad || again[[2]string{p.pkg, p.test}] || slices.Contains(notAgain, p.name) {
+				continue
+			}
+			notAgain = append(notAgain, p.name)
+		}
+		if len(notAgain) > 0 {
+			slices.Sort(notAgain)
+			res.failed = append(res.failed, notAgain...)
+			res.notes = append(res.notes, "these listed tests passed in the full run but not when their test binary was asked for them alone, so they failed: "+strings.Join(notAgain, ", "))
+		}
+	}
+	for _, pkg := range pkgs {
+		why, ok := untrusted[pkg]
+		if !ok {
+			continue
+		}
+		res.untrusted = append(res.untrusted, pkg)
+		var names []string
+		for _, p := range passed {
+			if p.pkg == pkg && !slices.Contains(names, p.name) {
+				names = append(names, p.name)
+			}
+		}
+		slices.Sort(names)
+		res.failed = append(res.failed, names...)
+		res.notes = append(res.notes, fmt.Sprintf("the test binary of %s cannot be trusted (%s), so its listed tests failed: %s", pkg, why, strings.Join(names, ", ")))
+	}
+	return res, nil
+}
+
+// actionWord says a test2json action in the words of a note.
+func actionWord(action string) string {
+	if action == "pass" {
+		return "passed"
+	}
+	return "run"
+}
+
+// randomHex is 16 random hex digits.
+func randomHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

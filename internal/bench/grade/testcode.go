@@ -1,0 +1,372 @@
+package grade
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/trussdev/truss/internal/gitsafe"
+	"github.com/trussdev/truss/internal/validate"
+)
+
+// The model's code runs in the test process, so nothing it prints proves
+// anything by itself. Two things are decided before the tests run:
+//
+//   - the test code is the task's: every test file the model's patch
+//     added, changed or deleted is put back as base_commit has it (removed
+//     if new) before the test patch is applied over it;
+//   - a change the model's patch made to a file that configures the tests
+//     (which plugins pytest loads, which module replaces which in a Go
+//     build, the file the test command was detected from) is flagged, not
+//     undone: real fixes change setup.cfg and pyproject.toml too.
+
+// IsTestCode reports whether the file at rel (slash-separated, relative to
+// the repository's root) is test code the grader holds to the task's
+// version: Go's *_test.go files, and Python's test_*.py, *_test.py and
+// conftest.py, at any depth.
+func IsTestCode(rel string) bool {
+	base := path.Base(rel)
+	switch {
+	case strings.HasSuffix(base, "_test.go"), base == "conftest.py":
+		return true
+	case strings.HasSuffix(base, ".py"):
+		return strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")
+	}
+	return false
+}
+
+// configNames are the names of the files, at any depth, that configure a
+// test run: pytest's configuration files (its addopts can load a plugin
+// with -p; a pytest.ini in a test's directory is found before the root's),
+// tox's and setuptools', the files through which Python loads code of
+// the checkout on its own (an entry_points.txt of an egg-info directory on
+// the path registers pytest11 plugins, which pytest loads unasked; a
+// sitecustomize.py or usercustomize.py on the path runs at start-up), and
+// Go's module and workspace files (a replace or toolchain line changes
+// what is built).
+var configNames = []string{"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml",
+	"entry_points.txt", "sitecustomize.py", "usercustomize.py", "go.mod", "go.work"}
+
+// isConfig reports whether the file at rel configures the tests.
+func isConfig(rel string) bool {
+	return slices.Contains(configNames, path.Base(rel))
+}
+
+// isRootMarker reports whether rel is a file at the repository's root that
+// validate.Detect reads.
+func isRootMarker(rel string) bool {
+	return !strings.Contains(rel, "/") && slices.Contains(validate.Markers(), rel)
+}
+
+// treeEntry is what a scan saw at a path: the SHA-256 of a regular file's
+// content, of a symbolic link's target, or of another kind of file's
+// type; conf is what matters of it as test configuration (for go.mod, its
+// go, toolchain and replace lines; else sum).
+type treeEntry struct {
+	sum, conf [32]byte
+}
+
+// treeScan maps the slash-separated paths of the watched files (test code,
+// test configuration, root markers) of a checkout to what was there.
+type treeScan map[string]treeEntry
+
+// scanTree scans the checkout at ws for the files it watches, without
+// following symbolic links and skipping .git directories.
+func scanTree(ws string) (treeScan, error) {
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	scan := treeScan{}
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !IsTestCode(p) && !isConfig(p) && !isRootMarker(p) {
+			return nil
+		}
+		var e treeEntry
+		switch t := d.Type(); {
+		case t&fs.ModeSymlink != 0:
+			link, err := root.Readlink(p)
+			if err != nil {
+				return err
+			}
+			e.sum = sha256.Sum256([]byte("symlink\x00" + link))
+			e.conf = e.sum
+		case t.IsRegular():
+			data, err := root.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			h := sha256.New()
+			fmt.Fprintf(h, "file %o\x00", fi.Mode().Perm()&0o111)
+			h.Write(data)
+			h.Sum(e.sum[:0])
+			e.conf = e.sum
+			if path.Base(p) == "go.mod" {
+				e.conf = sha256.Sum256([]byte(modDirectives(p, data)))
+			}
+		default:
+			e.sum = sha256.Sum256([]byte("special " + t.String()))
+			e.conf = e.sum
+		}
+		scan[p] = e
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scanning the checkout: %w", err)
+	}
+	return scan, nil
+}
+
+// modDirectives is what of a go.mod configures a test run: its go,
+// toolchain and replace lines (a go line above the installed Go's makes
+// it fetch another toolchain; a replace swaps a module's code). A file
+// that does not parse is taken whole.
+func modDirectives(name string, data []byte) string {
+	f, err := modfile.Parse(name, data, nil)
+	if err != nil {
+		return "unparsed\x00" + string(data)
+	}
+	var b strings.Builder
+	if f.Go != nil {
+		fmt.Fprintf(&b, "go %s\n", f.Go.Version)
+	}
+	if f.Toolchain != nil {
+		fmt.Fprintf(&b, "toolchain %s\n", f.Toolchain.Name)
+	}
+	for _, r := range f.Replace {
+		fmt.Fprintf(&b, "replace %s %s => %s %s\n", r.Old.Path, r.Old.Version, r.New.Path, r.New.Version)
+	}
+	return b.String()
+}
+
+// changed returns the paths, sorted, for which keep is true and whose
+// entries before and after differ (present in one only, or with another
+// sum, or another conf when conf is true).
+func changed(before, after treeScan, keep func(string) bool, conf bool) []string {
+	var out []string
+	consider := func(p string) {
+		if !keep(p) || slices.Contains(out, p) {
+			return
+		}
+		b, inB := before[p]
+		a, inA := after[p]
+		switch {
+		case inB != inA:
+		case conf && b.conf != a.conf:
+		case !conf && b.sum != a.sum:
+		default:
+			return
+		}
+		out = append(out, p)
+	}
+	for p := range before {
+		consider(p)
+	}
+	for p := range after {
+		consider(p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// setAsideTestCode puts every test file the model's patch added, changed
+// or deleted back as base_commit has it (removing those it does not
+// have), and returns their paths, sorted; after is the checkout's scan
+// once the model's patch is applied. The test patch is applied after
+// this, so the graded test code is base + test_patch.
+func (p *Prepared) setAsideTestCode(ctx context.Context, after treeScan) ([]string, error) {
+	aside := changed(p.tree, after, IsTestCode, false)
+	if len(aside) == 0 {
+		return nil, nil
+	}
+	var present []string
+	for _, f := range aside {
+		if _, ok := p.tree[f]; ok {
+			present = append(present, f)
+		}
+	}
+	base, err := baseFiles(ctx, p.git, p.base, present)
+	if err != nil {
+		return nil, fmt.Errorf("restoring the test code: %w", err)
+	}
+	files := make([]baseFile, 0, len(aside))
+	for _, f := range aside {
+		bf, ok := base[f]
+		if !ok {
+			bf = baseFile{path: filepath.FromSlash(f)}
+		}
+		files = append(files, bf)
+	}
+	if err := restore(p.ws, files); err != nil {
+		return nil, fmt.Errorf("restoring the test code: %w", err)
+	}
+	return aside, nil
+}
+
+// baseFiles reads paths (slash-separated) as commit has them, from the
+// object store only (ls-tree and cat-file: no work tree file is read and
+// no filter runs). A path commit does not hold as a file is an error.
+func baseFiles(ctx context.Context, g gitsafe.Git, commit string, paths []string) (map[string]baseFile, error) {
+	out := map[string]baseFile{}
+	if len(paths) == 0 {
+		return out, nil
+	}
+	list, err := g.Plumbing(ctx, nil, "ls-tree", "-r", "-z", "--full-tree", commit)
+	if err != nil {
+		return nil, err
+	}
+	type obj struct {
+		path string
+		mode string
+		oid  string
+	}
+	var objs []obj
+	for _, rec := range strings.Split(list, "\x00") {
+		meta, p, ok := strings.Cut(rec, "\t")
+		if !ok || !slices.Contains(paths, p) {
+			continue
+		}
+		f := strings.Fields(meta)
+		if len(f) != 3 || f[1] != "blob" {
+			continue
+		}
+		objs = append(objs, obj{path: p, mode: f[0], oid: f[2]})
+	}
+	if len(objs) != len(paths) {
+		return nil, fmt.Errorf("base commit %s does not hold every file of %q as a file", commit, paths)
+	}
+	cmd, err := g.PlumbingCommand(ctx, "cat-file", "--batch")
+	if err != nil {
+		return nil, err
+	}
+	var in strings.Builder
+	for _, o := range objs {
+		in.WriteString(o.oid + "\n")
+	}
+	cmd.Stdin = strings.NewReader(in.String())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	r := bufio.NewReader(stdout)
+	var readErr error
+	for _, o := range objs {
+		var data []byte
+		if data, readErr = readBatchObject(r); readErr != nil {
+			break
+		}
+		bf := baseFile{path: filepath.FromSlash(o.path), present: true}
+		switch o.mode {
+		case "120000":
+			bf.symlink, bf.link = true, string(data)
+		case "100755":
+			bf.perm, bf.data = 0o755, data
+		default:
+			bf.perm, bf.data = 0o644, data
+		}
+		out[o.path] = bf
+	}
+	if readErr != nil {
+		_ = cmd.Process.Kill()
+	}
+	if err := cmd.Wait(); err != nil && readErr == nil {
+		readErr = fmt.Errorf("git cat-file --batch: %w", err)
+	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	return out, nil
+}
+
+// maxBaseFile is the largest test file restored from the base commit.
+const maxBaseFile = 1 << 30
+
+// readBatchObject reads one object of `git cat-file --batch`'s output:
+// "OID TYPE SIZE\n", the content, "\n".
+func readBatchObject(r *bufio.Reader) ([]byte, error) {
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return nil, fmt.Errorf("git cat-file --batch: %w", err)
+	}
+	f := strings.Fields(head)
+	if len(f) != 3 {
+		return nil, fmt.Errorf("git cat-file --batch: %q", strings.TrimSpace(head))
+	}
+	n, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil || n < 0 || n > maxBaseFile {
+		return nil, fmt.Errorf("git cat-file --batch: size %q", f[2])
+	}
+	data := make([]byte, n+1)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, fmt.Errorf("git cat-file --batch: %w", err)
+	}
+	if data[n] != '\n' {
+		return nil, errors.New("git cat-file --batch: an object not followed by a newline")
+	}
+	return data[:n], nil
+}
+
+// configChanges returns the files configuring the tests that the model's
+// patch changed, sorted, and a note for each: the file the test command
+// was detected from (marker, "" for none: any change to it), and every
+// test configuration file (for go.mod, a change to its go, toolchain or
+// replace lines), at any depth. A file the test patch touches is not
+// counted: the task's version of it is graded. after is the checkout's
+// scan once the model's patch is applied.
+func (p *Prepared) configChanges(after treeScan, marker string) (files, notes []string) {
+	testPatch := map[string]bool{}
+	for _, f := range p.restore {
+		testPatch[filepath.ToSlash(f.path)] = true
+	}
+	watched := func(f string) bool { return !testPatch[f] && (f == marker || isConfig(f)) }
+	// The marker is compared whole, the other files by what configures.
+	whole := changed(p.tree, after, func(f string) bool { return watched(f) && f == marker }, false)
+	conf := changed(p.tree, after, func(f string) bool { return watched(f) && f != marker }, true)
+	for _, f := range append(whole, conf...) {
+		_, was := p.tree[f]
+		_, is := after[f]
+		what := "changed"
+		switch {
+		case was && !is:
+			what = "deleted"
+		case !was && is:
+			what = "added"
+		}
+		files = append(files, f)
+		if f == marker {
+			notes = append(notes, fmt.Sprintf("the model's patch %s %s, which the test command (%s) was detected from", what, f, p.env.Test))
+		} else {
+			notes = append(notes, fmt.Sprintf("the model's patch %s %s, which configures the tests", what, f))
+		}
+	}
+	return files, notes
+}

@@ -1,0 +1,273 @@
+package grade
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/tool"
+)
+
+// writeTree writes files (slash path: content; "->target" makes a
+// symbolic link) under a new directory.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			err = os.Symlink(target, p)
+		} else {
+			err = os.WriteFile(p, []byte(content), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// The scan sees test code and configuration at any depth, compares go.mod
+// by its go, toolchain and replace lines (a dependency bump is not test
+// configuration) unless it is the detected-from file, and skips .git.
+func TestConfigChanges(t *testing.T) {
+	const mod = "module example.com/m\n\ngo 1.22\n\nrequire golang.org/x/text v0.1.0\n"
+	base := map[string]string{
+		"go.mod": mod, "sub/go.mod": mod, "Makefile": "test:\n\tgo test ./...\n", "a_test.go": "package m\n",
+		"setup.cfg": "[metadata]\n", "README.md": "x\n",
+	}
+	for _, tc := range []struct {
+		name    string
+		change  map[string]string
+		remove  []string
+		marker  string
+		inPatch []string
+		config  []string
+		tests   []string
+		notes   []string
+	}{
+		{name: "nothing"},
+		{name: "a dependency bump", change: map[string]string{"sub/go.mod": strings.Replace(mod, "v0.1.0", "v0.2.0", 1)}},
+		{name: "the marker's dependency bump", change: map[string]string{"go.mod": strings.Replace(mod, "v0.1.0", "v0.2.0", 1)}, marker: "go.mod",
+			config: []string{"go.mod"}, notes: []string{"the model's patch changed go.mod, which the test command (go test -json ./...) was detected from"}},
+		{name: "a replace line", change: map[string]string{"sub/go.mod": mod + "replace golang.org/x/text => ./text\n"},
+			config: []string{"sub/go.mod"}, notes: []string{"the model's patch changed sub/go.mod, which configures the tests"}},
+		{name: "a toolchain line", change: map[string]string{"go.mod": mod + "toolchain go1.99.0\n"}, marker: "Makefile",
+			config: []string{"go.mod"}, notes: []string{"the model's patch changed go.mod, which configures the tests"}},
+		{name: "a nested pytest.ini", change: map[string]string{"tests/pytest.ini": "[pytest]\naddopts = -p x\n"},
+			config: []string{"tests/pytest.ini"}, notes: []string{"the model's patch added tests/pytest.ini, which configures the tests"}},
+		{name: "a plugin's entry point", change: map[string]string{"src/x.egg-info/entry_points.txt": "[pytest11]\nforged = forged\n", "src/sitecustomize.py": "import forged\n"},
+			config: []string{"src/sitecustomize.py", "src/x.egg-info/entry_points.txt"}, notes: []string{
+				"the model's patch added src/sitecustomize.py, which configures the tests",
+				"the model's patch added src/x.egg-info/entry_points.txt, which configures the tests"}},
+		{name: "setup.cfg deleted", remove: []string{"setup.cfg"},
+			config: []string{"setup.cfg"}, notes: []string{"the model's patch deleted setup.cfg, which configures the tests"}},
+		{name: "setup.cfg in the test patch", change: map[string]string{"setup.cfg": "[tool:pytest]\naddopts = -p x\n"}, inPatch: []string{"setup.cfg"}},
+		{name: "the Makefile", change: map[string]string{"Makefile": "test:\n\ttrue\n"}, marker: "Makefile",
+			config: []string{"Makefile"}, notes: []string{"the model's patch changed Makefile, which the test command (go test -json ./...) was detected from"}},
+		{name: "a Makefile not detected from", change: map[string]string{"Makefile": "test:\n\ttrue\n"}},
+		{name: "test code made a link", change: map[string]string{"a_test.go": "->/etc/passwd", "b/conftest.py": "x\n", ".git/x_test.go": "x"},
+			tests: []string{"a_test.go", "b/conftest.py"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := scanTree(writeTree(t, base))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := map[string]string{}
+			for k, v := range base {
+				if !slices.Contains(tc.remove, k) {
+					files[k] = v
+				}
+			}
+			for k, v := range tc.change {
+				files[k] = v
+			}
+			after, err := scanTree(writeTree(t, files))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &Prepared{tree: before}
+			p.env.Test = detectedGoTest
+			for _, f := range tc.inPatch {
+				p.restore = append(p.restore, baseFile{path: f})
+			}
+			config, notes := p.configChanges(after, tc.marker)
+			if !slices.Equal(config, tc.config) || !slices.Equal(notes, tc.notes) {
+				t.Errorf("config %q notes %q, want %q %q", config, notes, tc.config, tc.notes)
+			}
+			if tests := changed(before, after, IsTestCode, false); !slices.Equal(tests, tc.tests) {
+				t.Errorf("test code changed %q, want %q", tests, tc.tests)
+			}
+		})
+	}
+}
+
+// fakeShell answers each go test command with canned output, by whether it
+// asks for the absent test or the listed ones.
+type fakeShell struct {
+	absent, listed string
+	cmds           []string
+}
+
+func (f *fakeShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Result {
+	f.cmds = append(f.cmds, cmd)
+	zero := 0
+	out := f.listed
+	if strings.Contains(cmd, "TestTrussAbsent") {
+		out = f.absent
+	}
+	return tool.Result{Stdout: out, ExitCode: &zero}
+}
+
+func (f *fakeShell) Close() error { return nil }
+
+// ev is a test2json line.
+func ev(action, pkg, test string) string {
+	if test == "" {
+		return `{"Action":"` + action + `","Package":"` + pkg + `"}` + "\n"
+	}
+	return `{"Action":"` + action + `","Package":"` + pkg + `","Test":"` + test + `"}` + "\n"
+}
+
+func TestGoCheck(t *testing.T) {
+	full := ev("run", "m/a", "TestA") + ev("pass", "m/a", "TestA") + ev("run", "m/a", "TestA/sub") + ev("pass", "m/a", "TestA/sub") +
+		ev("pass", "m/b", "TestB") + ev("fail", "m/b", "TestC") + ev("pass", "m/a", "") + ev("fail", "m/b", "")
+	honestAbsent := ev("start", "m/a", "") + ev("pass", "m/a", "") + ev("pass", "m/b", "")
+	honestListed := ev("run", "m/a", "TestA") + ev("run", "m/a", "TestA/sub") + ev("pass", "m/a", "TestA/sub") + ev("pass", "m/a", "TestA") +
+		ev("pass", "m/b", "TestB") + ev("pass", "m/a", "") + ev("pass", "m/b", "")
+	listed := map[string]string{"TestA": bench.TestPassed, "TestA/sub": bench.TestPassed, "m/b.TestB": bench.TestPassed, "TestC": bench.TestFailed}
+	for _, tc := range []struct {
+		name             string
+		absent, listed   string
+		untrusted, fails []string
+	}{
+		{"honest", honestAbsent, honestListed, nil, nil},
+		{"reports the absent test", ev("run", "m/a", "TestTrussAbsentX") + ev("pass", "m/a", "") + ev("pass", "m/b", ""), honestListed,
+			[]string{"m/a"}, []string{"TestA", "TestA/sub"}},
+		{"reports a listed test when asked for none", ev("pass", "m/b", "TestB") + ev("pass", "m/a", "") + ev("pass", "m/b", ""), honestListed,
+			[]string{"m/b"}, []string{"m/b.TestB"}},
+		{"does not pass when asked for none", ev("pass", "m/a", ""), honestListed, []string{"m/b"}, []string{"m/b.TestB"}},
+		{"reports a test not asked for", honestAbsent, honestListed + ev("pass", "m/b", "TestC"), []string{"m/b"}, []string{"m/b.TestB"}},
+		{"a package not asked for", honestAbsent, honestListed + ev("pass", "m/c", "TestA"), []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}},
+		{"fails alone", honestAbsent, strings.Replace(honestListed, ev("pass", "m/a", "TestA/sub"), ev("fail", "m/a", "TestA/sub"), 1), nil, []string{"TestA/sub"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sh := &fakeShell{absent: tc.absent, listed: tc.listed}
+			tests := map[string]string{}
+			for k, v := range listed {
+				tests[k] = v
+			}
+			res, err := goCheck(context.Background(), sh, full, tests, func() time.Duration { return time.Minute })
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(res.failed)
+			if !slices.Equal(res.untrusted, tc.untrusted) || !slices.Equal(res.failed, tc.fails) {
+				t.Errorf("untrusted %q failed %q, want %q %q (notes %q)", res.untrusted, res.failed, tc.untrusted, tc.fails, res.notes)
+			}
+			if len(sh.cmds) != 2 || !strings.Contains(sh.cmds[1], "-run '^(TestA|TestB)$' m/a m/b") || !strings.Contains(sh.cmds[0], "-count=1") {
+				t.Errorf("commands %q", sh.cmds)
+			}
+		})
+	}
+	// Nothing listed passed: nothing is asked.
+	sh := &fakeShell{}
+	if res, err := goCheck(context.Background(), sh, full, map[string]string{"TestC": bench.TestFailed}, nil); err != nil || len(sh.cmds) != 0 || len(res.failed) != 0 {
+		t.Errorf("%v %q %+v", err, sh.cmds, res)
+	}
+}
+
+// goCheck reads what the graded code printed: whatever it is, it does not
+// panic, and a listed test it keeps passed passed in the full run and is
+// not in an untrusted package.
+func FuzzGoCheck(f *testing.F) {
+	f.Add(ev("pass", "m/a", "TestA")+ev("pass", "m/a", ""), ev("pass", "m/a", ""), ev("pass", "m/a", "TestA"))
+	f.Add(ev("pass", "m a;rm", "TestA"), "", "")
+	f.Add(ev("pass", "m/a", "TestA"), ev("run", "m/a", "TestZ"), "{")
+	f.Fuzz(func(t *testing.T, full, absent, listed string) {
+		tests := map[string]string{"TestA": bench.TestPassed, "m/a.TestB": bench.TestPassed}
+		res, err := goCheck(context.Background(), &fakeShell{absent: absent, listed: listed}, full, tests, func() time.Duration { return time.Minute })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range res.failed {
+			if _, ok := tests[name]; !ok {
+				t.Fatalf("failed %q, not listed", name)
+			}
+		}
+	})
+}
+
+func FuzzReadBatchObject(f *testing.F) {
+	f.Add("abc blob 3\nxyz\n")
+	f.Add("abc blob -1\n")
+	f.Add("abc blob 3\nxyzq")
+	f.Fuzz(func(t *testing.T, in string) {
+		data, err := readBatchObject(bufio.NewReader(strings.NewReader(in)))
+		if err == nil && !strings.Contains(in, string(data)) {
+			t.Fatalf("read %q from %q", data, in)
+		}
+	})
+}
+
+func FuzzModDirectives(f *testing.F) {
+	f.Add("module m\n\ngo 1.22\n\nreplace a => ./b\n")
+	f.Add("module m\ntoolchain go1.30\n")
+	f.Add("not a go.mod {")
+	f.Fuzz(func(t *testing.T, in string) {
+		d := modDirectives("go.mod", []byte(in))
+		// A go.mod that parses is reduced to its directives, each a line
+		// of its own; one that does not is taken whole.
+		if rest, ok := strings.CutPrefix(d, "unparsed\x00"); ok {
+			if rest != in {
+				t.Fatalf("unparsed %q is not the input %q", rest, in)
+			}
+			return
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(d, "\n"), "\n") {
+			if l != "" && !strings.HasPrefix(l, "go ") && !strings.HasPrefix(l, "toolchain ") && !strings.HasPrefix(l, "replace ") {
+				t.Fatalf("line %q of %q", l, d)
+			}
+		}
+	})
+}
+
+// BenchmarkScanTree scans a checkout of 1,000 files, 200 of them test code
+// of 4 KiB, as Prepare (on the base) and Grade (after the model's patch)
+// each do once.
+func BenchmarkScanTree(b *testing.B) {
+	dir := b.TempDir()
+	body := strings.Repeat("x", 4096)
+	for i := range 1000 {
+		name := fmt.Sprintf("pkg%02d/file%03d.go", i%50, i)
+		if i%5 == 0 {
+			name = fmt.Sprintf("pkg%02d/file%03d_test.go", i%50, i)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		s, err := scanTree(dir)
+		if err != nil || len(s) != 200 {
+			b.Fatalf("%v %d", err, len(s))
+		}
+	}
+}
