@@ -4,6 +4,8 @@
 // the report reads.
 package bench
 
+import "strings"
+
 // Result is one line of DIR/results.jsonl: one run (task × arm × repeat) of
 // `truss bench run`, or one graded prediction of `truss bench grade`.
 //
@@ -37,6 +39,16 @@ type Result struct {
 	// changed the file the test command was detected from).
 	VerdictSource string   `json:"verdict_source,omitempty"`
 	GradeNotes    []string `json:"grade_notes,omitempty"`
+	// TestCodeSetAside, ConfigChanged and UntrustedPackages are the
+	// grading's (grade.Verdict's fields of the same names): the test files
+	// of the model's patch put back as the task has them, the test
+	// configuration it changed (graded as changed), and the Go packages
+	// whose test binary reported tests it was not asked for (their listed
+	// tests failed). A run with either of the last two is flagged
+	// (Flagged): its verdict deserves a look at the patch.
+	TestCodeSetAside  []string `json:"test_code_set_aside,omitempty"`
+	ConfigChanged     []string `json:"config_changed,omitempty"`
+	UntrustedPackages []string `json:"untrusted_packages,omitempty"`
 
 	Turns   int     `json:"turns"`
 	Tokens  Tokens  `json:"tokens"`
@@ -124,4 +136,21 @@ type Errors struct {
 type LedgerRef struct {
 	Dir  string `json:"dir"`
 	Root string `json:"root"`
+}
+
+// Flagged reports whether the run's grading saw something that bears on
+// its verdict beyond the tests' output: test configuration the patch
+// changed, or a test binary whose output could not be trusted.
+func (r *Result) Flagged() bool { return len(r.ConfigChanged) > 0 || len(r.UntrustedPackages) > 0 }
+
+// Flags says in a few words why the run is flagged ("" when it is not).
+func (r *Result) Flags() string {
+	var f []string
+	if len(r.ConfigChanged) > 0 {
+		f = append(f, "test configuration changed: "+strings.Join(r.ConfigChanged, ", "))
+	}
+	if len(r.UntrustedPackages) > 0 {
+		f = append(f, "test binary not trusted: "+strings.Join(r.UntrustedPackages, ", "))
+	}
+	return strings.Join(f, "; ")
 }

@@ -73,7 +73,10 @@ type ArmStats struct {
 	// Hi its Wilson 95 % interval over tasks (all NaN when the arm finished
 	// no task).
 	ResolvedRuns int
-	Rate, Lo, Hi float64
+	// FlaggedResolved counts the resolved runs whose grading flagged them
+	// (bench.Result.Flagged): resolved by the tests, to be looked at.
+	FlaggedResolved int
+	Rate, Lo, Hi    float64
 	// PatchFailed counts runs whose patch did not apply.
 	PatchFailed int
 
@@ -178,6 +181,9 @@ type RunRef struct {
 	// (bench.Result's verdict_source and grade_notes).
 	VerdictSource string
 	GradeNotes    []string
+	// Flags says why the run is flagged (bench.Result.Flags; "" when it
+	// is not).
+	Flags string
 }
 
 // Analyze computes the report of loaded results.
@@ -261,6 +267,9 @@ func Analyze(d *Data, opt Options) *Report {
 				st.CostUSD += r.CostUSD
 				if r.CostUnknown {
 					st.CostUnknownRuns++
+				}
+				if r.Resolved && r.Flagged() {
+					st.FlaggedResolved++
 				}
 				turns += r.Turns
 				st.Tokens.Input += r.Tokens.Input
@@ -346,7 +355,7 @@ func Analyze(d *Data, opt Options) *Report {
 			slices.SortFunc(runs, func(a, b bench.Result) int { return cmp.Compare(a.Repeat, b.Repeat) })
 			for _, r := range runs {
 				row.Cells[i].Runs = append(row.Cells[i].Runs, RunRef{Repeat: r.Repeat, Resolved: r.Resolved, PatchApplied: r.PatchApplied,
-					Error: r.Error, Turns: r.Turns, CostUSD: r.CostUSD, Ledger: r.Ledger, VerdictSource: r.VerdictSource, GradeNotes: r.GradeNotes})
+					Error: r.Error, Turns: r.Turns, CostUSD: r.CostUSD, Ledger: r.Ledger, VerdictSource: r.VerdictSource, GradeNotes: r.GradeNotes, Flags: r.Flags()})
 			}
 		}
 		rep.Tasks = append(rep.Tasks, row)

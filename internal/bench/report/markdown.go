@@ -105,29 +105,35 @@ func mdCell(c cell) string {
 
 // mark is a run's one-character outcome.
 func mark(run RunRef) string {
+	m := "✗"
 	switch {
 	case run.Error != "":
 		return "!"
 	case run.Resolved:
-		return "✓"
+		m = "✓"
 	case !run.PatchApplied:
-		return "⊘"
-	default:
-		return "✗"
+		m = "⊘"
 	}
+	if run.Flags != "" {
+		m += "⚑"
+	}
+	return m
 }
 
 // outcome is a run's outcome in words, with its error if it has one
 // (untrusted: the caller escapes it).
 func outcome(run RunRef) string {
+	o := "not resolved"
 	switch {
 	case run.Error != "":
 		return "error: " + run.Error
 	case run.Resolved:
-		return "resolved"
+		o = "resolved"
 	case !run.PatchApplied:
-		return "not resolved: patch failed"
-	default:
-		return "not resolved"
+		o = "not resolved: patch failed"
 	}
+	if run.Flags != "" {
+		o += " ⚑" // why: in the tip and the grade notes
+	}
+	return o
 }

@@ -101,7 +101,7 @@ func (r *Report) tables() []table {
 		Note: "Rate: each task's resolved share of its repeats, averaged over tasks; 95 % Wilson interval over tasks. Cost per resolved: all the arm's cost divided by its resolved runs.",
 		Head: []string{"arm", "model", "surface", "tasks", "runs", "resolved runs", "rate", "95 % CI", "cost / resolved", "turns / run", "turns / resolved", "run errors"}}
 	for _, a := range r.Arms {
-		t.Rows = append(t.Rows, []cell{name(a.Name), modelCell(a), dash(a.Surface), ownf("%d", a.Tasks), ownf("%d", a.Runs), ownf("%d", a.ResolvedRuns),
+		t.Rows = append(t.Rows, []cell{name(a.Name), modelCell(a), dash(a.Surface), ownf("%d", a.Tasks), ownf("%d", a.Runs), own(resolvedRuns(a)),
 			own(pct(a.Rate)), own(interval(a.Lo, a.Hi)), own(usd(a.CostPerResolved)), own(num(a.TurnsPerRun)), own(num(a.TurnsResolved)), ownf("%d", a.RunErrors)})
 	}
 	ts = append(ts, t)
@@ -197,7 +197,7 @@ func (r *Report) tables() []table {
 	}
 	ts = append(ts, t)
 
-	t = table{ID: "tasks", Title: "Tasks", Note: "One mark per repeat: ✓ resolved, ✗ not resolved, ⊘ patch did not apply, ! run error.", Head: []string{"task"}}
+	t = table{ID: "tasks", Title: "Tasks", Note: "One mark per repeat: ✓ resolved, ✗ not resolved, ⊘ patch did not apply, ! run error; ⚑ flagged by the grading (the patch changed test configuration, or a test binary reported tests it was not asked for).", Head: []string{"task"}}
 	for _, a := range r.Arms {
 		t.Head = append(t.Head, a.Name)
 	}
@@ -207,7 +207,7 @@ func (r *Report) tables() []table {
 			mc := cell{Own: true, Text: "—"}
 			for _, run := range c.Runs {
 				mc.Marks = append(mc.Marks, markCell{Mark: mark(run), Link: r.runURL(run), Class: markClass(run),
-					Tip: fmt.Sprintf("%s · %s · repeat %d: %s · verdicts from %s · ledger %s", task.InstanceID, r.Arms[i].Name, run.Repeat, outcome(run), cmpOr(run.VerdictSource, "—"), cmpOr(run.Ledger.Root, "—"))})
+					Tip: fmt.Sprintf("%s · %s · repeat %d: %s%s · verdicts from %s · ledger %s", task.InstanceID, r.Arms[i].Name, run.Repeat, outcome(run), flagTip(run), cmpOr(run.VerdictSource, "—"), cmpOr(run.Ledger.Root, "—"))})
 			}
 			row = append(row, mc)
 		}
@@ -285,4 +285,22 @@ func (r *Report) runURL(run RunRef) string {
 		return pageURL(p)
 	}
 	return ledgerURL(run.Ledger.Dir)
+}
+
+// resolvedRuns is an arm's resolved runs, with how many of them the
+// grading flagged.
+func resolvedRuns(a ArmStats) string {
+	if a.FlaggedResolved > 0 {
+		return fmt.Sprintf("%d (%d flagged)", a.ResolvedRuns, a.FlaggedResolved)
+	}
+	return fmt.Sprintf("%d", a.ResolvedRuns)
+}
+
+// flagTip is why a run is flagged, for its mark's tip ("" when it is
+// not).
+func flagTip(run RunRef) string {
+	if run.Flags == "" {
+		return ""
+	}
+	return " (flagged: " + run.Flags + ")"
 }
