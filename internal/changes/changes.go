@@ -196,7 +196,7 @@ func (r *root) tooLarge(w walked, maxDirBytes int, record bool) (tool.FileChange
 		p = "."
 	}
 	return tool.FileChange{Path: p, Kind: tool.ChangeUpdate, Type: "too_large", Mode: fmt.Sprintf("%04o", w.stamp.mode&0o7777),
-		AfterUnavailable: fmt.Sprintf("too large to track: its entries, their names and link targets would take %d bytes, past the limit of %d; what changes in it is not recorded while it stays so", w.dirBytes, maxDirBytes)}, true
+		AfterUnavailable: fmt.Sprintf("too large to track: its entries, their names and link targets would take more than the limit of %d bytes; what changes in it is not recorded while it stays so", maxDirBytes)}, true
 }
 
 // install puts a directory as read into the index (only its links to

@@ -38,9 +38,9 @@ import (
 //
 // Memory is thus the overlay's budget, the sparse table (a path and an
 // offset per block: about 0.5 % of the segment) and the directories
-// being read; a single directory is read whole, so one directory costs
-// its entries while it is read (the walk reads none past
-// Options.MaxDirBytes: too large to track).
+// being read; a directory costs its entries while it is read, and the
+// walk reads its listing a batch at a time and stops past
+// Options.MaxDirBytes (too large to track).
 //
 // get and has may be called concurrently with each other and with set,
 // del and merge (the walk's workers read while the walk installs); the
@@ -268,7 +268,7 @@ func (x *index) del(dir string) {
 
 // maybeMerge merges the overlay into a new segment when it holds more
 // than its budget of entries or of bytes (plus the slack of a directory
-// larger than the budget, which a single directory read whole costs
+// larger than the budget, whose entries a scan holds while it reads it
 // anyway). The caller holds no slice edit returned.
 func (x *index) maybeMerge() error {
 	x.mu.RLock()

@@ -72,11 +72,14 @@
 // since it was written are held in memory, up to Options.IndexMemory
 // entries and Options.IndexBytes bytes (names and link targets counted);
 // the baseline learns contents a chunk of files at a time, and where each
-// content sits in the store is its entry's to remember. A directory is
-// read whole, so one whose entries, names and link targets would take
-// more than Options.MaxDirBytes is too large to track: it is recorded as
-// such (Type "too_large") and what changes in it is not, while it stays
-// so.
+// content sits in the store is its entry's to remember. What the
+// tracker keeps of one directory is bounded: its listing is read a batch
+// of names at a time, and one whose entries, names and link targets
+// would take more than Options.MaxDirBytes is too large to track (the
+// reading stops there): it is recorded as such (Type "too_large") and
+// what changes in it is not, while it stays so; once it is small again,
+// what changed in it since it was last tracked is recorded by the scan
+// that reads it.
 //
 // Cost is bounded: contents held in memory at once are at most
 // Options.MaxHeld bytes (past it a change has digests only), and a scan
@@ -163,9 +166,9 @@ type Options struct {
 	// MaxDirBytes bounds what the tracker keeps of one directory (default
 	// DefaultMaxDirBytes): each entry's record, its name and its link
 	// target (a link's size, before it is read), and for a subdirectory
-	// its path and what reading it costs the scan (subdirBytes). A directory is read
-	// whole, so a directory past it is too large to track: a scan that
-	// reads it keeps what the index had of it, reads none of its links
+	// its path and what reading it costs the scan (subdirBytes). A directory
+	// past it is too large to track: a scan stops reading its listing at
+	// the bound, keeps what the index had of it, reads none of its links
 	// and files, and records it once (until it is tracked again or its
 	// own stat changes) as a change of Type "too_large" whose
 	// AfterUnavailable says "too large to track: …".

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -261,7 +262,7 @@ func (t *Tracker) walk(ctx context.Context, jobs []dirJob, full bool, racyFrom i
 	var wg sync.WaitGroup
 	for range t.workers {
 		wg.Go(func() {
-			var scratch []entry // the index's entries of each directory, decoded
+			var scratch readScratch
 			for {
 				mu.Lock()
 				for len(queue) == 0 && active > 0 {
@@ -323,21 +324,34 @@ func (t *Tracker) walk(ctx context.Context, jobs []dirJob, full bool, racyFrom i
 	return results, cut
 }
 
+// readScratch is what a walk's worker reuses from one directory to the
+// next: the index's entries of a directory, decoded, and the directory's
+// listing as it is read, each kept for the next directory while it is
+// no longer than scratchEntries.
+type readScratch struct {
+	old, list []entry
+	order     []int32 // the listing's order by name
+}
+
+// scratchEntries is the most entries a worker keeps of a directory for
+// the next one.
+const scratchEntries = 1024
+
 // readDir reads one directory, stats its entries and compares them with
 // the index; it returns the subdirectories to read. The index's entries
-// are decoded into *scratch, which the caller passes again for the next
-// directory: nothing returned points into it, nor into the one copy of
-// the index's record that their strings share (what is kept of them is
-// cloned).
-func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry) (walked, []string) {
+// are decoded into scratch.old, and the listing read into scratch.list,
+// which the caller passes again for the next directory: nothing returned
+// points into them, nor into the one copy of the index's record that
+// their strings share (what is kept of them is cloned).
+func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *readScratch) (walked, []string) {
 	w := walked{r: j.r, rel: j.rel}
 	// Read only: the walk installs what it read only in the baseline,
 	// where every directory is read once and the index is empty.
-	old, decoded, known, ierr := j.r.idx.getInto(j.rel, *scratch)
+	old, decoded, known, ierr := j.r.idx.getInto(j.rel, scratch.old)
 	if decoded {
-		*scratch = old[:0]
-	} else if cap(old) > cap(*scratch) && len(old) <= 1024 {
-		*scratch = make([]entry, 0, cap(old)) // large enough next time
+		scratch.old = old[:0]
+	} else if cap(old) > cap(scratch.old) && len(old) <= scratchEntries {
+		scratch.old = make([]entry, 0, cap(old)) // large enough next time
 	}
 	if ierr != nil {
 		// The index cannot say what was here: it keeps what it had.
@@ -350,8 +364,6 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 	if name == "" {
 		name = "."
 	}
-	// The listing's count sizes the slice: one allocation, whatever the
-	// directory holds.
 	var ents []entry
 	d, err := j.r.fs.OpenDir(name)
 	if err == nil {
@@ -374,11 +386,14 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 		}
 		// What is kept of the directory is counted as it is listed: a
 		// link's target by its size (what readlink will return), before
-		// a byte of it is read. Past maxDirBytes the entries are let go
-		// and no more are kept.
-		err = d.ReadDirFunc(func(n int) { ents = make([]entry, 0, min(n, t.maxDirBytes/entryBytes)) }, func(name string, info hostfs.Info) {
+		// a byte of it is read. The listing is read a batch of names at
+		// a time, and past maxDirBytes the entries are let go and the
+		// listing stops: a directory of any size costs the host at most
+		// the bound and a batch.
+		list := scratch.list[:0]
+		err = d.ListFunc(func(name string, info hostfs.Info) bool {
 			if j.r.ignores(t.ign, j.rel, name, info.Dev, info.Ino) {
-				return
+				return true
 			}
 			w.dirBytes += entryBytes + len(name)
 			switch {
@@ -387,21 +402,39 @@ func (t *Tracker) readDir(j dirJob, full bool, racyFrom int64, scratch *[]entry)
 			case info.Mode.IsDir():
 				w.dirBytes += subdirBytes + len(j.rel) + 1 + len(name)
 			}
-			switch {
-			case w.tooLarge:
-			case w.dirBytes > t.maxDirBytes:
-				w.tooLarge, ents = true, nil
-			default:
-				ents = append(ents, fromInfo(name, info))
+			if w.dirBytes > t.maxDirBytes {
+				w.tooLarge = true
+				return false
 			}
+			list = append(list, fromInfo(name, info))
+			return true
 		})
 		d.Close()
+		if err == nil && !w.tooLarge {
+			// The index and the merge below take the entries sorted by
+			// name; the file system lists them in its own order. The
+			// listing becomes the index's: a slice of its own, of its
+			// length, each entry copied once (sorting the entries
+			// themselves would copy them at every comparison).
+			order := scratch.order[:0]
+			for i := range list {
+				order = append(order, int32(i))
+			}
+			slices.SortFunc(order, func(a, b int32) int { return strings.Compare(list[a].name, list[b].name) })
+			ents = make([]entry, 0, len(list))
+			for _, i := range order {
+				ents = append(ents, list[i])
+			}
+			if cap(order) <= scratchEntries {
+				scratch.order = order
+			}
+		}
+		clear(list) // no name kept alive by the scratch
+		if cap(list) <= scratchEntries {
+			scratch.list = list[:0]
+		}
 		if err == nil && w.tooLarge {
 			return tooLarge(w, old, known), subdirsIf(full, j.rel, old)
-		}
-		if cap(ents) > len(ents)+len(ents)/8 {
-			// The listing becomes the index's: no spare capacity kept.
-			ents = append(make([]entry, 0, len(ents)), ents...)
 		}
 	}
 	if err != nil {

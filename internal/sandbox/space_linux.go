@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,6 +70,7 @@ type space struct {
 	fileCost int64  // the least a file takes of the budget
 	held     int64  // what the last walk found
 	unread   string // what it could not read or size (a directory, a mapped file), "" for none
+	deleted  string // what holds the first deleted object it found, "" for none
 	nextWalk time.Time
 	// statMapped stats a file through a /proc/PID/map_files link
 	// (syscall.Stat; the tests make it fail as it does without the
@@ -205,22 +207,29 @@ func (s *space) check(limit int64, pids func() []int) int64 {
 func (s *space) rewalk(fall int64, pids []int) int64 {
 	start := time.Now()
 	s.fall(true)
-	held, unread := s.walk(pids)
-	if unread != "" {
+	held, unread, deleted := s.walk(pids)
+	if unread != "" || deleted != "" {
 		// A directory the walk cannot read (a command can make one its
 		// owner cannot list) may hold anything: all the free space lost
-		// since the last walk counts.
+		// since the last walk counts. So it does while a process of the
+		// sandbox holds a deleted object: what the walk finds held is
+		// counted, but such a process may hold more where no walk looks
+		// (a descriptor in flight on a Unix socket, a thread that came
+		// and went between two reads of /proc).
 		held = max(held, s.held+fall)
 	}
-	s.held, s.unread = held, unread
+	s.held, s.unread, s.deleted = held, unread, deleted
 	s.nextWalk = time.Now().Add(min(spaceWalkCost*time.Since(start), spaceWalkWait))
 	return held
 }
 
 // walk sums the blocks of the files in the writable roots changed since
-// the session began, and of the files deleted but held open by pids on
-// the roots' file systems; unread is a directory that could not be read.
-func (s *space) walk(pids []int) (held int64, unread string) {
+// the session began, and of the objects of any type (files, directories)
+// that no directory names any more but pids hold, on the roots' file
+// systems (heldObjects). unread is what could not be read or sized (a
+// directory, a mapped file), deleted what holds the first deleted object
+// found; "" for none.
+func (s *space) walk(pids []int) (held int64, unread, deleted string) {
 	type key struct{ dev, ino uint64 }
 	counted := map[key]bool{}
 	devs := map[uint64]bool{}
@@ -228,14 +237,6 @@ func (s *space) walk(pids []int) (held int64, unread string) {
 		devs[f.dev] = true
 	}
 	since := s.since.UnixNano()
-	add := func(st *syscall.Stat_t) {
-		k := key{uint64(st.Dev), st.Ino}
-		if counted[k] {
-			return
-		}
-		counted[k] = true
-		held += st.Blocks * 512
-	}
 	// Through hostfs: each directory opened from its parent's descriptor,
 	// never through a link, so a directory a command swaps for a link
 	// sends the walk nowhere; a walk cut short (a directory that cannot
@@ -268,49 +269,155 @@ func (s *space) walk(pids []int) (held int64, unread string) {
 		}
 	}
 	for _, pid := range pids {
-		dir := "/proc/" + strconv.Itoa(pid) + "/fd"
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue // gone, or not readable: its files are in the roots
-		}
-		for _, e := range ents {
-			var st syscall.Stat_t
-			if syscall.Stat(dir+"/"+e.Name(), &st) != nil {
-				continue
-			}
-			if st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink == 0 && devs[uint64(st.Dev)] {
-				add(&st)
-			}
-		}
-	}
-	// A file deleted while a process keeps only a memory mapping of it
-	// (no descriptor) takes its space until the mapping goes: its
-	// mappings are in /proc/PID/maps, marked "(deleted)", with the
-	// file's device and inode. Its size is read through
-	// /proc/PID/map_files, which the kernel opens only to a holder of
-	// CAP_CHECKPOINT_RESTORE (or CAP_SYS_ADMIN) in the initial user
-	// namespace (Truss run as root); without it, the file is one the
-	// walk cannot size, and counts as a directory it cannot read does.
-	for _, pid := range pids {
-		for _, m := range deletedMappings(pid) {
-			k := key{m.dev, m.ino}
-			if counted[k] || !devs[m.dev] {
-				continue
-			}
-			var st syscall.Stat_t
-			if s.statMapped("/proc/"+strconv.Itoa(pid)+"/map_files/"+m.area, &st) == nil {
-				if st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink == 0 && devs[uint64(st.Dev)] {
-					add(&st)
-				}
+		for _, h := range heldObjects(pid, s.statMapped) {
+			k := key{h.dev, h.ino}
+			if counted[k] || !devs[h.dev] {
 				continue
 			}
 			counted[k] = true
-			if unread == "" {
-				unread = fmt.Sprintf("a deleted file that process %d maps (inode %d)", pid, m.ino)
+			if h.st == nil {
+				if unread == "" {
+					unread = h.desc
+				}
+				continue
+			}
+			held += h.st.Blocks * 512
+			if deleted == "" {
+				deleted = h.desc
 			}
 		}
 	}
-	return held, unread
+	return held, unread, deleted
+}
+
+// heldObject is something a process holds that no directory names any
+// more (its link count is 0): a file, a directory, an object of any
+// type, which takes its blocks until its last holder lets it go. st is
+// nil when it could not be sized; desc says what holds it.
+type heldObject struct {
+	dev, ino uint64
+	st       *syscall.Stat_t
+	desc     string
+}
+
+// kcmpFiles is kcmp(2)'s KCMP_FILES: do two tasks share a descriptor
+// table.
+const kcmpFiles = 2
+
+// heldObjects lists what pid holds that no directory names any more:
+// through the descriptors of each of its threads (each descriptor table
+// read once), each thread's working directory, root and program, and
+// the process's memory mappings (shared or private, their descriptors
+// closed). Every thread is read, not only the process's first: a thread
+// can have a descriptor table, a working directory and a root of its own
+// (clone without CLONE_FILES or CLONE_FS, or unshare), and once the
+// first thread has exited while others run, the process's own
+// descriptors, directories and mappings in /proc are empty. A mapping
+// is sized through /proc/TID/map_files with statMapped; one that cannot
+// be is listed with st nil. Nothing is listed when pid is gone.
+func heldObjects(pid int, statMapped func(path string, st *syscall.Stat_t) error) []heldObject {
+	var out []heldObject
+	seen := map[[2]uint64]bool{}
+	add := func(st *syscall.Stat_t, tid int, how string) {
+		k := [2]uint64{uint64(st.Dev), st.Ino}
+		if st.Nlink != 0 || seen[k] {
+			return
+		}
+		seen[k] = true
+		out = append(out, heldObject{dev: k[0], ino: k[1], st: st,
+			desc: fmt.Sprintf("process %d holds a deleted %s (inode %d) %s", tid, objectKind(st.Mode), st.Ino, how)})
+	}
+	note := func(path string, tid int, how string) {
+		var st syscall.Stat_t
+		if syscall.Stat(path, &st) == nil {
+			add(&st, tid, how)
+		}
+	}
+	var tables []int // a thread of each descriptor table read
+	mapsRead := false
+	for _, tid := range threads(pid) {
+		base := "/proc/" + strconv.Itoa(tid)
+		note(base+"/cwd", tid, "as its working directory")
+		note(base+"/root", tid, "as its root")
+		note(base+"/exe", tid, "as its program")
+		if !slices.ContainsFunc(tables, func(o int) bool { return sameFiles(o, tid) }) {
+			tables = append(tables, tid)
+			eachName(base+"/fd", func(name string) { note(base+"/fd/"+name, tid, "open") })
+		}
+		if mapsRead {
+			continue
+		}
+		ms, ok := deletedMappings(tid)
+		if !ok {
+			continue // gone, or a thread that has exited: its mappings are the others'
+		}
+		mapsRead = true
+		for _, m := range ms {
+			k := [2]uint64{m.dev, m.ino}
+			if seen[k] {
+				continue
+			}
+			var st syscall.Stat_t
+			if statMapped(base+"/map_files/"+m.area, &st) == nil {
+				add(&st, tid, "by a memory mapping")
+				continue
+			}
+			seen[k] = true
+			out = append(out, heldObject{dev: m.dev, ino: m.ino,
+				desc: fmt.Sprintf("a deleted file that process %d maps (inode %d)", tid, m.ino)})
+		}
+	}
+	return out
+}
+
+// threads are pid's threads, pid alone when they cannot be listed.
+func threads(pid int) []int {
+	var out []int
+	eachName("/proc/"+strconv.Itoa(pid)+"/task", func(name string) {
+		if tid, err := strconv.Atoi(name); err == nil {
+			out = append(out, tid)
+		}
+	})
+	if len(out) == 0 {
+		out = []int{pid}
+	}
+	return out
+}
+
+// sameFiles reports whether tasks a and b share a descriptor table; no
+// when that cannot be told (a kernel without kcmp), so that both are read.
+func sameFiles(a, b int) bool {
+	r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), kcmpFiles, 0, 0, 0)
+	return e == 0 && r == 0
+}
+
+// eachName calls f with each name in dir, read a batch at a time (a
+// process's descriptors may number a million).
+func eachName(dir string, f func(name string)) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	for {
+		names, err := d.Readdirnames(1024)
+		for _, n := range names {
+			f(n)
+		}
+		if err != nil || len(names) == 0 {
+			return
+		}
+	}
+}
+
+func objectKind(mode uint32) string {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFREG:
+		return "file"
+	case syscall.S_IFDIR:
+		return "directory"
+	}
+	return "special file"
 }
 
 // mapping is a memory mapping of a file: its address range as
@@ -321,14 +428,14 @@ type mapping struct {
 }
 
 // deletedMappings are pid's mappings of files that are no longer in any
-// directory, one per file; none when pid is gone or its maps cannot be
-// read.
-func deletedMappings(pid int) []mapping {
+// directory, one per file; ok is false when pid is gone or its maps
+// cannot be read, or are empty (a thread that has exited, a zombie).
+func deletedMappings(pid int) (ms []mapping, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
-	if err != nil {
-		return nil
+	if err != nil || len(b) == 0 {
+		return nil, false
 	}
-	return parseDeletedMappings(string(b))
+	return parseDeletedMappings(string(b)), true
 }
 
 // parseDeletedMappings reads the lines of a /proc/PID/maps ("start-end

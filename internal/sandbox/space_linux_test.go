@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,13 +147,14 @@ func TestSpaceWalkMapped(t *testing.T) {
 	}
 	var st unix.Stat_t
 	sized := false
-	for _, m := range deletedMappings(os.Getpid()) {
+	ms, _ := deletedMappings(os.Getpid())
+	for _, m := range ms {
 		if unix.Stat("/proc/self/map_files/"+m.area, &st) == nil {
 			sized = true
 		}
 	}
 	if sized {
-		if held, unread := s.walk(pids); held < 8<<20 || unread != "" {
+		if held, unread, _ := s.walk(pids); held < 8<<20 || unread != "" {
 			t.Errorf("the walk found %s (unread %q), want the 8 MiB mapped", FormatSize(held), unread)
 		}
 	} else {
@@ -205,4 +208,131 @@ func FuzzParseDeletedMappings(f *testing.F) {
 			seen[k] = true
 		}
 	})
+}
+
+// bigDir makes a directory of n hard links with long names to one empty
+// file: a listing that takes blocks of its own, and no file that does.
+func bigDir(t *testing.T, dir string, n int) string {
+	t.Helper()
+	d := filepath.Join(dir, "big")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seed := filepath.Join(dir, "seed")
+	if err := os.WriteFile(seed, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("n", 200)
+	for i := range n {
+		if err := os.Link(seed, filepath.Join(d, pad+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// emptyOut removes what d holds, then d.
+func emptyOut(t *testing.T, d string) {
+	t.Helper()
+	if err := os.RemoveAll(d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onOwnThread runs f on a thread of its own that has first unshared
+// flags (CLONE_FILES, CLONE_FS), and keeps the thread until the test
+// ends; f's error fails the test.
+func onOwnThread(t *testing.T, flags int, f func() error) {
+	t.Helper()
+	done, errc := make(chan struct{}), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := unix.Unshare(flags); err != nil {
+			errc <- err
+			return
+		}
+		errc <- f()
+		<-done
+	}()
+	t.Cleanup(func() { close(done) })
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpaceWalkHeldDeleted: an object of any type that no directory
+// names any more but a process holds is counted, its blocks from stat —
+// a deleted directory whose listing takes blocks, held open, as a
+// child's working directory, or by a thread with a descriptor table or
+// a working directory of its own — and while one is held, all the free
+// space lost since the last walk counts.
+func TestSpaceWalkHeldDeleted(t *testing.T) {
+	tests := []struct {
+		name string
+		hold func(t *testing.T, d string) []int // holds d, and says which processes to read
+	}{
+		{"open", func(t *testing.T, d string) []int {
+			f, err := os.Open(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			return []int{os.Getpid()}
+		}},
+		{"a child's working directory", func(t *testing.T, d string) []int {
+			cmd := exec.Command("sleep", "60")
+			cmd.Dir = d
+			if err := cmd.Start(); err != nil {
+				t.Skipf("no sleep(1): %v", err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			return []int{cmd.Process.Pid}
+		}},
+		{"a thread's own descriptor table", func(t *testing.T, d string) []int {
+			onOwnThread(t, unix.CLONE_FILES, func() error {
+				_, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+				return err // the descriptor is the thread's table's alone, and goes with it
+			})
+			return []int{os.Getpid()}
+		}},
+		{"a thread's own working directory", func(t *testing.T, d string) []int {
+			onOwnThread(t, unix.CLONE_FS, func() error { return unix.Chdir(d) })
+			return []int{os.Getpid()}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := newSpace([]string{dir}, 64<<20)
+			s.since = time.Now().Add(-time.Second)
+			d := bigDir(t, dir, 3000)
+			var st unix.Stat_t
+			if err := unix.Stat(d, &st); err != nil {
+				t.Fatal(err)
+			}
+			pids := tc.hold(t, d)
+			emptyOut(t, d)
+			// The directory's blocks after it is emptied and removed
+			// (ext4 keeps them; a file system that frees them counts
+			// what it keeps).
+			size := int64(-1)
+			for _, h := range heldObjects(pids[0], syscall.Stat) {
+				if h.ino == st.Ino && h.st != nil {
+					size = h.st.Blocks * 512
+				}
+			}
+			if size < 0 {
+				t.Fatalf("the deleted directory (inode %d) is not among what process %d holds: %+v", st.Ino, pids[0], heldObjects(pids[0], syscall.Stat))
+			}
+			t.Logf("the deleted directory takes %s (%s before it was emptied)", FormatSize(size), FormatSize(st.Blocks*512))
+			held, unread, deleted := s.walk(pids)
+			if held < size || unread != "" || !strings.Contains(deleted, "deleted directory") {
+				t.Errorf("the walk found %s (unread %q, deleted %q), want the directory's %s", FormatSize(held), unread, deleted, FormatSize(size))
+			}
+			prev := s.held
+			if held := s.rewalk(5<<20, pids); s.deleted == "" || held < prev+5<<20 {
+				t.Errorf("the free space lost while a deleted object is held: deleted %q, held %s, want %s or more", s.deleted, FormatSize(held), FormatSize(prev+5<<20))
+			}
+		})
+	}
 }

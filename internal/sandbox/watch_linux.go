@@ -170,6 +170,9 @@ func (w *watcher) checkDisk() *LimitError {
 	if overH && w.space.unread != "" {
 		return &LimitError{Limit: "disk", msg: fmt.Sprintf("the files the session's commands wrote take %s of disk or more, past the session's budget of %s: %s cannot be read, so the free space its file system lost counts as theirs; the command was killed, and so will be any command while it cannot be read and the free space falls", FormatSize(held), FormatSize(w.lim.DiskBudget), w.space.unread)}
 	}
+	if overH && w.space.deleted != "" {
+		return &LimitError{Limit: "disk", msg: fmt.Sprintf("the files the session's commands wrote, and the deleted ones their processes hold, take %s of disk or more, past the session's budget of %s (%s, and while a process does, the free space its file system loses counts as the session's); the command was killed, and so will be any command that makes them take more than %s more", FormatSize(held), FormatSize(w.lim.DiskBudget), w.space.deleted, FormatSize(diskSlack))}
+	}
 	if overH {
 		return &LimitError{Limit: "disk", msg: fmt.Sprintf("the files the session's commands wrote take %s of disk, past the session's budget of %s; the command was killed, and so will be any command that makes them take more than %s more", FormatSize(held), FormatSize(w.lim.DiskBudget), FormatSize(diskSlack))}
 	}
