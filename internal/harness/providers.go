@@ -306,6 +306,59 @@ type ProviderDef struct {
 	AnyMaker bool
 }
 
+// Wire is the API wire the provider speaks, whose requests, surfaces and
+// model profiles its sessions use: its dialect's Wire, else its dialect
+// ("anthropic" for bedrock, "responses" for azure); the simulated
+// model's is "sim".
+func (p ProviderDef) Wire() string {
+	if p.Dialect == "" {
+		return p.Name
+	}
+	return wire(p.Dialect)
+}
+
+// Runs reports whether the provider's sessions can run the model
+// catalog's row e and are charged by it: a row of the provider's wire
+// (Claude's rows on bedrock and vertex, GPT's on azure), or a row of no
+// wire (open weights at a host's price) on a provider that serves any
+// maker's models (AnyMaker). A row the session's lookup never reaches on
+// the wire (one of another dialect's, one behind an earlier row of the
+// same pattern) is not run: Catalog leaves those out.
+func (p ProviderDef) Runs(e surface.Entry) bool {
+	w := p.Wire()
+	if e.Provider != "" && e.Provider != w {
+		return false
+	}
+	return e.Wire == w || e.Wire == "" && p.AnyMaker
+}
+
+// Catalog returns the rows of the model catalog (surface.Catalog) the
+// provider's sessions can run (Runs), in the catalog's order, without
+// the rows a session's lookup never reaches on its wire.
+func (p ProviderDef) Catalog() []surface.Entry {
+	w := p.Wire()
+	var out []surface.Entry
+	var seen []string // the patterns a lookup on the wire meets first
+	for _, e := range surface.Catalog() {
+		if e.Provider != "" && e.Provider != w {
+			continue
+		}
+		shadowed := slices.Contains(seen, e.Pattern)
+		seen = append(seen, e.Pattern)
+		if !shadowed && p.Runs(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Profile is the model profile a session of the provider gets for model:
+// the catalog's row its lookup finds on the provider's wire (Bedrock's
+// ids read as the Claude API's), else a guess (Profile.Guess).
+func (p ProviderDef) Profile(model string) surface.Profile {
+	return surface.DefaultProfiles().Lookup(p.Wire(), bedrockModel(model))
+}
+
 // hints are what the provider's errors tell the user to check: where the
 // server's address is set (for a named provider, its base_url in its
 // file; "" for the adapter's own words, which name the built-in
