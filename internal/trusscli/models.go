@@ -91,7 +91,9 @@ func cmdModels(args []string, stdout, stderr io.Writer) error {
 	cli.Describe(fset, "truss models [--provider P] [--json]", `Prints the model catalog: for each model (a pattern of model ids), the providers
 of the table that can run it at the row's prices, the surface and typed tools it is trained on, its context
 window and output limit, its prices in USD per million tokens (input, cache read, cache
-write, output), the date its facts were checked and the official page they come from.
+write, output), whether the official page they come from confirmed them (STATUS:
+"checked DATE"; "partly checked DATE [n]" or "unconfirmed, listed DATE [n]", whose
+note says what was not confirmed and why) and the page.
 The notes under the table say which facts a row's page did not confirm and what it
 charges where the price depends on more than the token counts. A model the catalog
 does not know works with a warning, at an unknown cost. With --provider (a provider
@@ -157,7 +159,7 @@ func printModels(w io.Writer, pc providerCatalog) error {
 		return "[" + strconv.Itoa(i+1) + "]"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tNAME\tPROVIDERS\tSURFACE\tTOOLS\tCONTEXT\tMAX OUTPUT\tIN $\tCACHE READ $\tCACHE WRITE $\tOUT $\tCHECKED\tSOURCE\tNOTES")
+	fmt.Fprintln(tw, "MODEL\tNAME\tPROVIDERS\tSURFACE\tTOOLS\tCONTEXT\tMAX OUTPUT\tIN $\tCACHE READ $\tCACHE WRITE $\tOUT $\tSTATUS\tSOURCE\tNOTES")
 	for _, r := range rows {
 		p := r.Prices
 		in, read, write, out := usd(p.Input), usd(p.CacheRead), usd(p.CacheWrite), usd(p.Output)
@@ -170,16 +172,14 @@ func printModels(w io.Writer, pc providerCatalog) error {
 			write += "/" + usd(l.CacheWrite)
 			out += "/" + usd(l.Output)
 		}
+		st := status(r.Entry, ref) // its note numbered before the row's own
 		var refs []string
-		if r.Unverified != "" {
-			refs = append(refs, ref("unverified: "+r.Unverified))
-		}
 		if r.Note != "" {
 			refs = append(refs, ref(r.Note))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Pattern, r.Name, strings.Join(r.Providers, ","),
 			r.Surface, dash(strings.Join(r.Tools, ",")), tokens(r.ContextWindow), tokens(r.MaxOutput), in, read, write, out,
-			r.Checked, dash(r.Source), strings.Join(refs, ""))
+			st, dash(r.Source), strings.Join(refs, ""))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -194,6 +194,20 @@ func printModels(w io.Writer, pc providerCatalog) error {
 		}
 	}
 	return nil
+}
+
+// status says how much of a row its source confirmed, and when: "checked
+// DATE" for a row the page confirmed in all, "partly checked DATE [n]"
+// and "unconfirmed, listed DATE [n]" with the note (ref) that says what
+// was not confirmed and why.
+func status(e surface.Entry, ref func(string) string) string {
+	switch e.Confirmed {
+	case surface.ConfirmedAll:
+		return "checked " + e.Checked
+	case surface.ConfirmedPart:
+		return "partly checked " + e.Checked + " " + ref("unconfirmed: "+e.Unverified)
+	}
+	return "unconfirmed, listed " + e.Checked + " " + ref("unconfirmed: "+e.Unverified)
 }
 
 // usd prints a price per million tokens.
