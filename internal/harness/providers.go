@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +57,13 @@ type Endpoint struct {
 	// Sim is set for the simulated model: a platform's adapter takes
 	// credentials of its own, none of the user's.
 	Sim bool
+	// Label is the provider's name, which every error of the adapter
+	// starts with ("bedrock", a named provider's NAME; "" for the
+	// dialect's own); ReachHint and KeyHint say what the user checks
+	// when the server cannot be reached or is not the API, and when it
+	// refuses the credentials ("" for the adapter's own words). They
+	// come from the provider's row (ProviderDef.hints).
+	Label, ReachHint, KeyHint string
 }
 
 // Dialect is one API dialect an adapter speaks.
@@ -96,21 +104,24 @@ func Dialects() []Dialect { return slices.Clone(dialects) }
 var dialects = []Dialect{
 	{Name: "anthropic", New: func(_ context.Context, e Endpoint) provider.Provider {
 		return anthropicprov.New(anthropicprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, ServerTools: e.ServerTools,
-			ThinkingBudget: int64(settings(e).ThinkingTokens), ContextManagement: e.ContextManagement})
+			ThinkingBudget: int64(settings(e).ThinkingTokens), ContextManagement: e.ContextManagement,
+			Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint})
 	}},
 	{Name: openaiprov.Dialect, SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
 		s := settings(e)
 		return openaiprov.New(openaiprov.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, Stateful: e.Stateful,
-			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey})
+			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey,
+			Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint})
 	}},
 	{Name: "chat", SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
-		return chatcompat.New(chatcompat.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, ReasoningEffort: settings(e).ReasoningEffort})
+		return chatcompat.New(chatcompat.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, ReasoningEffort: settings(e).ReasoningEffort,
+			Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint})
 	}},
 	{Name: "ollama", New: func(ctx context.Context, e Endpoint) provider.Provider {
 		// Without a context from the options or the profile, the server is
 		// asked what the model supports (at most surface.MaxNumCtx), so
 		// that the first request is not cut to Ollama's small default.
-		c := &ollama.Client{Host: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry}
+		c := &ollama.Client{Host: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint}
 		s := settings(e)
 		if s.ContextTokens == 0 && e.ProbeContext {
 			if n, err := c.ContextLength(ctx, e.Model); err == nil {
@@ -123,13 +134,14 @@ var dialects = []Dialect{
 	{Name: gemini.Dialect, New: func(_ context.Context, e Endpoint) provider.Provider {
 		s := settings(e)
 		return gemini.New(gemini.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry,
-			ThinkingTokens: s.ThinkingTokens, Effort: s.ReasoningEffort})
+			ThinkingTokens: s.ThinkingTokens, Effort: s.ReasoningEffort, Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint})
 	}},
 	{Name: "vertex", Wire: "anthropic", Platform: true, New: func(ctx context.Context, e Endpoint) provider.Provider {
 		c, err := vertexConfig(ctx, e)
 		if err != nil {
 			return failing{name: "anthropic", err: err}
 		}
+		c.Label, c.ReachHint, c.KeyHint = e.Label, e.ReachHint, e.KeyHint
 		return anthropicprov.New(c)
 	}, Check: func(e Endpoint) error {
 		_, err := vertexConfig(context.Background(), e)
@@ -140,6 +152,8 @@ var dialects = []Dialect{
 		if err != nil {
 			return failing{name: gemini.Dialect, err: err}
 		}
+		// The Gemini adapter's own words would name the Gemini API's.
+		c.Label, c.ReachHint, c.KeyHint = cmpOr(e.Label, "vertex-gemini"), e.ReachHint, e.KeyHint
 		return gemini.New(c)
 	}, Check: func(e Endpoint) error {
 		_, err := vertexGeminiConfig(context.Background(), e)
@@ -150,6 +164,7 @@ var dialects = []Dialect{
 		if err != nil {
 			return failing{name: "anthropic", err: err}
 		}
+		c.Label, c.ReachHint, c.KeyHint = e.Label, e.ReachHint, e.KeyHint
 		return anthropicprov.New(c)
 	}, Check: func(e Endpoint) error {
 		_, err := bedrockConfig(e)
@@ -176,7 +191,8 @@ func azureConfig(e Endpoint) openaiprov.AzureConfig {
 	s := settings(e)
 	return openaiprov.AzureConfig{Endpoint: e.BaseURL, APIKey: e.APIKey, Token: e.Token, APIVersion: e.APIVersion,
 		Config: openaiprov.Config{HTTP: e.HTTP, Retry: e.Retry, Stateful: e.Stateful,
-			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey}}
+			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey,
+			Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint}}
 }
 
 // failing is an adapter that could not be made: every turn fails with
@@ -260,6 +276,10 @@ type ProviderDef struct {
 	// none is named, DetectNote what the variable configures (for the
 	// error that none is set). The table's order is the detection order.
 	Detect, DetectNote string
+	// ReachHint says what to check when the server cannot be reached or
+	// is not the API, where the adapter's own words do not name the
+	// provider's variables ("" keeps them).
+	ReachHint string
 	// DefaultModel is used when no model is named ("" requires one).
 	DefaultModel string
 	// Env are the variables the provider's configuration and credentials
@@ -275,8 +295,93 @@ type ProviderDef struct {
 	// provider of the user's configuration has them.
 	Headers, EnvHeaders map[string]string
 	// Named is set for a provider of the user's configuration
-	// ([providers.NAME]).
-	Named bool
+	// ([providers.NAME]); ConfigFile is the file it was read from.
+	Named      bool
+	ConfigFile string
+	// AnyMaker is set for a provider that serves whatever models its
+	// server has, of any maker (a server the user chooses: an
+	// OpenAI-compatible server, Ollama, a named provider), not only its
+	// wire's maker's: the model catalog's rows of no wire (open weights
+	// at a host's price) are its (truss models).
+	AnyMaker bool
+}
+
+// Wire is the API wire the provider speaks, whose requests, surfaces and
+// model profiles its sessions use: its dialect's Wire, else its dialect
+// ("anthropic" for bedrock, "responses" for azure); the simulated
+// model's is "sim".
+func (p ProviderDef) Wire() string {
+	if p.Dialect == "" {
+		return p.Name
+	}
+	return wire(p.Dialect)
+}
+
+// Runs reports whether the provider's sessions can run the model
+// catalog's row e and are charged by it: a row of the provider's wire
+// (Claude's rows on bedrock and vertex, GPT's on azure), or a row of no
+// wire (open weights at a host's price) on a provider that serves any
+// maker's models (AnyMaker). A row the session's lookup never reaches on
+// the wire (one of another dialect's, one behind an earlier row of the
+// same pattern) is not run: Catalog leaves those out.
+func (p ProviderDef) Runs(e surface.Entry) bool {
+	w := p.Wire()
+	if e.Provider != "" && e.Provider != w {
+		return false
+	}
+	return e.Wire == w || e.Wire == "" && p.AnyMaker
+}
+
+// Catalog returns the rows of the model catalog (surface.Catalog) the
+// provider's sessions can run (Runs), in the catalog's order, without
+// the rows a session's lookup never reaches on its wire.
+func (p ProviderDef) Catalog() []surface.Entry {
+	w := p.Wire()
+	var out []surface.Entry
+	var seen []string // the patterns a lookup on the wire meets first
+	for _, e := range surface.Catalog() {
+		if e.Provider != "" && e.Provider != w {
+			continue
+		}
+		shadowed := slices.Contains(seen, e.Pattern)
+		seen = append(seen, e.Pattern)
+		if !shadowed && p.Runs(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Profile is the model profile a session of the provider gets for model:
+// the catalog's row its lookup finds on the provider's wire (Bedrock's
+// ids read as the Claude API's), else a guess (Profile.Guess).
+func (p ProviderDef) Profile(model string) surface.Profile {
+	return surface.DefaultProfiles().Lookup(p.Wire(), bedrockModel(model))
+}
+
+// hints are what the provider's errors tell the user to check: where the
+// server's address is set (for a named provider, its base_url in its
+// file; "" for the adapter's own words, which name the built-in
+// provider's variables) and where the key is (its variables).
+func (p ProviderDef) hints() (reach, key string) {
+	if p.Named {
+		where := fmt.Sprintf("[providers.%s] in %s", p.Name, cmpOr(p.ConfigFile, config.UserFile))
+		reach = "check base_url of " + where
+		if p.KeyEnv == "" {
+			return reach, "if the server wants a key, set env_key of " + where + " to the variable that holds it"
+		}
+		return reach, fmt.Sprintf("check %s (env_key of %s)", p.KeyEnv, where)
+	}
+	var vars []string
+	for _, v := range append([]string{p.KeyEnv}, append(p.AltKeyEnv, p.TokenEnv)...) {
+		if v != "" {
+			vars = append(vars, v)
+		}
+	}
+	if len(vars) > 0 {
+		key = "check " + orList(vars)
+	}
+	return p.ReachHint, key
 }
 
 // Providers returns the table of the providers of this build, in the
@@ -284,18 +389,19 @@ type ProviderDef struct {
 func Providers() []ProviderDef { return slices.Clone(providers) }
 
 var providers = []ProviderDef{
-	{Name: "chat", Aliases: []string{"openai-compatible"}, Dialect: "chat", Title: "an OpenAI-compatible server",
+	{Name: "chat", Aliases: []string{"openai-compatible"}, Dialect: "chat", Title: "an OpenAI-compatible server", AnyMaker: true,
 		Note: "vLLM, LM Studio, llama.cpp, Ollama /v1", KeyEnv: "OPENAI_API_KEY",
 		BaseURLEnv: "OPENAI_BASE_URL", BaseURLRequired: true, BaseURLHint: "the server's /v1 URL (for example http://127.0.0.1:8000/v1)",
 		Detect: "OPENAI_BASE_URL", DetectNote: "an OpenAI-compatible server", Env: []string{"OPENAI_*"}},
 	{Name: "openai", Dialect: openaiprov.Dialect, Title: "OpenAI's Responses API", KeyEnv: "OPENAI_API_KEY", KeyRequired: true,
 		BaseURLEnv: "OPENAI_BASE_URL", Detect: "OPENAI_API_KEY", DetectNote: "OpenAI", DefaultModel: "gpt-5.2", Env: []string{"OPENAI_*"}},
-	{Name: "ollama", Dialect: "ollama", Title: "Ollama's native API", BaseURLEnv: "OLLAMA_HOST", DefaultBaseURL: ollama.DefaultHost,
+	{Name: "ollama", Dialect: "ollama", Title: "Ollama's native API", AnyMaker: true, BaseURLEnv: "OLLAMA_HOST", DefaultBaseURL: ollama.DefaultHost,
 		Detect: "OLLAMA_HOST", DetectNote: "Ollama", Env: []string{"OLLAMA_*"}},
 	{Name: "anthropic", Dialect: "anthropic", Title: "Anthropic's Messages API", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true,
 		BaseURLEnv: "ANTHROPIC_BASE_URL", Detect: "ANTHROPIC_API_KEY", DetectNote: "Anthropic; ANTHROPIC_BASE_URL optional", DefaultModel: "claude-sonnet-4-5", Env: []string{"ANTHROPIC_*"}},
 	{Name: "gemini", Dialect: gemini.Dialect, Title: "Google's Gemini API", KeyEnv: "GEMINI_API_KEY", AltKeyEnv: []string{"GOOGLE_API_KEY"}, KeyRequired: true,
 		BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: gemini.DefaultBaseURL, Detect: "GEMINI_API_KEY", DetectNote: "Google's Gemini API",
+		ReachHint:    "check the network or GOOGLE_GEMINI_BASE_URL",
 		DefaultModel: "gemini-2.5-pro", Env: []string{"GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"}},
 	{Name: "vertex", Dialect: "vertex", Title: "Anthropic's models on Google Vertex AI",
 		Note:       "Google application-default credentials; --region or CLOUD_ML_REGION, --project or ANTHROPIC_VERTEX_PROJECT_ID",
@@ -308,6 +414,7 @@ var providers = []ProviderDef{
 		Note:       "Google application-default credentials; --region, GOOGLE_CLOUD_LOCATION or CLOUD_ML_REGION; --project or GOOGLE_CLOUD_PROJECT",
 		BaseURLEnv: "GOOGLE_VERTEX_BASE_URL", RegionEnv: []string{"GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"},
 		ProjectEnv: []string{"GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT"}, DefaultModel: "gemini-2.5-pro",
+		ReachHint:       "check the network, --region, GOOGLE_CLOUD_LOCATION or GOOGLE_VERTEX_BASE_URL",
 		Env:             []string{"GOOGLE_*", "GCLOUD_PROJECT", "CLOUD_ML_REGION", "CLOUDSDK_*"},
 		CredentialFiles: []string{"~/.config/gcloud"}},
 	{Name: "bedrock", Dialect: "bedrock", Title: "Anthropic's models on Amazon Bedrock",
@@ -318,7 +425,8 @@ var providers = []ProviderDef{
 	{Name: "azure", Dialect: "azure", Title: "Azure OpenAI's Responses API", Note: "AZURE_OPENAI_API_KEY or an Entra ID token in AZURE_OPENAI_AD_TOKEN; --model names the deployment",
 		KeyEnv: "AZURE_OPENAI_API_KEY", TokenEnv: "AZURE_OPENAI_AD_TOKEN", VersionEnv: "AZURE_OPENAI_API_VERSION",
 		BaseURLEnv: "AZURE_OPENAI_ENDPOINT", BaseURLRequired: true, BaseURLHint: "the resource's address (https://RESOURCE.openai.azure.com)",
-		Detect: "AZURE_OPENAI_ENDPOINT", DetectNote: "Azure OpenAI", Env: []string{"AZURE_*"}, CredentialFiles: []string{"~/.azure"}},
+		ReachHint: "check the network or AZURE_OPENAI_ENDPOINT",
+		Detect:    "AZURE_OPENAI_ENDPOINT", DetectNote: "Azure OpenAI", Env: []string{"AZURE_*"}, CredentialFiles: []string{"~/.azure"}},
 	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
 }
 
@@ -556,7 +664,7 @@ func namedProvider(name string, c config.Provider) (ProviderDef, error) {
 		return ProviderDef{}, configErrorf("providers.%s in the user's configuration: wire %s is not in this build (it has %s)", name, c.Wire, orList(wires))
 	}
 	return ProviderDef{Name: name, Dialect: c.Wire, Title: "the user's provider at " + c.BaseURL, KeyEnv: c.EnvKey, KeyRequired: c.EnvKey != "",
-		DefaultBaseURL: c.BaseURL, DefaultModel: c.Model, Env: c.Vars(), Headers: c.Headers, EnvHeaders: c.EnvHeaders, Named: true}, nil
+		DefaultBaseURL: c.BaseURL, DefaultModel: c.Model, Env: c.Vars(), Headers: c.Headers, EnvHeaders: c.EnvHeaders, Named: true, AnyMaker: true}, nil
 }
 
 // providerDef returns the provider named name: the table's, else the
@@ -579,7 +687,9 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 	}
 	if s.user != nil {
 		if c, ok := s.user.Providers[name]; ok {
-			return namedProvider(name, c)
+			def, err := namedProvider(name, c)
+			def.ConfigFile = s.userFile()
+			return def, err
 		}
 	}
 	names := ProviderList()
@@ -587,6 +697,24 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 		names = append(names, slices.Sorted(maps.Keys(s.user.Providers))...)
 	}
 	return ProviderDef{}, configErrorf("unknown provider %q: choose %s", name, orList(names))
+}
+
+// userFile is the user's configuration file (in Truss's directory), for
+// messages.
+func (s *Session) userFile() string {
+	dir, err := s.keyDir()
+	if err != nil {
+		return config.UserFile
+	}
+	return filepath.Join(dir, config.UserFile)
+}
+
+// LookupProvider returns the provider named name: one of the table (a
+// name or an alias) or of the user's configuration in Truss's directory
+// ([providers.NAME]). An unknown name, or a user's configuration that
+// cannot be read, is a *ConfigError naming the choices.
+func LookupProvider(name string) (ProviderDef, error) {
+	return (&Session{}).providerDef(name)
 }
 
 // DemoScript names the bundled demo fix as a simulated model's script;
@@ -611,6 +739,8 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 	}
 	if def.Name != "sim" {
 		d, _ := dialect(def.Dialect)
+		e.Label = def.Name
+		e.ReachHint, e.KeyHint = def.hints()
 		if e.BaseURL, e.APIKey, err = def.endpoint(os.Getenv); err != nil {
 			return nil, err
 		}

@@ -27,10 +27,26 @@ type Entry struct {
 	// Unverified says which of the row's facts Source did not confirm, and
 	// why; "" when it confirmed them all.
 	Unverified string `json:"unverified,omitempty"`
+	// Confirmed says how much of the row Source confirmed on Checked:
+	// ConfirmedAll (Unverified is ""), ConfirmedPart or ConfirmedNone.
+	Confirmed string `json:"confirmed"`
 	// Note says what the row charges where the maker's price depends on
 	// more than the token counts (prompt length, the platform).
 	Note string `json:"note,omitempty"`
 }
+
+// How much of a row its source confirmed (Entry.Confirmed).
+const (
+	// ConfirmedAll: the official page gave every fact, on Checked.
+	ConfirmedAll = "all"
+	// ConfirmedPart: the page gave some facts on Checked; Unverified
+	// says which not and why.
+	ConfirmedPart = "part"
+	// ConfirmedNone: no page confirmed the row (facts carried over since
+	// Checked, a family's guess, the simulated model); Unverified says
+	// why.
+	ConfirmedNone = "none"
+)
 
 // Tools lists the typed tools the row's surface declares, by their wire
 // type (Anthropic's) or name (OpenAI's); nil for the generic surface.
@@ -81,21 +97,27 @@ func Catalog() []Entry {
 	claude := func(name, pattern string, window, maxOut int, in, write, read, out float64, src string) Entry {
 		return Entry{Profile: Profile{Pattern: pattern, Provider: "anthropic", Surface: "anthropic", Editor: "text_editor_20250728", Memory: true,
 			ContextWindow: window, MaxOutput: maxOut, Prices: Prices{Input: in, Output: out, CacheRead: read, CacheWrite: write}},
-			Name: name, Wire: "anthropic", Source: src, Checked: today, Note: platformNote}
+			Name: name, Wire: "anthropic", Source: src, Checked: today, Confirmed: ConfirmedAll, Note: platformNote}
 	}
-	unverified := func(e Entry, why string) Entry { e.Unverified = why; return e }
+	// unverified marks a row no page confirmed, partly one whose page
+	// confirmed only some of its facts; why says which and why.
+	unverified := func(e Entry, why string) Entry { e.Unverified, e.Confirmed = why, ConfirmedNone; return e }
+	partly := func(e Entry, why string) Entry { e.Unverified, e.Confirmed = why, ConfirmedPart; return e }
 	// family makes a row of a family's models the catalog does not know
 	// one by one: they get the family's surface and limits, and, as any
 	// unknown model, a warning and an unknown cost.
 	family := func(e Entry) Entry {
-		e.Guess, e.Prices = true, Prices{Unknown: true}
+		e.Guess, e.Prices, e.Confirmed = true, Prices{Unknown: true}, ConfirmedNone
 		e.Unverified = "a family's models the catalog does not know: their surface and limits are the family's, their prices unknown"
 		e.Note = ""
 		return e
 	}
 	checked := func(e Entry, date string) Entry { e.Checked = date; return e }
 	// read marks a row confirmed today on the page src.
-	read := func(e Entry, src string) Entry { e.Source, e.Checked, e.Unverified = src, today, ""; return e }
+	read := func(e Entry, src string) Entry {
+		e.Source, e.Checked, e.Unverified, e.Confirmed = src, today, "", ConfirmedAll
+		return e
+	}
 	const m, k = 1000000, 1000
 
 	// OpenAI: general GPT-5.1 and later are trained on the Responses API's
@@ -114,7 +136,7 @@ func Catalog() []Entry {
 			p.Reasoning = ""
 		}
 		return Entry{Profile: p, Name: name, Wire: "responses", Source: openaiPricing, Checked: "2026-12-02",
-			Unverified: notRead, Note: azureNote}
+			Unverified: notRead, Confirmed: ConfirmedNone, Note: azureNote}
 	}
 	// Gemini (any route: the Gemini API, a named gemini wire): no
 	// client-executed typed tools, so the generic surface; thinking is
@@ -123,8 +145,8 @@ func Catalog() []Entry {
 		return Entry{Profile: Profile{Pattern: pattern, Surface: "generic", ContextWindow: 1048576, MaxOutput: 65536,
 			Prices: Prices{Input: in, Output: out, CacheRead: cached}},
 			Name: name, Wire: "gemini", Source: geminiPricing, Checked: "2026-12-06",
-			Unverified: notRead + " (the table's values are those of the page as of 2025-12)",
-			Note:       "prompts over 200K tokens are charged the prices of shorter ones (the page's long-prompt tier is not applied)"}
+			Unverified: notRead + " (the table's values are those of the page as of 2025-12)", Confirmed: ConfirmedNone,
+			Note: "prompts over 200K tokens are charged the prices of shorter ones (the page's long-prompt tier is not applied)"}
 	}
 	sim := func(pattern, surf string, window int) Entry {
 		p := Profile{Pattern: pattern, Surface: surf, ContextWindow: window, MaxOutput: 8192}
@@ -134,7 +156,7 @@ func Catalog() []Entry {
 		case "openai", "codex":
 			p.Reasoning, p.ReasoningSummary = "medium", "auto"
 		}
-		return Entry{Profile: p, Name: "the simulated model", Wire: "sim", Checked: today,
+		return Entry{Profile: p, Name: "the simulated model", Wire: "sim", Checked: today, Confirmed: ConfirmedNone,
 			Unverified: "Truss's own simulated model: no page describes it", Note: "it costs nothing"}
 	}
 
@@ -147,7 +169,7 @@ func Catalog() []Entry {
 		// Anthropic's models, newest first. A pattern without wildcards
 		// matches the model's id and its snapshots (…-20251101, …@20251101,
 		// …-latest), not a later model's id.
-		unverified(claude("Claude Fable 5.2", "claude-fable-5-2", m, 128*k, 8, 10, 0.20, 40, claudeModels+"fable-5-2/overview"),
+		partly(claude("Claude Fable 5.2", "claude-fable-5-2", m, 128*k, 8, 10, 0.20, 40, claudeModels+"fable-5-2/overview"),
 			"input and output prices and limits from the comparison table of https://platform.claude.com/docs/id/models/opus-5/overview.md; the cache prices (1.25× input to write, $0.20 to read) are not on a stored official page"),
 		unverified(claude("Claude Mythos 5.2", "claude-mythos-5-2", m, 128*k, 8, 10, 0.20, 40, claudeModels+"mythos-5-2/overview"),
 			"no stored official page prices Mythos 5.2; Fable 5.2's, as Mythos 5 and 5.1 share Fable's specifications and prices"),
@@ -155,21 +177,21 @@ func Catalog() []Entry {
 		claude("Claude Mythos 5.1", "claude-mythos-5-1", m, 128*k, 10, 12.50, 0.25, 50, claudePricing),
 		claude("Claude Fable 5", "claude-fable-5", m, 128*k, 10, 12.50, 1, 50, claudePricing),
 		claude("Claude Mythos 5", "claude-mythos-5", m, 128*k, 10, 12.50, 1, 50, claudePricing),
-		unverified(claude("Claude Opus 5.5", "claude-opus-5-5", m, 128*k, 4, 5, 0.20, 20, claudeModels+"opus-5-5/overview"),
+		partly(claude("Claude Opus 5.5", "claude-opus-5-5", m, 128*k, 4, 5, 0.20, 20, claudeModels+"opus-5-5/overview"),
 			"input and output prices and limits from the comparison tables of the official model pages; the cache prices (1.25× input to write, $0.20 to read) are not on a stored official page"),
 		claude("Claude Opus 5", "claude-opus-5", m, 128*k, 5, 6.25, 0.50, 25, claudeModels+"opus-5/overview"),
 		claude("Claude Opus 4.8", "claude-opus-4-8", m, 128*k, 5, 6.25, 0.50, 25, claudeModels+"opus-4-8/overview"),
-		unverified(claude("Claude Opus 4.7", "claude-opus-4-7", 200*k, 64*k, 5, 6.25, 0.50, 25, claudePricing),
+		partly(claude("Claude Opus 4.7", "claude-opus-4-7", 200*k, 64*k, 5, 6.25, 0.50, 25, claudePricing),
 			"prices from the pricing page; its limits are not on a stored official page, so the smaller ones of Opus 4.5 (200K, 64K) are used"),
 		claude("Claude Opus 4.6", "claude-opus-4-6", m, 128*k, 5, 6.25, 0.50, 25, claudeModels+"opus-4-6/overview"),
 		claude("Claude Opus 4.5", "claude-opus-4-5", 200*k, 64*k, 5, 6.25, 0.50, 25, claudeModels+"opus-4-5/overview"),
-		unverified(claude("Claude Opus 4.1", "claude-opus-4-1", 200*k, 32*k, 15, 18.75, 1.50, 75, claudePricing),
+		partly(claude("Claude Opus 4.1", "claude-opus-4-1", 200*k, 32*k, 15, 18.75, 1.50, 75, claudePricing),
 			"prices from the pricing page; the limits "+notRead),
-		unverified(claude("Claude Opus 4", "claude-opus-4-0", 200*k, 32*k, 15, 18.75, 1.50, 75, claudePricing),
+		partly(claude("Claude Opus 4", "claude-opus-4-0", 200*k, 32*k, 15, 18.75, 1.50, 75, claudePricing),
 			"prices from the pricing page; the limits "+notRead),
-		unverified(claude("Claude Opus 4", "claude-opus-4", 200*k, 32*k, 15, 18.75, 1.50, 75, claudePricing),
+		partly(claude("Claude Opus 4", "claude-opus-4", 200*k, 32*k, 15, 18.75, 1.50, 75, claudePricing),
 			"prices from the pricing page; the limits "+notRead),
-		unverified(claude("Claude Sonnet 5.5", "claude-sonnet-5-5", m, 128*k, 2, 2.50, 0.20, 10, claudeModels+"sonnet-5-5/overview"),
+		partly(claude("Claude Sonnet 5.5", "claude-sonnet-5-5", m, 128*k, 2, 2.50, 0.20, 10, claudeModels+"sonnet-5-5/overview"),
 			"the stored official page (cache read $0.20) predates 2026-10-07; a cut of the cache read to $0.10 then is reported only by third parties"),
 		claude("Claude Sonnet 5", "claude-sonnet-5", m, 128*k, 2, 2.50, 0.20, 10, claudeModels+"sonnet-5/overview"),
 		claude("Claude Sonnet 4.6", "claude-sonnet-4-6", m, 128*k, 3, 3.75, 0.30, 15, claudeModels+"sonnet-4-6/overview"),
@@ -178,10 +200,10 @@ func Catalog() []Entry {
 			e.Note = "the 200K-token window: Truss does not ask for the 1M-token beta, whose prompts over 200K tokens cost $6/$22.50; " + platformNote
 			return checked(e, "2026-12-02")
 		}(),
-		unverified(claude("Claude Sonnet 4", "claude-sonnet-4-0", 200*k, 64*k, 3, 3.75, 0.30, 15, claudeOldPrices), "prices from the pricing page; the limits "+notRead),
-		unverified(claude("Claude Sonnet 4", "claude-sonnet-4", 200*k, 64*k, 3, 3.75, 0.30, 15, claudeOldPrices), "prices from the pricing page; the limits "+notRead),
+		partly(claude("Claude Sonnet 4", "claude-sonnet-4-0", 200*k, 64*k, 3, 3.75, 0.30, 15, claudeOldPrices), "prices from the pricing page; the limits "+notRead),
+		partly(claude("Claude Sonnet 4", "claude-sonnet-4", 200*k, 64*k, 3, 3.75, 0.30, 15, claudeOldPrices), "prices from the pricing page; the limits "+notRead),
 		func() Entry {
-			e := unverified(claude("Claude Haiku 5.5", "claude-haiku-5-5", m, 128*k, 0.10, 0.125, 0.01, 0.50, claudeModels+"haiku-5-5/overview"),
+			e := partly(claude("Claude Haiku 5.5", "claude-haiku-5-5", m, 128*k, 0.10, 0.125, 0.01, 0.50, claudeModels+"haiku-5-5/overview"),
 				"the page gives the limits and 'from $0.10 / $0.50'; the prices of prompts over 100K tokens and the cache prices are not on a stored official page")
 			e.Prices.Long = LongPrices{Above: 100000, Input: 0.50, Output: 2.50, CacheRead: 0.05, CacheWrite: 0.625}
 			e.Note = "a request whose prompt (input, cache reads and writes) passes 100K tokens is charged the long-prompt prices on all its tokens; " + platformNote
@@ -191,8 +213,7 @@ func Catalog() []Entry {
 		func() Entry {
 			e := claude("Claude Sonnet 3.7", "claude-3-7-sonnet", 200*k, 64*k, 3, 3.75, 0.30, 15, claudeOldPrices)
 			e.Editor, e.Memory = "text_editor_20250124", false
-			e.Unverified = "prices from the pricing page; the limits " + notRead
-			return e
+			return partly(e, "prices from the pricing page; the limits "+notRead)
 		}(),
 
 		gpt("GPT-5.1-Codex-Mini", "gpt-5.1-codex-mini*", "codex", 0.25, 2, 400000),
@@ -211,7 +232,7 @@ func Catalog() []Entry {
 		// The chat snapshot of GPT-5 does not take a reasoning effort.
 		{Profile: Profile{Pattern: "gpt-5-chat*", Surface: "generic", ContextWindow: 128000, MaxOutput: 16384,
 			Prices: Prices{Input: 1.25, Output: 10, CacheRead: 0.125, CacheWrite: 1.25}},
-			Name: "GPT-5 chat", Wire: "responses", Source: openaiModels + "gpt-5-chat-latest", Checked: "2026-12-03", Unverified: notRead, Note: azureNote},
+			Name: "GPT-5 chat", Wire: "responses", Source: openaiModels + "gpt-5-chat-latest", Checked: "2026-12-03", Unverified: notRead, Confirmed: ConfirmedNone, Note: azureNote},
 		gpt("GPT-5", "gpt-5", "generic", 1.25, 10, 400000),
 		family(gpt("another GPT-5 model (mini, nano, pro…)", "gpt-5*", "generic", 0, 0, 400000)),
 		gpt("GPT-4.1", "gpt-4.1", "generic", 2, 8, 1047576),
@@ -219,18 +240,18 @@ func Catalog() []Entry {
 		gpt("o4-mini", "o4-mini*", "generic", 1.1, 4.4, 200000),
 
 		{Profile: Profile{Pattern: "qwen*", Provider: "ollama", Surface: "generic", ContextWindow: 32768, MaxOutput: 8192, NumCtx: 32768},
-			Name: "Qwen (local)", Wire: "ollama", Source: ollamaLibrary + "qwen2.5-coder", Checked: "2026-12-03", Unverified: notRead,
+			Name: "Qwen (local)", Wire: "ollama", Source: ollamaLibrary + "qwen2.5-coder", Checked: "2026-12-03", Unverified: notRead, Confirmed: ConfirmedNone,
 			Note: "a local model: it costs nothing"},
 		{Profile: Profile{Pattern: "llama*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 8192, NumCtx: MaxNumCtx},
-			Name: "Llama (local)", Wire: "ollama", Source: ollamaLibrary + "llama3.1", Checked: "2026-12-03", Unverified: notRead,
+			Name: "Llama (local)", Wire: "ollama", Source: ollamaLibrary + "llama3.1", Checked: "2026-12-03", Unverified: notRead, Confirmed: ConfirmedNone,
 			Note: "a local model: it costs nothing"},
 		{Profile: Profile{Pattern: "gpt-oss*", Provider: "ollama", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768},
-			Name: "gpt-oss (local)", Wire: "ollama", Source: openaiModels + "gpt-oss-120b", Checked: "2026-12-02", Unverified: notRead,
+			Name: "gpt-oss (local)", Wire: "ollama", Source: openaiModels + "gpt-oss-120b", Checked: "2026-12-02", Unverified: notRead, Confirmed: ConfirmedNone,
 			Note: "a local model: it costs nothing"},
 		// Served elsewhere (Azure, a hosted OpenAI-compatible server), it
 		// has the host's price, which the catalog does not know.
 		{Profile: Profile{Pattern: "gpt-oss*", Surface: "generic", ContextWindow: 131072, MaxOutput: 32768, Prices: Prices{Unknown: true}},
-			Name: "gpt-oss (hosted)", Source: openaiModels + "gpt-oss-120b", Checked: "2026-12-02", Unverified: notRead,
+			Name: "gpt-oss (hosted)", Source: openaiModels + "gpt-oss-120b", Checked: "2026-12-02", Unverified: notRead, Confirmed: ConfirmedNone,
 			Note: "open weights: a host's price, which the catalog does not know"},
 
 		// Prices are the standard tier's for prompts up to 200k tokens.

@@ -48,6 +48,12 @@ func rowProblems(e Entry) []string {
 			add("source %q is not an official page", e.Source)
 		}
 	}
+	switch {
+	case !slices.Contains([]string{ConfirmedAll, ConfirmedPart, ConfirmedNone}, e.Confirmed):
+		add("confirmed %q", e.Confirmed)
+	case (e.Confirmed == ConfirmedAll) != (e.Unverified == ""):
+		add("confirmed %q with unverified %q: a row is confirmed in all exactly when nothing is unverified", e.Confirmed, e.Unverified)
+	}
 	if d, err := time.Parse(time.DateOnly, e.Checked); err != nil {
 		add("checked %q: not a date", e.Checked)
 	} else if max, _ := time.Parse(time.DateOnly, today); d.After(max) {
@@ -124,6 +130,9 @@ func TestRowProblemsFound(t *testing.T) {
 		{"output over window", func(e *Entry) { e.MaxOutput = e.ContextWindow + 1 }, "limits"},
 		{"no editor", func(e *Entry) { e.Editor = "" }, "editor"},
 		{"unknown wire", func(e *Entry) { e.Wire = "bedrock" }, "wire"},
+		{"no confirmation", func(e *Entry) { e.Confirmed = "" }, "confirmed"},
+		{"confirmed with a reason it is not", func(e *Entry) { e.Confirmed, e.Unverified = ConfirmedAll, "the page lacks the limits" }, "confirmed in all exactly when"},
+		{"unconfirmed without a reason", func(e *Entry) { e.Confirmed, e.Unverified = ConfirmedPart, "" }, "confirmed in all exactly when"},
 	} {
 		e := good
 		tc.edit(&e)

@@ -1,7 +1,6 @@
 package trusscli
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,78 +15,91 @@ import (
 )
 
 // modelRow is one catalog row as truss models prints it: the row, the
-// providers of the table its prices hold on (["any"] for a row of no
-// wire), and its typed tools.
+// providers of the table that can run it, and its typed tools.
 type modelRow struct {
 	surface.Entry
 	Providers []string `json:"providers"`
 	Tools     []string `json:"tools"`
+	// Default is set on the row of the provider's default model
+	// (--provider).
+	Default bool `json:"default,omitempty"`
 }
 
-// anyProvider is the providers of a row that holds on any of them.
-const anyProvider = "any"
-
-// providerWire is the API wire a provider of the table speaks: its
-// dialect's Wire, else the dialect; a provider without a dialect (the
-// simulated model) is its own.
-func providerWire(p harness.ProviderDef) string {
-	if p.Dialect == "" {
-		return p.Name
-	}
-	for _, d := range harness.Dialects() {
-		if d.Name == p.Dialect {
-			return cmp.Or(d.Wire, d.Name)
-		}
-	}
-	return p.Dialect
+// providerCatalog is what truss models prints: the catalog's rows, and
+// for one provider its default model and the profile it gets.
+type providerCatalog struct {
+	rows []modelRow
+	// def is the provider of --provider (nil for all).
+	def *harness.ProviderDef
+	// prof is its default model's profile (Guess when the catalog does
+	// not know the model).
+	prof surface.Profile
 }
 
-// catalogRows returns the catalog's rows that provider (a name or alias of
-// the provider table, "" for all) serves, each with the providers that
-// serve it.
-func catalogRows(provider string) ([]modelRow, error) {
+// catalogRows returns the catalog's rows that the provider named name
+// runs (a name or alias of the provider table, or a provider of the
+// user's configuration; "" for all rows), each with the providers of the
+// table that run it.
+func catalogRows(name string) (providerCatalog, error) {
 	defs := harness.Providers()
-	if provider != "" {
-		i := slices.IndexFunc(defs, func(p harness.ProviderDef) bool {
-			return p.Name == provider || slices.Contains(p.Aliases, provider)
-		})
-		if i < 0 {
-			var names []string
-			for _, p := range defs {
-				names = append(names, p.Name)
+	var pc providerCatalog
+	entries := surface.Catalog()
+	if name != "" {
+		def, err := harness.LookupProvider(name)
+		if err != nil {
+			// A user's configuration that cannot be read (or names a
+			// built-in provider) is its own error; else the name is
+			// unknown, which is a usage error naming the choices.
+			if _, cerr := harness.LookupProvider(defs[0].Name); cerr != nil {
+				return pc, cerr
 			}
-			return nil, cli.Usagef("unknown provider %q; choose one of: %s", provider, strings.Join(names, ", "))
+			return pc, cli.Usagef("%v", err)
 		}
-		provider = defs[i].Name
+		pc.def, entries = &def, def.Catalog()
+		if def.DefaultModel != "" {
+			pc.prof = def.Profile(def.DefaultModel)
+		}
 	}
-	var rows []modelRow
-	for _, e := range surface.Catalog() {
-		r := modelRow{Entry: e, Tools: append([]string{}, e.Tools()...)}
-		for _, p := range defs {
-			if e.Wire == providerWire(p) {
+	// The rows each provider of the table runs, by pattern and name
+	// (the same pattern may be two rows: gpt-oss local and hosted).
+	type rowID struct{ pattern, name string }
+	runs := make([]map[rowID]bool, len(defs))
+	for i, p := range defs {
+		runs[i] = map[rowID]bool{}
+		for _, e := range p.Catalog() {
+			runs[i][rowID{e.Pattern, e.Name}] = true
+		}
+	}
+	for _, e := range entries {
+		r := modelRow{Entry: e, Tools: append([]string{}, e.Tools()...), Providers: []string{}}
+		for i, p := range defs {
+			if runs[i][rowID{e.Pattern, e.Name}] {
 				r.Providers = append(r.Providers, p.Name)
 			}
 		}
-		if e.Wire == "" {
-			r.Providers = []string{anyProvider}
+		if pc.def != nil && !slices.Contains(r.Providers, pc.def.Name) {
+			r.Providers = append(r.Providers, pc.def.Name) // a named provider
 		}
-		if provider == "" || e.Wire == "" || slices.Contains(r.Providers, provider) {
-			rows = append(rows, r)
-		}
+		r.Default = pc.def != nil && pc.def.DefaultModel != "" && !pc.prof.Guess && pc.prof.Pattern == e.Pattern
+		pc.rows = append(pc.rows, r)
 	}
-	return rows, nil
+	return pc, nil
 }
 
 func cmdModels(args []string, stdout, stderr io.Writer) error {
 	fset := cli.NewFlagSet("models", stderr)
 	cli.Describe(fset, "truss models [--provider P] [--json]", `Prints the model catalog: for each model (a pattern of model ids), the providers
-whose prices the row gives, the surface and typed tools it is trained on, its context
+of the table that can run it at the row's prices, the surface and typed tools it is trained on, its context
 window and output limit, its prices in USD per million tokens (input, cache read, cache
-write, output), the date its facts were checked and the official page they come from.
+write, output), whether the official page they come from confirmed them (STATUS:
+"checked DATE"; "partly checked DATE [n]" or "unconfirmed, listed DATE [n]", whose
+note says what was not confirmed and why) and the page.
 The notes under the table say which facts a row's page did not confirm and what it
 charges where the price depends on more than the token counts. A model the catalog
-does not know works with a warning, at an unknown cost.`)
-	provider := fset.String("provider", "", "only the models of this provider (a name of the provider table)")
+does not know works with a warning, at an unknown cost. With --provider (a provider
+of the table or of [providers.NAME] in the user's configuration), only the rows that
+provider can run, and its default model.`)
+	provider := fset.String("provider", "", "only the rows this provider (of the table or of the user's configuration) can run, and its default model")
 	asJSON := fset.Bool("json", false, "print the rows as a JSON array")
 	if err := cli.Parse(fset, args); err != nil {
 		return err
@@ -95,23 +107,46 @@ does not know works with a warning, at an unknown cost.`)
 	if fset.NArg() > 0 {
 		return cli.Usagef("truss models takes no arguments (got %q)", fset.Arg(0))
 	}
-	rows, err := catalogRows(*provider)
+	pc, err := catalogRows(*provider)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		out, err := json.MarshalIndent(rows, "", "  ")
+		out, err := json.MarshalIndent(pc.rows, "", "  ")
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "%s\n", out)
 		return err
 	}
-	return printModels(stdout, rows)
+	return printModels(stdout, pc)
 }
 
-// printModels prints the rows as a table, their notes numbered under it.
-func printModels(w io.Writer, rows []modelRow) error {
+// defaultLine says a provider's default model and the row it is, or
+// that the catalog does not know it; "" for a provider without one that
+// needs none (the simulated model).
+func (pc providerCatalog) defaultLine() string {
+	d := pc.def
+	switch {
+	case d == nil:
+		return ""
+	case d.DefaultModel == "" && d.Named:
+		return fmt.Sprintf("Provider %s has no default model: --model or TRUSS_MODEL names one (or model in [providers.%s] of %s).", d.Name, d.Name, d.ConfigFile)
+	case d.DefaultModel == "" && d.Dialect != "":
+		return fmt.Sprintf("Provider %s has no default model: --model or TRUSS_MODEL names one.", d.Name)
+	case d.DefaultModel == "":
+		return ""
+	case pc.prof.Guess:
+		return fmt.Sprintf("The default model of %s, %s, is not in the catalog: it runs with a warning, the %s surface and limits of %s / %s tokens, at an unknown cost.",
+			d.Name, d.DefaultModel, pc.prof.Surface, tokens(pc.prof.ContextWindow), tokens(pc.prof.MaxOutput))
+	}
+	return fmt.Sprintf("The default model of %s, %s, is the row %s.", d.Name, d.DefaultModel, pc.prof.Pattern)
+}
+
+// printModels prints the rows as a table, their notes numbered under it,
+// and a provider's default model.
+func printModels(w io.Writer, pc providerCatalog) error {
+	rows := pc.rows
 	var notes []string
 	ref := func(s string) string {
 		if s == "" {
@@ -124,7 +159,7 @@ func printModels(w io.Writer, rows []modelRow) error {
 		return "[" + strconv.Itoa(i+1) + "]"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tNAME\tPROVIDERS\tSURFACE\tTOOLS\tCONTEXT\tMAX OUTPUT\tIN $\tCACHE READ $\tCACHE WRITE $\tOUT $\tCHECKED\tSOURCE\tNOTES")
+	fmt.Fprintln(tw, "MODEL\tNAME\tPROVIDERS\tSURFACE\tTOOLS\tCONTEXT\tMAX OUTPUT\tIN $\tCACHE READ $\tCACHE WRITE $\tOUT $\tSTATUS\tSOURCE\tNOTES")
 	for _, r := range rows {
 		p := r.Prices
 		in, read, write, out := usd(p.Input), usd(p.CacheRead), usd(p.CacheWrite), usd(p.Output)
@@ -137,19 +172,20 @@ func printModels(w io.Writer, rows []modelRow) error {
 			write += "/" + usd(l.CacheWrite)
 			out += "/" + usd(l.Output)
 		}
+		st := status(r.Entry, ref) // its note numbered before the row's own
 		var refs []string
-		if r.Unverified != "" {
-			refs = append(refs, ref("unverified: "+r.Unverified))
-		}
 		if r.Note != "" {
 			refs = append(refs, ref(r.Note))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Pattern, r.Name, strings.Join(r.Providers, ","),
 			r.Surface, dash(strings.Join(r.Tools, ",")), tokens(r.ContextWindow), tokens(r.MaxOutput), in, read, write, out,
-			r.Checked, dash(r.Source), strings.Join(refs, ""))
+			st, dash(r.Source), strings.Join(refs, ""))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if l := pc.defaultLine(); l != "" {
+		fmt.Fprintf(w, "\n%s\n", l)
 	}
 	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nPrices are USD per million tokens; A/B is up to / over the long-prompt threshold the row's note names.")
@@ -158,6 +194,20 @@ func printModels(w io.Writer, rows []modelRow) error {
 		}
 	}
 	return nil
+}
+
+// status says how much of a row its source confirmed, and when: "checked
+// DATE" for a row the page confirmed in all, "partly checked DATE [n]"
+// and "unconfirmed, listed DATE [n]" with the note (ref) that says what
+// was not confirmed and why.
+func status(e surface.Entry, ref func(string) string) string {
+	switch e.Confirmed {
+	case surface.ConfirmedAll:
+		return "checked " + e.Checked
+	case surface.ConfirmedPart:
+		return "partly checked " + e.Checked + " " + ref("unconfirmed: "+e.Unverified)
+	}
+	return "unconfirmed, listed " + e.Checked + " " + ref("unconfirmed: "+e.Unverified)
 }
 
 // usd prints a price per million tokens.

@@ -14,6 +14,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,6 +72,16 @@ type Config struct {
 	// Bedrock's runtime (see Bedrock): BaseURL, when set, replaces the
 	// region's address; APIKey is not sent.
 	Bedrock *Bedrock
+	// Label names the provider in every error the client returns: the
+	// provider the user chose ("bedrock", a named provider's NAME). ""
+	// is "vertex" or "bedrock" on those routes, else "anthropic".
+	Label string
+	// ReachHint says what to check when the server cannot be reached
+	// ("" for the route's own variables: "check the network or
+	// ANTHROPIC_BASE_URL"); KeyHint what to check when the server
+	// refuses the credentials (401, 403), added to its message ("" adds
+	// nothing).
+	ReachHint, KeyHint string
 }
 
 // ContextManagementBeta is the beta the context_management field needs.
@@ -83,13 +94,19 @@ type Client struct {
 	client sdk.Client
 	cache  provider.MessageCache
 	heads  provider.HeadCache
+	// label names the provider in errors (Config.Label), service the
+	// server a transport error could not reach ("the Anthropic API").
+	label, service string
 	// hint is what a transport error tells the user to check.
 	hint string
 }
 
 // New returns a client.
 func New(cfg Config) *Client {
-	c := &Client{cfg: cfg, hint: "check the network or ANTHROPIC_BASE_URL"}
+	c := &Client{cfg: cfg, label: "anthropic", service: "the Anthropic API", hint: "check the network or ANTHROPIC_BASE_URL"}
+	if cfg.BaseURL != "" {
+		c.service = "the server"
+	}
 	base := cfg.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
@@ -111,10 +128,10 @@ func New(cfg Config) *Client {
 		// After the capture, so that a turn's wire bytes are the API's
 		// request, as on every platform.
 		opts = append(opts, option.WithMiddleware(cfg.Vertex.middleware()))
-		c.hint = "check the network, CLOUD_ML_REGION or ANTHROPIC_VERTEX_BASE_URL"
+		c.label, c.service, c.hint = "vertex", "Vertex AI", "check the network, CLOUD_ML_REGION or ANTHROPIC_VERTEX_BASE_URL"
 	} else if cfg.Bedrock != nil {
 		opts = append(opts, option.WithMiddleware(cfg.Bedrock.middleware()))
-		c.hint = "check the network, AWS_REGION or ANTHROPIC_BEDROCK_BASE_URL"
+		c.label, c.service, c.hint = "bedrock", "Amazon Bedrock", "check the network, AWS_REGION or ANTHROPIC_BEDROCK_BASE_URL"
 	} else {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
@@ -124,6 +141,7 @@ func New(cfg Config) *Client {
 	if cfg.ThinkingBudget > 0 {
 		opts = append(opts, option.WithHeaderAdd("anthropic-beta", InterleavedThinking))
 	}
+	c.label, c.hint = cmp.Or(cfg.Label, c.label), cmp.Or(cfg.ReachHint, c.hint)
 	c.client = sdk.NewClient(opts...)
 	return c
 }
@@ -138,7 +156,8 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 		return nil, err
 	}
 	resp, err := c.cfg.Retry.Turn(ctx, func() (*model.Response, error) {
-		return c.once(ctx, req.Model, body, onDelta)
+		resp, err := c.once(ctx, req.Model, body, onDelta)
+		return resp, c.own(err)
 	})
 	if err != nil {
 		return nil, err
@@ -234,7 +253,7 @@ func (c *Client) body(req *model.Request) ([]byte, *model.Wire, error) {
 	extra := `"stream":true,`
 	if cm := c.cfg.ContextManagement; len(cm) > 0 {
 		if !json.Valid(cm) {
-			return nil, nil, fmt.Errorf("anthropic: the context_management value is not JSON: %.80q", cm)
+			return nil, nil, fmt.Errorf("%s: the context_management value is not JSON: %.80q", c.label, cm)
 		}
 		extra = `"context_management":` + string(cm) + "," + extra
 	}
@@ -326,7 +345,7 @@ func (c *Client) tools(specs []model.ToolSpec) ([]sdk.ToolUnionParam, error) {
 			}
 			u.OfTool = tp
 		default:
-			return nil, fmt.Errorf("anthropic: tool %s of type %q is not supported by this dialect", t.Name, t.Type)
+			return nil, fmt.Errorf("%s: tool %s of type %q is not supported by the Messages API", c.label, t.Name, t.Type)
 		}
 		out = append(out, u)
 	}
@@ -575,6 +594,22 @@ func stopReason(r sdk.StopReason) model.StopReason {
 	return model.StopOther
 }
 
+// own names the client's provider in err, a *provider.Error of the
+// adapter's, and adds to a refusal of the credentials what to check.
+func (c *Client) own(err error) error {
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		pe.Provider = c.label
+		// A route's own error (the middleware's "bedrock: …") says the
+		// name once.
+		pe.Message = strings.TrimPrefix(pe.Message, c.label+": ")
+		if pe.Kind == provider.ErrAuth && c.cfg.KeyHint != "" && !strings.HasSuffix(pe.Message, c.cfg.KeyHint) {
+			pe.Message += "; " + c.cfg.KeyHint
+		}
+	}
+	return err
+}
+
 // classify maps an SDK error to a *provider.Error.
 func (c *Client) classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
@@ -623,7 +658,7 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ne) || errors.As(err, &ue) {
 		return &provider.Error{Provider: "anthropic", Kind: provider.ErrUnreachable, Err: err,
-			Message: fmt.Sprintf("cannot reach the Anthropic API (%v); %s", err, c.hint)}
+			Message: fmt.Sprintf("cannot reach %s (%v); %s", c.service, err, c.hint)}
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return &provider.Error{Provider: "anthropic", Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
@@ -640,12 +675,12 @@ func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 	if c.cfg.Vertex != nil {
 		// Vertex AI lists its publisher models in the Model Garden's API,
 		// another API than the Messages API's routes.
-		return nil, fmt.Errorf("anthropic: Vertex AI's Messages routes have no model list: %w", provider.ErrNotSupported)
+		return nil, fmt.Errorf("%s: Vertex AI's Messages routes have no model list: %w", c.label, provider.ErrNotSupported)
 	}
 	if c.cfg.Bedrock != nil {
 		// Bedrock's runtime lists no models; its control plane's
 		// ListFoundationModels is another API.
-		return nil, fmt.Errorf("anthropic: Amazon Bedrock's runtime has no model list: %w", provider.ErrNotSupported)
+		return nil, fmt.Errorf("%s: Amazon Bedrock's runtime has no model list: %w", c.label, provider.ErrNotSupported)
 	}
 	pager := c.client.Models.ListAutoPaging(ctx, sdk.ModelListParams{})
 	var out []provider.ModelInfo
@@ -653,7 +688,7 @@ func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 	for len(out) < provider.MaxModels && pager.Next() {
 		m := pager.Current()
 		if seen[m.ID] {
-			return nil, &provider.Error{Provider: "anthropic", Kind: provider.ErrProtocol,
+			return nil, &provider.Error{Provider: c.label, Kind: provider.ErrProtocol,
 				Message: fmt.Sprintf("GET %s: the list repeats %q (the server's pagination loops)", provider.EndpointPath(c.base, "v1/models"), m.ID)}
 		}
 		seen[m.ID] = true
@@ -661,7 +696,7 @@ func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 			Created: provider.ModelTime(m.CreatedAt), ContextWindow: max(m.MaxInputTokens, 0)})
 	}
 	if err := pager.Err(); err != nil {
-		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "v1/models"), c.classify(ctx, err))
+		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "v1/models"), c.own(c.classify(ctx, err)))
 	}
 	return out, nil
 }

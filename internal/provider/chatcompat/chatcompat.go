@@ -14,6 +14,7 @@ package chatcompat
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,14 @@ type Config struct {
 	// ReasoningEffort is sent as reasoning_effort when set, for a reasoning
 	// model behind the server.
 	ReasoningEffort string
+	// Label names the provider in every error the client returns: the
+	// provider the user chose (a named provider's NAME); "" is "chat".
+	Label string
+	// ReachHint says what to check when the server cannot be reached
+	// ("" for "check OPENAI_BASE_URL and that the server is running");
+	// KeyHint what to check when the server refuses the credentials
+	// (401, 403), added to its message ("" adds nothing).
+	ReachHint, KeyHint string
 }
 
 // Client is a Chat Completions adapter.
@@ -80,7 +89,10 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.cfg.Retry.Turn(ctx, func() (*model.Response, error) { return c.once(ctx, req.Model, body, onDelta) })
+	resp, err := c.cfg.Retry.Turn(ctx, func() (*model.Response, error) {
+		resp, err := c.once(ctx, req.Model, body, onDelta)
+		return resp, c.own(err)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +114,7 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 	}
 	for _, t := range req.Tools {
 		if t.Kind != model.ToolFunction {
-			return p, fmt.Errorf("chat completions: tool %s is a %s tool; this dialect takes function tools only (use the generic surface)", t.Name, t.Kind)
+			return p, fmt.Errorf("%s: tool %s is a %s tool; Chat Completions takes function tools only (use the generic surface)", cmp.Or(c.cfg.Label, "chat"), t.Name, t.Kind)
 		}
 		var params shared.FunctionParameters
 		if err := json.Unmarshal(t.Parameters, &params); err != nil {
@@ -249,7 +261,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, classify(ctx, err)
+		return nil, classify(ctx, err, c.cfg.ReachHint)
 	}
 	if finish == "" {
 		return nil, &provider.Error{Provider: "chat", Kind: provider.ErrStream, Message: "the stream ended before a finish_reason"}
@@ -294,8 +306,22 @@ func stopReason(f string, calls bool) model.StopReason {
 	return model.StopOther
 }
 
-// classify maps an SDK error to a *provider.Error.
-func classify(ctx context.Context, err error) error {
+// own names the client's provider in err, a *provider.Error of the
+// adapter's, and adds to a refusal of the credentials what to check.
+func (c *Client) own(err error) error {
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		pe.Provider = cmp.Or(c.cfg.Label, "chat")
+		if pe.Kind == provider.ErrAuth && c.cfg.KeyHint != "" && !strings.HasSuffix(pe.Message, c.cfg.KeyHint) {
+			pe.Message += "; " + c.cfg.KeyHint
+		}
+	}
+	return err
+}
+
+// classify maps an SDK error to a *provider.Error; hint says what to
+// check when the server cannot be reached ("" for OPENAI_BASE_URL).
+func classify(ctx context.Context, err error, hint string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -315,7 +341,7 @@ func classify(ctx context.Context, err error) error {
 	if errors.As(err, &se) {
 		return &provider.Error{Provider: "chat", Kind: provider.ErrStream, Message: se.Message, Err: err}
 	}
-	return provider.TransportError(ctx, "chat", "check OPENAI_BASE_URL and that the server is running", err)
+	return provider.TransportError(ctx, "chat", cmp.Or(hint, "check OPENAI_BASE_URL and that the server is running"), err)
 }
 
 // DeclareTools returns the "tools" array a request would carry.
@@ -336,7 +362,7 @@ func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
 func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 	page, err := c.client.Models.List(ctx)
 	if err != nil {
-		return nil, provider.ModelsError("GET", provider.EndpointPath(c.cfg.BaseURL, "models"), classify(ctx, err))
+		return nil, provider.ModelsError("GET", provider.EndpointPath(c.cfg.BaseURL, "models"), c.own(classify(ctx, err, c.cfg.ReachHint)))
 	}
 	var out []provider.ModelInfo
 	for _, m := range page.Data[:min(len(page.Data), provider.MaxModels)] {

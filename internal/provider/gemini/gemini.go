@@ -19,6 +19,7 @@ package gemini
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -81,6 +82,15 @@ type Config struct {
 	// "low", "medium", "high"), before ThinkingTokens; "none" asks a 2.5
 	// model for a budget of 0.
 	Effort string
+	// Label names the provider in every error the client returns: the
+	// provider the user chose ("vertex-gemini", a named provider's NAME);
+	// "" is "gemini".
+	Label string
+	// ReachHint says what to check when the server cannot be reached or
+	// is not the Gemini API ("" for the base URL); KeyHint what to check
+	// when the server refuses the credentials (401, 403, an invalid
+	// key), added to its message ("" adds nothing).
+	ReachHint, KeyHint string
 }
 
 // Client is a Gemini adapter.
@@ -121,7 +131,10 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 	if err != nil {
 		return nil, err
 	}
-	return c.cfg.Retry.Turn(ctx, func() (*model.Response, error) { return c.once(ctx, req.Model, body, onDelta) })
+	return c.cfg.Retry.Turn(ctx, func() (*model.Response, error) {
+		resp, err := c.once(ctx, req.Model, body, onDelta)
+		return resp, c.own(err)
+	})
 }
 
 // IsGemini3 reports whether a model takes a thinkingLevel rather than a
@@ -184,7 +197,7 @@ func (c *Client) encode(req *model.Request) ([]byte, error) {
 		if it.Provider == Dialect && len(it.Raw) > 0 && (it.Kind == model.KindAssistant || it.Kind == model.KindReasoning || it.Kind == model.KindToolCall) {
 			var p Part
 			if err := json.Unmarshal(it.Raw, &p); err != nil {
-				return nil, fmt.Errorf("gemini: a recorded part does not decode: %w", err)
+				return nil, fmt.Errorf("%s: a recorded part does not decode: %w", c.label(), err)
 			}
 			add("model", p)
 			continue
@@ -216,7 +229,7 @@ func (c *Client) encode(req *model.Request) ([]byte, error) {
 	}
 	decls, err := declarations(req.Tools)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", c.label(), err)
 	}
 	if len(decls) > 0 {
 		r.Tools = []Tool{{FunctionDeclarations: decls}}
@@ -242,7 +255,7 @@ func declarations(specs []model.ToolSpec) ([]FunctionDeclaration, error) {
 	var out []FunctionDeclaration
 	for _, t := range specs {
 		if t.Kind != model.ToolFunction {
-			return nil, fmt.Errorf("gemini: tool %s is a %s tool; Gemini takes function tools only (use the generic surface)", t.Name, t.Kind)
+			return nil, fmt.Errorf("tool %s is a %s tool; Gemini takes function tools only (use the generic surface)", t.Name, t.Kind)
 		}
 		out = append(out, FunctionDeclaration{Name: t.Name, Description: t.Description, ParametersJSONSchema: t.Parameters})
 	}
@@ -265,7 +278,7 @@ func argsObject(input string) json.RawMessage {
 func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
 	decls, err := declarations(specs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", c.label(), err)
 	}
 	if len(decls) == 0 {
 		return json.RawMessage("[]"), nil
@@ -274,6 +287,25 @@ func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
 }
 
 const notGeminiHint = "is the base URL the Gemini API's?"
+
+// label is the provider's name in errors (Config.Label).
+func (c *Client) label() string { return cmp.Or(c.cfg.Label, Dialect) }
+
+// notAPIHint says what to check when the server is not the Gemini API.
+func (c *Client) notAPIHint() string { return cmp.Or(c.cfg.ReachHint, notGeminiHint) }
+
+// own names the client's provider in err, a *provider.Error of the
+// adapter's, and adds to a refusal of the credentials what to check.
+func (c *Client) own(err error) error {
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		pe.Provider = c.label()
+		if pe.Kind == provider.ErrAuth && c.cfg.KeyHint != "" && !strings.HasSuffix(pe.Message, c.cfg.KeyHint) {
+			pe.Message += "; " + c.cfg.KeyHint
+		}
+	}
+	return err
+}
 
 func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
 	start := time.Now()
@@ -302,11 +334,11 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 	}
 	hresp, err := hc.Do(hreq)
 	if err != nil {
-		return nil, provider.TransportError(ctx, Dialect, "check the base URL and the network", err)
+		return nil, provider.TransportError(ctx, Dialect, cmp.Or(c.cfg.ReachHint, "check the base URL and the network"), err)
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
-		return nil, httpError(hreq, hresp)
+		return nil, httpError(hreq, hresp, c.notAPIHint())
 	}
 	var raw bytes.Buffer
 	st := &stream{onDelta: onDelta}
@@ -320,12 +352,12 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 			return nil, pe
 		}
 		if st.events == 0 && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, provider.NotAPI(Dialect, "the Gemini API", hreq, hresp.StatusCode, raw.Bytes(), notGeminiHint)
+			return nil, provider.NotAPI(Dialect, "the Gemini API", hreq, hresp.StatusCode, raw.Bytes(), c.notAPIHint())
 		}
 		return nil, &provider.Error{Provider: Dialect, Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
 	}
 	if st.events == 0 {
-		return nil, provider.NotAPI(Dialect, "the Gemini API", hreq, hresp.StatusCode, raw.Bytes(), notGeminiHint)
+		return nil, provider.NotAPI(Dialect, "the Gemini API", hreq, hresp.StatusCode, raw.Bytes(), c.notAPIHint())
 	}
 	resp, err := st.response()
 	if err != nil {
@@ -507,7 +539,7 @@ func madeID(i int) string {
 // (400 with reason API_KEY_INVALID) is an auth error. An answer without
 // that JSON and with a status that asks for no retry comes from another
 // server (provider.ErrNotAPI).
-func httpError(hreq *http.Request, hresp *http.Response) *provider.Error {
+func httpError(hreq *http.Request, hresp *http.Response, hint string) *provider.Error {
 	b, _ := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
 	status := hresp.StatusCode
 	var env struct {
@@ -525,7 +557,7 @@ func httpError(hreq *http.Request, hresp *http.Response) *provider.Error {
 	}
 	kind := provider.KindForStatus(status)
 	if kind == provider.ErrNotFound || kind == provider.ErrBadRequest || status == http.StatusNotImplemented {
-		return provider.NotAPI(Dialect, "the Gemini API", hreq, status, b, notGeminiHint)
+		return provider.NotAPI(Dialect, "the Gemini API", hreq, status, b, hint)
 	}
 	return provider.HTTPError(Dialect, status, "", provider.Answered(hreq, status, b), hresp.Header, nil)
 }

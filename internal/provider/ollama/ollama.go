@@ -45,6 +45,33 @@ type Client struct {
 	// request; without it Ollama uses its own default (4,096 tokens on most
 	// machines) and cuts a longer prompt without a word. 0 sends none.
 	NumCtx int
+	// Label names the provider in every error the client returns: the
+	// provider the user chose (a named provider's NAME); "" is "ollama".
+	Label string
+	// ReachHint says what to check when the server cannot be reached or
+	// is not Ollama ("" for OLLAMA_HOST); KeyHint what to check when the
+	// server refuses the key (401, 403), added to its message ("" adds
+	// nothing).
+	ReachHint, KeyHint string
+}
+
+// notOllamaHint is what to check when the server is not Ollama.
+const notOllamaHint = "is OLLAMA_HOST the address of an Ollama server?"
+
+// notAPIHint says what to check when the server is not Ollama.
+func (c *Client) notAPIHint() string { return cmp.Or(c.ReachHint, notOllamaHint) }
+
+// own names the client's provider in err, a *provider.Error of the
+// adapter's, and adds to a refusal of the key what to check.
+func (c *Client) own(err error) error {
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		pe.Provider = cmp.Or(c.Label, "ollama")
+		if pe.Kind == provider.ErrAuth && c.KeyHint != "" && !strings.HasSuffix(pe.Message, c.KeyHint) {
+			pe.Message += "; " + c.KeyHint
+		}
+	}
+	return err
 }
 
 // Name implements provider.Provider.
@@ -111,7 +138,10 @@ func (c *Client) Turn(ctx context.Context, req *model.Request, onDelta func(mode
 	if err != nil {
 		return nil, err
 	}
-	return c.Retry.Turn(ctx, func() (*model.Response, error) { return c.once(ctx, body, onDelta) })
+	return c.Retry.Turn(ctx, func() (*model.Response, error) {
+		resp, err := c.once(ctx, body, onDelta)
+		return resp, c.own(err)
+	})
 }
 
 func (c *Client) encode(req *model.Request) ([]byte, error) {
@@ -163,7 +193,7 @@ func (c *Client) encode(req *model.Request) ([]byte, error) {
 	flush()
 	for _, t := range req.Tools {
 		if t.Kind != model.ToolFunction {
-			return nil, fmt.Errorf("ollama: tool %s is a %s tool; Ollama takes function tools only (use the generic surface)", t.Name, t.Kind)
+			return nil, fmt.Errorf("%s: tool %s is a %s tool; Ollama takes function tools only (use the generic surface)", cmp.Or(c.Label, "ollama"), t.Name, t.Kind)
 		}
 		var d toolDecl
 		d.Type = "function"
@@ -199,7 +229,7 @@ func (c *Client) send(ctx context.Context, hreq *http.Request) (*http.Response, 
 			return nil, ctx.Err()
 		}
 		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrUnreachable, Err: err,
-			Message: fmt.Sprintf("cannot reach Ollama at %s (%v); start it with `ollama serve` or set OLLAMA_HOST", HostURL(c.Host), rootCause(err))}
+			Message: fmt.Sprintf("cannot reach Ollama at %s (%v); %s", HostURL(c.Host), rootCause(err), cmp.Or(c.ReachHint, "start it with `ollama serve` or set OLLAMA_HOST"))}
 	}
 	return hresp, nil
 }
@@ -219,7 +249,7 @@ func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
-		return nil, httpError(hreq, hresp)
+		return nil, httpError(hreq, hresp, c.notAPIHint())
 	}
 	var raw bytes.Buffer
 	resp := &model.Response{}
@@ -238,7 +268,7 @@ func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta
 		if err := json.Unmarshal(line, &ch); err != nil {
 			if lines == 1 {
 				// Not one line of Ollama's stream: another server.
-				return nil, provider.NotAPI("ollama", "Ollama", hreq, hresp.StatusCode, line, notOllamaHint)
+				return nil, provider.NotAPI("ollama", "Ollama", hreq, hresp.StatusCode, line, c.notAPIHint())
 			}
 			return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrProtocol, Err: err, Message: fmt.Sprintf("bad stream line %q: %v", truncate(line, 200), err)}
 		}
@@ -294,9 +324,6 @@ func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta
 	return resp, nil
 }
 
-// notOllamaHint is what to check when the server is not Ollama.
-const notOllamaHint = "is OLLAMA_HOST the address of an Ollama server?"
-
 // httpError is the error of an answer with a status other than 200.
 // Ollama says what went wrong in {"error": "..."}; an answer without it
 // whose status does not ask for a retry (no 5xx, 429, 401 or 403: 404 for
@@ -304,7 +331,7 @@ const notOllamaHint = "is OLLAMA_HOST the address of an Ollama server?"
 // not Ollama (provider.ErrNotAPI). Any other answer without it (a proxy's
 // 502) keeps its status's kind, and its message says what was asked and
 // the body's first line.
-func httpError(hreq *http.Request, hresp *http.Response) *provider.Error {
+func httpError(hreq *http.Request, hresp *http.Response, hint string) *provider.Error {
 	b, _ := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
 	status := hresp.StatusCode
 	var e struct {
@@ -316,7 +343,7 @@ func httpError(hreq *http.Request, hresp *http.Response) *provider.Error {
 	}
 	kind := provider.KindForStatus(status)
 	if kind == provider.ErrNotFound || kind == provider.ErrBadRequest || status == http.StatusNotImplemented {
-		return provider.NotAPI("ollama", "Ollama", hreq, status, b, notOllamaHint)
+		return provider.NotAPI("ollama", "Ollama", hreq, status, b, hint)
 	}
 	return &provider.Error{Provider: "ollama", Kind: kind, Status: status,
 		Message: provider.Answered(hreq, status, b), RetryAfter: provider.ParseRetryAfter(hresp.Header, time.Now())}
@@ -434,11 +461,12 @@ func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 	c.authorize(hreq)
 	hresp, err := c.send(ctx, hreq)
 	if err != nil {
-		return nil, err
+		return nil, c.own(err)
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
-		pe := httpError(hreq, hresp)
+		pe := httpError(hreq, hresp, c.notAPIHint())
+		_ = c.own(pe)
 		if pe.Kind == provider.ErrNotAPI {
 			return nil, pe
 		}
@@ -446,11 +474,11 @@ func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(hresp.Body, 64<<20))
 	if err != nil {
-		return nil, provider.TransportError(ctx, "ollama", "check OLLAMA_HOST", err)
+		return nil, c.own(provider.TransportError(ctx, "ollama", cmp.Or(c.ReachHint, "check OLLAMA_HOST"), err))
 	}
 	models, err := parseTags(b)
 	if err != nil {
-		return nil, provider.NotAPI("ollama", "Ollama", hreq, hresp.StatusCode, b, notOllamaHint)
+		return nil, c.own(provider.NotAPI("ollama", "Ollama", hreq, hresp.StatusCode, b, c.notAPIHint()))
 	}
 	return models, nil
 }

@@ -90,7 +90,12 @@ func NewAzure(cfg AzureConfig) (*Client, error) {
 	if cfg.v1() {
 		c.base += "/v1"
 	}
-	c.hint = "check the network or the Azure endpoint"
+	if cfg.Label == "" {
+		c.label = "azure"
+	}
+	if cfg.ReachHint == "" {
+		c.hint = "check the network or the Azure endpoint"
+	}
 	return c, nil
 }
 

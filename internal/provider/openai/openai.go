@@ -28,6 +28,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,6 +79,15 @@ type Config struct {
 	// CacheKey is sent as prompt_cache_key (a session id keeps one session's
 	// requests on one prompt cache).
 	CacheKey string
+	// Label names the provider in every error the client returns: the
+	// provider the user chose ("azure", a named provider's NAME). "" is
+	// "azure" for an Azure resource's client, else "responses".
+	Label string
+	// ReachHint says what to check when the server cannot be reached
+	// ("" for the route's own: "check the network or OPENAI_BASE_URL");
+	// KeyHint what to check when the server refuses the credentials
+	// (401, 403), added to its message ("" adds nothing).
+	ReachHint, KeyHint string
 }
 
 // Client is a Responses adapter.
@@ -87,8 +97,9 @@ type Client struct {
 	client sdk.Client
 	cache  provider.MessageCache
 	heads  provider.HeadCache
-	// hint is what a transport error tells the user to check.
-	hint string
+	// label names the provider in errors (Config.Label); hint is what a
+	// transport error tells the user to check.
+	label, hint string
 }
 
 // New returns a client.
@@ -104,7 +115,7 @@ func New(cfg Config) *Client {
 // route (where requests go and how they authenticate), the adapter's own
 // after them: no SDK retries, each attempt's bytes captured as sent.
 func newClient(cfg Config, base string, route ...option.RequestOption) *Client {
-	c := &Client{cfg: cfg, base: base, hint: "check the network or OPENAI_BASE_URL"}
+	c := &Client{cfg: cfg, base: base, label: cmp.Or(cfg.Label, Dialect), hint: cmp.Or(cfg.ReachHint, "check the network or OPENAI_BASE_URL")}
 	opts := append(route, option.WithMaxRetries(0), option.WithMiddleware(provider.CaptureMiddleware))
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
@@ -147,7 +158,10 @@ func (c *Client) turn(ctx context.Context, req *model.Request, prev string, from
 	if err != nil {
 		return nil, nil, err
 	}
-	resp, err := c.cfg.Retry.Turn(ctx, func() (*model.Response, error) { return c.once(ctx, req.Model, body, onDelta) })
+	resp, err := c.cfg.Retry.Turn(ctx, func() (*model.Response, error) {
+		resp, err := c.once(ctx, req.Model, body, onDelta)
+		return resp, c.own(err)
+	})
 	return resp, parts, err
 }
 
@@ -254,7 +268,7 @@ func (c *Client) tools(specs []model.ToolSpec) ([]responses.ToolUnionParam, erro
 			}
 			u.OfFunction = ft
 		default:
-			return nil, fmt.Errorf("responses: tool %s of type %q is not supported by this dialect", t.Name, t.Type)
+			return nil, fmt.Errorf("%s: tool %s of type %q is not supported by the Responses API", c.label, t.Name, t.Type)
 		}
 		out = append(out, u)
 	}
@@ -543,7 +557,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, classify(ctx, err, c.hint)
+		return nil, c.classify(ctx, err)
 	}
 	if st.final == nil {
 		return nil, &provider.Error{Provider: Dialect, Kind: provider.ErrStream, Message: "the stream ended before response.completed"}
@@ -708,7 +722,26 @@ func failed(code, message, what string) error {
 	return pe
 }
 
+// own names the client's provider in err, a *provider.Error of the
+// adapter's, and adds to a refusal of the credentials what to check.
+func (c *Client) own(err error) error {
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		pe.Provider = c.label
+		if pe.Kind == provider.ErrAuth && c.cfg.KeyHint != "" && !strings.HasSuffix(pe.Message, c.cfg.KeyHint) {
+			pe.Message += "; " + c.cfg.KeyHint
+		}
+	}
+	return err
+}
+
 // classify maps an SDK error to a *provider.Error.
+func (c *Client) classify(ctx context.Context, err error) error {
+	return classify(ctx, err, c.hint)
+}
+
+// classify maps an SDK error to a *provider.Error; hint says what to
+// check when the server cannot be reached.
 func classify(ctx context.Context, err error, hint string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -734,7 +767,7 @@ func classify(ctx context.Context, err error, hint string) error {
 func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 	page, err := c.client.Models.List(ctx)
 	if err != nil {
-		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "models"), classify(ctx, err, c.hint))
+		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "models"), c.own(c.classify(ctx, err)))
 	}
 	var out []provider.ModelInfo
 	for _, m := range page.Data[:min(len(page.Data), provider.MaxModels)] {
