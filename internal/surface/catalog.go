@@ -126,6 +126,10 @@ func Catalog() []Entry {
 	// The models Codex runs (GPT-5.1 and later, the codex family) get
 	// reasoning at medium with automatic summaries, as Codex sends them;
 	// the older reasoning models medium alone; gpt-4.1 none.
+	outputs := func(e Entry, maxOutput int, cacheRead float64) Entry {
+		e.MaxOutput, e.Prices.CacheRead = maxOutput, cacheRead
+		return e
+	}
 	gpt := func(name, pattern, surf string, in, out float64, window int) Entry {
 		p := Profile{Pattern: pattern, Surface: surf, ContextWindow: window, MaxOutput: 128000,
 			Prices: Prices{Input: in, Output: out, CacheRead: math.Round(in/10*1e4) / 1e4, CacheWrite: in}, Reasoning: "medium"}
@@ -235,9 +239,13 @@ func Catalog() []Entry {
 			Name: "GPT-5 chat", Wire: "responses", Source: openaiModels + "gpt-5-chat-latest", Checked: "2026-12-03", Unverified: notRead, Confirmed: ConfirmedNone, Note: azureNote},
 		gpt("GPT-5", "gpt-5", "generic", 1.25, 10, 400000),
 		family(gpt("another GPT-5 model (mini, nano, pro…)", "gpt-5*", "generic", 0, 0, 400000)),
-		gpt("GPT-4.1", "gpt-4.1", "generic", 2, 8, 1047576),
-		gpt("o3", "o3", "generic", 2, 8, 200000),
-		gpt("o4-mini", "o4-mini*", "generic", 1.1, 4.4, 200000),
+		// GPT-4.1 and the o-series before GPT-5: cached input at a quarter
+		// of the input price, not a tenth; GPT-4.1 writes at most 32,768
+		// tokens, o3 and o4-mini 100,000 (as their model pages gave them;
+		// unconfirmed here, like the rest of these rows).
+		outputs(gpt("GPT-4.1", "gpt-4.1", "generic", 2, 8, 1047576), 32768, 0.5),
+		outputs(gpt("o3", "o3", "generic", 2, 8, 200000), 100000, 0.5),
+		outputs(gpt("o4-mini", "o4-mini*", "generic", 1.1, 4.4, 200000), 100000, 0.275),
 
 		{Profile: Profile{Pattern: "qwen*", Provider: "ollama", Surface: "generic", ContextWindow: 32768, MaxOutput: 8192, NumCtx: 32768},
 			Name: "Qwen (local)", Wire: "ollama", Source: ollamaLibrary + "qwen2.5-coder", Checked: "2026-12-03", Unverified: notRead, Confirmed: ConfirmedNone,
