@@ -94,3 +94,61 @@ func TestBoundaryGoCachePoisoned(t *testing.T) {
 		})
 	}
 }
+
+// TestBoundaryWarmsStd: on a host whose user has no Go build cache, the
+// first boundary puts the standard library packages the tests import
+// into Truss's warm cache, built with no repository in sight; the next
+// session's checks read it as a lower cache and list nothing again; the
+// model's command, which can read the warm cache, cannot write it.
+func TestBoundaryWarmsStd(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go")
+	}
+	home := t.TempDir()
+	t.Setenv("TRUSS_HOME", home)
+	t.Setenv("GOCACHE", filepath.Join(home, "no-user-cache")) // missing: no user's cache
+	t.Setenv("GOTOOLCHAIN", "local")
+	warm := filepath.Join(home, "cache", "go-warm")
+	for i := range 2 {
+		o := fixture(t, `{"steps": [`+runStep(t, `w="$(dirname "$(dirname "$(dirname "$(go env GOCACHE)")")")/go-warm/go-build"; ls -d "$w" 2>&1; touch "$w/planted" 2>&1 || true; echo tried`, nil)+`, {"say": "Done."}]}`)
+		t.Setenv("TRUSS_HOME", home) // one for both sessions (fixture sets its own)
+		files := map[string]string{
+			"go.mod":    "module example.com/r\n\ngo 1.22\n",
+			"p.go":      "package p\n\nimport \"strconv\"\n\nfunc Add(a, b int) string { return strconv.Itoa(a + b) }\n",
+			"p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 2) != \"4\" {\n\t\tt.Fatal(\"Add\")\n\t}\n}\n",
+		}
+		for n, c := range files {
+			if err := os.WriteFile(filepath.Join(o.Root, n), []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o.ShellTimeout = 10 * time.Minute
+		o.Validation.TestCmd = `echo "prog=$GOCACHEPROG"; go test -count=1 ./...`
+		s := openSandboxed(t, o)
+		out, err := s.Run(context.Background(), "check")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Verdict == nil || !out.Verdict.OK {
+			t.Fatalf("session %d: verdict %+v", i, out.Verdict)
+		}
+		list, err := os.ReadFile(filepath.Join(warm, "std-built"))
+		if err != nil {
+			t.Fatalf("session %d: no list of the warm packages: %v", i, err)
+		}
+		for _, p := range []string{"testing", "strconv", "fmt"} {
+			if !strings.Contains("\n"+string(list), "\n"+p+"\n") {
+				t.Errorf("session %d: %s not warmed: %s", i, p, list)
+			}
+		}
+		if strings.Contains(string(list), "example.com") {
+			t.Errorf("the workspace's own package was warmed: %s", list)
+		}
+		if i == 1 && !strings.Contains(out.Verdict.Log, filepath.Join(warm, "go-build")) {
+			t.Errorf("the second session's checks do not read the warm cache: %s", out.Verdict.Log)
+		}
+		if _, err := os.Lstat(filepath.Join(warm, "go-build", "planted")); err == nil {
+			t.Fatal("the model's command wrote into the warm cache")
+		}
+	}
+}

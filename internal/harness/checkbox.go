@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/tool/shell"
@@ -147,6 +151,13 @@ func (w *workspace) runChecks(ctx context.Context, r *validate.Runner) (validate
 	if w.caches == nil {
 		return r.Run(ctx)
 	}
+	if w.coldGo() {
+		// Whatever goes wrong, the checks compile what they need as
+		// before; the next boundary tries again.
+		if err := w.warmStd(ctx); err != nil && ctx.Err() == nil && w.warn != nil {
+			w.warn("Truss's warm Go build cache was not filled (the checks compile the standard library themselves): " + err.Error())
+		}
+	}
 	sh, err := w.checksShell()
 	if err != nil {
 		return validate.Summary{Command: r.Env.Test, Unit: "tests", ExitCode: -1, Setup: "make the checks' own caches"},
@@ -155,4 +166,163 @@ func (w *workspace) runChecks(ctx context.Context, r *validate.Runner) (validate
 	own := *r
 	own.NewShell = func() validate.Shell { return sh }
 	return own.Run(ctx)
+}
+
+// coldGo reports whether the checks would compile the standard library's
+// packages every time: a Go module's workspace, a go command, and no Go
+// build cache of the user's for the checks to read (a fresh machine, a
+// CI runner, a container), so that only Truss's warm cache
+// (toolcache.WarmGoDir) can spare them the compile.
+func (w *workspace) coldGo() bool {
+	if toolcache.HostGoCache() != "" {
+		return false
+	}
+	if fi, err := os.Lstat(filepath.Join(w.ws.Dir(), "go.mod")); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	_, err := exec.LookPath("go")
+	return err == nil
+}
+
+// stdListName is the file in toolcache.WarmGoDir's directory naming the
+// standard library packages warmStd built there, one per line; past
+// warmKeep it is taken as stale (the go command trims cache entries
+// unused for five days).
+const (
+	stdListName = "std-built"
+	warmKeep    = 4 * 24 * time.Hour
+	// warmTimeout bounds the warm-up's build, as a benchmark's does.
+	warmTimeout = 30 * time.Minute
+)
+
+// stdPackage is what a standard library package's import path looks
+// like (vendored ones, vendor/golang.org/x/…, included); anything else a
+// listing prints is dropped.
+func stdPackage(s string) bool {
+	if s == "" || s[0] == '.' || s[0] == '-' || s[0] == '/' || len(s) > 256 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_./-", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// warmStd puts the standard library packages the workspace's tests
+// import into Truss's warm Go build cache (toolcache.WarmGoDir), the
+// trusted lower cache the checks read (ownCaches), so that a boundary
+// compiles them once per machine rather than once per session. The
+// packages are listed by `go list -deps -test` in a checks' shell (the
+// workspace in sight, nothing built); they are built by the host in a
+// sandbox derived for that alone, whose workspace is an empty directory
+// and whose only writable places are it and the warm cache, with the
+// workspace and every cache of the commands hidden, and only the names
+// that `go list std` prints there are built: nothing the model wrote is
+// compiled into the warm cache, so no later check can read a forged
+// entry from it. Packages built before (stdListName, while fresh) are
+// not listed again.
+func (w *workspace) warmStd(ctx context.Context) error {
+	warm, err := toolcache.WarmGoDir()
+	if err != nil {
+		return err
+	}
+	base := filepath.Dir(warm)
+	list := func(sh validate.Shell, cmd string, timeout time.Duration) ([]string, error) {
+		r := sh.Run(ctx, cmd, timeout)
+		switch {
+		case r.TimedOut:
+			return nil, fmt.Errorf("%s: timed out after %s", cmd, timeout)
+		case r.ExitCode == nil || *r.ExitCode != 0:
+			msg := strings.TrimSpace(r.Stderr)
+			if r.Err != nil {
+				msg = strings.TrimSpace(r.Err.Message + " " + msg)
+			}
+			return nil, fmt.Errorf("%s: %s", cmd, msg)
+		}
+		var out []string
+		for _, l := range strings.Split(r.Stdout, "\n") {
+			if l = strings.TrimSpace(l); stdPackage(l) && !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
+		return out, nil
+	}
+	sh, err := w.checksShell()
+	if err != nil {
+		return err
+	}
+	want, err := list(sh, `GOFLAGS= go list -e -deps -test -f '{{if .Standard}}{{.ImportPath}}{{end}}' ./...`, w.timeout)
+	sh.Close()
+	if err != nil {
+		return err
+	}
+	built := readStdList(filepath.Join(base, stdListName))
+	want = slices.DeleteFunc(want, func(p string) bool { return built[p] })
+	if len(want) == 0 {
+		return nil
+	}
+	dir, err := os.MkdirTemp(w.priv, "warm-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	empty, tmp, own := filepath.Join(dir, "empty"), filepath.Join(dir, "tmp"), filepath.Join(dir, "shell")
+	for _, d := range []string{empty, tmp, own} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(empty, "want"), []byte(strings.Join(want, "\n")+"\n"), 0o600); err != nil {
+		return err
+	}
+	caches := toolcache.For(base, false)
+	if err := caches.Make(); err != nil {
+		return err
+	}
+	p := w.sandbox.Plan().Policy
+	ws := p.Workspace
+	p = checksPolicy(p, w.caches, caches, tmp, w.priv)
+	p.Workspace, p.Network, p.Protected = empty, false, nil
+	p.Writable = slices.DeleteFunc(p.Writable, func(d string) bool { return d != tmp && !slices.Contains(caches.Writable, d) })
+	p.Hidden = append(p.Hidden, ws)
+	sb, err := w.sandbox.Derive(p)
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	env := append([]string{"TMPDIR=" + tmp, "GOFLAGS=", "GOTOOLCHAIN=local", "GOWORK=off", "GO111MODULE="}, caches.Env...)
+	wsh := shell.New(shell.Config{Dir: empty, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv, OwnEnv: w.ownEnv,
+		Env: os.Environ(), SetEnv: env, TmpDir: own, Launcher: sb, Guard: sb.Guard, Bash: w.bash})
+	defer wsh.Close()
+	got, err := list(wsh, `go list std | grep -Fx -f want | tee built | xargs -r go build && cat built`, warmTimeout)
+	if err != nil {
+		return err
+	}
+	for p := range built {
+		got = append(got, p)
+	}
+	slices.Sort(got)
+	return hostfs.WriteFileAtomic(filepath.Join(base, stdListName), []byte(strings.Join(slices.Compact(got), "\n")+"\n"), 0o600)
+}
+
+// readStdList reads stdListName's packages, none when it is missing,
+// stale (warmKeep) or not a regular file of its own size.
+func readStdList(path string) map[string]bool {
+	m := map[string]bool{}
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 || time.Since(fi.ModTime()) > warmKeep {
+		return m
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return m
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if stdPackage(l) {
+			m[l] = true
+		}
+	}
+	return m
 }
