@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,14 @@ func startPredial(ctx context.Context, baseURL string, proxyFor func(*http.Reque
 		}
 		p.at = time.Now()
 	}()
+	// The caller goes on with CPU work (opening the workspace) and does
+	// not block before its first request: without a yield the dial's
+	// goroutine waits in this thread's run queue until then whenever no
+	// other thread is free to take it (a busy machine, GOMAXPROCS=1).
+	// Yielding once lets it run up to its first wait on the network
+	// (the connect in progress), so the connection is made while the
+	// caller works.
+	runtime.Gosched()
 	return p
 }
 

@@ -10,10 +10,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // countingListener counts the connections it accepts and keeps them.
@@ -229,5 +232,45 @@ func TestPredialCanceled(t *testing.T) {
 	b.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := b.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Errorf("the abandoned connection reads %v, want EOF (closed)", err)
+	}
+}
+
+// TestPredialConnectsWhileCallerWorks checks that the dial starts while
+// the caller goes on working without blocking, with no other thread free
+// to take the dial's goroutine (GOMAXPROCS=1): the listener has the
+// connection pending before the caller waits for anything.
+func TestPredialConnectsWhileCallerWorks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	rc, err := ln.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pending polls the listening socket without giving up the thread.
+	pending := func() bool {
+		ready := false
+		if err := rc.Control(func(fd uintptr) {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, _ := unix.Poll(fds, 0)
+			ready = n > 0 && fds[0].Revents&unix.POLLIN != 0
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ready
+	}
+	p := startPredial(context.Background(), "http://"+ln.Addr().String(), noProxy, nil)
+	defer p.Close()
+	// The caller's work: a few milliseconds of CPU, well under the
+	// runtime's 10 ms preemption of a running goroutine.
+	connected := false
+	for start := time.Now(); time.Since(start) < 3*time.Millisecond && !connected; {
+		connected = pending()
+	}
+	if !connected {
+		t.Fatal("the pre-dial had not connected while the caller worked: its goroutine waited for the caller to block")
 	}
 }
