@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +80,16 @@ func startPredial(ctx context.Context, baseURL string, proxyFor func(*http.Reque
 		done:    make(chan struct{}),
 	}
 	ctx, p.cancel = context.WithCancel(ctx)
+	// The caller goes on with CPU work (opening the workspace) and does
+	// not block before its first request: a goroutine merely started
+	// waits in this thread's run queue until then whenever no other
+	// thread is free to take it (a busy machine, GOMAXPROCS=1). Waiting
+	// until the dial's goroutine runs hands it this thread, and it keeps
+	// it up to its first wait on the network (the connect in progress),
+	// so the connection is made while the caller works.
+	running := make(chan struct{})
 	go func() {
+		close(running)
 		defer close(p.done)
 		if p.tls {
 			p.conn, p.err = p.dialTLS(ctx, "tcp", p.addr)
@@ -90,14 +98,7 @@ func startPredial(ctx context.Context, baseURL string, proxyFor func(*http.Reque
 		}
 		p.at = time.Now()
 	}()
-	// The caller goes on with CPU work (opening the workspace) and does
-	// not block before its first request: without a yield the dial's
-	// goroutine waits in this thread's run queue until then whenever no
-	// other thread is free to take it (a busy machine, GOMAXPROCS=1).
-	// Yielding once lets it run up to its first wait on the network
-	// (the connect in progress), so the connection is made while the
-	// caller works.
-	runtime.Gosched()
+	<-running
 	return p
 }
 

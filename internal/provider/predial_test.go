@@ -22,9 +22,10 @@ import (
 // countingListener counts the connections it accepts and keeps them.
 type countingListener struct {
 	net.Listener
-	n     atomic.Int64
-	mu    sync.Mutex
-	conns []net.Conn
+	n        atomic.Int64
+	mu       sync.Mutex
+	conns    []net.Conn
+	accepted chan struct{} // one value per accepted connection
 }
 
 func (l *countingListener) Accept() (net.Conn, error) {
@@ -34,8 +35,24 @@ func (l *countingListener) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		l.conns = append(l.conns, c)
 		l.mu.Unlock()
+		select {
+		case l.accepted <- struct{}{}:
+		default:
+		}
 	}
 	return c, err
+}
+
+// waitAccepted waits until the server has accepted a connection: a
+// client's connect completes in the kernel before the server's Accept
+// returns.
+func (l *countingListener) waitAccepted(t *testing.T) {
+	t.Helper()
+	select {
+	case <-l.accepted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server accepted no connection")
+	}
 }
 
 func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
@@ -47,7 +64,7 @@ func predialServer(t *testing.T, tlsOn bool) (*httptest.Server, *countingListene
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, r.Proto)
 	}))
-	l := &countingListener{Listener: srv.Listener}
+	l := &countingListener{Listener: srv.Listener, accepted: make(chan struct{}, 16)}
 	srv.Listener = l
 	if tlsOn {
 		srv.EnableHTTP2 = true
@@ -107,6 +124,7 @@ func TestPredialHandsOver(t *testing.T) {
 			if p.err != nil {
 				t.Fatal(p.err)
 			}
+			l.waitAccepted(t)
 			if n := l.n.Load(); n != 1 {
 				t.Fatalf("%d connections accepted after the pre-dial, want 1", n)
 			}
