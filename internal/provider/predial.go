@@ -48,8 +48,9 @@ type Predial struct {
 }
 
 // StartPredial starts connecting to the server of baseURL (an http or
-// https URL; the port defaults to the scheme's) and returns at once. It
-// returns nil, and connects to nothing, when baseURL is not such a URL or
+// https URL; the port defaults to the scheme's) and returns once the
+// dial is under way (its goroutine has run up to its first wait on the
+// network), without waiting for the connection. It returns nil, and connects to nothing, when baseURL is not such a URL or
 // when a proxy of the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY)
 // applies to it: the transport then connects to the proxy, not the
 // server. The dial ends when ctx ends; Close releases a connection nobody
