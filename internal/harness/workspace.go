@@ -367,14 +367,16 @@ func (s *Session) stateOutside(root string, extra []fs.RootSpec) error {
 	}
 	add(toolcache.Base())
 	add(os.Getenv("TRUSS_HOME"), nil)
-	roots := []string{root}
+	// Each path is resolved, and its ancestors looked up, once.
+	roots := []*place{newPlace(root)}
 	for _, e := range extra {
-		roots = append(roots, e.Path)
+		roots = append(roots, newPlace(e.Path))
 	}
-	for _, r := range roots {
-		for _, d := range state {
-			if reaches(r, d) {
-				return configErrorf("%s holds Truss's own state (%s), which commands and the file tools must not reach: run Truss on a directory that does not contain it, or set TRUSS_HOME (and XDG_CACHE_HOME) to a directory outside it", r, d)
+	for _, d := range state {
+		pd := newPlace(d)
+		for _, r := range roots {
+			if r.reaches(pd) {
+				return configErrorf("%s holds Truss's own state (%s), which commands and the file tools must not reach: run Truss on a directory that does not contain it, or set TRUSS_HOME (and XDG_CACHE_HOME) to a directory outside it", r.path, d)
 			}
 		}
 	}
@@ -384,9 +386,10 @@ func (s *Session) stateOutside(root string, extra []fs.RootSpec) error {
 		if _, err := os.Lstat(c); err != nil {
 			continue
 		}
+		pc := newPlace(c)
 		for _, r := range roots {
-			if reaches(r, c) {
-				return configErrorf("%s holds the user's credentials (%s), which the file tools must not reach: run Truss on a directory that does not contain them (or release the path in the user's configuration, [sandbox] release)", r, c)
+			if r.reaches(pc) {
+				return configErrorf("%s holds the user's credentials (%s), which the file tools must not reach: run Truss on a directory that does not contain them (or release the path in the user's configuration, [sandbox] release)", r.path, c)
 			}
 		}
 	}
@@ -483,32 +486,64 @@ func (s *Session) sessionDir() (string, error) {
 	return session.DefaultDir()
 }
 
-// reaches reports whether the tree at root holds p or lies inside it:
-// by path, links resolved, or by identity, when root or one of its
-// ancestors is the directory p or one of p's (the nearest existing
-// one's, for a path not made yet) — a bind mount is another path to the
-// same directory.
-func reaches(root, p string) bool {
-	rr, rp := resolveExisting(root), resolveExisting(p)
-	if within(rp, rr) || within(rr, rp) {
+// A place is a path as reaches compares it: resolved, its file
+// information, and its existing ancestors' (looked up on first use), so
+// that one path compared with many is resolved and walked once.
+type place struct {
+	path     string // as given
+	resolved string // links resolved (resolveExisting)
+	fi       os.FileInfo
+	stated   bool
+	anc      []os.FileInfo
+	walked   bool
+}
+
+func newPlace(p string) *place { return &place{path: p, resolved: resolveExisting(p)} }
+
+// info is the resolved path's file information; nil when it does not
+// exist.
+func (p *place) info() os.FileInfo {
+	if !p.stated {
+		p.fi, _ = os.Stat(p.resolved)
+		p.stated = true
+	}
+	return p.fi
+}
+
+// ancestors are existingAncestors of the resolved path.
+func (p *place) ancestors() []os.FileInfo {
+	if !p.walked {
+		p.anc = existingAncestors(p.resolved)
+		p.walked = true
+	}
+	return p.anc
+}
+
+// reaches reports whether the tree at r holds p or lies inside it: by
+// path, links resolved, or by identity, when r or one of its ancestors
+// is the directory p or one of p's (the nearest existing one's, for a
+// path not made yet) — a bind mount is another path to the same
+// directory.
+func (r *place) reaches(p *place) bool {
+	if within(p.resolved, r.resolved) || within(r.resolved, p.resolved) {
 		return true
 	}
-	ri, err := os.Stat(rr)
-	if err != nil {
+	ri := r.info()
+	if ri == nil {
 		return false
 	}
 	// p below root: an ancestor of p is root.
-	for _, a := range existingAncestors(rp) {
+	for _, a := range p.ancestors() {
 		if os.SameFile(a, ri) {
 			return true
 		}
 	}
 	// root below p: an ancestor of root is p, when p exists.
-	pi, err := os.Stat(rp)
-	if err != nil {
+	pi := p.info()
+	if pi == nil {
 		return false
 	}
-	for _, a := range existingAncestors(rr) {
+	for _, a := range r.ancestors() {
 		if os.SameFile(a, pi) {
 			return true
 		}

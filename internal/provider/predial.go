@@ -48,8 +48,9 @@ type Predial struct {
 }
 
 // StartPredial starts connecting to the server of baseURL (an http or
-// https URL; the port defaults to the scheme's) and returns at once. It
-// returns nil, and connects to nothing, when baseURL is not such a URL or
+// https URL; the port defaults to the scheme's) and returns once the
+// dial is under way (its goroutine has run up to its first wait on the
+// network), without waiting for the connection. It returns nil, and connects to nothing, when baseURL is not such a URL or
 // when a proxy of the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY)
 // applies to it: the transport then connects to the proxy, not the
 // server. The dial ends when ctx ends; Close releases a connection nobody
@@ -80,7 +81,16 @@ func startPredial(ctx context.Context, baseURL string, proxyFor func(*http.Reque
 		done:    make(chan struct{}),
 	}
 	ctx, p.cancel = context.WithCancel(ctx)
+	// The caller goes on with CPU work (opening the workspace) and does
+	// not block before its first request: a goroutine merely started
+	// waits in this thread's run queue until then whenever no other
+	// thread is free to take it (a busy machine, GOMAXPROCS=1). Waiting
+	// until the dial's goroutine runs hands it this thread, and it keeps
+	// it up to its first wait on the network (the connect in progress),
+	// so the connection is made while the caller works.
+	running := make(chan struct{})
 	go func() {
+		close(running)
 		defer close(p.done)
 		if p.tls {
 			p.conn, p.err = p.dialTLS(ctx, "tcp", p.addr)
@@ -89,6 +99,7 @@ func startPredial(ctx context.Context, baseURL string, proxyFor func(*http.Reque
 		}
 		p.at = time.Now()
 	}()
+	<-running
 	return p
 }
 

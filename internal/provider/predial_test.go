@@ -10,18 +10,22 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // countingListener counts the connections it accepts and keeps them.
 type countingListener struct {
 	net.Listener
-	n     atomic.Int64
-	mu    sync.Mutex
-	conns []net.Conn
+	n        atomic.Int64
+	mu       sync.Mutex
+	conns    []net.Conn
+	accepted chan struct{} // one value per accepted connection
 }
 
 func (l *countingListener) Accept() (net.Conn, error) {
@@ -31,8 +35,24 @@ func (l *countingListener) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		l.conns = append(l.conns, c)
 		l.mu.Unlock()
+		select {
+		case l.accepted <- struct{}{}:
+		default:
+		}
 	}
 	return c, err
+}
+
+// waitAccepted waits until the server has accepted a connection: a
+// client's connect completes in the kernel before the server's Accept
+// returns.
+func (l *countingListener) waitAccepted(t *testing.T) {
+	t.Helper()
+	select {
+	case <-l.accepted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server accepted no connection")
+	}
 }
 
 func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
@@ -44,7 +64,7 @@ func predialServer(t *testing.T, tlsOn bool) (*httptest.Server, *countingListene
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, r.Proto)
 	}))
-	l := &countingListener{Listener: srv.Listener}
+	l := &countingListener{Listener: srv.Listener, accepted: make(chan struct{}, 16)}
 	srv.Listener = l
 	if tlsOn {
 		srv.EnableHTTP2 = true
@@ -104,6 +124,7 @@ func TestPredialHandsOver(t *testing.T) {
 			if p.err != nil {
 				t.Fatal(p.err)
 			}
+			l.waitAccepted(t)
 			if n := l.n.Load(); n != 1 {
 				t.Fatalf("%d connections accepted after the pre-dial, want 1", n)
 			}
@@ -229,5 +250,45 @@ func TestPredialCanceled(t *testing.T) {
 	b.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := b.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Errorf("the abandoned connection reads %v, want EOF (closed)", err)
+	}
+}
+
+// TestPredialConnectsWhileCallerWorks checks that the dial starts while
+// the caller goes on working without blocking, with no other thread free
+// to take the dial's goroutine (GOMAXPROCS=1): the listener has the
+// connection pending before the caller waits for anything.
+func TestPredialConnectsWhileCallerWorks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	rc, err := ln.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pending polls the listening socket without giving up the thread.
+	pending := func() bool {
+		ready := false
+		if err := rc.Control(func(fd uintptr) {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, _ := unix.Poll(fds, 0)
+			ready = n > 0 && fds[0].Revents&unix.POLLIN != 0
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ready
+	}
+	p := startPredial(context.Background(), "http://"+ln.Addr().String(), noProxy, nil)
+	defer p.Close()
+	// The caller's work: a few milliseconds of CPU, well under the
+	// runtime's 10 ms preemption of a running goroutine.
+	connected := false
+	for start := time.Now(); time.Since(start) < 3*time.Millisecond && !connected; {
+		connected = pending()
+	}
+	if !connected {
+		t.Fatal("the pre-dial had not connected while the caller worked: its goroutine waited for the caller to block")
 	}
 }
