@@ -119,10 +119,11 @@ func init() {
 		return
 	}
 `))
-	// A conftest.py and a pytest.ini in a test directory: the first is
-	// test code (removed), the second configuration (flagged).
+	// A conftest.py in a test directory and a pytest.ini beside the code:
+	// the first is test code (removed), the second configuration
+	// (flagged). A pytest.ini under tests/ would be test code too.
 	pyFiles := task.Patch + newFile("tests/conftest.py", "def pytest_runtest_makereport(item, call):\n    pass\n") +
-		newFile("tests/pytest.ini", "[pytest]\naddopts = -p forged\n")
+		newFile("pkg/pytest.ini", "[pytest]\naddopts = -p forged\n")
 	tests := []struct {
 		name      string
 		patch     string
@@ -154,8 +155,8 @@ func init() {
 		{"forges unless asked by name", forgeUnasked, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"},
 			"these listed tests passed in the full run but not when their test binary was asked for them alone, so they failed: TestAdd", nil, nil, nil},
 		{"adds Python test code and configuration", pyFiles, true, true, map[string]string{"TestAdd": "passed", "TestSub": "passed"},
-			"the model's changes to test code are not used for grading: tests/conftest.py\nthe model's patch added tests/pytest.ini, which configures the tests",
-			[]string{"tests/conftest.py"}, []string{"tests/pytest.ini"}, nil},
+			"the model's changes to test code are not used for grading: tests/conftest.py\nthe model's patch added pkg/pytest.ini, which configures the tests",
+			[]string{"tests/conftest.py"}, []string{"pkg/pytest.ini"}, nil},
 		{"forges a JUnit report", forge, false, true, map[string]string{"TestAdd": "failed", "TestSub": "passed"}, "", nil, nil, nil},
 		{"changes go.mod", task.Patch + "diff --git a/go.mod b/go.mod\n--- a/go.mod\n+++ b/go.mod\n@@ -3 +3,2 @@\n go 1.22\n+// changed\n", true, true,
 			map[string]string{"TestAdd": "passed", "TestSub": "passed"},

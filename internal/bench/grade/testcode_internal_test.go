@@ -65,8 +65,11 @@ func TestConfigChanges(t *testing.T) {
 			config: []string{"sub/go.mod"}, notes: []string{"the model's patch changed sub/go.mod, which configures the tests"}},
 		{name: "a toolchain line", change: map[string]string{"go.mod": mod + "toolchain go1.99.0\n"}, marker: "Makefile",
 			config: []string{"go.mod"}, notes: []string{"the model's patch changed go.mod, which configures the tests"}},
-		{name: "a nested pytest.ini", change: map[string]string{"tests/pytest.ini": "[pytest]\naddopts = -p x\n"},
-			config: []string{"tests/pytest.ini"}, notes: []string{"the model's patch added tests/pytest.ini, which configures the tests"}},
+		{name: "a nested pytest.ini", change: map[string]string{"pkg/pytest.ini": "[pytest]\naddopts = -p x\n"},
+			config: []string{"pkg/pytest.ini"}, notes: []string{"the model's patch added pkg/pytest.ini, which configures the tests"}},
+		// Under tests/ it is test code, set aside: not flagged as well.
+		{name: "a pytest.ini under tests", change: map[string]string{"tests/pytest.ini": "[pytest]\naddopts = -p x\n"},
+			tests: []string{"tests/pytest.ini"}},
 		{name: "a plugin's entry point", change: map[string]string{"src/x.egg-info/entry_points.txt": "[pytest11]\nforged = forged\n", "src/sitecustomize.py": "import forged\n"},
 			config: []string{"src/sitecustomize.py", "src/x.egg-info/entry_points.txt"}, notes: []string{
 				"the model's patch added src/sitecustomize.py, which configures the tests",
