@@ -1,28 +1,12 @@
 package anthropic
 
 import (
-	"context"
-	"errors"
-	"net"
-	"strings"
 	"testing"
 
-	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/provider/providertest"
 	"github.com/trussdev/truss/internal/sim/simtest"
 )
-
-// closedURL is the address of a port nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
-}
 
 // TestErrorsNameTheProvider: a turn's error starts with the provider the
 // user chose (the label), not the dialect's name, and says what to check:
@@ -32,60 +16,29 @@ func closedURL(t *testing.T) string {
 func TestErrorsNameTheProvider(t *testing.T) {
 	once := provider.RetryPolicy{MaxAttempts: 1}
 	_, base := simtest.Serve(t, `{"steps": [{"say": "x"}]}`, "sim")
-	closed := closedURL(t)
-	const reach, key = "check base_url of [providers.corp] in /home/u/.config/truss/config.toml", "check CORP_KEY (env_key of [providers.corp] in /home/u/.config/truss/config.toml)"
-	for _, tc := range []struct {
-		name string
-		turn func() error
-		kind provider.ErrorKind
-		want []string // the error's beginning, then what it holds
-	}{
-		{"wrong key", func() error {
-			return oneTurn(New(Config{BaseURL: base, APIKey: "wrong", Retry: once, Label: "corp", ReachHint: reach, KeyHint: key}), "sim-claude")
-		}, provider.ErrAuth, []string{"corp: ", "HTTP 401", "; " + key}},
-		{"wrong key, no label", func() error {
-			return oneTurn(New(Config{BaseURL: base, APIKey: "wrong", Retry: once}), "sim-claude")
-		}, provider.ErrAuth, []string{"anthropic: ", "HTTP 401"}},
-		{"unreachable", func() error {
-			return oneTurn(New(Config{BaseURL: closed, APIKey: "k", Retry: once, Label: "corp", ReachHint: reach, KeyHint: key}), "sim-claude")
-		}, provider.ErrUnreachable, []string{"corp: ", "cannot reach the server", "; " + reach}},
-		{"unreachable, no label", func() error {
-			return oneTurn(New(Config{BaseURL: closed, APIKey: "k", Retry: once}), "sim-claude")
-		}, provider.ErrUnreachable, []string{"anthropic: ", "check the network or ANTHROPIC_BASE_URL"}},
-		{"bedrock, no label", func() error {
-			return oneTurn(New(Config{BaseURL: closed, Retry: once, Bedrock: &Bedrock{Region: "us-east-1", Token: "t"}}), "anthropic.sim-claude-v1:0")
-		}, provider.ErrUnreachable, []string{"bedrock: ", "cannot reach Amazon Bedrock", "AWS_REGION"}},
-		{"bedrock, a named route", func() error {
-			return oneTurn(New(Config{BaseURL: closed, Retry: once, Bedrock: &Bedrock{Region: "us-east-1", Token: "t"}, Label: "corp", ReachHint: reach}), "anthropic.sim-claude-v1:0")
-		}, provider.ErrUnreachable, []string{"corp: ", "; " + reach}},
-		{"bedrock's own refusal says its name once", func() error {
-			return oneTurn(New(Config{BaseURL: closed, Retry: once, Bedrock: &Bedrock{Token: "t"}}), "anthropic.sim-claude-v1:0")
-		}, provider.ErrProtocol, []string{"bedrock: ", "a region is needed"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.turn()
-			var pe *provider.Error
-			if !errors.As(err, &pe) || pe.Kind != tc.kind {
-				t.Fatalf("error %v, want a %s *provider.Error", err, tc.kind)
-			}
-			if !strings.HasPrefix(err.Error(), tc.want[0]) || strings.HasPrefix(err.Error()[len(tc.want[0]):], tc.want[0]) {
-				t.Errorf("error %q does not start with %q once", err, tc.want[0])
-			}
-			if pe.Provider != strings.TrimSuffix(tc.want[0], ": ") {
-				t.Errorf("Provider %q, want %q", pe.Provider, strings.TrimSuffix(tc.want[0], ": "))
-			}
-			for _, w := range tc.want[1:] {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not hold %q", err, w)
-				}
-			}
-		})
-	}
-}
-
-// oneTurn runs one turn of p on a one-message conversation.
-func oneTurn(p provider.Provider, modelName string) error {
-	_, err := p.Turn(context.Background(), &model.Request{Model: modelName, MaxTokens: 100,
-		Items: []model.Item{{Kind: model.KindUser, Text: "Hello."}}}, nil)
-	return err
+	closed := providertest.ClosedURL(t)
+	reach, key := providertest.ReachHint, providertest.KeyHint
+	providertest.CheckErrorLabels(t, []providertest.LabelCase{
+		{Name: "wrong key", Turn: func() error {
+			return providertest.OneTurn(New(Config{BaseURL: base, APIKey: "wrong", Retry: once, Label: "corp", ReachHint: reach, KeyHint: key}), "sim-claude")
+		}, Kind: provider.ErrAuth, Want: []string{"corp: ", "HTTP 401", "; " + key}},
+		{Name: "wrong key, no label", Turn: func() error {
+			return providertest.OneTurn(New(Config{BaseURL: base, APIKey: "wrong", Retry: once}), "sim-claude")
+		}, Kind: provider.ErrAuth, Want: []string{"anthropic: ", "HTTP 401"}},
+		{Name: "unreachable", Turn: func() error {
+			return providertest.OneTurn(New(Config{BaseURL: closed, APIKey: "k", Retry: once, Label: "corp", ReachHint: reach, KeyHint: key}), "sim-claude")
+		}, Kind: provider.ErrUnreachable, Want: []string{"corp: ", "cannot reach the server", "; " + reach}},
+		{Name: "unreachable, no label", Turn: func() error {
+			return providertest.OneTurn(New(Config{BaseURL: closed, APIKey: "k", Retry: once}), "sim-claude")
+		}, Kind: provider.ErrUnreachable, Want: []string{"anthropic: ", "check the network or ANTHROPIC_BASE_URL"}},
+		{Name: "bedrock, no label", Turn: func() error {
+			return providertest.OneTurn(New(Config{BaseURL: closed, Retry: once, Bedrock: &Bedrock{Region: "us-east-1", Token: "t"}}), "anthropic.sim-claude-v1:0")
+		}, Kind: provider.ErrUnreachable, Want: []string{"bedrock: ", "cannot reach Amazon Bedrock", "AWS_REGION"}},
+		{Name: "bedrock, a named route", Turn: func() error {
+			return providertest.OneTurn(New(Config{BaseURL: closed, Retry: once, Bedrock: &Bedrock{Region: "us-east-1", Token: "t"}, Label: "corp", ReachHint: reach}), "anthropic.sim-claude-v1:0")
+		}, Kind: provider.ErrUnreachable, Want: []string{"corp: ", "; " + reach}},
+		{Name: "bedrock's own refusal says its name once", Turn: func() error {
+			return providertest.OneTurn(New(Config{BaseURL: closed, Retry: once, Bedrock: &Bedrock{Token: "t"}}), "anthropic.sim-claude-v1:0")
+		}, Kind: provider.ErrProtocol, Want: []string{"bedrock: ", "a region is needed"}},
+	})
 }

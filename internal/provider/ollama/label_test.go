@@ -1,30 +1,14 @@
 package ollama
 
 import (
-	"context"
-	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
-	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/provider/providertest"
 	"github.com/trussdev/truss/internal/sim/simtest"
 )
-
-// closedURL is the address of a port nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
-}
 
 // TestErrorsNameTheProvider: a turn's error starts with the provider the
 // user chose (the label), not the dialect's name, and says what to check:
@@ -34,57 +18,26 @@ func closedURL(t *testing.T) string {
 func TestErrorsNameTheProvider(t *testing.T) {
 	once := provider.RetryPolicy{MaxAttempts: 1}
 	_, base := simtest.Serve(t, `{"steps": [{"say": "x"}]}`, "sim")
-	closed := closedURL(t)
-	const reach, key = "check base_url of [providers.corp] in /home/u/.config/truss/config.toml", "check CORP_KEY (env_key of [providers.corp] in /home/u/.config/truss/config.toml)"
-	for _, tc := range []struct {
-		name string
-		turn func() error
-		kind provider.ErrorKind
-		want []string // the error's beginning, then what it holds
-	}{
-		{"refused key", func() error {
+	closed := providertest.ClosedURL(t)
+	reach, key := providertest.ReachHint, providertest.KeyHint
+	providertest.CheckErrorLabels(t, []providertest.LabelCase{
+		{Name: "refused key", Turn: func() error {
 			// ollama.com's answer to a wrong key; a local server takes none.
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusUnauthorized)
 				w.Write([]byte(`{"error":"unauthorized"}`))
 			}))
 			defer hs.Close()
-			return oneTurn(&Client{Host: hs.URL, APIKey: "wrong", Retry: once, Label: "corp", ReachHint: reach, KeyHint: key}, "sim-coder")
-		}, provider.ErrAuth, []string{"corp: ", "HTTP 401", "; " + key}},
-		{"unreachable", func() error {
-			return oneTurn(&Client{Host: closed, Retry: once, Label: "corp", ReachHint: reach}, "sim-coder")
-		}, provider.ErrUnreachable, []string{"corp: ", "cannot reach Ollama at " + closed, "; " + reach}},
-		{"unreachable, no label", func() error {
-			return oneTurn(&Client{Host: closed, Retry: once}, "sim-coder")
-		}, provider.ErrUnreachable, []string{"ollama: ", "set OLLAMA_HOST"}},
-		{"not the API", func() error {
-			return oneTurn(&Client{Host: base + "/elsewhere", APIKey: "sim", Retry: once, Label: "corp", ReachHint: reach}, "sim-coder")
-		}, provider.ErrNotAPI, []string{"corp: ", "does not look like Ollama", reach}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.turn()
-			var pe *provider.Error
-			if !errors.As(err, &pe) || pe.Kind != tc.kind {
-				t.Fatalf("error %v, want a %s *provider.Error", err, tc.kind)
-			}
-			if !strings.HasPrefix(err.Error(), tc.want[0]) || strings.HasPrefix(err.Error()[len(tc.want[0]):], tc.want[0]) {
-				t.Errorf("error %q does not start with %q once", err, tc.want[0])
-			}
-			if pe.Provider != strings.TrimSuffix(tc.want[0], ": ") {
-				t.Errorf("Provider %q, want %q", pe.Provider, strings.TrimSuffix(tc.want[0], ": "))
-			}
-			for _, w := range tc.want[1:] {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not hold %q", err, w)
-				}
-			}
-		})
-	}
-}
-
-// oneTurn runs one turn of p on a one-message conversation.
-func oneTurn(p provider.Provider, modelName string) error {
-	_, err := p.Turn(context.Background(), &model.Request{Model: modelName, MaxTokens: 100,
-		Items: []model.Item{{Kind: model.KindUser, Text: "Hello."}}}, nil)
-	return err
+			return providertest.OneTurn(&Client{Host: hs.URL, APIKey: "wrong", Retry: once, Label: "corp", ReachHint: reach, KeyHint: key}, "sim-coder")
+		}, Kind: provider.ErrAuth, Want: []string{"corp: ", "HTTP 401", "; " + key}},
+		{Name: "unreachable", Turn: func() error {
+			return providertest.OneTurn(&Client{Host: closed, Retry: once, Label: "corp", ReachHint: reach}, "sim-coder")
+		}, Kind: provider.ErrUnreachable, Want: []string{"corp: ", "cannot reach Ollama at " + closed, "; " + reach}},
+		{Name: "unreachable, no label", Turn: func() error {
+			return providertest.OneTurn(&Client{Host: closed, Retry: once}, "sim-coder")
+		}, Kind: provider.ErrUnreachable, Want: []string{"ollama: ", "set OLLAMA_HOST"}},
+		{Name: "not the API", Turn: func() error {
+			return providertest.OneTurn(&Client{Host: base + "/elsewhere", APIKey: "sim", Retry: once, Label: "corp", ReachHint: reach}, "sim-coder")
+		}, Kind: provider.ErrNotAPI, Want: []string{"corp: ", "does not look like Ollama", reach}},
+	})
 }

@@ -1,0 +1,77 @@
+// Package providertest holds what the model adapters' tests share: a
+// one-message turn, an address nothing listens on, and the check that an
+// adapter's errors name the provider the user chose.
+package providertest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/provider"
+)
+
+// ReachHint and KeyHint are what a named provider's errors say to check
+// when its server cannot be reached and when it refuses the key.
+const (
+	ReachHint = "check base_url of [providers.corp] in /home/u/.config/truss/config.toml"
+	KeyHint   = "check CORP_KEY (env_key of [providers.corp] in /home/u/.config/truss/config.toml)"
+)
+
+// ClosedURL is an http:// address of a local port nothing listens on.
+func ClosedURL(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+// OneTurn runs one turn of p, as modelName, on a one-message
+// conversation and returns its error.
+func OneTurn(p provider.Provider, modelName string) error {
+	_, err := p.Turn(context.Background(), &model.Request{Model: modelName, MaxTokens: 100,
+		Items: []model.Item{{Kind: model.KindUser, Text: "Hello."}}}, nil)
+	return err
+}
+
+// LabelCase is a turn whose error must be a *provider.Error of Kind whose
+// text starts with Want[0] ("NAME: ", once; its Provider is NAME) and
+// holds each of Want[1:].
+type LabelCase struct {
+	Name string
+	Turn func() error
+	Kind provider.ErrorKind
+	Want []string
+}
+
+// CheckErrorLabels runs each case as a subtest of t.
+func CheckErrorLabels(t *testing.T, cases []LabelCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			err := tc.Turn()
+			var pe *provider.Error
+			if !errors.As(err, &pe) || pe.Kind != tc.Kind {
+				t.Fatalf("error %v, want a %s *provider.Error", err, tc.Kind)
+			}
+			if !strings.HasPrefix(err.Error(), tc.Want[0]) || strings.HasPrefix(err.Error()[len(tc.Want[0]):], tc.Want[0]) {
+				t.Errorf("error %q does not start with %q once", err, tc.Want[0])
+			}
+			if pe.Provider != strings.TrimSuffix(tc.Want[0], ": ") {
+				t.Errorf("Provider %q, want %q", pe.Provider, strings.TrimSuffix(tc.Want[0], ": "))
+			}
+			for _, w := range tc.Want[1:] {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not hold %q", err, w)
+				}
+			}
+		})
+	}
+}
