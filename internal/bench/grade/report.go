@@ -1,9 +1,7 @@
 package grade
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -43,18 +41,8 @@ type goEvent struct {
 // reports whether any event was read.
 func ParseGoTestJSON(out []byte) (v Verdicts, ok bool) {
 	v = Verdicts{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 || line[0] != '{' {
-			continue
-		}
-		var ev goEvent
-		if json.Unmarshal(line, &ev) != nil || ev.Action == "" {
-			continue
-		}
-		ok = true
+	evs := goTestEvents(string(out))
+	for _, ev := range evs {
 		var verdict string
 		switch ev.Action {
 		case "pass":
@@ -72,6 +60,7 @@ func ParseGoTestJSON(out []byte) (v Verdicts, ok bool) {
 			v.set(ev.Package+"."+ev.Test, verdict)
 		}
 	}
+	ok = len(evs) > 0
 	return v, ok
 }
 
