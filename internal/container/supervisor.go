@@ -92,6 +92,12 @@ func findSupervisor() (supervisorLaunch, error) {
 		return supervisorLaunch{}, err
 	}
 	l.mounts = append(l.mounts, Mount{Source: loader, Target: supervisorDir + "/ld.so", ReadOnly: true})
+	// The loader reads /etc/ld.so.preload before the supervisor runs a
+	// line of its own: a command (root in the container) that wrote one
+	// would have its library's constructor run as the next supervisor,
+	// PID 1, before it makes itself undumpable. The container's file is
+	// an empty, read-only one instead.
+	l.mounts = append(l.mounts, Mount{Source: os.DevNull, Target: "/etc/ld.so.preload", ReadOnly: true})
 	for _, n := range names {
 		l.mounts = append(l.mounts, Mount{Source: libs[n], Target: supervisorDir + "/lib/" + n, ReadOnly: true})
 	}
