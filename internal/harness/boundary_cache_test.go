@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,4 +107,39 @@ func field(out, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// TestBoundaryNamesTestCodeChanged: the checks run the workspace's tests
+// as the model left them, so the verdict names the test code the model's
+// calls changed (a TestMain that exits 0 would pass every check), the
+// ledger's validation entry records it, and the user is warned; code
+// that is not test code is not named.
+func TestBoundaryNamesTestCodeChanged(t *testing.T) {
+	o := fixture(t, `{"steps": [`+runStep(t, `echo 'package p' > zz_main_test.go; mkdir -p tests && echo x > tests/helper.py; echo 'package p' > p.go`, nil)+`, {"say": "Done."}]}`)
+	o.Validation.TestCmd = "true"
+	var warned []string
+	o.OnWarning = func(msg string) { warned = append(warned, msg) }
+	s := openSandboxed(t, o)
+	out, err := s.Run(context.Background(), "change")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verdict == nil {
+		t.Fatal("no verdict")
+	}
+	if want := []string{"tests/helper.py", "zz_main_test.go"}; !slices.Equal(out.Verdict.TestCodeChanged, want) {
+		t.Errorf("TestCodeChanged %q, want %q", out.Verdict.TestCodeChanged, want)
+	}
+	if !slices.ContainsFunc(warned, func(w string) bool {
+		return strings.Contains(w, "test code the model changed") && strings.Contains(w, "zz_main_test.go")
+	}) {
+		t.Errorf("no warning names the test code: %q", warned)
+	}
+	entries, err := os.ReadFile(filepath.Join(out.LedgerDir, "entries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(entries), `"test_code_changed":["tests/helper.py","zz_main_test.go"]`) {
+		t.Errorf("the ledger's validation entry does not name the test code")
+	}
 }

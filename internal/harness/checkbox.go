@@ -292,11 +292,21 @@ func (w *workspace) warmStd(ctx context.Context) error {
 		return err
 	}
 	defer sb.Close()
-	env := append([]string{"TMPDIR=" + tmp, "GOFLAGS=", "GOTOOLCHAIN=local", "GOWORK=off", "GO111MODULE="}, caches.Env...)
+	// The go command found on the host's PATH now, by its absolute path,
+	// with no go env file (an empty GOFLAGS would fall back to one): no
+	// setting a command could have written reaches the warm cache's build.
+	goExe, err := exec.LookPath("go")
+	if err != nil {
+		return err
+	}
+	if goExe, err = filepath.Abs(goExe); err != nil {
+		return err
+	}
+	env := append([]string{"TMPDIR=" + tmp, "GOENV=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOWORK=off", "GO111MODULE=", "GO=" + goExe}, caches.Env...)
 	wsh := shell.New(shell.Config{Dir: empty, Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv, OwnEnv: w.ownEnv,
 		Env: os.Environ(), SetEnv: env, TmpDir: own, Launcher: sb, Guard: sb.Guard, Bash: w.bash})
 	defer wsh.Close()
-	got, err := list(wsh, `go list std | grep -Fx -f want | tee built | xargs -r go build && cat built`, warmTimeout)
+	got, err := list(wsh, `"$GO" list std | grep -Fx -f want | tee built | xargs -r "$GO" build && cat built`, warmTimeout)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/validate"
 )
 
 // BackgroundCheck is the project's checks run in the background after a task that
@@ -90,16 +91,30 @@ func (s *Session) stopCheck() {
 }
 
 // changeCounter counts the completed calls whose results carry file
-// changes (Session.changed).
+// changes (Session.changed), and keeps the test code they changed
+// (Session.testCode).
 func (s *Session) changeCounter() agent.Observer {
 	return agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type != agent.EventCallCompleted {
 			return
 		}
+		counted := false
 		for _, r := range ev.Results {
-			if len(r.Changes) > 0 {
+			if len(r.Changes) > 0 && !counted {
 				s.changed.Add(1)
-				return
+				counted = true
+			}
+			for _, c := range r.Changes {
+				for _, p := range []string{c.Path, c.MovedTo} {
+					if p != "" && validate.IsTestCode(p) {
+						s.testCode.Lock()
+						if s.testCode.paths == nil {
+							s.testCode.paths = map[string]bool{}
+						}
+						s.testCode.paths[p] = true
+						s.testCode.Unlock()
+					}
+				}
 			}
 		}
 	})

@@ -48,6 +48,7 @@ import (
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/surface/generic"
+	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/trust"
 	"github.com/trussdev/truss/internal/validate"
@@ -128,6 +129,12 @@ type Session struct {
 	// carry file changes; bg is the check running in the background.
 	changed atomic.Int64
 	bg      checks
+	// testCode holds the paths of test code (validate.IsTestCode) that
+	// the session's calls changed, for the boundary's verdict.
+	testCode struct {
+		sync.Mutex
+		paths map[string]bool
+	}
 }
 
 // Open composes a session. Errors in the options or the environment are
@@ -966,14 +973,35 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 		sum, res = s.w.runChecks(ctx, r)
 		log = res.Stdout + res.Stderr
 	}
+	tc := s.testCodeChanged()
+	if len(tc) > 0 {
+		// The checks ran the workspace's tests as the model left them:
+		// whatever test code it changed decided them too.
+		s.warn(fmt.Sprintf("the verification ran test code the model changed (%s): read it before trusting the verdict", termsafe.Name(strings.Join(tc, ", "))))
+	}
 	if s.rec != nil {
 		v := map[string]any{"boundary": true, "when": when, "env": r.Env, "summary": sum}
 		if facts != nil {
 			v["environment"] = facts // the checks ran in a fresh container of the task's image
 		}
+		if len(tc) > 0 {
+			v["test_code_changed"] = tc
+		}
 		s.rec.Validation(v, []byte(log))
 	}
-	return &Verdict{Summary: sum, Log: log}
+	return &Verdict{Summary: sum, Log: log, TestCodeChanged: tc}
+}
+
+// testCodeChanged is the test code the session's calls changed, sorted.
+func (s *Session) testCodeChanged() []string {
+	s.testCode.Lock()
+	defer s.testCode.Unlock()
+	out := make([]string, 0, len(s.testCode.paths))
+	for p := range s.testCode.paths {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // sealed fills in the ledger's state after everything observed so far.

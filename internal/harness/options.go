@@ -306,6 +306,12 @@ type Outcome struct {
 type Verdict struct {
 	validate.Summary
 	Log string
+	// TestCodeChanged lists the test code (validate.IsTestCode) the
+	// session's calls changed: the checks ran the workspace's tests as
+	// the model left them, so these files decided the verdict too (a
+	// TestMain that exits 0 passes every check). Recorded in the ledger's
+	// validation entry and warned about.
+	TestCodeChanged []string
 }
 
 // Info describes an open session.

@@ -32,50 +32,6 @@ import (
 //     build, the file the test command was detected from) is flagged, not
 //     undone: real fixes change setup.cfg and pyproject.toml too.
 
-// IsTestCode reports whether the file at rel (slash-separated, relative to
-// the repository's root) is test code the grader holds to the task's
-// version, at any depth:
-//
-//   - test files: Go's *_test.go; Python's test_*.py, *_test.py,
-//     conftest.py and Django's tests.py; a test runner the command runs
-//     (runtests.py, a file named test or tests: sympy's bin/test);
-//   - everything under a directory named test, tests, testing, testdata
-//     (which only Go's tests read: golden files) or e2e: SWE-bench splits
-//     a fix commit into patch and test_patch by these words in its paths,
-//     so a gold patch never touches them;
-//   - what stands in for the test runner where the checkout comes first
-//     on the import path (python -m pytest): pytest.py, and pytest's own
-//     packages pytest, _pytest, pluggy and iniconfig, as a module or a
-//     directory;
-//   - Go's vendored packages (vendor/modules.txt and .go files under a
-//     vendor directory): a fake vendored assertion library passes every
-//     assertion of the task's own tests.
-func IsTestCode(rel string) bool {
-	parts := strings.Split(rel, "/")
-	base := parts[len(parts)-1]
-	for _, d := range parts[:len(parts)-1] {
-		switch d {
-		case "test", "tests", "testing", "testdata", "e2e", "pytest", "_pytest", "pluggy", "iniconfig":
-			return true
-		case "vendor":
-			if base == "modules.txt" || strings.HasSuffix(base, ".go") {
-				return true
-			}
-		}
-	}
-	switch base {
-	case "conftest.py", "tests.py", "runtests.py", "test", "tests", "pytest.py", "pluggy.py", "iniconfig.py":
-		return true
-	}
-	switch {
-	case strings.HasSuffix(base, "_test.go"):
-		return true
-	case strings.HasSuffix(base, ".py"):
-		return strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")
-	}
-	return false
-}
-
 // configNames are the names of the files, at any depth, that configure a
 // test run: pytest's configuration files (its addopts can load a plugin
 // with -p; a pytest.ini in a test's directory is found before the root's),
@@ -130,7 +86,7 @@ func scanTree(ws string) (treeScan, error) {
 			}
 			return nil
 		}
-		if !IsTestCode(p) && !isConfig(p) && !isRootMarker(p) {
+		if !validate.IsTestCode(p) && !isConfig(p) && !isRootMarker(p) {
 			return nil
 		}
 		var e treeEntry
@@ -230,7 +186,7 @@ func changed(before, after treeScan, keep func(string) bool, conf bool) []string
 // once the model's patch is applied. The test patch is applied after
 // this, so the graded test code is base + test_patch.
 func (p *Prepared) setAsideTestCode(ctx context.Context, after treeScan) ([]string, error) {
-	aside := changed(p.tree, after, IsTestCode, false)
+	aside := changed(p.tree, after, validate.IsTestCode, false)
 	if len(aside) == 0 {
 		return nil, nil
 	}
@@ -377,7 +333,7 @@ func (p *Prepared) configChanges(after treeScan, marker string) (files, notes []
 		testPatch[filepath.ToSlash(f.path)] = true
 	}
 	// Test code was set aside: its version is the task's too.
-	watched := func(f string) bool { return !testPatch[f] && !IsTestCode(f) && (f == marker || isConfig(f)) }
+	watched := func(f string) bool { return !testPatch[f] && !validate.IsTestCode(f) && (f == marker || isConfig(f)) }
 	// The marker is compared whole, the other files by what configures.
 	whole := changed(p.tree, after, func(f string) bool { return watched(f) && f == marker }, false)
 	conf := changed(p.tree, after, func(f string) bool { return watched(f) && f != marker }, true)

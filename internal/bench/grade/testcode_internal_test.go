@@ -13,6 +13,7 @@ import (
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/validate"
 )
 
 // writeTree writes files (slash path: content; "->target" makes a
@@ -110,7 +111,7 @@ func TestConfigChanges(t *testing.T) {
 			if !slices.Equal(config, tc.config) || !slices.Equal(notes, tc.notes) {
 				t.Errorf("config %q notes %q, want %q %q", config, notes, tc.config, tc.notes)
 			}
-			if tests := changed(before, after, IsTestCode, false); !slices.Equal(tests, tc.tests) {
+			if tests := changed(before, after, validate.IsTestCode, false); !slices.Equal(tests, tc.tests) {
 				t.Errorf("test code changed %q, want %q", tests, tc.tests)
 			}
 		})
