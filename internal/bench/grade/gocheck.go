@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -84,7 +85,9 @@ var safeImportPath = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~+/-]*$`)
 // goCheck asks again, in sh, the test binaries of the packages in which a
 // listed test is reported passed in out (the full run's go test -json
 // output); tests are the listed tests' verdicts so far. It runs two go
-// test commands, each within left().
+// test commands (a test that does not exist; the listed tests alone) and
+// then, for the packages still trusted, the grader's own failing test
+// (canary), each within left().
 func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[string]string, left func() time.Duration) (goCheckResult, error) {
 	var res goCheckResult
 	var passed []passedIn
@@ -208,6 +211,21 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 			res.notes = append(res.notes, "these listed tests passed in the full run but not when their test binary was asked for them alone, so they failed: "+strings.Join(notAgain, ", "))
 		}
 	}
+	var trusted []string
+	for _, pkg := range asked {
+		if _, ok := untrusted[pkg]; !ok {
+			trusted = append(trusted, pkg)
+		}
+	}
+	if len(trusted) > 0 {
+		why, err := canary(ctx, sh, trusted, left)
+		if err != nil {
+			return res, err
+		}
+		for pkg, w := range why {
+			untrusted[pkg] = w
+		}
+	}
 	for _, pkg := range pkgs {
 		why, ok := untrusted[pkg]
 		if !ok {
@@ -225,6 +243,76 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 		res.notes = append(res.notes, fmt.Sprintf("the test binary of %s cannot be trusted (%s), so its listed tests failed: %s", pkg, why, strings.Join(names, ", ")))
 	}
 	return res, nil
+}
+
+// canary adds to each package of pkgs, in sh, a test of the grader's own
+// that fails by construction, under a fresh random name in a file of a
+// fresh random name, runs it alone, and removes it: a binary that reports
+// it passed, or does not report it failed, cannot be trusted (the reasons
+// by package). This catches a forger that needs no test's name, such as
+// one that re-runs its own binary and rewrites every failure into a pass.
+// A package go list cannot place (no directory, an unexpected name) is
+// left unasked.
+func canary(ctx context.Context, sh validate.Shell, pkgs []string, left func() time.Duration) (map[string]string, error) {
+	r := sh.Run(ctx, "go list -f '{{.ImportPath}}{{\"\\t\"}}{{.Dir}}{{\"\\t\"}}{{.Name}}' "+strings.Join(pkgs, " "), left())
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	hexs := randomHex()
+	name, file := "TestQ"+hexs, "zz_"+hexs+"_test.go"
+	var writes, removes, placed []string
+	for _, line := range strings.Split(r.Stdout, "\n") {
+		f := strings.Split(strings.TrimSpace(line), "\t")
+		if len(f) != 3 || !slices.Contains(pkgs, f[0]) || slices.Contains(placed, f[0]) || !filepath.IsAbs(f[1]) || !goIdent(f[2]) {
+			continue
+		}
+		src := "package " + f[2] + "\n\nimport \"testing\"\n\nfunc " + name + "(t *testing.T) { t.Fatal(\"fails by construction\") }\n"
+		path := shellQuote(filepath.Join(f[1], file))
+		writes = append(writes, "printf '%s' "+shellQuote(src)+" > "+path)
+		removes = append(removes, path)
+		placed = append(placed, f[0])
+	}
+	if len(placed) == 0 {
+		return nil, nil
+	}
+	cmd := "{ " + strings.Join(writes, " && ") + "; } && go test -json -count=1 -run " + shellQuote("^"+name+"$") + " " + strings.Join(placed, " ") +
+		"; rm -f " + strings.Join(removes, " ")
+	r = sh.Run(ctx, cmd, left())
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	failed := map[string]bool{}
+	why := map[string]string{}
+	for _, ev := range goTestEvents(r.Stdout + "\n" + r.Stderr) {
+		if ev.Test != name || !slices.Contains(placed, ev.Package) {
+			continue
+		}
+		switch ev.Action {
+		case "fail":
+			failed[ev.Package] = true
+		case "pass":
+			why[ev.Package] = fmt.Sprintf("it reported %s, a test of the grader's that fails by construction, as passed", name)
+		}
+	}
+	for _, pkg := range placed {
+		if _, bad := why[pkg]; !bad && !failed[pkg] {
+			why[pkg] = fmt.Sprintf("it did not report %s, a test of the grader's that fails by construction, as failed", name)
+		}
+	}
+	return why, nil
+}
+
+// goIdent reports whether s is a Go package name go list could print.
+func goIdent(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // actionWord says a test2json action in the words of a note.

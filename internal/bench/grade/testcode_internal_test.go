@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -122,15 +123,30 @@ func TestConfigChanges(t *testing.T) {
 // asks for the absent test or the listed ones.
 type fakeShell struct {
 	absent, listed string
-	cmds           []string
+	// canary is the action the binaries report for the grader's failing
+	// test ("fail" when honest, "" for none).
+	canary string
+	cmds   []string
 }
+
+// canaryName is the grader's failing test's name in a command.
+var canaryName = regexp.MustCompile(`TestQ[0-9a-f]{16}`)
 
 func (f *fakeShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Result {
 	f.cmds = append(f.cmds, cmd)
 	zero := 0
 	out := f.listed
-	if strings.Contains(cmd, "TestTrussAbsent") {
+	switch {
+	case strings.Contains(cmd, "TestTrussAbsent"):
 		out = f.absent
+	case strings.HasPrefix(cmd, "go list "):
+		out = "m/a\t/ws/a\ta\nm/b\t/ws/b\tb\n"
+	case canaryName.MatchString(cmd):
+		out = ""
+		if f.canary != "" {
+			name := canaryName.FindString(cmd)
+			out = ev("run", "m/a", name) + ev(f.canary, "m/a", name) + ev("run", "m/b", name) + ev(f.canary, "m/b", name)
+		}
 	}
 	return tool.Result{Stdout: out, ExitCode: &zero}
 }
@@ -156,19 +172,24 @@ func TestGoCheck(t *testing.T) {
 		name             string
 		absent, listed   string
 		untrusted, fails []string
+		canary           string
 	}{
-		{"honest", honestAbsent, honestListed, nil, nil},
+		{"honest", honestAbsent, honestListed, nil, nil, "fail"},
+		// A forger that re-runs its binary and turns every failure into
+		// a pass needs no test's name: the grader's failing test passes.
+		{"passes the grader's failing test", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "pass"},
+		{"does not report the grader's failing test", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, ""},
 		{"reports the absent test", ev("run", "m/a", "TestTrussAbsentX") + ev("pass", "m/a", "") + ev("pass", "m/b", ""), honestListed,
-			[]string{"m/a"}, []string{"TestA", "TestA/sub"}},
+			[]string{"m/a"}, []string{"TestA", "TestA/sub"}, "fail"},
 		{"reports a listed test when asked for none", ev("pass", "m/b", "TestB") + ev("pass", "m/a", "") + ev("pass", "m/b", ""), honestListed,
-			[]string{"m/b"}, []string{"m/b.TestB"}},
-		{"does not pass when asked for none", ev("pass", "m/a", ""), honestListed, []string{"m/b"}, []string{"m/b.TestB"}},
-		{"reports a test not asked for", honestAbsent, honestListed + ev("pass", "m/b", "TestC"), []string{"m/b"}, []string{"m/b.TestB"}},
-		{"a package not asked for", honestAbsent, honestListed + ev("pass", "m/c", "TestA"), []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}},
-		{"fails alone", honestAbsent, strings.Replace(honestListed, ev("pass", "m/a", "TestA/sub"), ev("fail", "m/a", "TestA/sub"), 1), nil, []string{"TestA/sub"}},
+			[]string{"m/b"}, []string{"m/b.TestB"}, "fail"},
+		{"does not pass when asked for none", ev("pass", "m/a", ""), honestListed, []string{"m/b"}, []string{"m/b.TestB"}, "fail"},
+		{"reports a test not asked for", honestAbsent, honestListed + ev("pass", "m/b", "TestC"), []string{"m/b"}, []string{"m/b.TestB"}, "fail"},
+		{"a package not asked for", honestAbsent, honestListed + ev("pass", "m/c", "TestA"), []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "fail"},
+		{"fails alone", honestAbsent, strings.Replace(honestListed, ev("pass", "m/a", "TestA/sub"), ev("fail", "m/a", "TestA/sub"), 1), nil, []string{"TestA/sub"}, "fail"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sh := &fakeShell{absent: tc.absent, listed: tc.listed}
+			sh := &fakeShell{absent: tc.absent, listed: tc.listed, canary: tc.canary}
 			tests := map[string]string{}
 			for k, v := range listed {
 				tests[k] = v
@@ -181,8 +202,14 @@ func TestGoCheck(t *testing.T) {
 			if !slices.Equal(res.untrusted, tc.untrusted) || !slices.Equal(res.failed, tc.fails) {
 				t.Errorf("untrusted %q failed %q, want %q %q (notes %q)", res.untrusted, res.failed, tc.untrusted, tc.fails, res.notes)
 			}
-			if len(sh.cmds) != 2 || !strings.Contains(sh.cmds[1], "-run '^(TestA|TestB)$' m/a m/b") || !strings.Contains(sh.cmds[0], "-count=1") {
+			if len(sh.cmds) < 2 || !strings.Contains(sh.cmds[1], "-run '^(TestA|TestB)$' m/a m/b") || !strings.Contains(sh.cmds[0], "-count=1") {
 				t.Errorf("commands %q", sh.cmds)
+			}
+			// The grader's failing test is asked of the packages still
+			// trusted, written beside their code and removed after.
+			if len(sh.cmds) > 2 && (len(sh.cmds) != 4 || !strings.HasPrefix(sh.cmds[2], "go list ") ||
+				!strings.Contains(sh.cmds[3], "> '/ws/") || !strings.Contains(sh.cmds[3], "; rm -f '/ws/")) {
+				t.Errorf("the grader's failing test: commands %q", sh.cmds)
 			}
 		})
 	}
