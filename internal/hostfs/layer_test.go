@@ -48,12 +48,17 @@ var forbidden = map[string]bool{
 // forbidden call, as "package/file.go:Function os.Call", each with the
 // reason its path is beyond every command's reach.
 var allowed = map[string]string{
-	"internal/harness/providers.go:Session.newProvider os.ReadFile":  "the --script file the user named on the command line",
-	"internal/container/check.go:readTrim os.ReadFile":               "the host's /proc and /sys files, which no command writes",
-	"internal/container/reap.go:startTime os.ReadFile":               "the host's /proc/PID/stat",
-	"internal/container/fifo.go:openFIFO os.OpenFile":                "the state directory's FIFOs, which the protocol needs opened blocking: O_NOFOLLOW, and anything but a FIFO refused after fstat",
-	"internal/harness/workspace.go:Session.otherProjects os.ReadDir": "the names in Truss's cache directory of workspaces, which no command writes (the writable roots are directories below each workspace's own)",
-	"internal/tool/fs/workspace.go:OpenWith os.OpenRoot":             "an os.Root kept for stat, mkdir, remove and rename beneath the root, which open no file's contents (so cannot block on a FIFO) and cannot leave the root; every read, write and listing goes through a hostfs Root",
+	"internal/harness/providers.go:Session.newProvider os.ReadFile":             "the --script file the user named on the command line",
+	"internal/container/check.go:readTrim os.ReadFile":                          "the host's /proc and /sys files, which no command writes",
+	"internal/container/reap.go:startTime os.ReadFile":                          "the host's /proc/PID/stat",
+	"internal/container/fifo.go:openFIFO os.OpenFile":                           "the state directory's FIFOs, which the protocol needs opened blocking: O_NOFOLLOW, and anything but a FIFO refused after fstat",
+	"internal/container/supervisor_linux.go:supervise os.OpenFile":              "the container's supervisor, inside the container, opening the control FIFO on the state directory's read-only mount",
+	"internal/container/supervisor_linux.go:supervisor.start os.OpenFile":       "the container's supervisor opening a shell's FIFOs on the state directory's read-only mount, O_NOFOLLOW",
+	"internal/container/supervisor_linux.go:supervisor.writeStatus os.OpenFile": "the container's supervisor creating a status file under a fresh name, O_EXCL|O_NOFOLLOW, then renaming it; inside the container it reaches nothing a command could not",
+	"internal/harness/checkbox.go:readStdList os.ReadFile":                      "the warm cache's list in go-warm, Truss's cache directory, which no command writes (the warm-up's writable roots are go-warm's subdirectories, not go-warm); read after an Lstat that refuses all but a regular file",
+	"internal/harness/checkbox.go:workspace.warmStd os.WriteFile":               "the package list, written in a directory just made in the session's private directory before any command runs in it",
+	"internal/harness/workspace.go:Session.otherProjects os.ReadDir":            "the names in Truss's cache directory of workspaces, which no command writes (the writable roots are directories below each workspace's own)",
+	"internal/tool/fs/workspace.go:OpenWith os.OpenRoot":                        "an os.Root kept for stat, mkdir, remove and rename beneath the root, which open no file's contents (so cannot block on a FIFO) and cannot leave the root; every read, write and listing goes through a hostfs Root",
 }
 
 // gaps are by-path calls still made on trees commands can write, each a
