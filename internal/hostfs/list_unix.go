@@ -30,31 +30,25 @@ func (r *Root) ListFunc(fn func(name string, info Info) bool) error {
 		return &Error{"list", r.path, err}
 	}
 	defer unix.Close(fd)
-	buf := make([]byte, listBatch)
-	var names []string
-	for {
-		n, err := unix.ReadDirent(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &Error{"list", r.path, err}
-		}
-		if n <= 0 {
-			return nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names[:0])
+	var stopped error
+	err = readNameBatches(fd, func(names []string) bool {
 		for _, name := range names {
 			var st unix.Stat_t
 			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 				if errors.Is(err, unix.ENOENT) {
 					continue
 				}
-				return &Error{"stat", r.display(name), err}
+				stopped = &Error{"stat", r.display(name), err}
+				return false
 			}
 			if !fn(name, infoOf(name, &st)) {
-				return nil
+				return false
 			}
 		}
+		return true
+	})
+	if err != nil {
+		return &Error{"list", r.path, err}
 	}
+	return stopped
 }

@@ -370,7 +370,19 @@ func (r *Root) readDir(keep func(string) bool, size func(n int), fn func(name st
 // readNames lists a directory descriptor's names (getdents; no "." or
 // ".."), with no file object around the descriptor.
 func readNames(fd int) ([]string, error) {
-	buf := make([]byte, 16<<10)
+	var names []string
+	err := readNameBatches(fd, func(batch []string) bool {
+		names = append(names, batch...)
+		return true
+	})
+	return names, err
+}
+
+// readNameBatches reads a directory descriptor's names (getdents; no "."
+// or "..") listBatch bytes at a time, handing each batch to fn (valid
+// only during the call) until fn returns false or the names end.
+func readNameBatches(fd int, fn func(batch []string) bool) error {
+	buf := make([]byte, listBatch)
 	var names []string
 	for {
 		n, err := unix.ReadDirent(fd, buf)
@@ -378,12 +390,15 @@ func readNames(fd int) ([]string, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if n <= 0 {
-			return names, nil
+			return nil
 		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+		_, _, names = unix.ParseDirent(buf[:n], -1, names[:0])
+		if !fn(names) {
+			return nil
+		}
 	}
 }
 
