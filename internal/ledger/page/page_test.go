@@ -451,7 +451,10 @@ func TestMutations(t *testing.T) {
 // TestChangedByte: one byte changed anywhere in the embedded ledger's
 // entries, checkpoints or payloads makes the page fail verification:
 // text as it is shown, and every position of the deflated streams'
-// base64 (the last digit's unused bits included).
+// base64 (the last digit's unused bits included). The one change that
+// leaves a page verifying is to the alignment bits of a stream's closing
+// empty stored block, which no inflater reads: the page then proves the
+// same bytes, and the test checks that it does.
 func TestChangedByte(t *testing.T) {
 	dir, vkey := sample(t, 2, false)
 	html := write(t, build(t, dir, vkey, page.Options{}))
@@ -463,6 +466,8 @@ func TestChangedByte(t *testing.T) {
 		}
 		at = append(at, i+len(target)-1)
 	}
+	type span struct{ start, end int }
+	var streams []span
 	for _, stream := range []string{`"entries":{"deflate":"`, `"pack":{"deflate":"`} {
 		i := bytes.Index(html, []byte(stream))
 		if i < 0 {
@@ -473,6 +478,7 @@ func TestChangedByte(t *testing.T) {
 		for j := range n {
 			at = append(at, i+j)
 		}
+		streams = append(streams, span{i, i + n})
 	}
 	for _, j := range at {
 		b := bytes.Clone(html)
@@ -484,9 +490,34 @@ func TestChangedByte(t *testing.T) {
 			b[j] = 'A'
 		}
 		if _, err := page.Verify(b, vkey); err == nil {
+			if k := slices.IndexFunc(streams, func(s span) bool { return s.start <= j && j < s.end }); k >= 0 &&
+				j >= streams[k].end-8 && sameInflated(t, html[streams[k].start:streams[k].end], b[streams[k].start:streams[k].end]) {
+				// The byte-alignment bits of the stream's closing empty
+				// stored block (RFC 1951 3.2.4), which every inflater
+				// skips: the page proves the same bytes.
+				continue
+			}
 			t.Errorf("byte %d changed (%q in %.40q…): the page still verifies", j, html[j], html[max(0, j-20):])
 		}
 	}
+}
+
+// sameInflated reports whether two deflated streams in base64 inflate to
+// the same bytes.
+func sameInflated(t testing.TB, a, b []byte) bool {
+	t.Helper()
+	inflate := func(s []byte) []byte {
+		z, err := base64.StdEncoding.DecodeString(string(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := io.ReadAll(flate.NewReader(bytes.NewReader(z)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	return bytes.Equal(inflate(a), inflate(b))
 }
 
 func TestParseRefuses(t *testing.T) {
