@@ -583,3 +583,54 @@ func writeAtomic(path string, b []byte) error {
 	}
 	return err
 }
+
+// ParseCommand reads a GOCACHEPROG value that Command made: the
+// program, its private directory and its lowers. ok is false for any
+// other value (another cache program, or one Command could not have
+// made).
+func ParseCommand(v string) (exe, private string, lowers []string, ok bool) {
+	args, ok := splitQuoted(v)
+	if !ok || len(args) < 3 || args[1] != Arg {
+		return "", "", nil, false
+	}
+	for i, a := range args {
+		if i != 1 && !filepath.IsAbs(a) {
+			return "", "", nil, false
+		}
+	}
+	return args[0], args[2], args[3:], true
+}
+
+// splitQuoted splits v as cmd/internal/quoted.Split does: fields
+// separated by white space, a field that begins with a quote running to
+// the same quote, which must end the field.
+func splitQuoted(v string) ([]string, bool) {
+	var out []string
+	for {
+		v = strings.TrimLeft(v, " \t\n\r")
+		if v == "" {
+			return out, true
+		}
+		if q := v[0]; q == '\'' || q == '"' {
+			end := strings.IndexByte(v[1:], q)
+			if end < 0 {
+				return nil, false
+			}
+			out = append(out, v[1:1+end])
+			v = v[2+end:]
+			if v != "" && !strings.ContainsRune(" \t\n\r", rune(v[0])) {
+				return nil, false
+			}
+			continue
+		}
+		end := strings.IndexAny(v, " \t\n\r")
+		if end < 0 {
+			end = len(v)
+		}
+		if strings.ContainsAny(v[:end], `'"`) {
+			return nil, false
+		}
+		out = append(out, v[:end])
+		v = v[end:]
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -358,4 +359,29 @@ func FuzzServe(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestParseCommand(t *testing.T) {
+	for _, c := range []struct {
+		exe, private string
+		lowers       []string
+	}{
+		{"/usr/bin/truss", "/c/go-build", nil},
+		{"/opt/my truss/truss", "/c d/go-build", []string{"/l1", "/it's here"}},
+		{"/x", "/p", []string{`/q"uote`, "/a b"}},
+	} {
+		v, err := cacheprog.Command(c.exe, c.private, c.lowers...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe, private, lowers, ok := cacheprog.ParseCommand(v)
+		if !ok || exe != c.exe || private != c.private || !slices.Equal(lowers, c.lowers) {
+			t.Errorf("ParseCommand(%q) = %q %q %q %v", v, exe, private, lowers, ok)
+		}
+	}
+	for _, v := range []string{"", "/x", "/x __go-cache-prog", "/x other /p", "/x __go-cache-prog p", "/x __go-cache-prog '/p", "/x __go-cache-prog '/p'q", "/x __go-cache-prog /p'q'"} {
+		if _, _, _, ok := cacheprog.ParseCommand(v); ok {
+			t.Errorf("ParseCommand(%q) took it", v)
+		}
+	}
 }

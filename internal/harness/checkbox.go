@@ -68,9 +68,39 @@ func (w *workspace) checksShell() (validate.Shell, error) {
 	}
 	env := append([]string{"TMPDIR=" + tmp, "PYTHONPYCACHEPREFIX=" + filepath.Join(dir, "pycache")}, caches.Env...)
 	env = append(append(env, checkEnv()...), w.cfg.Validate.EnvList()...)
+	confined := false
+	if exe, err := sandbox.ChooseHelper(checkWritable(p, w.caches, dir)); err == nil {
+		// Every test binary a go test of the checks runs, through a
+		// wrapper that lets it write nothing the go command reads
+		// afterwards (sandbox.GoTestExec).
+		if flag, err := sandbox.GoTestExec(exe, sb.Plan()); err == nil && flag != "" {
+			env = append(env, "GOFLAGS="+strings.TrimSpace(lastEnv(env, "GOFLAGS")+" "+flag))
+			confined = true
+		}
+	}
 	sh := shell.New(shell.Config{Dir: w.ws.Dir(), Timeout: w.timeout, AllowEnv: w.allowEnv, WithholdEnv: w.withholdEnv, OwnEnv: w.ownEnv,
 		Env: os.Environ(), SetEnv: env, TmpDir: own, Launcher: sb, Guard: sb.Guard, Bash: w.bash})
-	return &checksShellT{Session: sh, sb: sb, dir: dir}, nil
+	return &checksShellT{Session: sh, sb: sb, dir: dir, confined: confined}, nil
+}
+
+// lastEnv is the value env sets name to last, else the process's own.
+func lastEnv(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return os.Getenv(name)
+}
+
+// checkWritable are the places the checks' commands (p's, with the
+// commands' caches cmds and the checks' own directory dir) can write.
+func checkWritable(p sandbox.Policy, cmds *toolcache.Caches, dir string) []string {
+	writable := slices.Concat([]string{p.Workspace, p.TempDir, dir}, p.Writable)
+	if cmds != nil {
+		writable = append(writable, cmds.Writable...)
+	}
+	return slices.DeleteFunc(writable, func(d string) bool { return d == "" })
 }
 
 // checkCaches are the boundary's checks' own caches in dir (ownCaches,
@@ -78,11 +108,7 @@ func (w *workspace) checksShell() (validate.Shell, error) {
 // the network of p; a trusted lower cache that one of p's writable roots
 // or the commands' caches hold is left out.
 func checkCaches(dir string, p sandbox.Policy, cmds *toolcache.Caches) (*toolcache.Caches, error) {
-	writable := slices.Concat([]string{p.Workspace, p.TempDir, dir}, p.Writable)
-	if cmds != nil {
-		writable = append(writable, cmds.Writable...)
-	}
-	writable = slices.DeleteFunc(writable, func(d string) bool { return d == "" })
+	writable := checkWritable(p, cmds, dir)
 	c, err := ownCaches(dir, p.Network, false, writable)
 	if err != nil {
 		// No cache program the commands could not replace: Go's build
@@ -134,6 +160,9 @@ type checksShellT struct {
 	*shell.Session
 	sb  *sandbox.Sandbox
 	dir string
+	// confined: every test binary of a go test runs through the wrapper
+	// of sandbox.GoTestExec.
+	confined bool
 }
 
 func (s *checksShellT) Close() error {
@@ -147,9 +176,12 @@ func (s *checksShellT) Close() error {
 // in a checksShell, unless the commands have no caches of Truss's (full
 // access), when they run as a validation does. When the checks' shell
 // cannot be made no check runs, and the verdict fails saying why.
-func (w *workspace) runChecks(ctx context.Context, r *validate.Runner) (validate.Summary, tool.Result) {
+// confined reports that go test's binaries ran through the wrapper of
+// sandbox.GoTestExec.
+func (w *workspace) runChecks(ctx context.Context, r *validate.Runner) (sum validate.Summary, res tool.Result, confined bool) {
 	if w.caches == nil {
-		return r.Run(ctx)
+		sum, res = r.Run(ctx)
+		return sum, res, false
 	}
 	if w.coldGo() {
 		// Whatever goes wrong, the checks compile what they need as
@@ -161,11 +193,13 @@ func (w *workspace) runChecks(ctx context.Context, r *validate.Runner) (validate
 	sh, err := w.checksShell()
 	if err != nil {
 		return validate.Summary{Command: r.Env.Test, Unit: "tests", ExitCode: -1, Setup: "make the checks' own caches"},
-			tool.Result{Stderr: err.Error(), Err: &tool.Error{Kind: tool.ErrInternal, Message: err.Error()}}
+			tool.Result{Stderr: err.Error(), Err: &tool.Error{Kind: tool.ErrInternal, Message: err.Error()}}, false
 	}
+	confined = sh.(*checksShellT).confined
 	own := *r
 	own.NewShell = func() validate.Shell { return sh }
-	return own.Run(ctx)
+	sum, res = own.Run(ctx)
+	return sum, res, confined
 }
 
 // coldGo reports whether the checks would compile the standard library's

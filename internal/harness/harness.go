@@ -958,6 +958,7 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 	var sum validate.Summary
 	var log string
 	var facts any
+	confined := false
 	if s.w.envs != nil {
 		var err error
 		sum, log, facts, err = s.w.envs.checks(ctx, r, s.w.envShellConfig, s.warn)
@@ -970,7 +971,7 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 		}
 	} else {
 		var res tool.Result
-		sum, res = s.w.runChecks(ctx, r)
+		sum, res, confined = s.w.runChecks(ctx, r)
 		log = res.Stdout + res.Stderr
 	}
 	tc := s.testCodeChanged()
@@ -987,9 +988,12 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 		if len(tc) > 0 {
 			v["test_code_changed"] = tc
 		}
+		if confined {
+			v["test_binaries_confined"] = true
+		}
 		s.rec.Validation(v, []byte(log))
 	}
-	return &Verdict{Summary: sum, Log: log, TestCodeChanged: tc}
+	return &Verdict{Summary: sum, Log: log, TestCodeChanged: tc, TestBinariesConfined: confined}
 }
 
 // testCodeChanged is the test code the session's calls changed, sorted.

@@ -312,6 +312,12 @@ type Verdict struct {
 	// TestMain that exits 0 passes every check). Recorded in the ledger's
 	// validation entry and warned about.
 	TestCodeChanged []string
+	// TestBinariesConfined reports that every test binary a go test of
+	// the checks ran was confined further (sandbox.GoTestExec): none could
+	// change a later package's sources, another package's test binary or
+	// the build cache while the checks ran. Recorded in the ledger's
+	// validation entry as test_binaries_confined.
+	TestBinariesConfined bool
 }
 
 // Info describes an open session.

@@ -833,3 +833,52 @@ func IsHelper() bool { return helper.IsHelper() }
 // RunHelper is the helper's whole life (see package helper); it never
 // returns.
 func RunHelper() { helper.Run() }
+
+// GoTestExec is the entry of GOFLAGS that makes every go test in pl's
+// sandbox run its test binaries through helper exe as their wrapper
+// (helper.TestExecArg): each binary confined further, writing only a
+// directory of its own, the sandbox's private /tmp (when no kept path
+// is in it) and its own shared memory, so that none changes what the go command builds or runs after
+// it (a later package's sources, another package's binary, the build
+// cache). It is "" when pl enforces no Landlock, with which the wrapper
+// confines (it would run nothing), and an error when exe cannot be
+// quoted in GOFLAGS.
+func GoTestExec(exe string, pl *Plan) (string, error) {
+	if pl == nil || pl.Mechanisms.Landlock < 1 {
+		return "", nil
+	}
+	args := []string{exe, helper.TestExecArg}
+	if pl.Mechanisms.Namespaces && pl.Policy.privateTmp() && !slices.ContainsFunc(pl.Policy.visible(), func(v string) bool {
+		if r, err := filepath.EvalSymlinks(v); err == nil {
+			v = r
+		}
+		return under(v, "/tmp")
+	}) {
+		// The private /tmp, when nothing of the host's is bound back in
+		// it: a Landlock rule on /tmp would also let the binary write
+		// every kept path beneath it (the workspace among them).
+		args = append(args, "/tmp")
+	}
+	args = append(args, "--")
+	var inner []string
+	for _, a := range args {
+		q, err := quoteField(a, `'`)
+		if err != nil {
+			return "", err
+		}
+		inner = append(inner, q)
+	}
+	return quoteField("-exec="+strings.Join(inner, " "), `"`)
+}
+
+// quoteField quotes a for cmd/internal/quoted.Split: as it is when it has
+// no white space or quote, else in the quote q, which it must not hold.
+func quoteField(a, q string) (string, error) {
+	if a != "" && !strings.ContainsAny(a, " \t\n\r'\"") {
+		return a, nil
+	}
+	if strings.Contains(a, q) || q == `'` && strings.Contains(a, `"`) {
+		return "", fmt.Errorf("the path in %q cannot be quoted in GOFLAGS: it holds a quote", a)
+	}
+	return q + a + q, nil
+}

@@ -139,21 +139,26 @@ type Limits struct {
 	Nice int `json:"nice,omitempty"`
 }
 
-// IsHelper reports whether this process was started as the helper, or as
-// the Go build cache program (cacheprog.Arg), which every binary that can
-// be the helper also is: the program runs inside a sandbox, started by a
+// IsHelper reports whether this process was started as the helper, as
+// the Go build cache program (cacheprog.Arg) or as a test binary's
+// wrapper (TestExecArg), which every binary that can be the helper also
+// is: the program runs inside a sandbox, started by a
 // sandboxed go command, from the binary the sandbox chose as its helper.
 func IsHelper() bool {
-	return len(os.Args) > 1 && (os.Args[1] == Arg || os.Args[1] == cacheprog.Arg)
+	return len(os.Args) > 1 && (os.Args[1] == Arg || os.Args[1] == cacheprog.Arg || os.Args[1] == TestExecArg)
 }
 
 // Run is the helper's whole life: it reads its spec, confines itself, and
 // executes the sandboxed program. It never returns; on a failure it prints
 // why and exits with status 126, running nothing. Started as the cache
-// program, it is that program (cacheprog.Main) instead.
+// program, it is that program (cacheprog.Main) instead; started as a
+// test binary's wrapper, that wrapper (TestExecMain).
 func Run() {
 	if len(os.Args) > 1 && os.Args[1] == cacheprog.Arg {
 		os.Exit(cacheprog.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == TestExecArg {
+		os.Exit(TestExecMain(os.Args[2:]))
 	}
 	runtime.LockOSThread() // never unlocked: the exec happens on this thread
 	if err := run(); err != nil {
