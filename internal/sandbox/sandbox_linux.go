@@ -838,7 +838,7 @@ func RunHelper() { helper.Run() }
 // sandbox run its test binaries through helper exe as their wrapper
 // (helper.TestExecArg): each binary confined further, writing only a
 // directory of its own, the sandbox's private /tmp (when no kept path
-// is in it) and its own shared memory, so that none changes what the go command builds or runs after
+// is in it; else only its sockets and FIFOs) and its own shared memory, so that none changes what the go command builds or runs after
 // it (a later package's sources, another package's binary, the build
 // cache). It is "" when pl enforces no Landlock, with which the wrapper
 // confines (it would run nothing), and an error when exe cannot be
@@ -848,16 +848,24 @@ func GoTestExec(exe string, pl *Plan) (string, error) {
 		return "", nil
 	}
 	args := []string{exe, helper.TestExecArg}
-	if pl.Mechanisms.Namespaces && pl.Policy.privateTmp() && !slices.ContainsFunc(pl.Policy.visible(), func(v string) bool {
-		if r, err := filepath.EvalSymlinks(v); err == nil {
-			v = r
-		}
-		return under(v, "/tmp")
-	}) {
+	if pl.Mechanisms.Namespaces && pl.Policy.privateTmp() {
 		// The private /tmp, when nothing of the host's is bound back in
 		// it: a Landlock rule on /tmp would also let the binary write
-		// every kept path beneath it (the workspace among them).
-		args = append(args, "/tmp")
+		// every kept path beneath it (the workspace, the go command's
+		// work directory, the caches: all in /tmp when $TMPDIR is).
+		// Else only its sockets and FIFOs (a test that binds
+		// /tmp/NAME.sock), which change no file a build reads.
+		kept := slices.ContainsFunc(pl.Policy.visible(), func(v string) bool {
+			if r, err := filepath.EvalSymlinks(v); err == nil {
+				v = r
+			}
+			return under(v, "/tmp")
+		})
+		if kept {
+			args = append(args, helper.SocketsOnly+"/tmp")
+		} else {
+			args = append(args, "/tmp")
+		}
 	}
 	args = append(args, "--")
 	var inner []string

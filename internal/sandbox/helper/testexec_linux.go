@@ -25,7 +25,9 @@ import (
 // which a.out may write only a new directory of its own (made in
 // $TMPDIR, and its TMPDIR and GOTMPDIR from then on), the sandbox's own
 // shared memory and terminals, the devices and each DIR (the sandbox's
-// private /tmp): not the workspace, not the go command's work directory
+// private /tmp), and make sockets and FIFOs, nothing else, beneath each
+// DIR given as SocketsOnly+DIR (the private /tmp when the paths bound
+// back in it must not be written): not the workspace, not the go command's work directory
 // with the other packages' test binaries, not the build cache. So no
 // test binary — test code or the code it tests — changes what the go
 // command compiles, links or runs after it: a later package's sources,
@@ -34,6 +36,10 @@ import (
 // program's private directory as a lower), or cold. It fails, running
 // nothing, where the kernel has no Landlock.
 const TestExecArg = "__go-test-exec"
+
+// SocketsOnly prefixes a TestExecArg directory beneath which a test
+// binary may make sockets and FIFOs but write nothing else.
+const SocketsOnly = "sockets:"
 
 // TestExecMain is the wrapper's whole life (args follow TestExecArg);
 // it executes a.out or returns the exit code of its failure, 126.
@@ -52,12 +58,19 @@ func testExec(args []string) error {
 	if sep < 0 || sep == len(args)-1 {
 		return errors.New("usage: " + TestExecArg + " [DIR…] -- a.out ARGS…")
 	}
-	extra, prog := args[:sep], args[sep+1:]
-	for _, d := range extra {
+	var extra, sockets []string
+	for _, d := range args[:sep] {
+		if s, ok := strings.CutPrefix(d, SocketsOnly); ok {
+			sockets = append(sockets, s)
+			d = s
+		} else {
+			extra = append(extra, d)
+		}
 		if !filepath.IsAbs(d) {
 			return fmt.Errorf("%q is not an absolute path", d)
 		}
 	}
+	prog := args[sep+1:]
 	abi, err := llsyscall.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return fmt.Errorf("no Landlock on this kernel: the test binary cannot be confined (%v)", err)
@@ -93,6 +106,9 @@ func testExec(args []string) error {
 		landlock.RWFiles(devices...).IgnoreIfMissing().WithIoctlDev(),
 		landlock.RWDirs("/dev/pts", "/dev/shm").IgnoreIfMissing().WithIoctlDev(),
 		landlock.RWDirs(append([]string{own}, extra...)...).IgnoreIfMissing().WithRefer(),
+	}
+	if len(sockets) > 0 {
+		rules = append(rules, landlock.PathAccess(llsyscall.AccessFSMakeSock|llsyscall.AccessFSMakeFifo, sockets...).IgnoreIfMissing())
 	}
 	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
 	if err != nil {
