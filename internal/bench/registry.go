@@ -9,12 +9,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -52,16 +54,22 @@ const registryVersion = 1
 const maxRegistry = 16 << 20
 
 // Registry is the list of every benchmark output, workspaces' directory,
-// task file, task repository and imported dataset of this installation
-// (DataDir()/bench/known-paths.json): every benchmark hides all of them
-// that still exist from its runs' agents and gradings, so that no run
-// reads an earlier (or concurrent) benchmark's predictions, verdicts,
-// ledgers or hidden tests. It is written atomically (a temporary file
-// renamed into place) under a lock (flock on known-paths.lock beside it),
-// so that benchmarks starting at once each add theirs.
+// task file, task repository, imported dataset and private directory of
+// the user's benchmarks (UserDataDir()/bench/known-paths.json): every
+// benchmark hides all of them that still exist from its runs' agents and
+// gradings, so that no run reads an earlier (or concurrent) benchmark's
+// predictions, verdicts, ledgers or hidden tests. It is written
+// atomically (a temporary file renamed into place) under a lock (flock on
+// known-paths.lock beside it), so that benchmarks starting at once each
+// add theirs.
 type Registry struct {
 	// File is the registry's file; its directory holds the lock.
 	File string
+	// Earlier are registry files read besides File and never written:
+	// the registry an earlier Truss kept in its data directory
+	// (DataDir()/bench/known-paths.json), whose paths a user upgrading
+	// keeps hidden.
+	Earlier []string
 	// LockWait is how long Add and Remove wait for the lock held by
 	// another process; 0 means DefaultLockWait.
 	LockWait time.Duration
@@ -84,13 +92,87 @@ func DataDir() (string, error) {
 	return filepath.Join(d, "truss"), nil
 }
 
-// DefaultRegistry is the installation's registry, in DataDir.
-func DefaultRegistry() (*Registry, error) {
+// TestUserDataEnv names the variable that, in a test binary only
+// (testing.Testing), is the user's data directory for the benchmarks in
+// place of the one UserDataDir finds; without it a test binary's is
+// DataDir(), so that each script keeps its registry in its own
+// TRUSS_HOME and nothing in the real home. A truss built as a program
+// never reads it: no setting of the environment moves its registry.
+const TestUserDataEnv = "TRUSS_TEST_USER_DATA"
+
+// UserDataDir is the user's data directory for the benchmarks: the
+// home directory the user database gives the process's real UID (not
+// $HOME), .local/share/truss; one per user that no setting of TRUSS_HOME,
+// XDG_DATA_HOME or HOME moves, so that every benchmark of the user, under
+// whatever data directory, records its paths in one registry and hides
+// every other's. Where the user database has no usable home for the UID
+// (no entry, a home that is the root or not a directory of the user's),
+// it is DataDir(), and perUser is false.
+func UserDataDir() (dir string, perUser bool, err error) {
+	if testing.Testing() {
+		if d := os.Getenv(TestUserDataEnv); d != "" {
+			return d, true, nil
+		}
+		d, err := DataDir()
+		return d, false, err
+	}
+	if home := userDatabaseHome(os.Getuid()); home != "" {
+		return filepath.Join(home, ".local", "share", "truss"), true, nil
+	}
 	d, err := DataDir()
+	return d, false, err
+}
+
+// userDatabaseHome is the home directory the user database (getpwuid;
+// /etc/passwd without cgo) gives uid, when it is an absolute directory
+// other than the root, owned by uid; "" otherwise.
+func userDatabaseHome(uid int) string {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		return ""
+	}
+	home := filepath.Clean(u.HomeDir)
+	fi, err := os.Stat(home)
+	if err != nil || !fi.IsDir() || home == "/" {
+		return ""
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+		return ""
+	}
+	return home
+}
+
+// DefaultRegistry is the user's registry, in UserDataDir, which reads
+// the data directory's too (Registry.Earlier) when that is another file.
+func DefaultRegistry() (*Registry, error) {
+	d, _, err := UserDataDir()
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{File: filepath.Join(d, "bench", "known-paths.json")}, nil
+	r := &Registry{File: filepath.Join(d, "bench", "known-paths.json")}
+	if old, err := DataDir(); err == nil {
+		r.Earlier = earlierRegistries(r.File, filepath.Join(old, "bench", "known-paths.json"))
+	}
+	return r, nil
+}
+
+// earlierRegistries are the files of files that are not file (compared
+// resolved: ResolvePath) nor each other.
+func earlierRegistries(file string, files ...string) []string {
+	seen := map[string]bool{}
+	if r, err := ResolvePath(file); err == nil {
+		seen[r] = true
+	}
+	var out []string
+	for _, f := range files {
+		r, err := ResolvePath(f)
+		if err != nil || seen[r] {
+			continue
+		}
+		seen[r] = true
+		out = append(out, f)
+	}
+	return out
 }
 
 // DefaultLockWait is how long Add and Remove wait for the registry's lock
@@ -126,6 +208,9 @@ func (r *Registry) lock() (func(), error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	if err := ownDir(dir); err != nil {
+		return nil, fmt.Errorf("the registry of benchmark paths: %w", err)
+	}
 	name := strings.TrimSuffix(r.File, ".json") + ".lock"
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -149,6 +234,27 @@ func (r *Registry) lock() (func(), error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// ownDir checks that dir is a directory (not a link to one) of this
+// user's, and makes it 0700 when it is not: the registry's directory and
+// the benchmarks' private directories' parent are no one else's to read.
+func ownDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to UID %d, not to this user (%d)", dir, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm() != 0o700 {
+		return os.Chmod(dir, 0o700)
+	}
+	return nil
 }
 
 // lockHolderOf names the process holding a lock on f: "process PID
@@ -199,9 +305,9 @@ func LockHolder(locks []byte, major, minor uint32, ino uint64) int {
 	return 0
 }
 
-// read reads the registry; a missing file is an empty one.
-func (r *Registry) read() ([]KnownPath, error) {
-	f, err := os.Open(r.File)
+// readRegistry reads a registry file; a missing file is an empty one.
+func readRegistry(name string) ([]KnownPath, error) {
+	f, err := os.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -214,11 +320,11 @@ func (r *Registry) read() ([]KnownPath, error) {
 		return nil, err
 	}
 	if len(b) > maxRegistry {
-		return nil, fmt.Errorf("%s: larger than %d bytes", r.File, maxRegistry)
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, maxRegistry)
 	}
 	paths, err := ParseRegistry(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", r.File, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return paths, nil
 }
@@ -317,15 +423,17 @@ func (r *Registry) Remove(kind string, paths ...string) error {
 	})
 }
 
-// update reads the registry under its lock, prunes it, changes it with
-// change and writes it atomically.
+// update reads the registry under its lock, with the Earlier files'
+// paths (which it takes in, so that every benchmark of the user's hides
+// them from then on, whatever its data directory), prunes it, changes it
+// with change and writes it atomically.
 func (r *Registry) update(change func(known []KnownPath, now time.Time) []KnownPath) error {
 	unlock, err := r.lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	known, err := r.read()
+	known, err := r.All()
 	if err != nil {
 		return err
 	}
@@ -357,12 +465,53 @@ func (r *Registry) Paths() ([]KnownPath, error) {
 	}), nil
 }
 
-// All returns every recorded path, those that do not exist (yet) too. It
-// takes no lock: the file is only ever replaced whole (renamed into
-// place), so a reader sees one version or the next, and no process
-// holding the lock can stall a reader.
+// All returns every recorded path, those that do not exist (yet) too,
+// of File and of the Earlier files. It takes no lock: the file is only
+// ever replaced whole (renamed into place), so a reader sees one version
+// or the next, and no process holding the lock can stall a reader.
 func (r *Registry) All() ([]KnownPath, error) {
-	return r.read()
+	known, err := readRegistry(r.File)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range r.Earlier {
+		more, err := readRegistry(name)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range more {
+			if !slices.ContainsFunc(known, func(o KnownPath) bool { return o.Path == k.Path && o.Kind == k.Kind }) {
+				known = append(known, k)
+			}
+		}
+	}
+	return known, nil
+}
+
+// Dirs are the directories of the registry's files, File's first: each
+// holds a list of benchmarks' paths, and File's the lock they are
+// written under.
+func (r *Registry) Dirs() []string {
+	dirs := []string{filepath.Dir(r.File)}
+	for _, f := range r.Earlier {
+		dirs = append(dirs, filepath.Dir(f))
+	}
+	return dirs
+}
+
+// stamp is the size and modification time of each of the registry's
+// files ("" for one that does not exist): it changes when any is
+// replaced.
+func (r *Registry) stamp() string {
+	var b strings.Builder
+	for _, f := range append([]string{r.File}, r.Earlier...) {
+		if fi, err := os.Stat(f); err == nil {
+			fmt.Fprintf(&b, "%d %d;", fi.Size(), fi.ModTime().UnixNano())
+		} else {
+			b.WriteString("-;")
+		}
+	}
+	return b.String()
 }
 
 // Confinement splits the known paths into what a benchmark's runs must
@@ -422,40 +571,27 @@ type KnownView struct {
 }
 
 // Current returns the paths to hide and to cover now, resolved
-// (ResolvePath): the registry's own directory among the hidden (no run
+// (ResolvePath): the registry's directories (Registry.Dirs) among the hidden (no run
 // reads the list of every benchmark's paths, nor takes the lock the
 // benchmarks write it under). When the registry cannot be read, it
 // returns what it read last, with the error.
 func (v *KnownView) Current() (hidden, covered []string, err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	stamp := ""
-	if fi, err := os.Stat(v.Registry.File); err == nil {
-		stamp = fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano())
-	}
-	if stamp == "" || stamp != v.stamp {
+	stamp := v.Registry.stamp()
+	if v.stamp == "" || stamp != v.stamp {
 		known, err := v.Registry.All()
 		if err != nil {
 			if v.stamp == "" && len(v.hidden) == 0 {
-				return []string{v.registryDir()}, nil, err
+				return resolveAll(v.Registry.Dirs()), nil, err
 			}
 			return v.hidden, v.covered, err
 		}
 		v.hidden, v.covered, v.skipped = Confinement(known, resolveAll(v.Own), resolveAll(v.Whole), resolveAll([]string{v.Home})[0])
-		v.hidden = append(v.hidden, v.registryDir())
+		v.hidden = append(v.hidden, resolveAll(v.Registry.Dirs())...)
 		v.stamp = stamp
 	}
 	return v.hidden, v.covered, nil
-}
-
-// registryDir is the registry's directory, resolved: Truss's data
-// directory's bench/, which holds the registry's file and lock.
-func (v *KnownView) registryDir() string {
-	d := filepath.Dir(v.Registry.File)
-	if r, err := ResolvePath(d); err == nil {
-		return r
-	}
-	return d
 }
 
 // resolveAll is ResolvePath of each path ("" kept, a path that cannot be

@@ -583,7 +583,7 @@ func tempDir() string {
 	return t
 }
 
-// registerKnown records paths of kind in the installation's registry of
+// registerKnown records paths of kind in the user's registry of
 // benchmark paths, which every benchmark hides from its runs.
 func registerKnown(kind string, paths ...string) error {
 	reg, err := bench.DefaultRegistry()
