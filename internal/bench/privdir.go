@@ -14,6 +14,55 @@ import (
 // the temporary directory (truss bench run, grade and worker make one).
 const PrivatePrefix = "truss-bench-"
 
+// PrivateParent is the directory every benchmark of the user makes its
+// private directory in: .cache/truss-bench in UserHome, one per user
+// whatever $TMPDIR, $HOME or TRUSS_HOME say. Every benchmark makes it
+// (MakePrivateParent) before any of its sandboxes starts, and every
+// agent's and grading's sandbox covers it whole, binding back only the
+// run's own: so a private directory another benchmark makes there later
+// is not in the view of a sandbox already running, as one in another
+// $TMPDIR would be. It is never removed (a sandbox's cover is of the
+// directory that was there when it started). "" where there is no
+// UserHome: then private directories are made in the temporary
+// directory, as before.
+func PrivateParent() string {
+	home := UserHome()
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".cache", "truss-bench")
+}
+
+// MakePrivateParent makes PrivateParent (mode 0700; one that exists must
+// be a directory of the user's, not a link, and is narrowed to 0700) and
+// returns it resolved (ResolvePath); "" when there is none.
+func MakePrivateParent() (string, error) {
+	p := PrivateParent()
+	if p == "" {
+		return "", nil
+	}
+	if err := os.MkdirAll(p, 0o700); err != nil {
+		return "", fmt.Errorf("the benchmarks' private directories' parent: %w", err)
+	}
+	if err := ownDir(p); err != nil {
+		return "", fmt.Errorf("the benchmarks' private directories' parent: %w", err)
+	}
+	return ResolvePath(p)
+}
+
+// PrivateCover is PrivateParent resolved, as sandboxes cover it; "" when
+// there is none.
+func PrivateCover() string {
+	p := PrivateParent()
+	if p == "" {
+		return ""
+	}
+	if r, err := ResolvePath(p); err == nil {
+		return r
+	}
+	return p
+}
+
 // lockName is the file in a private directory that its process holds
 // locked (flock) for as long as it lives: a directory whose lock can be
 // taken has no process left, and is stale.

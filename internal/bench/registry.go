@@ -92,31 +92,34 @@ func DataDir() (string, error) {
 	return filepath.Join(d, "truss"), nil
 }
 
-// TestUserDataEnv names the variable that, in a test binary only
-// (testing.Testing), is the user's data directory for the benchmarks in
-// place of the one UserDataDir finds; without it a test binary's is
-// DataDir(), so that each script keeps its registry in its own
-// TRUSS_HOME and nothing in the real home. A truss built as a program
-// never reads it: no setting of the environment moves its registry.
-const TestUserDataEnv = "TRUSS_TEST_USER_DATA"
+// TestUserHomeEnv names the variable that, in a test binary only
+// (testing.Testing), stands for the home directory the user database
+// gives the process's UID (UserHome); without it a test binary has none,
+// so that each script keeps its registry in its own TRUSS_HOME and its
+// private directories in its temporary directory, and nothing in the
+// real home. A truss built as a program never reads it: no setting of the
+// environment moves its registry or its private directories' parent.
+const TestUserHomeEnv = "TRUSS_TEST_USER_HOME"
 
-// UserDataDir is the user's data directory for the benchmarks: the
-// home directory the user database gives the process's real UID (not
-// $HOME), .local/share/truss; one per user that no setting of TRUSS_HOME,
-// XDG_DATA_HOME or HOME moves, so that every benchmark of the user, under
-// whatever data directory, records its paths in one registry and hides
-// every other's. Where the user database has no usable home for the UID
-// (no entry, a home that is the root or not a directory of the user's),
-// it is DataDir(), and perUser is false.
-func UserDataDir() (dir string, perUser bool, err error) {
+// UserHome is the home directory the user database gives the process's
+// real UID (getpwuid; /etc/passwd without cgo), not $HOME: the one place
+// of the user's that no setting of TRUSS_HOME, XDG_DATA_HOME or HOME
+// moves. It is "" where the database has no usable home for the UID (no
+// entry, a home that is the root or not a directory of the user's).
+func UserHome() string {
 	if testing.Testing() {
-		if d := os.Getenv(TestUserDataEnv); d != "" {
-			return d, true, nil
-		}
-		d, err := DataDir()
-		return d, false, err
+		return os.Getenv(TestUserHomeEnv)
 	}
-	if home := userDatabaseHome(os.Getuid()); home != "" {
+	return userDatabaseHome(os.Getuid())
+}
+
+// UserDataDir is the user's data directory for the benchmarks:
+// .local/share/truss in UserHome, so that every benchmark of the user,
+// under whatever data directory, records its paths in one registry and
+// hides every other's. Without a UserHome it is DataDir(), and perUser
+// is false.
+func UserDataDir() (dir string, perUser bool, err error) {
+	if home := UserHome(); home != "" {
 		return filepath.Join(home, ".local", "share", "truss"), true, nil
 	}
 	d, err := DataDir()

@@ -15,8 +15,8 @@ import (
 // user's at the next write; it is never written.
 func TestUserRegistryAcrossDataDirs(t *testing.T) {
 	dir := t.TempDir()
-	user := filepath.Join(dir, "user")
-	t.Setenv(TestUserDataEnv, user)
+	t.Setenv(TestUserHomeEnv, filepath.Join(dir, "home"))
+	user := filepath.Join(dir, "home", ".local", "share", "truss")
 	homeA, homeB := filepath.Join(dir, "homeA"), filepath.Join(dir, "homeB")
 	outA, outB, outOld := filepath.Join(dir, "outA"), filepath.Join(dir, "outB"), filepath.Join(dir, "outOld")
 	// An earlier Truss recorded outOld, which exists, in homeA's registry.

@@ -141,14 +141,16 @@ func (f *sandboxFlags) check() error {
 
 // runDirs are where a benchmark's runs are made, the same for bench run,
 // bench grade and bench worker: one private directory (mode 0700,
-// truss-bench-* in the temporary directory, held by this process's lock:
+// truss-bench-* in the user's parent of them, bench.PrivateParent, else
+// in the temporary directory; held by this process's lock:
 // bench.PrivateDir) holding the grader's templates, the queue's bundles
 // and results in flight, each run's own directory (its session's
 // temporary and private directories, caches and memory:
 // runner.Runner.TempDir) and, without --work, the workspaces and the
 // gradings' checkouts. Every agent's and every grading's sandbox covers
-// the whole temporary directory (bench.TempCover) and this directory,
-// binding back only what is the run's own. close removes it.
+// the whole temporary directory (bench.TempCover), the parent of every
+// benchmark's private directory and this directory, binding back only
+// what is the run's own. close removes it.
 type runDirs struct {
 	dir    string
 	priv   *bench.PrivateDir
@@ -176,8 +178,12 @@ func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string, stderr
 	if err != nil {
 		return nil, err
 	}
-	sweepStale(reg, stderr)
-	priv, err := bench.MakePrivateDir("", reg)
+	parent, err := bench.MakePrivateParent()
+	if err != nil {
+		return nil, err
+	}
+	sweepStale(reg, parent, stderr)
+	priv, err := bench.MakePrivateDir(parent, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +194,10 @@ func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string, stderr
 		}
 	}()
 	covered = append(slices.Clip(covered), d.dir)
-	if t := bench.TempCover(); t != "" {
-		covered = append(covered, t)
+	for _, c := range []string{bench.TempCover(), parent} {
+		if c != "" {
+			covered = append(covered, c)
+		}
 	}
 	if work != "" {
 		abs, err := bench.ResolvePath(work)
@@ -234,7 +242,7 @@ func (d *runDirs) confineKnown(reg *bench.Registry, stderr io.Writer) error {
 	}
 	home, _ := os.UserHomeDir()
 	v := &bench.KnownView{Registry: reg, Own: []string{d.dir, d.work, d.grader.Dir, tempDir()},
-		Whole: []string{bench.TempCover(), "/tmp"}, Home: home}
+		Whole: []string{bench.TempCover(), bench.PrivateCover(), "/tmp"}, Home: home}
 	if _, _, err := v.Current(); err != nil {
 		return err
 	}
@@ -262,10 +270,16 @@ func warnLive(reg *bench.Registry, own string, stderr io.Writer) {
 }
 
 // sweepStale removes the stale private directories of benchmarks in the
-// temporary directory (bench.SweepStale) and says which, and what it
-// could not remove.
-func sweepStale(reg *bench.Registry, stderr io.Writer) {
+// temporary directory, in parent (bench.PrivateParent, when there is
+// one) and recorded in the registry (bench.SweepStale) and says which,
+// and what it could not remove.
+func sweepStale(reg *bench.Registry, parent string, stderr io.Writer) {
 	removed, err := bench.SweepStale("", reg)
+	if parent != "" {
+		more, perr := bench.SweepStale(parent, nil)
+		removed = append(removed, more...)
+		err = errors.Join(err, perr)
+	}
 	if len(removed) > 0 {
 		fmt.Fprintf(stderr, "truss bench: removed %d private directories of benchmarks that ended without cleaning up: %s\n", len(removed), firstFew(removed))
 	}

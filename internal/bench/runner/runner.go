@@ -621,12 +621,13 @@ func (r *Runner) ownDir() (string, error) {
 }
 
 // covered are the directories a run's agent sees covered: the directory
-// of every run's workspace, the benchmark's private one and the whole
-// temporary directory (bench.TempCover), where other benchmarks, live or
-// crashed, keep theirs.
+// of every run's workspace, the benchmark's private one, the whole
+// temporary directory (bench.TempCover) and the parent of every
+// benchmark's private directory (bench.PrivateCover), where other
+// benchmarks, live or crashed, keep theirs.
 func (r *Runner) covered(runs string) []string {
 	var out []string
-	for _, d := range append([]string{runs, r.TempDir, bench.TempCover()}, r.Covered...) {
+	for _, d := range append([]string{runs, r.TempDir, bench.TempCover(), bench.PrivateCover()}, r.Covered...) {
 		if d == "" {
 			continue
 		}
