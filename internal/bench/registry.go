@@ -116,14 +116,12 @@ func UserHome() string {
 // UserDataDir is the user's data directory for the benchmarks:
 // .local/share/truss in UserHome, so that every benchmark of the user,
 // under whatever data directory, records its paths in one registry and
-// hides every other's. Without a UserHome it is DataDir(), and perUser
-// is false.
-func UserDataDir() (dir string, perUser bool, err error) {
+// hides every other's. Without a UserHome it is DataDir().
+func UserDataDir() (string, error) {
 	if home := UserHome(); home != "" {
-		return filepath.Join(home, ".local", "share", "truss"), true, nil
+		return filepath.Join(home, ".local", "share", "truss"), nil
 	}
-	d, err := DataDir()
-	return d, false, err
+	return DataDir()
 }
 
 // userDatabaseHome is the home directory the user database (getpwuid;
@@ -148,7 +146,7 @@ func userDatabaseHome(uid int) string {
 // DefaultRegistry is the user's registry, in UserDataDir, which reads
 // the data directory's too (Registry.Earlier) when that is another file.
 func DefaultRegistry() (*Registry, error) {
-	d, _, err := UserDataDir()
+	d, err := UserDataDir()
 	if err != nil {
 		return nil, err
 	}
@@ -159,8 +157,8 @@ func DefaultRegistry() (*Registry, error) {
 	return r, nil
 }
 
-// earlierRegistries are the files of files that are not file (compared
-// resolved: ResolvePath) nor each other.
+// earlierRegistries are those of files that are neither file nor one
+// listed before them, compared resolved (ResolvePath).
 func earlierRegistries(file string, files ...string) []string {
 	seen := map[string]bool{}
 	if r, err := ResolvePath(file); err == nil {
