@@ -14,9 +14,10 @@ import (
 // the temporary directory (truss bench run, grade and worker make one).
 const PrivatePrefix = "truss-bench-"
 
-// PrivateParent is the directory every benchmark of the user makes its
-// private directory in: .cache/truss-bench in UserHome, one per user
-// whatever $TMPDIR, $HOME or TRUSS_HOME say. Every benchmark makes it
+// PrivateParent is the directory every benchmark of the user whose
+// temporary directory is outside /tmp makes its private directory in
+// (PrivateDirIn): .cache/truss-bench in UserHome, one per user whatever
+// $TMPDIR, $HOME or TRUSS_HOME say. Every benchmark makes it
 // (MakePrivateParent) before any of its sandboxes starts, and every
 // agent's and grading's sandbox covers it whole, binding back only the
 // run's own: so a private directory another benchmark makes there later
@@ -48,6 +49,34 @@ func MakePrivateParent() (string, error) {
 		return "", fmt.Errorf("the benchmarks' private directories' parent: %w", err)
 	}
 	return ResolvePath(p)
+}
+
+// PrivateDirIn is where a benchmark makes its private directory, given
+// parent (MakePrivateParent's): the temporary directory ("") when it is
+// /tmp or in it, as before — every sandbox has a /tmp of its own from its
+// start, so nothing made in the real one later is in its view either, and
+// the paths under it stay as short (a Unix socket's name holds 108
+// bytes) — else parent.
+func PrivateDirIn(parent string) string {
+	if parent == "" || TempInTmp() {
+		return ""
+	}
+	return parent
+}
+
+// TempInTmp reports whether the temporary directory, resolved
+// (ResolvePath), is /tmp or in it, which every sandbox replaces with a
+// /tmp of its own.
+func TempInTmp() bool {
+	t, err := ResolvePath(os.TempDir())
+	if err != nil {
+		return false
+	}
+	tmp, err := ResolvePath("/tmp")
+	if err != nil {
+		tmp = "/tmp"
+	}
+	return within(t, "/tmp") || within(t, tmp)
 }
 
 // PrivateCover is PrivateParent resolved, as sandboxes cover it; "" when

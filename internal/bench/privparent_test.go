@@ -92,3 +92,40 @@ func mkdir(t *testing.T, d string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPrivateDirIn: a benchmark whose temporary directory is /tmp or in it
+// (every sandbox has a /tmp of its own from its start) makes its private
+// directory there, as before; one whose temporary directory is elsewhere
+// makes it in the parent; without a parent, in the temporary directory.
+func TestPrivateDirIn(t *testing.T) {
+	outside, err := os.MkdirTemp("/var/tmp", "truss-test-")
+	if err != nil {
+		t.Skip("no /var/tmp:", err)
+	}
+	defer os.RemoveAll(outside)
+	inTmp, err := os.MkdirTemp("/tmp", "truss-test-")
+	if err != nil {
+		t.Skip("no /tmp:", err)
+	}
+	defer os.RemoveAll(inTmp)
+	link := filepath.Join(inTmp, "link")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, tmpdir, parent, want string
+	}{
+		{"in /tmp", inTmp, "/p", ""},
+		{"/tmp itself", "/tmp", "/p", ""},
+		{"outside /tmp", outside, "/p", "/p"},
+		{"a link in /tmp to outside", link, "/p", "/p"},
+		{"no parent", outside, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("TMPDIR", tc.tmpdir)
+			if got := PrivateDirIn(tc.parent); got != tc.want {
+				t.Errorf("TMPDIR=%s: PrivateDirIn(%q) = %q, want %q", tc.tmpdir, tc.parent, got, tc.want)
+			}
+		})
+	}
+}

@@ -141,10 +141,11 @@ func (f *sandboxFlags) check() error {
 
 // runDirs are where a benchmark's runs are made, the same for bench run,
 // bench grade and bench worker: one private directory (mode 0700,
-// truss-bench-* in the user's parent of them, bench.PrivateParent, else
-// in the temporary directory; held by this process's lock:
-// bench.PrivateDir) holding the grader's templates, the queue's bundles
-// and results in flight, each run's own directory (its session's
+// truss-bench-* in the temporary directory when it is in /tmp, else in
+// the user's parent of them, bench.PrivateParent: bench.PrivateDirIn;
+// held by this process's lock: bench.PrivateDir) holding the grader's
+// templates, the queue's bundles and results in flight, each run's own
+// directory (its session's
 // temporary and private directories, caches and memory:
 // runner.Runner.TempDir) and, without --work, the workspaces and the
 // gradings' checkouts. Every agent's and every grading's sandbox covers
@@ -183,7 +184,7 @@ func (f *sandboxFlags) makeRunDirs(work string, hidden, covered []string, stderr
 		return nil, err
 	}
 	sweepStale(reg, parent, stderr)
-	priv, err := bench.MakePrivateDir(parent, reg)
+	priv, err := bench.MakePrivateDir(bench.PrivateDirIn(parent), reg)
 	if err != nil {
 		return nil, err
 	}
