@@ -29,6 +29,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -323,8 +324,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 	if c.cfg.Token != nil {
 		tok, err := c.cfg.Token.Token()
 		if err != nil {
-			return nil, &provider.Error{Provider: Dialect, Kind: provider.ErrAuth, Err: err,
-				Message: "no access token from the credentials: " + err.Error()}
+			return nil, tokenError(err)
 		}
 		hreq.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 	}
@@ -365,6 +365,43 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 	}
 	resp.Wire = &model.Wire{Request: body, Response: raw.Bytes(), Duration: time.Since(start)}
 	return resp, nil
+}
+
+// tokenError is the error of a failure to get an access token: the
+// credentials', not the API's. The token endpoint's refusal is said by its
+// OAuth error code and description, or by its status and the first line
+// of its answer, not by the whole page oauth2 quotes; a refusal says how
+// the credentials are renewed.
+func tokenError(err error) *provider.Error {
+	msg := err.Error()
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		switch {
+		case re.ErrorCode != "":
+			msg = "the token endpoint refused them: " + re.ErrorCode
+			if re.ErrorDescription != "" {
+				msg += " (" + re.ErrorDescription + ")"
+			}
+		case re.Response != nil:
+			msg = "the token endpoint answered " + re.Response.Status
+			if line := firstLine(re.Body); line != "" {
+				msg += ": " + strconv.Quote(truncate([]byte(line), 120))
+			}
+		}
+		msg += "; renew them (gcloud auth application-default login, or a key file of a service account in GOOGLE_APPLICATION_CREDENTIALS)"
+	}
+	return &provider.Error{Provider: Dialect, Kind: provider.ErrAuth, Err: err,
+		Message: "cannot get a Google access token from the application-default credentials: " + msg}
+}
+
+// firstLine is the first line of b with text, trimmed.
+func firstLine(b []byte) string {
+	for line := range strings.Lines(string(b)) {
+		if l := strings.TrimSpace(line); l != "" {
+			return l
+		}
+	}
+	return ""
 }
 
 // stream assembles a turn from its chunks.
