@@ -370,8 +370,8 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 // tokenError is the error of a failure to get an access token: the
 // credentials', not the API's. The token endpoint's refusal is said by its
 // OAuth error code and description, or by its status and the first line
-// of its answer, not by the whole page oauth2 quotes; a refusal says how
-// the credentials are renewed.
+// of its answer, not by the whole page oauth2 quotes; a refusal (an OAuth
+// error, a 400 or a 401) says how the credentials are renewed.
 func tokenError(err error) *provider.Error {
 	msg := err.Error()
 	var re *oauth2.RetrieveError
@@ -388,7 +388,9 @@ func tokenError(err error) *provider.Error {
 				msg += ": " + strconv.Quote(truncate([]byte(line), 120))
 			}
 		}
-		msg += "; renew them (gcloud auth application-default login, or a key file of a service account in GOOGLE_APPLICATION_CREDENTIALS)"
+		if refused := re.ErrorCode != "" || re.Response != nil && (re.Response.StatusCode == http.StatusBadRequest || re.Response.StatusCode == http.StatusUnauthorized); refused {
+			msg += "; renew them (gcloud auth application-default login, or a key file of a service account in GOOGLE_APPLICATION_CREDENTIALS)"
+		}
 	}
 	return &provider.Error{Provider: Dialect, Kind: provider.ErrAuth, Err: err,
 		Message: "cannot get a Google access token from the application-default credentials: " + msg}

@@ -21,7 +21,7 @@ import (
 // fails before any request to the API with one line that names the
 // provider, says what the token endpoint answered (its OAuth error, or its
 // status and first line, never its whole page) and, when it refused the
-// credentials, how to renew them.
+// credentials (an OAuth error, a 400 or a 401), how to renew them.
 func TestTokenErrors(t *testing.T) {
 	endpoint := func(status int, contentType, body string) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -45,8 +45,10 @@ func TestTokenErrors(t *testing.T) {
 			`{"error":"invalid_grant","error_description":"Token has been expired or revoked."}`),
 			want: []string{"the token endpoint refused them: invalid_grant (Token has been expired or revoked.)", renew}},
 		{name: "not an OAuth answer", tokenURL: endpoint(http.StatusNotImplemented, "text/html", page),
-			want: []string{`the token endpoint answered 501 Not Implemented: "<!DOCTYPE HTML>"`, renew},
-			not:  []string{"<body>", "Error code"}},
+			want: []string{`the token endpoint answered 501 Not Implemented: "<!DOCTYPE HTML>"`},
+			not:  []string{"<body>", "Error code", renew}},
+		{name: "refused without OAuth's error", tokenURL: endpoint(http.StatusUnauthorized, "text/plain", "\nUnauthorized\n"),
+			want: []string{`the token endpoint answered 401 Unauthorized: "Unauthorized"`, renew}},
 		{name: "unreachable", tokenURL: providertest.ClosedURL(t),
 			want: []string{"connection refused"}, not: []string{renew}},
 	} {
