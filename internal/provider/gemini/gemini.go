@@ -80,8 +80,8 @@ type Config struct {
 	// none (the model's default, dynamic thinking).
 	ThinkingTokens int
 	// Effort, when set, is a Gemini 3 model's thinkingLevel ("minimal",
-	// "low", "medium", "high"), before ThinkingTokens; "none" asks a 2.5
-	// model for a budget of 0.
+	// "low", "medium", "high"; "xhigh" is HIGH), before ThinkingTokens; a
+	// 2.5 model's budget after ThinkingTokens (effortBudget; "none" is 0).
 	Effort string
 	// Label names the provider in every error the client returns: the
 	// provider the user chose ("vertex-gemini", a named provider's NAME);
@@ -156,6 +156,8 @@ func (c *Client) thinking(modelName string) *ThinkingConfig {
 		switch {
 		case effort == "minimal" || effort == "low" || effort == "medium" || effort == "high":
 			level = strings.ToUpper(effort)
+		case effort == "xhigh":
+			level = "HIGH"
 		case effort == "none":
 			level = "MINIMAL"
 		case c.cfg.ThinkingTokens > 8192:
@@ -175,9 +177,18 @@ func (c *Client) thinking(modelName string) *ThinkingConfig {
 	case effort == "none":
 		n := 0
 		return &ThinkingConfig{ThinkingBudget: &n}
+	case effortBudget[effort] > 0:
+		n := effortBudget[effort]
+		return &ThinkingConfig{ThinkingBudget: &n, IncludeThoughts: true}
 	}
 	return nil
 }
+
+// effortBudget is the thinkingBudget of a Gemini 2.5 model for a
+// reasoning effort: Google's own mapping of OpenAI's efforts in the Gemini
+// API's OpenAI compatibility (low 1K, medium 8K, high 24K tokens), with
+// minimal as low and xhigh as high.
+var effortBudget = map[string]int{"minimal": 1024, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576}
 
 // encode builds the request body. Consecutive items of one role make one
 // content, so that user and model contents alternate as the API requires:

@@ -71,6 +71,13 @@ func TestThinking(t *testing.T) {
 		{"gemini-3-pro-preview", "", 32000, `{"includeThoughts":true,"thinkingLevel":"HIGH"}`},
 		{"models/gemini-3-flash", "medium", 32000, `{"includeThoughts":true,"thinkingLevel":"MEDIUM"}`},
 		{"gemini-3-pro-preview", "none", 0, `{"thinkingLevel":"MINIMAL"}`},
+		{"gemini-3-pro-preview", "xhigh", 0, `{"includeThoughts":true,"thinkingLevel":"HIGH"}`},
+		{"gemini-2.5-pro", "low", 0, `{"includeThoughts":true,"thinkingBudget":1024}`},
+		{"gemini-2.5-flash", "medium", 0, `{"includeThoughts":true,"thinkingBudget":8192}`},
+		{"gemini-2.5-pro", "high", 0, `{"includeThoughts":true,"thinkingBudget":24576}`},
+		{"gemini-2.5-pro", "xhigh", 0, `{"includeThoughts":true,"thinkingBudget":24576}`},
+		{"gemini-2.5-flash", "minimal", 0, `{"includeThoughts":true,"thinkingBudget":1024}`},
+		{"gemini-2.5-pro", "low", 4096, `{"includeThoughts":true,"thinkingBudget":4096}`},
 	} {
 		got, _ := json.Marshal(New(Config{ThinkingTokens: tc.tokens, Effort: tc.effort}).thinking(tc.model))
 		if string(got) != tc.want {
