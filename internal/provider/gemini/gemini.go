@@ -29,6 +29,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -117,6 +118,109 @@ func (c *Client) Endpoint(modelName string) string {
 		}
 	}
 	return base + fmt.Sprintf(p, url.PathEscape(modelName)) + ":streamGenerateContent?alt=sse"
+}
+
+// modelsURL returns the URL of the Gemini API's model list.
+func (c *Client) modelsURL() string {
+	base := strings.TrimSuffix(c.cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	if u, err := url.Parse(base); err == nil && isVersion(u.Path) {
+		return base + "/models"
+	}
+	return base + "/" + APIVersion + "/models"
+}
+
+// Models implements provider.ModelLister for the Gemini API: GET
+// models, a page of up to 1,000 at a time (pageSize, pageToken), one
+// attempt per page. Only the models that generate content are listed
+// (not the embedding models), by the name a request gives ("models/"
+// cut); inputTokenLimit is the context window. Vertex AI's route (a
+// Config.Path) lists no models: its error matches
+// provider.ErrNotSupported.
+func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+	if c.cfg.Path != "" {
+		return nil, fmt.Errorf("%s: the models of Vertex AI's publishers are not listed (truss models lists those Truss knows): %w", c.label(), provider.ErrNotSupported)
+	}
+	var out []provider.ModelInfo
+	token := ""
+	for {
+		q := url.Values{"pageSize": {"1000"}}
+		if token != "" {
+			q.Set("pageToken", token)
+		}
+		page, next, err := c.modelsPage(ctx, c.modelsURL()+"?"+q.Encode())
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range page {
+			if len(out) == provider.MaxModels {
+				return out, nil
+			}
+			out = append(out, m)
+		}
+		if next == "" || next == token {
+			return out, nil
+		}
+		token = next
+	}
+}
+
+// modelsPage is one page of the model list and the next page's token.
+func (c *Client) modelsPage(ctx context.Context, u string) ([]provider.ModelInfo, string, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: list models: %w", c.label(), err)
+	}
+	for k, v := range c.cfg.Header {
+		hreq.Header[k] = v
+	}
+	hreq.Header.Set("Accept", "application/json")
+	if c.cfg.APIKey != "" {
+		hreq.Header.Set("x-goog-api-key", c.cfg.APIKey)
+	}
+	hc := cmp.Or(c.cfg.HTTP, http.DefaultClient)
+	hresp, err := hc.Do(hreq)
+	if err != nil {
+		return nil, "", c.own(provider.TransportError(ctx, Dialect, cmp.Or(c.cfg.ReachHint, "check the base URL and the network"), err))
+	}
+	defer hresp.Body.Close()
+	if hresp.StatusCode != http.StatusOK {
+		pe := httpError(hreq, hresp, c.notAPIHint())
+		_ = c.own(pe)
+		if pe.Kind == provider.ErrNotAPI {
+			return nil, "", pe
+		}
+		return nil, "", provider.ModelsError(http.MethodGet, hreq.URL.Path, pe)
+	}
+	b, err := io.ReadAll(io.LimitReader(hresp.Body, 64<<20))
+	if err != nil {
+		return nil, "", c.own(provider.TransportError(ctx, Dialect, cmp.Or(c.cfg.ReachHint, "check the base URL and the network"), err))
+	}
+	var list struct {
+		Models *[]struct {
+			Name                       string   `json:"name"`
+			DisplayName                string   `json:"displayName"`
+			InputTokenLimit            int64    `json:"inputTokenLimit"`
+			SupportedGenerationMethods []string `json:"supportedGenerationMethods"`
+		} `json:"models"`
+		NextPageToken string `json:"nextPageToken"`
+	}
+	if json.Unmarshal(b, &list) != nil || list.Models == nil && list.NextPageToken == "" && !bytes.Equal(bytes.TrimSpace(b), []byte("{}")) {
+		return nil, "", c.own(provider.NotAPI(Dialect, "the Gemini API", hreq, hresp.StatusCode, b, c.notAPIHint()))
+	}
+	var out []provider.ModelInfo
+	if list.Models != nil {
+		for _, m := range *list.Models {
+			id := strings.TrimPrefix(m.Name, "models/")
+			if id == "" || !slices.Contains(m.SupportedGenerationMethods, "generateContent") {
+				continue
+			}
+			out = append(out, provider.ModelInfo{ID: id, DisplayName: m.DisplayName, ContextWindow: m.InputTokenLimit})
+		}
+	}
+	return out, list.NextPageToken, nil
 }
 
 // isVersion reports whether a path ends in an API version ("/v1beta").
