@@ -115,7 +115,14 @@ func field(out, prefix string) string {
 // ledger's validation entry records it, and the user is warned; code
 // that is not test code is not named.
 func TestBoundaryNamesTestCodeChanged(t *testing.T) {
-	o := fixture(t, `{"steps": [`+runStep(t, `echo 'package p' > zz_main_test.go; mkdir -p tests && echo x > tests/helper.py; echo 'package p' > p.go`, nil)+`, {"say": "Done."}]}`)
+	o := fixture(t, `{"steps": [`+runStep(t, `echo 'package p' > zz_main_test.go; mkdir -p tests && echo x > tests/helper.py; echo 'package p' > p.go; `+
+		`printf 'module m\n\ngo 1.22\n\nrequire b v1.0.0\n' > go.mod; printf 'module m\n\ngo 1.22\n\nreplace a => ./a\n' > sub/go.mod; echo '[pytest]' > pytest.ini; printf 'test:\n\ttrue\n' > Makefile`, nil)+`, {"say": "Done."}]}`)
+	for n, c := range map[string]string{"go.mod": "module m\n\ngo 1.22\n", "sub/go.mod": "module m\n\ngo 1.22\n", "Makefile": "test:\n\tgo test ./...\n"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(o.Root, n)), 0o755)
+		if err := os.WriteFile(filepath.Join(o.Root, n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	o.Validation.TestCmd = "true"
 	var warned []string
 	o.OnWarning = func(msg string) { warned = append(warned, msg) }
@@ -130,6 +137,16 @@ func TestBoundaryNamesTestCodeChanged(t *testing.T) {
 	if want := []string{"tests/helper.py", "zz_main_test.go"}; !slices.Equal(out.Verdict.TestCodeChanged, want) {
 		t.Errorf("TestCodeChanged %q, want %q", out.Verdict.TestCodeChanged, want)
 	}
+	// A go.mod's new requirement decides no test run; its replace does.
+	// The Makefile is not the command's source here (--test-cmd).
+	if want := []string{"pytest.ini", "sub/go.mod"}; !slices.Equal(out.Verdict.TestConfigChanged, want) {
+		t.Errorf("TestConfigChanged %q, want %q", out.Verdict.TestConfigChanged, want)
+	}
+	if !slices.ContainsFunc(warned, func(w string) bool {
+		return strings.Contains(w, "test configuration the model changed") && strings.Contains(w, "sub/go.mod")
+	}) {
+		t.Errorf("no warning names the test configuration: %q", warned)
+	}
 	if !slices.ContainsFunc(warned, func(w string) bool {
 		return strings.Contains(w, "test code the model changed") && strings.Contains(w, "zz_main_test.go")
 	}) {
@@ -141,5 +158,8 @@ func TestBoundaryNamesTestCodeChanged(t *testing.T) {
 	}
 	if !strings.Contains(string(entries), `"test_code_changed":["tests/helper.py","zz_main_test.go"]`) {
 		t.Errorf("the ledger's validation entry does not name the test code")
+	}
+	if !strings.Contains(string(entries), `"test_config_changed":["pytest.ini","sub/go.mod"]`) {
+		t.Errorf("the ledger's validation entry does not name the test configuration")
 	}
 }

@@ -1,10 +1,13 @@
 package harness
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/tool"
 	"github.com/trussdev/truss/internal/validate"
 )
 
@@ -115,7 +118,38 @@ func (s *Session) changeCounter() agent.Observer {
 						s.testCode.Unlock()
 					}
 				}
+				if p := s.changedConfig(c); p != "" {
+					s.testCode.Lock()
+					if s.testCode.config == nil {
+						s.testCode.config = map[string]bool{}
+					}
+					s.testCode.config[p] = true
+					s.testCode.Unlock()
+				}
 			}
 		}
 	})
+}
+
+// changedConfig is the path of the test configuration c changed in what
+// decides a run (validate.ConfigEssence): a file validate.IsTestConfig
+// names, or the root file the checks' command was detected from (a
+// Makefile's test target, package.json's scripts); "" when c changed
+// none, or none in what decides a run (a go.mod's new requirement).
+func (s *Session) changedConfig(c tool.FileChange) string {
+	marker := ""
+	if r := s.w.runner; r != nil && slices.Contains(validate.Markers(), r.Env.Source) {
+		marker = r.Env.Source
+	}
+	watched := func(p string) bool { return p != "" && (validate.IsTestConfig(p) || p == marker) }
+	switch {
+	case c.MovedTo != "" && (watched(c.Path) || watched(c.MovedTo)):
+		return cmp.Or(c.MovedTo, c.Path)
+	case !watched(c.Path):
+		return ""
+	case c.Kind == tool.ChangeUpdate && (c.BeforeData != nil || c.Before == "") && (c.AfterData != nil || c.After == "") &&
+		validate.ConfigEssence(c.Path, c.BeforeData) == validate.ConfigEssence(c.Path, c.AfterData):
+		return ""
+	}
+	return c.Path
 }

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -134,6 +135,9 @@ type Session struct {
 	testCode struct {
 		sync.Mutex
 		paths map[string]bool
+		// config: the test configuration changed in what decides a run
+		// (changedConfig).
+		config map[string]bool
 	}
 }
 
@@ -974,11 +978,14 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 		sum, res, confined = s.w.runChecks(ctx, r)
 		log = res.Stdout + res.Stderr
 	}
-	tc := s.testCodeChanged()
+	tc, cc := s.testCodeChanged()
 	if len(tc) > 0 {
 		// The checks ran the workspace's tests as the model left them:
 		// whatever test code it changed decided them too.
 		s.warn(fmt.Sprintf("the verification ran test code the model changed (%s): read it before trusting the verdict", termsafe.Name(strings.Join(tc, ", "))))
+	}
+	if len(cc) > 0 {
+		s.warn(fmt.Sprintf("the verification ran with test configuration the model changed (%s): read it before trusting the verdict", termsafe.Name(strings.Join(cc, ", "))))
 	}
 	if s.rec != nil {
 		v := map[string]any{"boundary": true, "when": when, "env": r.Env, "summary": sum}
@@ -988,24 +995,23 @@ func (s *Session) boundary(ctx context.Context, when string) *Verdict {
 		if len(tc) > 0 {
 			v["test_code_changed"] = tc
 		}
+		if len(cc) > 0 {
+			v["test_config_changed"] = cc
+		}
 		if confined {
 			v["test_binaries_confined"] = true
 		}
 		s.rec.Validation(v, []byte(log))
 	}
-	return &Verdict{Summary: sum, Log: log, TestCodeChanged: tc, TestBinariesConfined: confined}
+	return &Verdict{Summary: sum, Log: log, TestCodeChanged: tc, TestConfigChanged: cc, TestBinariesConfined: confined}
 }
 
-// testCodeChanged is the test code the session's calls changed, sorted.
-func (s *Session) testCodeChanged() []string {
+// testCodeChanged is the test code and the test configuration the
+// session's calls changed, each sorted.
+func (s *Session) testCodeChanged() (code, config []string) {
 	s.testCode.Lock()
 	defer s.testCode.Unlock()
-	out := make([]string, 0, len(s.testCode.paths))
-	for p := range s.testCode.paths {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(s.testCode.paths)), slices.Sorted(maps.Keys(s.testCode.config))
 }
 
 // sealed fills in the ledger's state after everything observed so far.

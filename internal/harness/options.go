@@ -312,6 +312,12 @@ type Verdict struct {
 	// TestMain that exits 0 passes every check). Recorded in the ledger's
 	// validation entry and warned about.
 	TestCodeChanged []string
+	// TestConfigChanged lists the test configuration the session's calls
+	// changed in what decides a run (validate.IsTestConfig, and the root
+	// file the checks' command was detected from: a Makefile, a
+	// package.json's scripts, a go.mod's go, toolchain and replace
+	// lines). Recorded as test_config_changed and warned about.
+	TestConfigChanged []string
 	// TestBinariesConfined reports that every test binary a go test of
 	// the checks ran was confined further (sandbox.GoTestExec): none could
 	// change a later package's sources, another package's test binary or

@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/mod/modfile"
-
 	"github.com/trussdev/truss/internal/gitsafe"
 	"github.com/trussdev/truss/internal/validate"
 )
@@ -32,22 +30,9 @@ import (
 //     build, the file the test command was detected from) is flagged, not
 //     undone: real fixes change setup.cfg and pyproject.toml too.
 
-// configNames are the names of the files, at any depth, that configure a
-// test run: pytest's configuration files (its addopts can load a plugin
-// with -p; a pytest.ini in a test's directory is found before the root's),
-// tox's and setuptools', the files through which Python loads code of
-// the checkout on its own (an entry_points.txt of an egg-info directory on
-// the path registers pytest11 plugins, which pytest loads unasked; a
-// sitecustomize.py or usercustomize.py on the path runs at start-up), and
-// Go's module and workspace files (a replace or toolchain line changes
-// what is built).
-var configNames = []string{"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml",
-	"entry_points.txt", "sitecustomize.py", "usercustomize.py", "go.mod", "go.work"}
-
-// isConfig reports whether the file at rel configures the tests.
-func isConfig(rel string) bool {
-	return slices.Contains(configNames, path.Base(rel))
-}
+// isConfig reports whether the file at rel configures the tests
+// (validate.IsTestConfig).
+func isConfig(rel string) bool { return validate.IsTestConfig(rel) }
 
 // isRootMarker reports whether rel is a file at the repository's root that
 // validate.Detect reads.
@@ -113,7 +98,7 @@ func scanTree(ws string) (treeScan, error) {
 			h.Sum(e.sum[:0])
 			e.conf = e.sum
 			if path.Base(p) == "go.mod" {
-				e.conf = sha256.Sum256([]byte(modDirectives(p, data)))
+				e.conf = sha256.Sum256([]byte(validate.ModDirectives(p, data)))
 			}
 		default:
 			e.sum = sha256.Sum256([]byte("special " + t.String()))
@@ -126,28 +111,6 @@ func scanTree(ws string) (treeScan, error) {
 		return nil, fmt.Errorf("scanning the checkout: %w", err)
 	}
 	return scan, nil
-}
-
-// modDirectives is what of a go.mod configures a test run: its go,
-// toolchain and replace lines (a go line above the installed Go's makes
-// it fetch another toolchain; a replace swaps a module's code). A file
-// that does not parse is taken whole.
-func modDirectives(name string, data []byte) string {
-	f, err := modfile.Parse(name, data, nil)
-	if err != nil {
-		return "unparsed\x00" + string(data)
-	}
-	var b strings.Builder
-	if f.Go != nil {
-		fmt.Fprintf(&b, "go %s\n", f.Go.Version)
-	}
-	if f.Toolchain != nil {
-		fmt.Fprintf(&b, "toolchain %s\n", f.Toolchain.Name)
-	}
-	for _, r := range f.Replace {
-		fmt.Fprintf(&b, "replace %s %s => %s %s\n", r.Old.Path, r.Old.Version, r.New.Path, r.New.Version)
-	}
-	return b.String()
 }
 
 // changed returns the paths, sorted, for which keep is true and whose

@@ -258,7 +258,7 @@ func FuzzModDirectives(f *testing.F) {
 	f.Add("module m\ntoolchain go1.30\n")
 	f.Add("not a go.mod {")
 	f.Fuzz(func(t *testing.T, in string) {
-		d := modDirectives("go.mod", []byte(in))
+		d := validate.ModDirectives("go.mod", []byte(in))
 		// A go.mod that parses is reduced to its directives, each a line
 		// of its own; one that does not is taken whole.
 		if rest, ok := strings.CutPrefix(d, "unparsed\x00"); ok {

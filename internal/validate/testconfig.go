@@ -1,0 +1,75 @@
+package validate
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+)
+
+// configNames are the names of the files, at any depth, that configure a
+// test run: pytest's configuration files (its addopts can load a plugin
+// with -p; a pytest.ini in a test's directory is found before the root's),
+// tox's and setuptools', the files through which Python loads code of
+// the checkout on its own (an entry_points.txt of an egg-info directory on
+// the path registers pytest11 plugins, which pytest loads unasked; a
+// sitecustomize.py or usercustomize.py on the path runs at start-up), and
+// Go's module and workspace files (a replace or toolchain line changes
+// what is built).
+var configNames = []string{"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml",
+	"entry_points.txt", "sitecustomize.py", "usercustomize.py", "go.mod", "go.work"}
+
+// IsTestConfig reports whether the file at rel (slash-separated, relative
+// to the repository's root) configures a test run, at any depth.
+func IsTestConfig(rel string) bool {
+	return slices.Contains(configNames, path.Base(rel))
+}
+
+// ConfigEssence is what of a test configuration file's content (data, of
+// the file at rel) decides a test run, for comparing two versions: a
+// go.mod's go, toolchain and replace lines (ModDirectives; a new
+// requirement changes no test's outcome by itself), a package.json's
+// scripts (what npm test runs), any other file whole.
+func ConfigEssence(rel string, data []byte) string {
+	switch path.Base(rel) {
+	case "go.mod":
+		return ModDirectives(rel, data)
+	case "package.json":
+		var pkg struct {
+			Scripts json.RawMessage `json:"scripts"`
+		}
+		if json.Unmarshal(data, &pkg) != nil {
+			return "unparsed\x00" + string(data)
+		}
+		var scripts map[string]any
+		json.Unmarshal(pkg.Scripts, &scripts)
+		b, _ := json.Marshal(scripts) // sorted keys
+		return string(b)
+	}
+	return string(data)
+}
+
+// ModDirectives is what of a go.mod configures a test run: its go,
+// toolchain and replace lines (a go line above the installed Go's makes
+// it fetch another toolchain; a replace swaps a module's code). A file
+// that does not parse is taken whole.
+func ModDirectives(name string, data []byte) string {
+	f, err := modfile.Parse(name, data, nil)
+	if err != nil {
+		return "unparsed\x00" + string(data)
+	}
+	var b strings.Builder
+	if f.Go != nil {
+		fmt.Fprintf(&b, "go %s\n", f.Go.Version)
+	}
+	if f.Toolchain != nil {
+		fmt.Fprintf(&b, "toolchain %s\n", f.Toolchain.Name)
+	}
+	for _, r := range f.Replace {
+		fmt.Fprintf(&b, "replace %s %s => %s %s\n", r.Old.Path, r.Old.Version, r.New.Path, r.New.Version)
+	}
+	return b.String()
+}

@@ -1,0 +1,29 @@
+package validate
+
+import "testing"
+
+func TestConfigEssence(t *testing.T) {
+	for _, tc := range []struct {
+		rel, a, b string
+		same      bool
+	}{
+		{"go.mod", "module m\n\ngo 1.22\n", "module m\n\ngo 1.22\n\nrequire x v1.0.0\n", true},
+		{"go.mod", "module m\n\ngo 1.22\n", "module m\n\ngo 1.22\n\nreplace x => ./y\n", false},
+		{"a/go.mod", "module m\n\ngo 1.22\n", "module m\n\ngo 1.99\n", false},
+		{"go.mod", "module m\n", "not a go.mod {", false},
+		{"package.json", `{"scripts":{"test":"jest"},"dependencies":{}}`, `{"dependencies":{"x":"1"},"scripts":{"test":"jest"}}`, true},
+		{"package.json", `{"scripts":{"test":"jest"}}`, `{"scripts":{"test":"true"}}`, false},
+		{"package.json", `{"scripts":{"test":"jest"}}`, `{"scripts":{"test":"jest","pretest":"sh x"}}`, false},
+		{"Makefile", "test:\n\tgo test\n", "test:\n\ttrue\n", false},
+		{"pytest.ini", "[pytest]\n", "[pytest]\n", true},
+	} {
+		if got := ConfigEssence(tc.rel, []byte(tc.a)) == ConfigEssence(tc.rel, []byte(tc.b)); got != tc.same {
+			t.Errorf("%s: %q and %q the same: %v, want %v", tc.rel, tc.a, tc.b, got, tc.same)
+		}
+	}
+	for rel, want := range map[string]bool{"pytest.ini": true, "a/b/setup.cfg": true, "go.work": true, "sub/go.mod": true, "go.sum": false, "main.go": false, "Makefile": false} {
+		if IsTestConfig(rel) != want {
+			t.Errorf("IsTestConfig(%q) = %v", rel, !want)
+		}
+	}
+}
