@@ -163,3 +163,41 @@ func TestBoundaryNamesTestCodeChanged(t *testing.T) {
 		t.Errorf("the ledger's validation entry does not name the test configuration")
 	}
 }
+
+func TestTrustedPath(t *testing.T) {
+	ws := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(filepath.Join(ws, ".venv", "bin"), link); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(ws, ".venv", "bin"), 0o755)
+	in := strings.Join([]string{"bin", filepath.Join(ws, ".venv", "bin"), "/usr/local/go/bin", "", link, "/usr/bin", ws}, ":")
+	if got, want := trustedPath(in, []string{ws, "/nonexistent/cache"}), "/usr/local/go/bin:/usr/bin"; got != want {
+		t.Errorf("trustedPath = %q, want %q", got, want)
+	}
+}
+
+// TestBoundaryNamesCommandFiles: the checks' command given as `make
+// test` (not detected) reads its recipe from the Makefile, and a go.mod's
+// ignore line takes a package out of ./...: the model's changes to either
+// are named as changed test configuration.
+func TestBoundaryNamesCommandFiles(t *testing.T) {
+	o := fixture(t, `{"steps": [`+runStep(t, `printf 'test:\n\t@echo ok\n' > Makefile; printf 'ignore ./calc\n' >> go.mod`, nil)+`, {"say": "Done."}]}`)
+	for n, c := range map[string]string{"go.mod": "module m\n\ngo 1.25\n", "Makefile": "test:\n\tgo test ./...\n"} {
+		if err := os.WriteFile(filepath.Join(o.Root, n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.Validation.TestCmd = "make test || true"
+	s := openSandboxed(t, o)
+	out, err := s.Run(context.Background(), "change")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verdict == nil {
+		t.Fatal("no verdict")
+	}
+	if want := []string{"Makefile", "go.mod"}; !slices.Equal(out.Verdict.TestConfigChanged, want) {
+		t.Errorf("TestConfigChanged %q, want %q", out.Verdict.TestConfigChanged, want)
+	}
+}

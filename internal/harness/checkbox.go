@@ -68,6 +68,10 @@ func (w *workspace) checksShell() (validate.Shell, error) {
 	}
 	env := append([]string{"TMPDIR=" + tmp, "PYTHONPYCACHEPREFIX=" + filepath.Join(dir, "pycache")}, caches.Env...)
 	env = append(append(env, checkEnv()...), w.cfg.Validate.EnvList()...)
+	// No program of the model's stands in for the checks' tools: PATH
+	// without the entries it could have written (the workspace's
+	// .venv/bin, a relative bin).
+	env = append(env, "PATH="+trustedPath(lastEnv(env, "PATH"), checkWritable(p, w.caches, dir)))
 	confined := false
 	if exe, err := sandbox.ChooseHelper(checkWritable(p, w.caches, dir)); err == nil {
 		// Every test binary a go test of the checks runs, through a
@@ -91,6 +95,29 @@ func lastEnv(env []string, name string) string {
 		}
 	}
 	return os.Getenv(name)
+}
+
+// trustedPath is the PATH list path without its relative entries (which
+// name a directory of the workspace: the checks run there) and those in
+// one of writable, as they are or resolved.
+func trustedPath(path string, writable []string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		r := d
+		if e, err := filepath.EvalSymlinks(d); err == nil {
+			r = e
+		}
+		if slices.ContainsFunc(writable, func(w string) bool {
+			return within(d, w) || within(r, w)
+		}) {
+			continue
+		}
+		keep = append(keep, d)
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
 }
 
 // checkWritable are the places the checks' commands (p's, with the

@@ -133,15 +133,22 @@ func (s *Session) changeCounter() agent.Observer {
 
 // changedConfig is the path of the test configuration c changed in what
 // decides a run (validate.ConfigEssence): a file validate.IsTestConfig
-// names, or the root file the checks' command was detected from (a
-// Makefile's test target, package.json's scripts); "" when c changed
+// names, the root file the checks' command was detected from (a
+// Makefile, package.json's scripts), or a file the command or a setup
+// command runs or reads its recipe from (validate.CommandFiles: the
+// makefile of a given `make test`, a ./run-tests.sh); "" when c changed
 // none, or none in what decides a run (a go.mod's new requirement).
 func (s *Session) changedConfig(c tool.FileChange) string {
-	marker := ""
-	if r := s.w.runner; r != nil && slices.Contains(validate.Markers(), r.Env.Source) {
-		marker = r.Env.Source
+	var files []string // what the command runs or reads its recipe from
+	if r := s.w.runner; r != nil {
+		if slices.Contains(validate.Markers(), r.Env.Source) {
+			files = append(files, r.Env.Source)
+		}
+		for _, c := range append([]string{r.Env.Test}, r.Env.Setup...) {
+			files = append(files, validate.CommandFiles(c)...)
+		}
 	}
-	watched := func(p string) bool { return p != "" && (validate.IsTestConfig(p) || p == marker) }
+	watched := func(p string) bool { return p != "" && (validate.IsTestConfig(p) || slices.Contains(files, p)) }
 	switch {
 	case c.MovedTo != "" && (watched(c.Path) || watched(c.MovedTo)):
 		return cmp.Or(c.MovedTo, c.Path)

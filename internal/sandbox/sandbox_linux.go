@@ -838,7 +838,7 @@ func RunHelper() { helper.Run() }
 // sandbox run its test binaries through helper exe as their wrapper
 // (helper.TestExecArg): each binary confined further, writing only a
 // directory of its own, the sandbox's private /tmp (when no kept path
-// is in it; else only its sockets and FIFOs) and its own shared memory, so that none changes what the go command builds or runs after
+// is in it; else only its sockets) and its own shared memory, so that none changes what the go command builds or runs after
 // it (a later package's sources, another package's binary, the build
 // cache). It is "" when pl enforces no Landlock, with which the wrapper
 // confines (it would run nothing), and an error when exe cannot be
@@ -853,8 +853,8 @@ func GoTestExec(exe string, pl *Plan) (string, error) {
 		// it: a Landlock rule on /tmp would also let the binary write
 		// every kept path beneath it (the workspace, the go command's
 		// work directory, the caches: all in /tmp when $TMPDIR is).
-		// Else only its sockets and FIFOs (a test that binds
-		// /tmp/NAME.sock), which change no file a build reads.
+		// Else only its sockets (a test that binds /tmp/NAME.sock),
+		// which no open for reading or writing reaches.
 		kept := slices.ContainsFunc(pl.Policy.visible(), func(v string) bool {
 			if r, err := filepath.EvalSymlinks(v); err == nil {
 				v = r

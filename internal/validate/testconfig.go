@@ -30,7 +30,8 @@ func IsTestConfig(rel string) bool {
 
 // ConfigEssence is what of a test configuration file's content (data, of
 // the file at rel) decides a test run, for comparing two versions: a
-// go.mod's go, toolchain and replace lines (ModDirectives; a new
+// go.mod's go, toolchain, replace, ignore and godebug lines
+// (ModDirectives; a new
 // requirement changes no test's outcome by itself), a package.json's
 // scripts (what npm test runs), any other file whole.
 func ConfigEssence(rel string, data []byte) string {
@@ -53,9 +54,11 @@ func ConfigEssence(rel string, data []byte) string {
 }
 
 // ModDirectives is what of a go.mod configures a test run: its go,
-// toolchain and replace lines (a go line above the installed Go's makes
-// it fetch another toolchain; a replace swaps a module's code). A file
-// that does not parse is taken whole.
+// toolchain, replace, ignore and godebug lines (a go line above the
+// installed Go's makes it fetch another toolchain; a replace swaps a
+// module's code; an ignore takes a directory's packages out of ./...; a
+// godebug changes the runtime's behavior). A file that does not parse is
+// taken whole.
 func ModDirectives(name string, data []byte) string {
 	f, err := modfile.Parse(name, data, nil)
 	if err != nil {
@@ -71,5 +74,50 @@ func ModDirectives(name string, data []byte) string {
 	for _, r := range f.Replace {
 		fmt.Fprintf(&b, "replace %s %s => %s %s\n", r.Old.Path, r.Old.Version, r.New.Path, r.New.Version)
 	}
+	for _, i := range f.Ignore {
+		fmt.Fprintf(&b, "ignore %s\n", i.Path)
+	}
+	for _, g := range f.Godebug {
+		fmt.Fprintf(&b, "godebug %s=%s\n", g.Key, g.Value)
+	}
 	return b.String()
+}
+
+// CommandFiles are the workspace files (slash-separated, relative to the
+// root) a test command cmd runs or reads its recipe from, beyond what
+// IsTestConfig names: make's makefiles (GNUmakefile, makefile,
+// Makefile, and a -f FILE), package.json for npm, yarn and pnpm, and
+// every word of cmd that names a relative path (./run-tests.sh,
+// scripts/test.py), so that a change to what the command runs is named
+// even when the command was given, not detected.
+func CommandFiles(cmd string) []string {
+	var out []string
+	add := func(p string) {
+		p = path.Clean(strings.TrimPrefix(p, "./"))
+		if p != "." && !strings.HasPrefix(p, "../") && !path.IsAbs(p) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	words := strings.FieldsFunc(cmd, func(r rune) bool { return strings.ContainsRune(" \t\n;&|()'\"`", r) })
+	for i, w := range words {
+		switch w {
+		case "make", "gmake":
+			add("GNUmakefile")
+			add("makefile")
+			add("Makefile")
+		case "npm", "yarn", "pnpm", "npx":
+			add("package.json")
+		case "-f", "--file", "--makefile":
+			if i+1 < len(words) {
+				add(words[i+1])
+			}
+		}
+		if strings.HasPrefix(w, "-") || strings.Contains(w, "=") || strings.Contains(w, "...") {
+			continue
+		}
+		if strings.Contains(w, "/") || strings.HasSuffix(w, ".sh") || strings.HasSuffix(w, ".py") {
+			add(w)
+		}
+	}
+	return out
 }

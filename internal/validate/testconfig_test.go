@@ -1,6 +1,9 @@
 package validate
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestConfigEssence(t *testing.T) {
 	for _, tc := range []struct {
@@ -11,6 +14,8 @@ func TestConfigEssence(t *testing.T) {
 		{"go.mod", "module m\n\ngo 1.22\n", "module m\n\ngo 1.22\n\nreplace x => ./y\n", false},
 		{"a/go.mod", "module m\n\ngo 1.22\n", "module m\n\ngo 1.99\n", false},
 		{"go.mod", "module m\n", "not a go.mod {", false},
+		{"go.mod", "module m\n\ngo 1.25\n", "module m\n\ngo 1.25\n\nignore ./calc\n", false},
+		{"go.mod", "module m\n\ngo 1.25\n", "module m\n\ngo 1.25\n\ngodebug panicnil=1\n", false},
 		{"package.json", `{"scripts":{"test":"jest"},"dependencies":{}}`, `{"dependencies":{"x":"1"},"scripts":{"test":"jest"}}`, true},
 		{"package.json", `{"scripts":{"test":"jest"}}`, `{"scripts":{"test":"true"}}`, false},
 		{"package.json", `{"scripts":{"test":"jest"}}`, `{"scripts":{"test":"jest","pretest":"sh x"}}`, false},
@@ -24,6 +29,23 @@ func TestConfigEssence(t *testing.T) {
 	for rel, want := range map[string]bool{"pytest.ini": true, "a/b/setup.cfg": true, "go.work": true, "sub/go.mod": true, "go.sum": false, "main.go": false, "Makefile": false} {
 		if IsTestConfig(rel) != want {
 			t.Errorf("IsTestConfig(%q) = %v", rel, !want)
+		}
+	}
+}
+
+func TestCommandFiles(t *testing.T) {
+	for cmd, want := range map[string][]string{
+		"make test":                         {"GNUmakefile", "makefile", "Makefile"},
+		"cd app && make -f build/ci.mk test": {"GNUmakefile", "makefile", "Makefile", "build/ci.mk"},
+		"npm test":                          {"package.json"},
+		"./run-tests.sh --fast":             {"run-tests.sh"},
+		"python scripts/test.py -x":         {"scripts/test.py"},
+		"go test ./...":                     nil,
+		"go test -run=TestX ./pkg/...":      nil,
+		"bash ../outside.sh":                nil,
+	} {
+		if got := CommandFiles(cmd); !slices.Equal(got, want) {
+			t.Errorf("CommandFiles(%q) = %q, want %q", cmd, got, want)
 		}
 	}
 }

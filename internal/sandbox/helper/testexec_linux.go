@@ -25,7 +25,7 @@ import (
 // which a.out may write only a new directory of its own (made in
 // $TMPDIR, and its TMPDIR and GOTMPDIR from then on), the sandbox's own
 // shared memory and terminals, the devices and each DIR (the sandbox's
-// private /tmp), and make sockets and FIFOs, nothing else, beneath each
+// private /tmp), and make sockets, nothing else, beneath each
 // DIR given as SocketsOnly+DIR (the private /tmp when the paths bound
 // back in it must not be written): not the workspace, not the go command's work directory
 // with the other packages' test binaries, not the build cache. So no
@@ -38,7 +38,8 @@ import (
 const TestExecArg = "__go-test-exec"
 
 // SocketsOnly prefixes a TestExecArg directory beneath which a test
-// binary may make sockets and FIFOs but write nothing else.
+// binary may make sockets but write nothing else (a FIFO planted where
+// the go command is about to write would stall or feed it).
 const SocketsOnly = "sockets:"
 
 // TestExecMain is the wrapper's whole life (args follow TestExecArg);
@@ -108,7 +109,7 @@ func testExec(args []string) error {
 		landlock.RWDirs(append([]string{own}, extra...)...).IgnoreIfMissing().WithRefer(),
 	}
 	if len(sockets) > 0 {
-		rules = append(rules, landlock.PathAccess(llsyscall.AccessFSMakeSock|llsyscall.AccessFSMakeFifo, sockets...).IgnoreIfMissing())
+		rules = append(rules, landlock.PathAccess(llsyscall.AccessFSMakeSock, sockets...).IgnoreIfMissing())
 	}
 	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
 	if err != nil {
