@@ -35,14 +35,14 @@ func TestConfigEssence(t *testing.T) {
 
 func TestCommandFiles(t *testing.T) {
 	for cmd, want := range map[string][]string{
-		"make test":                         {"GNUmakefile", "makefile", "Makefile"},
+		"make test":                          {"GNUmakefile", "makefile", "Makefile"},
 		"cd app && make -f build/ci.mk test": {"GNUmakefile", "makefile", "Makefile", "build/ci.mk"},
-		"npm test":                          {"package.json"},
-		"./run-tests.sh --fast":             {"run-tests.sh"},
-		"python scripts/test.py -x":         {"scripts/test.py"},
-		"go test ./...":                     nil,
-		"go test -run=TestX ./pkg/...":      nil,
-		"bash ../outside.sh":                nil,
+		"npm test":                           {"package.json"},
+		"./run-tests.sh --fast":              {"run-tests.sh"},
+		"python scripts/test.py -x":          {"scripts/test.py"},
+		"go test ./...":                      nil,
+		"go test -run=TestX ./pkg/...":       nil,
+		"bash ../outside.sh":                 nil,
 	} {
 		if got := CommandFiles(cmd); !slices.Equal(got, want) {
 			t.Errorf("CommandFiles(%q) = %q, want %q", cmd, got, want)
