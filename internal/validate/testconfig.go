@@ -22,10 +22,27 @@ import (
 var configNames = []string{"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml",
 	"entry_points.txt", "sitecustomize.py", "usercustomize.py", "go.mod", "go.work"}
 
+// configPrefixes begin the names of JavaScript test runners'
+// configuration files (jest.config.js, vitest.config.ts, .mocharc.yml).
+var configPrefixes = []string{"jest.config.", "vitest.config.", "vitest.workspace.", ".mocharc."}
+
 // IsTestConfig reports whether the file at rel (slash-separated, relative
-// to the repository's root) configures a test run, at any depth.
+// to the repository's root) configures a test run, at any depth: the
+// files of configNames; .npmrc (its node-options can load a module into
+// every node that npm test starts); .gitattributes (its filters and
+// working-tree encodings decide the bytes git writes, a task's tests
+// among them); cargo's .cargo/config and .cargo/config.toml (a target's
+// runner runs every test binary); and the JavaScript test runners'
+// configuration files (configPrefixes).
 func IsTestConfig(rel string) bool {
-	return slices.Contains(configNames, path.Base(rel))
+	base := path.Base(rel)
+	switch {
+	case slices.Contains(configNames, base), base == ".npmrc", base == ".gitattributes":
+		return true
+	case base == "config" || base == "config.toml":
+		return path.Base(path.Dir(rel)) == ".cargo"
+	}
+	return slices.ContainsFunc(configPrefixes, func(p string) bool { return strings.HasPrefix(base, p) })
 }
 
 // ConfigEssence is what of a test configuration file's content (data, of

@@ -26,7 +26,9 @@ func TestConfigEssence(t *testing.T) {
 			t.Errorf("%s: %q and %q the same: %v, want %v", tc.rel, tc.a, tc.b, got, tc.same)
 		}
 	}
-	for rel, want := range map[string]bool{"pytest.ini": true, "a/b/setup.cfg": true, "go.work": true, "sub/go.mod": true, "go.sum": false, "main.go": false, "Makefile": false} {
+	for rel, want := range map[string]bool{"pytest.ini": true, "a/b/setup.cfg": true, "go.work": true, "sub/go.mod": true, "go.sum": false, "main.go": false, "Makefile": false,
+		".npmrc": true, "web/.npmrc": true, ".gitattributes": true, ".cargo/config.toml": true, "a/.cargo/config": true, "config.toml": false,
+		"jest.config.js": true, "web/vitest.config.ts": true, ".mocharc.yml": true, "jest.js": false} {
 		if IsTestConfig(rel) != want {
 			t.Errorf("IsTestConfig(%q) = %v", rel, !want)
 		}

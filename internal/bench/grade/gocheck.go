@@ -251,8 +251,9 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 // it passed, or does not report it failed, cannot be trusted (the reasons
 // by package). This catches a forger that needs no test's name, such as
 // one that re-runs its own binary and rewrites every failure into a pass.
-// A package go list cannot place (no directory, an unexpected name) is
-// left unasked.
+// A package go list cannot place (it failed; no directory, an unexpected
+// name) is untrusted too: a forger that breaks go list after the full
+// run must not be trusted for it.
 func canary(ctx context.Context, sh validate.Shell, pkgs []string, left func() time.Duration) (map[string]string, error) {
 	r := sh.Run(ctx, "go list -f '{{.ImportPath}}{{\"\\t\"}}{{.Dir}}{{\"\\t\"}}{{.Name}}' "+strings.Join(pkgs, " "), left())
 	if err := ctx.Err(); err != nil {
@@ -272,8 +273,16 @@ func canary(ctx context.Context, sh validate.Shell, pkgs []string, left func() t
 		removes = append(removes, path)
 		placed = append(placed, f[0])
 	}
+	why := map[string]string{}
+	for _, pkg := range pkgs {
+		if !slices.Contains(placed, pkg) {
+			// Fail closed: a package that cannot be asked (go list
+			// failed, or printed no directory for it) is not trusted.
+			why[pkg] = "go list did not place it, so the grader's own failing test could not be asked of it"
+		}
+	}
 	if len(placed) == 0 {
-		return nil, nil
+		return why, nil
 	}
 	cmd := "{ " + strings.Join(writes, " && ") + "; } && go test -json -count=1 -run " + shellQuote("^"+name+"$") + " " + strings.Join(placed, " ") +
 		"; rm -f " + strings.Join(removes, " ")
@@ -282,7 +291,6 @@ func canary(ctx context.Context, sh validate.Shell, pkgs []string, left func() t
 		return nil, err
 	}
 	failed := map[string]bool{}
-	why := map[string]string{}
 	for _, ev := range goTestEvents(r.Stdout + "\n" + r.Stderr) {
 		if ev.Test != name || !slices.Contains(placed, ev.Package) {
 			continue

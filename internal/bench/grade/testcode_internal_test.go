@@ -127,7 +127,9 @@ type fakeShell struct {
 	// canary is the action the binaries report for the grader's failing
 	// test ("fail" when honest, "" for none).
 	canary string
-	cmds   []string
+	// listFails: go list prints nothing (a go.mod broken after the run).
+	listFails bool
+	cmds      []string
 }
 
 // canaryName is the grader's failing test's name in a command.
@@ -140,6 +142,8 @@ func (f *fakeShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Res
 	switch {
 	case strings.Contains(cmd, "TestTrussAbsent"):
 		out = f.absent
+	case strings.HasPrefix(cmd, "go list ") && f.listFails:
+		out = ""
 	case strings.HasPrefix(cmd, "go list "):
 		out = "m/a\t/ws/a\ta\nm/b\t/ws/b\tb\n"
 	case canaryName.MatchString(cmd):
@@ -174,23 +178,27 @@ func TestGoCheck(t *testing.T) {
 		absent, listed   string
 		untrusted, fails []string
 		canary           string
+		listFails        bool
 	}{
-		{"honest", honestAbsent, honestListed, nil, nil, "fail"},
+		{"honest", honestAbsent, honestListed, nil, nil, "fail", false},
 		// A forger that re-runs its binary and turns every failure into
 		// a pass needs no test's name: the grader's failing test passes.
-		{"passes the grader's failing test", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "pass"},
-		{"does not report the grader's failing test", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, ""},
+		{"passes the grader's failing test", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "pass", false},
+		{"does not report the grader's failing test", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "", false},
 		{"reports the absent test", ev("run", "m/a", "TestTrussAbsentX") + ev("pass", "m/a", "") + ev("pass", "m/b", ""), honestListed,
-			[]string{"m/a"}, []string{"TestA", "TestA/sub"}, "fail"},
+			[]string{"m/a"}, []string{"TestA", "TestA/sub"}, "fail", false},
 		{"reports a listed test when asked for none", ev("pass", "m/b", "TestB") + ev("pass", "m/a", "") + ev("pass", "m/b", ""), honestListed,
-			[]string{"m/b"}, []string{"m/b.TestB"}, "fail"},
-		{"does not pass when asked for none", ev("pass", "m/a", ""), honestListed, []string{"m/b"}, []string{"m/b.TestB"}, "fail"},
-		{"reports a test not asked for", honestAbsent, honestListed + ev("pass", "m/b", "TestC"), []string{"m/b"}, []string{"m/b.TestB"}, "fail"},
-		{"a package not asked for", honestAbsent, honestListed + ev("pass", "m/c", "TestA"), []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "fail"},
-		{"fails alone", honestAbsent, strings.Replace(honestListed, ev("pass", "m/a", "TestA/sub"), ev("fail", "m/a", "TestA/sub"), 1), nil, []string{"TestA/sub"}, "fail"},
+			[]string{"m/b"}, []string{"m/b.TestB"}, "fail", false},
+		{"does not pass when asked for none", ev("pass", "m/a", ""), honestListed, []string{"m/b"}, []string{"m/b.TestB"}, "fail", false},
+		{"reports a test not asked for", honestAbsent, honestListed + ev("pass", "m/b", "TestC"), []string{"m/b"}, []string{"m/b.TestB"}, "fail", false},
+		{"a package not asked for", honestAbsent, honestListed + ev("pass", "m/c", "TestA"), []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "fail", false},
+		// A forger that breaks go list after the full run leaves the
+		// grader's failing test unasked: the packages are not trusted.
+		{"go list fails", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "fail", true},
+		{"fails alone", honestAbsent, strings.Replace(honestListed, ev("pass", "m/a", "TestA/sub"), ev("fail", "m/a", "TestA/sub"), 1), nil, []string{"TestA/sub"}, "fail", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sh := &fakeShell{absent: tc.absent, listed: tc.listed, canary: tc.canary}
+			sh := &fakeShell{absent: tc.absent, listed: tc.listed, canary: tc.canary, listFails: tc.listFails}
 			tests := map[string]string{}
 			for k, v := range listed {
 				tests[k] = v
@@ -208,7 +216,7 @@ func TestGoCheck(t *testing.T) {
 			}
 			// The grader's failing test is asked of the packages still
 			// trusted, written beside their code and removed after.
-			if len(sh.cmds) > 2 && (len(sh.cmds) != 4 || !strings.HasPrefix(sh.cmds[2], "go list ") ||
+			if len(sh.cmds) > 2 && !tc.listFails && (len(sh.cmds) != 4 || !strings.HasPrefix(sh.cmds[2], "go list ") ||
 				!strings.Contains(sh.cmds[3], "> '/ws/") || !strings.Contains(sh.cmds[3], "; rm -f '/ws/")) {
 				t.Errorf("the grader's failing test: commands %q", sh.cmds)
 			}
