@@ -9,7 +9,9 @@
 package provider
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -91,6 +93,10 @@ func (e *Error) Retryable() bool {
 	if e.ForceRetry {
 		return true
 	}
+	if e.Status == http.StatusNotImplemented {
+		// The server does not implement the request: it never will.
+		return false
+	}
 	switch e.Kind {
 	case ErrUnreachable, ErrRateLimited, ErrOverloaded, ErrServer, ErrStream:
 		return true
@@ -165,6 +171,41 @@ func NotAPI(providerName, service string, req *http.Request, status int, body []
 	base := req.URL.Scheme + "://" + req.URL.Host
 	return &Error{Provider: providerName, Kind: ErrNotAPI, Status: status, Final: true,
 		Message: fmt.Sprintf("the server at %s does not look like %s: %s (%s)", base, service, Answered(req, status, body), hint)}
+}
+
+// NotAPIAnswer reports whether an error answer of a JSON API's route
+// comes from a server that is not the API: its body is no JSON (a web
+// page, plain text, nothing) and its status says the route does not exist
+// there (404, 405, 501), which no API's passing trouble answers.
+func NotAPIAnswer(status int, body []byte) bool {
+	switch status {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+	default:
+		return false
+	}
+	b := bytes.TrimSpace(body)
+	return len(b) == 0 || (b[0] != '{' && b[0] != '[') || !json.Valid(b)
+}
+
+// ResponseBody is the body of an error response an SDK has read and put
+// back (at most 1 MiB); it is put back again for whoever reads it next.
+func ResponseBody(resp *http.Response) []byte {
+	if resp == nil || resp.Body == nil {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return b
+}
+
+// SentRequest is the request resp answers as it went out, after every
+// middleware's change of route, else req (an SDK's error's own).
+func SentRequest(req *http.Request, resp *http.Response) *http.Request {
+	if resp != nil && resp.Request != nil {
+		return resp.Request
+	}
+	return req
 }
 
 // Answered says what the server answered to req, for an error message:

@@ -41,6 +41,32 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
+func TestNotAPIAnswer(t *testing.T) {
+	tests := []struct {
+		status int
+		body   string
+		want   bool
+	}{
+		{404, "<html><body>nginx</body></html>", true},
+		{404, "", true},
+		{404, "404 page not found\n", true},
+		{405, "Method Not Allowed", true},
+		{501, "<!DOCTYPE HTML>\n<title>Error response</title>", true},
+		{404, `{"type":"error","error":{"type":"not_found_error","message":"model: x"}}`, false},
+		{404, `[{"error":{"code":404,"message":"x"}}]`, false},
+		{404, `{"truncated`, true},
+		{400, "<html>bad</html>", false},
+		{401, "<html>login</html>", false},
+		{502, "<html>Bad Gateway</html>", false},
+		{413, "<html>Request Entity Too Large</html>", false},
+	}
+	for _, tt := range tests {
+		if got := NotAPIAnswer(tt.status, []byte(tt.body)); got != tt.want {
+			t.Errorf("NotAPIAnswer(%d, %q) = %v, want %v", tt.status, tt.body, got, tt.want)
+		}
+	}
+}
+
 func TestKindAndRetryable(t *testing.T) {
 	tests := []struct {
 		status    int
@@ -49,7 +75,7 @@ func TestKindAndRetryable(t *testing.T) {
 	}{
 		{400, ErrBadRequest, false}, {401, ErrAuth, false}, {403, ErrAuth, false}, {404, ErrNotFound, false},
 		{408, ErrServer, true}, {409, ErrServer, true}, {422, ErrBadRequest, false}, {429, ErrRateLimited, true},
-		{500, ErrServer, true}, {502, ErrServer, true}, {503, ErrServer, true}, {529, ErrOverloaded, true},
+		{500, ErrServer, true}, {501, ErrServer, false}, {502, ErrServer, true}, {503, ErrServer, true}, {529, ErrOverloaded, true},
 	}
 	for _, tt := range tests {
 		e := &Error{Kind: KindForStatus(tt.status), Status: tt.status}

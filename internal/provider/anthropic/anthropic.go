@@ -97,13 +97,16 @@ type Client struct {
 	// label names the provider in errors (Config.Label), service the
 	// server a transport error could not reach ("the Anthropic API").
 	label, service string
-	// hint is what a transport error tells the user to check.
-	hint string
+	// hint is what a transport error tells the user to check; api names
+	// the API an answer that is not its own is compared with, and
+	// notAPIHint says what to check then.
+	hint, api, notAPIHint string
 }
 
 // New returns a client.
 func New(cfg Config) *Client {
-	c := &Client{cfg: cfg, label: "anthropic", service: "the Anthropic API", hint: "check the network or ANTHROPIC_BASE_URL"}
+	c := &Client{cfg: cfg, label: "anthropic", service: "the Anthropic API", hint: "check the network or ANTHROPIC_BASE_URL",
+		api: "the Anthropic API", notAPIHint: "is ANTHROPIC_BASE_URL the address of the Anthropic API?"}
 	if cfg.BaseURL != "" {
 		c.service = "the server"
 	}
@@ -129,9 +132,11 @@ func New(cfg Config) *Client {
 		// request, as on every platform.
 		opts = append(opts, option.WithMiddleware(cfg.Vertex.middleware()))
 		c.label, c.service, c.hint = "vertex", "Vertex AI", "check the network, CLOUD_ML_REGION or ANTHROPIC_VERTEX_BASE_URL"
+		c.api, c.notAPIHint = "Vertex AI", "is ANTHROPIC_VERTEX_BASE_URL the address of Vertex AI?"
 	} else if cfg.Bedrock != nil {
 		opts = append(opts, option.WithMiddleware(cfg.Bedrock.middleware()))
 		c.label, c.service, c.hint = "bedrock", "Amazon Bedrock", "check the network, AWS_REGION or ANTHROPIC_BEDROCK_BASE_URL"
+		c.api, c.notAPIHint = "Amazon Bedrock's runtime API", "is ANTHROPIC_BEDROCK_BASE_URL the address of Bedrock's runtime?"
 	} else {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
@@ -141,7 +146,7 @@ func New(cfg Config) *Client {
 	if cfg.ThinkingBudget > 0 {
 		opts = append(opts, option.WithHeaderAdd("anthropic-beta", InterleavedThinking))
 	}
-	c.label, c.hint = cmp.Or(cfg.Label, c.label), cmp.Or(cfg.ReachHint, c.hint)
+	c.label, c.hint, c.notAPIHint = cmp.Or(cfg.Label, c.label), cmp.Or(cfg.ReachHint, c.hint), cmp.Or(cfg.ReachHint, c.notAPIHint)
 	c.client = sdk.NewClient(opts...)
 	return c
 }
@@ -625,6 +630,9 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	}
 	var apierr *sdk.Error
 	if errors.As(err, &apierr) {
+		if apierr.Request != nil && provider.NotAPIAnswer(apierr.StatusCode, []byte(apierr.RawJSON())) {
+			return provider.NotAPI("anthropic", c.api, provider.SentRequest(apierr.Request, apierr.Response), apierr.StatusCode, []byte(apierr.RawJSON()), c.notAPIHint)
+		}
 		typ := string(apierr.Type())
 		msg := apierr.Message
 		if status, gmsg, ok := googleError([]byte(apierr.RawJSON())); ok && typ == "" {

@@ -327,6 +327,10 @@ func classify(ctx context.Context, err error, hint string) error {
 	}
 	var apierr *openai.Error
 	if errors.As(err, &apierr) {
+		if body := provider.ResponseBody(apierr.Response); apierr.Request != nil && provider.NotAPIAnswer(apierr.StatusCode, body) {
+			return provider.NotAPI("chat", "an OpenAI-compatible API", provider.SentRequest(apierr.Request, apierr.Response), apierr.StatusCode, body,
+				cmp.Or(hint, "is OPENAI_BASE_URL the server's /v1 address?"))
+		}
 		msg := apierr.Message
 		if msg == "" {
 			msg = strings.TrimSpace(string(apierr.RawJSON()))

@@ -93,8 +93,10 @@ func NewAzure(cfg AzureConfig) (*Client, error) {
 	if cfg.Label == "" {
 		c.label = "azure"
 	}
+	c.api = "Azure OpenAI's API"
 	if cfg.ReachHint == "" {
 		c.hint = "check the network or the Azure endpoint"
+		c.notAPIHint = "is AZURE_OPENAI_ENDPOINT the address of an Azure OpenAI resource?"
 	}
 	return c, nil
 }

@@ -98,8 +98,10 @@ type Client struct {
 	cache  provider.MessageCache
 	heads  provider.HeadCache
 	// label names the provider in errors (Config.Label); hint is what a
-	// transport error tells the user to check.
-	label, hint string
+	// transport error tells the user to check; api names the API an
+	// answer that is not its own is compared with, and notAPIHint says
+	// what to check then.
+	label, hint, api, notAPIHint string
 }
 
 // New returns a client.
@@ -115,7 +117,8 @@ func New(cfg Config) *Client {
 // route (where requests go and how they authenticate), the adapter's own
 // after them: no SDK retries, each attempt's bytes captured as sent.
 func newClient(cfg Config, base string, route ...option.RequestOption) *Client {
-	c := &Client{cfg: cfg, base: base, label: cmp.Or(cfg.Label, Dialect), hint: cmp.Or(cfg.ReachHint, "check the network or OPENAI_BASE_URL")}
+	c := &Client{cfg: cfg, base: base, label: cmp.Or(cfg.Label, Dialect), hint: cmp.Or(cfg.ReachHint, "check the network or OPENAI_BASE_URL"),
+		api: "OpenAI's Responses API", notAPIHint: cmp.Or(cfg.ReachHint, "is OPENAI_BASE_URL the address of OpenAI's API?")}
 	opts := append(route, option.WithMaxRetries(0), option.WithMiddleware(provider.CaptureMiddleware))
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
@@ -737,17 +740,21 @@ func (c *Client) own(err error) error {
 
 // classify maps an SDK error to a *provider.Error.
 func (c *Client) classify(ctx context.Context, err error) error {
-	return classify(ctx, err, c.hint)
+	return classify(ctx, err, c.hint, c.api, c.notAPIHint)
 }
 
 // classify maps an SDK error to a *provider.Error; hint says what to
-// check when the server cannot be reached.
-func classify(ctx context.Context, err error, hint string) error {
+// check when the server cannot be reached, notAPIHint when it answers
+// but is not api ("OpenAI's Responses API").
+func classify(ctx context.Context, err error, hint, api, notAPIHint string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	var apierr *sdk.Error
 	if errors.As(err, &apierr) {
+		if body := provider.ResponseBody(apierr.Response); apierr.Request != nil && provider.NotAPIAnswer(apierr.StatusCode, body) {
+			return provider.NotAPI(Dialect, api, provider.SentRequest(apierr.Request, apierr.Response), apierr.StatusCode, body, notAPIHint)
+		}
 		msg := apierr.Message
 		if msg == "" {
 			msg = strings.TrimSpace(string(apierr.RawJSON()))

@@ -7,8 +7,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
@@ -31,6 +35,27 @@ func ClosedURL(t testing.TB) string {
 	addr := l.Addr().String()
 	l.Close()
 	return "http://" + addr
+}
+
+// Retrying is a policy that would try a turn four times, quickly: a test
+// of an error that must not be retried counts the requests under it.
+var Retrying = provider.RetryPolicy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+
+// ForeignServer is the address of a web server that is no model API: it
+// answers every request with status and an HTML page, as a web server's
+// error page or Python's http.server answering POST with 501 does. hits
+// counts its requests.
+func ForeignServer(t testing.TB, status int) (base string, hits *atomic.Int32) {
+	t.Helper()
+	hits = new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(status)
+		w.Write([]byte("<!DOCTYPE html>\n<html><head><title>Error response</title></head><body>" + http.StatusText(status) + "</body></html>\n"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, hits
 }
 
 // OneTurn runs one turn of p, as modelName, on a one-message

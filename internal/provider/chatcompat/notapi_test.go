@@ -1,0 +1,48 @@
+package chatcompat
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/provider/providertest"
+)
+
+// TestForeignServer: a base URL that is a web server, not an
+// OpenAI-compatible API, gives one error that names the provider, says
+// the server is not the API and what to check, and is not retried.
+func TestForeignServer(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		cfg    Config
+		want   []string
+	}{
+		{"chat, 404", 404, Config{}, []string{"chat: HTTP 404: the server at http://127.0.0.1:",
+			"does not look like an OpenAI-compatible API: POST /v1/chat/completions answered 404 Not Found", "OPENAI_BASE_URL"}},
+		{"chat, 501", 501, Config{}, []string{"chat: HTTP 501: ", "does not look like an OpenAI-compatible API"}},
+		{"named, 404", 404, Config{Label: "openrouter", ReachHint: providertest.ReachHint},
+			[]string{"openrouter: HTTP 404: ", "does not look like", "(" + providertest.ReachHint + ")"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base, hits := providertest.ForeignServer(t, tt.status)
+			cfg := tt.cfg
+			cfg.BaseURL, cfg.APIKey, cfg.Retry = base+"/v1", "k", providertest.Retrying
+			err := providertest.OneTurn(New(cfg), "m")
+			var pe *provider.Error
+			if !errors.As(err, &pe) || pe.Kind != provider.ErrNotAPI {
+				t.Fatalf("error %v, want an ErrNotAPI", err)
+			}
+			if n := hits.Load(); n != 1 {
+				t.Errorf("%d requests, want 1 (no retry)", n)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not hold %q", err, w)
+				}
+			}
+		})
+	}
+}
