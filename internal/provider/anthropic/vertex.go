@@ -12,6 +12,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"golang.org/x/oauth2"
+
+	"github.com/trussdev/truss/internal/provider/googleauth"
 )
 
 // VertexVersion is the anthropic_version Google Vertex AI requires in the
@@ -136,12 +138,12 @@ func (v *Vertex) middleware() option.Middleware {
 }
 
 // tokenError is a failure to get an access token: the credentials'
-// problem, not the network's to the API.
+// problem, not the network's to the API. It says what the token endpoint
+// answered and, when it refused the credentials, how to renew them
+// (googleauth.TokenFailure).
 type tokenError struct{ err error }
 
-func (e *tokenError) Error() string {
-	return "cannot get a Google access token from the application-default credentials: " + e.err.Error()
-}
+func (e *tokenError) Error() string { return googleauth.TokenFailure(e.err) }
 
 func (e *tokenError) Unwrap() error { return e.err }
 

@@ -30,7 +30,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +37,7 @@ import (
 
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/provider/googleauth"
 )
 
 // Dialect is the adapter's name, and the items' Provider.
@@ -483,42 +483,9 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 }
 
 // tokenError is the error of a failure to get an access token: the
-// credentials', not the API's. The token endpoint's refusal is said by its
-// OAuth error code and description, or by its status and the first line
-// of its answer, not by the whole page oauth2 quotes; a refusal (an OAuth
-// error, a 400 or a 401) says how the credentials are renewed.
+// credentials', not the API's (googleauth.TokenFailure says it).
 func tokenError(err error) *provider.Error {
-	msg := err.Error()
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
-		switch {
-		case re.ErrorCode != "":
-			msg = "the token endpoint refused them: " + re.ErrorCode
-			if re.ErrorDescription != "" {
-				msg += " (" + re.ErrorDescription + ")"
-			}
-		case re.Response != nil:
-			msg = "the token endpoint answered " + re.Response.Status
-			if line := firstLine(re.Body); line != "" {
-				msg += ": " + strconv.Quote(truncate([]byte(line), 120))
-			}
-		}
-		if refused := re.ErrorCode != "" || re.Response != nil && (re.Response.StatusCode == http.StatusBadRequest || re.Response.StatusCode == http.StatusUnauthorized); refused {
-			msg += "; renew them (gcloud auth application-default login, or a key file of a service account in GOOGLE_APPLICATION_CREDENTIALS)"
-		}
-	}
-	return &provider.Error{Provider: Dialect, Kind: provider.ErrAuth, Err: err,
-		Message: "cannot get a Google access token from the application-default credentials: " + msg}
-}
-
-// firstLine is the first line of b with text, trimmed.
-func firstLine(b []byte) string {
-	for line := range strings.Lines(string(b)) {
-		if l := strings.TrimSpace(line); l != "" {
-			return l
-		}
-	}
-	return ""
+	return &provider.Error{Provider: Dialect, Kind: provider.ErrAuth, Err: err, Message: googleauth.TokenFailure(err)}
 }
 
 // stream assembles a turn from its chunks.

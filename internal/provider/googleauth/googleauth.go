@@ -31,6 +31,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -209,4 +211,46 @@ func Find(getenv func(string) string, home string) (*Credentials, error) {
 		return &Credentials{Path: p, File: f}, nil
 	}
 	return nil, fmt.Errorf("%w: set GOOGLE_APPLICATION_CREDENTIALS to a credential file, or run `gcloud auth application-default login` (looked at %v)", ErrNoCredentials, paths)
+}
+
+// TokenFailure says why the credentials gave no access token, for an
+// error of an adapter: "cannot get a Google access token from the
+// application-default credentials: …". The token endpoint's refusal is said
+// by its OAuth error code and description, or by its status and the first
+// line of its answer, not by the whole page oauth2 quotes; a refusal (an
+// OAuth error, a 400 or a 401) says how the credentials are renewed.
+func TokenFailure(err error) string {
+	msg := err.Error()
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		switch {
+		case re.ErrorCode != "":
+			msg = "the token endpoint refused them: " + re.ErrorCode
+			if re.ErrorDescription != "" {
+				msg += " (" + re.ErrorDescription + ")"
+			}
+		case re.Response != nil:
+			msg = "the token endpoint answered " + re.Response.Status
+			if line := firstLine(re.Body); line != "" {
+				if r := []rune(line); len(r) > 120 {
+					line = string(r[:120]) + "…"
+				}
+				msg += ": " + strconv.Quote(line)
+			}
+		}
+		if refused := re.ErrorCode != "" || re.Response != nil && (re.Response.StatusCode == http.StatusBadRequest || re.Response.StatusCode == http.StatusUnauthorized); refused {
+			msg += "; renew them (gcloud auth application-default login, or a key file of a service account in GOOGLE_APPLICATION_CREDENTIALS)"
+		}
+	}
+	return "cannot get a Google access token from the application-default credentials: " + msg
+}
+
+// firstLine is the first line of b with text, trimmed.
+func firstLine(b []byte) string {
+	for line := range strings.Lines(string(b)) {
+		if l := strings.TrimSpace(line); l != "" {
+			return l
+		}
+	}
+	return ""
 }
