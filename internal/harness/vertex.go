@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -21,35 +22,38 @@ import (
 // gcloud's file). The simulated model gets a token of its own and a
 // project and region when none is given. Every refusal is a *ConfigError
 // naming what to set: setRegion and setProject say how the provider's
-// are set.
-func googleCloud(ctx context.Context, e Endpoint, name, setRegion, setProject string) (region, project string, ts oauth2.TokenSource, err error) {
+// are set. quota is the project billed for the requests, as Google's
+// client libraries pick it: GOOGLE_CLOUD_QUOTA_PROJECT, else the
+// credential file's quota_project_id ("" for none).
+func googleCloud(ctx context.Context, e Endpoint, name, setRegion, setProject string) (region, project, quota string, ts oauth2.TokenSource, err error) {
 	region, project = e.Region, e.Project
 	if e.Sim {
-		return cmpOr(region, "us-east5"), cmpOr(project, "sim-project"), oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.APIKey, TokenType: "Bearer"}), nil
+		return cmpOr(region, "us-east5"), cmpOr(project, "sim-project"), "", oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.APIKey, TokenType: "Bearer"}), nil
 	}
 	if region == "" {
-		return "", "", nil, configErrorf("provider %s needs a region: %s (us-east5, europe-west1, global, …)", name, setRegion)
+		return "", "", "", nil, configErrorf("provider %s needs a region: %s (us-east5, europe-west1, global, …)", name, setRegion)
 	}
 	home, _ := os.UserHomeDir()
 	creds, err := googleauth.Find(os.Getenv, home)
 	if err != nil {
 		if errors.Is(err, googleauth.ErrNoCredentials) {
-			return "", "", nil, configErrorf("provider %s: %v", name, err)
+			return "", "", "", nil, configErrorf("provider %s: %v", name, err)
 		}
-		return "", "", nil, configErrorf("provider %s: the application-default credentials: %v", name, err)
+		return "", "", "", nil, configErrorf("provider %s: the application-default credentials: %v", name, err)
 	}
 	project = cmpOr(project, creds.File.Project())
 	if project == "" {
-		return "", "", nil, configErrorf("provider %s needs a project: %s (%s names none)", name, setProject, creds.Path)
+		return "", "", "", nil, configErrorf("provider %s needs a project: %s (%s names none)", name, setProject, creds.Path)
 	}
 	for _, v := range []string{region, project} {
 		if v == "." || v == ".." || strings.ContainsAny(v, "/?#%\\ ") {
-			return "", "", nil, configErrorf("provider %s: %q cannot be part of a path", name, v)
+			return "", "", "", nil, configErrorf("provider %s: %q cannot be part of a path", name, v)
 		}
 	}
 	// The source outlives the call that made it: every turn may refresh
 	// its token.
-	return region, project, creds.File.TokenSource(context.WithoutCancel(ctx), nil, ""), nil
+	quota = cmpOr(os.Getenv("GOOGLE_CLOUD_QUOTA_PROJECT"), creds.File.QuotaProjectID)
+	return region, project, quota, creds.File.TokenSource(context.WithoutCancel(ctx), nil, ""), nil
 }
 
 // vertexConfig is the Messages adapter's configuration of an endpoint
@@ -57,7 +61,7 @@ func googleCloud(ctx context.Context, e Endpoint, name, setRegion, setProject st
 func vertexConfig(ctx context.Context, e Endpoint) (anthropicprov.Config, error) {
 	c := anthropicprov.Config{BaseURL: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry, ServerTools: e.ServerTools,
 		ThinkingBudget: int64(settings(e).ThinkingTokens), ContextManagement: e.ContextManagement}
-	region, project, ts, err := googleCloud(ctx, e, "vertex", "--region or CLOUD_ML_REGION", "--project, ANTHROPIC_VERTEX_PROJECT_ID or GOOGLE_CLOUD_PROJECT")
+	region, project, _, ts, err := googleCloud(ctx, e, "vertex", "--region or CLOUD_ML_REGION", "--project, ANTHROPIC_VERTEX_PROJECT_ID or GOOGLE_CLOUD_PROJECT")
 	if err != nil {
 		return c, err
 	}
@@ -72,12 +76,17 @@ func vertexConfig(ctx context.Context, e Endpoint) (anthropicprov.Config, error)
 func vertexGeminiConfig(ctx context.Context, e Endpoint) (gemini.Config, error) {
 	s := settings(e)
 	c := gemini.Config{BaseURL: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry, ThinkingTokens: s.ThinkingTokens, Effort: s.ReasoningEffort}
-	region, project, ts, err := googleCloud(ctx, e, "vertex-gemini", "--region, GOOGLE_CLOUD_LOCATION or CLOUD_ML_REGION", "--project or GOOGLE_CLOUD_PROJECT")
+	region, project, quota, ts, err := googleCloud(ctx, e, "vertex-gemini", "--region, GOOGLE_CLOUD_LOCATION or CLOUD_ML_REGION", "--project or GOOGLE_CLOUD_PROJECT")
 	if err != nil {
 		return c, err
 	}
 	c.BaseURL = cmpOr(c.BaseURL, anthropicprov.VertexBaseURL(region))
 	c.Path = "/" + gemini.VertexAPIVersion + "/projects/" + url.PathEscape(project) + "/locations/" + url.PathEscape(region) + "/publishers/google/models/%s"
 	c.Token = ts
+	if quota != "" {
+		// As Google's SDK does: the quota project is billed and its quota
+		// used, not the credentials' own project's.
+		c.Header = http.Header{"X-Goog-User-Project": {quota}}
+	}
 	return c, nil
 }

@@ -223,3 +223,31 @@ func TestVertexCredentialFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestVertexGeminiQuotaProject: vertex-gemini's requests carry the quota
+// project in X-Goog-User-Project, as Google's SDK picks it:
+// GOOGLE_CLOUD_QUOTA_PROJECT, else the credential file's
+// quota_project_id; none without either.
+func TestVertexGeminiQuotaProject(t *testing.T) {
+	for _, tc := range []struct {
+		name, kind, fileQuota, envQuota string
+		want                            []string
+	}{
+		{name: "the file's", kind: "authorized_user", fileQuota: "file-quota", want: []string{"file-quota"}},
+		{name: "the variable first", kind: "authorized_user", fileQuota: "file-quota", envQuota: "env-quota", want: []string{"env-quota"}},
+		{name: "none", kind: "service_account", fileQuota: "sa-project"},
+		{name: "the variable without the file's", kind: "service_account", fileQuota: "sa-project", envQuota: "env-quota", want: []string{"env-quota"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adcFile(t, tc.kind, "https://oauth2.googleapis.com/token", tc.fileQuota))
+			t.Setenv("GOOGLE_CLOUD_QUOTA_PROJECT", tc.envQuota)
+			c, err := vertexGeminiConfig(context.Background(), Endpoint{Region: "us-central1", Project: "p"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Header.Values("X-Goog-User-Project"); !slices.Equal(got, tc.want) {
+				t.Errorf("X-Goog-User-Project %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
