@@ -73,7 +73,8 @@ func NewAzure(cfg AzureConfig) (*Client, error) {
 	if version == "" {
 		version = AzureV1
 	}
-	endpoint := strings.TrimSuffix(cfg.Endpoint, "/")
+	endpoint := ResourceEndpoint(cfg.Endpoint)
+	u, _ = url.Parse(endpoint)
 	route := []option.RequestOption{azure.WithEndpoint(endpoint, version)}
 	if cfg.v1() {
 		route = append(route, option.WithMiddleware(v1Route(u.EscapedPath())))
@@ -99,6 +100,20 @@ func NewAzure(cfg AzureConfig) (*Client, error) {
 		c.notAPIHint = "is AZURE_OPENAI_ENDPOINT the address of an Azure OpenAI resource?"
 	}
 	return c, nil
+}
+
+// ResourceEndpoint is the resource's address of an endpoint as the Azure
+// portal may show it: the v1 API's base URL
+// (https://RESOURCE.openai.azure.com/openai/v1) or its /openai path lose
+// them, since the routes add them again; any other path is kept.
+func ResourceEndpoint(endpoint string) string {
+	e := strings.TrimRight(endpoint, "/")
+	for _, suffix := range []string{"/openai/v1", "/openai"} {
+		if strings.HasSuffix(e, suffix) {
+			return strings.TrimSuffix(e, suffix)
+		}
+	}
+	return e
 }
 
 // v1Route moves the azure package's routes ({prefix}/openai/…) to the v1

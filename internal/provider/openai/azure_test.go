@@ -27,6 +27,7 @@ func TestAzureRoutes(t *testing.T) {
 	for _, tc := range []struct {
 		name, version, key, token, prefix string
 		path, query                       string
+		suffix                            string // after the endpoint, as the portal shows it
 	}{
 		{name: "v1 with key", key: "sim", path: "/openai/v1/responses", query: "api-version=v1"},
 		{name: "v1 preview", version: "preview", key: "sim", path: "/openai/v1/responses", query: "api-version=preview"},
@@ -34,6 +35,10 @@ func TestAzureRoutes(t *testing.T) {
 		{name: "Entra ID token", token: "sim", path: "/openai/v1/responses", query: "api-version=v1"},
 		{name: "token wins over key", key: "wrong", token: "sim", path: "/openai/v1/responses", query: "api-version=v1"},
 		{name: "gateway path", key: "sim", prefix: "/gw/aoai", path: "/openai/v1/responses", query: "api-version=v1"},
+		{name: "the v1 base URL as the endpoint", key: "sim", suffix: "/openai/v1", path: "/openai/v1/responses", query: "api-version=v1"},
+		{name: "the v1 base URL with a slash", key: "sim", suffix: "/openai/v1/", path: "/openai/v1/responses", query: "api-version=v1"},
+		{name: "the /openai path, dated route", version: "2025-04-01-preview", key: "sim", suffix: "/openai", path: "/openai/responses", query: "api-version=2025-04-01-preview"},
+		{name: "gateway path and the v1 base URL", key: "sim", prefix: "/gw/aoai", suffix: "/openai/v1", path: "/openai/v1/responses", query: "api-version=v1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, base := simtest.Serve(t, shellStep, "sim")
@@ -48,7 +53,7 @@ func TestAzureRoutes(t *testing.T) {
 				t.Cleanup(hs.Close)
 				base = hs.URL + tc.prefix
 			}
-			c, err := NewAzure(AzureConfig{Endpoint: base, APIKey: tc.key, Token: tc.token, APIVersion: tc.version, Config: Config{Retry: fast}})
+			c, err := NewAzure(AzureConfig{Endpoint: base + tc.suffix, APIKey: tc.key, Token: tc.token, APIVersion: tc.version, Config: Config{Retry: fast}})
 			if err != nil {
 				t.Fatal(err)
 			}
