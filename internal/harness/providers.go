@@ -652,19 +652,41 @@ func (p ProviderDef) header(getenv func(string) string) (http.Header, error) {
 }
 
 // namedProvider makes the definition of a provider of the user's
-// configuration.
-func namedProvider(name string, c config.Provider) (ProviderDef, error) {
-	if d, ok := dialect(c.Wire); !ok || d.Platform {
-		var wires []string
-		for _, d := range dialects {
-			if !d.Platform {
-				wires = append(wires, d.Name)
-			}
-		}
-		return ProviderDef{}, configErrorf("providers.%s in the user's configuration: wire %s is not in this build (it has %s)", name, c.Wire, orList(wires))
+// configuration, read from file (which errors name, as the file's own
+// errors do: "FILE: providers.NAME: …"). A wire is one of config.Wires, or
+// openai-compatible (chat's other name); openai and a cloud platform's
+// route are refused with what to use instead.
+func namedProvider(name, file string, c config.Provider) (ProviderDef, error) {
+	w := c.Wire
+	if w == "openai-compatible" {
+		w = "chat"
 	}
-	return ProviderDef{Name: name, Dialect: c.Wire, Title: "the user's provider at " + c.BaseURL, KeyEnv: c.EnvKey, KeyRequired: c.EnvKey != "",
-		DefaultBaseURL: c.BaseURL, DefaultModel: c.Model, Env: c.Vars(), Headers: c.Headers, EnvHeaders: c.EnvHeaders, Named: true, AnyMaker: true}, nil
+	if d, ok := dialect(w); !ok || d.Platform {
+		why := fmt.Sprintf("wire %q is not one of %s", c.Wire, orList(Wires()))
+		switch {
+		case w == "":
+			why = "wire is missing: the API the server speaks (" + orList(Wires()) + ")"
+		case w == "openai":
+			why += ": use responses for OpenAI's Responses API, chat for a Chat Completions server"
+		case ok && d.Platform:
+			why += fmt.Sprintf(": %s is a cloud platform's route with the platform's credentials; use --provider %s", w, w)
+		}
+		return ProviderDef{}, configErrorf("%s: providers.%s: %s", file, name, why)
+	}
+	return ProviderDef{Name: name, Dialect: w, Title: "the user's provider at " + c.BaseURL, KeyEnv: c.EnvKey, KeyRequired: c.EnvKey != "",
+		DefaultBaseURL: c.BaseURL, DefaultModel: c.Model, Env: c.Vars(), Headers: c.Headers, EnvHeaders: c.EnvHeaders, Named: true, AnyMaker: true, ConfigFile: file}, nil
+}
+
+// Wires are the dialects a named provider's wire may be: those that are
+// no cloud platform's route.
+func Wires() []string {
+	var out []string
+	for _, d := range dialects {
+		if !d.Platform {
+			out = append(out, d.Name)
+		}
+	}
+	return out
 }
 
 // providerDef returns the provider named name: the table's, else the
@@ -678,7 +700,7 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 	if s.user != nil {
 		for _, n := range slices.Sorted(maps.Keys(s.user.Providers)) {
 			if _, ok := lookupProvider(n); ok {
-				return ProviderDef{}, configErrorf("providers.%s in the user's configuration: %s is a built-in provider; give yours another name", n, n)
+				return ProviderDef{}, configErrorf("%s: providers.%s: %s is a built-in provider; give yours another name", s.userFile(), n, n)
 			}
 		}
 	}
@@ -687,9 +709,7 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 	}
 	if s.user != nil {
 		if c, ok := s.user.Providers[name]; ok {
-			def, err := namedProvider(name, c)
-			def.ConfigFile = s.userFile()
-			return def, err
+			return namedProvider(name, s.userFile(), c)
 		}
 	}
 	names := ProviderList()

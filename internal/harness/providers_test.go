@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/sim"
 )
 
@@ -224,24 +225,31 @@ env_headers = { "X-Org" = "MINE_ORG" }
 	if err := os.WriteFile(filepath.Join(o.KeyDir, "config.toml"), []byte(user), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.openai in the user's configuration: openai is a built-in provider; give yours another name" {
+	if _, err := Open(context.Background(), o); err == nil || err.Error() != filepath.Join(o.KeyDir, "config.toml")+": providers.openai: openai is a built-in provider; give yours another name" {
 		t.Errorf("a built-in's name: %v", err)
 	}
-	user = "[providers.mine]\nbase_url = \"https://h/v1\"\nwire = \"grpc\"\n"
-	if err := os.WriteFile(filepath.Join(o.KeyDir, "config.toml"), []byte(user), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	o.Provider = "mine"
-	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.mine in the user's configuration: wire grpc is not in this build (it has anthropic, responses, chat, ollama, gemini or azure)" {
-		t.Errorf("an unknown wire: %v", err)
+	file := filepath.Join(o.KeyDir, "config.toml")
+	for _, tc := range []struct{ wire, want string }{
+		{"", `wire is missing: the API the server speaks (anthropic, responses, chat, ollama, gemini or azure)`},
+		{"grpc", `wire "grpc" is not one of anthropic, responses, chat, ollama, gemini or azure`},
+		{"openai", `wire "openai" is not one of anthropic, responses, chat, ollama, gemini or azure: use responses for OpenAI's Responses API, chat for a Chat Completions server`},
+		// A platform's route takes the platform's credentials, no env_key.
+		{"vertex", `wire "vertex" is not one of anthropic, responses, chat, ollama, gemini or azure: vertex is a cloud platform's route with the platform's credentials; use --provider vertex`},
+		{"bedrock", `wire "bedrock" is not one of anthropic, responses, chat, ollama, gemini or azure: bedrock is a cloud platform's route with the platform's credentials; use --provider bedrock`},
+	} {
+		user = "[providers.mine]\nbase_url = \"https://h/v1\"\nwire = \"" + tc.wire + "\"\n"
+		if err := os.WriteFile(file, []byte(user), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(context.Background(), o); err == nil || err.Error() != file+": providers.mine: "+tc.want {
+			t.Errorf("wire %s: %v", tc.wire, err)
+		}
 	}
-	// A platform's route takes the platform's credentials, no env_key.
-	user = "[providers.mine]\nbase_url = \"https://h\"\nwire = \"vertex\"\n"
-	if err := os.WriteFile(filepath.Join(o.KeyDir, "config.toml"), []byte(user), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(context.Background(), o); err == nil || err.Error() != "providers.mine in the user's configuration: wire vertex is not in this build (it has anthropic, responses, chat, ollama, gemini or azure)" {
-		t.Errorf("a platform's wire: %v", err)
+	// chat's other name is a wire too.
+	def, err := namedProvider("mine", file, config.Provider{BaseURL: "https://h/v1", Wire: "openai-compatible"})
+	if err != nil || def.Dialect != "chat" {
+		t.Errorf("openai-compatible: %+v, %v", def, err)
 	}
 }
 
