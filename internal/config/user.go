@@ -183,7 +183,53 @@ func keysInFile(b []byte) error {
 			}
 		}
 	}
+	// Elsewhere, a credential's setting that holds a string is a key
+	// pasted where no setting takes one ([gemini] api_key = "AIza…"):
+	// said as such, not as an unknown setting.
+	if where := keyValue(m, ""); where != "" {
+		return fmt.Errorf("%s: a key's value does not belong in a file: a built-in provider reads its key from its variable (truss run --help names them); a provider of [providers.NAME] from the variable its env_key names", where)
+	}
 	return nil
+}
+
+// keyValue is the dotted name of the first setting of m, outside
+// [providers], whose name says it holds a credential and whose value is a
+// string; "" for none. A setting that names a variable (…_env, env_…)
+// holds none.
+func keyValue(m map[string]any, prefix string) string {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if prefix == "" && k == "providers" {
+			continue
+		}
+		switch v := m[k].(type) {
+		case map[string]any:
+			if w := keyValue(v, prefix+k+"."); w != "" {
+				return w
+			}
+		case string:
+			l := strings.ToLower(k)
+			if credentialName(k) && !strings.HasSuffix(l, "_env") && !strings.HasPrefix(l, "env_") {
+				return prefix + k
+			}
+		}
+	}
+	return ""
+}
+
+// looksLikeKey reports whether an env_key that is a valid variable name
+// is more likely a key pasted in its place: a known key prefix, or upper-
+// and lower-case letters with digits, as keys have and variables' names
+// do not.
+func looksLikeKey(s string) bool {
+	for _, p := range []string{"sk_", "gsk_", "xai_", "AIza", "ghp_", "github_pat_", "pplx_", "csk_"} {
+		if strings.HasPrefix(s, p) && len(s) > len(p)+6 {
+			return true
+		}
+	}
+	upper := strings.ContainsFunc(s, func(r rune) bool { return 'A' <= r && r <= 'Z' })
+	lower := strings.ContainsFunc(s, func(r rune) bool { return 'a' <= r && r <= 'z' })
+	digit := strings.ContainsFunc(s, func(r rune) bool { return '0' <= r && r <= '9' })
+	return upper && lower && digit
 }
 
 // credentialName reports whether a setting's or a header's name says it
@@ -213,11 +259,9 @@ func (p Provider) check(name string) error {
 	if u.User != nil {
 		return fmt.Errorf("base_url holds a user or password: a key's value does not belong in a file; set env_key")
 	}
-	if !validName(p.Wire) {
-		return fmt.Errorf("wire is missing: the API dialect the server speaks (anthropic, responses, chat, ollama)")
-	}
-	if p.EnvKey != "" && !validVar(p.EnvKey) {
-		return fmt.Errorf("env_key %q is not a variable's name: it names the variable that holds the key, never the key", p.EnvKey)
+	if p.EnvKey != "" && (!validVar(p.EnvKey) || looksLikeKey(p.EnvKey)) {
+		// Not echoed: it is most likely the key itself.
+		return fmt.Errorf("env_key does not hold a variable's name (it looks like a key): set it to the name of the variable that holds the key (for example OPENROUTER_API_KEY), never the key; then set that variable")
 	}
 	for _, h := range slices.Sorted(maps.Keys(p.Headers)) {
 		if !validHeader(h) || strings.ContainsAny(p.Headers[h], "\r\n\x00") {

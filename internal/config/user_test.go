@@ -94,11 +94,14 @@ wire = "chat"
 	for _, tc := range []struct{ body, want string }{
 		{"[providers.x]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\napi_key = \"sk-abc\"\n", "providers.x.api_key: a key's value does not belong in a file; set env_key"},
 		{"[providers.x]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\ntoken = \"abc\"\n", "providers.x.token: a key's value"},
-		{"[providers.x]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\nenv_key = \"sk-or-v1-abcdef\"\n", "env_key \"sk-or-v1-abcdef\" is not a variable's name"},
+		{"[providers.x]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\nenv_key = \"sk-or-v1-abcdef\"\n", "providers.x: env_key does not hold a variable's name (it looks like a key)"},
+		{"[providers.x]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\nenv_key = \"gsk_abcDEF123456\"\n", "providers.x: env_key does not hold a variable's name (it looks like a key)"},
+		{"[providers.x]\nbase_url = \"https://h/v1\"\nwire = \"chat\"\nenv_key = \"sk-proj-abc123\"\n", "env_key does not hold a variable's name"},
+		{"[gemini]\napi_key = \"AIzaSyA-1234\"\n", "gemini.api_key: a key's value does not belong in a file"},
+		{"anthropic_api_key = \"sk-ant-1\"\n", "anthropic_api_key: a key's value does not belong in a file"},
 		{"[providers.x]\nbase_url = \"https://user:pw@h/v1\"\nwire = \"chat\"\n", "base_url holds a user or password"},
 		{"[providers.x]\nwire = \"chat\"\n", "base_url is missing"},
 		{"[providers.x]\nbase_url = \"ftp://h\"\nwire = \"chat\"\n", "is not an http or https URL"},
-		{"[providers.x]\nbase_url = \"https://h\"\n", "wire is missing: the API dialect"},
 		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nheaders = { Authorization = \"Bearer sk\" }\n", "headers: Authorization carries a credential"},
 		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nheaders = { \"X-Api-Key\" = \"k\" }\n", "headers: X-Api-Key carries a credential"},
 		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nheaders = { \"a b\" = \"v\" }\n", "headers: \"a b\" is not a header"},
@@ -110,6 +113,11 @@ wire = "chat"
 		_, err := ParseUser("config.toml", []byte(tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "config.toml: ") {
 			t.Errorf("%q: %v, want %q", tc.body, err, tc.want)
+		}
+		for _, secret := range []string{"abcdef", "abcDEF123456", "abc123", "1234", "sk-ant-1"} {
+			if err != nil && strings.Contains(err.Error(), secret) {
+				t.Errorf("%q: %v echoes the key", tc.body, err)
+			}
 		}
 	}
 	// A project's configuration never names a provider, trusted or not:
