@@ -122,7 +122,7 @@ func TestBedrockProviderErrors(t *testing.T) {
 		{"no credentials", map[string]string{"AWS_REGION": "us-east-1"}, "", "provider bedrock: no AWS credentials: set AWS_BEARER_TOKEN_BEDROCK"},
 		{"no region", map[string]string{"AWS_BEARER_TOKEN_BEDROCK": "ABSK-x"}, "", "provider bedrock needs a region: --region, AWS_REGION"},
 		{"an SSO profile", map[string]string{"AWS_PROFILE": "sso"}, "", "credential_process = aws configure export-credentials --profile sso --format process"},
-		{"a project", map[string]string{"AWS_BEARER_TOKEN_BEDROCK": "ABSK-x", "AWS_REGION": "us-east-1"}, "p", "--project is for provider vertex, not bedrock"},
+		{"a project", map[string]string{"AWS_BEARER_TOKEN_BEDROCK": "ABSK-x", "AWS_REGION": "us-east-1"}, "p", "--project is for provider vertex or vertex-gemini, not bedrock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := fixture(t, vertexScript)

@@ -402,7 +402,7 @@ func (s *Session) resolve() error {
 		}
 	}
 	if o.Model == "" {
-		return configErrorf("no model given for provider %s: pass --model or set TRUSS_MODEL", o.Provider)
+		return def.NoModel()
 	}
 	return nil
 }

@@ -281,7 +281,9 @@ type ProviderDef struct {
 	// provider's variables ("" keeps them).
 	ReachHint string
 	// DefaultModel is used when no model is named ("" requires one).
-	DefaultModel string
+	// ModelIs says what --model names when it is not a model's name
+	// ("the deployment": Azure's).
+	DefaultModel, ModelIs string
 	// Env are the variables the provider's configuration and credentials
 	// live in: names or path.Match globs ("ANTHROPIC_*"). No command Truss
 	// starts gets them (WithheldEnv).
@@ -404,11 +406,11 @@ var providers = []ProviderDef{
 		ReachHint:    "check the network or GOOGLE_GEMINI_BASE_URL",
 		DefaultModel: "gemini-2.5-pro", Env: []string{"GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"}},
 	{Name: "vertex", Dialect: "vertex", Title: "Anthropic's models on Google Vertex AI",
-		Note:       "Google application-default credentials; --region or CLOUD_ML_REGION, --project or ANTHROPIC_VERTEX_PROJECT_ID",
-		BaseURLEnv: "ANTHROPIC_VERTEX_BASE_URL", RegionEnv: []string{"CLOUD_ML_REGION"},
+		Note:       "Google application-default credentials; --region, CLOUD_ML_REGION or GOOGLE_CLOUD_LOCATION; --project or ANTHROPIC_VERTEX_PROJECT_ID",
+		BaseURLEnv: "ANTHROPIC_VERTEX_BASE_URL", RegionEnv: []string{"CLOUD_ML_REGION", "GOOGLE_CLOUD_LOCATION"},
 		ProjectEnv: []string{"ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT"},
 		Detect:     "ANTHROPIC_VERTEX_PROJECT_ID", DetectNote: "Anthropic's models on Vertex AI", DefaultModel: "claude-sonnet-4-5@20250929",
-		Env:             []string{"ANTHROPIC_*", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_*"},
+		Env:             []string{"ANTHROPIC_*", "CLOUD_ML_REGION", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_*"},
 		CredentialFiles: []string{"~/.config/gcloud"}},
 	{Name: "vertex-gemini", Dialect: "vertex-gemini", Title: "Google's Gemini models on Vertex AI",
 		Note:       "Google application-default credentials; --region, GOOGLE_CLOUD_LOCATION or CLOUD_ML_REGION; --project or GOOGLE_CLOUD_PROJECT",
@@ -425,8 +427,8 @@ var providers = []ProviderDef{
 	{Name: "azure", Dialect: "azure", Title: "Azure OpenAI's Responses API", Note: "AZURE_OPENAI_API_KEY or an Entra ID token in AZURE_OPENAI_AD_TOKEN; --model names the deployment",
 		KeyEnv: "AZURE_OPENAI_API_KEY", TokenEnv: "AZURE_OPENAI_AD_TOKEN", VersionEnv: "AZURE_OPENAI_API_VERSION",
 		BaseURLEnv: "AZURE_OPENAI_ENDPOINT", BaseURLRequired: true, BaseURLHint: "the resource's address (https://RESOURCE.openai.azure.com)",
-		ReachHint: "check the network or AZURE_OPENAI_ENDPOINT",
-		Detect:    "AZURE_OPENAI_ENDPOINT", DetectNote: "Azure OpenAI", Env: []string{"AZURE_*"}, CredentialFiles: []string{"~/.azure"}},
+		ReachHint: "check the network or AZURE_OPENAI_ENDPOINT", ModelIs: "the deployment",
+		Detect: "AZURE_OPENAI_ENDPOINT", DetectNote: "Azure OpenAI", Env: []string{"AZURE_*"}, CredentialFiles: []string{"~/.azure"}},
 	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
 }
 
@@ -569,6 +571,15 @@ func orList(names []string) string {
 // ProviderNames lists the providers: "chat, openai, ollama, anthropic, gemini, vertex, vertex-gemini, bedrock, azure or sim".
 func ProviderNames() string { return orList(ProviderList()) }
 
+// NoModel is the error of a provider that needs a model and was given
+// none: it says what --model names when that is not a model's name.
+func (p ProviderDef) NoModel() error {
+	if p.ModelIs != "" {
+		return configErrorf("no model given for provider %s: pass --model with the name of %s (on %s, --model names %s, not the model), or set TRUSS_MODEL", p.Name, p.ModelIs, p.Name, p.ModelIs)
+	}
+	return configErrorf("no model given for provider %s: pass --model or set TRUSS_MODEL", p.Name)
+}
+
 // firstEnv is the value of the first of names that is set.
 func firstEnv(names []string) string {
 	for _, n := range names {
@@ -591,14 +602,19 @@ func (p ProviderDef) checkFlags(o *Options) error {
 		}
 		return orList(names)
 	}
-	platform := func(q ProviderDef) bool { return len(q.RegionEnv) > 0 }
+	regional := func(q ProviderDef) bool { return len(q.RegionEnv) > 0 }
+	projected := func(q ProviderDef) bool { return len(q.ProjectEnv) > 0 }
 	versioned := func(q ProviderDef) bool { return q.VersionEnv != "" }
 	// The simulated model takes them for the dialect it speaks.
-	sim := p.Name == "sim"
+	refuses := func(f func(ProviderDef) bool) bool {
+		return !f(p) && !(p.Name == "sim" && slices.ContainsFunc(providers, func(q ProviderDef) bool { return f(q) && q.Dialect == o.SimDialect }))
+	}
 	switch {
-	case (o.Region != "" || o.Project != "") && !platform(p) && !(sim && slices.ContainsFunc(providers, func(q ProviderDef) bool { return platform(q) && q.Dialect == o.SimDialect })):
-		return configErrorf("--region and --project are for provider %s, not %s", takes(platform), p.Name)
-	case o.APIVersion != "" && !versioned(p) && !(sim && slices.ContainsFunc(providers, func(q ProviderDef) bool { return versioned(q) && q.Dialect == o.SimDialect })):
+	case o.Region != "" && refuses(regional):
+		return configErrorf("--region and --project are for provider %s, not %s (--project only for %s)", takes(regional), p.Name, takes(projected))
+	case o.Project != "" && refuses(projected):
+		return configErrorf("--project is for provider %s, not %s", takes(projected), p.Name)
+	case o.APIVersion != "" && refuses(versioned):
 		return configErrorf("--api-version is for provider %s, not %s", takes(versioned), p.Name)
 	}
 	return nil

@@ -61,7 +61,7 @@ func googleCloud(ctx context.Context, e Endpoint, name, setRegion, setProject st
 func vertexConfig(ctx context.Context, e Endpoint) (anthropicprov.Config, error) {
 	c := anthropicprov.Config{BaseURL: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry, ServerTools: e.ServerTools,
 		ThinkingBudget: int64(settings(e).ThinkingTokens), ContextManagement: e.ContextManagement}
-	region, project, _, ts, err := googleCloud(ctx, e, "vertex", "--region or CLOUD_ML_REGION", "--project, ANTHROPIC_VERTEX_PROJECT_ID or GOOGLE_CLOUD_PROJECT")
+	region, project, _, ts, err := googleCloud(ctx, e, "vertex", "--region or CLOUD_ML_REGION (or GOOGLE_CLOUD_LOCATION)", "--project, ANTHROPIC_VERTEX_PROJECT_ID or GOOGLE_CLOUD_PROJECT")
 	if err != nil {
 		return c, err
 	}

@@ -132,6 +132,8 @@ func (pc providerCatalog) defaultLine() string {
 		return ""
 	case d.DefaultModel == "" && d.Named:
 		return fmt.Sprintf("Provider %s has no default model: --model or TRUSS_MODEL names one (or model in [providers.%s] of %s).", d.Name, d.Name, d.ConfigFile)
+	case d.DefaultModel == "" && d.ModelIs != "":
+		return fmt.Sprintf("Provider %s has no default model: --model or TRUSS_MODEL names %s (on %s, not the model).", d.Name, d.ModelIs, d.Name)
 	case d.DefaultModel == "" && d.Dialect != "":
 		return fmt.Sprintf("Provider %s has no default model: --model or TRUSS_MODEL names one.", d.Name)
 	case d.DefaultModel == "":
