@@ -350,6 +350,26 @@ func ExpandHome(p, home string) string {
 	return p
 }
 
+// ProjectProvider reports whether the project's configuration at root
+// defines [providers.NAME], which a project cannot (it is refused when the
+// workspace is read): the file's path, so that an unknown provider's error
+// can say why the project's is not one.
+func ProjectProvider(root, name string) (string, bool) {
+	files, err := ReadFiles(root)
+	if err != nil {
+		return "", false
+	}
+	var m map[string]any
+	if toml.Unmarshal(files[Path], &m) != nil {
+		return "", false
+	}
+	ps, _ := m["providers"].(map[string]any)
+	if _, ok := ps[name]; !ok {
+		return "", false
+	}
+	return filepath.Join(root, Path), true
+}
+
 // userOnly are the settings of User: a project's configuration naming one
 // is refused with a message saying where it belongs.
 func userOnly(b []byte) error {

@@ -732,6 +732,10 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 	if s.user != nil {
 		names = append(names, slices.Sorted(maps.Keys(s.user.Providers))...)
 	}
+	if file, ok := config.ProjectProvider(cmpOr(s.opts.Root, "."), name); ok {
+		return ProviderDef{}, configErrorf("unknown provider %q: %s defines [providers.%s], but a project's configuration cannot define providers (no repository may choose where your keys go): define it in the user's configuration, %s; or choose %s",
+			name, file, name, s.userFile(), orList(names))
+	}
 	return ProviderDef{}, configErrorf("unknown provider %q: choose %s", name, orList(names))
 }
 
