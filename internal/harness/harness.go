@@ -188,9 +188,19 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 		if s.set, s.prof, err = pickSurface(o.Surface, s.dialect, o.Provider, o.Model, s.offersEscalation()); err != nil {
 			return s, err
 		}
-		if s.prof.Guess && o.Provider != "sim" {
+		where := ""
+		if def, err := s.providerDef(o.Provider); err == nil {
+			where = def.elsewhere(o.Model)
+		}
+		switch {
+		case s.prof.Guess && o.Provider != "sim" && where != "":
+			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, a context of %d and an output limit of %d tokens; its cost is unknown",
+				o.Model, where, o.Provider, s.set.Surface, s.prof.ContextWindow, s.prof.MaxOutput))
+		case s.prof.Guess && o.Provider != "sim":
 			s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, a context of %d and an output limit of %d tokens; its cost is unknown",
 				o.Model, s.set.Surface, s.prof.ContextWindow, s.prof.MaxOutput))
+		case where != "":
+			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models)", o.Model, where))
 		}
 		if o.Budget.MaxCost > 0 && !s.prof.Prices.Known() && o.Provider != "sim" {
 			return s, configErrorf("--max-cost needs the model's prices, and Truss's catalog has none for %q (truss models lists the models it knows); use --max-turns or --max-tokens instead", o.Model)

@@ -361,6 +361,66 @@ func (p ProviderDef) Profile(model string) surface.Profile {
 	return surface.DefaultProfiles().Lookup(p.Wire(), bedrockModel(model))
 }
 
+// catalogRow is the model catalog's row the provider's sessions find for
+// model (Profile), or false for a guess.
+func (p ProviderDef) catalogRow(model string) (surface.Entry, bool) {
+	prof := p.Profile(model)
+	if prof.Guess {
+		return surface.Entry{}, false
+	}
+	w := p.Wire()
+	for _, e := range surface.Catalog() {
+		if e.Pattern == prof.Pattern && (e.Provider == "" || e.Provider == w) {
+			return e, true
+		}
+	}
+	return surface.Entry{}, false
+}
+
+// elsewhere says, for a model the provider's sessions do not run from the
+// model catalog (a guess, or another wire's row: gpt-5.2 on gemini), the
+// providers of the table that do, as in truss models: "a model of
+// provider vertex, anthropic or bedrock, not of vertex-gemini (pass
+// --provider vertex)", the one of the same platform first. "" when the
+// model is the provider's, or no provider's, or the provider serves any
+// maker's models.
+func (p ProviderDef) elsewhere(model string) string {
+	if p.Name == "sim" || p.AnyMaker || p.Named {
+		return ""
+	}
+	if e, ok := p.catalogRow(model); ok && p.Runs(e) {
+		return ""
+	}
+	var others []string
+	for _, q := range providers {
+		if q.Name == p.Name || q.Name == "sim" || q.AnyMaker {
+			continue
+		}
+		if e, ok := q.catalogRow(model); ok && q.Runs(e) {
+			others = append(others, q.Name)
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	platform := func(n string) string { return strings.SplitN(n, "-", 2)[0] }
+	slices.SortStableFunc(others, func(a, b string) int {
+		return boolCmp(platform(b) == platform(p.Name), platform(a) == platform(p.Name))
+	})
+	return fmt.Sprintf("a model of provider %s, not of %s (pass --provider %s)", orList(others), p.Name, others[0])
+}
+
+// boolCmp orders false before true.
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
 // hints are what the provider's errors tell the user to check: where the
 // server's address is set (for a named provider, its base_url in its
 // file; "" for the adapter's own words, which name the built-in
