@@ -429,8 +429,13 @@ func (s *Session) modelSettings() (provider.Settings, error) {
 	thinking := -1
 	if o.ThinkingTokens != nil {
 		thinking = *o.ThinkingTokens
-		if thinking != 0 && thinking < 1024 {
-			return provider.Settings{}, configErrorf("--thinking needs a budget of at least 1024 tokens (or 0 for none), not %d", thinking)
+		// Anthropic's minimum; Gemini's budgets start lower, and its
+		// server says what a model takes.
+		if thinking != 0 && thinking < 1024 && s.dialect == "anthropic" {
+			return provider.Settings{}, configErrorf("--thinking needs a budget of at least 1024 tokens on Anthropic's models (or 0 for none), not %d", thinking)
+		}
+		if thinking < 0 {
+			return provider.Settings{}, configErrorf("--thinking needs a budget in tokens (or 0 for none), not %d", thinking)
 		}
 	}
 	return s.prof.Settings(o.ReasoningEffort, thinking, o.ContextTokens, s.sessionID), nil

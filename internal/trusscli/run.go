@@ -67,8 +67,8 @@ func (r *runFlags) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 	Var(flag.Value, string, string)
 }) {
-	fs.StringVar(&r.effort, "reasoning-effort", "", "OpenAI reasoning effort: none, minimal, low, medium, high or xhigh (default: the model profile's, medium for reasoning models)")
-	fs.Var(&r.thinking, "thinking", "Anthropic extended thinking budget in tokens, at least 1024; 0 turns it off (default: the model profile's, off)")
+	fs.StringVar(&r.effort, "reasoning-effort", "", "reasoning effort of OpenAI's and Gemini's models: none, minimal, low, medium, high or xhigh (default: the model profile's, medium for reasoning models)")
+	fs.Var(&r.thinking, "thinking", "thinking budget in tokens of Anthropic's models (at least 1024) and Gemini's; 0 turns it off (default: the model profile's, off)")
 	fs.Var(&r.context, "context", "the context window in tokens the server gives each request (Ollama's num_ctx; default: the model profile's, else what the server reports for the model, at most 65536)")
 	fs.IntVar(&r.maxTurns, "max-turns", 50, "stop after this many model turns")
 	fs.Int64Var(&r.maxTokens, "max-tokens", 0, "stop once this many tokens are used (0 = no limit)")
