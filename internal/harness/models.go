@@ -31,20 +31,21 @@ func (s *Session) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 		return nil, ErrClosed
 	}
 	if s.prov == nil {
-		return nil, fmt.Errorf("harness: this session has no model to list models from: %w", provider.ErrNotSupported)
+		return nil, fmt.Errorf("this session has no model to list models from: %w", provider.ErrNotSupported)
 	}
 	ml, ok := s.prov.(provider.ModelLister)
 	if !ok {
-		return nil, fmt.Errorf("harness: the %s adapter cannot list models: %w", s.prov.Name(), provider.ErrNotSupported)
+		return nil, fmt.Errorf("%s: the %s adapter cannot list models: %w", cmp.Or(s.opts.Provider, s.prov.Name()), s.prov.Name(), provider.ErrNotSupported)
 	}
 	lctx, cancel := context.WithTimeout(ctx, ModelsTimeout)
 	defer cancel()
 	ms, err := ml.Models(lctx)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("harness: list the models: the server did not answer within %s: %w", ModelsTimeout, err)
+			return nil, fmt.Errorf("%s: the server did not answer the model list within %s: %w", cmp.Or(s.opts.Provider, s.prov.Name()), ModelsTimeout, err)
 		}
-		return nil, fmt.Errorf("harness: list the models: %w", err)
+		// The adapter's error names the provider and what was asked.
+		return nil, err
 	}
 	return pickerOrder(ms), nil
 }

@@ -60,6 +60,26 @@ func TestSessionModels(t *testing.T) {
 	}
 }
 
+// TestModelsErrorIsTheAdapters: a failed model list is the adapter's
+// error as it is, naming the provider and what was asked, with no
+// internal prefix.
+func TestModelsErrorIsTheAdapters(t *testing.T) {
+	want := &provider.Error{Provider: "vertex-gemini", Kind: provider.ErrAuth, Status: 403, Message: "GET /v1beta1/publishers/google/models: PERMISSION_DENIED"}
+	_, err := (&Session{prov: failingLister{err: want}}).Models(context.Background())
+	var pe *provider.Error
+	if !errors.As(err, &pe) || pe != want || err.Error() != "vertex-gemini: HTTP 403: GET /v1beta1/publishers/google/models: PERMISSION_DENIED" {
+		t.Errorf("error %q, want the adapter's", err)
+	}
+}
+
+// failingLister is an adapter whose model list fails with err.
+type failingLister struct {
+	turnOnly
+	err error
+}
+
+func (f failingLister) Models(context.Context) ([]provider.ModelInfo, error) { return nil, f.err }
+
 // turnOnly is an adapter without a model list.
 type turnOnly struct{}
 
