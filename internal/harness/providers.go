@@ -796,7 +796,56 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 		return ProviderDef{}, configErrorf("unknown provider %q: %s defines [providers.%s], but a project's configuration cannot define providers (no repository may choose where your keys go): define it in the user's configuration, %s; or choose %s",
 			name, file, name, s.userFile(), orList(names))
 	}
+	if near := nearest(name, names); near != "" {
+		return ProviderDef{}, configErrorf("unknown provider %q: did you mean %s? (choose %s)", name, near, orList(names))
+	}
 	return ProviderDef{}, configErrorf("unknown provider %q: choose %s", name, orList(names))
+}
+
+// nearest is the one of names a mistyped name most likely meant: the
+// same name in another case or with _ for -, else the only one within
+// two edits (a letter left out, added, changed); "" for none.
+func nearest(name string, names []string) string {
+	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "_", "-") }
+	for _, n := range names {
+		if norm(n) == norm(name) {
+			return n
+		}
+	}
+	best, bestD, ties := "", 3, 0
+	for _, n := range names {
+		switch d := editDistance(norm(name), n); {
+		case d < bestD:
+			best, bestD, ties = n, d, 0
+		case d == bestD:
+			ties++
+		}
+	}
+	if ties > 0 || bestD >= len(name) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // userFile is the user's configuration file (in Truss's directory), for

@@ -346,3 +346,22 @@ func TestModelElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestNearestProvider: a mistyped --provider is met with the name it most
+// likely meant, and nothing when none is near or two are as near.
+func TestNearestProvider(t *testing.T) {
+	names := ProviderList()
+	for _, tc := range []struct{ name, want string }{
+		{"bedrok", "bedrock"},
+		{"Vertex", "vertex"},
+		{"vertex_gemini", "vertex-gemini"},
+		{"antropic", "anthropic"},
+		{"azur", "azure"},
+		{"openrouter", ""},
+		{"x", ""},
+	} {
+		if got := nearest(tc.name, names); got != tc.want {
+			t.Errorf("nearest(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
