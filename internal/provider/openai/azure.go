@@ -69,6 +69,9 @@ func NewAzure(cfg AzureConfig) (*Client, error) {
 	if cfg.Token == "" && cfg.APIKey == "" {
 		return nil, errors.New("azure: neither an API key nor an Entra ID token is given")
 	}
+	if !cfg.v1() && !datedVersion(cfg.APIVersion) {
+		return nil, fmt.Errorf("azure: the API version %q is none: v1 (the default), preview, or a dated version such as 2024-10-21 or 2025-04-01-preview", cfg.APIVersion)
+	}
 	version := cfg.APIVersion
 	if version == "" {
 		version = AzureV1
@@ -95,11 +98,23 @@ func NewAzure(cfg AzureConfig) (*Client, error) {
 		c.label = "azure"
 	}
 	c.api = "Azure OpenAI's API"
+	c.notFoundHint = "--model names the deployment: check its name among the resource's deployments"
 	if cfg.ReachHint == "" {
 		c.hint = "check the network or the Azure endpoint"
 		c.notAPIHint = "is AZURE_OPENAI_ENDPOINT the address of an Azure OpenAI resource?"
 	}
 	return c, nil
+}
+
+// datedVersion reports whether v is a dated API version, as Azure names
+// them: 2024-10-21, 2025-04-01-preview.
+func datedVersion(v string) bool {
+	d, _ := strings.CutSuffix(v, "-preview")
+	if len(d) != len("2006-01-02") {
+		return false
+	}
+	_, err := time.Parse("2006-01-02", d)
+	return err == nil
 }
 
 // ResourceEndpoint is the resource's address of an endpoint as the Azure

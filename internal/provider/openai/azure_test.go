@@ -127,7 +127,7 @@ func TestAzureErrors(t *testing.T) {
 	}{
 		{name: "wrong key", script: shellStep, key: "wrong", model: "gpt-5.2", kind: provider.ErrAuth, status: 401, msg: "Access denied due to invalid subscription key"},
 		{name: "unknown deployment", script: shellStep, key: "sim", model: "gpt-5.3", deployments: []string{"gpt-5.2"}, kind: provider.ErrNotFound, status: 404, msg: "The API deployment for this resource does not exist"},
-		{name: "unsupported version", script: shellStep, key: "sim", version: "someday", model: "gpt-5.2", kind: provider.ErrBadRequest, status: 400, msg: "API version not supported"},
+		{name: "unknown deployment, what --model is", script: shellStep, key: "sim", model: "gpt-5.3", deployments: []string{"gpt-5.2"}, kind: provider.ErrNotFound, status: 404, msg: "; --model names the deployment: check its name among the resource's deployments"},
 		{name: "429 then success", script: `{"steps": [{"say": "Hi.", "faults": [{"kind": "status", "status": 429, "retry_after_ms": 200}]}]}`, key: "sim", model: "gpt-5.2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,6 +171,10 @@ func TestAzureConfig(t *testing.T) {
 		{"query in endpoint", AzureConfig{Endpoint: "https://res.openai.azure.com/?api-version=1", APIKey: "k"}, "is not a resource's address"},
 		{"plain HTTP off this machine", AzureConfig{Endpoint: "http://res.openai.azure.com", APIKey: "k"}, "plain HTTP"},
 		{"no credential", AzureConfig{Endpoint: "https://res.openai.azure.com"}, "neither an API key nor an Entra ID token"},
+		{"a version that is none", AzureConfig{Endpoint: "https://res.openai.azure.com", APIKey: "k", APIVersion: "2024-10-21x"}, `the API version "2024-10-21x" is none: v1 (the default), preview, or a dated version`},
+		{"someday", AzureConfig{Endpoint: "https://res.openai.azure.com", APIKey: "k", APIVersion: "someday"}, "is none"},
+		{"a dated version", AzureConfig{Endpoint: "https://res.openai.azure.com", APIKey: "k", APIVersion: "2024-10-21"}, ""},
+		{"a dated preview", AzureConfig{Endpoint: "https://res.openai.azure.com", APIKey: "k", APIVersion: "2025-04-01-preview"}, ""},
 		{"https", AzureConfig{Endpoint: "https://res.openai.azure.com/", APIKey: "k"}, ""},
 		{"loopback http", AzureConfig{Endpoint: "http://127.0.0.1:9", Token: "t"}, ""},
 		{"localhost http", AzureConfig{Endpoint: "http://localhost:9", APIKey: "k"}, ""},

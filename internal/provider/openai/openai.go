@@ -102,6 +102,9 @@ type Client struct {
 	// answer that is not its own is compared with, and notAPIHint says
 	// what to check then.
 	label, hint, api, notAPIHint string
+	// notFoundHint is added to a 404 naming no deployment
+	// (DeploymentNotFound: Azure's --model).
+	notFoundHint string
 }
 
 // New returns a client.
@@ -733,6 +736,9 @@ func (c *Client) own(err error) error {
 		pe.Provider = c.label
 		if pe.Kind == provider.ErrAuth && c.cfg.KeyHint != "" && !strings.HasSuffix(pe.Message, c.cfg.KeyHint) {
 			pe.Message += "; " + c.cfg.KeyHint
+		}
+		if pe.Kind == provider.ErrNotFound && pe.Code == "DeploymentNotFound" && c.notFoundHint != "" && !strings.HasSuffix(pe.Message, c.notFoundHint) {
+			pe.Message += "; " + c.notFoundHint
 		}
 	}
 	return err
