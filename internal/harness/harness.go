@@ -189,16 +189,23 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 			return s, err
 		}
 		where := ""
-		if def, err := s.providerDef(o.Provider); err == nil {
-			where = def.elsewhere(o.Model)
+		var def ProviderDef
+		if d, err := s.providerDef(o.Provider); err == nil {
+			def, where = d, d.elsewhere(o.Model)
+		}
+		// The context the session works with: --context's, else the
+		// guess's.
+		window := fmt.Sprint(s.prof.ContextWindow)
+		if o.ContextTokens > 0 {
+			window = fmt.Sprintf("%d (--context)", o.ContextTokens)
 		}
 		switch {
 		case s.prof.Guess && o.Provider != "sim" && where != "":
-			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, a context of %d and an output limit of %d tokens; its cost is unknown",
-				o.Model, where, o.Provider, s.set.Surface, s.prof.ContextWindow, s.prof.MaxOutput))
+			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, a context of %s and an output limit of %d tokens; its cost is unknown",
+				o.Model, where, o.Provider, s.set.Surface, window, s.prof.MaxOutput))
 		case s.prof.Guess && o.Provider != "sim":
-			s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, a context of %d and an output limit of %d tokens; its cost is unknown",
-				o.Model, s.set.Surface, s.prof.ContextWindow, s.prof.MaxOutput))
+			s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, a context of %s and an output limit of %d tokens; its cost is unknown",
+				o.Model, s.set.Surface, window, s.prof.MaxOutput))
 		case where != "":
 			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models)", o.Model, where))
 		}
@@ -207,6 +214,9 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 		}
 		if o.Provider == "bedrock" && strings.HasPrefix(strings.ToLower(o.Model), "claude") {
 			s.warn(fmt.Sprintf("warning: Bedrock names Claude models in its own form: %q is the Claude API's id; pass Bedrock's, such as us.anthropic.claude-sonnet-4-5-20250929-v1:0 or an inference profile's ARN", o.Model))
+		}
+		if msg := def.regionMismatch(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))); msg != "" {
+			s.warn("warning: " + msg)
 		}
 	}
 	if err := s.step("workspace"); err != nil {

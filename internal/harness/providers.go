@@ -410,6 +410,25 @@ func (p ProviderDef) elsewhere(model string) string {
 	return fmt.Sprintf("a model of provider %s, not of %s (pass --provider %s)", orList(others), p.Name, others[0])
 }
 
+// regionMismatch says when a Bedrock model id's cross-region inference
+// profile (us., eu., apac., jp., au.) is of another geography than the
+// region the requests go to (us.anthropic.… in eu-west-1): Bedrock refuses
+// it there. "" otherwise, and for another provider.
+func (p ProviderDef) regionMismatch(model, region string) string {
+	if p.Dialect != "bedrock" || region == "" {
+		return ""
+	}
+	geo, _, ok := strings.Cut(model, ".")
+	if !ok || strings.Contains(geo, ":") {
+		return ""
+	}
+	prefix := map[string]string{"us": "us-", "eu": "eu-", "apac": "ap-", "jp": "ap-northeast-", "au": "ap-southeast-", "ca": "ca-"}[geo]
+	if prefix == "" || strings.HasPrefix(region, prefix) || geo == "us" && strings.HasPrefix(region, "us-gov-") {
+		return ""
+	}
+	return fmt.Sprintf("%q is a %s. cross-region inference profile, and the region is %s: pass a model id of its geography (%s) or one without a prefix, or another --region", model, geo, region, map[bool]string{true: "eu.anthropic.…", false: "its prefix"}[strings.HasPrefix(region, "eu-")])
+}
+
 // boolCmp orders false before true.
 func boolCmp(a, b bool) int {
 	switch {

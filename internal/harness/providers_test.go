@@ -365,3 +365,31 @@ func TestNearestProvider(t *testing.T) {
 		}
 	}
 }
+
+// TestBedrockRegionMismatch: a cross-region inference profile of another
+// geography than the region is warned about; Bedrock refuses it there.
+func TestBedrockRegionMismatch(t *testing.T) {
+	bedrock, _ := lookupProvider("bedrock")
+	vertex, _ := lookupProvider("vertex")
+	for _, tc := range []struct {
+		def           ProviderDef
+		model, region string
+		want          bool
+	}{
+		{bedrock, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "eu-west-1", true},
+		{bedrock, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "us-east-1", false},
+		{bedrock, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "us-gov-west-1", false},
+		{bedrock, "eu.anthropic.claude-sonnet-4-5-20250929-v1:0", "eu-central-1", false},
+		{bedrock, "eu.anthropic.claude-sonnet-4-5-20250929-v1:0", "us-east-1", true},
+		{bedrock, "apac.anthropic.claude-sonnet-4-5-20250929-v1:0", "ap-southeast-2", false},
+		{bedrock, "anthropic.claude-sonnet-4-5-20250929-v1:0", "eu-west-1", false},
+		{bedrock, "arn:aws:bedrock:eu-west-1:1:inference-profile/x", "eu-west-1", false},
+		{bedrock, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "", false},
+		{vertex, "us.anthropic.x", "eu-west-1", false},
+	} {
+		got := tc.def.regionMismatch(tc.model, tc.region)
+		if (got != "") != tc.want {
+			t.Errorf("%s %s in %s: %q", tc.def.Name, tc.model, tc.region, got)
+		}
+	}
+}
