@@ -812,11 +812,11 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 		names = append(names, slices.Sorted(maps.Keys(s.user.Providers))...)
 	}
 	if file, ok := config.ProjectProvider(cmpOr(s.opts.Root, "."), name); ok {
-		return ProviderDef{}, configErrorf("unknown provider %q: %s defines [providers.%s], but a project's configuration cannot define providers (no repository may choose where your keys go): define it in the user's configuration, %s; or choose %s",
-			name, file, name, s.userFile(), orList(names))
+		return ProviderDef{}, configErrorf("unknown provider %q: choose %s; %s defines [providers.%s], but a project's configuration cannot define providers (no repository may choose where your keys go): define it in the user's configuration, %s",
+			name, orList(names), file, name, s.userFile())
 	}
 	if near := nearest(name, names); near != "" {
-		return ProviderDef{}, configErrorf("unknown provider %q: did you mean %s? (choose %s)", name, near, orList(names))
+		return ProviderDef{}, configErrorf("unknown provider %q: choose %s; did you mean %s?", name, orList(names), near)
 	}
 	return ProviderDef{}, configErrorf("unknown provider %q: choose %s", name, orList(names))
 }
