@@ -117,12 +117,7 @@ func field(out, prefix string) string {
 func TestBoundaryNamesTestCodeChanged(t *testing.T) {
 	o := fixture(t, `{"steps": [`+runStep(t, `echo 'package p' > zz_main_test.go; mkdir -p tests && echo x > tests/helper.py; echo 'package p' > p.go; `+
 		`printf 'module m\n\ngo 1.22\n\nrequire b v1.0.0\n' > go.mod; printf 'module m\n\ngo 1.22\n\nreplace a => ./a\n' > sub/go.mod; echo '[pytest]' > pytest.ini; printf 'test:\n\ttrue\n' > Makefile`, nil)+`, {"say": "Done."}]}`)
-	for n, c := range map[string]string{"go.mod": "module m\n\ngo 1.22\n", "sub/go.mod": "module m\n\ngo 1.22\n", "Makefile": "test:\n\tgo test ./...\n"} {
-		os.MkdirAll(filepath.Dir(filepath.Join(o.Root, n)), 0o755)
-		if err := os.WriteFile(filepath.Join(o.Root, n), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, o.Root, map[string]string{"go.mod": "module m\n\ngo 1.22\n", "sub/go.mod": "module m\n\ngo 1.22\n", "Makefile": "test:\n\tgo test ./...\n"})
 	o.Validation.TestCmd = "true"
 	var warned []string
 	o.OnWarning = func(msg string) { warned = append(warned, msg) }
@@ -183,11 +178,7 @@ func TestTrustedPath(t *testing.T) {
 // are named as changed test configuration.
 func TestBoundaryNamesCommandFiles(t *testing.T) {
 	o := fixture(t, `{"steps": [`+runStep(t, `printf 'test:\n\t@echo ok\n' > Makefile; printf 'ignore ./calc\n' >> go.mod`, nil)+`, {"say": "Done."}]}`)
-	for n, c := range map[string]string{"go.mod": "module m\n\ngo 1.25\n", "Makefile": "test:\n\tgo test ./...\n"} {
-		if err := os.WriteFile(filepath.Join(o.Root, n), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, o.Root, map[string]string{"go.mod": "module m\n\ngo 1.25\n", "Makefile": "test:\n\tgo test ./...\n"})
 	o.Validation.TestCmd = "make test || true"
 	s := openSandboxed(t, o)
 	out, err := s.Run(context.Background(), "change")
@@ -199,5 +190,20 @@ func TestBoundaryNamesCommandFiles(t *testing.T) {
 	}
 	if want := []string{"Makefile", "go.mod"}; !slices.Equal(out.Verdict.TestConfigChanged, want) {
 		t.Errorf("TestConfigChanged %q, want %q", out.Verdict.TestConfigChanged, want)
+	}
+}
+
+// writeFiles writes files (slash path: content) under root, making their
+// directories.
+func writeFiles(t testing.TB, root string, files map[string]string) {
+	t.Helper()
+	for n, c := range files {
+		p := filepath.Join(root, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -60,11 +60,7 @@ func TestBoundaryGoCachePoisoned(t *testing.T) {
 				"p.go":      "package p\n\nfunc Add(a, b int) int { return a - b }\n",
 				"p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 2) != 4 {\n\t\tt.Fatal(\"Add(2,2) != 4\")\n\t}\n}\n",
 			}
-			for n, c := range files {
-				if err := os.WriteFile(filepath.Join(o.Root, n), []byte(c), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			writeFiles(t, o.Root, files)
 			t.Setenv("GOTOOLCHAIN", "local")
 			o.PrivateCaches = private
 			o.ShellTimeout = 10 * time.Minute
@@ -117,11 +113,7 @@ func TestBoundaryWarmsStd(t *testing.T) {
 			"p.go":      "package p\n\nimport \"strconv\"\n\nfunc Add(a, b int) string { return strconv.Itoa(a + b) }\n",
 			"p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 2) != \"4\" {\n\t\tt.Fatal(\"Add\")\n\t}\n}\n",
 		}
-		for n, c := range files {
-			if err := os.WriteFile(filepath.Join(o.Root, n), []byte(c), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeFiles(t, o.Root, files)
 		o.ShellTimeout = 10 * time.Minute
 		o.Validation.TestCmd = `echo "prog=$GOCACHEPROG"; go test -count=1 ./...`
 		s := openSandboxed(t, o)

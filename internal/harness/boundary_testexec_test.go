@@ -95,12 +95,7 @@ func TestBoundaryConfinesTestBinaries(t *testing.T) {
 		"b/b.go":      "package b\n",
 		"b/b_test.go": probeTest,
 	}
-	for n, c := range files {
-		os.MkdirAll(filepath.Dir(filepath.Join(o.Root, n)), 0o755)
-		if err := os.WriteFile(filepath.Join(o.Root, n), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, o.Root, files)
 	t.Setenv("GOTOOLCHAIN", "local")
 	o.ShellTimeout = 10 * time.Minute
 	o.Validation.TestCmd = "go test -v -count=1 ./..."

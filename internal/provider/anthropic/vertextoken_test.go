@@ -3,9 +3,7 @@ package anthropic
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -22,14 +20,7 @@ import (
 // when it refused the credentials, how to renew them, as vertex-gemini's.
 func TestVertexTokenErrors(t *testing.T) {
 	endpoint := func(status int, contentType, body string) string {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.Copy(io.Discard, r.Body)
-			w.Header().Set("Content-Type", contentType)
-			w.WriteHeader(status)
-			io.WriteString(w, body)
-		}))
-		t.Cleanup(srv.Close)
-		return srv.URL
+		return providertest.TokenEndpoint(t, status, contentType, body)
 	}
 	const renew = "gcloud auth application-default login"
 	for _, tc := range []struct {

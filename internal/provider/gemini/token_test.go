@@ -3,7 +3,6 @@ package gemini
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,14 +23,7 @@ import (
 // credentials (an OAuth error, a 400 or a 401), how to renew them.
 func TestTokenErrors(t *testing.T) {
 	endpoint := func(status int, contentType, body string) string {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.Copy(io.Discard, r.Body)
-			w.Header().Set("Content-Type", contentType)
-			w.WriteHeader(status)
-			io.WriteString(w, body)
-		}))
-		t.Cleanup(srv.Close)
-		return srv.URL
+		return providertest.TokenEndpoint(t, status, contentType, body)
 	}
 	page := "<!DOCTYPE HTML>\n<html>\n<head><title>Error response</title></head>\n<body>\n<h1>Error response</h1>\n<p>Error code: 501</p>\n</body>\n</html>\n"
 	const renew = "gcloud auth application-default login"

@@ -6,6 +6,7 @@ package providertest
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,6 +41,20 @@ func ClosedURL(t testing.TB) string {
 // Retrying is a policy that would try a turn four times, quickly: a test
 // of an error that must not be retried counts the requests under it.
 var Retrying = provider.RetryPolicy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+
+// TokenEndpoint is the address of an OAuth token endpoint that answers
+// every request with status, contentType and body.
+func TokenEndpoint(t testing.TB, status int, contentType, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
 
 // ForeignServer is the address of a web server that is no model API: it
 // answers every request with status and an HTML page, as a web server's
