@@ -2,6 +2,7 @@ package trusscli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,13 +30,29 @@ func buildTruss(b testing.TB) string {
 	return bin
 }
 
+// BenchmarkVersion measures a process's start and exit with nothing
+// else done: `truss --version` (the process image and flag parsing), and,
+// side by side, the bare loop of testdata/bareloop given no task (its
+// image and its usage message), the floor of BenchmarkFirstRequest's
+// loop.
 func BenchmarkVersion(b *testing.B) {
-	bin := buildTruss(b)
-	for b.Loop() {
-		if err := exec.Command(bin, "--version").Run(); err != nil {
-			b.Fatal(err)
+	b.Run("truss", func(b *testing.B) {
+		bin := buildTruss(b)
+		for b.Loop() {
+			if err := exec.Command(bin, "--version").Run(); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("loop", func(b *testing.B) {
+		bin := buildBareLoop(b)
+		for b.Loop() {
+			var exit *exec.ExitError
+			if err := exec.Command(bin).Run(); !errors.As(err, &exit) || exit.ExitCode() != 2 {
+				b.Fatalf("the bare loop without a task: %v, not exit status 2", err)
+			}
+		}
+	})
 }
 
 // serve starts the simulated model with a script in the chat dialect.

@@ -476,6 +476,13 @@ func TestChangedByte(t *testing.T) {
 		i += len(stream)
 		n := bytes.IndexByte(html[i:], '"')
 		for j := range n {
+			// Under the race detector, which adds nothing to a
+			// single-threaded verification but time, every seventh
+			// digit and the last 16 (the closing block's); every
+			// digit otherwise.
+			if raceDetector && j%7 != 0 && j < n-16 {
+				continue
+			}
 			at = append(at, i+j)
 		}
 		streams = append(streams, span{i, i + n})
