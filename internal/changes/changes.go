@@ -65,6 +65,10 @@ type Tracker struct {
 
 	ready chan struct{}
 	err   error // the baseline's failure, set before ready closes
+	// wanted is closed (once, by want) when something waits for the
+	// baseline: a baseline held by Options.Defer starts then.
+	wanted     chan struct{}
+	wantedOnce sync.Once
 
 	// mu guards the index and pending. Scan and Note hold it, and Wrap
 	// holds it for the whole of a file tool's call.
@@ -286,7 +290,7 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 		return nil, fmt.Errorf("changes: bulk: %w", err)
 	}
 	t := &Tracker{ign: ign, bulk: bulk, workers: opts.Workers, maxFile: opts.MaxFile, noGit: opts.NoGit, gitPath: opts.GitPath,
-		scanAfter: opts.ScanAfter, bulkAt: opts.BulkThreshold, ready: make(chan struct{}), bigDir: make(chan struct{}, 1)}
+		scanAfter: opts.ScanAfter, bulkAt: opts.BulkThreshold, ready: make(chan struct{}), wanted: make(chan struct{}), bigDir: make(chan struct{}, 1)}
 	if !opts.NoWatch {
 		if w, err := newWatcher(cmp.Or(max(opts.MaxWatches, 0), DefaultMaxWatches)); err == nil {
 			t.watch = w // else (no inotify, too many instances) full walks
@@ -419,13 +423,25 @@ func Open(ctx context.Context, roots []string, opts Options) (*Tracker, error) {
 	go func() {
 		defer close(t.ready)
 		defer t.mu.Unlock()
+		if opts.Defer != nil {
+			select {
+			case <-opts.Defer:
+			case <-t.wanted:
+			case <-ctx.Done():
+			}
+		}
 		t.err = t.baseline(ctx)
 	}()
 	return t, nil
 }
 
-// Ready waits until the baseline is taken and returns its error.
+// want starts a baseline that Options.Defer holds: something waits for it.
+func (t *Tracker) want() { t.wantedOnce.Do(func() { close(t.wanted) }) }
+
+// Ready waits until the baseline is taken and returns its error. A
+// baseline that Options.Defer holds starts at once.
 func (t *Tracker) Ready(ctx context.Context) error {
+	t.want()
 	select {
 	case <-t.ready:
 		return t.err
@@ -2000,6 +2016,7 @@ func (t *Tracker) resolve(p string) (*root, string, bool) {
 // content → the tool's before content) is reported first by the next Scan.
 // Paths outside the roots, or ignored, are skipped.
 func (t *Tracker) Note(changes []tool.FileChange) {
+	t.want()
 	<-t.ready
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -110,6 +110,13 @@ type Options struct {
 	// configuration only when trusted). nil means DefaultIgnore(), which
 	// ignores nothing more.
 	Ignore []string
+	// Defer, when not nil, holds the baseline until it is closed, or
+	// until something waits for the baseline (Ready, Scan, ScanAll, Note,
+	// a wrapped call, Close), which starts it at once: a session opens
+	// its tracker before its first model request and takes the baseline
+	// once the request has left, so that the walk does not compete with
+	// the request for the CPU. nil takes the baseline at once.
+	Defer <-chan struct{}
 	// Bulk lists the directories (patterns as Ignore's) whose changes
 	// are recorded as one bulk change per directory and scan: a manifest
 	// of every file changed beneath, by digest, without contents. nil

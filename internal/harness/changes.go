@@ -50,7 +50,9 @@ func (s *Session) tracker(dir string) *changes.Tracker {
 			}
 		}
 	}
-	opts := changes.Options{}
+	// The baseline is taken once the first request has left (startGate),
+	// or at once when a call or a check waits for it.
+	opts := changes.Options{Defer: s.start.held()}
 	if s.w != nil && s.w.cfg != nil {
 		opts.Ignore = s.w.cfg.Changes.Ignore
 	}

@@ -103,6 +103,7 @@ type Session struct {
 	// before it ("" when none is written). lw and rec are read only once
 	// prep is done.
 	prep      *preparation
+	start     *startGate // holds the background work until the first request has left
 	ledgerDir string
 
 	agent *agent.Agent
@@ -144,8 +145,11 @@ type Session struct {
 // Open composes a session. Errors in the options or the environment are
 // *ConfigError. On error everything opened so far is released.
 func Open(ctx context.Context, opts Options) (s *Session, err error) {
-	s = &Session{opts: opts}
+	s = &Session{opts: opts, start: newStartGate()}
 	s.life, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if opts.NoModel || opts.Serve != "" {
+		s.start.open() // no request will leave
+	}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -226,7 +230,7 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 		return s, err
 	}
 	s.dotGit, _ = gitsafe.Find(s.w.root)
-	s.repo = repoState(s.life, s.w.root, s.dotGit)
+	s.repo = repoState(s.life, s.start, s.w.root, s.dotGit)
 	if msg := s.w.cfg.Trust.Warning(); msg != "" {
 		s.warn(msg)
 	}
@@ -599,12 +603,13 @@ func cmpInt(a, b int) int {
 // the workspace is not a git repository. Git runs with none of the
 // repository's hooks, fsmonitor, filters or pagers (package gitsafe): its
 // configuration may have been written by a command.
-// It reads in the background, while the rest of the session is set up
-// (git's processes are most of the time to the first request); the
-// returned function waits for the answer.
-func repoState(ctx context.Context, dir string, at gitsafe.Repo) func() *ledger.RepoState {
+// It reads in the background once gate opens (the first request has
+// left: git's processes would compete with it for the CPU); the returned
+// function opens the gate and waits for the answer.
+func repoState(ctx context.Context, gate *startGate, dir string, at gitsafe.Repo) func() *ledger.RepoState {
 	ch := make(chan *ledger.RepoState, 1)
 	go func() {
+		gate.wait(ctx)
 		if at.DotGit == "" {
 			ch <- nil
 			return
@@ -620,6 +625,7 @@ func repoState(ctx context.Context, dir string, at gitsafe.Repo) func() *ledger.
 	var once sync.Once
 	var rs *ledger.RepoState
 	return func() *ledger.RepoState {
+		gate.open()
 		once.Do(func() { rs = <-ch })
 		return rs
 	}
@@ -638,6 +644,8 @@ func (s *Session) observers(hold *heldObserver) agent.Observer {
 	var prewarm sync.Once
 	first := agent.ObserverFunc(func(ev agent.Event) {
 		if ev.Type == agent.EventDelta || ev.Type == agent.EventResponse {
+			// A model in the process answered: its request has left.
+			s.start.open()
 			prewarm.Do(func() {
 				go func() {
 					if s.prepared(s.life) == nil {
@@ -750,7 +758,7 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	before := s.changed.Load()
 	// The first request leaves while the session's preparation runs; when
 	// it fails, the run is cancelled and the failure is Run's error.
-	rctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithCancel(s.start.sentTrace(ctx))
 	defer cancel()
 	if p := s.prep; p != nil {
 		go func() {
@@ -1103,6 +1111,7 @@ func (s *Session) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.stopCheck() // recorded as cancelled before the ledger closes
+	s.start.open()
 	if s.prep != nil {
 		<-s.prep.done // the ledger is being opened
 	}

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net/http/httptrace"
 	"sync"
 
 	"github.com/trussdev/truss/internal/agent"
@@ -32,6 +33,57 @@ import (
 // dropped, Run returns the preparation's error as Open would have, and
 // Close removes the session as it removes one whose Open failed.
 
+// startGate holds the session's background work — the preparation, the
+// change tracker's baseline, the repository's state from git — until the
+// first model request has left (its bytes written to the connection, or,
+// for a model in the process, its first answer), so that none of it
+// competes with building and sending the request for the machine's CPUs:
+// it runs while the model thinks. Whatever waits for that work opens the
+// gate first (a tool call, the end of Run, VerifyLedger, Close), so no
+// wait depends on a request being sent. A nil gate is open.
+type startGate struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newStartGate() *startGate { return &startGate{ch: make(chan struct{})} }
+
+// open opens the gate; later calls do nothing.
+func (g *startGate) open() {
+	if g != nil {
+		g.once.Do(func() { close(g.ch) })
+	}
+}
+
+// wait waits until the gate is open or ctx is done.
+func (g *startGate) wait(ctx context.Context) {
+	if g == nil {
+		return
+	}
+	select {
+	case <-g.ch:
+	case <-ctx.Done():
+	}
+}
+
+// held is the channel the gate closes when it opens, nil for a nil gate
+// (changes.Options.Defer: not held).
+func (g *startGate) held() <-chan struct{} {
+	if g == nil {
+		return nil
+	}
+	return g.ch
+}
+
+// sentTrace is ctx with an HTTP trace that opens the gate when a request's
+// bytes have been written: the first model request has left.
+func (g *startGate) sentTrace(ctx context.Context) context.Context {
+	if g == nil {
+		return ctx
+	}
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { g.open() }})
+}
+
 // preparation is the session's background preparation.
 type preparation struct {
 	done chan struct{} // closed when it ended, after its events were given on
@@ -48,6 +100,7 @@ func (s *Session) prepare(hold *heldObserver) error {
 	s.ledgerDir = s.plannedLedgerDir()
 	run := func() {
 		defer close(p.done)
+		s.start.wait(s.life)
 		if s.opts.prepGate != nil {
 			<-s.opts.prepGate
 		}
@@ -65,6 +118,7 @@ func (s *Session) prepare(hold *heldObserver) error {
 		hold.release(first)
 	}
 	if s.opts.sequentialStart {
+		s.start.open()
 		run()
 		return p.err
 	}
@@ -73,8 +127,10 @@ func (s *Session) prepare(hold *heldObserver) error {
 }
 
 // prepared waits until the preparation is done and returns its error; nil
-// at once when there is none. ctx bounds the wait only.
+// at once when there is none. It opens the start gate: the caller needs
+// the preparation now. ctx bounds the wait only.
 func (s *Session) prepared(ctx context.Context) error {
+	s.start.open()
 	p := s.prep
 	if p == nil {
 		return nil

@@ -3,7 +3,13 @@ package harness
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +85,79 @@ func TestPreparedExec(t *testing.T) {
 	cancel()
 	if r := (preparedExec{inner, s}).Execute(ctx, tool.Call{ID: "c"}); r.Err == nil || ran != 0 {
 		t.Errorf("a cancelled wait: %+v", r)
+	}
+}
+
+// TestStartGate: Open leaves the background work — the signing key and
+// the ledger's files, the change tracker's baseline — for after the first
+// request has left; a file made between Open and Run is part of the
+// baseline, not a change of the model's; and the ledger verifies.
+func TestStartGate(t *testing.T) {
+	o := fixture(t, `{"steps": [{"actions": [{"kind": "run", "command": "true"}]}, {"say": "Done."}]}`)
+	gitRepo(t, o.Root)
+	ctx := context.Background()
+	s, err := Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Given time to run (it takes milliseconds when not held), the
+	// preparation must still be waiting.
+	select {
+	case <-s.prep.done:
+		t.Error("the preparation ran before the first request")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, err := os.Stat(filepath.Join(o.KeyDir, "ledger.key")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the signing key was made before the first request (%v)", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.Root, "early.txt"), []byte("the user's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Run(ctx, "Run true.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Changed != 0 {
+		t.Errorf("%d changes: a file made before the first request is the baseline's", out.Changed)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	verified(t, o.KeyDir, out.LedgerDir)
+}
+
+// TestStartGateOpens: the gate opens when an HTTP request's bytes have
+// been written under sentTrace's context, and once only; a nil gate is
+// open.
+func TestStartGateOpens(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	g := newStartGate()
+	req, err := http.NewRequestWithContext(g.sentTrace(context.Background()), "POST", srv.URL, strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.held():
+		t.Fatal("open before any request")
+	default:
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case <-g.held():
+	default:
+		t.Fatal("still closed after the request was written")
+	}
+	g.open() // again: nothing
+	var none *startGate
+	none.open()
+	none.wait(context.Background())
+	if none.held() != nil {
+		t.Error("a nil gate holds")
 	}
 }
