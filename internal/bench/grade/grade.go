@@ -173,8 +173,12 @@ type Verdict struct {
 	// SetupFailed is the setup command that failed (the tests did not
 	// run).
 	SetupFailed string `json:"setup_failed,omitempty"`
-	ExitCode    int    `json:"exit_code"`
-	TimedOut    bool   `json:"timed_out,omitempty"`
+	// TestPatchFailed is why the test patch, which applies to the base,
+	// did not apply over the model's patch: nothing ran, every listed
+	// test is missing, and the task is not resolved.
+	TestPatchFailed string `json:"test_patch_failed,omitempty"`
+	ExitCode        int    `json:"exit_code"`
+	TimedOut        bool   `json:"timed_out,omitempty"`
 	// Sandbox names the sandbox the commands ran in.
 	Sandbox string `json:"sandbox,omitempty"`
 	// ImageID is the image the commands ran in, when they ran in a
@@ -212,6 +216,8 @@ func (v *Verdict) String() string {
 		return "resolved"
 	case v.SetupFailed != "":
 		return "not resolved: setup failed"
+	case v.TestPatchFailed != "":
+		return "not resolved: the test patch did not apply over the patch"
 	}
 	failed := 0
 	for _, s := range v.Tests {
@@ -397,16 +403,24 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			var ae *applyError
 			if errors.As(err, &ae) {
 				v.ApplyError = ae.msg
+				v.Notes = append(v.Notes, "the patch did not apply: "+ae.msg)
 				v.PrepareS = prepared()
 				return v, nil
 			}
 			return nil, err
 		}
 		if fellBack {
-			// GNU patch, unlike git apply, writes under .git too: the
-			// configuration is read again.
+			// GNU patch was refused any .git path, and the configuration
+			// is read again all the same: what fails now is the patch's
+			// doing, not the grading's.
 			if p.git, err = (gitsafe.Git{Dir: ws}).Pinned(ctx); err != nil {
-				return nil, err
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				v.ApplyError = "after GNU patch applied it, the checkout's git configuration could not be read: " + err.Error()
+				v.Notes = append(v.Notes, "the patch did not apply: "+v.ApplyError)
+				v.PrepareS = prepared()
+				return v, nil
 			}
 		}
 	}
@@ -426,7 +440,18 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	}
 	if strings.TrimSpace(task.TestPatch) != "" {
 		if err := p.applyTestPatch(ctx); err != nil {
-			return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
+			if p.testErr != nil || ctx.Err() != nil {
+				return nil, fmt.Errorf("instance %s: test_patch: %w", task.InstanceID, err)
+			}
+			// It applies to the base (Prepare checked): what stops it now
+			// is the model's patch, and the task's tests cannot run.
+			v.TestPatchFailed = err.Error()
+			v.Notes = append(v.Notes, "the test patch, which applies to the base, did not apply over the model's patch, so the listed tests did not run: "+err.Error())
+			for _, name := range task.Tests() {
+				v.Tests[name] = bench.TestMissing
+			}
+			v.PrepareS = prepared()
+			return v, nil
 		}
 	}
 	env := p.env
@@ -712,31 +737,96 @@ func apply(ctx context.Context, g gitsafe.Git, file, patch string) (fellBack boo
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
-	if _, err := exec.LookPath("patch"); err == nil {
-		args := []string{"--batch", "--fuzz=5", "-p1", "--no-backup-if-mismatch", "-r", "-", "-d", g.Dir, "-i", file}
-		if exec.CommandContext(ctx, "patch", append([]string{"--dry-run"}, args...)...).Run() == nil {
-			if out, err := exec.CommandContext(ctx, "patch", args...).CombinedOutput(); err != nil {
-				return true, fmt.Errorf("patch: %v: %s", err, out)
-			}
-			return true, nil
-		}
-	}
 	msg := gerr.Error()
 	if i := strings.Index(msg, ": error: "); i >= 0 {
 		msg = msg[i+2:]
 	}
+	if _, err := exec.LookPath("patch"); err == nil {
+		// GNU patch writes wherever the patch says, .git included (git
+		// apply refuses it): a patch naming a .git component anywhere is
+		// refused before GNU patch runs, by its headers and by the files
+		// GNU patch's dry run says it would write.
+		if name := gitDirName(patchNames(patch)); name != "" {
+			return false, &applyError{msg: fmt.Sprintf("%s; GNU patch not tried: the patch names %s, in a .git directory", msg, name)}
+		}
+		args := []string{"--batch", "--fuzz=5", "-p1", "--no-backup-if-mismatch", "-r", "-", "-d", g.Dir, "-i", file}
+		out, err := exec.CommandContext(ctx, "patch", append([]string{"--dry-run"}, args...)...).Output()
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if err == nil {
+			if name := gitDirName(checkedFiles(string(out))); name != "" {
+				return false, &applyError{msg: fmt.Sprintf("%s; GNU patch not run: it would write %s, in a .git directory", msg, name)}
+			}
+			if out, err := exec.CommandContext(ctx, "patch", args...).CombinedOutput(); err != nil {
+				if ctx.Err() != nil {
+					return true, ctx.Err()
+				}
+				// The dry run passed and the real one did not (a file
+				// beyond a symbolic link the patch made): the checkout is
+				// partly patched and graded no further.
+				return true, &applyError{msg: fmt.Sprintf("GNU patch applied it only in part (%v): %s", err, strings.TrimSpace(string(out)))}
+			}
+			return true, nil
+		}
+	}
 	return false, &applyError{msg: msg}
+}
+
+// patchNames are the file names a patch's header lines give (diff --git,
+// ---, +++, ***, Index:, rename and copy lines), as written: every line
+// that GNU patch or git could take a name from, hunk lines that look like
+// headers included.
+func patchNames(patch string) []string {
+	var names []string
+	for _, line := range strings.Split(patch, "\n") {
+		line = strings.TrimRight(line, "\r")
+		for _, h := range []string{"diff --git ", "--- ", "+++ ", "*** ", "Index: ", "rename from ", "rename to ", "copy from ", "copy to "} {
+			if rest, ok := strings.CutPrefix(line, h); ok {
+				names = append(names, rest)
+			}
+		}
+	}
+	return names
+}
+
+// checkedFiles are the files GNU patch's dry run says it checked
+// ("checking file NAME").
+func checkedFiles(out string) []string {
+	var names []string
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "checking file "); ok {
+			names = append(names, rest)
+		}
+	}
+	return names
+}
+
+// gitDirName returns the first of names that has a .git component (in
+// any case; a header's other words, quotes and a tab's timestamp
+// around it), or "".
+func gitDirName(names []string) string {
+	for _, n := range names {
+		for _, c := range strings.FieldsFunc(n, func(r rune) bool { return r == '/' || r == '\\' || r == ' ' || r == '\t' }) {
+			if strings.EqualFold(strings.Trim(c, `'"`), ".git") {
+				return strings.TrimSpace(n)
+			}
+		}
+	}
+	return ""
 }
 
 // readTestFiles reads the base's version of every file the test patch
 // touches from the checkout where g runs (still at base): what
 // applyTestPatch restores. It reads the patch only (from its standard
-// input); nothing of it reaches a file.
+// input); nothing of it reaches a file. A test patch that does not apply
+// to the base is an error here: one that applies here and not over the
+// model's patch is the model's doing.
 func readTestFiles(ctx context.Context, g gitsafe.Git, patch string) ([]baseFile, error) {
 	if !strings.HasSuffix(patch, "\n") {
 		patch += "\n"
 	}
-	cmd, err := g.Command(ctx, "apply", "--numstat", "-z", "-")
+	cmd, err := g.Command(ctx, "apply", "--check", "--numstat", "-z", "-")
 	if err != nil {
 		return nil, err
 	}
@@ -818,14 +908,18 @@ func restore(ws string, files []baseFile) error {
 	}
 	defer root.Close()
 	for _, f := range files {
+		// The directories of the path first: a file or symbolic link the
+		// model's patch put where one of them goes is removed, so that
+		// nothing stands in the way of the base's file or the test
+		// patch's.
+		if err := mkdirs(root, filepath.Dir(f.path)); err != nil {
+			return fmt.Errorf("restoring %s: %w", f.path, err)
+		}
 		if err := root.RemoveAll(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("restoring %s: %w", f.path, err)
 		}
 		if !f.present {
 			continue
-		}
-		if err := mkdirs(root, filepath.Dir(f.path)); err != nil {
-			return fmt.Errorf("restoring %s: %w", f.path, err)
 		}
 		if f.symlink {
 			err = root.Symlink(f.link, f.path)

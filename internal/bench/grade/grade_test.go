@@ -279,10 +279,18 @@ func TestPreparedOnce(t *testing.T) {
 	}
 }
 
-// A model's patch that only GNU patch applies can write the grading
-// checkout's .git/config, which git apply never does: a filter driver it
-// defines does not run when the test patch is applied.
-func TestGradePatchFallbackConfig(t *testing.T) {
+// symlinkFile is a diff that adds name as a symbolic link to target.
+func symlinkFile(name, target string) string {
+	return "diff --git a/" + name + " b/" + name + "\nnew file mode 120000\n--- /dev/null\n+++ b/" + name + "\n@@ -0,0 +1 @@\n+" + target + "\n\\ No newline at end of file\n"
+}
+
+// What a model's patch does to the checkout is the model's doing: a patch
+// that only GNU patch would apply and that writes .git (which git apply
+// refuses), one GNU patch applies only in part, a file or link where the
+// test patch needs a directory, each gives a verdict (not resolved, or
+// graded as the fix alone is), never a grading error; and a filter driver
+// it defines never runs.
+func TestGradeModelsDoing(t *testing.T) {
 	if _, err := exec.LookPath("patch"); err != nil {
 		t.Skip("no GNU patch")
 	}
@@ -290,14 +298,47 @@ func TestGradePatchFallbackConfig(t *testing.T) {
 	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
 	task := set.Tasks[0]
 	mark := filepath.Join(t.TempDir(), "ran")
-	evil := task.Patch + "diff --git a/.git/config b/.git/config\n--- a/.git/config\n+++ b/.git/config\n@@ -5,1 +5,3 @@\n \tlogallrefupdates = true\n+[filter \"x\"]\n+\tclean = touch " + mark + "; cat\n" +
-		"diff --git a/.gitattributes b/.gitattributes\nnew file mode 100644\n--- /dev/null\n+++ b/.gitattributes\n@@ -0,0 +1 @@\n+* filter=x\n"
-	v, err := g.Grade(context.Background(), &task, evil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !v.PatchApplied || !v.Resolved {
-		t.Fatalf("%s\n%s", v, v.Log)
+	// The test patch also adds a test in a new directory, newpkg.
+	newDir := task
+	newDir.TestPatch = task.TestPatch + newFile("newpkg/new_test.go", "package newpkg\n\nimport \"testing\"\n\nfunc TestNew(t *testing.T) {}\n")
+	newDir.FailToPass = append(bench.TestList{"TestNew"}, task.FailToPass...)
+	for _, tc := range []struct {
+		name     string
+		task     *bench.Task
+		patch    string
+		applied  bool
+		resolved bool
+		reason   string // in ApplyError
+	}{
+		{"defines a filter in .git/config", &task, task.Patch + "diff --git a/.git/config b/.git/config\n--- a/.git/config\n+++ b/.git/config\n@@ -5,1 +5,3 @@\n \tlogallrefupdates = true\n+[filter \"x\"]\n+\tclean = touch " + mark + "; cat\n" +
+			"diff --git a/.gitattributes b/.gitattributes\nnew file mode 100644\n--- /dev/null\n+++ b/.gitattributes\n@@ -0,0 +1 @@\n+* filter=x\n", false, false, "the patch names a/.git/config b/.git/config, in a .git directory"},
+		{"breaks .git/config", &task, task.Patch + "diff --git a/.git/config b/.git/config\n--- a/.git/config\n+++ b/.git/config\n@@ -0,0 +1,1 @@\n+[[[ this is not git configuration\n",
+			false, false, "in a .git directory"},
+		{"names .git in C quotes", &task, task.Patch + "--- \"a/\\056git/config\"\n+++ \"b/\\056git/config\"\n@@ -0,0 +1,1 @@\n+[[[ this is not git configuration\n",
+			false, false, "it would write .git/config, in a .git directory"},
+		{"names a nested .GIT", &task, task.Patch + "--- a/cmd/.GIT/hooks/x\n+++ b/cmd/.GIT/hooks/x\n@@ -0,0 +1,1 @@\n+x\n",
+			false, false, "in a .git directory"},
+		{"applies in part", &task, symlinkFile("l", "nowhere") + newFile("l/x", "escaped"), false, false, "GNU patch applied it only in part"},
+		{"a file where a directory goes", &newDir, task.Patch + newFile("newpkg", "not a directory"), true, true, ""},
+		{"a link where a directory goes", &newDir, task.Patch + symlinkFile("newpkg", "cmd"), true, true, ""},
+		{"a link out where a directory goes", &newDir, task.Patch + symlinkFile("newpkg", "/tmp"), true, true, ""},
+		{"a wrong fix and a file where a directory goes", &newDir, set.Wrong[task.InstanceID] + newFile("newpkg", "not a directory"), true, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := g.Grade(context.Background(), tc.task, tc.patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.PatchApplied != tc.applied || v.Resolved != tc.resolved || !strings.Contains(v.ApplyError, tc.reason) {
+				t.Fatalf("applied %v resolved %v (%s: %q), want %v %v (%q)\n%s", v.PatchApplied, v.Resolved, v, v.ApplyError, tc.applied, tc.resolved, tc.reason, v.Log)
+			}
+			if !tc.applied && (v.String() != grade.NotResolvedPatchFailed || !slices.ContainsFunc(v.Notes, func(n string) bool { return strings.Contains(n, tc.reason) })) {
+				t.Errorf("verdict %q, notes %q", v, v.Notes)
+			}
+			if tc.task == &newDir && (v.Tests["TestNew"] != bench.TestPassed || v.Tests["TestSub"] != bench.TestPassed) {
+				t.Errorf("tests %v\n%s", v.Tests, v.Log)
+			}
+		})
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Fatal("the filter the model's patch defined ran")
