@@ -88,7 +88,7 @@ var safeImportPath = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~+/-]*$`)
 // test commands (a test that does not exist; the listed tests alone) and
 // then, for the packages still trusted, the grader's own failing test
 // (canary), each within left().
-func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[string]string, left func() time.Duration) (goCheckResult, error) {
+func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[string]string, homes goHomes, left func() time.Duration) (goCheckResult, error) {
 	var res goCheckResult
 	var passed []passedIn
 	for _, ev := range goTestEvents(out) {
@@ -96,7 +96,7 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 			continue
 		}
 		for name, s := range tests {
-			if s == bench.TestPassed && (ev.Test == name || ev.Package+"."+ev.Test == name) {
+			if s == bench.TestPassed && homes.counts(name, ev.Package, ev.Test) {
 				passed = append(passed, passedIn{name: name, pkg: ev.Package, test: ev.Test})
 			}
 		}

@@ -281,6 +281,9 @@ type Prepared struct {
 	// root marker files (scanTree), against which the model's patch is
 	// compared.
 	tree treeScan
+	// module is the module path of the base's root go.mod ("" when
+	// none), by which the test patch's packages are named (goHomes).
+	module string
 }
 
 // baseFile is a file as base_commit has it: absent, a regular file
@@ -349,6 +352,9 @@ func (g *Grader) Prepare(ctx context.Context, task *bench.Task) (_ *Prepared, er
 	}
 	if p.tree, err = scanTree(part); err != nil {
 		return nil, err
+	}
+	if mod, err := hostfs.ReadFileIn(part, "go.mod", 1<<20); err == nil {
+		p.module = modulePath(mod)
 	}
 	if err = os.Rename(part, p.ws); err != nil {
 		return nil, err
@@ -552,6 +558,17 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	} else {
 		verdicts, source = readOutput(out)
 	}
+	var homes goHomes
+	if source == "go test -json" {
+		// A bare name counts only where the test patch's packages
+		// declare it.
+		touched := make([]string, len(p.restore))
+		for i, f := range p.restore {
+			touched[i] = f.path
+		}
+		homes = findGoHomes(ws, p.module, touched, task.Tests())
+		verdicts = goVerdicts(out, task.Tests(), homes)
+	}
 	v.Source = source
 	for _, name := range task.Tests() {
 		switch {
@@ -572,7 +589,7 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		deadline := tstart.Add(timeout)
 		left := func() time.Duration { return max(time.Until(deadline), time.Second) }
 		cstart := time.Now()
-		c, err := goCheck(ctx, sh, out, v.Tests, left)
+		c, err := goCheck(ctx, sh, out, v.Tests, homes, left)
 		v.CheckS = time.Since(cstart).Seconds()
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: %w", task.InstanceID, err)

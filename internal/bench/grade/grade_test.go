@@ -441,3 +441,52 @@ func TestGradeDetectsWithTheTestPatch(t *testing.T) {
 		})
 	}
 }
+
+// A bare listed name counts only in the test patch's packages that
+// declare it: a patch that keeps the target package from building is not
+// resolved by another package's passing test of the same name. A name
+// none of them declares (TestOther, elsewhere) counts where it runs.
+func TestGradeBareNameInTheTestPatchsPackage(t *testing.T) {
+	r := gitRepo{t: t, dir: t.TempDir()}
+	r.git("init", "-q")
+	add := func(body string) string {
+		return "package calc\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn " + body + "\n}\n"
+	}
+	r.write(map[string]string{
+		"go.mod":              "module example.com/m\n\ngo 1.22\n",
+		"calc/calc.go":        add("a - b"),
+		"other/other.go":      "package other\n\n// Add adds.\nfunc Add(a, b float64) float64 { return a + b }\n",
+		"other/other_test.go": "package other\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"Add\")\n\t}\n}\n\nfunc TestOther(t *testing.T) {}\n",
+	})
+	r.git("add", "-A")
+	r.git("commit", "-qm", "Initial import")
+	base := r.git("rev-parse", "HEAD")
+	testPatch := newFile("calc/add_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"Add\")\n\t}\n}\n")
+	diff := func(body string) string {
+		return "diff --git a/calc/calc.go b/calc/calc.go\n--- a/calc/calc.go\n+++ b/calc/calc.go\n@@ -3,3 +3,3 @@\n // Add adds.\n-func Add(a, b int) int {\n-\treturn a - b\n+" + body + "\n }\n"
+	}
+	task := bench.Task{InstanceID: "calc-add", Repo: r.dir, RepoDir: r.dir, BaseCommit: base, TestPatch: testPatch,
+		FailToPass: bench.TestList{"TestAdd"}, PassToPass: bench.TestList{"TestOther"}}
+	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
+	for _, tc := range []struct {
+		name     string
+		patch    string
+		resolved bool
+		add      string
+	}{
+		{"gold", diff("func Add(a, b int) int {\n+\treturn a + b"), true, bench.TestPassed},
+		{"empty", "", false, bench.TestFailed},
+		// calc's test binary does not build: no event of calc's TestAdd.
+		{"breaks the build", diff("func Add(a, b int) (int, bool) {\n+\treturn a - b, false"), false, bench.TestMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := g.Grade(context.Background(), &task, tc.patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Resolved != tc.resolved || v.Tests["TestAdd"] != tc.add || v.Tests["TestOther"] != bench.TestPassed {
+				t.Fatalf("resolved %v, tests %v; want %v, TestAdd %s\n%s", v.Resolved, v.Tests, tc.resolved, tc.add, v.Log)
+			}
+		})
+	}
+}

@@ -203,7 +203,7 @@ func TestGoCheck(t *testing.T) {
 			for k, v := range listed {
 				tests[k] = v
 			}
-			res, err := goCheck(context.Background(), sh, full, tests, func() time.Duration { return time.Minute })
+			res, err := goCheck(context.Background(), sh, full, tests, nil, func() time.Duration { return time.Minute })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func TestGoCheck(t *testing.T) {
 	}
 	// Nothing listed passed: nothing is asked.
 	sh := &fakeShell{}
-	if res, err := goCheck(context.Background(), sh, full, map[string]string{"TestC": bench.TestFailed}, nil); err != nil || len(sh.cmds) != 0 || len(res.failed) != 0 {
+	if res, err := goCheck(context.Background(), sh, full, map[string]string{"TestC": bench.TestFailed}, nil, nil); err != nil || len(sh.cmds) != 0 || len(res.failed) != 0 {
 		t.Errorf("%v %q %+v", err, sh.cmds, res)
 	}
 }
@@ -238,7 +238,7 @@ func FuzzGoCheck(f *testing.F) {
 	f.Add(ev("pass", "m/a", "TestA"), ev("run", "m/a", "TestZ"), "{")
 	f.Fuzz(func(t *testing.T, full, absent, listed string) {
 		tests := map[string]string{"TestA": bench.TestPassed, "m/a.TestB": bench.TestPassed}
-		res, err := goCheck(context.Background(), &fakeShell{absent: absent, listed: listed}, full, tests, func() time.Duration { return time.Minute })
+		res, err := goCheck(context.Background(), &fakeShell{absent: absent, listed: listed}, full, tests, nil, func() time.Duration { return time.Minute })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,153 @@
+package grade
+
+import (
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/hostfs"
+)
+
+// A Go task lists its tests by bare name ("TestAdd"), as go test names
+// them, and go test ./... runs every package: two packages can hold a test
+// of the same name. A bare name counts only in the packages of the test
+// patch that declare it, when any does: a patch that keeps the target
+// package from reporting anything (a build error, an exit in init) is not
+// resolved by another package's namesake. A name none of them declares
+// (a PASS_TO_PASS test elsewhere in the repository) counts in any package.
+
+// goHomes maps a listed bare name's top-level test to the import paths of
+// the test patch's packages that declare it.
+type goHomes map[string][]string
+
+// counts reports whether the event of test in pkg gives the listed name
+// its verdict: PKG.TEST always, a bare name in its homes (any package
+// when it has none).
+func (h goHomes) counts(name, pkg, test string) bool {
+	if name == pkg+"."+test {
+		return true
+	}
+	if name != test {
+		return false
+	}
+	top, _, _ := strings.Cut(test, "/")
+	homes := h[top]
+	return len(homes) == 0 || slices.Contains(homes, pkg)
+}
+
+// goTestDecl is a top-level test function's declaration in a test file.
+var goTestDecl = regexp.MustCompile(`(?m)^func[ \t]+(Test[^\s(\[]*)[ \t]*[(\[]`)
+
+// maxTestFile is the largest test file read for its declarations.
+const maxTestFile = 16 << 20
+
+// findGoHomes reads, in the checkout at ws with the test patch applied,
+// the *_test.go files of every package of the test patch (the directory of
+// a Go file it touches, or the one above a testdata directory) and returns
+// the homes of the listed names among them; module is the module path of
+// the checkout's root go.mod at base ("" when none: no homes). The test
+// files are the task's by then (the model's changes to them set aside).
+func findGoHomes(ws, module string, touched, listed []string) goHomes {
+	if module == "" {
+		return nil
+	}
+	var dirs []string
+	for _, p := range touched {
+		parts := strings.Split(path.Clean(filepath.ToSlash(p)), "/")
+		var dir string
+		if i := slices.Index(parts, "testdata"); i >= 0 {
+			dir = path.Join(append([]string{"."}, parts[:i]...)...)
+		} else if strings.HasSuffix(p, ".go") {
+			dir = path.Join(append([]string{"."}, parts[:len(parts)-1]...)...)
+		} else {
+			continue
+		}
+		if !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	root, err := hostfs.OpenRoot(ws)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	declared := map[string][]string{}
+	for _, dir := range dirs {
+		ip := module
+		if dir != "." {
+			ip = module + "/" + dir
+		}
+		d := root
+		if dir != "." {
+			if d, err = root.OpenDir(dir); err != nil {
+				continue
+			}
+		}
+		var files []string
+		_ = d.ReadDirMatching(func(n string) bool { return strings.HasSuffix(n, "_test.go") }, func(n string, info hostfs.Info) {
+			if info.Mode.IsRegular() {
+				files = append(files, n)
+			}
+		})
+		for _, f := range files {
+			data, err := d.ReadFile(f, maxTestFile)
+			if err != nil {
+				continue
+			}
+			for _, m := range goTestDecl.FindAllSubmatch(data, -1) {
+				if n := string(m[1]); !slices.Contains(declared[n], ip) {
+					declared[n] = append(declared[n], ip)
+				}
+			}
+		}
+		if d != root {
+			d.Close()
+		}
+	}
+	h := goHomes{}
+	for _, name := range listed {
+		top, _, _ := strings.Cut(name, "/")
+		if pkgs := declared[top]; len(pkgs) > 0 {
+			h[top] = pkgs
+		}
+	}
+	return h
+}
+
+// modulePath is the module path of go.mod's content data, "" when it has
+// none.
+func modulePath(data []byte) string { return modfile.ModulePath(data) }
+
+// goVerdicts reads the listed tests' verdicts from go test -json output
+// as ParseGoTestJSON does, a bare name only from the events of its homes.
+func goVerdicts(out string, listed []string, h goHomes) Verdicts {
+	v := Verdicts{}
+	for _, ev := range goTestEvents(out) {
+		var verdict string
+		switch ev.Action {
+		case "pass":
+			verdict = bench.TestPassed
+		case "fail", "skip":
+			verdict = bench.TestFailed
+		default:
+			continue
+		}
+		if ev.Test == "" {
+			continue
+		}
+		for _, name := range listed {
+			if h.counts(name, ev.Package, ev.Test) {
+				v.set(name, verdict)
+			}
+		}
+	}
+	return v
+}
