@@ -84,14 +84,17 @@ var safeImportPath = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~+/-]*$`)
 
 // goCheck asks again, in sh, the test binaries of the packages in which a
 // listed test is reported passed in out (the full run's go test -json
-// output); tests are the listed tests' verdicts so far. It runs two go
-// test commands (a test that does not exist; the listed tests alone) and
-// then, for the packages still trusted, the grader's own failing test
-// (canary), each within left().
-func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[string]string, homes goHomes, left func() time.Duration) (goCheckResult, error) {
+// output); tests are the listed tests' verdicts so far, homes where a bare
+// name counts, can the canary written before the full run. It checks the
+// canary in the full run, then runs two go test commands (a test that does
+// not exist; the listed tests with the canary, written beside the code of
+// the packages that did not have it, where go list places them), each
+// within left().
+func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[string]string, homes goHomes, can goCanary, left func() time.Duration) (goCheckResult, error) {
 	var res goCheckResult
 	var passed []passedIn
-	for _, ev := range goTestEvents(out) {
+	full := goTestEvents(out)
+	for _, ev := range full {
 		if ev.Action != "pass" || ev.Test == "" {
 			continue
 		}
@@ -117,6 +120,27 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 	}
 	slices.Sort(pkgs)
 	slices.Sort(tops)
+	// The canary in the full run: reported failed, in every package it
+	// was written in.
+	if can.name != "" {
+		failed := map[string]bool{}
+		for _, ev := range full {
+			if ev.Test != can.name || !slices.Contains(can.inRun, ev.Package) {
+				continue
+			}
+			switch ev.Action {
+			case "fail":
+				failed[ev.Package] = true
+			case "pass":
+				untrusted[ev.Package] = fmt.Sprintf("in the full run it reported %s, a test of the grader's that fails by construction, as passed", can.name)
+			}
+		}
+		for _, pkg := range pkgs {
+			if _, bad := untrusted[pkg]; !bad && slices.Contains(can.inRun, pkg) && !failed[pkg] {
+				untrusted[pkg] = fmt.Sprintf("in the full run it did not report %s, a test of the grader's that fails by construction, as failed", can.name)
+			}
+		}
+	}
 	var asked []string
 	for _, pkg := range pkgs {
 		if safeImportPath.MatchString(pkg) {
@@ -132,8 +156,11 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 			}
 		}
 	}
-	run := func(pattern string) ([]goEvent, bool, error) {
+	run := func(before, pattern, after string) ([]goEvent, bool, error) {
 		cmd := "go test -json -count=1 -run " + shellQuote(pattern) + " " + strings.Join(asked, " ")
+		if before != "" {
+			cmd = before + "; " + cmd + "; " + after
+		}
 		r := sh.Run(ctx, cmd, left())
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
@@ -145,7 +172,7 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 	}
 	if len(asked) > 0 {
 		absent := "TestTrussAbsent" + randomHex()
-		evs, finished, err := run("^" + absent + "$")
+		evs, finished, err := run("", "^"+absent+"$", "")
 		if err != nil {
 			return res, err
 		}
@@ -170,11 +197,49 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 				untrusted[pkg] = fmt.Sprintf("asked for %s, which does not exist, it did not report its package passed", absent)
 			}
 		}
-		quoted := make([]string, len(tops))
-		for i, t := range tops {
-			quoted[i] = regexp.QuoteMeta(t)
+		// The listed tests with the canary: the packages that did not
+		// have it get one now, named afresh (the full run's names taken).
+		canaries := map[string]string{}
+		for _, pkg := range asked {
+			if can.name != "" && slices.Contains(can.inRun, pkg) {
+				canaries[pkg] = can.name
+			}
 		}
-		evs, finished, err = run("^(" + strings.Join(quoted, "|") + ")$")
+		var others []string
+		for _, pkg := range asked {
+			if _, ok := canaries[pkg]; !ok {
+				others = append(others, pkg)
+			}
+		}
+		var before, after, later string
+		if len(others) > 0 {
+			later = newCanaryName(tops, func(n string) bool {
+				return n == can.name || slices.ContainsFunc(full, func(ev goEvent) bool { return ev.Test == n })
+			})
+			var placed []string
+			var why map[string]string
+			before, after, placed, why, err = placeCanary(ctx, sh, others, later, left)
+			if err != nil {
+				return res, err
+			}
+			for pkg, w := range why {
+				untrusted[pkg] = w
+			}
+			for _, pkg := range placed {
+				canaries[pkg] = later
+			}
+		}
+		quoted := make([]string, 0, len(tops)+2)
+		for _, t := range tops {
+			quoted = append(quoted, regexp.QuoteMeta(t))
+		}
+		for _, n := range []string{can.name, later} {
+			if n != "" && slices.ContainsFunc(asked, func(pkg string) bool { return canaries[pkg] == n }) {
+				quoted = append(quoted, regexp.QuoteMeta(n))
+			}
+		}
+		slices.Sort(quoted)
+		evs, finished, err = run(before, "^("+strings.Join(quoted, "|")+")$", after)
 		if err != nil {
 			return res, err
 		}
@@ -182,6 +247,7 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 			distrustAll("asked for the listed tests alone, it did not finish in time")
 		}
 		again := map[[2]string]bool{}
+		canaryFailed := map[string]bool{}
 		for _, ev := range evs {
 			if ev.Test == "" {
 				continue
@@ -190,12 +256,26 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 			switch {
 			case !slices.Contains(asked, ev.Package):
 				distrustAll(fmt.Sprintf("asked for the listed tests alone, the output named %s in %q, a package not asked for", ev.Test, ev.Package))
+			case canaries[ev.Package] != "" && top == canaries[ev.Package]:
+				switch ev.Action {
+				case "fail":
+					canaryFailed[ev.Package] = true
+				case "pass":
+					if _, bad := untrusted[ev.Package]; !bad {
+						untrusted[ev.Package] = fmt.Sprintf("it reported %s, a test of the grader's that fails by construction, as passed", top)
+					}
+				}
 			case !slices.Contains(tops, top) && (ev.Action == "run" || ev.Action == "pass"):
 				if _, ok := untrusted[ev.Package]; !ok {
 					untrusted[ev.Package] = fmt.Sprintf("asked for %s alone, it reported %s as %s", strings.Join(tops, ", "), ev.Test, actionWord(ev.Action))
 				}
 			case ev.Action == "pass":
 				again[[2]string{ev.Package, ev.Test}] = true
+			}
+		}
+		for pkg, name := range canaries {
+			if _, bad := untrusted[pkg]; !bad && !canaryFailed[pkg] && finished {
+				untrusted[pkg] = fmt.Sprintf("it did not report %s, a test of the grader's that fails by construction, as failed", name)
 			}
 		}
 		var notAgain []string
@@ -209,21 +289,6 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 			slices.Sort(notAgain)
 			res.failed = append(res.failed, notAgain...)
 			res.notes = append(res.notes, "these listed tests passed in the full run but not when their test binary was asked for them alone, so they failed: "+strings.Join(notAgain, ", "))
-		}
-	}
-	var trusted []string
-	for _, pkg := range asked {
-		if _, ok := untrusted[pkg]; !ok {
-			trusted = append(trusted, pkg)
-		}
-	}
-	if len(trusted) > 0 {
-		why, err := canary(ctx, sh, trusted, left)
-		if err != nil {
-			return res, err
-		}
-		for pkg, w := range why {
-			untrusted[pkg] = w
 		}
 	}
 	for _, pkg := range pkgs {
@@ -245,69 +310,42 @@ func goCheck(ctx context.Context, sh validate.Shell, out string, tests map[strin
 	return res, nil
 }
 
-// canary adds to each package of pkgs, in sh, a test of the grader's own
-// that fails by construction, under a fresh random name in a file of a
-// fresh random name, runs it alone, and removes it: a binary that reports
-// it passed, or does not report it failed, cannot be trusted (the reasons
-// by package). This catches a forger that needs no test's name, such as
-// one that re-runs its own binary and rewrites every failure into a pass.
-// A package go list cannot place (it failed; no directory, an unexpected
-// name) is untrusted too: a forger that breaks go list after the full
-// run must not be trusted for it.
-func canary(ctx context.Context, sh validate.Shell, pkgs []string, left func() time.Duration) (map[string]string, error) {
+// placeCanary asks go list, in sh, where each package of pkgs is, and
+// returns the shell commands that write the canary name beside each
+// one's code (before; a file already at its path is left, and the canary
+// then missing) and remove it (after), the packages placed, and why
+// the others are not trusted: a package go list cannot place (it failed;
+// no directory, an unexpected name) is not, since a forger can break
+// go.mod after the full run.
+func placeCanary(ctx context.Context, sh validate.Shell, pkgs []string, name string, left func() time.Duration) (before, after string, placed []string, why map[string]string, _ error) {
 	r := sh.Run(ctx, "go list -f '{{.ImportPath}}{{\"\\t\"}}{{.Dir}}{{\"\\t\"}}{{.Name}}' "+strings.Join(pkgs, " "), left())
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return "", "", nil, nil, err
 	}
-	hexs := randomHex()
-	name, file := "TestQ"+hexs, "zz_"+hexs+"_test.go"
-	var writes, removes, placed []string
+	file := canaryFile(name)
+	var writes, removes []string
 	for _, line := range strings.Split(r.Stdout, "\n") {
 		f := strings.Split(strings.TrimSpace(line), "\t")
 		if len(f) != 3 || !slices.Contains(pkgs, f[0]) || slices.Contains(placed, f[0]) || !filepath.IsAbs(f[1]) || !goIdent(f[2]) {
 			continue
 		}
-		src := "package " + f[2] + "\n\nimport \"testing\"\n\nfunc " + name + "(t *testing.T) { t.Fatal(\"fails by construction\") }\n"
-		path := shellQuote(filepath.Join(f[1], file))
-		writes = append(writes, "printf '%s' "+shellQuote(src)+" > "+path)
-		removes = append(removes, path)
+		p := shellQuote(filepath.Join(f[1], file))
+		// A file of that name already there is kept, and the package
+		// is not placed.
+		writes = append(writes, "if [ ! -e "+p+" ] && [ ! -L "+p+" ]; then printf '%s' "+shellQuote(canarySource(f[2], name))+" > "+p+"; fi")
+		removes = append(removes, p)
 		placed = append(placed, f[0])
 	}
-	why := map[string]string{}
+	why = map[string]string{}
 	for _, pkg := range pkgs {
 		if !slices.Contains(placed, pkg) {
-			// Fail closed: a package that cannot be asked (go list
-			// failed, or printed no directory for it) is not trusted.
 			why[pkg] = "go list did not place it, so the grader's own failing test could not be asked of it"
 		}
 	}
 	if len(placed) == 0 {
-		return why, nil
+		return "", "", nil, why, nil
 	}
-	cmd := "{ " + strings.Join(writes, " && ") + "; } && go test -json -count=1 -run " + shellQuote("^"+name+"$") + " " + strings.Join(placed, " ") +
-		"; rm -f " + strings.Join(removes, " ")
-	r = sh.Run(ctx, cmd, left())
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	failed := map[string]bool{}
-	for _, ev := range goTestEvents(r.Stdout + "\n" + r.Stderr) {
-		if ev.Test != name || !slices.Contains(placed, ev.Package) {
-			continue
-		}
-		switch ev.Action {
-		case "fail":
-			failed[ev.Package] = true
-		case "pass":
-			why[ev.Package] = fmt.Sprintf("it reported %s, a test of the grader's that fails by construction, as passed", name)
-		}
-	}
-	for _, pkg := range placed {
-		if _, bad := why[pkg]; !bad && !failed[pkg] {
-			why[pkg] = fmt.Sprintf("it did not report %s, a test of the grader's that fails by construction, as failed", name)
-		}
-	}
-	return why, nil
+	return strings.Join(writes, "; "), "rm -f " + strings.Join(removes, " "), placed, why, nil
 }
 
 // goIdent reports whether s is a Go package name go list could print.

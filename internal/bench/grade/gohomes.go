@@ -46,17 +46,27 @@ var goTestDecl = regexp.MustCompile(`(?m)^func[ \t]+(Test[^\s(\[]*)[ \t]*[(\[]`)
 // maxTestFile is the largest test file read for its declarations.
 const maxTestFile = 16 << 20
 
-// findGoHomes reads, in the checkout at ws with the test patch applied,
-// the *_test.go files of every package of the test patch (the directory of
-// a Go file it touches, or the one above a testdata directory) and returns
-// the homes of the listed names among them; module is the module path of
-// the checkout's root go.mod at base ("" when none: no homes). The test
-// files are the task's by then (the model's changes to them set aside).
-func findGoHomes(ws, module string, touched, listed []string) goHomes {
+// goTestDir is a package of the test patch as the checkout has it once
+// the test patch is applied: its directory (slash-separated, "." for the
+// root), import path, the package clause of the test patch's test files
+// in it ("" when it touches none), and the top-level tests its test files
+// declare.
+type goTestDir struct {
+	dir, importPath, pkgName string
+	declared                 []string
+}
+
+// goTestDirs reads, in the checkout at ws with the test patch applied, the
+// *_test.go files of every package of the test patch (the directory of a
+// Go file it touches, or the one above a testdata directory); module is
+// the module path of the checkout's root go.mod at base ("" when none:
+// no package). The test files are the task's by then (the model's changes
+// to them set aside).
+func goTestDirs(ws, module string, touched []string) []goTestDir {
 	if module == "" {
 		return nil
 	}
-	var dirs []string
+	var dirs []goTestDir
 	for _, p := range touched {
 		parts := strings.Split(path.Clean(filepath.ToSlash(p)), "/")
 		var dir string
@@ -67,8 +77,17 @@ func findGoHomes(ws, module string, touched, listed []string) goHomes {
 		} else {
 			continue
 		}
-		if !slices.Contains(dirs, dir) {
-			dirs = append(dirs, dir)
+		i := slices.IndexFunc(dirs, func(d goTestDir) bool { return d.dir == dir })
+		if i < 0 {
+			ip := module
+			if dir != "." {
+				ip = module + "/" + dir
+			}
+			dirs = append(dirs, goTestDir{dir: dir, importPath: ip})
+			i = len(dirs) - 1
+		}
+		if strings.HasSuffix(p, "_test.go") && dirs[i].pkgName == "" {
+			dirs[i].pkgName = path.Base(filepath.ToSlash(p))
 		}
 	}
 	if len(dirs) == 0 {
@@ -79,44 +98,57 @@ func findGoHomes(ws, module string, touched, listed []string) goHomes {
 		return nil
 	}
 	defer root.Close()
-	declared := map[string][]string{}
-	for _, dir := range dirs {
-		ip := module
-		if dir != "." {
-			ip = module + "/" + dir
-		}
-		d := root
-		if dir != "." {
-			if d, err = root.OpenDir(dir); err != nil {
+	for i := range dirs {
+		d := &dirs[i]
+		// pkgName holds the test patch's test file's name until its
+		// package clause is read.
+		own := d.pkgName
+		d.pkgName = ""
+		r := root
+		if d.dir != "." {
+			if r, err = root.OpenDir(d.dir); err != nil {
 				continue
 			}
 		}
 		var files []string
-		_ = d.ReadDirMatching(func(n string) bool { return strings.HasSuffix(n, "_test.go") }, func(n string, info hostfs.Info) {
+		_ = r.ReadDirMatching(func(n string) bool { return strings.HasSuffix(n, "_test.go") }, func(n string, info hostfs.Info) {
 			if info.Mode.IsRegular() {
 				files = append(files, n)
 			}
 		})
 		for _, f := range files {
-			data, err := d.ReadFile(f, maxTestFile)
+			data, err := r.ReadFile(f, maxTestFile)
 			if err != nil {
 				continue
 			}
 			for _, m := range goTestDecl.FindAllSubmatch(data, -1) {
-				if n := string(m[1]); !slices.Contains(declared[n], ip) {
-					declared[n] = append(declared[n], ip)
+				if n := string(m[1]); !slices.Contains(d.declared, n) {
+					d.declared = append(d.declared, n)
 				}
 			}
+			if m := goPackageClause.FindSubmatch(data); f == own && m != nil && goIdent(string(m[1])) {
+				d.pkgName = string(m[1])
+			}
 		}
-		if d != root {
-			d.Close()
+		if r != root {
+			r.Close()
 		}
 	}
+	return dirs
+}
+
+// goPackageClause is a Go file's package clause.
+var goPackageClause = regexp.MustCompile(`(?m)^package[ \t]+(\w+)`)
+
+// findGoHomes returns the homes of the listed names among dirs.
+func findGoHomes(dirs []goTestDir, listed []string) goHomes {
 	h := goHomes{}
 	for _, name := range listed {
 		top, _, _ := strings.Cut(name, "/")
-		if pkgs := declared[top]; len(pkgs) > 0 {
-			h[top] = pkgs
+		for _, d := range dirs {
+			if slices.Contains(d.declared, top) && !slices.Contains(h[top], d.importPath) {
+				h[top] = append(h[top], d.importPath)
+			}
 		}
 	}
 	return h

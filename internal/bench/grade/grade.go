@@ -535,6 +535,37 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		// before the test command starts.
 		runner.BeforeTest = func() { cleared = clearReport(reports) }
 	}
+	// The test patch's Go packages, by which a bare listed name is
+	// placed (goHomes); where the grader chose the go test command, the
+	// canary goes in them before it starts (canary.go).
+	touched := make([]string, len(p.restore))
+	for i, f := range p.restore {
+		touched[i] = f.path
+	}
+	dirs := goTestDirs(ws, p.module, touched)
+	checkGo := env.Source != "test_cmd" && env.Test == detectedGoTest
+	var can goCanary
+	if checkGo {
+		var tops []string
+		for _, name := range task.Tests() {
+			top, _, _ := strings.Cut(name, "/")
+			if i := strings.LastIndex(top, "."); i >= 0 {
+				top = top[i+1:]
+			}
+			if !slices.Contains(tops, top) {
+				tops = append(tops, top)
+			}
+		}
+		removeCanary := func() {}
+		defer func() { removeCanary() }()
+		before := runner.BeforeTest
+		runner.BeforeTest = func() {
+			if before != nil {
+				before()
+			}
+			can, removeCanary = plantCanary(ws, dirs, tops)
+		}
+	}
 	v.PrepareS = prepared()
 	tstart := time.Now()
 	sum, res := runner.Run(ctx)
@@ -562,11 +593,7 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	if source == "go test -json" {
 		// A bare name counts only where the test patch's packages
 		// declare it.
-		touched := make([]string, len(p.restore))
-		for i, f := range p.restore {
-			touched[i] = f.path
-		}
-		homes = findGoHomes(ws, p.module, touched, task.Tests())
+		homes = findGoHomes(dirs, task.Tests())
 		verdicts = goVerdicts(out, task.Tests(), homes)
 	}
 	v.Source = source
@@ -585,11 +612,11 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			v.Tests[name] = bench.TestMissing
 		}
 	}
-	if source == "go test -json" && env.Source != "test_cmd" && env.Test == detectedGoTest && v.SetupFailed == "" && !v.TimedOut {
+	if source == "go test -json" && checkGo && v.SetupFailed == "" && !v.TimedOut {
 		deadline := tstart.Add(timeout)
 		left := func() time.Duration { return max(time.Until(deadline), time.Second) }
 		cstart := time.Now()
-		c, err := goCheck(ctx, sh, out, v.Tests, homes, left)
+		c, err := goCheck(ctx, sh, out, v.Tests, homes, can, left)
 		v.CheckS = time.Since(cstart).Seconds()
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: %w", task.InstanceID, err)

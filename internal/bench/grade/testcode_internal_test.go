@@ -125,20 +125,21 @@ func TestConfigChanges(t *testing.T) {
 type fakeShell struct {
 	absent, listed string
 	// canary is the action the binaries report for the grader's failing
-	// test ("fail" when honest, "" for none).
-	canary string
+	// test ("fail" when honest, "" for none); inRun is the canary written
+	// before the full run (in m/a), the others' is any other name asked.
+	canary, inRun string
 	// listFails: go list prints nothing (a go.mod broken after the run).
 	listFails bool
 	cmds      []string
 }
 
-// canaryName is the grader's failing test's name in a command.
-var canaryName = regexp.MustCompile(`TestQ[0-9a-f]{16}`)
+// runPattern is a go test command's -run pattern's names.
+var runPattern = regexp.MustCompile(`-run '\^\(([^)]*)\)\$'`)
 
 func (f *fakeShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Result {
 	f.cmds = append(f.cmds, cmd)
 	zero := 0
-	out := f.listed
+	out := ""
 	switch {
 	case strings.Contains(cmd, "TestTrussAbsent"):
 		out = f.absent
@@ -146,11 +147,17 @@ func (f *fakeShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Res
 		out = ""
 	case strings.HasPrefix(cmd, "go list "):
 		out = "m/a\t/ws/a\ta\nm/b\t/ws/b\tb\n"
-	case canaryName.MatchString(cmd):
-		out = ""
-		if f.canary != "" {
-			name := canaryName.FindString(cmd)
-			out = ev("run", "m/a", name) + ev(f.canary, "m/a", name) + ev("run", "m/b", name) + ev(f.canary, "m/b", name)
+	case runPattern.MatchString(cmd):
+		out = f.listed
+		for _, name := range strings.Split(runPattern.FindStringSubmatch(cmd)[1], "|") {
+			if name == "TestA" || name == "TestB" || f.canary == "" {
+				continue
+			}
+			for _, pkg := range []string{"m/a", "m/b"} {
+				if (pkg == "m/a" && f.inRun != "") == (name == f.inRun) {
+					out += ev("run", pkg, name) + ev(f.canary, pkg, name)
+				}
+			}
 		}
 	}
 	return tool.Result{Stdout: out, ExitCode: &zero}
@@ -173,29 +180,42 @@ func TestGoCheck(t *testing.T) {
 	honestListed := ev("run", "m/a", "TestA") + ev("run", "m/a", "TestA/sub") + ev("pass", "m/a", "TestA/sub") + ev("pass", "m/a", "TestA") +
 		ev("pass", "m/b", "TestB") + ev("pass", "m/a", "") + ev("pass", "m/b", "")
 	listed := map[string]string{"TestA": bench.TestPassed, "TestA/sub": bench.TestPassed, "m/b.TestB": bench.TestPassed, "TestC": bench.TestFailed}
+	const inRun = "TestAEmpty"
 	for _, tc := range []struct {
 		name             string
 		absent, listed   string
 		untrusted, fails []string
 		canary           string
 		listFails        bool
+		// full: the full run's canary events in m/a, written before it
+		// ("" for none written).
+		full string
 	}{
-		{"honest", honestAbsent, honestListed, nil, nil, "fail", false},
+		// The canary written before the full run in m/a (a package of the
+		// test patch), and after it in m/b.
+		{"honest, with the canary in the full run", honestAbsent, honestListed, nil, nil, "fail", false, "fail"},
+		// A forger that records its binary's tests on their first run
+		// (the full run) and turns their failures into passes.
+		{"passes the canary in the full run", honestAbsent, honestListed, []string{"m/a"}, []string{"TestA", "TestA/sub"}, "fail", false, "pass"},
+		{"does not report the canary in the full run", honestAbsent, honestListed, []string{"m/a"}, []string{"TestA", "TestA/sub"}, "fail", false, "none"},
+		// A forger that spares the canary when asked again.
+		{"passes the canary asked again", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "pass", false, "fail"},
+		{"honest", honestAbsent, honestListed, nil, nil, "fail", false, ""},
 		// A forger that re-runs its binary and turns every failure into
 		// a pass needs no test's name: the grader's failing test passes.
-		{"passes the grader's failing test", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "pass", false},
-		{"does not report the grader's failing test", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "", false},
+		{"passes the grader's failing test", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "pass", false, ""},
+		{"does not report the grader's failing test", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "", false, ""},
 		{"reports the absent test", ev("run", "m/a", "TestTrussAbsentX") + ev("pass", "m/a", "") + ev("pass", "m/b", ""), honestListed,
-			[]string{"m/a"}, []string{"TestA", "TestA/sub"}, "fail", false},
+			[]string{"m/a"}, []string{"TestA", "TestA/sub"}, "fail", false, ""},
 		{"reports a listed test when asked for none", ev("pass", "m/b", "TestB") + ev("pass", "m/a", "") + ev("pass", "m/b", ""), honestListed,
-			[]string{"m/b"}, []string{"m/b.TestB"}, "fail", false},
-		{"does not pass when asked for none", ev("pass", "m/a", ""), honestListed, []string{"m/b"}, []string{"m/b.TestB"}, "fail", false},
-		{"reports a test not asked for", honestAbsent, honestListed + ev("pass", "m/b", "TestC"), []string{"m/b"}, []string{"m/b.TestB"}, "fail", false},
-		{"a package not asked for", honestAbsent, honestListed + ev("pass", "m/c", "TestA"), []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "fail", false},
+			[]string{"m/b"}, []string{"m/b.TestB"}, "fail", false, ""},
+		{"does not pass when asked for none", ev("pass", "m/a", ""), honestListed, []string{"m/b"}, []string{"m/b.TestB"}, "fail", false, ""},
+		{"reports a test not asked for", honestAbsent, honestListed + ev("pass", "m/b", "TestC"), []string{"m/b"}, []string{"m/b.TestB"}, "fail", false, ""},
+		{"a package not asked for", honestAbsent, honestListed + ev("pass", "m/c", "TestA"), []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "fail", false, ""},
 		// A forger that breaks go list after the full run leaves the
 		// grader's failing test unasked: the packages are not trusted.
-		{"go list fails", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "fail", true},
-		{"fails alone", honestAbsent, strings.Replace(honestListed, ev("pass", "m/a", "TestA/sub"), ev("fail", "m/a", "TestA/sub"), 1), nil, []string{"TestA/sub"}, "fail", false},
+		{"go list fails", honestAbsent, honestListed, []string{"m/a", "m/b"}, []string{"TestA", "TestA/sub", "m/b.TestB"}, "fail", true, ""},
+		{"fails alone", honestAbsent, strings.Replace(honestListed, ev("pass", "m/a", "TestA/sub"), ev("fail", "m/a", "TestA/sub"), 1), nil, []string{"TestA/sub"}, "fail", false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sh := &fakeShell{absent: tc.absent, listed: tc.listed, canary: tc.canary, listFails: tc.listFails}
@@ -203,7 +223,16 @@ func TestGoCheck(t *testing.T) {
 			for k, v := range listed {
 				tests[k] = v
 			}
-			res, err := goCheck(context.Background(), sh, full, tests, nil, func() time.Duration { return time.Minute })
+			var can goCanary
+			out := full
+			if tc.full != "" {
+				can = goCanary{name: inRun, inRun: []string{"m/a"}}
+				sh.inRun = inRun
+				if tc.full != "none" {
+					out += ev("run", "m/a", inRun) + ev(tc.full, "m/a", inRun)
+				}
+			}
+			res, err := goCheck(context.Background(), sh, out, tests, nil, can, func() time.Duration { return time.Minute })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,20 +240,34 @@ func TestGoCheck(t *testing.T) {
 			if !slices.Equal(res.untrusted, tc.untrusted) || !slices.Equal(res.failed, tc.fails) {
 				t.Errorf("untrusted %q failed %q, want %q %q (notes %q)", res.untrusted, res.failed, tc.untrusted, tc.fails, res.notes)
 			}
-			if len(sh.cmds) < 2 || !strings.Contains(sh.cmds[1], "-run '^(TestA|TestB)$' m/a m/b") || !strings.Contains(sh.cmds[0], "-count=1") {
-				t.Errorf("commands %q", sh.cmds)
+			// The absent test; go list (for the packages without the
+			// canary) and the listed tests with the canaries, written
+			// beside their code and removed after, in one command.
+			if len(sh.cmds) != 3 || !strings.Contains(sh.cmds[0], "-count=1") || !strings.Contains(sh.cmds[0], "TestTrussAbsent") ||
+				!strings.HasPrefix(sh.cmds[1], "go list ") || !runPattern.MatchString(sh.cmds[2]) || !strings.Contains(sh.cmds[2], "$' m/a m/b") {
+				t.Fatalf("commands %q", sh.cmds)
 			}
-			// The grader's failing test is asked of the packages still
-			// trusted, written beside their code and removed after.
-			if len(sh.cmds) > 2 && !tc.listFails && (len(sh.cmds) != 4 || !strings.HasPrefix(sh.cmds[2], "go list ") ||
-				!strings.Contains(sh.cmds[3], "> '/ws/") || !strings.Contains(sh.cmds[3], "; rm -f '/ws/")) {
+			names := strings.Split(runPattern.FindStringSubmatch(sh.cmds[2])[1], "|")
+			want := 3
+			switch {
+			case tc.listFails:
+				want = 2
+			case tc.full != "":
+				want = 4
+			}
+			if !slices.Contains(names, "TestA") || !slices.Contains(names, "TestB") || len(names) != want || tc.full != "" && !slices.Contains(names, inRun) {
+				t.Errorf("asked for %q", names)
+			}
+			_, rm, _ := strings.Cut(sh.cmds[2], "; rm -f ")
+			if !tc.listFails && (!strings.Contains(sh.cmds[2], "> '/ws/b/") || !strings.Contains(rm, "'/ws/b/") ||
+				(tc.full == "") != strings.Contains(sh.cmds[2], "> '/ws/a/")) {
 				t.Errorf("the grader's failing test: commands %q", sh.cmds)
 			}
 		})
 	}
 	// Nothing listed passed: nothing is asked.
 	sh := &fakeShell{}
-	if res, err := goCheck(context.Background(), sh, full, map[string]string{"TestC": bench.TestFailed}, nil, nil); err != nil || len(sh.cmds) != 0 || len(res.failed) != 0 {
+	if res, err := goCheck(context.Background(), sh, full, map[string]string{"TestC": bench.TestFailed}, nil, goCanary{}, nil); err != nil || len(sh.cmds) != 0 || len(res.failed) != 0 {
 		t.Errorf("%v %q %+v", err, sh.cmds, res)
 	}
 }
@@ -238,7 +281,7 @@ func FuzzGoCheck(f *testing.F) {
 	f.Add(ev("pass", "m/a", "TestA"), ev("run", "m/a", "TestZ"), "{")
 	f.Fuzz(func(t *testing.T, full, absent, listed string) {
 		tests := map[string]string{"TestA": bench.TestPassed, "m/a.TestB": bench.TestPassed}
-		res, err := goCheck(context.Background(), &fakeShell{absent: absent, listed: listed}, full, tests, nil, func() time.Duration { return time.Minute })
+		res, err := goCheck(context.Background(), &fakeShell{absent: absent, listed: listed}, full, tests, nil, goCanary{name: "TestAEmpty", inRun: []string{"m/a"}}, func() time.Duration { return time.Minute })
 		if err != nil {
 			t.Fatal(err)
 		}
