@@ -606,6 +606,8 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			if sum.OK {
 				v.Tests[name] = bench.TestPassed
 			}
+		case source == "pytest" && moduleError(verdicts, name):
+			v.Tests[name] = bench.TestFailed
 		case verdicts[name] != "":
 			v.Tests[name] = verdicts[name]
 		default:

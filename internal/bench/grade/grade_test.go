@@ -2,6 +2,7 @@ package grade_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -578,5 +579,39 @@ func TestGradeBareNameInTheTestPatchsPackage(t *testing.T) {
 				t.Fatalf("resolved %v, tests %v; want %v, TestAdd %s\n%s", v.Resolved, v.Tests, tc.resolved, tc.add, v.Log)
 			}
 		})
+	}
+}
+
+// pytest's report is read where pytest writes it: a module that prints
+// pytest's lines when imported, then fails to import (a collection error,
+// no test ran), fails the listed tests under it; what it printed, in the
+// ERRORS section, counts for nothing.
+func TestGradePytestCollectionError(t *testing.T) {
+	set := generated(t)
+	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
+	task := set.Tasks[1]
+	log := `============================= test session starts ==============================
+collected 1 item / 1 error
+
+==================================== ERRORS ====================================
+______________________ ERROR collecting tests/test_add.py ______________________
+E   ImportError: not ready
+------------------------------- Captured stdout --------------------------------
+PASSED tests/test_add.py::test_add
+PASSED tests/test_sub.py::test_sub
+=========================== short test summary info ============================
+ERROR tests/test_add.py
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+=============================== 1 error in 0.10s ===============================
+`
+	task.TestCmd = "printf '%s' '" + log + "'"
+	task.FailToPass, task.PassToPass = bench.TestList{"tests/test_add.py::test_add"}, bench.TestList{"tests/test_sub.py::test_sub"}
+	v, err := g.Grade(context.Background(), &task, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"tests/test_add.py::test_add": bench.TestFailed, "tests/test_sub.py::test_sub": bench.TestMissing}
+	if v.Resolved || v.Source != "pytest" || !maps.Equal(v.Tests, want) {
+		t.Fatalf("resolved %v from %q, tests %v\n%s", v.Resolved, v.Source, v.Tests, v.Log)
 	}
 }

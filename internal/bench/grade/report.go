@@ -70,6 +70,9 @@ var (
 	pytestSummary = regexp.MustCompile(`^(PASSED|FAILED|ERROR|XFAIL|XPASS) (.+)$`)
 	// pytest -v: "tests/x.py::test_a PASSED  [ 50%]".
 	pytestVerbose = regexp.MustCompile(`^(\S+::\S.*?) (PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)(?:\s+\[\s*\d+%\])?$`)
+	// A section header of pytest's report: "===== ERRORS =====",
+	// "_____ test_x _____" is not one.
+	pytestSection = regexp.MustCompile(`^=+ (.+?) =+$`)
 )
 
 // ParsePytest reads pytest's report: the short test summary that -rA
@@ -77,6 +80,16 @@ var (
 // lines. PASSED and XFAIL are passes; FAILED, ERROR, XPASS and SKIPPED
 // failures, as SWE-bench counts them. ok reports whether any line was
 // read.
+//
+// Unlike SWE-bench's parsers, which take such a line wherever it is, it
+// reads summary lines only in the last "short test summary info" section
+// (up to the next section header; in a log without one, before the first
+// section), and -v lines only before the first
+// section of the report (ERRORS, FAILURES, PASSES, warnings summary, the
+// short summary): pytest prints what the tests and the code they import
+// wrote (captured output) in those sections, where a line that looks
+// like a verdict is the graded code's, not pytest's. A collection error
+// is reported as "ERROR path.py", the module's path (see moduleError).
 func ParsePytest(out []byte) (v Verdicts, ok bool) {
 	v = Verdicts{}
 	verdict := func(status string) string {
@@ -85,8 +98,41 @@ func ParsePytest(out []byte) (v Verdicts, ok bool) {
 		}
 		return bench.TestFailed
 	}
-	for _, line := range strings.Split(string(out), "\n") {
-		line = strings.TrimRight(line, "\r ")
+	lines := strings.Split(string(out), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], "\r ")
+	}
+	summary, report := -1, len(lines)
+	for i, line := range lines {
+		m := pytestSection.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		switch title := m[1]; {
+		case title == "short test summary info":
+			summary = i
+			report = min(report, i)
+		case title == "ERRORS" || title == "FAILURES" || title == "PASSES" || title == "warnings summary" ||
+			strings.HasPrefix(title, "XFAIL") || strings.HasPrefix(title, "XPASS"):
+			report = min(report, i)
+		}
+	}
+	for _, line := range lines[:report] {
+		if m := pytestVerbose.FindStringSubmatch(line); m != nil {
+			v.set(m[1], verdict(m[2]))
+			ok = true
+		}
+	}
+	// Without a summary section (a runner that prints pytest's lines
+	// and no header), summary lines count before the report's sections.
+	from, to := summary+1, len(lines)
+	if summary < 0 {
+		from, to = 0, report
+	}
+	for _, line := range lines[from:to] {
+		if summary >= 0 && pytestSection.MatchString(line) {
+			break
+		}
 		if m := pytestSummary.FindStringSubmatch(line); m != nil {
 			name := cutMessage(m[2])
 			if !strings.Contains(name, "::") && !strings.HasSuffix(name, ".py") {
@@ -94,12 +140,17 @@ func ParsePytest(out []byte) (v Verdicts, ok bool) {
 			}
 			v.set(name, verdict(m[1]))
 			ok = true
-		} else if m := pytestVerbose.FindStringSubmatch(line); m != nil {
-			v.set(m[1], verdict(m[2]))
-			ok = true
 		}
 	}
 	return v, ok
+}
+
+// moduleError reports whether the pytest verdicts v fail the module of
+// the node id name (tests/x.py::test_a): a collection error of the
+// module, "ERROR tests/x.py", fails every test in it.
+func moduleError(v Verdicts, name string) bool {
+	mod, _, ok := strings.Cut(name, "::")
+	return ok && v[mod] == bench.TestFailed
 }
 
 // cutMessage cuts the " - message" pytest appends to a summary line's test

@@ -30,7 +30,13 @@ func TestParseGoTestJSON(t *testing.T) {
 }
 
 func TestParsePytest(t *testing.T) {
-	out := `tests/test_a.py::test_one PASSED                                   [ 25%]
+	for _, tc := range []struct {
+		name string
+		out  string
+		ok   bool
+		want grade.Verdicts
+	}{
+		{"-v and -rA", `tests/test_a.py::test_one PASSED                                   [ 25%]
 tests/test_a.py::test_two FAILED                                   [ 50%]
 =========================== short test summary info ============================
 PASSED tests/test_a.py::test_one
@@ -42,13 +48,67 @@ XPASS tests/test_c.py::test_xp
 SKIPPED [1] tests/test_c.py:10: unconditional skip
 FAILED some text that is not a test
 ========== 2 failed, 3 passed in 0.12s ==========
-`
-	v, ok := grade.ParsePytest([]byte(out))
-	want := grade.Verdicts{"tests/test_a.py::test_one": "passed", "tests/test_a.py::test_two": "failed",
-		"tests/test_b.py::TestK::test_p[a - b]": "passed", "tests/test_c.py::test_err": "failed",
-		"tests/test_c.py::test_xf": "passed", "tests/test_c.py::test_xp": "failed"}
-	if !ok || !maps.Equal(v, want) {
-		t.Fatalf("%v\n%v", ok, v)
+`, true, grade.Verdicts{"tests/test_a.py::test_one": "passed", "tests/test_a.py::test_two": "failed",
+			"tests/test_b.py::TestK::test_p[a - b]": "passed", "tests/test_c.py::test_err": "failed",
+			"tests/test_c.py::test_xf": "passed", "tests/test_c.py::test_xp": "failed"}},
+		// pytest 7.2 -rA, a module whose import prints pytest's lines (a
+		// summary header among them) and then fails: what it printed is
+		// in the ERRORS section, the summary is the last one.
+		{"collection error with forged lines", `============================= test session starts ==============================
+platform linux -- Python 3.11.2, pytest-7.2.1, pluggy-1.0.0+repack
+rootdir: /tmp/g2py, configfile: pytest.ini
+collected 1 item / 1 error
+
+==================================== ERRORS ====================================
+______________________ ERROR collecting tests/test_add.py ______________________
+ImportError while importing test module '/tmp/g2py/tests/test_add.py'.
+Hint: make sure your test modules/packages have valid Python names.
+Traceback:
+tests/test_add.py:1: in <module>
+    from calc import add
+calc/__init__.py:8: in <module>
+    raise ImportError("not ready")
+E   ImportError: not ready
+------------------------------- Captured stdout --------------------------------
+PASSED tests/test_add.py::test_add
+tests/test_sub.py::test_sub PASSED [ 50%]
+=== short test summary info ===
+PASSED tests/test_add.py::test_add
+=========================== short test summary info ============================
+ERROR tests/test_add.py
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+=============================== 1 error in 0.10s ===============================
+`, true, grade.Verdicts{"tests/test_add.py": "failed"}},
+		// Captured output of a passing test (-rA's PASSES section) and
+		// of a failing one: only the summary counts.
+		{"captured output", `tests/test_a.py::test_one PASSED [ 50%]
+tests/test_a.py::test_two FAILED [100%]
+
+=================================== FAILURES ===================================
+___________________________________ test_two ___________________________________
+----------------------------- Captured stdout call -----------------------------
+PASSED tests/test_a.py::test_two
+tests/test_a.py::test_two PASSED [100%]
+==================================== PASSES ====================================
+___________________________________ test_one ___________________________________
+----------------------------- Captured stdout call -----------------------------
+PASSED tests/test_a.py::test_three
+=========================== short test summary info ============================
+PASSED tests/test_a.py::test_one
+FAILED tests/test_a.py::test_two - assert False
+========================= 1 failed, 1 passed in 0.02s ==========================
+`, true, grade.Verdicts{"tests/test_a.py::test_one": "passed", "tests/test_a.py::test_two": "failed"}},
+		// A runner that prints pytest's summary lines with no header.
+		{"no header", "PASSED tests/test_a.py::test_one\nFAILED tests/test_a.py::test_two\n", true,
+			grade.Verdicts{"tests/test_a.py::test_one": "passed", "tests/test_a.py::test_two": "failed"}},
+		{"nothing", "ok\n", false, grade.Verdicts{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, ok := grade.ParsePytest([]byte(tc.out))
+			if ok != tc.ok || !maps.Equal(v, tc.want) {
+				t.Fatalf("%v %v, want %v %v", ok, v, tc.ok, tc.want)
+			}
+		})
 	}
 }
 
