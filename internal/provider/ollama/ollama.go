@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -28,7 +29,10 @@ import (
 const DefaultNumCtx = 4096
 
 // DefaultHost is used when OLLAMA_HOST is unset.
-const DefaultHost = "http://127.0.0.1:11434"
+const DefaultHost = "http://127.0.0.1:" + DefaultPort
+
+// DefaultPort is Ollama's port when OLLAMA_HOST names none (and no scheme).
+const DefaultPort = "11434"
 
 // Client is an Ollama adapter.
 type Client struct {
@@ -77,15 +81,40 @@ func (c *Client) own(err error) error {
 // Name implements provider.Provider.
 func (c *Client) Name() string { return "ollama" }
 
-// HostURL normalizes an OLLAMA_HOST value ("host:port", "http://host").
+// HostURL normalizes an OLLAMA_HOST value as Ollama's own client reads
+// it (its envconfig.Host): without a scheme, http, and without a port,
+// 11434 ("0.0.0.0", which many set so that the server listens on every
+// interface, is http://0.0.0.0:11434); with a scheme, the URL as given
+// (its scheme's port when it names none). A trailing slash is dropped.
 func HostURL(v string) string {
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return DefaultHost
 	}
 	if !strings.Contains(v, "://") {
-		v = "http://" + v
+		hostport, path, _ := strings.Cut(v, "/")
+		if _, _, err := net.SplitHostPort(hostport); err != nil {
+			host := strings.Trim(hostport, "[]")
+			if host == "" {
+				host = "127.0.0.1"
+			}
+			hostport = net.JoinHostPort(host, DefaultPort)
+		}
+		v = "http://" + hostport
+		if path != "" {
+			v += "/" + path
+		}
 	}
 	return strings.TrimSuffix(v, "/")
+}
+
+// shownHost is HostURL(v) for messages: a password in it is masked.
+func shownHost(v string) string {
+	h := HostURL(v)
+	if u, err := url.Parse(h); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return h
 }
 
 // Wire types of /api/chat.
@@ -229,7 +258,7 @@ func (c *Client) send(ctx context.Context, hreq *http.Request) (*http.Response, 
 			return nil, ctx.Err()
 		}
 		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrUnreachable, Err: err,
-			Message: fmt.Sprintf("cannot reach Ollama at %s (%v); %s", HostURL(c.Host), rootCause(err), cmp.Or(c.ReachHint, "start it with `ollama serve` or set OLLAMA_HOST"))}
+			Message: fmt.Sprintf("cannot reach Ollama at %s (%v); %s", shownHost(c.Host), rootCause(err), cmp.Or(c.ReachHint, "start it with `ollama serve` or set OLLAMA_HOST"))}
 	}
 	return hresp, nil
 }

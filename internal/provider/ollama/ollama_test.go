@@ -54,7 +54,20 @@ func TestEncodeRejectsTypedTools(t *testing.T) {
 }
 
 func TestHostURL(t *testing.T) {
-	for in, want := range map[string]string{"": DefaultHost, "127.0.0.1:11434": "http://127.0.0.1:11434", "https://o.example/": "https://o.example"} {
+	for in, want := range map[string]string{
+		"":                   DefaultHost,
+		"127.0.0.1:11434":    "http://127.0.0.1:11434",
+		"https://o.example/": "https://o.example",
+		// Ollama's rule: no scheme and no port is port 11434.
+		"0.0.0.0":           "http://0.0.0.0:11434",
+		" gpu-box ":         "http://gpu-box:11434",
+		"[::1]":             "http://[::1]:11434",
+		"gpu-box:8080/api/": "http://gpu-box:8080/api",
+		"gpu-box/sub":       "http://gpu-box:11434/sub",
+		":11500":            "http://:11500",
+		// With a scheme, the URL as given: its scheme's port.
+		"http://gpu-box": "http://gpu-box",
+	} {
 		if got := HostURL(in); got != want {
 			t.Errorf("HostURL(%q) = %q, want %q", in, got, want)
 		}
@@ -147,6 +160,19 @@ func TestAPIKey(t *testing.T) {
 			if _, auth, _ := strings.Cut(g, " "); auth != want {
 				t.Errorf("key %q: %s, want Authorization %q", key, g, want)
 			}
+		}
+	}
+}
+
+// TestShownHostMasksPassword: an OLLAMA_HOST with a password (Ollama
+// behind a proxy with basic authentication) is shown without it.
+func TestShownHostMasksPassword(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://u:hunter2@127.0.0.1:1": "http://u:xxxxx@127.0.0.1:1",
+		"127.0.0.1:1":                  "http://127.0.0.1:1",
+	} {
+		if got := shownHost(in); got != want {
+			t.Errorf("shownHost(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
