@@ -108,10 +108,13 @@ type Session struct {
 
 	agent *agent.Agent
 	ran   bool
-	// kept: a run ended otherwise than unreached (completed, cancelled,
-	// failed after an answer…), so Close saves the session even when the
-	// model never answered (a run cancelled before its first answer).
+	// kept: a run ended otherwise than failed before the model's first
+	// response (completed, cancelled, failed after a response…), so Close
+	// saves the session even when the model never responded (a run
+	// cancelled before its first response).
 	kept bool
+	// responded: the model has given a response (agent.EventResponse).
+	responded atomic.Bool
 
 	// life ends when the session closes (the simulated model's server).
 	life   context.Context
@@ -643,6 +646,9 @@ func (s *Session) observers(hold *heldObserver) agent.Observer {
 	// (a first session creates it).
 	var prewarm sync.Once
 	first := agent.ObserverFunc(func(ev agent.Event) {
+		if ev.Type == agent.EventResponse {
+			s.responded.Store(true)
+		}
 		if ev.Type == agent.EventDelta || ev.Type == agent.EventResponse {
 			// A model in the process answered: its request has left.
 			s.start.open()
@@ -739,6 +745,10 @@ func (s *Session) Info() Info {
 // Reached reports whether the model's server has answered at least once.
 func (s *Session) Reached() bool { return s.contact.Answered() }
 
+// Responded reports whether the model has given a response in this
+// session (a whole one, not an error status).
+func (s *Session) Responded() bool { return s.responded.Load() }
+
 // Run adds task as a user message and runs the agent loop until it ends,
 // then, unless validation is off or on demand, the verification boundary.
 // The error is the harness's own (a closed session, no model, or the
@@ -782,7 +792,11 @@ func (s *Session) Run(ctx context.Context, task string) (Outcome, error) {
 	// The first request could not connect, or found a server that is not
 	// the API: nothing happened.
 	res.Unreached = out.Status == agent.StatusFailed && !s.contact.Answered() && provider.Unreached(out.Err)
-	s.kept = s.kept || !res.Unreached
+	// A run that failed before the model's first response (no server, a
+	// server that is not the API, a refused key, an unknown model, a
+	// quota…) leaves nothing to resume: the session is not kept for it.
+	res.NoResponse = out.Status == agent.StatusFailed && !s.responded.Load()
+	s.kept = s.kept || !res.NoResponse
 	switch v := s.opts.Validation; {
 	case res.Unreached || v.OnDemand:
 	case v.Background:
@@ -1087,13 +1101,14 @@ func (s *Session) isClosed() bool {
 }
 
 // Saved reports whether Close keeps the session for a resume: it does
-// unless the session is this Session's own, its model never answered and
-// no run ended otherwise than unreached (or it saves none).
+// unless the session is this Session's own, its model never responded and
+// no run ended otherwise than failed before a response (or it saves
+// none).
 func (s *Session) Saved() bool {
 	if s.prepFailed() {
 		return false // as when Open fails
 	}
-	return s.sess != nil && !(s.created && !s.opts.NoModel && !s.contact.Answered() && !s.kept)
+	return s.sess != nil && !(s.created && !s.opts.NoModel && !s.responded.Load() && !s.kept)
 }
 
 // Close releases everything the session opened: it seals and closes the

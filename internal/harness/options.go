@@ -289,6 +289,12 @@ type Outcome struct {
 	// found a server that is not the API (provider.Unreached): the model
 	// was never reached and nothing happened.
 	Unreached bool
+	// NoResponse reports that the run failed before the model gave any
+	// response in this session (Unreached, or an error status: a refused
+	// key, an unknown model, a quota): there is nothing to resume, and
+	// Close removes a session that Open created, unless a later Run gets a
+	// response.
+	NoResponse bool
 	// SessionID is the session's id ("" when not saved).
 	SessionID string
 	// LedgerDir is the ledger's directory ("" when none is written);

@@ -226,9 +226,10 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 		o.Observers = append(o.Observers, enc)
 	} else {
 		printer = &ui.Printer{W: human}
-		// A first request that could not connect, or found a server that
-		// is not the API, is said once, at the end, not also as a failed
-		// turn of the transcript.
+		// A run that failed before the model's first response (a first
+		// request that could not connect, found a server that is not the
+		// API, or was refused) is said once, at the end, not also as a
+		// failed turn of the transcript and its summary.
 		o.Observers = append(o.Observers, agent.ObserverFunc(func(ev agent.Event) {
 			if unreached(ev, s) {
 				return
@@ -267,13 +268,17 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 			enc.Release("", false, nil)
 		}
 	}
+	// Whether Close keeps the session: one Open made for a run that failed
+	// before the model's first response is removed.
+	kept := info.SessionID == "" || s.Saved()
 	s.Close() // its warnings say what could not be written
-	if out.LedgerDir != "" && !f.json && !out.Unreached {
+	if out.LedgerDir != "" && !f.json && !out.Unreached && kept {
 		fmt.Fprintf(human, "  ledger: %s (%d entries; truss ledger verify %s)\n", out.LedgerDir, out.LedgerSize, info.SessionID)
 	}
 	a := out.Agent
-	if out.Unreached {
-		// Nothing to keep or resume: the model was never reached.
+	if out.Unreached || out.NoResponse && !kept {
+		// Nothing to keep or resume: the model was never reached, or
+		// refused the first request.
 		return &out, fmt.Errorf("%s", a.Err.Error())
 	}
 	if enc != nil && enc.Err != nil {
@@ -311,8 +316,9 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 	return &out, cli.ExitError{Code: 1}
 }
 
-// unreached reports whether ev is the failure of a first request that could
-// not connect or found a server that is not the API (the turn's failure,
+// unreached reports whether ev is the failure of a run before the model's
+// first response in the session: a first request that could not connect,
+// found a server that is not the API, or was refused (the turn's failure,
 // or the run's end it caused).
 func unreached(ev agent.Event, s *harness.Session) bool {
 	var err error
@@ -324,7 +330,7 @@ func unreached(ev agent.Event, s *harness.Session) bool {
 			err = ev.Outcome.Err
 		}
 	}
-	return err != nil && s != nil && !s.Reached() && provider.Unreached(err)
+	return err != nil && s != nil && (!s.Reached() && provider.Unreached(err) || !s.Responded())
 }
 
 // registerChecks registers the flags of the task's checks.
