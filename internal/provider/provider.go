@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -185,6 +186,55 @@ func NotAPIAnswer(status int, body []byte) bool {
 	}
 	b := bytes.TrimSpace(body)
 	return len(b) == 0 || (b[0] != '{' && b[0] != '[') || !json.Valid(b)
+}
+
+// WebPage reports whether resp is a web page given as a success: a 2xx
+// answer whose Content-Type is text/html, which no model API streams or
+// answers with (a login page, a portal's front page, a proxy's notice).
+func WebPage(resp *http.Response) bool {
+	if resp == nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return err == nil && mt == "text/html"
+}
+
+// PageError is the answer of a server that is not the API, found before
+// any SDK reads it (PageMiddleware): a web page given as a success. An
+// adapter reports it as NotAPI (NotAPIPage).
+type PageError struct {
+	Request *http.Request
+	Status  int
+	// Body is the page's beginning.
+	Body []byte
+}
+
+func (e *PageError) Error() string { return Answered(e.Request, e.Status, e.Body) }
+
+// PageMiddleware ends a request whose answer is a web page given as a
+// success (WebPage) with a *PageError, the page's beginning read and the
+// connection released: an SDK would otherwise read it as an empty stream
+// and the turn would be retried as a broken one. It fits the official
+// SDKs' middleware option; installed last, it sees the answer as it came
+// from the network, on the request as it was sent.
+func PageMiddleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	resp, err := next(req)
+	if err != nil || !WebPage(resp) {
+		return resp, err
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+	return nil, &PageError{Request: SentRequest(req, resp), Status: resp.StatusCode, Body: b}
+}
+
+// NotAPIPage is the ErrNotAPI error of err when it is a *PageError, as
+// NotAPI says it; false otherwise.
+func NotAPIPage(err error, providerName, service, hint string) (*Error, bool) {
+	var pg *PageError
+	if !errors.As(err, &pg) {
+		return nil, false
+	}
+	return NotAPI(providerName, service, pg.Request, pg.Status, pg.Body, hint), true
 }
 
 // ResponseBody is the body of an error response an SDK has read and put

@@ -67,6 +67,37 @@ func TestNotAPIAnswer(t *testing.T) {
 	}
 }
 
+// TestWebPage: a web page given as a success is no API's answer; an
+// error page, a stream and a JSON answer are left to the adapter.
+func TestWebPage(t *testing.T) {
+	tests := []struct {
+		status      int
+		contentType string
+		want        bool
+	}{
+		{200, "text/html", true},
+		{200, "text/html; charset=utf-8", true},
+		{200, "TEXT/HTML", true},
+		{203, "text/html", true},
+		{200, "text/event-stream", false},
+		{200, "application/json", false},
+		{200, "application/x-ndjson", false},
+		{200, "", false},
+		{404, "text/html", false},
+		{502, "text/html", false},
+		{301, "text/html", false},
+	}
+	for _, tt := range tests {
+		resp := &http.Response{StatusCode: tt.status, Header: http.Header{}}
+		if tt.contentType != "" {
+			resp.Header.Set("Content-Type", tt.contentType)
+		}
+		if got := WebPage(resp); got != tt.want {
+			t.Errorf("WebPage(%d, %q) = %v, want %v", tt.status, tt.contentType, got, tt.want)
+		}
+	}
+}
+
 func TestKindAndRetryable(t *testing.T) {
 	tests := []struct {
 		status    int

@@ -140,6 +140,8 @@ func New(cfg Config) *Client {
 	} else {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
+	// Last, so that it sees the answer as it came from the network.
+	opts = append(opts, option.WithMiddleware(provider.PageMiddleware))
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
 	}
@@ -619,6 +621,9 @@ func (c *Client) own(err error) error {
 func (c *Client) classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if pe, ok := provider.NotAPIPage(err, "anthropic", c.api, c.notAPIHint); ok {
+		return pe
 	}
 	var te *tokenError
 	if errors.As(err, &te) {

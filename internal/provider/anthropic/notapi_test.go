@@ -14,7 +14,8 @@ import (
 // TestForeignServer: a base URL that is a web server, not the API (its
 // error page for 404, Python's http.server's 501 for POST), gives one
 // error that names the provider, says the server is not the API and what
-// to check, and is not retried: the model was never reached.
+// to check, and is not retried: the model was never reached. So does a
+// web page answered with 200 OK (a login page, a portal's front page).
 func TestForeignServer(t *testing.T) {
 	token := oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "t"})
 	tests := []struct {
@@ -33,6 +34,17 @@ func TestForeignServer(t *testing.T) {
 		{"bedrock, 501", 501, func(base string) Config {
 			return Config{BaseURL: base, Bedrock: &Bedrock{Region: "us-east-1", Token: "t"}}
 		}, []string{"bedrock: HTTP 501: ", "does not look like Amazon Bedrock's runtime API", "ANTHROPIC_BEDROCK_BASE_URL"}},
+		{"anthropic, 200 with a page", 200, func(base string) Config { return Config{BaseURL: base, APIKey: "k"} },
+			[]string{"anthropic: HTTP 200: ", "does not look like the Anthropic API: POST /v1/messages answered 200 OK: \"<!DOCTYPE html> …\"", "ANTHROPIC_BASE_URL"}},
+		{"named, 200 with a page", 200, func(base string) Config {
+			return Config{BaseURL: base, APIKey: "k", Label: "corp", ReachHint: providertest.ReachHint}
+		}, []string{"corp: HTTP 200: ", "does not look like the Anthropic API", "(" + providertest.ReachHint + ")"}},
+		{"bedrock, 200 with a page", 200, func(base string) Config {
+			return Config{BaseURL: base, Bedrock: &Bedrock{Region: "us-east-1", Token: "t"}}
+		}, []string{"bedrock: HTTP 200: ", "does not look like Amazon Bedrock's runtime API", "ANTHROPIC_BEDROCK_BASE_URL"}},
+		{"vertex, 200 with a page", 200, func(base string) Config {
+			return Config{BaseURL: base, Vertex: &Vertex{Region: "us-east5", Project: "p", Token: token}}
+		}, []string{"vertex: HTTP 200: ", "does not look like Vertex AI", "ANTHROPIC_VERTEX_BASE_URL"}},
 		{"vertex, 404", 404, func(base string) Config {
 			return Config{BaseURL: base, Vertex: &Vertex{Region: "us-east5", Project: "p", Token: token}}
 		}, []string{"vertex: HTTP 404: ", "does not look like Vertex AI", "ANTHROPIC_VERTEX_BASE_URL"}},

@@ -72,6 +72,7 @@ func New(cfg Config) *Client {
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
 		option.WithMiddleware(provider.CaptureMiddleware),
+		option.WithMiddleware(provider.PageMiddleware),
 	}
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
@@ -325,11 +326,14 @@ func classify(ctx context.Context, err error, hint string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	notAPIHint := cmp.Or(hint, "is OPENAI_BASE_URL the server's /v1 address?")
+	if pe, ok := provider.NotAPIPage(err, "chat", "an OpenAI-compatible API", notAPIHint); ok {
+		return pe
+	}
 	var apierr *openai.Error
 	if errors.As(err, &apierr) {
 		if body := provider.ResponseBody(apierr.Response); apierr.Request != nil && provider.NotAPIAnswer(apierr.StatusCode, body) {
-			return provider.NotAPI("chat", "an OpenAI-compatible API", provider.SentRequest(apierr.Request, apierr.Response), apierr.StatusCode, body,
-				cmp.Or(hint, "is OPENAI_BASE_URL the server's /v1 address?"))
+			return provider.NotAPI("chat", "an OpenAI-compatible API", provider.SentRequest(apierr.Request, apierr.Response), apierr.StatusCode, body, notAPIHint)
 		}
 		msg := apierr.Message
 		if msg == "" {

@@ -11,7 +11,8 @@ import (
 
 // TestForeignServer: a base URL that is a web server, not an
 // OpenAI-compatible API, gives one error that names the provider, says
-// the server is not the API and what to check, and is not retried.
+// the server is not the API and what to check, and is not retried; so
+// does a web page answered with 200 OK.
 func TestForeignServer(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -22,6 +23,10 @@ func TestForeignServer(t *testing.T) {
 		{"chat, 404", 404, Config{}, []string{"chat: HTTP 404: the server at http://127.0.0.1:",
 			"does not look like an OpenAI-compatible API: POST /v1/chat/completions answered 404 Not Found", "OPENAI_BASE_URL"}},
 		{"chat, 501", 501, Config{}, []string{"chat: HTTP 501: ", "does not look like an OpenAI-compatible API"}},
+		{"chat, 200 with a page", 200, Config{}, []string{"chat: HTTP 200: ",
+			"does not look like an OpenAI-compatible API: POST /v1/chat/completions answered 200 OK: \"<!DOCTYPE html> …\"", "OPENAI_BASE_URL"}},
+		{"named, 200 with a page", 200, Config{Label: "openrouter", ReachHint: providertest.ReachHint},
+			[]string{"openrouter: HTTP 200: ", "does not look like", "(" + providertest.ReachHint + ")"}},
 		{"named, 404", 404, Config{Label: "openrouter", ReachHint: providertest.ReachHint},
 			[]string{"openrouter: HTTP 404: ", "does not look like", "(" + providertest.ReachHint + ")"}},
 	}

@@ -122,7 +122,8 @@ func New(cfg Config) *Client {
 func newClient(cfg Config, base string, route ...option.RequestOption) *Client {
 	c := &Client{cfg: cfg, base: base, label: cmp.Or(cfg.Label, Dialect), hint: cmp.Or(cfg.ReachHint, "check the network or OPENAI_BASE_URL"),
 		api: "OpenAI's Responses API", notAPIHint: cmp.Or(cfg.ReachHint, "is OPENAI_BASE_URL the address of OpenAI's API?")}
-	opts := append(route, option.WithMaxRetries(0), option.WithMiddleware(provider.CaptureMiddleware))
+	opts := append(route, option.WithMaxRetries(0), option.WithMiddleware(provider.CaptureMiddleware),
+		option.WithMiddleware(provider.PageMiddleware))
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
 	}
@@ -755,6 +756,9 @@ func (c *Client) classify(ctx context.Context, err error) error {
 func classify(ctx context.Context, err error, hint, api, notAPIHint string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if pe, ok := provider.NotAPIPage(err, Dialect, api, notAPIHint); ok {
+		return pe
 	}
 	var apierr *sdk.Error
 	if errors.As(err, &apierr) {
