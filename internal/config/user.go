@@ -102,6 +102,27 @@ type Provider struct {
 	EnvHeaders map[string]string `toml:"env_headers"`
 	// Model is the model used when none is named.
 	Model string `toml:"model"`
+	// ContextWindow and MaxOutput, when set, are the context window and
+	// the output limit in tokens of every model the provider serves, over
+	// the model catalog's (a model it does not know gets 32,768 and
+	// 4,096): what the server gives, which a gateway or a host may set
+	// apart from the model's maker. They bear the names of truss models
+	// --json's fields (Codex's model_context_window and
+	// model_max_output_tokens); --context still comes first.
+	ContextWindow *int `toml:"context_window"`
+	MaxOutput     *int `toml:"max_output"`
+}
+
+// Limits are the provider's ContextWindow and MaxOutput, 0 for those not
+// set.
+func (p Provider) Limits() (contextWindow, maxOutput int) {
+	if p.ContextWindow != nil {
+		contextWindow = *p.ContextWindow
+	}
+	if p.MaxOutput != nil {
+		maxOutput = *p.MaxOutput
+	}
+	return contextWindow, maxOutput
 }
 
 // UserDir is the directory of the user's configuration: $TRUSS_HOME, else
@@ -168,7 +189,8 @@ func ParseUser(file string, b []byte) (*User, error) {
 
 // keysInFile refuses a named provider's setting that would hold a key
 // (api_key, token, ...): only the name of its variable belongs in the
-// file.
+// file. It also says, in the file's terms, that a named provider's
+// limits are whole numbers (the decoder would name Go's types).
 func keysInFile(b []byte) error {
 	var m map[string]any
 	if toml.Unmarshal(b, &m) != nil {
@@ -180,6 +202,9 @@ func keysInFile(b []byte) error {
 		for _, k := range slices.Sorted(maps.Keys(p)) {
 			if k != "env_key" && credentialName(k) {
 				return fmt.Errorf("providers.%s.%s: a key's value does not belong in a file; set env_key to the name of the variable that holds it", name, k)
+			}
+			if _, isInt := p[k].(int64); (k == "context_window" || k == "max_output") && !isInt {
+				return fmt.Errorf("providers.%s.%s must be a whole number of tokens (such as 200000), not %q", name, k, fmt.Sprint(p[k]))
 			}
 		}
 	}
@@ -278,6 +303,17 @@ func (p Provider) check(name string) error {
 		if !validVar(p.EnvHeaders[h]) {
 			return fmt.Errorf("env_headers: %s: %q is not a variable's name", h, p.EnvHeaders[h])
 		}
+	}
+	for _, l := range []struct {
+		name string
+		v    *int
+	}{{"context_window", p.ContextWindow}, {"max_output", p.MaxOutput}} {
+		if l.v != nil && *l.v <= 0 {
+			return fmt.Errorf("%s must be a number of tokens above 0, not %d", l.name, *l.v)
+		}
+	}
+	if w, o := p.Limits(); w > 0 && o > w {
+		return fmt.Errorf("max_output (%d) is more than context_window (%d): a model cannot write more than its context holds", o, w)
 	}
 	return nil
 }

@@ -72,6 +72,8 @@ env_key = "OPENROUTER_API_KEY"
 model = "anthropic/claude-sonnet-4.5"
 headers = { "HTTP-Referer" = "https://example.org", "X-Title" = "truss" }
 env_headers = { "X-Org-Token" = "ORG_TOKEN" }
+context_window = 200000
+max_output = 64000
 
 [providers.local]
 base_url = "http://127.0.0.1:8080/v1"
@@ -84,6 +86,12 @@ wire = "chat"
 	or := u.Providers["openrouter"]
 	if or.Wire != "chat" || or.EnvKey != "OPENROUTER_API_KEY" || or.Model != "anthropic/claude-sonnet-4.5" || or.Headers["X-Title"] != "truss" || or.EnvHeaders["X-Org-Token"] != "ORG_TOKEN" {
 		t.Errorf("openrouter: %+v", or)
+	}
+	if w, o := or.Limits(); w != 200000 || o != 64000 {
+		t.Errorf("openrouter's limits: %d / %d", w, o)
+	}
+	if w, o := u.Providers["local"].Limits(); w != 0 || o != 0 {
+		t.Errorf("local's limits: %d / %d, want none", w, o)
 	}
 	if got := strings.Join(or.Vars(), " "); got != "OPENROUTER_API_KEY ORG_TOKEN" {
 		t.Errorf("Vars: %q", got)
@@ -109,6 +117,10 @@ wire = "chat"
 		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nenv_headers = { Authorization = \"Bearer x\" }\n", "env_headers: Authorization: \"Bearer x\" is not a variable's name"},
 		{"[providers.\"a/b\"]\nbase_url = \"https://h\"\nwire = \"chat\"\n", "providers.a/b: a provider's name is"},
 		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nmodle = \"m\"\n", "unknown setting \"providers.x.modle\""},
+		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\ncontext_window = -1\n", "providers.x: context_window must be a number of tokens above 0, not -1"},
+		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\nmax_output = 0\n", "providers.x: max_output must be a number of tokens above 0, not 0"},
+		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\ncontext_window = 8192\nmax_output = 16384\n", "providers.x: max_output (16384) is more than context_window (8192)"},
+		{"[providers.x]\nbase_url = \"https://h\"\nwire = \"chat\"\ncontext_window = \"200K\"\n", "providers.x.context_window must be a whole number of tokens (such as 200000), not \"200K\""},
 	} {
 		_, err := ParseUser("config.toml", []byte(tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "config.toml: ") {

@@ -16,6 +16,10 @@ import (
 type Declaration struct {
 	Provider, Model, Surface string
 	ProfileGuess             bool
+	// ContextWindow and MaxOutput are the limits a session works with:
+	// the model's row's, the guess's or the provider's own, --context
+	// over the window.
+	ContextWindow, MaxOutput int
 	// Tools is the wire form, key order included.
 	Tools json.RawMessage
 }
@@ -87,7 +91,11 @@ func Declare(ctx context.Context, opts Options) (*Declaration, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Declaration{Provider: o.Provider, Model: o.Model, Surface: set.Surface, ProfileGuess: prof.Guess, Tools: raw}, nil
+	if def, err := s.providerDef(o.Provider); err == nil {
+		prof = def.withLimits(prof)
+	}
+	return &Declaration{Provider: o.Provider, Model: o.Model, Surface: set.Surface, ProfileGuess: prof.Guess,
+		ContextWindow: cmp.Or(o.ContextTokens, prof.ContextWindow), MaxOutput: prof.MaxOutput, Tools: raw}, nil
 }
 
 // Check resolves the provider, the model and the surface of opts as Open

@@ -200,19 +200,15 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 		if d, err := s.providerDef(o.Provider); err == nil {
 			def, where = d, d.elsewhere(o.Model)
 		}
-		// The context the session works with: --context's, else the
-		// guess's.
-		window := fmt.Sprint(s.prof.ContextWindow)
-		if o.ContextTokens > 0 {
-			window = fmt.Sprintf("%d (--context)", o.ContextTokens)
-		}
+		// A named provider's own limits, over the row's and the guess's.
+		s.prof = def.withLimits(s.prof)
 		switch {
 		case s.prof.Guess && o.Provider != "sim" && where != "":
-			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, a context of %s and an output limit of %d tokens; its cost is unknown",
-				o.Model, where, o.Provider, s.set.Surface, window, s.prof.MaxOutput))
+			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, %s; its cost is unknown",
+				o.Model, where, o.Provider, s.set.Surface, def.limitsText(s.prof, o.ContextTokens)))
 		case s.prof.Guess && o.Provider != "sim":
-			s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, a context of %s and an output limit of %d tokens; its cost is unknown",
-				o.Model, s.set.Surface, window, s.prof.MaxOutput))
+			s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, %s; its cost is unknown",
+				o.Model, s.set.Surface, def.limitsText(s.prof, o.ContextTokens)))
 		case where != "":
 			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models)", o.Model, where))
 		}

@@ -300,6 +300,10 @@ type ProviderDef struct {
 	// ([providers.NAME]); ConfigFile is the file it was read from.
 	Named      bool
 	ConfigFile string
+	// ContextWindow and MaxOutput, when set, are the context window and
+	// output limit of every model of the provider, over the catalog's row
+	// and the guess (a named provider's context_window and max_output).
+	ContextWindow, MaxOutput int
 	// AnyMaker is set for a provider that serves whatever models its
 	// server has, of any maker (a server the user chooses: an
 	// OpenAI-compatible server, Ollama, a named provider), not only its
@@ -358,7 +362,43 @@ func (p ProviderDef) Catalog() []surface.Entry {
 // the catalog's row its lookup finds on the provider's wire (Bedrock's
 // ids read as the Claude API's), else a guess (Profile.Guess).
 func (p ProviderDef) Profile(model string) surface.Profile {
-	return surface.DefaultProfiles().Lookup(p.Wire(), bedrockModel(model))
+	return p.withLimits(surface.DefaultProfiles().Lookup(p.Wire(), bedrockModel(model)))
+}
+
+// withLimits is prof with the provider's own limits (ContextWindow,
+// MaxOutput) over its own: on an ollama wire the window is also the
+// num_ctx asked for, and an output limit is never more than the window.
+func (p ProviderDef) withLimits(prof surface.Profile) surface.Profile {
+	if p.MaxOutput > 0 {
+		prof.MaxOutput = p.MaxOutput
+	}
+	if p.ContextWindow > 0 {
+		prof.ContextWindow = p.ContextWindow
+		prof.MaxOutput = min(prof.MaxOutput, prof.ContextWindow)
+		if p.Wire() == "ollama" {
+			prof.NumCtx = p.ContextWindow
+		}
+	}
+	return prof
+}
+
+// limitsText says the context and the output limit a session of the
+// provider works with, and where each comes from when not from the
+// model's row or the guess: "a context of 200000 (context_window of
+// [providers.router]) and an output limit of 64000 tokens (max_output of
+// [providers.router])". contextFlag is --context's (0: not given).
+func (p ProviderDef) limitsText(prof surface.Profile, contextFlag int) string {
+	window, output := fmt.Sprint(prof.ContextWindow), fmt.Sprintf("%d tokens", prof.MaxOutput)
+	switch {
+	case contextFlag > 0:
+		window = fmt.Sprintf("%d (--context)", contextFlag)
+	case p.ContextWindow > 0:
+		window += fmt.Sprintf(" (context_window of [providers.%s])", p.Name)
+	}
+	if p.MaxOutput > 0 {
+		output += fmt.Sprintf(" (max_output of [providers.%s])", p.Name)
+	}
+	return fmt.Sprintf("a context of %s and an output limit of %s", window, output)
 }
 
 // catalogRow is the model catalog's row the provider's sessions find for
@@ -768,8 +808,10 @@ func namedProvider(name, file string, c config.Provider) (ProviderDef, error) {
 		}
 		return ProviderDef{}, configErrorf("%s: providers.%s: %s", file, name, why)
 	}
+	window, output := c.Limits()
 	return ProviderDef{Name: name, Dialect: w, Title: "the user's provider at " + c.BaseURL, KeyEnv: c.EnvKey, KeyRequired: c.EnvKey != "",
-		DefaultBaseURL: c.BaseURL, DefaultModel: c.Model, Env: c.Vars(), Headers: c.Headers, EnvHeaders: c.EnvHeaders, Named: true, AnyMaker: true, ConfigFile: file}, nil
+		DefaultBaseURL: c.BaseURL, DefaultModel: c.Model, Env: c.Vars(), Headers: c.Headers, EnvHeaders: c.EnvHeaders, Named: true, AnyMaker: true, ConfigFile: file,
+		ContextWindow: window, MaxOutput: output}, nil
 }
 
 // Wires are the dialects a named provider's wire may be: those that are

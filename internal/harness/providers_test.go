@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -391,5 +392,78 @@ func TestBedrockRegionMismatch(t *testing.T) {
 		if (got != "") != tc.want {
 			t.Errorf("%s %s in %s: %q", tc.def.Name, tc.model, tc.region, got)
 		}
+	}
+}
+
+// TestNamedProviderLimits: a named provider's context_window and
+// max_output are the limits of its models, over the catalog's row and
+// the guess (--context still over the window); on an ollama wire the
+// window is the num_ctx asked for. The warning of a model the catalog
+// does not know says them and where they come from, and Declare (truss
+// tools) gives them.
+func TestNamedProviderLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name, wire, model, limits string
+		contextFlag               int
+		window, output            int
+		numCtx                    int
+		warn                      string // "" for no warning
+	}{
+		{name: "a guess, both", wire: "chat", model: "anthropic/claude-sonnet-4.5", limits: "context_window = 200000\nmax_output = 64000\n",
+			window: 200000, output: 64000,
+			warn: `"anthropic/claude-sonnet-4.5" is not in Truss's model catalog (truss models): using the generic tools, a context of 200000 (context_window of [providers.router]) and an output limit of 64000 tokens (max_output of [providers.router]); its cost is unknown`},
+		{name: "a guess, --context over context_window", wire: "chat", model: "m", limits: "context_window = 200000\n", contextFlag: 100000,
+			window: 200000, output: 4096,
+			warn: `using the generic tools, a context of 100000 (--context) and an output limit of 4096 tokens; its cost is unknown`},
+		{name: "a guess, none", wire: "chat", model: "m",
+			window: 32768, output: 4096, warn: `using the generic tools, a context of 32768 and an output limit of 4096 tokens; its cost is unknown`},
+		{name: "a row of the catalog", wire: "anthropic", model: "claude-sonnet-4-5", limits: "context_window = 100000\n",
+			window: 100000, output: 64000},
+		{name: "max_output over the window is cut to it", wire: "anthropic", model: "claude-sonnet-4-5", limits: "context_window = 32000\n",
+			window: 32000, output: 32000},
+		{name: "ollama's num_ctx", wire: "ollama", model: "local-coder:7b", limits: "context_window = 131072\n",
+			window: 131072, output: 4096, numCtx: 131072, warn: `a context of 131072 (context_window of [providers.router])`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := fixture(t, `{"steps": [{"say": "Done."}]}`)
+			o.Validation.Off = true
+			if err := os.MkdirAll(o.KeyDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			user := "[providers.router]\nbase_url = \"http://127.0.0.1:9/v1\"\nwire = \"" + tc.wire + "\"\n" + tc.limits
+			if err := os.WriteFile(filepath.Join(o.KeyDir, "config.toml"), []byte(user), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var warnings []string
+			o.OnWarning = func(m string) { warnings = append(warnings, m) }
+			o.Provider, o.Script, o.SimDialect, o.Surface, o.Model, o.ContextTokens = "router", "", "", "", tc.model, tc.contextFlag
+			s, err := Open(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.prof.ContextWindow != tc.window || s.prof.MaxOutput != tc.output {
+				t.Errorf("limits %d / %d, want %d / %d", s.prof.ContextWindow, s.prof.MaxOutput, tc.window, tc.output)
+			}
+			wantLimit := cmp.Or(tc.contextFlag, tc.window)
+			if got := s.contextLimit(); got != int64(wantLimit) {
+				t.Errorf("contextLimit %d, want %d", got, wantLimit)
+			}
+			if tc.numCtx != 0 && s.settings.ContextTokens != tc.numCtx {
+				t.Errorf("num_ctx %d, want %d", s.settings.ContextTokens, tc.numCtx)
+			}
+			got := strings.Join(warnings, "\n")
+			if tc.warn == "" && strings.Contains(got, "catalog") || tc.warn != "" && !strings.Contains(got, tc.warn) {
+				t.Errorf("warnings %q, want %q", got, tc.warn)
+			}
+			// truss tools says the limits a session would work with.
+			d, err := Declare(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.ContextWindow != cmp.Or(tc.contextFlag, tc.window) || d.MaxOutput != tc.output {
+				t.Errorf("Declare: %d / %d, want %d / %d", d.ContextWindow, d.MaxOutput, cmp.Or(tc.contextFlag, tc.window), tc.output)
+			}
+		})
 	}
 }

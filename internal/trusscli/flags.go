@@ -157,7 +157,8 @@ func cmdTools(args []string, stdout, stderr io.Writer) error {
 	cli.Describe(fset, "truss tools [flags]", `Prints the exact tool declarations a request to this provider and model carries,
 in the provider's wire form: its post-trained tools where it has them, else generic
 function tools; the MCP servers' tools and the validate tool where a session would
-offer them.`)
+offer them. context_window and max_output are the limits a session works with: the
+model catalog's, a named provider's own, or --context's window.`)
 	var p providerFlags
 	p.register(fset)
 	var mf mcpFlags
@@ -184,12 +185,14 @@ offer them.`)
 	// The declarations are printed as the request carries them, key order
 	// included; only indentation is added.
 	out, err := json.Marshal(struct {
-		Provider     string          `json:"provider"`
-		Model        string          `json:"model"`
-		Surface      string          `json:"surface"`
-		ProfileGuess bool            `json:"profile_guess"`
-		Tools        json.RawMessage `json:"tools"`
-	}{d.Provider, d.Model, d.Surface, d.ProfileGuess, d.Tools})
+		Provider      string          `json:"provider"`
+		Model         string          `json:"model"`
+		Surface       string          `json:"surface"`
+		ProfileGuess  bool            `json:"profile_guess"`
+		ContextWindow int             `json:"context_window"`
+		MaxOutput     int             `json:"max_output"`
+		Tools         json.RawMessage `json:"tools"`
+	}{d.Provider, d.Model, d.Surface, d.ProfileGuess, d.ContextWindow, d.MaxOutput, d.Tools})
 	if err != nil {
 		return err
 	}

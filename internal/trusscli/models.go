@@ -139,10 +139,37 @@ func (pc providerCatalog) defaultLine() string {
 	case d.DefaultModel == "":
 		return ""
 	case pc.prof.Guess:
-		return fmt.Sprintf("The default model of %s, %s, is not in the catalog: it runs with a warning, the %s surface and limits of %s / %s tokens, at an unknown cost.",
-			d.Name, d.DefaultModel, pc.prof.Surface, tokens(pc.prof.ContextWindow), tokens(pc.prof.MaxOutput))
+		own := ""
+		if l := pc.ownLimits(); l != "" {
+			own = " (" + l + ")"
+		}
+		return fmt.Sprintf("The default model of %s, %s, is not in the catalog: it runs with a warning, the %s surface and limits of %s / %s tokens%s, at an unknown cost.",
+			d.Name, d.DefaultModel, pc.prof.Surface, tokens(pc.prof.ContextWindow), tokens(pc.prof.MaxOutput), own)
+	}
+	if l := pc.ownLimits(); l != "" {
+		return fmt.Sprintf("The default model of %s, %s, is the row %s, with the limits of %s over the row's: %s / %s tokens.",
+			d.Name, d.DefaultModel, pc.prof.Pattern, l, tokens(pc.prof.ContextWindow), tokens(pc.prof.MaxOutput))
 	}
 	return fmt.Sprintf("The default model of %s, %s, is the row %s.", d.Name, d.DefaultModel, pc.prof.Pattern)
+}
+
+// ownLimits says the limits a named provider sets for its models (its
+// context_window and max_output), which its sessions take over the row's
+// and the guess's: "context_window 200K and max_output 64K of
+// [providers.NAME]"; "" for none.
+func (pc providerCatalog) ownLimits() string {
+	d := pc.def
+	var set []string
+	if d.ContextWindow > 0 {
+		set = append(set, "context_window "+tokens(d.ContextWindow))
+	}
+	if d.MaxOutput > 0 {
+		set = append(set, "max_output "+tokens(d.MaxOutput))
+	}
+	if len(set) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s of [providers.%s]", strings.Join(set, " and "), d.Name)
 }
 
 // printModels prints the rows as a table, their notes numbered under it,

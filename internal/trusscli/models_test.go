@@ -208,6 +208,38 @@ func TestModelsNamedProvider(t *testing.T) {
 	}
 }
 
+// TestModelsNamedProviderLimits: a named provider's context_window and
+// max_output are said under the table, as its sessions take them over
+// the guess's and the row's.
+func TestModelsNamedProviderLimits(t *testing.T) {
+	userProviders(t, `
+[providers.openrouter]
+base_url = "https://openrouter.ai/api/v1"
+wire = "chat"
+model = "anthropic/claude-sonnet-4.5"
+context_window = 200000
+max_output = 64000
+
+[providers.gateway]
+base_url = "https://llm.corp.example"
+wire = "anthropic"
+model = "claude-sonnet-4-5"
+context_window = 100000
+`)
+	for _, tc := range []struct{ provider, want string }{
+		{"openrouter", "The default model of openrouter, anthropic/claude-sonnet-4.5, is not in the catalog: it runs with a warning, the generic surface and limits of 200K / 64K tokens (context_window 200K and max_output 64K of [providers.openrouter]), at an unknown cost."},
+		{"gateway", "The default model of gateway, claude-sonnet-4-5, is the row claude-sonnet-4-5, with the limits of context_window 100K of [providers.gateway] over the row's: 100K / 64K tokens."},
+	} {
+		var out, errb bytes.Buffer
+		if err := cmdModels([]string{"--provider", tc.provider}, &out, &errb); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s: output lacks %q:\n%s", tc.provider, tc.want, out.String())
+		}
+	}
+}
+
 func TestTokens(t *testing.T) {
 	for n, want := range map[int]string{1000000: "1M", 128000: "128K", 1048576: "1048576", 1050000: "1050K", 8192: "8192", 0: "0"} {
 		if got := tokens(n); got != want {
