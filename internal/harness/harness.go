@@ -116,6 +116,10 @@ type Session struct {
 	// responded: the model has given a response (agent.EventResponse).
 	responded atomic.Bool
 
+	// place is where a cloud platform's requests go ("project P,
+	// REGION", "REGION"; Endpoint.Place), "" for other providers.
+	place string
+
 	// life ends when the session closes (the simulated model's server).
 	life   context.Context
 	cancel context.CancelFunc
@@ -732,7 +736,7 @@ func (s *Session) contextLimit() int64 {
 // Info describes the session.
 func (s *Session) Info() Info {
 	i := Info{Provider: s.opts.Provider, Model: s.opts.Model, Dialect: s.dialect, Surface: s.set.Surface, Script: s.opts.Script,
-		ProfileGuess: s.prof.Guess, SessionID: s.sessionID, Workspace: s.w.root, Sandbox: s.w.enforced(),
+		ProfileGuess: s.prof.Guess, Place: s.place, SessionID: s.sessionID, Workspace: s.w.root, Sandbox: s.w.enforced(),
 		Validation: s.w.runner != nil, Environment: s.w.envDescription()}
 	i.LedgerDir = s.ledgerDir
 	return i

@@ -340,7 +340,10 @@ type Info struct {
 	Script string
 	// ProfileGuess reports that the model has no profile: default limits.
 	ProfileGuess bool
-	SessionID    string
+	// Place is where a cloud platform's requests go: "project P, REGION"
+	// on Vertex AI, "REGION" on Bedrock; "" for other providers.
+	Place     string
+	SessionID string
 	// Workspace is the absolute workspace root; Sandbox the sandbox
 	// actually enforced.
 	Workspace string

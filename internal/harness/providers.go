@@ -64,6 +64,23 @@ type Endpoint struct {
 	// refuses the credentials ("" for the adapter's own words). They
 	// come from the provider's row (ProviderDef.hints).
 	Label, ReachHint, KeyHint string
+	// Place, when set, is told where a cloud platform's requests go once
+	// its constructor has resolved it (setPlace): the session's header
+	// shows it.
+	Place *string
+}
+
+// setPlace tells e.Place where a cloud platform's requests go: "project
+// P, REGION" on Vertex AI, "REGION" on Bedrock. The simulated model's
+// made-up place is not said.
+func setPlace(e Endpoint, region, project string) {
+	if e.Place == nil || e.Sim {
+		return
+	}
+	*e.Place = region
+	if project != "" {
+		*e.Place = "project " + project + ", " + region
+	}
 }
 
 // Dialect is one API dialect an adapter speaks.
@@ -142,6 +159,7 @@ var dialects = []Dialect{
 			return failing{name: "anthropic", err: err}
 		}
 		c.Label, c.ReachHint, c.KeyHint = e.Label, e.ReachHint, e.KeyHint
+		setPlace(e, c.Vertex.Region, c.Vertex.Project)
 		return anthropicprov.New(c)
 	}, Check: func(e Endpoint) error {
 		_, err := vertexConfig(context.Background(), e)
@@ -165,6 +183,7 @@ var dialects = []Dialect{
 			return failing{name: "anthropic", err: err}
 		}
 		c.Label, c.ReachHint, c.KeyHint = e.Label, e.ReachHint, e.KeyHint
+		setPlace(e, c.Bedrock.Region, "")
 		return anthropicprov.New(c)
 	}, Check: func(e Endpoint) error {
 		_, err := bedrockConfig(e)
@@ -938,7 +957,7 @@ const (
 // on a loopback port for the life of ctx.
 func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (provider.Provider, error) {
 	o := &s.opts
-	e := Endpoint{Model: o.Model, Retry: retry, Settings: &s.settings, ServerTools: o.ServerTools, Stateful: o.Stateful, ProbeContext: true}
+	e := Endpoint{Model: o.Model, Retry: retry, Settings: &s.settings, ServerTools: o.ServerTools, Stateful: o.Stateful, ProbeContext: true, Place: &s.place}
 	if o.ContextEditing {
 		_, memory := s.set.Lookup("memory")
 		e.ContextManagement = compact.DefaultContextEditing(int(s.contextLimit()), memory).ContextManagement()

@@ -80,6 +80,7 @@ func vertexGeminiConfig(ctx context.Context, e Endpoint) (gemini.Config, error) 
 	if err != nil {
 		return c, err
 	}
+	setPlace(e, region, project)
 	c.BaseURL = cmpOr(c.BaseURL, anthropicprov.VertexBaseURL(region))
 	c.Path = "/" + gemini.VertexAPIVersion + "/projects/" + url.PathEscape(project) + "/locations/" + url.PathEscape(region) + "/publishers/google/models/%s"
 	c.Token = ts

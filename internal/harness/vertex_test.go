@@ -251,3 +251,40 @@ func TestVertexGeminiQuotaProject(t *testing.T) {
 		})
 	}
 }
+
+// TestPlatformPlace: a cloud platform's constructor says where its
+// requests go, for the session's header: Vertex AI's project (the
+// credential file's when none is given) and region, Bedrock's region;
+// other providers and the simulated model say nothing.
+func TestPlatformPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name, dialect   string
+		region, project string
+		sim             bool
+		want            string
+	}{
+		{name: "vertex", dialect: "vertex", region: "us-east5", project: "flag-proj", want: "project flag-proj, us-east5"},
+		{name: "vertex, the file's project", dialect: "vertex", region: "europe-west1", want: "project file-proj, europe-west1"},
+		{name: "vertex-gemini", dialect: "vertex-gemini", region: "us-central1", project: "p", want: "project p, us-central1"},
+		{name: "bedrock", dialect: "bedrock", region: "eu-west-1", want: "eu-west-1"},
+		{name: "the simulated model's", dialect: "vertex", sim: true},
+		{name: "no platform", dialect: "anthropic"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adcFile(t, "authorized_user", "https://oauth2.googleapis.com/token", "file-proj"))
+			for _, k := range bedrockVars {
+				t.Setenv(k, "")
+			}
+			t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "ABSK-x")
+			d, ok := dialect(tc.dialect)
+			if !ok {
+				t.Fatalf("no dialect %s", tc.dialect)
+			}
+			var place string
+			d.New(context.Background(), Endpoint{BaseURL: "http://127.0.0.1:9", APIKey: "k", Region: tc.region, Project: tc.project, Sim: tc.sim, Place: &place})
+			if place != tc.want {
+				t.Errorf("place %q, want %q", place, tc.want)
+			}
+		})
+	}
+}

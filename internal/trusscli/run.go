@@ -248,7 +248,11 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 		enc.Session, enc.Sandbox, enc.Hold, enc.Ledger = info.SessionID, info.Sandbox, info.Validation && !o.Validation.OnDemand, info.LedgerDir
 		enc.Start(info.SessionID)
 	} else {
-		fmt.Fprintf(human, "truss %s · %s · %s · surface %s · session %s\n", version, info.Provider, info.Model, info.Surface, orNone(info.SessionID))
+		where := info.Provider
+		if info.Place != "" {
+			where += " (" + info.Place + ")" // vertex (project p, us-east5), bedrock (eu-west-1)
+		}
+		fmt.Fprintf(human, "truss %s · %s · %s · surface %s · session %s\n", version, where, info.Model, info.Surface, orNone(info.SessionID))
 		fmt.Fprintf(human, "sandbox: %s\n", info.Sandbox)
 		if info.Environment != "" {
 			fmt.Fprintf(human, "environment: %s\n", info.Environment)
