@@ -417,7 +417,14 @@ func (p ProviderDef) limitsText(prof surface.Profile, contextFlag int) string {
 	if p.MaxOutput > 0 {
 		output += fmt.Sprintf(" (max_output of [providers.%s])", p.Name)
 	}
-	return fmt.Sprintf("a context of %s and an output limit of %s", window, output)
+	s := fmt.Sprintf("a context of %s and an output limit of %s", window, output)
+	if prof.Guess && contextFlag == 0 && p.ContextWindow == 0 && p.MaxOutput == 0 &&
+		(p.Wire() == "anthropic" || strings.HasPrefix(strings.ToLower(prof.Pattern), "claude")) {
+		// Lookup's guess for a Claude and for any model on an anthropic
+		// wire (docs/providers.md).
+		s += " (Claude Sonnet 4.5's, as for any Claude or model on an anthropic wire the catalog does not know)"
+	}
+	return s
 }
 
 // catalogRow is the model catalog's row the provider's sessions find for

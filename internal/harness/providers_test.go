@@ -467,3 +467,26 @@ func TestNamedProviderLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestGuessLimitsSaid: the warning of a model the catalog does not know
+// names the limits it runs with and, for the guess of a model on an
+// anthropic wire or a Claude, whose they are, as docs/providers.md says.
+func TestGuessLimitsSaid(t *testing.T) {
+	for _, tc := range []struct{ provider, model, want string }{
+		{"vertex", "foo-1", "a context of 200000 and an output limit of 64000 tokens (Claude Sonnet 4.5's, as for any Claude or model on an anthropic wire the catalog does not know)"},
+		{"bedrock", "anthropic.foo-v1:0", "a context of 200000 and an output limit of 64000 tokens (Claude Sonnet 4.5's"},
+		{"chat", "claude-opus-9", "a context of 200000 and an output limit of 64000 tokens (Claude Sonnet 4.5's"},
+		{"chat", "foo-1", "a context of 32768 and an output limit of 4096 tokens"},
+		{"gemini", "foo-1", "a context of 32768 and an output limit of 4096 tokens"},
+	} {
+		def, ok := lookupProvider(tc.provider)
+		if !ok {
+			t.Fatalf("no provider %s", tc.provider)
+		}
+		prof := def.Profile(tc.model)
+		got := def.limitsText(prof, 0)
+		if !prof.Guess || !strings.HasPrefix(got, tc.want) || !strings.Contains(tc.want, "Sonnet") && strings.Contains(got, "Sonnet") {
+			t.Errorf("%s %s: %q, want %q", tc.provider, tc.model, got, tc.want)
+		}
+	}
+}
