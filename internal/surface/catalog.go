@@ -84,6 +84,9 @@ const (
 	// platformNote says what Claude rows charge on Bedrock and Vertex AI.
 	platformNote = "Bedrock and Vertex AI are charged the Claude API's list price; their own price lists were not checked"
 	azureNote    = "Azure OpenAI is charged OpenAI's list price; Azure's own price list was not checked"
+	// vertexGeminiNote says what Gemini rows charge on Vertex AI: no
+	// stored copy of Vertex AI's price list was there to read.
+	vertexGeminiNote = "vertex-gemini is charged the Gemini API's list price (the source); Vertex AI's own price list was not checked"
 )
 
 // Catalog returns Truss's model catalog, searched in order by Lookup (the
@@ -142,7 +145,8 @@ func Catalog() []Entry {
 		return Entry{Profile: p, Name: name, Wire: "responses", Source: openaiPricing, Checked: "2026-12-02",
 			Unverified: notRead, Confirmed: ConfirmedNone, Note: azureNote}
 	}
-	// Gemini (any route: the Gemini API, a named gemini wire): no
+	// Gemini (any route: the Gemini API, Vertex AI at the Gemini API's
+	// list price, a named gemini wire): no
 	// client-executed typed tools, so the generic surface; thinking is
 	// billed as output.
 	gemini := func(name, pattern string, in, out, cached float64) Entry {
@@ -150,7 +154,7 @@ func Catalog() []Entry {
 			Prices: Prices{Input: in, Output: out, CacheRead: cached}},
 			Name: name, Wire: "gemini", Source: geminiPricing, Checked: "2026-12-06",
 			Unverified: notRead + " (the table's values are those of the page as of 2025-12)", Confirmed: ConfirmedNone,
-			Note: "prompts over 200K tokens are charged the prices of shorter ones (the page's long-prompt tier is not applied)"}
+			Note: "prompts over 200K tokens are charged the prices of shorter ones (the page's long-prompt tier is not applied); " + vertexGeminiNote}
 	}
 	sim := func(pattern, surf string, window int) Entry {
 		p := Profile{Pattern: pattern, Surface: surf, ContextWindow: window, MaxOutput: 8192}

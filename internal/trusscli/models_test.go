@@ -240,6 +240,30 @@ context_window = 100000
 	}
 }
 
+// TestVertexGeminiPrices: every priced row vertex-gemini runs says
+// plainly that it is charged the Gemini API's list price (the row's
+// source), not Vertex AI's, as Bedrock's, Vertex AI's Claude and Azure's
+// rows say theirs.
+func TestVertexGeminiPrices(t *testing.T) {
+	pc, err := catalogRows("vertex-gemini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range pc.rows {
+		if r.Prices.Unknown || r.Wire != "gemini" {
+			continue
+		}
+		n++
+		if !strings.Contains(r.Note, "vertex-gemini is charged the Gemini API's list price") || r.Source != "https://ai.google.dev/gemini-api/docs/pricing" {
+			t.Errorf("%s: source %s, note %q", r.Pattern, r.Source, r.Note)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no priced Gemini row")
+	}
+}
+
 func TestTokens(t *testing.T) {
 	for n, want := range map[int]string{1000000: "1M", 128000: "128K", 1048576: "1048576", 1050000: "1050K", 8192: "8192", 0: "0"} {
 		if got := tokens(n); got != want {
