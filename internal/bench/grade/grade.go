@@ -430,14 +430,23 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			}
 		}
 	}
-	v.PatchApplied = true
 	// The test code is the task's: what the model's patch did to test
 	// files is undone before the test patch is applied; what it did to
 	// the tests' configuration is flagged.
 	after, err := scanTree(ws)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The base's checkout was scanned: what cannot be now (a name
+		// that is not UTF-8, which Go's file systems refuse) is the
+		// patch's doing, a failed patch and not a grading error.
+		v.ApplyError = "the checkout could not be read after the patch: " + err.Error()
+		v.Notes = append(v.Notes, "the patch did not apply: "+v.ApplyError)
+		v.PrepareS = prepared()
+		return v, nil
 	}
+	v.PatchApplied = true
 	if v.TestCodeSetAside, err = p.setAsideTestCode(ctx, after); err != nil {
 		return nil, err
 	}

@@ -414,6 +414,8 @@ func TestGradeModelsDoing(t *testing.T) {
 		{"a link where a directory goes", &newDir, task.Patch + symlinkFile("newpkg", "cmd"), true, true, ""},
 		{"a link out where a directory goes", &newDir, task.Patch + symlinkFile("newpkg", "/tmp"), true, true, ""},
 		{"a wrong fix and a file where a directory goes", &newDir, set.Wrong[task.InstanceID] + newFile("newpkg", "not a directory"), true, false, ""},
+		{"a name that is not UTF-8", &task, task.Patch + "diff --git \"a/\\377dir/x.txt\" \"b/\\377dir/x.txt\"\nnew file mode 100644\n--- /dev/null\n+++ \"b/\\377dir/x.txt\"\n@@ -0,0 +1 @@\n+x\n",
+			false, false, "the checkout could not be read after the patch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := g.Grade(context.Background(), tc.task, tc.patch)
