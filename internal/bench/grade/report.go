@@ -73,6 +73,10 @@ var (
 	// A section header of pytest's report: "===== ERRORS =====",
 	// "_____ test_x _____" is not one.
 	pytestSection = regexp.MustCompile(`^=+ (.+?) =+$`)
+	// The title of pytest's last line, its counts and time: "2 passed,
+	// 1 warning in 0.12s", "no tests ran in 0.01s", "1 failed in 61.20s
+	// (0:01:01)".
+	pytestStats = regexp.MustCompile(`(?:^| )in [0-9]+(?:\.[0-9]+)?s(?: \([0-9:]+\))?$`)
 )
 
 // ParsePytest reads pytest's report: the short test summary that -rA
@@ -103,19 +107,32 @@ func ParsePytest(out []byte) (v Verdicts, ok bool) {
 		lines[i] = strings.TrimRight(lines[i], "\r ")
 	}
 	summary, report := -1, len(lines)
+	summaries, stats, statsAt := 0, 0, -1
 	for i, line := range lines {
 		m := pytestSection.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
 		switch title := m[1]; {
+		case pytestStats.MatchString(title):
+			stats++
+			statsAt = i
 		case title == "short test summary info":
 			summary = i
+			summaries++
 			report = min(report, i)
 		case title == "ERRORS" || title == "FAILURES" || title == "PASSES" || title == "warnings summary" ||
 			strings.HasPrefix(title, "XFAIL") || strings.HasPrefix(title, "XPASS"):
 			report = min(report, i)
 		}
+	}
+	// pytest prints one short summary and then one line of counts, last.
+	// More of either, or a summary after the counts, is the graded code
+	// printing (a test under -s, an atexit handler once pytest is done):
+	// the log is read as a report with no verdict in it, so every listed
+	// test is missing, never as one to read by the exit status.
+	if summaries > 1 || stats > 1 || summaries == 1 && stats == 1 && summary > statsAt {
+		return Verdicts{}, true
 	}
 	for _, line := range lines[:report] {
 		if m := pytestVerbose.FindStringSubmatch(line); m != nil {

@@ -52,8 +52,9 @@ FAILED some text that is not a test
 			"tests/test_b.py::TestK::test_p[a - b]": "passed", "tests/test_c.py::test_err": "failed",
 			"tests/test_c.py::test_xf": "passed", "tests/test_c.py::test_xp": "failed"}},
 		// pytest 7.2 -rA, a module whose import prints pytest's lines (a
-		// summary header among them) and then fails: what it printed is
-		// in the ERRORS section, the summary is the last one.
+		// summary header among them) and then fails: two summaries are
+		// a forged report, read as one with no verdicts (every listed
+		// test missing).
 		{"collection error with forged lines", `============================= test session starts ==============================
 platform linux -- Python 3.11.2, pytest-7.2.1, pluggy-1.0.0+repack
 rootdir: /tmp/g2py, configfile: pytest.ini
@@ -78,7 +79,24 @@ PASSED tests/test_add.py::test_add
 ERROR tests/test_add.py
 !!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
 =============================== 1 error in 0.10s ===============================
-`, true, grade.Verdicts{"tests/test_add.py": "failed"}},
+`, true, grade.Verdicts{}},
+		// A summary printed once pytest is done (an atexit handler of the
+		// graded code), after pytest's own and its counts.
+		{"summary printed at exit", `tests/test_a.py::test_one FAILED [100%]
+=========================== short test summary info ============================
+FAILED tests/test_a.py::test_one - assert 1 == 2
+============================== 1 failed in 0.02s ===============================
+=========================== short test summary info ============================
+PASSED tests/test_a.py::test_one
+`, true, grade.Verdicts{}},
+		// The same without pytest's own summary (no -rA): a summary after
+		// the counts.
+		{"summary after the counts", `tests/test_a.py::test_one FAILED [100%]
+============================== 1 failed in 0.02s ===============================
+=========================== short test summary info ============================
+PASSED tests/test_a.py::test_one
+============================== 1 passed in 0.02s ===============================
+`, true, grade.Verdicts{}},
 		// Captured output of a passing test (-rA's PASSES section) and
 		// of a failing one: only the summary counts.
 		{"captured output", `tests/test_a.py::test_one PASSED [ 50%]
