@@ -62,10 +62,28 @@ func newCanaryName(tops []string, taken func(string) bool) string {
 		if i >= 32 {
 			name += fmt.Sprint(rand.N(1000))
 		}
-		if !taken(name) && !slices.Contains(tops, name) {
+		if !taken(name) && !slices.Contains(tops, name) && !buildConstrained(canaryFile(name)) {
 			return name
 		}
 	}
+}
+
+// goFileOS and goFileArch are the GOOS and GOARCH values a Go file name
+// can end in (before _test.go), which constrain its build (go/build's
+// lists): a canary in equal_wasm_test.go is built for wasm only, and
+// never runs.
+var (
+	goFileOS   = []string{"aix", "android", "darwin", "dragonfly", "freebsd", "hurd", "illumos", "ios", "js", "linux", "nacl", "netbsd", "openbsd", "plan9", "solaris", "wasip1", "windows", "zos"}
+	goFileArch = []string{"386", "amd64", "amd64p32", "arm", "armbe", "arm64", "arm64be", "loong64", "mips", "mipsle", "mips64", "mips64le", "mips64p32", "mips64p32le", "ppc", "ppc64", "ppc64le", "riscv", "riscv64", "s390", "s390x", "sparc", "sparc64", "wasm"}
+)
+
+// buildConstrained reports whether the test file name's last word (before
+// _test.go) is a GOOS or GOARCH, which would leave the file out of other
+// platforms' builds.
+func buildConstrained(file string) bool {
+	words := strings.Split(strings.TrimSuffix(file, "_test.go"), "_")
+	last := words[len(words)-1]
+	return len(words) > 1 && (slices.Contains(goFileOS, last) || slices.Contains(goFileArch, last))
 }
 
 // canaryFile is the file name for the canary name: its words in lower

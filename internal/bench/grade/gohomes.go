@@ -159,9 +159,14 @@ func findGoHomes(dirs []goTestDir, listed []string) goHomes {
 func modulePath(data []byte) string { return modfile.ModulePath(data) }
 
 // goVerdicts reads the listed tests' verdicts from go test -json output
-// as ParseGoTestJSON does, a bare name only from the events of its homes.
+// as ParseGoTestJSON does, a bare name only from the events of its homes;
+// a bare name with homes passes only if it passed in every one of them
+// (missing in one is failed: that home's package did not build, or
+// exited before it ran), so a namesake in another home cannot stand in
+// for it.
 func goVerdicts(out string, listed []string, h goHomes) Verdicts {
 	v := Verdicts{}
+	inHome := map[string]map[string]string{} // bare name → home → verdict
 	for _, ev := range goTestEvents(out) {
 		var verdict string
 		switch ev.Action {
@@ -176,10 +181,30 @@ func goVerdicts(out string, listed []string, h goHomes) Verdicts {
 			continue
 		}
 		for _, name := range listed {
-			if h.counts(name, ev.Package, ev.Test) {
-				v.set(name, verdict)
+			if !h.counts(name, ev.Package, ev.Test) {
+				continue
+			}
+			if top, _, _ := strings.Cut(name, "/"); name == ev.Test && len(h[top]) > 0 {
+				if inHome[name] == nil {
+					inHome[name] = map[string]string{}
+				}
+				if inHome[name][ev.Package] != bench.TestFailed {
+					inHome[name][ev.Package] = verdict
+				}
+				continue
+			}
+			v.set(name, verdict)
+		}
+	}
+	for name, got := range inHome {
+		top, _, _ := strings.Cut(name, "/")
+		verdict := bench.TestPassed
+		for _, home := range h[top] {
+			if got[home] != bench.TestPassed {
+				verdict = bench.TestFailed
 			}
 		}
+		v.set(name, verdict)
 	}
 	return v
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -376,4 +377,53 @@ func BenchmarkScanTreeGoSource(b *testing.B) {
 		n = len(s)
 	}
 	b.ReportMetric(float64(n), "watched")
+}
+
+// TestCanaryFileIsBuilt: the canary's file name never ends in a GOOS or
+// GOARCH word, which would leave it out of the build (a listed TestWasm
+// gave equal_wasm_test.go, and an honest fix was graded untrusted).
+func TestCanaryFileIsBuilt(t *testing.T) {
+	for file, want := range map[string]bool{
+		"equal_wasm_test.go": true, "add_linux_test.go": true, "sub_arm64_test.go": true,
+		"wasm_test.go": false, "add_empty_test.go": false, "linux_add_test.go": false,
+	} {
+		if got := buildConstrained(file); got != want {
+			t.Errorf("buildConstrained(%q) = %v, want %v", file, got, want)
+		}
+	}
+	for range 500 {
+		name := newCanaryName([]string{"TestWasm", "TestLinux", "TestArm64"}, func(string) bool { return false })
+		if f := canaryFile(name); buildConstrained(f) {
+			t.Fatalf("canary %s in %s: built for one platform only", name, f)
+		}
+	}
+}
+
+// TestGoVerdictsEveryHome: a bare name declared in two of the test patch's
+// packages passes only if it passed in both; missing in one (its package
+// did not build) is failed, whatever the other says. A qualified name and
+// a name without homes read as before.
+func TestGoVerdictsEveryHome(t *testing.T) {
+	ev := func(action, pkg, test string) string {
+		return fmt.Sprintf(`{"Action":%q,"Package":%q,"Test":%q}`+"\n", action, pkg, test)
+	}
+	homes := goHomes{"TestSub": {"m/calc", "m/other"}}
+	listed := []string{"TestSub", "m/calc.TestMul", "TestElse"}
+	for _, tc := range []struct {
+		name string
+		out  string
+		want Verdicts
+	}{
+		{"passed in both", ev("pass", "m/calc", "TestSub") + ev("pass", "m/other", "TestSub"), Verdicts{"TestSub": "passed"}},
+		{"missing in one", ev("fail", "m/calc", "") + ev("pass", "m/other", "TestSub"), Verdicts{"TestSub": "failed"}},
+		{"failed in one", ev("fail", "m/calc", "TestSub") + ev("pass", "m/other", "TestSub"), Verdicts{"TestSub": "failed"}},
+		{"elsewhere only", ev("pass", "m/third", "TestSub"), Verdicts{}},
+		{"qualified and unhomed", ev("pass", "m/calc", "TestMul") + ev("pass", "m/x", "TestElse"), Verdicts{"m/calc.TestMul": "passed", "TestElse": "passed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := goVerdicts(tc.out, listed, homes); !maps.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
