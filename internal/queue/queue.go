@@ -152,8 +152,9 @@ type Job struct {
 	// bytes without line breaks.
 	ID string
 	// Payload is the job's input, opaque to the queue; at most the
-	// server's message size less headers (1 MB by default). Large inputs
-	// go into the artifact store and the payload names them.
+	// server's message size less headers (MaxPayload: 8 MiB on the
+	// embedded server, 1 MiB by default on others). Large inputs go into
+	// the artifact store and the payload names them.
 	Payload []byte
 }
 
@@ -496,6 +497,10 @@ func NameFor(key string) string {
 
 // Name is the queue's name.
 func (q *Queue) Name() string { return q.name }
+
+// MaxPayload is the largest message the server takes, in bytes: a job's
+// payload and headers must fit in it (Job).
+func (q *Queue) MaxPayload() int64 { return q.nc.MaxPayload() }
 
 // Config is the queue's settings (for a joined queue, as the coordinator
 // declared them).

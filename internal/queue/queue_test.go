@@ -971,3 +971,24 @@ func TestReplicasCannotBePlaced(t *testing.T) {
 		t.Errorf("Open with 3 replicas on one server: %v", err)
 	}
 }
+
+// TestLargeJob: the embedded server takes a job of several megabytes (a
+// task's test patch or a prediction with a generated file), past NATS's
+// 1 MiB default, and the queue says how much it takes.
+func TestLargeJob(t *testing.T) {
+	_, q := startLoopback(t, "large", Config{})
+	if got := q.MaxPayload(); got != EmbeddedMaxPayload {
+		t.Fatalf("MaxPayload %d, want %d", got, EmbeddedMaxPayload)
+	}
+	job := Job{ID: "big/arm:x/1", Payload: []byte(fmt.Sprintf(`{"ms": 1, "pad": %q}`, strings.Repeat("x", 3<<20)))}
+	ctx := context.Background()
+	if _, err := q.Publish(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	col := newCollector()
+	runWorker(t, q, WorkerConfig{Parallel: 1}, testHandler)
+	if _, err := q.Coordinate(ctx, []Job{job}, CoordinatorConfig{Accept: col.accept, Done: col.done}); err != nil {
+		t.Fatal(err)
+	}
+	col.exactlyOne(t, []Job{job})
+}

@@ -97,6 +97,10 @@ type Server struct {
 	internal nkeys.KeyPair
 }
 
+// EmbeddedMaxPayload is the embedded server's largest message (NATS's
+// default is 1 MiB).
+const EmbeddedMaxPayload = 8 << 20
+
 // StartServer starts an embedded NATS server with JetStream, its file
 // store in cfg.Dir, and waits until it accepts connections or ctx ends.
 func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
@@ -143,6 +147,10 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		// of the machine loses at most the last sync interval, which the
 		// coordinator's resume covers by republishing.
 		SyncInterval: 10 * time.Second,
+		// A job carries its task's test patch and, when grading, the
+		// prediction: generated files and lock files pass NATS's 1 MiB
+		// default. 8 MiB is the most NATS advises.
+		MaxPayload: EmbeddedMaxPayload,
 	}
 	s := &Server{}
 	if cfg.Auth.set() {

@@ -15,6 +15,10 @@ import (
 	"github.com/trussdev/truss/internal/queue"
 )
 
+// jobHeadroom is what a job's message needs beside its payload: its
+// headers (the message id, the job's id).
+const jobHeadroom = 4 << 10
+
 // dispatch runs jobs through the queue: it publishes them (once; a
 // resumed benchmark finds those still queued), runs a worker in this
 // process unless RemoteOnly, and accepts exactly one verified result per
@@ -88,11 +92,23 @@ func (r *Runner) dispatch(ctx context.Context, rf *bench.ResultsFile, preds map[
 			return err
 		}
 		id := JobID(bench.RunKey{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat})
-		byID[id] = j
 		exp := ExpectedRun{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: j.repeat, JobDigest: JobDigest(b)}
 		if j.grade {
 			exp.Repeat = 1
 		}
+		if max := q.MaxPayload(); max > 0 && int64(len(b)) > max-jobHeadroom {
+			// One job too large for the queue is that run's error, not
+			// the benchmark's: the others go on.
+			res := bench.Result{InstanceID: j.task.InstanceID, Arm: j.arm.Name, Repeat: exp.Repeat,
+				Error: fmt.Sprintf("the job is %d bytes, more than the queue's messages take (%d bytes less headers): its task or prediction is too large to send to a worker", len(b), max)}
+			if err := rf.Add(res); err != nil {
+				return err
+			}
+			sum.Ran++
+			sum.Errors++
+			continue
+		}
+		byID[id] = j
 		expect[id] = exp
 		qjobs = append(qjobs, queue.Job{ID: id, Payload: b})
 	}
