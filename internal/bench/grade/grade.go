@@ -962,6 +962,20 @@ func restore(ws string, files []baseFile) error {
 		return err
 	}
 	defer root.Close()
+	// The paths the base does not have first, then the base's files: a
+	// base file that is also the directory of an absent path (the model
+	// deleted X_test.go and added X_test.go/x_test.go) is written last,
+	// and not replaced by that path's directory.
+	files = slices.Clone(files)
+	slices.SortStableFunc(files, func(a, b baseFile) int {
+		switch {
+		case a.present == b.present:
+			return 0
+		case !a.present:
+			return -1
+		}
+		return 1
+	})
 	for _, f := range files {
 		// The directories of the path first: a file or symbolic link the
 		// model's patch put where one of them goes is removed, so that

@@ -427,3 +427,32 @@ func TestGoVerdictsEveryHome(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreFileAndDirectory: the model deleted a base test file and
+// added a test file beneath a directory of the same name; restoring the
+// base's test code leaves the base file, in either order of the list.
+func TestRestoreFileAndDirectory(t *testing.T) {
+	for _, reversed := range []bool{false, true} {
+		ws := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(ws, "calc", "x_test.go"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "calc", "x_test.go", "y_test.go"), []byte("package x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files := []baseFile{
+			{path: "calc/x_test.go", present: true, data: []byte("package calc\n"), perm: 0o644},
+			{path: "calc/x_test.go/y_test.go"},
+		}
+		if reversed {
+			files[0], files[1] = files[1], files[0]
+		}
+		if err := restore(ws, files); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(ws, "calc", "x_test.go"))
+		if err != nil || string(data) != "package calc\n" {
+			t.Errorf("reversed %v: the base file is %q (%v)", reversed, data, err)
+		}
+	}
+}
