@@ -54,6 +54,9 @@ const maxTestFile = 16 << 20
 type goTestDir struct {
 	dir, importPath, pkgName string
 	declared                 []string
+	// testFile is the test patch's test file in dir whose package
+	// clause pkgName is (its name in dir), "" when none.
+	testFile string
 }
 
 // goTestDirs reads, in the checkout at ws with the test patch applied, the
@@ -127,7 +130,7 @@ func goTestDirs(ws, module string, touched []string) []goTestDir {
 				}
 			}
 			if m := goPackageClause.FindSubmatch(data); f == own && m != nil && goIdent(string(m[1])) {
-				d.pkgName = string(m[1])
+				d.pkgName, d.testFile = string(m[1]), f
 			}
 		}
 		if r != root {

@@ -456,3 +456,51 @@ func TestRestoreFileAndDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestPlantCanaryAppends: the canary goes at the end of the test patch's
+// own test file when that file imports testing and is built everywhere
+// (no file of its own to tell it by), else into a file of its own; the
+// removal gives the test file back as it was.
+func TestPlantCanaryAppends(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		appended  bool
+	}{
+		{"plain", "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {}\n", true},
+		{"import block", "package calc\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestAdd(t *testing.T) { fmt.Sprint() }\n", true},
+		{"constrained", "//go:build integration\n\npackage calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {}\n", false},
+		{"aliased", "package calc\n\nimport tt \"testing\"\n\nfunc TestAdd(t *tt.T) {}\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(ws, "calc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(ws, "calc", "calc_test.go")
+			if err := os.WriteFile(file, []byte(tc.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dirs := []goTestDir{{dir: "calc", importPath: "m/calc", pkgName: "calc", declared: []string{"TestAdd"}, testFile: "calc_test.go"}}
+			c, remove := plantCanary(ws, dirs, []string{"TestAdd"})
+			if len(c.inRun) != 1 {
+				t.Fatalf("canary in %v", c.inRun)
+			}
+			data, _ := os.ReadFile(file)
+			ents, _ := os.ReadDir(filepath.Join(ws, "calc"))
+			if got := strings.Contains(string(data), "func "+c.name+"("); got != tc.appended || tc.appended && len(ents) != 1 || !tc.appended && len(ents) != 2 {
+				t.Fatalf("appended %v (want %v), %d files in the package\n%s", got, tc.appended, len(ents), data)
+			}
+			if tc.appended {
+				if out, err := exec.Command("gofmt", "-l", file).CombinedOutput(); err == nil && len(out) > 0 {
+					t.Errorf("the test file with the canary is not gofmt's: %s", out)
+				}
+			}
+			remove()
+			data, _ = os.ReadFile(file)
+			ents, _ = os.ReadDir(filepath.Join(ws, "calc"))
+			if string(data) != tc.src || len(ents) != 1 {
+				t.Errorf("after the removal: %d files, test file %q", len(ents), data)
+			}
+		})
+	}
+}
