@@ -73,6 +73,8 @@ var (
 	// A section header of pytest's report: "===== ERRORS =====",
 	// "_____ test_x _____" is not one.
 	pytestSection = regexp.MustCompile(`^=+ (.+?) =+$`)
+	// ansiSGR is a terminal's colour sequence (pytest --color=yes).
+	ansiSGR = regexp.MustCompile("\x1b\\[[0-9;]*m")
 	// The title of pytest's last line, its counts and time: "2 passed,
 	// 1 warning in 0.12s", "no tests ran in 0.01s", "1 failed in 61.20s
 	// (0:01:01)".
@@ -104,7 +106,9 @@ func ParsePytest(out []byte) (v Verdicts, ok bool) {
 	}
 	lines := strings.Split(string(out), "\n")
 	for i := range lines {
-		lines[i] = strings.TrimRight(lines[i], "\r ")
+		// --color=yes (a task's own command) wraps words in SGR
+		// sequences: read what they colour.
+		lines[i] = strings.TrimRight(ansiSGR.ReplaceAllString(lines[i], ""), "\r ")
 	}
 	summary, report := -1, len(lines)
 	summaries, stats, statsAt := 0, 0, -1

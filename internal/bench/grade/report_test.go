@@ -97,6 +97,12 @@ PASSED tests/test_a.py::test_one
 PASSED tests/test_a.py::test_one
 ============================== 1 passed in 0.02s ===============================
 `, true, grade.Verdicts{}},
+		// pytest -rA --color=yes: the same report in colour.
+		{"colour", "tests/test_a.py::test_one \x1b[32mPASSED\x1b[0m\x1b[32m [ 50%]\x1b[0m\ntests/test_a.py::test_two \x1b[31mFAILED\x1b[0m\x1b[31m [100%]\x1b[0m\n" +
+			"\x1b[36m\x1b[1m=========================== short test summary info ============================\x1b[0m\n" +
+			"\x1b[32mPASSED\x1b[0m tests/test_a.py::\x1b[1mtest_one\x1b[0m\n\x1b[31mFAILED\x1b[0m tests/test_a.py::\x1b[1mtest_two\x1b[0m - assert 1 == 2\n" +
+			"\x1b[31m========================= \x1b[31m\x1b[1m1 failed\x1b[0m, \x1b[32m1 passed\x1b[0m\x1b[31m in 0.02s\x1b[0m\x1b[31m ==========================\x1b[0m\n",
+			true, grade.Verdicts{"tests/test_a.py::test_one": "passed", "tests/test_a.py::test_two": "failed"}},
 		// Captured output of a passing test (-rA's PASSES section) and
 		// of a failing one: only the summary counts.
 		{"captured output", `tests/test_a.py::test_one PASSED [ 50%]
