@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -812,6 +813,31 @@ func (p ProviderDef) header(getenv func(string) string) (http.Header, error) {
 	return h, nil
 }
 
+// cloudSecretEnv are the variables of a cloud platform's credentials
+// whose values an error must not show.
+var cloudSecretEnv = []string{"AWS_BEARER_TOKEN_BEDROCK", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+
+// secrets are the credentials e's requests carry, which an error that
+// quotes a server's answer shows masked (provider.RetryPolicy.Secrets):
+// the key, the token, the values of the headers read from the
+// environment, a base URL's password, a cloud platform's keys.
+func (p ProviderDef) secrets(e Endpoint, getenv func(string) string) []string {
+	s := []string{e.APIKey, e.Token}
+	for _, k := range slices.Sorted(maps.Keys(p.EnvHeaders)) {
+		s = append(s, getenv(p.EnvHeaders[k]))
+	}
+	if u, err := url.Parse(e.BaseURL); err == nil && u.User != nil {
+		pw, _ := u.User.Password()
+		s = append(s, pw)
+	}
+	if p.Dialect == "bedrock" {
+		for _, k := range cloudSecretEnv {
+			s = append(s, getenv(k))
+		}
+	}
+	return slices.DeleteFunc(s, func(v string) bool { return v == "" })
+}
+
 // namedProvider makes the definition of a provider of the user's
 // configuration, read from file (which errors name, as the file's own
 // errors do: "FILE: providers.NAME: …"). A wire is one of config.Wires, or
@@ -992,6 +1018,7 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 			return nil, err
 		}
 		e.HTTP = s.predial.Client(h, sdkHeaderTimeout(def.Dialect, h))
+		e.Retry.Secrets = def.secrets(e, os.Getenv)
 		if d.Check != nil {
 			if err := d.Check(e); err != nil {
 				return nil, err

@@ -319,6 +319,11 @@ type RetryPolicy struct {
 	// is reported, not retried. Once the server has answered, such a
 	// failure is retried like any other.
 	Contact *Contact
+	// Secrets are the values the requests carry as credentials (the key,
+	// a token, header values): an attempt's error has them, and any
+	// credential field a server echoed, masked (MaskError) before it is
+	// retried, said or returned.
+	Secrets []string
 }
 
 // Contact records that a server answered. Its zero value is ready; it is
@@ -378,7 +383,7 @@ func (p RetryPolicy) norm() RetryPolicy {
 func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, error) {
 	p = p.norm()
 	for attempt := 1; ; attempt++ {
-		err := fn(attempt)
+		err := MaskError(fn(attempt), p.Secrets)
 		p.Contact.note(err)
 		if err == nil {
 			return attempt, nil

@@ -1,0 +1,70 @@
+package provider
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+)
+
+// MinSecret is the shortest value Mask hides: a shorter one would hide
+// common words of the message it is in.
+const MinSecret = 6
+
+// credentialField is a header or JSON field that carries a credential,
+// with its value, as a server may echo it in an error body:
+// `Authorization: Bearer sk-…`, `"x-api-key":"…"`, `api_key=…`.
+var credentialField = regexp.MustCompile(`(?i)(\b(?:authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key|api_key|apikey|access_token|key)\\?"?'?\s*[:=]\s*\\?"?'?\s*(?:(?:bearer|basic|token)\s+)?)([^\s"'\\,;}&]+)`)
+
+// Mask hides credentials in s, a message that may carry a server's
+// answer: each of secrets (the key and header values the request was
+// sent with) that is at least MinSecret long, and the value of any
+// credential field (Authorization, x-api-key, api-key…) the server
+// echoed, are replaced by ***.
+func Mask(s string, secrets []string) string {
+	for _, v := range secrets {
+		v = strings.TrimSpace(v)
+		if len(v) >= MinSecret {
+			s = strings.ReplaceAll(s, v, "***")
+		}
+	}
+	return credentialField.ReplaceAllStringFunc(s, func(m string) string {
+		sub := credentialField.FindStringSubmatch(m)
+		if sub[2] == "***" || len(sub[2]) < MinSecret {
+			return m
+		}
+		return sub[1] + "***"
+	})
+}
+
+// maskedError is an error whose text had credentials in it: it says the
+// text masked and unwraps to the error as it was, for errors.Is and
+// errors.As.
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// MaskError is err with the credentials in its text hidden (Mask): the
+// Message of a *Error in it is masked in place, and an error whose text
+// still shows one is wrapped so that its text does not.
+func MaskError(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		pe.Message = Mask(pe.Message, secrets)
+		if pe.Err != nil {
+			if s := pe.Err.Error(); Mask(s, secrets) != s {
+				pe.Err = &maskedError{msg: Mask(s, secrets), err: pe.Err}
+			}
+		}
+	}
+	if s := err.Error(); Mask(s, secrets) != s {
+		return &maskedError{msg: Mask(s, secrets), err: err}
+	}
+	return err
+}
