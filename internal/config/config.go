@@ -76,6 +76,11 @@ type Config struct {
 	MCP      MCP      `toml:"mcp"`
 	Changes  Changes  `toml:"changes"`
 	Env      Env      `toml:"env"`
+	// Providers is the [providers] table of a project's file, read only
+	// to be dropped: named providers belong in the user's configuration,
+	// whose base URLs receive the user's keys. Parse clears it and
+	// Trust.Warning says it was ignored.
+	Providers any `toml:"providers"`
 
 	// Agents are the agent definition files (.truss/agents/*.md, in name
 	// order), as read; none when the configuration is not trusted.
@@ -97,6 +102,9 @@ type Trust struct {
 	// configuration is not trusted ("sandbox.writable",
 	// "mcp.servers.NAME", ".truss/agents/NAME.md"), sorted.
 	Ignored []string
+	// ProvidersIn is the file whose [providers] table was ignored, which
+	// no project may set, trusted or not ("" when it had none).
+	ProvidersIn string
 }
 
 // Obeyed reports whether the configuration is obeyed in full: trusted, or
@@ -108,15 +116,20 @@ func (t Trust) Obeyed() bool {
 // Warning is the one line to show the user when settings were ignored
 // ("" when none were).
 func (t Trust) Warning() string {
-	if len(t.Ignored) == 0 {
-		return ""
+	var w []string
+	if t.ProvidersIn != "" {
+		w = append(w, fmt.Sprintf("%s: [providers] is ignored: named providers belong in the user's configuration (%s in Truss's directory, ~/.config/truss or $TRUSS_HOME), which no repository can write",
+			t.ProvidersIn, UserFile))
 	}
-	why := "is not trusted"
-	if t.State == trust.Changed {
-		why = "changed since it was trusted (" + strings.Join(t.Changed, ", ") + ")"
+	if len(t.Ignored) != 0 {
+		why := "is not trusted"
+		if t.State == trust.Changed {
+			why = "changed since it was trusted (" + strings.Join(t.Changed, ", ") + ")"
+		}
+		w = append(w, fmt.Sprintf("the project configuration in %s %s, so %s %s ignored; review it and run `truss trust` to use it",
+			Dir, why, strings.Join(t.Ignored, ", "), map[bool]string{true: "is", false: "are"}[len(t.Ignored) == 1]))
 	}
-	return fmt.Sprintf("the project configuration in %s %s, so %s %s ignored; review it and run `truss trust` to use it",
-		Dir, why, strings.Join(t.Ignored, ", "), map[bool]string{true: "is", false: "are"}[len(t.Ignored) == 1])
+	return strings.Join(w, "; ")
 }
 
 // MCP is the [mcp] table: the MCP servers whose tools are offered to the
@@ -412,7 +425,27 @@ func ReadFiles(root string) (trust.Files, error) {
 
 // Parse reads the content of a configuration file (nil: none) of the
 // workspace at root; relative paths in it are taken from root.
+//
+// Its errors are *FileError: the user fixes the file.
 func Parse(root string, b []byte) (*Config, error) {
+	c, err := parse(root, b)
+	if err != nil {
+		return nil, &FileError{Err: err}
+	}
+	return c, nil
+}
+
+// FileError is an error in a configuration file's content, which the
+// user fixes: the command line's exit status 2, as for a bad flag.
+type FileError struct{ Err error }
+
+func (e *FileError) Error() string { return e.Err.Error() }
+func (e *FileError) Unwrap() error { return e.Err }
+
+// UsageError marks the error as the user's to fix (cli.ExitCode).
+func (e *FileError) UsageError() bool { return true }
+
+func parse(root string, b []byte) (*Config, error) {
 	p := filepath.Join(root, Path)
 	var c Config
 	if b == nil {
@@ -434,6 +467,9 @@ func Parse(root string, b []byte) (*Config, error) {
 			return nil, fmt.Errorf("%s:%d:%d: %w", p, row, col, err)
 		}
 		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if c.Providers != nil {
+		c.Providers, c.Trust.ProvidersIn = nil, p
 	}
 	for name, srv := range c.MCP.Servers {
 		if (srv.Command == "") == (srv.URL == "") {

@@ -414,7 +414,7 @@ func userOnly(b []byte) error {
 		return nil // the strict decode reports it
 	}
 	var keys []string
-	for _, k := range []string{"approval", "approval_edits", "shell_environment", "providers"} {
+	for _, k := range []string{"approval", "approval_edits", "shell_environment"} {
 		if _, ok := m[k]; ok {
 			keys = append(keys, k)
 		}

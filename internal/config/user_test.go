@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,6 +58,11 @@ func TestProjectCannotSetUserSettings(t *testing.T) {
 		_, err := Parse(t.TempDir(), []byte(body))
 		if err == nil || !strings.Contains(err.Error(), "user's configuration") || !strings.Contains(err.Error(), "a project cannot set") {
 			t.Errorf("%q: %v", body, err)
+		}
+		// The file is the user's to fix: exit status 2 (cli.ExitCode).
+		var us interface{ UsageError() bool }
+		if !errors.As(err, &us) || !us.UsageError() {
+			t.Errorf("%q: %T is not a usage error", body, err)
 		}
 	}
 }
@@ -134,9 +140,15 @@ wire = "chat"
 	}
 	// A project's configuration never names a provider, trusted or not:
 	// base_url and env_key would send the user's key to its server.
-	_, err = Parse(t.TempDir(), []byte(good))
-	if err == nil || !strings.Contains(err.Error(), "providers belongs in the user's configuration") {
-		t.Errorf("a project's providers: %v", err)
+	// A project's [providers] is ignored, and said so, naming the file;
+	// the rest of the file applies.
+	root := t.TempDir()
+	c, err := Parse(root, []byte(good+"\n[sandbox]\nnetwork = false\n"))
+	if err != nil || c.Providers != nil || c.Trust.ProvidersIn != filepath.Join(root, Path) {
+		t.Fatalf("a project's providers: %+v, %v", c, err)
+	}
+	if w := c.Trust.Warning(); !strings.HasPrefix(w, filepath.Join(root, Path)+": [providers] is ignored: named providers belong in the user's configuration") {
+		t.Errorf("warning %q", w)
 	}
 }
 
