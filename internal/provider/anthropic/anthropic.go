@@ -141,7 +141,7 @@ func New(cfg Config) *Client {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	// Last, so that it sees the answer as it came from the network.
-	opts = append(opts, option.WithMiddleware(provider.PageMiddleware))
+	opts = append(opts, option.WithMiddleware(provider.AnswerMiddleware(provider.AnthropicShape)))
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
 	}
@@ -623,6 +623,9 @@ func (c *Client) classify(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	if pe, ok := provider.NotAPIPage(err, "anthropic", c.api, c.notAPIHint); ok {
+		return pe
+	}
+	if pe, ok := provider.ForeignAnswer(err, "anthropic", c.api, c.notAPIHint); ok {
 		return pe
 	}
 	var te *tokenError

@@ -72,7 +72,7 @@ func New(cfg Config) *Client {
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
 		option.WithMiddleware(provider.CaptureMiddleware),
-		option.WithMiddleware(provider.PageMiddleware),
+		option.WithMiddleware(provider.AnswerMiddleware(provider.OpenAIShape)),
 	}
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
@@ -330,14 +330,22 @@ func classify(ctx context.Context, err error, hint string) error {
 	if pe, ok := provider.NotAPIPage(err, "chat", "an OpenAI-compatible API", notAPIHint); ok {
 		return pe
 	}
+	if pe, ok := provider.ForeignAnswer(err, "chat", "an OpenAI-compatible API", notAPIHint); ok {
+		return pe
+	}
 	var apierr *openai.Error
 	if errors.As(err, &apierr) {
-		if body := provider.ResponseBody(apierr.Response); apierr.Request != nil && provider.NotAPIAnswer(apierr.StatusCode, body) {
+		body := provider.ResponseBody(apierr.Response)
+		if apierr.Request != nil && provider.NotAPIAnswer(apierr.StatusCode, body) {
 			return provider.NotAPI("chat", "an OpenAI-compatible API", provider.SentRequest(apierr.Request, apierr.Response), apierr.StatusCode, body, notAPIHint)
 		}
 		msg := apierr.Message
 		if msg == "" {
 			msg = strings.TrimSpace(string(apierr.RawJSON()))
+		}
+		if msg == "" && len(bytes.TrimSpace(body)) > 0 {
+			// vLLM's own shape, {"object":"error","message":…}.
+			msg = provider.ErrorMessage(body)
 		}
 		var h http.Header
 		if apierr.Response != nil {

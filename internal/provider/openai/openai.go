@@ -28,6 +28,7 @@
 package openai
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -123,7 +124,7 @@ func newClient(cfg Config, base string, route ...option.RequestOption) *Client {
 	c := &Client{cfg: cfg, base: base, label: cmp.Or(cfg.Label, Dialect), hint: cmp.Or(cfg.ReachHint, "check the network or OPENAI_BASE_URL"),
 		api: "OpenAI's Responses API", notAPIHint: cmp.Or(cfg.ReachHint, "is OPENAI_BASE_URL the address of OpenAI's API?")}
 	opts := append(route, option.WithMaxRetries(0), option.WithMiddleware(provider.CaptureMiddleware),
-		option.WithMiddleware(provider.PageMiddleware))
+		option.WithMiddleware(provider.AnswerMiddleware(provider.OpenAIShape)))
 	if cfg.HTTP != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
 	}
@@ -760,14 +761,22 @@ func classify(ctx context.Context, err error, hint, api, notAPIHint string) erro
 	if pe, ok := provider.NotAPIPage(err, Dialect, api, notAPIHint); ok {
 		return pe
 	}
+	if pe, ok := provider.ForeignAnswer(err, Dialect, api, notAPIHint); ok {
+		return pe
+	}
 	var apierr *sdk.Error
 	if errors.As(err, &apierr) {
-		if body := provider.ResponseBody(apierr.Response); apierr.Request != nil && provider.NotAPIAnswer(apierr.StatusCode, body) {
+		body := provider.ResponseBody(apierr.Response)
+		if apierr.Request != nil && provider.NotAPIAnswer(apierr.StatusCode, body) {
 			return provider.NotAPI(Dialect, api, provider.SentRequest(apierr.Request, apierr.Response), apierr.StatusCode, body, notAPIHint)
 		}
 		msg := apierr.Message
 		if msg == "" {
 			msg = strings.TrimSpace(string(apierr.RawJSON()))
+		}
+		if msg == "" && len(bytes.TrimSpace(body)) > 0 {
+			// vLLM's own shape, {"object":"error","message":…}.
+			msg = provider.ErrorMessage(body)
 		}
 		var h http.Header
 		if apierr.Response != nil {

@@ -115,3 +115,29 @@ func CheckErrorLabels(t *testing.T, cases []LabelCase) {
 		})
 	}
 }
+
+// JSONServer is the address of a server that answers every request with
+// status and a JSON body (a router's {"detail":"Not Found"}, a local
+// server's own error shape). hits counts its requests.
+func JSONServer(t testing.TB, status int, body string) (base string, hits *atomic.Int32) {
+	t.Helper()
+	hits = new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, hits
+}
+
+// Router404s are the JSON 404s of routers that are not a model API: a
+// FastAPI app's (vLLM, LiteLLM without /v1), llama.cpp's server's for an
+// unknown route, a string error.
+var Router404s = map[string]string{
+	"fastapi":   `{"detail":"Not Found"}`,
+	"llama.cpp": `{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}`,
+	"string":    `{"error":"Unexpected endpoint or method. (POST /v1/messages)"}`,
+}

@@ -1,0 +1,187 @@
+package provider
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// ErrorShape reports whether a JSON error body is in an API's own shape,
+// which its SDK decodes.
+type ErrorShape func(body []byte) bool
+
+// OpenAIShape is the shape of OpenAI's errors, {"error":{"message":…}},
+// and of vLLM's own, {"object":"error","message":…}.
+func OpenAIShape(body []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	if isObject(m["error"]) {
+		return true
+	}
+	var obj string
+	return json.Unmarshal(m["object"], &obj) == nil && obj == "error"
+}
+
+// AnthropicShape is the shape of the errors of the Messages API's routes:
+// Anthropic's {"type":"error","error":{…}}, Google Cloud's {"error":{…}}
+// (or a list of them) on Vertex AI, AWS's {"message":…} on Bedrock.
+func AnthropicShape(body []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		var list []map[string]json.RawMessage
+		return json.Unmarshal(body, &list) == nil && len(list) > 0 && isObject(list[0]["error"])
+	}
+	if isObject(m["error"]) {
+		return true
+	}
+	_, lower := m["message"]
+	_, upper := m["Message"]
+	return (lower || upper) && len(m) <= 3
+}
+
+// anthropicError reports whether body is the Anthropic API's own error,
+// {"type":"error",…}: its 404 for a route it lacks is the API's.
+func anthropicError(body []byte) bool {
+	var e struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(body, &e) == nil && e.Type == "error"
+}
+
+func isObject(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) > 0 && b[0] == '{'
+}
+
+// AnswerError is an answer that is not in the API's shape, found before
+// the SDK reads it (AnswerMiddleware): an error status whose JSON body is
+// another server's ({"detail":"Not Found"}, {"error":"text"}) or says only
+// that the route is not there, or a success whose JSON body is an error.
+// An adapter reports it with ForeignAnswer.
+type AnswerError struct {
+	Request *http.Request
+	Status  int
+	Header  http.Header
+	Body    []byte
+}
+
+func (e *AnswerError) Error() string { return Answered(e.Request, e.Status, e.Body) }
+
+// AnswerMiddleware is PageMiddleware, and more: an answer whose JSON is
+// not in the API's shape (own) ends the request with an *AnswerError, so
+// that the SDK neither fails to decode it nor drops its message.
+func AnswerMiddleware(own ErrorShape) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		resp, err := PageMiddleware(req, next)
+		if err != nil || resp == nil {
+			return resp, err
+		}
+		ok2xx := resp.StatusCode >= 200 && resp.StatusCode <= 299
+		if ok2xx && (req.Method != http.MethodPost || !jsonType(resp)) || resp.StatusCode < 200 || resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			return resp, nil
+		}
+		b := ResponseBody(resp)
+		t := bytes.TrimSpace(b)
+		if len(t) == 0 || !json.Valid(t) {
+			return resp, nil // the adapter's NotAPIAnswer, or the SDK's error
+		}
+		foreign := !own(t) || NotAPIStatus(resp.StatusCode) && bareNotFound(ErrorMessage(t)) && !anthropicError(t)
+		if ok2xx {
+			var m map[string]json.RawMessage
+			foreign = json.Unmarshal(t, &m) == nil && m["error"] != nil && !bytes.Equal(bytes.TrimSpace(m["error"]), []byte("null"))
+		}
+		if !foreign {
+			return resp, nil
+		}
+		resp.Body.Close()
+		return nil, &AnswerError{Request: SentRequest(req, resp), Status: resp.StatusCode, Header: resp.Header, Body: b}
+	}
+}
+
+func jsonType(resp *http.Response) bool {
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// NotAPIStatus reports whether status says a route is not there (404,
+// 405, 501), which no API's passing trouble answers.
+func NotAPIStatus(status int) bool {
+	return status == http.StatusNotFound || status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented
+}
+
+// bareNotFound reports whether msg says only that something was not
+// found ("Not Found", "File Not Found"): a router's, where an API's 404
+// names the model or resource missing.
+func bareNotFound(msg string) bool {
+	m := strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(msg), ".")))
+	switch m {
+	case "", "not found", "file not found", "route not found", "path not found", "page not found", "method not allowed", "not implemented", "unknown route", "no route":
+		return true
+	}
+	return false
+}
+
+// ErrorMessage is the message of a JSON error body in any of the shapes
+// servers answer with: {"error":"text"}, {"error":{"message":…}},
+// {"message":…}, {"detail":"text"} or FastAPI's {"detail":[{"msg":…}]};
+// else the body's first line.
+func ErrorMessage(body []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) == nil {
+		var s string
+		if json.Unmarshal(m["error"], &s) == nil && s != "" {
+			return s
+		}
+		var e struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(m["error"], &e) == nil && e.Message != "" {
+			return e.Message
+		}
+		for _, k := range []string{"message", "Message", "detail", "error_description"} {
+			if json.Unmarshal(m[k], &s) == nil && s != "" {
+				return s
+			}
+		}
+		var details []struct {
+			Msg string `json:"msg"`
+		}
+		if json.Unmarshal(m["detail"], &details) == nil {
+			var msgs []string
+			for _, d := range details {
+				if d.Msg != "" {
+					msgs = append(msgs, d.Msg)
+				}
+			}
+			if len(msgs) > 0 {
+				return strings.Join(msgs, "; ")
+			}
+		}
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+	if r := []rune(line); len(r) > 200 {
+		line = string(r[:200]) + "…"
+	}
+	return line
+}
+
+// ForeignAnswer is the error of err when it is an *AnswerError: not the
+// API (ErrNotAPI, NotAPI's words) when its status says the route is not
+// there or it is a success, else the HTTP error of its status with the
+// body's message (ErrorMessage), retried as its status is. False when err
+// is no *AnswerError.
+func ForeignAnswer(err error, providerName, service, hint string) (*Error, bool) {
+	var ae *AnswerError
+	if !errors.As(err, &ae) {
+		return nil, false
+	}
+	if NotAPIStatus(ae.Status) || ae.Status < 300 {
+		return NotAPI(providerName, service, ae.Request, ae.Status, ae.Body, hint), true
+	}
+	return HTTPError(providerName, ae.Status, "", ErrorMessage(ae.Body), ae.Header, err), true
+}
