@@ -133,6 +133,13 @@ func HTTPError(providerName string, status int, code, msg string, h http.Header,
 		msg = http.StatusText(status)
 	}
 	pe := &Error{Provider: providerName, Kind: KindForStatus(status), Status: status, Code: code, Message: msg, Err: err}
+	if code == "insufficient_quota" {
+		// OpenAI's 429 for an account without credit: its billing, not
+		// a rate, which no wait changes.
+		pe.Final = true
+		pe.Message += "; the account has no credit left: check its plan and billing (platform.openai.com/settings/organization/billing)"
+		return pe
+	}
 	if h != nil {
 		pe.RetryAfter = ParseRetryAfter(h, time.Now())
 		switch h.Get("X-Should-Retry") {

@@ -689,11 +689,17 @@ func errorFrom(e *ErrorBody, status int, h http.Header) *provider.Error {
 	if status == 0 {
 		pe.Kind = provider.ErrStream
 	}
+	daily := false
 	for _, d := range e.Details {
 		var det struct {
 			Type       string `json:"@type"`
 			RetryDelay string `json:"retryDelay"`
 			Reason     string `json:"reason"`
+			Violations []struct {
+				QuotaID         string            `json:"quotaId"`
+				QuotaValue      string            `json:"quotaValue"`
+				QuotaDimensions map[string]string `json:"quotaDimensions"`
+			} `json:"violations"`
 		}
 		if json.Unmarshal(d, &det) != nil {
 			continue
@@ -705,6 +711,22 @@ func errorFrom(e *ErrorBody, status int, h http.Header) *provider.Error {
 		}
 		if det.Reason == "API_KEY_INVALID" {
 			pe.Kind = provider.ErrAuth
+		}
+		for _, v := range det.Violations {
+			if !daily && strings.Contains(v.QuotaID, "PerDay") {
+				// A day's quota does not come back in the RetryInfo's
+				// seconds: retrying only fails again, minutes later.
+				daily, pe.Final = true, true
+				q := v.QuotaID
+				if v.QuotaValue != "" {
+					q += " (" + v.QuotaValue
+					if m := v.QuotaDimensions["model"]; m != "" {
+						q += " for " + m
+					}
+					q += ")"
+				}
+				pe.Message += "; the daily quota " + q + " is spent: it renews at midnight Pacific time, or use a key of a project with billing"
+			}
 		}
 	}
 	if e.Status == "UNAVAILABLE" && pe.Kind == provider.ErrServer {
