@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -81,6 +83,11 @@ func AnswerMiddleware(own ErrorShape) func(*http.Request, func(*http.Request) (*
 		if err != nil || resp == nil {
 			return resp, err
 		}
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "" {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+			resp.Body.Close()
+			return nil, &AnswerError{Request: SentRequest(req, resp), Status: resp.StatusCode, Header: resp.Header, Body: b}
+		}
 		ok2xx := resp.StatusCode >= 200 && resp.StatusCode <= 299
 		if ok2xx && (req.Method != http.MethodPost || !jsonType(resp)) || resp.StatusCode < 200 || resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			return resp, nil
@@ -106,6 +113,21 @@ func AnswerMiddleware(own ErrorShape) func(*http.Request, func(*http.Request) (*
 func jsonType(resp *http.Response) bool {
 	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// Redirected is the error of a redirect answered to req: not followed
+// (a POST would be sent again as a GET, to a page), it says where the
+// server sends the request, for the base URL to be set to that address.
+// It is not retried, and the model was not reached (Unreached).
+func Redirected(providerName string, req *http.Request, status int, location, hint string) *Error {
+	base := req.URL.Scheme + "://" + req.URL.Host
+	to := location
+	if u, err := req.URL.Parse(location); err == nil {
+		to = u.Redacted()
+	}
+	return &Error{Provider: providerName, Kind: ErrNotAPI, Status: status, Final: true,
+		Message: fmt.Sprintf("the server at %s redirects %s %s to %s (%d %s): set the address to where it redirects, without the route (%s)",
+			base, req.Method, req.URL.Path, to, status, http.StatusText(status), hint)}
 }
 
 // NotAPIStatus reports whether status says a route is not there (404,
@@ -179,6 +201,9 @@ func ForeignAnswer(err error, providerName, service, hint string) (*Error, bool)
 	var ae *AnswerError
 	if !errors.As(err, &ae) {
 		return nil, false
+	}
+	if ae.Status >= 300 && ae.Status < 400 {
+		return Redirected(providerName, ae.Request, ae.Status, ae.Header.Get("Location"), hint), true
 	}
 	if NotAPIStatus(ae.Status) || ae.Status < 300 {
 		return NotAPI(providerName, service, ae.Request, ae.Status, ae.Body, hint), true

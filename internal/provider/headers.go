@@ -33,8 +33,14 @@ func HeaderClient(h http.Header) *http.Client {
 	if len(h) == 0 {
 		return nil
 	}
-	return &http.Client{Transport: HeaderTransport{Header: h}}
+	return &http.Client{Transport: HeaderTransport{Header: h}, CheckRedirect: NoRedirect}
 }
+
+// NoRedirect is the CheckRedirect of the adapters' clients: a redirect is
+// answered to the adapter, not followed. Go would follow a POST's 301 or
+// 302 as a GET, and the page it lands on would be read as a stream; the
+// adapter says where the server redirects instead (AnswerMiddleware).
+func NoRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // CloseIdleConnections closes the idle connections of Base (of
 // http.DefaultTransport when nil), so that http.Client.CloseIdleConnections

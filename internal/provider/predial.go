@@ -201,5 +201,5 @@ func (p *Predial) Client(h http.Header, headerTimeout time.Duration) *http.Clien
 		return HeaderClient(h)
 	}
 	t.ResponseHeaderTimeout = headerTimeout
-	return &http.Client{Transport: HeaderTransport{Base: t, Header: h}}
+	return &http.Client{Transport: HeaderTransport{Base: t, Header: h}, CheckRedirect: NoRedirect}
 }

@@ -11,6 +11,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -358,7 +359,29 @@ func (c *Contact) note(err error) {
 func NoConnection(err error) bool {
 	var dns *net.DNSError
 	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) || PlainHTTP(err)
+}
+
+// PlainHTTP reports whether err is a TLS handshake that a server speaking
+// plain HTTP answered: an https:// address of an http:// server, which no
+// retry mends.
+func PlainHTTP(err error) bool {
+	var rh tls.RecordHeaderError
+	// net/http says it in words of its own when the answer began HTTP/.
+	return errors.As(err, &rh) || err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
+}
+
+// plainHTTPHint is what an error of PlainHTTP adds to its message.
+const plainHTTPHint = "the server speaks plain HTTP: use http:// in its address"
+
+// explain adds to err's message what a failure's cause says to do, where
+// the adapter's own words cannot know it (PlainHTTP).
+func explain(err error) error {
+	var pe *Error
+	if PlainHTTP(err) && errors.As(err, &pe) && !strings.Contains(pe.Message, plainHTTPHint) {
+		pe.Message += "; " + plainHTTPHint
+	}
+	return err
 }
 
 // Unreached reports whether err says the model was not reached at all:
@@ -390,13 +413,13 @@ func (p RetryPolicy) norm() RetryPolicy {
 func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, error) {
 	p = p.norm()
 	for attempt := 1; ; attempt++ {
-		err := MaskError(fn(attempt), p.Secrets)
+		err := MaskError(explain(fn(attempt)), p.Secrets)
 		p.Contact.note(err)
 		if err == nil {
 			return attempt, nil
 		}
 		var pe *Error
-		if !errors.As(err, &pe) || !pe.Retryable() || attempt >= p.MaxAttempts || ctx.Err() != nil {
+		if !errors.As(err, &pe) || !pe.Retryable() || attempt >= p.MaxAttempts || ctx.Err() != nil || PlainHTTP(err) {
 			return attempt, err
 		}
 		if p.Contact != nil && !p.Contact.Answered() && NoConnection(err) {
