@@ -1000,6 +1000,9 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		return nil, err
 	}
 	if def.Name != "sim" {
+		if err := s.thinkingFits(def); err != nil {
+			return nil, err
+		}
 		d, _ := dialect(def.Dialect)
 		e.Label = def.Name
 		e.ReachHint, e.KeyHint = def.hints()
@@ -1063,6 +1066,18 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 	e.BaseURL, e.APIKey, e.Sim = base+d.SimPath, srv.Token, true
 	e.Region, e.Project, e.APIVersion = o.Region, o.Project, o.APIVersion
 	return d.New(ctx, e), nil
+}
+
+// thinkingFits refuses a thinking budget that is not below the model's
+// output limit on an anthropic wire: the API takes budget_tokens only
+// below max_tokens, and max_tokens only up to the model's limit, so no
+// request could carry it.
+func (s *Session) thinkingFits(def ProviderDef) error {
+	n, limit := s.settings.ThinkingTokens, s.prof.MaxOutput
+	if wire(def.Dialect) != "anthropic" || n == 0 || limit <= 0 || n < limit {
+		return nil
+	}
+	return configErrorf("--thinking %d is not below the output limit of %s (%d tokens), which holds the thinking and the answer: pass a budget below it, such as %d", n, s.opts.Model, limit, limit/2)
 }
 
 // startPredial starts connecting to the server the session's provider
