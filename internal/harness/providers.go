@@ -65,6 +65,9 @@ type Endpoint struct {
 	// refuses the credentials ("" for the adapter's own words). They
 	// come from the provider's row (ProviderDef.hints).
 	Label, ReachHint, KeyHint string
+	// ThinkingOff is --thinking 0, which a Gemini 2.5 Flash model is
+	// told (a thinkingBudget of 0: it thinks by default).
+	ThinkingOff bool
 	// Place, when set, is told where a cloud platform's requests go once
 	// its constructor has resolved it (setPlace): the session's header
 	// shows it.
@@ -152,7 +155,7 @@ var dialects = []Dialect{
 	{Name: gemini.Dialect, New: func(_ context.Context, e Endpoint) provider.Provider {
 		s := settings(e)
 		return gemini.New(gemini.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry,
-			ThinkingTokens: s.ThinkingTokens, Effort: s.ReasoningEffort, Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint})
+			ThinkingTokens: s.ThinkingTokens, Effort: geminiEffort(e), Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint})
 	}},
 	{Name: "vertex", Wire: "anthropic", Platform: true, New: func(ctx context.Context, e Endpoint) provider.Provider {
 		c, err := vertexConfig(ctx, e)
@@ -226,6 +229,15 @@ func (f failing) Name() string { return f.name }
 
 func (f failing) Turn(context.Context, *model.Request, func(model.Delta)) (*model.Response, error) {
 	return nil, f.err
+}
+
+// geminiEffort is the effort the Gemini adapter is given: "none" for
+// --thinking 0 (its way to turn thinking off), else the session's.
+func geminiEffort(e Endpoint) string {
+	if e.ThinkingOff {
+		return "none"
+	}
+	return settings(e).ReasoningEffort
 }
 
 func settings(e Endpoint) *provider.Settings {
@@ -1003,6 +1015,10 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		if err := s.thinkingFits(def); err != nil {
 			return nil, err
 		}
+		if err := s.thinkingFlags(def); err != nil {
+			return nil, err
+		}
+		e.ThinkingOff = o.ThinkingTokens != nil && *o.ThinkingTokens == 0
 		d, _ := dialect(def.Dialect)
 		e.Label = def.Name
 		e.ReachHint, e.KeyHint = def.hints()
@@ -1078,6 +1094,50 @@ func (s *Session) thinkingFits(def ProviderDef) error {
 		return nil
 	}
 	return configErrorf("--thinking %d is not below the output limit of %s (%d tokens), which holds the thinking and the answer: pass a budget below it, such as %d", n, s.opts.Model, limit, limit/2)
+}
+
+// thinkingFlags refuses to turn off the thinking of a model that cannot
+// (Gemini 2.5 Pro), and warns, once, of a thinking flag the provider's
+// API has no use for, or that another flag overrides: it would otherwise
+// be dropped without a word.
+func (s *Session) thinkingFlags(def ProviderDef) error {
+	o := &s.opts
+	thinking, effort := o.ThinkingTokens != nil, o.ReasoningEffort != ""
+	w := wire(def.Dialect)
+	if w == gemini.Dialect && strings.Contains(o.Model, "gemini-2.5-pro") && (thinking && *o.ThinkingTokens == 0 || !thinking && o.ReasoningEffort == "none") {
+		flag := "--thinking 0"
+		if !thinking {
+			flag = "--reasoning-effort none"
+		}
+		return configErrorf("%s: %s cannot turn its thinking off (its thinkingBudget is 128 to 32768 tokens): pass --thinking 128 for the least, or use gemini-2.5-flash, which can", flag, o.Model)
+	}
+	var unused []string
+	switch w {
+	case "anthropic":
+		if effort {
+			unused = append(unused, "--reasoning-effort is not used by provider "+def.Name+": its models' extended thinking is set by --thinking TOKENS")
+		}
+	case openaiprov.Dialect, "chat":
+		if thinking {
+			unused = append(unused, "--thinking is not used by provider "+def.Name+": its models' reasoning is set by --reasoning-effort")
+		}
+	case "ollama":
+		if thinking || effort {
+			unused = append(unused, "--thinking and --reasoning-effort are not used by provider "+def.Name+": Ollama's models think as they do by default")
+		}
+	case gemini.Dialect:
+		if thinking && effort {
+			if gemini.IsGemini3(o.Model) {
+				unused = append(unused, "--thinking is not used with --reasoning-effort on "+o.Model+": the effort names its thinkingLevel")
+			} else {
+				unused = append(unused, "--reasoning-effort is not used with --thinking on "+o.Model+": the budget is sent")
+			}
+		}
+	}
+	for _, u := range unused {
+		s.warn("warning: " + u)
+	}
+	return nil
 }
 
 // startPredial starts connecting to the server the session's provider

@@ -75,7 +75,7 @@ func vertexConfig(ctx context.Context, e Endpoint) (anthropicprov.Config, error)
 // address unless a base URL is given.
 func vertexGeminiConfig(ctx context.Context, e Endpoint) (gemini.Config, error) {
 	s := settings(e)
-	c := gemini.Config{BaseURL: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry, ThinkingTokens: s.ThinkingTokens, Effort: s.ReasoningEffort}
+	c := gemini.Config{BaseURL: e.BaseURL, HTTP: e.HTTP, Retry: e.Retry, ThinkingTokens: s.ThinkingTokens, Effort: geminiEffort(e)}
 	region, project, quota, ts, err := googleCloud(ctx, e, "vertex-gemini", "--region, GOOGLE_CLOUD_LOCATION or CLOUD_ML_REGION", "--project or GOOGLE_CLOUD_PROJECT")
 	if err != nil {
 		return c, err
