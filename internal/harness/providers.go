@@ -657,12 +657,21 @@ func detectProvider(getenv func(string) string) (string, error) {
 		if p.Detect == "" {
 			continue
 		}
-		if getenv(p.Detect) != "" {
+		if v := getenv(p.Detect); v != "" && !(p.Name == "chat" && openAIsOwn(v)) {
 			return p.Name, nil
 		}
 		vars = append(vars, fmt.Sprintf("%s (%s)", p.Detect, p.DetectNote))
 	}
 	return "", configErrorf("no model provider configured: set %s, and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none", orList(vars))
+}
+
+// openAIsOwn reports whether base is OpenAI's own API's address
+// (https://api.openai.com/v1, which other tools export as
+// OPENAI_BASE_URL): detected, it is the openai provider's, whose
+// Responses API and typed tools OpenAI's models take, not chat's.
+func openAIsOwn(base string) bool {
+	u, err := url.Parse(strings.TrimSpace(base))
+	return err == nil && strings.EqualFold(u.Hostname(), "api.openai.com")
 }
 
 // WithheldEnv are the variables of every provider of the table (names

@@ -41,6 +41,8 @@ func TestProviderTable(t *testing.T) {
 		{"none", nil, "no model provider configured: set OPENAI_BASE_URL (an OpenAI-compatible server), OPENAI_API_KEY (OpenAI), OLLAMA_HOST (Ollama), ANTHROPIC_API_KEY (Anthropic; ANTHROPIC_BASE_URL optional), GEMINI_API_KEY (Google's Gemini API), ANTHROPIC_VERTEX_PROJECT_ID (Anthropic's models on Vertex AI) or AZURE_OPENAI_ENDPOINT (Azure OpenAI), and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none"},
 		{"base url first", map[string]string{"OPENAI_BASE_URL": "http://x/v1", "OPENAI_API_KEY": "k"}, "chat"},
 		{"openai", map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, "openai"},
+		{"OpenAI's own base URL is openai's", map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_API_KEY": "k"}, "openai"},
+		{"OpenAI's own base URL without a key", map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1", "ANTHROPIC_API_KEY": "k"}, "anthropic"},
 		{"ollama", map[string]string{"OLLAMA_HOST": "h"}, "ollama"},
 		{"anthropic", map[string]string{"ANTHROPIC_API_KEY": "k"}, "anthropic"},
 		{"azure", map[string]string{"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com", "AZURE_OPENAI_API_KEY": "k"}, "azure"},
