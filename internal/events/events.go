@@ -30,6 +30,11 @@ type Encoder struct {
 	Ledger  string
 	// Sandbox is the sandbox mode enforced, reported there too.
 	Sandbox string
+	// Saved, when set, says at the run's end whether the session is kept
+	// (harness.Session.Saved): one that is not (the run failed before the
+	// model's first response) is reported with "session_saved": false
+	// and without the session and ledger, which will not exist.
+	Saved func() bool
 	// Hold keeps the run's end (turn.completed or turn.failed) back until
 	// Release, so that the verification boundary's verdict precedes it.
 	Hold bool
@@ -172,6 +177,9 @@ type RunTruss struct {
 	CostUnknown bool   `json:"cost_unknown,omitempty"`
 	Session     string `json:"session_id,omitempty"`
 	Ledger      string `json:"ledger,omitempty"`
+	// SessionSaved is false when the session is not kept (the run failed
+	// before the model's first response), absent otherwise.
+	SessionSaved *bool `json:"session_saved,omitempty"`
 	// Sandbox is the sandbox mode actually enforced.
 	Sandbox string `json:"sandbox,omitempty"`
 	// Validation is the verdict of the verification boundary, when the
@@ -299,6 +307,10 @@ func (e *Encoder) runCompleted(ev agent.Event, verdict any) {
 		o := ev.Outcome
 		rt := &RunTruss{Status: string(o.Status), Reason: o.Reason, Turns: o.Turns, Calls: o.Calls, CostUSD: o.Usage.CostUSD, CostUnknown: o.Usage.CostUnknown,
 			Session: e.Session, Ledger: e.Ledger, Sandbox: e.Sandbox, Validation: verdict}
+		if e.Saved != nil && !e.Saved() {
+			no := false
+			rt.Session, rt.Ledger, rt.SessionSaved = "", "", &no
+		}
 		if o.Status == agent.StatusFailed || o.Status == agent.StatusCanceled {
 			e.write(Event{Type: "turn.failed", Error: &ErrorMsg{Message: o.Reason}, Truss: rt})
 			return

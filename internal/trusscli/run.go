@@ -246,6 +246,9 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 	info := s.Info()
 	if enc != nil {
 		enc.Session, enc.Sandbox, enc.Hold, enc.Ledger = info.SessionID, info.Sandbox, info.Validation && !o.Validation.OnDemand, info.LedgerDir
+		if info.SessionID != "" {
+			enc.Saved = s.Saved
+		}
 		enc.Start(info.SessionID)
 	} else {
 		where := info.Provider
