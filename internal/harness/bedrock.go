@@ -40,6 +40,10 @@ func bedrockConfig(e Endpoint) (anthropicprov.Config, error) {
 	if err != nil {
 		return c, configErrorf("provider bedrock: %v", err)
 	}
+	b.RegionFrom = e.RegionFrom
+	if b.Region == "" && r.Region != "" {
+		b.RegionFrom = "the AWS profile's region"
+	}
 	b.Region = cmpOr(b.Region, r.Region)
 	if b.Region == "" {
 		return c, configErrorf("provider bedrock needs a region: --region, AWS_REGION, or region in the profile's section of the AWS config file")

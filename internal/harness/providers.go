@@ -65,6 +65,9 @@ type Endpoint struct {
 	// refuses the credentials ("" for the adapter's own words). They
 	// come from the provider's row (ProviderDef.hints).
 	Label, ReachHint, KeyHint string
+	// RegionFrom names where Region was set: "--region", or the
+	// variable of the provider's RegionEnv that is set ("" for neither).
+	RegionFrom string
 	// ThinkingOff is --thinking 0, which a Gemini 2.5 Flash model is
 	// told (a thinkingBudget of 0: it thinks by default).
 	ThinkingOff bool
@@ -229,6 +232,20 @@ func (f failing) Name() string { return f.name }
 
 func (f failing) Turn(context.Context, *model.Request, func(model.Delta)) (*model.Response, error) {
 	return nil, f.err
+}
+
+// regionFrom names where a region was set: "--region" when flag is,
+// else the first of vars that is set ("" for none).
+func regionFrom(flag string, vars []string) string {
+	if flag != "" {
+		return "--region"
+	}
+	for _, v := range vars {
+		if os.Getenv(v) != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // geminiEffort is the effort the Gemini adapter is given: "none" for
@@ -1041,6 +1058,7 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 			e.APIVersion = cmpOr(o.APIVersion, os.Getenv(def.VersionEnv))
 		}
 		e.Region, e.Project = cmpOr(o.Region, firstEnv(def.RegionEnv)), cmpOr(o.Project, firstEnv(def.ProjectEnv))
+		e.RegionFrom = regionFrom(o.Region, def.RegionEnv)
 		h, err := def.header(os.Getenv)
 		if err != nil {
 			return nil, err

@@ -65,7 +65,7 @@ func vertexConfig(ctx context.Context, e Endpoint) (anthropicprov.Config, error)
 	if err != nil {
 		return c, err
 	}
-	c.Vertex = &anthropicprov.Vertex{Region: region, Project: project, Token: ts}
+	c.Vertex = &anthropicprov.Vertex{Region: region, Project: project, Token: ts, RegionFrom: e.RegionFrom}
 	return c, nil
 }
 

@@ -131,11 +131,11 @@ func New(cfg Config) *Client {
 		// After the capture, so that a turn's wire bytes are the API's
 		// request, as on every platform.
 		opts = append(opts, option.WithMiddleware(cfg.Vertex.middleware()))
-		c.label, c.service, c.hint = "vertex", "Vertex AI", "check the network, CLOUD_ML_REGION or ANTHROPIC_VERTEX_BASE_URL"
+		c.label, c.service, c.hint = "vertex", "Vertex AI", "check the network, "+cmp.Or(cfg.Vertex.RegionFrom, "CLOUD_ML_REGION")+" or ANTHROPIC_VERTEX_BASE_URL"
 		c.api, c.notAPIHint = "Vertex AI", "is ANTHROPIC_VERTEX_BASE_URL the address of Vertex AI?"
 	} else if cfg.Bedrock != nil {
 		opts = append(opts, option.WithMiddleware(cfg.Bedrock.middleware()))
-		c.label, c.service, c.hint = "bedrock", "Amazon Bedrock", "check the network, AWS_REGION or ANTHROPIC_BEDROCK_BASE_URL"
+		c.label, c.service, c.hint = "bedrock", "Amazon Bedrock", "check the network, "+cmp.Or(cfg.Bedrock.RegionFrom, "AWS_REGION")+" or ANTHROPIC_BEDROCK_BASE_URL"
 		c.api, c.notAPIHint = "Amazon Bedrock's runtime API", "is ANTHROPIC_BEDROCK_BASE_URL the address of Bedrock's runtime?"
 	} else {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))

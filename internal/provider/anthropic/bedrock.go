@@ -54,6 +54,10 @@ type Bedrock struct {
 	Credentials aws.CredentialsProvider
 	// Now, when set, is the signing clock (tests).
 	Now func() time.Time
+	// RegionFrom names where Region was set ("--region", the variable,
+	// the profile), for the hint of an unreachable region; "" says
+	// AWS_REGION.
+	RegionFrom string
 }
 
 // BedrockBaseURL is the address of a region's Bedrock runtime.

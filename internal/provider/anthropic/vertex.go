@@ -43,6 +43,9 @@ type Vertex struct {
 	// Token is the source of access tokens (googleauth's
 	// application-default credentials).
 	Token oauth2.TokenSource
+	// RegionFrom names where Region was set ("--region", the variable),
+	// for the hint of an unreachable region; "" says CLOUD_ML_REGION.
+	RegionFrom string
 }
 
 // VertexBaseURL is the address of a region's Vertex AI API, as
