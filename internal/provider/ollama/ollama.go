@@ -367,8 +367,14 @@ func httpError(hreq *http.Request, hresp *http.Response, hint string) *provider.
 		Error string `json:"error"`
 	}
 	if json.Unmarshal(b, &e) == nil && e.Error != "" {
-		return &provider.Error{Provider: "ollama", Kind: provider.KindForStatus(status), Status: status,
+		pe := &provider.Error{Provider: "ollama", Kind: provider.KindForStatus(status), Status: status,
 			Message: e.Error, RetryAfter: provider.ParseRetryAfter(hresp.Header, time.Now())}
+		if strings.Contains(e.Error, "more system memory") {
+			// The machine's memory does not grow between attempts.
+			pe.Final = true
+			pe.Message += "; use a smaller model or quantization, or a smaller --context"
+		}
+		return pe
 	}
 	kind := provider.KindForStatus(status)
 	if kind == provider.ErrNotFound || kind == provider.ErrBadRequest || status == http.StatusNotImplemented {

@@ -95,6 +95,8 @@ func TestAnswersOfOtherServers(t *testing.T) {
 		{200, html, provider.ErrNotAPI, `the server at URL does not look like Ollama: POST /api/chat answered 200 OK: "<!DOCTYPE html>" (is OLLAMA_HOST the address of an Ollama server?)`},
 		{404, `{"error":"model \"m\" not found, try pulling it first"}`, provider.ErrNotFound, `model "m" not found, try pulling it first`},
 		{500, `{"error":"llama runner process has terminated"}`, provider.ErrServer, `llama runner process has terminated`},
+		{500, `{"error":"model requires more system memory (21.4 GiB) than is available (7.6 GiB)"}`, provider.ErrServer,
+			`model requires more system memory (21.4 GiB) than is available (7.6 GiB); use a smaller model or quantization, or a smaller --context`},
 		{502, html, provider.ErrServer, `POST /api/chat answered 502 Bad Gateway: "<!DOCTYPE html> …"`},
 		{401, "", provider.ErrAuth, `POST /api/chat answered 401 Unauthorized with an empty body`},
 	} {
@@ -112,6 +114,9 @@ func TestAnswersOfOtherServers(t *testing.T) {
 		}
 		if msg := strings.ReplaceAll(pe.Message, srv.URL, "URL"); pe.Kind != tc.kind || pe.Status != tc.status || msg != tc.msg {
 			t.Errorf("%d %q: %s, HTTP %d, %q\nwant %s, %q", tc.status, tc.body, pe.Kind, pe.Status, msg, tc.kind, tc.msg)
+		}
+		if final := strings.Contains(tc.body, "more system memory"); pe.Retryable() == final && tc.kind == provider.ErrServer {
+			t.Errorf("%d %q: retryable %v", tc.status, tc.body, pe.Retryable())
 		}
 		notAPI := tc.kind == provider.ErrNotAPI
 		if provider.Unreached(err) != notAPI || contact.Answered() == notAPI {
