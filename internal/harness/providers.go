@@ -812,6 +812,16 @@ func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err
 	if base == "" && p.BaseURLRequired {
 		return "", "", configErrorf("provider %s needs %s, %s", p.Name, p.BaseURLEnv, p.BaseURLHint)
 	}
+	if p.BaseURLEnv != "" && strings.Contains(base, "?") {
+		// The adapters append their routes to the base URL: after a
+		// query they would be part of it. Its value is not said: a key
+		// may be in it.
+		where := ""
+		if p.KeyEnv != "" {
+			where = " (a key goes in " + orList(append([]string{p.KeyEnv}, p.AltKeyEnv...)) + ")"
+		}
+		return "", "", configErrorf("%s has a query (?…), which a base URL cannot carry%s: set it to the address alone", p.BaseURLEnv, where)
+	}
 	if p.Dialect == "ollama" && !p.Named {
 		base = ollama.HostURL(base)
 	} else if base == "" {

@@ -71,6 +71,8 @@ func TestProviderTable(t *testing.T) {
 		{"anthropic", nil, "", "provider anthropic needs ANTHROPIC_API_KEY"},
 		{"chat", nil, "", "provider chat needs OPENAI_BASE_URL, the server's /v1 URL (for example http://127.0.0.1:8000/v1)"},
 		{"openai-compatible", map[string]string{"OPENAI_BASE_URL": "http://h/v1"}, "http://h/v1", ""},
+		{"gemini", map[string]string{"GOOGLE_GEMINI_BASE_URL": "http://h/?key=AIzaSECRET", "GEMINI_API_KEY": "k"}, "",
+			"GOOGLE_GEMINI_BASE_URL has a query (?…), which a base URL cannot carry (a key goes in GEMINI_API_KEY or GOOGLE_API_KEY): set it to the address alone"},
 		{"ollama", nil, "http://127.0.0.1:11434", ""},
 		{"ollama", map[string]string{"OLLAMA_HOST": "10.0.0.1:1234"}, "http://10.0.0.1:1234", ""},
 		{"anthropic", map[string]string{"ANTHROPIC_API_KEY": "k"}, "", ""},
