@@ -65,6 +65,9 @@ type Endpoint struct {
 	// refuses the credentials ("" for the adapter's own words). They
 	// come from the provider's row (ProviderDef.hints).
 	Label, ReachHint, KeyHint string
+	// VersionFrom names where APIVersion was set: "--api-version" or
+	// the provider's VersionEnv ("" for neither).
+	VersionFrom string
 	// RegionFrom names where Region was set: "--region", or the
 	// variable of the provider's RegionEnv that is set ("" for neither).
 	RegionFrom string
@@ -215,7 +218,7 @@ var dialects = []Dialect{
 // its base URL, the key or the Entra ID token, the API version.
 func azureConfig(e Endpoint) openaiprov.AzureConfig {
 	s := settings(e)
-	return openaiprov.AzureConfig{Endpoint: e.BaseURL, APIKey: e.APIKey, Token: e.Token, APIVersion: e.APIVersion,
+	return openaiprov.AzureConfig{Endpoint: e.BaseURL, APIKey: e.APIKey, Token: e.Token, APIVersion: e.APIVersion, VersionFrom: e.VersionFrom,
 		Config: openaiprov.Config{HTTP: e.HTTP, Retry: e.Retry, Stateful: e.Stateful,
 			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey,
 			Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint}}
@@ -1066,6 +1069,12 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		}
 		if def.VersionEnv != "" {
 			e.APIVersion = cmpOr(o.APIVersion, os.Getenv(def.VersionEnv))
+			switch {
+			case o.APIVersion != "":
+				e.VersionFrom = "--api-version"
+			case e.APIVersion != "":
+				e.VersionFrom = def.VersionEnv
+			}
 		}
 		e.Region, e.Project = cmpOr(o.Region, firstEnv(def.RegionEnv)), cmpOr(o.Project, firstEnv(def.ProjectEnv))
 		e.RegionFrom = regionFrom(o.Region, def.RegionEnv)

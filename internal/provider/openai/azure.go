@@ -46,6 +46,9 @@ type AzureConfig struct {
 	// {endpoint}/openai/responses?api-version=DATE. The deployment is
 	// named by the request's model on every route.
 	APIVersion string
+	// VersionFrom names where APIVersion was set ("--api-version",
+	// "AZURE_OPENAI_API_VERSION"), which its refusal says; "" for none.
+	VersionFrom string
 }
 
 // v1 reports whether the configuration uses the v1 route.
@@ -70,7 +73,11 @@ func NewAzure(cfg AzureConfig) (*Client, error) {
 		return nil, errors.New("azure: neither an API key nor an Entra ID token is given")
 	}
 	if !cfg.v1() && !datedVersion(cfg.APIVersion) {
-		return nil, fmt.Errorf("azure: the API version %q is none: v1 (the default), preview, or a dated version such as 2024-10-21 or 2025-04-01-preview", cfg.APIVersion)
+		from := ""
+		if cfg.VersionFrom != "" {
+			from = " (" + cfg.VersionFrom + ")"
+		}
+		return nil, fmt.Errorf("azure: the API version %q%s is not one of v1 (the default), preview, or a dated version such as 2024-10-21 or 2025-04-01-preview", cfg.APIVersion, from)
 	}
 	version := cfg.APIVersion
 	if version == "" {
