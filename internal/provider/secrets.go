@@ -4,6 +4,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // MinSecret is the shortest value Mask hides: a shorter one would hide
@@ -13,7 +14,10 @@ const MinSecret = 6
 // credentialField is a header or JSON field that carries a credential,
 // with its value, as a server may echo it in an error body:
 // `Authorization: Bearer sk-…`, `"x-api-key":"…"`, `api_key=…`.
-var credentialField = regexp.MustCompile(`(?i)(\b(?:authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key|api_key|apikey|access_token|key)\\?"?'?\s*[:=]\s*\\?"?'?\s*(?:(?:bearer|basic|token)\s+)?)([^\s"'\\,;}&]+)`)
+// It is compiled on first use: no package's initialisation allocates.
+var credentialField = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(\b(?:authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key|api_key|apikey|access_token|key)\\?"?'?\s*[:=]\s*\\?"?'?\s*(?:(?:bearer|basic|token)\s+)?)([^\s"'\\,;}&]+)`)
+})
 
 // Mask hides credentials in s, a message that may carry a server's
 // answer: each of secrets (the key and header values the request was
@@ -27,8 +31,9 @@ func Mask(s string, secrets []string) string {
 			s = strings.ReplaceAll(s, v, "***")
 		}
 	}
-	return credentialField.ReplaceAllStringFunc(s, func(m string) string {
-		sub := credentialField.FindStringSubmatch(m)
+	re := credentialField()
+	return re.ReplaceAllStringFunc(s, func(m string) string {
+		sub := re.FindStringSubmatch(m)
 		if sub[2] == "***" || len(sub[2]) < MinSecret {
 			return m
 		}
