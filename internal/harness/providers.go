@@ -237,6 +237,18 @@ func (f failing) Turn(context.Context, *model.Request, func(model.Delta)) (*mode
 	return nil, f.err
 }
 
+// keySent is the variable whose credential the requests carry: the
+// token's, which replaces the key, else the first of the key's variables
+// that is set ("" for none), which a refused key's hint names.
+func (p ProviderDef) keySent(getenv func(string) string) string {
+	for _, v := range append([]string{p.TokenEnv, p.KeyEnv}, p.AltKeyEnv...) {
+		if v != "" && getenv(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // regionFrom names where a region was set: "--region" when flag is,
 // else the first of vars that is set ("" for none).
 func regionFrom(flag string, vars []string) string {
@@ -1061,6 +1073,9 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		d, _ := dialect(def.Dialect)
 		e.Label = def.Name
 		e.ReachHint, e.KeyHint = def.hints()
+		if v := def.keySent(os.Getenv); v != "" && !def.Named {
+			e.KeyHint = "check " + v
+		}
 		if e.BaseURL, e.APIKey, err = def.endpoint(os.Getenv); err != nil {
 			return nil, err
 		}
