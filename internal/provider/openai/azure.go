@@ -63,7 +63,7 @@ func (c AzureConfig) v1() bool {
 func NewAzure(cfg AzureConfig) (*Client, error) {
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("azure: the endpoint %q is not a resource's address (https://RESOURCE.openai.azure.com)", cfg.Endpoint)
+		return nil, fmt.Errorf("azure: the endpoint %q is not a resource's address (https://RESOURCE.openai.azure.com)%s", cfg.Endpoint, endpointFix(cfg.Endpoint))
 	}
 	loopback := loopbackHost(u.Hostname())
 	if u.Scheme == "http" && !loopback {
@@ -111,6 +111,27 @@ func NewAzure(cfg AzureConfig) (*Client, error) {
 		c.notAPIHint = "is AZURE_OPENAI_ENDPOINT the address of an Azure OpenAI resource?"
 	}
 	return c, nil
+}
+
+// endpointFix says the value to use for an endpoint pasted in another
+// form: a host without its scheme, or the portal's target URI of a
+// deployment (whose name --model takes). "" when neither.
+func endpointFix(v string) string {
+	s := strings.TrimSpace(v)
+	if !strings.Contains(s, "://") {
+		s = "https://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil || !strings.Contains(u.Host, ".") {
+		return ""
+	}
+	fix := "; set it to " + u.Scheme + "://" + u.Host
+	if rest, ok := strings.CutPrefix(u.Path, "/openai/deployments/"); ok {
+		if dep, _, _ := strings.Cut(rest, "/"); dep != "" {
+			fix += ", and pass --model " + dep + " (the deployment)"
+		}
+	}
+	return fix
 }
 
 // datedVersion reports whether v is a dated API version, as Azure names
