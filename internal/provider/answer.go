@@ -92,7 +92,24 @@ func AnswerMiddleware(own ErrorShape) func(*http.Request, func(*http.Request) (*
 		if ok2xx && (req.Method != http.MethodPost || !jsonType(resp)) || resp.StatusCode < 200 || resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			return resp, nil
 		}
-		b := ResponseBody(resp)
+		var b []byte
+		if ok2xx {
+			// A success's body is put back whole, however long: only its
+			// beginning is read, and an error's body is short.
+			head, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			if len(head) == 64<<10 {
+				resp.Body = struct {
+					io.Reader
+					io.Closer
+				}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+				return resp, nil
+			}
+			resp.Body.Close()
+			resp.Body = io.NopCloser(bytes.NewReader(head))
+			b = head
+		} else {
+			b = ResponseBody(resp)
+		}
 		t := bytes.TrimSpace(b)
 		if len(t) == 0 || !json.Valid(t) {
 			return resp, nil // the adapter's NotAPIAnswer, or the SDK's error
