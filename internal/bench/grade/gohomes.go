@@ -171,16 +171,8 @@ func goVerdicts(out string, listed []string, h goHomes) Verdicts {
 	v := Verdicts{}
 	inHome := map[string]map[string]string{} // bare name → home → verdict
 	for _, ev := range goTestEvents(out) {
-		var verdict string
-		switch ev.Action {
-		case "pass":
-			verdict = bench.TestPassed
-		case "fail", "skip":
-			verdict = bench.TestFailed
-		default:
-			continue
-		}
-		if ev.Test == "" {
+		verdict := ev.verdict()
+		if verdict == "" || ev.Test == "" {
 			continue
 		}
 		for _, name := range listed {

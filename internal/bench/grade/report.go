@@ -34,6 +34,18 @@ type goEvent struct {
 	Test    string
 }
 
+// verdict is what the event says of its test: passed, failed (a skip is
+// a failure, as SWE-bench counts it), or "" for an event that ends no test.
+func (ev goEvent) verdict() string {
+	switch ev.Action {
+	case "pass":
+		return bench.TestPassed
+	case "fail", "skip":
+		return bench.TestFailed
+	}
+	return ""
+}
+
 // ParseGoTestJSON reads the verdicts of `go test -json` output: each test's
 // pass, fail or skip event (a skipped test did not pass, so it counts as
 // failed). Each test is recorded under its name (TestX, TestX/sub) and
@@ -43,16 +55,8 @@ func ParseGoTestJSON(out []byte) (v Verdicts, ok bool) {
 	v = Verdicts{}
 	evs := goTestEvents(string(out))
 	for _, ev := range evs {
-		var verdict string
-		switch ev.Action {
-		case "pass":
-			verdict = bench.TestPassed
-		case "fail", "skip":
-			verdict = bench.TestFailed
-		default:
-			continue
-		}
-		if ev.Test == "" {
+		verdict := ev.verdict()
+		if verdict == "" || ev.Test == "" {
 			continue
 		}
 		v.set(ev.Test, verdict)
