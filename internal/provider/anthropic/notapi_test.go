@@ -1,13 +1,11 @@
 package anthropic
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"golang.org/x/oauth2"
 
-	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/provider/providertest"
 )
 
@@ -59,21 +57,7 @@ func TestForeignServer(t *testing.T) {
 				model = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 			}
 			err := providertest.OneTurn(New(cfg), model)
-			var pe *provider.Error
-			if !errors.As(err, &pe) || pe.Kind != provider.ErrNotAPI {
-				t.Fatalf("error %v, want an ErrNotAPI", err)
-			}
-			if n := hits.Load(); n != 1 {
-				t.Errorf("%d requests, want 1 (no retry)", n)
-			}
-			if !provider.Unreached(err) {
-				t.Error("Unreached is false: the session would be kept")
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not hold %q", err, w)
-				}
-			}
+			providertest.CheckNotAPI(t, err, hits, tt.want)
 			if strings.Count(err.Error(), "<html>") > 0 {
 				t.Errorf("error %q holds the whole page", err)
 			}

@@ -1,11 +1,8 @@
 package chatcompat
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
-	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/provider/providertest"
 )
 
@@ -36,18 +33,7 @@ func TestForeignServer(t *testing.T) {
 			cfg := tt.cfg
 			cfg.BaseURL, cfg.APIKey, cfg.Retry = base+"/v1", "k", providertest.Retrying
 			err := providertest.OneTurn(New(cfg), "m")
-			var pe *provider.Error
-			if !errors.As(err, &pe) || pe.Kind != provider.ErrNotAPI {
-				t.Fatalf("error %v, want an ErrNotAPI", err)
-			}
-			if n := hits.Load(); n != 1 {
-				t.Errorf("%d requests, want 1 (no retry)", n)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not hold %q", err, w)
-				}
-			}
+			providertest.CheckNotAPI(t, err, hits, tt.want)
 		})
 	}
 }

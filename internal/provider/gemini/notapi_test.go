@@ -1,11 +1,8 @@
 package gemini
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
-	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/provider/providertest"
 )
 
@@ -34,21 +31,7 @@ func TestForeignServer(t *testing.T) {
 			cfg := tt.cfg
 			cfg.BaseURL, cfg.APIKey, cfg.Retry = base, "k", providertest.Retrying
 			err := providertest.OneTurn(New(cfg), "gemini-2.5-pro")
-			var pe *provider.Error
-			if !errors.As(err, &pe) || pe.Kind != provider.ErrNotAPI {
-				t.Fatalf("error %v, want an ErrNotAPI", err)
-			}
-			if n := hits.Load(); n != 1 {
-				t.Errorf("%d requests, want 1 (no retry)", n)
-			}
-			if !provider.Unreached(err) {
-				t.Error("Unreached is false: the session would be kept")
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not hold %q", err, w)
-				}
-			}
+			providertest.CheckNotAPI(t, err, hits, tt.want)
 		})
 	}
 }

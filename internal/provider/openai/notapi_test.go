@@ -1,11 +1,8 @@
 package openai
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
-	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/provider/providertest"
 )
 
@@ -56,18 +53,7 @@ func TestForeignServer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			base, hits := providertest.ForeignServer(t, tt.status)
 			err := providertest.OneTurn(tt.client(t, base), "gpt-5.2")
-			var pe *provider.Error
-			if !errors.As(err, &pe) || pe.Kind != provider.ErrNotAPI {
-				t.Fatalf("error %v, want an ErrNotAPI", err)
-			}
-			if n := hits.Load(); n != 1 {
-				t.Errorf("%d requests, want 1 (no retry)", n)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not hold %q", err, w)
-				}
-			}
+			providertest.CheckNotAPI(t, err, hits, tt.want)
 		})
 	}
 }

@@ -73,6 +73,29 @@ func ForeignServer(t testing.TB, status int) (base string, hits *atomic.Int32) {
 	return srv.URL, hits
 }
 
+// CheckNotAPI fails t unless err says the server is not the API
+// (provider.ErrNotAPI, so the model counts as unreached) after one
+// request of the server's hits (no retry), and its text holds every
+// string of want.
+func CheckNotAPI(t testing.TB, err error, hits *atomic.Int32, want []string) {
+	t.Helper()
+	var pe *provider.Error
+	if !errors.As(err, &pe) || pe.Kind != provider.ErrNotAPI {
+		t.Fatalf("error %v, want an ErrNotAPI", err)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("%d requests, want 1 (no retry)", n)
+	}
+	if !provider.Unreached(err) {
+		t.Error("Unreached is false: the session would be kept")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not hold %q", err, w)
+		}
+	}
+}
+
 // OneTurn runs one turn of p, as modelName, on a one-message
 // conversation and returns its error.
 func OneTurn(p provider.Provider, modelName string) error {
