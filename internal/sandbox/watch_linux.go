@@ -116,22 +116,8 @@ func (w *watcher) run(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if w.pids != nil {
-			n := w.pidsMax()
-			w.hitPolls = (w.hitPolls << 1) & (1<<forkWindow - 1)
-			if n > w.pidsLast {
-				w.hitPolls |= 1
-			}
-			burst := n-w.pidsLast >= forkBurst
-			w.pidsLast = n
-			if burst || bits.OnesCount64(w.hitPolls) >= forkPolls {
-				w.hitPolls = 0
-				w.stop(&LimitError{Limit: "processes", msg: fmt.Sprintf("the command kept hitting the sandbox's limit of %d processes (a fork bomb?) and was killed as soon as it did", w.lim.Pids)})
-				w.mu.Lock()
-				w.pidsSeen = w.pidsMax()
-				w.mu.Unlock()
-				continue
-			}
+		if w.pollPids() {
+			continue
 		}
 		if time.Since(lastDisk) >= diskEvery {
 			lastDisk = time.Now()
@@ -146,6 +132,35 @@ func (w *watcher) run(stop <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// pollPids is a poll of the pids cgroup by the watch loop: it kills
+// everything in the sandbox, and reports true, once the command looks
+// like a fork bomb.
+func (w *watcher) pollPids() bool {
+	if w.pids == nil {
+		return false
+	}
+	n := w.pidsMax()
+	w.hitPolls = (w.hitPolls << 1) & (1<<forkWindow - 1)
+	if n > w.pidsLast {
+		w.hitPolls |= 1
+	}
+	burst := n-w.pidsLast >= forkBurst
+	w.pidsLast = n
+	if !burst && bits.OnesCount64(w.hitPolls) < forkPolls {
+		return false
+	}
+	w.hitPolls = 0
+	w.stop(&LimitError{Limit: "processes", msg: fmt.Sprintf("the command kept hitting the sandbox's limit of %d processes (a fork bomb?) and was killed as soon as it did", w.lim.Pids)})
+	// The forks refused while the kill went on are the bomb's, not the
+	// next command's: both counts start again from after it.
+	n = w.pidsMax()
+	w.pidsLast = n
+	w.mu.Lock()
+	w.pidsSeen = n
+	w.mu.Unlock()
+	return true
 }
 
 // checkDisk accounts what was written, and the space the session's files
