@@ -782,6 +782,11 @@ func apply(ctx context.Context, g gitsafe.Git, file, patch string) (fellBack boo
 	if !strings.HasSuffix(patch, "\n") {
 		patch += "\n"
 	}
+	// git apply runs on the host: what a patch would have it write
+	// beyond its own text is bounded before it runs.
+	if err := checkPatchWrites(g.Dir, patch); err != nil {
+		return false, err
+	}
 	if err := os.WriteFile(file, []byte(patch), 0o600); err != nil {
 		return false, err
 	}
