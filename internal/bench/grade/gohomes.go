@@ -1,6 +1,12 @@
 package grade
 
 import (
+	"bytes"
+	"go/ast"
+	"go/build"
+	"go/parser"
+	"go/token"
+	"io"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -15,15 +21,40 @@ import (
 
 // A Go task lists its tests by bare name ("TestAdd"), as go test names
 // them, and go test ./... runs every package: two packages can hold a test
-// of the same name. A bare name counts only in the packages of the test
-// patch that declare it, when any does: a patch that keeps the target
-// package from reporting anything (a build error, an exit in init) is not
-// resolved by another package's namesake. A name none of them declares
-// (a PASS_TO_PASS test elsewhere in the repository) counts in any package.
+// of the same name, and a patch that keeps the listed test's package from
+// reporting anything (a build error, an exit in init) must not be resolved
+// by another package's namesake. A bare name's homes are the packages of
+// the test patch that declare it, when any does: it passes only if it
+// passed in every one of them. A name none of them declares (a
+// PASS_TO_PASS test elsewhere in the repository) has as homes every
+// package of the checkout whose test files declare it (treeHome), the
+// base's test files and the test patch's: it passes only if it passed in
+// every home that ran it, and fails where a home ran and did not report it
+// (its test binary did not build, or something kept the test from
+// running). A home where go test could not run it (its file excluded by a
+// build constraint, a nested module the command did not enter) is no
+// evidence either way. A name no package declares counts in any package.
 
-// goHomes maps a listed bare name's top-level test to the import paths of
-// the test patch's packages that declare it.
-type goHomes map[string][]string
+// goHomes says where a listed bare name's top-level test counts.
+type goHomes struct {
+	// patch maps a name to the import paths of the test patch's
+	// packages that declare it.
+	patch map[string][]string
+	// tree maps a name no test-patch package declares to the packages
+	// of the checkout that do.
+	tree map[string][]treeHome
+}
+
+// treeHome is a package whose test files declare a listed name.
+type treeHome struct {
+	pkg string
+	// built: the declaring file is built by go test here (its name and
+	// build constraint, for the grader's GOOS and GOARCH).
+	built bool
+	// root: the package is in the checkout's root module, all of which
+	// the detected go test ./... runs.
+	root bool
+}
 
 // counts reports whether the event of test in pkg gives the listed name
 // its verdict: PKG.TEST always, a bare name in its homes (any package
@@ -36,8 +67,13 @@ func (h goHomes) counts(name, pkg, test string) bool {
 		return false
 	}
 	top, _, _ := strings.Cut(test, "/")
-	homes := h[top]
-	return len(homes) == 0 || slices.Contains(homes, pkg)
+	if homes := h.patch[top]; len(homes) > 0 {
+		return slices.Contains(homes, pkg)
+	}
+	if homes := h.tree[top]; len(homes) > 0 {
+		return slices.ContainsFunc(homes, func(t treeHome) bool { return t.pkg == pkg })
+	}
+	return true
 }
 
 // goTestDecl is a top-level test function's declaration in a test file.
@@ -145,16 +181,161 @@ var goPackageClause = regexp.MustCompile(`(?m)^package[ \t]+(\w+)`)
 
 // findGoHomes returns the homes of the listed names among dirs.
 func findGoHomes(dirs []goTestDir, listed []string) goHomes {
-	h := goHomes{}
+	h := goHomes{patch: map[string][]string{}}
 	for _, name := range listed {
 		top, _, _ := strings.Cut(name, "/")
 		for _, d := range dirs {
-			if slices.Contains(d.declared, top) && !slices.Contains(h[top], d.importPath) {
-				h[top] = append(h[top], d.importPath)
+			if slices.Contains(d.declared, top) && !slices.Contains(h.patch[top], d.importPath) {
+				h.patch[top] = append(h.patch[top], d.importPath)
 			}
 		}
 	}
 	return h
+}
+
+// unhomed returns the top-level names of the listed bare names that no
+// test-patch package declares.
+func (h goHomes) unhomed(listed []string) []string {
+	var names []string
+	for _, name := range listed {
+		top, _, _ := strings.Cut(name, "/")
+		if strings.Contains(top, ".") || len(h.patch[top]) > 0 || slices.Contains(names, top) {
+			continue
+		}
+		names = append(names, top)
+	}
+	return names
+}
+
+// findTreeHomes finds, in the checkout at ws (the test code the task's:
+// the base's with the test patch applied), the packages whose test files
+// declare one of names as a test (func NAME(t *testing.T)). files are the
+// checkout's test files (the base's and the test patch's, slash paths),
+// mods the go.mod files that place them in modules, module the root
+// module's path ("" when the checkout has none: no homes).
+func findTreeHomes(ws, module string, files, mods, names []string) map[string][]treeHome {
+	if module == "" || len(names) == 0 {
+		return nil
+	}
+	root, err := hostfs.OpenRoot(ws)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	modPaths := map[string]string{".": module} // module directory → path
+	homes := map[string][]treeHome{}
+	for _, f := range files {
+		dir, base := path.Split(f)
+		dir = path.Clean("./" + dir)
+		if !strings.HasSuffix(base, "_test.go") || !goPackageDir(dir) {
+			continue
+		}
+		data, err := root.ReadFile(f, maxTestFile)
+		if err != nil {
+			continue
+		}
+		declared := testFuncs(data, names)
+		if len(declared) == 0 {
+			continue
+		}
+		// The nearest go.mod above the file is its module's.
+		modDir := dir
+		for modDir != "." && !slices.Contains(mods, modDir+"/go.mod") {
+			modDir = path.Dir(modDir)
+		}
+		mp, ok := modPaths[modDir]
+		if !ok {
+			if mod, err := root.ReadFile(modDir+"/go.mod", 1<<20); err == nil {
+				mp = modulePath(mod)
+			}
+			modPaths[modDir] = mp
+		}
+		if mp == "" {
+			continue
+		}
+		pkg := mp
+		if rel := strings.TrimPrefix(strings.TrimPrefix(dir, modDir), "/"); modDir == "." && dir != "." {
+			pkg = mp + "/" + dir
+		} else if modDir != "." && rel != "" {
+			pkg = mp + "/" + rel
+		}
+		ctx := build.Default
+		ctx.OpenFile = func(string) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+		built, err := ctx.MatchFile(dir, base)
+		home := treeHome{pkg: pkg, built: err == nil && built, root: modDir == "."}
+		for _, name := range declared {
+			i := slices.IndexFunc(homes[name], func(t treeHome) bool { return t.pkg == pkg })
+			if i < 0 {
+				homes[name] = append(homes[name], home)
+				continue
+			}
+			// Two files of a package (one per platform) declare it: the
+			// package runs it if either is built.
+			homes[name][i].built = homes[name][i].built || home.built
+		}
+	}
+	return homes
+}
+
+// goPackageDir reports whether go test ./... can reach the directory
+// (slash path, "." for the root): none of its elements is testdata,
+// vendor, or begins with "." or "_".
+func goPackageDir(dir string) bool {
+	if dir == "." {
+		return true
+	}
+	for _, e := range strings.Split(dir, "/") {
+		if e == "testdata" || e == "vendor" || strings.HasPrefix(e, ".") || strings.HasPrefix(e, "_") {
+			return false
+		}
+	}
+	return true
+}
+
+// testFuncs returns which of names the Go test file data declares as a
+// top-level function of one pointer parameter to a T (func NAME(t
+// *testing.T), testing imported under any name or dot-imported). A file
+// that does not parse is read for its declarations' text (goTestDecl).
+func testFuncs(data []byte, names []string) []string {
+	var found []string
+	maybe := slices.ContainsFunc(names, func(n string) bool { return bytes.Contains(data, []byte(n)) })
+	if !maybe {
+		return nil
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "", data, parser.SkipObjectResolution)
+	if err != nil {
+		for _, m := range goTestDecl.FindAllSubmatch(data, -1) {
+			if n := string(m[1]); slices.Contains(names, n) && !slices.Contains(found, n) {
+				found = append(found, n)
+			}
+		}
+		return found
+	}
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil || !slices.Contains(names, fn.Name.Name) || slices.Contains(found, fn.Name.Name) {
+			continue
+		}
+		if fn.Type.TypeParams != nil || fn.Type.Params == nil || len(fn.Type.Params.List) != 1 || len(fn.Type.Params.List[0].Names) > 1 {
+			continue
+		}
+		star, ok := fn.Type.Params.List[0].Type.(*ast.StarExpr)
+		if !ok {
+			continue
+		}
+		switch x := star.X.(type) {
+		case *ast.SelectorExpr:
+			ok = x.Sel.Name == "T"
+		case *ast.Ident:
+			ok = x.Name == "T"
+		default:
+			ok = false
+		}
+		if ok {
+			found = append(found, fn.Name.Name)
+		}
+	}
+	return found
 }
 
 // modulePath is the module path of go.mod's content data, "" when it has
@@ -162,15 +343,37 @@ func findGoHomes(dirs []goTestDir, listed []string) goHomes {
 func modulePath(data []byte) string { return modfile.ModulePath(data) }
 
 // goVerdicts reads the listed tests' verdicts from go test -json output
-// as ParseGoTestJSON does, a bare name only from the events of its homes;
-// a bare name with homes passes only if it passed in every one of them
-// (missing in one is failed: that home's package did not build, or
+// as ParseGoTestJSON does, a bare name only from the events of its homes.
+// A bare name with test-patch homes passes only if it passed in every one
+// of them (missing in one is failed: that home's package did not build, or
 // exited before it ran), so a namesake in another home cannot stand in
-// for it.
-func goVerdicts(out string, listed []string, h goHomes) Verdicts {
+// for it. One with homes elsewhere (h.tree) passes only if it passed in
+// every home that ran: a home whose package reported a failure (its test
+// binary did not build, an exit) or that ran its built file and did not
+// report it fails it; so does, when whole (the detected go test ./... at
+// the root ran), a built home of the root module that reported nothing
+// while others did. A home that ran none of it, its file unbuilt here or
+// outside the run, is no evidence.
+func goVerdicts(out string, listed []string, h goHomes, whole bool) Verdicts {
 	v := Verdicts{}
 	inHome := map[string]map[string]string{} // bare name → home → verdict
+	ran := map[string]bool{}                 // packages with any event
+	pkgFailed := map[string]bool{}           // packages that reported a failure
+	topSeen := map[string]map[string]bool{}  // package → top-level tests it reported
 	for _, ev := range goTestEvents(out) {
+		if ev.Package != "" {
+			ran[ev.Package] = true
+			if ev.Test == "" && ev.Action == "fail" {
+				pkgFailed[ev.Package] = true
+			}
+			if ev.Test != "" {
+				if topSeen[ev.Package] == nil {
+					topSeen[ev.Package] = map[string]bool{}
+				}
+				top, _, _ := strings.Cut(ev.Test, "/")
+				topSeen[ev.Package][top] = true
+			}
+		}
 		verdict := ev.verdict()
 		if verdict == "" || ev.Test == "" {
 			continue
@@ -179,7 +382,7 @@ func goVerdicts(out string, listed []string, h goHomes) Verdicts {
 			if !h.counts(name, ev.Package, ev.Test) {
 				continue
 			}
-			if top, _, _ := strings.Cut(name, "/"); name == ev.Test && len(h[top]) > 0 {
+			if top, _, _ := strings.Cut(name, "/"); name == ev.Test && (len(h.patch[top]) > 0 || len(h.tree[top]) > 0) {
 				if inHome[name] == nil {
 					inHome[name] = map[string]string{}
 				}
@@ -191,15 +394,47 @@ func goVerdicts(out string, listed []string, h goHomes) Verdicts {
 			v.set(name, verdict)
 		}
 	}
-	for name, got := range inHome {
+	for _, name := range listed {
 		top, _, _ := strings.Cut(name, "/")
-		verdict := bench.TestPassed
-		for _, home := range h[top] {
-			if got[home] != bench.TestPassed {
+		got := inHome[name]
+		if homes := h.patch[top]; len(homes) > 0 {
+			if got == nil {
+				continue
+			}
+			verdict := bench.TestPassed
+			for _, home := range homes {
+				if got[home] != bench.TestPassed {
+					verdict = bench.TestFailed
+				}
+			}
+			v.set(name, verdict)
+			continue
+		}
+		verdict := ""
+		for _, home := range h.tree[top] {
+			switch s := got[home.pkg]; {
+			case s == bench.TestPassed:
+				if verdict == "" {
+					verdict = s
+				}
+			case s != "":
+				verdict = bench.TestFailed
+			case !ran[home.pkg]:
+				// Not in the run: no evidence, unless the run was the
+				// whole root module's and others reported.
+				if whole && home.root && home.built && len(ran) > 0 {
+					verdict = bench.TestFailed
+				}
+			case name != top && topSeen[home.pkg][top]:
+				// The home ran its test of that name, which has no such
+				// subtest there: a namesake's.
+			case pkgFailed[home.pkg] || home.built:
 				verdict = bench.TestFailed
 			}
 		}
-		v.set(name, verdict)
+		if verdict != "" {
+			v.set(name, verdict)
+		}
 	}
 	return v
 }

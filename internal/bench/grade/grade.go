@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -603,7 +604,13 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		// A bare name counts only where the test patch's packages
 		// declare it.
 		homes = findGoHomes(dirs, task.Tests())
-		verdicts = goVerdicts(out, task.Tests(), homes)
+		if names := homes.unhomed(task.Tests()); len(names) > 0 {
+			// A name no test-patch package declares: its homes are the
+			// packages whose test files declare it, the base's and the
+			// test patch's (the test code is the task's by now).
+			homes.tree = findTreeHomes(ws, p.module, p.testFiles(touched), p.goMods(touched), names)
+		}
+		verdicts = goVerdicts(out, task.Tests(), homes, checkGo)
 	}
 	v.Source = source
 	for _, name := range task.Tests() {
@@ -645,6 +652,41 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		}
 	}
 	return v, nil
+}
+
+// testFiles are the Go test files of the checkout, the base's (its scan)
+// and those the test patch touches, sorted.
+func (p *Prepared) testFiles(touched []string) []string {
+	var files []string
+	for f := range p.tree {
+		if strings.HasSuffix(f, "_test.go") {
+			files = append(files, f)
+		}
+	}
+	for _, f := range touched {
+		if f = filepath.ToSlash(f); strings.HasSuffix(f, "_test.go") && !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
+// goMods are the go.mod files of the base's checkout and those the test
+// patch touches.
+func (p *Prepared) goMods(touched []string) []string {
+	var mods []string
+	for f := range p.tree {
+		if path.Base(f) == "go.mod" {
+			mods = append(mods, f)
+		}
+	}
+	for _, f := range touched {
+		if f = filepath.ToSlash(f); path.Base(f) == "go.mod" {
+			mods = append(mods, f)
+		}
+	}
+	return mods
 }
 
 // keepOpen is a shell whose Close does nothing (its owner closes it).

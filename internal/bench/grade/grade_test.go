@@ -617,3 +617,56 @@ ERROR tests/test_add.py
 		t.Fatalf("resolved %v from %q, tests %v\n%s", v.Resolved, v.Source, v.Tests, v.Log)
 	}
 }
+
+// A PASS_TO_PASS test listed by a bare name that no test-patch package
+// declares counts in the packages whose test files declare it: a patch
+// that breaks its package's build is not resolved by a passing namesake in
+// another package. A home go test cannot run here (a file for another
+// GOOS, a nested module ./... does not enter) does not fail an honest fix.
+func TestGradeBareNameElsewhere(t *testing.T) {
+	r := gitRepo{t: t, dir: t.TempDir()}
+	r.git("init", "-q")
+	subTest := func(pkg, call string) string {
+		return "package " + pkg + "\n\nimport \"testing\"\n\nfunc TestSub(t *testing.T) {\n\tif " + call + " != 2 {\n\t\tt.Fatal(\"Sub\")\n\t}\n}\n"
+	}
+	r.write(map[string]string{
+		"go.mod":                "module example.com/m\n\ngo 1.22\n",
+		"calc/calc.go":          "package calc\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+		"sub/sub.go":            "package sub\n\n// Sub subtracts.\nfunc Sub(a, b int) int {\n\treturn a - b\n}\n",
+		"sub/sub_test.go":       subTest("sub", "Sub(3, 1)"),
+		"other/other_test.go":   subTest("other", "3-1"),
+		"win/x_windows_test.go": subTest("win", "3-1"),
+		"tools/go.mod":          "module example.com/tools\n\ngo 1.22\n",
+		"tools/t_test.go":       subTest("tools", "3-1"),
+	})
+	r.git("add", "-A")
+	r.git("commit", "-qm", "Initial import")
+	base := r.git("rev-parse", "HEAD")
+	testPatch := newFile("calc/add_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"Add\")\n\t}\n}\n")
+	fix := "diff --git a/calc/calc.go b/calc/calc.go\n--- a/calc/calc.go\n+++ b/calc/calc.go\n@@ -3,3 +3,3 @@\n // Add adds.\n func Add(a, b int) int {\n-\treturn a - b\n+\treturn a + b\n }\n"
+	breakSub := "diff --git a/sub/sub.go b/sub/sub.go\n--- a/sub/sub.go\n+++ b/sub/sub.go\n@@ -3,3 +3,3 @@\n // Sub subtracts.\n-func Sub(a, b int) int {\n-\treturn a - b\n+func Sub(a, b int) (int, error) {\n+\treturn a - b, nil\n }\n"
+	task := bench.Task{InstanceID: "calc-add", Repo: r.dir, RepoDir: r.dir, BaseCommit: base, TestPatch: testPatch,
+		FailToPass: bench.TestList{"TestAdd"}, PassToPass: bench.TestList{"TestSub"}}
+	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
+	for _, tc := range []struct {
+		name     string
+		patch    string
+		resolved bool
+		sub      string
+	}{
+		{"gold", fix, true, bench.TestPassed},
+		// sub's test binary does not build: no event of sub's TestSub;
+		// other's passes.
+		{"breaks the P2P package's build", fix + breakSub, false, bench.TestFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := g.Grade(context.Background(), &task, tc.patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Resolved != tc.resolved || v.Tests["TestAdd"] != bench.TestPassed || v.Tests["TestSub"] != tc.sub {
+				t.Fatalf("resolved %v, tests %v; want %v, TestSub %s\n%s", v.Resolved, v.Tests, tc.resolved, tc.sub, v.Log)
+			}
+		})
+	}
+}

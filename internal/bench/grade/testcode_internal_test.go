@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -233,7 +234,7 @@ func TestGoCheck(t *testing.T) {
 					out += ev("run", "m/a", inRun) + ev(tc.full, "m/a", inRun)
 				}
 			}
-			res, err := goCheck(context.Background(), sh, out, tests, nil, can, func() time.Duration { return time.Minute })
+			res, err := goCheck(context.Background(), sh, out, tests, goHomes{}, can, func() time.Duration { return time.Minute })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -268,7 +269,7 @@ func TestGoCheck(t *testing.T) {
 	}
 	// Nothing listed passed: nothing is asked.
 	sh := &fakeShell{}
-	if res, err := goCheck(context.Background(), sh, full, map[string]string{"TestC": bench.TestFailed}, nil, goCanary{}, nil); err != nil || len(sh.cmds) != 0 || len(res.failed) != 0 {
+	if res, err := goCheck(context.Background(), sh, full, map[string]string{"TestC": bench.TestFailed}, goHomes{}, goCanary{}, nil); err != nil || len(sh.cmds) != 0 || len(res.failed) != 0 {
 		t.Errorf("%v %q %+v", err, sh.cmds, res)
 	}
 }
@@ -282,7 +283,7 @@ func FuzzGoCheck(f *testing.F) {
 	f.Add(ev("pass", "m/a", "TestA"), ev("run", "m/a", "TestZ"), "{")
 	f.Fuzz(func(t *testing.T, full, absent, listed string) {
 		tests := map[string]string{"TestA": bench.TestPassed, "m/a.TestB": bench.TestPassed}
-		res, err := goCheck(context.Background(), &fakeShell{absent: absent, listed: listed}, full, tests, nil, goCanary{name: "TestAEmpty", inRun: []string{"m/a"}}, func() time.Duration { return time.Minute })
+		res, err := goCheck(context.Background(), &fakeShell{absent: absent, listed: listed}, full, tests, goHomes{}, goCanary{name: "TestAEmpty", inRun: []string{"m/a"}}, func() time.Duration { return time.Minute })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,30 +402,107 @@ func TestCanaryFileIsBuilt(t *testing.T) {
 
 // TestGoVerdictsEveryHome: a bare name declared in two of the test patch's
 // packages passes only if it passed in both; missing in one (its package
-// did not build) is failed, whatever the other says. A qualified name and
-// a name without homes read as before.
+// did not build) is failed, whatever the other says. A name no test-patch
+// package declares passes only if it passed in every home that ran it: a
+// home that did not build, or ran and did not report it, fails it; one
+// that could not run it (an unbuilt file, a nested module outside the run)
+// is no evidence. A qualified name and a name without homes read as
+// before.
 func TestGoVerdictsEveryHome(t *testing.T) {
 	ev := func(action, pkg, test string) string {
 		return fmt.Sprintf(`{"Action":%q,"Package":%q,"Test":%q}`+"\n", action, pkg, test)
 	}
-	homes := goHomes{"TestSub": {"m/calc", "m/other"}}
-	listed := []string{"TestSub", "m/calc.TestMul", "TestElse"}
+	homes := goHomes{
+		patch: map[string][]string{"TestSub": {"m/calc", "m/other"}},
+		tree: map[string][]treeHome{"TestNew": {
+			{pkg: "m/a", built: true, root: true},
+			{pkg: "m/b", built: true, root: true},
+			{pkg: "m/tagged", root: true},
+			{pkg: "n/tools", built: true},
+		}},
+	}
+	listed := []string{"TestSub", "m/calc.TestMul", "TestElse", "TestNew", "TestNew/x"}
+	both := ev("pass", "m/a", "TestNew") + ev("pass", "m/a", "TestNew/x") + ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x")
 	for _, tc := range []struct {
-		name string
-		out  string
-		want Verdicts
+		name  string
+		out   string
+		whole bool
+		want  Verdicts
 	}{
-		{"passed in both", ev("pass", "m/calc", "TestSub") + ev("pass", "m/other", "TestSub"), Verdicts{"TestSub": "passed"}},
-		{"missing in one", ev("fail", "m/calc", "") + ev("pass", "m/other", "TestSub"), Verdicts{"TestSub": "failed"}},
-		{"failed in one", ev("fail", "m/calc", "TestSub") + ev("pass", "m/other", "TestSub"), Verdicts{"TestSub": "failed"}},
-		{"elsewhere only", ev("pass", "m/third", "TestSub"), Verdicts{}},
-		{"qualified and unhomed", ev("pass", "m/calc", "TestMul") + ev("pass", "m/x", "TestElse"), Verdicts{"m/calc.TestMul": "passed", "TestElse": "passed"}},
+		{"passed in both", ev("pass", "m/calc", "TestSub") + ev("pass", "m/other", "TestSub"), false, Verdicts{"TestSub": "passed"}},
+		{"missing in one", ev("fail", "m/calc", "") + ev("pass", "m/other", "TestSub"), false, Verdicts{"TestSub": "failed"}},
+		{"failed in one", ev("fail", "m/calc", "TestSub") + ev("pass", "m/other", "TestSub"), false, Verdicts{"TestSub": "failed"}},
+		{"elsewhere only", ev("pass", "m/third", "TestSub"), false, Verdicts{}},
+		{"qualified and unhomed", ev("pass", "m/calc", "TestMul") + ev("pass", "m/x", "TestElse"), false, Verdicts{"m/calc.TestMul": "passed", "TestElse": "passed"}},
+
+		{"in every home that ran", both + ev("pass", "m/tagged", "TestOther"), true, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}},
+		{"a home that did not build", ev("fail", "m/a", "") + ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x"), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
+		{"a home that ran without it", ev("pass", "m/a", "TestOther") + ev("pass", "m/a", "") + ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x"), false,
+			Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
+		{"a root home kept out of the whole run", ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x") + ev("pass", "m/b", ""), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
+		{"a home the task's command did not ask", ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x") + ev("pass", "m/b", ""), false, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}},
+		// Its TestNew has no subtest x: a namesake's, for TestNew/x.
+		{"a nested module run and failed", both + ev("fail", "n/tools", "TestNew"), true, Verdicts{"TestNew": "failed", "TestNew/x": "passed"}},
+		{"a namesake without the subtest", both + ev("pass", "n/tools", "TestNew") + ev("pass", "n/tools", ""), true, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}},
+		{"a failed package whose file is not built", both + ev("fail", "m/tagged", "TestOther") + ev("fail", "m/tagged", ""), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
+		{"a non-home's pass", ev("pass", "m/c", "TestNew"), false, Verdicts{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := goVerdicts(tc.out, listed, homes); !maps.Equal(got, tc.want) {
+			if got := goVerdicts(tc.out, listed, homes, tc.whole); !maps.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFindTreeHomes: a name's homes are the packages whose test files
+// declare it as a test, with their import paths in the root module or a
+// nested one; a file go test does not build here (a build constraint, a
+// GOOS in its name) is marked so; a function of that name that is not a
+// test, a method, a comment, testdata and vendor are not homes.
+func TestFindTreeHomes(t *testing.T) {
+	test := func(pkg, name string) string {
+		return "package " + pkg + "\n\nimport \"testing\"\n\nfunc " + name + "(t *testing.T) {}\n"
+	}
+	ws := writeTree(t, map[string]string{
+		"go.mod":                        "module m\n",
+		"root_test.go":                  test("m", "TestNew"),
+		"a/a_test.go":                   test("a_test", "TestNew"),
+		"b/b_test.go":                   "package b\n\nimport tt \"testing\"\n\nfunc TestNew(t *tt.T) {}\n",
+		"c/c_test.go":                   "package c\n\nimport . \"testing\"\n\nfunc TestNew(t *T) {}\n",
+		"win/x_windows_test.go":         test("win", "TestNew"),
+		"tag/x_test.go":                 "//go:build integration\n\n" + test("tag", "TestNew"),
+		"both/x_windows_test.go":        test("both", "TestNew"),
+		"both/x_linux_test.go":          test("both", "TestNew"),
+		"helper/h_test.go":              "package helper\n\n// func TestNew(t *testing.T) {}\nfunc TestNew() {}\n\ntype S struct{}\n\nfunc (S) TestNew(t *S) {}\n",
+		"broken/x_test.go":              "package broken\n\nfunc TestNew(t *testing.T) {\n",
+		"tools/go.mod":                  "module example.com/tools\n",
+		"tools/lint/lint_test.go":       test("lint", "TestNew"),
+		"tools/lint/testdata/x_test.go": test("x", "TestNew"),
+		"vendor/v/v_test.go":            test("v", "TestNew"),
+		"_old/o_test.go":                test("o", "TestNew"),
+		"d/d_test.go":                   test("d", "TestOther"),
+	})
+	files := []string{"root_test.go", "a/a_test.go", "b/b_test.go", "c/c_test.go", "win/x_windows_test.go", "tag/x_test.go",
+		"both/x_windows_test.go", "both/x_linux_test.go", "helper/h_test.go", "broken/x_test.go", "tools/lint/lint_test.go",
+		"tools/lint/testdata/x_test.go", "vendor/v/v_test.go", "_old/o_test.go", "d/d_test.go"}
+	got := findTreeHomes(ws, "m", files, []string{"go.mod", "tools/go.mod"}, []string{"TestNew"})
+	want := []treeHome{
+		{pkg: "m", built: true, root: true},
+		{pkg: "m/a", built: true, root: true},
+		{pkg: "m/b", built: true, root: true},
+		{pkg: "m/c", built: true, root: true},
+		{pkg: "m/win", root: true},
+		{pkg: "m/tag", root: true},
+		{pkg: "m/both", built: runtime.GOOS == "linux" || runtime.GOOS == "windows", root: true},
+		{pkg: "m/broken", built: true, root: true},
+		{pkg: "example.com/tools/lint", built: true},
+	}
+	if runtime.GOOS == "windows" {
+		want[4].built = true
+	}
+	if !slices.Equal(got["TestNew"], want) || len(got) != 1 {
+		t.Errorf("homes %+v,\nwant %+v", got, want)
 	}
 }
 
