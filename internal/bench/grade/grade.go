@@ -170,6 +170,9 @@ type Verdict struct {
 	// pass the listed tests it had passed: their output cannot be
 	// trusted and every listed test of theirs failed. Checked only where
 	// the grader chose the command (the detected go test -json ./...).
+	// Under the detected python -m pytest -rA it holds the test file in
+	// which the grader's own failing test was reported passed: the run's
+	// reports cannot be trusted, and every listed test failed.
 	Untrusted []string `json:"untrusted_packages,omitempty"`
 	// SetupFailed is the setup command that failed (the tests did not
 	// run).
@@ -576,6 +579,26 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			can, removeCanary = plantCanary(ws, dirs, tops)
 		}
 	}
+	// Where the grader chose pytest's command, the canary goes in a
+	// listed test's file before it starts (pycanary.go).
+	checkPy := env.Source != "test_cmd" && env.Test == detectedPytest
+	var pyCan pyCanary
+	if checkPy {
+		var touchedSlash []string
+		for _, f := range touched {
+			touchedSlash = append(touchedSlash, filepath.ToSlash(f))
+		}
+		before := runner.BeforeTest
+		runner.BeforeTest = func() {
+			if before != nil {
+				before()
+			}
+			var note string
+			if pyCan, note = plantPyCanary(ws, task.Tests(), touchedSlash, env.Setup); note != "" {
+				v.Notes = append(v.Notes, note)
+			}
+		}
+	}
 	v.PrepareS = prepared()
 	tstart := time.Now()
 	sum, res := runner.Run(ctx)
@@ -643,6 +666,24 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		v.Notes = append(v.Notes, c.notes...)
 		for _, name := range c.failed {
 			v.Tests[name] = bench.TestFailed
+		}
+	}
+	if source == "exit status" && pyCan.id != "" {
+		v.Notes = append(v.Notes, fmt.Sprintf("no pytest report was read, so the verdicts come from the exit status, which %s, a test of the grader's that fails by construction, made non-zero", pyCan.id))
+	}
+	if source == "pytest" && pyCan.id != "" && v.SetupFailed == "" && !v.TimedOut {
+		forged, note := pyCan.check(verdicts)
+		if note != "" {
+			v.Notes = append(v.Notes, note)
+		}
+		if forged {
+			v.Untrusted = append(v.Untrusted, pyCan.file)
+			var names []string
+			for _, name := range task.Tests() {
+				v.Tests[name] = bench.TestFailed
+				names = append(names, name)
+			}
+			v.Notes = append(v.Notes, fmt.Sprintf("the test run's reports cannot be trusted (it reported %s, a test of the grader's that fails by construction, passed), so its listed tests failed: %s", pyCan.id, strings.Join(names, ", ")))
 		}
 	}
 	v.Resolved = true

@@ -1,0 +1,197 @@
+package grade
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trussdev/truss/internal/bench"
+	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/validate"
+)
+
+// TestPytestStop: the options that stop a pytest session at a failure,
+// as configuration files and commands spell them; report characters and
+// other options are not.
+func TestPytestStop(t *testing.T) {
+	for _, tc := range []struct {
+		text, want string
+	}{
+		{"[pytest]\naddopts = -x\n", "-x"},
+		{"[tool:pytest]\naddopts = -ra -vx --tb=short\n", "-vx"},
+		{"[tool.pytest.ini_options]\naddopts = [\"--maxfail=2\", \"-q\"]\n", "--maxfail"},
+		{"addopts = --sw", "--sw"},
+		{"addopts = '--exitfirst'", "--exitfirst"},
+		{"addopts = --stepwise-skip", "--stepwise-skip"},
+		{"[pytest]\naddopts = -rxXs -p no:cacheprovider\n", ""},
+		{"[pytest]\naddopts = -k 'not slow' --strict-markers\n", ""},
+		{"[flake8]\nmax-line-length = 100\n", ""},
+		{"[pytest]\naddopts = --exclude=x\n", ""},
+	} {
+		if got := pytestStop(tc.text); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
+
+// pyShells opens shells that answer the detected pytest command as pytest
+// -rA would for the pyproject fixture below: test_add passes when calc.py
+// adds, the canary (any other test function of the file) fails, unless
+// calc.py holds FORGE (a module rewriting every report into a pass).
+type pyShells struct{ ran []string }
+
+func (p *pyShells) Open(dir string, env []string) (validate.Shell, error) {
+	return &pyShell{p: p, dir: dir}, nil
+}
+
+type pyShell struct {
+	p   *pyShells
+	dir string
+}
+
+var pyDef = regexp.MustCompile(`(?m)^def (test_\w+)\(`)
+
+func (s *pyShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Result {
+	s.p.ran = append(s.p.ran, cmd)
+	zero, one := 0, 1
+	if cmd != detectedPytest {
+		return tool.Result{ExitCode: &zero}
+	}
+	calc, _ := os.ReadFile(filepath.Join(s.dir, "calc.py"))
+	tests, _ := os.ReadFile(filepath.Join(s.dir, "tests", "test_calc.py"))
+	forge := strings.Contains(string(calc), "FORGE")
+	var lines []string
+	failed := 0
+	for _, m := range pyDef.FindAllStringSubmatch(string(tests), -1) {
+		pass := m[1] == "test_sub" || (m[1] == "test_add" && strings.Contains(string(calc), "a + b")) || forge
+		if pass {
+			lines = append(lines, "PASSED tests/test_calc.py::"+m[1])
+		} else {
+			failed++
+			lines = append(lines, "FAILED tests/test_calc.py::"+m[1]+" - assert 1 == 2")
+		}
+	}
+	out := "============================= test session starts ==============================\ncollected 3 items\n\n" +
+		"=========================== short test summary info ============================\n" + strings.Join(lines, "\n") +
+		fmt.Sprintf("\n========================= %d failed, %d passed in 0.01s ==========================\n", failed, len(lines)-failed)
+	res := tool.Result{Stdout: out, ExitCode: &zero}
+	if failed > 0 {
+		res.ExitCode, res.Err = &one, &tool.Error{Kind: tool.ErrExit, Message: "exit status 1"}
+	}
+	return res
+}
+
+func (s *pyShell) Close() error     { return nil }
+func (s *pyShell) Enforced() string { return "fake" }
+
+// The grader's own failing test goes at the end of the listed tests' file
+// of the test patch, named like them, in the detected pytest run: a patch
+// whose module rewrites every report into a pass has it reported passed,
+// and every listed test fails; an honest fix is resolved, the canary
+// failing beside it. A configuration that stops the session at a failure
+// (-x) gets no canary and a note; a task's own command gets none.
+func TestPythonCanary(t *testing.T) {
+	pyproject := "[project]\nname = \"calc\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n"
+	repo := func(t *testing.T, pyproject string) (dir, base string) {
+		dir = writeTree(t, map[string]string{
+			"pyproject.toml":     pyproject,
+			"calc.py":            "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n",
+			"tests/test_calc.py": "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n",
+		})
+		gitDiff(t, dir, "init", "-q")
+		gitDiff(t, dir, "add", "-A")
+		gitDiff(t, dir, "commit", "-qm", "base")
+		return dir, strings.TrimSpace(gitDiff(t, dir, "rev-parse", "HEAD"))
+	}
+	testPatch := "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n@@ -1,5 +1,9 @@\n-from calc import sub\n+from calc import add, sub\n+\n+\n+def test_add():\n+    assert add(2, 3) == 5\n \n \n def test_sub():\n     assert sub(3, 1) == 2\n"
+	fix := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+	forger := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# FORGE: rewrites every failed report into a pass\n def add(a, b):\n     return a - b\n"
+	for _, tc := range []struct {
+		name      string
+		pyproject string
+		testCmd   string
+		patch     string
+		resolved  bool
+		canary    bool
+		note      string
+	}{
+		{"gold", pyproject, "", fix, true, true, ""},
+		{"wrong", pyproject, "", "", false, true, ""},
+		{"a forger", pyproject, "", forger, false, true, "a test of the grader's that fails by construction, passed), so its listed tests failed: tests/test_calc.py::test_add, tests/test_calc.py::test_sub"},
+		{"gold under -x", pyproject + "addopts = \"-x\"\n", "", fix, true, false, "pyproject.toml has -x, which would stop the session"},
+		{"a forger under -x", pyproject + "addopts = \"-x\"\n", "", forger, true, false, "pyproject.toml has -x"},
+		{"a task's own command", pyproject, detectedPytest, forger, true, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, base := repo(t, tc.pyproject)
+			task := &bench.Task{InstanceID: "calc", Repo: dir, RepoDir: dir, BaseCommit: base, TestPatch: testPatch, TestCmd: tc.testCmd,
+				FailToPass: bench.TestList{"tests/test_calc.py::test_add"}, PassToPass: bench.TestList{"tests/test_calc.py::test_sub"}}
+			sh := &pyShells{}
+			g := &Grader{Shells: sh, Dir: t.TempDir()}
+			p, err := g.Prepare(context.Background(), task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seen string
+			p.g.Shells = seenShells{sh, func(dir string) {
+				b, _ := os.ReadFile(filepath.Join(dir, "tests", "test_calc.py"))
+				seen = string(b)
+			}}
+			v, err := p.Grade(context.Background(), tc.patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Resolved != tc.resolved || (tc.note != "") != slices.ContainsFunc(v.Notes, func(n string) bool { return strings.Contains(n, tc.note) }) {
+				t.Fatalf("resolved %v, tests %v, notes %q; want %v, a note with %q\n%s", v.Resolved, v.Tests, v.Notes, tc.resolved, tc.note, v.Log)
+			}
+			if tc.note == "" && len(v.Notes) != 0 {
+				t.Errorf("notes %q", v.Notes)
+			}
+			defs := pyDef.FindAllStringSubmatch(seen, -1)
+			if got := len(defs) == 3; got != tc.canary {
+				t.Fatalf("canary written %v, want %v:\n%s", got, tc.canary, seen)
+			}
+			if tc.canary {
+				// Shaped like the listed test: test_, a word of add, a word
+				// of test names, at the end of the file.
+				if name := defs[2][1]; !regexp.MustCompile(`^test_(add_[a-z]+|[a-z]+_add)$`).MatchString(name) || !strings.HasSuffix(seen, "\n\n\ndef "+name+"():\n"+seen[strings.LastIndex(seen, "    got"):]) {
+					t.Errorf("canary %s:\n%s", name, seen)
+				}
+			}
+			if wantUntrusted := strings.Contains(tc.note, "by construction"); wantUntrusted != slices.Equal(v.Untrusted, []string{"tests/test_calc.py"}) {
+				t.Errorf("untrusted %v", v.Untrusted)
+			}
+		})
+	}
+}
+
+// seenShells calls seen with the checkout each time a shell opens on it,
+// at the test command (after the setup commands, so after the canary).
+type seenShells struct {
+	s    *pyShells
+	seen func(dir string)
+}
+
+func (s seenShells) Open(dir string, env []string) (validate.Shell, error) {
+	sh, err := s.s.Open(dir, env)
+	return seenShell{sh, dir, s.seen}, err
+}
+
+type seenShell struct {
+	validate.Shell
+	dir  string
+	seen func(string)
+}
+
+func (s seenShell) Run(ctx context.Context, cmd string, timeout time.Duration) tool.Result {
+	if cmd == detectedPytest {
+		s.seen(s.dir)
+	}
+	return s.Shell.Run(ctx, cmd, timeout)
+}
