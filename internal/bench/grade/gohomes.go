@@ -52,7 +52,7 @@ type treeHome struct {
 	// build constraint, for the grader's GOOS and GOARCH).
 	built bool
 	// root: the package is in the checkout's root module, all of which
-	// the detected go test ./... runs.
+	// the detected go test ./... runs (its ignore directives aside).
 	root bool
 }
 
@@ -212,8 +212,9 @@ func (h goHomes) unhomed(listed []string) []string {
 // declare one of names as a test (func NAME(t *testing.T)). files are the
 // checkout's test files (the base's and the test patch's, slash paths),
 // mods the go.mod files that place them in modules, module the root
-// module's path ("" when the checkout has none: no homes).
-func findTreeHomes(ws, module string, files, mods, names []string) map[string][]treeHome {
+// module's path ("" when the checkout has none: no homes), ignores the
+// root go.mod's ignore paths.
+func findTreeHomes(ws, module string, files, mods, ignores, names []string) map[string][]treeHome {
 	if module == "" || len(names) == 0 {
 		return nil
 	}
@@ -262,7 +263,7 @@ func findTreeHomes(ws, module string, files, mods, names []string) map[string][]
 		ctx := build.Default
 		ctx.OpenFile = func(string) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 		built, err := ctx.MatchFile(dir, base)
-		home := treeHome{pkg: pkg, built: err == nil && built, root: modDir == "."}
+		home := treeHome{pkg: pkg, built: err == nil && built, root: modDir == "." && !ignored(dir, ignores)}
 		for _, name := range declared {
 			i := slices.IndexFunc(homes[name], func(t treeHome) bool { return t.pkg == pkg })
 			if i < 0 {
@@ -341,6 +342,38 @@ func testFuncs(data []byte, names []string) []string {
 // modulePath is the module path of go.mod's content data, "" when it has
 // none.
 func modulePath(data []byte) string { return modfile.ModulePath(data) }
+
+// modIgnores are the paths go.mod's content data ignores (its ignore
+// directives), which go test ./... does not enter.
+func modIgnores(data []byte) []string {
+	f, err := modfile.ParseLax("go.mod", data, nil)
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, ig := range f.Ignore {
+		paths = append(paths, ig.Path)
+	}
+	return paths
+}
+
+// ignored reports whether the directory dir (slash path) is under one of
+// the root go.mod's ignore paths: "./x" at the root, "x" at any depth.
+func ignored(dir string, ignores []string) bool {
+	for _, ig := range ignores {
+		if rel, ok := strings.CutPrefix(ig, "./"); ok {
+			rel = path.Clean(rel)
+			if dir == rel || strings.HasPrefix(dir, rel+"/") {
+				return true
+			}
+			continue
+		}
+		if ig = path.Clean(ig); strings.Contains("/"+dir+"/", "/"+ig+"/") {
+			return true
+		}
+	}
+	return false
+}
 
 // goVerdicts reads the listed tests' verdicts from go test -json output
 // as ParseGoTestJSON does, a bare name only from the events of its homes.

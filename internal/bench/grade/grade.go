@@ -286,8 +286,10 @@ type Prepared struct {
 	// compared.
 	tree treeScan
 	// module is the module path of the base's root go.mod ("" when
-	// none), by which the test patch's packages are named (goHomes).
-	module string
+	// none), by which the test patch's packages are named (goHomes),
+	// and the paths its ignore directives keep out of go test ./....
+	module     string
+	modIgnores []string
 }
 
 // baseFile is a file as base_commit has it: absent, a regular file
@@ -358,7 +360,7 @@ func (g *Grader) Prepare(ctx context.Context, task *bench.Task) (_ *Prepared, er
 		return nil, err
 	}
 	if mod, err := hostfs.ReadFileIn(part, "go.mod", 1<<20); err == nil {
-		p.module = modulePath(mod)
+		p.module, p.modIgnores = modulePath(mod), modIgnores(mod)
 	}
 	if err = os.Rename(part, p.ws); err != nil {
 		return nil, err
@@ -631,7 +633,7 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			// A name no test-patch package declares: its homes are the
 			// packages whose test files declare it, the base's and the
 			// test patch's (the test code is the task's by now).
-			homes.tree = findTreeHomes(ws, p.module, p.testFiles(touched), p.goMods(touched), names)
+			homes.tree = findTreeHomes(ws, p.module, p.testFiles(touched), p.goMods(touched), p.modIgnores, names)
 		}
 		verdicts = goVerdicts(out, task.Tests(), homes, checkGo)
 	}

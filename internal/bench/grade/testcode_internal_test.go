@@ -458,8 +458,10 @@ func TestGoVerdictsEveryHome(t *testing.T) {
 // TestFindTreeHomes: a name's homes are the packages whose test files
 // declare it as a test, with their import paths in the root module or a
 // nested one; a file go test does not build here (a build constraint, a
-// GOOS in its name) is marked so; a function of that name that is not a
-// test, a method, a comment, testdata and vendor are not homes.
+// GOOS in its name) is marked so, and one under a path go.mod's ignore
+// directive names is not in the root module's run; a function of that
+// name that is not a test, a method, a comment, testdata and vendor are
+// not homes.
 func TestFindTreeHomes(t *testing.T) {
 	test := func(pkg, name string) string {
 		return "package " + pkg + "\n\nimport \"testing\"\n\nfunc " + name + "(t *testing.T) {}\n"
@@ -482,11 +484,12 @@ func TestFindTreeHomes(t *testing.T) {
 		"vendor/v/v_test.go":            test("v", "TestNew"),
 		"_old/o_test.go":                test("o", "TestNew"),
 		"d/d_test.go":                   test("d", "TestOther"),
+		"web/node_modules/x/x_test.go":  test("x", "TestNew"),
 	})
 	files := []string{"root_test.go", "a/a_test.go", "b/b_test.go", "c/c_test.go", "win/x_windows_test.go", "tag/x_test.go",
 		"both/x_windows_test.go", "both/x_linux_test.go", "helper/h_test.go", "broken/x_test.go", "tools/lint/lint_test.go",
-		"tools/lint/testdata/x_test.go", "vendor/v/v_test.go", "_old/o_test.go", "d/d_test.go"}
-	got := findTreeHomes(ws, "m", files, []string{"go.mod", "tools/go.mod"}, []string{"TestNew"})
+		"tools/lint/testdata/x_test.go", "vendor/v/v_test.go", "_old/o_test.go", "d/d_test.go", "web/node_modules/x/x_test.go"}
+	got := findTreeHomes(ws, "m", files, []string{"go.mod", "tools/go.mod"}, modIgnores([]byte("module m\n\nignore (\n\tnode_modules\n\t./old\n)\n")), []string{"TestNew"})
 	want := []treeHome{
 		{pkg: "m", built: true, root: true},
 		{pkg: "m/a", built: true, root: true},
@@ -497,6 +500,8 @@ func TestFindTreeHomes(t *testing.T) {
 		{pkg: "m/both", built: runtime.GOOS == "linux" || runtime.GOOS == "windows", root: true},
 		{pkg: "m/broken", built: true, root: true},
 		{pkg: "example.com/tools/lint", built: true},
+		// Under a path the root go.mod ignores: not in go test ./....
+		{pkg: "m/web/node_modules/x", built: true},
 	}
 	if runtime.GOOS == "windows" {
 		want[4].built = true
