@@ -27,13 +27,12 @@ func (t HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return base.RoundTrip(r)
 }
 
-// HeaderClient is an HTTP client that adds h to every request, or nil
-// (the adapter's default client) when h is empty.
+// HeaderClient is an HTTP client on NewTransport that adds h to every
+// request and answers redirects (NoRedirect): the client every adapter
+// is given, so that each reports a failed TLS handshake (HandshakeError)
+// and a redirect alike.
 func HeaderClient(h http.Header) *http.Client {
-	if len(h) == 0 {
-		return nil
-	}
-	return &http.Client{Transport: HeaderTransport{Header: h}, CheckRedirect: NoRedirect}
+	return (*Predial)(nil).Client(h, 0)
 }
 
 // NoRedirect is the CheckRedirect of the adapters' clients: a redirect is

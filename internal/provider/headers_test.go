@@ -12,8 +12,8 @@ func TestHeaderClient(t *testing.T) {
 	got := make(chan http.Header, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
 	defer srv.Close()
-	if HeaderClient(nil) != nil {
-		t.Error("no headers made a client")
+	if c := HeaderClient(nil); c == nil || c.CheckRedirect == nil {
+		t.Error("no headers made no client of the adapters' own")
 	}
 	c := HeaderClient(http.Header{"x-title": {"truss"}, "X-Org": {"o"}})
 	req, _ := http.NewRequest("GET", srv.URL, nil)

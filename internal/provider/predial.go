@@ -32,7 +32,7 @@ var predialProtocols = []string{"h2", "http/1.1"}
 // connection itself; it only connects.
 //
 // A nil *Predial is valid: its Client is HeaderClient's and its Transport
-// is nil (the SDK's default).
+// is nil.
 type Predial struct {
 	addr    string // host:port, as http.Transport names it to its dialer
 	tls     bool
@@ -103,16 +103,18 @@ func startPredial(ctx context.Context, baseURL string, proxyFor func(*http.Reque
 	return p
 }
 
-// dialTLS connects to addr and completes a TLS handshake offering
-// predialProtocols, as http.Transport does for an https request.
+// dialTLS connects to addr and completes a TLS handshake as the
+// transport of NewTransport does (a failed one is a *HandshakeError).
 func (p *Predial) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
+	var base *tls.Config
+	if p.roots != nil {
+		base = &tls.Config{RootCAs: p.roots}
 	}
-	d := tls.Dialer{NetDialer: &p.network, Config: &tls.Config{ServerName: host, NextProtos: predialProtocols, RootCAs: p.roots}}
-	return d.DialContext(ctx, network, addr)
+	return dialTLS(ctx, &p.network, base, tlsHandshakeTimeout, network, addr)
 }
+
+// tlsHandshakeTimeout is http.DefaultTransport's TLSHandshakeTimeout.
+const tlsHandshakeTimeout = 10 * time.Second
 
 // take returns the pre-dialed connection when addr is its address, tls
 // its kind, nobody took it before and it is not older than PredialMaxAge;
@@ -163,18 +165,14 @@ func (p *Predial) Close() error {
 	return nil
 }
 
-// Transport returns a transport configured as http.DefaultTransport whose
-// first dial of the pre-dialed address (a plain dial for http, a TLS dial
-// for https) is given the pre-dialed connection; nil for a nil Predial.
+// Transport returns a transport of NewTransport whose first dial of the
+// pre-dialed address (a plain dial for http, a TLS dial for https) is
+// given the pre-dialed connection; nil for a nil Predial.
 func (p *Predial) Transport() *http.Transport {
 	if p == nil {
 		return nil
 	}
-	def, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return nil
-	}
-	t := def.Clone()
+	t := NewTransport()
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if c, ok, err := p.take(ctx, addr, false); ok || err != nil {
 			return c, err
@@ -192,13 +190,14 @@ func (p *Predial) Transport() *http.Transport {
 	return t
 }
 
-// Client returns an HTTP client on Transport, with the transport's
-// ResponseHeaderTimeout set to headerTimeout (0: none), that adds h to
-// every request (HeaderTransport); for a nil Predial, HeaderClient(h).
+// Client returns an HTTP client on Transport (for a nil Predial, on
+// NewTransport), with the transport's ResponseHeaderTimeout set to
+// headerTimeout (0: none), that adds h to every request (HeaderTransport)
+// and answers redirects (NoRedirect).
 func (p *Predial) Client(h http.Header, headerTimeout time.Duration) *http.Client {
 	t := p.Transport()
 	if t == nil {
-		return HeaderClient(h)
+		t = NewTransport()
 	}
 	t.ResponseHeaderTimeout = headerTimeout
 	return &http.Client{Transport: HeaderTransport{Base: t, Header: h}, CheckRedirect: NoRedirect}

@@ -229,8 +229,8 @@ func TestPredialOnlyWhereItApplies(t *testing.T) {
 		}
 	}
 	var p *Predial
-	if p.Client(nil, 0) != nil || p.Transport() != nil || p.Close() != nil {
-		t.Error("a nil Predial is not the default client")
+	if c := p.Client(nil, 0); c == nil || p.Transport() != nil || p.Close() != nil {
+		t.Error("a nil Predial is not HeaderClient's")
 	}
 }
 

@@ -354,11 +354,13 @@ func (c *Contact) note(err error) {
 }
 
 // NoConnection reports whether err is a failure to connect at all: the
-// host name does not resolve, or the host refused or could not be routed
-// to. A connection that broke after it was made is not one.
+// host name does not resolve, the host refused or could not be routed
+// to, or no TLS session could be made over the connection
+// (HandshakeError). A connection that broke after it was made is not one.
 func NoConnection(err error) bool {
 	var dns *net.DNSError
-	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) ||
+	var hs *HandshakeError
+	return errors.As(err, &dns) || errors.As(err, &hs) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) || PlainHTTP(err)
 }
 
@@ -367,8 +369,9 @@ func NoConnection(err error) bool {
 // retry mends.
 func PlainHTTP(err error) bool {
 	var rh tls.RecordHeaderError
+	var hs *HandshakeError
 	// net/http says it in words of its own when the answer began HTTP/.
-	return errors.As(err, &rh) || err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
+	return errors.As(err, &rh) || errors.As(err, &hs) && hs.PlainHTTP || err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
 }
 
 // plainHTTPHint is what an error of PlainHTTP adds to its message.

@@ -410,7 +410,11 @@ func stopReason(r string, calls bool) model.StopReason {
 }
 
 func rootCause(err error) error {
+	var hs *provider.HandshakeError
 	var ne *net.OpError
+	if errors.As(err, &hs) {
+		return hs
+	}
 	if errors.As(err, &ne) {
 		return ne.Err
 	}

@@ -164,3 +164,105 @@ var Router404s = map[string]string{
 	"llama.cpp": `{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}`,
 	"string":    `{"error":"Unexpected endpoint or method. (POST /v1/messages)"}`,
 }
+
+// PlainHTTPServer is the host:port of a plain-HTTP server that closes,
+// without a word, every connection whose first byte begins a TLS record
+// (as Python's http.server does with a handshake it cannot read as a
+// request line), and answers any other request with a small page: the
+// address an https:// base URL of a local server reaches. hellos counts
+// the handshakes it closed, pages the requests it answered.
+func PlainHTTPServer(t testing.TB) (hostport string, hellos, pages *atomic.Int32) {
+	t.Helper()
+	hellos, pages = new(atomic.Int32), new(atomic.Int32)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pages.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotImplemented)
+	}))
+	srv.Listener = helloCloser{Listener: srv.Listener, hellos: hellos}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String(), hellos, pages
+}
+
+// helloCloser is a listener whose connections that begin with a TLS
+// record (0x16, a handshake) are closed at once.
+type helloCloser struct {
+	net.Listener
+	hellos *atomic.Int32
+}
+
+func (l helloCloser) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		var b [1]byte
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, _ := c.Read(b[:]); n == 1 && b[0] != 0x16 {
+			c.SetReadDeadline(time.Time{})
+			return &prefixConn{Conn: c, first: b[0]}, nil
+		}
+		if b[0] == 0x16 {
+			// The record is read whole before the close, so that the
+			// client meets the end of the stream (EOF), not a reset.
+			l.hellos.Add(1)
+			var h [4]byte
+			if _, err := io.ReadFull(c, h[:]); err == nil {
+				io.CopyN(io.Discard, c, int64(h[2])<<8|int64(h[3]))
+			}
+		}
+		c.Close()
+	}
+}
+
+// prefixConn gives back the byte Accept read before the rest.
+type prefixConn struct {
+	net.Conn
+	first byte
+	given bool
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if !c.given && len(p) > 0 {
+		c.given = true
+		p[0] = c.first
+		return 1, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// CheckPlainHTTPS runs turn with the https:// address of a PlainHTTPServer
+// (no path) and a retrying policy whose server was never answered, and
+// fails t unless the turn's error is one unretried unreachable error that
+// leaves the model unreached, says the server speaks plain HTTP, and
+// holds every string of want. It is the check of every adapter: the
+// handshake fails in the transport's dial step, before any request.
+func CheckPlainHTTPS(t *testing.T, turn func(base string, retry provider.RetryPolicy) error, want ...string) {
+	t.Helper()
+	addr, hellos, pages := PlainHTTPServer(t)
+	var retries int
+	p := Retrying
+	p.Contact = &provider.Contact{}
+	p.OnRetry = func(int, time.Duration, error) { retries++ }
+	err := turn("https://"+addr, p)
+	var pe *provider.Error
+	if !errors.As(err, &pe) || pe.Kind != provider.ErrUnreachable {
+		t.Fatalf("error %v, want an ErrUnreachable", err)
+	}
+	if retries != 0 || hellos.Load() != 1 {
+		t.Errorf("%d retries, %d handshakes, want none and 1", retries, hellos.Load())
+	}
+	if pages.Load() != 1 {
+		t.Errorf("%d plain requests, want the 1 that tells plain HTTP", pages.Load())
+	}
+	if !provider.Unreached(err) || !provider.NoConnection(err) {
+		t.Error("the model counts as reached: the session would be kept")
+	}
+	for _, w := range append([]string{"cannot reach", "TLS handshake with " + addr + " failed: EOF", "the server speaks plain HTTP: use http:// in its address"}, want...) {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not hold %q", err, w)
+		}
+	}
+}

@@ -1,0 +1,17 @@
+package chatcompat
+
+import (
+	"testing"
+
+	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/provider/providertest"
+)
+
+// TestPlainHTTPS: an https:// base URL of a plain-HTTP server that closes
+// the handshake (Go reports a bare EOF) is one unretried "cannot reach"
+// error saying to use http://.
+func TestPlainHTTPS(t *testing.T) {
+	providertest.CheckPlainHTTPS(t, func(base string, retry provider.RetryPolicy) error {
+		return providertest.OneTurn(New(Config{BaseURL: base + "/v1", APIKey: "k", Retry: retry, HTTP: provider.HeaderClient(nil)}), "m")
+	}, "chat: ", "OPENAI_BASE_URL")
+}

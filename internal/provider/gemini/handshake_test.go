@@ -1,0 +1,17 @@
+package gemini
+
+import (
+	"testing"
+
+	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/provider/providertest"
+)
+
+// TestPlainHTTPS: an https:// base URL of a plain-HTTP server that closes
+// the handshake is one unretried "cannot reach" error saying to use
+// http://.
+func TestPlainHTTPS(t *testing.T) {
+	providertest.CheckPlainHTTPS(t, func(base string, retry provider.RetryPolicy) error {
+		return providertest.OneTurn(New(Config{BaseURL: base, APIKey: "k", Retry: retry, HTTP: provider.HeaderClient(nil)}), "gemini-2.5-pro")
+	}, "gemini: ")
+}
