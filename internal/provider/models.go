@@ -36,7 +36,8 @@ type ModelLister interface {
 	// failure is a *Error classified from the answer (its Kind and Status
 	// say an unknown key, a rate limit, a server down); when the server
 	// has no model list (it answers 404, 405 or 501), the error also
-	// matches ErrNotSupported.
+	// matches ErrNotSupported. The error's text has the credentials
+	// masked, as a turn's (MaskError with the retry policy's Secrets).
 	Models(ctx context.Context) ([]ModelInfo, error)
 }
 

@@ -687,7 +687,9 @@ func (c *Client) classify(ctx context.Context, err error) error {
 // has_more), newest first as the API lists them, at most
 // provider.MaxModels. A page that repeats a model already listed ends the
 // list with a protocol error rather than paging forever.
-func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error) {
+	// A key the server echoed is hidden here, as in a turn's error.
+	defer func() { err = provider.MaskError(err, c.cfg.Retry.Secrets) }()
 	if c.cfg.Vertex != nil {
 		// Vertex AI lists its publisher models in the Model Garden's API,
 		// another API than the Messages API's routes.

@@ -375,7 +375,9 @@ func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
 // read from the members compatible servers add (modelExtras). A server
 // without the endpoint (404, 405, 501) gives an error that matches
 // provider.ErrNotSupported.
-func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error) {
+	// A key the server echoed is hidden here, as in a turn's error.
+	defer func() { err = provider.MaskError(err, c.cfg.Retry.Secrets) }()
 	page, err := c.client.Models.List(ctx)
 	if err != nil {
 		return nil, provider.ModelsError("GET", provider.EndpointPath(c.cfg.BaseURL, "models"), c.own(classify(ctx, err, c.cfg.ReachHint)))

@@ -139,7 +139,9 @@ func (c *Client) modelsURL() string {
 // cut); inputTokenLimit is the context window. Vertex AI's route (a
 // Config.Path) lists no models: its error matches
 // provider.ErrNotSupported.
-func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error) {
+	// A key the server echoed is hidden here, as in a turn's error.
+	defer func() { err = provider.MaskError(err, c.cfg.Retry.Secrets) }()
 	if c.cfg.Path != "" {
 		return nil, fmt.Errorf("%s: the models of Vertex AI's publishers are not listed (truss models lists those Truss knows): %w", c.label(), provider.ErrNotSupported)
 	}

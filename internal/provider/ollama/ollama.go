@@ -443,7 +443,9 @@ func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
 
 // ContextLength asks Ollama (POST /api/show) for the longest context a
 // model supports: the "<architecture>.context_length" of its model_info.
-func (c *Client) ContextLength(ctx context.Context, modelName string) (int, error) {
+func (c *Client) ContextLength(ctx context.Context, modelName string) (_ int, err error) {
+	// A key the server echoed is hidden here, as in a turn's error.
+	defer func() { err = provider.MaskError(err, c.Retry.Secrets) }()
 	body, _ := json.Marshal(map[string]string{"model": modelName})
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, HostURL(c.Host)+"/api/show", bytes.NewReader(body))
 	if err != nil {
@@ -491,7 +493,9 @@ func (c *Client) ContextLength(ctx context.Context, modelName string) (int, erro
 // says no context window here (ContextLength asks for one model's). An
 // answer that is not Ollama's (a 404 without its error body) is
 // provider.ErrNotAPI: every Ollama has /api/tags.
-func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error) {
+	// A key the server echoed is hidden here, as in a turn's error.
+	defer func() { err = provider.MaskError(err, c.Retry.Secrets) }()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, HostURL(c.Host)+"/api/tags", nil)
 	if err != nil {
 		return nil, fmt.Errorf("ollama: list models: %w", err)

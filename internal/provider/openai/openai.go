@@ -790,7 +790,9 @@ func classify(ctx context.Context, err error, hint, api, notAPIHint string) erro
 // Models implements provider.ModelLister: GET /v1/models through the SDK
 // (one page: the API does not paginate it), in the server's order, at most
 // provider.MaxModels. The API gives no display name or context window.
-func (c *Client) Models(ctx context.Context) ([]provider.ModelInfo, error) {
+func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error) {
+	// A key the server echoed is hidden here, as in a turn's error.
+	defer func() { err = provider.MaskError(err, c.cfg.Retry.Secrets) }()
 	page, err := c.client.Models.List(ctx)
 	if err != nil {
 		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "models"), c.own(c.classify(ctx, err)))

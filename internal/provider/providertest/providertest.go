@@ -4,6 +4,7 @@
 package providertest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -264,5 +265,33 @@ func CheckPlainHTTPS(t *testing.T, turn func(base string, retry provider.RetryPo
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not hold %q", err, w)
 		}
+	}
+}
+
+// EchoKey is the key CheckListMasked sends: a server that echoes it in
+// its error gives it back.
+const EchoKey = "sk-echo-SECRET0123456789"
+
+// CheckListMasked runs list against a server that answers every request
+// with status and body, whose KEY is replaced by the credential the
+// request carried (Authorization's token, x-api-key, x-goog-api-key), as
+// gateways and self-hosted proxies echo a refused key; list sends
+// EchoKey and is given it as the policy's secret. It fails t unless the
+// error holds no trace of the key and says where it was hidden.
+func CheckListMasked(t *testing.T, status int, body string, list func(base string, retry provider.RetryPolicy) error) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := cmp.Or(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), r.Header.Get("X-Api-Key"), r.Header.Get("X-Goog-Api-Key"))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, strings.ReplaceAll(body, "KEY", key))
+	}))
+	t.Cleanup(srv.Close)
+	err := list(srv.URL, provider.RetryPolicy{MaxAttempts: 1, Secrets: []string{EchoKey}})
+	if err == nil {
+		t.Fatal("the listing succeeded")
+	}
+	if strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), "***") {
+		t.Errorf("error %q shows the key, or not where it was hidden", err)
 	}
 }
