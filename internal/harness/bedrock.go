@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
 	"github.com/trussdev/truss/internal/provider/awsauth"
 	"github.com/trussdev/truss/internal/sim"
+	"github.com/trussdev/truss/internal/surface"
 )
 
 // bedrockConfig is the Messages adapter's configuration of an endpoint
@@ -71,4 +73,33 @@ func bedrockModel(id string) string {
 		n = n[:j]
 	}
 	return n
+}
+
+// platformIDWarning says when model is not in the form the cloud platform
+// of the provider names it, with the same model's id there as an official
+// page lists it (surface.PlatformIDs; never another model's): on Bedrock
+// a Claude API id ("claude-opus-4-5"), on Vertex AI a Claude API id of a
+// model whose Vertex AI id differs ("claude-sonnet-4-5", not
+// "claude-sonnet-4-5@20250929"). "" otherwise, and for another provider.
+func (p ProviderDef) platformIDWarning(model, region string) string {
+	lower := strings.ToLower(model)
+	if !strings.HasPrefix(lower, "claude") || p.Dialect != "bedrock" && p.Dialect != "vertex" {
+		return ""
+	}
+	prof := surface.DefaultProfiles().Lookup("anthropic", lower)
+	id, known := surface.PlatformID{}, false
+	if !prof.Guess {
+		id, known = surface.PlatformIDOf(p.Dialect, prof.Pattern)
+	}
+	if p.Dialect == "vertex" {
+		if !known || strings.EqualFold(id.ID, model) {
+			return ""
+		}
+		return fmt.Sprintf("Vertex AI names this model %s, not %q: pass --model %s (truss models --provider %s lists the ids Truss knows)", id.ID, model, id.ID, p.Name)
+	}
+	if !known {
+		return fmt.Sprintf("Bedrock names Claude models in its own form: %q is the Claude API's id; pass Bedrock's id of the same model or an inference profile's ARN (aws bedrock list-inference-profiles lists them)", model)
+	}
+	return fmt.Sprintf("Bedrock names Claude models in its own form: %q is the Claude API's id; pass Bedrock's, %s (its model id is %s), or an inference profile's ARN",
+		model, id.Suggest(region), id.ID)
 }

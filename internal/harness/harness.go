@@ -219,8 +219,8 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 		if o.Budget.MaxCost > 0 && !s.prof.Prices.Known() && o.Provider != "sim" {
 			return s, configErrorf("--max-cost needs the model's prices, and Truss's catalog has none for %q (truss models lists the models it knows); use --max-turns or --max-tokens instead", o.Model)
 		}
-		if o.Provider == "bedrock" && strings.HasPrefix(strings.ToLower(o.Model), "claude") {
-			s.warn(fmt.Sprintf("warning: Bedrock names Claude models in its own form: %q is the Claude API's id; pass Bedrock's, such as us.anthropic.claude-sonnet-4-5-20250929-v1:0 or an inference profile's ARN", o.Model))
+		if msg := def.platformIDWarning(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))); msg != "" {
+			s.warn("warning: " + msg)
 		}
 		if msg := def.regionMismatch(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))); msg != "" {
 			s.warn("warning: " + msg)

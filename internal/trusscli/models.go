@@ -23,6 +23,13 @@ type modelRow struct {
 	// Default is set on the row of the provider's default model
 	// (--provider).
 	Default bool `json:"default,omitempty"`
+	// PlatformID is the model's id on the cloud platform of --provider
+	// (bedrock, vertex) as an official page lists it, and
+	// InferenceProfiles Bedrock's cross-region inference profiles of it;
+	// empty where no page read gave them.
+	PlatformID        string   `json:"platform_id,omitempty"`
+	InferenceProfiles []string `json:"inference_profiles,omitempty"`
+	platform          *surface.PlatformID
 }
 
 // providerCatalog is what truss models prints: the catalog's rows, and
@@ -81,6 +88,17 @@ func catalogRows(name string) (providerCatalog, error) {
 			r.Providers = append(r.Providers, pc.def.Name) // a named provider
 		}
 		r.Default = pc.def != nil && pc.def.DefaultModel != "" && !pc.prof.Guess && pc.prof.Pattern == e.Pattern
+		if pc.platform() != "" {
+			if id, ok := surface.PlatformIDOf(pc.platform(), e.Pattern); ok {
+				if slices.ContainsFunc(pc.rows, func(o modelRow) bool { return o.PlatformID == id.ID }) {
+					continue // the Claude API's alias of a model listed (claude-opus-4-0)
+				}
+				r.PlatformID, r.platform = id.ID, &id
+				for _, g := range id.Profiles {
+					r.InferenceProfiles = append(r.InferenceProfiles, id.ProfileID(g))
+				}
+			}
+		}
 		pc.rows = append(pc.rows, r)
 	}
 	return pc, nil
@@ -121,6 +139,18 @@ provider can run, and its default model.`)
 	}
 	return printModels(stdout, pc)
 }
+
+// platform is the cloud platform whose own ids --provider takes
+// ("bedrock", "vertex"), "" for another provider.
+func (pc providerCatalog) platform() string {
+	if pc.def != nil && len(surface.PlatformIDs(pc.def.Dialect)) > 0 {
+		return pc.def.Dialect
+	}
+	return ""
+}
+
+// platformNames are the platforms' names in notes.
+var platformNames = map[string]string{"bedrock": "Bedrock", "vertex": "Vertex AI"}
 
 // defaultLine says a provider's default model and the row it is, or
 // that the catalog does not know it; "" for a provider without one that
@@ -206,7 +236,20 @@ func printModels(w io.Writer, pc providerCatalog) error {
 		if r.Note != "" {
 			refs = append(refs, ref(r.Note))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Pattern, r.Name, strings.Join(r.Providers, ","),
+		id := r.Pattern
+		switch pl := pc.platform(); {
+		case pl != "" && r.platform != nil:
+			id = r.PlatformID
+			n := fmt.Sprintf("%s's id, read on %s on %s", platformNames[pl], r.platform.Source, r.platform.Checked)
+			if len(r.InferenceProfiles) > 0 {
+				n += "; its cross-region inference profiles: " + strings.Join(r.InferenceProfiles, ", ")
+			}
+			refs = append(refs, ref(n))
+		case pl != "":
+			refs = append(refs, ref(fmt.Sprintf("the Claude API's id: no official page read gave %s's id of the model (%s)", platformNames[pl],
+				map[string]string{"bedrock": "aws bedrock list-inference-profiles lists them", "vertex": "Vertex AI's Model Garden lists them"}[pl])))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, r.Name, strings.Join(r.Providers, ","),
 			r.Surface, dash(strings.Join(r.Tools, ",")), tokens(r.ContextWindow), tokens(r.MaxOutput), in, read, write, out,
 			st, dash(r.Source), strings.Join(refs, ""))
 	}
