@@ -147,6 +147,10 @@ type Session struct {
 		// (changedConfig).
 		config map[string]bool
 	}
+
+	// modelFrom is the variable the model came from when the provider
+	// was chosen and the model was not ("TRUSS_MODEL"), else "".
+	modelFrom string
 }
 
 // Open composes a session. Errors in the options or the environment are
@@ -202,7 +206,7 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 		where := ""
 		var def ProviderDef
 		if d, err := s.providerDef(o.Provider); err == nil {
-			def, where = d, d.elsewhere(o.Model)
+			def, where = d, d.elsewhere(o.Model, s.modelFrom)
 		}
 		// A named provider's own limits, over the row's and the guess's.
 		s.prof = def.withLimits(s.prof)
@@ -388,6 +392,7 @@ func (s *Session) resolve() error {
 	if o.Provider == "sim" && o.Script == "" && o.SimScript == nil {
 		return configErrorf("--provider sim needs --script FILE, the steps the simulated model plays (docs/simulator.md); `truss demo` plays the bundled fix")
 	}
+	chosen := o.Provider != ""
 	if o.Provider == "" {
 		p, err := detectProvider(os.Getenv)
 		if err != nil {
@@ -421,6 +426,9 @@ func (s *Session) resolve() error {
 	}
 	if o.Model == "" {
 		o.Model = os.Getenv("TRUSS_MODEL")
+		if o.Model != "" && chosen {
+			s.modelFrom = "TRUSS_MODEL"
+		}
 	}
 	if o.Model == "" {
 		o.Model = def.DefaultModel

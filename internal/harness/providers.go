@@ -492,10 +492,12 @@ func (p ProviderDef) catalogRow(model string) (surface.Entry, bool) {
 // model catalog (a guess, or another wire's row: gpt-5.2 on gemini), the
 // providers of the table that do, as in truss models: "a model of
 // provider vertex, anthropic or bedrock, not of vertex-gemini (pass
-// --provider vertex)", the one of the same platform first. "" when the
-// model is the provider's, or no provider's, or the provider serves any
-// maker's models.
-func (p ProviderDef) elsewhere(model string) string {
+// --provider vertex)", the one of the same platform first. When the
+// model came from a variable (from: "TRUSS_MODEL") and the provider was
+// chosen, the advice is about the model: "(it came from TRUSS_MODEL: pass
+// --model, or unset TRUSS_MODEL)". "" when the model is the provider's,
+// or no provider's, or the provider serves any maker's models.
+func (p ProviderDef) elsewhere(model, from string) string {
 	if p.Name == "sim" || p.AnyMaker || p.Named {
 		return ""
 	}
@@ -518,6 +520,9 @@ func (p ProviderDef) elsewhere(model string) string {
 	slices.SortStableFunc(others, func(a, b string) int {
 		return boolCmp(platform(b) == platform(p.Name), platform(a) == platform(p.Name))
 	})
+	if from != "" {
+		return fmt.Sprintf("a model of provider %s, not of %s (it came from %s: pass --model, or unset %s)", orList(others), p.Name, from, from)
+	}
 	return fmt.Sprintf("a model of provider %s, not of %s (pass --provider %s)", orList(others), p.Name, others[0])
 }
 

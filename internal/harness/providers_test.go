@@ -332,21 +332,23 @@ func TestCostBudgetNeedsPrices(t *testing.T) {
 // models lists it; a provider's own model, one no provider's catalog has,
 // and a provider that serves any maker's models say nothing.
 func TestModelElsewhere(t *testing.T) {
-	for _, tc := range []struct{ provider, model, want string }{
-		{"gemini", "gpt-5.2", "a model of provider openai or azure, not of gemini (pass --provider openai)"},
-		{"vertex", "gemini-2.5-pro", "a model of provider vertex-gemini or gemini, not of vertex (pass --provider vertex-gemini)"},
-		{"vertex-gemini", "claude-sonnet-4-5@20250929", "a model of provider vertex, anthropic or bedrock, not of vertex-gemini (pass --provider vertex)"},
-		{"openai", "gpt-5.2", ""},
-		{"vertex", "claude-sonnet-4-5@20250929", ""},
-		{"gemini", "gemini-2.5-pro", ""},
-		{"vertex", "foo-1", ""},
-		{"chat", "gpt-5.2", ""},
+	for _, tc := range []struct{ provider, model, from, want string }{
+		{"gemini", "gpt-5.2", "", "a model of provider openai or azure, not of gemini (pass --provider openai)"},
+		{"anthropic", "gpt-5.2", "TRUSS_MODEL", "a model of provider openai or azure, not of anthropic (it came from TRUSS_MODEL: pass --model, or unset TRUSS_MODEL)"},
+		{"anthropic", "claude-sonnet-4-5", "TRUSS_MODEL", ""},
+		{"vertex", "gemini-2.5-pro", "", "a model of provider vertex-gemini or gemini, not of vertex (pass --provider vertex-gemini)"},
+		{"vertex-gemini", "claude-sonnet-4-5@20250929", "", "a model of provider vertex, anthropic or bedrock, not of vertex-gemini (pass --provider vertex)"},
+		{"openai", "gpt-5.2", "", ""},
+		{"vertex", "claude-sonnet-4-5@20250929", "", ""},
+		{"gemini", "gemini-2.5-pro", "", ""},
+		{"vertex", "foo-1", "", ""},
+		{"chat", "gpt-5.2", "", ""},
 	} {
 		def, ok := lookupProvider(tc.provider)
 		if !ok {
 			t.Fatalf("no provider %s", tc.provider)
 		}
-		if got := def.elsewhere(tc.model); got != tc.want {
+		if got := def.elsewhere(tc.model, tc.from); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.provider, tc.model, got, tc.want)
 		}
 	}
