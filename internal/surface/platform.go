@@ -20,6 +20,10 @@ type PlatformID struct {
 	// profiles for the model ("global", "us", "eu", "jp", "apac"), in the
 	// page's order: the profile's id is the prefix, a dot and ID.
 	Profiles []string `json:"profiles,omitempty"`
+	// Title names the platform in messages ("Bedrock", "Vertex AI"), and
+	// Lists says where it lists its ids.
+	Title string `json:"-"`
+	Lists string `json:"-"`
 	// Source is the official page the id was read on, Checked the date.
 	Source  string `json:"source"`
 	Checked string `json:"checked"`
@@ -45,10 +49,12 @@ const (
 // Claude Haiku 4.5 and Opus 4.1, Vertex AI's Claude Opus 4.5) has none.
 func PlatformIDs(platform string) []PlatformID {
 	bedrock := func(pattern, id string, geos ...string) PlatformID {
-		return PlatformID{Platform: "bedrock", Pattern: pattern, ID: id, Profiles: geos, Source: bedrockIDs, Checked: platformRead}
+		return PlatformID{Platform: "bedrock", Pattern: pattern, ID: id, Profiles: geos, Source: bedrockIDs, Checked: platformRead,
+			Title: "Bedrock", Lists: "aws bedrock list-inference-profiles lists them"}
 	}
 	vertex := func(pattern, id, src string) PlatformID {
-		return PlatformID{Platform: "vertex", Pattern: pattern, ID: id, Source: src, Checked: platformRead}
+		return PlatformID{Platform: "vertex", Pattern: pattern, ID: id, Source: src, Checked: platformRead,
+			Title: "Vertex AI", Lists: "Vertex AI's Model Garden lists them"}
 	}
 	all := []PlatformID{
 		bedrock("claude-opus-4-6", "anthropic.claude-opus-4-6-v1", "global", "us", "eu", "jp", "apac"),

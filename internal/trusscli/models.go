@@ -149,9 +149,6 @@ func (pc providerCatalog) platform() string {
 	return ""
 }
 
-// platformNames are the platforms' names in notes.
-var platformNames = map[string]string{"bedrock": "Bedrock", "vertex": "Vertex AI"}
-
 // defaultLine says a provider's default model and the row it is, or
 // that the catalog does not know it; "" for a provider without one that
 // needs none (the simulated model).
@@ -240,14 +237,14 @@ func printModels(w io.Writer, pc providerCatalog) error {
 		switch pl := pc.platform(); {
 		case pl != "" && r.platform != nil:
 			id = r.PlatformID
-			n := fmt.Sprintf("%s's id, read on %s on %s", platformNames[pl], r.platform.Source, r.platform.Checked)
+			n := fmt.Sprintf("%s's id, read on %s on %s", r.platform.Title, r.platform.Source, r.platform.Checked)
 			if len(r.InferenceProfiles) > 0 {
 				n += "; its cross-region inference profiles: " + strings.Join(r.InferenceProfiles, ", ")
 			}
 			refs = append(refs, ref(n))
 		case pl != "":
-			refs = append(refs, ref(fmt.Sprintf("the Claude API's id: no official page read gave %s's id of the model (%s)", platformNames[pl],
-				map[string]string{"bedrock": "aws bedrock list-inference-profiles lists them", "vertex": "Vertex AI's Model Garden lists them"}[pl])))
+			first := surface.PlatformIDs(pl)[0]
+			refs = append(refs, ref(fmt.Sprintf("the Claude API's id: no official page read gave %s's id of the model (%s)", first.Title, first.Lists)))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, r.Name, strings.Join(r.Providers, ","),
 			r.Surface, dash(strings.Join(r.Tools, ",")), tokens(r.ContextWindow), tokens(r.MaxOutput), in, read, write, out,
