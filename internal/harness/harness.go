@@ -215,8 +215,8 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, %s; its cost is unknown",
 				o.Model, where, o.Provider, s.set.Surface, def.limitsText(s.prof, o.ContextTokens)))
 		case s.prof.Guess && o.Provider != "sim":
-			s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, %s; its cost is unknown",
-				o.Model, s.set.Surface, def.limitsText(s.prof, o.ContextTokens)))
+			s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, %s; its cost is unknown%s",
+				o.Model, s.set.Surface, def.limitsText(s.prof, o.ContextTokens), def.didYouMean(o.Model)))
 		case where != "":
 			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models)", o.Model, where))
 		}

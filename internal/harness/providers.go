@@ -983,6 +983,48 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 	return ProviderDef{}, configErrorf("unknown provider %q: choose %s", name, orList(names))
 }
 
+// modelHint is what a 404 about the model tells the user to check: where
+// the model is set, and where the models are listed ("" for Azure, whose
+// --model names a deployment and whose adapter says so).
+func (p ProviderDef) modelHint() string {
+	switch {
+	case p.ModelIs != "":
+		return ""
+	case p.Named:
+		return fmt.Sprintf("check --model, TRUSS_MODEL or model in [providers.%s] of %s (/model lists the server's models)", p.Name, cmpOr(p.ConfigFile, config.UserFile))
+	case p.Dialect == "ollama":
+		return "check --model or TRUSS_MODEL (ollama list shows the models pulled)"
+	}
+	return "check --model or TRUSS_MODEL (truss models lists the models Truss knows)"
+}
+
+// nearestModel is the model of the provider's catalog rows a mistyped
+// model most likely meant (nearest: a letter left out, added or changed),
+// with the platform's own ids on Bedrock and Vertex AI; "" for none, and
+// for a provider that serves any maker's models (whose catalog rows are
+// a few of many: gpt-4o is no typo of gpt-4.1).
+func (p ProviderDef) nearestModel(model string) string {
+	if p.AnyMaker || p.Named || p.Name == "sim" {
+		return ""
+	}
+	var names []string
+	for _, e := range p.Catalog() {
+		if n := strings.TrimSuffix(e.Pattern, "*"); !isGlobPattern(n) && n != "" {
+			names = append(names, n)
+		}
+	}
+	for _, id := range surface.PlatformIDs(p.Dialect) {
+		names = append(names, id.ID)
+	}
+	if slices.Contains(names, model) {
+		return ""
+	}
+	return nearest(model, names)
+}
+
+// isGlobPattern reports whether a catalog pattern has a wildcard.
+func isGlobPattern(s string) bool { return strings.ContainsAny(s, "*?[") }
+
 // nearest is the one of names a mistyped name most likely meant: the
 // same name in another case or with _ for -, else the only one within
 // two edits (a letter left out, added, changed); "" for none.
@@ -1104,6 +1146,7 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		}
 		e.HTTP = s.predial.Client(h, sdkHeaderTimeout(def.Dialect, h))
 		e.Retry.Secrets = def.secrets(e, os.Getenv)
+		e.Retry.ModelHint = def.modelHint()
 		if d.Check != nil {
 			if err := d.Check(e); err != nil {
 				return nil, err
@@ -1277,4 +1320,13 @@ func userWithheldEnv() []string {
 	s := &Session{}
 	_ = s.loadUser()
 	return withheldEnv(s.user)
+}
+
+// didYouMean is "; did you mean MODEL?" for a model of the provider's
+// catalog that a mistyped model most likely meant (nearestModel), else "".
+func (p ProviderDef) didYouMean(model string) string {
+	if near := p.nearestModel(model); near != "" {
+		return "; did you mean " + near + "?"
+	}
+	return ""
 }

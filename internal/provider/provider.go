@@ -327,6 +327,9 @@ type RetryPolicy struct {
 	// is reported, not retried. Once the server has answered, such a
 	// failure is retried like any other.
 	Contact *Contact
+	// ModelHint is what a 404 about the model tells the user to check
+	// ("check --model (truss models lists …)"); "" adds nothing.
+	ModelHint string
 	// Secrets are the values the requests carry as credentials (the key,
 	// a token, header values): an attempt's error has them, and any
 	// credential field a server echoed, masked (MaskError) before it is
@@ -387,6 +390,19 @@ func explain(err error) error {
 	return err
 }
 
+// modelHint adds the policy's ModelHint to a 404 that is about the model
+// (its message names a model: "not_found_error: model: …", "The model …
+// does not exist", "model 'x' not found"), once.
+func (p RetryPolicy) modelHint(err error) error {
+	var pe *Error
+	if p.ModelHint == "" || !errors.As(err, &pe) || pe.Kind != ErrNotFound || pe.Code == "DeploymentNotFound" ||
+		!strings.Contains(strings.ToLower(pe.Message), "model") || strings.Contains(pe.Message, p.ModelHint) {
+		return err
+	}
+	pe.Message += "; " + p.ModelHint
+	return err
+}
+
 // Unreached reports whether err says the model was not reached at all:
 // no connection (NoConnection), or an answer from a server that is not
 // the API (ErrNotAPI).
@@ -416,7 +432,7 @@ func (p RetryPolicy) norm() RetryPolicy {
 func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, error) {
 	p = p.norm()
 	for attempt := 1; ; attempt++ {
-		err := MaskError(explain(fn(attempt)), p.Secrets)
+		err := MaskError(p.modelHint(explain(fn(attempt))), p.Secrets)
 		p.Contact.note(err)
 		if err == nil {
 			return attempt, nil
