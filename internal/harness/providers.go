@@ -699,6 +699,16 @@ func detectProvider(getenv func(string) string) (string, error) {
 		}
 		vars = append(vars, fmt.Sprintf("%s (%s)", p.Detect, p.DetectNote))
 	}
+	// A provider's other key variable (Gemini's GOOGLE_API_KEY) selects
+	// it when no provider's own variable does: Google's key of other
+	// uses does not outrank another provider's.
+	for _, p := range providers {
+		for _, alt := range p.AltKeyEnv {
+			if p.Detect != "" && getenv(alt) != "" {
+				return p.Name, nil
+			}
+		}
+	}
 	return "", configErrorf("no model provider configured: set %s, and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none", orList(vars))
 }
 

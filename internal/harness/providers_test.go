@@ -48,6 +48,8 @@ func TestProviderTable(t *testing.T) {
 		{"azure", map[string]string{"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com", "AZURE_OPENAI_API_KEY": "k"}, "azure"},
 		{"vertex", map[string]string{"ANTHROPIC_VERTEX_PROJECT_ID": "p", "CLOUD_ML_REGION": "us-east5"}, "vertex"},
 		{"an Anthropic key before Vertex's project", map[string]string{"ANTHROPIC_VERTEX_PROJECT_ID": "p", "ANTHROPIC_API_KEY": "k"}, "anthropic"},
+		{"Google's key alone is Gemini's", map[string]string{"GOOGLE_API_KEY": "k"}, "gemini"},
+		{"Google's key after every provider's own variable", map[string]string{"GOOGLE_API_KEY": "k", "ANTHROPIC_VERTEX_PROJECT_ID": "p"}, "vertex"},
 		{"an Azure key alone selects nothing", map[string]string{"AZURE_OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, "anthropic"},
 	} {
 		got, err := detectProvider(func(k string) string { return tc.env[k] })
