@@ -1253,6 +1253,9 @@ func (s *Session) thinkingFlags(def ProviderDef) error {
 			}
 		}
 	}
+	if o.Stateful && w != openaiprov.Dialect {
+		unused = append(unused, "--stateful is not used by provider "+def.Name+": it chains the turns of OpenAI's Responses API (--provider openai or azure), which its server keeps")
+	}
 	for _, u := range unused {
 		s.warn("warning: " + u)
 	}
