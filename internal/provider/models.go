@@ -54,11 +54,23 @@ const MaxModels = 1000
 // message, and the wait the server asked for after a rate limit. When the
 // status says the server has no model list (404, 405, 501), the result
 // also matches ErrNotSupported, and errors.As still finds the *Error. An
-// error that is not a *Error (a cancelled context) is returned as it is.
+// error that is not a *Error (a cancelled context) is returned as it is;
+// one that says the server is not the API (ErrNotAPI) is not said twice,
+// and the base URL it names to check comes before the missing list.
 func ModelsError(method, path string, err error) error {
 	var pe *Error
 	if !errors.As(err, &pe) {
 		return err
+	}
+	if pe.Kind == ErrNotAPI {
+		// A server that is not the API's (a router's 404: a base URL
+		// without /v1) said what was asked and what to check; the
+		// address is the likelier cause, the missing list the other.
+		e := *pe
+		if NotAPIStatus(e.Status) {
+			return fmt.Errorf("%w, or the server has no model list (%w)", &e, ErrNotSupported)
+		}
+		return &e
 	}
 	e := *pe
 	e.Message = fmt.Sprintf("%s %s: %s", method, path, pe.Message)
