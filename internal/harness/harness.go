@@ -218,7 +218,8 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 			s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, %s; its cost is unknown%s",
 				o.Model, s.set.Surface, def.limitsText(s.prof, o.ContextTokens), def.didYouMean(o.Model)))
 		case where != "":
-			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models)", o.Model, where))
+			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, %s",
+				o.Model, where, o.Provider, s.set.Surface, def.limitsText(s.prof, o.ContextTokens)))
 		}
 		if o.Budget.MaxCost > 0 && !s.prof.Prices.Known() && o.Provider != "sim" {
 			return s, configErrorf("--max-cost needs the model's prices, and Truss's catalog has none for %q (truss models lists the models it knows); use --max-turns or --max-tokens instead", o.Model)
