@@ -65,6 +65,10 @@ type Endpoint struct {
 	// refuses the credentials ("" for the adapter's own words). They
 	// come from the provider's row (ProviderDef.hints).
 	Label, ReachHint, KeyHint string
+	// NotAPIHint says what to check when a server answers that is not
+	// the API ("" for ReachHint, else the adapter's own words): the
+	// server answered, so the network is not in question.
+	NotAPIHint string
 	// VersionFrom names where APIVersion was set: "--api-version" or
 	// the provider's VersionEnv ("" for neither).
 	VersionFrom string
@@ -161,7 +165,7 @@ var dialects = []Dialect{
 	{Name: gemini.Dialect, New: func(_ context.Context, e Endpoint) provider.Provider {
 		s := settings(e)
 		return gemini.New(gemini.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry,
-			ThinkingTokens: s.ThinkingTokens, Effort: geminiEffort(e), Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint})
+			ThinkingTokens: s.ThinkingTokens, Effort: geminiEffort(e), Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint, NotAPIHint: e.NotAPIHint})
 	}},
 	{Name: "vertex", Wire: "anthropic", Platform: true, New: func(ctx context.Context, e Endpoint) provider.Provider {
 		c, err := vertexConfig(ctx, e)
@@ -182,6 +186,7 @@ var dialects = []Dialect{
 		}
 		// The Gemini adapter's own words would name the Gemini API's.
 		c.Label, c.ReachHint, c.KeyHint = cmpOr(e.Label, "vertex-gemini"), e.ReachHint, e.KeyHint
+		c.NotAPIHint, c.Service = e.NotAPIHint, "Vertex AI's Gemini API"
 		return gemini.New(c)
 	}, Check: func(e Endpoint) error {
 		_, err := vertexGeminiConfig(context.Background(), e)
@@ -221,7 +226,7 @@ func azureConfig(e Endpoint) openaiprov.AzureConfig {
 	return openaiprov.AzureConfig{Endpoint: e.BaseURL, APIKey: e.APIKey, Token: e.Token, APIVersion: e.APIVersion, VersionFrom: e.VersionFrom,
 		Config: openaiprov.Config{HTTP: e.HTTP, Retry: e.Retry, Stateful: e.Stateful,
 			ReasoningEffort: s.ReasoningEffort, ReasoningSummary: s.ReasoningSummary, CacheKey: s.CacheKey,
-			Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint}}
+			Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint, NotAPIHint: e.NotAPIHint}}
 }
 
 // failing is an adapter that could not be made: every turn fails with
@@ -342,8 +347,10 @@ type ProviderDef struct {
 	Detect, DetectNote string
 	// ReachHint says what to check when the server cannot be reached or
 	// is not the API, where the adapter's own words do not name the
-	// provider's variables ("" keeps them).
-	ReachHint string
+	// provider's variables ("" keeps them); NotAPIHint, when set, what
+	// to check when the server answers but is not the API, where
+	// ReachHint speaks of the network.
+	ReachHint, NotAPIHint string
 	// DefaultModel is used when no model is named ("" requires one).
 	// ModelIs says what --model names when it is not a model's name
 	// ("the deployment": Azure's).
@@ -599,6 +606,7 @@ var providers = []ProviderDef{
 	{Name: "gemini", Dialect: gemini.Dialect, Title: "Google's Gemini API", KeyEnv: "GEMINI_API_KEY", AltKeyEnv: []string{"GOOGLE_API_KEY"}, KeyRequired: true,
 		BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", DefaultBaseURL: gemini.DefaultBaseURL, Detect: "GEMINI_API_KEY", DetectNote: "Google's Gemini API",
 		ReachHint:    "check the network or GOOGLE_GEMINI_BASE_URL",
+		NotAPIHint:   "is GOOGLE_GEMINI_BASE_URL the address of the Gemini API?",
 		DefaultModel: "gemini-2.5-pro", Env: []string{"GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"}},
 	{Name: "vertex", Dialect: "vertex", Title: "Anthropic's models on Google Vertex AI",
 		Note:       "Google application-default credentials; --region, CLOUD_ML_REGION or GOOGLE_CLOUD_LOCATION; --project or ANTHROPIC_VERTEX_PROJECT_ID",
@@ -612,6 +620,7 @@ var providers = []ProviderDef{
 		BaseURLEnv: "GOOGLE_VERTEX_BASE_URL", RegionEnv: []string{"GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"},
 		ProjectEnv: []string{"GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT"}, DefaultModel: "gemini-2.5-pro",
 		ReachHint:       "check the network, --region, GOOGLE_CLOUD_LOCATION or GOOGLE_VERTEX_BASE_URL",
+		NotAPIHint:      "is GOOGLE_VERTEX_BASE_URL the address of Vertex AI?",
 		Env:             []string{"GOOGLE_*", "GCLOUD_PROJECT", "CLOUD_ML_REGION", "CLOUDSDK_*"},
 		CredentialFiles: []string{"~/.config/gcloud"}},
 	{Name: "bedrock", Dialect: "bedrock", Title: "Anthropic's models on Amazon Bedrock",
@@ -622,7 +631,7 @@ var providers = []ProviderDef{
 	{Name: "azure", Dialect: "azure", Title: "Azure OpenAI's Responses API", Note: "AZURE_OPENAI_API_KEY or an Entra ID token in AZURE_OPENAI_AD_TOKEN; --model names the deployment",
 		KeyEnv: "AZURE_OPENAI_API_KEY", TokenEnv: "AZURE_OPENAI_AD_TOKEN", VersionEnv: "AZURE_OPENAI_API_VERSION",
 		BaseURLEnv: "AZURE_OPENAI_ENDPOINT", BaseURLRequired: true, BaseURLHint: "the resource's address (https://RESOURCE.openai.azure.com)",
-		ReachHint: "check the network or AZURE_OPENAI_ENDPOINT", ModelIs: "the deployment",
+		ReachHint: "check the network or AZURE_OPENAI_ENDPOINT", NotAPIHint: "is AZURE_OPENAI_ENDPOINT the address of an Azure OpenAI resource?", ModelIs: "the deployment",
 		Detect: "AZURE_OPENAI_ENDPOINT", DetectNote: "Azure OpenAI", Env: []string{"AZURE_*"}, CredentialFiles: []string{"~/.azure"}},
 	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
 }
@@ -1130,6 +1139,9 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		d, _ := dialect(def.Dialect)
 		e.Label = def.Name
 		e.ReachHint, e.KeyHint = def.hints()
+		if !def.Named {
+			e.NotAPIHint = def.NotAPIHint
+		}
 		if v := def.keySent(os.Getenv); v != "" && !def.Named {
 			e.KeyHint = "check " + v
 		}

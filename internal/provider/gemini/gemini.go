@@ -93,6 +93,11 @@ type Config struct {
 	// when the server refuses the credentials (401, 403, an invalid
 	// key), added to its message ("" adds nothing).
 	ReachHint, KeyHint string
+	// NotAPIHint says what to check when a server answers that is not
+	// the API ("" for ReachHint, else the base URL); Service names the
+	// API it is compared with ("" for the Gemini API: "Vertex AI's
+	// Gemini API").
+	NotAPIHint, Service string
 }
 
 // Client is a Gemini adapter.
@@ -189,7 +194,7 @@ func (c *Client) modelsPage(ctx context.Context, u string) ([]provider.ModelInfo
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
-		pe := httpError(hreq, hresp, c.notAPIHint())
+		pe := httpError(hreq, hresp, c.service(), c.notAPIHint())
 		_ = c.own(pe)
 		if pe.Kind == provider.ErrNotAPI {
 			return nil, "", pe
@@ -210,7 +215,7 @@ func (c *Client) modelsPage(ctx context.Context, u string) ([]provider.ModelInfo
 		NextPageToken string `json:"nextPageToken"`
 	}
 	if json.Unmarshal(b, &list) != nil || list.Models == nil && list.NextPageToken == "" && !bytes.Equal(bytes.TrimSpace(b), []byte("{}")) {
-		return nil, "", c.own(provider.NotAPI(Dialect, "the Gemini API", hreq, hresp.StatusCode, b, c.notAPIHint()))
+		return nil, "", c.own(provider.NotAPI(Dialect, c.service(), hreq, hresp.StatusCode, b, c.notAPIHint()))
 	}
 	var out []provider.ModelInfo
 	if list.Models != nil {
@@ -410,7 +415,10 @@ const notGeminiHint = "is the base URL the Gemini API's?"
 func (c *Client) label() string { return cmp.Or(c.cfg.Label, Dialect) }
 
 // notAPIHint says what to check when the server is not the Gemini API.
-func (c *Client) notAPIHint() string { return cmp.Or(c.cfg.ReachHint, notGeminiHint) }
+func (c *Client) notAPIHint() string { return cmp.Or(c.cfg.NotAPIHint, c.cfg.ReachHint, notGeminiHint) }
+
+// service names the API the server's answers are compared with.
+func (c *Client) service() string { return cmp.Or(c.cfg.Service, "the Gemini API") }
 
 // own names the client's provider in err, a *provider.Error of the
 // adapter's, and adds to a refusal of the credentials what to check.
@@ -455,7 +463,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
-		return nil, httpError(hreq, hresp, c.notAPIHint())
+		return nil, httpError(hreq, hresp, c.service(), c.notAPIHint())
 	}
 	var raw bytes.Buffer
 	st := &stream{onDelta: onDelta}
@@ -469,12 +477,12 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 			return nil, pe
 		}
 		if st.events == 0 && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, provider.NotAPI(Dialect, "the Gemini API", hreq, hresp.StatusCode, raw.Bytes(), c.notAPIHint())
+			return nil, provider.NotAPI(Dialect, c.service(), hreq, hresp.StatusCode, raw.Bytes(), c.notAPIHint())
 		}
 		return nil, &provider.Error{Provider: Dialect, Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
 	}
 	if st.events == 0 {
-		return nil, provider.NotAPI(Dialect, "the Gemini API", hreq, hresp.StatusCode, raw.Bytes(), c.notAPIHint())
+		return nil, provider.NotAPI(Dialect, c.service(), hreq, hresp.StatusCode, raw.Bytes(), c.notAPIHint())
 	}
 	resp, err := st.response()
 	if err != nil {
@@ -662,7 +670,7 @@ func madeID(i int) string {
 // (400 with reason API_KEY_INVALID) is an auth error. An answer without
 // that JSON and with a status that asks for no retry comes from another
 // server (provider.ErrNotAPI).
-func httpError(hreq *http.Request, hresp *http.Response, hint string) *provider.Error {
+func httpError(hreq *http.Request, hresp *http.Response, service, hint string) *provider.Error {
 	b, _ := io.ReadAll(io.LimitReader(hresp.Body, 1<<20))
 	status := hresp.StatusCode
 	var env struct {
@@ -680,7 +688,7 @@ func httpError(hreq *http.Request, hresp *http.Response, hint string) *provider.
 	}
 	kind := provider.KindForStatus(status)
 	if kind == provider.ErrNotFound || kind == provider.ErrBadRequest || status == http.StatusNotImplemented {
-		return provider.NotAPI(Dialect, "the Gemini API", hreq, status, b, hint)
+		return provider.NotAPI(Dialect, service, hreq, status, b, hint)
 	}
 	return provider.HTTPError(Dialect, status, "", provider.Answered(hreq, status, b), hresp.Header, nil)
 }

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -108,7 +109,9 @@ func NewAzure(cfg AzureConfig) (*Client, error) {
 	c.notFoundHint = "--model names the deployment: check its name among the resource's deployments"
 	if cfg.ReachHint == "" {
 		c.hint = "check the network or the Azure endpoint"
-		c.notAPIHint = "is AZURE_OPENAI_ENDPOINT the address of an Azure OpenAI resource?"
+	}
+	if cfg.ReachHint == "" || cfg.NotAPIHint != "" {
+		c.notAPIHint = cmp.Or(cfg.NotAPIHint, "is AZURE_OPENAI_ENDPOINT the address of an Azure OpenAI resource?")
 	}
 	return c, nil
 }

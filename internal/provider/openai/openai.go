@@ -89,6 +89,9 @@ type Config struct {
 	// KeyHint what to check when the server refuses the credentials
 	// (401, 403), added to its message ("" adds nothing).
 	ReachHint, KeyHint string
+	// NotAPIHint says what to check when a server answers that is not
+	// the API ("" for ReachHint, else the adapter's own words).
+	NotAPIHint string
 }
 
 // Client is a Responses adapter.
@@ -122,7 +125,7 @@ func New(cfg Config) *Client {
 // after them: no SDK retries, each attempt's bytes captured as sent.
 func newClient(cfg Config, base string, route ...option.RequestOption) *Client {
 	c := &Client{cfg: cfg, base: base, label: cmp.Or(cfg.Label, Dialect), hint: cmp.Or(cfg.ReachHint, "check the network or OPENAI_BASE_URL"),
-		api: "OpenAI's Responses API", notAPIHint: cmp.Or(cfg.ReachHint, "is OPENAI_BASE_URL the address of OpenAI's API?")}
+		api: "OpenAI's Responses API", notAPIHint: cmp.Or(cfg.NotAPIHint, cfg.ReachHint, "is OPENAI_BASE_URL the address of OpenAI's API?")}
 	opts := append(route, option.WithMaxRetries(0), option.WithMiddleware(provider.CaptureMiddleware),
 		option.WithMiddleware(provider.AnswerMiddleware(provider.OpenAIShape)))
 	if cfg.HTTP != nil {
