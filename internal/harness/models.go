@@ -31,11 +31,11 @@ func (s *Session) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 		return nil, ErrClosed
 	}
 	if s.prov == nil {
-		return nil, fmt.Errorf("this session has no model to list models from: %w", provider.ErrNotSupported)
+		return nil, provider.Unsupported("this session has no model to list models from", nil)
 	}
 	ml, ok := s.prov.(provider.ModelLister)
 	if !ok {
-		return nil, fmt.Errorf("%s: the %s adapter cannot list models: %w", cmp.Or(s.opts.Provider, s.prov.Name()), s.prov.Name(), provider.ErrNotSupported)
+		return nil, provider.Unsupported(fmt.Sprintf("%s: the %s adapter cannot list models", cmp.Or(s.opts.Provider, s.prov.Name()), s.prov.Name()), nil)
 	}
 	lctx, cancel := context.WithTimeout(ctx, ModelsTimeout)
 	defer cancel()

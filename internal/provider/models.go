@@ -46,6 +46,27 @@ type ModelLister interface {
 // server without a model list.
 var ErrNotSupported = errors.New("not supported")
 
+// unsupported is an error that matches ErrNotSupported (and err) without
+// saying "not supported": its message says what is missing.
+type unsupported struct {
+	msg string
+	err error
+}
+
+func (e *unsupported) Error() string { return e.msg }
+
+func (e *unsupported) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrNotSupported}
+	}
+	return []error{e.err, ErrNotSupported}
+}
+
+// Unsupported is an error whose text is msg, which says what is missing
+// ("Amazon Bedrock's runtime has no model list"), and that matches
+// ErrNotSupported and err (nil: none) for errors.Is and errors.As.
+func Unsupported(msg string, err error) error { return &unsupported{msg: msg, err: err} }
+
 // MaxModels is the most models a ModelLister returns.
 const MaxModels = 1000
 
@@ -68,7 +89,7 @@ func ModelsError(method, path string, err error) error {
 		// address is the likelier cause, the missing list the other.
 		e := *pe
 		if NotAPIStatus(e.Status) {
-			return fmt.Errorf("%w, or the server has no model list (%w)", &e, ErrNotSupported)
+			return Unsupported(e.Error()+", or the server has no model list", &e)
 		}
 		return &e
 	}
@@ -79,7 +100,7 @@ func ModelsError(method, path string, err error) error {
 	}
 	switch e.Status {
 	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return fmt.Errorf("%w; the server has no model list (%w)", &e, ErrNotSupported)
+		return Unsupported(e.Error()+"; the server has no model list", &e)
 	}
 	return &e
 }

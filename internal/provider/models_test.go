@@ -16,8 +16,8 @@ func TestModelsError(t *testing.T) {
 	}{
 		{HTTPError("chat", 401, "invalid_api_key", "Incorrect API key provided.", nil, nil), "chat: HTTP 401: GET /v1/models: Incorrect API key provided.", false},
 		{HTTPError("chat", 429, "", "slow down", http.Header{"Retry-After": {"7"}}, nil), "chat: HTTP 429: GET /v1/models: slow down (the server asks to wait 7s)", false},
-		{HTTPError("chat", 404, "", "", nil, nil), "chat: HTTP 404: GET /v1/models: Not Found; the server has no model list (not supported)", true},
-		{HTTPError("chat", 501, "", "", nil, nil), "chat: HTTP 501: GET /v1/models: Not Implemented; the server has no model list (not supported)", true},
+		{HTTPError("chat", 404, "", "", nil, nil), "chat: HTTP 404: GET /v1/models: Not Found; the server has no model list", true},
+		{HTTPError("chat", 501, "", "", nil, nil), "chat: HTTP 501: GET /v1/models: Not Implemented; the server has no model list", true},
 		{context.Canceled, "context canceled", false},
 	} {
 		err := ModelsError("GET", "/v1/models", c.err)

@@ -693,12 +693,12 @@ func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error)
 	if c.cfg.Vertex != nil {
 		// Vertex AI lists its publisher models in the Model Garden's API,
 		// another API than the Messages API's routes.
-		return nil, fmt.Errorf("%s: Vertex AI's Messages routes have no model list: %w", c.label, provider.ErrNotSupported)
+		return nil, provider.Unsupported(c.label+": Vertex AI's Messages routes have no model list (truss models --provider vertex lists the ids Truss knows)", nil)
 	}
 	if c.cfg.Bedrock != nil {
 		// Bedrock's runtime lists no models; its control plane's
 		// ListFoundationModels is another API.
-		return nil, fmt.Errorf("%s: Amazon Bedrock's runtime has no model list: %w", c.label, provider.ErrNotSupported)
+		return nil, provider.Unsupported(c.label+": Amazon Bedrock's runtime has no model list (truss models --provider bedrock lists the ids Truss knows; aws bedrock list-inference-profiles, the account's)", nil)
 	}
 	pager := c.client.Models.ListAutoPaging(ctx, sdk.ModelListParams{})
 	var out []provider.ModelInfo

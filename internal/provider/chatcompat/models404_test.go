@@ -20,7 +20,7 @@ func TestModelsRouter404(t *testing.T) {
 		want        []string
 		unsupported bool
 	}{
-		{"fastapi", providertest.Router404s["fastapi"], []string{"chat: HTTP 404: the server at ", "does not look like an OpenAI-compatible API: GET /models answered 404 Not Found", "(is OPENAI_BASE_URL the server's /v1 address?), or the server has no model list (not supported)"}, true},
+		{"fastapi", providertest.Router404s["fastapi"], []string{"chat: HTTP 404: the server at ", "does not look like an OpenAI-compatible API: GET /models answered 404 Not Found", "(is OPENAI_BASE_URL the server's /v1 address?), or the server has no model list"}, true},
 		{"llama.cpp", providertest.Router404s["llama.cpp"], []string{"does not look like an OpenAI-compatible API", "(is OPENAI_BASE_URL the server's /v1 address?), or the server"}, true},
 		{"the API's own 404", `{"error":{"message":"Unknown request URL.","type":"invalid_request_error"}}`, []string{"Unknown request URL", "the server has no model list"}, true},
 	} {

@@ -148,7 +148,7 @@ func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error)
 	// A key the server echoed is hidden here, as in a turn's error.
 	defer func() { err = provider.MaskError(err, c.cfg.Retry.Secrets) }()
 	if c.cfg.Path != "" {
-		return nil, fmt.Errorf("%s: the models of Vertex AI's publishers are not listed (truss models lists those Truss knows): %w", c.label(), provider.ErrNotSupported)
+		return nil, provider.Unsupported(c.label()+": the models of Vertex AI's publishers are not listed (truss models lists those Truss knows)", nil)
 	}
 	var out []provider.ModelInfo
 	token := ""
