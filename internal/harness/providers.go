@@ -1044,6 +1044,10 @@ func (p ProviderDef) nearestModel(model string) string {
 // isGlobPattern reports whether a catalog pattern has a wildcard.
 func isGlobPattern(s string) bool { return strings.ContainsAny(s, "*?[") }
 
+// Nearest is the one of names a mistyped name most likely meant (as a
+// mistyped --provider is met with), "" for none.
+func Nearest(name string, names []string) string { return nearest(name, names) }
+
 // nearest is the one of names a mistyped name most likely meant: the
 // same name in another case or with _ for -, else the only one within
 // two edits (a letter left out, added, changed); "" for none.

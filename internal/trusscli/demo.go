@@ -25,6 +25,35 @@ import (
 	"github.com/trussdev/truss/internal/tool"
 )
 
+// demoDialect reconciles --sim-dialect and its alias --dialect: the one
+// given sets *dialect, and the flag's name is returned for messages; both
+// given with different values are refused.
+func demoDialect(fset *flag.FlagSet, dialect *string, alias string) (string, error) {
+	set := map[string]bool{}
+	fset.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["sim-dialect"] && set["dialect"] && *dialect != alias:
+		return "", cli.Usagef("--sim-dialect %s and --dialect %s name two dialects: pass one", *dialect, alias)
+	case set["dialect"]:
+		*dialect = alias
+		return "dialect", nil
+	}
+	return "sim-dialect", nil
+}
+
+// dialectSuggestion is " (did you mean D?)" for a dialect name that is
+// a provider's name whose dialect differs (openai: responses) or a
+// mistyped dialect, else "".
+func dialectSuggestion(name string) string {
+	if def, err := harness.LookupProvider(name); err == nil && def.Dialect != "" && slices.Contains(demoDialects(), def.Dialect) {
+		return fmt.Sprintf(" (provider %s speaks the %s dialect: pass %s)", def.Name, def.Dialect, def.Dialect)
+	}
+	if near := harness.Nearest(name, demoDialects()); near != "" {
+		return "; did you mean " + near + "?"
+	}
+	return ""
+}
+
 // demoDialects are the dialects the demo's simulated model can speak.
 func demoDialects() []string {
 	var names []string
@@ -42,7 +71,7 @@ It prints the transcript, the diff, the checks Truss runs after the session, and
 the ledger verified.`)
 	var f runFlags
 	dialect := fset.String("sim-dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses (as run's --sim-dialect): "+strings.Join(demoDialects(), ", "))
-	fset.StringVar(dialect, "dialect", "anthropic", "the same as --sim-dialect")
+	dialectAlias := fset.String("dialect", "anthropic", "the same as --sim-dialect")
 	modelName := fset.String("model", "", "the simulated model's name, which picks its profile (sim-gpt-codex: the codex surface on the responses dialect)")
 	surfaceName := fset.String("surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
@@ -55,8 +84,12 @@ the ledger verified.`)
 	if fset.NArg() > 0 {
 		return cli.Usagef("truss demo takes no arguments, not %q", fset.Args())
 	}
+	flagName, err := demoDialect(fset, dialect, *dialectAlias)
+	if err != nil {
+		return err
+	}
 	if !slices.Contains(demoDialects(), *dialect) {
-		return cli.Usagef("--sim-dialect must be one of %s, not %q", strings.Join(demoDialects(), ", "), *dialect)
+		return cli.Usagef("--%s must be one of %s, not %q%s", flagName, strings.Join(demoDialects(), ", "), *dialect, dialectSuggestion(*dialect))
 	}
 	if *inter {
 		return demoInteractive(fset, &f, *dialect, *modelName, *surfaceName, *keep, stdout, stderr)
