@@ -1246,6 +1246,11 @@ func (s *Session) thinkingFlags(def ProviderDef) error {
 		}
 		return configErrorf("%s: %s cannot turn its thinking off (its thinkingBudget is 128 to 32768 tokens): pass --thinking 128 for the least, or use gemini-2.5-flash, which can", flag, o.Model)
 	}
+	if effort && o.ReasoningEffort != "none" && (w == openaiprov.Dialect || w == "chat") {
+		if prof := def.Profile(o.Model); !prof.Guess && prof.Reasoning == "" && !def.AnyMaker && !def.Named {
+			return configErrorf("--reasoning-effort %s: %s does not reason (Truss's model catalog, truss models), and OpenAI refuses the setting for it: drop the flag, or use a reasoning model", o.ReasoningEffort, o.Model)
+		}
+	}
 	var unused []string
 	switch w {
 	case "anthropic":
