@@ -48,9 +48,10 @@ func bedrockConfig(e Endpoint) (anthropicprov.Config, error) {
 	}
 	b.Region = cmpOr(b.Region, r.Region)
 	if b.Region == "" {
-		return c, configErrorf("provider bedrock needs a region: --region, AWS_REGION, or region in the profile's section of the AWS config file")
+		return c, configErrorf("provider bedrock needs a region: --region, AWS_REGION, AWS_DEFAULT_REGION, or region in the profile's section of the AWS config file")
 	}
 	b.Token, b.Credentials = r.BearerToken, r.Credentials
+	c.KeyHint = bedrockKeyHint(r.Source)
 	c.Bedrock = b
 	return c, nil
 }
@@ -102,4 +103,20 @@ func (p ProviderDef) platformIDWarning(model, region string) string {
 	}
 	return fmt.Sprintf("Bedrock names Claude models in its own form: %q is the Claude API's id; pass Bedrock's, %s (its model id is %s), or an inference profile's ARN",
 		model, id.Suggest(region), id.ID)
+}
+
+// bedrockKeyHint says, for a refusal of the credentials (401, 403), which
+// of the chain's credentials were sent (awsauth.Resolved.Source): the
+// chain takes the first it finds, so a stale one earlier in it hides the
+// others.
+func bedrockKeyHint(source string) string {
+	switch source {
+	case "":
+		return ""
+	case "AWS_BEARER_TOKEN_BEDROCK":
+		return "the credential sent was the Bedrock API key in AWS_BEARER_TOKEN_BEDROCK, which comes before any AWS keys: check it, or unset it to use the keys"
+	case "AWS_ACCESS_KEY_ID":
+		return "the credentials sent were AWS_ACCESS_KEY_ID's (with AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN): check them"
+	}
+	return "the credentials sent were those of " + source + ": check them"
 }

@@ -197,7 +197,7 @@ var dialects = []Dialect{
 		if err != nil {
 			return failing{name: "anthropic", err: err}
 		}
-		c.Label, c.ReachHint, c.KeyHint = e.Label, e.ReachHint, e.KeyHint
+		c.Label, c.ReachHint, c.KeyHint = e.Label, e.ReachHint, cmpOr(e.KeyHint, c.KeyHint)
 		setPlace(e, c.Bedrock.Region, "")
 		return anthropicprov.New(c)
 	}, Check: func(e Endpoint) error {
