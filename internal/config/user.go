@@ -200,7 +200,9 @@ func keysInFile(b []byte) error {
 	for _, name := range slices.Sorted(maps.Keys(ps)) {
 		p, _ := ps[name].(map[string]any)
 		for _, k := range slices.Sorted(maps.Keys(p)) {
-			if k != "env_key" && credentialName(k) {
+			// A misspelt setting (envkey) is the decoder's unknown
+			// setting, with the name it meant, not a pasted key.
+			if k != "env_key" && credentialName(k) && nearSetting([]string{"providers", name, k}) == "" {
 				return fmt.Errorf("providers.%s.%s: a key's value does not belong in a file; set env_key to the name of the variable that holds it", name, k)
 			}
 			if _, isInt := p[k].(int64); (k == "context_window" || k == "max_output") && !isInt {
@@ -368,7 +370,11 @@ func (p Provider) Vars() []string {
 func tomlError(err error) string {
 	var missing *toml.StrictMissingError
 	if errors.As(err, &missing) && len(missing.Errors) > 0 {
-		return fmt.Sprintf("unknown setting %q", strings.Join(missing.Errors[0].Key(), "."))
+		key := missing.Errors[0].Key()
+		if near := nearSetting(key); near != "" {
+			return fmt.Sprintf("unknown setting %q; did you mean %s?", strings.Join(key, "."), near)
+		}
+		return fmt.Sprintf("unknown setting %q", strings.Join(key, "."))
 	}
 	var de *toml.DecodeError
 	if errors.As(err, &de) {

@@ -944,6 +944,10 @@ func namedProvider(name, file string, c config.Provider) (ProviderDef, error) {
 			why += ": use responses for OpenAI's Responses API, chat for a Chat Completions server"
 		case ok && d.Platform:
 			why += fmt.Sprintf(": %s is a cloud platform's route with the platform's credentials; use --provider %s", w, w)
+		default:
+			if near := nearest(c.Wire, Wires()); near != "" {
+				why += "; did you mean " + near + "?"
+			}
 		}
 		return ProviderDef{}, configErrorf("%s: providers.%s: %s", file, name, why)
 	}

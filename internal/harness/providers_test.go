@@ -240,6 +240,8 @@ env_headers = { "X-Org" = "MINE_ORG" }
 	for _, tc := range []struct{ wire, want string }{
 		{"", `wire is missing: the API the server speaks (anthropic, responses, chat, ollama, gemini or azure)`},
 		{"grpc", `wire "grpc" is not one of anthropic, responses, chat, ollama, gemini or azure`},
+		{"Chat", `wire "Chat" is not one of anthropic, responses, chat, ollama, gemini or azure; did you mean chat?`},
+		{"chatt", `wire "chatt" is not one of anthropic, responses, chat, ollama, gemini or azure; did you mean chat?`},
 		{"openai", `wire "openai" is not one of anthropic, responses, chat, ollama, gemini or azure: use responses for OpenAI's Responses API, chat for a Chat Completions server`},
 		// A platform's route takes the platform's credentials, no env_key.
 		{"vertex", `wire "vertex" is not one of anthropic, responses, chat, ollama, gemini or azure: vertex is a cloud platform's route with the platform's credentials; use --provider vertex`},
