@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -215,8 +216,13 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 		human = stderr
 	}
 	o.OnWarning = warner(stderr)
+	// The task's echo waits for the session's records to be ready while
+	// the first request is already sent: a retry said before the echo is
+	// held until it, so that the transcript reads in order.
+	retries := &retryLines{w: stderr, held: !f.json}
+	defer retries.release()
 	o.OnRetry = func(attempt int, wait time.Duration, err error) {
-		fmt.Fprintf(stderr, "truss: %s; retrying in %s (attempt %d)\n", termsafe.String(oneLine(err.Error())), wait.Round(time.Millisecond), attempt+1)
+		retries.say(fmt.Sprintf("truss: %s; retrying in %s (attempt %d)\n", termsafe.String(oneLine(err.Error())), wait.Round(time.Millisecond), attempt+1))
 	}
 	var s *harness.Session
 	var enc *events.Encoder
@@ -235,6 +241,9 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 				return
 			}
 			printer.Observe(ev)
+			if ev.Type == agent.EventUser {
+				retries.release()
+			}
 		}))
 		o.ObserveChild = func(name string) agent.Observer { return printer.Child(name) }
 	}
@@ -423,4 +432,33 @@ func (o optInt) value(def int) int {
 		return o.n
 	}
 	return def
+}
+
+// retryLines are the retry lines of a run: said at once, or, while held
+// (until the task's echo), kept and said in order when released.
+type retryLines struct {
+	mu      sync.Mutex
+	w       io.Writer
+	held    bool
+	pending []string
+}
+
+func (r *retryLines) say(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held {
+		r.pending = append(r.pending, line)
+		return
+	}
+	io.WriteString(r.w, line)
+}
+
+// release says the kept lines and every later one at once.
+func (r *retryLines) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.pending {
+		io.WriteString(r.w, l)
+	}
+	r.pending, r.held = nil, false
 }
