@@ -601,6 +601,10 @@ func stopReason(r sdk.StopReason) model.StopReason {
 	return model.StopOther
 }
 
+// modelAccessHint is what Bedrock's AccessDeniedException for a model
+// tells the user to do.
+const modelAccessHint = "the account has no access to this model in the region: request it on the Bedrock console's Model access page"
+
 // own names the client's provider in err, a *provider.Error of the
 // adapter's, and adds to a refusal of the credentials what to check.
 func (c *Client) own(err error) error {
@@ -610,6 +614,13 @@ func (c *Client) own(err error) error {
 		// A route's own error (the middleware's "bedrock: …") says the
 		// name once.
 		pe.Message = strings.TrimPrefix(pe.Message, c.label+": ")
+		if b := c.cfg.Bedrock; b != nil && pe.Kind == provider.ErrAuth && pe.Code == "AccessDeniedException" &&
+			strings.Contains(strings.ToLower(pe.Message), "access to the model") && !strings.Contains(pe.Message, modelAccessHint) {
+			// The credentials were taken; the account has not been
+			// given the model.
+			pe.Message += fmt.Sprintf("; %s (region %s)", modelAccessHint, b.Region)
+			return err
+		}
 		if pe.Kind == provider.ErrAuth && c.cfg.KeyHint != "" && !strings.HasSuffix(pe.Message, c.cfg.KeyHint) {
 			pe.Message += "; " + c.cfg.KeyHint
 		}
