@@ -261,6 +261,9 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 		enc.Start(info.SessionID)
 	} else {
 		where := info.Provider
+		if info.Provider == "sim" && o.SimDialect != "" {
+			where += " (" + o.SimDialect + " dialect)" // the wire the simulated model speaks
+		}
 		if info.Place != "" {
 			where += " (" + info.Place + ")" // vertex (project p, us-east5), bedrock (eu-west-1)
 		}
