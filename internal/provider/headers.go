@@ -1,6 +1,9 @@
 package provider
 
-import "net/http"
+import (
+	"net/http"
+	"sync"
+)
 
 // HeaderTransport adds Header to every request it sends through Base
 // (http.DefaultTransport when nil), replacing what the request had under
@@ -34,6 +37,12 @@ func (t HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func HeaderClient(h http.Header) *http.Client {
 	return (*Predial)(nil).Client(h, 0)
 }
+
+// DefaultClient is the client of an adapter given none: HeaderClient's
+// without headers, one for the process (its connections are pooled), as
+// the harness gives every adapter, so that one made without a client (a
+// test, a tool) takes the same path.
+var DefaultClient = sync.OnceValue(func() *http.Client { return HeaderClient(nil) })
 
 // NoRedirect is the CheckRedirect of the adapters' clients: a redirect is
 // answered to the adapter, not followed. Go would follow a POST's 301 or

@@ -24,6 +24,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -142,9 +144,7 @@ func New(cfg Config) *Client {
 	}
 	// Last, so that it sees the answer as it came from the network.
 	opts = append(opts, option.WithMiddleware(provider.AnswerMiddleware(provider.AnthropicShape)))
-	if cfg.HTTP != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
-	}
+	opts = append(opts, option.WithHTTPClient(cmp.Or(cfg.HTTP, defaultClient())))
 	if cfg.ThinkingBudget > 0 {
 		opts = append(opts, option.WithHeaderAdd("anthropic-beta", InterleavedThinking))
 	}
@@ -600,6 +600,11 @@ func stopReason(r sdk.StopReason) model.StopReason {
 	}
 	return model.StopOther
 }
+
+// defaultClient is the client of an adapter given none: the provider
+// package's transport (provider.NewTransport), with the response-header
+// timeout of the SDK's own default client (10 minutes).
+var defaultClient = sync.OnceValue(func() *http.Client { return (*provider.Predial)(nil).Client(nil, 10*time.Minute) })
 
 // modelAccessHint is what Bedrock's AccessDeniedException for a model
 // tells the user to do.

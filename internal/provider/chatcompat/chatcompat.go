@@ -74,9 +74,7 @@ func New(cfg Config) *Client {
 		option.WithMiddleware(provider.CaptureMiddleware),
 		option.WithMiddleware(provider.AnswerMiddleware(provider.OpenAIShape)),
 	}
-	if cfg.HTTP != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
-	}
+	opts = append(opts, option.WithHTTPClient(cmp.Or(cfg.HTTP, provider.DefaultClient())))
 	c.client = openai.NewClient(opts...)
 	return c
 }

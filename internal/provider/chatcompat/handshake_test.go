@@ -1,6 +1,7 @@
 package chatcompat
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/trussdev/truss/internal/provider"
@@ -10,8 +11,13 @@ import (
 // TestPlainHTTPS: an https:// base URL of a plain-HTTP server that closes
 // the handshake (Go reports a bare EOF) is one unretried "cannot reach"
 // error saying to use http://.
+// The harness's client and an adapter's default take the same path.
 func TestPlainHTTPS(t *testing.T) {
-	providertest.CheckPlainHTTPS(t, func(base string, retry provider.RetryPolicy) error {
-		return providertest.OneTurn(New(Config{BaseURL: base + "/v1", APIKey: "k", Retry: retry, HTTP: provider.HeaderClient(nil)}), "m")
-	}, "chat: ", "OPENAI_BASE_URL")
+	for name, hc := range map[string]*http.Client{"the harness's client": provider.HeaderClient(nil), "the default client": nil} {
+		t.Run(name, func(t *testing.T) {
+			providertest.CheckPlainHTTPS(t, func(base string, retry provider.RetryPolicy) error {
+				return providertest.OneTurn(New(Config{BaseURL: base + "/v1", APIKey: "k", Retry: retry, HTTP: hc}), "m")
+			}, "chat: ", "OPENAI_BASE_URL")
+		})
+	}
 }

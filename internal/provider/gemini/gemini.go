@@ -187,7 +187,7 @@ func (c *Client) modelsPage(ctx context.Context, u string) ([]provider.ModelInfo
 	if c.cfg.APIKey != "" {
 		hreq.Header.Set("x-goog-api-key", c.cfg.APIKey)
 	}
-	hc := cmp.Or(c.cfg.HTTP, http.DefaultClient)
+	hc := cmp.Or(c.cfg.HTTP, provider.DefaultClient())
 	hresp, err := hc.Do(hreq)
 	if err != nil {
 		return nil, "", c.own(provider.TransportError(ctx, Dialect, cmp.Or(c.cfg.ReachHint, "check the base URL and the network"), err))
@@ -455,7 +455,7 @@ func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelt
 	}
 	hc := c.cfg.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = provider.DefaultClient()
 	}
 	hresp, err := hc.Do(hreq)
 	if err != nil {

@@ -250,7 +250,7 @@ func argsObject(input string) json.RawMessage {
 func (c *Client) send(ctx context.Context, hreq *http.Request) (*http.Response, error) {
 	hc := c.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = provider.DefaultClient()
 	}
 	hresp, err := hc.Do(hreq)
 	if err != nil {
@@ -455,7 +455,7 @@ func (c *Client) ContextLength(ctx context.Context, modelName string) (_ int, er
 	c.authorize(hreq)
 	hc := c.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = provider.DefaultClient()
 	}
 	hresp, err := hc.Do(hreq)
 	if err != nil {

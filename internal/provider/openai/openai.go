@@ -128,9 +128,7 @@ func newClient(cfg Config, base string, route ...option.RequestOption) *Client {
 		api: "OpenAI's Responses API", notAPIHint: cmp.Or(cfg.NotAPIHint, cfg.ReachHint, "is OPENAI_BASE_URL the address of OpenAI's API?")}
 	opts := append(route, option.WithMaxRetries(0), option.WithMiddleware(provider.CaptureMiddleware),
 		option.WithMiddleware(provider.AnswerMiddleware(provider.OpenAIShape)))
-	if cfg.HTTP != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTP))
-	}
+	opts = append(opts, option.WithHTTPClient(cmp.Or(cfg.HTTP, provider.DefaultClient())))
 	c.client = sdk.NewClient(opts...)
 	return c
 }
