@@ -41,8 +41,17 @@ func HeaderClient(h http.Header) *http.Client {
 // DefaultClient is the client of an adapter given none: HeaderClient's
 // without headers, one for the process (its connections are pooled), as
 // the harness gives every adapter, so that one made without a client (a
-// test, a tool) takes the same path.
-var DefaultClient = sync.OnceValue(func() *http.Client { return HeaderClient(nil) })
+// test, a tool) takes the same path. It is made on first use: no
+// package's initialisation allocates.
+func DefaultClient() *http.Client {
+	defaultClient.once.Do(func() { defaultClient.c = HeaderClient(nil) })
+	return defaultClient.c
+}
+
+var defaultClient struct {
+	once sync.Once
+	c    *http.Client
+}
 
 // NoRedirect is the CheckRedirect of the adapters' clients: a redirect is
 // answered to the adapter, not followed. Go would follow a POST's 301 or

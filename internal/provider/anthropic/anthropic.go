@@ -603,8 +603,16 @@ func stopReason(r sdk.StopReason) model.StopReason {
 
 // defaultClient is the client of an adapter given none: the provider
 // package's transport (provider.NewTransport), with the response-header
-// timeout of the SDK's own default client (10 minutes).
-var defaultClient = sync.OnceValue(func() *http.Client { return (*provider.Predial)(nil).Client(nil, 10*time.Minute) })
+// timeout of the SDK's own default client (10 minutes), made on first use.
+func defaultClient() *http.Client {
+	sdkDefault.once.Do(func() { sdkDefault.c = (*provider.Predial)(nil).Client(nil, 10*time.Minute) })
+	return sdkDefault.c
+}
+
+var sdkDefault struct {
+	once sync.Once
+	c    *http.Client
+}
 
 // modelAccessHint is what Bedrock's AccessDeniedException for a model
 // tells the user to do.
