@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/trussdev/truss/internal/suggest"
 	"io"
 	"os"
 	"os/signal"
@@ -83,7 +84,15 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		}
 		return err
 	}
-	return UsageError{fmt.Sprintf("%v (%s --help lists the flags)", err, fs.Name())}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if near := suggest.Nearest(name, names); near != "" {
+			msg += "; did you mean --" + near + "?"
+		}
+	}
+	return UsageError{fmt.Sprintf("%s (%s --help lists the flags)", msg, fs.Name())}
 }
 
 // ParseArg parses args with fs, allowing one argument that is not a flag

@@ -80,12 +80,15 @@ func TestParse(t *testing.T) {
 	}{
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus (truss x --help lists the flags)", ""},
 		{[]string{"-n", "many"}, `invalid value "many" for flag -n: parse error (truss x --help lists the flags)`, ""},
-		{[]string{"-h"}, "flag: help requested", "Usage of truss x:\n  -n int\n    \ta number\n"},
+		{[]string{"-h"}, "flag: help requested", "Usage of truss x:\n  -n int\n    \ta number\n  -name string\n    \ta name\n"},
 		{[]string{"-n", "3"}, "", ""},
+		{[]string{"--nmae", "x"}, "flag provided but not defined: -nmae; did you mean --name? (truss x --help lists the flags)", ""},
+		{[]string{"-N", "3"}, "flag provided but not defined: -N; did you mean --n? (truss x --help lists the flags)", ""},
 	} {
 		var out strings.Builder
 		fs := NewFlagSet("x", &out)
 		fs.Int("n", 0, "a number")
+		fs.String("name", "", "a name")
 		err := Parse(fs, tc.args)
 		if got := fmt.Sprint(err); (err != nil || tc.wantErr != "") && got != tc.wantErr {
 			t.Errorf("%v: error %q, want %q", tc.args, got, tc.wantErr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/trussdev/truss/internal/suggest"
 	"maps"
 	"net/http"
 	"net/url"
@@ -945,7 +946,7 @@ func namedProvider(name, file string, c config.Provider) (ProviderDef, error) {
 		case ok && d.Platform:
 			why += fmt.Sprintf(": %s is a cloud platform's route with the platform's credentials; use --provider %s", w, w)
 		default:
-			if near := nearest(c.Wire, Wires()); near != "" {
+			if near := suggest.Nearest(c.Wire, Wires()); near != "" {
 				why += "; did you mean " + near + "?"
 			}
 		}
@@ -1000,7 +1001,7 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 		return ProviderDef{}, configErrorf("unknown provider %q: choose %s; %s defines [providers.%s], but a project's configuration cannot define providers (no repository may choose where your keys go): define it in the user's configuration, %s",
 			name, orList(names), file, name, s.userFile())
 	}
-	if near := nearest(name, names); near != "" {
+	if near := suggest.Nearest(name, names); near != "" {
 		return ProviderDef{}, configErrorf("unknown provider %q: choose %s; did you mean %s?", name, orList(names), near)
 	}
 	return ProviderDef{}, configErrorf("unknown provider %q: choose %s", name, orList(names))
@@ -1042,7 +1043,7 @@ func (p ProviderDef) nearestModel(model string) string {
 	if slices.Contains(names, model) {
 		return ""
 	}
-	return nearest(model, names)
+	return suggest.Nearest(model, names)
 }
 
 // isGlobPattern reports whether a catalog pattern has a wildcard.
@@ -1050,53 +1051,7 @@ func isGlobPattern(s string) bool { return strings.ContainsAny(s, "*?[") }
 
 // Nearest is the one of names a mistyped name most likely meant (as a
 // mistyped --provider is met with), "" for none.
-func Nearest(name string, names []string) string { return nearest(name, names) }
-
-// nearest is the one of names a mistyped name most likely meant: the
-// same name in another case or with _ for -, else the only one within
-// two edits (a letter left out, added, changed); "" for none.
-func nearest(name string, names []string) string {
-	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "_", "-") }
-	for _, n := range names {
-		if norm(n) == norm(name) {
-			return n
-		}
-	}
-	best, bestD, ties := "", 3, 0
-	for _, n := range names {
-		switch d := editDistance(norm(name), n); {
-		case d < bestD:
-			best, bestD, ties = n, d, 0
-		case d == bestD:
-			ties++
-		}
-	}
-	if ties > 0 || bestD >= len(name) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
+func Nearest(name string, names []string) string { return suggest.Nearest(name, names) }
 
 // userFile is the user's configuration file (in Truss's directory), for
 // messages.

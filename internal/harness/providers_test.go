@@ -371,8 +371,8 @@ func TestNearestProvider(t *testing.T) {
 		{"openrouter", ""},
 		{"x", ""},
 	} {
-		if got := nearest(tc.name, names); got != tc.want {
-			t.Errorf("nearest(%q) = %q, want %q", tc.name, got, tc.want)
+		if got := Nearest(tc.name, names); got != tc.want {
+			t.Errorf("Nearest(%q) = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
