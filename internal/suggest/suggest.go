@@ -6,15 +6,20 @@ import "strings"
 
 // Nearest is the one of names that name most likely meant: the same name
 // but for case, _ and - ("base-url" and "baseurl" for base_url), else the
-// only one closest to it within two edits (a letter left out, added or
-// changed), and nearer than name is long; "" for none or a tie.
+// only one closest to it, by Distance, within one edit for a name of up to
+// five letters and two for a longer one; "" for none or a tie. ("bogus"
+// means nothing: "logs" is two edits away.)
 func Nearest(name string, names []string) string {
 	for _, n := range names {
 		if fold(n) == fold(name) {
 			return n
 		}
 	}
-	best, bestD, ties := "", 3, 0
+	reach := 1
+	if len(fold(name)) > 5 {
+		reach = 2
+	}
+	best, bestD, ties := "", reach+1, 0
 	for _, n := range names {
 		switch d := Distance(fold(name), fold(n)); {
 		case d < bestD:
@@ -23,7 +28,7 @@ func Nearest(name string, names []string) string {
 			ties++
 		}
 	}
-	if ties > 0 || bestD >= len(name) {
+	if ties > 0 || best == "" {
 		return ""
 	}
 	return best
@@ -34,10 +39,13 @@ func fold(s string) string {
 	return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
 }
 
-// Distance is the Levenshtein distance of a and b, in bytes.
+// Distance is the number of edits that make a into b, in bytes: a byte
+// left out, added, changed, or two next to each other swapped (the
+// optimal string alignment distance).
 func Distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	// d[i][j] is the distance of a[:i] and b[:j]; three rows suffice.
+	w := len(b) + 1
+	prev2, prev, cur := make([]int, w), make([]int, w), make([]int, w)
 	for j := range prev {
 		prev[j] = j
 	}
@@ -49,8 +57,11 @@ func Distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }
