@@ -930,8 +930,8 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) error {
 	}
 	seen := map[string]bool{}
 	for _, a := range as {
-		if !harness.IsProvider(a.Provider) {
-			return cli.Usagef("arm %s: unknown provider %q (%s)", a.Name, a.Provider, strings.Join(harness.ProviderList(), ", "))
+		if _, err := harness.LookupProvider(a.Provider); err != nil {
+			return cli.Usagef("arm %s: %v", a.Name, err)
 		}
 		if a.Surface != "" && !slices.Contains(benchSurfaces, a.Surface) {
 			return cli.Usagef("arm %s: unknown surface %q (%s)", a.Name, a.Surface, strings.Join(benchSurfaces, ", "))

@@ -43,6 +43,8 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "grade", "--predictions", "p"}, 2, "--tasks and --out are required"},
 		{[]string{"bench", "run", "--tasks", "x", "--out", "o"}, 2, "give --arm"},
 		{[]string{"bench", "run", "--arm", "a=nope:m", "--tasks", "x", "--out", "o"}, 2, `unknown provider "nope"`},
+		{[]string{"bench", "run", "--arm", "a=antropic:m", "--tasks", "x", "--out", "o"}, 2, `arm a: unknown provider "antropic": choose chat, openai`},
+		{[]string{"bench", "run", "--arm", "a=antropic:m", "--tasks", "x", "--out", "o"}, 2, `; did you mean anthropic?`},
 		{[]string{"bench", "run", "--arm", "a=sim:m:weird", "--tasks", "x", "--out", "o"}, 2, `unknown surface "weird"`},
 		{[]string{"bench", "run", "--arm", "a=sim:m", "--arm", "a=sim:n", "--tasks", "x", "--out", "o"}, 2, "two arms named a"},
 		{[]string{"bench", "run", "--models", "m", "--tasks", "x", "--out", "o"}, 2, "want PROVIDER:MODEL"},
