@@ -56,10 +56,7 @@ func Run(ctx context.Context, o harness.Options, uo tui.Options) (Closed, error)
 	o.Approver = q
 	o.Observers = append(o.Observers, u, log)
 	o.ObserveChild = u.Child
-	o.OnWarning = func(msg string) { u.Notify("truss: " + msg) }
-	o.OnRetry = func(attempt int, wait time.Duration, err error) {
-		u.Notify(fmt.Sprintf("truss: %s; retrying in %s (attempt %d)", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1))
-	}
+	o.OnWarning, o.OnRetry = notices(u.Notify)
 	s, err := harness.Open(ctx, o)
 	if err != nil {
 		return Closed{}, err
@@ -71,6 +68,17 @@ func Run(ctx context.Context, o harness.Options, uo tui.Options) (Closed, error)
 		return c, errors.Join(runErr, cerr)
 	}
 	return c, cerr
+}
+
+// notices are the session's warnings and retries as the screen's notices
+// (notify): one line each, without the "truss: " a command line's stderr
+// puts before them (on this screen every notice is Truss's).
+func notices(notify func(string)) (warn func(string), retry func(int, time.Duration, error)) {
+	warn = func(msg string) { notify(oneLine(msg)) }
+	retry = func(attempt int, wait time.Duration, err error) {
+		notify(fmt.Sprintf("%s; retrying in %s (attempt %d)", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1))
+	}
+	return warn, retry
 }
 
 // oneLine is s on one line, for a notice.

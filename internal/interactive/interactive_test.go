@@ -3,11 +3,14 @@ package interactive
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/approval"
@@ -216,5 +219,21 @@ func TestNewAfterResume(t *testing.T) {
 	}
 	if out, err := is.Run(ctx, "go on"); err != nil || out.Status != agent.StatusCompleted {
 		t.Errorf("the new session does not run: %+v, %v", out, err)
+	}
+}
+
+// TestNotices: a warning and a retry are one line each on the screen,
+// without the "truss: " of a command line's stderr.
+func TestNotices(t *testing.T) {
+	var got []string
+	warn, retry := notices(func(s string) { got = append(got, s) })
+	warn(`warning: "m" is not in Truss's model catalog` + "\n  (truss models)")
+	retry(1, 1500*time.Millisecond, errors.New("chat: HTTP 503: busy"))
+	want := []string{
+		`warning: "m" is not in Truss's model catalog (truss models)`,
+		"chat: HTTP 503: busy; retrying in 1.5s (attempt 2)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("notices %q, want %q", got, want)
 	}
 }
