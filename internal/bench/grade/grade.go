@@ -127,7 +127,9 @@ type Verdict struct {
 	// where the verdicts came from: "go test -json", "pytest", "junit"
 	// or "exit status" (the whole command's, for every listed test) under
 	// RulesTruss; "swebench:PARSER" (the harness's log parser, e.g.
-	// "swebench:parse_log_flask") for a SWE-bench record graded live.
+	// "swebench:parse_log_flask") for a SWE-bench record graded live;
+	// "go test -json and pytest" for output of a command of neither kind
+	// that held both, from which nothing was read (readOutput).
 	Command string   `json:"command"`
 	Setup   []string `json:"setup,omitempty"`
 	Source  string   `json:"source"`
@@ -619,10 +621,13 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	var source string
 	if junitDeclared {
 		var notes []string
-		verdicts, v.CheckedAgainst, notes = readJUnit(out, reports, cleared, task.Tests())
+		verdicts, v.CheckedAgainst, notes = readJUnit(out, env.Test, reports, cleared, task.Tests())
 		source, v.Notes = "junit", append(v.Notes, notes...)
 	} else {
-		verdicts, source = readOutput(out)
+		var note string
+		if verdicts, source, note = readOutput(out, env.Test); note != "" {
+			v.Notes = append(v.Notes, note)
+		}
 	}
 	var homes goHomes
 	if source == "go test -json" {
@@ -750,12 +755,13 @@ const (
 // before it started went wrong with), as the graded commands left it,
 // through hostfs: a symbolic link, a FIFO or a report over maxJUnit is
 // refused. Without a usable report there are no verdicts (every listed
-// test is missing) and notes say why. When the output holds go test
-// -json events or pytest's report too, checked names it and the two
+// test is missing) and notes say why. When the output of the test command
+// cmd holds its own go test -json events or pytest report too
+// (readOutput), checked names it and the two
 // must agree on every listed test: where they do not, the test failed
 // and a note names it (for pytest, whose node ids JUnit does not use,
 // only on the tests both name).
-func readJUnit(out, reports string, cleared error, listed []string) (v Verdicts, checked string, notes []string) {
+func readJUnit(out, cmd, reports string, cleared error, listed []string) (v Verdicts, checked string, notes []string) {
 	if cleared != nil {
 		return nil, "", []string{"what the setup commands left where the JUnit report goes could not be removed: " + cleared.Error()}
 	}
@@ -775,7 +781,10 @@ func readJUnit(out, reports string, cleared error, listed []string) (v Verdicts,
 	case !ok:
 		return nil, "", []string{"the JUnit report holds no test case"}
 	}
-	ov, checked := readOutput(out)
+	ov, checked, note := readOutput(out, cmd)
+	if note != "" {
+		notes = append(notes, note)
+	}
 	if ov == nil {
 		return v, "", nil
 	}
@@ -794,17 +803,69 @@ func readJUnit(out, reports string, cleared error, listed []string) (v Verdicts,
 	return v, checked, notes
 }
 
-// readOutput reads per-test verdicts from go test -json or pytest output;
-// with neither, the source is the whole command's exit status (and v is
-// nil).
-func readOutput(out string) (v Verdicts, source string) {
-	if v, ok := ParseGoTestJSON([]byte(out)); ok {
-		return v, "go test -json"
+// readOutput reads per-test verdicts from the output of the test command
+// cmd, by the parser for what cmd runs (outputKind): go test -json's
+// events from go test -json, pytest's report from pytest, never the other
+// (a pytest run's code can print lines shaped like go test -json events,
+// and a Go test can print pytest's). With no report of the command's kind
+// the source is the whole command's exit status (and v is nil). Only a
+// command of neither kind or both (a script, make) has its output read
+// for either, and a log that holds both is no command's own output: no
+// verdict is read from it (v is empty, every listed test missing) and a
+// note says so.
+func readOutput(out, cmd string) (v Verdicts, source, note string) {
+	kind := outputKind(cmd)
+	if kind == "" || kind == sourceGo {
+		if v, ok := ParseGoTestJSON([]byte(out)); ok {
+			if kind == "" {
+				if _, both := ParsePytest([]byte(out)); both {
+					return Verdicts{}, sourceMixed, "the output holds both go test -json events and a pytest report, which no one test run writes, so no verdict was read from it"
+				}
+			}
+			return v, sourceGo, ""
+		}
 	}
-	if v, ok := ParsePytest([]byte(out)); ok {
-		return v, "pytest"
+	if kind == "" || kind == sourcePytest {
+		if v, ok := ParsePytest([]byte(out)); ok {
+			return v, sourcePytest, ""
+		}
 	}
-	return nil, "exit status"
+	return nil, "exit status", ""
+}
+
+// The sources of verdicts read from a test command's output.
+const (
+	sourceGo     = "go test -json"
+	sourcePytest = "pytest"
+	// sourceMixed is output holding both (readOutput).
+	sourceMixed = "go test -json and pytest"
+)
+
+// outputKind is the structured output the test command cmd writes, by
+// the programs it runs: sourceGo for go test with -json, sourcePytest
+// for pytest (python -m pytest, pytest, py.test), "" for neither or both.
+func outputKind(cmd string) string {
+	words := strings.FieldsFunc(cmd, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '\n' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '"' || r == '\''
+	})
+	var goTest, json, pytest bool
+	for i, w := range words {
+		switch base := path.Base(w); {
+		case base == "go" && i+1 < len(words) && words[i+1] == "test":
+			goTest = true
+		case w == "-json" || strings.HasPrefix(w, "-json="):
+			json = true
+		case base == "pytest" || base == "py.test":
+			pytest = true
+		}
+	}
+	switch {
+	case goTest && json && !pytest:
+		return sourceGo
+	case pytest && !goTest:
+		return sourcePytest
+	}
+	return ""
 }
 
 // clearReport removes whatever is at the report's path in reports.

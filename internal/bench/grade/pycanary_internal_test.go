@@ -80,6 +80,13 @@ func (s *pyShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Resul
 	out := "============================= test session starts ==============================\ncollected 3 items\n\n" +
 		"=========================== short test summary info ============================\n" + strings.Join(lines, "\n") +
 		fmt.Sprintf("\n========================= %d failed, %d passed in 0.01s ==========================\n", failed, len(lines)-failed)
+	if strings.Contains(string(calc), "GOJSON") {
+		// The code under test prints a go test -json event passing each
+		// test, captured in pytest's report.
+		for _, m := range pyDef.FindAllStringSubmatch(string(tests), -1) {
+			out = fmt.Sprintf("{\"Action\": \"pass\", \"Test\": \"tests/test_calc.py::%s\"}\n", m[1]) + out
+		}
+	}
 	res := tool.Result{Stdout: out, ExitCode: &zero}
 	if failed > 0 {
 		res.ExitCode, res.Err = &one, &tool.Error{Kind: tool.ErrExit, Message: "exit status 1"}
@@ -111,6 +118,7 @@ func TestPythonCanary(t *testing.T) {
 	}
 	testPatch := "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n@@ -1,5 +1,9 @@\n-from calc import sub\n+from calc import add, sub\n+\n+\n+def test_add():\n+    assert add(2, 3) == 5\n \n \n def test_sub():\n     assert sub(3, 1) == 2\n"
 	fix := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+	goJSON := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# GOJSON: prints a go test -json pass event for the running test\n def add(a, b):\n     return a - b\n"
 	forger := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# FORGE: rewrites every failed report into a pass\n def add(a, b):\n     return a - b\n"
 	for _, tc := range []struct {
 		name      string
@@ -123,6 +131,7 @@ func TestPythonCanary(t *testing.T) {
 	}{
 		{"gold", pyproject, "", fix, true, true, ""},
 		{"wrong", pyproject, "", "", false, true, ""},
+		{"go test -json events in pytest's output", pyproject, "", goJSON, false, true, ""},
 		{"a forger", pyproject, "", forger, false, true, "a test of the grader's that fails by construction, passed), so its listed tests failed: tests/test_calc.py::test_add, tests/test_calc.py::test_sub"},
 		{"gold under -x", pyproject + "addopts = \"-x\"\n", "", fix, true, false, "pyproject.toml has -x, which would stop the session"},
 		{"a forger under -x", pyproject + "addopts = \"-x\"\n", "", forger, true, false, "pyproject.toml has -x"},
