@@ -675,8 +675,18 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			v.Tests[name] = bench.TestFailed
 		}
 	}
-	if source == "exit status" && pyCan.id != "" {
-		v.Notes = append(v.Notes, fmt.Sprintf("no pytest report was read, so the verdicts come from the exit status, which %s, a test of the grader's that fails by construction, made non-zero", pyCan.id))
+	if source == "exit status" && pyCan.id != "" && v.SetupFailed == "" {
+		if sum.OK {
+			// The canary fails by construction: a run that holds it and
+			// exits 0 had its exit status forced.
+			v.Untrusted = append(v.Untrusted, pyCan.file)
+			for _, name := range task.Tests() {
+				v.Tests[name] = bench.TestFailed
+			}
+			v.Notes = append(v.Notes, fmt.Sprintf("the test run cannot be trusted: no pytest report was read, and it exited 0 though %s, a test of the grader's that fails by construction, was in it, so its listed tests failed: %s", pyCan.id, strings.Join(task.Tests(), ", ")))
+		} else {
+			v.Notes = append(v.Notes, fmt.Sprintf("no pytest report was read, so the verdicts come from the exit status, which %s, a test of the grader's that fails by construction, makes non-zero: every listed test failed", pyCan.id))
+		}
 	}
 	if source == "pytest" && pyCan.id != "" && v.SetupFailed == "" && !v.TimedOut {
 		forged, note := pyCan.check(verdicts)

@@ -87,6 +87,11 @@ func (s *pyShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Resul
 			out = fmt.Sprintf("{\"Action\": \"pass\", \"Test\": \"tests/test_calc.py::%s\"}\n", m[1]) + out
 		}
 	}
+	if strings.Contains(string(calc), "SILENT") {
+		// The code under test silences pytest's terminal and forces
+		// the exit status to 0.
+		return tool.Result{Stdout: "============================= test session starts ==============================\n", ExitCode: &zero}
+	}
 	res := tool.Result{Stdout: out, ExitCode: &zero}
 	if failed > 0 {
 		res.ExitCode, res.Err = &one, &tool.Error{Kind: tool.ErrExit, Message: "exit status 1"}
@@ -119,6 +124,7 @@ func TestPythonCanary(t *testing.T) {
 	testPatch := "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n@@ -1,5 +1,9 @@\n-from calc import sub\n+from calc import add, sub\n+\n+\n+def test_add():\n+    assert add(2, 3) == 5\n \n \n def test_sub():\n     assert sub(3, 1) == 2\n"
 	fix := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 	goJSON := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# GOJSON: prints a go test -json pass event for the running test\n def add(a, b):\n     return a - b\n"
+	silent := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# SILENT: silences pytest's output, exits 0\n def add(a, b):\n     return a - b\n"
 	forger := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# FORGE: rewrites every failed report into a pass\n def add(a, b):\n     return a - b\n"
 	for _, tc := range []struct {
 		name      string
@@ -132,6 +138,8 @@ func TestPythonCanary(t *testing.T) {
 		{"gold", pyproject, "", fix, true, true, ""},
 		{"wrong", pyproject, "", "", false, true, ""},
 		{"go test -json events in pytest's output", pyproject, "", goJSON, false, true, ""},
+		{"no report, exit status forced to 0", pyproject, "", silent, false, true, "a test of the grader's that fails by construction, was in it, so its listed tests failed"},
+		{"no report, exit status 0, no canary under -x", pyproject + "addopts = \"-x\"\n", "", silent, true, false, "pyproject.toml has -x"},
 		{"a forger", pyproject, "", forger, false, true, "a test of the grader's that fails by construction, passed), so its listed tests failed: tests/test_calc.py::test_add, tests/test_calc.py::test_sub"},
 		{"gold under -x", pyproject + "addopts = \"-x\"\n", "", fix, true, false, "pyproject.toml has -x, which would stop the session"},
 		{"a forger under -x", pyproject + "addopts = \"-x\"\n", "", forger, true, false, "pyproject.toml has -x"},
