@@ -49,6 +49,9 @@ type Result struct {
 	TestCodeSetAside  []string `json:"test_code_set_aside,omitempty"`
 	ConfigChanged     []string `json:"config_changed,omitempty"`
 	UntrustedPackages []string `json:"untrusted_packages,omitempty"`
+	// TimedOut is the grading's: its setup and test commands did not
+	// end in time, and the run resolves nothing.
+	TimedOut bool `json:"timed_out,omitempty"`
 
 	Turns   int     `json:"turns"`
 	Tokens  Tokens  `json:"tokens"`

@@ -184,7 +184,11 @@ type Verdict struct {
 	// test is missing, and the task is not resolved.
 	TestPatchFailed string `json:"test_patch_failed,omitempty"`
 	ExitCode        int    `json:"exit_code"`
-	TimedOut        bool   `json:"timed_out,omitempty"`
+	// TimedOut says the setup and test commands did not end within the
+	// Grader's Timeout: the task is not resolved, whatever the listed
+	// tests' verdicts read from the output so far (as SWE-bench's
+	// harness, which writes no report for a run that timed out).
+	TimedOut bool `json:"timed_out,omitempty"`
 	// Sandbox names the sandbox the commands ran in.
 	Sandbox string `json:"sandbox,omitempty"`
 	// ImageID is the image the commands ran in, when they ran in a
@@ -224,6 +228,8 @@ func (v *Verdict) String() string {
 		return "not resolved: setup failed"
 	case v.TestPatchFailed != "":
 		return "not resolved: the test patch did not apply over the patch"
+	case v.TimedOut:
+		return "not resolved: the tests timed out"
 	}
 	failed := 0
 	for _, s := range v.Tests {
@@ -703,11 +709,17 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			v.Notes = append(v.Notes, fmt.Sprintf("the test run's reports cannot be trusted (it reported %s, a test of the grader's that fails by construction, passed), so its listed tests failed: %s", pyCan.id, strings.Join(names, ", ")))
 		}
 	}
-	v.Resolved = true
+	v.Resolved = !v.TimedOut
 	for _, s := range v.Tests {
 		if s != bench.TestPassed {
 			v.Resolved = false
 		}
+	}
+	if v.TimedOut && v.SetupFailed == "" {
+		// Neither canary was checked on a run that did not end; as
+		// SWE-bench's harness, which stops with an error and writes no
+		// report for a run that timed out, it resolves nothing.
+		v.Notes = append(v.Notes, fmt.Sprintf("the test run timed out after %s, so it resolves nothing (as SWE-bench's harness, which writes no report for it); the listed tests' verdicts are what its output held when it was stopped", timeout))
 	}
 	return v, nil
 }

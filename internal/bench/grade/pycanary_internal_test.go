@@ -87,6 +87,16 @@ func (s *pyShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Resul
 			out = fmt.Sprintf("{\"Action\": \"pass\", \"Test\": \"tests/test_calc.py::%s\"}\n", m[1]) + out
 		}
 	}
+	if strings.Contains(string(calc), "HANG") {
+		// The code under test forges a passing report, then keeps the
+		// run from ending.
+		out := "=========================== short test summary info ============================\n"
+		for _, m := range pyDef.FindAllStringSubmatch(string(tests), -1) {
+			out += "PASSED tests/test_calc.py::" + m[1] + "\n"
+		}
+		out += "========================= 3 passed in 0.01s ==========================\n"
+		return tool.Result{Stdout: out, TimedOut: true, Err: &tool.Error{Kind: tool.ErrTimeout, Message: "timed out"}}
+	}
 	if strings.Contains(string(calc), "SILENT") {
 		// The code under test silences pytest's terminal and forces
 		// the exit status to 0.
@@ -125,6 +135,7 @@ func TestPythonCanary(t *testing.T) {
 	fix := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 	goJSON := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# GOJSON: prints a go test -json pass event for the running test\n def add(a, b):\n     return a - b\n"
 	silent := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# SILENT: silences pytest's output, exits 0\n def add(a, b):\n     return a - b\n"
+	hang := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# HANG: forges every report passed, then never ends\n def add(a, b):\n     return a - b\n"
 	forger := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# FORGE: rewrites every failed report into a pass\n def add(a, b):\n     return a - b\n"
 	for _, tc := range []struct {
 		name      string
@@ -140,6 +151,8 @@ func TestPythonCanary(t *testing.T) {
 		{"go test -json events in pytest's output", pyproject, "", goJSON, false, true, ""},
 		{"no report, exit status forced to 0", pyproject, "", silent, false, true, "a test of the grader's that fails by construction, was in it, so its listed tests failed"},
 		{"no report, exit status 0, no canary under -x", pyproject + "addopts = \"-x\"\n", "", silent, true, false, "pyproject.toml has -x"},
+		{"a forger that keeps the run from ending", pyproject, "", hang, false, true, "the test run timed out after 30m0s, so it resolves nothing"},
+		{"a forger that keeps a task's own run from ending", pyproject, detectedPytest, hang, false, false, "the test run timed out after 30m0s, so it resolves nothing"},
 		{"a forger", pyproject, "", forger, false, true, "a test of the grader's that fails by construction, passed), so its listed tests failed: tests/test_calc.py::test_add, tests/test_calc.py::test_sub"},
 		{"gold under -x", pyproject + "addopts = \"-x\"\n", "", fix, true, false, "pyproject.toml has -x, which would stop the session"},
 		{"a forger under -x", pyproject + "addopts = \"-x\"\n", "", forger, true, false, "pyproject.toml has -x"},

@@ -137,6 +137,7 @@ func (r *Runner) gradeOne(ctx context.Context, t *bench.Task, name, patch string
 		res.Rules, res.ImageID = v.Rules, v.ImageID
 		res.VerdictSource, res.GradeNotes = v.Source, v.Notes
 		res.TestCodeSetAside, res.ConfigChanged, res.UntrustedPackages = v.TestCodeSetAside, v.ConfigChanged, v.Untrusted
+		res.TimedOut = v.TimedOut
 		res.HarnessS = v.PrepareS
 	}
 	res.WallS = time.Since(start).Seconds()

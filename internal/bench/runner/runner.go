@@ -525,6 +525,7 @@ func (r *Runner) runOne(ctx context.Context, j job, gate *Gate, hidden []string)
 	res.Rules, res.ImageID = v.Rules, v.ImageID
 	res.VerdictSource, res.GradeNotes = v.Source, v.Notes
 	res.TestCodeSetAside, res.ConfigChanged, res.UntrustedPackages = v.TestCodeSetAside, v.ConfigChanged, v.Untrusted
+	res.TimedOut = v.TimedOut
 	return r.finish(ctx, lw, res, v, patch)
 }
 
