@@ -174,7 +174,11 @@ type Verdict struct {
 	// the grader chose the command (the detected go test -json ./...).
 	// Under the detected python -m pytest -rA it holds the test file in
 	// which the grader's own failing test was reported passed: the run's
-	// reports cannot be trusted, and every listed test failed.
+	// reports cannot be trusted, and every listed test failed; the
+	// same where no report was read and the run exited 0 though the
+	// canary was in it. It also holds the test files the setup commands
+	// changed (or added where the test patch's files are), which makes
+	// every listed test fail under any command.
 	Untrusted []string `json:"untrusted_packages,omitempty"`
 	// SetupFailed is the setup command that failed (the tests did not
 	// run).
@@ -558,6 +562,23 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		// before the test command starts.
 		runner.BeforeTest = func() { cleared = clearReport(reports) }
 	}
+	// The setup commands may run the patch's code (setup.py, a
+	// Makefile, go generate): the test code they leave must be what
+	// the grader put there, checked before the canaries are written.
+	testCode, err := scanTree(ws)
+	if err != nil {
+		return nil, err
+	}
+	var setupTouched []string
+	{
+		before := runner.BeforeTest
+		runner.BeforeTest = func() {
+			if before != nil {
+				before()
+			}
+			setupTouched = p.setupTouchedTests(testCode)
+		}
+	}
 	// The test patch's Go packages, by which a bare listed name is
 	// placed (goHomes); where the grader chose the go test command, the
 	// canary goes in them before it starts (canary.go).
@@ -708,6 +729,13 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			}
 			v.Notes = append(v.Notes, fmt.Sprintf("the test run's reports cannot be trusted (it reported %s, a test of the grader's that fails by construction, passed), so its listed tests failed: %s", pyCan.id, strings.Join(names, ", ")))
 		}
+	}
+	if len(setupTouched) > 0 && v.SetupFailed == "" {
+		v.Untrusted = append(v.Untrusted, setupTouched...)
+		for _, name := range task.Tests() {
+			v.Tests[name] = bench.TestFailed
+		}
+		v.Notes = append(v.Notes, fmt.Sprintf("the setup commands changed the test code the grader put in place (%s), so the run cannot be trusted and its listed tests failed: %s", strings.Join(setupTouched, ", "), strings.Join(task.Tests(), ", ")))
 	}
 	v.Resolved = !v.TimedOut
 	for _, s := range v.Tests {

@@ -60,16 +60,21 @@ var pyDef = regexp.MustCompile(`(?m)^def (test_\w+)\(`)
 func (s *pyShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Result {
 	s.p.ran = append(s.p.ran, cmd)
 	zero, one := 0, 1
+	calc, _ := os.ReadFile(filepath.Join(s.dir, "calc.py"))
+	tests, _ := os.ReadFile(filepath.Join(s.dir, "tests", "test_calc.py"))
+	if cmd == pySetup && strings.Contains(string(calc), "REWRITE") {
+		// The patch's code, run by the setup command, makes every
+		// assertion of the tests hold.
+		_ = os.WriteFile(filepath.Join(s.dir, "tests", "test_calc.py"), []byte(strings.ReplaceAll(string(tests), "assert ", "assert True or ")), 0o644)
+	}
 	if cmd != detectedPytest {
 		return tool.Result{ExitCode: &zero}
 	}
-	calc, _ := os.ReadFile(filepath.Join(s.dir, "calc.py"))
-	tests, _ := os.ReadFile(filepath.Join(s.dir, "tests", "test_calc.py"))
 	forge := strings.Contains(string(calc), "FORGE")
 	var lines []string
 	failed := 0
 	for _, m := range pyDef.FindAllStringSubmatch(string(tests), -1) {
-		pass := m[1] == "test_sub" || (m[1] == "test_add" && strings.Contains(string(calc), "a + b")) || forge
+		pass := m[1] == "test_sub" || (m[1] == "test_add" && (strings.Contains(string(calc), "a + b") || strings.Contains(string(tests), "assert True or add("))) || forge
 		if pass {
 			lines = append(lines, "PASSED tests/test_calc.py::"+m[1])
 		} else {
@@ -109,6 +114,10 @@ func (s *pyShell) Run(_ context.Context, cmd string, _ time.Duration) tool.Resul
 	return res
 }
 
+// pySetup is the fixture's setup command, which runs the checkout's code
+// (as python setup.py build_ext --inplace would).
+const pySetup = "python setup.py build_ext --inplace"
+
 func (s *pyShell) Close() error     { return nil }
 func (s *pyShell) Enforced() string { return "fake" }
 
@@ -136,6 +145,7 @@ func TestPythonCanary(t *testing.T) {
 	goJSON := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# GOJSON: prints a go test -json pass event for the running test\n def add(a, b):\n     return a - b\n"
 	silent := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# SILENT: silences pytest's output, exits 0\n def add(a, b):\n     return a - b\n"
 	hang := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# HANG: forges every report passed, then never ends\n def add(a, b):\n     return a - b\n"
+	rewrite := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# REWRITE: run by the setup command, rewrites the tests' assertions\n def add(a, b):\n     return a - b\n"
 	forger := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+# FORGE: rewrites every failed report into a pass\n def add(a, b):\n     return a - b\n"
 	for _, tc := range []struct {
 		name      string
@@ -153,6 +163,7 @@ func TestPythonCanary(t *testing.T) {
 		{"no report, exit status 0, no canary under -x", pyproject + "addopts = \"-x\"\n", "", silent, true, false, "pyproject.toml has -x"},
 		{"a forger that keeps the run from ending", pyproject, "", hang, false, true, "the test run timed out after 30m0s, so it resolves nothing"},
 		{"a forger that keeps a task's own run from ending", pyproject, detectedPytest, hang, false, false, "the test run timed out after 30m0s, so it resolves nothing"},
+		{"setup code that rewrites the tests", pyproject, "", rewrite, false, true, "the setup commands changed the test code the grader put in place (tests/test_calc.py), so the run cannot be trusted"},
 		{"a forger", pyproject, "", forger, false, true, "a test of the grader's that fails by construction, passed), so its listed tests failed: tests/test_calc.py::test_add, tests/test_calc.py::test_sub"},
 		{"gold under -x", pyproject + "addopts = \"-x\"\n", "", fix, true, false, "pyproject.toml has -x, which would stop the session"},
 		{"a forger under -x", pyproject + "addopts = \"-x\"\n", "", forger, true, false, "pyproject.toml has -x"},
@@ -160,7 +171,7 @@ func TestPythonCanary(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, base := repo(t, tc.pyproject)
-			task := &bench.Task{InstanceID: "calc", Repo: dir, RepoDir: dir, BaseCommit: base, TestPatch: testPatch, TestCmd: tc.testCmd,
+			task := &bench.Task{InstanceID: "calc", Repo: dir, RepoDir: dir, BaseCommit: base, TestPatch: testPatch, TestCmd: tc.testCmd, SetupCmd: []string{pySetup},
 				FailToPass: bench.TestList{"tests/test_calc.py::test_add"}, PassToPass: bench.TestList{"tests/test_calc.py::test_sub"}}
 			sh := &pyShells{}
 			g := &Grader{Shells: sh, Dir: t.TempDir()}
@@ -194,7 +205,7 @@ func TestPythonCanary(t *testing.T) {
 					t.Errorf("canary %s:\n%s", name, seen)
 				}
 			}
-			if wantUntrusted := strings.Contains(tc.note, "by construction"); wantUntrusted != slices.Equal(v.Untrusted, []string{"tests/test_calc.py"}) {
+			if wantUntrusted := strings.Contains(tc.note, "by construction") || strings.Contains(tc.note, "changed the test code"); wantUntrusted != slices.Equal(v.Untrusted, []string{"tests/test_calc.py"}) {
 				t.Errorf("untrusted %v", v.Untrusted)
 			}
 		})

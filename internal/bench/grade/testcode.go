@@ -319,3 +319,31 @@ func (p *Prepared) configChanges(after treeScan, marker string) (files, notes []
 	}
 	return files, notes
 }
+
+// setupTouchedTests returns the test code the setup commands changed,
+// sorted: every test file of before (the checkout's scan once the test
+// patch was applied, before the setup commands) that is now changed or
+// gone, and every test file now in a directory of the test patch's files
+// (or below one) that was not there. A test file appearing elsewhere (a
+// build copying a package's tests into build/) is not counted. A checkout
+// that cannot be scanned now counts as changed ("." for its root).
+func (p *Prepared) setupTouchedTests(before treeScan) []string {
+	after, err := scanTree(p.ws)
+	if err != nil {
+		return []string{"."}
+	}
+	var dirs []string
+	for _, f := range p.restore {
+		dirs = append(dirs, path.Dir(filepath.ToSlash(f.path)))
+	}
+	under := func(f string) bool {
+		return slices.ContainsFunc(dirs, func(d string) bool { return d == "." || strings.HasPrefix(f, d+"/") })
+	}
+	return changed(before, after, func(f string) bool {
+		if !validate.IsTestCode(f) {
+			return false
+		}
+		_, was := before[f]
+		return was || under(f)
+	}, false)
+}
