@@ -383,16 +383,19 @@ func ignored(dir string, ignores []string) bool {
 // for it. One with homes elsewhere (h.tree) passes only if it passed in
 // every home that ran: a home whose package reported a failure (its test
 // binary did not build, an exit) or that ran its built file and did not
-// report it fails it; so does, when whole (the detected go test ./... at
+// report it fails it, and so does a home whose test of the subtest's
+// top-level name failed or skipped without reporting the subtest (it may
+// have stopped before it); so does, when whole (the detected go test ./... at
 // the root ran), a built home of the root module that reported nothing
 // while others did. A home that ran none of it, its file unbuilt here or
 // outside the run, is no evidence.
 func goVerdicts(out string, listed []string, h goHomes, whole bool) Verdicts {
 	v := Verdicts{}
-	inHome := map[string]map[string]string{} // bare name → home → verdict
-	ran := map[string]bool{}                 // packages with any event
-	pkgFailed := map[string]bool{}           // packages that reported a failure
-	topSeen := map[string]map[string]bool{}  // package → top-level tests it reported
+	inHome := map[string]map[string]string{}  // bare name → home → verdict
+	ran := map[string]bool{}                  // packages with any event
+	pkgFailed := map[string]bool{}            // packages that reported a failure
+	topSeen := map[string]map[string]bool{}   // package → top-level tests it reported
+	topFailed := map[string]map[string]bool{} // package → top-level tests it failed or skipped
 	for _, ev := range goTestEvents(out) {
 		if ev.Package != "" {
 			ran[ev.Package] = true
@@ -405,6 +408,12 @@ func goVerdicts(out string, listed []string, h goHomes, whole bool) Verdicts {
 				}
 				top, _, _ := strings.Cut(ev.Test, "/")
 				topSeen[ev.Package][top] = true
+				if top == ev.Test && ev.verdict() == bench.TestFailed {
+					if topFailed[ev.Package] == nil {
+						topFailed[ev.Package] = map[string]bool{}
+					}
+					topFailed[ev.Package][top] = true
+				}
 			}
 		}
 		verdict := ev.verdict()
@@ -458,9 +467,14 @@ func goVerdicts(out string, listed []string, h goHomes, whole bool) Verdicts {
 				if whole && home.root && home.built && len(ran) > 0 {
 					verdict = bench.TestFailed
 				}
+			case name != top && topFailed[home.pkg][top]:
+				// The home's test of that name failed (or skipped) without
+				// reporting the subtest: it may have stopped before it,
+				// which no namesake elsewhere makes up for.
+				verdict = bench.TestFailed
 			case name != top && topSeen[home.pkg][top]:
-				// The home ran its test of that name, which has no such
-				// subtest there: a namesake's.
+				// The home ran its test of that name and it passed, with no
+				// such subtest there: a namesake's.
 			case pkgFailed[home.pkg] || home.built:
 				verdict = bench.TestFailed
 			}

@@ -441,8 +441,15 @@ func TestGoVerdictsEveryHome(t *testing.T) {
 			Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
 		{"a root home kept out of the whole run", ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x") + ev("pass", "m/b", ""), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
 		{"a home the task's command did not ask", ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x") + ev("pass", "m/b", ""), false, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}},
-		// Its TestNew has no subtest x: a namesake's, for TestNew/x.
-		{"a nested module run and failed", both + ev("fail", "n/tools", "TestNew"), true, Verdicts{"TestNew": "failed", "TestNew/x": "passed"}},
+		// Its TestNew failed without reporting the subtest x: it may have
+		// stopped before it, so it fails TestNew/x too.
+		{"a nested module run and failed", both + ev("fail", "n/tools", "TestNew"), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
+		// The P2P subtest's home failed its parent test before the
+		// subtest ran; a namesake elsewhere passed it.
+		{"a home whose parent test failed", ev("pass", "m/a", "TestNew") + ev("pass", "m/a", "TestNew/x") + ev("fail", "m/b", "TestNew") + ev("fail", "m/b", ""), true,
+			Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
+		{"a home whose parent test skipped", ev("pass", "m/a", "TestNew") + ev("pass", "m/a", "TestNew/x") + ev("skip", "m/b", "TestNew") + ev("pass", "m/b", ""), true,
+			Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
 		{"a namesake without the subtest", both + ev("pass", "n/tools", "TestNew") + ev("pass", "n/tools", ""), true, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}},
 		{"a failed package whose file is not built", both + ev("fail", "m/tagged", "TestOther") + ev("fail", "m/tagged", ""), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
 		{"a non-home's pass", ev("pass", "m/c", "TestNew"), false, Verdicts{}},
