@@ -1,6 +1,7 @@
 package grade
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -96,24 +97,37 @@ var pyIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // plantPyCanary appends the canary, in the checkout at ws, to the test file
 // of a listed test (one the test patch touches, in touched, where there is
-// one); setup are the setup commands. It returns the canary (id "" when
+// one), and not to a file that parametrizes every test of its module
+// (parametrizesModule): another listed test's file then, or none, with a
+// note; setup are the setup commands. It returns the canary (id "" when
 // none was written) and a note saying why there is none where a listed
 // test could have had one.
 func plantPyCanary(ws string, listed, touched, setup []string) (pyCanary, string) {
 	var c pyCanary
-	var file, fn string
+	// The listed tests' files, the test patch's first, each with the
+	// first listed test function in it.
+	type candidate struct{ file, fn string }
+	var cands []candidate
 	for _, id := range listed {
 		f, n := pyNodeFile(id)
-		if f == "" {
+		if f == "" || slices.ContainsFunc(cands, func(c candidate) bool { return c.file == f }) {
 			continue
 		}
-		if file == "" || (!slices.Contains(touched, file) && slices.Contains(touched, f)) {
-			file, fn = f, n
-		}
+		cands = append(cands, candidate{f, n})
 	}
-	if file == "" {
+	if len(cands) == 0 {
 		return c, ""
 	}
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		ta, tb := slices.Contains(touched, a.file), slices.Contains(touched, b.file)
+		switch {
+		case ta == tb:
+			return 0
+		case ta:
+			return -1
+		}
+		return 1
+	})
 	root, err := hostfs.OpenRoot(ws)
 	if err != nil {
 		return c, ""
@@ -133,10 +147,28 @@ func plantPyCanary(ws string, listed, touched, setup []string) (pyCanary, string
 			return c, "the run was not checked for forged reports: the setup commands set PYTEST_ADDOPTS, which could stop the session at the grader's own failing test"
 		}
 	}
-	info, ierr := root.Lstat(file)
-	data, err := root.ReadFile(file, maxTestFile)
-	if ierr != nil || err != nil || !info.Mode.IsRegular() {
-		return c, "the run was not checked for forged reports: the listed tests' file " + file + " is not a file of the checkout"
+	var file, fn string
+	var info hostfs.Info
+	var data []byte
+	var parametrized []string
+	for _, cand := range cands {
+		i, ierr := root.Lstat(cand.file)
+		d, err := root.ReadFile(cand.file, maxTestFile)
+		if ierr != nil || err != nil || !i.Mode.IsRegular() {
+			continue
+		}
+		if parametrizesModule(d) {
+			parametrized = append(parametrized, cand.file)
+			continue
+		}
+		file, fn, info, data = cand.file, cand.fn, i, d
+		break
+	}
+	if file == "" {
+		if len(parametrized) > 0 {
+			return c, "the run was not checked for forged reports: the listed tests' files parametrize every test of their module (pytestmark or pytest_generate_tests), where the grader's own test would be a collection error: " + strings.Join(parametrized, ", ")
+		}
+		return c, "the run was not checked for forged reports: the listed tests' file " + cands[0].file + " is not a file of the checkout"
 	}
 	c.file = file
 	name := newPyCanaryName(fn, func(n string) bool {
@@ -202,4 +234,35 @@ func (c pyCanary) check(v Verdicts) (forged bool, note string) {
 		return false, fmt.Sprintf("the run was not checked for forged reports: %s, a test of the grader's that fails by construction, was not reported", c.id)
 	}
 	return false, ""
+}
+
+var (
+	// pytestmarkLine is a module-level pytestmark assignment.
+	pytestmarkLine = regexp.MustCompile(`(?m)^pytestmark\s*[:=+]`)
+	// pyTopLevel is a line that starts a top-level statement other than
+	// a continuation of an expression.
+	pyTopLevel = regexp.MustCompile(`(?m)^[A-Za-z_@]`)
+	// generateTests is a module-level pytest_generate_tests hook.
+	generateTests = regexp.MustCompile(`(?m)^(?:async\s+)?def\s+pytest_generate_tests\b`)
+)
+
+// parametrizesModule reports whether the test module src parametrizes
+// every test function in it: a module-level pytestmark whose statement
+// names parametrize, or a pytest_generate_tests hook. A test function
+// appended to it (the canary, which takes no argument) would be a
+// collection error that stops the session.
+func parametrizesModule(src []byte) bool {
+	if generateTests.Match(src) {
+		return true
+	}
+	for _, loc := range pytestmarkLine.FindAllIndex(src, -1) {
+		stmt := src[loc[1]:]
+		if next := pyTopLevel.FindIndex(stmt); next != nil {
+			stmt = stmt[:next[0]]
+		}
+		if bytes.Contains(stmt, []byte("parametrize")) {
+			return true
+		}
+	}
+	return false
 }

@@ -236,3 +236,40 @@ func (s seenShell) Run(ctx context.Context, cmd string, timeout time.Duration) t
 	}
 	return s.Shell.Run(ctx, cmd, timeout)
 }
+
+// The canary takes no argument: it is not appended to a file that
+// parametrizes every test of its module (a module-level pytestmark with
+// parametrize, a pytest_generate_tests hook), where it would be a
+// collection error stopping the session; another listed test's file takes
+// it, or none does and a note says why. A class's pytestmark, or a module's
+// that only marks, does not keep it out.
+func TestPythonCanaryParametrizedModule(t *testing.T) {
+	plain := "def test_sub():\n    assert 1\n"
+	marked := "import pytest\n\npytestmark = pytest.mark.parametrize(\n    \"a,b\",\n    [(1, 2)],\n)\n\n\ndef test_add(a, b):\n    assert a < b\n"
+	for _, tc := range []struct {
+		name, add, other string
+		want             string // the file that gets the canary, "" for none
+		note             string
+	}{
+		{"module pytestmark", marked, plain, "tests/test_sub.py", ""},
+		{"module pytestmark in a list", "import pytest\n\npytestmark = [\n    pytest.mark.slow,\n    pytest.mark.parametrize(\"a\", [1]),\n]\n\n\ndef test_add(a):\n    pass\n", plain, "tests/test_sub.py", ""},
+		{"pytest_generate_tests", "def pytest_generate_tests(metafunc):\n    metafunc.parametrize(\"a\", [1])\n\n\ndef test_add(a):\n    pass\n", plain, "tests/test_sub.py", ""},
+		{"every listed file", marked, marked, "", "would be a collection error: tests/test_add.py, tests/test_sub.py"},
+		{"a marking pytestmark", "import pytest\n\npytestmark = pytest.mark.slow\n\n\ndef parametrize():\n    pass\n\n\ndef test_add():\n    pass\n", plain, "tests/test_add.py", ""},
+		{"a class's pytestmark", "import pytest\n\n\nclass TestX:\n    pytestmark = pytest.mark.parametrize(\"a\", [1])\n\n\ndef test_add():\n    pass\n", plain, "tests/test_add.py", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := writeTree(t, map[string]string{"tests/test_add.py": tc.add, "tests/test_sub.py": tc.other})
+			c, note := plantPyCanary(ws, []string{"tests/test_add.py::test_add", "tests/test_sub.py::test_sub"}, []string{"tests/test_add.py"}, nil)
+			if c.file != tc.want || (c.id == "") != (tc.want == "") || !strings.Contains(note, tc.note) || (tc.note == "") != (note == "") {
+				t.Fatalf("canary %+v, note %q; want it in %q, a note with %q", c, note, tc.want, tc.note)
+			}
+			for f, src := range map[string]string{"tests/test_add.py": tc.add, "tests/test_sub.py": tc.other} {
+				b, _ := os.ReadFile(filepath.Join(ws, f))
+				if (string(b) != src) != (f == tc.want) {
+					t.Errorf("%s written %v, want %v", f, string(b) != src, f == tc.want)
+				}
+			}
+		})
+	}
+}
