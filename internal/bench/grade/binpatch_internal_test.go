@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"crypto/rand"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -106,6 +107,20 @@ func TestDeclaredWrites(t *testing.T) {
 		}
 		return 0
 	}
+	const stored = "0123456789abcdef0123456789abcdef01234567"
+	blob := func(oid string) int64 {
+		if oid == stored {
+			return 4 << 20
+		}
+		return 0
+	}
+	// A diff with no binary data whose full index line names a blob of
+	// the store: git apply writes the blob.
+	storedBlob := func(i int) string {
+		return fmt.Sprintf("diff --git a/x%d b/x%d\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..%s\nBinary files /dev/null and b/x%d differ\n", i, i, stored, i)
+	}
+	// A text diff of big.bin: git apply reads it whole for each.
+	textOfBig := "diff --git a/big.bin b/big.bin\n--- a/big.bin\n+++ b/big.bin\n@@ -1 +1 @@\n-a\n+b\n"
 	for _, tc := range []struct {
 		name  string
 		patch string
@@ -113,7 +128,7 @@ func TestDeclaredWrites(t *testing.T) {
 	}{
 		{"text", "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-literal 5\n+delta 9\n", 0},
 		{"git's delta", realDelta, int64(len(img))},
-		{"a delta of copies", bombDelta, 80 << 20},
+		{"a delta of copies", bombDelta, 80<<20 + 1<<20},
 		{"a literal", zeros, 256 << 20},
 		{"the reverse hunk", "GIT binary patch\nliteral 0\nHcmV?d00001\n\nliteral 999999999\nHcmV?d00001\n\n", 0},
 		{"a literal with blanks and CRs", "GIT binary patch\r\nliteral   4096\r\n", 4096},
@@ -121,9 +136,16 @@ func TestDeclaredWrites(t *testing.T) {
 		{"an overflowing literal", "GIT binary patch\nliteral 99999999999999999999\n", math.MaxInt64},
 		{"copies", strings.Repeat(copyBig, 3), 3 * (1<<20 + int64(3*len(copyBig)))},
 		{"a quoted copy", "copy from \"big.bin\"\n", 1<<20 + 20},
+		{"stored blobs", storedBlob(1) + storedBlob(2) + storedBlob(3), 3 * 4 << 20},
+		{"a stored blob's abbreviated index", strings.Replace(storedBlob(1), stored, stored[:7], 1), 0},
+		{"a blob not in the store", strings.Replace(storedBlob(1), stored, strings.Repeat("ab", 20), 1), 0},
+		{"text diffs of one base file", strings.Repeat(textOfBig, 5), 5 << 20},
+		{"a traditional diff", "--- big.bin.orig\t2024-01-01\n+++ big.bin\t2024-01-02\n@@ -1 +1 @@\n-a\n+b\n", 1 << 20},
+		{"a removed line that looks like a header", "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n--- a/big.bin\n+++ b/big.bin\n x\n", 0},
+		{"a binary delta's preimage", "diff --git a/big.bin b/big.bin\nindex 1111111..2222222 100644\nGIT binary patch\nliteral 10\nHcmV?d00001\n\n", 1<<20 + 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := declaredWrites(tc.patch, base)
+			w, err := declaredWrites(tc.patch, base, blob)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +154,7 @@ func TestDeclaredWrites(t *testing.T) {
 			}
 		})
 	}
-	if _, err := declaredWrites("diff --git a/b b/b\nGIT binary patch\ndelta 5\nznot base 85\n\n", base); err == nil || !strings.Contains(err.Error(), "result size cannot be read") {
+	if _, err := declaredWrites("diff --git a/b b/b\nGIT binary patch\ndelta 5\nznot base 85\n\n", base, blob); err == nil || !strings.Contains(err.Error(), "result size cannot be read") {
 		t.Errorf("a corrupt delta: %v", err)
 	}
 }

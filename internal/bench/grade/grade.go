@@ -980,7 +980,7 @@ func apply(ctx context.Context, g gitsafe.Git, file, patch string) (fellBack boo
 	}
 	// git apply runs on the host: what a patch would have it write
 	// beyond its own text is bounded before it runs.
-	if err := checkPatchWrites(g.Dir, patch); err != nil {
+	if err := checkPatchWrites(ctx, g, patch); err != nil {
 		return false, err
 	}
 	if err := os.WriteFile(file, []byte(patch), 0o600); err != nil {
