@@ -2,6 +2,7 @@ package grade
 
 import (
 	"bytes"
+	"fmt"
 	"go/ast"
 	"go/build"
 	"go/parser"
@@ -54,7 +55,14 @@ type treeHome struct {
 	// root: the package is in the checkout's root module, all of which
 	// the detected go test ./... runs (its ignore directives aside).
 	root bool
+	// testMain: the package's test files declare a TestMain, which may
+	// run no test and pass (an integration package that runs only when
+	// asked to).
+	testMain bool
 }
+
+// goTestMain is a TestMain declaration.
+var goTestMain = regexp.MustCompile(`(?m)^func[ \t]+TestMain[ \t]*\(`)
 
 // counts reports whether the event of test in pkg gives the listed name
 // its verdict: PKG.TEST always, a bare name in its homes (any package
@@ -225,6 +233,8 @@ func findTreeHomes(ws, module string, files, mods, ignores, names []string) map[
 	defer root.Close()
 	modPaths := map[string]string{".": module} // module directory → path
 	homes := map[string][]treeHome{}
+	mains := map[string]bool{}     // directories whose test files declare TestMain
+	pkgDirs := map[string]string{} // a home's package → its directory
 	for _, f := range files {
 		dir, base := path.Split(f)
 		dir = path.Clean("./" + dir)
@@ -234,6 +244,9 @@ func findTreeHomes(ws, module string, files, mods, ignores, names []string) map[
 		data, err := root.ReadFile(f, maxTestFile)
 		if err != nil {
 			continue
+		}
+		if goTestMain.Match(data) {
+			mains[dir] = true
 		}
 		declared := testFuncs(data, names)
 		if len(declared) == 0 {
@@ -264,6 +277,7 @@ func findTreeHomes(ws, module string, files, mods, ignores, names []string) map[
 		ctx.OpenFile = func(string) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 		built, err := ctx.MatchFile(dir, base)
 		home := treeHome{pkg: pkg, built: err == nil && built, root: modDir == "." && !ignored(dir, ignores)}
+		pkgDirs[pkg] = dir
 		for _, name := range declared {
 			i := slices.IndexFunc(homes[name], func(t treeHome) bool { return t.pkg == pkg })
 			if i < 0 {
@@ -273,6 +287,11 @@ func findTreeHomes(ws, module string, files, mods, ignores, names []string) map[
 			// Two files of a package (one per platform) declare it: the
 			// package runs it if either is built.
 			homes[name][i].built = homes[name][i].built || home.built
+		}
+	}
+	for _, hs := range homes {
+		for i := range hs {
+			hs[i].testMain = mains[pkgDirs[hs[i].pkg]]
 		}
 	}
 	return homes
@@ -389,8 +408,9 @@ func ignored(dir string, ignores []string) bool {
 // the root ran), a built home of the root module that reported nothing
 // while others did. A home that ran none of it, its file unbuilt here or
 // outside the run, is no evidence.
-func goVerdicts(out string, listed []string, h goHomes, whole bool) Verdicts {
+func goVerdicts(out string, listed []string, h goHomes, whole bool) (Verdicts, []string) {
 	v := Verdicts{}
+	var notes []string
 	inHome := map[string]map[string]string{}  // bare name → home → verdict
 	ran := map[string]bool{}                  // packages with any event
 	pkgFailed := map[string]bool{}            // packages that reported a failure
@@ -453,6 +473,7 @@ func goVerdicts(out string, listed []string, h goHomes, whole bool) Verdicts {
 			continue
 		}
 		verdict := ""
+		var why []string // the homes that failed it without reporting it
 		for _, home := range h.tree[top] {
 			switch s := got[home.pkg]; {
 			case s == bench.TestPassed:
@@ -466,22 +487,35 @@ func goVerdicts(out string, listed []string, h goHomes, whole bool) Verdicts {
 				// whole root module's and others reported.
 				if whole && home.root && home.built && len(ran) > 0 {
 					verdict = bench.TestFailed
+					why = append(why, home.pkg+" (not in the run, though go test ./... at the root runs it)")
 				}
 			case name != top && topFailed[home.pkg][top]:
 				// The home's test of that name failed (or skipped) without
 				// reporting the subtest: it may have stopped before it,
 				// which no namesake elsewhere makes up for.
 				verdict = bench.TestFailed
+				why = append(why, home.pkg+" (its "+top+" failed or skipped without reporting it)")
 			case name != top && topSeen[home.pkg][top]:
 				// The home ran its test of that name and it passed, with no
 				// such subtest there: a namesake's.
-			case pkgFailed[home.pkg] || home.built:
+			case pkgFailed[home.pkg]:
 				verdict = bench.TestFailed
+				why = append(why, home.pkg+" (its package failed without reporting it: its test binary did not build, or it exited)")
+			case home.built && home.testMain && len(topSeen[home.pkg]) == 0:
+				// The package passed without running any test: its
+				// TestMain chose to run none (an integration package
+				// that runs when asked), no evidence.
+			case home.built:
+				verdict = bench.TestFailed
+				why = append(why, home.pkg+" (it ran with the declaring file built and did not report it)")
 			}
 		}
 		if verdict != "" {
 			v.set(name, verdict)
 		}
+		if verdict == bench.TestFailed && len(why) > 0 {
+			notes = append(notes, fmt.Sprintf("%s failed in the packages whose test files declare it: %s", name, strings.Join(why, ", ")))
+		}
 	}
-	return v
+	return v, notes
 }

@@ -667,7 +667,9 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			// test patch's (the test code is the task's by now).
 			homes.tree = findTreeHomes(ws, p.module, p.testFiles(touched), p.goMods(touched), p.modIgnores, names)
 		}
-		verdicts = goVerdicts(out, task.Tests(), homes, checkGo)
+		var notes []string
+		verdicts, notes = goVerdicts(out, task.Tests(), homes, checkGo)
+		v.Notes = append(v.Notes, notes...)
 	}
 	v.Source = source
 	for _, name := range task.Tests() {

@@ -423,40 +423,60 @@ func TestGoVerdictsEveryHome(t *testing.T) {
 	}
 	listed := []string{"TestSub", "m/calc.TestMul", "TestElse", "TestNew", "TestNew/x"}
 	both := ev("pass", "m/a", "TestNew") + ev("pass", "m/a", "TestNew/x") + ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x")
+	// other's TestMain runs no test unless asked; tagged's has none.
+	mainHomes := goHomes{tree: map[string][]treeHome{"TestNew": {
+		{pkg: "m/a", built: true, root: true},
+		{pkg: "m/other", built: true, root: true, testMain: true},
+	}}}
 	for _, tc := range []struct {
 		name  string
 		out   string
 		whole bool
 		want  Verdicts
+		homes *goHomes
+		note  string
 	}{
-		{"passed in both", ev("pass", "m/calc", "TestSub") + ev("pass", "m/other", "TestSub"), false, Verdicts{"TestSub": "passed"}},
-		{"missing in one", ev("fail", "m/calc", "") + ev("pass", "m/other", "TestSub"), false, Verdicts{"TestSub": "failed"}},
-		{"failed in one", ev("fail", "m/calc", "TestSub") + ev("pass", "m/other", "TestSub"), false, Verdicts{"TestSub": "failed"}},
-		{"elsewhere only", ev("pass", "m/third", "TestSub"), false, Verdicts{}},
-		{"qualified and unhomed", ev("pass", "m/calc", "TestMul") + ev("pass", "m/x", "TestElse"), false, Verdicts{"m/calc.TestMul": "passed", "TestElse": "passed"}},
+		{"a TestMain that ran no test", both + ev("pass", "m/other", ""), true, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}, &mainHomes, ""},
+		{"a TestMain's package that failed", both + ev("fail", "m/other", ""), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}, &mainHomes,
+			"TestNew failed in the packages whose test files declare it: m/other (its package failed without reporting it"},
+		{"a TestMain's package that ran other tests", both + ev("pass", "m/other", "TestOther") + ev("pass", "m/other", ""), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}, &mainHomes,
+			"m/other (it ran with the declaring file built and did not report it)"},
+		{"passed in both", ev("pass", "m/calc", "TestSub") + ev("pass", "m/other", "TestSub"), false, Verdicts{"TestSub": "passed"}, nil, ""},
+		{"missing in one", ev("fail", "m/calc", "") + ev("pass", "m/other", "TestSub"), false, Verdicts{"TestSub": "failed"}, nil, ""},
+		{"failed in one", ev("fail", "m/calc", "TestSub") + ev("pass", "m/other", "TestSub"), false, Verdicts{"TestSub": "failed"}, nil, ""},
+		{"elsewhere only", ev("pass", "m/third", "TestSub"), false, Verdicts{}, nil, ""},
+		{"qualified and unhomed", ev("pass", "m/calc", "TestMul") + ev("pass", "m/x", "TestElse"), false, Verdicts{"m/calc.TestMul": "passed", "TestElse": "passed"}, nil, ""},
 
-		{"in every home that ran", both + ev("pass", "m/tagged", "TestOther"), true, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}},
-		{"a home that did not build", ev("fail", "m/a", "") + ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x"), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
+		{"in every home that ran", both + ev("pass", "m/tagged", "TestOther"), true, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}, nil, ""},
+		{"a home that did not build", ev("fail", "m/a", "") + ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x"), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}, nil, ""},
 		{"a home that ran without it", ev("pass", "m/a", "TestOther") + ev("pass", "m/a", "") + ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x"), false,
-			Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
-		{"a root home kept out of the whole run", ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x") + ev("pass", "m/b", ""), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
-		{"a home the task's command did not ask", ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x") + ev("pass", "m/b", ""), false, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}},
+			Verdicts{"TestNew": "failed", "TestNew/x": "failed"}, nil, ""},
+		{"a root home kept out of the whole run", ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x") + ev("pass", "m/b", ""), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}, nil, ""},
+		{"a home the task's command did not ask", ev("pass", "m/b", "TestNew") + ev("pass", "m/b", "TestNew/x") + ev("pass", "m/b", ""), false, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}, nil, ""},
 		// Its TestNew failed without reporting the subtest x: it may have
 		// stopped before it, so it fails TestNew/x too.
-		{"a nested module run and failed", both + ev("fail", "n/tools", "TestNew"), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
+		{"a nested module run and failed", both + ev("fail", "n/tools", "TestNew"), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}, nil, ""},
 		// The P2P subtest's home failed its parent test before the
 		// subtest ran; a namesake elsewhere passed it.
 		{"a home whose parent test failed", ev("pass", "m/a", "TestNew") + ev("pass", "m/a", "TestNew/x") + ev("fail", "m/b", "TestNew") + ev("fail", "m/b", ""), true,
-			Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
+			Verdicts{"TestNew": "failed", "TestNew/x": "failed"}, nil, ""},
 		{"a home whose parent test skipped", ev("pass", "m/a", "TestNew") + ev("pass", "m/a", "TestNew/x") + ev("skip", "m/b", "TestNew") + ev("pass", "m/b", ""), true,
-			Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
-		{"a namesake without the subtest", both + ev("pass", "n/tools", "TestNew") + ev("pass", "n/tools", ""), true, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}},
-		{"a failed package whose file is not built", both + ev("fail", "m/tagged", "TestOther") + ev("fail", "m/tagged", ""), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}},
-		{"a non-home's pass", ev("pass", "m/c", "TestNew"), false, Verdicts{}},
+			Verdicts{"TestNew": "failed", "TestNew/x": "failed"}, nil, ""},
+		{"a namesake without the subtest", both + ev("pass", "n/tools", "TestNew") + ev("pass", "n/tools", ""), true, Verdicts{"TestNew": "passed", "TestNew/x": "passed"}, nil, ""},
+		{"a failed package whose file is not built", both + ev("fail", "m/tagged", "TestOther") + ev("fail", "m/tagged", ""), true, Verdicts{"TestNew": "failed", "TestNew/x": "failed"}, nil, ""},
+		{"a non-home's pass", ev("pass", "m/c", "TestNew"), false, Verdicts{}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := goVerdicts(tc.out, listed, homes, tc.whole); !maps.Equal(got, tc.want) {
+			h := homes
+			if tc.homes != nil {
+				h = *tc.homes
+			}
+			got, notes := goVerdicts(tc.out, listed, h, tc.whole)
+			if !maps.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
+			}
+			if tc.note != "" && !strings.Contains(strings.Join(notes, "\n"), tc.note) {
+				t.Errorf("notes %q, want one with %q", notes, tc.note)
 			}
 		})
 	}
@@ -492,10 +512,13 @@ func TestFindTreeHomes(t *testing.T) {
 		"_old/o_test.go":                test("o", "TestNew"),
 		"d/d_test.go":                   test("d", "TestOther"),
 		"web/node_modules/x/x_test.go":  test("x", "TestNew"),
+		"integ/x_test.go":               test("integ", "TestNew"),
+		"integ/main_test.go":            "package integ\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tif os.Getenv(\"INTEGRATION\") != \"\" {\n\t\tos.Exit(m.Run())\n\t}\n}\n",
 	})
 	files := []string{"root_test.go", "a/a_test.go", "b/b_test.go", "c/c_test.go", "win/x_windows_test.go", "tag/x_test.go",
 		"both/x_windows_test.go", "both/x_linux_test.go", "helper/h_test.go", "broken/x_test.go", "tools/lint/lint_test.go",
-		"tools/lint/testdata/x_test.go", "vendor/v/v_test.go", "_old/o_test.go", "d/d_test.go", "web/node_modules/x/x_test.go"}
+		"tools/lint/testdata/x_test.go", "vendor/v/v_test.go", "_old/o_test.go", "d/d_test.go", "web/node_modules/x/x_test.go",
+		"integ/x_test.go", "integ/main_test.go"}
 	got := findTreeHomes(ws, "m", files, []string{"go.mod", "tools/go.mod"}, modIgnores([]byte("module m\n\nignore (\n\tnode_modules\n\t./old\n)\n")), []string{"TestNew"})
 	want := []treeHome{
 		{pkg: "m", built: true, root: true},
@@ -509,6 +532,8 @@ func TestFindTreeHomes(t *testing.T) {
 		{pkg: "example.com/tools/lint", built: true},
 		// Under a path the root go.mod ignores: not in go test ./....
 		{pkg: "m/web/node_modules/x", built: true},
+		// Its TestMain may run no test.
+		{pkg: "m/integ", built: true, root: true, testMain: true},
 	}
 	if runtime.GOOS == "windows" {
 		want[4].built = true
