@@ -75,7 +75,10 @@ func declaredWrites(patch string, base func(name string) int64, blob func(oid st
 	var w patchWrites
 	lines := strings.Split(patch, "\n")
 	var file string // the current diff's name, for messages
-	var binaryMax int64
+	var changes map[string]int64
+	if strings.Contains(patch, "copy from ") {
+		changes = changeSizes(lines)
+	}
 	// The current diff --git block: its name (when both sides name the
 	// same path), whether its preimage was counted, whether it is a new
 	// file, its index line's postimage, and whether it says "Binary
@@ -129,10 +132,10 @@ func declaredWrites(patch string, base func(name string) int64, blob func(oid st
 		}
 		if src, ok := strings.CutPrefix(line, "copy from "); ok {
 			name := unquoteName(src)
-			// A copy's source may be a file the patch itself made or
-			// changed: its base size, and at most the patch's own text or
-			// its largest binary result more.
-			w.add("copy from "+src, base(name)+int64(len(patch))+binaryMax)
+			// git apply refuses a copy whose source the patch itself
+			// made: the source is a base file, perhaps changed by the
+			// patch's own diffs of it, which can make it that much larger.
+			w.add("copy from "+src, base(name)+changes[name])
 			blk.counted = true
 			continue
 		}
@@ -161,10 +164,48 @@ func declaredWrites(patch string, base func(name string) int64, blob func(oid st
 			continue
 		}
 		w.add(strings.TrimSpace(file)+" ("+hunk+")", n)
-		binaryMax = max(binaryMax, n)
 	}
 	endBlock()
 	return w, nil
+}
+
+// changeSizes returns, for each file a patch's diffs change (lines, the
+// patch's), how much larger they can make it: their text's length and
+// their binary hunks' declared results.
+func changeSizes(lines []string) map[string]int64 {
+	sizes := map[string]int64{}
+	name := ""
+	for i := 0; i < len(lines); i++ {
+		line := line2(lines, i)
+		if rest, ok := strings.CutPrefix(line, "diff --git "); ok {
+			name = samePath(rest)
+		} else if rest, ok := strings.CutPrefix(line, "+++ "); ok && name == "" {
+			name = diffName(rest)
+		}
+		if name == "" {
+			continue
+		}
+		n := int64(len(lines[i]) + 1)
+		if line == "GIT binary patch" && i+1 < len(lines) {
+			hunk := line2(lines, i+1)
+			if size, ok := strings.CutPrefix(hunk, "literal "); ok {
+				n += gitSize(size)
+			} else if size, ok := strings.CutPrefix(hunk, "delta "); ok {
+				var data []string
+				for j := i + 2; j < len(lines) && line2(lines, j) != ""; j++ {
+					data = append(data, line2(lines, j))
+				}
+				result, _ := deltaResultSize(data)
+				n += max(gitSize(size), result)
+			}
+		}
+		if sizes[name] > math.MaxInt64-n {
+			sizes[name] = math.MaxInt64
+		} else {
+			sizes[name] += n
+		}
+	}
+	return sizes
 }
 
 // line2 is lines[i] without its CR, "" past the end.

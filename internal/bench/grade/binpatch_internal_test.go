@@ -102,8 +102,11 @@ func TestDeclaredWrites(t *testing.T) {
 	zeros := "diff --git a/z b/z\nnew file mode 100644\nindex 0000000..1111111\nGIT binary patch\nliteral 268435456\n" + encode85(deflated(make([]byte, 1<<20))) + "\nliteral 0\nHcmV?d00001\n\n"
 	copyBig := "diff --git a/big.bin b/c1\nsimilarity index 100%\ncopy from big.bin\ncopy to c1\n"
 	base := func(name string) int64 {
-		if name == "big.bin" {
+		switch name {
+		case "big.bin":
 			return 1 << 20
+		case "small":
+			return 150
 		}
 		return 0
 	}
@@ -134,8 +137,12 @@ func TestDeclaredWrites(t *testing.T) {
 		{"a literal with blanks and CRs", "GIT binary patch\r\nliteral   4096\r\n", 4096},
 		{"a negative literal", "GIT binary patch\nliteral -1\n", math.MaxInt64},
 		{"an overflowing literal", "GIT binary patch\nliteral 99999999999999999999\n", math.MaxInt64},
-		{"copies", strings.Repeat(copyBig, 3), 3 * (1<<20 + int64(3*len(copyBig)))},
-		{"a quoted copy", "copy from \"big.bin\"\n", 1<<20 + 20},
+		// Each copy at its source's size, not the whole patch's length
+		// each time.
+		{"copies", strings.Repeat(copyBig, 3), 3 << 20},
+		{"a quoted copy", "copy from \"big.bin\"\n", 1 << 20},
+		{"copies of a file the patch changes", textOfBig + strings.Repeat(copyBig, 2), 1<<20 + 2*(1<<20+int64(len(textOfBig)))},
+		{"many small copies of a large patch", strings.Repeat("diff --git a/small b/c\ncopy from small\ncopy to c\n", 70) + "diff --git a/data b/data\nnew file mode 100644\n--- /dev/null\n+++ b/data\n@@ -0,0 +1 @@\n+" + strings.Repeat("x", 1<<20) + "\n", 70 * 150},
 		{"stored blobs", storedBlob(1) + storedBlob(2) + storedBlob(3), 3 * 4 << 20},
 		{"a stored blob's abbreviated index", strings.Replace(storedBlob(1), stored, stored[:7], 1), 0},
 		{"a blob not in the store", strings.Replace(storedBlob(1), stored, strings.Repeat("ab", 20), 1), 0},
