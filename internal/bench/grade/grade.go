@@ -565,7 +565,7 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	// The setup commands may run the patch's code (setup.py, a
 	// Makefile, go generate): the test code they leave must be what
 	// the grader put there, checked before the canaries are written.
-	testCode, err := scanTree(ws)
+	testCode, err := p.testScan()
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/trussdev/truss/internal/gitsafe"
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/validate"
 )
 
@@ -320,26 +321,78 @@ func (p *Prepared) configChanges(after treeScan, marker string) (files, notes []
 	return files, notes
 }
 
+// testScan scans the checkout's test code as the grader put it in place:
+// the watched files (scanTree) and every file the test patch touches,
+// whatever its kind.
+func (p *Prepared) testScan() (treeScan, error) {
+	scan, err := scanTree(p.ws)
+	if err != nil {
+		return nil, err
+	}
+	root, err := hostfs.OpenRoot(p.ws)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	for _, f := range p.restore {
+		name := filepath.ToSlash(f.path)
+		info, err := root.Lstat(name)
+		if err != nil {
+			continue
+		}
+		var e treeEntry
+		switch {
+		case info.Mode&fs.ModeSymlink != 0:
+			link, err := root.Readlink(name)
+			if err != nil {
+				return nil, err
+			}
+			e.sum = sha256.Sum256([]byte("symlink\x00" + link))
+		case info.Mode.IsRegular():
+			data, err := root.ReadFile(name, maxBaseFile)
+			if err != nil {
+				return nil, err
+			}
+			h := sha256.New()
+			fmt.Fprintf(h, "file %o\x00", info.Mode.Perm()&0o111)
+			h.Write(data)
+			h.Sum(e.sum[:0])
+		default:
+			e.sum = sha256.Sum256([]byte("special " + info.Mode.Type().String()))
+		}
+		e.conf = e.sum
+		scan[name] = e
+	}
+	return scan, nil
+}
+
 // setupTouchedTests returns the test code the setup commands changed,
-// sorted: every test file of before (the checkout's scan once the test
-// patch was applied, before the setup commands) that is now changed or
-// gone, and every test file now in a directory of the test patch's files
-// (or below one) that was not there. A test file appearing elsewhere (a
-// build copying a package's tests into build/) is not counted. A checkout
-// that cannot be scanned now counts as changed ("." for its root).
+// sorted: every test file of before (testScan once the test patch was
+// applied, before the setup commands) and every file the test patch
+// touches that is now changed, gone or back, and every test file now in a
+// directory of the test patch's files (or below one) that was not there.
+// A test file appearing elsewhere (a build copying a package's tests into
+// build/) is not counted. A checkout that cannot be scanned now counts as
+// changed ("." for its root).
 func (p *Prepared) setupTouchedTests(before treeScan) []string {
-	after, err := scanTree(p.ws)
+	after, err := p.testScan()
 	if err != nil {
 		return []string{"."}
 	}
 	var dirs []string
+	patchFiles := map[string]bool{}
 	for _, f := range p.restore {
-		dirs = append(dirs, path.Dir(filepath.ToSlash(f.path)))
+		name := filepath.ToSlash(f.path)
+		patchFiles[name] = true
+		dirs = append(dirs, path.Dir(name))
 	}
 	under := func(f string) bool {
 		return slices.ContainsFunc(dirs, func(d string) bool { return d == "." || strings.HasPrefix(f, d+"/") })
 	}
 	return changed(before, after, func(f string) bool {
+		if patchFiles[f] {
+			return true
+		}
 		if !validate.IsTestCode(f) {
 			return false
 		}

@@ -619,3 +619,55 @@ func TestPlantCanaryAppends(t *testing.T) {
 		})
 	}
 }
+
+// The setup commands run after the test code is put in place: what they
+// change of it is found by scanning before and after them. A file the test
+// patch touches counts whatever its kind (a golden file), a test file
+// anywhere counts when changed or deleted, and a new one where the test
+// patch's files are; a build's copy of the tests elsewhere does not.
+func TestSetupTouchedTests(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup map[string]string // written by the "setup commands"; "" removes
+		want  []string
+	}{
+		{"nothing", nil, nil},
+		{"a build's output", map[string]string{"build/lib/tests/test_calc.py": "x", "calc.so": "x", "calc.egg-info/entry_points.txt": "x"}, nil},
+		{"the test patch's golden file", map[string]string{"pkg/testdata_golden.json": "{}"}, []string{"pkg/testdata_golden.json"}},
+		{"the test patch's test file", map[string]string{"pkg/x_test.go": "package pkg\n"}, []string{"pkg/x_test.go"}},
+		{"another test file", map[string]string{"other/y_test.go": "package other\n"}, []string{"other/y_test.go"}},
+		{"a deleted test file", map[string]string{"other/y_test.go": ""}, []string{"other/y_test.go"}},
+		{"a new test file beside the test patch's", map[string]string{"pkg/sub/conftest.py": "x", "pkg/z_test.go": "x"}, []string{"pkg/sub/conftest.py", "pkg/z_test.go"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := writeTree(t, map[string]string{
+				"pkg/x_test.go":            "package pkg\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n",
+				"pkg/testdata_golden.json": "[]",
+				"other/y_test.go":          "package other\n\nimport \"testing\"\n\nfunc TestY(t *testing.T) {}\n",
+			})
+			p := &Prepared{ws: ws, restore: []baseFile{{path: "pkg/x_test.go"}, {path: filepath.FromSlash("pkg/testdata_golden.json")}}}
+			before, err := p.testScan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, content := range tc.setup {
+				f := filepath.Join(ws, filepath.FromSlash(name))
+				if content == "" {
+					if err := os.Remove(f); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := p.setupTouchedTests(before); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
