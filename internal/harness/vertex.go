@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/trussdev/truss/internal/provider"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
 	"github.com/trussdev/truss/internal/provider/gemini"
 	"github.com/trussdev/truss/internal/provider/googleauth"
@@ -40,6 +41,11 @@ func googleCloud(ctx context.Context, e Endpoint, name, setRegion, setProject st
 			return "", "", "", nil, configErrorf("provider %s: %v", name, err)
 		}
 		return "", "", "", nil, configErrorf("provider %s: the application-default credentials: %v", name, err)
+	}
+	// A token endpoint's refusal may quote the request that carried them,
+	// its form encoded: masked wherever an error shows it.
+	for _, v := range []string{creds.File.ClientSecret, creds.File.RefreshToken} {
+		provider.AddSecrets(v, url.QueryEscape(v))
 	}
 	project = cmpOr(project, creds.File.Project())
 	if project == "" {

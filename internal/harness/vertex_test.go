@@ -7,6 +7,9 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -284,6 +287,46 @@ func TestPlatformPlace(t *testing.T) {
 			d.New(context.Background(), Endpoint{BaseURL: "http://127.0.0.1:9", APIKey: "k", Region: tc.region, Project: tc.project, Sim: tc.sim, Place: &place})
 			if place != tc.want {
 				t.Errorf("place %q, want %q", place, tc.want)
+			}
+		})
+	}
+}
+
+// TestVertexTokenRefusalMasked: a token endpoint whose refusal quotes the
+// request it was sent (the file's client secret and refresh token, form
+// encoded) is shown with those masked, on either Vertex AI route.
+func TestVertexTokenRefusalMasked(t *testing.T) {
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client", "error_description": "bad request body: " + string(b)})
+	}))
+	defer tokens.Close()
+	for _, name := range []string{"vertex", "vertex-gemini"} {
+		t.Run(name, func(t *testing.T) {
+			o := fixture(t, vertexScript)
+			t.Setenv("HOME", t.TempDir())
+			t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adcFile(t, "authorized_user", tokens.URL+"/token", "p1"))
+			t.Setenv("ANTHROPIC_VERTEX_BASE_URL", tokens.URL)
+			t.Setenv("GOOGLE_VERTEX_BASE_URL", tokens.URL)
+			o.Provider, o.Script, o.SimDialect, o.Model, o.Surface, o.Region = name, "", "", "", "", "us-east5"
+			s, err := Open(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			out, err := s.Run(context.Background(), "hi")
+			if err == nil {
+				err = out.Agent.Err
+			}
+			if err == nil || !strings.Contains(err.Error(), "invalid_client") {
+				t.Fatalf("error %v, want the token endpoint's refusal", err)
+			}
+			for _, secret := range []string{"cs-4711", "rt-4711"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("the error shows %s: %v", secret, err)
+				}
 			}
 		})
 	}

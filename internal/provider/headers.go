@@ -7,7 +7,9 @@ import (
 
 // HeaderTransport adds Header to every request it sends through Base
 // (http.DefaultTransport when nil), replacing what the request had under
-// those names: the extra headers of a named provider.
+// those names: the extra headers of a named provider. The credentials a
+// request carries are recorded (AddSecrets), so that an error quoting
+// them shows them masked, whichever credential chain gave them.
 type HeaderTransport struct {
 	Base   http.RoundTripper
 	Header http.Header
@@ -21,12 +23,14 @@ func (t HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	if len(t.Header) == 0 {
+		noteSent(r.Header)
 		return base.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())
 	for k, vs := range t.Header {
 		r.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
 	}
+	noteSent(r.Header)
 	return base.RoundTrip(r)
 }
 

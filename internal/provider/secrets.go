@@ -2,7 +2,9 @@ package provider
 
 import (
 	"errors"
+	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -21,11 +23,12 @@ var credentialField = sync.OnceValue(func() *regexp.Regexp {
 
 // Mask hides credentials in s, a message that may carry a server's
 // answer: each of secrets (the key and header values the request was
-// sent with) that is at least MinSecret long, and the value of any
+// sent with) and of the credentials this process sent or holds (Sent)
+// that is at least MinSecret long, and the value of any
 // credential field (Authorization, x-api-key, api-key…) the server
 // echoed, are replaced by ***.
 func Mask(s string, secrets []string) string {
-	for _, v := range secrets {
+	for _, v := range append(secrets[:len(secrets):len(secrets)], Sent()...) {
 		v = strings.TrimSpace(v)
 		if len(v) >= MinSecret {
 			s = strings.ReplaceAll(s, v, "***")
@@ -72,4 +75,66 @@ func MaskError(err error, secrets []string) error {
 		return &maskedError{msg: Mask(s, secrets), err: err}
 	}
 	return err
+}
+
+// credentialHeaders are the request headers whose values are credentials:
+// a bearer token or a key, Google's, Azure's and Anthropic's key headers,
+// an AWS session token.
+var credentialHeaders = [...]string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "X-Amz-Security-Token"}
+
+// maxSent bounds the credentials AddSecrets keeps: a long session renews
+// its access tokens, and the oldest are let go.
+const maxSent = 64
+
+// sent are the credentials AddSecrets recorded, oldest first.
+var sent struct {
+	mu   sync.Mutex
+	vals []string
+}
+
+// AddSecrets records credentials this process holds or sent, for Mask to
+// hide wherever a server's answer or a credential chain's error quotes
+// them: the values of a request's credential headers (noteSent, as the
+// adapters' clients send them), a credential file's secrets. A value
+// shorter than MinSecret is not kept.
+func AddSecrets(vals ...string) {
+	sent.mu.Lock()
+	defer sent.mu.Unlock()
+	for _, v := range vals {
+		v = strings.TrimSpace(v)
+		if len(v) < MinSecret {
+			continue
+		}
+		if slices.Contains(sent.vals, v) {
+			continue
+		}
+		if len(sent.vals) >= maxSent {
+			sent.vals = append(sent.vals[:0], sent.vals[1:]...)
+		}
+		sent.vals = append(sent.vals, v)
+	}
+}
+
+// Sent are the credentials AddSecrets recorded.
+func Sent() []string {
+	sent.mu.Lock()
+	defer sent.mu.Unlock()
+	return append([]string(nil), sent.vals...)
+}
+
+// noteSent records the credentials h carries (credentialHeaders): a
+// token after its scheme ("Bearer", "Basic"), a key as it is. An AWS
+// signature is not a secret and is left out; its session token is kept.
+func noteSent(h http.Header) {
+	for _, k := range credentialHeaders {
+		for _, v := range h[k] {
+			if scheme, rest, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+				if strings.HasPrefix(scheme, "AWS4-") {
+					continue
+				}
+				v = rest
+			}
+			AddSecrets(v)
+		}
+	}
 }

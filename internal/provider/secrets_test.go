@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +68,60 @@ func TestRetryPolicyMasks(t *testing.T) {
 				t.Errorf("the masked error lost its cause: %v", err)
 			}
 		})
+	}
+}
+
+// TestSentCredentialsMasked: a credential the client sent in a header,
+// whichever chain gave it (a fetched access token, a session token from
+// a file), is masked when the server's error quotes it, though no
+// secret was given to Mask.
+func TestSentCredentialsMasked(t *testing.T) {
+	for _, tc := range []struct {
+		name, header, value, secret string
+	}{
+		{"a Google access token", "Authorization", "Bearer ya29.FETCHED-TOKEN-abc", "ya29.FETCHED-TOKEN-abc"},
+		{"an Entra token", "Authorization", "Bearer eyJENTRA.TOKEN.sig", "eyJENTRA.TOKEN.sig"},
+		{"an AWS session token", "X-Amz-Security-Token", "FILESESSIONSECRET", "FILESESSIONSECRET"},
+		{"an Azure key", "Api-Key", "azureKEY123456", "azureKEY123456"},
+		{"a Gemini key", "X-Goog-Api-Key", "AIzaGEMINIKEY99", "AIzaGEMINIKEY99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprintf(w, "UNAUTHENTICATED: you sent %s", r.Header.Get(tc.header))
+			}))
+			defer srv.Close()
+			req, err := http.NewRequest(http.MethodPost, srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set(tc.header, tc.value)
+			resp, err := HeaderClient(nil).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got := MaskError(&Error{Provider: "p", Kind: ErrAuth, Status: 401, Message: string(body)}, nil).Error()
+			if strings.Contains(got, tc.secret) || !strings.Contains(got, "***") {
+				t.Errorf("error %q shows the credential", got)
+			}
+		})
+	}
+}
+
+// TestAddSecrets: a credential a chain holds (a file's refresh token, in
+// the form a token request's body quotes it) is masked; a short value is
+// not kept.
+func TestAddSecrets(t *testing.T) {
+	AddSecrets("1//REFRESHSECRET", url.QueryEscape("1//REFRESHSECRET"), "abc")
+	for _, tc := range []struct{ in, want string }{
+		{"bad request body: refresh_token=1%2F%2FREFRESHSECRET", "bad request body: refresh_token=***"},
+		{"token 1//REFRESHSECRET revoked", "token *** revoked"},
+		{"abc is left", "abc is left"},
+	} {
+		if got := Mask(tc.in, nil); got != tc.want {
+			t.Errorf("Mask(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
