@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,6 +72,100 @@ type AnswerError struct {
 	Status  int
 	Header  http.Header
 	Body    []byte
+	// NotStream marks a success to a streamed request (Streamed) that is
+	// no event stream: a whole answer of a server that ignores
+	// "stream": true, a health check's JSON, plain text, nothing.
+	NotStream bool
+}
+
+// streamedKey marks a context whose requests ask for an event stream.
+type streamedKey struct{}
+
+// Streamed is ctx marked as the context of a request that asks for an
+// event stream: AnswerMiddleware ends a success that is no stream with an
+// *AnswerError (NotStream), before the SDK reads it as a stream cut short
+// and the turn is retried.
+func Streamed(ctx context.Context) context.Context {
+	return context.WithValue(ctx, streamedKey{}, true)
+}
+
+func isStreamed(ctx context.Context) bool {
+	v, _ := ctx.Value(streamedKey{}).(bool)
+	return v
+}
+
+// streamTypes are the Content-Types of the event streams the adapters
+// read: server-sent events, and AWS's event stream (Bedrock's).
+var streamTypes = [...]string{"text/event-stream", "application/vnd.amazon.eventstream"}
+
+// sseStart are the ways a server-sent event stream's first line begins.
+var sseStart = [...]string{"data:", "event:", "id:", "retry:", ":"}
+
+// notStream reads the beginning of a success to a streamed request whose
+// Content-Type is no event stream's: a body that begins as server-sent
+// events is put back, to be read as one (a server may label its stream
+// wrongly); another is the *AnswerError that says what came.
+func notStream(req *http.Request, resp *http.Response) *AnswerError {
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil {
+		for _, st := range streamTypes {
+			if mt == st {
+				return nil
+			}
+		}
+	}
+	br := bufio.NewReaderSize(resp.Body, 4<<10)
+	var t []byte
+	for n := 1; n <= 512; n++ {
+		b, err := br.Peek(n)
+		t = bytes.TrimLeft(b, " \t\r\n")
+		if err != nil || len(t) >= 6 || bytes.IndexByte(t, '\n') >= 0 {
+			break
+		}
+	}
+	for _, p := range sseStart {
+		if bytes.HasPrefix(t, []byte(p)) {
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{br, resp.Body}
+			return nil
+		}
+	}
+	b, _ := io.ReadAll(io.LimitReader(br, 64<<10))
+	resp.Body.Close()
+	return &AnswerError{Request: SentRequest(req, resp), Status: resp.StatusCode, Header: resp.Header, Body: b, NotStream: true}
+}
+
+// WholeAnswer reports whether body is a model's whole answer, not
+// streamed: a Chat Completions chat.completion, a Responses response, a
+// Messages message (Anthropic's, Bedrock's, Vertex AI's).
+func WholeAnswer(body []byte) bool {
+	var m struct {
+		Object  string          `json:"object"`
+		Type    string          `json:"type"`
+		Choices json.RawMessage `json:"choices"`
+		Content json.RawMessage `json:"content"`
+		Output  json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(body), &m) != nil {
+		return false
+	}
+	switch {
+	case m.Object == "chat.completion" || m.Object == "response":
+		return true
+	case m.Type == "message" && len(m.Content) > 0:
+		return true
+	}
+	return len(m.Choices) > 0 && m.Choices[0] == '['
+}
+
+// Unstreamed is the error of a whole answer given to a request for a
+// stream (WholeAnswer): the server, or a gateway before it, ignores
+// "stream": true. Not retried: it answers the same way again.
+func Unstreamed(providerName string, req *http.Request, status int, body []byte, hint string) *Error {
+	base := req.URL.Scheme + "://" + req.URL.Host
+	return &Error{Provider: providerName, Kind: ErrProtocol, Status: status, Final: true,
+		Message: fmt.Sprintf("the server at %s answered without streaming (it ignores stream: true; Truss reads only streamed answers): %s (%s)", base, Answered(req, status, body), hint)}
 }
 
 func (e *AnswerError) Error() string { return Answered(e.Request, e.Status, e.Body) }
@@ -89,6 +185,12 @@ func AnswerMiddleware(own ErrorShape) func(*http.Request, func(*http.Request) (*
 			return nil, &AnswerError{Request: SentRequest(req, resp), Status: resp.StatusCode, Header: resp.Header, Body: b}
 		}
 		ok2xx := resp.StatusCode >= 200 && resp.StatusCode <= 299
+		if ok2xx && isStreamed(req.Context()) {
+			if ae := notStream(req, resp); ae != nil {
+				return nil, ae
+			}
+			return resp, nil
+		}
 		if ok2xx && (req.Method != http.MethodPost || !jsonType(resp)) || resp.StatusCode < 200 || resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			return resp, nil
 		}
@@ -221,6 +323,9 @@ func ForeignAnswer(err error, providerName, service, hint string) (*Error, bool)
 	}
 	if ae.Status >= 300 && ae.Status < 400 {
 		return Redirected(providerName, ae.Request, ae.Status, ae.Header.Get("Location"), hint), true
+	}
+	if ae.NotStream && WholeAnswer(ae.Body) {
+		return Unstreamed(providerName, ae.Request, ae.Status, ae.Body, hint), true
 	}
 	if NotAPIStatus(ae.Status) || ae.Status < 300 {
 		return NotAPI(providerName, service, ae.Request, ae.Status, ae.Body, hint), true

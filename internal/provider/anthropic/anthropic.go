@@ -309,6 +309,7 @@ func (b *betaEvents) Err() error {
 // stream sends one attempt: through the beta client when the request
 // carries context_management, else the plain one.
 func (c *Client) stream(ctx context.Context, modelName string, body []byte) events {
+	ctx = provider.Streamed(ctx)
 	opt := option.WithRequestBody("application/json", body)
 	if len(c.cfg.ContextManagement) > 0 {
 		// The Go SDK's beta client names the beta operation only in the

@@ -304,6 +304,11 @@ func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta
 		if ch.Error != "" {
 			return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrStream, Message: "error in the middle of the stream: " + ch.Error}
 		}
+		if lines == 1 && !chunkShape(line) {
+			// JSON, but not a chunk of Ollama's stream (each says done):
+			// a health check's answer, another API's.
+			return nil, provider.NotAPI("ollama", "Ollama", hreq, hresp.StatusCode, line, c.notAPIHint())
+		}
 		if ch.Message.Content != "" {
 			text.WriteString(ch.Message.Content)
 			if onDelta != nil {
@@ -330,6 +335,10 @@ func (c *Client) once(ctx context.Context, body []byte, onDelta func(model.Delta
 			return nil, ctx.Err()
 		}
 		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrStream, Err: err, Message: "the stream broke off: " + err.Error()}
+	}
+	if lines == 0 {
+		// Nothing at all: no Ollama answers a chat so.
+		return nil, provider.NotAPI("ollama", "Ollama", hreq, hresp.StatusCode, nil, c.notAPIHint())
 	}
 	if !done {
 		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrStream, Message: "the stream ended before its final chunk (done: true)"}
@@ -567,4 +576,13 @@ func (c *Client) authorize(hreq *http.Request) {
 	if c.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
+}
+
+// chunkShape reports whether line, a JSON object, is in the shape of a
+// chunk of Ollama's stream: every chunk says whether it is the last.
+func chunkShape(line []byte) bool {
+	var ch struct {
+		Done *bool `json:"done"`
+	}
+	return json.Unmarshal(line, &ch) == nil && ch.Done != nil
 }

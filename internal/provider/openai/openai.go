@@ -532,7 +532,7 @@ type streamState struct {
 func (c *Client) once(ctx context.Context, modelName string, body []byte, onDelta func(model.Delta)) (*model.Response, error) {
 	// This attempt's own bytes: the request is recorded as its parts.
 	capture := &provider.Capture{SkipRequest: true}
-	ctx = capture.Context(ctx)
+	ctx = provider.Streamed(capture.Context(ctx))
 	stream := c.client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: shared.ResponsesModel(modelName)},
 		option.WithRequestBody("application/json", body))
 	defer stream.Close()

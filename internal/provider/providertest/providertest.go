@@ -157,6 +157,25 @@ func JSONServer(t testing.TB, status int, body string) (base string, hits *atomi
 	return srv.URL, hits
 }
 
+// TypedServer is the address of a server that answers every request with
+// status and body, of contentType (none when ""). hits counts its
+// requests.
+func TypedServer(t testing.TB, status int, contentType, body string) (base string, hits *atomic.Int32) {
+	t.Helper()
+	hits = new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.Copy(io.Discard, r.Body)
+		if contentType != "" {
+			w.Header().Set("Content-Type", contentType)
+		}
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, hits
+}
+
 // Router404s are the JSON 404s of routers that are not a model API: a
 // FastAPI app's (vLLM, LiteLLM without /v1), llama.cpp's server's for an
 // unknown route, a string error.
@@ -293,5 +312,49 @@ func CheckListMasked(t *testing.T, status int, body string, list func(base strin
 	}
 	if strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), "***") {
 		t.Errorf("error %q shows the key, or not where it was hidden", err)
+	}
+}
+
+// Answers of a server that ignores "stream": true, each adapter's whole
+// answer as its API gives it unstreamed.
+const (
+	WholeChat      = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`
+	WholeResponses = `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Hello.","annotations":[]}]}]}`
+	WholeMessages  = `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hello."}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":2}}`
+)
+
+// CheckNotStream runs turn against servers that answer 200 with no event
+// stream (whole, the adapter's whole answer given unstreamed, a health
+// check's JSON, plain text, an empty body) and fails t unless each is one
+// error without a retry: "answered without streaming" for whole, not the
+// API (ErrNotAPI) for the others, with what the server answered.
+func CheckNotStream(t *testing.T, whole string, turn func(base string) error) {
+	t.Helper()
+	for _, tc := range []struct {
+		name, contentType, body string
+		kind                    provider.ErrorKind
+		want                    []string
+	}{
+		{"a whole answer", "application/json", whole, provider.ErrProtocol, []string{"answered without streaming", "ignores stream: true", "answered 200 OK"}},
+		{"a health check's JSON", "application/json", `{"status":"ok"}`, provider.ErrNotAPI, []string{"does not look like", `answered 200 OK: "{\"status\":\"ok\"}"`}},
+		{"plain text", "text/plain", "OK\n", provider.ErrNotAPI, []string{"does not look like", `answered 200 OK: "OK"`}},
+		{"an empty body", "", "", provider.ErrNotAPI, []string{"does not look like", "answered 200 OK with an empty body"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, hits := TypedServer(t, http.StatusOK, tc.contentType, tc.body)
+			err := turn(base)
+			var pe *provider.Error
+			if !errors.As(err, &pe) || pe.Kind != tc.kind {
+				t.Fatalf("error %v, want a %s", err, tc.kind)
+			}
+			if n := hits.Load(); n != 1 {
+				t.Errorf("%d requests, want 1 (no retry)", n)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not hold %q", err, w)
+				}
+			}
+		})
 	}
 }
