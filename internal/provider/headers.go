@@ -9,7 +9,8 @@ import (
 // (http.DefaultTransport when nil), replacing what the request had under
 // those names: the extra headers of a named provider. The credentials a
 // request carries are recorded (AddSecrets), so that an error quoting
-// them shows them masked, whichever credential chain gave them.
+// them shows them masked, whichever credential chain gave them. A plain
+// HTTP request answered as a TLS port answers one is a *TLSPortError.
 type HeaderTransport struct {
 	Base   http.RoundTripper
 	Header http.Header
@@ -24,14 +25,16 @@ func (t HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if len(t.Header) == 0 {
 		noteSent(r.Header)
-		return base.RoundTrip(r)
+		resp, err := base.RoundTrip(r)
+		return tlsPort(r, resp, err)
 	}
 	r = r.Clone(r.Context())
 	for k, vs := range t.Header {
 		r.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
 	}
 	noteSent(r.Header)
-	return base.RoundTrip(r)
+	resp, err := base.RoundTrip(r)
+	return tlsPort(r, resp, err)
 }
 
 // HeaderClient is an HTTP client on NewTransport that adds h to every

@@ -161,6 +161,16 @@ func TransportError(ctx context.Context, providerName, unreachableHint string, e
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	var tp *TLSPortError
+	if errors.As(err, &tp) {
+		// The server is there and answered, at another scheme: that it
+		// runs is not in doubt.
+		msg := tp.Error() + "; " + speaksTLSHint
+		if h := strings.TrimSuffix(unreachableHint, " and that the server is running"); h != "" {
+			msg += " (" + h + ")"
+		}
+		return &Error{Provider: providerName, Kind: ErrUnreachable, Final: true, Err: err, Message: msg}
+	}
 	var ue *url.Error
 	var ne *net.OpError
 	if errors.As(err, &ne) || (errors.As(err, &ue) && !errors.Is(err, context.Canceled)) {
@@ -359,12 +369,13 @@ func (c *Contact) note(err error) {
 // NoConnection reports whether err is a failure to connect at all: the
 // host name does not resolve, the host refused or could not be routed
 // to, or no TLS session could be made over the connection
-// (HandshakeError). A connection that broke after it was made is not one.
+// (HandshakeError), or the server speaks TLS to a plain HTTP request
+// (TLSPortError). A connection that broke after it was made is not one.
 func NoConnection(err error) bool {
 	var dns *net.DNSError
 	var hs *HandshakeError
 	return errors.As(err, &dns) || errors.As(err, &hs) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) || PlainHTTP(err)
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) || PlainHTTP(err) || SpeaksTLS(err)
 }
 
 // PlainHTTP reports whether err is a TLS handshake that a server speaking
@@ -381,11 +392,14 @@ func PlainHTTP(err error) bool {
 const plainHTTPHint = "the server speaks plain HTTP: use http:// in its address"
 
 // explain adds to err's message what a failure's cause says to do, where
-// the adapter's own words cannot know it (PlainHTTP).
+// the adapter's own words cannot know it (PlainHTTP, SpeaksTLS).
 func explain(err error) error {
 	var pe *Error
 	if PlainHTTP(err) && errors.As(err, &pe) && !strings.Contains(pe.Message, plainHTTPHint) {
 		pe.Message += "; " + plainHTTPHint
+	}
+	if SpeaksTLS(err) && errors.As(err, &pe) && !strings.Contains(pe.Message, speaksTLSHint) {
+		pe.Message += "; the server speaks TLS: " + speaksTLSHint
 	}
 	return err
 }
@@ -438,7 +452,7 @@ func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, e
 			return attempt, nil
 		}
 		var pe *Error
-		if !errors.As(err, &pe) || !pe.Retryable() || attempt >= p.MaxAttempts || ctx.Err() != nil || PlainHTTP(err) {
+		if !errors.As(err, &pe) || !pe.Retryable() || attempt >= p.MaxAttempts || ctx.Err() != nil || PlainHTTP(err) || SpeaksTLS(err) {
 			return attempt, err
 		}
 		if p.Contact != nil && !p.Contact.Answered() && NoConnection(err) {

@@ -2,12 +2,15 @@ package provider
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -132,4 +135,101 @@ func answersHTTP(ctx context.Context, nd *net.Dialer, addr, host string) bool {
 	}
 	f := strings.Fields(line)
 	return len(f) >= 2 && strings.HasPrefix(f[0], "HTTP/1.") && len(f[1]) == 3 && f[1] != "400"
+}
+
+// TLSPortError is a plain HTTP request answered as a TLS port answers
+// one: a 400 that says so (nginx's "The plain HTTP request was sent to
+// HTTPS port", Go's and Apache's), or a connection closed at the request
+// by a server that completes a TLS handshake. An http:// address of an
+// https:// server, which no retry mends.
+type TLSPortError struct {
+	Addr string // host:port
+	// Answer is what the server did: `answered 400 "…"`, or the
+	// connection's error.
+	Answer string
+	Err    error
+}
+
+func (e *TLSPortError) Error() string {
+	return "the server at " + e.Addr + " speaks TLS: it " + e.Answer + " to a plain HTTP request"
+}
+
+func (e *TLSPortError) Unwrap() error { return e.Err }
+
+// speaksTLSHint is what the error of a TLSPortError says to do.
+const speaksTLSHint = "use https:// in its address"
+
+// tlsPortPhrases are what TLS servers answer a plain HTTP request with,
+// in a 400's body, lowercased: nginx's, Go's (Caddy, Traefik), Apache's.
+var tlsPortPhrases = [...]string{
+	"plain http request was sent to https port",
+	"client sent an http request to an https server",
+	"speaking plain http to an ssl-enabled server port",
+}
+
+// tlsPort is the round trip of a plain HTTP request r, whose answer was
+// resp or err, as a *TLSPortError when the server speaks TLS (see
+// TLSPortError); else resp and err as they were, resp's body put back
+// when it was read.
+func tlsPort(r *http.Request, resp *http.Response, err error) (*http.Response, error) {
+	if r.URL.Scheme != "http" || r.Context().Err() != nil {
+		return resp, err
+	}
+	addr := canonicalAddr(r.URL)
+	if err != nil {
+		if closedEarly(err) && speaksTLS(r.Context(), addr, r.URL.Hostname()) {
+			return nil, &TLSPortError{Addr: addr, Answer: "closed the connection (" + err.Error() + ")", Err: err}
+		}
+		return resp, err
+	}
+	if resp.StatusCode != http.StatusBadRequest {
+		return resp, err
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	lower := strings.ToLower(string(b))
+	for _, p := range tlsPortPhrases {
+		if i := strings.Index(lower, p); i >= 0 {
+			resp.Body.Close()
+			return nil, &TLSPortError{Addr: addr, Answer: "answered 400 " + strconv.Quote(string(b[i:i+len(p)]))}
+		}
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
+	return resp, nil
+}
+
+// canonicalAddr is u's host:port, the scheme's port when u names none.
+func canonicalAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// speaksTLS reports whether the server at addr completes a TLS handshake
+// (whatever its certificate: only whether it speaks TLS is asked, and
+// nothing is sent over the session).
+func speaksTLS(ctx context.Context, addr, host string) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	d := tls.Dialer{Config: &tls.Config{ServerName: host, InsecureSkipVerify: true}} //nolint:gosec // a probe: no data is sent
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// SpeaksTLS reports whether err is a plain HTTP request to a server that
+// speaks TLS (TLSPortError).
+func SpeaksTLS(err error) bool {
+	var tp *TLSPortError
+	return errors.As(err, &tp)
 }

@@ -697,6 +697,9 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	}
 	var ne *net.OpError
 	var ue *url.Error
+	if provider.SpeaksTLS(err) {
+		return provider.TransportError(ctx, "anthropic", c.hint, err)
+	}
 	if errors.As(err, &ne) || errors.As(err, &ue) {
 		return &provider.Error{Provider: "anthropic", Kind: provider.ErrUnreachable, Err: err,
 			Message: fmt.Sprintf("cannot reach %s (%v); %s", c.service, err, c.hint)}

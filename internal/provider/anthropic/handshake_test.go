@@ -34,3 +34,28 @@ func TestPlainHTTPS(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainToTLS: an http:// base URL of a TLS server (nginx's 400, Go's,
+// a reset connection) is one unretried error saying to use https://, on
+// the Claude API, Bedrock and Vertex AI alike.
+func TestPlainToTLS(t *testing.T) {
+	token := oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "t"})
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		model string
+		want  string
+	}{
+		{"anthropic", Config{APIKey: "k"}, "claude-sonnet-4-5", "ANTHROPIC_BASE_URL"},
+		{"bedrock", Config{Bedrock: &Bedrock{Region: "us-east-1", Token: "t"}}, "anthropic.claude-sonnet-4-5-20250929-v1:0", "ANTHROPIC_BEDROCK_BASE_URL"},
+		{"vertex", Config{Vertex: &Vertex{Region: "us-east5", Project: "p", Token: token}}, "claude-sonnet-4-5@20250929", "ANTHROPIC_VERTEX_BASE_URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			providertest.CheckPlainToTLS(t, func(base string, retry provider.RetryPolicy) error {
+				cfg := tc.cfg
+				cfg.BaseURL, cfg.Retry = base, retry
+				return providertest.OneTurn(New(cfg), tc.model)
+			}, tc.want)
+		})
+	}
+}

@@ -21,3 +21,11 @@ func TestPlainHTTPS(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainToTLS: an http:// base URL of a TLS server (nginx's 400, Go's,
+// a reset connection) is one unretried error saying to use https://.
+func TestPlainToTLS(t *testing.T) {
+	providertest.CheckPlainToTLS(t, func(base string, retry provider.RetryPolicy) error {
+		return providertest.OneTurn(New(Config{BaseURL: base + "/v1", APIKey: "k", Retry: retry}), "m")
+	}, "chat: ", "(check OPENAI_BASE_URL)")
+}

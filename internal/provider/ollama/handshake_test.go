@@ -21,3 +21,12 @@ func TestPlainHTTPS(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainToTLS: an OLLAMA_HOST of http:// for a TLS server (nginx's
+// 400, Go's, a reset connection) is one unretried error saying to use
+// https://.
+func TestPlainToTLS(t *testing.T) {
+	providertest.CheckPlainToTLS(t, func(base string, retry provider.RetryPolicy) error {
+		return providertest.OneTurn(&Client{Host: base, Retry: retry}, "qwen3:8b")
+	}, "ollama: ", "OLLAMA_HOST")
+}

@@ -257,6 +257,9 @@ func (c *Client) send(ctx context.Context, hreq *http.Request) (*http.Response, 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if provider.SpeaksTLS(err) {
+			return nil, provider.TransportError(ctx, "ollama", cmp.Or(c.ReachHint, "check OLLAMA_HOST"), err)
+		}
 		return nil, &provider.Error{Provider: "ollama", Kind: provider.ErrUnreachable, Err: err,
 			Message: fmt.Sprintf("cannot reach Ollama at %s (%v); %s", shownHost(c.Host), rootCause(err), cmp.Or(c.ReachHint, "start it with `ollama serve` or set OLLAMA_HOST"))}
 	}

@@ -15,3 +15,11 @@ func TestPlainHTTPS(t *testing.T) {
 		return providertest.OneTurn(New(Config{BaseURL: base + "/v1", APIKey: "k", Retry: retry, HTTP: provider.HeaderClient(nil)}), "gpt-5.2")
 	}, "OPENAI_BASE_URL")
 }
+
+// TestPlainToTLS: an http:// base URL of a TLS server (nginx's 400, Go's,
+// a reset connection) is one unretried error saying to use https://.
+func TestPlainToTLS(t *testing.T) {
+	providertest.CheckPlainToTLS(t, func(base string, retry provider.RetryPolicy) error {
+		return providertest.OneTurn(New(Config{BaseURL: base + "/v1", APIKey: "k", Retry: retry, HTTP: provider.HeaderClient(nil)}), "gpt-5.2")
+	}, "OPENAI_BASE_URL")
+}

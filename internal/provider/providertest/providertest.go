@@ -4,8 +4,10 @@
 package providertest
 
 import (
+	"bufio"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -351,6 +353,101 @@ func CheckNotStream(t *testing.T, whole string, turn func(base string) error) {
 				t.Errorf("%d requests, want 1 (no retry)", n)
 			}
 			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not hold %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// nginxTLSPort is nginx's answer to a plain HTTP request on its TLS port.
+const nginxTLSPort = "HTTP/1.1 400 Bad Request\r\nServer: nginx\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n" +
+	"<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n" +
+	"<center>The plain HTTP request was sent to HTTPS port</center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+
+// TLSServer is the host:port of a server that speaks TLS (any handshake
+// completes) and meets a plain HTTP request as plain does: "nginx"
+// answers nginx's 400, "go" Go's own ("Client sent an HTTP request to an
+// HTTPS server."), "reset" resets the connection, as Python's ssl
+// module's server does. plain counts the plain requests.
+func TLSServer(t testing.TB, plain string) (hostport string, plainHits *atomic.Int32) {
+	t.Helper()
+	plainHits = new(atomic.Int32)
+	ts := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(ts.Close)
+	if plain == "go" {
+		ts.Config.ConnState = func(c net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				plainHits.Add(1)
+			}
+		}
+		return ts.Listener.Addr().String(), plainHits
+	}
+	cfg := ts.TLS.Clone()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				var b [1]byte
+				if n, _ := c.Read(b[:]); n != 1 {
+					return
+				}
+				if b[0] == 0x16 {
+					tls.Server(&prefixConn{Conn: c, first: b[0]}, cfg).Handshake()
+					return
+				}
+				plainHits.Add(1)
+				if plain == "reset" {
+					if tc, ok := c.(*net.TCPConn); ok {
+						tc.SetLinger(0)
+					}
+					return
+				}
+				http.ReadRequest(bufio.NewReader(&prefixConn{Conn: c, first: b[0]}))
+				io.WriteString(c, nginxTLSPort)
+			}()
+		}
+	}()
+	return l.Addr().String(), plainHits
+}
+
+// CheckPlainToTLS runs turn with the http:// address (no path) of each
+// kind of TLSServer and a retrying policy whose server was never
+// answered, and fails t unless the turn's error is one unretried
+// unreachable error that leaves the model unreached, says the server
+// speaks TLS and to use https://, and holds every string of want.
+func CheckPlainToTLS(t *testing.T, turn func(base string, retry provider.RetryPolicy) error, want ...string) {
+	t.Helper()
+	for _, plain := range []string{"nginx", "go", "reset"} {
+		t.Run(plain, func(t *testing.T) {
+			addr, hits := TLSServer(t, plain)
+			var retries int
+			p := Retrying
+			p.Contact = &provider.Contact{}
+			p.OnRetry = func(int, time.Duration, error) { retries++ }
+			err := turn("http://"+addr, p)
+			var pe *provider.Error
+			if !errors.As(err, &pe) || pe.Kind != provider.ErrUnreachable {
+				t.Fatalf("error %v, want an ErrUnreachable", err)
+			}
+			if retries != 0 || hits.Load() != 1 {
+				t.Errorf("%d retries, %d plain requests, want none and 1", retries, hits.Load())
+			}
+			if !provider.Unreached(err) {
+				t.Error("the model counts as reached: the session would be kept")
+			}
+			for _, w := range append([]string{"the server at " + addr + " speaks TLS", "use https:// in its address"}, want...) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not hold %q", err, w)
 				}
