@@ -1205,6 +1205,11 @@ func (s *Session) thinkingFlags(def ProviderDef) error {
 		}
 		return configErrorf("%s: %s cannot turn its thinking off (its thinkingBudget is 128 to 32768 tokens): pass --thinking 128 for the least, or use gemini-2.5-flash, which can", flag, o.Model)
 	}
+	if w == gemini.Dialect && thinking && *o.ThinkingTokens != 0 && !gemini.IsGemini3(o.Model) {
+		if lo, hi, ok := geminiBudgetRange(o.Model); ok && (*o.ThinkingTokens < lo || *o.ThinkingTokens > hi) {
+			return configErrorf("--thinking %d: %s's thinkingBudget is %d to %d tokens (Google's thinking guide): pass a budget in that range, such as %d", *o.ThinkingTokens, o.Model, lo, hi, min(max(*o.ThinkingTokens, lo), hi))
+		}
+	}
 	if effort && o.ReasoningEffort != "none" && (w == openaiprov.Dialect || w == "chat") {
 		if prof := def.Profile(o.Model); !prof.Guess && prof.Reasoning == "" && !def.AnyMaker && !def.Named {
 			return configErrorf("--reasoning-effort %s: %s does not reason (Truss's model catalog, truss models), and OpenAI refuses the setting for it: drop the flag, or use a reasoning model", o.ReasoningEffort, o.Model)
@@ -1240,6 +1245,23 @@ func (s *Session) thinkingFlags(def ProviderDef) error {
 		s.warn("warning: " + u)
 	}
 	return nil
+}
+
+// geminiBudgetRange is the range of thinkingBudget a Gemini 2.5 model
+// takes besides 0 (off, where it can) and -1 (dynamic), as Google's
+// thinking guide gives it (ai.google.dev/gemini-api/docs/thinking): 2.5
+// Pro 128 to 32,768, 2.5 Flash 0 to 24,576, 2.5 Flash-Lite 512 to 24,576,
+// each below the models' output limit of 65,536. False for another model.
+func geminiBudgetRange(modelName string) (lo, hi int, ok bool) {
+	switch m := strings.ToLower(modelName); {
+	case strings.Contains(m, "gemini-2.5-pro"):
+		return 128, 32768, true
+	case strings.Contains(m, "gemini-2.5-flash-lite"):
+		return 512, 24576, true
+	case strings.Contains(m, "gemini-2.5-flash"):
+		return 0, 24576, true
+	}
+	return 0, 0, false
 }
 
 // startPredial starts connecting to the server the session's provider
