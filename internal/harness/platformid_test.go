@@ -52,7 +52,11 @@ func TestPlatformIDWarning(t *testing.T) {
 			[]string{"pass Bedrock's, eu.anthropic.claude-sonnet-4-5-20250929-v1:0"}, "opus"},
 		{"bedrock, Tokyo", bedrock, "claude-sonnet-4-6", "ap-northeast-1", []string{"pass Bedrock's, jp.anthropic.claude-sonnet-4-6 "}, ""},
 		{"bedrock, no profile of the geography", bedrock, "claude-opus-4-5", "ap-southeast-2", []string{"pass Bedrock's, global.anthropic.claude-opus-4-5-20251101-v1:0 "}, ""},
-		{"bedrock, an id no page gave", bedrock, "claude-haiku-4-5", "us-east-1",
+		{"bedrock, Haiku 4.5 in us-east-1", bedrock, "claude-haiku-4-5", "us-east-1",
+			[]string{"pass Bedrock's, us.anthropic.claude-haiku-4-5-20251001-v1:0 (its model id is anthropic.claude-haiku-4-5-20251001-v1:0)"}, "sonnet"},
+		{"bedrock, Opus 4.1, only in the us profile", bedrock, "claude-opus-4-1", "us-west-2", []string{"pass Bedrock's, us.anthropic.claude-opus-4-1-20250805-v1:0 "}, ""},
+		{"bedrock, Opus 4's -0 alias", bedrock, "claude-opus-4-0", "us-east-1", []string{"pass Bedrock's, us.anthropic.claude-opus-4-20250514-v1:0 "}, ""},
+		{"bedrock, an id no page gave", bedrock, "claude-opus-4-7", "us-east-1",
 			[]string{"pass Bedrock's id of the same model or an inference profile's ARN (aws bedrock list-inference-profiles lists them)"}, "sonnet"},
 		{"bedrock, its own id", bedrock, "us.anthropic.claude-opus-4-5-20251101-v1:0", "us-east-1", nil, ""},
 		{"vertex, the Claude API's id", vertex, "claude-sonnet-4-5", "us-east5",
@@ -60,7 +64,8 @@ func TestPlatformIDWarning(t *testing.T) {
 		{"vertex, Haiku's dated API id", vertex, "claude-haiku-4-5-20251001", "", []string{"pass --model claude-haiku-4-5@20251001"}, "sonnet"},
 		{"vertex, its own id", vertex, "claude-sonnet-4-5@20250929", "", nil, ""},
 		{"vertex, an id without a date", vertex, "claude-opus-4-6", "", nil, ""},
-		{"vertex, an id no page gave", vertex, "claude-opus-4-5", "", nil, ""},
+		{"vertex, Opus 4.5's API id", vertex, "claude-opus-4-5", "", []string{"pass --model claude-opus-4-5@20251101"}, ""},
+		{"vertex, an id no page gave", vertex, "claude-opus-4-7", "", nil, ""},
 		{"anthropic", anthropic, "claude-opus-4-5", "", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -40,17 +40,25 @@ const (
 	// which have none.
 	vertexIDs    = "https://docs.claude.com/zh-CN/api/claude-on-vertex-ai"
 	vertexNewIDs = "https://platform.claude.com/docs/ru/build-with-claude/claude-on-vertex-ai"
-	platformRead = "2026-12-07"
+	// bedrockMoreIDs is the Bedrock page's fuller table (its Portuguese
+	// copy), which also lists Claude Haiku 4.5, Opus 4.1 and Opus 4;
+	// vertexGoogleIDs is Google's own page of the Vertex AI ids (its
+	// German copy), which also lists Claude Opus 4.5.
+	bedrockMoreIDs  = "https://platform.claude.com/docs/pt-BR/build-with-claude/claude-on-amazon-bedrock"
+	vertexGoogleIDs = "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/use-claude?hl=de"
+	platformRead    = "2026-12-07"
 )
 
 // PlatformIDs returns the ids the platform ("bedrock", "vertex") gives
 // the catalog's models, newest models first: only those an official page
-// listed. A model the platform runs but no page read confirmed (Bedrock's
-// Claude Haiku 4.5 and Opus 4.1, Vertex AI's Claude Opus 4.5) has none.
+// listed. A model the platform runs but no page read confirmed has none.
 func PlatformIDs(platform string) []PlatformID {
-	bedrock := func(pattern, id string, geos ...string) PlatformID {
-		return PlatformID{Platform: "bedrock", Pattern: pattern, ID: id, Profiles: geos, Source: bedrockIDs, Checked: platformRead,
+	bedrockFrom := func(src, pattern, id string, geos ...string) PlatformID {
+		return PlatformID{Platform: "bedrock", Pattern: pattern, ID: id, Profiles: geos, Source: src, Checked: platformRead,
 			Title: "Bedrock", Lists: "aws bedrock list-inference-profiles lists them"}
+	}
+	bedrock := func(pattern, id string, geos ...string) PlatformID {
+		return bedrockFrom(bedrockIDs, pattern, id, geos...)
 	}
 	vertex := func(pattern, id, src string) PlatformID {
 		return PlatformID{Platform: "vertex", Pattern: pattern, ID: id, Source: src, Checked: platformRead,
@@ -60,12 +68,16 @@ func PlatformIDs(platform string) []PlatformID {
 		bedrock("claude-opus-4-6", "anthropic.claude-opus-4-6-v1", "global", "us", "eu", "jp", "apac"),
 		bedrock("claude-sonnet-4-6", "anthropic.claude-sonnet-4-6", "global", "us", "eu", "jp"),
 		bedrock("claude-opus-4-5", "anthropic.claude-opus-4-5-20251101-v1:0", "global", "us", "eu"),
+		bedrockFrom(bedrockMoreIDs, "claude-haiku-4-5", "anthropic.claude-haiku-4-5-20251001-v1:0", "global", "us", "eu"),
 		bedrock("claude-sonnet-4-5", "anthropic.claude-sonnet-4-5-20250929-v1:0", "global", "us", "eu", "jp"),
+		bedrockFrom(bedrockMoreIDs, "claude-opus-4-1", "anthropic.claude-opus-4-1-20250805-v1:0", "us"),
+		bedrockFrom(bedrockMoreIDs, "claude-opus-4", "anthropic.claude-opus-4-20250514-v1:0", "us"),
 		bedrock("claude-sonnet-4", "anthropic.claude-sonnet-4-20250514-v1:0", "global", "us", "eu", "apac"),
 		bedrock("claude-3-7-sonnet", "anthropic.claude-3-7-sonnet-20250219-v1:0", "us", "eu", "apac"),
 
 		vertex("claude-opus-4-6", "claude-opus-4-6", vertexNewIDs),
 		vertex("claude-sonnet-4-6", "claude-sonnet-4-6", vertexNewIDs),
+		vertex("claude-opus-4-5", "claude-opus-4-5@20251101", vertexGoogleIDs),
 		vertex("claude-sonnet-4-5", "claude-sonnet-4-5@20250929", vertexIDs),
 		vertex("claude-haiku-4-5", "claude-haiku-4-5@20251001", vertexIDs),
 		vertex("claude-opus-4-1", "claude-opus-4-1@20250805", vertexIDs),
