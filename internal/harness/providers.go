@@ -1238,6 +1238,9 @@ func (s *Session) thinkingFlags(def ProviderDef) error {
 			}
 		}
 	}
+	if len(o.ServerTools) > 0 && w != "anthropic" {
+		unused = append(unused, "--server-tool is not used by provider "+def.Name+": server tools ("+strings.Join(anthropicprov.ServerTools(), ", ")+") are tools of Anthropic's Messages API (--provider anthropic, vertex or bedrock)")
+	}
 	if o.Stateful && w != openaiprov.Dialect {
 		unused = append(unused, "--stateful is not used by provider "+def.Name+": it chains the turns of OpenAI's Responses API (--provider openai or azure), which its server keeps")
 	}
@@ -1246,6 +1249,10 @@ func (s *Session) thinkingFlags(def ProviderDef) error {
 	}
 	return nil
 }
+
+// ServerToolNames are the names --server-tool takes: the Messages API's
+// provider-executed tools the adapter enables.
+func ServerToolNames() []string { return anthropicprov.ServerTools() }
 
 // geminiBudgetRange is the range of thinkingBudget a Gemini 2.5 model
 // takes besides 0 (off, where it can) and -1 (dynamic), as Google's

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"github.com/trussdev/truss/internal/cli"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/suggest"
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
@@ -45,11 +47,24 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.Var(&p.serverTools, "server-tool", "enable a provider-executed tool (anthropic: web_search, web_fetch, code_execution); recorded as unverified (repeatable)")
 }
 
-// options sets the provider's options.
-func (p *providerFlags) options(o *harness.Options) {
+// options checks the provider's flags and sets its options: a server
+// tool not among harness.ServerToolNames is a usage error, with the one
+// it most likely meant.
+func (p *providerFlags) options(o *harness.Options) error {
+	names := harness.ServerToolNames()
+	for _, t := range p.serverTools {
+		if !slices.Contains(names, t) {
+			msg := fmt.Sprintf("--server-tool %q is not one of %s or %s", t, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+			if near := suggest.Nearest(t, names); near != "" {
+				msg += "; did you mean " + near + "?"
+			}
+			return cli.UsageError{Msg: msg}
+		}
+	}
 	o.Provider, o.Model, o.Surface, o.Script, o.SimDialect = p.provider, p.model, p.surface, p.script, p.simDialect
 	o.ServerTools, o.Stateful, o.ContextEditing = p.serverTools, p.stateful, p.ctxEdit
 	o.Region, o.Project, o.APIVersion = p.region, p.project, p.apiVersion
+	return nil
 }
 
 // workspaceFlags configure the workspace and its tools.
@@ -171,7 +186,9 @@ model catalog's, a named provider's own, or --context's window.`)
 		return err
 	}
 	o := harness.Options{Version: version, OnWarning: warner(stderr), Validation: vf.options()}
-	p.options(&o)
+	if err := p.options(&o); err != nil {
+		return err
+	}
 	if err := mf.options(&o.MCP); err != nil {
 		return err
 	}

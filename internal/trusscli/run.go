@@ -95,7 +95,9 @@ func (r *runFlags) options() (harness.Options, error) {
 		n := r.thinking.n
 		o.ThinkingTokens = &n
 	}
-	r.providerFlags.options(&o)
+	if err := r.providerFlags.options(&o); err != nil {
+		return o, err
+	}
 	if err := r.workspaceFlags.options(&o); err != nil {
 		return o, err
 	}

@@ -53,8 +53,8 @@ type Config struct {
 	// (the interleaved-thinking beta, as Claude Code sends it). max_tokens
 	// is raised past the budget when it does not exceed it.
 	ThinkingBudget int64
-	// ServerTools enables provider-executed tools: "web_search", "web_fetch",
-	// "code_execution" (newest versions). Their use is recorded as
+	// ServerTools enables provider-executed tools: "web_search",
+	// "web_fetch", "code_execution" (newest versions; ServerTools()). Their use is recorded as
 	// unverified and never counts as validation.
 	ServerTools []string
 	// NoCache turns prompt caching off.
@@ -746,3 +746,7 @@ func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error)
 	}
 	return out, nil
 }
+
+// ServerTools are the names of the provider-executed tools Config's
+// ServerTools may enable.
+func ServerTools() []string { return []string{"web_search", "web_fetch", "code_execution"} }
