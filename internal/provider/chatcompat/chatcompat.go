@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -353,9 +354,42 @@ func classify(ctx context.Context, err error, hint string) error {
 	}
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
-		return &provider.Error{Provider: "chat", Kind: provider.ErrStream, Message: se.Message, Err: err}
+		return streamError(se, err)
 	}
 	return provider.TransportError(ctx, "chat", cmp.Or(hint, "check OPENAI_BASE_URL and that the server is running"), err)
+}
+
+// streamError is the error of an error event in the middle of a stream,
+// {"error": {"code", "message"}} as OpenRouter sends one with
+// finish_reason "error", or {"error": "text"}: its message alone, and a
+// code that is an HTTP status classified as that status would be (402,
+// 401, 400 are not retried; 429 and 5xx are), though the answer's own
+// status was 200. Without one it is a broken stream, retried.
+func streamError(se *ssestream.StreamError, err error) *provider.Error {
+	pe := &provider.Error{Provider: "chat", Kind: provider.ErrStream, Message: se.Message, Err: err}
+	var ev struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(se.Event.Data, &ev) != nil || len(ev.Error) == 0 {
+		return pe
+	}
+	var text string
+	var obj struct {
+		Code    json.RawMessage `json:"code"`
+		Message string          `json:"message"`
+	}
+	switch {
+	case json.Unmarshal(ev.Error, &text) == nil && text != "":
+		pe.Message = "error in the middle of the stream: " + text
+	case json.Unmarshal(ev.Error, &obj) == nil && obj.Message != "":
+		pe.Message = "error in the middle of the stream: " + obj.Message
+		code := strings.Trim(string(obj.Code), `"`)
+		if n, cerr := strconv.Atoi(code); cerr == nil && n >= 400 && n <= 599 {
+			pe.Kind, pe.Code = provider.KindForStatus(n), code
+			pe.Message += " (code " + code + ")"
+		}
+	}
+	return pe
 }
 
 // DeclareTools returns the "tools" array a request would carry.
