@@ -27,6 +27,9 @@ type Declaration struct {
 // Declare returns the tool declarations a session with these options
 // would send: the surface's tools, the MCP servers' tools (each server
 // waited for until it started or failed) and spawn. It starts no model and opens no workspace.
+// It warns (Options.OnWarning) of what a session would: a model the
+// catalog does not know or knows elsewhere, a platform id's form, a flag
+// the provider has no use for.
 func Declare(ctx context.Context, opts Options) (*Declaration, error) {
 	s := &Session{opts: opts}
 	if err := s.resolve(); err != nil {
@@ -36,6 +39,17 @@ func Declare(ctx context.Context, opts Options) (*Declaration, error) {
 	set, prof, err := pickSurface(o.Surface, s.dialect, o.Provider, o.Model, s.offersEscalation())
 	if err != nil {
 		return nil, err
+	}
+	// What a session would warn of, said as a session says it.
+	if def, err := s.providerDef(o.Provider); err == nil {
+		prof = def.withLimits(prof)
+		s.catalogWarning(def, def.elsewhere(o.Model, s.modelFrom), prof, set.Surface)
+		s.platformWarnings(def)
+		if def.Name != "sim" {
+			if err := s.thinkingFlags(def); err != nil {
+				return nil, err
+			}
+		}
 	}
 	cfg, err := config.Load(cmp.Or(o.Root, "."))
 	if err != nil {
@@ -90,9 +104,6 @@ func Declare(ctx context.Context, opts Options) (*Declaration, error) {
 	raw, err := dec.DeclareTools(set.Specs())
 	if err != nil {
 		return nil, err
-	}
-	if def, err := s.providerDef(o.Provider); err == nil {
-		prof = def.withLimits(prof)
 	}
 	return &Declaration{Provider: o.Provider, Model: o.Model, Surface: set.Surface, ProfileGuess: prof.Guess,
 		ContextWindow: cmp.Or(o.ContextTokens, prof.ContextWindow), MaxOutput: prof.MaxOutput, Tools: raw}, nil

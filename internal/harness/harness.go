@@ -210,26 +210,11 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 		}
 		// A named provider's own limits, over the row's and the guess's.
 		s.prof = def.withLimits(s.prof)
-		switch {
-		case s.prof.Guess && o.Provider != "sim" && where != "":
-			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, %s; its cost is unknown",
-				o.Model, where, o.Provider, s.set.Surface, def.limitsText(s.prof, o.ContextTokens)))
-		case s.prof.Guess && o.Provider != "sim":
-			s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, %s; its cost is unknown%s",
-				o.Model, s.set.Surface, def.limitsText(s.prof, o.ContextTokens), def.didYouMean(o.Model)))
-		case where != "":
-			s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, %s",
-				o.Model, where, o.Provider, s.set.Surface, def.limitsText(s.prof, o.ContextTokens)))
-		}
+		s.catalogWarning(def, where, s.prof, s.set.Surface)
 		if o.Budget.MaxCost > 0 && !s.prof.Prices.Known() && o.Provider != "sim" {
 			return s, configErrorf("--max-cost needs the model's prices, and Truss's catalog has none for %q (truss models lists the models it knows); use --max-turns or --max-tokens instead", o.Model)
 		}
-		if msg := def.platformIDWarning(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))); msg != "" {
-			s.warn("warning: " + msg)
-		}
-		if msg := def.regionMismatch(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))); msg != "" {
-			s.warn("warning: " + msg)
-		}
+		s.platformWarnings(def)
 	}
 	if err := s.step("workspace"); err != nil {
 		return s, err
@@ -1171,4 +1156,35 @@ func (s *Session) Close() error {
 		s.w.close()
 	}
 	return err
+}
+
+// catalogWarning warns of a model the catalog does not know (prof is a
+// guess), or knows under other providers than the chosen one (where), with
+// the tools (surface) and limits it gets: what truss run and truss tools
+// both say.
+func (s *Session) catalogWarning(def ProviderDef, where string, prof surface.Profile, surfaceName string) {
+	o := &s.opts
+	switch {
+	case prof.Guess && o.Provider != "sim" && where != "":
+		s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, %s; its cost is unknown",
+			o.Model, where, o.Provider, surfaceName, def.limitsText(prof, o.ContextTokens)))
+	case prof.Guess && o.Provider != "sim":
+		s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, %s; its cost is unknown%s",
+			o.Model, surfaceName, def.limitsText(prof, o.ContextTokens), def.didYouMean(o.Model)))
+	case where != "":
+		s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, %s",
+			o.Model, where, o.Provider, surfaceName, def.limitsText(prof, o.ContextTokens)))
+	}
+}
+
+// platformWarnings warns of a model id not in the cloud platform's form,
+// and of a Bedrock profile of another geography than the region's.
+func (s *Session) platformWarnings(def ProviderDef) {
+	o := &s.opts
+	if msg := def.platformIDWarning(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))); msg != "" {
+		s.warn("warning: " + msg)
+	}
+	if msg := def.regionMismatch(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))); msg != "" {
+		s.warn("warning: " + msg)
+	}
 }
