@@ -1210,6 +1210,20 @@ func (s *Session) thinkingFlags(def ProviderDef) error {
 			return configErrorf("--thinking %d: %s's thinkingBudget is %d to %d tokens (Google's thinking guide): pass a budget in that range, such as %d", *o.ThinkingTokens, o.Model, lo, hi, min(max(*o.ThinkingTokens, lo), hi))
 		}
 	}
+	if o.ReasoningEffort == "none" && (w == openaiprov.Dialect || w == "chat") && !def.AnyMaker && !def.Named {
+		if prof := def.Profile(o.Model); !prof.Guess && prof.Reasoning != "" {
+			least := ""
+			switch prof.Pattern {
+			case "o3", "o4-mini*":
+				least = "low"
+			case "gpt-5", "gpt-5*", "gpt-5-codex*":
+				least = "minimal"
+			}
+			if least != "" {
+				return configErrorf("--reasoning-effort none: %s cannot turn its reasoning off (OpenAI's models before gpt-5.1 do not take none): pass --reasoning-effort %s for the least, or use gpt-5.1 or later, which can", o.Model, least)
+			}
+		}
+	}
 	if effort && o.ReasoningEffort != "none" && (w == openaiprov.Dialect || w == "chat") {
 		if prof := def.Profile(o.Model); !prof.Guess && prof.Reasoning == "" && !def.AnyMaker && !def.Named {
 			return configErrorf("--reasoning-effort %s: %s does not reason (Truss's model catalog, truss models), and OpenAI refuses the setting for it: drop the flag, or use a reasoning model", o.ReasoningEffort, o.Model)
