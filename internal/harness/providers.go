@@ -699,15 +699,22 @@ func ProviderHelp() string {
 
 // detectProvider returns the provider the environment configures.
 func detectProvider(getenv func(string) string) (string, error) {
-	var vars []string
+	var vars, modelless, chosen []string
 	for _, p := range providers {
 		if p.Detect == "" {
+			if p.Name != "sim" {
+				chosen = append(chosen, p.Name)
+			}
 			continue
 		}
 		if v := getenv(p.Detect); v != "" && !(p.Name == "chat" && openAIsOwn(v)) {
 			return p.Name, nil
 		}
-		vars = append(vars, fmt.Sprintf("%s (%s)", p.Detect, p.DetectNote))
+		names := append([]string{p.Detect}, p.AltKeyEnv...)
+		vars = append(vars, fmt.Sprintf("%s (%s)", strings.Join(names, " or "), p.DetectNote))
+		if p.DefaultModel == "" {
+			modelless = append(modelless, p.Name)
+		}
 	}
 	// A provider's other key variable (Gemini's GOOGLE_API_KEY) selects
 	// it when no provider's own variable does: Google's key of other
@@ -719,7 +726,24 @@ func detectProvider(getenv func(string) string) (string, error) {
 			}
 		}
 	}
-	return "", configErrorf("no model provider configured: set %s, and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none", orList(vars))
+	msg := fmt.Sprintf("no model provider configured: set %s (%s take a model too: TRUSS_MODEL or --model); or pass --provider (%s are chosen only by it); `truss demo` needs none",
+		orList(vars), andList(modelless), andList(chosen))
+	// Credentials of a provider chosen only by --provider: say which.
+	for _, v := range []string{"AWS_BEARER_TOKEN_BEDROCK", "AWS_PROFILE", "AWS_ACCESS_KEY_ID"} {
+		if getenv(v) != "" {
+			msg += fmt.Sprintf("; %s is set: for Amazon Bedrock pass --provider bedrock", v)
+			break
+		}
+	}
+	return "", configErrorf("%s", msg)
+}
+
+// andList joins names as "a, b and c".
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // openAIsOwn reports whether base is OpenAI's own API's address

@@ -38,7 +38,9 @@ func TestProviderTable(t *testing.T) {
 		env  map[string]string
 		want string // the provider, or the error
 	}{
-		{"none", nil, "no model provider configured: set OPENAI_BASE_URL (an OpenAI-compatible server), OPENAI_API_KEY (OpenAI), OLLAMA_HOST (Ollama), ANTHROPIC_API_KEY (Anthropic; ANTHROPIC_BASE_URL optional), GEMINI_API_KEY (Google's Gemini API), ANTHROPIC_VERTEX_PROJECT_ID (Anthropic's models on Vertex AI) or AZURE_OPENAI_ENDPOINT (Azure OpenAI), and TRUSS_MODEL or --model; or pass --provider; `truss demo` needs none"},
+		{"none", nil, "no model provider configured: set OPENAI_BASE_URL (an OpenAI-compatible server), OPENAI_API_KEY (OpenAI), OLLAMA_HOST (Ollama), ANTHROPIC_API_KEY (Anthropic; ANTHROPIC_BASE_URL optional), GEMINI_API_KEY or GOOGLE_API_KEY (Google's Gemini API), ANTHROPIC_VERTEX_PROJECT_ID (Anthropic's models on Vertex AI) or AZURE_OPENAI_ENDPOINT (Azure OpenAI) (chat, ollama and azure take a model too: TRUSS_MODEL or --model); or pass --provider (vertex-gemini and bedrock are chosen only by it); `truss demo` needs none"},
+		{"AWS credentials alone", map[string]string{"AWS_BEARER_TOKEN_BEDROCK": "t", "AWS_PROFILE": "dev"},
+			"no model provider configured: set OPENAI_BASE_URL (an OpenAI-compatible server), OPENAI_API_KEY (OpenAI), OLLAMA_HOST (Ollama), ANTHROPIC_API_KEY (Anthropic; ANTHROPIC_BASE_URL optional), GEMINI_API_KEY or GOOGLE_API_KEY (Google's Gemini API), ANTHROPIC_VERTEX_PROJECT_ID (Anthropic's models on Vertex AI) or AZURE_OPENAI_ENDPOINT (Azure OpenAI) (chat, ollama and azure take a model too: TRUSS_MODEL or --model); or pass --provider (vertex-gemini and bedrock are chosen only by it); `truss demo` needs none; AWS_BEARER_TOKEN_BEDROCK is set: for Amazon Bedrock pass --provider bedrock"},
 		{"base url first", map[string]string{"OPENAI_BASE_URL": "http://x/v1", "OPENAI_API_KEY": "k"}, "chat"},
 		{"openai", map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, "openai"},
 		{"OpenAI's own base URL is openai's", map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_API_KEY": "k"}, "openai"},
