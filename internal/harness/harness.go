@@ -1166,13 +1166,19 @@ func (s *Session) catalogWarning(def ProviderDef, where string, prof surface.Pro
 	o := &s.opts
 	switch {
 	case prof.Guess && o.Provider != "sim" && where != "":
-		s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, %s; its cost is unknown",
-			o.Model, where, o.Provider, surfaceName, def.limitsText(prof, o.ContextTokens)))
+		// The catalog knows the model, elsewhere: the guess's limits are
+		// Claude's because the model is one, not because it is unknown.
+		limits := def.limitsText(prof, o.ContextTokens)
+		if l, ok := strings.CutSuffix(limits, claudeGuessText); ok {
+			limits = l + " (Claude Sonnet 4.5's, the guess for a Claude model off its own providers)"
+		}
+		s.warn(fmt.Sprintf("warning: %q is, in Truss's model catalog (truss models), %s: on %s using the %s tools, %s; its cost is unknown",
+			o.Model, where, o.Provider, surfaceName, limits))
 	case prof.Guess && o.Provider != "sim":
 		s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, %s; its cost is unknown%s",
 			o.Model, surfaceName, def.limitsText(prof, o.ContextTokens), def.didYouMean(o.Model)))
 	case where != "":
-		s.warn(fmt.Sprintf("warning: %q is %s in Truss's model catalog (truss models): on %s using the %s tools, %s",
+		s.warn(fmt.Sprintf("warning: %q is, in Truss's model catalog (truss models), %s: on %s using the %s tools, %s",
 			o.Model, where, o.Provider, surfaceName, def.limitsText(prof, o.ContextTokens)))
 	}
 }

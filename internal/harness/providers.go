@@ -475,10 +475,13 @@ func (p ProviderDef) limitsText(prof surface.Profile, contextFlag int) string {
 		(p.Wire() == "anthropic" || strings.HasPrefix(strings.ToLower(prof.Pattern), "claude")) {
 		// Lookup's guess for a Claude and for any model on an anthropic
 		// wire (docs/providers.md).
-		s += " (Claude Sonnet 4.5's, as for any Claude or model on an anthropic wire the catalog does not know)"
+		s += claudeGuessText
 	}
 	return s
 }
+
+// claudeGuessText says whose limits a guess for a Claude model has.
+const claudeGuessText = " (Claude Sonnet 4.5's, as for any Claude or model on an anthropic wire the catalog does not know)"
 
 // catalogRow is the model catalog's row the provider's sessions find for
 // model (Profile), or false for a guess.
