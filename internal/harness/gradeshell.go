@@ -15,6 +15,7 @@ import (
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/tool/shell"
 	"github.com/trussdev/truss/internal/toolcache"
+	"github.com/trussdev/truss/internal/validate"
 )
 
 // GradingShell is how a benchmark's grading runs its setup and tests on
@@ -208,6 +209,17 @@ func (s *SandboxShell) Close() error {
 	return err
 }
 
+// KillOthers ends every process the shell's commands left running but the
+// shell (shell.Session.KillOthers), where the sandbox gives the shell a
+// PID namespace of its own; without one, what left the shell's process
+// group cannot be told from the user's processes: validate.ErrStraysUnreachable.
+func (s *SandboxShell) KillOthers(ctx context.Context) error {
+	if !s.sb.Plan().Mechanisms.Namespaces {
+		return validate.ErrStraysUnreachable
+	}
+	return s.Session.KillOthers(ctx)
+}
+
 // GradingContainer is how a benchmark's grading runs its setup and tests in
 // an image: a fresh container of its own from Image (never an agent's),
 // the grading checkout Dir mounted at Workdir ("": the image's working
@@ -267,6 +279,11 @@ func (s *ContainerShell) Enforced() string { return s.enforced }
 // Facts are the container's facts: its image's ID and repository
 // digests, which a grader records with each verdict.
 func (s *ContainerShell) Facts() container.Facts { return s.env.Facts() }
+
+// KillOthers ends every process of the container but its first and the
+// shell (shell.Session.KillOthers): the container has a PID namespace of
+// its own.
+func (s *ContainerShell) KillOthers(ctx context.Context) error { return s.Session.KillOthers(ctx) }
 
 // Close ends the shell and removes the container.
 func (s *ContainerShell) Close() error {

@@ -12,6 +12,7 @@ package validate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -117,6 +118,9 @@ type Summary struct {
 	// Cancelled reports that the run was cancelled before it ended (its
 	// context was): it concludes nothing, and OK is false.
 	Cancelled bool `json:"cancelled,omitempty"`
+	// StraysLeft reports that what the setup commands left running could
+	// not be ended before the tests (ErrStraysUnreachable).
+	StraysLeft bool `json:"strays_left,omitempty"`
 }
 
 var (
@@ -232,6 +236,28 @@ type Shell interface {
 	Close() error
 }
 
+// A StrayKiller is a Shell that can end every process its commands left
+// running (a daemon a build script forked) while the shell, its working
+// directory and exported variables stay. Runner ends them after the setup
+// commands, before BeforeTest and the test command, so that nothing the
+// setup commands started (code of the checkout: setup.py, a Makefile)
+// acts after the checks BeforeTest makes or during the tests. A grader's
+// shell is one; an agent's is not (the model's own background work, a
+// server it started, is its to keep).
+type StrayKiller interface {
+	KillOthers(ctx context.Context) error
+}
+
+// ErrStraysUnreachable is a StrayKiller's error where its shell has no PID
+// namespace of its own (a sandbox without user namespaces): what the
+// commands left running cannot be told from the user's own processes.
+// Runner goes on to the tests and says so (Summary.StraysLeft).
+const ErrStraysUnreachable = straysError("the shell has no PID namespace of its own (no user namespaces here), so the processes its commands left running cannot be told from the user's and were not ended")
+
+type straysError string
+
+func (e straysError) Error() string { return string(e) }
+
 // Runner runs the checks of one task environment.
 type Runner struct {
 	Env Env
@@ -242,7 +268,8 @@ type Runner struct {
 	// MaxLines bounds the log lines shown to the model; 0 means 40.
 	MaxLines int
 	// BeforeTest, when set, is called after every setup command
-	// succeeded and before the test command starts (the grader removes
+	// succeeded (and, on a StrayKiller, what they left running was
+	// ended) and before the test command starts (the grader removes
 	// what the setup commands may have left where the test command's
 	// report goes).
 	BeforeTest func()
@@ -271,6 +298,22 @@ func (r *Runner) Run(ctx context.Context) (Summary, tool.Result) {
 			return s, res
 		}
 	}
+	strays := false
+	if k, ok := sh.(StrayKiller); ok && len(r.Env.Setup) > 0 {
+		err := k.KillOthers(ctx)
+		if errors.Is(err, ErrStraysUnreachable) {
+			strays, err = true, nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return Summary{Command: r.Env.Test, Unit: "tests", Cancelled: true, ExitCode: -1, Duration: time.Since(start)}, tool.Result{}
+			}
+			// Not the tests' failure: the shell's (as a shell that
+			// could not start), with no exit status.
+			return Summary{Command: r.Env.Test, Unit: "tests", ExitCode: -1, Duration: time.Since(start)},
+				tool.Result{Err: &tool.Error{Kind: tool.ErrShell, Message: "after the setup commands: " + err.Error(), Err: err}}
+		}
+	}
 	if r.BeforeTest != nil {
 		r.BeforeTest()
 	}
@@ -284,7 +327,7 @@ func (r *Runner) Run(ctx context.Context) (Summary, tool.Result) {
 		exit = *res.ExitCode
 	}
 	s := Summarize(r.Env.Test, res.Stdout+"\n"+res.Stderr, exit)
-	s.TimedOut = res.TimedOut
+	s.TimedOut, s.StraysLeft = res.TimedOut, strays
 	if res.TimedOut || (res.Err != nil && res.Err.Kind != tool.ErrExit) {
 		s.OK = false
 	}

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,6 +103,54 @@ func TestRunnerBeforeTest(t *testing.T) {
 			r.Run(context.Background())
 			if got := strings.Join(log, " "); got != tc.want {
 				t.Errorf("ran %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// killShell is a recShell that is a StrayKiller, whose KillOthers fails
+// when err is set.
+type killShell struct {
+	recShell
+	err error
+}
+
+func (s killShell) KillOthers(context.Context) error {
+	*s.log = append(*s.log, "kill")
+	return s.err
+}
+
+// TestRunnerKillsStrays: on a StrayKiller, what the setup commands left
+// running is ended after the last of them and before BeforeTest and the
+// test command; with no setup command there is nothing to end; a kill
+// that fails is the shell's error, no test run; a shell with no PID
+// namespace to search runs the tests and the summary says what was left.
+func TestRunnerKillsStrays(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup []string
+		err   error
+		want  string
+	}{
+		{"after the setup commands", []string{"s1", "s2"}, nil, "s1 s2 kill before test"},
+		{"no setup command", nil, nil, "before test"},
+		{"the kill fails", []string{"s1"}, errors.New("no PID namespace"), "s1 kill"},
+		{"no PID namespace", []string{"s1"}, ErrStraysUnreachable, "s1 kill before test"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log []string
+			sh := killShell{recShell{&log}, tc.err}
+			r := Runner{Env: Env{Setup: tc.setup, Test: "test"}, NewShell: func() Shell { return sh },
+				BeforeTest: func() { log = append(log, "before") }}
+			sum, res := r.Run(context.Background())
+			if got := strings.Join(log, " "); got != tc.want {
+				t.Errorf("ran %q, want %q", got, tc.want)
+			}
+			if sum.StraysLeft != (tc.err == ErrStraysUnreachable) {
+				t.Errorf("strays left %v", sum.StraysLeft)
+			}
+			if tc.err != nil && tc.err != ErrStraysUnreachable && (res.Err == nil || res.Err.Kind != tool.ErrShell || res.ExitCode != nil || !strings.Contains(res.Err.Message, "no PID namespace")) {
+				t.Errorf("result %+v, want the shell's error", res)
 			}
 		})
 	}

@@ -554,7 +554,7 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	// The shell outlives the runner's use of it: the test binaries are
 	// asked again in it (goCheck).
 	defer sh.Close()
-	runner := validate.Runner{Env: env, NewShell: func() validate.Shell { return keepOpen{sh} }, Timeout: timeout}
+	runner := validate.Runner{Env: env, NewShell: func() validate.Shell { return keptOpen(sh) }, Timeout: timeout}
 	var cleared error
 	if junitDeclared {
 		// What the setup commands (which may run the model's code: an
@@ -562,9 +562,52 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		// before the test command starts.
 		runner.BeforeTest = func() { cleared = clearReport(reports) }
 	}
-	// The setup commands may run the patch's code (setup.py, a
-	// Makefile, go generate): the test code they leave must be what
-	// the grader put there, checked before the canaries are written.
+	// The test patch's Go packages, by which a bare listed name is
+	// placed (goHomes); where the grader chose the go test command, the
+	// canary goes in them (canary.go).
+	touched := make([]string, len(p.restore))
+	for i, f := range p.restore {
+		touched[i] = f.path
+	}
+	dirs := goTestDirs(ws, p.module, touched)
+	// The canaries are written before the setup commands, which may run
+	// the patch's code (setup.py, a Makefile, go generate): no code of
+	// the patch sees the test code without them, so none can tell them
+	// by when they appear.
+	checkGo := env.Source != "test_cmd" && env.Test == detectedGoTest
+	var can goCanary
+	if checkGo {
+		var tops []string
+		for _, name := range task.Tests() {
+			top, _, _ := strings.Cut(name, "/")
+			if i := strings.LastIndex(top, "."); i >= 0 {
+				top = top[i+1:]
+			}
+			if !slices.Contains(tops, top) {
+				tops = append(tops, top)
+			}
+		}
+		var removeCanary func()
+		can, removeCanary = plantCanary(ws, dirs, tops)
+		defer removeCanary()
+	}
+	// Where the grader chose pytest's command, the canary goes in a
+	// listed test's file (pycanary.go).
+	checkPy := env.Source != "test_cmd" && env.Test == detectedPytest
+	var pyCan pyCanary
+	if checkPy {
+		var touchedSlash []string
+		for _, f := range touched {
+			touchedSlash = append(touchedSlash, filepath.ToSlash(f))
+		}
+		var note string
+		if pyCan, note = plantPyCanary(ws, task.Tests(), touchedSlash, env.Setup); note != "" {
+			v.Notes = append(v.Notes, note)
+		}
+	}
+	// The test code the setup commands leave, canaries included, must be
+	// what the grader put there; what they left running was ended
+	// before this check (validate.StrayKiller), so it stays so.
 	testCode, err := p.testScan()
 	if err != nil {
 		return nil, err
@@ -579,57 +622,6 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 			setupTouched = p.setupTouchedTests(testCode)
 		}
 	}
-	// The test patch's Go packages, by which a bare listed name is
-	// placed (goHomes); where the grader chose the go test command, the
-	// canary goes in them before it starts (canary.go).
-	touched := make([]string, len(p.restore))
-	for i, f := range p.restore {
-		touched[i] = f.path
-	}
-	dirs := goTestDirs(ws, p.module, touched)
-	checkGo := env.Source != "test_cmd" && env.Test == detectedGoTest
-	var can goCanary
-	if checkGo {
-		var tops []string
-		for _, name := range task.Tests() {
-			top, _, _ := strings.Cut(name, "/")
-			if i := strings.LastIndex(top, "."); i >= 0 {
-				top = top[i+1:]
-			}
-			if !slices.Contains(tops, top) {
-				tops = append(tops, top)
-			}
-		}
-		removeCanary := func() {}
-		defer func() { removeCanary() }()
-		before := runner.BeforeTest
-		runner.BeforeTest = func() {
-			if before != nil {
-				before()
-			}
-			can, removeCanary = plantCanary(ws, dirs, tops)
-		}
-	}
-	// Where the grader chose pytest's command, the canary goes in a
-	// listed test's file before it starts (pycanary.go).
-	checkPy := env.Source != "test_cmd" && env.Test == detectedPytest
-	var pyCan pyCanary
-	if checkPy {
-		var touchedSlash []string
-		for _, f := range touched {
-			touchedSlash = append(touchedSlash, filepath.ToSlash(f))
-		}
-		before := runner.BeforeTest
-		runner.BeforeTest = func() {
-			if before != nil {
-				before()
-			}
-			var note string
-			if pyCan, note = plantPyCanary(ws, task.Tests(), touchedSlash, env.Setup); note != "" {
-				v.Notes = append(v.Notes, note)
-			}
-		}
-	}
 	v.PrepareS = prepared()
 	tstart := time.Now()
 	sum, res := runner.Run(ctx)
@@ -639,6 +631,9 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 	}
 	v.Log = []byte(res.Stdout + res.Stderr)
 	v.ExitCode, v.TimedOut, v.SetupFailed = sum.ExitCode, sum.TimedOut, sum.Setup
+	if sum.StraysLeft {
+		v.Notes = append(v.Notes, straysNote)
+	}
 	if res.Err != nil && res.ExitCode == nil && !res.TimedOut {
 		// The shell itself failed (it could not start, a sandbox limit).
 		return nil, fmt.Errorf("running the tests: %s", res.Err.Message)
@@ -793,6 +788,25 @@ func (p *Prepared) goMods(touched []string) []string {
 type keepOpen struct{ validate.Shell }
 
 func (keepOpen) Close() error { return nil }
+
+// straysNote says that what the setup commands left running was not ended
+// before the tests (validate.ErrStraysUnreachable).
+const straysNote = "what the setup commands left running could not be ended before the tests: the sandbox has no PID namespace of its own (no user namespaces here), so a process they started could still change the tests while they ran"
+
+// killOpen is keepOpen of a shell that is a validate.StrayKiller.
+type killOpen struct {
+	keepOpen
+	validate.StrayKiller
+}
+
+// keptOpen is sh that the runner does not close, a StrayKiller where sh
+// is one.
+func keptOpen(sh validate.Shell) validate.Shell {
+	if k, ok := sh.(validate.StrayKiller); ok {
+		return killOpen{keepOpen{sh}, k}
+	}
+	return keepOpen{sh}
+}
 
 // junitName is the report's name in the grading's report directory, and
 // maxJUnit the largest report read (past it, the verdicts come from the

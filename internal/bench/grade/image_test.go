@@ -96,6 +96,15 @@ func TestGradeInImage(t *testing.T) {
 			t.Errorf("%s: graded in %q, not in the image", tc.name, v.Sandbox)
 		}
 	}
+	// What a setup command left running in a process group of its own
+	// is ended before the tests, in the container as in the sandbox;
+	// what it exported stays. (The image has bash alone.)
+	daemon := *task
+	daemon.SetupCmd = []string{"export GRADE_MARK=kept; set -m; bash -c 'while :; do :; done; : graded-daemon' >/dev/null 2>&1 </dev/null & set +m"}
+	daemon.TestCmd = `test "$GRADE_MARK" = kept && for f in /proc/[0-9]*/cmdline; do [[ "$(< $f)" != *graded-daemon* ]] || exit 9; done 2>/dev/null && ` + task.TestCmd
+	if v, err := inImage.Grade(context.Background(), &daemon, patch("fixed")); err != nil || !v.Resolved {
+		t.Errorf("a setup command's daemon: %+v, %v", v, err)
+	}
 	// Each task's own image (--env task): the task names it, and a task
 	// that names none is refused with its name.
 	perTask := &grade.Grader{Shells: &grade.InImage{Engine: e, PerTask: true, Timeout: time.Minute}, Dir: t.TempDir()}

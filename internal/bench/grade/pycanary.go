@@ -22,8 +22,8 @@ import (
 // test_split_blueprint_path), with the listed test's first word (what
 // python_functions matches), a body that compares two numbers that
 // differ, at the end of that test's own file (the test patch's, where it
-// has one), written after the setup commands, just before the test
-// command. Only where the grader chose the command (the detected python
+// has one), written before the setup commands, which may run the
+// patch's code: none sees the test code without it. Only where the grader chose the command (the detected python
 // -m pytest -rA), and not where the run's options would stop the session
 // at its first failure (-x, --maxfail, --stepwise, in the root's
 // configuration files or set by the setup commands): there the canary's

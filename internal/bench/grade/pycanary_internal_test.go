@@ -179,9 +179,13 @@ func TestPythonCanary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var seen string
-			p.g.Shells = seenShells{sh, func(dir string) {
+			var seen, seenBySetup string
+			p.g.Shells = seenShells{sh, func(cmd, dir string) {
 				b, _ := os.ReadFile(filepath.Join(dir, "tests", "test_calc.py"))
+				if cmd == pySetup {
+					seenBySetup = string(b)
+					return
+				}
 				seen = string(b)
 			}}
 			v, err := p.Grade(context.Background(), tc.patch)
@@ -198,6 +202,12 @@ func TestPythonCanary(t *testing.T) {
 			if got := len(defs) == 3; got != tc.canary {
 				t.Fatalf("canary written %v, want %v:\n%s", got, tc.canary, seen)
 			}
+			// The setup commands, which may run the patch's code, see
+			// the test code as the test command does: the canary is
+			// not told by when it appears.
+			if tc.patch != rewrite && seenBySetup != seen {
+				t.Fatalf("the setup command saw\n%s\nthe test command\n%s", seenBySetup, seen)
+			}
 			if tc.canary {
 				// Shaped like the listed test: test_, a word of add, a word
 				// of test names, at the end of the file.
@@ -212,11 +222,11 @@ func TestPythonCanary(t *testing.T) {
 	}
 }
 
-// seenShells calls seen with the checkout each time a shell opens on it,
-// at the test command (after the setup commands, so after the canary).
+// seenShells calls seen with the command and the checkout at the setup
+// command and at the test command of each shell it opens.
 type seenShells struct {
 	s    *pyShells
-	seen func(dir string)
+	seen func(cmd, dir string)
 }
 
 func (s seenShells) Open(dir string, env []string) (validate.Shell, error) {
@@ -227,12 +237,12 @@ func (s seenShells) Open(dir string, env []string) (validate.Shell, error) {
 type seenShell struct {
 	validate.Shell
 	dir  string
-	seen func(string)
+	seen func(cmd, dir string)
 }
 
 func (s seenShell) Run(ctx context.Context, cmd string, timeout time.Duration) tool.Result {
-	if cmd == detectedPytest {
-		s.seen(s.dir)
+	if cmd == detectedPytest || cmd == pySetup {
+		s.seen(cmd, s.dir)
 	}
 	return s.Shell.Run(ctx, cmd, timeout)
 }

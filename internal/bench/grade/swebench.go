@@ -169,6 +169,19 @@ func (l *liveSpec) run(ctx context.Context, task *bench.Task, sh validate.Shell,
 			return nil
 		}
 	}
+	// What the steps started (a build script of the checkout's, run by
+	// an install) does not run on into the tests (validate.StrayKiller).
+	if k, ok := sh.(validate.StrayKiller); ok {
+		switch err := k.KillOthers(ctx); {
+		case errors.Is(err, validate.ErrStraysUnreachable):
+			v.Notes = append(v.Notes, straysNote)
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("after the setup commands: %w", err)
+		}
+	}
 	res := sh.Run(ctx, l.spec.Command, left())
 	if err := shellFailed(res); err != nil {
 		return err

@@ -213,6 +213,26 @@ func (s *Session) Restart() error {
 	return nil
 }
 
+// KillOthers ends every process of the shell's PID namespace but the
+// shell and the namespace's first process: whatever earlier commands left
+// running (background jobs, daemons that left the process group). The
+// working directory and the exported variables stay. The kill is one
+// kill(2) of every process at once, which a fork in flight cannot
+// escape, and a process sent SIGKILL runs none of its code again. Only
+// for a shell in a PID namespace of its own (a sandbox's, a
+// container's): elsewhere it would signal every process the user may,
+// so the caller must know which it is.
+func (s *Session) KillOthers(ctx context.Context) error {
+	r := s.Run(ctx, "kill -KILL -1 2>/dev/null; :", killOthersTimeout)
+	if r.Err != nil {
+		return fmt.Errorf("ending the processes left running: %s", r.Err.Message)
+	}
+	return nil
+}
+
+// killOthersTimeout bounds KillOthers' command.
+const killOthersTimeout = time.Minute
+
 // Run runs command with the given timeout (0 = the session default). A
 // command that exits non-zero gets an ErrExit error; one that times out an
 // ErrTimeout error with TimedOut set and the output gathered so far.
