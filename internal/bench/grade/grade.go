@@ -688,6 +688,16 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 		deadline := tstart.Add(timeout)
 		left := func() time.Duration { return max(time.Until(deadline), time.Second) }
 		cstart := time.Now()
+		// The test binaries ran the patch's code: nothing they left
+		// running acts while they are asked again.
+		if k, ok := sh.(validate.StrayKiller); ok {
+			if err := k.KillOthers(ctx); err != nil && !errors.Is(err, validate.ErrStraysUnreachable) {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, fmt.Errorf("instance %s: after the tests: %w", task.InstanceID, err)
+			}
+		}
 		c, err := goCheck(ctx, sh, out, v.Tests, homes, can, left)
 		v.CheckS = time.Since(cstart).Seconds()
 		if err != nil {

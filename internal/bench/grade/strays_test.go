@@ -2,10 +2,14 @@ package grade_test
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/internal/bench/grade"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/tool"
+	"github.com/trussdev/truss/internal/validate"
 )
 
 // TestGradeEndsWhatSetupLeftRunning: a process a setup command left
@@ -30,4 +34,60 @@ func TestGradeEndsWhatSetupLeftRunning(t *testing.T) {
 	if !v.Resolved {
 		t.Fatalf("not resolved (%v, exit %d): the setup's daemon outlived it, or its variable did not\n%s", v.Tests, v.ExitCode, v.Log)
 	}
+}
+
+// TestGradeEndsWhatTheTestsLeftRunning: where the grader asks the test
+// binaries again (goCheck), what the test run left running (the patch's
+// code runs in it) is ended first.
+func TestGradeEndsWhatTheTestsLeftRunning(t *testing.T) {
+	host := sandbox.Probe()
+	if !host.UserNS || host.LandlockABI < 1 || !host.Seccomp {
+		t.Skip("this host cannot enforce the sandbox")
+	}
+	set := generated(t)
+	task := set.Tasks[0]
+	task.TestCmd = ""
+	var log []string
+	g := &grade.Grader{Shells: recShells{&grade.Sandboxed{}, &log}, Dir: t.TempDir()}
+	v, err := g.Grade(context.Background(), &task, task.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Resolved {
+		t.Fatalf("gold not resolved: %v\n%s", v.Tests, v.Log)
+	}
+	test := slices.Index(log, "go test -json ./...")
+	if test < 0 || len(log) < test+3 || log[test+1] != "kill" {
+		t.Fatalf("ran %q: want the test command, the kill, then the binaries asked again", log)
+	}
+}
+
+// recShells records the commands its shells run and their KillOthers
+// ("kill") in log.
+type recShells struct {
+	s   grade.Shells
+	log *[]string
+}
+
+func (r recShells) Open(dir string, env []string) (validate.Shell, error) {
+	sh, err := r.s.Open(dir, env)
+	if err != nil {
+		return nil, err
+	}
+	return recShell{sh, r.log}, nil
+}
+
+type recShell struct {
+	validate.Shell
+	log *[]string
+}
+
+func (r recShell) Run(ctx context.Context, cmd string, timeout time.Duration) tool.Result {
+	*r.log = append(*r.log, cmd)
+	return r.Shell.Run(ctx, cmd, timeout)
+}
+
+func (r recShell) KillOthers(ctx context.Context) error {
+	*r.log = append(*r.log, "kill")
+	return r.Shell.(validate.StrayKiller).KillOthers(ctx)
 }
