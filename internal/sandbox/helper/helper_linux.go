@@ -242,6 +242,19 @@ func run() error {
 	if err := rlimits(sp.Limits); err != nil {
 		return err
 	}
+	if sp.Namespaces {
+		// The program (the shell) is PID 1, and its commands are the
+		// same user in the same namespaces: through /proc/1 they could
+		// open the pipe it reads its commands from anew (fd/N) or write
+		// its memory (mem), and so run what they like as the shell after
+		// the commands the host sends. An empty read-only directory
+		// covers it, last of the helper's own uses of /proc/self; ptrace,
+		// pidfd_getfd and process_vm_writev are refused by seccomp, and
+		// neither seccomp nor Landlock lets a command take a cover away.
+		if err := unix.Mount("tmpfs", "/proc/1", "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555"); err != nil {
+			return fmt.Errorf("cover /proc/1: %w", err)
+		}
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
