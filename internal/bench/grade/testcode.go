@@ -372,8 +372,16 @@ func (p *Prepared) testScan() (treeScan, error) {
 // touches that is now changed, gone or back, and every test file now in a
 // directory of the test patch's files (or below one) that was not there.
 // A test file appearing elsewhere (a build copying a package's tests into
-// build/) is not counted. A checkout that cannot be scanned now counts as
-// changed ("." for its root).
+// build/) is not counted, but one in the root or in a directory above a
+// test patch's file is (a conftest.py pytest loads for those tests, a
+// sitecustomize.py the root's python runs). Test configuration
+// (validate.IsTestConfig) there, or in a directory of the test patch's
+// files or below, that is new, gone or changed in what decides a run
+// (validate.ConfigEssence) counts too: a pytest.ini whose addopts load a
+// plugin, a go.mod's replace line, a go.work; an entry_points.txt only
+// when it registers pytest plugins (pytest11), as an install of the
+// project writes one otherwise. A checkout that cannot be scanned now
+// counts as changed ("." for its root).
 func (p *Prepared) setupTouchedTests(before treeScan) []string {
 	after, err := p.testScan()
 	if err != nil {
@@ -389,7 +397,13 @@ func (p *Prepared) setupTouchedTests(before treeScan) []string {
 	under := func(f string) bool {
 		return slices.ContainsFunc(dirs, func(d string) bool { return d == "." || strings.HasPrefix(f, d+"/") })
 	}
-	return changed(before, after, func(f string) bool {
+	// above reports whether f is in the root or in a directory of the
+	// test patch's files or above one.
+	above := func(f string) bool {
+		d := path.Dir(f)
+		return d == "." || slices.ContainsFunc(dirs, func(t string) bool { return t == d || strings.HasPrefix(t, d+"/") })
+	}
+	code := changed(before, after, func(f string) bool {
 		if patchFiles[f] {
 			return true
 		}
@@ -397,6 +411,25 @@ func (p *Prepared) setupTouchedTests(before treeScan) []string {
 			return false
 		}
 		_, was := before[f]
-		return was || under(f)
+		return was || under(f) || above(f)
 	}, false)
+	conf := changed(before, after, func(f string) bool {
+		if !validate.IsTestConfig(f) || !(under(f) || above(f)) {
+			return false
+		}
+		if path.Base(f) == "entry_points.txt" {
+			// Gone, or unreadable now: it counts.
+			root, err := hostfs.OpenRoot(p.ws)
+			if err != nil {
+				return true
+			}
+			defer root.Close()
+			data, _, err := root.ReadHead(f, 1<<20)
+			return err != nil || strings.Contains(string(data), "pytest11")
+		}
+		return true
+	}, true)
+	out := slices.Concat(code, conf)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

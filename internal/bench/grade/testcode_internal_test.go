@@ -638,12 +638,21 @@ func TestSetupTouchedTests(t *testing.T) {
 		{"another test file", map[string]string{"other/y_test.go": "package other\n"}, []string{"other/y_test.go"}},
 		{"a deleted test file", map[string]string{"other/y_test.go": ""}, []string{"other/y_test.go"}},
 		{"a new test file beside the test patch's", map[string]string{"pkg/sub/conftest.py": "x", "pkg/z_test.go": "x"}, []string{"pkg/sub/conftest.py", "pkg/z_test.go"}},
+		{"a conftest.py in the root", map[string]string{"conftest.py": "x"}, []string{"conftest.py"}},
+		{"a build's copy of a conftest.py", map[string]string{"build/lib/conftest.py": "x", "build/lib/pkg/conftest.py": "x"}, nil},
+		{"test configuration above the tests", map[string]string{"pytest.ini": "[pytest]\naddopts = -p evil\n", "go.work": "go 1.26\n", "pkg/tox.ini": "x"}, []string{"go.work", "pkg/tox.ini", "pytest.ini"}},
+		{"a go.mod's directives, not its requirements", map[string]string{"go.mod": "module m\n\ngo 1.26\n\nrequire example.com/x v1.0.0\n"}, nil},
+		{"a go.mod's replace line", map[string]string{"go.mod": "module m\n\ngo 1.26\n\nreplace example.com/x => ./x\n"}, []string{"go.mod"}},
+		{"test configuration elsewhere", map[string]string{"other/pytest.ini": "x", "build/lib/pytest.ini": "x"}, nil},
+		{"an install's entry points", map[string]string{"entry_points.txt": "[console_scripts]\ncalc = calc:main\n"}, nil},
+		{"a pytest plugin's entry points", map[string]string{"entry_points.txt": "[pytest11]\nevil = evil\n"}, []string{"entry_points.txt"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := writeTree(t, map[string]string{
 				"pkg/x_test.go":            "package pkg\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n",
 				"pkg/testdata_golden.json": "[]",
 				"other/y_test.go":          "package other\n\nimport \"testing\"\n\nfunc TestY(t *testing.T) {}\n",
+				"go.mod":                   "module m\n\ngo 1.26\n",
 			})
 			p := &Prepared{ws: ws, restore: []baseFile{{path: "pkg/x_test.go"}, {path: filepath.FromSlash("pkg/testdata_golden.json")}}}
 			before, err := p.testScan()
