@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/trussdev/truss/internal/gitsafe"
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // repo is the git repository a root is in, as recorded when tracking
@@ -94,7 +95,10 @@ func openRepo(ctx context.Context, root string, at gitsafe.Repo, path string) (*
 	if at.DotGit == "" {
 		return nil, nil, nil
 	}
-	if _, err := exec.LookPath("git"); err != nil {
+	if path == "" {
+		path = hostfs.UserPath()
+	}
+	if _, err := hostfs.LookPath("git", path); err != nil {
 		return nil, nil, nil
 	}
 	top := filepath.Dir(at.DotGit)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // ProbeImage is the image Check runs its trial containers from: an empty
@@ -159,7 +161,7 @@ func (e *Engine) candidates() []Settings {
 	if e.Name == Podman {
 		for _, rt := range []string{"runc", "crun"} {
 			if rt != cur.Runtime && rt != e.Runtime {
-				if _, err := exec.LookPath(rt); err == nil {
+				if _, err := hostfs.LookPath(rt, e.lookPath()); err == nil {
 					runtimes = append(runtimes, rt)
 				}
 			}

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 
@@ -59,6 +60,11 @@ type Engine struct {
 	// Rootless is true when the engine runs without root privileges (files
 	// written by the container's root then belong to the invoking user).
 	Rootless bool
+	// searchPath is the PATH the engine's program was found in (FindIn's),
+	// also the PATH the engine runs with, so that what it looks up itself
+	// (its runtimes, conmon, credential helpers) is not found in a
+	// directory a command writes; "" keeps the process's.
+	searchPath string
 	// NoPull makes Ensure report an image absent from the store as a
 	// *MissingImageError without pulling it. Set it before first use.
 	NoPull bool
@@ -158,7 +164,26 @@ func (e *NotFoundError) Error() string {
 // engine's settings are a first guess from the host's limits; Check tries
 // them and chooses others when they do not work.
 func Find(ctx context.Context, name string) (*Engine, error) {
-	return FindIn(ctx, name, os.Getenv("PATH"))
+	return FindIn(ctx, name, hostfs.UserPath())
+}
+
+// lookPath is the PATH the engine's own programs are looked up in.
+func (e *Engine) lookPath() string {
+	if e.searchPath == "" {
+		return hostfs.UserPath()
+	}
+	return e.searchPath
+}
+
+// environ is the engine's environment: the process's, with PATH the one
+// the engine was found in.
+func (e *Engine) environ() []string {
+	env := os.Environ()
+	if e.searchPath == "" {
+		return env
+	}
+	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
+	return append(env, "PATH="+e.searchPath)
 }
 
 // FindIn is Find with the engine's program looked up in path (a PATH
@@ -191,7 +216,7 @@ func open(ctx context.Context, name, pathEnv string) (*Engine, error) {
 	if err != nil {
 		return nil, errors.New("not on PATH")
 	}
-	e := &Engine{Name: name, Path: path}
+	e := &Engine{Name: name, Path: path, searchPath: pathEnv}
 	switch name {
 	case Podman:
 		out, err := e.output(ctx, "info", "--format", "json")
@@ -311,7 +336,7 @@ func (e *Engine) run(ctx context.Context, stdin []byte, cmd *exec.Cmd) ([]byte, 
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Env = append(e.environ(), "LC_ALL=C")
 	if err := cmd.Run(); err != nil {
 		if ctx != nil && ctx.Err() != nil {
 			return nil, ctx.Err()

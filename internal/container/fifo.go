@@ -78,7 +78,7 @@ func (l *fifoLauncher) Start(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser, io.ReadC
 	// The stand-in: a host shell that exits with the status it is told.
 	host := cmd.Path
 	if !filepath.IsAbs(host) {
-		if host, err = exec.LookPath("sh"); err != nil {
+		if host, err = hostfs.LookPath("sh", v.engine.lookPath()); err != nil {
 			return nil, nil, nil, nil, err
 		}
 	}

@@ -104,7 +104,7 @@ func (l *launcher) Prepare(cmd *exec.Cmd) error {
 	cmd.Path = l.env.engine.Path
 	cmd.Args = append([]string{l.env.engine.Path}, args...)
 	cmd.Dir = ""
-	cmd.Env = os.Environ()
+	cmd.Env = l.env.engine.environ()
 	return nil
 }
 
@@ -116,7 +116,7 @@ func (l *launcher) Start(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser, io.ReadClose
 	tag := "__TRUSS_PID_" + newTag()
 	script := fmt.Sprintf(`printf '%%s %%s\n' %s "$$" >&2; exec "$0" "$@"`, tag)
 	c := exec.Command(l.env.engine.Path, l.execArgs(cmd, script)...)
-	c.Env = os.Environ()
+	c.Env = l.env.engine.environ()
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := c.StdinPipe()
 	if err != nil {

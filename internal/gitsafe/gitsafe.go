@@ -77,7 +77,7 @@ type Git struct {
 	Bare bool
 	// Path, when set, is the PATH git is found in and given (a session's:
 	// none of the directories its commands write, hostfs.SafePath);
-	// otherwise Truss's. Either way the trees git works on are left out
+	// otherwise hostfs.UserPath(). Either way the trees git works on are left out
 	// of it.
 	Path string
 
@@ -202,7 +202,7 @@ func (g Git) command(ctx context.Context, extra [][2]string, args ...string) *ex
 	}
 	path := g.Path
 	if path == "" {
-		path = os.Getenv("PATH")
+		path = hostfs.UserPath()
 	}
 	path = hostfs.SafePath(path, exclude)
 	cmd.Path, cmd.Err = "git", nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/trussdev/truss/internal/hostfs"
 	anthropicprov "github.com/trussdev/truss/internal/provider/anthropic"
 	"github.com/trussdev/truss/internal/provider/awsauth"
 	"github.com/trussdev/truss/internal/sim"
@@ -38,7 +39,16 @@ func bedrockConfig(e Endpoint) (anthropicprov.Config, error) {
 		return c, nil
 	}
 	home, _ := os.UserHomeDir()
-	r, err := awsauth.Resolve(os.Getenv, home)
+	// A credential_process, and what it runs, is found in the session's
+	// PATH, never in a directory its commands write (the workspace's
+	// activated .venv/bin, an --add-dir root's bin).
+	hostPath := cmpOr(e.HostPath, hostfs.UserPath())
+	r, err := awsauth.Resolve(func(k string) string {
+		if k == "PATH" {
+			return hostPath
+		}
+		return os.Getenv(k)
+	}, home)
 	if err != nil {
 		return c, configErrorf("provider bedrock: %v", err)
 	}

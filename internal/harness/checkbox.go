@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -241,7 +240,7 @@ func (w *workspace) coldGo() bool {
 	if fi, err := os.Lstat(filepath.Join(w.ws.Dir(), "go.mod")); err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
-	_, err := exec.LookPath("go")
+	_, err := hostfs.LookPath("go", w.hostPath)
 	return err == nil
 }
 
@@ -353,10 +352,13 @@ func (w *workspace) warmStd(ctx context.Context) error {
 		return err
 	}
 	defer sb.Close()
-	// The go command found on the host's PATH now, by its absolute path,
-	// with no go env file (an empty GOFLAGS would fall back to one): no
-	// setting a command could have written reaches the warm cache's build.
-	goExe, err := exec.LookPath("go")
+	// The go command found on the host's PATH now, without the entries
+	// in a writable root (w.hostPath: an --add-dir's bin put first on
+	// the user's PATH would give the model's go, writing the warm cache
+	// every later session's checks trust), by its absolute path, with no
+	// go env file (an empty GOFLAGS would fall back to one): no setting a
+	// command could have written reaches the warm cache's build.
+	goExe, err := hostfs.LookPath("go", w.hostPath)
 	if err != nil {
 		return err
 	}

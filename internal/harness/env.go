@@ -142,7 +142,7 @@ func (s *Session) startEnv(ctx context.Context) error {
 func (s *Session) reap(ctx context.Context, name string) (*container.Engine, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	e, err := container.Find(ctx, name)
+	e, err := container.FindIn(ctx, name, s.w.hostPath)
 	if err != nil {
 		return nil, err
 	}

@@ -223,7 +223,7 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 		return s, err
 	}
 	s.dotGit, _ = gitsafe.Find(s.w.root)
-	s.repo = repoState(s.life, s.start, s.w.root, s.dotGit)
+	s.repo = repoState(s.life, s.start, s.w.root, s.dotGit, s.w.hostPath)
 	if msg := s.w.cfg.Trust.Warning(); msg != "" {
 		s.warn(msg)
 	}
@@ -599,11 +599,13 @@ func cmpInt(a, b int) int {
 // repoState reads the repository's HEAD and whether it is dirty; nil when
 // the workspace is not a git repository. Git runs with none of the
 // repository's hooks, fsmonitor, filters or pagers (package gitsafe): its
-// configuration may have been written by a command.
+// configuration may have been written by a command; git is found in
+// hostPath (the session's PATH without its writable roots), never in a
+// directory a command could have put a git in.
 // It reads in the background once gate opens (the first request has
 // left: git's processes would compete with it for the CPU); the returned
 // function opens the gate and waits for the answer.
-func repoState(ctx context.Context, gate *startGate, dir string, at gitsafe.Repo) func() *ledger.RepoState {
+func repoState(ctx context.Context, gate *startGate, dir string, at gitsafe.Repo, hostPath string) func() *ledger.RepoState {
 	ch := make(chan *ledger.RepoState, 1)
 	go func() {
 		gate.wait(ctx)
@@ -612,7 +614,7 @@ func repoState(ctx context.Context, gate *startGate, dir string, at gitsafe.Repo
 			return
 		}
 		top := filepath.Dir(at.DotGit)
-		st, err := gitsafe.Git{Dir: top, GitDir: at.DotGit, WorkTree: top}.State(ctx)
+		st, err := gitsafe.Git{Dir: top, GitDir: at.DotGit, WorkTree: top, Path: hostPath}.State(ctx)
 		if err != nil || st.Head == "" {
 			ch <- nil
 			return

@@ -59,6 +59,11 @@ type Endpoint struct {
 	// Sim is set for the simulated model: a platform's adapter takes
 	// credentials of its own, none of the user's.
 	Sim bool
+	// HostPath is the PATH of the programs a credential chain runs on
+	// the host (an AWS profile's credential_process): the session's,
+	// without the directories its commands write; "" is
+	// hostfs.UserPath().
+	HostPath string
 	// Label is the provider's name, which every error of the adapter
 	// starts with ("bedrock", a named provider's NAME; "" for the
 	// dialect's own); ReachHint and KeyHint say what the user checks
@@ -1110,6 +1115,9 @@ const (
 func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (provider.Provider, error) {
 	o := &s.opts
 	e := Endpoint{Model: o.Model, Retry: retry, Settings: &s.settings, ServerTools: o.ServerTools, Stateful: o.Stateful, ProbeContext: true, Place: &s.place}
+	if s.w != nil {
+		e.HostPath = s.w.hostPath
+	}
 	if o.ContextEditing {
 		_, memory := s.set.Lookup("memory")
 		e.ContextManagement = compact.DefaultContextEditing(int(s.contextLimit()), memory).ContextManagement()

@@ -77,3 +77,21 @@ func Resolve(p string) string {
 		p = parent
 	}
 }
+
+// UserPath is the process's PATH for a program Truss runs on the host
+// outside a session (a session has its own, without every writable root):
+// without relative entries, and without the entries in the current
+// directory's tree, where a session in it would have let commands write (a
+// workspace's activated .venv/bin). The current directory is kept when it
+// is the user's home or the root, whose trees hold the user's own bin
+// directories.
+func UserPath() string {
+	wd, err := os.Getwd()
+	if err != nil || wd == "/" {
+		return SafePath(os.Getenv("PATH"), nil)
+	}
+	if home, err := os.UserHomeDir(); err == nil && Resolve(home) == Resolve(wd) {
+		return SafePath(os.Getenv("PATH"), nil)
+	}
+	return SafePath(os.Getenv("PATH"), []string{wd})
+}

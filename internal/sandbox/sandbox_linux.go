@@ -22,6 +22,7 @@ import (
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/sandbox/helper"
 )
 
@@ -114,7 +115,7 @@ func userNSAllowed() error {
 }
 
 func probeUserNS() error {
-	t, err := exec.LookPath("true")
+	t, err := hostfs.LookPath("true", hostfs.UserPath())
 	if err != nil {
 		return fmt.Errorf("no true(1) to probe with: %w", err)
 	}

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // benchProgram is the program that is truss's bench command.
@@ -36,7 +37,7 @@ func findBench() (string, error) {
 			return p, nil
 		}
 	}
-	if p, err := exec.LookPath(benchProgram); err == nil {
+	if p, err := hostfs.LookPath(benchProgram, hostfs.UserPath()); err == nil {
 		return p, nil
 	}
 	return "", fmt.Errorf("the bench command is the program %s, which is neither next to truss (%s) nor on PATH; install it with `CGO_ENABLED=0 go install ./cmd/truss-bench` from Truss's source tree", benchProgram, here)

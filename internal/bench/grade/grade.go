@@ -1023,7 +1023,7 @@ func apply(ctx context.Context, g gitsafe.Git, file, patch string) (fellBack boo
 	if i := strings.Index(msg, ": error: "); i >= 0 {
 		msg = msg[i+2:]
 	}
-	if _, err := exec.LookPath("patch"); err == nil {
+	if gnuPatch, err := hostfs.LookPath("patch", hostfs.UserPath()); err == nil {
 		// GNU patch writes wherever the patch says, .git included (git
 		// apply refuses it): a patch naming a .git component anywhere is
 		// refused before GNU patch runs, by its headers and by the files
@@ -1032,7 +1032,7 @@ func apply(ctx context.Context, g gitsafe.Git, file, patch string) (fellBack boo
 			return false, &applyError{msg: fmt.Sprintf("%s; GNU patch not tried: the patch names %s, in a .git directory", msg, name)}
 		}
 		args := []string{"--batch", "--fuzz=5", "-p1", "--no-backup-if-mismatch", "-r", "-", "-d", g.Dir, "-i", file}
-		out, err := exec.CommandContext(ctx, "patch", append([]string{"--dry-run"}, args...)...).Output()
+		out, err := exec.CommandContext(ctx, gnuPatch, append([]string{"--dry-run"}, args...)...).Output()
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -1040,7 +1040,7 @@ func apply(ctx context.Context, g gitsafe.Git, file, patch string) (fellBack boo
 			if name := gitDirName(checkedFiles(string(out))); name != "" {
 				return false, &applyError{msg: fmt.Sprintf("%s; GNU patch not run: it would write %s, in a .git directory", msg, name)}
 			}
-			if out, err := exec.CommandContext(ctx, "patch", args...).CombinedOutput(); err != nil {
+			if out, err := exec.CommandContext(ctx, gnuPatch, args...).CombinedOutput(); err != nil {
 				if ctx.Err() != nil {
 					return true, ctx.Err()
 				}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/trussdev/truss/internal/bench"
 	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/toolcache"
 	"github.com/trussdev/truss/internal/validate"
@@ -260,7 +260,7 @@ func (s *Sandboxed) WarmsGo() bool {
 	if s.mode() != CacheOwn || toolcache.HostGoCache() != "" {
 		return false
 	}
-	_, err := exec.LookPath("go")
+	_, err := hostfs.LookPath("go", hostfs.UserPath())
 	return err == nil
 }
 

@@ -39,10 +39,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // ErrNoCredentials is returned (wrapped) by Resolve when the chain finds
@@ -154,7 +157,7 @@ func Resolve(getenv func(string) string, home string) (*Resolved, error) {
 		return r, nil
 	}
 	if cmd, file := get("credential_process"); cmd != "" {
-		r.Credentials = aws.NewCredentialsCache(&Process{Command: cmd}, func(o *aws.CredentialsCacheOptions) {
+		r.Credentials = aws.NewCredentialsCache(&Process{Command: cmd, Path: getenv("PATH")}, func(o *aws.CredentialsCacheOptions) {
 			o.ExpiryWindow = time.Minute
 		})
 		r.Source = where(file) + " (credential_process)"
@@ -210,6 +213,10 @@ type Process struct {
 	// Command is the profile's credential_process, run by the shell (sh
 	// -c; cmd /C on Windows) as the AWS CLI runs it.
 	Command string
+	// Path is the PATH the shell is found in and the command runs with
+	// (Resolve's getenv("PATH"), which a session gives without the
+	// directories its commands write); "" is hostfs.UserPath().
+	Path string
 }
 
 // ProcessError is a credential_process that failed or printed no keys.
@@ -234,12 +241,20 @@ func (e *ProcessError) Unwrap() error { return e.Err }
 func (p *Process) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	ctx, cancel := context.WithTimeout(ctx, ProcessTimeout)
 	defer cancel()
-	var cmd *exec.Cmd
-	if runtime.GOOS == "windows" {
-		cmd = exec.CommandContext(ctx, "cmd.exe", "/C", p.Command)
-	} else {
-		cmd = exec.CommandContext(ctx, "sh", "-c", p.Command)
+	path := p.Path
+	if path == "" {
+		path = hostfs.UserPath()
 	}
+	shell, args := "sh", []string{"-c", p.Command}
+	if runtime.GOOS == "windows" {
+		shell, args = "cmd.exe", []string{"/C", p.Command}
+	}
+	exe, err := hostfs.LookPath(shell, path)
+	if err != nil {
+		return aws.Credentials{}, &ProcessError{Command: p.Command, Err: err}
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }), "PATH="+path)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

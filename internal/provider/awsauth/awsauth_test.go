@@ -172,3 +172,34 @@ func FuzzParseProcessOutput(f *testing.F) {
 		}
 	})
 }
+
+// TestProcessPath: a credential_process runs with the PATH Resolve's
+// getenv gives (a session's, without the directories its commands write):
+// an aws a command put in the workspace's activated .venv/bin, first on
+// the process's PATH, is not the one run; the user's, in the given PATH,
+// is.
+func TestProcessPath(t *testing.T) {
+	dir := t.TempDir()
+	planted, trusted := filepath.Join(dir, "venv", "bin"), filepath.Join(dir, "usr", "bin")
+	for d, key := range map[string]string{planted: "AKIAPLANTED", trusted: "AKIAUSER"} {
+		os.MkdirAll(d, 0o755)
+		script := "#!/bin/sh\nprintf '{\"Version\":1,\"AccessKeyId\":\"" + key + "\",\"SecretAccessKey\":\"s\"}'\n"
+		if err := os.WriteFile(filepath.Join(d, "fakeaws"), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := filepath.Join(dir, "config")
+	if err := os.WriteFile(conf, []byte("[default]\ncredential_process = fakeaws export\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", planted+string(os.PathListSeparator)+os.Getenv("PATH"))
+	r, err := Resolve(env(map[string]string{"AWS_CONFIG_FILE": conf, "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
+		"PATH": trusted + string(os.PathListSeparator) + "/usr/bin:/bin"}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Credentials.Retrieve(context.Background())
+	if err != nil || c.AccessKeyID != "AKIAUSER" {
+		t.Fatalf("%+v, %v: want the user's aws, found in the given PATH", c, err)
+	}
+}
