@@ -828,8 +828,16 @@ func orList(names []string) string {
 func ProviderNames() string { return orList(ProviderList()) }
 
 // NoModel is the error of a provider that needs a model and was given
-// none: it says what --model names when that is not a model's name.
+// none: it says what --model names when that is not a model's name, and,
+// for a provider of the user's configuration, the setting that gives it.
 func (p ProviderDef) NoModel() error {
+	if p.Named {
+		what := "the model"
+		if p.Dialect == "azure" {
+			what = "the deployment"
+		}
+		return configErrorf("no model given for provider %s: add model = \"…\" (%s its requests name) to [providers.%s] in %s, or pass --model or set TRUSS_MODEL", p.Name, what, p.Name, cmpOr(p.ConfigFile, config.UserFile))
+	}
 	if p.ModelIs != "" {
 		return configErrorf("no model given for provider %s: pass --model with the name of %s (on %s, --model names %s, not the model), or set TRUSS_MODEL", p.Name, p.ModelIs, p.Name, p.ModelIs)
 	}

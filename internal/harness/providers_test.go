@@ -257,6 +257,19 @@ env_headers = { "X-Org" = "MINE_ORG" }
 			t.Errorf("wire %s: %v", tc.wire, err)
 		}
 	}
+	// A named provider without model: the setting that gives it.
+	for _, tc := range []struct{ wire, want string }{
+		{"chat", `no model given for provider mine: add model = "…" (the model its requests name) to [providers.mine] in ` + file + `, or pass --model or set TRUSS_MODEL`},
+		{"azure", `no model given for provider mine: add model = "…" (the deployment its requests name) to [providers.mine] in ` + file + `, or pass --model or set TRUSS_MODEL`},
+	} {
+		user = "[providers.mine]\nbase_url = \"https://h/v1\"\nwire = \"" + tc.wire + "\"\n"
+		if err := os.WriteFile(file, []byte(user), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(context.Background(), o); err == nil || err.Error() != tc.want {
+			t.Errorf("wire %s without model: %v", tc.wire, err)
+		}
+	}
 	// chat's other name is a wire too.
 	def, err := namedProvider("mine", file, config.Provider{BaseURL: "https://h/v1", Wire: "openai-compatible"})
 	if err != nil || def.Dialect != "chat" {
