@@ -356,9 +356,6 @@ func (s *Session) resume() error {
 	if o.Provider == "" {
 		o.Provider = sess.Meta.Provider
 	}
-	if o.Model == "" {
-		o.Model = sess.Meta.Model
-	}
 	if (o.Root == "" || o.Root == ".") && sess.Meta.Workspace != "" {
 		o.Root = sess.Meta.Workspace
 	}
@@ -410,6 +407,13 @@ func (s *Session) resolve() error {
 			}
 		}
 	}
+	if o.Model == "" && s.sess != nil {
+		var note string
+		o.Model, note = resumedModel(def, s.sess.Meta)
+		if note != "" {
+			s.warn("warning: " + note)
+		}
+	}
 	if o.Model == "" {
 		o.Model = os.Getenv("TRUSS_MODEL")
 		if o.Model != "" && chosen {
@@ -426,6 +430,36 @@ func (s *Session) resolve() error {
 		return def.NoModel()
 	}
 	return nil
+}
+
+// resumedModel is the model a resumed session (meta) goes on with when
+// --model is not given, and a note for the user when it is not simply the
+// session's: on the provider the session ran on, its model; on another
+// (--resume ID --provider P), its model when P's sessions run it from the
+// model catalog in the platform's form, else P's default model (its model setting for a provider
+// of the user's configuration) with a note saying so, else its model with
+// a note saying where the model came from (a server of any maker's models,
+// an Azure deployment: the catalog cannot tell).
+func resumedModel(def ProviderDef, meta session.Meta) (model, note string) {
+	m := meta.Model
+	if m == "" || meta.Provider == "" || meta.Provider == def.Name || def.Name == "sim" {
+		return m, ""
+	}
+	if q, ok := lookupProvider(meta.Provider); ok && q.Name == def.Name {
+		return m, "" // an alias
+	}
+	if e, ok := def.catalogRow(m); ok && def.Runs(e) && def.platformIDWarning(m, "") == "" {
+		return m, ""
+	}
+	if def.DefaultModel != "" {
+		whose := def.Name + "'s default model"
+		if def.Named {
+			whose = fmt.Sprintf("the model of [providers.%s]", def.Name)
+		}
+		return def.DefaultModel, fmt.Sprintf("session %s ran %q on %s, which is not a model of %s: using %s, %q (pass --model to choose another)",
+			meta.ID, m, meta.Provider, def.Name, whose, def.DefaultModel)
+	}
+	return m, fmt.Sprintf("the model %q came from session %s, which ran it on %s (pass --model to choose another for %s)", m, meta.ID, meta.Provider, def.Name)
 }
 
 // modelSettings checks the model-setting overrides and resolves them
