@@ -151,8 +151,7 @@ var dialects = []Dialect{
 			Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint})
 	}},
 	{Name: "chat", SimPath: "/v1", New: func(_ context.Context, e Endpoint) provider.Provider {
-		return chatcompat.New(chatcompat.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, ReasoningEffort: settings(e).ReasoningEffort,
-			Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint})
+		return chatcompat.New(chatConfig(e))
 	}},
 	{Name: "ollama", New: func(ctx context.Context, e Endpoint) provider.Provider {
 		// Without a context from the options or the profile, the server is
@@ -754,6 +753,25 @@ func andList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
+// chatConfig is the Chat Completions adapter's configuration of an
+// endpoint: at OpenAI's own API the output limit goes as
+// max_completion_tokens, which its reasoning models take and max_tokens
+// they refuse.
+func chatConfig(e Endpoint) chatcompat.Config {
+	return chatcompat.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, HTTP: e.HTTP, Retry: e.Retry, ReasoningEffort: settings(e).ReasoningEffort,
+		MaxCompletionTokens: openAIsOwn(e.BaseURL), Label: e.Label, ReachHint: e.ReachHint, KeyHint: e.KeyHint}
+}
+
+// chatAtOpenAINote is the note of a session on a chat wire at OpenAI's own
+// API (base): --provider openai speaks the Responses API, with the typed
+// tools OpenAI's models are trained on. "" otherwise.
+func (p ProviderDef) chatAtOpenAINote(base string) string {
+	if p.Wire() != "chat" || !openAIsOwn(base) {
+		return ""
+	}
+	return fmt.Sprintf("note: %s is OpenAI's own API, spoken here as Chat Completions with the generic tools; --provider openai speaks its Responses API, with the typed tools (shell, apply_patch) OpenAI's models are trained on", base)
+}
+
 // openAIsOwn reports whether base is OpenAI's own API's address
 // (https://api.openai.com/v1, which other tools export as
 // OPENAI_BASE_URL): detected, it is the openai provider's, whose
@@ -1153,6 +1171,9 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		}
 		if e.BaseURL, e.APIKey, err = def.endpoint(os.Getenv); err != nil {
 			return nil, err
+		}
+		if note := def.chatAtOpenAINote(e.BaseURL); note != "" {
+			s.warn(note)
 		}
 		if def.TokenEnv != "" {
 			e.Token = os.Getenv(def.TokenEnv)

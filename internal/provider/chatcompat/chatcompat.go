@@ -47,6 +47,11 @@ type Config struct {
 	// ReasoningEffort is sent as reasoning_effort when set, for a reasoning
 	// model behind the server.
 	ReasoningEffort string
+	// MaxCompletionTokens sends the output limit as max_completion_tokens
+	// instead of max_tokens: OpenAI's own API, where max_tokens is
+	// deprecated and refused for its reasoning models. Compatible servers
+	// keep max_tokens, the field they all read.
+	MaxCompletionTokens bool
 	// Label names the provider in every error the client returns: the
 	// provider the user chose (a named provider's NAME); "" is "chat".
 	Label string
@@ -106,7 +111,10 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 		Model:         req.Model,
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	}
-	if req.MaxTokens > 0 {
+	switch {
+	case req.MaxTokens > 0 && c.cfg.MaxCompletionTokens:
+		p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+	case req.MaxTokens > 0:
 		p.MaxTokens = openai.Int(int64(req.MaxTokens))
 	}
 	if c.cfg.ReasoningEffort != "" {

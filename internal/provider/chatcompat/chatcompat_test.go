@@ -56,3 +56,34 @@ func TestBodyGolden(t *testing.T) {
 		t.Error("a changed item was served from the cache")
 	}
 }
+
+// TestMaxCompletionTokens: the output limit is max_tokens for a compatible
+// server and max_completion_tokens for OpenAI's own API (MaxCompletionTokens),
+// and either body matches the API description.
+func TestMaxCompletionTokens(t *testing.T) {
+	doc, err := apispec.OpenAI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		own       bool
+		want, not string
+	}{
+		{false, `"max_tokens":`, `"max_completion_tokens":`},
+		{true, `"max_completion_tokens":`, `"max_tokens":`},
+	} {
+		c := New(Config{BaseURL: "http://127.0.0.1/v1", MaxCompletionTokens: tc.own})
+		req := model.SampleRequest()
+		req.MaxTokens = 128000
+		b, _, err := c.body(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(tc.want+"128000")) || bytes.Contains(b, []byte(tc.not)) {
+			t.Errorf("MaxCompletionTokens %v: %s", tc.own, b)
+		}
+		if err := doc.RequestBody("/chat/completions", "POST", b); err != nil {
+			t.Errorf("MaxCompletionTokens %v: the request does not match the API description: %v", tc.own, err)
+		}
+	}
+}
