@@ -461,6 +461,8 @@ func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, e
 		wait := p.backoff(attempt)
 		if pe.RetryAfter > 0 {
 			if pe.RetryAfter > p.MaxRetryAfter {
+				pe.Message += fmt.Sprintf("; the server asks for a wait of %s before a retry, longer than Truss waits (%s): not retried",
+					shortDuration(pe.RetryAfter), shortDuration(p.MaxRetryAfter))
 				return attempt, err
 			}
 			wait = pe.RetryAfter
@@ -476,6 +478,19 @@ func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, e
 		case <-t.C:
 		}
 	}
+}
+
+// shortDuration is d to the second without its zero parts: "1h", "2m",
+// "1h30m", "45s".
+func shortDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Turn runs attempt until it succeeds or the policy gives up, and records

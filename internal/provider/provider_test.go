@@ -156,9 +156,20 @@ func TestRetryPolicy(t *testing.T) {
 	t.Run("a Retry-After past the limit ends the retries", func(t *testing.T) {
 		p := fast
 		p.MaxRetryAfter = time.Second
-		n, _ := p.Do(context.Background(), func(int) error { return &Error{Kind: ErrRateLimited, RetryAfter: time.Hour} })
-		if n != 1 {
-			t.Fatalf("n %d", n)
+		for _, tc := range []struct {
+			after time.Duration
+			want  string
+		}{
+			{time.Hour, "the server asks for a wait of 1h before a retry, longer than Truss waits (1s): not retried"},
+			{90 * time.Minute, "a wait of 1h30m before"},
+			{125 * time.Second, "a wait of 2m5s before"},
+		} {
+			n, err := p.Do(context.Background(), func(int) error {
+				return &Error{Kind: ErrRateLimited, Status: 429, Message: "rate_limit_error: slow down", RetryAfter: tc.after}
+			})
+			if n != 1 || err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Retry-After %s: n %d, %v", tc.after, n, err)
+			}
 		}
 	})
 	t.Run("cancellation stops the wait", func(t *testing.T) {
