@@ -90,6 +90,7 @@ func vertexGeminiConfig(ctx context.Context, e Endpoint) (gemini.Config, error) 
 	c.BaseURL = cmpOr(c.BaseURL, anthropicprov.VertexBaseURL(region))
 	c.Path = "/" + gemini.VertexAPIVersion + "/projects/" + url.PathEscape(project) + "/locations/" + url.PathEscape(region) + "/publishers/google/models/%s"
 	c.Token = ts
+	c.DeniedHint = provider.VertexDeniedHint(project, region)
 	if quota != "" {
 		// As Google's SDK does: the quota project is billed and its quota
 		// used, not the credentials' own project's.

@@ -251,6 +251,10 @@ func TestVertexGeminiQuotaProject(t *testing.T) {
 			if got := c.Header.Values("X-Goog-User-Project"); !slices.Equal(got, tc.want) {
 				t.Errorf("X-Goog-User-Project %q, want %q", got, tc.want)
 			}
+			// A PERMISSION_DENIED says what the project's account lacks.
+			if !strings.Contains(c.DeniedHint, "roles/aiplatform.user) in project p,") || !strings.Contains(c.DeniedHint, "served in us-central1") {
+				t.Errorf("DeniedHint %q", c.DeniedHint)
+			}
 		})
 	}
 }

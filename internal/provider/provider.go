@@ -388,6 +388,25 @@ func PlainHTTP(err error) bool {
 	return errors.As(err, &rh) || errors.As(err, &hs) && hs.PlainHTTP || err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
 }
 
+// VertexDeniedHint is what Vertex AI's PERMISSION_DENIED ("Permission
+// 'aiplatform.endpoints.predict' denied on resource … (or it may not
+// exist)") tells the user to check: the token was taken, and what it lacks
+// is a role, the API, the model or the right project and region.
+func VertexDeniedHint(project, region string) string {
+	return fmt.Sprintf("the credentials were accepted but may not call the model there: their account needs the Vertex AI User role (roles/aiplatform.user) in project %s, the Vertex AI API enabled there (gcloud services enable aiplatform.googleapis.com --project %s), and the model enabled in Model Garden and served in %s; or check --project and --region",
+		project, project, region)
+}
+
+// DeniedHint adds hint to a PERMISSION_DENIED refusal pe (Google's
+// status), once, and reports whether it did.
+func DeniedHint(pe *Error, hint string) bool {
+	if hint == "" || pe.Kind != ErrAuth || pe.Code != "PERMISSION_DENIED" || strings.Contains(pe.Message, hint) {
+		return false
+	}
+	pe.Message += "; " + hint
+	return true
+}
+
 // plainHTTPHint is what an error of PlainHTTP adds to its message.
 const plainHTTPHint = "the server speaks plain HTTP: use http:// in its address"
 

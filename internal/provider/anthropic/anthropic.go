@@ -635,6 +635,9 @@ func (c *Client) own(err error) error {
 			pe.Message += fmt.Sprintf("; %s (region %s)", modelAccessHint, b.Region)
 			return err
 		}
+		if v := c.cfg.Vertex; v != nil && provider.DeniedHint(pe, provider.VertexDeniedHint(v.Project, v.Region)) {
+			return err
+		}
 		if pe.Kind == provider.ErrAuth && c.cfg.KeyHint != "" && !strings.HasSuffix(pe.Message, c.cfg.KeyHint) {
 			pe.Message += "; " + c.cfg.KeyHint
 		}

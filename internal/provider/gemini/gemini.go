@@ -98,6 +98,10 @@ type Config struct {
 	// API it is compared with ("" for the Gemini API: "Vertex AI's
 	// Gemini API").
 	NotAPIHint, Service string
+	// DeniedHint is added to a PERMISSION_DENIED refusal, instead of
+	// KeyHint: what a Vertex AI project's account lacks
+	// (provider.VertexDeniedHint); "" adds KeyHint.
+	DeniedHint string
 }
 
 // Client is a Gemini adapter.
@@ -426,6 +430,9 @@ func (c *Client) own(err error) error {
 	var pe *provider.Error
 	if errors.As(err, &pe) {
 		pe.Provider = c.label()
+		if provider.DeniedHint(pe, c.cfg.DeniedHint) {
+			return err
+		}
 		if pe.Kind == provider.ErrAuth && c.cfg.KeyHint != "" && !strings.HasSuffix(pe.Message, c.cfg.KeyHint) {
 			pe.Message += "; " + c.cfg.KeyHint
 		}
