@@ -574,7 +574,9 @@ func boolCmp(a, b bool) int {
 // hints are what the provider's errors tell the user to check: where the
 // server's address is set (for a named provider, its base_url in its
 // file; "" for the adapter's own words, which name the built-in
-// provider's variables) and where the key is (its variables).
+// provider's variables) and where the key is (its variables; for the
+// built-in ollama, which sends none, how a server that wants one is
+// named).
 func (p ProviderDef) hints() (reach, key string) {
 	if p.Named {
 		where := fmt.Sprintf("[providers.%s] in %s", p.Name, cmpOr(p.ConfigFile, config.UserFile))
@@ -592,6 +594,12 @@ func (p ProviderDef) hints() (reach, key string) {
 	}
 	if len(vars) > 0 {
 		key = "check " + orList(vars)
+	}
+	if p.Name == "ollama" {
+		// The built-in provider sends no key: a server that wants one
+		// (ollama.com's API, a proxy in front of a server) is a named
+		// provider's.
+		key = "the ollama provider sends no key: a server that needs one is a provider of your configuration (~/.config/truss/config.toml): [providers.NAME] with wire = \"ollama\", base_url and env_key (the variable that holds the key), used with --provider NAME"
 	}
 	return p.ReachHint, key
 }

@@ -515,3 +515,17 @@ func TestGuessLimitsSaid(t *testing.T) {
 		}
 	}
 }
+
+// TestOllamaKeyHint: the built-in ollama provider sends no key, so a 401
+// says how a server that wants one is named; a named provider on an
+// ollama wire says its env_key.
+func TestOllamaKeyHint(t *testing.T) {
+	def, _ := lookupProvider("ollama")
+	if _, key := def.hints(); !strings.Contains(key, `[providers.NAME] with wire = "ollama", base_url and env_key`) {
+		t.Errorf("the built-in's: %q", key)
+	}
+	named := ProviderDef{Name: "cloud", Dialect: "ollama", Named: true, KeyEnv: "OLLAMA_API_KEY", ConfigFile: "/h/config.toml"}
+	if _, key := named.hints(); key != "check OLLAMA_API_KEY (env_key of [providers.cloud] in /h/config.toml)" {
+		t.Errorf("a named one's: %q", key)
+	}
+}
