@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -407,6 +408,28 @@ func DeniedHint(pe *Error, hint string) bool {
 	return true
 }
 
+// serverRunning is the end of the adapters' hint of a server that could
+// not be reached, which an answer of the server (in plain HTTP, with a
+// certificate) makes beside the point.
+const serverRunning = " and that the server is running"
+
+// certHint is what a handshake that failed on the server's certificate
+// adds to its message: a certificate of a CA this machine does not trust
+// (a company's own CA, a self-signed certificate) names SSL_CERT_FILE,
+// through which Go's TLS takes more CAs; one for another name says so.
+// "" for any other error.
+func certHint(err error) string {
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	switch {
+	case errors.As(err, &ua):
+		return "the server's certificate is signed by a certificate authority this machine does not trust: if it is your own (a company's CA, a self-signed certificate), set SSL_CERT_FILE to its certificate's PEM file (or SSL_CERT_DIR to a directory of them)"
+	case errors.As(err, &he):
+		return "the server's certificate is not for this host name: use the name it was issued for in the address"
+	}
+	return ""
+}
+
 // plainHTTPHint is what an error of PlainHTTP adds to its message.
 const plainHTTPHint = "the server speaks plain HTTP: use http:// in its address"
 
@@ -415,7 +438,11 @@ const plainHTTPHint = "the server speaks plain HTTP: use http:// in its address"
 func explain(err error) error {
 	var pe *Error
 	if PlainHTTP(err) && errors.As(err, &pe) && !strings.Contains(pe.Message, plainHTTPHint) {
-		pe.Message += "; " + plainHTTPHint
+		// It answered: that the server runs is not in doubt.
+		pe.Message = strings.Replace(pe.Message, serverRunning, "", 1) + "; " + plainHTTPHint
+	}
+	if hint := certHint(err); hint != "" && errors.As(err, &pe) && !strings.Contains(pe.Message, hint) {
+		pe.Message = strings.Replace(pe.Message, serverRunning, "", 1) + "; " + hint
 	}
 	if SpeaksTLS(err) && errors.As(err, &pe) && !strings.Contains(pe.Message, speaksTLSHint) {
 		pe.Message += "; the server speaks TLS: " + speaksTLSHint
