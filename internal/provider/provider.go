@@ -450,6 +450,45 @@ func explain(err error) error {
 	return err
 }
 
+// webPage says what an error status answered with a web page is: no
+// API's error (the APIs answer theirs in JSON) but a proxy's, a
+// firewall's or a CDN's page, whose markup is cut to its title. A refusal
+// (401, 403, 407) is then not the API's judgment of the key, and what the
+// adapter added about the key is dropped with the page.
+func webPage(err error) error {
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Status < 400 || pe.Kind == ErrNotAPI {
+		return err
+	}
+	msg := strings.TrimSpace(pe.Message)
+	head := strings.ToLower(msg)
+	if !strings.HasPrefix(head, "<!doctype html") && !strings.HasPrefix(head, "<html") && !strings.HasPrefix(head, "<head") {
+		return err
+	}
+	page := "a web page"
+	if i, j := strings.Index(head, "<title>"), strings.Index(head, "</title>"); len(head) == len(msg) && i >= 0 && j > i {
+		if t := strings.Join(strings.Fields(msg[i+len("<title>"):j]), " "); t != "" {
+			page = fmt.Sprintf("a web page (%q)", truncateRunes(t, 80))
+		}
+	}
+	switch pe.Status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired:
+		pe.Message = "the answer is " + page + ", not the API's JSON: a proxy, firewall or CDN between here and the API refused the request, not the API the key is for; check the address and the network's proxy (HTTPS_PROXY)"
+	default:
+		pe.Message = "the answer is " + page + ", not the API's JSON: a proxy or gateway between here and the API answered"
+	}
+	return err
+}
+
+// truncateRunes is s cut to n runes, with "…" when it was longer.
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
 // modelHint adds the policy's ModelHint to a 404 that is about the model
 // (its message names a model: "not_found_error: model: …", "The model …
 // does not exist", "model 'x' not found"), once.
@@ -492,7 +531,7 @@ func (p RetryPolicy) norm() RetryPolicy {
 func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, error) {
 	p = p.norm()
 	for attempt := 1; ; attempt++ {
-		err := MaskError(p.modelHint(explain(fn(attempt))), p.Secrets)
+		err := MaskError(p.modelHint(webPage(explain(fn(attempt)))), p.Secrets)
 		p.Contact.note(err)
 		if err == nil {
 			return attempt, nil
