@@ -151,6 +151,10 @@ type Session struct {
 	// modelFrom is the variable the model came from when the provider
 	// was chosen and the model was not ("TRUSS_MODEL"), else "".
 	modelFrom string
+	// modelSource is where the model came from, whatever chose the
+	// provider: "--model" (the options), "TRUSS_MODEL", "session ID" (a
+	// resumed session's), "" (the provider's default or model setting).
+	modelSource string
 }
 
 // Open composes a session. Errors in the options or the environment are
@@ -376,6 +380,9 @@ func (s *Session) resolve() error {
 		return configErrorf("--provider sim needs --script FILE, the steps the simulated model plays (docs/simulator.md); `truss demo` plays the bundled fix")
 	}
 	chosen := o.Provider != ""
+	if o.Model != "" {
+		s.modelSource = "--model"
+	}
 	if o.Provider == "" {
 		p, err := detectProvider(os.Getenv)
 		if err != nil {
@@ -413,11 +420,17 @@ func (s *Session) resolve() error {
 		if note != "" {
 			s.warn("warning: " + note)
 		}
+		if o.Model == s.sess.Meta.Model {
+			s.modelSource = "session " + s.sess.Meta.ID
+		}
 	}
 	if o.Model == "" {
 		o.Model = os.Getenv("TRUSS_MODEL")
-		if o.Model != "" && chosen {
-			s.modelFrom = "TRUSS_MODEL"
+		if o.Model != "" {
+			s.modelSource = "TRUSS_MODEL"
+			if chosen {
+				s.modelFrom = "TRUSS_MODEL"
+			}
 		}
 	}
 	if o.Model == "" {

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -31,21 +30,30 @@ func TestNearestModel(t *testing.T) {
 	}
 }
 
-// TestModelHint: a 404 about the model says where the model is set and
-// where the models are listed; Azure's adapter says its own.
+// TestModelHint: a 404 about the model says where the model came from,
+// only that, and where the models are listed; Azure's adapter says its
+// own, and an interactive command is named as the session's.
 func TestModelHint(t *testing.T) {
-	for _, tc := range []struct{ provider, want string }{
-		{"anthropic", "check --model or TRUSS_MODEL (truss models lists the models Truss knows)"},
-		{"ollama", "check --model or TRUSS_MODEL (ollama list shows the models pulled)"},
-		{"azure", ""},
+	for _, tc := range []struct{ provider, source, want string }{
+		{"anthropic", "--model", "check --model (truss models lists the models Truss knows)"},
+		{"anthropic", "TRUSS_MODEL", "check TRUSS_MODEL (or pass --model) (truss models lists the models Truss knows)"},
+		{"anthropic", "", "the model is anthropic's default: pass --model (truss models lists the models Truss knows)"},
+		{"anthropic", "session S1", "the model is session S1's: pass --model (truss models lists the models Truss knows)"},
+		{"ollama", "--model", "check --model (ollama list shows the models pulled)"},
+		{"azure", "--model", ""},
 	} {
 		def, _ := lookupProvider(tc.provider)
-		if got := def.modelHint(); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.provider, got, tc.want)
+		if got := def.modelHint(tc.source); got != tc.want {
+			t.Errorf("%s from %q: %q, want %q", tc.provider, tc.source, got, tc.want)
 		}
 	}
 	named := ProviderDef{Name: "corp", Named: true, ConfigFile: "/home/u/.config/truss/config.toml"}
-	if got := named.modelHint(); !strings.Contains(got, "model in [providers.corp] of /home/u/.config/truss/config.toml") {
-		t.Errorf("named: %q", got)
+	for _, tc := range []struct{ source, want string }{
+		{"", "check model in [providers.corp] of /home/u/.config/truss/config.toml (or pass --model) (an interactive session's /model lists the server's models)"},
+		{"--model", "check --model (an interactive session's /model lists the server's models)"},
+	} {
+		if got := named.modelHint(tc.source); got != tc.want {
+			t.Errorf("named from %q: %q, want %q", tc.source, got, tc.want)
+		}
 	}
 }

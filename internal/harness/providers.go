@@ -1074,18 +1074,34 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 }
 
 // modelHint is what a 404 about the model tells the user to check: where
-// the model is set, and where the models are listed ("" for Azure, whose
-// --model names a deployment and whose adapter says so).
-func (p ProviderDef) modelHint() string {
-	switch {
-	case p.ModelIs != "":
+// the model came from (source, as Session.modelSource: "--model",
+// "TRUSS_MODEL", "session ID", "" for the provider's default or model
+// setting), and where the models are listed ("" for Azure, whose --model
+// names a deployment and whose adapter says so).
+func (p ProviderDef) modelHint(source string) string {
+	if p.ModelIs != "" {
 		return ""
-	case p.Named:
-		return fmt.Sprintf("check --model, TRUSS_MODEL or model in [providers.%s] of %s (/model lists the server's models)", p.Name, cmpOr(p.ConfigFile, config.UserFile))
-	case p.Dialect == "ollama":
-		return "check --model or TRUSS_MODEL (ollama list shows the models pulled)"
 	}
-	return "check --model or TRUSS_MODEL (truss models lists the models Truss knows)"
+	var where string
+	switch {
+	case source == "--model":
+		where = "check --model"
+	case source == "TRUSS_MODEL":
+		where = "check TRUSS_MODEL (or pass --model)"
+	case strings.HasPrefix(source, "session "):
+		where = "the model is " + source + "'s: pass --model"
+	case p.Named:
+		where = fmt.Sprintf("check model in [providers.%s] of %s (or pass --model)", p.Name, cmpOr(p.ConfigFile, config.UserFile))
+	default:
+		where = fmt.Sprintf("the model is %s's default: pass --model", p.Name)
+	}
+	switch {
+	case p.Named:
+		return where + " (an interactive session's /model lists the server's models)"
+	case p.Dialect == "ollama":
+		return where + " (ollama list shows the models pulled)"
+	}
+	return where + " (truss models lists the models Truss knows)"
 }
 
 // nearestModel is the model of the provider's catalog rows a mistyped
@@ -1203,7 +1219,7 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		}
 		e.HTTP = s.predial.Client(h, sdkHeaderTimeout(def.Dialect, h))
 		e.Retry.Secrets = def.secrets(e, os.Getenv)
-		e.Retry.ModelHint = def.modelHint()
+		e.Retry.ModelHint = def.modelHint(s.modelSource)
 		if d.Check != nil {
 			if err := d.Check(e); err != nil {
 				return nil, err
