@@ -619,6 +619,10 @@ var sdkDefault struct {
 // tells the user to do.
 const modelAccessHint = "the account has no access to this model in the region: request it on the Bedrock console's Model access page"
 
+// noCredentialsSent is what a failure to get the AWS credentials adds:
+// no request was sent.
+const noCredentialsSent = "nothing was sent to Bedrock: run the command by hand to see why it fails"
+
 // own names the client's provider in err, a *provider.Error of the
 // adapter's, and adds to a refusal of the credentials what to check.
 func (c *Client) own(err error) error {
@@ -636,6 +640,15 @@ func (c *Client) own(err error) error {
 			return err
 		}
 		if v := c.cfg.Vertex; v != nil && provider.DeniedHint(pe, provider.VertexDeniedHint(v.Project, v.Region)) {
+			return err
+		}
+		var ce *credentialsError
+		if errors.As(err, &ce) {
+			// No request left: which credentials a request carried
+			// (KeyHint) is beside the point.
+			if !strings.Contains(pe.Message, noCredentialsSent) {
+				pe.Message += "; " + noCredentialsSent
+			}
 			return err
 		}
 		if pe.Kind == provider.ErrAuth && c.cfg.KeyHint != "" && !strings.HasSuffix(pe.Message, c.cfg.KeyHint) {

@@ -298,3 +298,23 @@ func FuzzEventStreamSSE(f *testing.F) {
 		}
 	})
 }
+
+// TestBedrockNoCredentialsSent: credentials that could not be got (a
+// failing credential_process) say that nothing was sent, not which
+// credentials a request carried.
+func TestBedrockNoCredentialsSent(t *testing.T) {
+	srv, base := simtest.Serve(t, `{"steps": [{"say": "x"}]}`, "")
+	failing := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{}, errors.New(`credential_process "aws configure export-credentials": exit status 255`)
+	})
+	c := New(Config{BaseURL: base, Retry: provider.RetryPolicy{MaxAttempts: 1}, Label: "bedrock",
+		KeyHint: "the credentials sent were those of profile default in /h/.aws/config (credential_process): check them",
+		Bedrock: &Bedrock{Region: "us-east-1", Credentials: failing}})
+	_, err := c.Turn(context.Background(), &model.Request{Model: "anthropic.claude-haiku-4-5-20251001-v1:0", MaxTokens: 100, Items: []model.Item{{Kind: model.KindUser, Text: "hi"}}}, nil)
+	if err == nil || !strings.HasSuffix(err.Error(), "exit status 255; nothing was sent to Bedrock: run the command by hand to see why it fails") || strings.Contains(err.Error(), "credentials sent were") {
+		t.Errorf("%v", err)
+	}
+	if len(srv.Requests()) != 0 {
+		t.Errorf("%d requests sent", len(srv.Requests()))
+	}
+}

@@ -258,17 +258,77 @@ func (p *Process) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		e := strings.TrimSpace(stderr.String())
-		if len(e) > 500 {
-			e = "…" + e[len(e)-500:]
-		}
-		return aws.Credentials{}, &ProcessError{Command: p.Command, Err: err, Stderr: e}
+		return aws.Credentials{}, &ProcessError{Command: p.Command, Err: err, Stderr: stderrTail(stderr.String())}
 	}
 	c, err := ParseProcessOutput(stdout.Bytes())
 	if err != nil {
 		return aws.Credentials{}, &ProcessError{Command: p.Command, Err: err}
 	}
 	return c, nil
+}
+
+// stderrTail is what an error shows of a failed credential_process's
+// standard error: its last line that says anything, cut to 200 bytes,
+// with every word that may be a credential masked ("***"): a word after
+// one that names a credential ("token SECRET-abc123", "key=…"), and a long
+// word of letters and digits. A credential helper's message may quote
+// the token it could not refresh.
+func stderrTail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	line := strings.TrimSpace(lines[len(lines)-1])
+	var out []string
+	after := false
+	for _, w := range strings.Fields(line) {
+		lower := strings.ToLower(w)
+		name, value, isPair := strings.Cut(w, "=")
+		switch {
+		case isPair && credentialWord(strings.ToLower(name)) && value != "":
+			w = name + "=***"
+		case after && (strings.ContainsAny(w, "0123456789") || len(w) >= 16) || longToken(w):
+			w = "***"
+		}
+		after = credentialWord(strings.Trim(lower, ":\"'"))
+		out = append(out, w)
+	}
+	line = strings.Join(out, " ")
+	if len(line) > 200 {
+		line = line[:200] + "…"
+	}
+	return line
+}
+
+// credentialWord reports whether a word names a credential, so that the
+// next may be one.
+func credentialWord(w string) bool {
+	for _, k := range []string{"token", "secret", "password", "key", "credential"} {
+		if strings.Contains(w, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// longToken reports whether w looks like a key or a token: 20 or more
+// characters, only letters, digits and -_./+=, with both letters and
+// digits.
+func longToken(w string) bool {
+	w = strings.Trim(w, ".,;:\"'()[]")
+	if len(w) < 20 {
+		return false
+	}
+	letters, digits := false, false
+	for _, c := range w {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			letters = true
+		case c >= '0' && c <= '9':
+			digits = true
+		case strings.ContainsRune("-_./+=", c):
+		default:
+			return false
+		}
+	}
+	return letters && digits
 }
 
 // ParseProcessOutput reads what a credential_process prints:
