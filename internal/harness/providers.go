@@ -926,6 +926,17 @@ func (p ProviderDef) endpoint(getenv func(string) string) (base, key string, err
 		if p.KeyEnv != "" {
 			where = " (a key goes in " + orList(append([]string{p.KeyEnv}, p.AltKeyEnv...)) + ")"
 		}
+		if p.Dialect == "azure" {
+			// The portal's target URI of a deployment, whose query is
+			// an api-version: the resource's address and the
+			// deployment are said (never the query).
+			if p.VersionEnv != "" {
+				where = fmt.Sprintf(" (a key goes in %s, an api-version in %s or --api-version)", p.KeyEnv, p.VersionEnv)
+			}
+			if fix := openaiprov.EndpointFix(base); fix != "" {
+				return "", "", configErrorf("%s has a query (?…), which a base URL cannot carry%s%s", p.BaseURLEnv, where, fix)
+			}
+		}
 		return "", "", configErrorf("%s has a query (?…), which a base URL cannot carry%s: set it to the address alone", p.BaseURLEnv, where)
 	}
 	if p.Dialect == "ollama" && !p.Named {

@@ -77,6 +77,8 @@ func TestProviderTable(t *testing.T) {
 		{"openai-compatible", map[string]string{"OPENAI_BASE_URL": "http://h/v1"}, "http://h/v1", ""},
 		{"gemini", map[string]string{"GOOGLE_GEMINI_BASE_URL": "http://h/?key=AIzaSECRET", "GEMINI_API_KEY": "k"}, "",
 			"GOOGLE_GEMINI_BASE_URL has a query (?…), which a base URL cannot carry (a key goes in GEMINI_API_KEY or GOOGLE_API_KEY): set it to the address alone"},
+		{"azure", map[string]string{"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com/openai/deployments/gpt-5.2/chat/completions?api-version=2024-10-21", "AZURE_OPENAI_API_KEY": "k"}, "",
+			"AZURE_OPENAI_ENDPOINT has a query (?…), which a base URL cannot carry (a key goes in AZURE_OPENAI_API_KEY, an api-version in AZURE_OPENAI_API_VERSION or --api-version); set it to https://r.openai.azure.com, and pass --model gpt-5.2 (the deployment)"},
 		{"ollama", nil, "http://127.0.0.1:11434", ""},
 		{"ollama", map[string]string{"OLLAMA_HOST": "10.0.0.1:1234"}, "http://10.0.0.1:1234", ""},
 		{"anthropic", map[string]string{"ANTHROPIC_API_KEY": "k"}, "", ""},

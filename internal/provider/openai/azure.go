@@ -64,7 +64,12 @@ func (c AzureConfig) v1() bool {
 func NewAzure(cfg AzureConfig) (*Client, error) {
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("azure: the endpoint %q is not a resource's address (https://RESOURCE.openai.azure.com)%s", cfg.Endpoint, endpointFix(cfg.Endpoint))
+		return nil, fmt.Errorf("azure: the endpoint %q is not a resource's address (https://RESOURCE.openai.azure.com)%s", cfg.Endpoint, EndpointFix(cfg.Endpoint))
+	}
+	if strings.Contains(u.Path, "/openai/deployments/") {
+		// The portal's target URI of a deployment: the routes would
+		// follow its path.
+		return nil, fmt.Errorf("azure: the endpoint %q is a deployment's target URI, not a resource's address (https://RESOURCE.openai.azure.com)%s", cfg.Endpoint, EndpointFix(cfg.Endpoint))
 	}
 	loopback := loopbackHost(u.Hostname())
 	if u.Scheme == "http" && !loopback {
@@ -116,10 +121,12 @@ func NewAzure(cfg AzureConfig) (*Client, error) {
 	return c, nil
 }
 
-// endpointFix says the value to use for an endpoint pasted in another
+// EndpointFix says the value to use for an endpoint pasted in another
 // form: a host without its scheme, or the portal's target URI of a
-// deployment (whose name --model takes). "" when neither.
-func endpointFix(v string) string {
+// deployment (whose name --model takes): "; set it to
+// https://r.openai.azure.com, and pass --model gpt-5.2 (the deployment)".
+// "" when neither. It never says the endpoint's query.
+func EndpointFix(v string) string {
 	s := strings.TrimSpace(v)
 	if !strings.Contains(s, "://") {
 		s = "https://" + s

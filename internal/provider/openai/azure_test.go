@@ -177,6 +177,8 @@ func TestAzureConfig(t *testing.T) {
 		{"no scheme", AzureConfig{Endpoint: "myres.openai.azure.com", APIKey: "k"}, `is not a resource's address (https://RESOURCE.openai.azure.com); set it to https://myres.openai.azure.com`},
 		{"the target URI", AzureConfig{Endpoint: "https://myres.openai.azure.com/openai/deployments/gpt-5.2/chat/completions?api-version=2025-01-01-preview", APIKey: "k"},
 			`; set it to https://myres.openai.azure.com, and pass --model gpt-5.2 (the deployment)`},
+		{"the target URI without its query", AzureConfig{Endpoint: "https://myres.openai.azure.com/openai/deployments/gpt-5.2/chat/completions", APIKey: "k"},
+			`is a deployment's target URI, not a resource's address (https://RESOURCE.openai.azure.com); set it to https://myres.openai.azure.com, and pass --model gpt-5.2 (the deployment)`},
 		{"someday", AzureConfig{Endpoint: "https://res.openai.azure.com", APIKey: "k", APIVersion: "someday"}, "is not one of"},
 		{"a dated version", AzureConfig{Endpoint: "https://res.openai.azure.com", APIKey: "k", APIVersion: "2024-10-21"}, ""},
 		{"a dated preview", AzureConfig{Endpoint: "https://res.openai.azure.com", APIKey: "k", APIVersion: "2025-04-01-preview"}, ""},
