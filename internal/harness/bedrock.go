@@ -61,9 +61,45 @@ func bedrockConfig(e Endpoint) (anthropicprov.Config, error) {
 		return c, configErrorf("provider bedrock needs a region: --region, AWS_REGION, AWS_DEFAULT_REGION, or region in the profile's section of the AWS config file")
 	}
 	b.Token, b.Credentials = r.BearerToken, r.Credentials
+	b.ProfileHint = bedrockProfileHint(e.Model, b.Region)
 	c.KeyHint = bedrockKeyHint(r.Source)
 	c.Bedrock = b
 	return c, nil
+}
+
+// bedrockProfileHint is what Bedrock's refusal of a model id on demand
+// ("… with on-demand throughput isn't supported. Retry your request with
+// the ID or ARN of an inference profile …") tells the user to pass: the
+// model's cross-region inference profiles as an official page lists them
+// (surface.PlatformIDs), the region's geography's first; else how to find
+// them.
+func bedrockProfileHint(model, region string) string {
+	const lists = "aws bedrock list-inference-profiles lists them"
+	prof := surface.DefaultProfiles().Lookup("anthropic", strings.ToLower(bedrockModel(model)))
+	id, ok := surface.PlatformID{}, false
+	if !prof.Guess {
+		id, ok = surface.PlatformIDOf("bedrock", prof.Pattern)
+	}
+	if !ok || len(id.Profiles) == 0 {
+		return "pass the id or ARN of an inference profile of the model: its id with a geography's prefix (us., eu., global., …); " + lists
+	}
+	first := id.Suggest(region)
+	var others []string
+	for _, g := range id.Profiles {
+		if p := id.ProfileID(g); p != first {
+			others = append(others, p)
+		}
+	}
+	hint := "Bedrock serves this model through an inference profile: pass --model " + first
+	if first == id.ID {
+		// No profile of the region's geography or a global one.
+		hint = "Bedrock serves this model through an inference profile: pass --model " + others[0]
+		others = others[1:]
+	}
+	if len(others) > 0 {
+		hint += " (or " + orList(others) + ")"
+	}
+	return hint + "; " + lists
 }
 
 // bedrockModel is the name the model profiles know for a Bedrock model id:

@@ -40,3 +40,22 @@ func TestBedrockKeyHint(t *testing.T) {
 		})
 	}
 }
+
+// TestBedrockProfileHint: a model Bedrock serves only through an
+// inference profile is met with its profiles' ids, the region's
+// geography's first; a model the table does not know with how to find
+// them.
+func TestBedrockProfileHint(t *testing.T) {
+	for _, tc := range []struct{ model, region, want string }{
+		{"anthropic.claude-sonnet-4-5-20250929-v1:0", "us-east-1",
+			"Bedrock serves this model through an inference profile: pass --model us.anthropic.claude-sonnet-4-5-20250929-v1:0 (or global.anthropic.claude-sonnet-4-5-20250929-v1:0, eu.anthropic.claude-sonnet-4-5-20250929-v1:0 or jp.anthropic.claude-sonnet-4-5-20250929-v1:0); aws bedrock list-inference-profiles lists them"},
+		{"anthropic.claude-opus-4-1-20250805-v1:0", "eu-west-1",
+			"Bedrock serves this model through an inference profile: pass --model us.anthropic.claude-opus-4-1-20250805-v1:0; aws bedrock list-inference-profiles lists them"},
+		{"anthropic.claude-new-9-v1:0", "us-east-1",
+			"pass the id or ARN of an inference profile of the model: its id with a geography's prefix (us., eu., global., …); aws bedrock list-inference-profiles lists them"},
+	} {
+		if got := bedrockProfileHint(tc.model, tc.region); got != tc.want {
+			t.Errorf("%s in %s:\n%q\nwant %q", tc.model, tc.region, got, tc.want)
+		}
+	}
+}

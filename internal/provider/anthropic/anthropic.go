@@ -639,6 +639,11 @@ func (c *Client) own(err error) error {
 			pe.Message += fmt.Sprintf("; %s (region %s)", modelAccessHint, b.Region)
 			return err
 		}
+		if b := c.cfg.Bedrock; b != nil && b.ProfileHint != "" && pe.Code == "ValidationException" &&
+			strings.Contains(strings.ToLower(pe.Message), "inference profile") && !strings.Contains(pe.Message, b.ProfileHint) {
+			pe.Message += "; " + b.ProfileHint
+			return err
+		}
 		if v := c.cfg.Vertex; v != nil && provider.DeniedHint(pe, provider.VertexDeniedHint(v.Project, v.Region)) {
 			return err
 		}

@@ -58,6 +58,10 @@ type Bedrock struct {
 	// the profile), for the hint of an unreachable region; "" says
 	// AWS_REGION.
 	RegionFrom string
+	// ProfileHint is added to a ValidationException that asks for an
+	// inference profile (a model Bedrock serves on demand only through
+	// one): the profiles' ids to pass. "" adds nothing.
+	ProfileHint string
 }
 
 // BedrockBaseURL is the address of a region's Bedrock runtime.
