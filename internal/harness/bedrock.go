@@ -60,6 +60,9 @@ func bedrockConfig(e Endpoint) (anthropicprov.Config, error) {
 	if b.Region == "" {
 		return c, configErrorf("provider bedrock needs a region: --region, AWS_REGION, AWS_DEFAULT_REGION, or region in the profile's section of the AWS config file")
 	}
+	if err := regionError("bedrock", b.Region, b.RegionFrom); err != nil {
+		return c, err
+	}
 	b.Token, b.Credentials = r.BearerToken, r.Credentials
 	b.ProfileHint = bedrockProfileHint(e.Model, b.Region)
 	c.KeyHint = bedrockKeyHint(r.Source)

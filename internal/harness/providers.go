@@ -546,8 +546,8 @@ func (p ProviderDef) elsewhere(model, from string) string {
 // region the requests go to (us.anthropic.… in eu-west-1): Bedrock refuses
 // it there. "" otherwise, and for another provider.
 func (p ProviderDef) regionMismatch(model, region string) string {
-	if p.Dialect != "bedrock" || region == "" {
-		return ""
+	if p.Dialect != "bedrock" || region == "" || !regionForm("bedrock", region) {
+		return "" // a malformed region is refused on its own (regionError)
 	}
 	geo, _, ok := strings.Cut(model, ".")
 	if !ok || strings.Contains(geo, ":") {

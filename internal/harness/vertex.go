@@ -34,6 +34,9 @@ func googleCloud(ctx context.Context, e Endpoint, name, setRegion, setProject st
 	if region == "" {
 		return "", "", "", nil, configErrorf("provider %s needs a region: %s (us-east5, europe-west1, global, …)", name, setRegion)
 	}
+	if err := regionError(name, region, e.RegionFrom); err != nil {
+		return "", "", "", nil, err
+	}
 	home, _ := os.UserHomeDir()
 	creds, err := googleauth.Find(os.Getenv, home)
 	if err != nil {
