@@ -70,6 +70,33 @@ func bedrockConfig(e Endpoint) (anthropicprov.Config, error) {
 	return c, nil
 }
 
+// bedrockIDSlip says when a Bedrock model id (lower case; a profile's, an
+// ARN's are not checked) names a model the catalog knows in another form
+// than Bedrock's id of it: "anthropic.claude-opus-4-6-v1:0" for
+// anthropic.claude-opus-4-6-v1, an id without its date. The profiles find
+// the model all the same; Bedrock would not. "" otherwise.
+func bedrockIDSlip(lower string) string {
+	if strings.Contains(lower, "arn:") {
+		return ""
+	}
+	geo, base := "", lower
+	if g, rest, ok := strings.Cut(lower, "."); ok && strings.HasPrefix(rest, "anthropic.") {
+		geo, base = g+".", rest
+	}
+	if !strings.HasPrefix(base, "anthropic.") {
+		return ""
+	}
+	prof := surface.DefaultProfiles().Lookup("anthropic", bedrockModel(base))
+	if prof.Guess {
+		return ""
+	}
+	id, ok := surface.PlatformIDOf("bedrock", prof.Pattern)
+	if !ok || strings.EqualFold(id.ID, base) {
+		return ""
+	}
+	return fmt.Sprintf("Bedrock's id of this model is %s, not %q: pass --model %s%s", id.ID, base, geo, id.ID)
+}
+
 // bedrockProfileHint is what Bedrock's refusal of a model id on demand
 // ("… with on-demand throughput isn't supported. Retry your request with
 // the ID or ARN of an inference profile …") tells the user to pass: the
@@ -133,6 +160,11 @@ func bedrockModel(id string) string {
 // "claude-sonnet-4-5@20250929"). "" otherwise, and for another provider.
 func (p ProviderDef) platformIDWarning(model, region string) string {
 	lower := strings.ToLower(model)
+	if p.Dialect == "bedrock" {
+		if msg := bedrockIDSlip(lower); msg != "" {
+			return msg
+		}
+	}
 	if !strings.HasPrefix(lower, "claude") || p.Dialect != "bedrock" && p.Dialect != "vertex" {
 		return ""
 	}

@@ -1225,18 +1225,24 @@ func (s *Session) catalogWarning(def ProviderDef, where string, prof surface.Pro
 			o.Model, where, o.Provider, surfaceName, limits))
 	case prof.Guess && o.Provider != "sim":
 		s.warn(fmt.Sprintf("warning: %q is not in Truss's model catalog (truss models): using the %s tools, %s; its cost is unknown%s",
-			o.Model, surfaceName, def.limitsText(prof, o.ContextTokens), def.didYouMean(o.Model)))
+			o.Model, surfaceName, def.limitsText(prof, o.ContextTokens), def.didYouMean(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv)))))
 	case where != "":
 		s.warn(fmt.Sprintf("warning: %q is, in Truss's model catalog (truss models), %s: on %s using the %s tools, %s",
 			o.Model, where, o.Provider, surfaceName, def.limitsText(prof, o.ContextTokens)))
 	}
 }
 
-// platformWarnings warns of a model id not in the cloud platform's form,
-// and of a Bedrock profile of another geography than the region's.
+// platformWarnings warns of a model id in capitals the API would not
+// know, of a model id not in the cloud platform's form, and of a Bedrock
+// profile of another geography than the region's.
 func (s *Session) platformWarnings(def ProviderDef) {
 	o := &s.opts
-	if msg := def.platformIDWarning(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))); msg != "" {
+	if msg := def.caseWarning(o.Model); msg != "" {
+		s.warn("warning: " + msg)
+	}
+	if msg := def.platformIDWarning(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))); msg != "" &&
+		(!s.prof.Guess || def.nearestModel(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))) == "") {
+		// A mistyped id's warning said the platform's id it meant.
 		s.warn("warning: " + msg)
 	}
 	if msg := def.regionMismatch(o.Model, cmpOr(o.Region, firstEnv(def.RegionEnv))); msg != "" {

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -9,22 +10,27 @@ import (
 // rows are as near, and any model of a provider that serves any maker's
 // models, with nothing.
 func TestNearestModel(t *testing.T) {
-	for _, tc := range []struct{ provider, model, want string }{
-		{"anthropic", "claude-sonet-4-5", "claude-sonnet-4-5"},
-		{"gemini", "gemini-2.5-pr", "gemini-2.5-pro"},
-		{"openai", "gpt-5.2", ""},
-		{"anthropic", "claude-opus-4-9", ""}, // 4-8, 4-7, 4-6 … as near
-		{"anthropic", "llama3", ""},
-		{"bedrock", "anthropic.claude-opus-4-5-20251101-v1", "anthropic.claude-opus-4-5-20251101-v1:0"},
-		{"vertex", "claude-sonnet-4-5@2025929", "claude-sonnet-4-5@20250929"},
-		{"chat", "gpt-4o", ""},
-		{"ollama", "qwen3:8", ""},
+	for _, tc := range []struct{ provider, model, region, want string }{
+		// On the platforms, in their form: a profile's id, a Claude API
+		// id as the platform's id of it.
+		{"bedrock", "us.anthropic.claude-sonet-4-5-20250929-v1:0", "us-east-1", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"},
+		{"bedrock", "claude-sonet-4-5", "eu-west-1", "eu.anthropic.claude-sonnet-4-5-20250929-v1:0"},
+		{"vertex", "claude-sonet-4-5", "us-east5", "claude-sonnet-4-5@20250929"},
+		{"anthropic", "claude-sonet-4-5", "", "claude-sonnet-4-5"},
+		{"gemini", "gemini-2.5-pr", "", "gemini-2.5-pro"},
+		{"openai", "gpt-5.2", "", ""},
+		{"anthropic", "claude-opus-4-9", "", ""}, // 4-8, 4-7, 4-6 … as near
+		{"anthropic", "llama3", "", ""},
+		{"bedrock", "anthropic.claude-opus-4-5-20251101-v1", "", "anthropic.claude-opus-4-5-20251101-v1:0"},
+		{"vertex", "claude-sonnet-4-5@2025929", "", "claude-sonnet-4-5@20250929"},
+		{"chat", "gpt-4o", "", ""},
+		{"ollama", "qwen3:8", "", ""},
 	} {
 		def, ok := lookupProvider(tc.provider)
 		if !ok {
 			t.Fatalf("no provider %s", tc.provider)
 		}
-		if got := def.nearestModel(tc.model); got != tc.want {
+		if got := def.nearestModel(tc.model, tc.region); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.provider, tc.model, got, tc.want)
 		}
 	}
@@ -54,6 +60,26 @@ func TestModelHint(t *testing.T) {
 	} {
 		if got := named.modelHint(tc.source); got != tc.want {
 			t.Errorf("named from %q: %q, want %q", tc.source, got, tc.want)
+		}
+	}
+}
+
+// TestCaseWarning: a model id in capitals whose lower-case form the
+// provider's catalog has is warned about (the APIs' ids are
+// case-sensitive); a lower-case id, an unknown one and a provider whose
+// names are the user's are not.
+func TestCaseWarning(t *testing.T) {
+	for _, tc := range []struct{ provider, model, want string }{
+		{"openai", "GPT-5.2", `model ids are case-sensitive, and the model's id is lower-case: pass --model gpt-5.2, not "GPT-5.2"`},
+		{"anthropic", "Claude-Sonnet-4-5", `pass --model claude-sonnet-4-5, not "Claude-Sonnet-4-5"`},
+		{"openai", "gpt-5.2", ""},
+		{"openai", "My-Model", ""},
+		{"azure", "GPT-5.2", ""},
+		{"chat", "GPT-5.2", ""},
+	} {
+		def, _ := lookupProvider(tc.provider)
+		if got := def.caseWarning(tc.model); (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s %s: %q, want %q", tc.provider, tc.model, got, tc.want)
 		}
 	}
 }

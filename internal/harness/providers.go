@@ -541,6 +541,22 @@ func (p ProviderDef) elsewhere(model, from string) string {
 	return fmt.Sprintf("a model of provider %s, not of %s (pass --provider %s)", orList(others), p.Name, others[0])
 }
 
+// caseWarning says when model has capitals and its lower-case form is a
+// model of the provider's catalog ("GPT-5.2"): the catalog's lookup
+// ignores case, and the APIs do not (their ids are lower-case). "" for
+// any other model, and for providers whose names are the user's (a
+// server of any maker's models, a named provider, Azure's deployments).
+func (p ProviderDef) caseWarning(model string) string {
+	lower := strings.ToLower(model)
+	if model == lower || p.AnyMaker || p.Named || p.ModelIs != "" || p.Name == "sim" {
+		return ""
+	}
+	if e, ok := p.catalogRow(lower); !ok || !p.Runs(e) {
+		return ""
+	}
+	return fmt.Sprintf("model ids are case-sensitive, and the model's id is lower-case: pass --model %s, not %q", lower, model)
+}
+
 // regionMismatch says when a Bedrock model id's cross-region inference
 // profile (us., eu., apac., jp., au.) is of another geography than the
 // region the requests go to (us.anthropic.… in eu-west-1): Bedrock refuses
@@ -1117,10 +1133,13 @@ func (p ProviderDef) modelHint(source string) string {
 
 // nearestModel is the model of the provider's catalog rows a mistyped
 // model most likely meant (nearest: a letter left out, added or changed),
-// with the platform's own ids on Bedrock and Vertex AI; "" for none, and
-// for a provider that serves any maker's models (whose catalog rows are
-// a few of many: gpt-4o is no typo of gpt-4.1).
-func (p ProviderDef) nearestModel(model string) string {
+// in the platform's own form on Bedrock and Vertex AI (a Claude API id
+// near is given as the platform's id of that model, on Bedrock its
+// inference profile for region, as platformIDWarning gives it, and a
+// profile's id is compared with the profiles'); "" for none, and for a
+// provider that serves any maker's models (whose catalog rows are a few
+// of many: gpt-4o is no typo of gpt-4.1).
+func (p ProviderDef) nearestModel(model, region string) string {
 	if p.AnyMaker || p.Named || p.Name == "sim" {
 		return ""
 	}
@@ -1132,11 +1151,23 @@ func (p ProviderDef) nearestModel(model string) string {
 	}
 	for _, id := range surface.PlatformIDs(p.Dialect) {
 		names = append(names, id.ID)
+		for _, g := range id.Profiles {
+			names = append(names, id.ProfileID(g))
+		}
 	}
 	if slices.Contains(names, model) {
 		return ""
 	}
-	return suggest.Nearest(model, names)
+	near := suggest.Nearest(model, names)
+	if p.Dialect == "bedrock" || p.Dialect == "vertex" {
+		if id, ok := surface.PlatformIDOf(p.Dialect, near); ok {
+			if p.Dialect == "vertex" {
+				return id.ID
+			}
+			return id.Suggest(region)
+		}
+	}
+	return near
 }
 
 // isGlobPattern reports whether a catalog pattern has a wildcard.
@@ -1459,8 +1490,8 @@ func userWithheldEnv() []string {
 
 // didYouMean is "; did you mean MODEL?" for a model of the provider's
 // catalog that a mistyped model most likely meant (nearestModel), else "".
-func (p ProviderDef) didYouMean(model string) string {
-	if near := p.nearestModel(model); near != "" {
+func (p ProviderDef) didYouMean(model, region string) string {
+	if near := p.nearestModel(model, region); near != "" {
 		return "; did you mean " + near + "?"
 	}
 	return ""
