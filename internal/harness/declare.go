@@ -43,7 +43,7 @@ func Declare(ctx context.Context, opts Options) (*Declaration, error) {
 	// What a session would warn of, said as a session says it.
 	if def, err := s.providerDef(o.Provider); err == nil {
 		prof = def.withLimits(prof)
-		s.catalogWarning(def, def.elsewhere(o.Model, s.modelFrom), prof, set.Surface)
+		s.catalogWarning(def, def.elsewhere(o.Model, s.modelFrom, o.Interactive), prof, set.Surface)
 		s.platformWarnings(def)
 		if def.Name != "sim" {
 			if err := s.thinkingFlags(def); err != nil {

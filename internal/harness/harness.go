@@ -210,7 +210,7 @@ func Open(ctx context.Context, opts Options) (s *Session, err error) {
 		where := ""
 		var def ProviderDef
 		if d, err := s.providerDef(o.Provider); err == nil {
-			def, where = d, d.elsewhere(o.Model, s.modelFrom)
+			def, where = d, d.elsewhere(o.Model, s.modelFrom, o.Interactive)
 		}
 		// A named provider's own limits, over the row's and the guess's.
 		s.prof = def.withLimits(s.prof)

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/trussdev/truss/internal/provider"
+	"github.com/trussdev/truss/internal/surface"
 )
 
 // ModelsTimeout bounds one Session.Models call.
@@ -20,10 +22,14 @@ const ModelsTimeout = 30 * time.Second
 // provider.MaxModels. It asks the server on every call, once (no retries),
 // for at most ModelsTimeout.
 //
+// A cloud platform's runtime has no model list (Bedrock, Vertex AI): its
+// models are then the ids Truss's catalog gives for the platform
+// (platformModels), undated, in the catalog's order.
+//
 // It fails with ErrClosed after Close. When the session has no model
 // (Options.NoModel), its adapter cannot list models (it is no
-// provider.ModelLister) or the server has no model list, the error matches
-// provider.ErrNotSupported; a failed answer is a *provider.Error (an
+// provider.ModelLister) or the server has no model list (and the provider
+// is no cloud platform), the error matches provider.ErrNotSupported; a failed answer is a *provider.Error (an
 // unknown key, a rate limit, ...). It reads only what Open set and the
 // adapter, so it may be called while a run is in progress.
 func (s *Session) Models(ctx context.Context) ([]provider.ModelInfo, error) {
@@ -40,6 +46,13 @@ func (s *Session) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 	lctx, cancel := context.WithTimeout(ctx, ModelsTimeout)
 	defer cancel()
 	ms, err := ml.Models(lctx)
+	if errors.Is(err, provider.ErrNotSupported) {
+		// A cloud platform's runtime lists no models: the catalog's ids
+		// of the platform are what Truss knows it serves.
+		if ids := s.platformModels(); len(ids) > 0 {
+			return ids, nil
+		}
+	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%s: the server did not answer the model list within %s: %w", cmp.Or(s.opts.Provider, s.prov.Name()), ModelsTimeout, err)
@@ -48,6 +61,44 @@ func (s *Session) Models(ctx context.Context) ([]provider.ModelInfo, error) {
 		return nil, err
 	}
 	return pickerOrder(ms), nil
+}
+
+// platformModels are the model ids Truss's catalog gives for the
+// session's provider when it is a cloud platform's (Bedrock's inference
+// profiles for the session's region and its base ids, Vertex AI's ids,
+// the Gemini models of the catalog on Vertex AI), in the catalog's order;
+// nil for another provider.
+func (s *Session) platformModels() []provider.ModelInfo {
+	def, err := s.providerDef(s.opts.Provider)
+	if err != nil || def.Named {
+		return nil
+	}
+	var ids []string
+	switch def.Dialect {
+	case "bedrock":
+		region := cmpOr(s.opts.Region, firstEnv(def.RegionEnv))
+		for _, id := range surface.PlatformIDs("bedrock") {
+			if p := id.Suggest(region); p != id.ID {
+				ids = append(ids, p)
+			}
+			ids = append(ids, id.ID)
+		}
+	case "vertex":
+		for _, id := range surface.PlatformIDs("vertex") {
+			ids = append(ids, id.ID)
+		}
+	case "vertex-gemini":
+		for _, e := range def.Catalog() {
+			if n := strings.TrimSuffix(e.Pattern, "*"); n != "" && !isGlobPattern(n) {
+				ids = append(ids, n)
+			}
+		}
+	}
+	var out []provider.ModelInfo
+	for _, id := range ids {
+		out = append(out, provider.ModelInfo{ID: id})
+	}
+	return out
 }
 
 // pickerOrder returns ms in a picker's order: dated models newest first,

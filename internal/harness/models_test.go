@@ -109,3 +109,44 @@ func TestPickerOrder(t *testing.T) {
 		t.Errorf("%d models kept", n)
 	}
 }
+
+// noList is an adapter whose server has no model list, as Bedrock's and
+// Vertex AI's runtimes.
+type noList struct{ turnOnly }
+
+func (noList) Models(context.Context) ([]provider.ModelInfo, error) {
+	return nil, provider.Unsupported("no model list", nil)
+}
+
+// TestPlatformModels: a cloud platform's session lists the catalog's ids
+// of the platform when its runtime has no model list (Bedrock's profile of
+// the region first, then the base id); another provider's says it cannot.
+func TestPlatformModels(t *testing.T) {
+	for _, tc := range []struct {
+		provider, region string
+		want             []string // the first ids
+		err              bool
+	}{
+		{"bedrock", "eu-west-1", []string{"eu.anthropic.claude-opus-4-6-v1", "anthropic.claude-opus-4-6-v1"}, false},
+		{"vertex", "us-east5", []string{"claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-5@20251101"}, false},
+		{"vertex-gemini", "us-central1", []string{"gemini-"}, false},
+		{"chat", "", nil, true},
+	} {
+		s := &Session{opts: Options{Provider: tc.provider, Region: tc.region}, prov: noList{}}
+		ms, err := s.Models(context.Background())
+		if tc.err {
+			if !errors.Is(err, provider.ErrNotSupported) {
+				t.Errorf("%s: %v", tc.provider, err)
+			}
+			continue
+		}
+		if err != nil || len(ms) < len(tc.want) {
+			t.Fatalf("%s: %v, %v", tc.provider, ms, err)
+		}
+		for i, w := range tc.want {
+			if !strings.HasPrefix(ms[i].ID, w) {
+				t.Errorf("%s: model %d is %q, want %q", tc.provider, i, ms[i].ID, w)
+			}
+		}
+	}
+}

@@ -30,6 +30,10 @@ type Options struct {
 	// the model ("" for $TRUSS_MODEL, else the provider's default).
 	Provider string
 	Model    string
+	// Interactive is set by an interactive session, whose model changes
+	// within it (/model): advice that would name a command line's flag
+	// for another provider says to start a session with it instead.
+	Interactive bool
 	// Surface is the tool surface: "" or "auto" picks the model's trained
 	// surface, "generic" forces Truss's function tools.
 	Surface string

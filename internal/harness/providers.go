@@ -510,9 +510,11 @@ func (p ProviderDef) catalogRow(model string) (surface.Entry, bool) {
 // --provider vertex)", the one of the same platform first. When the
 // model came from a variable (from: "TRUSS_MODEL") and the provider was
 // chosen, the advice is about the model: "(it came from TRUSS_MODEL: pass
-// --model, or unset TRUSS_MODEL)". "" when the model is the provider's,
+// --model, or unset TRUSS_MODEL)". In an interactive session (the model
+// chosen with /model), the advice is to start a session with --provider.
+// "" when the model is the provider's,
 // or no provider's, or the provider serves any maker's models.
-func (p ProviderDef) elsewhere(model, from string) string {
+func (p ProviderDef) elsewhere(model, from string, interactive bool) string {
 	if p.Name == "sim" || p.AnyMaker || p.Named {
 		return ""
 	}
@@ -537,6 +539,10 @@ func (p ProviderDef) elsewhere(model, from string) string {
 	})
 	if from != "" {
 		return fmt.Sprintf("a model of provider %s, not of %s (it came from %s: pass --model, or unset %s)", orList(others), p.Name, from, from)
+	}
+	if interactive {
+		// No flag is passed inside a session.
+		return fmt.Sprintf("a model of provider %s, not of %s (start a session with --provider %s to use it there)", orList(others), p.Name, others[0])
 	}
 	return fmt.Sprintf("a model of provider %s, not of %s (pass --provider %s)", orList(others), p.Name, others[0])
 }

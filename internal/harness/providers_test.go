@@ -369,9 +369,14 @@ func TestModelElsewhere(t *testing.T) {
 		if !ok {
 			t.Fatalf("no provider %s", tc.provider)
 		}
-		if got := def.elsewhere(tc.model, tc.from); got != tc.want {
+		if got := def.elsewhere(tc.model, tc.from, false); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.provider, tc.model, got, tc.want)
 		}
+	}
+	// Inside an interactive session no flag is passed.
+	anth, _ := lookupProvider("anthropic")
+	if got, want := anth.elsewhere("gpt-5.2", "", true), "a model of provider openai or azure, not of anthropic (start a session with --provider openai to use it there)"; got != want {
+		t.Errorf("interactive: %q, want %q", got, want)
 	}
 }
 

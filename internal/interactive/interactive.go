@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
+	"github.com/trussdev/truss/internal/suggest"
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tui"
 )
@@ -41,12 +43,13 @@ type Closed struct {
 // Run opens a session with o, runs the terminal UI on it until the user
 // quits or ctx ends, and closes the session, which saves it. The checks
 // run in the background after a task that changed files, and on demand
-// (/check): o.Validation.Background is set. Approval questions go to the
+// (/check): o.Validation.Background is set; o.Interactive is set too. Approval questions go to the
 // UI (o.Approver is replaced). An error opening the session is returned
 // before the UI starts; the UI's own error and the session's close error
 // are returned after it ends (a cancelled ctx is not an error).
 func Run(ctx context.Context, o harness.Options, uo tui.Options) (Closed, error) {
 	o.Validation.Background = true
+	o.Interactive = true
 	u := tui.New(uo)
 	q := approval.NewQueue()
 	qctx, stopAsking := context.WithCancel(ctx)
@@ -300,7 +303,19 @@ func (is *session) reopen(ctx context.Context, change func(*harness.Options)) er
 }
 
 // SetModel implements tui.ModelSwitcher.
+//
+// A name the provider's model list does not have (tui.ListedAs: an alias
+// of a listed snapshot is had) is met with the listed model it most
+// likely meant, and not switched to; one no listed model is near is
+// switched to with a note. A provider without a list switches at once.
 func (is *session) SetModel(ctx context.Context, name string) error {
+	if ids, err := is.Models(ctx); err == nil && len(ids) > 0 &&
+		!slices.ContainsFunc(ids, func(id string) bool { return tui.ListedAs(id, name) }) {
+		if near := suggest.Nearest(name, ids); near != "" {
+			return fmt.Errorf("the provider lists no model %s; did you mean %s? (/model %s switches to it)", termsafe.Line(name), termsafe.Line(near), termsafe.Line(near))
+		}
+		is.notify(fmt.Sprintf("%s is not among the %d models the provider lists (/model lists them); switching to it all the same", termsafe.Line(name), len(ids)))
+	}
 	return is.reopen(ctx, func(o *harness.Options) { o.Model = name })
 }
 

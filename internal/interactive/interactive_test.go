@@ -52,7 +52,8 @@ func TestInteractiveSessionCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	is := &session{opts: o, s: s, log: log, notify: func(msg string) { t.Log(msg) }}
+	var notes []string
+	is := &session{opts: o, s: s, log: log, notify: func(msg string) { notes = append(notes, msg) }}
 	defer is.close()
 	var _ interface {
 		tui.Session
@@ -94,8 +95,21 @@ func TestInteractiveSessionCommands(t *testing.T) {
 		t.Errorf("the attached file is not in the task: %s", itemsText(tr))
 	}
 
+	// A typo of a listed model is met with it and not switched to.
+	listed, _ := is.Models(ctx)
+	typo := listed[0][:len(listed[0])-1]
+	if err := is.SetModel(ctx, typo); err == nil || err.Error() != "the provider lists no model "+typo+"; did you mean "+listed[0]+"? (/model "+listed[0]+" switches to it)" {
+		t.Errorf("/model %s: %v", typo, err)
+	}
+	if m := is.Status().Model; m == typo {
+		t.Errorf("switched to the typo %s", typo)
+	}
+	// A name no listed model is near is switched to, with a note.
 	if err := is.SetModel(ctx, "sim-other"); err != nil {
 		t.Fatal(err)
+	}
+	if len(notes) == 0 || !strings.HasPrefix(notes[len(notes)-1], "sim-other is not among the ") {
+		t.Errorf("the notes after /model sim-other: %q", notes)
 	}
 	st := is.Status()
 	if st.Model != "sim-other" || st.SessionID != first || len(is.session().Transcript()) != len(tr) {

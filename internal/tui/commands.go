@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -330,14 +331,44 @@ func (m *uiModel) finishCommand(msg cmdDoneMsg) {
 func modelsText(names []string, current string) string {
 	var b strings.Builder
 	b.WriteString("Models of the provider (/model N or /model NAME switches):\n")
+	exact := slices.Contains(names, current)
 	for i, n := range names {
 		mark, note := "  ", ""
-		if n == current {
+		switch {
+		case n == current:
 			mark, note = "● ", "  (current)"
+		case !exact && ListedAs(n, current):
+			// The session names the model by an alias the server
+			// lists as its dated snapshot.
+			mark, note = "● ", "  (current: "+termsafe.Line(current)+")"
 		}
 		fmt.Fprintf(&b, "%s%3d  %s%s\n", mark, i+1, termsafe.Line(n), note)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// ListedAs reports whether listed, an id of a provider's model list, is
+// the model name names: the same id, or the dated snapshot of an alias
+// ("claude-sonnet-4-5-20250929" of "claude-sonnet-4-5", Vertex AI's
+// "claude-sonnet-4-5@20250929", "gpt-5-2025-08-07" of "gpt-5").
+func ListedAs(listed, name string) bool {
+	if listed == name {
+		return true
+	}
+	if name == "" || len(listed) <= len(name)+1 || !strings.HasPrefix(listed, name) {
+		return false
+	}
+	sep, date := listed[len(name)], listed[len(name)+1:]
+	if sep != '-' && sep != '@' {
+		return false
+	}
+	switch len(date) {
+	case 8: // 20250929
+		return strings.Trim(date, "0123456789") == ""
+	case 10: // 2025-08-07
+		return date[4] == '-' && date[7] == '-' && strings.Trim(date[:4]+date[5:7]+date[8:], "0123456789") == ""
+	}
+	return false
 }
 
 // choicesText lists sessions to resume, numbered, most recent first:

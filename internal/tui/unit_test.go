@@ -875,3 +875,31 @@ func TestStartHeaderShowsWorkspace(t *testing.T) {
 		t.Errorf("header %q does not show the workspace as it is", h)
 	}
 }
+
+// TestModelsTextAlias: the list marks the model the session runs also
+// when the session names it by an alias the server lists as a dated
+// snapshot, and only when no listed id is the name itself.
+func TestModelsTextAlias(t *testing.T) {
+	for _, tc := range []struct {
+		names   []string
+		current string
+		want    string // the marked line; "" for none
+	}{
+		{[]string{"claude-opus-4-5-20251101", "claude-sonnet-4-5-20250929"}, "claude-sonnet-4-5", "●   2  claude-sonnet-4-5-20250929  (current: claude-sonnet-4-5)"},
+		{[]string{"claude-sonnet-4-5", "claude-sonnet-4-5-20250929"}, "claude-sonnet-4-5", "●   1  claude-sonnet-4-5  (current)"},
+		{[]string{"claude-sonnet-4-5@20250929"}, "claude-sonnet-4-5", "●   1  claude-sonnet-4-5@20250929  (current: claude-sonnet-4-5)"},
+		{[]string{"gpt-5-2025-08-07", "gpt-5-mini"}, "gpt-5", "●   1  gpt-5-2025-08-07  (current: gpt-5)"},
+		{[]string{"claude-sonnet-4-5-1m"}, "claude-sonnet-4-5", ""},
+	} {
+		text := modelsText(tc.names, tc.current)
+		marked := ""
+		for _, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(l, "●") {
+				marked = l
+			}
+		}
+		if marked != tc.want {
+			t.Errorf("%v, %s: marked %q, want %q", tc.names, tc.current, marked, tc.want)
+		}
+	}
+}
