@@ -104,9 +104,13 @@ func dialTLS(ctx context.Context, nd *net.Dialer, base *tls.Config, timeout time
 
 // closedEarly reports whether a handshake's err is the server closing the
 // connection without a word: what an HTTP server that cannot read the
-// handshake as a request often does.
+// handshake as a request often does. A reset that comes while the request
+// is still being written is a broken pipe, or, once Go's transport has
+// closed the connection on the reset it read, a write to a closed
+// connection.
 func closedEarly(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
 
 // probeTimeout bounds answersHTTP's connection and its wait for an answer.

@@ -374,14 +374,18 @@ const nginxTLSPort = "HTTP/1.1 400 Bad Request\r\nServer: nginx\r\nContent-Type:
 func TLSServer(t testing.TB, plain string) (hostport string, plainHits *atomic.Int32) {
 	t.Helper()
 	plainHits = new(atomic.Int32)
-	ts := httptest.NewTLSServer(http.NotFoundHandler())
-	t.Cleanup(ts.Close)
+	ts := httptest.NewUnstartedServer(http.NotFoundHandler())
 	if plain == "go" {
+		// Set before the server starts: its goroutines read it.
 		ts.Config.ConnState = func(c net.Conn, s http.ConnState) {
 			if s == http.StateNew {
 				plainHits.Add(1)
 			}
 		}
+	}
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	if plain == "go" {
 		return ts.Listener.Addr().String(), plainHits
 	}
 	cfg := ts.TLS.Clone()
