@@ -59,7 +59,10 @@ func TestPTY(t *testing.T) {
 			term := tuitest.Start(t, cmd, 100, 45)
 			term.WaitFor("Ask Truss to do something", "sim-model", "workspace-write")
 			term.Type("fix the failing test in calc.go\r")
-			term.WaitFor("› fix the failing test in calc.go", "edit_file · edit calc.go", "-    return a - b", "+    return a + b",
+			// What is done is printed above the live part and may have
+			// scrolled off the screen by the time the turn ends (a slow
+			// machine sees the whole turn at once): the scrollback counts.
+			term.WaitForText("› fix the failing test in calc.go", "edit_file · edit calc.go", "-    return a - b", "+    return a + b",
 				"bash · $ go test ./...", "✓ completed · 2 turns", "ctx <1%")
 
 			term.Type("run the slow suite\r")
