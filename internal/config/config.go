@@ -337,6 +337,17 @@ func (c *Config) restrict() []string {
 		ign = append(ign, "validate.env")
 		c.Validate.Env = nil
 	}
+	if t := c.Validate.Timeout.Duration; t != 0 && (t < MinUntrustedTimeout || t > MaxUntrustedTimeout) {
+		// A file a command could have written must not choose the
+		// boundary's bound: unbounded, a check that blocks keeps the
+		// run from ever ending; tiny, it gives no verdict.
+		ign = append(ign, "validate.timeout = "+t.String())
+		c.Validate.Timeout.Duration = 0
+	}
+	if w, ok := c.MCP.StartupWaitValue(); ok && w > MaxUntrustedStartupWait {
+		ign = append(ign, "mcp.startup_wait = "+w.String())
+		c.MCP.StartupWait = nil
+	}
 	if c.Changes.Ignore != nil {
 		// Ignoring files hides their changes from the ledger.
 		ign = append(ign, "changes.ignore")
@@ -362,6 +373,15 @@ func (c *Config) restrict() []string {
 	sort.Strings(ign)
 	return ign
 }
+
+// The bounds within which an untrusted configuration may set a wait:
+// validate.timeout between MinUntrustedTimeout and MaxUntrustedTimeout
+// (the default), mcp.startup_wait up to MaxUntrustedStartupWait.
+const (
+	MinUntrustedTimeout     = 10 * time.Second
+	MaxUntrustedTimeout     = 10 * time.Minute
+	MaxUntrustedStartupWait = 30 * time.Second
+)
 
 // Widening lists the settings of c that take effect only when the
 // configuration is trusted: what trusting it enables.

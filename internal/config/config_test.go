@@ -263,3 +263,33 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// An untrusted configuration may bound the boundary's checks and the
+// first turn's wait for MCP servers only within limits: a file a command
+// wrote could otherwise keep a run from ever ending, or from a verdict.
+func TestUntrustedWaits(t *testing.T) {
+	for _, tc := range []struct {
+		conf    string
+		timeout time.Duration
+		wait    time.Duration
+		ignored string
+	}{
+		{"[validate]\ntimeout = \"87600h\"\n", 0, -1, "validate.timeout = 87600h0m0s"},
+		{"[validate]\ntimeout = \"1ms\"\n", 0, -1, "validate.timeout = 1ms"},
+		{"[validate]\ntimeout = \"10m\"\n", 10 * time.Minute, -1, ""},
+		{"[mcp]\nstartup_wait = \"1000h\"\n", 0, -1, "mcp.startup_wait = 1000h0m0s"},
+		{"[mcp]\nstartup_wait = \"5s\"\n", 0, 5 * time.Second, ""},
+	} {
+		c, err := LoadWith(writeFiles(t, map[string]string{Path: tc.conf}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ok := c.MCP.StartupWaitValue()
+		if !ok {
+			w = -1
+		}
+		if c.Validate.TimeoutValue() != tc.timeout || w != tc.wait || strings.Join(c.Trust.Ignored, ", ") != tc.ignored {
+			t.Errorf("%q: timeout %v, startup wait %v, ignored %q; want %v, %v, %q", tc.conf, c.Validate.TimeoutValue(), w, c.Trust.Ignored, tc.timeout, tc.wait, tc.ignored)
+		}
+	}
+}
