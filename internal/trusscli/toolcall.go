@@ -7,7 +7,6 @@ import (
 	"github.com/trussdev/truss/internal/cli"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/trussdev/truss/internal/agent"
@@ -91,9 +90,10 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return cli.UsageError{Msg: err.Error()}
 	}
-	if w.memoryDir == "" {
-		w.memoryDir = filepath.Join(w.root, ".truss", "memories")
-	}
+	// The memory tool's directory is the project's under the user's data
+	// directory, as truss run's (--memory-dir's default): never in the
+	// workspace, where a session's commands could have made it a link
+	// to anywhere.
 	// validate is offered on every surface when the project's checks are
 	// known (detected, or from .truss/config.toml).
 	o := harness.Options{Version: version, NoModel: true, NoSession: true, Tools: set, OnWarning: warner(stderr)}
