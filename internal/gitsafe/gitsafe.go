@@ -50,10 +50,12 @@
 package gitsafe
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -311,30 +313,83 @@ type State struct {
 
 // State reads the repository's state with one `git status` (porcelain v2,
 // which reports HEAD's object name too), run as Command runs every git.
-// An error means dir is not in a work tree or git failed.
+// Its output is read a line at a time and git is stopped at the first
+// change, which is all Dirty needs: a work tree with a million untracked
+// names costs a line, not their listing in memory. An error means dir is
+// not in a work tree or git failed.
 func (g Git) State(ctx context.Context) (State, error) {
-	out, err := g.Output(ctx, "status", "--porcelain=v2", "--branch", "--ignore-submodules=all")
+	args := []string{"status", "--porcelain=v2", "--branch", "--ignore-submodules=all"}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd, err := g.Command(ctx, args...)
 	if err != nil {
 		return State{}, err
 	}
-	return parseState(out), nil
-}
-
-// parseState reads `git status --porcelain=v2 --branch` output: header
-// lines start with "# ", every other line is a change.
-func parseState(out string) State {
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4 << 10}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return State{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return State{}, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
 	var s State
-	for _, l := range strings.Split(out, "\n") {
-		switch {
-		case l == "":
-		case strings.HasPrefix(l, "# branch.oid "):
-			if oid := strings.TrimPrefix(l, "# branch.oid "); oid != "(initial)" {
-				s.Head = oid
-			}
-		case strings.HasPrefix(l, "# "):
-		default:
+	r := bufio.NewReaderSize(out, 64<<10)
+	for {
+		line, rerr := r.ReadSlice('\n')
+		if len(line) > 0 && readStateLine(&s, strings.TrimSuffix(string(line), "\n")) {
+			// A change: git is stopped, and its status is not asked.
+			cancel()
+			cmd.Wait()
+			return s, nil
+		}
+		if rerr == bufio.ErrBufferFull {
+			// A header line never gets this long: a change's.
 			s.Dirty = true
+			cancel()
+			cmd.Wait()
+			return s, nil
+		}
+		if rerr != nil {
+			break
 		}
 	}
-	return s
+	if err := cmd.Wait(); err != nil {
+		return State{}, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return s, nil
+}
+
+// readStateLine reads one line of `git status --porcelain=v2 --branch`
+// into s and reports whether it is a change (Dirty then set).
+func readStateLine(s *State, l string) bool {
+	switch {
+	case l == "":
+	case strings.HasPrefix(l, "# branch.oid "):
+		if oid := strings.TrimPrefix(l, "# branch.oid "); oid != "(initial)" {
+			s.Head = oid
+		}
+	case strings.HasPrefix(l, "# "):
+	default:
+		s.Dirty = true
+		return true
+	}
+	return false
+}
+
+// limitedWriter keeps the first n bytes written to it in w and drops the
+// rest, never failing a write.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
 }

@@ -3,6 +3,7 @@ package gitsafe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,6 +195,14 @@ func TestState(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "c"), nil, 0o644)
 		}, false},
 		{"modified", func() { os.WriteFile(filepath.Join(dir, "a"), []byte("b\n"), 0o644) }, true},
+		// Thousands of untracked long names: git is stopped at the
+		// first, its listing never held.
+		{"many untracked names", func() {
+			os.WriteFile(filepath.Join(dir, "a"), []byte("a\n"), 0o644)
+			for i := range 3000 {
+				os.WriteFile(filepath.Join(dir, fmt.Sprintf("%0200d", i)), nil, 0o644)
+			}
+		}, true},
 	} {
 		tc.do()
 		s, err := g.State(context.Background())
