@@ -1265,7 +1265,10 @@ func (s *Session) newProvider(ctx context.Context, retry provider.RetryPolicy) (
 		if err != nil {
 			return nil, err
 		}
-		e.HTTP = s.predial.Client(h, sdkHeaderTimeout(def.Dialect, h))
+		// The credentials the requests carry and the credential chains
+		// hold are recorded for this provider's errors to mask.
+		e.Retry.Sent = &provider.Sent{}
+		e.HTTP = s.predial.Client(h, sdkHeaderTimeout(def.Dialect, h), e.Retry.Sent)
 		e.Retry.Secrets = def.secrets(e, os.Getenv)
 		e.Retry.ModelHint = def.modelHint(s.modelSource)
 		if d.Check != nil {

@@ -48,7 +48,7 @@ func googleCloud(ctx context.Context, e Endpoint, name, setRegion, setProject st
 	// A token endpoint's refusal may quote the request that carried them,
 	// its form encoded: masked wherever an error shows it.
 	for _, v := range []string{creds.File.ClientSecret, creds.File.RefreshToken} {
-		provider.AddSecrets(v, url.QueryEscape(v))
+		e.Retry.Sent.Add(v, url.QueryEscape(v))
 	}
 	project = cmpOr(project, creds.File.Project())
 	if project == "" {

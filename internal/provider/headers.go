@@ -8,12 +8,14 @@ import (
 // HeaderTransport adds Header to every request it sends through Base
 // (http.DefaultTransport when nil), replacing what the request had under
 // those names: the extra headers of a named provider. The credentials a
-// request carries are recorded (AddSecrets), so that an error quoting
-// them shows them masked, whichever credential chain gave them. A plain
-// HTTP request answered as a TLS port answers one is a *TLSPortError.
+// request carries are recorded in Sent (when set), so that an error
+// quoting them shows them masked, whichever credential chain gave them.
+// A plain HTTP request answered as a TLS port answers one is a
+// *TLSPortError.
 type HeaderTransport struct {
 	Base   http.RoundTripper
 	Header http.Header
+	Sent   *Sent
 }
 
 // RoundTrip implements http.RoundTripper. The request is cloned, as a
@@ -24,7 +26,7 @@ func (t HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	if len(t.Header) == 0 {
-		noteSent(r.Header)
+		t.Sent.note(r.Header)
 		resp, err := base.RoundTrip(r)
 		return tlsPort(r, resp, err)
 	}
@@ -32,7 +34,7 @@ func (t HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, vs := range t.Header {
 		r.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
 	}
-	noteSent(r.Header)
+	t.Sent.note(r.Header)
 	resp, err := base.RoundTrip(r)
 	return tlsPort(r, resp, err)
 }
@@ -42,7 +44,7 @@ func (t HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // is given, so that each reports a failed TLS handshake (HandshakeError)
 // and a redirect alike.
 func HeaderClient(h http.Header) *http.Client {
-	return (*Predial)(nil).Client(h, 0)
+	return (*Predial)(nil).Client(h, 0, nil)
 }
 
 // DefaultClient is the client of an adapter given none: HeaderClient's

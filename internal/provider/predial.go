@@ -192,13 +192,14 @@ func (p *Predial) Transport() *http.Transport {
 
 // Client returns an HTTP client on Transport (for a nil Predial, on
 // NewTransport), with the transport's ResponseHeaderTimeout set to
-// headerTimeout (0: none), that adds h to every request (HeaderTransport)
-// and answers redirects (NoRedirect).
-func (p *Predial) Client(h http.Header, headerTimeout time.Duration) *http.Client {
+// headerTimeout (0: none), that adds h to every request (HeaderTransport),
+// records the credentials each carries in sent (nil: nowhere) and answers
+// redirects (NoRedirect).
+func (p *Predial) Client(h http.Header, headerTimeout time.Duration, sent *Sent) *http.Client {
 	t := p.Transport()
 	if t == nil {
 		t = NewTransport()
 	}
 	t.ResponseHeaderTimeout = headerTimeout
-	return &http.Client{Transport: HeaderTransport{Base: t, Header: h}, CheckRedirect: NoRedirect}
+	return &http.Client{Transport: HeaderTransport{Base: t, Header: h, Sent: sent}, CheckRedirect: NoRedirect}
 }

@@ -128,7 +128,7 @@ func TestPredialHandsOver(t *testing.T) {
 			if n := l.n.Load(); n != 1 {
 				t.Fatalf("%d connections accepted after the pre-dial, want 1", n)
 			}
-			c := p.Client(http.Header{"X-Test": {"1"}}, time.Minute)
+			c := p.Client(http.Header{"X-Test": {"1"}}, time.Minute, nil)
 			if got := get(t, c, srv.URL+"/v1/models"); got != tc.proto {
 				t.Errorf("the server saw %s, want %s", got, tc.proto)
 			}
@@ -181,7 +181,7 @@ func TestPredialTooOld(t *testing.T) {
 	defer p.Close()
 	<-p.done
 	p.at = p.at.Add(-PredialMaxAge - time.Second)
-	get(t, p.Client(nil, 0), srv.URL)
+	get(t, p.Client(nil, 0, nil), srv.URL)
 	if n := l.n.Load(); n != 2 {
 		t.Errorf("%d connections, want 2 (the old one dropped, a new one dialed)", n)
 	}
@@ -202,7 +202,7 @@ func TestPredialFailedDial(t *testing.T) {
 	if p.err == nil {
 		t.Fatal("the pre-dial of a closed port succeeded")
 	}
-	_, err = p.Client(nil, 0).Get("http://" + addr)
+	_, err = p.Client(nil, 0, nil).Get("http://" + addr)
 	var op *net.OpError
 	if !errors.As(err, &op) || op.Op != "dial" {
 		t.Errorf("the request's error is %v, want its own dial's", err)
@@ -229,7 +229,7 @@ func TestPredialOnlyWhereItApplies(t *testing.T) {
 		}
 	}
 	var p *Predial
-	if c := p.Client(nil, 0); c == nil || p.Transport() != nil || p.Close() != nil {
+	if c := p.Client(nil, 0, nil); c == nil || p.Transport() != nil || p.Close() != nil {
 		t.Error("a nil Predial is not HeaderClient's")
 	}
 }

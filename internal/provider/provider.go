@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -342,10 +343,17 @@ type RetryPolicy struct {
 	// ("check --model (truss models lists …)"); "" adds nothing.
 	ModelHint string
 	// Secrets are the values the requests carry as credentials (the key,
-	// a token, header values): an attempt's error has them, and any
-	// credential field a server echoed, masked (MaskError) before it is
-	// retried, said or returned.
+	// a token, header values), and Sent the session's record of those its
+	// client sent and its credential chains hold: an attempt's error has
+	// them (AllSecrets), and any credential field a server echoed, masked
+	// (MaskError) before it is retried, said or returned.
 	Secrets []string
+	Sent    *Sent
+}
+
+// AllSecrets are Secrets and what Sent recorded.
+func (p RetryPolicy) AllSecrets() []string {
+	return append(slices.Clip(p.Secrets), p.Sent.Values()...)
 }
 
 // Contact records that a server answered. Its zero value is ready; it is
@@ -531,7 +539,7 @@ func (p RetryPolicy) norm() RetryPolicy {
 func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) error) (int, error) {
 	p = p.norm()
 	for attempt := 1; ; attempt++ {
-		err := MaskError(p.modelHint(webPage(explain(fn(attempt)))), p.Secrets)
+		err := MaskError(p.modelHint(webPage(explain(fn(attempt)))), p.AllSecrets())
 		p.Contact.note(err)
 		if err == nil {
 			return attempt, nil

@@ -23,12 +23,12 @@ var credentialField = sync.OnceValue(func() *regexp.Regexp {
 
 // Mask hides credentials in s, a message that may carry a server's
 // answer: each of secrets (the key and header values the request was
-// sent with) and of the credentials this process sent or holds (Sent)
-// that is at least MinSecret long, and the value of any
-// credential field (Authorization, x-api-key, api-key…) the server
-// echoed, are replaced by ***.
+// sent with, a session's Sent credentials: RetryPolicy.AllSecrets) that
+// is at least MinSecret long, and the value of any credential field
+// (Authorization, x-api-key, api-key…) the server echoed, are replaced
+// by ***.
 func Mask(s string, secrets []string) string {
-	for _, v := range append(secrets[:len(secrets):len(secrets)], Sent()...) {
+	for _, v := range secrets {
 		v = strings.TrimSpace(v)
 		if len(v) >= MinSecret {
 			s = strings.ReplaceAll(s, v, "***")
@@ -82,50 +82,57 @@ func MaskError(err error, secrets []string) error {
 // an AWS session token.
 var credentialHeaders = [...]string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "X-Amz-Security-Token"}
 
-// maxSent bounds the credentials AddSecrets keeps: a long session renews
-// its access tokens, and the oldest are let go.
+// maxSent bounds the credentials a Sent keeps: a long session renews its
+// access tokens, and the oldest are let go.
 const maxSent = 64
 
-// sent are the credentials AddSecrets recorded, oldest first.
-var sent struct {
+// Sent records the credentials a session's requests carried or its
+// credential chains hold, for Mask to hide wherever a server's answer or
+// a credential chain's error quotes them: the values of each request's
+// credential headers (HeaderTransport records them as the adapters'
+// clients send them), a credential file's secrets (Add). A nil *Sent
+// records nothing. It is safe for concurrent use.
+type Sent struct {
 	mu   sync.Mutex
-	vals []string
+	vals []string // oldest first
 }
 
-// AddSecrets records credentials this process holds or sent, for Mask to
-// hide wherever a server's answer or a credential chain's error quotes
-// them: the values of a request's credential headers (noteSent, as the
-// adapters' clients send them), a credential file's secrets. A value
-// shorter than MinSecret is not kept.
-func AddSecrets(vals ...string) {
-	sent.mu.Lock()
-	defer sent.mu.Unlock()
+// Add records vals; a value shorter than MinSecret is not kept.
+func (s *Sent) Add(vals ...string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, v := range vals {
 		v = strings.TrimSpace(v)
-		if len(v) < MinSecret {
+		if len(v) < MinSecret || slices.Contains(s.vals, v) {
 			continue
 		}
-		if slices.Contains(sent.vals, v) {
-			continue
+		if len(s.vals) >= maxSent {
+			s.vals = append(s.vals[:0], s.vals[1:]...)
 		}
-		if len(sent.vals) >= maxSent {
-			sent.vals = append(sent.vals[:0], sent.vals[1:]...)
-		}
-		sent.vals = append(sent.vals, v)
+		s.vals = append(s.vals, v)
 	}
 }
 
-// Sent are the credentials AddSecrets recorded.
-func Sent() []string {
-	sent.mu.Lock()
-	defer sent.mu.Unlock()
-	return append([]string(nil), sent.vals...)
+// Values are the credentials recorded.
+func (s *Sent) Values() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.vals)
 }
 
-// noteSent records the credentials h carries (credentialHeaders): a
-// token after its scheme ("Bearer", "Basic"), a key as it is. An AWS
-// signature is not a secret and is left out; its session token is kept.
-func noteSent(h http.Header) {
+// note records the credentials h carries (credentialHeaders): a token
+// after its scheme ("Bearer", "Basic"), a key as it is. An AWS signature
+// is not a secret and is left out; its session token is kept.
+func (s *Sent) note(h http.Header) {
+	if s == nil {
+		return
+	}
 	for _, k := range credentialHeaders {
 		for _, v := range h[k] {
 			if scheme, rest, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
@@ -134,7 +141,7 @@ func noteSent(h http.Header) {
 				}
 				v = rest
 			}
-			AddSecrets(v)
+			s.Add(v)
 		}
 	}
 }

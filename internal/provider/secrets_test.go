@@ -96,13 +96,15 @@ func TestSentCredentialsMasked(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Header.Set(tc.header, tc.value)
-			resp, err := HeaderClient(nil).Do(req)
+			sent := &Sent{}
+			resp, err := (*Predial)(nil).Client(nil, 0, sent).Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			got := MaskError(&Error{Provider: "p", Kind: ErrAuth, Status: 401, Message: string(body)}, nil).Error()
+			retry := RetryPolicy{Sent: sent}
+			got := MaskError(&Error{Provider: "p", Kind: ErrAuth, Status: 401, Message: string(body)}, retry.AllSecrets()).Error()
 			if strings.Contains(got, tc.secret) || !strings.Contains(got, "***") {
 				t.Errorf("error %q shows the credential", got)
 			}
@@ -110,17 +112,21 @@ func TestSentCredentialsMasked(t *testing.T) {
 	}
 }
 
-// TestAddSecrets: a credential a chain holds (a file's refresh token, in
+// TestSentAdd: a credential a chain holds (a file's refresh token, in
 // the form a token request's body quotes it) is masked; a short value is
-// not kept.
-func TestAddSecrets(t *testing.T) {
-	AddSecrets("1//REFRESHSECRET", url.QueryEscape("1//REFRESHSECRET"), "abc")
+// not kept; another session's record masks nothing of this one's.
+func TestSentAdd(t *testing.T) {
+	sent := &Sent{}
+	sent.Add("1//REFRESHSECRET", url.QueryEscape("1//REFRESHSECRET"), "abc")
+	if got := Mask("token 1//REFRESHSECRET revoked", (&Sent{}).Values()); got != "token 1//REFRESHSECRET revoked" {
+		t.Errorf("another session's record masked %q", got)
+	}
 	for _, tc := range []struct{ in, want string }{
 		{"bad request body: refresh_token=1%2F%2FREFRESHSECRET", "bad request body: refresh_token=***"},
 		{"token 1//REFRESHSECRET revoked", "token *** revoked"},
 		{"abc is left", "abc is left"},
 	} {
-		if got := Mask(tc.in, nil); got != tc.want {
+		if got := Mask(tc.in, sent.Values()); got != tc.want {
 			t.Errorf("Mask(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}

@@ -606,7 +606,7 @@ func stopReason(r sdk.StopReason) model.StopReason {
 // package's transport (provider.NewTransport), with the response-header
 // timeout of the SDK's own default client (10 minutes), made on first use.
 func defaultClient() *http.Client {
-	sdkDefault.once.Do(func() { sdkDefault.c = (*provider.Predial)(nil).Client(nil, 10*time.Minute) })
+	sdkDefault.once.Do(func() { sdkDefault.c = (*provider.Predial)(nil).Client(nil, 10*time.Minute, nil) })
 	return sdkDefault.c
 }
 
@@ -738,7 +738,7 @@ func (c *Client) classify(ctx context.Context, err error) error {
 // list with a protocol error rather than paging forever.
 func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error) {
 	// A key the server echoed is hidden here, as in a turn's error.
-	defer func() { err = provider.MaskError(err, c.cfg.Retry.Secrets) }()
+	defer func() { err = provider.MaskError(err, c.cfg.Retry.AllSecrets()) }()
 	if c.cfg.Vertex != nil {
 		// Vertex AI lists its publisher models in the Model Garden's API,
 		// another API than the Messages API's routes.

@@ -417,7 +417,7 @@ func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
 // provider.ErrNotSupported.
 func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error) {
 	// A key the server echoed is hidden here, as in a turn's error.
-	defer func() { err = provider.MaskError(err, c.cfg.Retry.Secrets) }()
+	defer func() { err = provider.MaskError(err, c.cfg.Retry.AllSecrets()) }()
 	page, err := c.client.Models.List(ctx)
 	if err != nil {
 		return nil, provider.ModelsError("GET", provider.EndpointPath(c.cfg.BaseURL, "models"), c.own(classify(ctx, err, c.cfg.ReachHint)))

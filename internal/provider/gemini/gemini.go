@@ -150,7 +150,7 @@ func (c *Client) modelsURL() string {
 // provider.ErrNotSupported.
 func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error) {
 	// A key the server echoed is hidden here, as in a turn's error.
-	defer func() { err = provider.MaskError(err, c.cfg.Retry.Secrets) }()
+	defer func() { err = provider.MaskError(err, c.cfg.Retry.AllSecrets()) }()
 	if c.cfg.Path != "" {
 		return nil, provider.Unsupported(c.label()+": the models of Vertex AI's publishers are not listed (truss models lists those Truss knows)", nil)
 	}

@@ -457,7 +457,7 @@ func (c *Client) DeclareTools(specs []model.ToolSpec) (json.RawMessage, error) {
 // model supports: the "<architecture>.context_length" of its model_info.
 func (c *Client) ContextLength(ctx context.Context, modelName string) (_ int, err error) {
 	// A key the server echoed is hidden here, as in a turn's error.
-	defer func() { err = provider.MaskError(err, c.Retry.Secrets) }()
+	defer func() { err = provider.MaskError(err, c.Retry.AllSecrets()) }()
 	body, _ := json.Marshal(map[string]string{"model": modelName})
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, HostURL(c.Host)+"/api/show", bytes.NewReader(body))
 	if err != nil {
@@ -507,7 +507,7 @@ func (c *Client) ContextLength(ctx context.Context, modelName string) (_ int, er
 // provider.ErrNotAPI: every Ollama has /api/tags.
 func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error) {
 	// A key the server echoed is hidden here, as in a turn's error.
-	defer func() { err = provider.MaskError(err, c.Retry.Secrets) }()
+	defer func() { err = provider.MaskError(err, c.Retry.AllSecrets()) }()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, HostURL(c.Host)+"/api/tags", nil)
 	if err != nil {
 		return nil, fmt.Errorf("ollama: list models: %w", err)

@@ -793,7 +793,7 @@ func classify(ctx context.Context, err error, hint, api, notAPIHint string) erro
 // provider.MaxModels. The API gives no display name or context window.
 func (c *Client) Models(ctx context.Context) (_ []provider.ModelInfo, err error) {
 	// A key the server echoed is hidden here, as in a turn's error.
-	defer func() { err = provider.MaskError(err, c.cfg.Retry.Secrets) }()
+	defer func() { err = provider.MaskError(err, c.cfg.Retry.AllSecrets()) }()
 	page, err := c.client.Models.List(ctx)
 	if err != nil {
 		return nil, provider.ModelsError("GET", provider.EndpointPath(c.base, "models"), c.own(c.classify(ctx, err)))
