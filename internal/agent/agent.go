@@ -307,8 +307,12 @@ func (a *Agent) stopped(ctx context.Context, turns int, start time.Time, err err
 // runCalls decodes and executes the calls of one turn and returns one
 // result per call, in call order. When the executor says every call may
 // run concurrently (tool.ConcurrentExecutor: reads, sub-agents, MCP tools
-// annotated read-only) they run at once (bounded by Parallel); otherwise
-// in order. A sub-agent's usage is added to the agent's own.
+// annotated read-only) they run at once (bounded by Parallel), and are
+// reported (EventCallCompleted) in call order once all have run;
+// otherwise they run in order, each reported before the next runs, so
+// that what a call's results carry (the contents of the files it
+// changed) is let go before the next call reads its files. A sub-agent's
+// usage is added to the agent's own.
 func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, cutOff bool) []model.ToolResult {
 	jobs := make([]job, len(calls))
 	parallel := len(calls) > 1
@@ -360,22 +364,9 @@ func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, 
 		r.CallID, r.Name = calls[i].ID, calls[i].Name
 		out[i] = r
 	}
-	if parallel {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, a.cfg.Parallel)
-		for i := range jobs {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() { defer wg.Done(); defer func() { <-sem }(); run(i) }()
-		}
-		wg.Wait()
-	} else {
-		for i := range jobs {
-			run(i)
-		}
-	}
-	// Report in call order, whatever order the calls finished in.
-	for i := range out {
+	// report reports call i, once it and every call before it ran; its
+	// full results (the file contents its changes carry) are let go then.
+	report := func(i int) {
 		for _, r := range full[i] {
 			if r.Agent != nil {
 				a.usage.Add(r.Agent.Usage)
@@ -395,6 +386,28 @@ func (a *Agent) runCalls(ctx context.Context, turn int, calls []model.ToolCall, 
 			err = errors.Join(errs...)
 		}
 		a.emit(Event{Type: EventCallCompleted, Turn: turn, Call: &calls[i], Ops: jobs[i].ops, Results: full[i], Result: &out[i], FullText: fullText, Err: err})
+		full[i] = nil
+	}
+	if parallel {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, a.cfg.Parallel)
+		for i := range jobs {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() { defer wg.Done(); defer func() { <-sem }(); run(i) }()
+		}
+		wg.Wait()
+		// Report in call order, whatever order the calls finished in.
+		for i := range out {
+			report(i)
+		}
+	} else {
+		// Each call is reported before the next runs, so that a turn of
+		// many edits holds one call's contents at a time, not all of them.
+		for i := range jobs {
+			run(i)
+			report(i)
+		}
 	}
 	return out
 }

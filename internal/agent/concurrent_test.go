@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -82,5 +83,53 @@ func TestExecutorSaysWhichCallsRunAtOnce(t *testing.T) {
 				t.Errorf("%d calls ran at once, want %d", ex.most, tc.most)
 			}
 		})
+	}
+}
+
+// recording is an executor that notes each call it runs, and an observer
+// that notes each completion, in one log.
+type recording struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (r *recording) Execute(ctx context.Context, c tool.Call) tool.Result {
+	r.mu.Lock()
+	r.log = append(r.log, "run "+c.ID)
+	r.mu.Unlock()
+	return tool.Result{CallID: c.ID, Op: c.Op, Output: "done"}
+}
+
+func (r *recording) Observe(ev agent.Event) {
+	if ev.Type == agent.EventCallCompleted {
+		r.mu.Lock()
+		r.log = append(r.log, "completed "+ev.Call.ID)
+		r.mu.Unlock()
+	}
+}
+
+// TestCallsInOrderReportedOneByOne: calls that run in order (edits) are
+// each reported before the next runs, so that the file contents a call's
+// result carries to the ledger are let go before the next call reads its
+// file: a turn of thirty edits holds one edit's contents, not thirty.
+func TestCallsInOrderReportedOneByOne(t *testing.T) {
+	calls := []model.Item{
+		{Kind: model.KindToolCall, Call: &model.ToolCall{ID: "1", Name: "a", Input: "{}"}},
+		{Kind: model.KindToolCall, Call: &model.ToolCall{ID: "2", Name: "a", Input: "{}"}},
+		{Kind: model.KindToolCall, Call: &model.ToolCall{ID: "3", Name: "a", Input: "{}"}},
+	}
+	p := &scripted{responses: []*model.Response{{Items: calls}, {Items: []model.Item{{Kind: model.KindAssistant, Text: "ok"}}}}}
+	set, err := surface.NewSet("test", panicky{name: "a", op: tool.OpMCP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recording{}
+	out := agent.New(agent.Config{Provider: p, Tools: set, Exec: r, Observer: r}, nil).Run(context.Background(), "go")
+	if out.Status != agent.StatusCompleted {
+		t.Fatalf("status %s: %s", out.Status, out.Reason)
+	}
+	want := []string{"run 1", "completed 1", "run 2", "completed 2", "run 3", "completed 3"}
+	if !slices.Equal(r.log, want) {
+		t.Errorf("got %v, want %v", r.log, want)
 	}
 }
