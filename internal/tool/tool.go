@@ -354,6 +354,11 @@ type FileView struct {
 	// lines are counted and a line range is ignored. Each binding says so
 	// in its own words instead of showing the bytes.
 	Binary *Binary `json:"binary,omitempty"`
+	// Note, when set, says that the view read only the first bytes of a
+	// file past the file tools' bound (fs.Options.MaxFileBytes): Content
+	// and TotalLines are of those bytes' whole lines, and the note says
+	// how to read the rest. Each binding shows it after the lines.
+	Note string `json:"note,omitempty"`
 }
 
 // Binary describes a file that is not text: a NUL byte or invalid UTF-8 in
@@ -456,7 +461,9 @@ type FileChange struct {
 	LinkBefore string `json:"link_before,omitempty"`
 	LinkAfter  string `json:"link_after,omitempty"`
 	// Type, Mode and Size describe the file as a change found after a
-	// command saw it last (after the change, or before a deletion): Type
+	// command saw it last (after the change, or before a deletion); a
+	// file tool's change has Size only where it recorded a file by digest
+	// and size (BeforeUnavailable says so): Type
 	// is "fifo", "socket" or "device" for a file that is none of a
 	// regular file, a directory or a symlink (never opened, so without
 	// digests), "unlistable" for a directory whose listing was refused,
@@ -576,7 +583,10 @@ type Error struct {
 	Containing []int `json:"containing,omitempty"`
 	Limit      int   `json:"limit,omitempty"`
 	// Reason refines the kind: for ErrInvalidRange "start", "end_past" or
-	// "end_before"; for ErrInvalidInput "range_on_directory".
+	// "end_before"; for ErrInvalidInput "range_on_directory" or
+	// "too_large" (a file past the file tools' bound; Limit the bound);
+	// for ErrNotFound "history_dropped" (an undo past what the bounded
+	// undo history kept).
 	Reason string `json:"reason,omitempty"`
 	Err    error  `json:"-"`
 }

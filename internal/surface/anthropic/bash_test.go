@@ -100,3 +100,28 @@ func TestNoBlankResult(t *testing.T) {
 		}
 	}
 }
+
+// TestEditorBoundsNotes: a view of a file past the file tools' bound shows
+// the lines it read and the note after them; an undo past the bounded
+// history says why in Truss's words, and an undo without any history
+// keeps the reference's.
+func TestEditorBoundsNotes(t *testing.T) {
+	ed := NewEditor("text_editor_20250124")
+	view := model.ToolCall{ID: "toolu_1", Name: "str_replace_editor", Input: `{"command":"view","path":"/repo/big"}`}
+	r := tool.Result{Op: tool.OpView, File: &tool.FileView{Path: "/repo/big", Content: "a\nb", StartLine: 1, TotalLines: 2, Note: "big is 300 bytes"}}
+	if got := ed.Encode(view, []tool.Result{r}).Text; got != "Here's the result of running `cat -n` on /repo/big:\n     1\ta\n     2\tb\n<NOTE>big is 300 bytes</NOTE>\n" {
+		t.Errorf("view: %q", got)
+	}
+	undo := model.ToolCall{ID: "toolu_2", Name: "str_replace_editor", Input: `{"command":"undo_edit","path":"/repo/f"}`}
+	for _, tc := range []struct {
+		err  *tool.Error
+		want string
+	}{
+		{&tool.Error{Kind: tool.ErrNotFound, Reason: "history_dropped", Message: "No edit history left for /repo/f: …"}, "No edit history left for /repo/f: …"},
+		{&tool.Error{Kind: tool.ErrNotFound, Message: "no edit history found for /repo/f"}, "No edit history found for /repo/f."},
+	} {
+		if got := ed.Encode(undo, []tool.Result{{Op: tool.OpUndo, Err: tc.err}}).Text; got != tc.want {
+			t.Errorf("undo: %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -201,7 +201,12 @@ func (e Editor) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 		if b := r.File.Binary; b != nil {
 			return errorResult(c, fmt.Sprintf("The file %s is a binary file (%s) and cannot be viewed as text.", path, b.Describe()))
 		}
-		return textResult(c, MakeOutput(r.File.Content, path, r.File.StartLine, limit))
+		out := MakeOutput(r.File.Content, path, r.File.StartLine, limit)
+		if r.File.Note != "" {
+			// A file past the file tools' bound: only its first bytes were read.
+			out += "<NOTE>" + r.File.Note + "</NOTE>\n"
+		}
+		return textResult(c, out)
 	case tool.OpCreate:
 		return textResult(c, "File created successfully at: "+path)
 	case tool.OpReplace:
@@ -225,6 +230,9 @@ func (e Editor) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 func (e Editor) errorText(in editorInput, path string, err *tool.Error) string {
 	switch err.Kind {
 	case tool.ErrNotFound:
+		if in.Command == "undo_edit" && err.Reason == "history_dropped" {
+			return err.Message
+		}
 		if in.Command == "undo_edit" {
 			return fmt.Sprintf("No edit history found for %s.", path)
 		}

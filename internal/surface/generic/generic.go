@@ -99,8 +99,9 @@ func RenderBinary(path string, b *tool.Binary, toolName string) string {
 }
 
 // RenderNumbered renders up to limit lines of a view, cat -n style, with a
-// closing note when lines remain. The empty piece after a final newline is
-// not a line here.
+// closing note when lines remain, and the view's Note in parentheses last
+// when it has one (a file past the file tools' bound). The empty piece
+// after a final newline is not a line here.
 func RenderNumbered(f *tool.FileView, limit int) string {
 	total := f.TotalLines
 	if f.FinalNewline {
@@ -127,6 +128,10 @@ func RenderNumbered(f *tool.FileView, limit int) string {
 	}
 	if n <= total {
 		fmt.Fprintf(&sb, "(showing lines %d-%d of %d; use offset=%d to read on)\n", f.StartLine, n-1, total, n)
+	}
+	if f.Note != "" {
+		// A file past the file tools' bound: only its first bytes were read.
+		fmt.Fprintf(&sb, "(%s)\n", f.Note)
 	}
 	return strings.TrimSuffix(sb.String(), "\n")
 }

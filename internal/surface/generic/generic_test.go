@@ -26,6 +26,7 @@ func TestRenderNumbered(t *testing.T) {
 		{"blank lines kept", tool.FileView{Content: "a\n\n\n", StartLine: 1, TotalLines: 4, FinalNewline: true}, 10, "     1\ta\n     2\t\n     3\t"},
 		{"empty", tool.FileView{Content: "", StartLine: 1, TotalLines: 1}, 10, "(the file is empty)"},
 		{"long line", tool.FileView{Content: strings.Repeat("x", MaxLineChars+5), StartLine: 1, TotalLines: 1}, 10, "     1\t" + strings.Repeat("x", MaxLineChars) + "… [line cut at 2000 characters]"},
+		{"a file past the bound", tool.FileView{Content: "a\nb", StartLine: 1, TotalLines: 2, Note: "big is 300 bytes, more than…"}, 10, "     1\ta\n     2\tb\n(big is 300 bytes, more than…)"},
 	}
 	for _, tt := range tests {
 		if got := RenderNumbered(&tt.f, tt.lim); got != tt.want {

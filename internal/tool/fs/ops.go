@@ -19,8 +19,24 @@ import (
 
 // Options bound what the executor reads and set what it creates.
 type Options struct {
-	// MaxFileBytes is the largest file a view or edit reads; 0 means 256 MiB.
+	// MaxFileBytes is the largest file the executor reads whole — to edit
+	// or overwrite it, to record what a delete, a rename or an undo takes
+	// away — and the most of a file a view reads; 0 means
+	// DefaultMaxFileBytes. An edit of a larger file is refused with its
+	// size, the bound and what to do instead; a view of one shows lines
+	// from its first MaxFileBytes bytes only, with a note (FileView.Note).
 	MaxFileBytes int64
+	// MaxHistoryBytes bounds the file contents the undo history keeps
+	// (Options.History), over every file; 0 means DefaultMaxHistoryBytes.
+	// Past it the oldest entries are dropped, and an undo that reaches
+	// them says so.
+	MaxHistoryBytes int64
+	// MaxKeptBytes bounds the contents one delete or rename carries in its
+	// changes (BeforeData, AfterData) over all its files; 0 means
+	// DefaultMaxKeptBytes. A file past it, or past MaxFileBytes, is
+	// recorded by its digest and size only, with BeforeUnavailable saying
+	// so.
+	MaxKeptBytes int64
 	// MaxViewBytes bounds the content one view returns; 0 means
 	// DefaultMaxViewBytes. A longer selection is cut there and the result
 	// is marked Truncated; the line count stays the file's.
@@ -30,7 +46,8 @@ type Options struct {
 	// FileMode and DirMode are the modes of new files and directories;
 	// 0 means 0644 and 0755 (less the umask).
 	FileMode, DirMode fs.FileMode
-	// History keeps each file's content before its edits, for OpUndo.
+	// History keeps each file's content before its edits, for OpUndo,
+	// at most MaxHistoryBytes over every file.
 	History bool
 	// NoStaleCheck turns the refusal of stale edits off, for a store that
 	// also writes its files by other means and has a single writer (the
@@ -44,8 +61,8 @@ type Executor struct {
 	W    *Workspace
 	Opts Options
 
-	mu      sync.Mutex
-	history map[string][]*[]byte // by resolved path; nil entry = the file did not exist
+	mu   sync.Mutex
+	hist history
 	// seen is each file's state when this executor last viewed or
 	// changed it, by display path (see Execute).
 	seen map[string]seenState
@@ -138,9 +155,12 @@ func (e *Executor) read(p Resolved, name string) ([]byte, fs.FileInfo, error) {
 		return nil, fi, isDir(name)
 	}
 	if fi.Size() > e.maxBytes() {
-		return nil, fi, tool.Errorf(tool.ErrInvalidInput, "the file %s is %d bytes, more than the %d bytes a tool reads", name, fi.Size(), e.maxBytes())
+		return nil, fi, TooLarge(name, fi.Size(), e.maxBytes())
 	}
 	b, err := p.ReadFileMax(e.maxBytes())
+	if errors.Is(err, hostfs.ErrTooLarge) {
+		return nil, fi, TooLarge(name, max(fi.Size(), e.maxBytes()+1), e.maxBytes()) // it grew since the stat
+	}
 	if err != nil {
 		return nil, fi, ioErr("read", name, err)
 	}
@@ -165,7 +185,11 @@ func (e *Executor) readForEdit(name string) (Resolved, []byte, error) {
 func CountLines(b []byte) int { return bytes.Count(b, []byte{'\n'}) + 1 }
 
 // View reads a file or a line range of it, or lists a directory two levels
-// deep. Lines are split on '\n' only, so "\r" stays part of its line.
+// deep. Lines are split on '\n' only, so "\r" stays part of its line. Of
+// a file past Options.MaxFileBytes it reads only that many bytes: the
+// lines and the count are those of the whole lines in them, a range past
+// them is clipped to them (an error when it starts past them), and the
+// result is Truncated with FileView.Note saying so and how to read on.
 func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 	p, err := e.W.Resolve(a.Path)
 	if err != nil {
@@ -182,9 +206,6 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 		}
 		return e.List(&tool.ListArgs{Path: a.Path, Depth: 2})
 	}
-	if fi.Size() > e.maxBytes() {
-		return tool.Result{}, tool.Errorf(tool.ErrInvalidInput, "the file %s is %d bytes, more than the %d bytes a tool reads", a.Path, fi.Size(), e.maxBytes())
-	}
 	start, end := a.Start, a.End
 	if start == 0 && end == 0 {
 		start, end = 1, -1
@@ -193,19 +214,42 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 	if limit <= 0 {
 		limit = DefaultMaxViewBytes
 	}
-	sc, err := p.scanFile(start, end, limit)
+	sc, err := p.scanFile(start, end, limit, e.maxBytes())
 	if err != nil {
 		return tool.Result{}, err
 	}
-	e.noteDigest(p, sc.digest)
+	var note string
+	if sc.partial {
+		// Not the whole file's digest: an edit is refused anyway.
+		size := max(fi.Size(), sc.size+1)
+		sc.finalNL = false
+		if sc.total > 1 {
+			sc.total-- // the last line read may be cut
+		}
+		note = fmt.Sprintf("%s is %d bytes, more than the %s the file tools read: this view reads only its first %s, lines 1-%d, "+
+			"and counts no further. Read the rest with a shell command (sed -n '%d,%dp', tail, grep -n); the file tools do not edit a file this large.",
+			a.Path, size, MiB(e.maxBytes()), MiB(e.maxBytes()), sc.total, sc.total+1, sc.total+100)
+	} else {
+		e.noteDigest(p, sc.digest)
+	}
 	if bin := Sniff(sc.head); bin != nil {
-		bin.Size = sc.size
+		bin.Size = max(sc.size, fi.Size())
 		return tool.Result{File: &tool.FileView{Path: a.Path, Binary: bin}}, nil
 	}
 	total := sc.total
 	// The checks and their order are the reference editor's.
 	rangeErr := func(reason, msg string) error {
+		if note != "" {
+			msg += ": " + note
+			reason = ""
+		}
 		return &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: total, Reason: reason, Message: msg}
+	}
+	// The window ends where the bytes read do, the last line read left
+	// out (it may be cut).
+	cutTail := note != "" && (end == -1 || end > total) && !sc.truncated
+	if note != "" && end > total {
+		end = total
 	}
 	switch {
 	case start < 1 || start > total:
@@ -215,9 +259,16 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 	case end != -1 && end < start:
 		return tool.Result{}, rangeErr("end_before", fmt.Sprintf("the end line %d is before the start line %d", end, start))
 	}
+	if cutTail {
+		if i := bytes.LastIndexByte(sc.content, '\n'); i >= 0 {
+			sc.content = sc.content[:i]
+		} else {
+			sc.content = nil
+		}
+	}
 	content := string(sc.content)
-	return tool.Result{Output: content, Truncated: sc.truncated, File: &tool.FileView{Path: a.Path, Content: content, StartLine: start, TotalLines: total,
-		FinalNewline: sc.finalNL}}, nil
+	return tool.Result{Output: content, Truncated: sc.truncated || note != "", File: &tool.FileView{Path: a.Path, Content: content, StartLine: start, TotalLines: total,
+		FinalNewline: sc.finalNL, Note: note}}, nil
 }
 
 // Sniff returns what makes b, a whole file, binary — a NUL byte or invalid
@@ -347,6 +398,12 @@ func (e *Executor) planReplace(a *tool.ReplaceArgs) (p Resolved, b, nb []byte, f
 	}
 	if a.All {
 		n = bytes.Count(b, old)
+		// Bounded before it is made: a short text replaced by a long one
+		// everywhere would multiply the file.
+		if size := int64(len(b)) + int64(n)*(int64(len(a.New))-int64(len(old))); size > e.maxBytes() {
+			return Resolved{}, nil, nil, 0, 0, &tool.Error{Kind: tool.ErrInvalidInput, Path: a.Path, Reason: "too_large", Limit: int(e.maxBytes()),
+				Message: fmt.Sprintf("replacing the %d occurrences would make %s %d bytes, more than the %s the file tools write whole; make the change with a shell command instead", n, a.Path, size, MiB(e.maxBytes()))}
+		}
 		nb = bytes.ReplaceAll(b, old, []byte(a.New))
 	} else {
 		nb = make([]byte, 0, len(b)-len(old)+len(a.New))
@@ -559,16 +616,17 @@ func (e *Executor) write(p Resolved, data []byte, created bool, prev []byte) err
 		return err
 	}
 	if e.Opts.History {
-		e.mu.Lock()
-		if e.history == nil {
-			e.history = map[string][]*[]byte{}
-		}
 		var h *[]byte
 		if !created {
-			c := bytes.Clone(prev)
-			h = &c
+			if int64(len(prev)) <= e.maxHistory() {
+				c := bytes.Clone(prev)
+				h = &c
+			} else {
+				h = &prev // not kept: push drops it at once
+			}
 		}
-		e.history[p.Abs] = append(e.history[p.Abs], h)
+		e.mu.Lock()
+		e.hist.push(p.Abs, h, e.maxHistory())
 		e.mu.Unlock()
 	}
 	return nil
@@ -608,18 +666,23 @@ func (e *Executor) planUndo(a *tool.UndoArgs, pop bool) (Resolved, *[]byte, tool
 		return Resolved{}, nil, tool.FileChange{}, err
 	}
 	e.mu.Lock()
-	hs := e.history[p.Abs]
-	if len(hs) == 0 {
-		e.mu.Unlock()
+	last, ok := e.hist.last(p.Abs, pop)
+	dropped := e.hist.dropped[p.Abs]
+	e.mu.Unlock()
+	if !ok {
+		if dropped {
+			return Resolved{}, nil, tool.FileChange{}, &tool.Error{Kind: tool.ErrNotFound, Path: a.Path, Reason: "history_dropped",
+				Message: fmt.Sprintf("No edit history left for %s: the undo history keeps at most %s of file contents (its oldest entries, and a file larger than that, are dropped), and this file's earlier edits are gone from it. Restore an earlier version with git or a shell command instead.", a.Path, MiB(e.maxHistory()))}
+		}
 		return Resolved{}, nil, tool.FileChange{}, &tool.Error{Kind: tool.ErrNotFound, Path: a.Path, Message: fmt.Sprintf("no edit history found for %s", a.Path)}
 	}
-	last := hs[len(hs)-1]
-	if pop {
-		e.history[p.Abs] = hs[:len(hs)-1]
+	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeUpdate}
+	if fi, err := p.Stat(); err == nil && fi.Mode().IsRegular() {
+		e.recordContent(p.root.h, filepath.ToSlash(p.Rel), fi.Size(), e.keptBudget(), &change)
 	}
-	e.mu.Unlock()
-	cur, _ := p.ReadFile()
-	change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeUpdate, Before: tool.Digest(cur), BeforeData: cur}
+	if change.Before == "" && change.BeforeUnavailable == "" {
+		change.Before = tool.Digest(nil)
+	}
 	if last == nil {
 		change.Kind = tool.ChangeDelete
 	} else {
@@ -669,14 +732,16 @@ func (e *Executor) planDelete(a *tool.DeleteArgs) (Resolved, fs.FileInfo, []tool
 		if !a.Recursive {
 			return Resolved{}, nil, nil, isDir(a.Path)
 		}
+		b := e.keptBudget()
 		p.walk(func(fp string, info hostfs.Info, err error) error {
 			if err == nil && info.IsRegular() {
-				if b, rerr := p.root.h.ReadFile(fp, DefaultMaxFileBytes); rerr == nil {
-					rel := fp
-					if !p.primary {
-						rel = p.root.dir + "/" + fp
-					}
-					changes = append(changes, tool.FileChange{Path: rel, Kind: tool.ChangeDelete, Before: tool.Digest(b), BeforeData: b})
+				rel := fp
+				if !p.primary {
+					rel = p.root.dir + "/" + fp
+				}
+				c := tool.FileChange{Path: rel, Kind: tool.ChangeDelete}
+				if e.recordContent(p.root.h, fp, info.Size, b, &c); c.Before != "" {
+					changes = append(changes, c)
 				}
 			}
 			return nil
@@ -684,9 +749,7 @@ func (e *Executor) planDelete(a *tool.DeleteArgs) (Resolved, fs.FileInfo, []tool
 	} else {
 		change := tool.FileChange{Path: p.Display(), Kind: tool.ChangeDelete}
 		if fi.Mode().IsRegular() {
-			if b, rerr := p.ReadFile(); rerr == nil {
-				change.Before, change.BeforeData = tool.Digest(b), b
-			}
+			e.recordContent(p.root.h, filepath.ToSlash(p.Rel), fi.Size(), e.keptBudget(), &change)
 		}
 		changes = []tool.FileChange{change}
 	}
@@ -740,7 +803,7 @@ func (e *Executor) planRename(a *tool.RenameArgs) (from, to Resolved, changes []
 	if _, err := to.root.r.Lstat(to.Rel); err == nil {
 		return fail(&tool.Error{Kind: tool.ErrExists, Path: a.To, Message: fmt.Sprintf("the destination %s already exists", a.To)})
 	}
-	return from, to, moves(from, to, fi), nil
+	return from, to, e.moves(from, to, fi), nil
 }
 
 func (e *Executor) dirMode() fs.FileMode {
@@ -753,17 +816,22 @@ func (e *Executor) dirMode() fs.FileMode {
 // moves returns the changes of renaming from to to: one for a file (its
 // content under both names; none for a symlink or another special file),
 // one for each regular file below a directory.
-func moves(from, to Resolved, fi fs.FileInfo) []tool.FileChange {
-	move := func(p, q string, b []byte) tool.FileChange {
-		d := tool.Digest(b)
-		return tool.FileChange{Path: p, Kind: tool.ChangeUpdate, Before: d, After: d, MovedTo: q, BeforeData: b, AfterData: b}
+// A file past the executor's bounds is recorded by digest and size only
+// (recordContent), on both sides.
+func (e *Executor) moves(from, to Resolved, fi fs.FileInfo) []tool.FileChange {
+	b := e.keptBudget()
+	move := func(name string, size int64, c *tool.FileChange) bool {
+		e.recordContent(from.root.h, name, size, b, c)
+		if c.Before == "" {
+			return false
+		}
+		c.After, c.AfterData, c.AfterUnavailable = c.Before, c.BeforeData, c.BeforeUnavailable
+		return true
 	}
 	if !fi.IsDir() {
 		c := tool.FileChange{Path: from.Display(), Kind: tool.ChangeUpdate, MovedTo: to.Display()}
 		if fi.Mode().IsRegular() {
-			if b, err := from.ReadFile(); err == nil {
-				c = move(c.Path, c.MovedTo, b)
-			}
+			move(filepath.ToSlash(from.Rel), fi.Size(), &c)
 		}
 		return []tool.FileChange{c}
 	}
@@ -773,12 +841,11 @@ func moves(from, to Resolved, fi fs.FileInfo) []tool.FileChange {
 		if err != nil || !info.IsRegular() {
 			return nil
 		}
-		b, rerr := from.root.h.ReadFile(fp, DefaultMaxFileBytes)
-		if rerr != nil {
-			return nil
-		}
 		sub := strings.TrimPrefix(fp, base)
-		changes = append(changes, move(from.Display()+sub, to.Display()+sub, b))
+		c := tool.FileChange{Path: from.Display() + sub, Kind: tool.ChangeUpdate, MovedTo: to.Display() + sub}
+		if move(fp, info.Size, &c) {
+			changes = append(changes, c)
+		}
 		return nil
 	})
 	if len(changes) == 0 {

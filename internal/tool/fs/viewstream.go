@@ -25,19 +25,23 @@ type scanned struct {
 	content   []byte // lines start..end, at most the view limit
 	truncated bool   // content stopped at the limit
 	finalNL   bool
+	partial   bool // the file is longer than the bytes read
 }
 
 // scanFile reads the regular file at p once, in fixed-size chunks, and
 // keeps only what a view of lines start..end (end -1 = the last line)
 // needs: the head for the binary test, the line count, the digest, and
 // the selected lines up to limit bytes. Host memory is bounded by limit
-// and the chunk, whatever the file's size.
-func (p Resolved) scanFile(start, end int, limit int64) (*scanned, error) {
-	f, err := p.root.h.Open(filepath.ToSlash(p.Rel))
+// and the chunk, whatever the file's size. It reads at most most bytes:
+// of a longer file, partial is set and what it gives (lines, digest,
+// size) is that of those first bytes.
+func (p Resolved) scanFile(start, end int, limit, most int64) (*scanned, error) {
+	file, err := p.root.h.Open(filepath.ToSlash(p.Rel))
 	if err != nil {
 		return nil, refusal(p.Display(), err)
 	}
-	defer f.Close()
+	defer file.Close()
+	f := io.LimitReader(file, most+1)
 	s := &scanned{total: 1}
 	h := sha256.New()
 	buf := make([]byte, 64<<10)
@@ -55,6 +59,9 @@ func (p Resolved) scanFile(start, end int, limit int64) (*scanned, error) {
 	in := func(l int) bool { return l >= start && (end == -1 || l <= end) }
 	for {
 		n, rerr := f.Read(buf)
+		if s.size+int64(n) > most {
+			n, rerr, s.partial = int(most-s.size), io.EOF, true
+		}
 		c := buf[:n]
 		if n > 0 {
 			h.Write(c)

@@ -408,9 +408,6 @@ func (p Resolved) protected() error {
 // (a case-insensitive file system takes .GIT for .git).
 func isGit(name string) bool { return strings.EqualFold(name, ".git") }
 
-// DefaultMaxFileBytes is the most ReadFile reads of one file.
-const DefaultMaxFileBytes = 256 << 20
-
 // ReadFile reads the regular file at p, at most DefaultMaxFileBytes: see
 // ReadFileMax.
 func (p Resolved) ReadFile() ([]byte, error) { return p.ReadFileMax(DefaultMaxFileBytes) }
@@ -429,6 +426,17 @@ func (p Resolved) ReadFileMax(max int64) ([]byte, error) {
 		return nil, refusal(p.Display(), err)
 	}
 	return b, nil
+}
+
+// Open opens the regular file at p as ReadFileMax does and closes it,
+// reading nothing: the error is the one ReadFileMax would return, but for
+// the size.
+func (p Resolved) Open() error {
+	f, err := p.root.h.Open(filepath.ToSlash(p.Rel))
+	if err != nil {
+		return refusal(p.Display(), err)
+	}
+	return f.Close()
 }
 
 // Stat stats the file at p, following symlinks inside the root.

@@ -35,7 +35,11 @@ type Plan struct {
 type PlannedFile struct {
 	Path    string // as the patch names it
 	Content []byte // nil: delete
-	Before  []byte // nil: the file did not exist
+	Before  []byte // nil: the file did not exist, or is deleted unread
+	// Existed reports that the file existed before the patch: a file the
+	// patch deletes is not read (its Before is nil), the delete records
+	// what it takes away.
+	Existed bool
 }
 
 // Engine plans and applies patches in a workspace.
@@ -45,7 +49,11 @@ type Engine struct {
 }
 
 // state is the overlay of the plan: each touched file's content (nil when
-// it is deleted) by resolved path.
+// it is deleted) by resolved path. It reads a file only when the patch
+// needs its content (an update, or an add over an existing file, which
+// the rollback restores), each at most the file tools' bound
+// (FX.MaxFileBytes), and holds at most FX.MaxKeptBytes of contents read
+// and planned over the whole patch.
 type state struct {
 	e       *Engine
 	order   []string
@@ -53,6 +61,13 @@ type state struct {
 	content map[string][]byte
 	exists  map[string]bool
 	before  map[string][]byte
+	existed map[string]bool
+	held    int64
+}
+
+func newState(e *Engine) *state {
+	return &state{e: e, names: map[string]string{}, content: map[string][]byte{}, exists: map[string]bool{},
+		before: map[string][]byte{}, existed: map[string]bool{}}
 }
 
 func (s *state) key(path string) (string, error) {
@@ -63,12 +78,52 @@ func (s *state) key(path string) (string, error) {
 	if _, ok := s.names[p.Abs]; !ok {
 		s.order = append(s.order, p.Abs)
 		s.names[p.Abs] = path
-		b, err := p.ReadFile()
-		if err == nil {
-			s.before[p.Abs] = b
+		if fi, err := p.Stat(); err == nil && !fi.IsDir() {
+			s.existed[p.Abs] = true
 		}
 	}
 	return p.Abs, nil
+}
+
+// hold counts n more bytes of content against the patch's bound.
+func (s *state) hold(n int) error {
+	s.held += int64(n)
+	if max := s.e.FX.MaxKeptBytes(); s.held > max {
+		return tool.Errorf(tool.ErrInvalidInput, "the files this patch reads and writes add up to more than the %s a patch holds at once; split it into smaller patches, or change the largest files with a shell command", tfs.MiB(max))
+	}
+	return nil
+}
+
+// disk reads path's content from disk, bounded, as its before content
+// the first time.
+func (s *state) disk(path, k string) ([]byte, error) {
+	p, _ := s.e.W.Resolve(path)
+	fi, err := p.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, errIsDir
+	}
+	max := s.e.FX.MaxFileBytes()
+	if fi.Size() > max {
+		return nil, tfs.TooLarge(path, fi.Size(), max)
+	}
+	if b, ok := s.before[k]; ok {
+		return b, nil
+	}
+	b, err := p.ReadFileMax(max)
+	if tool.KindOf(err) == tool.ErrInvalidInput {
+		return nil, tfs.TooLarge(path, max+1, max) // it grew since the stat
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.hold(len(b)); err != nil {
+		return nil, err
+	}
+	s.before[k] = b
+	return b, nil
 }
 
 // read returns a file's current content in the plan.
@@ -83,21 +138,48 @@ func (s *state) read(path string) ([]byte, error) {
 		}
 		return b, nil
 	}
+	return s.disk(path, k)
+}
+
+// present checks that a file the patch deletes exists in the plan, as a
+// file, without reading it.
+func (s *state) present(path string) error {
+	k, err := s.key(path)
+	if err != nil {
+		return err
+	}
+	if _, ok := s.content[k]; ok {
+		if !s.exists[k] {
+			return fs.ErrNotExist
+		}
+		return nil
+	}
 	p, _ := s.e.W.Resolve(path)
 	fi, err := p.Stat()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if fi.IsDir() {
-		return nil, errIsDir
+		return errIsDir
 	}
-	return p.ReadFile()
+	return p.Open()
 }
 
 func (s *state) set(path string, b []byte) error {
 	k, err := s.key(path)
 	if err != nil {
 		return err
+	}
+	if b != nil {
+		if _, read := s.before[k]; s.existed[k] && !read {
+			// An add over an existing file: the rollback restores it.
+			if _, err := s.disk(path, k); err != nil {
+				return err
+			}
+		}
+		if err := s.hold(len(b)); err != nil {
+			return err
+		}
 	}
 	s.content[k], s.exists[k] = b, b != nil
 	return nil
@@ -108,7 +190,7 @@ func (e *Engine) PlanPatch(p *Patch) (*Plan, error) {
 	if len(p.Hunks) == 0 {
 		return nil, &Error{NoFilesModified}
 	}
-	s := &state{e: e, names: map[string]string{}, content: map[string][]byte{}, exists: map[string]bool{}, before: map[string][]byte{}}
+	s := newState(e)
 	var added, modified, deleted []string
 	for _, h := range p.Hunks {
 		switch h.Kind {
@@ -118,7 +200,7 @@ func (e *Engine) PlanPatch(p *Patch) (*Plan, error) {
 			}
 			added = append(added, h.Path)
 		case Delete:
-			if _, err := s.read(h.Path); err != nil {
+			if err := s.present(h.Path); err != nil {
 				if kindOf(err) != "" {
 					return nil, err
 				}
@@ -145,7 +227,9 @@ func (e *Engine) PlanPatch(p *Patch) (*Plan, error) {
 				s.set(h.Path, nil)
 				modified = append(modified, h.MoveTo)
 			} else {
-				s.set(h.Path, nb)
+				if err := s.set(h.Path, nb); err != nil {
+					return nil, err
+				}
 				modified = append(modified, h.Path)
 			}
 		}
@@ -168,11 +252,11 @@ func (e *Engine) PlanPatch(p *Patch) (*Plan, error) {
 		c := s.content[k]
 		if !s.exists[k] {
 			c = nil
-			if _, existed := s.before[k]; !existed {
+			if !s.existed[k] {
 				continue // added and deleted again: nothing to do
 			}
 		}
-		plan.Files = append(plan.Files, PlannedFile{Path: s.names[k], Content: c, Before: s.before[k]})
+		plan.Files = append(plan.Files, PlannedFile{Path: s.names[k], Content: c, Before: s.before[k], Existed: s.existed[k]})
 	}
 	return plan, nil
 }
@@ -196,21 +280,44 @@ func osMessage(err error) string {
 }
 
 // Apply writes a plan. When a write fails, the files already written are
-// restored, so that a patch changes all of its files or none.
+// restored, so that a patch changes all of its files or none. A file the
+// plan deletes without having read it is deleted after every write, so
+// that a failed write finds it still there; the rollback of such a delete
+// restores the content the delete's change carries (a file past the file
+// tools' bounds is recorded by digest only and stays deleted).
 func (e *Engine) Apply(ctx context.Context, plan *Plan) ([]tool.FileChange, error) {
 	var changes []tool.FileChange
-	var done []PlannedFile
+	type done struct {
+		f   PlannedFile
+		old []byte // what a delete took away, as its change carries it
+	}
+	var dones []done
 	undo := func() {
-		for i := len(done) - 1; i >= 0; i-- {
-			f := done[i]
-			if f.Before == nil {
+		for i := len(dones) - 1; i >= 0; i-- {
+			f, old := dones[i].f, dones[i].f.Before
+			if old == nil {
+				old = dones[i].old
+			}
+			switch {
+			case old != nil:
+				e.FX.Write(&tool.CreateArgs{Path: f.Path, Content: string(old)}, false)
+			case !f.Existed:
 				e.FX.Delete(&tool.DeleteArgs{Path: f.Path})
-			} else {
-				e.FX.Write(&tool.CreateArgs{Path: f.Path, Content: string(f.Before)}, false)
 			}
 		}
 	}
-	for _, f := range plan.Files {
+	order := make([]int, 0, len(plan.Files))
+	var late []int
+	for i, f := range plan.Files {
+		if f.Content == nil && f.Before == nil {
+			late = append(late, i)
+		} else {
+			order = append(order, i)
+		}
+	}
+	made := make([][]tool.FileChange, len(plan.Files)) // reported in the plan's order
+	for _, i := range append(order, late...) {
+		f := plan.Files[i]
 		var r tool.Result
 		var err error
 		if f.Content == nil {
@@ -222,8 +329,15 @@ func (e *Engine) Apply(ctx context.Context, plan *Plan) ([]tool.FileChange, erro
 			undo()
 			return nil, err
 		}
-		done = append(done, f)
-		changes = append(changes, r.Changes...)
+		d := done{f: f}
+		if f.Content == nil && len(r.Changes) == 1 {
+			d.old = r.Changes[0].BeforeData
+		}
+		dones = append(dones, d)
+		made[i] = r.Changes
+	}
+	for _, cs := range made {
+		changes = append(changes, cs...)
 	}
 	return changes, nil
 }

@@ -39,7 +39,7 @@ const (
 
 // PlanOperation plans one Responses apply_patch operation.
 func (e *Engine) PlanOperation(typ, path, diff string) (*Plan, error) {
-	s := &state{e: e, names: map[string]string{}, content: map[string][]byte{}, exists: map[string]bool{}, before: map[string][]byte{}}
+	s := newState(e)
 	var tag string
 	switch typ {
 	case OpCreate:
@@ -63,10 +63,12 @@ func (e *Engine) PlanOperation(typ, path, diff string) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.set(path, []byte(nb))
+		if err := s.set(path, []byte(nb)); err != nil {
+			return nil, err
+		}
 		tag = "M"
 	case OpDelete:
-		if _, err := s.read(path); err != nil {
+		if err := s.present(path); err != nil {
 			if k := kindOf(err); k != "" {
 				return nil, err
 			}
@@ -79,7 +81,7 @@ func (e *Engine) PlanOperation(typ, path, diff string) (*Plan, error) {
 	}
 	k, _ := s.key(path)
 	return &Plan{Summary: fmt.Sprintf("Success. Updated the following files:\n%s %s\n", tag, path),
-		Files: []PlannedFile{{Path: path, Content: s.content[k], Before: s.before[k]}}}, nil
+		Files: []PlannedFile{{Path: path, Content: s.content[k], Before: s.before[k], Existed: s.existed[k]}}}, nil
 }
 
 // CreateContent returns the content of a create_file diff, as the
