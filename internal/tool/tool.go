@@ -582,8 +582,9 @@ type Error struct {
 	// (for a multi-line text usually none).
 	Containing []int `json:"containing,omitempty"`
 	Limit      int   `json:"limit,omitempty"`
-	// Reason refines the kind: for ErrInvalidRange "start", "end_past" or
-	// "end_before"; for ErrInvalidInput "range_on_directory" or
+	// Reason refines the kind: for ErrInvalidRange "start", "end_past",
+	// "end_before" or "past_bound" (a range past what a view of a file
+	// past the file tools' bound reads; the message says so); for ErrInvalidInput "range_on_directory" or
 	// "too_large" (a file past the file tools' bound; Limit the bound);
 	// for ErrNotFound "history_dropped" (an undo past what the bounded
 	// undo history kept).

@@ -112,6 +112,11 @@ func TestEditorBoundsNotes(t *testing.T) {
 	if got := ed.Encode(view, []tool.Result{r}).Text; got != "Here's the result of running `cat -n` on /repo/big:\n     1\ta\n     2\tb\n<NOTE>big is 300 bytes</NOTE>\n" {
 		t.Errorf("view: %q", got)
 	}
+	ranged := model.ToolCall{ID: "toolu_3", Name: "str_replace_editor", Input: `{"command":"view","path":"/repo/big","view_range":[900,910]}`}
+	past := &tool.Error{Kind: tool.ErrInvalidRange, Reason: "past_bound", Limit: 800, Message: "the start line 900 is outside the file's lines [1, 800]: big is 300 bytes"}
+	if got := ed.Encode(ranged, []tool.Result{{Op: tool.OpView, Err: past}}).Text; got != past.Message {
+		t.Errorf("a range past what a view reads: %q", got)
+	}
 	undo := model.ToolCall{ID: "toolu_2", Name: "str_replace_editor", Input: `{"command":"undo_edit","path":"/repo/f"}`}
 	for _, tc := range []struct {
 		err  *tool.Error

@@ -251,7 +251,7 @@ func (e Editor) errorText(in editorInput, path string, err *tool.Error) string {
 		}
 		var vr []int
 		json.Unmarshal(in.ViewRange, &vr)
-		if len(vr) != 2 {
+		if len(vr) != 2 || err.Reason == "past_bound" {
 			return err.Message
 		}
 		s, t, n := vr[0], vr[1], err.Limit

@@ -266,7 +266,7 @@ func TestViewPastBound(t *testing.T) {
 			}
 		})
 	}
-	if r := exec(e, tool.OpView, &tool.ViewArgs{Path: "big.txt", Start: whole + 5, End: whole + 6}); r.Err == nil || !strings.Contains(r.Err.Message, "sed -n") {
+	if r := exec(e, tool.OpView, &tool.ViewArgs{Path: "big.txt", Start: whole + 5, End: whole + 6}); r.Err == nil || r.Err.Reason != "past_bound" || !strings.Contains(r.Err.Message, "sed -n") {
 		t.Errorf("a range past what a view reads: %+v", r.Err)
 	}
 	// A file within the bound has no note.

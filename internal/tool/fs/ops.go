@@ -241,7 +241,7 @@ func (e *Executor) View(a *tool.ViewArgs) (tool.Result, error) {
 	rangeErr := func(reason, msg string) error {
 		if note != "" {
 			msg += ": " + note
-			reason = ""
+			reason = "past_bound"
 		}
 		return &tool.Error{Kind: tool.ErrInvalidRange, Path: a.Path, Limit: total, Reason: reason, Message: msg}
 	}
