@@ -176,7 +176,7 @@ func TestDeletePastBound(t *testing.T) {
 	check := func(what string, c tool.FileChange) {
 		t.Helper()
 		if c.Before != want || c.BeforeData != nil || c.Size != size || !strings.Contains(c.BeforeUnavailable, "digest and size only") {
-			t.Errorf("%s: %+v", what, c)
+			t.Errorf("%s: %s %q, %d bytes carried, size %d, %q", what, c.Path, c.Before, len(c.BeforeData), c.Size, c.BeforeUnavailable)
 		}
 	}
 	var r tool.Result
@@ -195,7 +195,7 @@ func TestDeletePastBound(t *testing.T) {
 	}
 	check("rename", r.Changes[0])
 	if c := r.Changes[0]; c.After != want || c.AfterData != nil || c.AfterUnavailable == "" {
-		t.Errorf("rename's after side: %+v", c)
+		t.Errorf("rename's after side: %q, %d bytes carried, %q", c.After, len(c.AfterData), c.AfterUnavailable)
 	}
 
 	// Ten files of 12 MiB: each within the file bound, 120 MiB together.
@@ -215,7 +215,7 @@ func TestDeletePastBound(t *testing.T) {
 		if c.BeforeData == nil {
 			unkept++
 			if c.Before == "" || c.Size != 12<<20 || c.BeforeUnavailable == "" {
-				t.Errorf("an unkept change: %+v", c)
+				t.Errorf("an unkept change: %s %q, size %d, %q", c.Path, c.Before, c.Size, c.BeforeUnavailable)
 			}
 		}
 	}

@@ -74,7 +74,7 @@ func TestPatchBounds(t *testing.T) {
 		}
 		for _, c := range r.Changes {
 			if c.Kind != tool.ChangeDelete || c.Before == "" || c.BeforeData != nil || c.Size != 100<<20 || c.BeforeUnavailable == "" {
-				t.Errorf("change %+v", c)
+				t.Errorf("change of %s: %s %q, %d bytes carried, size %d, %q", c.Path, c.Kind, c.Before, len(c.BeforeData), c.Size, c.BeforeUnavailable)
 			}
 		}
 		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
