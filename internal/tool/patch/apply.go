@@ -85,11 +85,15 @@ func (s *state) key(path string) (string, error) {
 	return p.Abs, nil
 }
 
+// reasonTooMuch is the tool.Error Reason of a patch past what it holds.
+const reasonTooMuch = "patch_too_large"
+
 // hold counts n more bytes of content against the patch's bound.
 func (s *state) hold(n int) error {
 	s.held += int64(n)
 	if max := s.e.FX.MaxKeptBytes(); s.held > max {
-		return tool.Errorf(tool.ErrInvalidInput, "the files this patch reads and writes add up to more than the %s a patch holds at once; split it into smaller patches, or change the largest files with a shell command", tfs.MiB(max))
+		return &tool.Error{Kind: tool.ErrInvalidInput, Reason: reasonTooMuch, Limit: int(max),
+			Message: fmt.Sprintf("the files this patch reads and writes add up to more than the %s a patch holds at once; split it into smaller patches, or change the largest files with a shell command", tfs.MiB(max))}
 	}
 	return nil
 }
@@ -172,9 +176,13 @@ func (s *state) set(path string, b []byte) error {
 	}
 	if b != nil {
 		if _, read := s.before[k]; s.existed[k] && !read {
-			// An add over an existing file: the rollback restores it.
+			// An add over an existing file: the rollback restores it. One
+			// that cannot be read is left to the write, which fails on it
+			// as it always did.
 			if _, err := s.disk(path, k); err != nil {
-				return err
+				if te := (*tool.Error)(nil); errors.As(err, &te) && te.Reason == reasonTooMuch {
+					return err
+				}
 			}
 		}
 		if err := s.hold(len(b)); err != nil {
