@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trussdev/truss/internal/cacheprog"
 	"github.com/trussdev/truss/internal/container"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/tool/shell"
@@ -114,7 +115,7 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 	sh := shell.New(shell.Config{Dir: g.Dir, Timeout: cmp.Or(g.Timeout, 30*time.Minute), Env: os.Environ(), OwnEnv: userWithheldEnv(),
 		SetEnv:    append(append([]string{"TMPDIR=" + tmp}, caches.Env...), g.Env...),
 		MaxOutput: g.MaxOutput, TmpDir: own, Launcher: sb, Guard: sb.Guard})
-	return &SandboxShell{Session: sh, sb: sb, tmp: tmp, enforced: plan.Enforced()}, nil
+	return &SandboxShell{Session: sh, sb: sb, tmp: tmp, enforced: plan.Enforced(), caches: caches, shared: g.CacheDir != ""}, nil
 }
 
 // gradingCaches are g's caches, the grading's own in tmp unless g names
@@ -195,6 +196,8 @@ type SandboxShell struct {
 	sb       *sandbox.Sandbox
 	tmp      string
 	enforced string
+	caches   *toolcache.Caches
+	shared   bool // the caches are GradingShell.CacheDir's, shared
 }
 
 // Enforced names the sandbox the commands ran in (for the record).
@@ -218,6 +221,51 @@ func (s *SandboxShell) KillOthers(ctx context.Context) error {
 		return validate.ErrStraysUnreachable
 	}
 	return s.Session.KillOthers(ctx)
+}
+
+// FreshCaches gives the shell's next commands a Go build cache of their
+// own, empty, in place of the one the commands so far wrote (over the
+// same trusted read-only layers, through the cache program where there
+// is one), and an empty XDG cache: a cache entry maps a compile's inputs
+// to an output nobody can check came from them, so a setup command that
+// ran a patch's code could have pointed the test binaries' entries at
+// forged ones. It is for the moment after the setup commands (and after
+// the test command, before its binaries are asked again); what it left
+// running must be ended first (KillOthers). A grading with a shared
+// cache (GradingShell.CacheDir, trusted code only) keeps it.
+func (s *SandboxShell) FreshCaches(ctx context.Context) error {
+	if s.shared || s.caches == nil {
+		return nil
+	}
+	dir, err := os.MkdirTemp(s.tmp, "cache-")
+	if err != nil {
+		return err
+	}
+	gocache, xdg := filepath.Join(dir, "go-build"), filepath.Join(dir, "xdg")
+	for _, d := range []string{gocache, xdg} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return err
+		}
+	}
+	env := []string{"GOCACHE=" + gocache, "XDG_CACHE_HOME=" + xdg}
+	if s.caches.GoProgram != "" {
+		prog, err := cacheprog.Command(s.caches.GoProgram, gocache, s.caches.GoLowers...)
+		if err != nil {
+			return err
+		}
+		env = append(env, "GOCACHEPROG="+prog)
+	}
+	var b strings.Builder
+	for _, kv := range env {
+		name, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "export %s='%s'; ", name, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	b.WriteString(":")
+	r := s.Session.Run(ctx, b.String(), time.Minute)
+	if r.Err != nil {
+		return fmt.Errorf("fresh caches for the tests: %s", r.Err.Message)
+	}
+	return nil
 }
 
 // GradingContainer is how a benchmark's grading runs its setup and tests in

@@ -248,6 +248,16 @@ type StrayKiller interface {
 	KillOthers(ctx context.Context) error
 }
 
+// A CacheFreshener is a Shell that can give its next commands build caches
+// of their own, empty over trusted read-only layers, in place of those its
+// commands so far wrote: a setup command that ran a checkout's code could
+// have planted cache entries that make the tests' build link forged
+// objects. Runner calls it after the setup commands (and StrayKiller's
+// KillOthers), before BeforeTest.
+type CacheFreshener interface {
+	FreshCaches(ctx context.Context) error
+}
+
 // ErrStraysUnreachable is a StrayKiller's error where its shell has no PID
 // namespace of its own (a sandbox without user namespaces): what the
 // commands left running cannot be told from the user's own processes.
@@ -310,6 +320,15 @@ func (r *Runner) Run(ctx context.Context) (Summary, tool.Result) {
 			}
 			// Not the tests' failure: the shell's (as a shell that
 			// could not start), with no exit status.
+			return Summary{Command: r.Env.Test, Unit: "tests", ExitCode: -1, Duration: time.Since(start)},
+				tool.Result{Err: &tool.Error{Kind: tool.ErrShell, Message: "after the setup commands: " + err.Error(), Err: err}}
+		}
+	}
+	if f, ok := sh.(CacheFreshener); ok && len(r.Env.Setup) > 0 {
+		if err := f.FreshCaches(ctx); err != nil {
+			if ctx.Err() != nil {
+				return Summary{Command: r.Env.Test, Unit: "tests", Cancelled: true, ExitCode: -1, Duration: time.Since(start)}, tool.Result{}
+			}
 			return Summary{Command: r.Env.Test, Unit: "tests", ExitCode: -1, Duration: time.Since(start)},
 				tool.Result{Err: &tool.Error{Kind: tool.ErrShell, Message: "after the setup commands: " + err.Error(), Err: err}}
 		}

@@ -698,6 +698,15 @@ func (p *Prepared) Grade(ctx context.Context, patch string) (*Verdict, error) {
 				return nil, fmt.Errorf("instance %s: after the tests: %w", task.InstanceID, err)
 			}
 		}
+		// Nor does a cache entry they wrote decide what is built.
+		if f, ok := sh.(validate.CacheFreshener); ok {
+			if err := f.FreshCaches(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, fmt.Errorf("instance %s: after the tests: %w", task.InstanceID, err)
+			}
+		}
 		c, err := goCheck(ctx, sh, out, v.Tests, homes, can, left)
 		v.CheckS = time.Since(cstart).Seconds()
 		if err != nil {
@@ -803,17 +812,28 @@ func (keepOpen) Close() error { return nil }
 // before the tests (validate.ErrStraysUnreachable).
 const straysNote = "what the setup commands left running could not be ended before the tests: the sandbox has no PID namespace of its own (no user namespaces here), so a process they started could still change the tests while they ran"
 
-// killOpen is keepOpen of a shell that is a validate.StrayKiller.
-type killOpen struct {
-	keepOpen
-	validate.StrayKiller
-}
-
-// keptOpen is sh that the runner does not close, a StrayKiller where sh
-// is one.
+// keptOpen is sh that the runner does not close: a StrayKiller and a
+// CacheFreshener where sh is one, a shell that has neither otherwise.
 func keptOpen(sh validate.Shell) validate.Shell {
-	if k, ok := sh.(validate.StrayKiller); ok {
-		return killOpen{keepOpen{sh}, k}
+	k, kill := sh.(validate.StrayKiller)
+	f, fresh := sh.(validate.CacheFreshener)
+	switch {
+	case kill && fresh:
+		return struct {
+			keepOpen
+			validate.StrayKiller
+			validate.CacheFreshener
+		}{keepOpen{sh}, k, f}
+	case kill:
+		return struct {
+			keepOpen
+			validate.StrayKiller
+		}{keepOpen{sh}, k}
+	case fresh:
+		return struct {
+			keepOpen
+			validate.CacheFreshener
+		}{keepOpen{sh}, f}
 	}
 	return keepOpen{sh}
 }

@@ -14,8 +14,9 @@ import (
 
 // TestGradeEndsWhatSetupLeftRunning: a process a setup command left
 // running, out of the shell's process group (setsid, as a build script's
-// daemon would), is gone when the test command starts, while what the
-// setup commands exported stays. With the process alive, the task's test
+// daemon would), is gone when the test command starts, and what the setup
+// commands wrote into the Go build cache is not in the one the tests use,
+// while what they exported stays. With either left, the task's test
 // command fails before its tests and nothing is resolved.
 func TestGradeEndsWhatSetupLeftRunning(t *testing.T) {
 	host := sandbox.Probe()
@@ -24,8 +25,10 @@ func TestGradeEndsWhatSetupLeftRunning(t *testing.T) {
 	}
 	set := generated(t)
 	task := set.Tasks[0]
-	task.SetupCmd = []string{"export GRADE_MARK=kept; setsid sleep 600 >/dev/null 2>&1 </dev/null &"}
-	task.TestCmd = `test "$GRADE_MARK" = kept && ! grep -qx sleep /proc/[0-9]*/comm && go test -json ./...`
+	// It also writes into the Go build cache, where an entry could point
+	// the tests' compile at a forged object: the tests get a fresh one.
+	task.SetupCmd = []string{`export GRADE_MARK=kept; echo x > "$GOCACHE/planted"; setsid sleep 600 >/dev/null 2>&1 </dev/null &`}
+	task.TestCmd = `test "$GRADE_MARK" = kept && ! grep -qx sleep /proc/[0-9]*/comm && test ! -e "$GOCACHE/planted" && go test -json ./...`
 	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
 	v, err := g.Grade(context.Background(), &task, task.Patch)
 	if err != nil {

@@ -182,6 +182,14 @@ func (l *liveSpec) run(ctx context.Context, task *bench.Task, sh validate.Shell,
 			return fmt.Errorf("after the setup commands: %w", err)
 		}
 	}
+	if f, ok := sh.(validate.CacheFreshener); ok {
+		if err := f.FreshCaches(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("after the setup commands: %w", err)
+		}
+	}
 	res := sh.Run(ctx, l.spec.Command, left())
 	if err := shellFailed(res); err != nil {
 		return err

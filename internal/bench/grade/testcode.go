@@ -366,6 +366,19 @@ func (p *Prepared) testScan() (treeScan, error) {
 	return scan, nil
 }
 
+// buildOutput reports whether f is in a tree a build or an install writes
+// and no test run collects from: build/, dist/, .eggs/, .tox/,
+// node_modules/, site-packages/, a *.egg-info directory.
+func buildOutput(f string) bool {
+	for d := range strings.SplitSeq(path.Dir(f), "/") {
+		switch {
+		case d == "build", d == "dist", d == ".eggs", d == ".tox", d == "node_modules", d == "site-packages", strings.HasSuffix(d, ".egg-info"):
+			return true
+		}
+	}
+	return false
+}
+
 // setupTouchedTests returns the test code the setup commands changed,
 // sorted: every test file of before (testScan once the test patch was
 // applied, before the setup commands) and every file the test patch
@@ -374,13 +387,14 @@ func (p *Prepared) testScan() (treeScan, error) {
 // A test file appearing elsewhere (a build copying a package's tests into
 // build/) is not counted, but one in the root or in a directory above a
 // test patch's file is (a conftest.py pytest loads for those tests, a
-// sitecustomize.py the root's python runs). Test configuration
+// sitecustomize.py the root's python runs), and a conftest.py anywhere
+// but a build's output (buildOutput). Test configuration
 // (validate.IsTestConfig) there, or in a directory of the test patch's
 // files or below, that is new, gone or changed in what decides a run
 // (validate.ConfigEssence) counts too: a pytest.ini whose addopts load a
-// plugin, a go.mod's replace line, a go.work; an entry_points.txt only
-// when it registers pytest plugins (pytest11), as an install of the
-// project writes one otherwise. A checkout that cannot be scanned now
+// plugin, a go.mod's replace line, a go.work; and an entry_points.txt
+// anywhere that registers pytest plugins (pytest11), as an install of
+// the project writes one without them. A checkout that cannot be scanned now
 // counts as changed ("." for its root).
 func (p *Prepared) setupTouchedTests(before treeScan) []string {
 	after, err := p.testScan()
@@ -411,13 +425,19 @@ func (p *Prepared) setupTouchedTests(before treeScan) []string {
 			return false
 		}
 		_, was := before[f]
-		return was || under(f) || above(f)
+		// A conftest.py anywhere pytest may collect from is loaded with
+		// the tests it collects (a package's own, beside tests/): only
+		// a build's output tree is left out.
+		return was || under(f) || above(f) || path.Base(f) == "conftest.py" && !buildOutput(f)
 	}, false)
 	conf := changed(before, after, func(f string) bool {
-		if !validate.IsTestConfig(f) || !(under(f) || above(f)) {
+		if !validate.IsTestConfig(f) {
 			return false
 		}
 		if path.Base(f) == "entry_points.txt" {
+			// Wherever it is (an install's *.egg-info in the root, on the
+			// path of python -m pytest): pytest loads the plugins it
+			// registers.
 			// Gone, or unreadable now: it counts.
 			root, err := hostfs.OpenRoot(p.ws)
 			if err != nil {
@@ -427,7 +447,7 @@ func (p *Prepared) setupTouchedTests(before treeScan) []string {
 			data, _, err := root.ReadHead(f, 1<<20)
 			return err != nil || strings.Contains(string(data), "pytest11")
 		}
-		return true
+		return under(f) || above(f)
 	}, true)
 	out := slices.Concat(code, conf)
 	slices.Sort(out)

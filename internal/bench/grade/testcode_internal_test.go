@@ -644,8 +644,10 @@ func TestSetupTouchedTests(t *testing.T) {
 		{"a go.mod's directives, not its requirements", map[string]string{"go.mod": "module m\n\ngo 1.26\n\nrequire example.com/x v1.0.0\n"}, nil},
 		{"a go.mod's replace line", map[string]string{"go.mod": "module m\n\ngo 1.26\n\nreplace example.com/x => ./x\n"}, []string{"go.mod"}},
 		{"test configuration elsewhere", map[string]string{"other/pytest.ini": "x", "build/lib/pytest.ini": "x"}, nil},
-		{"an install's entry points", map[string]string{"entry_points.txt": "[console_scripts]\ncalc = calc:main\n"}, nil},
+		{"an install's entry points", map[string]string{"entry_points.txt": "[console_scripts]\ncalc = calc:main\n", "calc.egg-info/entry_points.txt": "[console_scripts]\ncalc = calc:main\n"}, nil},
 		{"a pytest plugin's entry points", map[string]string{"entry_points.txt": "[pytest11]\nevil = evil\n"}, []string{"entry_points.txt"}},
+		{"a pytest plugin in an install's egg-info", map[string]string{"calc.egg-info/entry_points.txt": "[pytest11]\nevil = calc._plugin\n"}, []string{"calc.egg-info/entry_points.txt"}},
+		{"a conftest.py beside the tests", map[string]string{"calc/conftest.py": "x"}, []string{"calc/conftest.py"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := writeTree(t, map[string]string{
