@@ -115,7 +115,9 @@ func userNSAllowed() error {
 }
 
 func probeUserNS() error {
-	t, err := hostfs.LookPath("true", hostfs.UserPath())
+	// The system's true(1), never one of PATH's: a directory an earlier
+	// session's --add-dir made writable may be on it.
+	t, err := hostfs.LookPath("true", "/usr/bin:/bin")
 	if err != nil {
 		return fmt.Errorf("no true(1) to probe with: %w", err)
 	}
