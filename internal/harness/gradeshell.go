@@ -84,6 +84,9 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 	// A grading measures tests: the default CPU weight, not the tenth an
 	// agent's commands get (under load, a suite took 16 times longer).
 	p.Limits.CPUWeight = 100
+	// The setup commands run the graded patch's build scripts, which must
+	// not command the shell that runs the tests (sandbox.Policy.HideShell).
+	p.HideShell = true
 	withCaches(&p, caches)
 	p.Writable = append(p.Writable, g.Writable...)
 	s := &Session{}

@@ -56,13 +56,24 @@ func TestSmallHelper(t *testing.T) {
 	if r := b.run(t, "echo $$", 0); r.Err != nil || r.Stdout != "1\n" {
 		t.Errorf("the shell is not PID 1 of its own namespace: %+v", r)
 	}
-	// Its commands reach nothing of it through /proc: not the pipe it
-	// reads its commands from, not its memory.
+	// The shell's own /dev/fd/N works (process substitution at its top
+	// level), and so does its commands' view of it, unless it is hidden.
+	if r := b.run(t, "while read l; do echo got $l; done < <(echo hi); cat /proc/1/cmdline | tr '\\0' ' '", 0); r.Err != nil || !strings.HasPrefix(r.Stdout, "got hi\n") || !strings.Contains(r.Stdout, "bash") {
+		t.Errorf("the shell's own /dev/fd/N or /proc/1: %+v", r)
+	}
+}
+
+// TestHiddenShell: with HideShell (a grading's shell), the shell's
+// commands reach nothing of it through /proc: not the pipe it reads its
+// commands from, not its memory; a command that writes a command into
+// the shell's input gets no line run after it.
+func TestHiddenShell(t *testing.T) {
+	helper := buildHelper(t)
+	t.Setenv("TRUSS_SANDBOX_HELPER", helper)
+	b := newBoxWith(t, sandbox.WorkspaceWrite, false, func(p *sandbox.Policy) { p.HideShell = true })
 	if r := b.run(t, `for f in /proc/1/cmdline /proc/1/mem /proc/1/fd/0 /proc/1/fd/10; do if : < $f; then echo "opened $f"; fi; done 2>/dev/null; ls /proc/1 | wc -l`, 0); r.Err != nil || r.Stdout != "0\n" {
 		t.Errorf("the shell's /proc/1 is open to its commands: %+v", r)
 	}
-	// A command that writes a command into the shell's input gets no
-	// line run after it.
 	b.run(t, `for fd in 0 10 255; do echo 'echo INJECTED' > /proc/1/fd/$fd; done 2>/dev/null; true`, 0)
 	if r := b.run(t, "echo next", 0); r.Stdout != "next\n" {
 		t.Errorf("a command wrote into the shell's input: %+v", r)

@@ -112,6 +112,15 @@ type Policy struct {
 	// Protected are paths kept read-only inside writable roots (a
 	// workspace's .git and its resolved gitdir); missing ones are skipped.
 	Protected []string `json:"protected,omitempty"`
+	// HideShell hides the shell (PID 1 of the sandbox) from its commands:
+	// /proc/1 is covered, so none can open the pipe it reads its commands
+	// from, or its memory, and have lines of its own run as the shell.
+	// For shells whose commands may run code the host must not let
+	// command the shell (a grading's setup commands run the graded
+	// patch's build scripts); the price is the shell's own /dev/fd/N
+	// redirections (`done < <(cmd)` at the shell's top level). Only with
+	// namespaces.
+	HideShell bool `json:"hide_shell,omitempty"`
 	// Hidden are files and directories sandboxed processes must not read
 	// at all, though the policy reads everywhere: the ledger's signing key
 	// (a process that read it could forge a ledger), the saved sessions

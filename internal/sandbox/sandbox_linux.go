@@ -417,6 +417,7 @@ func (s *Sandbox) spec(argv []string) helper.Spec {
 		Seccomp:    s.seccomp,
 		Cgroups:    join,
 		Limits:     lim,
+		HideSelf:   pl.Policy.HideShell,
 	}
 	if pl.Policy.Mode == WorkspaceWrite {
 		sp.Protected = pl.Policy.Protected

@@ -48,7 +48,7 @@ const Arg = "__sandbox-exec"
 const SpecEnv = "TRUSS_SANDBOX_SPEC"
 
 // Format is the version of Spec.
-const Format = 7
+const Format = 8
 
 // LaunchFD is the file descriptor an awaiting helper reads its Launch
 // from; on ReadyFD it writes one byte, and closes it, once it is confined.
@@ -82,6 +82,12 @@ type Spec struct {
 	Writable   []string `json:"writable"`
 	Protected  []string `json:"protected"`
 	Hidden     []string `json:"hidden,omitempty"`
+	// HideSelf covers /proc/1, the program's own entry (it is PID 1), so
+	// that no process it starts can open its descriptors (the pipe a shell
+	// reads its commands from) or memory. The program itself then cannot
+	// reach /proc/self either: a shell's own /dev/fd/N redirections
+	// (`done < <(cmd)`) fail, its children's work.
+	HideSelf bool `json:"hide_self,omitempty"`
 	// PrivateTmp replaces /tmp with an empty tmpfs of the sandbox's own
 	// (writable; the Keep paths under it bound back at their paths).
 	PrivateTmp bool `json:"private_tmp,omitempty"`
@@ -242,7 +248,7 @@ func run() error {
 	if err := rlimits(sp.Limits); err != nil {
 		return err
 	}
-	if sp.Namespaces {
+	if sp.Namespaces && sp.HideSelf {
 		// The program (the shell) is PID 1, and its commands are the
 		// same user in the same namespaces: through /proc/1 they could
 		// open the pipe it reads its commands from anew (fd/N) or write
