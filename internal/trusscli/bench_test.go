@@ -32,9 +32,9 @@ func buildTruss(b testing.TB) string {
 
 // BenchmarkVersion measures a process's start and exit with nothing
 // else done: `truss --version` (the process image and flag parsing), and,
-// side by side, the bare loop of testdata/bareloop given no task (its
-// image and its usage message), the floor of BenchmarkFirstRequest's
-// loop.
+// side by side, the bare loops of testdata/bareloop and testdata/sdkloop
+// given no task (each one's image and its usage message), the floors of
+// BenchmarkFirstRequest's loops.
 func BenchmarkVersion(b *testing.B) {
 	b.Run("truss", func(b *testing.B) {
 		bin := buildTruss(b)
@@ -44,15 +44,17 @@ func BenchmarkVersion(b *testing.B) {
 			}
 		}
 	})
-	b.Run("loop", func(b *testing.B) {
-		bin := buildBareLoop(b)
-		for b.Loop() {
-			var exit *exec.ExitError
-			if err := exec.Command(bin).Run(); !errors.As(err, &exit) || exit.ExitCode() != 2 {
-				b.Fatalf("the bare loop without a task: %v, not exit status 2", err)
+	for _, loop := range []string{"loop", "sdkloop"} {
+		b.Run(loop, func(b *testing.B) {
+			bin := buildLoop(b, loop)
+			for b.Loop() {
+				var exit *exec.ExitError
+				if err := exec.Command(bin).Run(); !errors.As(err, &exit) || exit.ExitCode() != 2 {
+					b.Fatalf("the %s without a task: %v, not exit status 2", loop, err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // serve starts the simulated model with a script in the chat dialect.
@@ -75,7 +77,9 @@ func serve(b *testing.B, script string) (*sim.Server, string, func()) {
 // made a git repository: `truss run` without a session (bare), with the
 // session, the signed ledger, the sandbox and change tracking (ledger),
 // and, side by side, the bare loop of testdata/bareloop (a Chat
-// Completions loop with one bash tool and nothing else: the floor).
+// Completions loop with one bash tool and nothing else, on the standard
+// library alone: the floor) and the same loop on the official OpenAI SDK
+// (testdata/sdkloop: the floor of a program whose requests the SDK makes).
 func BenchmarkFirstRequest(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -84,10 +88,11 @@ func BenchmarkFirstRequest(b *testing.B) {
 		{"bare", []string{"--no-session", "--no-validate"}},
 		{"ledger", []string{"--no-validate"}},
 		{"loop", nil},
+		{"sdkloop", nil},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			if bc.args == nil {
-				benchFirstRequest(b, buildBareLoop(b), nil)
+				benchFirstRequest(b, buildLoop(b, bc.name), nil)
 				return
 			}
 			benchFirstRequest(b, buildTruss(b), append([]string{"run", "--provider", "chat", "--model", "sim-coder"}, bc.args...))
@@ -95,11 +100,13 @@ func BenchmarkFirstRequest(b *testing.B) {
 	}
 }
 
-// buildBareLoop builds testdata/bareloop.
-func buildBareLoop(b *testing.B) string {
+// buildLoop builds one of the bare loops: "loop" (testdata/bareloop) or
+// "sdkloop" (testdata/sdkloop).
+func buildLoop(b *testing.B, name string) string {
 	b.Helper()
-	bin := filepath.Join(b.TempDir(), "bareloop")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/bareloop")
+	dir := map[string]string{"loop": "bareloop", "sdkloop": "sdkloop"}[name]
+	bin := filepath.Join(b.TempDir(), dir)
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/"+dir)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
@@ -121,7 +128,7 @@ func gitInit(b *testing.B, dir string) {
 	}
 }
 
-// benchFirstRequest runs bin with args (the bare loop's when nil) and the
+// benchFirstRequest runs bin with args (the bare loops' when nil) and the
 // task in the demo repository, against a fresh simulated model each time.
 func benchFirstRequest(b *testing.B, bin string, args []string) {
 	dir := b.TempDir()
