@@ -598,14 +598,18 @@ type ProjectDoc struct {
 
 // ReadProjectDoc reads AGENTS.md at the top of the workspace root. A
 // command may have planted anything there, and Truss reads it outside
-// the sandbox, so it goes through a strict hostfs.Root: a symbolic link
-// (to the signing key, to /proc/self/environ, to /dev/zero) is refused,
-// so is a FIFO, socket, device or directory, and an open that would
-// wait on a file lease; the open never blocks and the read stops at
-// ProjectDocMaxBytes. A missing AGENTS.md is the zero ProjectDoc and no
-// error; a refusal is a *hostfs.Error (hostfs.Refused is true of it).
+// the sandbox, so it goes through a hostfs.Root that follows a symbolic
+// link only while it stays beneath the root, as the model's own file
+// tools do: `AGENTS.md -> CLAUDE.md` is read, and gives nothing a view of
+// CLAUDE.md would not; a link that leads outside the workspace (to the
+// signing key, to /proc/self/environ, to /dev/zero) is refused, so is a
+// FIFO, socket, device or directory (a link's target included), and an
+// open that would wait on a file lease; the open never blocks and the
+// read stops at ProjectDocMaxBytes. A missing AGENTS.md is the zero
+// ProjectDoc and no error; a refusal is a *hostfs.Error (hostfs.Refused
+// is true of it). Where the kernel has no openat2, every link is refused.
 func ReadProjectDoc(root string) (ProjectDoc, error) {
-	r, err := hostfs.OpenRoot(root)
+	r, err := hostfs.OpenRootWith(root, hostfs.Options{Beneath: true})
 	if err != nil {
 		if hostfs.IsNotExist(err) {
 			return ProjectDoc{}, nil
@@ -639,32 +643,63 @@ func ReadProjectDoc(root string) (ProjectDoc, error) {
 }
 
 // SystemPrompt returns base, the workspace root, and the workspace's
-// AGENTS.md as ReadProjectDoc reads it. A truncated AGENTS.md is
-// followed by a note saying so; one that was refused is left out with a
-// line saying that it was not read and why, so the refusal is never
-// silent (the prompt goes to the session record and the ledger). Every
-// agent of a session, sub-agents too, gets its prompt here.
-func SystemPrompt(root, base string) string {
-	s := base + "\n\nThe workspace root is " + root + "; the shell starts there. Name files by absolute path inside it or relative to it."
+// AGENTS.md as ReadProjectDoc reads it (see Prompt). Every agent of a
+// session, sub-agents too, gets its prompt here.
+func SystemPrompt(root, base string) string { return NewPrompt(root, base).Text }
+
+// Prompt is a system prompt with what became of the workspace's
+// AGENTS.md in it, for the user to be told (Notice).
+type Prompt struct {
+	Text string
+	Doc  ProjectDoc // AGENTS.md as read (the zero ProjectDoc when missing or refused)
+	// Refused is why AGENTS.md was not read (nil when it was, or there
+	// is none); a *hostfs.Error.
+	Refused error
+}
+
+// NewPrompt returns base, the workspace root, and the workspace's
+// AGENTS.md as ReadProjectDoc reads it. A truncated AGENTS.md is followed
+// by a note saying so; one that was refused is left out with a line
+// saying that it was not read and why, so the refusal is never silent to
+// the model (the prompt goes to the session record and the ledger), and
+// Notice says it to the user.
+func NewPrompt(root, base string) Prompt {
+	p := Prompt{Text: base + "\n\nThe workspace root is " + root + "; the shell starts there. Name files by absolute path inside it or relative to it."}
 	doc, err := ReadProjectDoc(root)
 	if err != nil {
-		return s + "\n\n" + ProjectDocRefusal(err)
+		p.Refused = err
+		p.Text += "\n\n" + ProjectDocRefusal(err)
+		return p
 	}
+	p.Doc = doc
 	text := strings.TrimSpace(doc.Text)
 	if text == "" {
-		return s
+		return p
 	}
-	s += "\n\n# Project instructions (AGENTS.md)\n\n" + text + "\n"
+	p.Text += "\n\n# Project instructions (AGENTS.md)\n\n" + text + "\n"
 	if doc.Truncated {
-		s += fmt.Sprintf("\n[AGENTS.md is %d bytes; only its first %d bytes are included above.]\n", doc.Size, ProjectDocMaxBytes)
+		p.Text += fmt.Sprintf("\n[AGENTS.md is %d bytes; only its first %d bytes are included above.]\n", doc.Size, ProjectDocMaxBytes)
 	}
-	return s
+	return p
+}
+
+// Notice is what the user is told of the workspace's AGENTS.md: that it
+// was not read and why, or that only its head was; "" when it was read
+// whole or there is none.
+func (p Prompt) Notice() string {
+	switch {
+	case p.Refused != nil:
+		return "AGENTS.md was not read: " + p.Refused.Error() + "; the model is told so. Truss reads a regular file named AGENTS.md at the workspace root, or a link to one that stays inside the workspace."
+	case p.Doc.Truncated:
+		return fmt.Sprintf("AGENTS.md is %d bytes; only its first %d bytes are in the model's instructions.", p.Doc.Size, ProjectDocMaxBytes)
+	}
+	return ""
 }
 
 // ProjectDocRefusal is the line the system prompt carries in place of an
 // AGENTS.md that ReadProjectDoc refused with err.
 func ProjectDocRefusal(err error) string {
-	return "[AGENTS.md was not read: " + err.Error() + ". Truss reads only a regular file named AGENTS.md at the workspace root, never through a link.]"
+	return "[AGENTS.md was not read: " + err.Error() + ". Truss reads only a regular file named AGENTS.md at the workspace root, or a link to one that stays inside the workspace.]"
 }
 
 // DefaultSystem is the base system prompt.

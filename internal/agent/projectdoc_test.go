@@ -51,19 +51,30 @@ func TestSystemPromptRefusesPlantedAgentsMD(t *testing.T) {
 	}{
 		{"link to a key outside", func(t *testing.T, ws string) {
 			symlink(t, key, filepath.Join(ws, "AGENTS.md"))
-		}, hostfs.ErrLink},
-		{"link to the process environment", func(t *testing.T, ws string) {
-			symlink(t, "/proc/self/environ", filepath.Join(ws, "AGENTS.md"))
-		}, hostfs.ErrLink},
-		{"link to /dev/zero", func(t *testing.T, ws string) {
-			symlink(t, "/dev/zero", filepath.Join(ws, "AGENTS.md"))
-		}, hostfs.ErrLink},
-		{"relative link to a file beneath the root", func(t *testing.T, ws string) {
-			if err := os.WriteFile(filepath.Join(ws, "real.md"), []byte(secret), 0o644); err != nil {
+		}, hostfs.ErrEscapes},
+		{"relative link to a key outside", func(t *testing.T, ws string) {
+			rel, err := filepath.Rel(ws, key)
+			if err != nil {
 				t.Fatal(err)
 			}
-			symlink(t, "real.md", filepath.Join(ws, "AGENTS.md"))
-		}, hostfs.ErrLink},
+			symlink(t, rel, filepath.Join(ws, "AGENTS.md"))
+		}, hostfs.ErrEscapes},
+		{"link beneath the root to a link outside", func(t *testing.T, ws string) {
+			symlink(t, key, filepath.Join(ws, "CLAUDE.md"))
+			symlink(t, "CLAUDE.md", filepath.Join(ws, "AGENTS.md"))
+		}, hostfs.ErrEscapes},
+		{"link to the process environment", func(t *testing.T, ws string) {
+			symlink(t, "/proc/self/environ", filepath.Join(ws, "AGENTS.md"))
+		}, hostfs.ErrEscapes},
+		{"link to /dev/zero", func(t *testing.T, ws string) {
+			symlink(t, "/dev/zero", filepath.Join(ws, "AGENTS.md"))
+		}, hostfs.ErrEscapes},
+		{"link beneath the root to a FIFO", func(t *testing.T, ws string) {
+			if err := syscall.Mkfifo(filepath.Join(ws, "pipe"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			symlink(t, "pipe", filepath.Join(ws, "AGENTS.md"))
+		}, hostfs.ErrNotRegular},
 		{"FIFO", func(t *testing.T, ws string) {
 			if err := syscall.Mkfifo(filepath.Join(ws, "AGENTS.md"), 0o644); err != nil {
 				t.Fatal(err)
@@ -170,5 +181,69 @@ func symlink(t *testing.T, target, name string) {
 	t.Helper()
 	if err := os.Symlink(target, name); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSystemPromptFollowsLinkBeneathRoot: `AGENTS.md -> CLAUDE.md`, as
+// repositories keep one file for both tools, is read like the file it
+// names (relative, through a subdirectory too), as the model's own file
+// tools would read it; the user is told nothing then.
+func TestSystemPromptFollowsLinkBeneathRoot(t *testing.T) {
+	for _, tc := range []struct{ name, target, file string }{
+		{"sibling", "CLAUDE.md", "CLAUDE.md"},
+		{"in a subdirectory", "docs/agents/AGENTS.md", "docs/agents/AGENTS.md"},
+		{"through a linked subdirectory", "shared/CLAUDE.md", "real/CLAUDE.md"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			f := filepath.Join(ws, tc.file)
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, []byte("Run make check before you finish.\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.file != tc.target {
+				symlink(t, "real", filepath.Join(ws, "shared"))
+			}
+			symlink(t, tc.target, filepath.Join(ws, "AGENTS.md"))
+			p := agent.NewPrompt(ws, agent.DefaultSystem)
+			if !strings.Contains(p.Text, "# Project instructions (AGENTS.md)\n\nRun make check before you finish.\n") {
+				t.Errorf("the linked AGENTS.md is not in the prompt:\n%s", p.Text)
+			}
+			if p.Refused != nil || p.Notice() != "" {
+				t.Errorf("refused %v, notice %q", p.Refused, p.Notice())
+			}
+		})
+	}
+}
+
+// TestPromptNotice: what the user is told of AGENTS.md — its refusal
+// (with the reason) and its truncation; nothing for a missing or whole one.
+func TestPromptNotice(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "notes.md")
+	if err := os.WriteFile(outside, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		plant func(ws string)
+		want  string
+	}{
+		{"missing", func(string) {}, ""},
+		{"whole", func(ws string) { os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("hi\n"), 0o644) }, ""},
+		{"outside", func(ws string) { symlink(t, outside, filepath.Join(ws, "AGENTS.md")) }, "AGENTS.md was not read: open "},
+		{"truncated", func(ws string) {
+			os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte(strings.Repeat("a", agent.ProjectDocMaxBytes+5)), 0o644)
+		}, "AGENTS.md is 32773 bytes; only its first 32768 bytes are in the model's instructions."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			tc.plant(ws)
+			got := agent.NewPrompt(ws, agent.DefaultSystem).Notice()
+			if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) || tc.name == "outside" && !strings.Contains(got, "AGENTS.md: is outside the root; the model is told so.") {
+				t.Errorf("notice %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

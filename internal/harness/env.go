@@ -366,7 +366,11 @@ func shortID(id string) string {
 // workspace root it names is the container's, where the shell starts.
 func (s *Session) systemPrompt() string {
 	root := s.w.ws.Dir()
-	p := agent.SystemPrompt(root, agent.DefaultSystem)
+	pr := agent.NewPrompt(root, agent.DefaultSystem)
+	if n := pr.Notice(); n != "" {
+		s.warn(n)
+	}
+	p := pr.Text
 	if s.w.envs == nil {
 		return p
 	}
