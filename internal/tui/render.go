@@ -283,6 +283,8 @@ func (r *renderer) drawFileDiff(d fileDiff, width int) []string {
 	verb := map[tool.ChangeKind]string{tool.ChangeAdd: "added", tool.ChangeUpdate: "updated", tool.ChangeDelete: "deleted"}[d.kind]
 	head := fmt.Sprintf("  ⎿ %s %s ", verb, d.path) + st.paint(st.add, fmt.Sprintf("+%d", d.adds)) + " " + st.paint(st.del, fmt.Sprintf("−%d", d.dels))
 	switch {
+	case d.note != "":
+		return []string{trunc(fmt.Sprintf("  ⎿ %s %s (%s)", verb, d.path, d.note), width)}
 	case d.binary:
 		return []string{trunc(fmt.Sprintf("  ⎿ %s %s (binary)", verb, d.path), width)}
 	case d.large > 0:

@@ -569,6 +569,20 @@ func TestDiffOf(t *testing.T) {
 			"  ⎿ updated big.txt (1.0 MB, too large to draw; /diff shows it)"},
 		{"moved", tool.FileChange{Path: "a.go", MovedTo: "b.go", Kind: tool.ChangeUpdate, Before: "1", After: "1", BeforeData: []byte("x\n"), AfterData: []byte("x\n")},
 			"  ⎿ updated a.go → b.go +0 −0"},
+		// A bulk change's AfterData is the tracker's manifest, not a file.
+		{"bulk", tool.FileChange{Path: ".pytest_cache", Kind: tool.ChangeUpdate, Files: 2, Bytes: 1234, After: "m",
+			AfterData: []byte("update file c5f21e08 44136fa3 2 \".pytest_cache/v/cache/lastfailed\"\nadd file - 9a 5 \".pytest_cache/README.md\"\n")},
+			"  ⎿ updated .pytest_cache (2 files beneath it, 1.2 kB after)"},
+		{"one file in bulk", tool.FileChange{Path: "build", Kind: tool.ChangeAdd, Files: 1, Bytes: 10, After: "m", AfterData: []byte("add file - 9a 10 \"build/x\"\n")},
+			"  ⎿ added build (1 file beneath it, 10 B after)"},
+		{"link", tool.FileChange{Path: "cur", Kind: tool.ChangeAdd, LinkAfter: "v2\x1b[2J"},
+			"  ⎿ added cur (a link to v2)"}, // the escape sequence dropped
+		{"relinked", tool.FileChange{Path: "cur", Kind: tool.ChangeUpdate, LinkBefore: "v1", LinkAfter: "v2"},
+			"  ⎿ updated cur (a link, from v1 to v2)"},
+		{"fifo", tool.FileChange{Path: "p", Kind: tool.ChangeAdd, Type: "fifo"},
+			"  ⎿ added p (a FIFO)"},
+		{"too large", tool.FileChange{Path: "many", Kind: tool.ChangeUpdate, Type: "too_large"},
+			"  ⎿ updated many (a directory too large to track)"},
 	} {
 		got := strings.Join(r.drawFileDiff(diffOf(tc.c), 100), "\n")
 		if got != tc.want {
