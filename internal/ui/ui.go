@@ -25,9 +25,57 @@ type Printer struct {
 	mu      sync.Mutex
 	midLine bool // streamed text left the cursor mid-line
 	texted  bool // this turn streamed assistant text
-	// live is the unfinished last line of each running call's output
-	// (by call id), present once any of it was printed.
-	live map[string]string
+	// live is what was shown of each running call's output (by call
+	// id), present once any of it was printed.
+	live map[string]*liveOutput
+}
+
+// Of a call's output shown as it comes, the first liveHead lines are
+// printed as they arrive and, past them, only the last liveTail once the
+// call ends, with how many were left out: a command that prints 200,000
+// lines shows 70 (the model's result, and the session record, have what
+// they always have).
+const (
+	liveHead = 50
+	liveTail = 20
+)
+
+// liveOutput is what the transcript showed of one running call's output.
+type liveOutput struct {
+	rest   string   // the unfinished last line
+	shown  int      // complete lines printed
+	hidden int      // complete lines past liveHead
+	tail   []string // the last liveTail of the hidden lines, oldest first
+}
+
+// line takes one complete line of output: printed while under liveHead,
+// kept for the tail after.
+func (l *liveOutput) line(p *Printer, s string) {
+	if l.shown < liveHead {
+		l.shown++
+		p.printf("  ┊ %s\n", s)
+		return
+	}
+	l.hidden++
+	if len(l.tail) == liveTail {
+		l.tail = append(l.tail[:0], l.tail[1:]...)
+	}
+	l.tail = append(l.tail, s)
+}
+
+// end prints what was held back of the output: how many lines were left
+// out, the last lines, and the unfinished last line.
+func (l *liveOutput) end(p *Printer) {
+	if l.rest != "" {
+		l.line(p, clip(l.rest))
+		l.rest = ""
+	}
+	if n := l.hidden - len(l.tail); n > 0 {
+		p.printf("  ┊ … %s not shown …\n", counted(n, "line"))
+	}
+	for _, s := range l.tail {
+		p.printf("  ┊ %s\n", s)
+	}
 }
 
 // printf writes Truss's own format with every text argument neutralised
@@ -88,12 +136,10 @@ func (p *Printer) Observe(ev agent.Event) {
 	case agent.EventCallOutput:
 		p.printLive(ev)
 	case agent.EventCallCompleted:
-		if rest, ok := p.live[ev.Call.ID]; ok {
+		if l, ok := p.live[ev.Call.ID]; ok {
 			// The output was shown as it came: its end and how it ended.
 			delete(p.live, ev.Call.ID)
-			if rest != "" {
-				p.printf("  ┊ %s\n", clip(rest))
-			}
+			l.end(p)
 			p.printf("  ⎿ %s\n", ended(ev.Results))
 			return
 		}
@@ -156,29 +202,35 @@ func (p *Printer) Child(name string) agent.Observer {
 }
 
 // printLive prints the complete lines of a running call's output as they
-// come, each marked ┊; the model reads only the result.
+// come, each marked ┊, up to liveHead of them (liveOutput); the model
+// reads only the result.
 func (p *Printer) printLive(ev agent.Event) {
 	if ev.Call == nil || ev.Output == nil {
 		return
 	}
 	if p.live == nil {
-		p.live = map[string]string{}
+		p.live = map[string]*liveOutput{}
+	}
+	l := p.live[ev.Call.ID]
+	if l == nil {
+		l = &liveOutput{}
+		p.live[ev.Call.ID] = l
 	}
 	p.endLine()
-	text := p.live[ev.Call.ID] + ev.Output.Text
+	text := l.rest + ev.Output.Text
 	for {
 		i := strings.IndexByte(text, '\n')
 		if i < 0 {
 			break
 		}
-		p.printf("  ┊ %s\n", clip(text[:i]))
+		l.line(p, clip(text[:i]))
 		text = text[i+1:]
 	}
 	if len(text) > 4096 {
-		p.printf("  ┊ %s\n", clip(text))
+		l.line(p, clip(text))
 		text = ""
 	}
-	p.live[ev.Call.ID] = text
+	l.rest = text
 }
 
 // clip cuts a line of output for the transcript; a carriage return

@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -105,6 +106,49 @@ func TestSummaryNames(t *testing.T) {
 		(&Printer{W: &buf}).Observe(agent.Event{Type: agent.EventCallStarted, Call: call, Ops: []tool.Call{{ID: "1", Op: tc.op, Args: tc.args}}})
 		if out := buf.String(); !strings.Contains(out, shown) || strings.ContainsAny(out, "\x1b\u202e") {
 			t.Errorf("printed %q, want the name shown as %s", out, shown)
+		}
+	}
+}
+
+// TestPrinterLiveOutputBounded: a command that prints far more than a
+// screen shows its first liveHead lines as they come and, at its end, how
+// many were left out and its last liveTail lines; a short one is shown
+// whole.
+func TestPrinterLiveOutputBounded(t *testing.T) {
+	call := &model.ToolCall{ID: "1", Name: "bash", Input: `{"command":"seq 1 200000"}`}
+	ops := []tool.Call{{ID: "1", Op: tool.OpExec, Args: &tool.ExecArgs{Command: "seq 1 200000"}}}
+	for _, n := range []int{liveHead + liveTail, liveHead + liveTail + 1, 200_000} {
+		var buf bytes.Buffer
+		p := &Printer{W: &buf}
+		p.Observe(agent.Event{Type: agent.EventCallStarted, Call: call, Ops: ops})
+		var b strings.Builder
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "%d\n", i)
+			if b.Len() > 1000 || i == n {
+				p.Observe(agent.Event{Type: agent.EventCallOutput, Call: call, Output: &agent.CallOutput{Stream: "stdout", Text: b.String()}})
+				b.Reset()
+			}
+		}
+		p.Observe(agent.Event{Type: agent.EventCallCompleted, Call: call, Ops: ops, Results: []tool.Result{{}}, Result: &model.ToolResult{Text: "…"}})
+		lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+		shown := len(lines) - 2 // the call's line and its end
+		if n <= liveHead+liveTail {
+			if shown != n {
+				t.Errorf("%d lines: %d shown, want all", n, shown)
+			}
+			continue
+		}
+		if shown != liveHead+1+liveTail {
+			t.Errorf("%d lines: %d shown, want %d", n, shown, liveHead+1+liveTail)
+		}
+		if got, want := lines[liveHead], fmt.Sprintf("  ┊ %d", liveHead); got != want {
+			t.Errorf("%d lines: the last of the head is %q, want %q", n, got, want)
+		}
+		if got, want := lines[liveHead+1], fmt.Sprintf("  ┊ … %s not shown …", counted(n-liveHead-liveTail, "line")); got != want {
+			t.Errorf("%d lines: %q, want %q", n, got, want)
+		}
+		if got, want := lines[len(lines)-2], fmt.Sprintf("  ┊ %d", n); got != want {
+			t.Errorf("%d lines: the last line shown is %q, want %q", n, got, want)
 		}
 	}
 }
