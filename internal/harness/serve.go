@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"io"
 	"sync/atomic"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,6 +17,15 @@ import (
 const serveSurface = server.Surface
 
 func serveTools(validate bool) []string { return server.Tools(validate) }
+
+// StdioTransport is the MCP transport of a server on a pipe: newline-
+// delimited JSON read from r and written to w, whose input's end is
+// reported only once every request read was answered (server.Draining),
+// so a client that writes its requests and closes the pipe gets every
+// answer.
+func StdioTransport(r io.Reader, w io.WriteCloser) sdk.Transport {
+	return server.Draining{Transport: &sdk.IOTransport{Reader: io.NopCloser(r), Writer: w}}
+}
 
 // ServeMCP serves Truss's tools (view, create, replace, insert, patch,
 // shell and, when the project's checks are known, validate) on the

@@ -123,7 +123,9 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if ln != nil {
 			return serveHTTP(ctx, ln, srv, *stateless, token)
 		}
-		return srv.Run(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+		// A client that writes its requests and closes the pipe gets
+		// every answer before the server ends.
+		return srv.Run(ctx, harness.StdioTransport(stdin, nopWriteCloser{stdout}))
 	})
 	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		err = nil
