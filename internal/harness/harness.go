@@ -362,6 +362,9 @@ func (s *Session) resume() error {
 	}
 	if (o.Root == "" || o.Root == ".") && sess.Meta.Workspace != "" {
 		o.Root = sess.Meta.Workspace
+		if _, err := os.Stat(o.Root); errors.Is(err, os.ErrNotExist) {
+			return configErrorf("session %s worked in %s, which no longer exists; resume it in another directory with --root DIR", sess.Meta.ID, o.Root)
+		}
 	}
 	if o.Provider == "sim" && o.Script == "" {
 		// The simulated model plays on from where the session stopped.

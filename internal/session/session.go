@@ -111,10 +111,71 @@ func (s Store) Begin(m Meta) (*Session, error) {
 	return sess, nil
 }
 
-// Open opens an existing session and returns it with its transcript.
-func (s Store) Open(id string) (*Session, []model.Item, error) {
-	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
-		return nil, nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+// Served reports whether the session is the record of an MCP server
+// (truss mcp serve): calls served, no conversation to resume.
+func (m Meta) Served() bool { return m.Provider == "mcp" && m.Model == "-" }
+
+// ErrServed is Open's error for a session that is an MCP server's record.
+var ErrServed = errors.New("is the record of an MCP server (truss mcp serve), with no conversation to resume")
+
+// Last is the reference to the session updated last (Resolve).
+const Last = "last"
+
+// Resolve returns the id of the session ref names among those keep
+// accepts (nil: all): its whole id; Last, the one updated last; or a part
+// of its id no other one's has — the random end a listing shows
+// ("6b57e1") or a beginning ("20261207T1536"). A ref that names none is
+// ErrNotFound; one that names several is an error listing them.
+func (s Store) Resolve(ref string, keep func(Meta) bool) (string, error) {
+	if ref == "" || strings.ContainsAny(ref, `/\`) || ref == "." || ref == ".." {
+		return "", fmt.Errorf("session %q: %w", ref, ErrNotFound)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.Dir, ref, "meta.json")); err == nil && ref != Last {
+		var m Meta
+		if json.Unmarshal(b, &m) == nil && (keep == nil || keep(m)) {
+			return ref, nil
+		}
+	}
+	ms, err := s.List()
+	if err != nil {
+		return "", err
+	}
+	var match []string
+	for _, m := range ms { // newest first
+		if keep != nil && !keep(m) {
+			continue
+		}
+		if ref == Last {
+			return m.ID, nil
+		}
+		if strings.HasPrefix(m.ID, ref) || strings.HasSuffix(m.ID, ref) {
+			match = append(match, m.ID)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return "", fmt.Errorf("session %q: %w (see `truss sessions`)", ref, ErrNotFound)
+	case 1:
+		return match[0], nil
+	}
+	if len(match) > 5 {
+		match = append(match[:5], "…")
+	}
+	return "", fmt.Errorf("session %q: several sessions match (%s); give more of the id", ref, strings.Join(match, ", "))
+}
+
+// Open opens an existing session and returns it with its transcript, to
+// resume it: ref is resolved as Resolve does among the sessions that are
+// not an MCP server's record; naming one of those is ErrServed.
+func (s Store) Open(ref string) (*Session, []model.Item, error) {
+	id, err := s.Resolve(ref, func(m Meta) bool { return !m.Served() })
+	if errors.Is(err, ErrNotFound) {
+		if sid, serr := s.Resolve(ref, nil); serr == nil {
+			return nil, nil, fmt.Errorf("session %s %w", sid, ErrServed)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	dir := filepath.Join(s.Dir, id)
 	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))

@@ -1,11 +1,13 @@
 package session
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trussdev/truss/internal/model"
 )
@@ -120,4 +122,63 @@ func TestReplace(t *testing.T) {
 			t.Errorf("after a failed Replace: %q", texts(got))
 		}
 	}
+}
+
+// TestResolve: a session is named by its whole id, by "last", or by a
+// part of its id no other session's has (its random end, a beginning); a
+// part several share is refused with them listed; an MCP server's record
+// cannot be resumed, and Open says why.
+func TestResolve(t *testing.T) {
+	st := Store{Dir: t.TempDir()}
+	mk := func(id string, updated time.Time, served bool) {
+		m := Meta{ID: id, Updated: updated, Provider: "sim", Model: "sim-claude"}
+		if served {
+			m.Provider, m.Model = "mcp", "-"
+		}
+		if err := os.MkdirAll(filepath.Join(st.Dir, id), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(m)
+		if err := os.WriteFile(filepath.Join(st.Dir, id, "meta.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC)
+	mk("20261207T150000-aaaaaa", t0, false)
+	mk("20261207T151000-bbbbbb", t0.Add(10*time.Minute), false)
+	mk("20261207T152000-cccccc", t0.Add(20*time.Minute), true) // the newest: a server's
+	resumable := func(m Meta) bool { return !m.Served() }
+	for _, tc := range []struct {
+		ref  string
+		keep func(Meta) bool
+		want string // "" for an error containing werr
+		werr string
+	}{
+		{"20261207T150000-aaaaaa", resumable, "20261207T150000-aaaaaa", ""},
+		{"aaaaaa", resumable, "20261207T150000-aaaaaa", ""},
+		{"20261207T1510", resumable, "20261207T151000-bbbbbb", ""},
+		{"last", resumable, "20261207T151000-bbbbbb", ""},
+		{"last", nil, "20261207T152000-cccccc", ""},
+		{"cccccc", resumable, "", "session not found"},
+		{"20261207T152000-cccccc", resumable, "", "session not found"},
+		{"20261207T15", nil, "", "several sessions match (20261207T152000-cccccc, 20261207T151000-bbbbbb, 20261207T150000-aaaaaa)"},
+		{"zzz", nil, "", "session not found"},
+		{"../x", nil, "", "session not found"},
+	} {
+		got, err := st.Resolve(tc.ref, tc.keep)
+		if tc.want != "" && (err != nil || got != tc.want) {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", tc.ref, got, err, tc.want)
+		}
+		if tc.want == "" && (err == nil || !strings.Contains(err.Error(), tc.werr)) {
+			t.Errorf("Resolve(%q) = %q, %v; want an error with %q", tc.ref, got, err, tc.werr)
+		}
+	}
+	if _, _, err := st.Open("cccccc"); !errors.Is(err, ErrServed) {
+		t.Errorf("Open of a server's record: %v, want ErrServed", err)
+	}
+	s, _, err := st.Open("bbbbbb")
+	if err != nil || s.Meta.ID != "20261207T151000-bbbbbb" {
+		t.Fatalf("Open(bbbbbb) = %v, %v", s, err)
+	}
+	s.Close()
 }
