@@ -357,13 +357,17 @@ func resolveLedgers(path, vkey string) ([]string, string, error) {
 }
 
 // ledgerDirs resolves a ledger directory to itself, and a session
-// directory or a session id to the ledgers of all its runs, in order.
+// directory or a session (its id, "last", or the end of its id) to the
+// ledgers of all its runs, in order.
 func ledgerDirs(p string) ([]string, error) {
 	if _, err := os.Stat(filepath.Join(p, "entries.jsonl")); err == nil {
 		return []string{p}, nil
 	}
 	cands := []string{p}
 	if sd, err := session.DefaultDir(); err == nil && !strings.ContainsAny(p, `/\`) {
+		if id, err := (session.Store{Dir: sd}).Resolve(p, nil); err == nil {
+			p = id // "last", or the end of an id
+		}
 		cands = append(cands, filepath.Join(sd, p))
 	}
 	for _, d := range cands {
@@ -383,6 +387,9 @@ func ledgerDir(p string) (string, error) {
 		}
 	}
 	if sd, err := session.DefaultDir(); err == nil {
+		if id, err := (session.Store{Dir: sd}).Resolve(p, nil); err == nil {
+			p = id // "last", or the end of an id
+		}
 		d := filepath.Join(sd, p, "ledger")
 		if _, err := os.Stat(filepath.Join(d, "entries.jsonl")); err == nil {
 			return d, nil
