@@ -8,6 +8,7 @@ import (
 
 	"github.com/trussdev/truss/internal/config"
 	"github.com/trussdev/truss/internal/mcp/client"
+	"github.com/trussdev/truss/internal/sim"
 	"github.com/trussdev/truss/internal/surface/generic"
 )
 
@@ -32,6 +33,10 @@ type Declaration struct {
 // the provider has no use for.
 func Declare(ctx context.Context, opts Options) (*Declaration, error) {
 	s := &Session{opts: opts}
+	if s.opts.Provider == "sim" && s.opts.Script == "" && s.opts.SimScript == nil {
+		// The declarations are the dialect's; no step is played.
+		s.opts.SimScript = &sim.Script{}
+	}
 	if err := s.resolve(); err != nil {
 		return nil, err
 	}
