@@ -398,10 +398,8 @@ func (s *Session) resolve() error {
 		return err
 	}
 	s.dialect = wire(def.Dialect)
-	if def.Name == "sim" {
-		if o.SimDialect == "" {
-			o.SimDialect = "anthropic"
-		}
+	if def.Name == "sim" && o.SimDialect == "" {
+		o.SimDialect = simDialectFor(o.Surface, o.Model)
 	}
 	if err := def.checkFlags(o); err != nil {
 		return err

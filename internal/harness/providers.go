@@ -674,6 +674,24 @@ var providers = []ProviderDef{
 	{Name: "sim", Title: "the simulated model in-process, playing --script (no key, no network)"},
 }
 
+// simDialectFor is the dialect the simulated model speaks when
+// --sim-dialect is not given: the one a typed surface asked for needs
+// (openai and codex: responses), else its model's (sim-gpt*: responses,
+// as the catalog gives those the openai and codex surfaces; sim-gemini*:
+// gemini), else anthropic.
+func simDialectFor(surfaceName, model string) string {
+	if d, typed := typedSurface(surfaceName); typed {
+		return d
+	}
+	switch {
+	case strings.HasPrefix(model, "sim-gpt"):
+		return openaiprov.Dialect
+	case strings.HasPrefix(model, "sim-gemini"):
+		return gemini.Dialect
+	}
+	return "anthropic"
+}
+
 // simModel is the simulated model's default name for a dialect (its
 // wire's).
 func simModel(dialect string) string {

@@ -53,6 +53,9 @@ func pickSurface(name, dialect, providerName, model string, escalate bool) (*sur
 	}
 	if d, typed := typedSurface(chosen); typed && d != dialect {
 		api := map[string]string{"anthropic": "the Anthropic Messages API", openaiprov.Dialect: "OpenAI's Responses API"}[d]
+		if providerName == "sim" {
+			return nil, prof, configErrorf("the %s surface needs %s; the simulated model speaks it with --sim-dialect %s", chosen, api, d)
+		}
 		return nil, prof, configErrorf("the %s surface needs %s; provider %s takes --surface generic", chosen, api, providerName)
 	}
 	set, err := reg.Build(chosen, prof)

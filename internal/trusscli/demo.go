@@ -70,8 +70,8 @@ temporary directory and fixes it on the simulated model: no API key, no network.
 It prints the transcript, the diff, the checks Truss runs after the session, and
 the ledger verified.`)
 	var f runFlags
-	dialect := fset.String("sim-dialect", "anthropic", "the API dialect the simulated model speaks and Truss's adapter uses (as run's --sim-dialect): "+strings.Join(demoDialects(), ", "))
-	dialectAlias := fset.String("dialect", "anthropic", "the same as --sim-dialect")
+	dialect := fset.String("sim-dialect", "", "the API dialect the simulated model speaks and Truss's adapter uses (as run's --sim-dialect): "+strings.Join(demoDialects(), ", ")+"; by default the one --surface needs, else the model's (sim-gpt*: responses), else anthropic")
+	dialectAlias := fset.String("dialect", "", "the same as --sim-dialect")
 	modelName := fset.String("model", "", "the simulated model's name, which picks its profile (sim-gpt-codex: the codex surface on the responses dialect)")
 	surfaceName := fset.String("surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	keep := fset.Bool("keep", false, "keep the demo repository instead of removing it")
@@ -88,7 +88,7 @@ the ledger verified.`)
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(demoDialects(), *dialect) {
+	if *dialect != "" && !slices.Contains(demoDialects(), *dialect) {
 		return cli.Usagef("--%s must be one of %s, not %q%s", flagName, strings.Join(demoDialects(), ", "), *dialect, dialectSuggestion(*dialect))
 	}
 	if *inter {

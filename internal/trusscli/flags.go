@@ -38,7 +38,7 @@ func (p *providerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.model, "model", "", "model name (default: $TRUSS_MODEL)")
 	fs.StringVar(&p.surface, "surface", "auto", "tool surface: auto picks the model's trained surface; generic forces Truss's function tools")
 	fs.StringVar(&p.script, "script", "", "with --provider sim: the script the simulated model plays (docs/simulator.md)")
-	fs.StringVar(&p.simDialect, "sim-dialect", "anthropic", "with --provider sim: the dialect it speaks ("+harness.DialectNames()+")")
+	fs.StringVar(&p.simDialect, "sim-dialect", "", "with --provider sim: the dialect it speaks ("+harness.DialectNames()+"); by default the one --surface needs, else the model's (sim-gpt*: responses), else anthropic")
 	fs.BoolVar(&p.stateful, "stateful", false, "with the Responses API: chain turns with previous_response_id (the server stores them) instead of replaying the conversation")
 	fs.BoolVar(&p.ctxEdit, "context-editing", false, "with Anthropic's API: let the server clear old tool results as the context fills (context management; the memory tool's are kept), besides Truss's own compaction")
 	fs.StringVar(&p.region, "region", "", "with --provider vertex, vertex-gemini or bedrock: the cloud region (default: vertex $CLOUD_ML_REGION; vertex-gemini $GOOGLE_CLOUD_LOCATION or $CLOUD_ML_REGION; bedrock $AWS_REGION, $AWS_DEFAULT_REGION or the profile's)")
