@@ -93,7 +93,8 @@ type Options struct {
 	// place; pip's and npm's as overlays of the user's). Nothing a command
 	// writes to a cache — a planted Go build cache entry included — is
 	// seen by another session, and the trusted caches are never written.
-	// CacheName is then unused.
+	// CacheName is then unused. A read-only session's commands always
+	// have caches of this kind (they write nothing of the workspace's).
 	PrivateCaches bool
 	// TempDir is the directory the session makes its temporary directory
 	// and its private directory in ("" for os.TempDir): a directory of a

@@ -7,22 +7,29 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trussdev/truss/internal/sandbox"
 )
 
-// TestPrivateCaches: with PrivateCaches, what one session's commands
-// write to their build and package caches (Go's, pip's, the XDG cache) is
-// not seen by another session's, of the same workspace, open at the same
-// time or later; the caches they read start warm from the host's, which
-// stay unwritten. Without it (CacheName), the two share one writable
-// cache, and the second reads what the first planted.
+// TestPrivateCaches: with PrivateCaches, and always in a read-only
+// sandbox, what one session's commands write to their build and package
+// caches (Go's, pip's, the XDG cache) is not seen by another session's,
+// of the same workspace, open at the same time or later; the caches they
+// read start warm from the host's, which stay unwritten (a read-only
+// session's go test does not rebuild the standard library). Without it
+// (CacheName), the two share one writable cache, and the second reads
+// what the first planted.
 func TestPrivateCaches(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		private bool
+		mode    sandbox.Mode
+		private bool // PrivateCaches
+		warm    bool // Go's build cache through the program over the host's
 		leak    bool
 	}{
-		{"private", true, false},
-		{"shared by name", false, true},
+		{"private", sandbox.WorkspaceWrite, true, true, false},
+		{"shared by name", sandbox.WorkspaceWrite, false, false, true},
+		{"read-only", sandbox.ReadOnly, false, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hostDir := t.TempDir()
@@ -42,7 +49,7 @@ func TestPrivateCaches(t *testing.T) {
 			look := `cat "$GOCACHE/planted" "$XDG_CACHE_HOME/planted" "$PIP_CACHE_DIR/planted" 2>/dev/null; echo looked`
 			a := fixture(t, `{"steps": [`+runStep(t, plant, nil)+`, {"say": "Done."}]}`)
 			a.Validation.Off = true
-			a.PrivateCaches, a.CacheName = tc.private, "shared-by-name"
+			a.PrivateCaches, a.CacheName, a.Sandbox.Mode = tc.private, "shared-by-name", tc.mode
 			b := a
 			b.Observers = nil
 			sc := filepath.Join(t.TempDir(), "b.json")
@@ -70,7 +77,7 @@ func TestPrivateCaches(t *testing.T) {
 			if strings.Count(out, "wrote") != 3 || !strings.Contains(out, "host-refused") {
 				t.Errorf("the commands could not write their caches, or wrote the host's: %q %q", out, (*ra)[0].Stderr)
 			}
-			if tc.private {
+			if tc.warm {
 				// Go's build cache is read through the cache program over
 				// the host's, which the commands can read in place.
 				if !strings.Contains(out, "prog=") || !strings.Contains(out, hostGo) || !strings.Contains(out, "WARM-GO") {

@@ -246,17 +246,26 @@ func (s *Session) plan(root, tmp string, cfg *config.Config) (*sandbox.Plan, *to
 	var caches *toolcache.Caches
 	switch {
 	case mode == sandbox.FullAccess:
-	case s.opts.PrivateCaches && mode == sandbox.WorkspaceWrite:
-		c, err := ownCaches(filepath.Join(tmp, "caches"), network, false, slices.Concat([]string{root, tmp}, p.Writable))
+	case mode == sandbox.ReadOnly || s.opts.PrivateCaches:
+		// The session's own, in its temporary directory (all a read-only
+		// sandbox's commands write), over the trusted caches read-only:
+		// warm from the start, as the workspace's own are after its first
+		// build. Read-only, where nothing else depends on the program, Go's
+		// build cache is an overlay when it cannot be had.
+		writable := slices.Concat([]string{root, tmp}, p.Writable)
+		c, err := ownCaches(filepath.Join(tmp, "caches"), network, false, writable)
+		if err != nil && mode == sandbox.ReadOnly {
+			c, err = ownCaches(filepath.Join(tmp, "caches"), network, true, writable)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
 		caches = c
 		withCaches(&p, caches)
 	default:
-		dir := filepath.Join(tmp, "caches") // read-only: the session's own
-		if d, err := toolcache.DirFor(cmp.Or(s.opts.CacheName, root)); err == nil && mode == sandbox.WorkspaceWrite {
-			dir = d
+		dir, err := toolcache.DirFor(cmp.Or(s.opts.CacheName, root))
+		if err != nil {
+			dir = filepath.Join(tmp, "caches")
 		}
 		caches = toolcache.For(dir, network)
 		p.Writable = append(p.Writable, caches.Writable...)
