@@ -329,8 +329,9 @@ func (s *Session) compose(mux *tool.Mux, dir string) tool.Executor {
 	if t := s.tracker(dir); t != nil {
 		exec = changes.Wrap(exec, t)
 	}
-	// Shell calls pass the approval policy (approval.go).
-	return s.gated(exec, dir)
+	// Shell calls pass the approval policy (approval.go); file changes
+	// are refused before it while the sandbox is read-only (readonly.go).
+	return fileWrites{next: s.gated(exec, dir), mode: s}
 }
 
 // warn reports a warning to the user.

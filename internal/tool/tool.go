@@ -538,7 +538,7 @@ const (
 	ErrInvalidInput    ErrorKind = "invalid_input"     // malformed or missing arguments
 	ErrUnknownTool     ErrorKind = "unknown_tool"      // the model named a tool that was not offered
 	ErrOutsideRoot     ErrorKind = "outside_workspace" // the path leads outside every allowed root
-	ErrReadOnly        ErrorKind = "read_only"         // the path is in a read-only root
+	ErrReadOnly        ErrorKind = "read_only"         // the path is in a read-only root, or the sandbox is read-only
 	ErrNotFound        ErrorKind = "not_found"
 	ErrExists          ErrorKind = "exists"
 	ErrIsDir           ErrorKind = "is_directory"
@@ -587,7 +587,9 @@ type Error struct {
 	// past the file tools' bound reads; the message says so); for ErrInvalidInput "range_on_directory" or
 	// "too_large" (a file past the file tools' bound; Limit the bound);
 	// for ErrNotFound "history_dropped" (an undo past what the bounded
-	// undo history kept).
+	// undo history kept); for ErrReadOnly "sandbox" (a file change
+	// refused because the session's sandbox is read-only, not because
+	// of the path).
 	Reason string `json:"reason,omitempty"`
 	Err    error  `json:"-"`
 }

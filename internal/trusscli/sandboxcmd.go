@@ -100,7 +100,13 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 		if pl != nil {
 			fmt.Fprintf(stdout, "would run: %s\n", pl.Enforced())
 			if pl.Active() {
-				fmt.Fprintf(stdout, "writable: %v\n", append([]string{root + " (workspace)", "the session's temporary directory"}, pl.Policy.Writable...))
+				writable := append([]string{root + " (workspace)", "the session's temporary directory"}, pl.Policy.Writable...)
+				if pl.Policy.Mode == sandbox.ReadOnly {
+					// The caches are in the temporary directory; the file
+					// tools change nothing either.
+					writable = []string{"the session's temporary directory (the caches' too); the file tools change nothing"}
+				}
+				fmt.Fprintf(stdout, "writable: %v\n", writable)
 				if caches != nil {
 					fmt.Fprintf(stdout, "caches: %s\n", caches)
 				}

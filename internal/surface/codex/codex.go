@@ -47,7 +47,10 @@ const noFilesModified = "No files were modified."
 // ("apply_patch verification failed: " and the reason); a verified patch is
 // applied as a command is run, so its result is rendered as one (Exit code
 // 0, the wall time, and the summary as its output; exit code 1 and the
-// reason when writing failed or the patch changes no file).
+// reason when writing failed or the patch changes no file). A patch the
+// session refuses to apply at all (a read-only sandbox's, tool.ErrReadOnly
+// with the reason "sandbox") is "patch rejected: " and why, as Codex
+// rejects one its sandbox policy does not allow.
 func (ApplyPatch) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 	r := rs[0]
 	if r.Err == nil {
@@ -57,6 +60,8 @@ func (ApplyPatch) Encode(c model.ToolCall, rs []tool.Result) model.ToolResult {
 	switch {
 	case r.Err.Kind == tool.ErrIO, r.Err.Kind == tool.ErrCanceled, r.Err.Message == noFilesModified:
 		text = execOutput(1, r.Wall, r.Err.Message+"\n")
+	case r.Err.Kind == tool.ErrReadOnly && r.Err.Reason == "sandbox":
+		text = "patch rejected: " + r.Err.Message
 	}
 	return model.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Text: text}
 }

@@ -99,7 +99,8 @@ func TestShellCommandRendering(t *testing.T) {
 }
 
 // TestApplyPatchRendering: a verified patch's result is wrapped as an exec
-// result, a patch that fails verification is prefixed, as Codex does.
+// result, a patch that fails verification is prefixed, and one the
+// sandbox refuses is rejected, as Codex does.
 func TestApplyPatchRendering(t *testing.T) {
 	c := model.ToolCall{ID: "c", Name: "apply_patch", Input: "*** Begin Patch\n*** End Patch"}
 	tests := []struct {
@@ -112,6 +113,7 @@ func TestApplyPatchRendering(t *testing.T) {
 			Message: "invalid hunk at line 2, 'bogus' is not a valid hunk header. Valid hunk headers: '*** Add File: {path}', '*** Delete File: {path}', '*** Update File: {path}'"}}},
 		{"patch_nothing", tool.Result{Err: &tool.Error{Kind: tool.ErrNoMatch, Message: "No files were modified."}}},
 		{"patch_write_failed", tool.Result{Err: &tool.Error{Kind: tool.ErrIO, Message: "write a.txt: no space left on device"}, Wall: 150 * time.Millisecond}},
+		{"patch_read_only_sandbox", tool.Result{Err: &tool.Error{Kind: tool.ErrReadOnly, Reason: "sandbox", Message: "The patch was not applied: this session's sandbox is read-only, so the file tools change no file."}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
