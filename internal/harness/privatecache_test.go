@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,4 +136,32 @@ func tree(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestReadOnlyCachesWithoutProgram: a read-only session whose Go cache
+// program cannot be had (no helper binary the commands could not
+// replace) still opens, with Go's build cache an overlay of the host's
+// instead, warm all the same.
+func TestReadOnlyCachesWithoutProgram(t *testing.T) {
+	root, tmp, hostGo := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("TRUSS_HOME", t.TempDir())
+	t.Setenv("GOCACHE", hostGo)
+	// A helper in the workspace, which a session's commands could have
+	// written: never the cache program.
+	t.Setenv("TRUSS_SANDBOX_HELPER", filepath.Join(root, "truss-sandbox"))
+	_, caches, err := PlanSandbox(root, tmp, SandboxOptions{Mode: sandbox.ReadOnly, Fallback: sandbox.FallbackNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caches.GoProgram != "" {
+		t.Errorf("the cache program is %s, in the workspace", caches.GoProgram)
+	}
+	gocache := filepath.Join(tmp, "caches", "go-build")
+	found := false
+	for _, l := range caches.Layers {
+		found = found || l.Dir == gocache && l.Lower == hostGo
+	}
+	if !found || !slices.Contains(caches.Env, "GOCACHE="+gocache) {
+		t.Errorf("Go's build cache is no overlay of the host's: %+v", caches)
+	}
 }
