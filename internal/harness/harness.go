@@ -658,7 +658,7 @@ func repoState(ctx context.Context, gate *startGate, dir string, at gitsafe.Repo
 	ch := make(chan *ledger.RepoState, 1)
 	go func() {
 		gate.wait(ctx)
-		if at.DotGit == "" {
+		if at.DotGit == "" || gate.closed() { // none, or none wanted: the session closed unused
 			ch <- nil
 			return
 		}
@@ -1156,12 +1156,21 @@ func (s *Session) Saved() bool {
 	return s.sess != nil && !(s.created && !s.opts.NoModel && !s.responded.Load() && !s.kept)
 }
 
-// Close releases everything the session opened: it seals and closes the
-// ledger, saves the session or, when no run ended otherwise than unreached
-// (none ran, or the model could not be reached), removes it,
-// stops the MCP servers, the simulated model, the shells and the sandbox,
-// and removes the temporary files. It returns the first error closing the
-// ledger; warnings go to OnWarning. Close is idempotent.
+// closedReason is the reason of the session.end Close writes for a run
+// that no task ended last (ledger.Recorder.End).
+const closedReason = "the session was closed with no task running"
+
+// Close releases everything the session opened: it ends the ledger's run
+// (a session.end with status closed when no task's session.end is its
+// last entry: see ledger.Recorder.End), seals and closes the ledger,
+// saves the session or, when no run ended otherwise than unreached (none
+// ran, or the model could not be reached), removes it, stops the MCP
+// servers, the simulated model, the shells and the sandbox, and removes
+// the temporary files. A session closed before anything needed its
+// preparation (no task ran, no check, no ledger verified or compaction)
+// writes no ledger at all. It returns the first error closing the ledger;
+// warnings go to OnWarning. Close is idempotent; it must not be called
+// while Run or Compact runs.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -1171,12 +1180,21 @@ func (s *Session) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.stopCheck() // recorded as cancelled before the ledger closes
-	s.start.open()
+	// A session that did nothing that needed its preparation (no task ran,
+	// no check, no ledger verified) writes no ledger: it had no run.
+	s.start.closeUnopened()
 	if s.prep != nil {
 		<-s.prep.done // the ledger is being opened
 	}
 	var err error
 	if s.rec != nil {
+		// The run ends, also when no task ended it last: a compaction, a
+		// check or a verification after the last task, or no task at all.
+		var usage model.Usage
+		if s.agent != nil {
+			usage = s.agent.Usage()
+		}
+		s.rec.End(closedReason, usage)
 		if cerr := s.rec.Close(); cerr != nil {
 			s.warn(fmt.Sprintf("the ledger missed an event: %v", cerr))
 			err = cerr

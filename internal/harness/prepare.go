@@ -39,11 +39,17 @@ import (
 // for a model in the process, its first answer), so that none of it
 // competes with building and sending the request for the machine's CPUs:
 // it runs while the model thinks. Whatever waits for that work opens the
-// gate first (a tool call, the end of Run, VerifyLedger, Close), so no
-// wait depends on a request being sent. A nil gate is open.
+// gate first (a tool call, the end of Run, VerifyLedger, Validate,
+// Compact), so no wait depends on a request being sent. Close opens it
+// with closeUnopened: when nothing opened it before, the work is not
+// done (no ledger, no repository state), as the session did nothing to
+// record. A nil gate is open.
 type startGate struct {
 	ch   chan struct{}
 	once sync.Once
+	// unused: the gate was opened by closing, nothing having needed the
+	// background work (closeUnopened); read once ch is closed.
+	unused bool
 }
 
 func newStartGate() *startGate { return &startGate{ch: make(chan struct{})} }
@@ -54,6 +60,25 @@ func (g *startGate) open() {
 		g.once.Do(func() { close(g.ch) })
 	}
 }
+
+// closeUnopened opens the gate for a session that closes and reports
+// whether nothing had opened it before: no request left, no call ran and
+// nothing waited for the preparation, so the session did nothing worth
+// preparing (closed reads it). Later calls of open do nothing.
+func (g *startGate) closeUnopened() bool {
+	if g == nil {
+		return false
+	}
+	unused := false
+	g.once.Do(func() {
+		g.unused, unused = true, true
+		close(g.ch)
+	})
+	return unused
+}
+
+// closed reports whether the gate, now open, was opened by closeUnopened.
+func (g *startGate) closed() bool { return g != nil && g.unused }
 
 // wait waits until the gate is open or ctx is done.
 func (g *startGate) wait(ctx context.Context) {
@@ -88,6 +113,10 @@ func (g *startGate) sentTrace(ctx context.Context) context.Context {
 type preparation struct {
 	done chan struct{} // closed when it ended, after its events were given on
 	err  error         // set before done is closed
+	// skipped: the session closed before anything needed the
+	// preparation, which then prepared nothing (set before done is
+	// closed).
+	skipped bool
 }
 
 // prepare starts the preparation: the ledger, when one is written. With
@@ -101,6 +130,14 @@ func (s *Session) prepare(hold *heldObserver) error {
 	run := func() {
 		defer close(p.done)
 		s.start.wait(s.life)
+		if s.start.closed() {
+			// The session closes having done nothing that needed it (no
+			// task, no check, no ledger verified): no ledger, so no run
+			// that never ended; a created session is removed by Close.
+			p.skipped = true
+			hold.drop()
+			return
+		}
 		if s.opts.prepGate != nil {
 			<-s.opts.prepGate
 		}

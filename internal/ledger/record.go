@@ -73,6 +73,10 @@ type Recorder struct {
 	// final is each changed file's last digest (zero when deleted),
 	// spilled to disk past its budget.
 	final *finalFiles
+	// ended: the entries written so far end with session.end, followed
+	// by nothing but the entries written after a run ends (validation):
+	// the run has ended (CheckEnded).
+	ended bool
 
 	// Settle, when set (before the first Observe), is called once, just
 	// before session.end is written: the changes it returns — a last
@@ -240,6 +244,11 @@ func (r *Recorder) record(ev agent.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch ev.Type {
+	case agent.EventUser, agent.EventResponse, agent.EventCallCompleted, agent.EventTurnFailed,
+		agent.EventCompacted, agent.EventCompactFailed:
+		r.ended = false // an entry after which the run has not ended
+	}
+	switch ev.Type {
 	case agent.EventUser:
 		for _, it := range ev.Items {
 			p := map[string]string{}
@@ -267,17 +276,47 @@ func (r *Recorder) record(ev agent.Event) {
 		_, err := r.W.Append("context.compact_failed", data, nil)
 		r.fail(err)
 	case agent.EventRunCompleted:
-		if r.Settle != nil {
-			r.settle()
-		}
 		o := ev.Outcome
-		p := map[string]string{}
-		data := map[string]any{"status": o.Status, "reason": o.Reason, "turns": o.Turns, "calls": o.Calls, "usage": o.Usage}
-		r.fail(r.finalFiles(p, data))
-		_, err := r.W.Append("session.end", data, p)
-		r.fail(err)
-		r.fail(r.W.Checkpoint())
+		r.end(map[string]any{"status": o.Status, "reason": o.Reason, "turns": o.Turns, "calls": o.Calls, "usage": o.Usage})
 	}
+}
+
+// end writes a session.end with data, after the last scan's changes
+// (Settle), with the files the run changed, and seals it.
+func (r *Recorder) end(data map[string]any) {
+	if r.Settle != nil {
+		r.settle()
+	}
+	p := map[string]string{}
+	r.fail(r.finalFiles(p, data))
+	_, err := r.W.Append("session.end", data, p)
+	r.fail(err)
+	r.fail(r.W.Checkpoint())
+	r.ended = true
+}
+
+// StatusClosed is the status of the session.end End writes: the session
+// was closed with no task running, after entries no task's end followed.
+const StatusClosed = "closed"
+
+// End ends the run when it has not ended: after every queued event, when
+// the entries so far do not end with session.end (followed by nothing but
+// the entries written after a run ends), it writes one with status
+// StatusClosed, reason, no turns and no calls, usage (what the session's
+// model used in the run: a compaction's turn, say), and the files as a
+// task's session.end lists them, after Settle's last scan; and seals it.
+// A session closes so after a compaction, a check or a verification of
+// its ledger with no task after it, or with no task at all: its run then
+// ends as CheckEnded requires. A run that has ended is left as it is. End
+// is called before Close.
+func (r *Recorder) End(reason string, usage model.Usage) {
+	r.drain()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return
+	}
+	r.end(map[string]any{"status": StatusClosed, "reason": reason, "turns": 0, "calls": 0, "usage": usage})
 }
 
 // finalFiles names the final_files payload in p and sets session.end's

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/perfmeter"
 	"github.com/trussdev/truss/internal/tool"
@@ -104,4 +105,83 @@ func TestRecorderDefer(t *testing.T) {
 	}
 	rec.Close()
 	w.Close()
+}
+
+// TestRecorderEnd: End ends a run whose entries do not end with
+// session.end (session.start alone, a compaction or a failed one after the
+// last task, a task's entries cut by the close) with a session.end of
+// status closed, and leaves a run that has ended (its last task's
+// session.end, followed or not by a validation) as it is; either way the
+// run then ends as CheckEnded requires.
+func TestRecorderEnd(t *testing.T) {
+	signer, vkey := newKey(t, "truss/end")
+	user := agent.Event{Type: agent.EventUser, Items: []model.Item{{Kind: model.KindUser, Text: "hi"}}}
+	done := agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusCompleted, Turns: 1}}
+	compacted := agent.Event{Type: agent.EventCompacted, Compaction: &compact.Record{Reason: "manual", Replaced: 1, Digest: strings.Repeat("a", 64)}}
+	failed := agent.Event{Type: agent.EventCompactFailed, Err: fmt.Errorf("no summary")}
+	for _, tc := range []struct {
+		name       string
+		events     []agent.Event
+		validation bool
+		want       []string // the entries' types after End
+		closed     bool     // End wrote the last session.end
+	}{
+		{"nothing but session.start", nil, false, []string{"session.start", "session.end"}, true},
+		{"a task ended", []agent.Event{user, done}, false, []string{"session.start", "user", "session.end"}, false},
+		{"a task ended, then checked", []agent.Event{user, done}, true, []string{"session.start", "user", "session.end", "validation"}, false},
+		{"a check alone", nil, true, []string{"session.start", "validation", "session.end"}, true},
+		{"a compaction after the task", []agent.Event{user, done, compacted}, false, []string{"session.start", "user", "session.end", "context.compact", "session.end"}, true},
+		{"a failed compaction after the task", []agent.Event{user, done, failed}, false, []string{"session.start", "user", "session.end", "context.compact_failed", "session.end"}, true},
+		{"a task with no end", []agent.Event{user}, false, []string{"session.start", "user", "session.end"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ledger")
+			w, err := Create(dir, "S", signer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := NewRecorder(w, Start{Model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range tc.events {
+				rec.Observe(ev)
+			}
+			if tc.validation {
+				rec.Validation(map[string]any{"boundary": true}, []byte("ok\n"))
+			}
+			rec.End("closed by the test", model.Usage{OutputTokens: 7})
+			if err := rec.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r, entries, err := Verify(dir, vkey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types []string
+			for _, e := range entries {
+				types = append(types, e.Type)
+			}
+			if strings.Join(types, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("entries %q, want %q", types, tc.want)
+			}
+			if err := CheckEnded(entries, r.Sealed); err != nil {
+				t.Errorf("after End: %v", err)
+			}
+			var end map[string]any
+			for _, e := range entries {
+				if e.Type == "session.end" {
+					end, _ = e.Data.(map[string]any)
+				}
+			}
+			if got := end["status"] == StatusClosed; got != tc.closed {
+				t.Errorf("the last session.end is %v, want one of End's: %v", end, tc.closed)
+			} else if got && (end["reason"] != "closed by the test" || fmt.Sprint(end["turns"], " ", end["calls"]) != "0 0") {
+				t.Errorf("End's session.end: %v", end)
+			}
+		})
+	}
 }
