@@ -267,15 +267,34 @@ func sandboxMode(enforced string) string {
 
 // reopen closes the open session and opens it again with change applied
 // to its options, resuming it so that its transcript goes on (a session
-// that never reached the model was not kept: it is opened anew). When the
-// new options do not open, the session is opened again as it was.
+// that never reached the model was not kept: it is opened anew). Options
+// harness.Check refuses (an unknown provider or model, a surface the
+// model's API has not) are refused before anything is closed: the session
+// stays open as it is. When the new options do not open for another
+// reason, the session is opened again as it was. Closing ends the
+// session's run in its ledger (harness.Session.Close); a session opened
+// again runs no ledger until a task, a check, a compaction or a
+// verification needs one, so switching back and forth leaves no run
+// behind.
 func (is *session) reopen(ctx context.Context, change func(*harness.Options)) error {
 	is.mu.Lock()
 	cur, old := is.s, is.opts
 	is.mu.Unlock()
-	id := cur.Info().SessionID
+	info := cur.Info()
+	id := info.SessionID
 	if id == "" {
 		return errors.New("this session is not saved (--no-session), so it cannot be re-opened with other settings")
+	}
+	// The open session's provider and model, with the change: what the
+	// session would be opened with, resolved.
+	chk := old
+	chk.Provider, chk.Model, chk.Resume = info.Provider, info.Model, ""
+	if info.Provider == "sim" {
+		chk.Script, chk.SimDialect = info.Script, info.Dialect
+	}
+	change(&chk)
+	if err := harness.Check(chk); err != nil {
+		return err
 	}
 	resume := id
 	if old.Resume == "" && !cur.Reached() {

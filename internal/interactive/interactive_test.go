@@ -15,8 +15,10 @@ import (
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/sandbox"
+	sessions "github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/sim/simtest"
 	"github.com/trussdev/truss/internal/testenv"
 	"github.com/trussdev/truss/internal/tui"
@@ -249,5 +251,105 @@ func TestNotices(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("notices %q, want %q", got, want)
+	}
+}
+
+// TestEveryRunEnds: a session driven through what the UI's commands do —
+// a task, a surface switch refused (the anthropic surface on the chat
+// dialect), two model switches, a task and /compact, /new with a task,
+// /resume of the first session and the end (/quit, Ctrl-D) — leaves
+// every run of every session it opened ended with session.end, each
+// following the one before it, as truss ledger verify --require-end
+// requires; the refused switch leaves the session open as it was, and
+// the switches and the resume that nothing followed leave no run.
+func TestEveryRunEnds(t *testing.T) {
+	home, root := t.TempDir(), t.TempDir()
+	t.Setenv("TRUSS_HOME", home)
+	script := simtest.WriteScript(t, home,
+		map[string]any{"say": "One."}, map[string]any{"say": "Two."}, map[string]any{"say": "Three."}, map[string]any{"say": "Four."})
+	o := harness.Options{Version: "test", Provider: "sim", Script: script, SimDialect: "chat", Root: root,
+		Validation: harness.ValidationOptions{Off: true}, MCP: harness.MCPOptions{Off: true}, Approval: approval.OnRequest,
+		Approver: approval.Headless{}, Sandbox: harness.SandboxOptions{Fallback: sandbox.FallbackNone}}
+	ctx := context.Background()
+	s, err := harness.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := &session{opts: o, s: s, log: &harness.ChangeLog{}, notify: func(msg string) { t.Log(msg) }}
+	run := func(task string) {
+		t.Helper()
+		if out, err := is.Run(ctx, task); err != nil || out.Status != agent.StatusCompleted {
+			t.Fatalf("Run(%q) = %+v, %v", task, out, err)
+		}
+	}
+	run("hi")
+	first := is.Status().SessionID
+	if err := is.SetSurface(ctx, "anthropic"); err == nil || !strings.Contains(err.Error(), "anthropic surface needs") {
+		t.Errorf("/surface anthropic on the chat dialect: %v", err)
+	}
+	if is.session() != s {
+		t.Error("a refused surface switch re-opened the session")
+	}
+	for _, m := range []string{"sim-claude", "sim-coder"} {
+		if err := is.SetModel(ctx, m); err != nil {
+			t.Fatalf("/model %s: %v", m, err)
+		}
+	}
+	run("go on")
+	if rep, err := is.Compact(ctx); err != nil || !strings.Contains(rep, "Compacted: ") {
+		t.Fatalf("Compact = %q, %v", rep, err)
+	}
+	if err := is.NewSession(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := is.Status().SessionID
+	run("a new task")
+	if _, err := is.Resume(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := is.close(); err != nil || c.ID != first {
+		t.Fatalf("close = %+v, %v", c, err)
+	}
+
+	dir, err := sessions.DefaultDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := ledger.KeyDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, vkey, err := ledger.LoadOrCreateKey(kd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first session: its first task's run, and the run of the task
+	// and the compaction after the model switches; the second: its task's.
+	for id, want := range map[string][]string{first: {"completed", ledger.StatusClosed}, second: {"completed"}} {
+		dirs, err := sessions.Ledgers(filepath.Join(dir, id))
+		if err != nil || len(dirs) != len(want) {
+			t.Errorf("session %s: runs %q, %v; want %d", id, dirs, err, len(want))
+			continue
+		}
+		var prev ledger.Run
+		for i, d := range dirs {
+			r, entries, err := ledger.Verify(d, vkey)
+			if err != nil {
+				t.Fatalf("%s: %v", d, err)
+			}
+			if err := ledger.CheckEnded(entries, r.Sealed); err != nil {
+				t.Errorf("session %s, run %d: %v", id, i+1, err)
+			}
+			cur := ledger.Run{Name: filepath.Base(d), Report: r, Entries: entries}
+			if i > 0 {
+				if err := ledger.CheckNext(prev, cur, i+1); err != nil {
+					t.Errorf("session %s: %v", id, err)
+				}
+			}
+			prev = cur
+			if last, _ := entries[len(entries)-1].Data.(map[string]any); last["status"] != want[i] {
+				t.Errorf("session %s, run %d ends with %s %v, want status %s", id, i+1, entries[len(entries)-1].Type, last, want[i])
+			}
+		}
 	}
 }

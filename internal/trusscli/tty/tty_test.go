@@ -420,3 +420,66 @@ func TestInteractiveEditsAndCompletion(t *testing.T) {
 		t.Fatalf("exit status %d; the terminal holds:\n%s", code, term.Text())
 	}
 }
+
+// TestInteractiveRunsEnd drives the real binary in a pseudo-terminal
+// through everything that closes or re-opens the session — a task, a
+// surface switch refused, two model switches, a task and /compact, /resume
+// of another session — and quits with /quit, then with Ctrl-D: every run
+// of every session verifies with truss ledger verify --require-end.
+func TestInteractiveRunsEnd(t *testing.T) {
+	bin := buildBinary(t)
+	for _, quit := range []struct{ name, keys string }{{"quit", "/quit\r"}, {"ctrl-d", "\x04"}} {
+		t.Run(quit.name, func(t *testing.T) {
+			home, root := t.TempDir(), t.TempDir()
+			script := simtest.WriteScript(t, home,
+				map[string]any{"say": "Answer one."}, map[string]any{"say": "Answer two."}, map[string]any{"say": "Answer three."})
+			truss := func(args ...string) string {
+				t.Helper()
+				c := exec.Command(bin, args...)
+				c.Dir, c.Env = root, interactiveEnv(home)
+				out, err := c.CombinedOutput()
+				if err != nil {
+					t.Fatalf("truss %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+				return string(out)
+			}
+			// Another session of the directory, for /resume.
+			truss("run", "--provider", "sim", "--script", script, "--sim-dialect", "chat", "--no-validate", "the other task")
+
+			cmd := exec.Command(bin, "--provider", "sim", "--script", script, "--sim-dialect", "chat", "--no-validate")
+			cmd.Dir, cmd.Env = root, interactiveEnv(home)
+			term := tuitest.Start(t, cmd, 100, 40)
+			term.WaitForText("on-request")
+			send := func(line string, want ...string) {
+				t.Helper()
+				waitIdle(t, term)
+				term.Type(line + "\r")
+				term.WaitForText(want...)
+			}
+			send("hi", "Answer one.")
+			send("/surface anthropic", "the anthropic surface needs")
+			send("/model sim-claude", "Model: sim-claude")
+			send("/model sim-coder", "Model: sim-coder")
+			send("go on", "Answer two.")
+			send("/compact", "Compacted:")
+			send("/resume", "most recent first", "the other task")
+			send("/resume 1", "Resumed.")
+			waitIdle(t, term)
+			term.Type(quit.keys)
+			if code := term.Exit(); code != 0 {
+				t.Fatalf("exit status %d; the screen shows:\n%s", code, term.Text())
+			}
+			// The sessions (.changes beside them is the change trackers').
+			ids, err := filepath.Glob(filepath.Join(home, "sessions", "[0-9]*"))
+			if err != nil || len(ids) != 2 {
+				t.Fatalf("sessions %v, %v; want the other and this one", ids, err)
+			}
+			for _, dir := range ids {
+				out := truss("ledger", "verify", "--require-end", filepath.Base(dir))
+				if strings.Contains(out, "NOT ENDED") {
+					t.Errorf("session %s:\n%s", filepath.Base(dir), out)
+				}
+			}
+		})
+	}
+}
