@@ -187,7 +187,12 @@ func (r *Recorder) Close() error {
 	r.qmu.Unlock()
 	r.cond.Broadcast()
 	<-r.done
-	return r.Err()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The spilled final digests are kept until now: every session.end
+	// of the run lists them (a conversation's tasks', End's).
+	r.final.close()
+	return r.err
 }
 
 func (r *Recorder) run() {
@@ -324,7 +329,6 @@ func (r *Recorder) End(reason string, usage model.Usage) {
 // list is built in memory; a longer one is written to a spill file as it
 // is merged and stored from there, never whole in memory.
 func (r *Recorder) finalFiles(p map[string]string, data map[string]any) error {
-	defer r.final.close()
 	files, small, err := r.final.json()
 	if err != nil {
 		return err

@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +185,61 @@ func TestRecorderEnd(t *testing.T) {
 				t.Errorf("End's session.end: %v", end)
 			}
 		})
+	}
+}
+
+// TestEndsAfterSpill: a run whose changed files spilled to disk before
+// its first session.end lists them all in every later one (the next
+// task's, End's after a compaction), the files changed since included.
+func TestEndsAfterSpill(t *testing.T) {
+	signer, vkey := newKey(t, "truss/spill")
+	dir := filepath.Join(t.TempDir(), "ledger")
+	w, err := Create(dir, "S", signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewRecorder(w, Start{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.final.max = 2 // set before the first event: spills every second path
+	changed := func(paths ...string) agent.Event {
+		var chs []tool.FileChange
+		for _, p := range paths {
+			chs = append(chs, tool.FileChange{Path: p, Kind: tool.ChangeAdd, After: tool.Digest([]byte(p)), AfterData: []byte(p)})
+		}
+		return agent.Event{Type: agent.EventCallCompleted, Call: &model.ToolCall{ID: "c"}, Ops: []tool.Call{{ID: "c", Op: tool.OpCreate}},
+			Results: []tool.Result{{CallID: "c", Op: tool.OpCreate, Changes: chs}}, Result: &model.ToolResult{CallID: "c"}}
+	}
+	done := agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusCompleted}}
+	rec.Observe(changed("a", "b", "c"))
+	rec.Observe(done)
+	rec.Observe(changed("d", "e"))
+	rec.Observe(done)
+	rec.Observe(agent.Event{Type: agent.EventCompacted, Compaction: &compact.Record{Reason: "manual", Digest: strings.Repeat("a", 64)}})
+	rec.End("closed by the test", model.Usage{})
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, entries, err := Verify(dir, vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		if e.Type != "session.end" {
+			continue
+		}
+		files, err := FinalFiles(dir, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.Join(slices.Sorted(maps.Keys(files)), ","))
+	}
+	if want := []string{"a,b,c", "a,b,c,d,e", "a,b,c,d,e"}; !slices.Equal(got, want) {
+		t.Errorf("the session.ends' files: %q, want %q", got, want)
 	}
 }
