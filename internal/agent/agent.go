@@ -36,8 +36,15 @@ import (
 )
 
 // Budget bounds a run. Zero fields are unlimited, except MaxTurns (0 = 50).
+// MaxTokens and MaxCost are checked before each model turn against what the
+// agent has used so far (its earlier runs' included): a run stops before
+// the turn that would start at or past them, so it ends over them by at
+// most its last turn's usage.
 type Budget struct {
-	MaxTurns  int
+	MaxTurns int
+	// MaxTokens counts every token the provider counted (model.Usage.Total):
+	// uncached input, cache reads, cache writes and output, a cache read as
+	// one token like any other.
 	MaxTokens int64
 	MaxCost   float64
 	MaxWall   time.Duration

@@ -142,7 +142,7 @@ func Tokens(items []model.Item) int64 {
 // request, or the first after a compaction or a resume) added is the
 // whole transcript.
 func Estimate(last model.Usage, added []model.Item) int64 {
-	return last.InputTokens + last.CacheReadTokens + last.CacheWriteTokens + Tokens(added)
+	return last.Input() + Tokens(added)
 }
 
 // Needed reports whether the next request, estimated by Estimate, would

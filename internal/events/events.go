@@ -152,7 +152,10 @@ type ItemTruss struct {
 	Unverified bool `json:"unverified,omitempty"`
 }
 
-// Usage is turn.completed's usage.
+// Usage is turn.completed's usage (and a sub-agent's): InputTokens is every
+// input token (model.Usage.Input), the cached ones included, as OpenAI
+// counts them; CachedInputTokens (read from the cache) and
+// CacheWriteInputTokens (written to it) are parts of it.
 type Usage struct {
 	InputTokens           int64 `json:"input_tokens"`
 	CachedInputTokens     int64 `json:"cached_input_tokens"`
@@ -322,7 +325,7 @@ func (e *Encoder) runCompleted(ev agent.Event, verdict any) {
 // usage is a model usage in the stream's form: input_tokens includes the
 // cached ones.
 func usage(u model.Usage) *Usage {
-	return &Usage{InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, CachedInputTokens: u.CacheReadTokens,
+	return &Usage{InputTokens: u.Input(), CachedInputTokens: u.CacheReadTokens,
 		CacheWriteInputTokens: u.CacheWriteTokens, OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningTokens}
 }
 
@@ -397,9 +400,7 @@ func completeItem(it *Item, ev agent.Event) {
 			u := a.Usage
 			it.Text = a.Text
 			it.Agent = &AgentItem{Session: a.Session, Name: a.Agent, Model: a.Model, Depth: a.Depth, Status: a.Status, Reason: a.Reason,
-				Turns: a.Turns, Calls: a.Calls, CostUSD: u.CostUSD, CostUnknown: u.CostUnknown, Diff: a.Diff, Usage: &Usage{
-					InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, CachedInputTokens: u.CacheReadTokens,
-					CacheWriteInputTokens: u.CacheWriteTokens, OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningTokens}}
+				Turns: a.Turns, Calls: a.Calls, CostUSD: u.CostUSD, CostUnknown: u.CostUnknown, Diff: a.Diff, Usage: usage(u)}
 			if a.Ledger != nil {
 				it.Agent.Ledger = a.Ledger.Dir
 			}

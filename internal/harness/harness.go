@@ -724,7 +724,7 @@ func (s *Session) observers(hold *heldObserver) agent.Observer {
 			return
 		}
 		u := ev.Response.Usage
-		if prompt := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens; provider.NearContext(prompt, window) {
+		if prompt := u.Input(); provider.NearContext(prompt, window) {
 			s.warn(fmt.Sprintf("warning: the request of turn %d took %d of the %d tokens of context the server was given; later turns may not fit (see --context)", ev.Turn, prompt, window))
 		}
 	}))

@@ -32,7 +32,7 @@ import (
 // Stats is what an open session has used so far.
 type Stats struct {
 	// Usage is the session's usage so far, sub-agents' included, cost
-	// included: a resumed session's earlier openings too (what it saved),
+	// included, brought up to date as each model response ends: a resumed session's earlier openings too (what it saved),
 	// so the count goes on across /model, /surface, /sandbox and resume.
 	Usage model.Usage
 	// ContextTokens is the prompt of the last request (input and cache
@@ -70,9 +70,14 @@ func (s *Session) statsObserver() agent.Observer {
 			st.st.Tasks++
 		case agent.EventResponse:
 			u := ev.Response.Usage
-			st.st.ContextTokens = u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+			st.st.ContextTokens = u.Input()
 			st.st.Turns++
-		case agent.EventTurnCompleted, agent.EventRunCompleted:
+		}
+		switch ev.Type {
+		case agent.EventResponse, agent.EventCompacted, agent.EventTurnCompleted, agent.EventRunCompleted:
+			// As each model response (or compaction's summary) ends, not
+			// after the turn's tools ran: a sub-agent's usage comes with
+			// its call's turn.
 			if s.agent != nil {
 				st.st.Usage = base
 				st.st.Usage.Add(s.agent.Usage()) // the loop's goroutine: no race with Run

@@ -9,6 +9,7 @@ import (
 	"github.com/trussdev/truss/internal/compact"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -109,5 +110,42 @@ func TestSessionInteractive(t *testing.T) {
 	s.Close()
 	if _, err := s.VerifyLedger(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("VerifyLedger after Close: %v", err)
+	}
+}
+
+// TestStatsFollowEachResponse: a session's usage is brought up to date as
+// each model response ends, before the response's tools run (not only when
+// the turn or the task ends), the cache's tokens counted.
+func TestStatsFollowEachResponse(t *testing.T) {
+	o := fixture(t, twoRuns)
+	o.Validation.Off = true
+	o.SimDialect = "anthropic"
+	var s *Session
+	var seen []model.Usage // Stats' usage as each call started
+	var responses model.Usage
+	o.Observers = append(o.Observers, agent.ObserverFunc(func(ev agent.Event) {
+		switch ev.Type {
+		case agent.EventResponse:
+			responses.Add(ev.Response.Usage)
+		case agent.EventCallStarted:
+			seen = append(seen, s.Stats().Usage)
+			if got := s.Stats().Usage; got.Total() != responses.Total() || got.Input() != responses.Input() {
+				t.Errorf("Stats while call %s ran: %+v, the responses so far used %+v", ev.Call.ID, got, responses)
+			}
+		}
+	}))
+	ctx := context.Background()
+	var err error
+	s, err = Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := s.Run(ctx, "view it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0].Total() == 0 || seen[0].CacheWriteTokens == 0 || seen[0].Total() >= out.Usage.Total() {
+		t.Errorf("usage as the call ran %+v, at the end %+v", seen, out.Usage)
 	}
 }

@@ -117,6 +117,31 @@ func str(d map[string]any, k string) string {
 // as a terminal may show it: termsafe.Name.
 func name(d map[string]any, k string) string { return termsafe.Name(str(d, k)) }
 
+// usageText is a recorded model.Usage as "in N out M", N every input
+// token (the recorded input_tokens is only the uncached part), followed by
+// the cache's parts of N when the provider reported any.
+func usageText(u map[string]any) string {
+	num := func(k string) int64 {
+		switch v := u[k].(type) {
+		case json.Number:
+			n, _ := v.Int64()
+			return n
+		case float64:
+			return int64(v)
+		}
+		return 0
+	}
+	in, read, write := num("input_tokens"), num("cache_read_tokens"), num("cache_write_tokens")
+	s := fmt.Sprintf("in %d out %d", in+read+write, num("output_tokens"))
+	if read != 0 {
+		s += fmt.Sprintf(" cache-read %d", read)
+	}
+	if write != 0 {
+		s += fmt.Sprintf(" cache-write %d", write)
+	}
+	return s
+}
+
 func summary(typ string, d map[string]any) string {
 	switch typ {
 	case "session.start":
@@ -127,11 +152,7 @@ func summary(typ string, d map[string]any) string {
 		return s
 	case "model.response":
 		u, _ := d["usage"].(map[string]any)
-		s := fmt.Sprintf("turn %s · %s · in %s out %s", str(d, "turn"), str(d, "stop_reason"), str(u, "input_tokens"), str(u, "output_tokens"))
-		if cr := str(u, "cache_read_tokens"); cr != "" {
-			s += " cache-read " + cr // omitted when the provider reported none
-		}
-		return s
+		return fmt.Sprintf("turn %s · %s · %s", str(d, "turn"), str(d, "stop_reason"), usageText(u))
 	case "tool.call":
 		var ops []string
 		if l, ok := d["ops"].([]any); ok {
@@ -155,7 +176,7 @@ func summary(typ string, d map[string]any) string {
 				}
 				if ag, ok := m["agent"].(map[string]any); ok {
 					u, _ := ag["usage"].(map[string]any)
-					s += fmt.Sprintf(" · sub-agent %s %s after %s turns (in %s out %s)", name(ag, "session"), str(ag, "status"), str(ag, "turns"), str(u, "input_tokens"), str(u, "output_tokens"))
+					s += fmt.Sprintf(" · sub-agent %s %s after %s turns (%s)", name(ag, "session"), str(ag, "status"), str(ag, "turns"), usageText(u))
 					if l, ok := ag["ledger"].(map[string]any); ok {
 						s += " · ledger " + name(l, "dir")
 					}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/trussdev/truss/internal/model"
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
@@ -136,4 +137,29 @@ func inert(s string) string {
 		}
 	}
 	return ""
+}
+
+// TestShowUsage: a model response's and a sub-agent's "in" is every input
+// token, whatever part of it the cache read or took: the recorded
+// input_tokens is only the uncached part.
+func TestShowUsage(t *testing.T) {
+	for _, c := range []struct {
+		usage model.Usage
+		want  string
+	}{
+		{model.Usage{InputTokens: 0, CacheWriteTokens: 894, CacheReadTokens: 1430, OutputTokens: 33}, "in 2324 out 33 cache-read 1430 cache-write 894"},
+		{model.Usage{InputTokens: 2332, OutputTokens: 33}, "in 2332 out 33"},
+		{model.Usage{InputTokens: 300, CacheReadTokens: 1024, OutputTokens: 5}, "in 1324 out 5 cache-read 1024"},
+	} {
+		var b bytes.Buffer
+		Show(&b, []Entry{
+			entryLine(t, 0, "model.response", map[string]any{"turn": 1, "stop_reason": "end_turn", "usage": c.usage}),
+			entryLine(t, 1, "tool.result", map[string]any{"call_id": "c", "results": []any{map[string]any{
+				"agent": map[string]any{"session": "s", "status": "completed", "turns": 2, "usage": c.usage}}}}),
+		})
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		if len(lines) != 2 || !strings.HasSuffix(lines[0], "turn 1 · end_turn · "+c.want) || !strings.Contains(lines[1], "after 2 turns ("+c.want+")") {
+			t.Errorf("usage %+v shown as:\n%s\nwant %q", c.usage, b.String(), c.want)
+		}
+	}
 }

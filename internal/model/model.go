@@ -106,8 +106,17 @@ const (
 	StopOther     StopReason = "other"
 )
 
-// Usage counts tokens of one turn (or, summed, of a session).
+// Usage counts tokens of one turn (or, summed, of a session), the same way
+// for every provider: the prompt's tokens are split into three parts that do
+// not overlap, InputTokens (neither read from nor written to the cache),
+// CacheReadTokens and CacheWriteTokens. This is the Anthropic Messages API's
+// split (its input_tokens excludes cache reads and writes); an adapter whose
+// API counts cached tokens inside its input (OpenAI's prompt_tokens and
+// input_tokens, Gemini's promptTokenCount) subtracts them. What Truss calls a
+// turn's input tokens, in every summary and budget, is Input: all three
+// parts. OutputTokens includes ReasoningTokens.
 type Usage struct {
+	// InputTokens is the uncached part of the prompt only: see Input.
 	InputTokens      int64   `json:"input_tokens"`
 	OutputTokens     int64   `json:"output_tokens"`
 	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
@@ -138,8 +147,15 @@ func (u Usage) Sub(u2 Usage) Usage {
 		ReasoningTokens: u.ReasoningTokens - u2.ReasoningTokens, CostUSD: u.CostUSD - u2.CostUSD, CostUnknown: u.CostUnknown}
 }
 
-// Total returns input plus output tokens.
-func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
+// Input returns every input token the provider counted: the uncached ones,
+// those read from the cache and those written to it.
+func (u Usage) Input() int64 { return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens }
+
+// Total returns every token the provider counted: Input plus output. It is
+// what a token budget (agent.Budget.MaxTokens) counts: cache reads too,
+// each as one token, although they are billed at a fraction of an input
+// token's price (the cost budget weighs them by their price).
+func (u Usage) Total() int64 { return u.Input() + u.OutputTokens }
 
 // Response is a completed model turn.
 type Response struct {

@@ -502,7 +502,7 @@ func replaySummary(input string) string {
 func costText(s Status) string {
 	u := s.Usage
 	var b strings.Builder
-	fmt.Fprintf(&b, "Input %s tokens (%s read from cache, %s written to it) · output %s", tokens(u.InputTokens), tokens(u.CacheReadTokens), tokens(u.CacheWriteTokens), tokens(u.OutputTokens))
+	fmt.Fprintf(&b, "Input %s tokens (%s read from cache, %s written to it) · output %s", tokens(u.Input()), tokens(u.CacheReadTokens), tokens(u.CacheWriteTokens), tokens(u.OutputTokens))
 	if u.ReasoningTokens > 0 {
 		fmt.Fprintf(&b, " (%s reasoning)", tokens(u.ReasoningTokens))
 	}

@@ -611,6 +611,7 @@ func (m *uiModel) event(e *event) bool {
 			m.add(blockAssistant, e.answer)
 		}
 		m.endStream()
+		return true // the session's usage grew
 	case agent.EventCallStarted:
 		m.endStream()
 		b := &block{kind: blockTool, tool: &card{id: e.callID, name: e.name, summary: e.summary}}
@@ -882,7 +883,7 @@ func (m *uiModel) statusLine() string {
 	f := map[string]string{
 		"model": termsafe.String(s.Model), "surface": termsafe.String(s.Surface),
 		"sandbox": termsafe.String(s.Sandbox), "approval": termsafe.String(s.Approval),
-		"tokens": tokens(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens+u.OutputTokens) + " tok",
+		"tokens": tokens(u.Total()) + " tok",
 	}
 	if m.busy != "" {
 		what := "working"

@@ -330,7 +330,7 @@ func outcomeText(o *agent.Outcome) string {
 	// This task's numbers, all of them (the status line has the session's).
 	u := o.RunUsage
 	s := fmt.Sprintf("%s %s · %s · %s · %s tokens", mark, o.Status, plural(o.Turns, "turn"), plural(o.Calls, "tool call"),
-		tokens(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens+u.OutputTokens))
+		tokens(u.Total()))
 	if u.CostUSD > 0.00005 {
 		s += fmt.Sprintf(" · $%.4f", u.CostUSD)
 	}

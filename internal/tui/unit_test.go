@@ -917,3 +917,33 @@ func TestModelsTextAlias(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageCountsTheCache: /cost's input, the status line's and a task's
+// tokens are every token the provider counted, the cache's included: a
+// Messages API session whose prompt the cache read or took has 0 uncached
+// input tokens.
+func TestUsageCountsTheCache(t *testing.T) {
+	u := model.Usage{CacheReadTokens: 1430, CacheWriteTokens: 894, OutputTokens: 33}
+	if got, want := costText(Status{Usage: u}), "Input 2.3k tokens (1.4k read from cache, 894 written to it) · output 33"; !strings.HasPrefix(got, want) {
+		t.Errorf("costText = %q, want it to start %q", got, want)
+	}
+	o := &agent.Outcome{Status: agent.StatusCompleted, Turns: 3, Calls: 2, Usage: u, RunUsage: u}
+	if got, want := outcomeText(o), "✓ completed · 3 turns · 2 tool calls · 2.4k tokens"; got != want {
+		t.Errorf("outcomeText = %q, want %q", got, want)
+	}
+}
+
+// TestStatusFollowsEachResponse: the status line (and so /cost) reads the
+// session's usage again as each model response ends, while its tools run,
+// not only when the turn or task ends.
+func TestStatusFollowsEachResponse(t *testing.T) {
+	f := newFake(nil)
+	m := newModel(context.Background(), f, newQueue(), false)
+	f.mu.Lock()
+	f.status.Usage = model.Usage{CacheWriteTokens: 894, OutputTokens: 15}
+	f.mu.Unlock()
+	m.apply([]item{{ev: &event{typ: agent.EventResponse}}})
+	if m.status.Usage.Total() != 909 {
+		t.Errorf("status usage after a response: %+v", m.status.Usage)
+	}
+}

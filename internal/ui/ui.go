@@ -162,7 +162,7 @@ func (p *Printer) Observe(ev agent.Event) {
 		if o.Status != agent.StatusCompleted {
 			mark = "■"
 		}
-		p.printf("\n%s %s after %s and %s · %d input / %d output tokens", mark, o.Status, counted(o.Turns, "turn"), counted(o.Calls, "tool call"), o.Usage.InputTokens+o.Usage.CacheReadTokens, o.Usage.OutputTokens)
+		p.printf("\n%s %s after %s and %s · %s", mark, o.Status, counted(o.Turns, "turn"), counted(o.Calls, "tool call"), usageText(o.Usage))
 		switch {
 		case o.Usage.CostUnknown:
 			p.printf(" · cost unknown")
@@ -383,4 +383,21 @@ func counted(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// usageText is "N input / M output tokens", N every input token
+// (model.Usage.Input), with the cache's parts of it when there are any.
+func usageText(u model.Usage) string {
+	var cache []string
+	if u.CacheReadTokens != 0 {
+		cache = append(cache, fmt.Sprintf("%d read from cache", u.CacheReadTokens))
+	}
+	if u.CacheWriteTokens != 0 {
+		cache = append(cache, fmt.Sprintf("%d written to cache", u.CacheWriteTokens))
+	}
+	in := fmt.Sprintf("%d input", u.Input())
+	if len(cache) > 0 {
+		in += " (" + strings.Join(cache, ", ") + ")"
+	}
+	return fmt.Sprintf("%s / %d output tokens", in, u.OutputTokens)
 }

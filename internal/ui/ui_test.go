@@ -152,3 +152,24 @@ func TestPrinterLiveOutputBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSummaryCountsTheCache: the run's summary counts every input
+// token, whichever part of the prompt the cache read or took (the Messages
+// API reports those apart from its input_tokens).
+func TestRunSummaryCountsTheCache(t *testing.T) {
+	for _, c := range []struct {
+		u    model.Usage
+		want string
+	}{
+		{model.Usage{CacheReadTokens: 1430, CacheWriteTokens: 894, OutputTokens: 33}, "· 2324 input (1430 read from cache, 894 written to cache) / 33 output tokens\n"},
+		{model.Usage{InputTokens: 900, CacheWriteTokens: 100, OutputTokens: 3}, "· 1000 input (100 written to cache) / 3 output tokens\n"},
+		{model.Usage{InputTokens: 2332, OutputTokens: 33}, "· 2332 input / 33 output tokens\n"},
+	} {
+		var buf bytes.Buffer
+		p := &Printer{W: &buf}
+		p.Observe(agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusCompleted, Turns: 3, Calls: 2, Usage: c.u}})
+		if got := buf.String(); !strings.HasSuffix(got, c.want) {
+			t.Errorf("summary of %+v: %q, want it to end %q", c.u, got, c.want)
+		}
+	}
+}

@@ -117,7 +117,7 @@ func RenderAgent(r tool.Result) string {
 	if a.Reason != "" {
 		fmt.Fprintf(&sb, " (%s)", a.Reason)
 	}
-	fmt.Fprintf(&sb, ".\nUsage: %d input and %d output tokens, $%.4f.\n", a.Usage.InputTokens+a.Usage.CacheReadTokens+a.Usage.CacheWriteTokens, a.Usage.OutputTokens, a.Usage.CostUSD)
+	fmt.Fprintf(&sb, ".\nUsage: %d input and %d output tokens, $%.4f.\n", a.Usage.Input(), a.Usage.OutputTokens, a.Usage.CostUSD)
 	switch {
 	case a.Worktree != "":
 		if a.Diff == "" {
