@@ -172,7 +172,7 @@ func (r *Report) tables() []table {
 	ts = append(ts, t)
 
 	t = table{ID: "cost", Title: "Cost", Note: "Totals over the runs, and the cost per run.",
-		Head: []string{"arm", "cost", "cost / run", "input tokens", "output tokens", "cache read", "cache write"}}
+		Head: []string{"arm", "cost", "cost / run", "uncached input", "output tokens", "cache read", "cache write"}}
 	for _, a := range r.Arms {
 		costRun := 0.0
 		if a.Runs > 0 {
