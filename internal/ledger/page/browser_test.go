@@ -234,6 +234,10 @@ func TestSyntheticInChromium(t *testing.T) {
 	if s.Agents != 1 || !strings.Contains(s.Text, "CHILD writes notes.txt") || !strings.Contains(s.Text, "Thinking about turn 2") {
 		t.Errorf("the sub-agent or the reasoning is not shown: %+v", s)
 	}
+	// A turn's input is every input token, the cache's parts included.
+	if !strings.Contains(s.Text, "in 3,301 · out 50 · cache read 2,000 · cache write 300") {
+		t.Errorf("turn 1's tokens are not all counted: %.2000q", s.Text)
+	}
 	// Markup in model text is text.
 	if !strings.Contains(s.Text, "<script>alert(1)</script>") || s.Scripts != 2 {
 		t.Errorf("model text with markup: %d scripts, text %.300q", s.Scripts, s.Text)

@@ -849,6 +849,15 @@
   const fmtInt = (n) => (typeof n === "number" ? intFormat.format(n) : "–");
   const fmtDur = (ms) => (ms < 1 ? ms.toFixed(2) + " ms" : ms < 1000 ? ms.toFixed(0) + " ms" : (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s");
   const fmtCost = (c) => (typeof c === "number" ? "$" + c.toFixed(c < 0.01 ? 5 : 4) : "–");
+  // tokensText is a recorded usage's tokens: "in" is every input token (the
+  // recorded input_tokens is the uncached part only, the cache's parts
+  // beside it), then the cache's parts when there are any.
+  const tokensText = (u, sep) => {
+    const num = (n) => (typeof n === "number" ? n : 0);
+    const input = typeof u.input_tokens === "number" ? num(u.input_tokens) + num(u.cache_read_tokens) + num(u.cache_write_tokens) : undefined;
+    return "in " + fmtInt(input) + sep + "out " + fmtInt(u.output_tokens) + (u.cache_read_tokens ? " · cache read " + fmtInt(u.cache_read_tokens) : "") +
+      (u.cache_write_tokens ? " · cache write " + fmtInt(u.cache_write_tokens) : "");
+  };
   const ms = (t) => {
     const m = /^(.*T\d\d:\d\d:\d\d)(\.(\d+))?Z$/.exec(t);
     if (!m) return NaN;
@@ -1183,7 +1192,7 @@
     const first = r && r.text ? r.text.trim().split("\n", 1)[0] : "";
     const sec = el("section", { class: "turn", id: (depth ? "a" + depth + "-" : "") + "turn-" + d.turn });
     const head = el("h3", {}, "Turn " + d.turn, el("span", { class: "meta" }, " · " + d.stop_reason + " · " + (isFinite(took) ? fmtDur(took) : "") +
-      " · in " + fmtInt(u.input_tokens) + " · out " + fmtInt(u.output_tokens) + (u.cache_read_tokens ? " · cache read " + fmtInt(u.cache_read_tokens) : "") +
+      " · " + tokensText(u, " · ") +
       (u.reasoning_tokens ? " · reasoning " + fmtInt(u.reasoning_tokens) : "") + " · " + fmtCost(u.cost_usd) +
       (b.calls ? " · " + b.calls + (b.calls === 1 ? " call: " : " calls: ") + b.tools.join(", ") : "") + (b.errors ? " · " + b.errors + (b.errors === 1 ? " error" : " errors") : "")));
     const box = el("details", { class: "turnbody", open }, el("summary", {}, head, first ? el("div", { class: "excerpt" }, first.length > 200 ? first.slice(0, 200) + "…" : first) : null));
@@ -1267,7 +1276,7 @@
             const kid = cx.kids.get(i);
             // The sub-agent's ledger is folded under its spawn call, and
             // drawn when opened.
-            const sub = el("details", { class: "agent" }, el("summary", {}, el("span", { class: "plabel" }, "sub-agent " + a.session + " · " + a.status + " · " + a.turns + " turns · " + a.calls + " calls · in " + fmtInt(u.input_tokens) + " out " + fmtInt(u.output_tokens) + " · " + fmtCost(u.cost_usd)),
+            const sub = el("details", { class: "agent" }, el("summary", {}, el("span", { class: "plabel" }, "sub-agent " + a.session + " · " + a.status + " · " + a.turns + " turns · " + a.calls + " calls · " + tokensText(u, " ") + " · " + fmtCost(u.cost_usd)),
               kid ? [" ", el("span", { class: "badge ok" }, "ledger " + kid.dir + " verified: " + kid.rep.entries + " entries, linked by its last checkpoint")] : null));
             card.append(kid ? lazy(sub, (x) => x.append(draw(kid, depth + 1))) : sub);
           }
@@ -1294,7 +1303,7 @@
         const u = isObj(d.usage) ? d.usage : {};
         const files = isObj(d.files) ? Object.keys(d.files).sort().map((p) => el("li", {}, el("code", {}, showName(p)), " ", d.files[p] ? d.files[p].slice(0, 16) + "…" : "deleted")) : [];
         box.append(el("section", { class: "end" }, el("h3", {}, "Session ended: " + d.status), kv([["reason", d.reason], ["turns", d.turns], ["calls", d.calls],
-          ["tokens", "in " + fmtInt(u.input_tokens) + " · out " + fmtInt(u.output_tokens) + (u.cache_read_tokens ? " · cache read " + fmtInt(u.cache_read_tokens) : "")], ["cost", fmtCost(u.cost_usd)],
+          ["tokens", tokensText(u, " · ")], ["cost", fmtCost(u.cost_usd)],
           ["files left", d.files_count ? fmtInt(d.files_count) + " files" : files.length ? el("ul", {}, files) : "none"]])));
         break;
       }

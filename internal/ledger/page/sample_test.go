@@ -79,7 +79,7 @@ func sample(t testing.TB, turns int, agent bool) (string, string) {
 	for turn := 1; turn <= turns; turn++ {
 		text := fmt.Sprintf("Turn %d: I will edit main.go <script>alert(1)</script>.", turn)
 		w.Append("model.response", map[string]any{"turn": turn, "id": fmt.Sprintf("msg_%d", turn), "model": "sim-claude", "stop_reason": "tool_use",
-			"usage": map[string]any{"input_tokens": 1000 + turn, "output_tokens": 50, "cost_usd": 0.0012},
+			"usage": map[string]any{"input_tokens": 1000 + turn, "output_tokens": 50, "cache_read_tokens": 2000, "cache_write_tokens": 300, "cost_usd": 0.0012},
 			"items": []any{map[string]any{"kind": "assistant"}, map[string]any{"kind": "tool_call", "call_id": fmt.Sprintf("call_%d_1", turn), "name": "str_replace_based_edit_tool"}}},
 			map[string]string{"request": put(w, fmt.Sprintf(`{"turn":%d}`, turn)), "response": put(w, sse(text, "Thinking about turn "+fmt.Sprint(turn)))})
 		id := fmt.Sprintf("call_%d_1", turn)
