@@ -48,7 +48,7 @@ func (p Prices) Cost(u model.Usage) float64 {
 		return 0
 	}
 	in, out, read, write := p.Input, p.Output, p.CacheRead, p.CacheWrite
-	if l := p.Long; l.Above > 0 && u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens > l.Above {
+	if l := p.Long; l.Above > 0 && u.Input() > l.Above {
 		in, out, read, write = l.Input, l.Output, l.CacheRead, l.CacheWrite
 	}
 	return (float64(u.InputTokens)*in + float64(u.OutputTokens)*out +
