@@ -485,6 +485,13 @@ func (is *session) Attach(ctx context.Context, path string) (string, error) {
 	return fmt.Sprintf("%s, %d %s", termsafe.Name(rel), n, unit), ctx.Err()
 }
 
+// Detach implements tui.Detacher: what was attached is dropped.
+func (is *session) Detach() {
+	is.mu.Lock()
+	is.attached = nil
+	is.mu.Unlock()
+}
+
 // close closes the open session, which saves it, and says which it was
 // and whether closing keeps it (harness.Session.Saved).
 func (is *session) close() (Closed, error) {

@@ -73,7 +73,17 @@ func (c commandSpec) usage() string {
 	return "/" + c.name + " " + c.args
 }
 
-const keyHelp = `Keys: Enter sends (while a turn runs: queues) · Tab completes /commands and @paths · Alt+Enter or Ctrl+J adds a line · Up/Down history (Up on an empty input takes back a queued message) · Esc or Ctrl-C cancels the turn, then the queue is sent · Ctrl-D exits · PgUp/PgDn scroll · Ctrl+O shows/hides diffs · Ctrl+T shows/hides thinking · @path attaches a file`
+const keyHelp = `Keys: Enter sends (while a turn runs: queues) · Tab completes /commands and @paths · Alt+Enter or Ctrl+J adds a line · Up/Down history (Up on an empty input takes back a queued message) · Esc or Ctrl-C cancels the turn, then the queue is sent · Ctrl-D exits · %s · Ctrl+O shows/hides diffs · Ctrl+T shows/hides thinking · @path attaches a file`
+
+// scrollHelp is how the transcript scrolls: with the terminal's own
+// scrollback inline (where PgUp/PgDn do nothing), with PgUp/PgDn on the
+// alternate screen.
+func scrollHelp(inline bool) string {
+	if inline {
+		return "scroll with the terminal"
+	}
+	return "PgUp/PgDn scroll"
+}
 
 // errUnsupported says that the session lacks a command's capability.
 var errUnsupported = errors.New("not available in this session")
@@ -121,7 +131,7 @@ func (m *uiModel) command(text string) tea.Cmd {
 		for _, c := range commandTable {
 			fmt.Fprintf(&b, "%-17s %s\n", c.usage(), c.about)
 		}
-		b.WriteString(keyHelp)
+		fmt.Fprintf(&b, keyHelp, scrollHelp(m.inline))
 		m.add(blockNote, b.String())
 		return nil
 	case "quit", "exit":

@@ -523,6 +523,9 @@ func (m *uiModel) send(text string) tea.Cmd {
 			return turnDoneMsg{err: context.Canceled}
 		}
 		defer fly.end()
+		// Every file is attached before any is said to be: one refused
+		// sends nothing, and says so alone.
+		var notes []item
 		for _, p := range paths {
 			rep, err := att.Attach(ctx, p)
 			if err != nil {
@@ -530,9 +533,15 @@ func (m *uiModel) send(text string) tea.Cmd {
 				if strings.HasPrefix(err.Error(), p) {
 					named = ""
 				}
+				if d, ok := att.(Detacher); ok {
+					d.Detach()
+				}
 				return turnDoneMsg{err: fmt.Errorf("attach %s%w; the task was not sent", named, err)}
 			}
-			q.push(item{note: "Attached " + rep})
+			notes = append(notes, item{note: "Attached " + rep})
+		}
+		for _, n := range notes {
+			q.push(n)
 		}
 		out, err := sess.Run(ctx, text)
 		return turnDoneMsg{out: out, err: err}

@@ -156,6 +156,13 @@ type Attacher interface {
 	Attach(ctx context.Context, path string) (string, error)
 }
 
+// A Detacher is an Attacher that can drop what was attached and not yet
+// sent: when one of a task's files is refused the task is not sent, and
+// the files attached before it must not ride along with the next one.
+type Detacher interface {
+	Detach()
+}
+
 // ApprovalRequest asks the user to let a command do more than the sandbox
 // allows, or (Edit) to let a file operation change files.
 type ApprovalRequest struct {

@@ -368,6 +368,7 @@ func TestHistoryKeptAcrossSessions(t *testing.T) {
 type richSession struct {
 	*fakeSession
 	attached []string
+	detached int
 	resumed  []string
 	renewed  int
 	model    string
@@ -383,6 +384,8 @@ func (r *richSession) Attach(ctx context.Context, path string) (string, error) {
 	r.attached = append(r.attached, path)
 	return path + ", 3 lines", nil
 }
+
+func (r *richSession) Detach() { r.detached++ }
 
 func (r *richSession) Resume(ctx context.Context, id string) ([]model.Item, error) {
 	r.resumed = append(r.resumed, id)
@@ -434,6 +437,35 @@ func TestAttach(t *testing.T) {
 	d.wait()
 	if f := d.frame(); !strings.Contains(f, "attach gone.go: no such file in the workspace; the task was not sent") {
 		t.Errorf("a failed attachment's error that names the path is not reported once:\n%s", f)
+	}
+	// One file attached, the next refused: the task is not sent, the
+	// first is dropped with it and not said to be attached.
+	before := r.detached
+	d.send("explain @ok.go and @missing.go")
+	d.wait()
+	if r.detached != before+1 {
+		t.Errorf("the files attached before the refused one were not dropped")
+	}
+	if f := d.frame(); strings.Contains(f, "Attached ok.go") {
+		t.Errorf("a file of a task that was not sent is said to be attached:\n%s", f)
+	}
+}
+
+// TestHelpScrolling: /help says how the transcript scrolls where it is
+// drawn: the terminal's scrollback inline, PgUp/PgDn on the alternate
+// screen.
+func TestHelpScrolling(t *testing.T) {
+	for _, inline := range []bool{true, false} {
+		d := newDriver(t, 200, 60, false)
+		d.m.inline = inline
+		d.send("/help")
+		f := d.frame()
+		if !strings.Contains(f, "Ctrl-D exits") {
+			t.Fatalf("inline %v: no key help:\n%s", inline, f)
+		}
+		if got := strings.Contains(f, "PgUp/PgDn scroll"); got == inline {
+			t.Errorf("inline %v: PgUp/PgDn offered %v:\n%s", inline, got, f)
+		}
 	}
 }
 
