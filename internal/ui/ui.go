@@ -170,7 +170,7 @@ func (p *Printer) Observe(ev agent.Event) {
 			p.printf(" · $%.4f", o.Usage.CostUSD)
 		}
 		p.printf("\n")
-		if o.Reason != "" && o.Status != agent.StatusCompleted {
+		if o.Reason != "" && o.Status != agent.StatusCompleted && o.Reason != string(o.Status) {
 			p.printf("  %s\n", o.Reason)
 		}
 	}

@@ -173,3 +173,23 @@ func TestRunSummaryCountsTheCache(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSummaryReason: a run that did not complete says why under its
+// summary, unless the why is only its status again ("canceled").
+func TestRunSummaryReason(t *testing.T) {
+	for _, c := range []struct {
+		status agent.Status
+		reason string
+		want   int // times reason is printed
+	}{
+		{agent.StatusCanceled, "canceled", 1},
+		{agent.StatusBudget, "the budget of 1 turn is spent", 1},
+	} {
+		var buf bytes.Buffer
+		p := &Printer{W: &buf}
+		p.Observe(agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: c.status, Reason: c.reason, Turns: 1}})
+		if n := strings.Count(buf.String(), c.reason); n != c.want {
+			t.Errorf("%s: %q printed %d times:\n%s", c.status, c.reason, n, buf.String())
+		}
+	}
+}
