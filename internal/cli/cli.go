@@ -61,15 +61,57 @@ func Describe(fs *flag.FlagSet, usage, what string) {
 	}
 }
 
-// Parse parses args with fs: flag.ErrHelp as it is, after the flag set's
-// usage is printed; any other error as a UsageError that names the flag
-// and points at --help, with nothing else printed (not the whole list of
-// flags after a typo).
-func Parse(fs *flag.FlagSet, args []string) error {
+// Parse parses args with fs. Flags may stand anywhere among the
+// arguments, before, between or after the others (interspersed, as in
+// "truss run \"fix it\" --no-validate"); "--" ends the flags, so that an
+// argument that begins with "-" can follow it; a lone "-" is an argument.
+// fs.Args() are then the arguments that are not flags, in their order.
+// A flag's value is the next argument whatever it looks like
+// (--test-cmd -x), unless the flag is a boolean one or is given as
+// --name=value.
+//
+// It returns flag.ErrHelp as it is, after the flag set's usage is printed;
+// any other error as a UsageError that names the flag and points at
+// --help, with nothing else printed (not the whole list of flags after a
+// typo). An unknown flag's error says which flag it most likely meant
+// ("did you mean --no-validate?"); -h and -help count among the names.
+func Parse(fs *flag.FlagSet, args []string) error { return parse(fs, args, false) }
+
+// ParseArgs is Parse for a command that takes arguments besides its flags
+// (a task, a path): an unknown flag's error also says that an argument
+// that begins with "-" goes after "--".
+func ParseArgs(fs *flag.FlagSet, args []string) error { return parse(fs, args, true) }
+
+// ParseNone is Parse for a command that takes no arguments besides its
+// flags: one is a usage error that names it.
+func ParseNone(fs *flag.FlagSet, args []string) error {
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	switch fs.NArg() {
+	case 0:
+		return nil
+	case 1:
+		return UsageError{fmt.Sprintf("unexpected argument %q (%s takes no arguments)", fs.Arg(0), fs.Name())}
+	}
+	return UsageError{fmt.Sprintf("unexpected arguments %s (%s takes no arguments)", quoted(fs.Args()), fs.Name())}
+}
+
+// quoted is each of ss quoted, separated by spaces.
+func quoted(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, " ")
+}
+
+func parse(fs *flag.FlagSet, args []string, takesArgs bool) error {
 	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	err := fs.Parse(args)
+	flags, rest := intersperse(fs, args)
+	err := fs.Parse(append(append(flags, "--"), rest...))
 	fs.SetOutput(out)
 	fs.Usage = usage
 	switch {
@@ -84,31 +126,105 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		}
 		return err
 	}
-	msg := err.Error()
+	msg := wants(fs, err.Error())
+	hint := fs.Name() + " --help lists the flags"
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		var names []string
+		names := []string{"help"}
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		if near := suggest.Nearest(name, names); near != "" {
 			msg += "; did you mean --" + near + "?"
 		}
+		if takesArgs {
+			hint += "; an argument that begins with - goes after --"
+		}
 	}
-	return UsageError{fmt.Sprintf("%s (%s --help lists the flags)", msg, fs.Name())}
+	return UsageError{fmt.Sprintf("%s (%s)", msg, hint)}
 }
 
-// ParseArg parses args with fs, allowing one argument that is not a flag
-// before or after the flags; it returns that argument ("" when there is
-// none) and ok false when there are more.
-func ParseArg(fs *flag.FlagSet, args []string) (arg string, ok bool, err error) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		arg, args = args[0], args[1:]
+// wants turns the flag package's "invalid value "X" for flag -NAME:
+// parse error" into what the flag wants, by the type of its value: a
+// duration, a whole number, a number or true/false; any other message is
+// returned as it is.
+func wants(fs *flag.FlagSet, msg string) string {
+	head, ok := strings.CutSuffix(msg, ": parse error")
+	if !ok {
+		return msg
 	}
-	if err := Parse(fs, args); err != nil {
+	_, name, ok := strings.Cut(head, " for flag -")
+	if !ok {
+		return msg
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return msg
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return msg
+	}
+	var want string
+	switch g.Get().(type) {
+	case time.Duration:
+		want = "not a duration: give a number with a unit, such as 90s, 10m or 1h30m"
+	case int, int64, uint, uint64:
+		want = "not a whole number"
+	case float64:
+		want = "not a number"
+	case bool:
+		want = "not true or false"
+	default:
+		return msg
+	}
+	return head + ": " + want
+}
+
+// intersperse splits args into fs's flags, each with its value where the
+// value is the next argument, and the other arguments, as Parse reads
+// them: everything after "--" is an argument, "--" itself neither. A flag
+// fs does not define is put among the flags (for fs.Parse to refuse).
+func intersperse(fs *flag.FlagSet, args []string) (flags, rest []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return flags, append(rest, args[i+1:]...)
+		case len(a) < 2 || a[0] != '-':
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimPrefix(a[1:], "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil || isBool(f) || i+1 == len(args) {
+			continue
+		}
+		i++
+		flags = append(flags, args[i])
+	}
+	return flags, rest
+}
+
+// isBool reports whether f is a boolean flag, which takes no value of its
+// own (flag's IsBoolFlag).
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// ParseArg parses args with fs as ParseArgs does, allowing at most one
+// argument that is not a flag, anywhere among the flags; it returns that
+// argument ("" when there is none) and ok false when there are more.
+func ParseArg(fs *flag.FlagSet, args []string) (arg string, ok bool, err error) {
+	if err := ParseArgs(fs, args); err != nil {
 		return "", false, err
 	}
-	switch {
-	case fs.NArg() == 0:
-		return arg, true, nil
-	case arg == "" && fs.NArg() == 1:
+	switch fs.NArg() {
+	case 0:
+		return "", true, nil
+	case 1:
 		return fs.Arg(0), true, nil
 	}
 	return "", false, nil

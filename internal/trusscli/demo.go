@@ -78,11 +78,8 @@ the ledger verified.`)
 	inter := fset.Bool("interactive", false, "open the interactive session on the demo repository instead (a terminal is needed): type any task; the scripted model fixes the test, showing its diff and the tests' output, then asks for an approval")
 	fset.StringVar(&f.script, "script", "", "play this script instead of the bundled fix (docs/simulator.md)")
 	f.registerSandbox(fset)
-	if err := cli.Parse(fset, args); err != nil {
+	if err := cli.ParseNone(fset, args); err != nil {
 		return err
-	}
-	if fset.NArg() > 0 {
-		return cli.Usagef("truss demo takes no arguments, not %q", fset.Args())
 	}
 	flagName, err := demoDialect(fset, dialect, *dialectAlias)
 	if err != nil {

@@ -25,11 +25,8 @@ func cmdEnv(args []string, stdout, stderr io.Writer) error {
 	engine := fset.String("engine", "", "the engine to check: podman or docker (default: the first that works)")
 	image := fset.String("image", "", "also look up this image in the engine's store (its ID, repository digests and working directory)")
 	asJSON := fset.Bool("json", false, "print the report as one JSON object")
-	if err := cli.Parse(fset, args[1:]); err != nil {
+	if err := cli.ParseNone(fset, args[1:]); err != nil {
 		return err
-	}
-	if fset.NArg() > 0 {
-		return cli.Usagef("unexpected arguments %q; %s", fset.Args(), use)
 	}
 	if *image != "" {
 		if err := container.ValidateReference(*image); err != nil {

@@ -182,7 +182,7 @@ model catalog's, a named provider's own, or --context's window.`)
 	sf.register(fset)
 	var vf validateFlags // the validate tool is declared where a session offers it
 	vf.registerChecks(fset)
-	if err := cli.Parse(fset, args); err != nil {
+	if err := cli.ParseNone(fset, args); err != nil {
 		return err
 	}
 	o := harness.Options{Version: version, OnWarning: warner(stderr), Validation: vf.options()}

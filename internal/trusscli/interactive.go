@@ -35,8 +35,16 @@ func cmdInteractive(args []string, stdout, stderr io.Writer) error {
 	f.providerFlags.register(fset)
 	f.workspaceFlags.register(fset)
 	f.register(fset)
+	// truss --version is answered before the flags are parsed; here it is
+	// a flag among the others (truss --model m --version), and a name a
+	// mistyped flag may have meant.
+	showVersion := fset.Bool("version", false, "print truss's version and exit")
 	if err := cli.Parse(fset, args); err != nil {
 		return err
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "truss %s\n", version)
+		return nil
 	}
 	if fset.NArg() > 0 {
 		return cli.Usagef("unknown command %q: to run a task, truss run \"task\"; with no command, truss opens the interactive session", fset.Arg(0))

@@ -44,11 +44,8 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		fset.Usage = func() {
 			fmt.Fprintf(fset.Output(), "usage: truss ledger key\n\nPrints this installation's verifier key (name+hash+Ed25519 public key), with which anyone can verify its ledgers.\n")
 		}
-		if err := cli.Parse(fset, args[1:]); err != nil {
+		if err := cli.ParseNone(fset, args[1:]); err != nil {
 			return err
-		}
-		if fset.NArg() > 0 {
-			return cli.Usagef("truss ledger key takes no arguments")
 		}
 		_, vkey, err := ledger.InstallationKey()
 		if err != nil {
@@ -62,14 +59,11 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		ws := fset.String("workspace", "", "also check that the files the session changed hold what it left in them")
 		strict := fset.Bool("strict", false, "fail on an unsealed tail (entries after the last checkpoint, or a torn last line), which no signature covers; without it the tail is a warning")
 		requireEnd := fset.Bool("require-end", false, "fail on a run whose sealed entries do not end with session.end (cut short, or still running); without it that is a warning")
-		path, rest := splitPath(args[1:])
-		if err := cli.Parse(fset, rest); err != nil {
+		path, ok, err := cli.ParseArg(fset, args[1:])
+		if err != nil {
 			return err
 		}
-		if path == "" && fset.NArg() > 0 {
-			path = fset.Arg(0)
-		}
-		if path == "" {
+		if !ok || path == "" {
 			return cli.Usagef("usage: truss ledger verify PATH [--key VKEY] [--workspace DIR] [--strict] [--require-end]")
 		}
 		if isPage(path) {
@@ -135,11 +129,11 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		fset := cli.NewFlagSet("ledger prove", stderr)
 		entry := fset.Int64("entry", -1, "the entry to prove")
 		key := fset.String("key", "", "the verifier key (default: this installation's)")
-		path, rest := splitPath(args[1:])
-		if err := cli.Parse(fset, rest); err != nil {
+		path, ok, err := cli.ParseArg(fset, args[1:])
+		if err != nil {
 			return err
 		}
-		if path == "" || *entry < 0 {
+		if !ok || path == "" || *entry < 0 {
 			return cli.Usagef("usage: truss ledger prove PATH --entry N")
 		}
 		dir, vkey, err := resolveLedger(path, *key)
@@ -160,11 +154,11 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		}
 		fset := cli.NewFlagSet("ledger export", stderr)
 		intoto := fset.Bool("in-toto", false, "an in-toto Statement v1 with an SLSA Provenance v1 predicate, in a DSSE envelope")
-		path, rest := splitPath(args[1:])
-		if err := cli.Parse(fset, rest); err != nil {
+		path, ok, err := cli.ParseArg(fset, args[1:])
+		if err != nil {
 			return err
 		}
-		if path == "" || !*intoto {
+		if !ok || path == "" || !*intoto {
 			return cli.Usagef("usage: truss ledger export PATH --in-toto | --html FILE")
 		}
 		dir, vkey, err := resolveLedger(path, "")
@@ -189,11 +183,11 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		fset := cli.NewFlagSet("ledger show", stderr)
 		agents := fset.Bool("agents", false, "also show each sub-agent's timeline, after the session's")
 		payload := fset.String("payload", "", "print instead the payload of that name of the last entry that has one (a grading's log, patch or report), once the ledger verifies")
-		path, rest := splitPath(args[1:])
-		if err := cli.Parse(fset, rest); err != nil {
+		path, ok, err := cli.ParseArg(fset, args[1:])
+		if err != nil {
 			return err
 		}
-		if path == "" {
+		if !ok || path == "" {
 			return cli.Usagef("usage: truss ledger show PATH [--agents] [--payload NAME]")
 		}
 		if *payload != "" {
@@ -305,25 +299,6 @@ func sealSummary(r *ledger.Report) string {
 // the ledger in dir.
 func warnUnsealed(stderr io.Writer, dir string, err error) {
 	fmt.Fprintf(stderr, "warning: ledger %s: %v, so nothing proves the tail (truss ledger verify --strict fails on it)\n", termsafe.Name(dir), err)
-}
-
-// splitPath takes the first non-flag argument as the path, so that flags may
-// follow it.
-func splitPath(args []string) (string, []string) {
-	for i, a := range args {
-		if !strings.HasPrefix(a, "-") && (i == 0 || !strings.HasPrefix(args[i-1], "-") || strings.Contains(args[i-1], "=") || isBoolFlag(args[i-1])) {
-			return a, append(append([]string(nil), args[:i]...), args[i+1:]...)
-		}
-	}
-	return "", args
-}
-
-func isBoolFlag(f string) bool {
-	switch f {
-	case "--strict", "-strict", "--require-end", "-require-end":
-		return true
-	}
-	return false
 }
 
 // resolveLedger resolves the ledger a command names and the verifier key

@@ -61,11 +61,11 @@ func cmdExportHTML(args []string, stdout, stderr io.Writer) error {
 	maxPayload := fset.Int("max-payload", page.DefaultMaxPayload, "leave out, by digest, payloads larger than this many bytes")
 	var redact redactFlags
 	fset.Var(&redact, "redact", "replace what this regular expression matches in the page's payloads by "+page.Redacted+" (repeatable); a redacted payload is shown as unverified")
-	path, rest := splitPath(args)
-	if err := cli.Parse(fset, rest); err != nil {
+	path, ok, err := cli.ParseArg(fset, args)
+	if err != nil {
 		return err
 	}
-	if path == "" || *out == "" || fset.NArg() > 0 {
+	if !ok || path == "" || *out == "" {
 		return cli.Usagef("usage: truss ledger export PATH --html FILE [--redact REGEXP]... [--max-payload BYTES] [--key VKEY]")
 	}
 	if *maxPayload <= 0 {
@@ -176,11 +176,8 @@ func cmdLedgerServe(args []string, stdout, stderr io.Writer) error {
 	addr := fset.String("addr", "127.0.0.1:0", "the loopback address to listen on (port 0: any free port)")
 	key := fset.String("key", "", "the verifier key the sessions' ledgers are verified with (default: this installation's)")
 	maxPayload := fset.Int("max-payload", page.DefaultMaxPayload, "leave out, by digest, payloads larger than this many bytes")
-	if err := cli.Parse(fset, args); err != nil {
+	if err := cli.ParseNone(fset, args); err != nil {
 		return err
-	}
-	if fset.NArg() > 0 {
-		return cli.Usagef("usage: truss ledger serve [--addr 127.0.0.1:PORT] [--key VKEY]")
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {

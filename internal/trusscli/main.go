@@ -53,7 +53,8 @@ Usage:
 
 Providers and keys:
 ` + harness.ProviderHelp() + `
-Run "truss help COMMAND" (or "truss COMMAND -h") for a command's flags.
+Flags may stand before or after a command's arguments (truss run "task" --max-turns 5);
+"--" ends the flags. Run "truss help COMMAND" (or "truss COMMAND -h") for a command's flags.
 `
 }
 

@@ -83,7 +83,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	tokenEnv := fset.String("token-env", "", "with --http: require this environment variable's value as a bearer token (default on loopback: a new random token, printed at start; required on a non-loopback address)")
 	noToken := fset.Bool("no-token", false, "with --http on loopback: serve without a bearer token (any process of this machine can then run commands in the workspace)")
 	noLedger := fset.Bool("no-ledger", false, "do not record the calls in a signed ledger")
-	if err := cli.Parse(fset, args[1:]); err != nil {
+	if err := cli.ParseNone(fset, args[1:]); err != nil {
 		return err
 	}
 	token, made, err := serveToken(*addr, *tokenEnv, *noToken)
@@ -229,7 +229,7 @@ func cmdMCPClient(args []string, stdout, stderr io.Writer) error {
 	var mf mcpFlags
 	mf.register(fset)
 	root := fset.String("root", ".", "the workspace whose .truss/config.toml names the servers")
-	if err := cli.Parse(fset, args[1:]); err != nil {
+	if err := cli.ParseArgs(fset, args[1:]); err != nil {
 		return err
 	}
 	var o harness.MCPOptions

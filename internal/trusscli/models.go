@@ -119,11 +119,8 @@ of the table or of [providers.NAME] in the user's configuration), only the rows 
 provider can run, and its default model.`)
 	provider := fset.String("provider", "", "only the rows this provider (of the table or of the user's configuration) can run, and its default model")
 	asJSON := fset.Bool("json", false, "print the rows as a JSON array")
-	if err := cli.Parse(fset, args); err != nil {
+	if err := cli.ParseNone(fset, args); err != nil {
 		return err
-	}
-	if fset.NArg() > 0 {
-		return cli.Usagef("truss models takes no arguments (got %q)", fset.Arg(0))
 	}
 	pc, err := catalogRows(*provider)
 	if err != nil {

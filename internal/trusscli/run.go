@@ -144,9 +144,12 @@ terminal: the interactive session.`)
 	if headless {
 		fset.BoolVar(&f.json, "json", false, "print one JSON event per line on stdout (logs on stderr)")
 	}
-	if err := cli.Parse(fset, args); err != nil {
+	if err := cli.ParseArgs(fset, args); err != nil {
 		return err
 	}
+	// The words of the task are joined with spaces: truss run fix the test
+	// is truss run "fix the test". Flags may stand among them; "--" ends
+	// the flags (truss run -- --help is the task "--help").
 	task := strings.TrimSpace(strings.Join(fset.Args(), " "))
 	if task == "-" {
 		b, err := io.ReadAll(os.Stdin)
@@ -378,7 +381,7 @@ func cmdSessions(args []string, stdout, stderr io.Writer) error {
 provider and model, directory and first task. Continue one with truss --resume ID
 (the interactive session) or truss run --resume ID "task"; verify what it did with
 truss ledger verify ID.`)
-	if err := cli.Parse(fset, args); err != nil {
+	if err := cli.ParseNone(fset, args); err != nil {
 		return err
 	}
 	dir, err := session.DefaultDir()

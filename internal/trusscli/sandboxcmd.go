@@ -25,7 +25,7 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) error {
 	fset.StringVar(&w.root, "root", ".", "the workspace the policy is for")
 	w.registerSandbox(fset)
 	asJSON := fset.Bool("json", false, "print the host and the plan as one JSON object")
-	if err := cli.Parse(fset, args[1:]); err != nil {
+	if err := cli.ParseNone(fset, args[1:]); err != nil {
 		return err
 	}
 	root, err := filepath.Abs(w.root)

@@ -53,14 +53,11 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	inputFile := fset.String("input-file", "", "read the input from this file (- for standard input)")
 	asJSON := fset.Bool("json", false, "print the normalized result as one JSON object")
 	maxResult := fset.Int("max-result-chars", defaultMaxResultChars, "cut the result text to this many characters (head and tail), as a run does")
-	if err := cli.Parse(fset, args); err != nil {
+	if err := cli.ParseNone(fset, args); err != nil {
 		return err
 	}
 	if *name == "" {
 		return cli.Usagef("--tool is required")
-	}
-	if fset.NArg() > 0 {
-		return cli.Usagef("unexpected arguments %q", fset.Args())
 	}
 	given := map[string]bool{}
 	fset.Visit(func(f *flag.Flag) { given[f.Name] = true })

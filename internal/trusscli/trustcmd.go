@@ -29,15 +29,15 @@ the ledger; a change to it
 needs trusting again. --status says whether it is; --revoke forgets it.`)
 	status := fset.Bool("status", false, "only say whether the configuration is trusted")
 	revoke := fset.Bool("revoke", false, "forget that the configuration was trusted")
-	if err := cli.Parse(fset, args); err != nil {
+	dir, ok, err := cli.ParseArg(fset, args)
+	if err != nil {
 		return err
 	}
-	if fset.NArg() > 1 || (*status && *revoke) {
+	if !ok || (*status && *revoke) {
 		return cli.Usagef("usage: truss trust [--status | --revoke] [DIR]")
 	}
-	dir := "."
-	if fset.NArg() == 1 {
-		dir = fset.Arg(0)
+	if dir == "" {
+		dir = "."
 	}
 	root, err := trust.Key(dir)
 	if err != nil {
