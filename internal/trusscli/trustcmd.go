@@ -16,7 +16,8 @@ import (
 
 // cmdTrust is truss trust [--status|--revoke] [DIR]: record the project
 // configuration of DIR as trusted (its files' digests), show whether it
-// is, or forget it.
+// is (exit status 1 when a configuration is there and not obeyed), or
+// forget it.
 func cmdTrust(args []string, stdout, stderr io.Writer) error {
 	// File names, server names and settings come from files commands can
 	// write: none of their escape sequences reaches the terminal.
@@ -26,8 +27,10 @@ func cmdTrust(args []string, stdout, stderr io.Writer) error {
 .truss/config.toml and what it names, as it is now. Until it is trusted it cannot
 widen the sandbox, start programs (MCP servers, a test command) or hide files from
 the ledger; a change to it
-needs trusting again. --status says whether it is; --revoke forgets it.`)
-	status := fset.Bool("status", false, "only say whether the configuration is trusted")
+needs trusting again. --status says whether it is, and exits 1 when there is a
+configuration that is not obeyed (not trusted, or changed since), 0 when it is
+trusted or there is none; --revoke forgets it.`)
+	status := fset.Bool("status", false, "only say whether the configuration is trusted (exit status 1 when it is not)")
 	revoke := fset.Bool("revoke", false, "forget that the configuration was trusted")
 	dir, ok, err := cli.ParseArg(fset, args)
 	if err != nil {
@@ -75,8 +78,10 @@ needs trusting again. --status says whether it is; --revoke forgets it.`)
 			fmt.Fprintf(stdout, "trusted since %s: %s\n", d.Since.Local().Format(time.DateTime), names(files.Paths()))
 		case trust.Changed:
 			fmt.Fprintf(stdout, "changed since it was trusted (%s): %s; review and run truss trust\n", d.Since.Local().Format(time.DateTime), names(d.Changed))
+			return cli.ExitError{Code: 1}
 		default:
 			fmt.Fprintf(stdout, "not trusted: %s; review and run truss trust\n", names(files.Paths()))
+			return cli.ExitError{Code: 1}
 		}
 		return nil
 	}
