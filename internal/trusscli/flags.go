@@ -117,6 +117,10 @@ func (w *workspaceFlags) registerSandbox(fs *flag.FlagSet) {
 
 // options checks the workspace flags and sets the workspace's options.
 func (w *workspaceFlags) options(o *harness.Options) error {
+	if w.timeout <= 0 {
+		// 0 would be read as the default.
+		return cli.Usagef("--timeout must be a positive duration, such as 2m")
+	}
 	o.Root, o.ReadOnlyDirs, o.WritableDirs = w.root, w.ro, w.rw
 	o.ShellTimeout, o.AllowEnv, o.MemoryDir = w.timeout, w.allowEnv, w.memoryDir
 	o.Env, o.Engine, o.EnvWorkdir = w.env, w.engine, w.workdir

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/trussdev/truss/internal/cli"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -86,8 +87,36 @@ func (r *runFlags) register(fs interface {
 	r.mcpFlags.register(fs)
 }
 
+// checkLimits refuses a limit no run can keep: a negative budget or cut,
+// a cost that is not a finite number, a turn limit below 1 (the agent
+// would read 0 as its default of 50).
+func (r *runFlags) checkLimits() error {
+	for _, l := range []struct {
+		flag string
+		v    any
+		bad  bool
+		want string
+	}{
+		{"--max-turns", r.maxTurns, r.maxTurns < 1, "at least 1"},
+		{"--max-tokens", r.maxTokens, r.maxTokens < 0, "0 (no limit) or more"},
+		{"--max-cost", r.maxCost, !(r.maxCost >= 0) || math.IsInf(r.maxCost, 1), "0 (no limit) or more USD"},
+		{"--max-wall", r.maxWall, r.maxWall < 0, "0 (no limit) or a duration such as 10m"},
+		{"--max-result-chars", r.maxResult, r.maxResult < 1, "at least 1"},
+		{"--agent-max-turns", r.agentTurn, r.agentTurn < 1, "at least 1"},
+		{"--max-agents", r.maxAgents, r.maxAgents < 1, "at least 1"},
+	} {
+		if l.bad {
+			return cli.Usagef("%s must be %s, not %v", l.flag, l.want, l.v)
+		}
+	}
+	return nil
+}
+
 // options turns the flags into the session's options.
 func (r *runFlags) options() (harness.Options, error) {
+	if err := r.checkLimits(); err != nil {
+		return harness.Options{}, err
+	}
 	o := harness.Options{Version: version, Resume: r.resume, NoSession: r.noSession, NoLedger: r.noLedger,
 		Budget:         agent.Budget{MaxTurns: r.maxTurns, MaxTokens: r.maxTokens, MaxCost: r.maxCost, MaxWall: r.maxWall},
 		MaxResultChars: r.maxResult, ReasoningEffort: r.effort, ContextTokens: r.context.value(0)}

@@ -59,6 +59,9 @@ func cmdToolCall(args []string, stdout, stderr io.Writer) error {
 	if *name == "" {
 		return cli.Usagef("--tool is required")
 	}
+	if *maxResult < 1 {
+		return cli.Usagef("--max-result-chars must be at least 1")
+	}
 	given := map[string]bool{}
 	fset.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	in := *input
