@@ -286,7 +286,7 @@ func parallelChildren(t *testing.T, dialect string) {
 		}
 	}
 	if len(texts) != 2 || !strings.Contains(texts[0], "Created hello.txt.") || !strings.Contains(texts[0], "add hello.txt") ||
-		!strings.Contains(texts[1], "did not finish its task: stopped after the maximum of 1 turns") {
+		!strings.Contains(texts[1], "did not finish its task: stopped after the maximum of 1 turn") {
 		t.Errorf("results the model saw:\n%s", strings.Join(texts, "\n---\n"))
 	}
 }

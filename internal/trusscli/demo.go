@@ -21,6 +21,7 @@ import (
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/harness"
 	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -182,8 +183,8 @@ the ledger verified.`)
 		if err != nil {
 			failed = append(failed, "its ledger does not verify: "+oneLine(err.Error()))
 		} else {
-			fmt.Fprintf(stdout, "\n── ledger ──\n%s\nverified: %d entries, %d signed checkpoints, %d payloads; the workspace matches\nverifier key %s\nroot hash    %s (tree size %d)\n",
-				res.LedgerDir, r.Entries, r.Checkpoints, r.Payloads, vkey, ledger.FormatRoot(r.Root), r.Sealed)
+			fmt.Fprintf(stdout, "\n── ledger ──\n%s\nverified: %s, %s, %s; the workspace matches\nverifier key %s\nroot hash    %s (tree size %d)\n",
+				res.LedgerDir, plural.Count(r.Entries, "entry"), plural.Count(r.Checkpoints, "signed checkpoint"), plural.Count(r.Payloads, "payload"), vkey, ledger.FormatRoot(r.Root), r.Sealed)
 		}
 	}
 	if len(failed) > 0 {

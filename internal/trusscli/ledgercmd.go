@@ -11,6 +11,7 @@ import (
 
 	"github.com/trussdev/truss/internal/cli"
 	"github.com/trussdev/truss/internal/ledger"
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/termsafe"
 )
@@ -105,8 +106,8 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 					return fmt.Errorf("ledger %s: the workspace does not match: %w", dir, err)
 				}
 			}
-			fmt.Fprintf(stdout, "ledger %s verified: %s, %d payloads\norigin %s\nroot   %s (size %d)\n",
-				termsafe.Name(dir), sealSummary(r), r.Payloads, termsafe.Name(r.Origin), ledger.FormatRoot(r.Root), r.Sealed)
+			fmt.Fprintf(stdout, "ledger %s verified: %s, %s\norigin %s\nroot   %s (size %d)\n",
+				termsafe.Name(dir), sealSummary(r), plural.Count(r.Payloads, "payload"), termsafe.Name(r.Origin), ledger.FormatRoot(r.Root), r.Sealed)
 			printChildren(stdout, dir, kids, "")
 			if err := r.CheckSealed(); err != nil {
 				if *strict {
@@ -288,9 +289,9 @@ func notEnded(stdout, stderr io.Writer, what string, err error, require bool) er
 // seal and how many they leave unsealed (and a torn last line), as in
 // "20 entries, 17 sealed by 3 checkpoints, 3 unsealed".
 func sealSummary(r *ledger.Report) string {
-	s := fmt.Sprintf("%d entries, %d sealed by %d checkpoints, %d unsealed", r.Entries, r.Sealed, r.Checkpoints, r.Unsealed)
+	s := fmt.Sprintf("%s, %d sealed by %s, %d unsealed", plural.Count(r.Entries, "entry"), r.Sealed, plural.Count(r.Checkpoints, "checkpoint"), r.Unsealed)
 	if r.TornBytes > 0 {
-		s += fmt.Sprintf(", a torn last line of %d bytes", r.TornBytes)
+		s += ", a torn last line of " + plural.Count(r.TornBytes, "byte")
 	}
 	return s
 }
@@ -376,8 +377,8 @@ func ledgerDir(p string) (string, error) {
 // printChildren lists the verified sub-agent ledgers, indented by depth.
 func printChildren(w io.Writer, top string, kids []ledger.Child, indent string) {
 	for _, c := range kids {
-		fmt.Fprintf(w, "%ssub-agent %s verified (linked from entry %d): %d entries, %d payloads, root %s\n",
-			indent+"  ", termsafe.Name(c.Report.Session), c.Entry, c.Report.Entries, c.Report.Payloads, ledger.FormatRoot(c.Report.Root))
+		fmt.Fprintf(w, "%ssub-agent %s verified (linked from entry %d): %s, %s, root %s\n",
+			indent+"  ", termsafe.Name(c.Report.Session), c.Entry, plural.Count(c.Report.Entries, "entry"), plural.Count(c.Report.Payloads, "payload"), ledger.FormatRoot(c.Report.Root))
 		printChildren(w, top, c.Children, indent+"  ")
 	}
 }

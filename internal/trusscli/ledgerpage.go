@@ -22,6 +22,7 @@ import (
 	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/ledger/page"
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/termsafe"
 )
@@ -94,8 +95,8 @@ func cmdExportHTML(args []string, stdout, stderr io.Writer) error {
 		}
 		entries += len(l)
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d bytes, %d runs, %d entries; open it in a browser, or check it with truss ledger verify %s\n",
-		*out, buf.Len(), len(doc.Runs), entries, *out)
+	fmt.Fprintf(stdout, "wrote %s: %s, %s, %s; open it in a browser, or check it with truss ledger verify %s\n",
+		*out, plural.Count(buf.Len(), "byte"), plural.Count(len(doc.Runs), "run"), plural.Count(entries, "entry"), *out)
 	return nil
 }
 
@@ -127,7 +128,7 @@ func verifyPage(stdout, stderr io.Writer, path, vkey string, requireEnd bool) er
 		return fmt.Errorf("page %s does not verify: %w", path, err)
 	}
 	if p := res.Continues; p != nil {
-		fmt.Fprintf(stdout, "the page begins at a resumed run: the runs before it (the last of them %s, of %d entries) are not on the page\n", p.Dir, p.Size)
+		fmt.Fprintf(stdout, "the page begins at a resumed run: the runs before it (the last of them %s, of %s) are not on the page\n", p.Dir, plural.Count(p.Size, "entry"))
 	}
 	var fails []error
 	for i, r := range res.Runs {
@@ -153,7 +154,9 @@ func verifyPage(stdout, stderr io.Writer, path, vkey string, requireEnd bool) er
 
 func printPageRun(w io.Writer, r page.RunResult, indent string) {
 	rep := r.Report
-	fmt.Fprintf(w, "%sledger %s on the page verified: %d entries, %d sealed by %d checkpoints, root %s\n", indent, termsafe.Name(r.Dir), rep.Entries, rep.Sealed, rep.Checkpoints, ledger.FormatRoot(rep.Root))
+	// The ledger's name on the page is its directory's: "ledger" for a
+	// session's first run.
+	fmt.Fprintf(w, "%s%s on the page verified: %s, %d sealed by %s, root %s\n", indent, termsafe.Name(r.Dir), plural.Count(rep.Entries, "entry"), rep.Sealed, plural.Count(rep.Checkpoints, "checkpoint"), ledger.FormatRoot(rep.Root))
 	fmt.Fprintf(w, "%s  payloads: %d checked, %d left out for their size, %d redacted (unverified), %d not on the page\n", indent, r.Checked, len(r.Omitted), len(r.Redacted), len(r.NotEmbedded))
 	for _, s := range r.Omitted {
 		fmt.Fprintf(w, "%s    left out: %s\n", indent, s)
@@ -162,7 +165,7 @@ func printPageRun(w io.Writer, r page.RunResult, indent string) {
 		fmt.Fprintf(w, "%s    redacted: %s\n", indent, s)
 	}
 	if r.Unsealed > 0 {
-		fmt.Fprintf(w, "%s  %d entries after the last checkpoint are not on this page: unsealed\n", indent, r.Unsealed)
+		fmt.Fprintf(w, "%s  not on this page: %s after the last checkpoint (unsealed)\n", indent, plural.Count(r.Unsealed, "entry"))
 	}
 	for _, a := range r.Agents {
 		printPageRun(w, a, indent+"  ")

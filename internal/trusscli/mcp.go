@@ -20,6 +20,7 @@ import (
 
 	"github.com/trussdev/truss/internal/cli"
 	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
@@ -132,7 +133,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	if info.LedgerDir != "" {
 		s.Close()
-		fmt.Fprintf(stderr, "truss: served %d calls; ledger %s (%d entries; truss ledger verify %s)\n", out.Agent.Calls, info.LedgerDir, out.LedgerSize, info.SessionID)
+		fmt.Fprintf(stderr, "truss: served %s; ledger %s (%s; truss ledger verify %s)\n", plural.Count(out.Agent.Calls, "call"), info.LedgerDir, plural.Count(out.LedgerSize, "entry"), info.SessionID)
 	}
 	return err
 }

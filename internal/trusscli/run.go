@@ -19,6 +19,7 @@ import (
 	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/events"
 	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/termsafe"
@@ -326,7 +327,7 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 	kept := info.SessionID == "" || s.Saved()
 	s.Close() // its warnings say what could not be written
 	if out.LedgerDir != "" && !f.json && !out.Unreached && kept {
-		fmt.Fprintf(human, "  ledger: %s (%d entries; truss ledger verify %s)\n", out.LedgerDir, out.LedgerSize, info.SessionID)
+		fmt.Fprintf(human, "  ledger: %s (%s; truss ledger verify %s)\n", out.LedgerDir, plural.Count(out.LedgerSize, "entry"), info.SessionID)
 	}
 	a := out.Agent
 	if out.Unreached || out.NoResponse && !kept {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trussdev/truss/internal/agent"
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -71,7 +72,7 @@ func (l *liveOutput) end(p *Printer) {
 		l.rest = ""
 	}
 	if n := l.hidden - len(l.tail); n > 0 {
-		p.printf("  ┊ … %s not shown …\n", counted(n, "line"))
+		p.printf("  ┊ … %s not shown …\n", plural.Count(n, "line"))
 	}
 	for _, s := range l.tail {
 		p.printf("  ┊ %s\n", s)
@@ -150,7 +151,7 @@ func (p *Printer) Observe(ev agent.Event) {
 	case agent.EventCompacted:
 		p.endLine()
 		if c := ev.Compaction; c != nil {
-			p.printf("⟲ context compacted (%s): %d items replaced by a summary, about %d → %d tokens\n", c.Reason, c.Replaced, c.TokensBefore, c.TokensAfter)
+			p.printf("⟲ context compacted (%s): %s replaced by a summary, about %d → %s\n", c.Reason, plural.Count(c.Replaced, "item"), c.TokensBefore, plural.Count(c.TokensAfter, "token"))
 		}
 	case agent.EventCompactFailed:
 		p.endLine()
@@ -162,7 +163,7 @@ func (p *Printer) Observe(ev agent.Event) {
 		if o.Status != agent.StatusCompleted {
 			mark = "■"
 		}
-		p.printf("\n%s %s after %s and %s · %s", mark, o.Status, counted(o.Turns, "turn"), counted(o.Calls, "tool call"), usageText(o.Usage))
+		p.printf("\n%s %s after %s and %s · %s", mark, o.Status, plural.Count(o.Turns, "turn"), plural.Count(o.Calls, "tool call"), usageText(o.Usage))
 		switch {
 		case o.Usage.CostUnknown:
 			p.printf(" · cost unknown")
@@ -196,7 +197,7 @@ func (p *Printer) Child(name string) agent.Observer {
 			p.printf("  ↳ [%s] ✗ %v\n", name, ev.Err)
 		case agent.EventRunCompleted:
 			o := ev.Outcome
-			p.printf("  ↳ [%s] %s after %s and %s\n", name, o.Status, counted(o.Turns, "turn"), counted(o.Calls, "tool call"))
+			p.printf("  ↳ [%s] %s after %s and %s\n", name, o.Status, plural.Count(o.Turns, "turn"), plural.Count(o.Calls, "tool call"))
 		}
 	})
 }
@@ -279,7 +280,7 @@ func (p *Printer) printResult(ev agent.Event) {
 		p.printf("%s%s\n", prefix, l)
 	}
 	if more > 0 {
-		p.printf("  │ … %d more lines\n", more)
+		p.printf("  │ … %s\n", plural.Count(more, "more line"))
 	}
 }
 
@@ -377,14 +378,6 @@ func firstLine(s string) string {
 	return l
 }
 
-// counted is n things, singular for one.
-func counted(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
-
 // usageText is "N input / M output tokens", N every input token
 // (model.Usage.Input), with the cache's parts of it when there are any.
 func usageText(u model.Usage) string {
@@ -399,5 +392,5 @@ func usageText(u model.Usage) string {
 	if len(cache) > 0 {
 		in += " (" + strings.Join(cache, ", ") + ")"
 	}
-	return fmt.Sprintf("%s / %d output tokens", in, u.OutputTokens)
+	return in + " / " + plural.Count(u.OutputTokens, "output token")
 }

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/trussdev/truss/internal/agent"
+	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -144,7 +146,7 @@ func TestPrinterLiveOutputBounded(t *testing.T) {
 		if got, want := lines[liveHead], fmt.Sprintf("  ┊ %d", liveHead); got != want {
 			t.Errorf("%d lines: the last of the head is %q, want %q", n, got, want)
 		}
-		if got, want := lines[liveHead+1], fmt.Sprintf("  ┊ … %s not shown …", counted(n-liveHead-liveTail, "line")); got != want {
+		if got, want := lines[liveHead+1], fmt.Sprintf("  ┊ … %s not shown …", plural.Count(n-liveHead-liveTail, "line")); got != want {
 			t.Errorf("%d lines: %q, want %q", n, got, want)
 		}
 		if got, want := lines[len(lines)-2], fmt.Sprintf("  ┊ %d", n); got != want {
@@ -190,6 +192,34 @@ func TestRunSummaryReason(t *testing.T) {
 		p.Observe(agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: c.status, Reason: c.reason, Turns: 1}})
 		if n := strings.Count(buf.String(), c.reason); n != c.want {
 			t.Errorf("%s: %q printed %d times:\n%s", c.status, c.reason, n, buf.String())
+		}
+	}
+}
+
+// TestPrinterCounts: a count of one is followed by the singular, any
+// other by the plural, in every line that counts something.
+func TestPrinterCounts(t *testing.T) {
+	call := &model.ToolCall{ID: "1", Name: "bash", Input: `{"command":"x"}`}
+	for _, tc := range []struct {
+		name string
+		ev   agent.Event
+		want string
+	}{
+		{"run of one", agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusCompleted, Turns: 1, Calls: 1, Usage: model.Usage{InputTokens: 5, OutputTokens: 1}}},
+			"completed after 1 turn and 1 tool call · 5 input / 1 output token\n"},
+		{"run of two", agent.Event{Type: agent.EventRunCompleted, Outcome: &agent.Outcome{Status: agent.StatusCompleted, Turns: 2, Calls: 0, Usage: model.Usage{InputTokens: 5, OutputTokens: 2}}},
+			"completed after 2 turns and 0 tool calls · 5 input / 2 output tokens\n"},
+		{"compaction of one", agent.Event{Type: agent.EventCompacted, Compaction: &compact.Record{Reason: "auto", Replaced: 1, TokensBefore: 9, TokensAfter: 1}},
+			"context compacted (auto): 1 item replaced by a summary, about 9 → 1 token\n"},
+		{"compaction of two", agent.Event{Type: agent.EventCompacted, Compaction: &compact.Record{Reason: "auto", Replaced: 2, TokensBefore: 9, TokensAfter: 3}},
+			"context compacted (auto): 2 items replaced by a summary, about 9 → 3 tokens\n"},
+		{"one more line", agent.Event{Type: agent.EventCallCompleted, Call: call, Result: &model.ToolResult{Text: "1\n2\n3\n4\n5\n6\n7"}}, "… 1 more line\n"},
+		{"two more lines", agent.Event{Type: agent.EventCallCompleted, Call: call, Result: &model.ToolResult{Text: "1\n2\n3\n4\n5\n6\n7\n8"}}, "… 2 more lines\n"},
+	} {
+		var buf bytes.Buffer
+		(&Printer{W: &buf}).Observe(tc.ev)
+		if !strings.Contains(buf.String(), tc.want) {
+			t.Errorf("%s: printed %q, want %q in it", tc.name, buf.String(), tc.want)
 		}
 	}
 }
