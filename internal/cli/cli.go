@@ -262,7 +262,7 @@ func SignalContext(stderr io.Writer) (context.Context, context.CancelFunc) {
 		case <-ctx.Done():
 			return
 		}
-		fmt.Fprintln(stderr, "\ntruss: interrupted; finishing the current call (press Ctrl-C again to quit at once)")
+		fmt.Fprintln(stderr, "\ntruss: interrupted; stopping what runs and recording how the run ended (press Ctrl-C again to quit at once; the ledger then records no end)")
 		cancel()
 		select {
 		case <-ch:

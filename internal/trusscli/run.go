@@ -1,6 +1,7 @@
 package trusscli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -296,8 +297,10 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 		enc.Start(info.SessionID)
 	} else {
 		where := info.Provider
-		if info.Provider == "sim" && o.SimDialect != "" {
-			where += " (" + o.SimDialect + " dialect)" // the wire the simulated model speaks
+		if info.Provider == "sim" {
+			// The wire the simulated model speaks: the one asked for, else
+			// the one the session chose.
+			where += " (" + cmp.Or(o.SimDialect, info.Dialect) + " dialect)"
 		}
 		if info.Place != "" {
 			where += " (" + info.Place + ")" // vertex (project p, us-east5), bedrock (eu-west-1)
@@ -306,6 +309,10 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 		fmt.Fprintf(human, "sandbox: %s\n", info.Sandbox)
 		if info.Environment != "" {
 			fmt.Fprintf(human, "environment: %s\n", info.Environment)
+		}
+		if !info.Validation && !o.Validation.Off {
+			// Said before the work, not found missing after it.
+			fmt.Fprintln(human, "checks: none configured or detected here, so Truss will not verify the work; give --test-cmd CMD, or test under [validate] in .truss/config.toml")
 		}
 	}
 	out, err := s.Run(ctx, task)
