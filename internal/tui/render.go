@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/trussdev/truss/internal/agent"
+	pluralpkg "github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
 )
@@ -384,12 +385,7 @@ func expandTabs(s string) string {
 }
 
 // plural writes a count with its noun: "1 turn", "2 turns".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+func plural(n int, noun string) string { return pluralpkg.Count(n, noun) }
 
 // percent writes part of whole as a percentage, "<1%" for a little.
 func percent(part, whole int64) string {
