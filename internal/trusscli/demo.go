@@ -329,7 +329,7 @@ func demoInteractive(fset *flag.FlagSet, f *runFlags, dialect, modelName, surfac
 	}
 	o.Root, o.SimRoot, o.MemoryDir = dir, dir, filepath.Join(dir, ".truss", "memories")
 	fmt.Fprintf(stdout, "Demo: a Go module with a failing test, copied to %s; the simulated model plays a scripted session.\n", dir)
-	return openInteractive(o, stdout, keep)
+	return openInteractive(o, "", stdout, keep)
 }
 
 // demoShellTimeout bounds each command of the demos: the first go test in

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/charmbracelet/x/term"
@@ -46,15 +47,20 @@ func cmdInteractive(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "truss %s\n", version)
 		return nil
 	}
+	task := ""
 	if fset.NArg() > 0 {
-		return cli.Usagef("unknown command %q: to run a task, truss run \"task\"; with no command, truss opens the interactive session", fset.Arg(0))
+		if commandLike(fset.Args()) {
+			return cli.Usagef("unknown command %q: to open the interactive session on a task, give it as a phrase (truss \"fix the test\"); to run one without the session, truss run \"task\"", fset.Arg(0))
+		}
+		task = strings.Join(fset.Args(), " ")
 	}
-	return openTerminalSession(&f, stdout, stderr)
+	return openTerminalSession(&f, task, stdout, stderr)
 }
 
-// openTerminalSession opens the interactive session with the flags of run and
-// runs it until the user quits. It needs a terminal.
-func openTerminalSession(f *runFlags, stdout, stderr io.Writer) error {
+// openTerminalSession opens the interactive session with the flags of run,
+// sends task first when it is set, and runs it until the user quits. It
+// needs a terminal.
+func openTerminalSession(f *runFlags, task string, stdout, stderr io.Writer) error {
 	if !onTerminal() {
 		return cli.Usagef("the interactive session needs a terminal (standard input and output); to run a task without one: truss run \"task\" or truss exec \"task\"; truss --help lists the commands")
 	}
@@ -65,16 +71,16 @@ func openTerminalSession(f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return openInteractive(o, stdout, true)
+	return openInteractive(o, task, stdout, true)
 }
 
-// openInteractive runs the interactive session with o until the user
-// quits, then says what was saved and, when its workspace stays
-// (kept), how to resume it.
-func openInteractive(o harness.Options, stdout io.Writer, kept bool) error {
+// openInteractive runs the interactive session with o, task its first
+// input when set, until the user quits, then says what was saved and,
+// when its workspace stays (kept), how to resume it.
+func openInteractive(o harness.Options, task string, stdout io.Writer, kept bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	c, err := interactive.Run(ctx, o, tui.Options{})
+	c, err := interactive.Run(ctx, o, tui.Options{Task: task})
 	switch {
 	case !c.Opened:
 		return err // the session did not open

@@ -15,6 +15,7 @@ import (
 
 	"github.com/trussdev/truss/internal/cli"
 	"github.com/trussdev/truss/internal/harness"
+	"github.com/trussdev/truss/internal/suggest"
 )
 
 // version is the version truss reports (cli.Version).
@@ -56,6 +57,21 @@ Providers and keys:
 Flags may stand before or after a command's arguments (truss run "task" --max-turns 5);
 "--" ends the flags. Run "truss help COMMAND" (or "truss COMMAND -h") for a command's flags.
 `
+}
+
+// commandNames are truss's commands, for a mistyped one's "did you mean".
+func commandNames() []string {
+	return []string{"run", "exec", "demo", "tools", "models", "tool", "sessions", "ledger", "mcp", "sandbox", "env", "trust", "bench", "help", "version"}
+}
+
+// commandLike reports whether args, which do not begin with a command or
+// a flag, look like a mistyped command rather than a task: a first word
+// with no space in it that no other word follows (flags may). A task is
+// several words or a quoted phrase (truss "fix the test"); a lone word
+// a command is near gets its "did you mean", any other lone word is taken
+// as unknown, not sent to a model.
+func commandLike(args []string) bool {
+	return !strings.ContainsAny(args[0], " \t\n") && (len(args) == 1 || strings.HasPrefix(args[1], "-"))
 }
 
 // Main runs the truss command with args (without the program's name) and
@@ -126,13 +142,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		return runBench(args[1:], stderr)
 	default:
-		if strings.HasPrefix(args[0], "-") {
+		if strings.HasPrefix(args[0], "-") || !commandLike(args) {
 			// Flags and no command: the interactive session, with run's
-			// flags.
+			// flags (and a task: truss "fix the test").
 			err = cmdInteractive(args, stdout, stderr)
 			break
 		}
-		fmt.Fprintf(diag, "truss: unknown command %q (truss --help lists the commands)\n", args[0])
+		if near := suggest.Nearest(args[0], commandNames()); near != "" {
+			fmt.Fprintf(diag, "truss: unknown command %q; did you mean %s? (truss --help lists the commands)\n", args[0], near)
+		} else {
+			fmt.Fprintf(diag, "truss: unknown command %q (truss --help lists the commands; truss \"task words\" opens the interactive session on a task)\n", args[0])
+		}
 		return 2
 	}
 	var ue cli.UsageError

@@ -191,7 +191,7 @@ terminal: the interactive session.`)
 	}
 	if task == "" && !headless && onTerminal() {
 		// truss run with no task on a terminal: the interactive session.
-		return openTerminalSession(&f, stdout, stderr)
+		return openTerminalSession(&f, "", stdout, stderr)
 	}
 	if task == "" {
 		return cli.Usagef("usage: truss %s [flags] \"task\" (the task is missing)", name)

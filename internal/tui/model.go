@@ -53,6 +53,8 @@ type uiModel struct {
 	q    *queue
 	fly  *inflight
 	r    renderer
+	// first is Options.Task, sent once the session is drawn.
+	first string
 
 	width, height int
 	blocks        []*block
@@ -179,7 +181,17 @@ func newModel(ctx context.Context, s Session, q *queue, color bool) *uiModel {
 }
 
 // Init implements tea.Model.
-func (m *uiModel) Init() tea.Cmd { return tea.Batch(m.next(), m.output()) }
+func (m *uiModel) Init() tea.Cmd {
+	cmds := []tea.Cmd{m.next(), m.output()}
+	if m.first != "" {
+		first := m.first
+		cmds = append(cmds, func() tea.Msg { return firstTaskMsg(first) })
+	}
+	return tea.Batch(cmds...)
+}
+
+// firstTaskMsg is Options.Task, entered as the first input.
+type firstTaskMsg string
 
 // next waits for what the session reports.
 func (m *uiModel) next() tea.Cmd {
@@ -216,6 +228,9 @@ func (m *uiModel) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case batchMsg:
 		m.apply(msg)
 		return m, m.next()
+	case firstTaskMsg:
+		m.ta.SetValue(string(msg))
+		return m, m.submit()
 	case turnDoneMsg:
 		m.apply(m.q.drain())
 		m.busy, m.cancel = "", nil

@@ -59,6 +59,10 @@ type Options struct {
 	// recalls the newest); UI.History returns it with this session's
 	// inputs added, for the caller to keep.
 	History []string
+	// Task, when set, is sent as the first input, as if typed and
+	// entered once the session is drawn (truss "task": the session opens
+	// on it, as claude "task" does); it goes into the history like any.
+	Task string
 }
 
 // ErrClosed is returned by Approve when the UI is not running, so no one
@@ -214,6 +218,7 @@ func (u *UI) Run(ctx context.Context, s Session) error {
 	for _, h := range u.opts.History {
 		m.hist.add(h)
 	}
+	m.first = u.opts.Task
 
 	opts := []tea.ProgramOption{tea.WithContext(runCtx), tea.WithOutput(out), tea.WithEnvironment(env), tea.WithColorProfile(profile)}
 	if u.opts.Input != nil {

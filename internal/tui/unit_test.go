@@ -979,3 +979,24 @@ func TestStatusFollowsEachResponse(t *testing.T) {
 		t.Errorf("status usage after a response: %+v", m.status.Usage)
 	}
 }
+
+// TestFirstTask: Options.Task (truss "task") is entered as the first
+// input once the session is drawn: sent as a task and kept in the
+// history, as if typed.
+func TestFirstTask(t *testing.T) {
+	d := newDriver(t, 80, 20, false)
+	d.m.first = "fix the failing test"
+	d.run(d.m.Init())
+	for {
+		if _, ok := d.wait().(firstTaskMsg); ok {
+			break
+		}
+	}
+	d.wait() // the task's end
+	if got := d.f.tasks[0]; got != "fix the failing test" {
+		t.Errorf("first task %q", got)
+	}
+	if h := d.m.hist.entries; len(h) == 0 || h[len(h)-1] != "fix the failing test" {
+		t.Errorf("history %q", h)
+	}
+}
