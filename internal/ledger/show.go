@@ -9,9 +9,11 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/trussdev/truss/internal/hostfs"
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/termsafe"
 )
 
@@ -104,6 +106,15 @@ func Show(w io.Writer, entries []Entry) {
 		// be shown) and the rest of the line neutralised for the terminal.
 		fmt.Fprintf(w, "%5d %s %-15s %s\n", e.Seq, termsafe.Line(t), termsafe.Line(e.Type), termsafe.Line(summary(e.Type, d)))
 	}
+}
+
+// countOf is the number under k with noun, singular for one.
+func countOf(d map[string]any, k, noun string) string {
+	n, err := strconv.ParseInt(str(d, k), 10, 64)
+	if err != nil {
+		return str(d, k) + " " + plural.Noun(2, noun)
+	}
+	return plural.Count(n, noun)
 }
 
 func str(d map[string]any, k string) string {
@@ -216,7 +227,11 @@ func summary(typ string, d map[string]any) string {
 	case "provider_tool":
 		return str(d, "block") + " · UNVERIFIED (executed by the provider)"
 	case "session.end":
-		return fmt.Sprintf("%s · %s turns · %s calls %s", str(d, "status"), str(d, "turns"), str(d, "calls"), str(d, "reason"))
+		s := fmt.Sprintf("%s · %s · %s", str(d, "status"), countOf(d, "turns", "turn"), countOf(d, "calls", "call"))
+		if r := str(d, "reason"); r != "" && r != str(d, "status") {
+			s += " · " + r
+		}
+		return s
 	case "validation":
 		sum, _ := d["summary"].(map[string]any)
 		verdict := "FAILED"

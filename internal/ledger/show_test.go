@@ -163,3 +163,20 @@ func TestShowUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestShowSessionEnd: a run's end counts its turns and calls with nouns
+// that agree, and says its reason only when it adds to the status.
+func TestShowSessionEnd(t *testing.T) {
+	for _, tc := range []struct {
+		d    map[string]any
+		want string
+	}{
+		{map[string]any{"status": "completed", "turns": json.Number("1"), "calls": json.Number("1")}, "completed · 1 turn · 1 call"},
+		{map[string]any{"status": "canceled", "turns": json.Number("0"), "calls": json.Number("2"), "reason": "canceled"}, "canceled · 0 turns · 2 calls"},
+		{map[string]any{"status": "budget", "turns": float64(3), "calls": float64(1), "reason": "stopped: 1458 tokens used, budget 1000"}, "budget · 3 turns · 1 call · stopped: 1458 tokens used, budget 1000"},
+	} {
+		if got := summary("session.end", tc.d); got != tc.want {
+			t.Errorf("summary = %q, want %q", got, tc.want)
+		}
+	}
+}
