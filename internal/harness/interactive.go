@@ -19,6 +19,7 @@ import (
 	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
@@ -222,6 +223,10 @@ type fileState struct {
 	before, after  []byte
 	existed, exist bool
 	unknown        bool // a change without its contents (a symlink)
+	// note says what changed where the change is not one file's text:
+	// a bulk change's count of files (its bytes are the tracker's
+	// manifest), a link's target, a FIFO.
+	note string
 }
 
 // Observe implements agent.Observer.
@@ -253,6 +258,10 @@ func (l *ChangeLog) record(c tool.FileChange) {
 	}
 	noData := (c.Before != "" && c.BeforeData == nil) || (c.After != "" && c.AfterData == nil)
 	f := state(c.Path, c.Kind != tool.ChangeAdd, c.BeforeData)
+	if note := changeNote(c); note != "" {
+		f.note, f.exist = note, c.Kind != tool.ChangeDelete
+		return
+	}
 	f.unknown = f.unknown || noData
 	if c.MovedTo != "" {
 		f.after, f.exist = nil, false
@@ -277,7 +286,7 @@ func (l *ChangeLog) Diff() string {
 	var b bytes.Buffer
 	for _, p := range paths {
 		f := l.files[p]
-		if f.existed == f.exist && bytes.Equal(f.before, f.after) && !f.unknown {
+		if f.existed == f.exist && bytes.Equal(f.before, f.after) && !f.unknown && f.note == "" {
 			continue
 		}
 		a, z := "a/"+termsafe.Name(p), "b/"+termsafe.Name(p) // names from the workspace, shown on a terminal
@@ -287,17 +296,45 @@ func (l *ChangeLog) Diff() string {
 		if !f.exist {
 			z = "/dev/null"
 		}
-		if f.unknown {
+		switch {
+		case f.note != "":
+			fmt.Fprintf(&b, "--- %s\n+++ %s\n(%s)\n", a, z, f.note)
+			continue
+		case f.unknown:
 			fmt.Fprintf(&b, "--- %s\n+++ %s\n(changed; its contents were not read)\n", a, z)
 			continue
 		}
-		b.WriteString(udiff.Unified(a, z, string(f.before), string(f.after)))
+		d := udiff.Unified(a, z, string(f.before), string(f.after))
+		if d == "" { // an empty file made or removed: no line to show
+			d = fmt.Sprintf("--- %s\n+++ %s\n(an empty file)\n", a, z)
+		}
+		b.WriteString(d)
 	}
 	return b.String()
 }
 
+// changeNote is what ChangeLog.Diff says of a change that is not one
+// file's text ("" for one that is): a bulk change (Files files beneath a
+// directory, its AfterData the tracker's manifest), a symbolic link, a
+// FIFO, socket or device, a directory the tracker could not list or
+// track.
+func changeNote(c tool.FileChange) string {
+	switch {
+	case c.Files > 0:
+		return fmt.Sprintf("%s changed beneath it, %s after; the ledger lists them", plural.Count(c.Files, "file"), plural.Count(c.Bytes, "byte"))
+	case c.LinkAfter != "" && c.Kind != tool.ChangeDelete:
+		return "a symbolic link to " + termsafe.Line(c.LinkAfter)
+	case c.LinkBefore != "":
+		return "a symbolic link to " + termsafe.Line(c.LinkBefore)
+	case c.Type != "":
+		return "a " + c.Type + " (no contents to show)"
+	}
+	return ""
+}
+
 // Resumable lists the saved sessions of this session's workspace but
-// itself, most recently used first: what a resume may continue here.
+// itself and MCP servers' records, most recently used first: what a
+// resume may continue here.
 func (s *Session) Resumable() ([]session.Meta, error) {
 	dir := s.opts.SessionDir
 	if dir == "" {
@@ -312,7 +349,7 @@ func (s *Session) Resumable() ([]session.Meta, error) {
 	}
 	var out []session.Meta
 	for _, m := range ms {
-		if m.ID != s.sessionID && filepath.Clean(m.Workspace) == filepath.Clean(s.w.root) {
+		if m.ID != s.sessionID && !m.Served() && filepath.Clean(m.Workspace) == filepath.Clean(s.w.root) {
 			out = append(out, m)
 		}
 	}

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"github.com/trussdev/truss/internal/session"
 	"strings"
 	"testing"
 
@@ -37,6 +38,9 @@ func TestChangeLogDiff(t *testing.T) {
 		{ch("d.txt", tool.ChangeUpdate, "x\n", "y\n")},
 		{ch("d.txt", tool.ChangeUpdate, "y\n", "x\n")},
 		{moved},
+		// A bulk change's bytes are the tracker's manifest, not a file.
+		{{Path: ".pytest_cache", Kind: tool.ChangeAdd, Files: 3, Bytes: 6, After: "m", AfterData: []byte("add file - 73cb 2 \".pytest_cache/v/cache/lastfailed\"\n")}},
+		{ch("empty.txt", tool.ChangeAdd, "", ""), {Path: "cur", Kind: tool.ChangeAdd, LinkAfter: "v2"}},
 	} {
 		l.Observe(agent.Event{Type: agent.EventCallCompleted, Results: []tool.Result{{Changes: cs}}})
 	}
@@ -47,12 +51,15 @@ func TestChangeLogDiff(t *testing.T) {
 		"--- /dev/null\n+++ b/b.txt\n", "+bee\n",
 		"--- a/c.txt\n+++ /dev/null\n", "-sea\n",
 		"--- a/old.txt\n+++ /dev/null\n", "--- /dev/null\n+++ b/new.txt\n",
+		"--- /dev/null\n+++ b/.pytest_cache\n(3 files changed beneath it, 6 bytes after; the ledger lists them)\n",
+		"--- /dev/null\n+++ b/empty.txt\n(an empty file)\n",
+		"--- /dev/null\n+++ b/cur\n(a symbolic link to v2)\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the diff lacks %q:\n%s", want, got)
 		}
 	}
-	for _, not := range []string{"a/d.txt", "e.txt", "two"} {
+	for _, not := range []string{"a/d.txt", "e.txt", "two", "lastfailed"} {
 		if strings.Contains(got, not) {
 			t.Errorf("the diff holds %q:\n%s", not, got)
 		}
@@ -147,5 +154,29 @@ func TestStatsFollowEachResponse(t *testing.T) {
 	}
 	if len(seen) != 1 || seen[0].Total() == 0 || seen[0].CacheWriteTokens == 0 || seen[0].Total() >= out.Usage.Total() {
 		t.Errorf("usage as the call ran %+v, at the end %+v", seen, out.Usage)
+	}
+}
+
+// TestResumableLeavesOutServers: an MCP server's record of this workspace
+// is no conversation to resume, so /resume does not offer it.
+func TestResumableLeavesOutServers(t *testing.T) {
+	dir, ws := t.TempDir(), t.TempDir()
+	for _, m := range []session.Meta{
+		{ID: "20261207T150000-aaaaaa", Workspace: ws, Provider: "sim", Model: "sim-claude"},
+		{ID: "20261207T151000-bbbbbb", Workspace: ws, Provider: "mcp", Model: "-", Task: "truss mcp serve"},
+	} {
+		s, err := (session.Store{Dir: dir}).Create(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	s := &Session{opts: Options{SessionDir: dir}, w: &workspace{root: ws}}
+	ms, err := s.Resumable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0].Provider != "sim" {
+		t.Errorf("resumable: %+v, want the sim session alone", ms)
 	}
 }
