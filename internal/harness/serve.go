@@ -52,8 +52,12 @@ func (s *Session) ServeMCP(ctx context.Context, serve func(context.Context, *sdk
 		}
 		obs.Observe(ev)
 	})
+	recorded := "is recorded in a signed ledger"
+	if s.rec == nil {
+		recorded = "is recorded nowhere (the server was started without a ledger)"
+	}
 	srv := server.New(server.Config{Name: "truss", Version: s.opts.Version, Exec: s.exec, Observer: counting, Validate: s.w.runner != nil,
-		Instructions: "Truss's verified tools over the workspace " + s.w.root + ": every call runs locally, inside Truss's sandbox, and is recorded in a signed ledger."})
+		Instructions: "Truss's verified tools over the workspace " + s.w.root + ": every call runs locally, inside Truss's sandbox, and " + recorded + "."})
 	err := serve(ctx, srv)
 	n := int(served.Load())
 	out := &agent.Outcome{Status: agent.StatusCompleted, Turns: n, Calls: n}
