@@ -463,7 +463,13 @@ func (is *session) replace(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	// The session left is said to be kept, or not, before the next
+	// one's rule: the last one alone is named at the exit.
+	info, saved := cur.Info(), cur.Saved()
 	cur.Close()
+	if saved && info.SessionID != "" {
+		is.notify(fmt.Sprintf("Session %s saved (truss --resume %s).", info.SessionID, info.SessionID))
+	}
 	is.mu.Lock()
 	is.s, is.opts, is.tasks, is.attached = s, o, 0, nil
 	is.mu.Unlock()

@@ -139,6 +139,10 @@ func TestInteractiveSessionCommands(t *testing.T) {
 	if err := is.NewSession(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The session left is said to be kept, with how to resume it.
+	if want := "Session " + first + " saved (truss --resume " + first + ")."; notes[len(notes)-1] != want {
+		t.Errorf("after /new the last note is %q, want %q", notes[len(notes)-1], want)
+	}
 	// The first session lists the model it last ran on.
 	if cs, err := is.Resumable(ctx); err != nil || len(cs) == 0 || cs[0].ID != first || cs[0].Model != "sim-other" {
 		t.Errorf("after /model, a task and /new, /resume lists %+v, %v", cs, err)

@@ -87,7 +87,7 @@ func openInteractive(o harness.Options, task string, stdout io.Writer, kept bool
 	case c.ID == "":
 		fmt.Fprintln(stdout, "The session was not saved (--no-session).")
 	case !c.Saved:
-		fmt.Fprintln(stdout, "No task reached the model; nothing was saved.")
+		fmt.Fprintln(stdout, "No task reached the model in this session; it was not saved.")
 	case !kept:
 		fmt.Fprintf(stdout, "Session %s saved.\n  ledger:      truss ledger verify %s\n", c.ID, c.ID)
 	default:
