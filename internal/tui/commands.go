@@ -252,15 +252,32 @@ func (m *uiModel) command(text string) tea.Cmd {
 			}
 			break
 		}
-		if n, err := strconv.Atoi(arg); err == nil {
-			if n < 1 || n > len(m.choices) {
+		// A number picks from the last listing, or, before any, from the
+		// one /resume would show now.
+		var lister ResumeLister
+		n, nerr := strconv.Atoi(arg)
+		if nerr == nil {
+			if l, ok := m.sess.(ResumeLister); ok && len(m.choices) == 0 {
+				lister = l
+			} else if n < 1 || n > len(m.choices) {
 				m.add(blockError, fmt.Sprintf("No session %d: /resume lists the sessions to choose from.", n))
 				return nil
+			} else {
+				arg = m.choices[n-1].ID
 			}
-			arg = m.choices[n-1].ID
 		}
 		if s, ok := m.sess.(Resumer); ok {
 			run = func(ctx context.Context) cmdDoneMsg {
+				if lister != nil {
+					cs, err := lister.Resumable(ctx)
+					if err != nil {
+						return cmdDoneMsg{err: err}
+					}
+					if n < 1 || n > len(cs) {
+						return cmdDoneMsg{err: fmt.Errorf("no session %d: /resume lists the %s to choose from", n, plural(len(cs), "session"))}
+					}
+					arg = cs[n-1].ID
+				}
 				items, err := s.Resume(ctx, arg)
 				if err != nil {
 					return cmdDoneMsg{err: err}

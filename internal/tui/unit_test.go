@@ -1000,3 +1000,21 @@ func TestFirstTask(t *testing.T) {
 		t.Errorf("history %q", h)
 	}
 }
+
+// TestResumeNumberBeforeListing: /resume N before any /resume listing
+// picks the Nth of the sessions /resume would list now; a number past
+// them is refused, saying how many there are.
+func TestResumeNumberBeforeListing(t *testing.T) {
+	d := newDriver(t, 100, 30, false)
+	d.send("/resume 2")
+	d.wait()
+	if id := d.f.Status().SessionID; id != "20261202T091500-77aa01" {
+		t.Errorf("/resume 2 resumed %q, want the second listed", id)
+	}
+	d = newDriver(t, 100, 30, false)
+	d.send("/resume 3")
+	d.wait()
+	if f := d.frame(); !strings.Contains(f, "no session 3: /resume lists the 2 sessions to choose from") {
+		t.Errorf("/resume 3 of 2:\n%s", f)
+	}
+}
