@@ -334,7 +334,7 @@ func (is *session) SetModel(ctx context.Context, name string) error {
 		if near := suggest.Nearest(name, ids); near != "" {
 			return fmt.Errorf("the provider lists no model %s; did you mean %s? (/model %s switches to it)", termsafe.Line(name), termsafe.Line(near), termsafe.Line(near))
 		}
-		is.notify(fmt.Sprintf("%s is not among the %s the provider lists (/model lists them); switching to it all the same", termsafe.Line(name), plural.Count(len(ids), "model")))
+		is.notify(fmt.Sprintf("%s is not a model the provider lists (it lists %s; /model shows them); switching to it all the same", termsafe.Line(name), plural.Count(len(ids), "model")))
 	}
 	return is.reopen(ctx, func(o *harness.Options) { o.Model = name })
 }

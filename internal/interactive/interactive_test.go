@@ -110,7 +110,7 @@ func TestInteractiveSessionCommands(t *testing.T) {
 	if err := is.SetModel(ctx, "sim-other"); err != nil {
 		t.Fatal(err)
 	}
-	if len(notes) == 0 || !strings.HasPrefix(notes[len(notes)-1], "sim-other is not among the ") {
+	if len(notes) == 0 || !strings.HasPrefix(notes[len(notes)-1], "sim-other is not a model the provider lists (it lists ") {
 		t.Errorf("the notes after /model sim-other: %q", notes)
 	}
 	st := is.Status()
