@@ -444,7 +444,11 @@ truss ledger verify ID.`)
 		} else if strings.TrimSpace(rest) != "" {
 			task += " …"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), m.Status, m.Turns, m.Provider, m.Model, termsafe.Name(m.Workspace), termsafe.Line(task))
+		status := m.Status
+		if status == "" && m.Served() {
+			status = "served" // an MCP server's record: calls served, no conversation
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", m.ID, m.Updated.Local().Format("2006-01-02 15:04"), status, m.Turns, m.Provider, m.Model, termsafe.Name(m.Workspace), termsafe.Line(task))
 	}
 	return tw.Flush()
 }
