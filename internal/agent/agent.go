@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +30,7 @@ import (
 	"github.com/trussdev/truss/internal/compact"
 	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/provider"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/tool"
@@ -193,7 +193,7 @@ func (a *Agent) loop(ctx context.Context, start time.Time) *Outcome {
 	b := a.cfg.Budget
 	for turn := 1; ; turn++ {
 		if turn > b.MaxTurns {
-			return &Outcome{Status: StatusMaxTurns, Turns: turn - 1, Reason: "stopped after the maximum of " + turns(b.MaxTurns)}
+			return &Outcome{Status: StatusMaxTurns, Turns: turn - 1, Reason: "stopped after the maximum of " + plural.Count(b.MaxTurns, "turn")}
 		}
 		if b.MaxTokens > 0 && a.usage.Total() >= b.MaxTokens {
 			return &Outcome{Status: StatusBudget, Turns: turn - 1, Reason: fmt.Sprintf("stopped: %d tokens used, budget %d", a.usage.Total(), b.MaxTokens)}
@@ -715,13 +715,3 @@ const DefaultSystem = `You are Truss, a coding agent working in a real repositor
 Use the tools to read, edit and run code; every tool call is executed locally and recorded.
 Work step by step: look at the relevant files, make focused changes, and run the project's tests to check your work before you finish.
 When you are done, reply with a short summary of what you changed and how you verified it.`
-
-// turns is n turns, in the singular for one. (The loop imports no
-// package of Truss's beyond its interfaces: internal/plural is not among
-// them.)
-func turns(n int) string {
-	if n == 1 {
-		return "1 turn"
-	}
-	return strconv.Itoa(n) + " turns"
-}

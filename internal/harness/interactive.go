@@ -19,7 +19,6 @@ import (
 	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/ledger"
 	"github.com/trussdev/truss/internal/model"
-	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/session"
 	"github.com/trussdev/truss/internal/termsafe"
 	"github.com/trussdev/truss/internal/tool"
@@ -258,7 +257,7 @@ func (l *ChangeLog) record(c tool.FileChange) {
 	}
 	noData := (c.Before != "" && c.BeforeData == nil) || (c.After != "" && c.AfterData == nil)
 	f := state(c.Path, c.Kind != tool.ChangeAdd, c.BeforeData)
-	if note := changeNote(c); note != "" {
+	if note := termsafe.Line(c.Note()); note != "" {
 		f.note, f.exist = note, c.Kind != tool.ChangeDelete
 		return
 	}
@@ -311,25 +310,6 @@ func (l *ChangeLog) Diff() string {
 		b.WriteString(d)
 	}
 	return b.String()
-}
-
-// changeNote is what ChangeLog.Diff says of a change that is not one
-// file's text ("" for one that is): a bulk change (Files files beneath a
-// directory, its AfterData the tracker's manifest), a symbolic link, a
-// FIFO, socket or device, a directory the tracker could not list or
-// track.
-func changeNote(c tool.FileChange) string {
-	switch {
-	case c.Files > 0:
-		return fmt.Sprintf("%s changed beneath it, %s after; the ledger lists them", plural.Count(c.Files, "file"), plural.Count(c.Bytes, "byte"))
-	case c.LinkAfter != "" && c.Kind != tool.ChangeDelete:
-		return "a symbolic link to " + termsafe.Line(c.LinkAfter)
-	case c.LinkBefore != "":
-		return "a symbolic link to " + termsafe.Line(c.LinkBefore)
-	case c.Type != "":
-		return "a " + c.Type + " (no contents to show)"
-	}
-	return ""
 }
 
 // Resumable lists the saved sessions of this session's workspace but

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/trussdev/truss/internal/model"
+	"github.com/trussdev/truss/internal/plural"
 )
 
 // Op names a capability operation. Ops are provider-neutral: the Anthropic
@@ -503,6 +504,38 @@ type Content interface {
 	Open() (io.ReadCloser, error)
 	// Size is the content's length in bytes.
 	Size() int64
+}
+
+// Note describes a change that is not one file's text, for a person
+// reading a list of changes in place of a diff: a bulk change (Files
+// files beneath a directory: its AfterData is the tracker's manifest, a
+// line per file with its digests, not the directory's contents), a
+// symbolic link (its targets), a FIFO, socket or device, a directory the
+// tracker could not list or track. It is "" for a change of one file's
+// contents, which a diff shows. Link targets are as recorded: a caller
+// that prints to a terminal neutralises the note.
+func (c FileChange) Note() string {
+	switch {
+	case c.Files > 0:
+		return fmt.Sprintf("%s changed beneath it, %s after", plural.Count(c.Files, "file"), plural.Count(c.Bytes, "byte"))
+	case c.LinkBefore != "" && c.LinkAfter != "" && c.Kind != ChangeDelete:
+		return "a link, from " + c.LinkBefore + " to " + c.LinkAfter
+	case c.LinkAfter != "" && c.Kind != ChangeDelete:
+		return "a link to " + c.LinkAfter
+	case c.LinkBefore != "":
+		return "a link to " + c.LinkBefore
+	}
+	switch c.Type {
+	case "fifo":
+		return "a FIFO"
+	case "socket", "device":
+		return "a " + c.Type
+	case "unlistable":
+		return "a directory whose listing was refused"
+	case "too_large":
+		return "a directory too large to track"
+	}
+	return ""
 }
 
 // OpenAfter returns a reader of the change's after content, from

@@ -193,7 +193,7 @@ func diffOf(c tool.FileChange) fileDiff {
 	if c.MovedTo != "" {
 		d.path += " → " + termsafe.Name(c.MovedTo)
 	}
-	if d.note = changeNote(c); d.note != "" {
+	if d.note = termsafe.Line(c.Note()); d.note != "" {
 		return d
 	}
 	if (c.Before != "" && c.BeforeData == nil) || (c.After != "" && c.AfterData == nil) {
@@ -233,46 +233,6 @@ func diffOf(c tool.FileChange) fileDiff {
 	}
 	d.lines = lines
 	return d
-}
-
-// changeNote describes a change that has no text of one file to diff
-// ("" for one that has): a bulk change, whose AfterData is the tracker's
-// manifest (a line per file with its digests, not the directory's
-// contents), a symbolic link (its targets), a FIFO, socket or device, a
-// directory the tracker could not list or track.
-func changeNote(c tool.FileChange) string {
-	switch {
-	case c.Files > 0:
-		return fmt.Sprintf("%s beneath it, %s after", plural(c.Files, "file"), humanBytes(c.Bytes))
-	case c.LinkBefore != "" && c.LinkAfter != "":
-		return "a link, from " + termsafe.Line(c.LinkBefore) + " to " + termsafe.Line(c.LinkAfter)
-	case c.LinkAfter != "":
-		return "a link to " + termsafe.Line(c.LinkAfter)
-	case c.LinkBefore != "":
-		return "a link to " + termsafe.Line(c.LinkBefore)
-	case c.Type == "fifo":
-		return "a FIFO"
-	case c.Type == "socket":
-		return "a socket"
-	case c.Type == "device":
-		return "a device"
-	case c.Type == "unlistable":
-		return "a directory whose listing was refused"
-	case c.Type == "too_large":
-		return "a directory too large to track"
-	}
-	return ""
-}
-
-// humanBytes is n bytes in B, kB or MB.
-func humanBytes(n int64) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d B", n)
-	case n < 1000*1000:
-		return fmt.Sprintf("%.1f kB", float64(n)/1000)
-	}
-	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 }
 
 func isBinary(b []byte) bool {

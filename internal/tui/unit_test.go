@@ -604,9 +604,9 @@ func TestDiffOf(t *testing.T) {
 		// A bulk change's AfterData is the tracker's manifest, not a file.
 		{"bulk", tool.FileChange{Path: ".pytest_cache", Kind: tool.ChangeUpdate, Files: 2, Bytes: 1234, After: "m",
 			AfterData: []byte("update file c5f21e08 44136fa3 2 \".pytest_cache/v/cache/lastfailed\"\nadd file - 9a 5 \".pytest_cache/README.md\"\n")},
-			"  ⎿ updated .pytest_cache (2 files beneath it, 1.2 kB after)"},
+			"  ⎿ updated .pytest_cache (2 files changed beneath it, 1234 bytes after)"},
 		{"one file in bulk", tool.FileChange{Path: "build", Kind: tool.ChangeAdd, Files: 1, Bytes: 10, After: "m", AfterData: []byte("add file - 9a 10 \"build/x\"\n")},
-			"  ⎿ added build (1 file beneath it, 10 B after)"},
+			"  ⎿ added build (1 file changed beneath it, 10 bytes after)"},
 		{"link", tool.FileChange{Path: "cur", Kind: tool.ChangeAdd, LinkAfter: "v2\x1b[2J"},
 			"  ⎿ added cur (a link to v2)"}, // the escape sequence dropped
 		{"relinked", tool.FileChange{Path: "cur", Kind: tool.ChangeUpdate, LinkBefore: "v1", LinkAfter: "v2"},

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trussdev/truss/internal/tool"
-	"github.com/trussdev/truss/internal/tool/fs"
 )
 
 // slowExec delays every call, as a shell command that takes a while.
@@ -31,15 +28,7 @@ func (s slowExec) Execute(ctx context.Context, c tool.Call) tool.Result {
 // the server ends after them. Without Draining the SDK closes the
 // connection at the input's end and they are lost.
 func TestDrainingAnswersAPipe(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644)
-	ws, err := fs.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	var mux tool.Mux
-	mux.HandleAll(fs.Ops, &fs.Executor{W: ws})
+	mux := fileTools(t)
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -58,7 +47,7 @@ func TestDrainingAnswersAPipe(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			New(Config{Exec: slowExec{&mux}}).Run(ctx, tr)
+			New(Config{Exec: slowExec{mux}}).Run(ctx, tr)
 			ids := map[string]bool{}
 			for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 				var m struct {

@@ -107,24 +107,33 @@ func TestServer(t *testing.T) {
 // BenchmarkServe measures one call of Truss's server (view of a small
 // file) from the SDK's client over an in-memory transport.
 func BenchmarkServe(b *testing.B) {
-	dir := b.TempDir()
-	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644)
-	ws, err := fs.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ws.Close()
-	var mux tool.Mux
-	fx := &fs.Executor{W: ws}
-	mux.HandleAll(fs.Ops, fx)
+	mux := fileTools(b)
 	ctx := context.Background()
-	cs := serveInMemory(b, Config{Exec: &mux})
+	cs := serveInMemory(b, Config{Exec: mux})
 	params := &sdk.CallToolParams{Name: "view", Arguments: map[string]any{"path": "a.txt"}}
 	for b.Loop() {
 		if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
 			b.Fatal(err)
 		}
 	}
+}
+
+// fileTools returns the file tools' executors over a new workspace
+// holding a.txt ("one\ntwo\n"), closed with the test.
+func fileTools(t testing.TB) *tool.Mux {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := fs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	var mux tool.Mux
+	mux.HandleAll(fs.Ops, &fs.Executor{W: ws})
+	return &mux
 }
 
 // serveInMemory serves cfg over in-memory transports and returns the
