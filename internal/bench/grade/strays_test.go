@@ -3,6 +3,7 @@ package grade_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +94,48 @@ func (r recShell) Run(ctx context.Context, cmd string, timeout time.Duration) to
 func (r recShell) KillOthers(ctx context.Context) error {
 	*r.log = append(*r.log, "kill")
 	return r.Shell.(validate.StrayKiller).KillOthers(ctx)
+}
+
+// TestKillOthersLeavesNothingRunning: when KillOthers returns, every
+// process the setup commands left is gone or a zombie, not merely sent
+// SIGKILL: a killed process still holds its ports, locks and memory, and
+// shows in /proc, until the kernel has run its exit. Busy processes with
+// memory to give back, more of them than the machine has cores, make
+// that exit slow enough to see. In the sandbox and, with an engine, in a
+// container.
+func TestKillOthersLeavesNothingRunning(t *testing.T) {
+	// One busy process per line, each holding 64 MB; then every process
+	// but the shell and the namespace's first that is not a zombie.
+	const setup = `for i in 1 2 3 4 5 6 7 8; do bash -c 'x=$(head -c 67108864 /dev/zero | tr "\0" x); while :; do :; done' >/dev/null 2>&1 </dev/null & done; sleep 2`
+	const alive = `for p in /proc/[0-9]*; do p=${p#/proc/}; [ "$p" = $$ ] || [ "$p" = 1 ] && continue; read -r s < /proc/$p/stat 2>/dev/null || continue; s=${s##*) }; case ${s%% *} in Z|X) ;; *) echo "$p ${s%% *}";; esac; done`
+	check := func(t *testing.T, shells grade.Shells) {
+		sh, err := shells.Open(t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sh.Close()
+		if r := sh.Run(context.Background(), setup, time.Minute); r.Err != nil {
+			t.Fatalf("setup: %v", r.Err)
+		}
+		if r := sh.Run(context.Background(), alive, time.Minute); r.Err != nil || strings.Count(r.Stdout, "\n") < 8 {
+			t.Fatalf("before the kill, alive: %q %v; want the 8 busy processes", r.Stdout, r.Err)
+		}
+		if err := sh.(validate.StrayKiller).KillOthers(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if r := sh.Run(context.Background(), alive, time.Minute); r.Err != nil || r.Stdout != "" {
+			t.Errorf("after KillOthers, still running (pid, state):\n%s%v", r.Stdout, r.Err)
+		}
+	}
+	t.Run("sandbox", func(t *testing.T) {
+		host := sandbox.Probe()
+		if !host.UserNS || host.LandlockABI < 1 || !host.Seccomp {
+			t.Skip("this host cannot enforce the sandbox")
+		}
+		check(t, &grade.Sandboxed{})
+	})
+	t.Run("container", func(t *testing.T) {
+		e, ref := imageEngine(t)
+		check(t, &grade.InImage{Engine: e, Image: ref, Timeout: time.Minute})
+	})
 }

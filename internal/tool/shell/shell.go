@@ -39,6 +39,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trussdev/truss/internal/plural"
 	"github.com/trussdev/truss/internal/tool"
 )
 
@@ -218,19 +219,46 @@ func (s *Session) Restart() error {
 // running (background jobs, daemons that left the process group). The
 // working directory and the exported variables stay. The kill is one
 // kill(2) of every process at once, which a fork in flight cannot
-// escape, and a process sent SIGKILL runs none of its code again. Only
-// for a shell in a PID namespace of its own (a sandbox's, a
-// container's): elsewhere it would signal every process the user may,
-// so the caller must know which it is.
+// escape, and a process sent SIGKILL runs none of its code again. It
+// returns once every process killed has ended (is gone or a zombie): until
+// the kernel has run a killed process's exit, it still holds its ports,
+// locks and memory and shows in /proc, and a busy one on a loaded machine
+// can wait a while for a CPU to do it on. Only for a shell in a PID
+// namespace of its own (a sandbox's, a container's, whose /proc is the
+// namespace's): elsewhere it would signal every process the user may, so
+// the caller must know which it is.
 func (s *Session) KillOthers(ctx context.Context) error {
-	r := s.Run(ctx, "kill -KILL -1 2>/dev/null; :", killOthersTimeout)
-	if r.Err != nil {
-		return fmt.Errorf("ending the processes left running: %s", r.Err.Message)
+	deadline := time.Now().Add(killOthersTimeout)
+	cmd := "kill -KILL -1 2>/dev/null; " + othersAlive
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		r := s.Run(ctx, cmd, time.Until(deadline))
+		if r.Err != nil {
+			return fmt.Errorf("ending the processes left running: %s", r.Err.Message)
+		}
+		left := strings.TrimSpace(r.Stdout)
+		if left == "" {
+			return nil
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return fmt.Errorf("ending the processes left running: %s did not end within %v of SIGKILL (pid and state: %s)",
+				plural.Count(strings.Count(left, "\n")+1, "process"), killOthersTimeout, strings.ReplaceAll(left, "\n", ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ending the processes left running: %w", ctx.Err())
+		case <-time.After(pause):
+		}
+		cmd = othersAlive
 	}
-	return nil
 }
 
-// killOthersTimeout bounds KillOthers' command.
+// othersAlive prints the pid and state of each process of the shell's
+// PID namespace, but the shell and the first, that has not ended (is
+// neither gone nor a zombie), a line each; builtins only, so it starts
+// no process of its own to list.
+const othersAlive = `for __truss_p in /proc/[0-9]*; do __truss_p=${__truss_p#/proc/}; { [ "$__truss_p" = $$ ] || [ "$__truss_p" = 1 ]; } && continue; read -r __truss_s </proc/$__truss_p/stat 2>/dev/null || continue; __truss_s=${__truss_s##*) }; case ${__truss_s%% *} in Z|X) ;; *) echo "$__truss_p ${__truss_s%% *}" ;; esac; done; unset __truss_p __truss_s`
+
+// killOthersTimeout bounds KillOthers, the kill and the wait for its end.
 const killOthersTimeout = time.Minute
 
 // Run runs command with the given timeout (0 = the session default). A
