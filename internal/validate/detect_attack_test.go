@@ -41,6 +41,16 @@ func TestDetectPlantedMarkers(t *testing.T) {
 			}
 		}
 	}
+	if err := os.WriteFile(filepath.Join(outside, "test_a.py"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mkdir := func(name string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	tests := []struct {
 		name  string
 		plant []func(t *testing.T, dir string)
@@ -55,6 +65,10 @@ func TestDetectPlantedMarkers(t *testing.T) {
 		{"Makefile linked to /dev/zero", []func(*testing.T, string){link("/dev/zero", "Makefile")}, ""},
 		{"tox.ini linked to /dev/zero", []func(*testing.T, string){link("/dev/zero", "tox.ini")}, ""},
 		{"tests linked to a directory", []func(*testing.T, string){file("setup.py", ""), link(outside, "tests")}, ""},
+		{"tests linked to a directory of Python tests", []func(*testing.T, string){link(outside, "tests")}, ""},
+		{"test linked to a directory of Python tests", []func(*testing.T, string){link(outside, "test")}, ""},
+		{"a test file linked inside tests", []func(*testing.T, string){mkdir("tests"), link(filepath.Join(outside, "test_a.py"), "tests/test_a.py")}, ""},
+		{"a FIFO named as a test file", []func(*testing.T, string){mkdir("tests"), fifo("tests/test_a.py")}, ""},
 		{"test target beyond the cap", []func(*testing.T, string){file("Makefile", strings.Repeat("#\n", MaxMarker/2+1)+"test:\n\ttrue\n")}, ""},
 		{"test target within the cap", []func(*testing.T, string){file("Makefile", strings.Repeat("#\n", 100)+"test:\n\ttrue\n")}, "make test"},
 	}

@@ -42,8 +42,11 @@ var makeTest = lazyre.Regexp{Expr: `(?m)^test\s*:`}
 // Detect finds the test command of the repository at root: go.mod → go
 // test ./...; package.json with a test script → npm test; Cargo.toml →
 // cargo test; pyproject.toml, pytest.ini, setup.cfg or tox.ini with pytest,
-// or a tests directory beside a setup.py → python -m pytest -q; a Makefile
-// with a test target → make test. It reports false when none applies.
+// a conftest.py, a tests directory beside a setup.py, or a tests or test
+// directory holding a Python test file (test_*.py, *_test.py,
+// conftest.py, in it or a directory beneath; pytest runs unittest's too) →
+// python -m pytest -q; a Makefile with a test target → make test. It
+// reports false when none applies.
 //
 // Commands may have planted anything at those names, and Detect runs on
 // the host, so the markers are looked at through a strict hostfs.Root:
@@ -86,8 +89,16 @@ func Detect(root string) (Env, bool) {
 			return Env{Test: "python -m pytest -q", Source: f}, true
 		}
 	}
+	if has("conftest.py") {
+		return Env{Test: "python -m pytest -q", Source: "conftest.py"}, true
+	}
 	if has("setup.py") && isDir("tests") {
 		return Env{Test: "python -m pytest -q", Source: "setup.py"}, true
+	}
+	for _, d := range []string{"tests", "test"} {
+		if isDir(d) && holdsPythonTests(r, d) {
+			return Env{Test: "python -m pytest -q", Source: d}, true
+		}
 	}
 	if makeTest.Get().MatchString(read("Makefile")) {
 		return Env{Test: "make test", Source: "Makefile"}, true
@@ -95,10 +106,56 @@ func Detect(root string) (Env, bool) {
 	return Env{}, false
 }
 
+// Bounds of holdsPythonTests' search: the names it looks at and the
+// directories it goes down, so that a directory planted with a million
+// names, or nested a thousand deep, costs no more.
+const (
+	maxTestNames = 10000
+	maxTestDepth = 3
+)
+
+// holdsPythonTests reports whether the directory dir of r holds a regular
+// file pytest collects by default (test_*.py, *_test.py) or a
+// conftest.py, in it or in a directory up to maxTestDepth beneath it. A
+// link (to a directory or a file) is not followed.
+func holdsPythonTests(r *hostfs.Root, dir string) bool {
+	budget := maxTestNames
+	var search func(r *hostfs.Root, dir string, depth int) bool
+	search = func(r *hostfs.Root, dir string, depth int) bool {
+		d, err := r.OpenDir(dir)
+		if err != nil {
+			return false
+		}
+		defer d.Close()
+		found := false
+		var subdirs []string
+		d.ListFunc(func(name string, info hostfs.Info) bool {
+			budget--
+			switch {
+			case info.IsDir():
+				if depth < maxTestDepth && !strings.HasPrefix(name, ".") && name != "__pycache__" && name != "node_modules" {
+					subdirs = append(subdirs, name)
+				}
+			case info.IsRegular() && strings.HasSuffix(name, ".py"):
+				found = strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py") || name == "conftest.py"
+			}
+			return !found && budget > 0
+		})
+		for _, s := range subdirs {
+			if found || budget <= 0 {
+				break
+			}
+			found = search(d, s, depth+1)
+		}
+		return found
+	}
+	return search(r, dir, 1)
+}
+
 // Markers are the paths Detect reads, relative to the repository's root:
 // a change to any of them can change what it detects.
 func Markers() []string {
-	return []string{"go.mod", "package.json", "Cargo.toml", "pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "setup.py", "tests", "Makefile"}
+	return []string{"go.mod", "package.json", "Cargo.toml", "pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "setup.py", "conftest.py", "tests", "test", "Makefile"}
 }
 
 // Summary is the outcome of a validation run.

@@ -23,6 +23,20 @@ func TestDetect(t *testing.T) {
 		{map[string]string{"Cargo.toml": "[package]\n"}, "cargo test"},
 		{map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\n"}, "python -m pytest -q"},
 		{map[string]string{"setup.py": "", "tests/test_a.py": ""}, "python -m pytest -q"},
+		// A repository with test files and no configuration at all.
+		{map[string]string{"calc.py": "", "tests/test_calc.py": ""}, "python -m pytest -q"},
+		{map[string]string{"calc.py": "", "test/calc_test.py": ""}, "python -m pytest -q"},
+		{map[string]string{"calc.py": "", "conftest.py": ""}, "python -m pytest -q"},
+		{map[string]string{"tests/conftest.py": "", "tests/data.json": ""}, "python -m pytest -q"},
+		// A tests directory of something else is not Python's.
+		{map[string]string{"tests/run.sh": "", "tests/helper.py": ""}, ""},
+		{map[string]string{"setup.py": "", "tests/README": ""}, "python -m pytest -q"}, // setup.py's tests, as before
+		{map[string]string{"README": "", "tests/README": ""}, ""},
+		{map[string]string{"tests/unit/test_a.py": ""}, "python -m pytest -q"},
+		{map[string]string{"tests/a/b/test_a.py": ""}, "python -m pytest -q"},
+		{map[string]string{"tests/a/b/c/test_a.py": ""}, ""}, // deeper than the search goes
+		{map[string]string{"tests/__pycache__/test_a.py": ""}, ""},
+		{map[string]string{"test/test_a.py/x": ""}, ""}, // a directory named like a test file
 		{map[string]string{"Makefile": "all:\n\ttrue\ntest: all\n\t./t.sh\n"}, "make test"},
 		{map[string]string{"README.md": "x"}, ""},
 	}
@@ -174,14 +188,17 @@ func TestMarkersAreWhatDetectReads(t *testing.T) {
 	for _, m := range Markers() {
 		dir := t.TempDir()
 		switch m {
-		case "setup.py", "tests":
+		case "setup.py":
 			os.WriteFile(filepath.Join(dir, "setup.py"), nil, 0o644)
 			os.Mkdir(filepath.Join(dir, "tests"), 0o755)
+		case "tests", "test":
+			os.Mkdir(filepath.Join(dir, m), 0o755)
+			os.WriteFile(filepath.Join(dir, m, "test_a.py"), nil, 0o644)
 		default:
 			os.WriteFile(filepath.Join(dir, m), []byte(bodies[m]), 0o644)
 		}
 		env, ok := Detect(dir)
-		if !ok || env.Source != m && !(m == "tests" && env.Source == "setup.py") {
+		if !ok || env.Source != m {
 			t.Errorf("marker %s alone: detected %+v %v", m, env, ok)
 		}
 	}
