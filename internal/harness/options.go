@@ -225,6 +225,11 @@ type SandboxOptions struct {
 	Covered []string
 }
 
+// NoChecksNote is what a user is told when a session opens with
+// validation on but no checks, configured or detected (Info.Validation
+// false): before the work, not found missing after it.
+const NoChecksNote = "checks: none configured or detected here, so Truss will not verify the work; give --test-cmd CMD, or test under [validate] in .truss/config.toml"
+
 // ValidationOptions configure the project's checks.
 type ValidationOptions struct {
 	// Off offers no validate tool and runs no checks.

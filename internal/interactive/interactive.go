@@ -65,6 +65,7 @@ func Run(ctx context.Context, o harness.Options, uo tui.Options) (Closed, error)
 	if err != nil {
 		return Closed{}, err
 	}
+	opened(s, o, u.Notify)
 	is := &session{opts: o, s: s, log: log, notify: u.Notify}
 	runErr := u.Run(ctx, is)
 	c, cerr := is.close()
@@ -72,6 +73,15 @@ func Run(ctx context.Context, o harness.Options, uo tui.Options) (Closed, error)
 		return c, errors.Join(runErr, cerr)
 	}
 	return c, cerr
+}
+
+// opened tells the user, through notify, what they should know of the
+// session s (opened with o) before their first task: that it has no
+// checks, so its work will not be verified (harness.NoChecksNote).
+func opened(s *harness.Session, o harness.Options, notify func(string)) {
+	if !s.Info().Validation && !o.Validation.Off {
+		notify(harness.NoChecksNote)
+	}
 }
 
 // notices are the session's warnings and retries as the screen's notices

@@ -357,3 +357,43 @@ func TestEveryRunEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenedSaysNoChecks: a session with validation on and no checks is
+// said to be one when it opens, before the first task; one with checks,
+// or with validation off, is not.
+func TestOpenedSaysNoChecks(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("TRUSS_HOME", home)
+	script := simtest.WriteScript(t, home, map[string]any{"say": "One."})
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		v     harness.ValidationOptions
+		want  bool
+	}{
+		{"no checks", map[string]string{"notes.txt": "x\n"}, harness.ValidationOptions{}, true},
+		{"detected", map[string]string{"tests/test_a.py": "def test_a(): pass\n"}, harness.ValidationOptions{}, false},
+		{"given", map[string]string{"notes.txt": "x\n"}, harness.ValidationOptions{TestCmd: "true"}, false},
+		{"off", map[string]string{"notes.txt": "x\n"}, harness.ValidationOptions{Off: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for name, body := range tc.files {
+				os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)
+				os.WriteFile(filepath.Join(root, name), []byte(body), 0o644)
+			}
+			o := harness.Options{Version: "test", Provider: "sim", Script: script, SimDialect: "chat", Surface: "generic", Root: root, NoLedger: true,
+				Validation: tc.v, MCP: harness.MCPOptions{Off: true}, Sandbox: harness.SandboxOptions{Fallback: sandbox.FallbackNone}}
+			s, err := harness.Open(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var notes []string
+			opened(s, o, func(msg string) { notes = append(notes, msg) })
+			if got := slices.Contains(notes, harness.NoChecksNote); got != tc.want {
+				t.Errorf("notes %q; want the no-checks note: %v", notes, tc.want)
+			}
+		})
+	}
+}

@@ -310,10 +310,15 @@ func runTask(octx, ctx context.Context, o harness.Options, f *runFlags, task str
 		if info.Environment != "" {
 			fmt.Fprintf(human, "environment: %s\n", info.Environment)
 		}
-		if !info.Validation && !o.Validation.Off {
-			// Said before the work, not found missing after it.
-			fmt.Fprintln(human, "checks: none configured or detected here, so Truss will not verify the work; give --test-cmd CMD, or test under [validate] in .truss/config.toml")
+	}
+	if !info.Validation && !o.Validation.Off {
+		// Said before the work, not found missing after it; with --json,
+		// on stderr, beside the warnings.
+		w := human
+		if f.json {
+			w = stderr
 		}
+		fmt.Fprintln(w, harness.NoChecksNote)
 	}
 	out, err := s.Run(ctx, task)
 	if err != nil {
