@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/plural"
@@ -92,8 +93,36 @@ func workspaceDigest(root *hostfs.Root, p string, buf []byte) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// Show writes a readable timeline of the entries.
-func Show(w io.Writer, entries []Entry) {
+// Show writes a readable timeline of the entries: ShowWith without their
+// payloads.
+func Show(w io.Writer, entries []Entry) { ShowWith(w, entries, nil) }
+
+// PayloadFunc returns the payload of a digest, false when the ledger
+// holds none that matches it.
+type PayloadFunc func(digest string) ([]byte, bool)
+
+// PayloadsIn is the PayloadFunc of the ledger in dir: the payloads whose
+// content matches their digest (Payloads), read once.
+func PayloadsIn(dir string) (PayloadFunc, error) {
+	s, err := openPayloads(dir)
+	if err != nil {
+		return nil, err
+	}
+	return func(digest string) ([]byte, bool) {
+		b, err := s.get(digest)
+		return b, err == nil
+	}, nil
+}
+
+// userExcerpt is how many characters of a user entry's text the timeline
+// shows.
+const userExcerpt = 72
+
+// ShowWith writes a readable timeline of the entries, a line each. With
+// payload (nil for none), what only an entry's payloads hold is shown
+// too: the start of a user entry's text, quoted (the entry itself
+// records its length).
+func ShowWith(w io.Writer, entries []Entry, payload PayloadFunc) {
 	for _, e := range entries {
 		d, _ := e.Data.(map[string]any)
 		t := e.Time
@@ -104,8 +133,33 @@ func Show(w io.Writer, entries []Entry) {
 		// came from a model, a file or whoever wrote the ledger: each name
 		// is shown by termsafe.Name (every byte, escaped where it cannot
 		// be shown) and the rest of the line neutralised for the terminal.
-		fmt.Fprintf(w, "%5d %s %-15s %s\n", e.Seq, termsafe.Line(t), termsafe.Line(e.Type), termsafe.Line(summary(e.Type, d)))
+		line := summary(e.Type, d)
+		if e.Type == "user" && payload != nil {
+			if b, ok := payload(e.Payloads["text"]); ok {
+				line = userText(b)
+			}
+		}
+		fmt.Fprintf(w, "%5d %s %-15s %s\n", e.Seq, termsafe.Line(t), termsafe.Line(e.Type), termsafe.Line(line))
 	}
+}
+
+// userText is a user entry's text as the timeline shows it: its first
+// userExcerpt characters, quoted (a newline as \n, a byte that is not
+// UTF-8 escaped), "…" after them when there are more, and its length.
+func userText(b []byte) string {
+	text, n := string(b), utf8.RuneCount(b)
+	more := ""
+	if n > userExcerpt {
+		cut, i := 0, 0
+		for cut = range text {
+			if i == userExcerpt {
+				break
+			}
+			i++
+		}
+		text, more = text[:cut], "…"
+	}
+	return strconv.Quote(text) + more + " · " + plural.Count(n, "character")
 }
 
 // countOf is the number under k with noun, singular for one.

@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -177,6 +179,43 @@ func TestShowSessionEnd(t *testing.T) {
 	} {
 		if got := summary("session.end", tc.d); got != tc.want {
 			t.Errorf("summary = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// TestShowUserText: with the ledger's payloads, a user entry shows the
+// start of what the user said, quoted on one line and inert for a
+// terminal, and its length; without them (or with its payload missing),
+// the entry's own data.
+func TestShowUserText(t *testing.T) {
+	long := strings.Repeat("é", 80)
+	for _, tc := range []struct {
+		text, want string
+	}{
+		{"Fix the failing test in calc.py.", `"Fix the failing test in calc.py." · 32 characters`},
+		{"line one\nline two", `"line one\nline two" · 17 characters`},
+		{"x", `"x" · 1 character`},
+		{long, `"` + strings.Repeat("é", 72) + `"… · 80 characters`},
+		{"\x1b]0;owned\x07 \u202e gnp.exe", `"\x1b]0;owned\a \u202e gnp.exe" · 20 characters`},
+		{"bad \xff byte", `"bad \xff byte" · 10 characters`},
+	} {
+		sum := sha256.Sum256([]byte(tc.text))
+		d := hex.EncodeToString(sum[:])
+		e := entryLine(t, 3, "user", map[string]any{"chars": len(tc.text)})
+		e.Payloads = map[string]string{"text": d}
+		var b strings.Builder
+		ShowWith(&b, []Entry{e}, func(digest string) ([]byte, bool) { return []byte(tc.text), digest == d })
+		got := strings.TrimSuffix(b.String(), "\n")
+		if !strings.HasSuffix(got, "user            "+tc.want) {
+			t.Errorf("%q shown as\n%s\nwant it to end %s", tc.text, got, tc.want)
+		}
+		if err := inert(b.String()); err != "" {
+			t.Errorf("%q: %s in %s", tc.text, err, b.String())
+		}
+		b.Reset()
+		ShowWith(&b, []Entry{e}, func(string) ([]byte, bool) { return nil, false })
+		if !strings.Contains(b.String(), `{"chars":`) {
+			t.Errorf("without the payload: %s", b.String())
 		}
 	}
 }

@@ -212,12 +212,13 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 				verr = checkRun(prev, run, i, isSession(path))
 				prev = run
 			}
+			payload, _ := ledger.PayloadsIn(dir) // without them, the entries alone
 			if verr == nil && r.Unsealed > 0 {
-				ledger.Show(stdout, entries[:r.Sealed])
+				ledger.ShowWith(stdout, entries[:r.Sealed], payload)
 				fmt.Fprintln(stdout, "── unsealed: no checkpoint covers the entries below ──")
-				ledger.Show(stdout, entries[r.Sealed:])
+				ledger.ShowWith(stdout, entries[r.Sealed:], payload)
 			} else {
-				ledger.Show(stdout, entries)
+				ledger.ShowWith(stdout, entries, payload)
 			}
 			var kids []ledger.Child
 			if verr == nil {
@@ -449,7 +450,8 @@ func showChildren(w io.Writer, top, vkey string, kids []ledger.Child, indent str
 			continue
 		}
 		var buf bytes.Buffer
-		ledger.Show(&buf, entries)
+		payload, _ := ledger.PayloadsIn(c.Dir)
+		ledger.ShowWith(&buf, entries, payload)
 		for _, line := range strings.SplitAfter(buf.String(), "\n") {
 			if line != "" {
 				fmt.Fprint(w, indent+line)
