@@ -10,6 +10,7 @@ import (
 
 	"github.com/trussdev/truss/internal/approval"
 	"github.com/trussdev/truss/internal/changes"
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/surface"
 	"github.com/trussdev/truss/internal/tool"
@@ -233,7 +234,7 @@ func (e *escalatedShell) start() {
 	tmp := filepath.Join(own, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		sb.Close()
-		os.RemoveAll(own)
+		hostfs.RemoveAll(own)
 		e.err = err
 		return
 	}

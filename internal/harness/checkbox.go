@@ -43,7 +43,7 @@ func (w *workspace) checksShell() (validate.Shell, error) {
 		return nil, fmt.Errorf("the checks' own directory: %w", err)
 	}
 	fail := func(err error) (validate.Shell, error) {
-		os.RemoveAll(dir)
+		hostfs.RemoveAll(dir)
 		return nil, err
 	}
 	tmp, own := filepath.Join(dir, "tmp"), filepath.Join(dir, "shell")
@@ -194,7 +194,7 @@ type checksShellT struct {
 func (s *checksShellT) Close() error {
 	err := s.Session.Close()
 	s.sb.Close()
-	os.RemoveAll(s.dir)
+	hostfs.RemoveAll(s.dir)
 	return err
 }
 
@@ -327,7 +327,7 @@ func (w *workspace) warmStd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer hostfs.RemoveAll(dir)
 	empty, tmp, own := filepath.Join(dir, "empty"), filepath.Join(dir, "tmp"), filepath.Join(dir, "shell")
 	for _, d := range []string{empty, tmp, own} {
 		if err := os.Mkdir(d, 0o700); err != nil {

@@ -228,7 +228,7 @@ func (s *Session) confineAlone(root string, cfg *config.Config, cfgs []client.Se
 		sb, err = sandbox.New(pl)
 	}
 	if err != nil {
-		os.RemoveAll(tmp)
+		hostfs.RemoveAll(tmp)
 		return "", done, fmt.Errorf("mcp: the servers' sandbox: %w", err)
 	}
 	env := []string{"TMPDIR=" + tmp}
@@ -241,7 +241,7 @@ func (s *Session) confineAlone(root string, cfg *config.Config, cfgs []client.Se
 			b.Close()
 		}
 		sb.Close()
-		os.RemoveAll(tmp)
+		hostfs.RemoveAll(tmp)
 	}
 	if err != nil {
 		done()

@@ -654,7 +654,7 @@ type ownedShell struct {
 func (s *ownedShell) Close() error {
 	err := s.Session.Close()
 	if s.dir != "" {
-		os.RemoveAll(s.dir)
+		hostfs.RemoveAll(s.dir)
 	}
 	return err
 }
@@ -781,12 +781,12 @@ func (w *workspace) childBox(dir string) (box, func(), error) {
 	p.Protected = append(append(sandbox.GitPaths(dir), config.Protected(dir)...), p.Protected...)
 	sb, err := w.sandbox.Derive(p)
 	if err != nil {
-		os.RemoveAll(tmp)
+		hostfs.RemoveAll(tmp)
 		return box{}, nil, fmt.Errorf("the isolated sub-agent's sandbox: %w", err)
 	}
 	return box{sb, tmp}, func() {
 		sb.Close()
-		os.RemoveAll(tmp)
+		hostfs.RemoveAll(tmp)
 	}, nil
 }
 
@@ -832,10 +832,10 @@ func (w *workspace) close() {
 		w.sandbox.Close()
 	}
 	if w.tmp != "" {
-		os.RemoveAll(w.tmp)
+		hostfs.RemoveAll(w.tmp)
 	}
 	if w.priv != "" {
-		os.RemoveAll(w.priv)
+		hostfs.RemoveAll(w.priv)
 	}
 }
 

@@ -236,7 +236,7 @@ func (s *Sandboxed) WarmGo(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer os.RemoveAll(tmp)
+	defer hostfs.RemoveAll(tmp)
 	empty := filepath.Join(tmp, "empty")
 	if err := os.Mkdir(empty, 0o700); err != nil {
 		return false, err
