@@ -13,6 +13,7 @@ import (
 
 	"github.com/trussdev/truss/internal/cacheprog"
 	"github.com/trussdev/truss/internal/container"
+	"github.com/trussdev/truss/internal/hostfs"
 	"github.com/trussdev/truss/internal/sandbox"
 	"github.com/trussdev/truss/internal/tool/shell"
 	"github.com/trussdev/truss/internal/toolcache"
@@ -69,7 +70,7 @@ func OpenGradingShell(g GradingShell, host sandbox.Host) (*SandboxShell, error) 
 		return nil, err
 	}
 	fail := func(err error) (*SandboxShell, error) {
-		os.RemoveAll(tmp)
+		hostfs.RemoveAll(tmp)
 		return nil, err
 	}
 	caches, err := gradingCaches(g, tmp)
@@ -211,7 +212,7 @@ func (s *SandboxShell) Enforced() string { return s.enforced }
 func (s *SandboxShell) Close() error {
 	err := s.Session.Close()
 	s.sb.Close()
-	os.RemoveAll(s.tmp)
+	hostfs.RemoveAll(s.tmp)
 	return err
 }
 
@@ -244,13 +245,33 @@ func (s *SandboxShell) FreshCaches(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gocache, xdg := filepath.Join(dir, "go-build"), filepath.Join(dir, "xdg")
-	for _, d := range []string{gocache, xdg} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return err
+	gocache := filepath.Join(dir, "go-build")
+	env := []string{"GOCACHE=" + gocache}
+	// pip's and npm's too: a wheel or a tarball planted there would be
+	// installed by a test command that installs (their host layers are
+	// left behind: with the network off nothing downloads anyway).
+	for _, c := range []struct{ name, sub string }{{"XDG_CACHE_HOME", "xdg"}, {"PIP_CACHE_DIR", "pip"}, {"npm_config_cache", "npm"}} {
+		env = append(env, c.name+"="+filepath.Join(dir, c.sub))
+	}
+	// A module cache the commands could write (with the network on):
+	// source planted in its extracted modules would be built as the
+	// module's. The tests get an empty one whose modules come, through
+	// the go command's checks against go.sum and the checksum database,
+	// from the zips the commands downloaded, then wherever the commands'
+	// GOPROXY said.
+	var modProxy string
+	if old := s.caches.Value("GOMODCACHE"); old != "" && slices.Contains(s.caches.Writable, old) {
+		env = append(env, "GOMODCACHE="+filepath.Join(dir, "go-mod"))
+		modProxy = "file://" + filepath.ToSlash(filepath.Join(old, "cache", "download"))
+	}
+	for _, kv := range env {
+		_, d, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(d, dir+string(filepath.Separator)) {
+			if err := os.Mkdir(d, 0o700); err != nil {
+				return err
+			}
 		}
 	}
-	env := []string{"GOCACHE=" + gocache, "XDG_CACHE_HOME=" + xdg}
 	if s.caches.GoProgram != "" {
 		prog, err := cacheprog.Command(s.caches.GoProgram, gocache, s.caches.GoLowers...)
 		if err != nil {
@@ -262,6 +283,11 @@ func (s *SandboxShell) FreshCaches(ctx context.Context) error {
 	for _, kv := range env {
 		name, v, _ := strings.Cut(kv, "=")
 		fmt.Fprintf(&b, "export %s='%s'; ", name, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	if modProxy != "" {
+		// Before the proxies the shell has (the task's own, or the
+		// caches'), which stay after it.
+		fmt.Fprintf(&b, "export GOPROXY='%s',\"${GOPROXY:-https://proxy.golang.org,direct}\"; ", strings.ReplaceAll(modProxy, "'", `'\''`))
 	}
 	b.WriteString(":")
 	r := s.Session.Run(ctx, b.String(), time.Minute)

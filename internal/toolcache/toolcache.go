@@ -281,6 +281,18 @@ func hostModCache() string {
 	return d
 }
 
+// Value is the value Env gives name ("" where it gives none; the last
+// where it gives two).
+func (c *Caches) Value(name string) string {
+	v := ""
+	for _, kv := range c.Env {
+		if n, val, _ := strings.Cut(kv, "="); n == name {
+			v = val
+		}
+	}
+	return v
+}
+
 // Make creates the writable directories (0700 for the workspace's).
 func (c *Caches) Make() error {
 	for _, d := range c.Writable {

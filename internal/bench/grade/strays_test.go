@@ -28,15 +28,21 @@ func TestGradeEndsWhatSetupLeftRunning(t *testing.T) {
 	task := set.Tasks[0]
 	// It also writes into the Go build cache, where an entry could point
 	// the tests' compile at a forged object: the tests get a fresh one.
-	task.SetupCmd = []string{`export GRADE_MARK=kept; echo x > "$GOCACHE/planted"; setsid sleep 600 >/dev/null 2>&1 </dev/null &`}
-	task.TestCmd = `test "$GRADE_MARK" = kept && ! grep -qx sleep /proc/[0-9]*/comm && test ! -e "$GOCACHE/planted" && go test -json ./...`
-	g := &grade.Grader{Shells: &grade.Sandboxed{}, Dir: t.TempDir()}
-	v, err := g.Grade(context.Background(), &task, task.Patch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !v.Resolved {
-		t.Fatalf("not resolved (%v, exit %d): the setup's daemon outlived it, or its variable did not\n%s", v.Tests, v.ExitCode, v.Log)
+	// So do pip's and npm's (a planted wheel or tarball), and, with the
+	// network on, the module cache (planted module source).
+	const caches = `"$GOCACHE" "$PIP_CACHE_DIR" "$npm_config_cache" "$GOMODCACHE"`
+	// (Offline, the module cache is the host's, read-only.)
+	task.SetupCmd = []string{`export GRADE_MARK=kept; for d in ` + caches + `; do echo x > "$d/planted" || [ "$d" = "$GOMODCACHE" ] || exit 1; done 2>/dev/null; setsid sleep 600 >/dev/null 2>&1 </dev/null &`}
+	task.TestCmd = `test "$GRADE_MARK" = kept && ! grep -qx sleep /proc/[0-9]*/comm && for d in ` + caches + `; do test ! -e "$d/planted" || { echo "planted in $d"; exit 1; }; done && go test -json ./...`
+	for _, network := range []bool{false, true} {
+		g := &grade.Grader{Shells: &grade.Sandboxed{Network: network}, Dir: t.TempDir()}
+		v, err := g.Grade(context.Background(), &task, task.Patch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.Resolved {
+			t.Errorf("network %v: not resolved (%v, exit %d): the setup's daemon outlived it, or a planted cache entry, or its variable did not\n%s", network, v.Tests, v.ExitCode, v.Log)
+		}
 	}
 }
 
