@@ -114,6 +114,42 @@ func PayloadsIn(dir string) (PayloadFunc, error) {
 	}, nil
 }
 
+// Request is the exact body of the request the entry e (a
+// model.response's, a context.compact's) records, read with payload (the
+// entry's ledger's, PayloadsIn): its request payload, or the parts its
+// request_parts manifest names, concatenated in order. false when e
+// records no request.
+func Request(e Entry, payload PayloadFunc) ([]byte, bool, error) {
+	if d, ok := e.Payloads["request"]; ok {
+		b, ok := payload(d)
+		if !ok {
+			return nil, true, fmt.Errorf("entry %d names payload request (%s), which the ledger does not hold", e.Seq, d)
+		}
+		return b, true, nil
+	}
+	d, ok := e.Payloads["request_parts"]
+	if !ok {
+		return nil, false, nil
+	}
+	m, ok := payload(d)
+	if !ok {
+		return nil, true, fmt.Errorf("entry %d names payload request_parts (%s), which the ledger does not hold", e.Seq, d)
+	}
+	var parts []string
+	if err := json.Unmarshal(m, &parts); err != nil {
+		return nil, true, fmt.Errorf("entry %d: payload request_parts is not a list of digests: %w", e.Seq, err)
+	}
+	var body []byte
+	for k, pd := range parts {
+		b, ok := payload(pd)
+		if !ok {
+			return nil, true, fmt.Errorf("entry %d: request part %d (%s) is not in the ledger", e.Seq, k, pd)
+		}
+		body = append(body, b...)
+	}
+	return body, true, nil
+}
+
 // userExcerpt is how many characters of a user entry's text the timeline
 // shows.
 const userExcerpt = 72

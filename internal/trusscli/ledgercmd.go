@@ -183,16 +183,20 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 	case "show":
 		fset := cli.NewFlagSet("ledger show", stderr)
 		agents := fset.Bool("agents", false, "also show each sub-agent's timeline, after the session's")
-		payload := fset.String("payload", "", "print instead the payload of that name of the last entry that has one (a grading's log, patch or report), once the ledger verifies")
+		payload := fset.String("payload", "", "print instead the payload of that name of the last entry that has one (a grading's log, patch or report; a turn's request, rebuilt from its parts where it was stored so, or response), once the ledger verifies")
+		entry := fset.Int("entry", -1, "with --payload, the entry whose payload to print instead of the last that has one")
 		path, ok, err := cli.ParseArg(fset, args[1:])
 		if err != nil {
 			return err
 		}
 		if !ok || path == "" {
-			return cli.Usagef("usage: truss ledger show PATH [--agents] [--payload NAME]")
+			return cli.Usagef("usage: truss ledger show PATH [--agents] [--payload NAME [--entry N]]")
+		}
+		if *entry >= 0 && *payload == "" {
+			return cli.Usagef("--entry chooses the entry of --payload; give --payload NAME too")
 		}
 		if *payload != "" {
-			return showPayload(stdout, path, *payload)
+			return showPayload(stdout, path, *payload, *entry)
 		}
 		dirs, vkey, err := resolveLedgers(path, "")
 		if err != nil {
@@ -396,7 +400,7 @@ func countChildren(kids []ledger.Child) int {
 // the ledger at path that names one, after the ledger verifies: the bytes
 // as stored, made inert for a terminal. An unsealed entry's is refused:
 // no signature covers the entry that names it.
-func showPayload(stdout io.Writer, path, name string) error {
+func showPayload(stdout io.Writer, path, name string, entry int) error {
 	dirs, vkey, err := resolveLedgers(path, "")
 	if err != nil {
 		return err
@@ -408,32 +412,50 @@ func showPayload(stdout io.Writer, path, name string) error {
 	if err != nil {
 		return fmt.Errorf("the ledger does not verify: %w", err)
 	}
-	for i := len(entries) - 1; i >= int(r.Sealed); i-- {
-		if _, ok := entries[i].Payloads[name]; ok {
-			return fmt.Errorf("entry %d names payload %s, but it is unsealed: no checkpoint covers it (%v)", i, name, r.CheckSealed())
+	// A turn's request may be stored as parts (request_parts): asked for
+	// by name, it is rebuilt from them.
+	names := func(e ledger.Entry) bool {
+		_, ok := e.Payloads[name]
+		if name == "request" && !ok {
+			_, ok = e.Payloads["request_parts"]
+		}
+		return ok
+	}
+	if entry >= len(entries) {
+		return fmt.Errorf("%s has %s; there is no entry %d", dirs[0], plural.Count(len(entries), "entry"), entry)
+	}
+	if entry >= 0 && !names(entries[entry]) {
+		return fmt.Errorf("entry %d (%s) has no payload named %q", entry, entries[entry].Type, name)
+	}
+	i := entry
+	if i < 0 {
+		for i = len(entries) - 1; i >= 0 && !names(entries[i]); i-- {
+		}
+		if i < 0 {
+			return fmt.Errorf("no entry of %s has a payload named %q", dirs[0], name)
 		}
 	}
-	for i := int(r.Sealed) - 1; i >= 0; i-- {
-		d, ok := entries[i].Payloads[name]
-		if !ok {
-			continue
-		}
-		all, err := ledger.Payloads(dirs[0])
-		if err != nil {
-			return err
-		}
-		b, ok := all[d]
-		if !ok {
-			return fmt.Errorf("entry %d names payload %s (%s), which the ledger does not hold", i, name, d)
-		}
-		if cli.IsTerminal(stdout) {
-			_, err = io.WriteString(stdout, termsafe.String(string(b)))
-		} else {
-			_, err = stdout.Write(b)
-		}
+	if uint64(i) >= r.Sealed {
+		return fmt.Errorf("entry %d names payload %s, but it is unsealed: no checkpoint covers it (%v)", i, name, r.CheckSealed())
+	}
+	payload, err := ledger.PayloadsIn(dirs[0])
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("no entry of %s has a payload named %q", dirs[0], name)
+	var b []byte
+	if d, ok := entries[i].Payloads[name]; ok {
+		if b, ok = payload(d); !ok {
+			return fmt.Errorf("entry %d names payload %s (%s), which the ledger does not hold", i, name, d)
+		}
+	} else if b, _, err = ledger.Request(entries[i], payload); err != nil {
+		return err
+	}
+	if cli.IsTerminal(stdout) {
+		_, err = io.WriteString(stdout, termsafe.String(string(b)))
+	} else {
+		_, err = stdout.Write(b)
+	}
+	return err
 }
 
 // showChildren prints each sub-agent's timeline, indented by depth.

@@ -99,6 +99,7 @@ func Run(t *testing.T, dir string, update bool) {
 		Condition: sandboxCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"simserve":     simServe,
+			"simrequest":   simRequest,
 			"unpackdemo":   unpackDemo,
 			"checkevents":  checkEvents,
 			"lastsession":  lastSession,
@@ -337,6 +338,25 @@ func simCheck(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 	}
+}
+
+// simrequest N FILE: writes the body of the Nth request (from 1; "last",
+// the last) the last simulated model received to FILE, as it came over
+// the wire.
+func simRequest(ts *testscript.TestScript, neg bool, args []string) {
+	ss := ts.Value(simsKey{}).(*sims)
+	if len(ss.servers) == 0 || len(args) != 2 {
+		ts.Fatalf("usage: simrequest N FILE (after simserve)")
+	}
+	reqs := ss.servers[len(ss.servers)-1].Requests()
+	n, err := strconv.Atoi(args[0])
+	if args[0] == "last" {
+		n, err = len(reqs), nil
+	}
+	if err != nil || n < 1 || n > len(reqs) {
+		ts.Fatalf("simrequest: the simulated model got %d requests; there is no request %s", len(reqs), args[0])
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), reqs[n-1].Body, 0o644))
 }
 
 // unpackdemo DIR: writes the demo repository to DIR.
