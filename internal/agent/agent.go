@@ -16,6 +16,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -597,15 +598,20 @@ func Truncate(s string, max int) string {
 // left out with a note saying so.
 const ProjectDocMaxBytes = 32 << 10
 
-// ProjectDoc is a workspace's AGENTS.md as the system prompt takes it.
+// ProjectDoc is a workspace's instructions for agents, its AGENTS.md (or
+// CLAUDE.md), as the system prompt takes it.
 type ProjectDoc struct {
+	Name      string // the file read: AGENTS.md or CLAUDE.md ("" when none)
 	Text      string // at most ProjectDocMaxBytes bytes, cut on a UTF-8 boundary
 	Size      int64  // the file's size when it was opened
 	Truncated bool   // the file has more than ProjectDocMaxBytes bytes
 }
 
-// ReadProjectDoc reads AGENTS.md at the top of the workspace root. A
-// command may have planted anything there, and Truss reads it outside
+// ReadProjectDoc reads AGENTS.md at the top of the workspace root, or,
+// where there is none, CLAUDE.md (a repository set up for Claude Code
+// alone keeps its instructions there). An AGENTS.md that is
+// there but refused is not passed over for CLAUDE.md: the refusal is
+// told. A command may have planted anything there, and Truss reads it outside
 // the sandbox, so it goes through a hostfs.Root that follows a symbolic
 // link only while it stays beneath the root, as the model's own file
 // tools do: `AGENTS.md -> CLAUDE.md` is read, and gives nothing a view of
@@ -625,17 +631,47 @@ func ReadProjectDoc(root string) (ProjectDoc, error) {
 		return ProjectDoc{}, fmt.Errorf("the workspace root: %w", err)
 	}
 	defer r.Close()
-	f, err := r.Open("AGENTS.md")
+	return readDoc(r, "AGENTS.md", "CLAUDE.md")
+}
+
+// ReadUserDoc reads the user's own instructions for every session,
+// AGENTS.md in dir (Truss's user directory, beside config.toml), as
+// ReadProjectDoc reads a workspace's but through a strict root: like the
+// user's config.toml, it is read from no link. A missing file is the zero
+// ProjectDoc and no error.
+func ReadUserDoc(dir string) (ProjectDoc, error) {
+	r, err := hostfs.OpenRoot(dir)
 	if err != nil {
 		if hostfs.IsNotExist(err) {
 			return ProjectDoc{}, nil
 		}
 		return ProjectDoc{}, err
 	}
+	defer r.Close()
+	return readDoc(r, "AGENTS.md")
+}
+
+// readDoc reads the first of names found in r, up to ProjectDocMaxBytes.
+func readDoc(r *hostfs.Root, names ...string) (ProjectDoc, error) {
+	var f *hostfs.File
+	var err error
+	name := ""
+	for _, n := range names {
+		if f, err = r.Open(n); err == nil || !hostfs.IsNotExist(err) {
+			name = n
+			break
+		}
+	}
+	switch {
+	case name == "":
+		return ProjectDoc{}, nil
+	case err != nil:
+		return ProjectDoc{Name: name}, err
+	}
 	defer f.Close()
 	b, truncated, err := f.ReadHead(ProjectDocMaxBytes)
 	if err != nil {
-		return ProjectDoc{}, err
+		return ProjectDoc{Name: name}, err
 	}
 	if truncated {
 		// A rune cut in two at the limit is left out whole.
@@ -647,7 +683,7 @@ func ReadProjectDoc(root string) (ProjectDoc, error) {
 			b = b[:i]
 		}
 	}
-	return ProjectDoc{Text: string(b), Size: f.Info.Size, Truncated: truncated}, nil
+	return ProjectDoc{Name: name, Text: string(b), Size: f.Info.Size, Truncated: truncated}, nil
 }
 
 // SystemPrompt returns base, the workspace root, and the workspace's
@@ -674,40 +710,58 @@ type Prompt struct {
 func NewPrompt(root, base string) Prompt {
 	p := Prompt{Text: base + "\n\nThe workspace root is " + root + "; the shell starts there. Name files by absolute path inside it or relative to it."}
 	doc, err := ReadProjectDoc(root)
+	p.Doc = doc
 	if err != nil {
 		p.Refused = err
-		p.Text += "\n\n" + ProjectDocRefusal(err)
+		p.Text += "\n\n" + ProjectDocRefusal(doc.Name, err)
 		return p
 	}
-	p.Doc = doc
 	text := strings.TrimSpace(doc.Text)
 	if text == "" {
 		return p
 	}
-	p.Text += "\n\n# Project instructions (AGENTS.md)\n\n" + text + "\n"
+	p.Text += "\n\n# Project instructions (" + doc.Name + ")\n\n" + text + "\n"
 	if doc.Truncated {
-		p.Text += fmt.Sprintf("\n[AGENTS.md is %d bytes; only its first %d bytes are included above.]\n", doc.Size, ProjectDocMaxBytes)
+		p.Text += fmt.Sprintf("\n[%s is %d bytes; only its first %d bytes are included above.]\n", doc.Name, doc.Size, ProjectDocMaxBytes)
 	}
 	return p
 }
 
-// Notice is what the user is told of the workspace's AGENTS.md: that it
-// was not read and why, or that only its head was; "" when it was read
-// whole or there is none.
+// Notice is what the user is told of the workspace's instructions file
+// (AGENTS.md, or CLAUDE.md): that it was not read and why, or that only
+// its head was; "" when it was read whole or there is none.
 func (p Prompt) Notice() string {
+	name := cmp.Or(p.Doc.Name, "AGENTS.md")
 	switch {
 	case p.Refused != nil:
-		return "AGENTS.md was not read: " + p.Refused.Error() + "; the model is told so. Truss reads a regular file named AGENTS.md at the workspace root, or a link to one that stays inside the workspace."
+		return name + " was not read: " + p.Refused.Error() + "; the model is told so. Truss reads a regular file named AGENTS.md (else CLAUDE.md) at the workspace root, or a link to one that stays inside the workspace."
 	case p.Doc.Truncated:
-		return fmt.Sprintf("AGENTS.md is %d bytes; only its first %d bytes are in the model's instructions.", p.Doc.Size, ProjectDocMaxBytes)
+		return fmt.Sprintf("%s is %d bytes; only its first %d bytes are in the model's instructions.", name, p.Doc.Size, ProjectDocMaxBytes)
 	}
 	return ""
 }
 
-// ProjectDocRefusal is the line the system prompt carries in place of an
-// AGENTS.md that ReadProjectDoc refused with err.
-func ProjectDocRefusal(err error) string {
-	return "[AGENTS.md was not read: " + err.Error() + ". Truss reads only a regular file named AGENTS.md at the workspace root, or a link to one that stays inside the workspace.]"
+// ProjectDocRefusal is the line the system prompt carries in place of the
+// instructions file name (AGENTS.md, CLAUDE.md; "" for AGENTS.md) that
+// ReadProjectDoc refused with err.
+func ProjectDocRefusal(name string, err error) string {
+	return "[" + cmp.Or(name, "AGENTS.md") + " was not read: " + err.Error() + ". Truss reads only a regular file named AGENTS.md (else CLAUDE.md) at the workspace root, or a link to one that stays inside the workspace.]"
+}
+
+// WithUserDoc is base followed by the user's own instructions, doc (as
+// ReadUserDoc read it from path), under a heading naming path; base alone
+// when doc has no text. Every agent's prompt is built on it (NewPrompt),
+// so the user's instructions come before the workspace's.
+func WithUserDoc(base string, doc ProjectDoc, path string) string {
+	text := strings.TrimSpace(doc.Text)
+	if text == "" {
+		return base
+	}
+	base += "\n\n# The user's instructions (" + path + ")\n\n" + text + "\n"
+	if doc.Truncated {
+		base += fmt.Sprintf("\n[%s is %d bytes; only its first %d bytes are included above.]\n", path, doc.Size, ProjectDocMaxBytes)
+	}
+	return base
 }
 
 // DefaultSystem is the base system prompt.

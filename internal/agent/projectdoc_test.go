@@ -247,3 +247,58 @@ func TestPromptNotice(t *testing.T) {
 		})
 	}
 }
+
+// TestProjectDocClaudeFallback: a workspace with a CLAUDE.md and no
+// AGENTS.md has its CLAUDE.md read, named as such; AGENTS.md wins where
+// both are; an AGENTS.md that is refused (a link outside) is told, not
+// passed over for CLAUDE.md; a CLAUDE.md linked outside is refused too.
+func TestProjectDocClaudeFallback(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		files   map[string]string // a value "->X" is a link to X
+		wantIn  []string
+		wantOut []string
+		refused bool
+	}{
+		{"CLAUDE.md alone", map[string]string{"CLAUDE.md": "Use pnpm.\n"}, []string{"# Project instructions (CLAUDE.md)\n\nUse pnpm.\n"}, []string{"AGENTS.md"}, false},
+		{"both", map[string]string{"AGENTS.md": "From agents.\n", "CLAUDE.md": "From claude.\n"}, []string{"# Project instructions (AGENTS.md)\n\nFrom agents."}, []string{"From claude."}, false},
+		{"AGENTS.md refused", map[string]string{"AGENTS.md": "->" + outside, "CLAUDE.md": "From claude.\n"}, []string{"[AGENTS.md was not read: "}, []string{"From claude.", "SECRET"}, true},
+		{"CLAUDE.md refused", map[string]string{"CLAUDE.md": "->" + outside}, []string{"[CLAUDE.md was not read: "}, []string{"SECRET"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			for name, body := range tc.files {
+				var err error
+				if target, ok := strings.CutPrefix(body, "->"); ok {
+					err = os.Symlink(target, filepath.Join(ws, name))
+				} else {
+					err = os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := agent.NewPrompt(ws, agent.DefaultSystem)
+			for _, w := range tc.wantIn {
+				if !strings.Contains(p.Text, w) {
+					t.Errorf("prompt lacks %q:\n%s", w, p.Text)
+				}
+			}
+			for _, w := range tc.wantOut {
+				if strings.Contains(p.Text, w) {
+					t.Errorf("prompt has %q:\n%s", w, p.Text)
+				}
+			}
+			if (p.Refused != nil) != tc.refused {
+				t.Errorf("refused: %v", p.Refused)
+			}
+			if tc.refused && !strings.HasPrefix(p.Notice(), p.Doc.Name+" was not read: ") {
+				t.Errorf("notice %q", p.Notice())
+			}
+		})
+	}
+}

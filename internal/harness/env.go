@@ -366,7 +366,8 @@ func shortID(id string) string {
 // workspace root it names is the container's, where the shell starts.
 func (s *Session) systemPrompt() string {
 	root := s.w.ws.Dir()
-	pr := agent.NewPrompt(root, agent.DefaultSystem)
+	s.base = s.baseSystem()
+	pr := agent.NewPrompt(root, s.base)
 	if n := pr.Notice(); n != "" {
 		s.warn(n)
 	}
@@ -381,6 +382,27 @@ func (s *Session) systemPrompt() string {
 		return strings.Replace(p, old, repl, 1)
 	}
 	return p + "\n\n" + repl + " name files by paths inside it or relative to it."
+}
+
+// baseSystem is Truss's own system prompt followed by the user's own
+// instructions for every session, AGENTS.md in Truss's user directory
+// beside config.toml (agent.ReadUserDoc); a file there that cannot be
+// read, or only in part, is said to the user.
+func (s *Session) baseSystem() string {
+	dir, err := s.keyDir()
+	if err != nil {
+		return agent.DefaultSystem
+	}
+	path := filepath.Join(dir, "AGENTS.md")
+	doc, err := agent.ReadUserDoc(dir)
+	switch {
+	case err != nil:
+		s.warn(fmt.Sprintf("%s was not read: %v; your instructions are left out (Truss reads a regular file there, not a link)", path, err))
+		return agent.DefaultSystem
+	case doc.Truncated:
+		s.warn(fmt.Sprintf("%s is %d bytes; only its first %d bytes are in the model's instructions.", path, doc.Size, agent.ProjectDocMaxBytes))
+	}
+	return agent.WithUserDoc(agent.DefaultSystem, doc, path)
 }
 
 // aliases are the other spellings of a workspace the file tools take:

@@ -77,6 +77,10 @@ type Session struct {
 	dotGit gitsafe.Repo
 	// user is the user's own configuration (config.User), beside the key.
 	user *config.User
+	// base is the system prompt every agent's is built on: Truss's own
+	// and the user's instructions (baseSystem); set before the first
+	// agent is made.
+	base string
 	// newRepoWarned: the warning of a repository made during the session
 	// was given.
 	newRepoWarned bool

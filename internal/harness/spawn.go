@@ -65,6 +65,9 @@ func (s *Session) addSpawn() error {
 			}
 			return surface.DefaultProfiles().Lookup(s.dialect, bedrockModel(m)).Prices
 		},
+		// Every child's prompt is built on the session's base, the
+		// user's instructions with it.
+		System:    func(dir string) string { return agent.SystemPrompt(dir, cmpOr(s.base, agent.DefaultSystem)) },
 		MaxTokens: s.prof.MaxOutput, MaxResultChars: s.opts.MaxResultChars, Agents: defs,
 		Limits:    subagent.Limits{MaxDepth: o.MaxDepth, MaxParallel: o.MaxParallel, Budget: agent.Budget{MaxTurns: o.MaxTurns}},
 		Workspace: s.w.ws.Dir(), WorkDir: filepath.Join(s.w.priv, "agents"), GitPath: s.w.hostPath, Session: top,
