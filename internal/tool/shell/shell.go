@@ -255,8 +255,11 @@ func (s *Session) KillOthers(ctx context.Context) error {
 // othersAlive prints the pid and state of each process of the shell's
 // PID namespace, but the shell and the first, that has not ended (is
 // neither gone nor a zombie), a line each; builtins only, so it starts
-// no process of its own to list.
-const othersAlive = `for __truss_p in /proc/[0-9]*; do __truss_p=${__truss_p#/proc/}; { [ "$__truss_p" = $$ ] || [ "$__truss_p" = 1 ]; } && continue; read -r __truss_s </proc/$__truss_p/stat 2>/dev/null || continue; __truss_s=${__truss_s##*) }; case ${__truss_s%% *} in Z|X) ;; *) echo "$__truss_p ${__truss_s%% *}" ;; esac; done; unset __truss_p __truss_s`
+// no process of its own to list. The state is read from the State line
+// of /proc/PID/status, which the kernel writes after the Name line with
+// the name escaped (stat's line holds the name as it is: a name with a
+// newline or ") " in it would cut it).
+const othersAlive = `for __truss_p in /proc/[0-9]*; do __truss_p=${__truss_p#/proc/}; { [ "$__truss_p" = $$ ] || [ "$__truss_p" = 1 ]; } && continue; __truss_s=; { while read -r __truss_k __truss_s __truss_r; do [ "$__truss_k" = State: ] && break; __truss_s=; done </proc/$__truss_p/status; } 2>/dev/null; case $__truss_s in ""|Z|X) ;; *) echo "$__truss_p $__truss_s" ;; esac; done; unset __truss_p __truss_k __truss_s __truss_r`
 
 // killOthersTimeout bounds KillOthers, the kill and the wait for its end.
 const killOthersTimeout = time.Minute
