@@ -25,6 +25,14 @@ const UserFile = "config.toml"
 // never decide. A project's .truss/config.toml cannot set any of it,
 // trusted or not (Parse refuses those keys).
 type User struct {
+	// Provider is the provider used when --provider is not given (a
+	// built-in one or one of Providers), before the one the environment
+	// names; a resumed session keeps its own.
+	Provider string `toml:"provider"`
+	// Model is the model used when neither --model nor TRUSS_MODEL names
+	// one, on Provider (on any provider when Provider is not set), before
+	// the provider's default.
+	Model string `toml:"model"`
 	// Approval is the default approval policy ("never", "on-request",
 	// "untrusted"); a flag overrides it.
 	Approval string `toml:"approval"`
@@ -195,6 +203,14 @@ func keysInFile(b []byte) error {
 	var m map[string]any
 	if toml.Unmarshal(b, &m) != nil {
 		return nil // the strict decode reports it
+	}
+	if t, ok := m["provider"].(map[string]any); ok {
+		// [provider.x]: a table where the default provider's name goes.
+		names := slices.Sorted(maps.Keys(t))
+		if len(names) > 0 {
+			return fmt.Errorf("[provider.%s]: provider is the name of the provider used by default (provider = \"NAME\"); a provider of your own is [providers.%s] (did you mean providers.%s?)", names[0], names[0], names[0])
+		}
+		return fmt.Errorf("provider is the name of the provider used by default (provider = \"NAME\"), not a table")
 	}
 	ps, _ := m["providers"].(map[string]any)
 	for _, name := range slices.Sorted(maps.Keys(ps)) {
@@ -420,7 +436,7 @@ func userOnly(b []byte) error {
 		return nil // the strict decode reports it
 	}
 	var keys []string
-	for _, k := range []string{"approval", "approval_edits", "shell_environment"} {
+	for _, k := range []string{"provider", "model", "approval", "approval_edits", "shell_environment"} {
 		if _, ok := m[k]; ok {
 			keys = append(keys, k)
 		}

@@ -14,7 +14,7 @@ func TestLoadUser(t *testing.T) {
 	if u, err := LoadUser(file); err != nil || u.Approval != "" {
 		t.Fatalf("missing file: %+v, %v", u, err)
 	}
-	good := "approval = \"on-request\"\napproval_edits = \"ask\"\n[shell_environment]\ninclude = [\"DATABASE_URL\", \"AWS_*\"]\nexclude = [\"CORP_*\"]\n[sandbox]\nhidden = [\"~/secrets\"]\nrelease = [\"~/.npmrc\"]\n"
+	good := "provider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\napproval = \"on-request\"\napproval_edits = \"ask\"\n[shell_environment]\ninclude = [\"DATABASE_URL\", \"AWS_*\"]\nexclude = [\"CORP_*\"]\n[sandbox]\nhidden = [\"~/secrets\"]\nrelease = [\"~/.npmrc\"]\n"
 	if err := os.WriteFile(file, []byte(good), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestLoadUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.Approval != "on-request" || u.ApprovalEdits != "ask" || len(u.ShellEnvironment.Include) != 2 || u.ShellEnvironment.Exclude[0] != "CORP_*" ||
+	if u.Provider != "anthropic" || u.Model != "claude-sonnet-4-5" || u.Approval != "on-request" || u.ApprovalEdits != "ask" || len(u.ShellEnvironment.Include) != 2 || u.ShellEnvironment.Exclude[0] != "CORP_*" ||
 		u.Sandbox.Hidden[0] != "~/secrets" || u.Sandbox.Release[0] != "~/.npmrc" {
 		t.Fatalf("%+v", u)
 	}
@@ -50,6 +50,8 @@ func TestProjectCannotSetUserSettings(t *testing.T) {
 	for _, body := range []string{
 		"approval = \"never\"\n",
 		"approval_edits = \"accept\"\n",
+		"provider = \"openai\"\n",
+		"model = \"gpt-5.2\"\n",
 		"[shell_environment]\ninclude = [\"*\"]\n",
 		"[sandbox]\nrelease = [\"~/.ssh\"]\n",
 		"[sandbox]\nhidden = []\n",

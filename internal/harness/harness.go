@@ -157,7 +157,8 @@ type Session struct {
 	modelFrom string
 	// modelSource is where the model came from, whatever chose the
 	// provider: "--model" (the options), "TRUSS_MODEL", "session ID" (a
-	// resumed session's), "" (the provider's default or model setting).
+	// resumed session's), "model in config.toml" (the user's default),
+	// "" (the provider's default or model setting).
 	modelSource string
 }
 
@@ -391,6 +392,17 @@ func (s *Session) resolve() error {
 	if o.Model != "" {
 		s.modelSource = "--model"
 	}
+	// The user's own default provider and model (config.User), after the
+	// options and a resumed session's, before the environment's and the
+	// provider's default.
+	var u config.User
+	if s.user != nil {
+		u = *s.user
+	}
+	fromUser := o.Provider == "" && u.Provider != ""
+	if fromUser {
+		o.Provider, chosen = u.Provider, true
+	}
 	if o.Provider == "" {
 		p, err := detectProvider(os.Getenv)
 		if err != nil {
@@ -400,6 +412,10 @@ func (s *Session) resolve() error {
 	}
 	def, err := s.providerDef(o.Provider)
 	if err != nil {
+		if fromUser {
+			dir, _ := s.keyDir()
+			return configErrorf("provider in %s: %v", filepath.Join(dir, config.UserFile), err)
+		}
 		return err
 	}
 	s.dialect = wire(def.Dialect)
@@ -438,6 +454,9 @@ func (s *Session) resolve() error {
 				s.modelFrom = "TRUSS_MODEL"
 			}
 		}
+	}
+	if o.Model == "" && u.Model != "" && (u.Provider == "" || u.Provider == o.Provider) && def.Name != "sim" {
+		o.Model, s.modelSource = u.Model, "model in "+config.UserFile
 	}
 	if o.Model == "" {
 		o.Model = def.DefaultModel

@@ -1126,8 +1126,8 @@ func (s *Session) providerDef(name string) (ProviderDef, error) {
 
 // modelHint is what a 404 about the model tells the user to check: where
 // the model came from (source, as Session.modelSource: "--model",
-// "TRUSS_MODEL", "session ID", "" for the provider's default or model
-// setting), and where the models are listed ("" for Azure, whose --model
+// "TRUSS_MODEL", "session ID", "model in config.toml", "" for the
+// provider's default or model setting), and where the models are listed ("" for Azure, whose --model
 // names a deployment and whose adapter says so).
 func (p ProviderDef) modelHint(source string) string {
 	if p.ModelIs != "" {
@@ -1141,6 +1141,8 @@ func (p ProviderDef) modelHint(source string) string {
 		where = "check TRUSS_MODEL (or pass --model)"
 	case strings.HasPrefix(source, "session "):
 		where = "the model is " + source + "'s: pass --model"
+	case source == "model in "+config.UserFile:
+		where = "check model in " + config.UserFile + " (or pass --model)"
 	case p.Named:
 		where = fmt.Sprintf("check model in [providers.%s] of %s (or pass --model)", p.Name, cmpOr(p.ConfigFile, config.UserFile))
 	default:
