@@ -358,7 +358,16 @@ func (s *Session) resume() error {
 		return err
 	}
 	s.store = session.Store{Dir: dir}
-	sess, items, err := s.store.Open(o.Resume)
+	ref := o.Resume
+	if ref == session.Last {
+		// The newest of this workspace (--root's, else the current
+		// directory), as /resume, claude --continue and codex resume
+		// --last take it: not another repository's.
+		if ref, err = s.lastHere(); err != nil {
+			return err
+		}
+	}
+	sess, items, err := s.store.Open(ref)
 	if err != nil {
 		return err
 	}
@@ -380,6 +389,34 @@ func (s *Session) resume() error {
 		}
 	}
 	return nil
+}
+
+// lastHere is the id of the newest session, not an MCP server's record,
+// that worked in this workspace: --root's, else the current directory
+// (the same directory by identity, whatever path it was reached by).
+func (s *Session) lastHere() (string, error) {
+	here, err := filepath.Abs(cmpOr(s.opts.Root, "."))
+	if err != nil {
+		return "", err
+	}
+	hi, err := os.Stat(here)
+	if err != nil {
+		return "", configErrorf("the workspace %s: %v", here, err)
+	}
+	id, err := s.store.Resolve(session.Last, func(m session.Meta) bool {
+		if m.Served() || m.Workspace == "" {
+			return false
+		}
+		if filepath.Clean(m.Workspace) == here {
+			return true
+		}
+		mi, err := os.Stat(m.Workspace)
+		return err == nil && os.SameFile(hi, mi)
+	})
+	if errors.Is(err, session.ErrNotFound) {
+		return "", configErrorf("no session worked in %s to resume (`truss sessions` lists every session; --resume ID resumes one by its id)", here)
+	}
+	return id, err
 }
 
 // resolve fills in the provider, the model and the dialect.
