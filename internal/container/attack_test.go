@@ -136,3 +136,33 @@ true`
 	within(t, 30*time.Second, "closing the shell", func() { sh.Close() })
 	unchanged("at the end")
 }
+
+// TestShellOutOfCommandsReach: a command cannot reach its shell's streams
+// or memory: not through /proc/PPID (fd, the saved copy of its input,
+// environ, mem: the shell is not dumpable), nor through the state
+// directory's FIFOs (their names are gone once both ends are open). A
+// command written into the shell's input that way would run as the
+// shell's; read from it, the host's script gives away the token that
+// ends each command's output. The shell itself still uses its own
+// descriptors (process substitution), and a command started by it is an
+// ordinary process.
+func TestShellOutOfCommandsReach(t *testing.T) {
+	_, env := startEnv(t, Config{})
+	sh := newShell(t, env)
+	// The shell is the command's parent: each probe prints what it got.
+	probe := `for f in /proc/$PPID/fd/0 /proc/$PPID/fd/1 /proc/$PPID/fd/10 /proc/$PPID/environ /proc/$PPID/mem; do
+  if (exec 3<"$f") 2>/dev/null; then echo "open $f"; fi
+done
+(echo injected >/proc/$PPID/fd/0) 2>/dev/null && echo "wrote into the shell's input"
+` + findState + `for f in "$S"/*.in "$S"/*.out "$S"/*.err; do [ -p "$f" ] && echo "fifo $f"; done; true`
+	out := mustRun(t, sh, "bash -c "+shellQuote(probe))
+	if strings.TrimSpace(out) != "" {
+		t.Errorf("a command reached its shell:\n%s", out)
+	}
+	if got := mustRun(t, sh, `cat <(echo substituted); ls /proc/self/fd >/dev/null && echo own`); got != "substituted\nown\n" {
+		t.Errorf("the shell's own descriptors: %q", got)
+	}
+	if got := mustRun(t, sh, `bash -c 'ls /proc/$$/fd >/dev/null && echo child'`); got != "child\n" {
+		t.Errorf("a command's own /proc: %q", got)
+	}
+}

@@ -75,6 +75,14 @@ func (l *fifoLauncher) Start(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser, io.ReadC
 		v.request("kill " + id)
 		return nil, nil, nil, nil, err
 	}
+	// Both ends are open: the names go, so that no process of the
+	// container (which sees the state directory, read-only, and may open
+	// a FIFO there for writing all the same) can open the shell's input
+	// to write commands into it or read the host's script from it, nor
+	// its output to forge the end of a command's.
+	for _, s := range []string{".in", ".out", ".err"} {
+		os.Remove(base + s)
+	}
 	// The stand-in: a host shell that exits with the status it is told.
 	host := cmd.Path
 	if !filepath.IsAbs(host) {

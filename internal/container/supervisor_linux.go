@@ -24,6 +24,61 @@ func init() {
 	if len(os.Args) == 2 && os.Args[0] == supervisorProg && os.Getpid() == 1 {
 		os.Exit(supervise(os.Args[1]))
 	}
+	if len(os.Args) >= 3 && os.Args[0] == supervisorProg && os.Args[1] == undumpableFlag {
+		os.Exit(execUndumpable(os.Args[2:]))
+	}
+}
+
+// undumpableFlag, after supervisorProg, runs execUndumpable: the way the
+// supervisor's shells start.
+const undumpableFlag = "--exec-undumpable"
+
+// execUndumpable runs argv (its program looked up in PATH) in this
+// process so that it is not dumpable: /proc/PID/fd, mem, environ and the
+// like of the shell are then open only to a process with CAP_SYS_PTRACE,
+// which none of the container's has, so a command cannot read the shell's
+// input (the host's script, the token that ends each command's output)
+// or write into it through /proc, as it could of a shell of its own user.
+// A process made non-dumpable stays so only until its next execve, which
+// makes it dumpable again unless its effective group differs from its
+// real one then: so the effective group is set apart from the real one
+// just before the exec (setresgid, which takes CAP_SETGID: a container
+// whose user is root), and bash, finding them apart, sets them equal
+// again at its start, which leaves it not dumpable (the kernel resets
+// dumpability on every change of credentials). The commands bash runs
+// exec with equal groups and are dumpable as any program. Without
+// CAP_SETGID (a container of another user) the shell starts as before,
+// reachable by its commands, and a line on standard error says so.
+func execUndumpable(argv []string) int {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "truss-env: %v\n", err)
+		return 127
+	}
+	rg := syscall.Getgid()
+	eg := rg + 1
+	if eg < 0 || eg > 1<<31-2 {
+		eg = rg - 1
+	}
+	if err := unix.Setresgid(rg, eg, rg); err != nil {
+		fmt.Fprintf(os.Stderr, "truss-env: the shell stays dumpable (its commands can reach its input through /proc): %v\n", err)
+	}
+	err = syscall.Exec(path, argv, os.Environ())
+	fmt.Fprintf(os.Stderr, "truss-env: %s: %v\n", path, err)
+	return 126
+}
+
+// undumpableLauncher is how the supervisor runs a program through
+// execUndumpable: itself, by the loader it was started with where it was
+// (Start mounts it at supervisorDir/ld.so). Which is asked of the kernel
+// (the running executable), not of the file system: in a static
+// supervisor's container, supervisorDir is the image's, and a command
+// could put an ld.so there.
+func undumpableLauncher() []string {
+	if exe, err := os.Readlink("/proc/self/exe"); err == nil && exe == supervisorDir+"/ld.so" {
+		return []string{supervisorDir + "/ld.so", "--library-path", supervisorDir + "/lib", supervisorProg, undumpableFlag}
+	}
+	return []string{supervisorProg, undumpableFlag}
 }
 
 // supervise is the supervisor's life: PID 1 of the container, it starts
@@ -142,7 +197,13 @@ func (s *supervisor) start(id string) {
 		}
 		files = append(files, f)
 	}
-	argv := []string{"bash", "-c", `. "$0" && exec "$@"`, base + ".env"}
+	// The env file ends with `set -- ARGV`; ARGV runs not dumpable
+	// (execUndumpable).
+	script := `. "$0" && exec`
+	for _, w := range undumpableLauncher() {
+		script += " '" + w + "'"
+	}
+	argv := []string{"bash", "-c", script + ` "$@"`, base + ".env"}
 	wd, _ := os.Getwd()
 	done := make(chan syscall.WaitStatus, 1)
 	s.mu.Lock() // the reaper must not take the child before it is waited for
