@@ -198,6 +198,44 @@ func userText(b []byte) string {
 	return strconv.Quote(text) + more + " · " + plural.Count(n, "character")
 }
 
+// opTargetMax is how many characters of a command or a task the
+// timeline shows of a tool call.
+const opTargetMax = 60
+
+// opTarget is what an operation's recorded arguments say it acts on, for
+// the timeline: a command ("$ go test ./..."), a path, a rename's two
+// paths, a sub-agent's task, an MCP tool; "" when they name none. Each
+// name is shown by termsafe.Name; a command or task is cut at
+// opTargetMax characters.
+func opTarget(a map[string]any) string {
+	cut := func(s string) string {
+		if utf8.RuneCountInString(s) <= opTargetMax {
+			return termsafe.Name(s)
+		}
+		i, n := 0, 0
+		for i = range s {
+			if n == opTargetMax {
+				break
+			}
+			n++
+		}
+		return termsafe.Name(s[:i]) + "…"
+	}
+	switch {
+	case str(a, "command") != "":
+		return "$ " + cut(str(a, "command"))
+	case str(a, "from") != "" && str(a, "to") != "":
+		return name(a, "from") + " → " + name(a, "to")
+	case str(a, "path") != "":
+		return name(a, "path")
+	case str(a, "task") != "":
+		return cut(str(a, "task"))
+	case str(a, "server") != "" && str(a, "tool") != "":
+		return name(a, "server") + "/" + name(a, "tool")
+	}
+	return ""
+}
+
 // countOf is the number under k with noun, singular for one.
 func countOf(d map[string]any, k, noun string) string {
 	n, err := strconv.ParseInt(str(d, k), 10, 64)
@@ -259,7 +297,13 @@ func summary(typ string, d map[string]any) string {
 		if l, ok := d["ops"].([]any); ok {
 			for _, o := range l {
 				if m, ok := o.(map[string]any); ok {
-					ops = append(ops, name(m, "op"))
+					op := name(m, "op")
+					if a, ok := m["args"].(map[string]any); ok {
+						if t := opTarget(a); t != "" {
+							op += " " + t
+						}
+					}
+					ops = append(ops, op)
 				}
 			}
 		}

@@ -219,3 +219,33 @@ func TestShowUserText(t *testing.T) {
 		}
 	}
 }
+
+// TestShowOpTargets: a tool call's line says what each operation acts on
+// (the command, the path, a rename's two paths, a sub-agent's task, an
+// MCP tool), each name inert and a long command cut.
+func TestShowOpTargets(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	for _, tc := range []struct {
+		ops  []any
+		want string
+	}{
+		{[]any{map[string]any{"op": "shell.exec", "args": map[string]any{"command": "go test ./..."}}}, "shell.exec $ go test ./..."},
+		{[]any{map[string]any{"op": "shell.exec", "args": map[string]any{"command": "echo a\necho \x1b[2J" + long}}}, `shell.exec $ echo a\necho \x1b[2J` + strings.Repeat("x", 60-len("echo a\necho \x1b[2J")) + "…"},
+		{[]any{map[string]any{"op": "file.replace", "args": map[string]any{"path": "stats.go", "old": "a", "new": "b"}}}, "file.replace stats.go"},
+		{[]any{map[string]any{"op": "file.rename", "args": map[string]any{"from": "a.go", "to": "b.go"}}}, "file.rename a.go → b.go"},
+		{[]any{map[string]any{"op": "agent.spawn", "args": map[string]any{"task": "write notes.txt"}}}, "agent.spawn write notes.txt"},
+		{[]any{map[string]any{"op": "mcp.call", "args": map[string]any{"server": "docs", "tool": "search"}}}, "mcp.call docs/search"},
+		{[]any{map[string]any{"op": "validate.run", "args": map[string]any{}}}, "validate.run"},
+		{[]any{map[string]any{"op": "patch.update", "args": map[string]any{"type": "update_file", "path": "a.go"}}, map[string]any{"op": "patch.add", "args": map[string]any{"path": "b.go"}}}, "patch.update a.go,patch.add b.go"},
+	} {
+		var b strings.Builder
+		Show(&b, []Entry{entryLine(t, 1, "tool.call", map[string]any{"turn": 1, "call_id": "c1", "tool": "t", "surface": "generic", "ops": tc.ops})})
+		got := strings.TrimSuffix(b.String(), "\n")
+		if !strings.HasSuffix(got, " · "+tc.want) {
+			t.Errorf("shown as\n%s\nwant it to end · %s", got, tc.want)
+		}
+		if err := inert(b.String()); err != "" {
+			t.Errorf("%s in %s", err, got)
+		}
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/trussdev/truss/internal/cli"
@@ -196,7 +198,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 			return cli.Usagef("--entry chooses the entry of --payload; give --payload NAME too")
 		}
 		if *payload != "" {
-			return showPayload(stdout, path, *payload, *entry)
+			return showPayload(stdout, stderr, path, *payload, *entry)
 		}
 		dirs, vkey, err := resolveLedgers(path, "")
 		if err != nil {
@@ -396,21 +398,20 @@ func countChildren(kids []ledger.Child) int {
 	return n
 }
 
-// showPayload prints the payload named name of the last sealed entry of
-// the ledger at path that names one, after the ledger verifies: the bytes
-// as stored, made inert for a terminal. An unsealed entry's is refused:
-// no signature covers the entry that names it.
-func showPayload(stdout io.Writer, path, name string, entry int) error {
+// showPayload prints the payload named name of the last sealed entry that
+// names one — of the ledger at path, or of a session's newest run that
+// has one — or of entry (>= 0) of a one-run ledger, after the ledger
+// verifies: the bytes as stored, made inert for a terminal (with a final
+// newline there). Which entry it was goes to stderr. An unsealed entry's
+// is refused: no signature covers the entry that names it. A name no
+// entry has is answered with the names the ledger's entries have.
+func showPayload(stdout, stderr io.Writer, path, name string, entry int) error {
 	dirs, vkey, err := resolveLedgers(path, "")
 	if err != nil {
 		return err
 	}
-	if len(dirs) != 1 {
-		return cli.Usagef("--payload reads one ledger; %s holds %d", path, len(dirs))
-	}
-	r, entries, err := ledger.Verify(dirs[0], vkey)
-	if err != nil {
-		return fmt.Errorf("the ledger does not verify: %w", err)
+	if entry >= 0 && len(dirs) != 1 {
+		return cli.Usagef("--entry numbers the entries of one run, and %s has %d: give the run's ledger directory (the last is %s)", path, len(dirs), dirs[len(dirs)-1])
 	}
 	// A turn's request may be stored as parts (request_parts): asked for
 	// by name, it is rebuilt from them.
@@ -421,41 +422,100 @@ func showPayload(stdout io.Writer, path, name string, entry int) error {
 		}
 		return ok
 	}
-	if entry >= len(entries) {
-		return fmt.Errorf("%s has %s; there is no entry %d", dirs[0], plural.Count(len(entries), "entry"), entry)
-	}
-	if entry >= 0 && !names(entries[entry]) {
-		return fmt.Errorf("entry %d (%s) has no payload named %q", entry, entries[entry].Type, name)
-	}
-	i := entry
-	if i < 0 {
-		for i = len(entries) - 1; i >= 0 && !names(entries[i]); i-- {
+	all := map[string]bool{}
+	for k := len(dirs) - 1; k >= 0; k-- {
+		dir := dirs[k]
+		r, entries, err := ledger.Verify(dir, vkey)
+		if err != nil {
+			return fmt.Errorf("the ledger %s does not verify: %w", dir, err)
 		}
+		if entry >= len(entries) {
+			return fmt.Errorf("%s has %s; there is no entry %d", dir, plural.Count(len(entries), "entry"), entry)
+		}
+		if entry >= 0 && !names(entries[entry]) {
+			return fmt.Errorf("entry %d (%s) has no payload named %q; it has %s", entry, entries[entry].Type, name, payloadNames(entries[entry:entry+1]))
+		}
+		i := entry
 		if i < 0 {
-			return fmt.Errorf("no entry of %s has a payload named %q", dirs[0], name)
+			for i = len(entries) - 1; i >= 0 && !names(entries[i]); i-- {
+			}
+			if i < 0 {
+				for _, e := range entries {
+					for n := range e.Payloads {
+						all[n] = true
+					}
+				}
+				continue // an earlier run's, if any
+			}
 		}
-	}
-	if uint64(i) >= r.Sealed {
-		return fmt.Errorf("entry %d names payload %s, but it is unsealed: no checkpoint covers it (%v)", i, name, r.CheckSealed())
-	}
-	payload, err := ledger.PayloadsIn(dirs[0])
-	if err != nil {
+		if uint64(i) >= r.Sealed {
+			return fmt.Errorf("entry %d names payload %s, but it is unsealed: no checkpoint covers it (%v)", i, name, r.CheckSealed())
+		}
+		payload, err := ledger.PayloadsIn(dir)
+		if err != nil {
+			return err
+		}
+		var b []byte
+		if d, ok := entries[i].Payloads[name]; ok {
+			if b, ok = payload(d); !ok {
+				return fmt.Errorf("entry %d names payload %s (%s), which the ledger does not hold", i, name, d)
+			}
+		} else if b, _, err = ledger.Request(entries[i], payload); err != nil {
+			return err
+		}
+		run := ""
+		if len(dirs) > 1 {
+			run = fmt.Sprintf(" of run %d of %d", k+1, len(dirs))
+		}
+		fmt.Fprintf(stderr, "truss: payload %s of entry %d (%s)%s\n", name, i, entries[i].Type, run)
+		if cli.IsTerminal(stdout) {
+			text := termsafe.String(string(b))
+			if !strings.HasSuffix(text, "\n") {
+				text += "\n"
+			}
+			_, err = io.WriteString(stdout, text)
+		} else {
+			_, err = stdout.Write(b)
+		}
 		return err
 	}
-	var b []byte
-	if d, ok := entries[i].Payloads[name]; ok {
-		if b, ok = payload(d); !ok {
-			return fmt.Errorf("entry %d names payload %s (%s), which the ledger does not hold", i, name, d)
+	return fmt.Errorf("no entry of %s has a payload named %q; its entries have %s", path, name, orNoNames(all))
+}
+
+// payloadNames are the names of the entries' payloads as a list to read.
+func payloadNames(entries []ledger.Entry) string {
+	all := map[string]bool{}
+	for _, e := range entries {
+		for n := range e.Payloads {
+			all[n] = true
 		}
-	} else if b, _, err = ledger.Request(entries[i], payload); err != nil {
-		return err
 	}
-	if cli.IsTerminal(stdout) {
-		_, err = io.WriteString(stdout, termsafe.String(string(b)))
-	} else {
-		_, err = stdout.Write(b)
+	return orNoNames(all)
+}
+
+// orNoNames is the payload names as a sorted list ("request" for
+// request_parts, which --payload request rebuilds), "no payload" for
+// none.
+func orNoNames(all map[string]bool) string {
+	if all["request_parts"] {
+		delete(all, "request_parts")
+		all["request"] = true
 	}
-	return err
+	if len(all) == 0 {
+		return "no payload"
+	}
+	// A family of names (content.DIGEST, stdout.N) is said once.
+	fams := map[string]int{}
+	for n := range all {
+		if f, _, ok := strings.Cut(n, "."); ok {
+			delete(all, n)
+			fams[f]++
+		}
+	}
+	for f, k := range fams {
+		all[fmt.Sprintf("%s.* (%d)", f, k)] = true
+	}
+	return strings.Join(slices.Sorted(maps.Keys(all)), ", ")
 }
 
 // showChildren prints each sub-agent's timeline, indented by depth.
