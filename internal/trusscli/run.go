@@ -182,6 +182,9 @@ terminal: the interactive session.`)
 	// is truss run "fix the test". Flags may stand among them; "--" ends
 	// the flags (truss run -- --help is the task "--help").
 	task := strings.TrimSpace(strings.Join(fset.Args(), " "))
+	if task == "" && pipedStdin() {
+		task = "-" // echo "fix it" | truss exec --json, as codex exec reads it
+	}
 	if task == "-" {
 		b, err := io.ReadAll(os.Stdin)
 		if err != nil {
@@ -194,7 +197,7 @@ terminal: the interactive session.`)
 		return openTerminalSession(&f, "", stdout, stderr)
 	}
 	if task == "" {
-		return cli.Usagef("usage: truss %s [flags] \"task\" (the task is missing)", name)
+		return cli.Usagef("usage: truss %s [flags] \"task\" (the task is missing; \"-\", or a pipe into standard input, gives it there)", name)
 	}
 	octx, cancel := cli.SignalContext(stderr)
 	defer cancel()
@@ -229,6 +232,14 @@ func closedOutput(res *harness.Outcome, err error) string {
 		return closed + "the run was stopped and saved as cancelled: session " + res.SessionID
 	}
 	return fmt.Sprintf("%sthe run had ended (%s) and is saved: session %s", closed, res.Agent.Status, res.SessionID)
+}
+
+// pipedStdin reports whether standard input is a pipe or a file, which
+// a task given no other way is read from: not a terminal, nor a device
+// such as /dev/null.
+func pipedStdin() bool {
+	st, err := os.Stdin.Stat()
+	return err == nil && (st.Mode()&os.ModeNamedPipe != 0 || st.Mode().IsRegular())
 }
 
 // runDisplay is how a run shows itself.
