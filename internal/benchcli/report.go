@@ -35,7 +35,7 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) error {
 	key := fset.String("key", "", "with --pages, the verifier key the runs' ledgers are verified with (default: this installation's)")
 	fset.Usage = func() {
 		fmt.Fprint(fset.Output(), benchReportUsage)
-		fset.PrintDefaults()
+		cli.PrintDefaults(fset)
 	}
 	// DIR may come before the flags or after them.
 	var dir string

@@ -56,7 +56,7 @@ func Describe(fs *flag.FlagSet, usage, what string) {
 		fs.VisitAll(func(*flag.Flag) { n++ })
 		if n > 0 {
 			fmt.Fprintf(out, "\nFlags:\n")
-			fs.PrintDefaults()
+			PrintDefaults(fs)
 		}
 	}
 }
@@ -122,13 +122,14 @@ func parse(fs *flag.FlagSet, args []string, takesArgs bool) error {
 			usage()
 		} else {
 			fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
-			fs.PrintDefaults()
+			PrintDefaults(fs)
 		}
 		return err
 	}
 	msg := wants(fs, err.Error())
 	hint := fs.Name() + " --help lists the flags"
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = "unknown flag --" + name
 		names := []string{"help"}
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		if near := suggest.Nearest(name, names); near != "" {
@@ -138,7 +139,35 @@ func parse(fs *flag.FlagSet, args []string, takesArgs bool) error {
 			hint += "; an argument that begins with - goes after --"
 		}
 	}
-	return UsageError{fmt.Sprintf("%s (%s)", msg, hint)}
+	return UsageError{fmt.Sprintf("%s (%s)", doubleDash(msg), hint)}
+}
+
+// doubleDash spells the flag a message of the flag package names the way
+// the help, the README and the suggestions do: "--name", not "-name"
+// ("for flag -name", "for -name", "argument: -name").
+func doubleDash(msg string) string {
+	for _, at := range []string{"for flag -", "for -", "argument: -"} {
+		if i := strings.Index(msg, at); i >= 0 && !strings.HasPrefix(msg[i+len(at):], "-") {
+			return msg[:i+len(at)] + "-" + msg[i+len(at):]
+		}
+	}
+	return msg
+}
+
+// PrintDefaults is fs.PrintDefaults with each flag spelled "--name", as
+// the rest of the help and the README spell it.
+func PrintDefaults(fs *flag.FlagSet) {
+	var b strings.Builder
+	out := fs.Output()
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "  -"); ok {
+			line = "  --" + rest
+		}
+		io.WriteString(out, line)
+	}
 }
 
 // wants turns the flag package's "invalid value "X" for flag -NAME:

@@ -81,15 +81,15 @@ func TestParse(t *testing.T) {
 		wantErr string
 		printed string
 	}{
-		{[]string{"-bogus"}, "flag provided but not defined: -bogus (truss x --help lists the flags)", ""},
-		{[]string{"-n", "many"}, `invalid value "many" for flag -n: not a whole number (truss x --help lists the flags)`, ""},
-		{[]string{"-wall", "10"}, `invalid value "10" for flag -wall: not a duration: give a number with a unit, such as 90s, 10m or 1h30m (truss x --help lists the flags)`, ""},
-		{[]string{"-cost", "much"}, `invalid value "much" for flag -cost: not a number (truss x --help lists the flags)`, ""},
-		{[]string{"--hlep"}, "flag provided but not defined: -hlep; did you mean --help? (truss x --help lists the flags)", ""},
+		{[]string{"-bogus"}, "unknown flag --bogus (truss x --help lists the flags)", ""},
+		{[]string{"-n", "many"}, `invalid value "many" for flag --n: not a whole number (truss x --help lists the flags)`, ""},
+		{[]string{"-wall", "10"}, `invalid value "10" for flag --wall: not a duration: give a number with a unit, such as 90s, 10m or 1h30m (truss x --help lists the flags)`, ""},
+		{[]string{"-cost", "much"}, `invalid value "much" for flag --cost: not a number (truss x --help lists the flags)`, ""},
+		{[]string{"--hlep"}, "unknown flag --hlep; did you mean --help? (truss x --help lists the flags)", ""},
 		{[]string{"-h"}, "flag: help requested", "Usage of truss x:\n  -cost float\n    \ta cost\n  -n int\n    \ta number\n  -name string\n    \ta name\n  -wall duration\n    \ta duration\n"},
 		{[]string{"-n", "3"}, "", ""},
-		{[]string{"--nmae", "x"}, "flag provided but not defined: -nmae; did you mean --name? (truss x --help lists the flags)", ""},
-		{[]string{"-N", "3"}, "flag provided but not defined: -N; did you mean --n? (truss x --help lists the flags)", ""},
+		{[]string{"--nmae", "x"}, "unknown flag --nmae; did you mean --name? (truss x --help lists the flags)", ""},
+		{[]string{"-N", "3"}, "unknown flag --N; did you mean --n? (truss x --help lists the flags)", ""},
 	} {
 		var out strings.Builder
 		fs := NewFlagSet("x", &out)
@@ -112,7 +112,7 @@ func TestParse(t *testing.T) {
 func TestParseWithoutName(t *testing.T) {
 	fs := NewFlagSet("", io.Discard)
 	err := Parse(fs, []string{"-bogus"})
-	if want := "flag provided but not defined: -bogus (truss --help lists the flags)"; fmt.Sprint(err) != want {
+	if want := "unknown flag --bogus (truss --help lists the flags)"; fmt.Sprint(err) != want {
 		t.Errorf("%v, want %s", err, want)
 	}
 }
@@ -164,16 +164,16 @@ func TestParseArgsAndNone(t *testing.T) {
 		args  []string
 		want  string
 	}{
-		{ParseArgs, []string{"fix", "it", "--no-valdate"}, "flag provided but not defined: -no-valdate; did you mean --no-validate? (truss x --help lists the flags; an argument that begins with - goes after --)"},
-		{ParseArgs, []string{"fix", "-1"}, "flag provided but not defined: -1 (truss x --help lists the flags; an argument that begins with - goes after --)"},
+		{ParseArgs, []string{"fix", "it", "--no-valdate"}, "unknown flag --no-valdate; did you mean --no-validate? (truss x --help lists the flags; an argument that begins with - goes after --)"},
+		{ParseArgs, []string{"fix", "-1"}, "unknown flag --1 (truss x --help lists the flags; an argument that begins with - goes after --)"},
 		{ParseArgs, []string{"fix", "--", "-1"}, "<nil>"},
-		{ParseArgs, []string{"fix", "--max-turns", "x"}, `invalid value "x" for flag -max-turns: not a whole number (truss x --help lists the flags)`},
-		{Parse, []string{"--no-valdate"}, "flag provided but not defined: -no-valdate; did you mean --no-validate? (truss x --help lists the flags)"},
+		{ParseArgs, []string{"fix", "--max-turns", "x"}, `invalid value "x" for flag --max-turns: not a whole number (truss x --help lists the flags)`},
+		{Parse, []string{"--no-valdate"}, "unknown flag --no-valdate; did you mean --no-validate? (truss x --help lists the flags)"},
 		{ParseNone, nil, "<nil>"},
 		{ParseNone, []string{"--no-validate"}, "<nil>"},
 		{ParseNone, []string{"extra"}, `unexpected argument "extra" (truss x takes no arguments)`},
 		{ParseNone, []string{"a", "--no-validate", "b"}, `unexpected arguments "a" "b" (truss x takes no arguments)`},
-		{ParseNone, []string{"--bogus"}, "flag provided but not defined: -bogus (truss x --help lists the flags)"},
+		{ParseNone, []string{"--bogus"}, "unknown flag --bogus (truss x --help lists the flags)"},
 	} {
 		fs := NewFlagSet("x", io.Discard)
 		fs.Bool("no-validate", false, "")

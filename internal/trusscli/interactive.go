@@ -30,7 +30,7 @@ func cmdInteractive(args []string, stdout, stderr io.Writer) error {
 	fset := cli.NewFlagSet("", stderr)
 	fset.Usage = func() {
 		fmt.Fprintf(fset.Output(), "usage: truss [flags]   (on a terminal: the interactive session in the current directory)\n\nThe flags are run's:\n")
-		fset.PrintDefaults()
+		cli.PrintDefaults(fset)
 	}
 	var f runFlags
 	f.providerFlags.register(fset)
