@@ -21,6 +21,7 @@ var allowedPrograms = map[string]string{
 	"internal/sandbox/helper/helper_linux.go:run exec.LookPath":                    "the sandbox's helper, inside the sandbox, finding the program it was told to run in the sandbox's own PATH",
 	"internal/sandbox/helper/testexec_linux.go:testExec exec.LookPath":             "the test exec wrapper, inside the sandbox",
 	"internal/container/supervisor_linux.go:supervise exec.LookPath":               "the container's supervisor, inside the container",
+	"internal/container/supervisor_linux.go:execUndumpable exec.LookPath":          "the container's supervisor starting a shell, inside the container",
 	"internal/gitsafe/gitsafe.go:Git.command exec.CommandContext git":              "the command's Path is set just after, to git as LookPath found it in SafePath",
 	"internal/bench/humanevalfix/imports.go:loadStdlib exec.CommandContext go":     "an import of the HumanEvalFix dataset the user runs, before any session or grading: no command has run",
 	"internal/bench/humanevalfix/humanevalfix.go:toolchain exec.CommandContext go": "the same import",

@@ -3,6 +3,7 @@ package trusscli
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -194,7 +195,12 @@ func cmdLedger(args []string, stdout, stderr io.Writer) error {
 		if !ok || path == "" {
 			return cli.Usagef("usage: truss ledger show PATH [--agents] [--payload NAME [--entry N]]")
 		}
-		if *entry >= 0 && *payload == "" {
+		entrySet := false
+		fset.Visit(func(f *flag.Flag) { entrySet = entrySet || f.Name == "entry" })
+		if entrySet && *entry < 0 {
+			return cli.Usagef("--entry takes an entry's number, 0 or more, not %d", *entry)
+		}
+		if entrySet && *payload == "" {
 			return cli.Usagef("--entry chooses the entry of --payload; give --payload NAME too")
 		}
 		if *payload != "" {
