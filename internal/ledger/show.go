@@ -382,6 +382,10 @@ func summary(typ string, d map[string]any) string {
 				who = "by truss (verification boundary, " + w + ")"
 			}
 		}
+		if r := str(sum, "not_run"); r != "" {
+			// No test ran: there are no counts to show, only why.
+			return fmt.Sprintf("%s %s · %s · the test command could not run: %s", verdict, who, str(sum, "command"), r)
+		}
 		return fmt.Sprintf("%s %s · %s · %s %s passed, %s failed", verdict, who, str(sum, "command"), str(sum, "unit"), str(sum, "passed"), str(sum, "failed"))
 	}
 	b, _ := json.Marshal(d)

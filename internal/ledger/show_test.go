@@ -246,6 +246,21 @@ func TestShowOpTargets(t *testing.T) {
 		}
 		if err := inert(b.String()); err != "" {
 			t.Errorf("%s in %s", err, got)
+
+// TestShowValidation: a verdict shows its counts, or, where the test
+// command could not run any test, why, with no counts.
+func TestShowValidation(t *testing.T) {
+	for _, tc := range []struct {
+		sum  map[string]any
+		want string
+	}{
+		{map[string]any{"command": "go test ./...", "ok": true, "unit": "packages", "passed": json.Number("2"), "failed": json.Number("0")},
+			"passed by truss (verification boundary) · go test ./... · packages 2 passed, 0 failed"},
+		{map[string]any{"command": "python -m pytest -q", "ok": false, "unit": "tests", "passed": json.Number("0"), "failed": json.Number("0"), "not_run": "No module named pytest"},
+			"FAILED by truss (verification boundary) · python -m pytest -q · the test command could not run: No module named pytest"},
+	} {
+		if got := summary("validation", map[string]any{"boundary": true, "summary": tc.sum}); got != tc.want {
+			t.Errorf("summary = %q, want %q", got, tc.want)
 		}
 	}
 }

@@ -178,6 +178,17 @@ type Summary struct {
 	// StraysLeft reports that what the setup commands left running could
 	// not be ended before the tests (ErrStraysUnreachable).
 	StraysLeft bool `json:"strays_left,omitempty"`
+	// NotRun says why the test command could not run any test at all,
+	// from what it printed and its exit status: its runner is not
+	// installed where the commands run (the shell's 127 and 126, Python's
+	// "No module named pytest" for `python -m pytest`), or names what is
+	// not there (npm's missing script, make's missing target). No test
+	// ran: OK is false and the counts are zero. Empty otherwise, and on
+	// a cancelled or timed-out run, whose meaning is their own.
+	NotRun string `json:"not_run,omitempty"`
+	// NotRunHint says what would let the test command run, where NotRun
+	// is set.
+	NotRunHint string `json:"not_run_hint,omitempty"`
 }
 
 var (
@@ -188,9 +199,76 @@ var (
 	cargoLine  = lazyre.Regexp{Expr: `test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored`}
 	jestLine   = lazyre.Regexp{Expr: `Tests:\s+(?:(\d+) failed, )?(?:(\d+) skipped, )?(?:(\d+) passed, )?\d+ total`}
 	plainLine  = lazyre.Regexp{Expr: `(?m)^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$`}
+
+	// What a test command prints when it could not run its tests at all
+	// (couldNotRun). Python's runpy, for `python -m X` with no X, prints
+	// "/usr/bin/python3: No module named X", or for a dotted X whose
+	// package is missing "...: Error while finding module specification
+	// for 'X' (ModuleNotFoundError: No module named 'P')"; a test's own
+	// import error is "ModuleNotFoundError: No module named 'x'" with no
+	// interpreter's path before it.
+	pyNoModule   = lazyre.Regexp{Expr: `(?m)^\S*python[\d.]*(?:\.exe)?: (?:No module named ([\w.]+)|Error while finding module specification for '[\w.]+' \(ModuleNotFoundError: No module named '([\w.]+)'\))\s*$`}
+	npmNoScript  = lazyre.Regexp{Expr: `(?m)^npm (?:error|ERR!) Missing script: "([^"]+)"`}
+	makeNoTarget = lazyre.Regexp{Expr: `(?m)^make(?:\[\d+\])?: \*\*\* No rule to make target '([^']+)'\.`}
+	makeRecipe   = lazyre.Regexp{Expr: `(?m)^make(?:\[\d+\])?: \*\*\* \[[^\]]*\] Error (12[67])\s*$`}
+	cargoNoToml  = lazyre.Regexp{Expr: "(?m)^error: could not find `Cargo.toml` in .*$"}
 )
 
-// Summarize reads a test run's output and exit status.
+// The hint's ending: what the user can do whatever the cause.
+const orTestCmd = "or give --test-cmd CMD"
+
+// couldNotRun says why a test command that exited with status exit,
+// printing out, could not run any test at all (Summary.NotRun) and what
+// would let it; "" when its output does not show that.
+func couldNotRun(out string, exit int) (reason, hint string) {
+	if exit <= 0 {
+		return "", ""
+	}
+	if m := pyNoModule.Get().FindStringSubmatch(out); m != nil {
+		mod := m[1] + m[2]
+		return "No module named " + mod, "install " + mod + " in the environment the commands see, " + orTestCmd
+	}
+	if m := npmNoScript.Get().FindStringSubmatch(out); m != nil {
+		return fmt.Sprintf("npm: Missing script: %q", m[1]), fmt.Sprintf("add a %q script to package.json, %s", m[1], orTestCmd)
+	}
+	if m := makeNoTarget.Get().FindStringSubmatch(out); m != nil {
+		return fmt.Sprintf("make: No rule to make target '%s'", m[1]), fmt.Sprintf("add a %s target to the Makefile, %s", m[1], orTestCmd)
+	}
+	if m := cargoNoToml.Get().FindString(out); m != "" {
+		return strings.TrimPrefix(m, "error: "), "run the tests where the Cargo.toml is, " + orTestCmd
+	}
+	code := exit
+	if m := makeRecipe.Get().FindStringSubmatch(out); m != nil {
+		code, _ = strconv.Atoi(m[1]) // a recipe's command could not run
+	}
+	switch code {
+	case 127:
+		return lastLine(out, "exit status 127 (command not found)", "command not found", ": not found", "No such file or directory"),
+			"install the program where the commands run (on their PATH), " + orTestCmd
+	case 126:
+		return lastLine(out, "exit status 126 (not executable)", "Permission denied", "cannot execute", "Is a directory"),
+			"make it executable, " + orTestCmd
+	}
+	return "", ""
+}
+
+// lastLine is out's last line that contains one of subs, trimmed; def
+// when none does.
+func lastLine(out, def string, subs ...string) string {
+	lines := strings.Split(out, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		for _, sub := range subs {
+			if strings.Contains(lines[i], sub) {
+				return strings.TrimSpace(lines[i])
+			}
+		}
+	}
+	return def
+}
+
+// Summarize reads a test run's output and exit status: the counts it
+// reports, or, where it reports none and failed, why it could not run any
+// test (NotRun) when its output says so, else one failure.
 func Summarize(command, out string, exit int) Summary {
 	s := Summary{Command: command, ExitCode: exit, OK: exit == 0, Unit: "tests"}
 	atoi := func(v string) int { n, _ := strconv.Atoi(v); return n }
@@ -222,8 +300,10 @@ func Summarize(command, out string, exit int) Summary {
 	case sumAll(plainLine.Get(), 1, 2, 3):
 	case sumAll(pytestLine.Get(), 2, 1, 3):
 	}
-	if s.Failed == 0 && !s.OK && s.Passed == 0 {
-		s.Failed = 1 // it failed without saying what
+	if s.Failed == 0 && !s.OK && s.Passed == 0 && s.Skipped == 0 && len(s.Failures) == 0 {
+		if s.NotRun, s.NotRunHint = couldNotRun(out, exit); s.NotRun == "" {
+			s.Failed = 1 // it failed without saying what
+		}
 	}
 	return s
 }
@@ -240,6 +320,8 @@ func (s Summary) Text(log string, maxLines int) string {
 		fmt.Fprintf(&b, "validation failed: the setup command `%s` exited with status %d; the tests did not run", s.Setup, s.ExitCode)
 	case s.TimedOut:
 		fmt.Fprintf(&b, "validation failed: `%s` timed out after %.1f s", s.Command, s.Duration.Seconds())
+	case s.NotRun != "":
+		fmt.Fprintf(&b, "validation failed: `%s` exited with status %d: the test command could not run: %s; %s; no test ran", s.Command, s.ExitCode, s.NotRun, s.NotRunHint)
 	case s.OK:
 		fmt.Fprintf(&b, "validation passed: `%s` (%.1f s)", s.Command, s.Duration.Seconds())
 	default:
@@ -255,7 +337,11 @@ func (s Summary) Text(log string, maxLines int) string {
 		fmt.Fprintf(&b, "\nfailing: %s", strings.Join(s.Failures, ", "))
 	}
 	if !s.OK && log != "" {
-		b.WriteString("\nfirst failures:\n")
+		if s.NotRun != "" {
+			b.WriteString("\noutput:\n")
+		} else {
+			b.WriteString("\nfirst failures:\n")
+		}
 		b.WriteString(firstFailures(log, maxLines))
 	}
 	return b.String()
@@ -406,6 +492,11 @@ func (r *Runner) Run(ctx context.Context) (Summary, tool.Result) {
 	s.TimedOut, s.StraysLeft = res.TimedOut, strays
 	if res.TimedOut || (res.Err != nil && res.Err.Kind != tool.ErrExit) {
 		s.OK = false
+		// What it printed before it was stopped, or a shell that failed,
+		// is not the test command's word on whether it could run.
+		if s.NotRun != "" {
+			s.NotRun, s.NotRunHint, s.Failed = "", "", 1
+		}
 	}
 	s.Duration = time.Since(start)
 	return s, res

@@ -3,6 +3,7 @@ package validate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,3 +204,82 @@ func TestMarkersAreWhatDetectReads(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeCouldNotRun: a test command whose runner could not run at
+// all (outputs as this machine's runners print them) is said to be one,
+// with what to do, not counted as a failed test; a test's own import error,
+// a runner's count and a plain failure keep their meaning.
+func TestSummarizeCouldNotRun(t *testing.T) {
+	for _, tc := range []struct {
+		name, command, out string
+		exit               int
+		notRun, hint       string // "" when the tests ran
+		failed             int
+	}{
+		{"pytest not installed", "python -m pytest -q", "\n/root/.pyenv/versions/3.11.7/bin/python: No module named pytest\n", 1,
+			"No module named pytest", "install pytest in the environment the commands see, or give --test-cmd CMD", 0},
+		{"python3 -m nose2", "python3 -m nose2", "\n/usr/bin/python3: No module named nose2\n", 1, "No module named nose2", "install nose2", 0},
+		{"dotted module, its package missing", "python -m json.tool", "\n/root/.pyenv/versions/3.11.7/bin/python: Error while finding module specification for 'json.tool' (ModuleNotFoundError: No module named 'json')\n", 1,
+			"No module named json", "install json", 0},
+		{"dotted module", "python3 -m pytest_xdist.plugin", "\n/usr/bin/python3: Error while finding module specification for 'pytest_xdist.plugin' (ModuleNotFoundError: No module named 'pytest_xdist')\n", 1,
+			"No module named pytest_xdist", "install pytest_xdist", 0},
+		{"missing binary", "nosuchrunner --all", "\nbash: nosuchrunner: command not found\n", 127, "bash: nosuchrunner: command not found", "install the program where the commands run (on their PATH), or give --test-cmd CMD", 0},
+		{"missing binary, in the sandbox", "no-such-test-runner -q", "\n/usr/bin/bash: line 2: no-such-test-runner: command not found\n", 127,
+			"/usr/bin/bash: line 2: no-such-test-runner: command not found", "install the program", 0},
+		{"missing binary, script line", "nosuchrunner", "\nbash: line 1: nosuchrunner: command not found\n", 127, "bash: line 1: nosuchrunner: command not found", "install the program", 0},
+		{"missing script file", "./t.sh", "\nbash: ./t.sh: No such file or directory\n", 127, "bash: ./t.sh: No such file or directory", "install the program", 0},
+		{"127 saying nothing", "x", "\n", 127, "exit status 127 (command not found)", "install the program", 0},
+		{"not executable", "./t.sh", "\nbash: ./t.sh: Permission denied\n", 126, "bash: ./t.sh: Permission denied", "make it executable, or give --test-cmd CMD", 0},
+		{"npm without a test script", "npm test", "\nnpm error Missing script: \"test\"\nnpm error\nnpm error To see a list of scripts, run:\nnpm error   npm run\n", 1,
+			`npm: Missing script: "test"`, `add a "test" script to package.json, or give --test-cmd CMD`, 0},
+		{"old npm", "npm run unit", "\nnpm ERR! Missing script: \"unit\"\n", 1, `npm: Missing script: "unit"`, `add a "unit" script`, 0},
+		{"npm script's runner not installed", "npm test", "\n> test\n> jest\n\n\nsh: 1: jest: not found\n", 127, "sh: 1: jest: not found", "install the program", 0},
+		{"make without a test target", "make test", "\nmake: *** No rule to make target 'test'.  Stop.\n", 2, "make: No rule to make target 'test'", "add a test target to the Makefile", 0},
+		{"make recipe's runner missing", "make test", "nosuchrunner -v\n\nmake: nosuchrunner: No such file or directory\nmake: *** [Makefile:2: test] Error 127\n", 2,
+			"make: nosuchrunner: No such file or directory", "install the program", 0},
+		{"cargo outside a crate", "cargo test", "\nerror: could not find `Cargo.toml` in `/tmp/x` or any parent directory\n", 101,
+			"could not find `Cargo.toml` in `/tmp/x` or any parent directory", "run the tests where the Cargo.toml is", 0},
+		// The tests ran: a test's own import error, a count, a plain failure.
+		{"a test's import error", "python -m pytest -q", "\n==================================== ERRORS ====================================\nE   ModuleNotFoundError: No module named 'requests'\n=========================== short test summary info ============================\nERROR tests/test_a.py\n1 error in 0.05s\n", 2, "", "", 1},
+		{"counted, then a missing program", "./all.sh", "check: 3 passed, 1 failed\nbash: lint: command not found\n", 127, "", "", 1},
+		{"failed without saying", "./t.sh", "boom\n", 1, "", "", 1},
+		{"passed", "./t.sh", "bash: x: command not found\n", 0, "", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Summarize(tc.command, tc.out, tc.exit)
+			if s.NotRun != tc.notRun || !strings.HasPrefix(s.NotRunHint, tc.hint) || (tc.notRun == "") != (s.NotRunHint == "") || s.Failed != tc.failed || s.OK != (tc.exit == 0) {
+				t.Fatalf("%+v", s)
+			}
+			text := s.Text(tc.out, 40)
+			if tc.notRun != "" {
+				want := fmt.Sprintf("validation failed: `%s` exited with status %d: the test command could not run: %s; %s", tc.command, tc.exit, s.NotRun, s.NotRunHint)
+				if !strings.HasPrefix(text, want) || strings.Contains(text, "1 failed") {
+					t.Errorf("text:\n%s\nwant it to start %q", text, want)
+				}
+			} else if strings.Contains(text, "could not run") {
+				t.Errorf("text:\n%s", text)
+			}
+		})
+	}
+}
+
+// TestRunnerNotRunKeepsTimeout: a test command stopped by its timeout is a
+// timeout, whatever it printed before.
+func TestRunnerNotRunKeepsTimeout(t *testing.T) {
+	r := Runner{Env: Env{Test: "nosuchrunner"}, NewShell: func() Shell { return timeoutShell{} }}
+	s, _ := r.Run(context.Background())
+	if s.NotRun != "" || !s.TimedOut || s.OK || !strings.HasPrefix(s.Text("", 0), "validation failed: `nosuchrunner` timed out") {
+		t.Errorf("%+v", s)
+	}
+}
+
+// timeoutShell's commands print a command-not-found and time out.
+type timeoutShell struct{}
+
+func (timeoutShell) Run(context.Context, string, time.Duration) tool.Result {
+	code := 127
+	return tool.Result{Stderr: "bash: nosuchrunner: command not found\n", ExitCode: &code, TimedOut: true,
+		Err: &tool.Error{Kind: tool.ErrTimeout, Message: "timed out"}}
+}
+
+func (timeoutShell) Close() error { return nil }
