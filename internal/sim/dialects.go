@@ -173,7 +173,7 @@ func (s *Server) plan(t *turn, tools []declared) (string, []call, error) {
 	if t.step == nil {
 		return finalText, nil, nil
 	}
-	calls, err := s.render(t.step, tools, t.index)
+	calls, err := s.render(t.step, tools, t.index, t.root)
 	return t.step.Say, calls, err
 }
 

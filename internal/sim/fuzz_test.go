@@ -14,7 +14,7 @@ func FuzzParseScript(f *testing.F) {
 		}
 		for i := range s.Steps {
 			// Rendering a parsed step never panics.
-			New(s).render(&s.Steps[i], []declared{{Name: "read_file"}, {Name: "edit_file"}, {Name: "write_file"}, {Name: "bash"}, {Name: "list_dir"}}, i)
+			New(s).render(&s.Steps[i], []declared{{Name: "read_file"}, {Name: "edit_file"}, {Name: "write_file"}, {Name: "bash"}, {Name: "list_dir"}}, i, "")
 		}
 	})
 }

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,51 +10,57 @@ import (
 )
 
 // The simulated model writes patches the way OpenAI's models do: it reads
-// the file it edits (as a model would have viewed it) to give each change
-// three lines of context. Without a workspace, or when the old text is not
-// in the file, it writes the old and new text as whole lines, without
-// context.
+// the file it edits (as a model would have viewed it) and rewrites the
+// whole lines that hold the old text, with three lines of context. Without
+// the file, or when the old text is not in it, it writes the old and new
+// text as whole lines, without context.
 
-// context is the number of context lines around a change.
+// contextLines is the number of context lines around a change.
 const contextLines = 3
 
-// hunkBody renders the " ", "-" and "+" lines that replace old with new in
-// the file at path.
+// hunkBody renders the " ", "-" and "+" lines that replace the first
+// occurrence of old with new in the file at path, as str_replace would: the
+// changed span is the whole lines that hold old (the line it starts in to
+// the line it ends in), and grows by the lines that follow while the
+// replaced text no longer ends a line, so old text inside a line, across
+// lines, with or without its newline, and at either end of the file all
+// become whole-line changes. Lines are written without their terminators
+// ("\n" or "\r\n"): the patch's applier keeps the file's own.
 func hunkBody(root, path, old, new string) string {
 	var sb strings.Builder
 	content, err := readIn(root, path)
 	i := strings.Index(content, old)
 	if err != nil || old == "" || i < 0 {
-		for _, l := range splitLines(old) {
+		for _, l := range hunkLines(old) {
 			sb.WriteString("-" + l + "\n")
 		}
-		for _, l := range splitLines(new) {
+		for _, l := range hunkLines(new) {
 			sb.WriteString("+" + l + "\n")
 		}
 		return sb.String()
 	}
-	// The changed span grows to whole lines.
+	j := i + len(old)
 	start := strings.LastIndexByte(content[:i], '\n') + 1
-	end := i + len(old)
-	if end > start && content[end-1] == '\n' {
-		end--
+	end := lineEnd(content, j)
+	if content[j-1] == '\n' {
+		end = j // old ends its last line
 	}
-	if j := strings.IndexByte(content[end:], '\n'); j >= 0 {
-		end += j
-	} else {
-		end = len(content)
+	newSpan := content[start:i] + new + content[j:end]
+	for !strings.HasSuffix(newSpan, "\n") && end < len(content) {
+		// The replacement joins the next line to the changed one.
+		e := lineEnd(content, end)
+		newSpan += content[end:e]
+		end = e
 	}
-	before := splitLines(content[:start])
-	oldSpan := content[start:end]
-	newSpan := (content[:i] + new + content[i+len(old):])[start : end+len(new)-len(old)]
-	after := splitLines(strings.TrimPrefix(content[end:], "\n"))
+	before := hunkLines(content[:start])
+	after := hunkLines(content[end:])
 	for _, l := range before[max(0, len(before)-contextLines):] {
 		sb.WriteString(" " + l + "\n")
 	}
-	for _, l := range splitLines(oldSpan) {
+	for _, l := range hunkLines(content[start:end]) {
 		sb.WriteString("-" + l + "\n")
 	}
-	for _, l := range splitLines(newSpan) {
+	for _, l := range hunkLines(newSpan) {
 		sb.WriteString("+" + l + "\n")
 	}
 	for _, l := range after[:min(len(after), contextLines)] {
@@ -61,17 +69,26 @@ func hunkBody(root, path, old, new string) string {
 	return sb.String()
 }
 
+// lineEnd is the end of the line of content that holds offset i: past its
+// newline, or the end of content.
+func lineEnd(content string, i int) int {
+	if k := strings.IndexByte(content[i:], '\n'); k >= 0 {
+		return i + k + 1
+	}
+	return len(content)
+}
+
 // insertBody renders the lines that insert text after line n (0 = at the
 // top) of the file at path: the lines before it as context.
 func insertBody(root, path string, n int, text string) string {
 	var sb strings.Builder
 	content, _ := readIn(root, path)
-	lines := splitLines(content)
+	lines := hunkLines(content)
 	n = min(max(n, 0), len(lines))
 	for _, l := range lines[max(0, n-contextLines):n] {
 		sb.WriteString(" " + l + "\n")
 	}
-	for _, l := range splitLines(text) {
+	for _, l := range hunkLines(text) {
 		sb.WriteString("+" + l + "\n")
 	}
 	for _, l := range lines[n:min(len(lines), n+contextLines)] {
@@ -87,6 +104,53 @@ func splitLines(s string) []string {
 		return nil
 	}
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// hunkLines splits text into lines as splitLines does, without their
+// terminators ("\n" or "\r\n"): a hunk's lines name a file's lines by
+// their text, and the patch's applier keeps the file's terminators.
+func hunkLines(s string) []string {
+	lines := splitLines(s)
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	return lines
+}
+
+// rootSentence is how Truss's system prompt names the workspace on the
+// machine the tools run on (agent.NewPrompt): "The workspace root is ROOT;
+// the shell starts there." A workspace in a container is named otherwise,
+// by a path this machine does not hold.
+const (
+	rootSentence = "The workspace root is "
+	rootEnd      = "; the shell starts there."
+)
+
+// workspaceRoot is the absolute workspace root a request's text names, as a
+// model learns it from its prompt, or "" when it names none: the first
+// string of the JSON body, in the body's order, that holds the sentence.
+func workspaceRoot(body []byte) string {
+	if !bytes.Contains(body, []byte(rootSentence)) {
+		return ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		s, ok := tok.(string)
+		if !ok {
+			continue
+		}
+		_, rest, ok := strings.Cut(s, rootSentence)
+		if !ok {
+			continue
+		}
+		if root, _, ok := strings.Cut(rest, rootEnd); ok && filepath.IsAbs(root) {
+			return root
+		}
+	}
 }
 
 func readIn(root, path string) (string, error) {

@@ -59,7 +59,9 @@ type Server struct {
 	// loopback) can play the script's steps or read them.
 	Token string
 	// Root, when set, is the workspace the model works in: typed editor
-	// calls name files by absolute path below it, as real models do.
+	// calls name files by absolute path below it, as real models do. When
+	// it is empty, the patches a turn writes read files in the workspace
+	// its request's system prompt names (workspaceRoot).
 	Root string
 	// Lenient turns the strict checks off. By default the server refuses,
 	// with the dialect's real error, what the real service refuses: the
@@ -178,7 +180,8 @@ type turn struct {
 	step    *Step
 	fault   *Fault
 	attempt int
-	rec     int // index into requests
+	rec     int    // index into requests
+	root    string // the workspace the turn's files are named in ("" unknown)
 }
 
 // attemptKey counts the attempts of one step of one script (or of one
@@ -267,6 +270,10 @@ func firstUserText(body []byte) string {
 func (s *Server) begin(dialect string, r *http.Request, body []byte, received time.Time, assistantTurns int) *turn {
 	agent, script := s.route(body)
 	t := s.record(dialect, r, body, received, assistantTurns, agent, script)
+	t.root = s.Root
+	if t.root == "" {
+		t.root = workspaceRoot(body)
+	}
 	if d := time.Duration(script.LatencyMS) * time.Millisecond; d > 0 {
 		timer := time.NewTimer(d)
 		select {
@@ -332,8 +339,9 @@ type call struct {
 	Input string
 }
 
-// render renders a step's actions as calls of the declared tools.
-func (s *Server) render(step *Step, tools []declared, index int) ([]call, error) {
+// render renders a step's actions as calls of the declared tools, naming
+// files in the workspace root (Root, or the one the request names).
+func (s *Server) render(step *Step, tools []declared, index int, root string) ([]call, error) {
 	have := map[string]declared{}
 	for _, t := range tools {
 		have[t.Name] = t
@@ -342,7 +350,7 @@ func (s *Server) render(step *Step, tools []declared, index int) ([]call, error)
 	for i, a := range step.Actions {
 		c, ok := renderAnthropic(a, have, s.Root)
 		if !ok {
-			c, ok = renderOpenAI(a, have, s.Root)
+			c, ok = renderOpenAI(a, have, root)
 		}
 		var err error
 		if !ok {
