@@ -246,6 +246,9 @@ func TestShowOpTargets(t *testing.T) {
 		}
 		if err := inert(b.String()); err != "" {
 			t.Errorf("%s in %s", err, got)
+		}
+	}
+}
 
 // TestShowValidation: a verdict shows its counts, or, where the test
 // command could not run any test, why, with no counts.
