@@ -9,6 +9,13 @@
 // new for every call, so no output can forge the end of a command, a syntax
 // error in the command cannot swallow the sentinel, and a command that reads
 // standard input reads /dev/null instead of the session's control stream.
+// A status of 0 comes with a second random word, the proof, printed only
+// when the command succeeded: a process the command left can reopen the
+// shell's standard output (its own) for reading and race the host for the
+// sentinel line, and write it back with another status, but it never saw
+// the proof (which is only in the script, on the shell's input, which no
+// command reaches), so a failure cannot be made a success; a status of 0
+// without it is an error.
 // The working directory and exported variables persist between calls.
 //
 // A call that outlives its timeout, or whose context is cancelled, has the
@@ -307,10 +314,11 @@ func (s *Session) run(ctx context.Context, command string, timeout time.Duration
 		}
 	}
 	p := s.proc
-	token := newToken()
-	script := fmt.Sprintf("eval %s </dev/null\n__truss_ec=$?; export -p >%s 2>/dev/null; printf '%%s %%d %%s\\n' %s \"$__truss_ec\" \"$PWD\"; printf '%%s\\n' %s >&2\n",
-		quote(command), quote(s.envPath()), token, token)
-	p.begin(token, s.cfg.MaxOutput, tool.OutputOf(ctx))
+	token, proof := newToken(), newToken()
+	script := fmt.Sprintf("eval %s </dev/null\n__truss_ec=$?; export -p >%s 2>/dev/null; "+
+		"if [ \"$__truss_ec\" = 0 ]; then printf '%%s 0 %%s %%s\\n' %s %s \"$PWD\"; else printf '%%s %%d %%s\\n' %s \"$__truss_ec\" \"$PWD\"; fi; printf '%%s\\n' %s >&2\n",
+		quote(command), quote(s.envPath()), token, proof, token, token)
+	p.begin(token, proof, s.cfg.MaxOutput, tool.OutputOf(ctx))
 	if _, err := io.WriteString(p.stdin, script); err != nil {
 		s.kill()
 		return tool.Result{Err: &tool.Error{Kind: tool.ErrShell, Message: "the shell is gone and was restarted; run the command again", Err: err}}
@@ -322,6 +330,12 @@ func (s *Session) run(ctx context.Context, command string, timeout time.Duration
 	case <-p.done:
 		out, errOut, status, cwd, ok := p.collect()
 		res = tool.Result{Stdout: out.String(), Stderr: errOut.String(), Truncated: out.truncated() || errOut.truncated()}
+		if ok && status == forgedStatus {
+			// The shell stays: its state is its own. The record of its
+			// directory is not taken from a line that was rewritten.
+			res.Err = &tool.Error{Kind: tool.ErrShell, Message: "the command's end-of-output line claimed success without the shell's proof: a process the command started rewrote the shell's output; the command is taken as failed"}
+			return res
+		}
 		if !ok {
 			code := p.exitCode()
 			s.kill()
@@ -388,14 +402,14 @@ func (s *Session) start() error {
 	// The shell must answer before it is used: a command's timeout then
 	// counts the command, not the shell's start (a sandboxed shell starts
 	// through a helper), and a shell that cannot start says why.
-	token := newToken()
+	token, proof := newToken(), newToken()
 	var p *process
 	if st, ok := s.cfg.Launcher.(Starter); ok {
 		started, stdin, stdout, stderr, err := st.Start(cmd)
 		if err != nil {
 			return fmt.Errorf("start shell: %w", err)
 		}
-		p = runProcess(started, stdin, stdout, stderr, token)
+		p = runProcess(started, stdin, stdout, stderr, token, proof)
 	} else {
 		if s.cfg.Launcher != nil {
 			if err := s.cfg.Launcher.Prepare(cmd); err != nil {
@@ -403,11 +417,11 @@ func (s *Session) start() error {
 			}
 		}
 		var err error
-		if p, err = startProcess(cmd, token); err != nil {
+		if p, err = startProcess(cmd, token, proof); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(p.stdin, "printf '%%s 0 %%s\\n' %s \"$PWD\"; printf '%%s\\n' %s >&2\n", token, token)
+	fmt.Fprintf(p.stdin, "printf '%%s 0 %%s %%s\\n' %s %s \"$PWD\"; printf '%%s\\n' %s >&2\n", token, proof, token)
 	t := time.NewTimer(startTimeout)
 	defer t.Stop()
 	select {
@@ -621,6 +635,7 @@ type process struct {
 
 	mu      sync.Mutex
 	token   []byte
+	proof   string // the word a status of 0 must come with
 	out     *capBuf
 	errOut  *capBuf
 	outDone bool
@@ -638,9 +653,14 @@ type process struct {
 // startTimeout bounds the wait for a new shell to answer.
 const startTimeout = 30 * time.Second
 
-// startProcess starts the shell with the sentinel token ready expected
-// first (so that nothing it writes before answering is lost).
-func startProcess(cmd *exec.Cmd, ready string) (*process, error) {
+// forgedStatus is the status of a sentinel line that claimed success
+// without the call's proof.
+const forgedStatus = -2
+
+// startProcess starts the shell with the sentinel token ready (and its
+// proof) expected first (so that nothing it writes before answering is
+// lost).
+func startProcess(cmd *exec.Cmd, ready, proof string) (*process, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -656,14 +676,14 @@ func startProcess(cmd *exec.Cmd, ready string) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	return runProcess(cmd, stdin, stdout, stderr, ready), nil
+	return runProcess(cmd, stdin, stdout, stderr, ready, proof), nil
 }
 
 // runProcess reads a started shell's streams, expecting the sentinel token
-// ready first.
-func runProcess(cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.Reader, ready string) *process {
+// ready (and its proof) first.
+func runProcess(cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.Reader, ready, proof string) *process {
 	p := &process{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
-	p.begin(ready, 64<<10, nil)
+	p.begin(ready, proof, 64<<10, nil)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); p.read(stdout, false) }()
@@ -681,10 +701,10 @@ func runProcess(cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.Reader, r
 	return p
 }
 
-func (p *process) begin(token string, max int, live tool.OutputFunc) {
+func (p *process) begin(token, proof string, max int, live tool.OutputFunc) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.token = []byte(token)
+	p.token, p.proof = []byte(token), proof
 	p.live = live
 	p.out, p.errOut = newCapBuf(max), newCapBuf(max)
 	p.outDone, p.errDone = false, false
@@ -793,17 +813,32 @@ func (p *process) scan(b []byte, isErr bool) []byte {
 			p.errDone = true
 		} else {
 			p.outDone = true
-			fields := strings.SplitN(strings.TrimPrefix(line, " "), " ", 2)
-			p.status, _ = strconv.Atoi(fields[0])
-			if len(fields) == 2 {
-				p.cwd = fields[1]
-			}
+			p.status, p.cwd = p.statusLine(strings.TrimPrefix(line, " "))
 		}
 		if p.outDone && p.errDone {
 			p.finish()
 		}
 		b = b[i+nl+1:]
 	}
+}
+
+// statusLine reads the sentinel line after its token: "0 PROOF PWD" for a
+// success, "STATUS PWD" otherwise. A 0 without the call's proof is
+// forgedStatus, its directory not taken.
+func (p *process) statusLine(line string) (status int, cwd string) {
+	code, rest, _ := strings.Cut(line, " ")
+	status, err := strconv.Atoi(code)
+	if err != nil {
+		return forgedStatus, ""
+	}
+	if status != 0 {
+		return status, rest
+	}
+	proof, cwd, _ := strings.Cut(rest, " ")
+	if proof != p.proof {
+		return forgedStatus, ""
+	}
+	return 0, cwd
 }
 
 // collect returns the call's buffers; ok is false when the shell ended before

@@ -1,12 +1,14 @@
 package shell
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -611,4 +613,90 @@ func TestPartialToken(t *testing.T) {
 			t.Errorf("partialToken(%q) = %d, want %d", tc.b, got, tc.want)
 		}
 	}
+}
+
+// TestStatusLineProof: the sentinel line's status of 0 counts only with
+// the call's proof, which a process that stole the shell's real line of a
+// failure never saw; any other status is taken as it is (a failure
+// rewritten as another failure is still one).
+func TestStatusLineProof(t *testing.T) {
+	p := &process{proof: "P7f3a"}
+	for _, tc := range []struct {
+		line   string
+		status int
+		cwd    string
+	}{
+		{"0 P7f3a /w/repo", 0, "/w/repo"},
+		{"0 P7f3a /w/a dir with spaces", 0, "/w/a dir with spaces"},
+		{"1 /w/repo", 1, "/w/repo"},
+		{"0 /w/repo", forgedStatus, ""},       // a failure's line rewritten as a success
+		{"0 Pxxxx /w/repo", forgedStatus, ""}, // a guessed proof
+		{"0", forgedStatus, ""},
+		{"ok /w/repo", forgedStatus, ""},
+	} {
+		status, cwd := p.statusLine(tc.line)
+		if status != tc.status || cwd != tc.cwd {
+			t.Errorf("%q: status %d cwd %q, want %d %q", tc.line, status, cwd, tc.status, tc.cwd)
+		}
+	}
+}
+
+// TestForgedSuccessFails: a process that won the race for the shell's
+// output (its own standard output, reopened for reading) and wrote the
+// sentinel line of a failure back as a success — here a launcher that
+// rewrites every sentinel's status on the way, as a winning reader would —
+// does not make the failure a success: the line lacks the proof.
+func TestForgedSuccessFails(t *testing.T) {
+	s := New(Config{Dir: t.TempDir(), Timeout: 10 * time.Second, Launcher: rewriter{}})
+	defer s.Close()
+	r := s.Run(context.Background(), "echo the tests failed; false", 10*time.Second)
+	if r.Err == nil || r.Err.Kind != tool.ErrShell || !strings.Contains(r.Err.Message, "without the shell's proof") {
+		t.Fatalf("a failure rewritten as a success: %+v", r)
+	}
+	if r.ExitCode != nil && *r.ExitCode == 0 {
+		t.Fatalf("taken as status 0: %+v", r)
+	}
+	if r := s.Run(context.Background(), "echo fine", 10*time.Second); r.Err != nil || r.Stdout != "fine\n" {
+		t.Errorf("a real success through the same rewriter: %+v", r)
+	}
+}
+
+// rewriter starts the shell with its standard output passed through a
+// rewrite of every sentinel line's status to 0, keeping the rest.
+type rewriter struct{}
+
+func (rewriter) Prepare(*exec.Cmd) error { return nil }
+
+func (rewriter) Start(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser, io.ReadCloser, io.ReadCloser, error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	outR, outW := io.Pipe()
+	errOut, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cmd.Stdout = pw
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	pw.Close()
+	go func() {
+		sentinel := regexp.MustCompile(`^(__TRUSS_[0-9a-f]+) -?[0-9]+ `)
+		br := bufio.NewReader(pr)
+		for {
+			line, err := br.ReadString('\n')
+			outW.Write([]byte(sentinel.ReplaceAllString(line, "$1 0 ")))
+			if err != nil {
+				outW.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return cmd, in, outR, errOut, nil
 }
