@@ -332,8 +332,13 @@ func (s *Session) run(ctx context.Context, command string, timeout time.Duration
 		res = tool.Result{Stdout: out.String(), Stderr: errOut.String(), Truncated: out.truncated() || errOut.truncated()}
 		if ok && status == forgedStatus {
 			// The shell stays: its state is its own. The record of its
-			// directory is not taken from a line that was rewritten.
-			res.Err = &tool.Error{Kind: tool.ErrShell, Message: "the command's end-of-output line claimed success without the shell's proof: a process the command started rewrote the shell's output; the command is taken as failed"}
+			// directory is not taken from a line that was rewritten. The
+			// command ran and did not succeed: an exit status of -1 (none
+			// known), so that a grader counts a failed test run, not a
+			// shell that could not run it.
+			unknown := -1
+			res.ExitCode = &unknown
+			res.Err = &tool.Error{Kind: tool.ErrExit, Message: "the command's end-of-output line claimed success without the shell's proof: a process the command started rewrote the shell's output; the command is taken as failed"}
 			return res
 		}
 		if !ok {

@@ -650,11 +650,11 @@ func TestForgedSuccessFails(t *testing.T) {
 	s := New(Config{Dir: t.TempDir(), Timeout: 10 * time.Second, Launcher: rewriter{}})
 	defer s.Close()
 	r := s.Run(context.Background(), "echo the tests failed; false", 10*time.Second)
-	if r.Err == nil || r.Err.Kind != tool.ErrShell || !strings.Contains(r.Err.Message, "without the shell's proof") {
+	if r.Err == nil || r.Err.Kind != tool.ErrExit || !strings.Contains(r.Err.Message, "without the shell's proof") {
 		t.Fatalf("a failure rewritten as a success: %+v", r)
 	}
-	if r.ExitCode != nil && *r.ExitCode == 0 {
-		t.Fatalf("taken as status 0: %+v", r)
+	if r.ExitCode == nil || *r.ExitCode != -1 {
+		t.Fatalf("not a failed command of unknown status: %+v", r)
 	}
 	if r := s.Run(context.Background(), "echo fine", 10*time.Second); r.Err != nil || r.Stdout != "fine\n" {
 		t.Errorf("a real success through the same rewriter: %+v", r)
