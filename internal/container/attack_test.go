@@ -150,11 +150,18 @@ func TestShellOutOfCommandsReach(t *testing.T) {
 	_, env := startEnv(t, Config{})
 	sh := newShell(t, env)
 	// The shell is the command's parent: each probe prints what it got.
+	// Not dumpable takes CAP_SETGID, which only a container whose user is
+	// root has: in another's, only the FIFOs' names are checked.
 	probe := `for f in /proc/$PPID/fd/0 /proc/$PPID/fd/1 /proc/$PPID/fd/10 /proc/$PPID/environ /proc/$PPID/mem; do
   if (exec 3<"$f") 2>/dev/null; then echo "open $f"; fi
 done
 (echo injected >/proc/$PPID/fd/0) 2>/dev/null && echo "wrote into the shell's input"
-` + findState + `for f in "$S"/*.in "$S"/*.out "$S"/*.err; do [ -p "$f" ] && echo "fifo $f"; done; true`
+`
+	if id := strings.TrimSpace(mustRun(t, sh, `echo "$EUID"`)); id != "0" {
+		t.Logf("the container's user is %s, not root: the shell stays dumpable (docs/environments.md)", id)
+		probe = ""
+	}
+	probe += findState + `for f in "$S"/*.in "$S"/*.out "$S"/*.err; do [ -p "$f" ] && echo "fifo $f"; done; true`
 	out := mustRun(t, sh, "bash -c "+shellQuote(probe))
 	if strings.TrimSpace(out) != "" {
 		t.Errorf("a command reached its shell:\n%s", out)
