@@ -183,19 +183,25 @@ func ShowWith(w io.Writer, entries []Entry, payload PayloadFunc) {
 // userExcerpt characters, quoted (a newline as \n, a byte that is not
 // UTF-8 escaped), "…" after them when there are more, and its length.
 func userText(b []byte) string {
-	text, n := string(b), utf8.RuneCount(b)
+	text, cut := runePrefix(string(b), userExcerpt)
 	more := ""
-	if n > userExcerpt {
-		cut, i := 0, 0
-		for cut = range text {
-			if i == userExcerpt {
-				break
-			}
-			i++
-		}
-		text, more = text[:cut], "…"
+	if cut {
+		more = "…"
 	}
-	return strconv.Quote(text) + more + " · " + plural.Count(n, "character")
+	return strconv.Quote(text) + more + " · " + plural.Count(utf8.RuneCount(b), "character")
+}
+
+// runePrefix is s's first n characters (a byte that is not UTF-8 counting
+// as one), and whether s had more.
+func runePrefix(s string, n int) (string, bool) {
+	k := 0
+	for i := range s {
+		if k == n {
+			return s[:i], true
+		}
+		k++
+	}
+	return s, false
 }
 
 // opTargetMax is how many characters of a command or a task the
@@ -209,17 +215,11 @@ const opTargetMax = 60
 // opTargetMax characters.
 func opTarget(a map[string]any) string {
 	cut := func(s string) string {
-		if utf8.RuneCountInString(s) <= opTargetMax {
-			return termsafe.Name(s)
+		head, more := runePrefix(s, opTargetMax)
+		if more {
+			return termsafe.Name(head) + "…"
 		}
-		i, n := 0, 0
-		for i = range s {
-			if n == opTargetMax {
-				break
-			}
-			n++
-		}
-		return termsafe.Name(s[:i]) + "…"
+		return termsafe.Name(head)
 	}
 	switch {
 	case str(a, "command") != "":

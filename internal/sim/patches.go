@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/trussdev/truss/internal/hostfs"
 )
 
 // The simulated model writes patches the way OpenAI's models do: it reads
@@ -154,16 +155,27 @@ func workspaceRoot(body []byte) string {
 }
 
 func readIn(root, path string) (string, error) {
-	if root == "" && !filepath.IsAbs(path) {
+	// Commands of the session being played may have put anything at the
+	// path (a FIFO, a link, a huge file): it is read through the host's
+	// file layer, which refuses those without waiting.
+	switch {
+	case root == "" && !filepath.IsAbs(path):
 		return "", fmt.Errorf("no workspace")
+	case root == "":
+		root, path = filepath.Dir(path), filepath.Base(path)
+	case filepath.IsAbs(path):
+		rel, err := hostfs.Split(root, path)
+		if err != nil {
+			return "", err
+		}
+		path = rel
 	}
-	p := path
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(root, p)
-	}
-	b, err := os.ReadFile(p)
+	b, err := hostfs.ReadFileIn(root, path, maxPatchedFile)
 	return string(b), err
 }
+
+// maxPatchedFile is the largest file a replace reads to write its patch.
+const maxPatchedFile = 16 << 20
 
 // envelope wraps file operations in Codex's patch envelope.
 func envelope(ops ...string) string {

@@ -446,11 +446,7 @@ func showPayload(stdout, stderr io.Writer, path, name string, entry int) error {
 			for i = len(entries) - 1; i >= 0 && !names(entries[i]); i-- {
 			}
 			if i < 0 {
-				for _, e := range entries {
-					for n := range e.Payloads {
-						all[n] = true
-					}
-				}
+				addPayloadNames(all, entries)
 				continue // an earlier run's, if any
 			}
 		}
@@ -491,12 +487,17 @@ func showPayload(stdout, stderr io.Writer, path, name string, entry int) error {
 // payloadNames are the names of the entries' payloads as a list to read.
 func payloadNames(entries []ledger.Entry) string {
 	all := map[string]bool{}
+	addPayloadNames(all, entries)
+	return orNoNames(all)
+}
+
+// addPayloadNames adds the names of the entries' payloads to all.
+func addPayloadNames(all map[string]bool, entries []ledger.Entry) {
 	for _, e := range entries {
 		for n := range e.Payloads {
 			all[n] = true
 		}
 	}
-	return orNoNames(all)
 }
 
 // orNoNames is the payload names as a sorted list ("request" for
