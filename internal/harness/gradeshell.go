@@ -245,14 +245,11 @@ func (s *SandboxShell) FreshCaches(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gocache := filepath.Join(dir, "go-build")
-	env := []string{"GOCACHE=" + gocache}
-	// pip's and npm's too: a wheel or a tarball planted there would be
-	// installed by a test command that installs (their host layers are
-	// left behind: with the network off nothing downloads anyway).
-	for _, c := range []struct{ name, sub string }{{"XDG_CACHE_HOME", "xdg"}, {"PIP_CACHE_DIR", "pip"}, {"npm_config_cache", "npm"}} {
-		env = append(env, c.name+"="+filepath.Join(dir, c.sub))
-	}
+	// Go's build cache, the XDG one, and pip's and npm's too: a wheel or
+	// a tarball planted there would be installed by a test command that
+	// installs (their host layers are left behind: with the network off
+	// nothing downloads anyway).
+	fresh := []struct{ name, sub string }{{"GOCACHE", "go-build"}, {"XDG_CACHE_HOME", "xdg"}, {"PIP_CACHE_DIR", "pip"}, {"npm_config_cache", "npm"}}
 	// A module cache the commands could write (with the network on):
 	// source planted in its extracted modules would be built as the
 	// module's. The tests get an empty one whose modules come, through
@@ -261,17 +258,18 @@ func (s *SandboxShell) FreshCaches(ctx context.Context) error {
 	// GOPROXY said.
 	var modProxy string
 	if old := s.caches.Value("GOMODCACHE"); old != "" && slices.Contains(s.caches.Writable, old) {
-		env = append(env, "GOMODCACHE="+filepath.Join(dir, "go-mod"))
+		fresh = append(fresh, struct{ name, sub string }{"GOMODCACHE", "go-mod"})
 		modProxy = "file://" + filepath.ToSlash(filepath.Join(old, "cache", "download"))
 	}
-	for _, kv := range env {
-		_, d, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(d, dir+string(filepath.Separator)) {
-			if err := os.Mkdir(d, 0o700); err != nil {
-				return err
-			}
+	var env []string
+	for _, c := range fresh {
+		d := filepath.Join(dir, c.sub)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return err
 		}
+		env = append(env, c.name+"="+d)
 	}
+	gocache := filepath.Join(dir, "go-build")
 	if s.caches.GoProgram != "" {
 		prog, err := cacheprog.Command(s.caches.GoProgram, gocache, s.caches.GoLowers...)
 		if err != nil {
