@@ -399,24 +399,31 @@ func (s *Session) lastHere() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	hi, err := os.Stat(here)
-	if err != nil {
+	if _, err := os.Stat(here); err != nil {
 		return "", configErrorf("the workspace %s: %v", here, err)
 	}
-	id, err := s.store.Resolve(session.Last, func(m session.Meta) bool {
-		if m.Served() || m.Workspace == "" {
-			return false
-		}
-		if filepath.Clean(m.Workspace) == here {
-			return true
-		}
-		mi, err := os.Stat(m.Workspace)
-		return err == nil && os.SameFile(hi, mi)
-	})
+	id, err := s.store.Resolve(session.Last, workedIn(here))
 	if errors.Is(err, session.ErrNotFound) {
 		return "", configErrorf("no session worked in %s to resume (`truss sessions` lists every session; --resume ID resumes one by its id)", here)
 	}
 	return id, err
+}
+
+// workedIn reports of a session whether it can be resumed (it is not an
+// MCP server's record) and worked in the directory dir: by its path, or,
+// reached by another path, by identity.
+func workedIn(dir string) func(session.Meta) bool {
+	di, derr := os.Stat(dir)
+	return func(m session.Meta) bool {
+		if m.Served() || m.Workspace == "" {
+			return false
+		}
+		if filepath.Clean(m.Workspace) == filepath.Clean(dir) {
+			return true
+		}
+		mi, err := os.Stat(m.Workspace)
+		return derr == nil && err == nil && os.SameFile(di, mi)
+	}
 }
 
 // resolve fills in the provider, the model and the dialect.

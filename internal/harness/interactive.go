@@ -328,8 +328,9 @@ func (s *Session) Resumable() ([]session.Meta, error) {
 		return nil, err
 	}
 	var out []session.Meta
+	here := workedIn(s.w.root)
 	for _, m := range ms {
-		if m.ID != s.sessionID && !m.Served() && filepath.Clean(m.Workspace) == filepath.Clean(s.w.root) {
+		if m.ID != s.sessionID && here(m) {
 			out = append(out, m)
 		}
 	}
